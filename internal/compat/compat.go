@@ -1,0 +1,341 @@
+// Package compat holds the scanner's vocabulary: the status words, stages,
+// failure classes and reasons of ../shared/CONTRACT.md, and the Model and
+// Result records that every other package passes around and serialises.
+//
+// The JSON tags here are the public contract. Nullable contract fields are
+// pointers: a metric that was not measured is nil, and marshals as null.
+package compat
+
+import (
+	"fmt"
+	"time"
+)
+
+// Status is the outcome of one probe of one model on one target.
+type Status string
+
+// The status words of the contract.
+const (
+	StatusPass     Status = "pass"
+	StatusFail     Status = "fail"
+	StatusOOM      Status = "oom"
+	StatusTimeout  Status = "timeout"
+	StatusCrash    Status = "crash"
+	StatusSkipped  Status = "skipped"
+	StatusError    Status = "error"
+	StatusUntested Status = "untested"
+)
+
+// Statuses lists every status word, in the order the site shows them.
+var Statuses = []Status{StatusPass, StatusFail, StatusOOM, StatusTimeout, StatusCrash, StatusSkipped, StatusError, StatusUntested}
+
+// Valid reports whether s is one of the contract's status words.
+func (s Status) Valid() bool {
+	for _, v := range Statuses {
+		if s == v {
+			return true
+		}
+	}
+	return false
+}
+
+// HeldAgainstModel reports whether the status says something about the model
+// (as opposed to the scanner's own environment, or no verdict at all).
+func (s Status) HeldAgainstModel() bool {
+	switch s {
+	case StatusFail, StatusOOM, StatusTimeout, StatusCrash:
+		return true
+	}
+	return false
+}
+
+// Stage is one step of a probe, in the order they run.
+type Stage string
+
+// The stages of a probe, in order.
+const (
+	StageEnv      Stage = "env"
+	StageConfig   Stage = "config"
+	StageLoad     Stage = "load"
+	StageForward  Stage = "forward"
+	StageNumerics Stage = "numerics"
+	StageCompile  Stage = "compile"
+	StageGenerate Stage = "generate"
+)
+
+// Stages lists the stages in the order they run.
+var Stages = []Stage{StageEnv, StageConfig, StageLoad, StageForward, StageNumerics, StageCompile, StageGenerate}
+
+// Valid reports whether s is one of the contract's stages.
+func (s Stage) Valid() bool {
+	for _, v := range Stages {
+		if s == v {
+			return true
+		}
+	}
+	return false
+}
+
+// FailureClass says why a stage failed.
+type FailureClass string
+
+// The failure classes of the contract.
+const (
+	ClassUnsupportedOp    FailureClass = "unsupported_op"
+	ClassUnsupportedDtype FailureClass = "unsupported_dtype"
+	ClassCompileError     FailureClass = "compile_error"
+	ClassRecompile        FailureClass = "recompile"
+	ClassNumericsMismatch FailureClass = "numerics_mismatch"
+	ClassOOM              FailureClass = "oom"
+	ClassTimeout          FailureClass = "timeout"
+	ClassCrash            FailureClass = "crash"
+	ClassLoadError        FailureClass = "load_error"
+	ClassConfigError      FailureClass = "config_error"
+	ClassImportError      FailureClass = "import_error"
+	ClassDeviceUnavail    FailureClass = "device_unavailable"
+	ClassOther            FailureClass = "other"
+)
+
+// FailureClasses lists every failure class.
+var FailureClasses = []FailureClass{ClassUnsupportedOp, ClassUnsupportedDtype, ClassCompileError, ClassRecompile,
+	ClassNumericsMismatch, ClassOOM, ClassTimeout, ClassCrash, ClassLoadError, ClassConfigError, ClassImportError,
+	ClassDeviceUnavail, ClassOther}
+
+// Valid reports whether c is one of the contract's failure classes.
+func (c FailureClass) Valid() bool {
+	for _, v := range FailureClasses {
+		if c == v {
+			return true
+		}
+	}
+	return false
+}
+
+// Reason says why preflight declined to run a model (status skipped).
+type Reason string
+
+// The skip reasons of the contract.
+const (
+	ReasonRemoteCode         Reason = "remote_code"
+	ReasonGated              Reason = "gated"
+	ReasonNoSafetensors      Reason = "no_safetensors"
+	ReasonTooLarge           Reason = "too_large"
+	ReasonUnsupportedLibrary Reason = "unsupported_library"
+	ReasonUnsupportedTask    Reason = "unsupported_task"
+	ReasonDisabled           Reason = "disabled"
+	ReasonNotFound           Reason = "not_found"
+)
+
+// Reasons lists every skip reason.
+var Reasons = []Reason{ReasonRemoteCode, ReasonGated, ReasonNoSafetensors, ReasonTooLarge, ReasonUnsupportedLibrary,
+	ReasonUnsupportedTask, ReasonDisabled, ReasonNotFound}
+
+// Valid reports whether r is one of the contract's reasons.
+func (r Reason) Valid() bool {
+	for _, v := range Reasons {
+		if r == v {
+			return true
+		}
+	}
+	return false
+}
+
+// Target is where a probe runs.
+type Target string
+
+// The targets of the contract. TargetAuto is only ever a request: a result
+// always records the target it really ran on.
+const (
+	TargetTPU  Target = "tpu"
+	TargetCPU  Target = "cpu"
+	TargetCUDA Target = "cuda"
+	TargetAuto Target = "auto"
+)
+
+// Targets lists the concrete targets a result can carry.
+var Targets = []Target{TargetTPU, TargetCPU, TargetCUDA}
+
+// ParseTarget accepts a concrete target or auto.
+func ParseTarget(s string) (Target, error) {
+	switch t := Target(s); t {
+	case TargetTPU, TargetCPU, TargetCUDA, TargetAuto:
+		return t, nil
+	}
+	return "", fmt.Errorf("unknown target %q (want auto, tpu, cpu or cuda)", s)
+}
+
+// Mode is how a probe gets its weights.
+type Mode string
+
+// The modes of the contract. ModeAuto is only ever a request.
+const (
+	ModeFull Mode = "full"
+	ModeArch Mode = "arch"
+	ModeAuto Mode = "auto"
+)
+
+// ParseMode accepts full, arch or auto.
+func ParseMode(s string) (Mode, error) {
+	switch m := Mode(s); m {
+	case ModeFull, ModeArch, ModeAuto:
+		return m, nil
+	}
+	return "", fmt.Errorf("unknown mode %q (want auto, full or arch)", s)
+}
+
+// Runtime records the software and device a result was produced with.
+// Empty strings mean "not present" (torch_tpu on a cpu run, for example).
+type Runtime struct {
+	Python       string `json:"python"`
+	Torch        string `json:"torch"`
+	Transformers string `json:"transformers"`
+	TorchTPU     string `json:"torch_tpu"`
+	Harness      string `json:"harness"`
+	Device       string `json:"device"`
+	DeviceCount  int    `json:"device_count"`
+	// Extensions beyond the contract.
+	LibTPU      string `json:"libtpu,omitempty"`
+	DeviceMemGB *float64 `json:"device_memory_gib,omitempty"`
+}
+
+// Key is the part of the runtime that decides whether a model must be
+// retested: a change in any of these versions invalidates a result.
+func (r Runtime) Key() string {
+	return r.Torch + "|" + r.TorchTPU + "|" + r.Transformers + "|" + r.Harness
+}
+
+// Metrics are the measurements of a probe. Every field is nil unless it was
+// really measured.
+type Metrics struct {
+	LoadS         *float64 `json:"load_s"`
+	FirstForwardS *float64 `json:"first_forward_s"`
+	ForwardMS     *float64 `json:"forward_ms"`
+	CompileS      *float64 `json:"compile_s"`
+	TokensPerS    *float64 `json:"tokens_per_s"`
+	PeakMemBytes  *int64   `json:"peak_mem_bytes"`
+	MaxAbsDiff    *float64 `json:"max_abs_diff"`
+	Top1Agreement *float64 `json:"top1_agreement"`
+	// Extensions beyond the contract.
+	CompiledStepMS *float64 `json:"compiled_step_ms,omitempty"`
+	TTFTMS         *float64 `json:"ttft_ms,omitempty"`
+	Perplexity     *float64 `json:"perplexity,omitempty"`
+	Tolerance      *float64 `json:"tolerance,omitempty"`
+	ParamCount     *int64   `json:"param_count,omitempty"`
+}
+
+// StageRun is the evidence of one stage: how it ended and how long it took.
+type StageRun struct {
+	Stage     Stage   `json:"stage"`
+	OK        bool    `json:"ok"`
+	Skipped   bool    `json:"skipped,omitempty"`
+	DurationS float64 `json:"duration_s"`
+	Note      string  `json:"note,omitempty"`
+}
+
+// Result is one probe of one model at one revision on one target.
+type Result struct {
+	Target       Target        `json:"target"`
+	Status       Status        `json:"status"`
+	Stage        *Stage        `json:"stage"`
+	FailureClass *FailureClass `json:"failure_class"`
+	Op           *string       `json:"op"`
+	Reason       *Reason       `json:"reason"`
+	Signature    *string       `json:"signature"`
+	Message      *string       `json:"message"`
+	Mode         *Mode         `json:"mode"`
+	Revision     string        `json:"revision"`
+	TestedAt     time.Time     `json:"tested_at"`
+	DurationS    float64       `json:"duration_s"`
+	Runtime      Runtime       `json:"runtime"`
+	Metrics      Metrics       `json:"metrics"`
+	Repro        string        `json:"repro"`
+	// Extensions beyond the contract.
+	Task    string     `json:"task,omitempty"`
+	Stages  []StageRun `json:"stages,omitempty"`
+	LogTail string     `json:"log_tail,omitempty"`
+	ScanID  *int64     `json:"scan_id,omitempty"`
+}
+
+// Model is a Hub model as the scanner knows it, with its current result on
+// one target (nil when it has none yet).
+type Model struct {
+	ID        string  `json:"id"`
+	Task      string  `json:"task"`
+	Library   string  `json:"library"`
+	Downloads int64   `json:"downloads"`
+	Likes     int64   `json:"likes"`
+	Gated     bool    `json:"gated"`
+	SHA       string  `json:"sha"`
+	URL       string  `json:"url"`
+	Result    *Result `json:"result"`
+	// Extensions beyond the contract.
+	Tags         []string  `json:"tags,omitempty"`
+	Aliases      []string  `json:"aliases,omitempty"`
+	LastModified time.Time `json:"last_modified,omitzero"`
+}
+
+// ModelStatus is the status a model shows: its result's, or untested.
+func (m Model) ModelStatus() Status {
+	if m.Result == nil {
+		return StatusUntested
+	}
+	return m.Result.Status
+}
+
+// Ptr returns a pointer to v, for filling nullable fields.
+func Ptr[T any](v T) *T { return &v }
+
+// Repro is the command that reproduces a result on its own.
+func Repro(modelID, revision string, target Target, mode Mode) string {
+	s := "scanner probe " + modelID
+	if revision != "" {
+		s += " --revision " + revision
+	}
+	s += " --target " + string(target)
+	if mode != "" {
+		s += " --mode " + string(mode)
+	}
+	return s
+}
+
+// EventKind says what a status change means to a user.
+type EventKind string
+
+// The kinds of status change the feed carries.
+const (
+	EventNew        EventKind = "new"        // first result on a target
+	EventRegression EventKind = "regression" // was pass, now held against the model
+	EventFix        EventKind = "fix"        // was held against the model, now pass
+	EventChange     EventKind = "change"     // any other change of status
+	EventFlaky      EventKind = "flaky"      // a change that did not reproduce on rerun
+)
+
+// ClassifyChange names the change from old to new status; old is "" for a
+// model's first result on a target.
+func ClassifyChange(old, new Status) EventKind {
+	switch {
+	case old == "" || old == StatusUntested:
+		return EventNew
+	case old == StatusPass && new != StatusPass && new.HeldAgainstModel():
+		return EventRegression
+	case old != StatusPass && new == StatusPass:
+		return EventFix
+	default:
+		return EventChange
+	}
+}
+
+// Event is one status change of one model on one target.
+type Event struct {
+	ID         int64     `json:"id"`
+	ModelID    string    `json:"model_id"`
+	Target     Target    `json:"target"`
+	Kind       EventKind `json:"kind"`
+	FromStatus Status    `json:"from_status,omitempty"`
+	ToStatus   Status    `json:"to_status"`
+	Revision   string    `json:"revision"`
+	Runtime    Runtime   `json:"runtime"`
+	Signature  *string   `json:"signature,omitempty"`
+	Message    *string   `json:"message,omitempty"`
+	At         time.Time `json:"at"`
+}
