@@ -54,14 +54,14 @@ type Scan struct {
 	Params     string     `json:"params"` // the scan's options, JSON
 	StartedAt  time.Time  `json:"started_at"`
 	FinishedAt *time.Time `json:"finished_at"`
-	Planned    int        `json:"planned"`  // models listed for this scan
-	Done       int        `json:"done"`     // models with a recorded outcome
-	Probed     int        `json:"probed"`   // of which a probe really ran
+	Planned    int        `json:"planned"`   // models listed for this scan
+	Done       int        `json:"done"`      // models with a recorded outcome
+	Probed     int        `json:"probed"`    // of which a probe really ran
 	Unchanged  int        `json:"unchanged"` // of which nothing changed (no retest)
 	Error      string     `json:"error,omitempty"`
 	// DeviceBusy is the time probes held the device ÷ the scan's wall time;
 	// nil until the scan finishes.
-	DeviceBusy *float64 `json:"device_busy_fraction"`
+	DeviceBusy *float64       `json:"device_busy_fraction"`
 	Runtime    compat.Runtime `json:"runtime"`
 }
 
@@ -77,7 +77,7 @@ type ModelQuery struct {
 	Q      string          // substring of the id, case-insensitive
 	Status []compat.Status // any of these (untested = no result on Target)
 	Task   string
-	Org    string // the id's part before "/"; "" for all
+	Org    string        // the id's part before "/"; "" for all
 	Target compat.Target // whose result is "current"; "" = the most recent on any target
 	Sort   string        // "downloads" (default), "likes", "status", "tokens_per_s", "tested_at", "id"
 	Desc   *bool         // nil = the sort's natural direction
@@ -87,13 +87,13 @@ type ModelQuery struct {
 
 // Summary is the site's headline.
 type Summary struct {
-	Models             int                   `json:"models"`
-	Tested             int                   `json:"tested"`
-	Counts             map[compat.Status]int `json:"counts"`
-	PassRate           *float64              `json:"pass_rate"`            // pass ÷ tested (not skipped/error/untested); nil when none
-	WeightedPassRate   *float64              `json:"download_weighted_pass_rate"`
-	LastScan           *Scan                 `json:"last_scan"`
-	Runtime            *compat.Runtime       `json:"runtime"` // of the most recent result
+	Models           int                   `json:"models"`
+	Tested           int                   `json:"tested"`
+	Counts           map[compat.Status]int `json:"counts"`
+	PassRate         *float64              `json:"pass_rate"` // pass ÷ tested (not skipped/error/untested); nil when none
+	WeightedPassRate *float64              `json:"download_weighted_pass_rate"`
+	LastScan         *Scan                 `json:"last_scan"`
+	Runtime          *compat.Runtime       `json:"runtime"` // of the most recent result
 }
 
 // FailureGroup is one root cause and what it blocks.

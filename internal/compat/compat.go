@@ -194,7 +194,7 @@ type Runtime struct {
 	Device       string `json:"device"`
 	DeviceCount  int    `json:"device_count"`
 	// Extensions beyond the contract.
-	LibTPU      string `json:"libtpu,omitempty"`
+	LibTPU      string   `json:"libtpu,omitempty"`
 	DeviceMemGB *float64 `json:"device_memory_gib,omitempty"`
 }
 
