@@ -1,0 +1,118 @@
+package metrics
+
+import (
+	"math"
+	"strings"
+	"sync"
+	"testing"
+)
+
+func TestWriteText(t *testing.T) {
+	r := NewRegistry()
+	probes := r.Counter("scanner_probes_total", "Probes run,\nby status.", "status", "target")
+	probes.With("pass", "tpu").Inc()
+	probes.With("fail", "tpu").Add(2)
+	probes.With("fail", "tpu").Add(-5) // ignored
+	probes.With(`we"ird\`+"\n", "cpu").Inc()
+	busy := r.Gauge("scanner_device_busy_fraction", "Device busy.")
+	busy.With().Set(0.25)
+	r.GaugeFunc("scanner_queue", "Queued scans.", func() float64 { return 1 })
+	h := r.Histogram("scanner_probe_duration_seconds", "Probe wall time.", []float64{10, 1, 100}, "target")
+	for _, v := range []float64{0.5, 1, 5, 1000} {
+		h.With("tpu").Observe(v)
+	}
+
+	var b strings.Builder
+	if err := r.WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	want := `# HELP scanner_device_busy_fraction Device busy.
+# TYPE scanner_device_busy_fraction gauge
+scanner_device_busy_fraction 0.25
+# HELP scanner_probe_duration_seconds Probe wall time.
+# TYPE scanner_probe_duration_seconds histogram
+scanner_probe_duration_seconds_bucket{target="tpu",le="1"} 2
+scanner_probe_duration_seconds_bucket{target="tpu",le="10"} 3
+scanner_probe_duration_seconds_bucket{target="tpu",le="100"} 3
+scanner_probe_duration_seconds_bucket{target="tpu",le="+Inf"} 4
+scanner_probe_duration_seconds_sum{target="tpu"} 1006.5
+scanner_probe_duration_seconds_count{target="tpu"} 4
+# HELP scanner_probes_total Probes run,\nby status.
+# TYPE scanner_probes_total counter
+scanner_probes_total{status="fail",target="tpu"} 2
+scanner_probes_total{status="pass",target="tpu"} 1
+scanner_probes_total{status="we\"ird\\\n",target="cpu"} 1
+# HELP scanner_queue Queued scans.
+# TYPE scanner_queue gauge
+scanner_queue 1
+`
+	if got := b.String(); got != want {
+		t.Errorf("WriteText:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+func TestRegisterTwice(t *testing.T) {
+	r := NewRegistry()
+	a := r.Counter("x_total", "x", "a")
+	b := r.Counter("x_total", "x", "a")
+	a.With("1").Inc()
+	if got := b.With("1").Value(); got != 1 {
+		t.Fatalf("same registration should share series, got %v", got)
+	}
+	for name, f := range map[string]func(){
+		"kind":       func() { r.Gauge("x_total", "x", "a") },
+		"labels":     func() { r.Counter("x_total", "x", "b") },
+		"bad name":   func() { r.Counter("1x", "x") },
+		"bad label":  func() { r.Counter("y_total", "x", "a-b") },
+		"le label":   func() { r.Histogram("h", "x", nil, "le") },
+		"arity":      func() { a.With("1", "2") },
+		"dup bucket": func() { r.Histogram("h2", "x", []float64{1, 1}) },
+		"inf bucket": func() { r.Histogram("h3", "x", []float64{math.Inf(1)}) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			defer func() {
+				if recover() == nil {
+					t.Fatal("no panic")
+				}
+			}()
+			f()
+		})
+	}
+}
+
+func TestFormatFloat(t *testing.T) {
+	for v, want := range map[float64]string{1: "1", 0.1: "0.1", 1e21: "1e+21", math.Inf(1): "+Inf", math.Inf(-1): "-Inf"} {
+		if got := formatFloat(v); got != want {
+			t.Errorf("formatFloat(%v) = %q, want %q", v, got, want)
+		}
+	}
+	if got := formatFloat(math.NaN()); got != "NaN" {
+		t.Errorf("NaN = %q", got)
+	}
+}
+
+func TestConcurrent(t *testing.T) {
+	r := NewRegistry()
+	c := r.Counter("c_total", "c", "k")
+	h := r.Histogram("h_seconds", "h", nil)
+	var wg sync.WaitGroup
+	for i := 0; i < 8; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := 0; j < 1000; j++ {
+				c.With("a").Inc()
+				h.With().Observe(0.01)
+			}
+		}()
+	}
+	var b strings.Builder
+	_ = r.WriteText(&b) // concurrently with the writers
+	wg.Wait()
+	if got := c.With("a").Value(); got != 8000 {
+		t.Fatalf("counter = %v, want 8000", got)
+	}
+	if got := h.With().Count(); got != 8000 {
+		t.Fatalf("histogram count = %v", got)
+	}
+}
