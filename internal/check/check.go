@@ -1,0 +1,202 @@
+// Package check is the client side of `scanner check MODEL --server URL`: a
+// CI gate that asks a running scanner's JSON API whether a model passes.
+package check
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
+)
+
+// Exit codes of `scanner check`, as the contract defines them.
+const (
+	ExitPass        = 0 // the model passes on the target
+	ExitNotPassing  = 1 // the current result is not pass, or the newest change is a regression
+	ExitUntested    = 2 // unknown model, no result on the target, or no verdict (scanner error)
+	ExitUnreachable = 3 // network error, 5xx, or an answer that is not the API's
+)
+
+// maxBody bounds how much of the server's answer is read.
+const maxBody = 8 << 20
+
+// modelDetail is the part of GET /api/v1/models/{id} that the check reads.
+type modelDetail struct {
+	compat.Model
+	Events []compat.Event `json:"events"`
+}
+
+// Check asks the scanner at serverURL about modelID on target and returns
+// the process exit code and a one-line reason, for example
+//
+//	Qwen/Qwen3-0.6B: pass on tpu (full, 2026-11-30, torch_tpu 0.2.0)
+//
+// target "" or auto means the model's most recent result on any target.
+// A nil httpClient means a client with a 30 s timeout. The context bounds
+// the whole request.
+func Check(ctx context.Context, serverURL, modelID string, target compat.Target, httpClient *http.Client) (code int, line string) {
+	if httpClient == nil {
+		httpClient = &http.Client{Timeout: 30 * time.Second}
+	}
+	if target == compat.TargetAuto {
+		target = ""
+	}
+	u, err := detailURL(serverURL, modelID, target)
+	if err != nil {
+		return ExitUnreachable, fmt.Sprintf("%s: %v", modelID, err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return ExitUnreachable, fmt.Sprintf("%s: %v", modelID, err)
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		return ExitUnreachable, fmt.Sprintf("%s: server unreachable: %v", modelID, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	if err != nil {
+		return ExitUnreachable, fmt.Sprintf("%s: reading the server's answer: %v", modelID, err)
+	}
+
+	switch {
+	case resp.StatusCode == http.StatusNotFound:
+		return ExitUntested, fmt.Sprintf("%s: unknown to the scanner at %s", modelID, serverURL)
+	case resp.StatusCode != http.StatusOK:
+		return ExitUnreachable, fmt.Sprintf("%s: server answered %s%s", modelID, resp.Status, apiError(body))
+	}
+	var d modelDetail
+	if err := json.Unmarshal(body, &d); err != nil || d.ID == "" {
+		if err == nil {
+			err = errors.New("no model id")
+		}
+		return ExitUnreachable, fmt.Sprintf("%s: the server's answer is not a scanner model: %v", modelID, err)
+	}
+	return verdict(d, target)
+}
+
+// detailURL builds {server}/api/v1/models/{id}?target=….
+func detailURL(serverURL, modelID string, target compat.Target) (string, error) {
+	base, err := url.Parse(strings.TrimRight(serverURL, "/"))
+	if err != nil || (base.Scheme != "http" && base.Scheme != "https") || base.Host == "" {
+		return "", fmt.Errorf("invalid --server URL %q (want http://host:port)", serverURL)
+	}
+	if modelID == "" || strings.Contains(modelID, "..") {
+		return "", fmt.Errorf("invalid model id %q", modelID)
+	}
+	parts := strings.Split(modelID, "/")
+	for i, p := range parts {
+		parts[i] = url.PathEscape(p)
+	}
+	s := base.String() + "/api/v1/models/" + strings.Join(parts, "/")
+	if target != "" {
+		s += "?target=" + url.QueryEscape(string(target))
+	}
+	return s, nil
+}
+
+// apiError extracts {"error": "..."} from an API error body, as ": ...".
+func apiError(body []byte) string {
+	var e struct {
+		Error string `json:"error"`
+	}
+	if json.Unmarshal(body, &e) == nil && e.Error != "" {
+		return ": " + oneLine(e.Error, 200)
+	}
+	return ""
+}
+
+// verdict maps a model's current result to an exit code and a line.
+func verdict(d modelDetail, target compat.Target) (int, string) {
+	r := d.Result
+	if r == nil || r.Status == compat.StatusUntested {
+		on := ""
+		if target != "" {
+			on = " on " + string(target)
+		}
+		return ExitUntested, fmt.Sprintf("%s: untested%s", d.ID, on)
+	}
+	line := fmt.Sprintf("%s: %s on %s%s (%s)", d.ID, r.Status, r.Target, detail(*r), facts(*r))
+
+	// The newest status change on this target tells regressions apart.
+	var newest *compat.Event
+	for i := range d.Events {
+		if d.Events[i].Target == r.Target {
+			newest = &d.Events[i]
+			break
+		}
+	}
+	switch r.Status {
+	case compat.StatusPass:
+		if newest != nil && newest.Kind == compat.EventRegression {
+			return ExitNotPassing, line + " — but the newest change is a regression"
+		}
+		return ExitPass, line
+	case compat.StatusError:
+		return ExitUntested, line + " — no verdict: the scanner's own environment failed"
+	}
+	if newest != nil && newest.Kind == compat.EventRegression {
+		line += fmt.Sprintf(" — regression since %s (was %s)", newest.At.UTC().Format(time.DateOnly), newest.FromStatus)
+	}
+	return ExitNotPassing, line
+}
+
+// detail says where and why a result did not pass: " at forward: unsupported_op aten::foo".
+func detail(r compat.Result) string {
+	var s string
+	if r.Status != compat.StatusPass && r.Stage != nil {
+		s = " at " + string(*r.Stage)
+	}
+	var why []string
+	if r.FailureClass != nil {
+		why = append(why, string(*r.FailureClass))
+	}
+	if r.Op != nil && *r.Op != "" {
+		why = append(why, *r.Op)
+	}
+	if r.Reason != nil {
+		why = append(why, string(*r.Reason))
+	}
+	if len(why) == 0 && r.Status != compat.StatusPass && r.Message != nil {
+		why = append(why, oneLine(*r.Message, 120))
+	}
+	if len(why) > 0 && r.Status != compat.StatusPass {
+		s += ": " + strings.Join(why, " ")
+	}
+	return s
+}
+
+// facts is "full, 2026-11-30, torch_tpu 0.2.0".
+func facts(r compat.Result) string {
+	var f []string
+	if r.Mode != nil {
+		f = append(f, string(*r.Mode))
+	}
+	if !r.TestedAt.IsZero() {
+		f = append(f, r.TestedAt.UTC().Format(time.DateOnly))
+	}
+	switch {
+	case r.Runtime.TorchTPU != "":
+		f = append(f, "torch_tpu "+r.Runtime.TorchTPU)
+	case r.Runtime.Torch != "":
+		f = append(f, "torch "+r.Runtime.Torch)
+	}
+	return strings.Join(f, ", ")
+}
+
+// oneLine keeps the first line of s, at most n runes.
+func oneLine(s string, n int) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	if r := []rune(s); len(r) > n {
+		s = string(r[:n]) + "…"
+	}
+	return s
+}
