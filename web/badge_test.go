@@ -1,0 +1,246 @@
+package web
+
+import (
+	"bytes"
+	"encoding/json"
+	"encoding/xml"
+	"flag"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files in testdata/")
+
+// golden compares got with testdata/name, or rewrites it under -update.
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./web -run %s -update to create it)", err, t.Name())
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from the golden file:\n got: %s\nwant: %s\n(run with -update if the change is intended)", path, got, want)
+	}
+}
+
+func result(status compat.Status) *compat.Result {
+	return &compat.Result{Target: compat.TargetTPU, Status: status, TestedAt: time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)}
+}
+
+func TestBadgeFor(t *testing.T) {
+	pass := result(compat.StatusPass)
+	pass.Mode = compat.Ptr(compat.ModeFull)
+	pass.Metrics.TokensPerS = compat.Ptr(312.4)
+	passArch := result(compat.StatusPass)
+	passArch.Mode = compat.Ptr(compat.ModeArch)
+	passArch.Metrics.TokensPerS = compat.Ptr(999.0)
+	fail := result(compat.StatusFail)
+	fail.Stage = compat.Ptr(compat.StageForward)
+	oom := result(compat.StatusOOM)
+	oom.Stage = compat.Ptr(compat.StageLoad)
+	skipped := result(compat.StatusSkipped)
+	skipped.Reason = compat.Ptr(compat.ReasonRemoteCode)
+	hostile := result(compat.StatusFail)
+	hostile.Stage = compat.Ptr(compat.Stage(`<script>alert(1)</script>`))
+
+	model := func(r *compat.Result) *compat.Model { return &compat.Model{ID: "org/m", Result: r} }
+	tests := []struct {
+		name   string
+		model  *compat.Model
+		target compat.Target
+		label  string
+		want   badge
+	}{
+		{"pass", model(pass), compat.TargetTPU, "", badge{"TorchTPU", "passing · 312 tok/s", tonePass}},
+		{"pass arch", model(passArch), compat.TargetTPU, "", badge{"TorchTPU", "passing · arch only", tonePass}},
+		{"pass no speed", model(result(compat.StatusPass)), compat.TargetCPU, "", badge{"PyTorch CPU", "passing", tonePass}},
+		{"fail", model(fail), compat.TargetTPU, "tpu", badge{"tpu", "failing · forward", toneFail}},
+		{"oom", model(oom), compat.TargetTPU, "", badge{"TorchTPU", "out of memory · load", toneWarn}},
+		{"timeout", model(result(compat.StatusTimeout)), compat.TargetTPU, "", badge{"TorchTPU", "timeout", toneWarn}},
+		{"crash", model(result(compat.StatusCrash)), compat.TargetTPU, "", badge{"TorchTPU", "crash", toneWarn}},
+		{"skipped", model(skipped), compat.TargetTPU, "", badge{"TorchTPU", "skipped · remote code", toneNeutral}},
+		{"error", model(result(compat.StatusError)), compat.TargetTPU, "", badge{"TorchTPU", "scan error", toneNeutral}},
+		{"untested", model(nil), compat.TargetCUDA, "", badge{"PyTorch CUDA", "untested", toneNeutral}},
+		{"unknown", nil, compat.TargetTPU, "", badge{"TorchTPU", "unknown", toneNeutral}},
+		{"label cleaned", nil, compat.TargetTPU, " a\n\tb\x00 ", badge{"a b", "unknown", toneNeutral}},
+		{"label only spaces", nil, compat.TargetTPU, " \u200b ", badge{"TorchTPU", "unknown", toneNeutral}},
+		{"hostile stage kept as text", model(hostile), compat.TargetTPU, "", badge{"TorchTPU", "failing · <script>alert(1)</script>", toneFail}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := badgeFor(tt.model, tt.target, tt.label); got != tt.want {
+				t.Errorf("badgeFor = %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+	long := badgeFor(nil, compat.TargetTPU, strings.Repeat("x", 500))
+	if n := len([]rune(long.Label)); n != maxLabelRunes+1 || !strings.HasSuffix(long.Label, "…") {
+		t.Errorf("long label not cut: %d runes", n)
+	}
+}
+
+func TestFormatTokensPerS(t *testing.T) {
+	for v, want := range map[float64]string{3.44: "3.4 tok/s", 312.4: "312 tok/s", 999.6: "1000 tok/s", 1234: "1.2k tok/s",
+		2.5e6: "2.5M tok/s", -1: "? tok/s", math.NaN(): "? tok/s"} {
+		if got := formatTokensPerS(v); got != want {
+			t.Errorf("formatTokensPerS(%v) = %q, want %q", v, got, want)
+		}
+	}
+}
+
+func TestTextWidth(t *testing.T) {
+	// shields.io's "build" label is 37px wide: 26.7px of Verdana 11px + 10px padding.
+	if got := textWidth("build", 11, false); math.Abs(got-26.686) > 0.01 {
+		t.Errorf("width(build) = %v", got)
+	}
+	for i, w := range verdanaRegular {
+		if w == 0 || verdanaBold[i] == 0 {
+			t.Errorf("missing width for %q", rune(i+0x20))
+		}
+	}
+	if textWidth("\x00\x1b", 11, false) != 0 {
+		t.Error("control characters should have no width")
+	}
+	if got := textWidth("模型", 11, false); got != 22 {
+		t.Errorf("fallback width = %v, want one em per character", got)
+	}
+	if textWidth("WWW", 11, false) <= textWidth("iii", 11, false) {
+		t.Error("W should be wider than i")
+	}
+}
+
+func TestRenderSVGGolden(t *testing.T) {
+	pass := result(compat.StatusPass)
+	pass.Mode = compat.Ptr(compat.ModeFull)
+	pass.Metrics.TokensPerS = compat.Ptr(312.0)
+	fail := result(compat.StatusFail)
+	fail.Stage = compat.Ptr(compat.StageForward)
+	oom := result(compat.StatusOOM)
+	m := func(r *compat.Result) *compat.Model { return &compat.Model{ID: "org/m", Result: r} }
+	cases := []struct {
+		file  string
+		b     badge
+		style badgeStyle
+	}{
+		{"badge_pass_flat.svg", badgeFor(m(pass), compat.TargetTPU, ""), styleFlat},
+		{"badge_fail_flat_square.svg", badgeFor(m(fail), compat.TargetTPU, ""), styleFlatSquare},
+		{"badge_oom_for_the_badge.svg", badgeFor(m(oom), compat.TargetTPU, ""), styleForTheBadge},
+		{"badge_unknown_flat.svg", badgeFor(nil, compat.TargetTPU, ""), styleFlat},
+		{"badge_hostile_flat.svg", badgeFor(nil, compat.TargetTPU, `"><img src=x onerror=alert(1)><script>alert(1)</script>&`), styleFlat},
+		{"badge_unicode_flat.svg", badgeFor(m(nil), compat.TargetTPU, "模型 · ü"), styleFlat},
+	}
+	for _, c := range cases {
+		t.Run(c.file, func(t *testing.T) {
+			got := renderSVG(c.b, c.style)
+			golden(t, c.file, got)
+			checkSVG(t, got, c.b)
+		})
+	}
+}
+
+// checkSVG asserts that an SVG is well-formed XML, accessible, and that
+// its text nodes are exactly the badge's words (no markup got through).
+func checkSVG(t *testing.T, svg []byte, b badge) {
+	t.Helper()
+	dec := xml.NewDecoder(bytes.NewReader(svg))
+	var texts []string
+	var inText, inTitle bool
+	var title string
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			if err.Error() == "EOF" {
+				break
+			}
+			t.Fatalf("not well-formed XML: %v\n%s", err, svg)
+		}
+		switch x := tok.(type) {
+		case xml.StartElement:
+			switch x.Name.Local {
+			case "script", "img", "foreignObject":
+				t.Fatalf("SVG has a <%s> element: %s", x.Name.Local, svg)
+			case "svg":
+				var role, aria string
+				for _, a := range x.Attr {
+					switch a.Name.Local {
+					case "role":
+						role = a.Value
+					case "aria-label":
+						aria = a.Value
+					}
+					if strings.HasPrefix(strings.ToLower(a.Name.Local), "on") {
+						t.Fatalf("event handler attribute %s", a.Name.Local)
+					}
+				}
+				if role != "img" || aria != b.Label+": "+b.Message && aria != strings.ToUpper(b.Label+": "+b.Message) {
+					t.Errorf("role=%q aria-label=%q", role, aria)
+				}
+			case "text":
+				inText = true
+			case "title":
+				inTitle = true
+			}
+		case xml.EndElement:
+			inText, inTitle = false, false
+		case xml.CharData:
+			if inText {
+				texts = append(texts, string(x))
+			}
+			if inTitle {
+				title = string(x)
+			}
+		}
+	}
+	if !strings.EqualFold(title, b.Label+": "+b.Message) {
+		t.Errorf("title = %q", title)
+	}
+	joined := strings.Join(texts, "|")
+	if !strings.Contains(strings.ToUpper(joined), strings.ToUpper(b.Message)) || !strings.Contains(strings.ToUpper(joined), strings.ToUpper(b.Label)) {
+		t.Errorf("text nodes %q lack label %q or message %q", joined, b.Label, b.Message)
+	}
+}
+
+func TestRenderBadgeJSON(t *testing.T) {
+	got := renderBadgeJSON(badge{Label: `<x>"`, Message: "passing", Tone: tonePass})
+	golden(t, "badge_endpoint.json", got)
+	var e map[string]any
+	if err := json.Unmarshal(got, &e); err != nil {
+		t.Fatal(err)
+	}
+	if e["schemaVersion"] != 1.0 || e["label"] != `<x>"` || e["color"] != "1a7f37" || e["cacheSeconds"] != 300.0 {
+		t.Errorf("endpoint JSON = %v", e)
+	}
+	if bytes.Contains(got, []byte("<")) {
+		t.Errorf("JSON should escape < for safe embedding: %s", got)
+	}
+}
+
+func TestBadgeWidthGrowsWithText(t *testing.T) {
+	width := func(msg string) float64 {
+		svg := string(renderSVG(badge{Label: "TorchTPU", Message: msg, Tone: tonePass}, styleFlat))
+		_, rest, _ := strings.Cut(svg, `width="`)
+		w, _, _ := strings.Cut(rest, `"`)
+		f, err := strconv.ParseFloat(w, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	if a, b := width("ok"), width("passing · 312 tok/s"); a >= b {
+		t.Errorf("short message %v not narrower than long %v", a, b)
+	}
+}

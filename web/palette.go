@@ -1,0 +1,129 @@
+package web
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
+)
+
+// tone groups status words that share a colour.
+type tone string
+
+const (
+	tonePass    tone = "pass"    // pass
+	toneFail    tone = "fail"    // fail
+	toneWarn    tone = "warn"    // oom, timeout, crash: held against the model, but not a plain failure
+	toneNeutral tone = "neutral" // skipped, error, untested, unknown: no verdict on the model
+)
+
+// toneOf maps a status word to its colour group. Anything unknown is neutral.
+func toneOf(s compat.Status) tone {
+	switch s {
+	case compat.StatusPass:
+		return tonePass
+	case compat.StatusFail:
+		return toneFail
+	case compat.StatusOOM, compat.StatusTimeout, compat.StatusCrash:
+		return toneWarn
+	}
+	return toneNeutral
+}
+
+// chip is the foreground and background of a status label on a page.
+type chip struct{ FG, BG string }
+
+// Palette: the single source of the site's status colours. The stylesheet's
+// status rules are generated from it (statusCSS) and palette_test.go checks
+// every pair against WCAG AA (4.5:1 for normal text).
+var (
+	// badgeFill is the message background of SVG badges; the text is white.
+	badgeFill = map[tone]string{
+		tonePass:    "#1a7f37",
+		toneFail:    "#cf222e",
+		toneWarn:    "#bc4c00",
+		toneNeutral: "#656d76",
+	}
+	// badgeLabelFill is the label (left) background of SVG badges.
+	badgeLabelFill = "#555555"
+	badgeText      = "#ffffff"
+
+	chipLight = map[tone]chip{
+		tonePass:    {"#116329", "#dafbe1"},
+		toneFail:    {"#a40e26", "#ffebe9"},
+		toneWarn:    {"#953800", "#fff1e5"},
+		toneNeutral: {"#424a53", "#eaeef2"},
+	}
+	chipDark = map[tone]chip{
+		tonePass:    {"#7ee787", "#0f2d1b"},
+		toneFail:    {"#ffa198", "#3d1214"},
+		toneWarn:    {"#ffb77c", "#3a2008"},
+		toneNeutral: {"#c9d1d9", "#2d333b"},
+	}
+	// Page text on page backgrounds, light and dark.
+	pageLight = map[string]string{"fg": "#1f2328", "muted": "#59636e", "link": "#0969da", "bg": "#ffffff", "banner-fg": "#953800", "banner-bg": "#fff1e5"}
+	pageDark  = map[string]string{"fg": "#e6edf3", "muted": "#9198a1", "link": "#4493f8", "bg": "#0d1117", "banner-fg": "#ffb77c", "banner-bg": "#3a2008"}
+)
+
+var tones = []tone{tonePass, toneFail, toneWarn, toneNeutral}
+
+// statusCSS renders the palette as CSS custom properties, light by default
+// and dark under prefers-color-scheme.
+func statusCSS() string {
+	var b strings.Builder
+	write := func(page map[string]string, chips map[tone]chip) {
+		for _, k := range []string{"fg", "muted", "link", "bg", "banner-fg", "banner-bg"} {
+			fmt.Fprintf(&b, "  --%s: %s;\n", k, page[k])
+		}
+		for _, t := range tones {
+			fmt.Fprintf(&b, "  --%s-fg: %s;\n  --%s-bg: %s;\n", t, chips[t].FG, t, chips[t].BG)
+		}
+	}
+	b.WriteString(":root {\n  color-scheme: light dark;\n")
+	write(pageLight, chipLight)
+	b.WriteString("}\n@media (prefers-color-scheme: dark) {\n:root {\n")
+	write(pageDark, chipDark)
+	b.WriteString("}\n}\n")
+	for _, t := range tones {
+		fmt.Fprintf(&b, ".st-%s { color: var(--%s-fg); background: var(--%s-bg); }\n", t, t, t)
+	}
+	return b.String()
+}
+
+// relativeLuminance is WCAG 2's relative luminance of a #rrggbb colour.
+func relativeLuminance(hex string) (float64, error) {
+	h := strings.TrimPrefix(hex, "#")
+	if len(h) != 6 {
+		return 0, fmt.Errorf("colour %q: want #rrggbb", hex)
+	}
+	v, err := strconv.ParseUint(h, 16, 32)
+	if err != nil {
+		return 0, fmt.Errorf("colour %q: %w", hex, err)
+	}
+	ch := func(c uint64) float64 {
+		x := float64(c) / 255
+		if x <= 0.03928 {
+			return x / 12.92
+		}
+		return math.Pow((x+0.055)/1.055, 2.4)
+	}
+	return 0.2126*ch(v>>16&0xff) + 0.7152*ch(v>>8&0xff) + 0.0722*ch(v&0xff), nil
+}
+
+// contrastRatio is WCAG 2's contrast ratio of two #rrggbb colours (1 to 21).
+func contrastRatio(a, b string) (float64, error) {
+	la, err := relativeLuminance(a)
+	if err != nil {
+		return 0, err
+	}
+	lb, err := relativeLuminance(b)
+	if err != nil {
+		return 0, err
+	}
+	if la < lb {
+		la, lb = lb, la
+	}
+	return (la + 0.05) / (lb + 0.05), nil
+}

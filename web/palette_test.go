@@ -1,0 +1,82 @@
+package web
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
+)
+
+// wcagAA is the minimum contrast ratio for normal-size text (WCAG 2.x, 1.4.3).
+const wcagAA = 4.5
+
+func TestContrastRatio(t *testing.T) {
+	for _, c := range []struct {
+		a, b string
+		want float64
+	}{{"#000000", "#ffffff", 21}, {"#ffffff", "#ffffff", 1}, {"#777777", "#ffffff", 4.48}} {
+		got, err := contrastRatio(c.a, c.b)
+		if err != nil || got < c.want-0.01 || got > c.want+0.01 {
+			t.Errorf("contrast(%s,%s) = %.2f, %v; want %.2f", c.a, c.b, got, err, c.want)
+		}
+	}
+	if _, err := contrastRatio("red", "#fff"); err == nil {
+		t.Error("want an error for a non-hex colour")
+	}
+}
+
+func TestPaletteContrast(t *testing.T) {
+	check := func(what, fg, bg string) {
+		t.Helper()
+		r, err := contrastRatio(fg, bg)
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if r < wcagAA {
+			t.Errorf("%s: %s on %s has contrast %.2f, below WCAG AA %.1f", what, fg, bg, r, wcagAA)
+		}
+	}
+	check("badge label", badgeText, badgeLabelFill)
+	for _, s := range append(compat.Statuses, "unknown") {
+		tn := toneOf(s)
+		check("badge "+string(s), badgeText, badgeFill[tn])
+		check("light chip "+string(s), chipLight[tn].FG, chipLight[tn].BG)
+		check("dark chip "+string(s), chipDark[tn].FG, chipDark[tn].BG)
+		// Chips sit on the page background too: their text must read there.
+		check("light chip text on page "+string(s), chipLight[tn].FG, pageLight["bg"])
+		check("dark chip text on page "+string(s), chipDark[tn].FG, pageDark["bg"])
+	}
+	for _, k := range []string{"fg", "muted", "link"} {
+		check("light page "+k, pageLight[k], pageLight["bg"])
+		check("dark page "+k, pageDark[k], pageDark["bg"])
+	}
+	check("light banner", pageLight["banner-fg"], pageLight["banner-bg"])
+	check("dark banner", pageDark["banner-fg"], pageDark["banner-bg"])
+}
+
+func TestStatusTones(t *testing.T) {
+	want := map[compat.Status]tone{"pass": tonePass, "fail": toneFail, "oom": toneWarn, "timeout": toneWarn, "crash": toneWarn,
+		"skipped": toneNeutral, "error": toneNeutral, "untested": toneNeutral}
+	for _, s := range compat.Statuses {
+		if toneOf(s) != want[s] {
+			t.Errorf("tone(%s) = %s, want %s", s, toneOf(s), want[s])
+		}
+	}
+}
+
+func TestStatusCSSUsesPalette(t *testing.T) {
+	css := statusCSS()
+	for _, tn := range tones {
+		for _, c := range []string{chipLight[tn].FG, chipLight[tn].BG, chipDark[tn].FG, chipDark[tn].BG} {
+			if !strings.Contains(css, c) {
+				t.Errorf("status CSS lacks %s", c)
+			}
+		}
+		if !strings.Contains(css, ".st-"+string(tn)+" ") {
+			t.Errorf("status CSS lacks .st-%s", tn)
+		}
+	}
+	if !strings.Contains(css, "prefers-color-scheme: dark") {
+		t.Error("no dark mode")
+	}
+}
