@@ -1,0 +1,68 @@
+# The TorchTPU compatibility scanner.
+#   make run    build, set up the Python environment, start the scanner (web UI + scheduled scans)
+#   make test   everything CI runs: Go tests, harness tests on real PyTorch, fuzz seeds, browser tests
+#   make bench  measured benchmarks (ratios against baselines in the same run)
+SHELL := /bin/bash
+GO ?= go
+BIN := bin/scanner
+VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -X main.version=$(VERSION)
+# The harness's Python environment lives outside the clone, keyed by the
+# hash of internal/probe/harness/requirements.txt; scripts/pyenv.sh builds
+# it once and prints its interpreter.
+PYTHON = $(shell scripts/pyenv.sh)
+ARTIFACTS_DIR ?= $(CURDIR)/artifacts
+FUZZTIME ?= 5s
+
+.PHONY: all build run test test-go test-python test-fuzz test-browser bench deps pyenv chromium vet clean help
+
+all: build
+
+help:
+	@sed -n '2,5p' Makefile
+
+build:
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/scanner
+
+pyenv:
+	@scripts/pyenv.sh >/dev/null
+
+chromium:
+	@scripts/chromium.sh
+
+deps: pyenv
+	$(GO) mod download
+
+run: build pyenv
+	SCANNER_PYTHON="$(PYTHON)" ./$(BIN) serve
+
+vet:
+	$(GO) vet ./...
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed: $$out"; exit 1; fi
+
+test: deps chromium vet test-python test-go test-fuzz test-browser
+	@echo "make test: all suites passed"
+
+test-go:
+	SCANNER_PYTHON="$(PYTHON)" $(GO) test -count=1 -timeout 20m ./...
+
+test-python:
+	cd internal/probe/harness && "$(PYTHON)" -m pytest -q -p no:cacheprovider tests
+
+# Each fuzz target runs briefly beyond its seed corpus (the seeds also run in test-go).
+test-fuzz:
+	@set -e; for t in $$(grep -rho --include='*_test.go' '^func Fuzz[A-Za-z0-9_]*' . | sed 's/^func //' | sort -u); do \
+	  pkg=$$(grep -rl --include='*_test.go' "^func $$t(" . | head -1 | xargs dirname); \
+	  echo "fuzz $$pkg $$t ($(FUZZTIME))"; \
+	  $(GO) test $$pkg -run='^$$' -fuzz="^$$t$$" -fuzztime=$(FUZZTIME) >/dev/null || { $(GO) test $$pkg -run='^$$' -fuzz="^$$t$$" -fuzztime=$(FUZZTIME); exit 1; }; \
+	done
+
+test-browser:
+	mkdir -p "$(ARTIFACTS_DIR)"
+	ARTIFACTS_DIR="$(ARTIFACTS_DIR)" CHROMIUM=/usr/bin/chromium $(GO) test -count=1 -tags browser -timeout 10m ./web/browsertest/...
+
+bench: build pyenv
+	SCANNER_PYTHON="$(PYTHON)" scripts/bench.sh
+
+clean:
+	rm -rf bin artifacts

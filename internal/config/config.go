@@ -1,0 +1,271 @@
+// Package config is the scanner's configuration: one typed struct, filled
+// from flags and environment variables (a flag wins over its variable),
+// validated once at load, and passed in. Nothing else reads the environment.
+package config
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/robfig/cron/v3"
+
+	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
+)
+
+// Config is everything the scanner can be told.
+type Config struct {
+	DB          string
+	HubEndpoint string
+	Token       string
+	CacheDir    string
+	Target      compat.Target
+	Python      string
+	Limit       int
+	Sort        string
+	Tasks       []string
+	Models      []string
+	Mode        compat.Mode
+	Timeout     time.Duration
+	Force       bool
+	Source      string // "hub" or "cache"
+	Devices     int
+	Revision    string // probe only
+	JSON        bool   // probe only
+	Server      string // check only
+	LogFormat   string // "text" or "json"
+	LogLevel    string
+
+	// serve only
+	Addr        string
+	Schedule    string
+	NoSchedule  bool
+	AdminToken  string
+	PublicURL   string
+	RateLimit   int // API requests per minute per client; 0 = off
+	ScanOnEmpty bool
+}
+
+// Env is a lookup of environment variables (os.LookupEnv in production).
+type Env func(string) (string, bool)
+
+// stringList is a repeatable flag.
+type stringList []string
+
+func (s *stringList) String() string { return strings.Join(*s, ",") }
+func (s *stringList) Set(v string) error {
+	for _, p := range strings.Split(v, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			*s = append(*s, p)
+		}
+	}
+	return nil
+}
+
+// Defaults returns the configuration before flags and environment.
+func Defaults() Config {
+	return Config{
+		DB:          filepath.Join("data", "scanner.db"),
+		HubEndpoint: "https://huggingface.co",
+		Target:      compat.TargetAuto,
+		Limit:       100,
+		Sort:        "downloads",
+		Mode:        compat.ModeAuto,
+		Timeout:     20 * time.Minute,
+		Source:      "hub",
+		Devices:     1,
+		LogFormat:   "text",
+		LogLevel:    "info",
+		Addr:        ":8080",
+		Schedule:    "0 */6 * * *",
+		RateLimit:   600,
+		ScanOnEmpty: true,
+	}
+}
+
+// Command names the subcommand whose flags are parsed.
+type Command string
+
+// The scanner's subcommands.
+const (
+	CmdServe   Command = "serve"
+	CmdScan    Command = "scan"
+	CmdProbe   Command = "probe"
+	CmdCheck   Command = "check"
+	CmdBackup  Command = "backup"
+	CmdVersion Command = "version"
+)
+
+// Parse fills a Config for cmd from args and env, and validates it. It
+// returns the remaining positional arguments. flag.ErrHelp is returned
+// (after the usage was written to out) when -h was asked.
+func Parse(cmd Command, args []string, env Env, out io.Writer) (Config, []string, error) {
+	c := Defaults()
+	if err := c.fromEnv(env); err != nil {
+		return c, nil, err
+	}
+	fs := flag.NewFlagSet("scanner "+string(cmd), flag.ContinueOnError)
+	fs.SetOutput(out)
+	target, mode := string(c.Target), string(c.Mode)
+	var tasks, models stringList
+
+	common := func() {
+		fs.StringVar(&c.DB, "db", c.DB, "SQLite file, created with its folder [SCANNER_DB]")
+		fs.StringVar(&c.LogFormat, "log-format", c.LogFormat, "log format: text or json")
+		fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "log level: debug, info, warn, error")
+	}
+	hubFlags := func() {
+		fs.StringVar(&c.HubEndpoint, "hub-endpoint", c.HubEndpoint, "any Hub-compatible server or mirror [HF_ENDPOINT]")
+		fs.StringVar(&c.Token, "token", c.Token, "Hub token, sent as Authorization: Bearer to the Hub only [HF_TOKEN]")
+		fs.StringVar(&c.CacheDir, "cache-dir", c.CacheDir, "Hub cache folder, shared with Python tools [HF_HUB_CACHE, else HF_HOME/hub]")
+		fs.StringVar(&target, "target", target, "where probes run: auto, tpu, cpu or cuda [SCANNER_TARGET]")
+		fs.StringVar(&c.Python, "python", c.Python, "Python with torch + transformers (+ torch_tpu) [SCANNER_PYTHON]")
+		fs.StringVar(&mode, "mode", mode, "weights: auto, full (real safetensors) or arch (random weights, real config)")
+		fs.DurationVar(&c.Timeout, "timeout", c.Timeout, "wall-clock limit per probe")
+	}
+	scanFlags := func() {
+		fs.IntVar(&c.Limit, "limit", c.Limit, "how many popular models")
+		fs.StringVar(&c.Sort, "sort", c.Sort, "popularity order: downloads, likes or trending")
+		fs.Var(&tasks, "task", "Hub pipeline tag to include (repeatable)")
+		fs.Var(&models, "model", "scan exactly this model id (repeatable)")
+		fs.BoolVar(&c.Force, "force", c.Force, "retest even where revision and runtime are unchanged")
+		fs.StringVar(&c.Source, "source", c.Source, "where models come from: hub, or cache (models already in --cache-dir)")
+		fs.IntVar(&c.Devices, "devices", c.Devices, "accelerator devices on this host; one probe runs per device")
+	}
+
+	switch cmd {
+	case CmdServe:
+		common()
+		hubFlags()
+		scanFlags()
+		fs.StringVar(&c.Addr, "addr", c.Addr, "listen address [SCANNER_ADDR]")
+		fs.StringVar(&c.Schedule, "schedule", c.Schedule, "cron spec of scheduled scans [SCANNER_SCHEDULE]")
+		fs.BoolVar(&c.NoSchedule, "no-schedule", c.NoSchedule, "no scheduled scans (and no first scan on an empty database)")
+		fs.StringVar(&c.PublicURL, "public-url", c.PublicURL, "the site's public URL, for badge snippets and feed ids [SCANNER_PUBLIC_URL]")
+		fs.IntVar(&c.RateLimit, "rate-limit", c.RateLimit, "API requests per minute per client (0 = off)")
+	case CmdScan:
+		common()
+		hubFlags()
+		scanFlags()
+	case CmdProbe:
+		common()
+		hubFlags()
+		fs.StringVar(&c.Revision, "revision", c.Revision, "commit sha to test (default: the Hub's current main)")
+		fs.BoolVar(&c.JSON, "json", c.JSON, "print the Result as JSON")
+	case CmdCheck:
+		fs.StringVar(&c.Server, "server", c.Server, "scanner server URL, e.g. https://tpu-compat.example.org")
+		fs.StringVar(&target, "target", "tpu", "target whose result gates: tpu, cpu or cuda")
+	case CmdBackup:
+		common()
+	case CmdVersion:
+	default:
+		return c, nil, fmt.Errorf("unknown command %q", cmd)
+	}
+	if err := fs.Parse(args); err != nil {
+		return c, nil, err
+	}
+	c.Tasks = append(c.Tasks, tasks...)
+	c.Models = append(c.Models, models...)
+	var err error
+	if c.Target, err = compat.ParseTarget(target); err != nil {
+		return c, nil, err
+	}
+	if c.Mode, err = compat.ParseMode(mode); err != nil {
+		return c, nil, err
+	}
+	if c.CacheDir == "" {
+		c.CacheDir = defaultCacheDir(env)
+	}
+	return c, fs.Args(), c.Validate(cmd)
+}
+
+func (c *Config) fromEnv(env Env) error {
+	get := func(k string) string { v, _ := env(k); return strings.TrimSpace(v) }
+	if v := get("SCANNER_DB"); v != "" {
+		c.DB = v
+	}
+	if v := get("HF_ENDPOINT"); v != "" {
+		c.HubEndpoint = v
+	}
+	c.Token = get("HF_TOKEN")
+	if v := get("HF_HUB_CACHE"); v != "" {
+		c.CacheDir = v
+	} else if v := get("HF_HOME"); v != "" {
+		c.CacheDir = filepath.Join(v, "hub")
+	}
+	if v := get("SCANNER_TARGET"); v != "" {
+		c.Target = compat.Target(v)
+	}
+	c.Python = get("SCANNER_PYTHON")
+	if v := get("SCANNER_ADDR"); v != "" {
+		c.Addr = v
+	}
+	if v := get("SCANNER_SCHEDULE"); v != "" {
+		c.Schedule = v
+	}
+	c.AdminToken = get("SCANNER_ADMIN_TOKEN")
+	c.PublicURL = get("SCANNER_PUBLIC_URL")
+	return nil
+}
+
+func defaultCacheDir(env Env) string {
+	home, ok := env("HOME")
+	if !ok || home == "" {
+		if h, err := os.UserHomeDir(); err == nil {
+			home = h
+		}
+	}
+	return filepath.Join(home, ".cache", "huggingface", "hub")
+}
+
+// Validate checks the values that matter to cmd.
+func (c *Config) Validate(cmd Command) error {
+	var errs []error
+	if cmd == CmdServe || cmd == CmdScan || cmd == CmdProbe {
+		u, err := url.Parse(c.HubEndpoint)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			errs = append(errs, fmt.Errorf("--hub-endpoint %q: want an http(s) URL", c.HubEndpoint))
+		}
+		if c.Timeout <= 0 {
+			errs = append(errs, errors.New("--timeout must be positive"))
+		}
+	}
+	if cmd == CmdServe || cmd == CmdScan {
+		if c.Limit < 1 || c.Limit > 100000 {
+			errs = append(errs, fmt.Errorf("--limit %d: want 1 to 100000", c.Limit))
+		}
+		switch c.Sort {
+		case "downloads", "likes", "trending":
+		default:
+			errs = append(errs, fmt.Errorf("--sort %q: want downloads, likes or trending", c.Sort))
+		}
+		switch c.Source {
+		case "hub", "cache":
+		default:
+			errs = append(errs, fmt.Errorf("--source %q: want hub or cache", c.Source))
+		}
+		if c.Devices < 1 || c.Devices > 64 {
+			errs = append(errs, fmt.Errorf("--devices %d: want 1 to 64", c.Devices))
+		}
+	}
+	if cmd == CmdServe && !c.NoSchedule {
+		if _, err := cron.ParseStandard(c.Schedule); err != nil {
+			errs = append(errs, fmt.Errorf("--schedule %q: %w", c.Schedule, err))
+		}
+	}
+	if cmd == CmdCheck && c.Server == "" {
+		errs = append(errs, errors.New("--server is required (the scanner's URL)"))
+	}
+	switch c.LogFormat {
+	case "text", "json":
+	default:
+		errs = append(errs, fmt.Errorf("--log-format %q: want text or json", c.LogFormat))
+	}
+	return errors.Join(errs...)
+}
