@@ -1,0 +1,105 @@
+package config
+
+import (
+	"io"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
+)
+
+func envOf(m map[string]string) Env {
+	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+}
+
+func TestParse(t *testing.T) {
+	tests := []struct {
+		name    string
+		cmd     Command
+		args    []string
+		env     map[string]string
+		check   func(t *testing.T, c Config, rest []string)
+		wantErr string
+	}{
+		{
+			name: "defaults", cmd: CmdServe, env: map[string]string{"HOME": "/home/u"},
+			check: func(t *testing.T, c Config, _ []string) {
+				if c.DB != filepath.Join("data", "scanner.db") || c.HubEndpoint != "https://huggingface.co" ||
+					c.Target != compat.TargetAuto || c.Mode != compat.ModeAuto || c.Limit != 100 || c.Sort != "downloads" ||
+					c.Timeout != 20*time.Minute || c.Addr != ":8080" || c.Schedule != "0 */6 * * *" ||
+					c.CacheDir != "/home/u/.cache/huggingface/hub" {
+					t.Errorf("defaults: %+v", c)
+				}
+			},
+		},
+		{
+			name: "env", cmd: CmdServe,
+			env: map[string]string{"SCANNER_DB": "/x.db", "HF_ENDPOINT": "http://mirror:1", "HF_TOKEN": "hf_x",
+				"HF_HOME": "/hf", "SCANNER_TARGET": "cpu", "SCANNER_PYTHON": "/py", "SCANNER_ADDR": ":9", "SCANNER_SCHEDULE": "@hourly",
+				"SCANNER_ADMIN_TOKEN": "adm"},
+			check: func(t *testing.T, c Config, _ []string) {
+				if c.DB != "/x.db" || c.HubEndpoint != "http://mirror:1" || c.Token != "hf_x" || c.CacheDir != "/hf/hub" ||
+					c.Target != compat.TargetCPU || c.Python != "/py" || c.Addr != ":9" || c.Schedule != "@hourly" || c.AdminToken != "adm" {
+					t.Errorf("env: %+v", c)
+				}
+			},
+		},
+		{
+			name: "HF_HUB_CACHE wins over HF_HOME", cmd: CmdScan, env: map[string]string{"HF_HOME": "/hf", "HF_HUB_CACHE": "/cache"},
+			check: func(t *testing.T, c Config, _ []string) {
+				if c.CacheDir != "/cache" {
+					t.Errorf("cache dir %q", c.CacheDir)
+				}
+			},
+		},
+		{
+			name: "flag wins over env", cmd: CmdScan, args: []string{"--db", "/flag.db", "--target", "tpu", "--task", "a,b", "--task", "c", "--model", "gpt2"},
+			env: map[string]string{"SCANNER_DB": "/env.db", "SCANNER_TARGET": "cpu"},
+			check: func(t *testing.T, c Config, _ []string) {
+				if c.DB != "/flag.db" || c.Target != compat.TargetTPU || strings.Join(c.Tasks, " ") != "a b c" || c.Models[0] != "gpt2" {
+					t.Errorf("flags: %+v", c)
+				}
+			},
+		},
+		{
+			name: "positional after flags", cmd: CmdProbe, args: []string{"--json", "gpt2"},
+			check: func(t *testing.T, c Config, rest []string) {
+				if !c.JSON || len(rest) != 1 || rest[0] != "gpt2" {
+					t.Errorf("rest %v json %v", rest, c.JSON)
+				}
+			},
+		},
+		{name: "bad target", cmd: CmdScan, args: []string{"--target", "gpu"}, wantErr: "unknown target"},
+		{name: "bad mode", cmd: CmdScan, args: []string{"--mode", "half"}, wantErr: "unknown mode"},
+		{name: "bad sort", cmd: CmdScan, args: []string{"--sort", "stars"}, wantErr: "--sort"},
+		{name: "bad limit", cmd: CmdScan, args: []string{"--limit", "0"}, wantErr: "--limit"},
+		{name: "bad endpoint", cmd: CmdScan, args: []string{"--hub-endpoint", "ftp://x"}, wantErr: "--hub-endpoint"},
+		{name: "bad schedule", cmd: CmdServe, args: []string{"--schedule", "every day"}, wantErr: "--schedule"},
+		{name: "no schedule skips cron check", cmd: CmdServe, args: []string{"--schedule", "nonsense", "--no-schedule"}},
+		{name: "check needs server", cmd: CmdCheck, wantErr: "--server"},
+		{name: "bad source", cmd: CmdScan, args: []string{"--source", "s3"}, wantErr: "--source"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env := tt.env
+			if env == nil {
+				env = map[string]string{"HOME": "/root"}
+			}
+			c, rest, err := Parse(tt.cmd, tt.args, envOf(env), io.Discard)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.check != nil {
+				tt.check(t, c, rest)
+			}
+		})
+	}
+}
