@@ -1,0 +1,193 @@
+package hub
+
+import (
+	"errors"
+	"fmt"
+	"path"
+	"regexp"
+	"strings"
+)
+
+// ValidateID reports whether id is a well-formed Hub model id: "name" (a
+// legacy one-part id such as "gpt2") or "namespace/name". It follows
+// huggingface_hub's validate_repo_id, restricted to ASCII: each part is 1 to
+// 96 characters of [A-Za-z0-9._-], does not start or end with '-' or '.',
+// and the id contains no "--" or "..", and does not end with ".git".
+//
+// A valid id is safe to use as a path: SnapshotDir never leaves the cache.
+func ValidateID(id string) error {
+	if id == "" {
+		return errors.New("hub: empty model id")
+	}
+	parts := strings.Split(id, "/")
+	if len(parts) > 2 {
+		return fmt.Errorf("hub: model id %q: want \"name\" or \"namespace/name\"", id)
+	}
+	for _, p := range parts {
+		if len(p) == 0 || len(p) > 96 {
+			return fmt.Errorf("hub: model id %q: each part must be 1 to 96 characters", id)
+		}
+		for i := 0; i < len(p); i++ {
+			if !idChar(p[i]) {
+				return fmt.Errorf("hub: model id %q: only letters, digits, '-', '_' and '.' are allowed", id)
+			}
+		}
+		if first, last := p[0], p[len(p)-1]; first == '-' || first == '.' || last == '-' || last == '.' {
+			return fmt.Errorf("hub: model id %q: a part cannot start or end with '-' or '.'", id)
+		}
+	}
+	if strings.Contains(id, "--") || strings.Contains(id, "..") {
+		return fmt.Errorf("hub: model id %q: cannot contain \"--\" or \"..\"", id)
+	}
+	if strings.HasSuffix(id, ".git") {
+		return fmt.Errorf("hub: model id %q: cannot end with \".git\"", id)
+	}
+	return nil
+}
+
+func idChar(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.'
+}
+
+var commitRE = regexp.MustCompile(`^[0-9a-f]{40}$`)
+
+// validateCommit reports whether sha is a full, lower-case git commit id, so
+// that a download is pinned to one immutable revision (never a branch).
+func validateCommit(sha string) error {
+	if !commitRE.MatchString(sha) {
+		return fmt.Errorf("hub: revision %q is not a full commit sha (40 lower-case hex digits)", sha)
+	}
+	return nil
+}
+
+// validateFilename reports whether name is a safe repo-relative path: slash
+// separated, not absolute, no empty, "." or ".." segment, no backslash, no
+// control character, no hidden (dot) file or folder. huggingface_hub rejects
+// the same escapes (_validate_relative_filename); hidden files are never
+// needed to load a model, so they are refused too.
+func validateFilename(name string) error {
+	if name == "" || len(name) > 1024 {
+		return fmt.Errorf("hub: file name %q: empty or too long", name)
+	}
+	if strings.ContainsAny(name, "\\:") || strings.HasPrefix(name, "/") {
+		return fmt.Errorf("hub: file name %q: not a relative slash-separated path", name)
+	}
+	for _, r := range name {
+		if r < 0x20 || r == 0x7f {
+			return fmt.Errorf("hub: file name %q: control character", name)
+		}
+	}
+	for seg := range strings.SplitSeq(name, "/") {
+		if seg == "" || seg == "." || seg == ".." || strings.HasPrefix(seg, ".") {
+			return fmt.Errorf("hub: file name %q: empty, dot or hidden path segment", name)
+		}
+	}
+	return nil
+}
+
+// allowedNames are the exact base names AllowedFile accepts besides the
+// patterns below: tokenizer, processor and sentence-transformers files.
+var allowedNames = map[string]bool{
+	"vocab.txt":                 true,
+	"vocab.json":                true,
+	"merges.txt":                true,
+	"special_tokens_map.json":   true,
+	"added_tokens.json":         true,
+	"chat_template.json":        true,
+	"chat_template.jinja":       true,
+	"modules.json":              true,
+	"sentence_bert_config.json": true,
+	// SentencePiece models are protobuf, not pickle: loading one runs no code.
+	"tokenizer.model":         true,
+	"spiece.model":            true,
+	"sentencepiece.model":     true,
+	"sentencepiece.bpe.model": true,
+}
+
+// AllowedFile reports whether the scanner may download the repo file name.
+//
+// The allowlist is what a safetensors checkpoint needs to load, and nothing
+// that can execute code when loaded:
+//
+//   - configuration: "*config*.json" (config.json, generation_config.json,
+//     tokenizer_config.json, preprocessor_config.json, processor_config.json,
+//     sentence-transformers' config_sentence_transformers.json, ...);
+//   - tokenizers: "tokenizer*.json", vocab.txt, vocab.json, merges.txt,
+//     special_tokens_map.json, added_tokens.json, chat templates, "*.tiktoken"
+//     (text), and SentencePiece models (tokenizer.model, spiece.model,
+//     sentencepiece.bpe.model: protobuf, not pickle);
+//   - weights: "*.safetensors" and their "*.safetensors.index.json".
+//
+// Pickle-based or executable formats (.bin, .pt, .pth, .pkl, .ckpt, .h5,
+// .msgpack, .npy, .onnx, .py, ...) are never allowed. Files in sub-folders
+// (1_Pooling/config.json) are allowed when their base name is; hidden files
+// and unsafe paths (see validateFilename) are not.
+func AllowedFile(name string) bool {
+	if validateFilename(name) != nil {
+		return false
+	}
+	base := path.Base(name)
+	lower := strings.ToLower(base)
+	switch {
+	case allowedNames[lower]:
+		return true
+	case strings.HasSuffix(lower, ".safetensors"), strings.HasSuffix(lower, ".safetensors.index.json"):
+		return true
+	case strings.HasSuffix(lower, ".json") && (strings.Contains(lower, "config") || strings.HasPrefix(lower, "tokenizer")):
+		return true
+	case strings.HasSuffix(lower, ".tiktoken"):
+		return true
+	}
+	return false
+}
+
+var shardRE = regexp.MustCompile(`^model-\d+-of-\d+\.safetensors$`)
+
+// WeightFiles picks the safetensors checkpoint out of a repo's files and
+// returns the file names (weights plus their index) with their total size.
+//
+// Only top-level files count (sub-folders hold other variants: onnx/, fp16/,
+// checkpoint-500/). When transformers' own names are present (model.safetensors
+// or model-00001-of-00002.safetensors shards) only those are taken, so a repo
+// that also carries, say, Mistral's consolidated.safetensors is not
+// downloaded twice; otherwise every top-level *.safetensors is taken
+// (diffusion_pytorch_model.safetensors, adapter_model.safetensors, ...).
+//
+// total is only as good as the siblings' sizes: listings carry names only
+// (ModelInfo.FilesMetadata false), so total is 0 there; use Client.ModelInfo
+// for sizes. files is nil when the repo has no safetensors weights.
+func WeightFiles(siblings []Sibling) (files []string, total int64) {
+	var transformers, others []Sibling
+	var index []Sibling
+	for _, s := range siblings {
+		if strings.Contains(s.Name, "/") || !AllowedFile(s.Name) {
+			continue
+		}
+		switch {
+		case s.Name == "model.safetensors" || shardRE.MatchString(s.Name):
+			transformers = append(transformers, s)
+		case strings.HasSuffix(s.Name, ".safetensors.index.json"):
+			index = append(index, s)
+		case strings.HasSuffix(s.Name, ".safetensors"):
+			others = append(others, s)
+		}
+	}
+	pick := others
+	if len(transformers) > 0 {
+		pick = transformers
+	}
+	if len(pick) == 0 {
+		return nil, 0
+	}
+	for _, ix := range index {
+		if len(transformers) > 0 && ix.Name != "model.safetensors.index.json" {
+			continue
+		}
+		pick = append(pick, ix)
+	}
+	for _, s := range pick {
+		files = append(files, s.Name)
+		total += s.Size
+	}
+	return files, total
+}
