@@ -1,0 +1,464 @@
+package scan
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
+	"github.com/google-pytorch/torchtpu-scanner/internal/hub"
+	"github.com/google-pytorch/torchtpu-scanner/internal/probe"
+	"github.com/google-pytorch/torchtpu-scanner/store"
+	"github.com/google-pytorch/torchtpu-scanner/store/storetest"
+)
+
+// fakeHub serves a fixed listing and writes config.json files into a
+// snapshot folder; its function fields let a test inject failures.
+type fakeHub struct {
+	t        *testing.T
+	dir      string
+	models   []hub.ModelInfo
+	configs  map[string]string // id → config.json
+	listErr  error
+	fetchErr map[string]error
+	delay    time.Duration
+
+	mu        sync.Mutex
+	downloads []string
+	events    []string // "fetch:id" / "probe:id" in time order (shared with fakeProber)
+}
+
+func (h *fakeHub) ListModels(ctx context.Context, o hub.ListOptions) ([]hub.ModelInfo, error) {
+	if h.listErr != nil {
+		return nil, h.listErr
+	}
+	out := h.models
+	if o.Limit < len(out) {
+		out = out[:o.Limit]
+	}
+	return out, nil
+}
+
+func (h *fakeHub) ModelInfo(ctx context.Context, id, rev string) (hub.ModelInfo, error) {
+	for _, m := range h.models {
+		if m.ID == id {
+			return m, nil
+		}
+	}
+	return hub.ModelInfo{}, &hub.Error{Status: 404, Code: hub.CodeRepoNotFound, Message: "Repository not found"}
+}
+
+func (h *fakeHub) Download(ctx context.Context, id, sha string, files []string) (string, error) {
+	h.mu.Lock()
+	h.downloads = append(h.downloads, id)
+	h.events = append(h.events, "fetch:"+id)
+	h.mu.Unlock()
+	if h.delay > 0 {
+		select {
+		case <-time.After(h.delay):
+		case <-ctx.Done():
+			return "", ctx.Err()
+		}
+	}
+	if err := h.fetchErr[id]; err != nil {
+		return "", err
+	}
+	dir := filepath.Join(h.dir, id, sha)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	return dir, os.WriteFile(filepath.Join(dir, "config.json"), []byte(h.configs[id]), 0o644)
+}
+
+func (h *fakeHub) event(e string) {
+	h.mu.Lock()
+	h.events = append(h.events, e)
+	h.mu.Unlock()
+}
+
+// fakeProber answers each probe from a queue of statuses per model.
+type fakeProber struct {
+	hub     *fakeHub
+	mu      sync.Mutex
+	answers map[string][]compat.Status
+	calls   map[string]int
+	runtime compat.Runtime
+	delay   time.Duration
+	block   chan struct{} // when set, probes wait on it (or ctx)
+}
+
+func (p *fakeProber) Env(ctx context.Context, t compat.Target) (compat.Target, compat.Runtime, error) {
+	return compat.TargetCPU, p.runtime, nil
+}
+
+func (p *fakeProber) Probe(ctx context.Context, req probe.Request) compat.Result {
+	if p.hub != nil {
+		p.hub.event("probe:" + req.ModelID)
+	}
+	if p.block != nil {
+		select {
+		case <-p.block:
+		case <-ctx.Done():
+			return compat.Result{Status: compat.StatusError, Target: req.Target, Message: compat.Ptr("interrupted")}
+		}
+	}
+	if p.delay > 0 {
+		time.Sleep(p.delay)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.calls == nil {
+		p.calls = map[string]int{}
+	}
+	n := p.calls[req.ModelID]
+	p.calls[req.ModelID]++
+	st := compat.StatusPass
+	if a := p.answers[req.ModelID]; len(a) > 0 {
+		st = a[min(n, len(a)-1)]
+	}
+	r := compat.Result{Target: req.Target, Status: st, Revision: req.Revision, Runtime: p.runtime, Mode: compat.Ptr(req.Mode),
+		TestedAt: time.Now().UTC(), Repro: compat.Repro(req.ModelID, req.Revision, req.Target, req.Mode)}
+	if st == compat.StatusPass {
+		r.Stage = compat.Ptr(compat.StageGenerate)
+	} else if st == compat.StatusFail {
+		r.Stage = compat.Ptr(compat.StageForward)
+		r.FailureClass = compat.Ptr(compat.ClassUnsupportedOp)
+		r.Op = compat.Ptr("aten::foo")
+		r.Signature = compat.Ptr("unsupported_op:aten::foo")
+	}
+	return r
+}
+
+func (p *fakeProber) count(id string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.calls[id]
+}
+
+var quiet = slog.New(slog.DiscardHandler)
+
+const llamaConfig = `{"architectures":["LlamaForCausalLM"],"model_type":"llama"}`
+
+func model(id, task, lib string, tags ...string) hub.ModelInfo {
+	return hub.ModelInfo{ID: id, RequestedID: id, SHA: "sha-" + filepath.Base(id), PipelineTag: task, Library: lib, Tags: tags, Downloads: 100}
+}
+
+type fixture struct {
+	hub    *fakeHub
+	prober *fakeProber
+	store  *store.SQLite
+	s      *Scanner
+}
+
+func newFixture(t *testing.T, models ...hub.ModelInfo) *fixture {
+	t.Helper()
+	h := &fakeHub{t: t, dir: t.TempDir(), models: models, configs: map[string]string{}, fetchErr: map[string]error{}}
+	for _, m := range models {
+		h.configs[m.ID] = llamaConfig
+	}
+	p := &fakeProber{hub: h, answers: map[string][]compat.Status{}, runtime: compat.Runtime{Torch: "2.15.0", Transformers: "5.23.0", Harness: "0.1.0", Device: "cpu", DeviceCount: 1}}
+	st := storetest.MustOpen(t)
+	return &fixture{hub: h, prober: p, store: st, s: &Scanner{Hub: h, Prober: p, Store: st, CacheDir: t.TempDir(), Logger: quiet}}
+}
+
+func (f *fixture) status(t *testing.T, id string) compat.Status {
+	t.Helper()
+	r, err := f.store.LatestResult(context.Background(), id, compat.TargetCPU)
+	if errors.Is(err, store.ErrNotFound) {
+		return compat.StatusUntested
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r.Status
+}
+
+func TestScanRecordsEveryModel(t *testing.T) {
+	f := newFixture(t,
+		model("org/llama", "text-generation", "transformers"),
+		model("org/custom", "text-generation", "transformers", "custom_code"),
+		model("org/gated", "text-generation", "transformers"),
+		model("org/timm", "image-classification", "timm"),
+		model("org/broken", "text-generation", "transformers"),
+		model("org/automap", "text-generation", "transformers"),
+		model("org/gone", "text-generation", "transformers"),
+		model("org/flaky-net", "text-generation", "transformers"),
+	)
+	f.hub.models[2].Gated = true
+	f.hub.configs["org/broken"] = `{"architectures": [`
+	f.hub.configs["org/automap"] = `{"architectures":["X"],"model_type":"x","auto_map":{"AutoModel":"m.X"}}`
+	f.hub.fetchErr["org/gone"] = &hub.Error{Status: 404, Code: hub.CodeEntryNotFound, Message: "Entry not found"}
+	f.hub.fetchErr["org/flaky-net"] = errors.New("connection reset by peer")
+
+	sc, err := f.s.Run(context.Background(), Options{Target: compat.TargetAuto, Mode: compat.ModeArch, Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sc.Status != store.ScanDone || sc.Planned != 8 || sc.Done != 8 || sc.Probed != 1 {
+		t.Fatalf("scan %+v", sc)
+	}
+	want := map[string]struct {
+		status compat.Status
+		reason compat.Reason
+	}{
+		"org/llama":     {compat.StatusPass, ""},
+		"org/custom":    {compat.StatusSkipped, compat.ReasonRemoteCode},
+		"org/gated":     {compat.StatusSkipped, compat.ReasonGated},
+		"org/timm":      {compat.StatusSkipped, compat.ReasonUnsupportedLibrary},
+		"org/broken":    {compat.StatusFail, ""},
+		"org/automap":   {compat.StatusSkipped, compat.ReasonRemoteCode},
+		"org/gone":      {compat.StatusSkipped, compat.ReasonNotFound},
+		"org/flaky-net": {compat.StatusError, ""},
+	}
+	for id, w := range want {
+		r, err := f.store.LatestResult(context.Background(), id, compat.TargetCPU)
+		if err != nil {
+			t.Fatalf("%s: %v", id, err)
+		}
+		if r.Status != w.status {
+			t.Errorf("%s: status %s, want %s (%v)", id, r.Status, w.status, deref(r.Message))
+		}
+		if w.reason != "" && (r.Reason == nil || *r.Reason != w.reason) {
+			t.Errorf("%s: reason %v, want %s", id, deref(r.Reason), w.reason)
+		}
+		if r.Target != compat.TargetCPU || r.Revision != "sha-"+filepath.Base(id) || r.ScanID == nil || *r.ScanID != sc.ID {
+			t.Errorf("%s: target %s revision %s scan %v", id, r.Target, r.Revision, r.ScanID)
+		}
+	}
+	broken, _ := f.store.LatestResult(context.Background(), "org/broken", compat.TargetCPU)
+	if deref(broken.Stage) != "config" || deref(broken.FailureClass) != "config_error" {
+		t.Errorf("broken config: stage %s class %s", deref(broken.Stage), deref(broken.FailureClass))
+	}
+	// Gated and custom-code models are declined from the listing, before any download.
+	for _, id := range f.hub.downloads {
+		if id == "org/gated" || id == "org/custom" || id == "org/timm" {
+			t.Errorf("downloaded %s, which preflight should decline from the listing", id)
+		}
+	}
+}
+
+func TestSecondScanRetestsOnlyWhatChanged(t *testing.T) {
+	f := newFixture(t, model("a/one", "text-generation", "transformers"), model("a/two", "text-generation", "transformers"))
+	ctx := context.Background()
+	if _, err := f.s.Run(ctx, Options{Mode: compat.ModeArch}); err != nil {
+		t.Fatal(err)
+	}
+	f.hub.downloads = nil
+	sc, err := f.s.Run(ctx, Options{Mode: compat.ModeArch})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sc.Unchanged != 2 || sc.Probed != 0 || len(f.hub.downloads) != 0 {
+		t.Fatalf("nothing changed, yet unchanged=%d probed=%d downloads=%v", sc.Unchanged, sc.Probed, f.hub.downloads)
+	}
+
+	tests := []struct {
+		name   string
+		change func()
+		want   []string
+	}{
+		{"new revision", func() { f.hub.models[0].SHA = "sha-new" }, []string{"a/one"}},
+		{"new runtime", func() { f.prober.runtime.TorchTPU = "0.3.0" }, []string{"a/one", "a/two"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.change()
+			f.hub.downloads = nil
+			if _, err := f.s.Run(ctx, Options{Mode: compat.ModeArch}); err != nil {
+				t.Fatal(err)
+			}
+			if len(f.hub.downloads) != len(tt.want) {
+				t.Fatalf("retested %v, want %v", f.hub.downloads, tt.want)
+			}
+			for i, id := range tt.want {
+				if f.hub.downloads[i] != id {
+					t.Fatalf("retested %v, want %v", f.hub.downloads, tt.want)
+				}
+			}
+		})
+	}
+	f.hub.downloads = nil
+	if _, err := f.s.Run(ctx, Options{Mode: compat.ModeArch, Force: true}); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.hub.downloads) != 2 {
+		t.Fatalf("--force retested %v", f.hub.downloads)
+	}
+}
+
+func TestStatusChangeNeedsConfirmation(t *testing.T) {
+	tests := []struct {
+		name       string
+		answers    []compat.Status // first scan, then the second scan's probe and rerun
+		wantStatus compat.Status
+		wantKind   compat.EventKind
+		wantProbes int
+	}{
+		{"confirmed regression", []compat.Status{compat.StatusPass, compat.StatusFail, compat.StatusFail}, compat.StatusFail, compat.EventRegression, 3},
+		{"flaky regression", []compat.Status{compat.StatusPass, compat.StatusFail, compat.StatusPass}, compat.StatusPass, compat.EventFlaky, 3},
+		{"confirmed fix", []compat.Status{compat.StatusFail, compat.StatusPass, compat.StatusPass}, compat.StatusPass, compat.EventFix, 3},
+		{"no change, no rerun", []compat.Status{compat.StatusPass, compat.StatusPass}, compat.StatusPass, compat.EventNew, 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, model("a/m", "text-generation", "transformers"))
+			f.prober.answers["a/m"] = tt.answers
+			ctx := context.Background()
+			if _, err := f.s.Run(ctx, Options{Mode: compat.ModeArch}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := f.s.Run(ctx, Options{Mode: compat.ModeArch, Force: true}); err != nil {
+				t.Fatal(err)
+			}
+			if got := f.status(t, "a/m"); got != tt.wantStatus {
+				t.Errorf("status %s, want %s", got, tt.wantStatus)
+			}
+			if n := f.prober.count("a/m"); n != tt.wantProbes {
+				t.Errorf("%d probes, want %d", n, tt.wantProbes)
+			}
+			ev, err := f.store.ModelEvents(ctx, "a/m", 10)
+			if err != nil || len(ev) == 0 {
+				t.Fatalf("events %v %v", ev, err)
+			}
+			if ev[0].Kind != tt.wantKind {
+				t.Errorf("newest event %s, want %s", ev[0].Kind, tt.wantKind)
+			}
+		})
+	}
+}
+
+func TestHubDownFailsScanWithoutBlamingModels(t *testing.T) {
+	f := newFixture(t, model("a/m", "text-generation", "transformers"))
+	f.hub.listErr = errors.New("dial tcp: connection refused")
+	var hubErr error
+	f.s.Hooks.HubFailure = func(err error) { hubErr = err }
+	sc, err := f.s.Run(context.Background(), Options{})
+	if !errors.Is(err, ErrHub) {
+		t.Fatalf("err = %v, want ErrHub", err)
+	}
+	if sc.Status != store.ScanFailed || sc.Error == "" {
+		t.Errorf("scan %+v", sc)
+	}
+	if hubErr == nil {
+		t.Error("HubFailure hook not called")
+	}
+	if got := f.status(t, "a/m"); got != compat.StatusUntested {
+		t.Errorf("model got a result (%s) although the Hub was down", got)
+	}
+}
+
+func TestExactModelsAndInvalidIDs(t *testing.T) {
+	f := newFixture(t, model("a/m", "text-generation", "transformers"))
+	sc, err := f.s.Run(context.Background(), Options{Models: []string{"a/m", "no/such-model", "../etc/passwd"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.status(t, "a/m") != compat.StatusPass {
+		t.Errorf("a/m not probed")
+	}
+	if r, err := f.store.LatestResult(context.Background(), "no/such-model", compat.TargetCPU); err != nil || r.Status != compat.StatusSkipped || deref(r.Reason) != "not_found" {
+		t.Errorf("missing model: %+v %v", r, err)
+	}
+	if sc.Error == "" || sc.Planned != 2 {
+		t.Errorf("invalid id not reported: %+v", sc)
+	}
+}
+
+// TestFetchOverlapsProbe checks the pipeline: the next model's files are
+// fetched while the current model holds the device.
+func TestFetchOverlapsProbe(t *testing.T) {
+	f := newFixture(t, model("a/1", "text-generation", "transformers"), model("a/2", "text-generation", "transformers"),
+		model("a/3", "text-generation", "transformers"))
+	f.hub.delay = 30 * time.Millisecond
+	f.prober.delay = 60 * time.Millisecond
+	sc, err := f.s.Run(context.Background(), Options{Mode: compat.ModeArch})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// fetch:a/2 must come before probe:a/1 has finished, i.e. before probe:a/2.
+	idx := map[string]int{}
+	for i, e := range f.hub.events {
+		idx[e] = i
+	}
+	if !(idx["fetch:a/2"] < idx["probe:a/2"] && idx["fetch:a/3"] < idx["probe:a/2"]) {
+		t.Errorf("fetches did not run ahead of probes: %v", f.hub.events)
+	}
+	if sc.DeviceBusy == nil || *sc.DeviceBusy < 0.5 {
+		t.Errorf("device busy fraction %v", sc.DeviceBusy)
+	}
+}
+
+func TestCancelledScanIsInterrupted(t *testing.T) {
+	f := newFixture(t, model("a/1", "text-generation", "transformers"), model("a/2", "text-generation", "transformers"))
+	f.prober.block = make(chan struct{})
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		for f.prober.count("a/1") == 0 {
+			f.hub.mu.Lock()
+			started := len(f.hub.events) > 1
+			f.hub.mu.Unlock()
+			if started {
+				break
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		cancel()
+	}()
+	sc, err := f.s.Run(ctx, Options{Mode: compat.ModeArch})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v", err)
+	}
+	if sc.Status != store.ScanInterrupted {
+		t.Errorf("scan status %s", sc.Status)
+	}
+	if got := f.status(t, "a/1"); got != compat.StatusUntested {
+		t.Errorf("an interrupted probe was recorded as %s", got)
+	}
+}
+
+func TestServiceQueuesOneScanAtATime(t *testing.T) {
+	f := newFixture(t, model("a/1", "text-generation", "transformers"))
+	f.prober.block = make(chan struct{})
+	svc := NewService(f.s, Options{Mode: compat.ModeArch}, quiet)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { svc.Run(ctx); close(done) }()
+
+	if err := svc.Request("manual"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { return svc.State().Running })
+	if err := svc.Request("manual"); err != nil {
+		t.Fatalf("second request while one runs: %v", err)
+	}
+	if err := svc.Request("schedule"); !errors.Is(err, ErrQueued) {
+		t.Fatalf("third request: %v, want ErrQueued", err)
+	}
+	close(f.prober.block)
+	waitFor(t, func() bool { st := svc.State(); return !st.Running && !st.Queued })
+	scans, err := f.store.ListScans(context.Background(), 10)
+	if err != nil || len(scans) != 2 {
+		t.Fatalf("scans %d %v", len(scans), err)
+	}
+	cancel()
+	<-done
+	if err := svc.Request("manual"); !errors.Is(err, ErrStopped) {
+		t.Errorf("request after stop: %v", err)
+	}
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not reached")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

@@ -1,0 +1,180 @@
+package scan
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/robfig/cron/v3"
+)
+
+// ErrQueued is returned by Request when a scan is already waiting to run.
+var ErrQueued = errors.New("a scan is already queued")
+
+// ErrStopped is returned by Request after the service stopped.
+var ErrStopped = errors.New("scan service stopped")
+
+// State is where the service stands, for the website and /metrics.
+type State struct {
+	Running    bool
+	ScanID     int64 // the running scan, else the last one
+	Queued     bool
+	HubError   string // the last Hub failure; "" once the Hub answered again
+	HubErrorAt time.Time
+}
+
+// Service runs scans one at a time from a queue of length one: manual
+// requests, the cron schedule and the start-up scan all join it, and a
+// request while one is already waiting is refused rather than stacked.
+type Service struct {
+	scanner  *Scanner
+	defaults Options
+	log      *slog.Logger
+
+	queue chan string // triggers
+	mu    sync.Mutex
+	state State
+	cron  *cron.Cron
+	done  chan struct{}
+	stop  sync.Once
+}
+
+// NewService wraps a scanner; defaults are the options of every scan it runs.
+func NewService(s *Scanner, defaults Options, log *slog.Logger) *Service {
+	if log == nil {
+		log = slog.Default()
+	}
+	svc := &Service{scanner: s, defaults: defaults, log: log, queue: make(chan string, 1), done: make(chan struct{})}
+	prev := s.Hooks.HubFailure
+	s.Hooks.HubFailure = func(err error) {
+		svc.mu.Lock()
+		if err != nil {
+			svc.state.HubError, svc.state.HubErrorAt = err.Error(), time.Now().UTC()
+		} else {
+			svc.state.HubError, svc.state.HubErrorAt = "", time.Time{}
+		}
+		svc.mu.Unlock()
+		if prev != nil {
+			prev(err)
+		}
+	}
+	prevProgress := s.Hooks.Progress
+	s.Hooks.Progress = func(p Progress) {
+		svc.mu.Lock()
+		svc.state.ScanID = p.ScanID
+		svc.mu.Unlock()
+		if prevProgress != nil {
+			prevProgress(p)
+		}
+	}
+	return svc
+}
+
+// Request queues a scan. It never blocks.
+func (s *Service) Request(trigger string) error {
+	select {
+	case <-s.done:
+		return ErrStopped
+	default:
+	}
+	select {
+	case s.queue <- trigger:
+		s.mu.Lock()
+		s.state.Queued = true
+		s.mu.Unlock()
+		s.log.Info("scan queued", "trigger", trigger)
+		return nil
+	default:
+		return ErrQueued
+	}
+}
+
+// State returns a snapshot of the service's state.
+func (s *Service) State() State {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.state
+}
+
+// Schedule starts the cron schedule (standard five-field spec); each tick
+// requests a scan, which is dropped if one is already waiting.
+func (s *Service) Schedule(spec string) error {
+	c := cron.New(cron.WithChain(cron.Recover(cronLogger{s.log})))
+	if _, err := c.AddFunc(spec, func() {
+		if err := s.Request("schedule"); err != nil {
+			s.log.Info("scheduled scan not queued", "reason", err)
+		}
+	}); err != nil {
+		return fmt.Errorf("scan: schedule %q: %w", spec, err)
+	}
+	s.mu.Lock()
+	s.cron = c
+	s.mu.Unlock()
+	c.Start()
+	return nil
+}
+
+// Run executes queued scans until ctx is cancelled; the scan in flight is
+// cancelled with it and recorded as interrupted. Run returns when the last
+// scan has been recorded.
+func (s *Service) Run(ctx context.Context) {
+	defer s.stopSchedule()
+	for {
+		select {
+		case <-ctx.Done():
+			s.stop.Do(func() { close(s.done) })
+			return
+		case trigger := <-s.queue:
+			s.runOne(ctx, trigger)
+		}
+	}
+}
+
+func (s *Service) runOne(ctx context.Context, trigger string) {
+	opts := s.defaults
+	opts.Trigger = trigger
+	s.mu.Lock()
+	s.state.Queued = len(s.queue) > 0
+	s.state.Running = true
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.state.Running = false
+		s.mu.Unlock()
+	}()
+	defer func() {
+		if p := recover(); p != nil {
+			s.log.Error("scan panicked", "panic", p)
+		}
+	}()
+	sc, err := s.scanner.Run(ctx, opts)
+	s.mu.Lock()
+	s.state.ScanID = sc.ID
+	s.mu.Unlock()
+	if err != nil {
+		s.log.Error("scan failed", "scan_id", sc.ID, "trigger", trigger, "err", err)
+		return
+	}
+	s.log.Info("scan finished", "scan_id", sc.ID, "trigger", trigger, "models", sc.Planned, "probed", sc.Probed, "unchanged", sc.Unchanged)
+}
+
+
+func (s *Service) stopSchedule() {
+	s.mu.Lock()
+	c := s.cron
+	s.cron = nil
+	s.mu.Unlock()
+	if c != nil {
+		<-c.Stop().Done()
+	}
+}
+
+type cronLogger struct{ log *slog.Logger }
+
+func (l cronLogger) Info(msg string, kv ...any) { l.log.Debug("cron: "+msg, kv...) }
+func (l cronLogger) Error(err error, msg string, kv ...any) {
+	l.log.Error("cron: "+msg, append(kv, "err", err)...)
+}
