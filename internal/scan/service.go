@@ -161,7 +161,6 @@ func (s *Service) runOne(ctx context.Context, trigger string) {
 	s.log.Info("scan finished", "scan_id", sc.ID, "trigger", trigger, "models", sc.Planned, "probed", sc.Probed, "unchanged", sc.Unchanged)
 }
 
-
 func (s *Service) stopSchedule() {
 	s.mu.Lock()
 	c := s.cron
