@@ -18,6 +18,11 @@ var ErrNotFound = errors.New("not found")
 // ErrBadCursor is returned for a cursor this store did not produce.
 var ErrBadCursor = errors.New("invalid cursor")
 
+// ErrInvalid is wrapped by errors about the caller's arguments (an unknown
+// sort, status or target; a result without a tested_at time), as opposed to
+// failures of the database. An HTTP layer maps it to 400.
+var ErrInvalid = errors.New("invalid argument")
+
 // ModelUpsert is what a scan learned about a model from the Hub.
 type ModelUpsert struct {
 	ID           string
@@ -111,6 +116,16 @@ type FailureGroup struct {
 type RecordOutcome struct {
 	ResultID int64
 	Event    *compat.Event // nil when the status did not change
+	// Duplicate is true when the result had been recorded before (same
+	// model, target, revision, runtime key and scan): nothing was written,
+	// ResultID is the earlier row's and Event is nil.
+	Duplicate bool
+}
+
+// Record is one result of one model, for SQLite.RecordResults.
+type Record struct {
+	ModelID string
+	Result  compat.Result
 }
 
 // Store is the scanner's persistent state. Every method is safe for

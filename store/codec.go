@@ -1,0 +1,248 @@
+package store
+
+import (
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
+)
+
+// Times are stored as Unix nanoseconds and come back in UTC; the zero time
+// is stored as NULL where a column allows it.
+
+func unixNano(t time.Time) int64 { return t.UnixNano() }
+
+func fromNano(ns int64) time.Time { return time.Unix(0, ns).UTC() }
+
+func nullTime(t time.Time) sql.NullInt64 {
+	if t.IsZero() {
+		return sql.NullInt64{}
+	}
+	return sql.NullInt64{Int64: t.UnixNano(), Valid: true}
+}
+
+func fromNullTime(n sql.NullInt64) time.Time {
+	if !n.Valid {
+		return time.Time{}
+	}
+	return fromNano(n.Int64)
+}
+
+// nullStr stores a nullable string-like contract field.
+func nullStr[T ~string](p *T) sql.NullString {
+	if p == nil {
+		return sql.NullString{}
+	}
+	return sql.NullString{String: string(*p), Valid: true}
+}
+
+func fromNullStr[T ~string](n sql.NullString) *T {
+	if !n.Valid {
+		return nil
+	}
+	v := T(n.String)
+	return &v
+}
+
+func nullFloat(p *float64) sql.NullFloat64 {
+	if p == nil {
+		return sql.NullFloat64{}
+	}
+	return sql.NullFloat64{Float64: *p, Valid: true}
+}
+
+// jsonText is v as JSON text.
+func jsonText(v any) (string, error) {
+	b, err := json.Marshal(v)
+	return string(b), err
+}
+
+// resultRow is a results row as scanned; every column is nullable so that
+// one type serves both inner and outer joins.
+type resultRow struct {
+	id           sql.NullInt64
+	scanID       sql.NullInt64
+	target       sql.NullString
+	status       sql.NullString
+	stage        sql.NullString
+	failureClass sql.NullString
+	op           sql.NullString
+	reason       sql.NullString
+	signature    sql.NullString
+	message      sql.NullString
+	mode         sql.NullString
+	revision     sql.NullString
+	testedAt     sql.NullInt64
+	durationS    sql.NullFloat64
+	runtime      sql.NullString
+	metrics      sql.NullString
+	stages       sql.NullString
+	logTail      sql.NullString
+	task         sql.NullString
+	repro        sql.NullString
+}
+
+// dest is the Scan destinations, in the order of resultCols.
+func (r *resultRow) dest() []any {
+	return []any{&r.id, &r.scanID, &r.target, &r.status, &r.stage, &r.failureClass, &r.op, &r.reason,
+		&r.signature, &r.message, &r.mode, &r.revision, &r.testedAt, &r.durationS, &r.runtime, &r.metrics,
+		&r.stages, &r.logTail, &r.task, &r.repro}
+}
+
+// result converts the row; nil when the row is the NULL side of an outer join.
+func (r *resultRow) result() (*compat.Result, error) {
+	if !r.id.Valid {
+		return nil, nil
+	}
+	res := compat.Result{
+		Target:       compat.Target(r.target.String),
+		Status:       compat.Status(r.status.String),
+		Stage:        fromNullStr[compat.Stage](r.stage),
+		FailureClass: fromNullStr[compat.FailureClass](r.failureClass),
+		Op:           fromNullStr[string](r.op),
+		Reason:       fromNullStr[compat.Reason](r.reason),
+		Signature:    fromNullStr[string](r.signature),
+		Message:      fromNullStr[string](r.message),
+		Mode:         fromNullStr[compat.Mode](r.mode),
+		Revision:     r.revision.String,
+		TestedAt:     fromNano(r.testedAt.Int64),
+		DurationS:    r.durationS.Float64,
+		Repro:        r.repro.String,
+		Task:         r.task.String,
+		LogTail:      r.logTail.String,
+	}
+	if r.scanID.Valid {
+		id := r.scanID.Int64
+		res.ScanID = &id
+	}
+	if err := json.Unmarshal([]byte(r.runtime.String), &res.Runtime); err != nil {
+		return nil, fmt.Errorf("result %d runtime: %w", r.id.Int64, err)
+	}
+	if err := json.Unmarshal([]byte(r.metrics.String), &res.Metrics); err != nil {
+		return nil, fmt.Errorf("result %d metrics: %w", r.id.Int64, err)
+	}
+	if r.stages.Valid {
+		if err := json.Unmarshal([]byte(r.stages.String), &res.Stages); err != nil {
+			return nil, fmt.Errorf("result %d stages: %w", r.id.Int64, err)
+		}
+	}
+	return &res, nil
+}
+
+// scanResults reads rows of resultCols; it takes a query's two results.
+func scanResults(rows *sql.Rows, err error) ([]compat.Result, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []compat.Result{}
+	for rows.Next() {
+		var rr resultRow
+		if err := rows.Scan(rr.dest()...); err != nil {
+			return nil, err
+		}
+		res, err := rr.result()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, *res)
+	}
+	return out, rows.Err()
+}
+
+// modelRow is a models row as scanned.
+type modelRow struct {
+	id, task, library, sha string
+	downloads, likes       int64
+	gated                  bool
+	tags                   sql.NullString
+	lastModified           sql.NullInt64
+}
+
+func (m *modelRow) dest() []any {
+	return []any{&m.id, &m.task, &m.library, &m.downloads, &m.likes, &m.gated, &m.sha, &m.tags, &m.lastModified}
+}
+
+func (m *modelRow) model() (compat.Model, error) {
+	out := compat.Model{
+		ID:           m.id,
+		Task:         m.task,
+		Library:      m.library,
+		Downloads:    m.downloads,
+		Likes:        m.likes,
+		Gated:        m.gated,
+		SHA:          m.sha,
+		URL:          HubURL + "/" + m.id,
+		LastModified: fromNullTime(m.lastModified),
+	}
+	if m.tags.Valid {
+		if err := json.Unmarshal([]byte(m.tags.String), &out.Tags); err != nil {
+			return out, fmt.Errorf("model %s tags: %w", m.id, err)
+		}
+	}
+	return out, nil
+}
+
+// scanEvents reads rows of eventCols; it takes a query's two results.
+func scanEvents(rows *sql.Rows, err error) ([]compat.Event, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []compat.Event{}
+	for rows.Next() {
+		var (
+			e        compat.Event
+			runtime  string
+			sig, msg sql.NullString
+			at       int64
+		)
+		if err := rows.Scan(&e.ID, &e.ModelID, &e.Target, &e.Kind, &e.FromStatus, &e.ToStatus, &e.Revision,
+			&runtime, &sig, &msg, &at); err != nil {
+			return nil, err
+		}
+		e.Signature = fromNullStr[string](sig)
+		e.Message = fromNullStr[string](msg)
+		e.At = fromNano(at)
+		if err := json.Unmarshal([]byte(runtime), &e.Runtime); err != nil {
+			return nil, fmt.Errorf("event %d runtime: %w", e.ID, err)
+		}
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
+
+// scanRow is what sql.Row and sql.Rows have in common.
+type scanRow interface{ Scan(dest ...any) error }
+
+// scanScan reads one row of scanCols.
+func scanScan(row scanRow) (Scan, error) {
+	var (
+		s        Scan
+		status   string
+		started  int64
+		finished sql.NullInt64
+		busy     sql.NullFloat64
+		runtime  string
+	)
+	if err := row.Scan(&s.ID, &s.Trigger, &status, &s.Target, &s.Params, &started, &finished,
+		&s.Planned, &s.Done, &s.Probed, &s.Unchanged, &s.Error, &busy, &runtime); err != nil {
+		return s, err
+	}
+	s.Status = ScanStatus(status)
+	s.StartedAt = fromNano(started)
+	if finished.Valid {
+		t := fromNano(finished.Int64)
+		s.FinishedAt = &t
+	}
+	if busy.Valid {
+		b := busy.Float64
+		s.DeviceBusy = &b
+	}
+	if err := json.Unmarshal([]byte(runtime), &s.Runtime); err != nil {
+		return s, fmt.Errorf("scan %d runtime: %w", s.ID, err)
+	}
+	return s, nil
+}

@@ -1,0 +1,367 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"slices"
+	"strings"
+
+	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
+)
+
+// keyKind is the Go type of a sort key's value.
+type keyKind int
+
+const (
+	keyInt keyKind = iota
+	keyFloat
+)
+
+// sortKey is one column of an order. Keys marked nullsLast keep their
+// direction when the order is reversed, so rows without a value stay last.
+type sortKey struct {
+	expr      string
+	kind      keyKind
+	desc      bool
+	nullsLast bool
+}
+
+// orders are ListModels' sorts; every one ends with m.id ascending (not
+// listed), so the order is total and a cursor is exact. The first key that
+// is not a nulls-last flag is the sort's own; reversing flips all but the flags.
+var orders = map[string][]sortKey{
+	"downloads": {{expr: listDownloads, desc: true}},
+	"likes":     {{expr: listLikes, desc: true}},
+	"id":        nil,
+	"status":    {{expr: listStatusRank}, {expr: listDownloads, desc: true}},
+	"tested_at": {{expr: listTestedNull, nullsLast: true}, {expr: listTested, desc: true}},
+	"tokens_per_s": {
+		{expr: listTokensNull, nullsLast: true},
+		{expr: listTokens, kind: keyFloat, desc: true},
+	},
+}
+
+// cursor is the decoded form of ModelQuery.Cursor: the last row's sort key
+// and id, and what it was a cursor for.
+type cursor struct {
+	Sort    string `json:"s"`
+	Reverse bool   `json:"r,omitempty"`
+	Filter  uint64 `json:"f"`
+	Keys    []any  `json:"k,omitempty"`
+	ID      string `json:"id"`
+}
+
+func (c cursor) encode() (string, error) {
+	b, err := json.Marshal(c)
+	if err != nil {
+		return "", err
+	}
+	return base64.RawURLEncoding.EncodeToString(b), nil
+}
+
+// decodeCursor parses s as a cursor for the given sort, direction and
+// filters; anything else is ErrBadCursor.
+func decodeCursor(s, sort string, reverse bool, filter uint64, keys []sortKey) (cursor, error) {
+	bad := func(why string) (cursor, error) {
+		return cursor{}, fmt.Errorf("%w: %w: %s", ErrInvalid, ErrBadCursor, why)
+	}
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		return bad("not base64")
+	}
+	var c cursor
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	if err := dec.Decode(&c); err != nil {
+		return bad("not a cursor")
+	}
+	if c.Sort != sort || c.Reverse != reverse || c.Filter != filter {
+		return bad("made for another query")
+	}
+	if len(c.Keys) != len(keys) {
+		return bad("wrong key count")
+	}
+	for i, k := range keys {
+		n, ok := c.Keys[i].(json.Number)
+		if !ok {
+			return bad("key not a number")
+		}
+		switch k.kind {
+		case keyInt:
+			v, err := n.Int64()
+			if err != nil {
+				return bad("key not an integer")
+			}
+			c.Keys[i] = v
+		case keyFloat:
+			v, err := n.Float64()
+			if err != nil {
+				return bad("key not a number")
+			}
+			c.Keys[i] = v
+		}
+	}
+	return c, nil
+}
+
+// filterHash identifies a query's filters, so a cursor is not used with others.
+func filterHash(q ModelQuery) uint64 {
+	h := fnv.New64a()
+	fmt.Fprintf(h, "%q|%q|%q|%q|", q.Q, q.Task, strings.ToLower(q.Org), q.Target)
+	st := slices.Clone(q.Status)
+	slices.Sort(st)
+	for _, s := range slices.Compact(st) {
+		fmt.Fprintf(h, "%q,", s)
+	}
+	return h.Sum64()
+}
+
+// likePattern is a LIKE pattern matching s anywhere, with LIKE's wildcards
+// in s escaped.
+func likePattern(s string) string {
+	r := strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
+	return "%" + r.Replace(s) + "%"
+}
+
+// listQuery is ListModels' SQL and arguments.
+type listQuery struct {
+	sql   string
+	args  []any
+	keys  []sortKey // with their effective directions
+	limit int
+	next  cursor // Sort, Reverse and Filter of the next page's cursor
+}
+
+// buildList validates q and assembles its query. The page is picked on
+// models and current only; results are joined to the page's rows alone.
+func buildList(q ModelQuery) (listQuery, error) {
+	sortName := q.Sort
+	if sortName == "" {
+		sortName = "downloads"
+	}
+	base, ok := orders[sortName]
+	if !ok {
+		return listQuery{}, fmt.Errorf("%w: sort %q (want downloads, likes, status, tokens_per_s, tested_at or id)", ErrInvalid, q.Sort)
+	}
+	if err := validTarget(q.Target, true); err != nil {
+		return listQuery{}, err
+	}
+	// The sort's natural direction is that of its own key (id: ascending).
+	natural := false
+	for _, k := range base {
+		if !k.nullsLast {
+			natural = k.desc
+			break
+		}
+	}
+	reverse := q.Desc != nil && *q.Desc != natural
+	keys := make([]sortKey, len(base))
+	for i, k := range base {
+		if reverse && !k.nullsLast {
+			k.desc = !k.desc
+		}
+		keys[i] = k
+	}
+	idDesc := reverse
+
+	var where []string
+	var args []any
+	args = append(args, string(q.Target))
+	if q.Q != "" {
+		where = append(where, listWhereQ)
+		args = append(args, likePattern(q.Q))
+	}
+	if q.Task != "" {
+		where = append(where, listWhereTask)
+		args = append(args, q.Task)
+	}
+	if q.Org != "" {
+		where = append(where, listWhereOrg)
+		args = append(args, q.Org)
+	}
+	if len(q.Status) > 0 {
+		var in []string
+		untested := false
+		for _, st := range q.Status {
+			switch {
+			case st == compat.StatusUntested:
+				untested = true
+			case st.Valid():
+				in = append(in, "?")
+				args = append(args, string(st))
+			default:
+				return listQuery{}, fmt.Errorf("%w: status %q", ErrInvalid, st)
+			}
+		}
+		var or []string
+		if len(in) > 0 {
+			or = append(or, fmt.Sprintf(listStatusIn, strings.Join(in, ", ")))
+		}
+		if untested {
+			or = append(or, listUntested)
+		}
+		where = append(where, "("+strings.Join(or, " OR ")+")")
+	}
+
+	filter := filterHash(q)
+	if q.Cursor != "" {
+		c, err := decodeCursor(q.Cursor, sortName, reverse, filter, keys)
+		if err != nil {
+			return listQuery{}, err
+		}
+		cond, cargs := keysetAfter(keys, idDesc, c)
+		where = append(where, cond)
+		args = append(args, cargs...)
+	}
+
+	limit := clampLimit(q.Limit, 50)
+	var sel, order, outerSel, outerOrder []string
+	for i, k := range keys {
+		sel = append(sel, fmt.Sprintf(", %s AS k%d", k.expr, i))
+		outerSel = append(outerSel, fmt.Sprintf(", page.k%d", i))
+		order = append(order, k.expr+dir(k.desc))
+		outerOrder = append(outerOrder, fmt.Sprintf("page.k%d%s", i, dir(k.desc)))
+	}
+	order = append(order, listModelID+dir(idDesc))
+	outerOrder = append(outerOrder, "page.id"+dir(idDesc))
+
+	var b strings.Builder
+	fmt.Fprintf(&b, listPageHead, strings.Join(sel, ""))
+	if len(where) > 0 {
+		b.WriteString("\nWHERE " + strings.Join(where, "\n\tAND "))
+	}
+	fmt.Fprintf(&b, listPageTail, strings.Join(order, ", "), strings.Join(outerSel, ""), strings.Join(outerOrder, ", "))
+	args = append(args, limit+1, string(q.Target))
+	return listQuery{sql: b.String(), args: args, keys: keys, limit: limit,
+		next: cursor{Sort: sortName, Reverse: reverse, Filter: filter}}, nil
+}
+
+func dir(desc bool) string {
+	if desc {
+		return " DESC"
+	}
+	return ""
+}
+
+// keysetAfter is the condition "the row comes after cursor c" for the
+// order keys, then id: (k0 after v0) OR (k0 = v0 AND k1 after v1) OR … OR
+// (all equal AND id after c.ID). The first key's bound is repeated on its
+// own (k0 >= v0 or <=), which lets SQLite seek an index on it.
+func keysetAfter(keys []sortKey, idDesc bool, c cursor) (string, []any) {
+	after := func(desc bool) string {
+		if desc {
+			return " < ?"
+		}
+		return " > ?"
+	}
+	var ors []string
+	var args []any
+	for i := 0; i <= len(keys); i++ {
+		var ands []string
+		for j := 0; j < i; j++ {
+			ands = append(ands, keys[j].expr+" = ?")
+			args = append(args, c.Keys[j])
+		}
+		if i < len(keys) {
+			ands = append(ands, keys[i].expr+after(keys[i].desc))
+			args = append(args, c.Keys[i])
+		} else {
+			ands = append(ands, listModelID+after(idDesc))
+			args = append(args, c.ID)
+		}
+		ors = append(ors, "("+strings.Join(ands, " AND ")+")")
+	}
+	cond := "(" + strings.Join(ors, " OR ") + ")"
+	if len(keys) > 0 {
+		op := " >= ?"
+		if keys[0].desc {
+			op = " <= ?"
+		}
+		cond = keys[0].expr + op + " AND " + cond
+		args = append([]any{c.Keys[0]}, args...)
+	}
+	return cond, args
+}
+
+// ListModels returns one page of models in q's order, each with its
+// current result on q.Target ("" = its newest on any target; nil when
+// none), and the cursor of the next page ("" after the last). The order is
+// total (ties broken by id, ascending in the sort's natural direction), so
+// walking the cursors visits every matching model once. Results in a list
+// carry no LogTail (GetModel has it); models carry no Aliases.
+//
+// The error wraps ErrInvalid for an unknown sort, status or target, and
+// ErrBadCursor (and ErrInvalid) for a cursor not made by this store for
+// the same sort, direction and filters.
+func (s *SQLite) ListModels(ctx context.Context, q ModelQuery) ([]compat.Model, string, error) {
+	lq, err := buildList(q)
+	if err != nil {
+		return nil, "", fmt.Errorf("store: list models: %w", err)
+	}
+	rows, err := s.r.QueryContext(ctx, lq.sql, lq.args...)
+	if err != nil {
+		return nil, "", fmt.Errorf("store: list models: %w", err)
+	}
+	defer rows.Close()
+	models := make([]compat.Model, 0, lq.limit)
+	keys := make([]any, len(lq.keys)) // the sort key of the row read last
+	for i, k := range lq.keys {
+		if k.kind == keyFloat {
+			keys[i] = new(float64)
+		} else {
+			keys[i] = new(int64)
+		}
+	}
+	var lastID string
+	for rows.Next() {
+		if len(models) == lq.limit { // the extra row: there is a next page
+			next, err := lq.cursorAfter(lastID, keys).encode()
+			if err != nil {
+				return nil, "", fmt.Errorf("store: list models: %w", err)
+			}
+			return models, next, nil
+		}
+		var (
+			mr modelRow
+			rr resultRow
+		)
+		dest := append([]any{&lastID}, keys...)
+		dest = append(dest, mr.dest()...)
+		dest = append(dest, rr.dest()...)
+		if err := rows.Scan(dest...); err != nil {
+			return nil, "", fmt.Errorf("store: list models: %w", err)
+		}
+		m, err := mr.model()
+		if err != nil {
+			return nil, "", fmt.Errorf("store: list models: %w", err)
+		}
+		if m.Result, err = rr.result(); err != nil {
+			return nil, "", fmt.Errorf("store: list models: %w", err)
+		}
+		models = append(models, m)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, "", fmt.Errorf("store: list models: %w", err)
+	}
+	return models, "", nil
+}
+
+// cursorAfter is the cursor of the row with id and the sort key values
+// that keys point at.
+func (lq listQuery) cursorAfter(id string, keys []any) cursor {
+	c := lq.next
+	c.ID = id
+	for _, k := range keys {
+		switch v := k.(type) {
+		case *int64:
+			c.Keys = append(c.Keys, *v)
+		case *float64:
+			c.Keys = append(c.Keys, *v)
+		}
+	}
+	return c
+}

@@ -1,0 +1,151 @@
+package store
+
+import (
+	"context"
+	"fmt"
+)
+
+// StartScan opens a scan record with status running and returns its id.
+// StartedAt defaults to now; Status, FinishedAt, Error and DeviceBusy are
+// ignored.
+func (s *SQLite) StartScan(ctx context.Context, sc Scan) (int64, error) {
+	if sc.StartedAt.IsZero() {
+		sc.StartedAt = s.now()
+	}
+	runtimeJSON, err := jsonText(sc.Runtime)
+	if err != nil {
+		return 0, fmt.Errorf("store: start scan: %w", err)
+	}
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, fmt.Errorf("store: start scan: %w", err)
+	}
+	defer tx.Rollback()
+	var id int64
+	if err := tx.QueryRowContext(ctx, sqlStartScan, sc.Trigger, string(ScanRunning), string(sc.Target), sc.Params,
+		unixNano(sc.StartedAt), sc.Planned, sc.Done, sc.Probed, sc.Unchanged, runtimeJSON).Scan(&id); err != nil {
+		return 0, fmt.Errorf("store: start scan: %w", err)
+	}
+	if err := s.touch(ctx, tx); err != nil {
+		return 0, fmt.Errorf("store: start scan: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return 0, fmt.Errorf("store: start scan: %w", err)
+	}
+	return id, nil
+}
+
+// UpdateScanProgress sets a scan's counters. The error wraps ErrNotFound
+// for an unknown scan.
+func (s *SQLite) UpdateScanProgress(ctx context.Context, id int64, planned, done, probed, unchanged int) error {
+	if err := s.updateScan(ctx, sqlScanProgress, planned, done, probed, unchanged, id); err != nil {
+		return fmt.Errorf("store: update scan %d: %w", id, err)
+	}
+	return nil
+}
+
+// FinishScan closes a scan with f.Status (done, failed or interrupted; ""
+// is done) and sets its finished_at to now. The error wraps ErrNotFound for
+// an unknown scan, ErrInvalid for another status.
+func (s *SQLite) FinishScan(ctx context.Context, id int64, f ScanFinish) error {
+	switch f.Status {
+	case "":
+		f.Status = ScanDone
+	case ScanDone, ScanFailed, ScanInterrupted:
+	default:
+		return fmt.Errorf("store: finish scan %d: %w: status %q", id, ErrInvalid, f.Status)
+	}
+	if err := s.updateScan(ctx, sqlFinishScan, string(f.Status), f.Error, nullFloat(f.DeviceBusy),
+		unixNano(s.now()), id); err != nil {
+		return fmt.Errorf("store: finish scan %d: %w", id, err)
+	}
+	return nil
+}
+
+// updateScan runs one UPDATE of one scan in a transaction; ErrNotFound if
+// it matched no row.
+func (s *SQLite) updateScan(ctx context.Context, query string, args ...any) error {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	res, err := tx.ExecContext(ctx, query, args...)
+	if err != nil {
+		return err
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return err
+	} else if n == 0 {
+		return ErrNotFound
+	}
+	if err := s.touch(ctx, tx); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// GetScan returns one scan. The error wraps ErrNotFound for an unknown scan.
+func (s *SQLite) GetScan(ctx context.Context, id int64) (Scan, error) {
+	sc, err := scanScan(s.r.QueryRowContext(ctx, sqlGetScan, id))
+	if err != nil {
+		return Scan{}, fmt.Errorf("store: get scan: %w", notFound(err, fmt.Sprintf("scan %d", id)))
+	}
+	return sc, nil
+}
+
+// ListScans returns at most limit scans (0 = 50, capped at 1000), newest
+// first; empty when none.
+func (s *SQLite) ListScans(ctx context.Context, limit int) ([]Scan, error) {
+	scans, err := listScans(ctx, s.r, clampLimit(limit, 50))
+	if err != nil {
+		return nil, fmt.Errorf("store: list scans: %w", err)
+	}
+	return scans, nil
+}
+
+func listScans(ctx context.Context, q querier, limit int) ([]Scan, error) {
+	rows, err := q.QueryContext(ctx, sqlListScans, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []Scan{}
+	for rows.Next() {
+		sc, err := scanScan(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, sc)
+	}
+	return out, rows.Err()
+}
+
+// MarkInterrupted marks every running scan interrupted, with finished_at
+// now, and returns how many it marked. Call it at start-up only: a scan
+// that another process (a `scanner scan` next to `scanner serve`) is
+// running on the same file would be marked too.
+func (s *SQLite) MarkInterrupted(ctx context.Context) (int, error) {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, fmt.Errorf("store: mark interrupted: %w", err)
+	}
+	defer tx.Rollback()
+	res, err := tx.ExecContext(ctx, sqlMarkInterrupted, unixNano(s.now()))
+	if err != nil {
+		return 0, fmt.Errorf("store: mark interrupted: %w", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, fmt.Errorf("store: mark interrupted: %w", err)
+	}
+	if n > 0 {
+		if err := s.touch(ctx, tx); err != nil {
+			return 0, fmt.Errorf("store: mark interrupted: %w", err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return 0, fmt.Errorf("store: mark interrupted: %w", err)
+	}
+	return int(n), nil
+}

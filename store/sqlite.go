@@ -1,0 +1,214 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	_ "github.com/mattn/go-sqlite3" // registers the "sqlite3" driver
+)
+
+var _ Store = (*SQLite)(nil)
+
+// HubURL is the base of Model.URL. It is the public Hub on purpose: a
+// mirror configured for downloads is not where users should be linked to.
+const HubURL = "https://huggingface.co"
+
+// The per-connection settings, in the DSN so that every pooled connection
+// has them. The writer takes its write lock at BEGIN (_txlock=immediate), so
+// a transaction never fails half-way with "database is locked" on upgrading
+// a read lock; another process's writer is waited for up to _busy_timeout.
+// Readers begin deferred and are query-only. synchronous=NORMAL is the
+// driver's default, spelled out: in WAL mode it is safe against crashes of
+// the process and loses at most the last commits on power loss.
+const (
+	writerParams = "_journal_mode=WAL&_foreign_keys=on&_busy_timeout=5000&_txlock=immediate&_synchronous=NORMAL"
+	readerParams = "_foreign_keys=on&_busy_timeout=5000&_txlock=deferred&_synchronous=NORMAL&_query_only=on"
+	backupParams = "_foreign_keys=on&_busy_timeout=5000&_txlock=deferred"
+)
+
+//go:embed migrations/*.sql
+var migrationFS embed.FS
+
+// migration is one embedded schema change, applied in one transaction.
+type migration struct {
+	version int
+	name    string
+	sql     string
+}
+
+// migrations returns the embedded migrations in version order. File names
+// are NNNN_name.sql with consecutive versions from 1.
+func migrations() ([]migration, error) {
+	names, err := fs.Glob(migrationFS, "migrations/*.sql")
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(names)
+	var ms []migration
+	for i, name := range names {
+		base := filepath.Base(name)
+		num, _, ok := strings.Cut(base, "_")
+		v, err := strconv.Atoi(num)
+		if !ok || err != nil || v != i+1 {
+			return nil, fmt.Errorf("migration %s: want version %04d", base, i+1)
+		}
+		b, err := migrationFS.ReadFile(name)
+		if err != nil {
+			return nil, err
+		}
+		ms = append(ms, migration{version: v, name: base, sql: string(b)})
+	}
+	return ms, nil
+}
+
+// SchemaVersion is the schema version this binary writes: the number of
+// embedded migrations.
+func SchemaVersion() int {
+	ms, err := migrations()
+	if err != nil {
+		return 0
+	}
+	return len(ms)
+}
+
+// SQLite is the Store on a SQLite file. It holds two pools on the same
+// file: one writer connection, so writes are serialised in the process and
+// never contend for the lock among themselves, and a pool of query-only
+// readers, which WAL mode lets run while the writer writes.
+type SQLite struct {
+	w    *sql.DB // exactly one connection
+	r    *sql.DB // readers
+	path string
+	now  func() time.Time
+}
+
+// Open opens (creating it and its folder if needed) the database at path,
+// applies the embedded migrations that it lacks, each in one transaction,
+// and refuses a database whose schema is newer than this binary.
+//
+// path must be a file: ":memory:" is refused, because every pooled
+// connection would get its own empty database. Tests use a file in
+// t.TempDir() (see package storetest).
+func Open(ctx context.Context, path string) (*SQLite, error) {
+	if path == "" || path == ":memory:" || strings.HasPrefix(path, "file:") || strings.Contains(path, "?") {
+		return nil, fmt.Errorf("store: open %q: want a plain file path (no :memory:, file: URI or \"?\")", path)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, fmt.Errorf("store: open: %w", err)
+	}
+	w, err := sql.Open("sqlite3", path+"?"+writerParams)
+	if err != nil {
+		return nil, fmt.Errorf("store: open: %w", err)
+	}
+	w.SetMaxOpenConns(1)
+	w.SetMaxIdleConns(1)
+	w.SetConnMaxLifetime(0)
+	w.SetConnMaxIdleTime(0)
+	s := &SQLite{w: w, path: path, now: time.Now}
+	if err := s.migrate(ctx); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	r, err := sql.Open("sqlite3", path+"?"+readerParams)
+	if err != nil {
+		w.Close()
+		return nil, fmt.Errorf("store: open: %w", err)
+	}
+	n := max(4, runtime.NumCPU())
+	r.SetMaxOpenConns(n)
+	r.SetMaxIdleConns(n)
+	s.r = r
+	if err := r.PingContext(ctx); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	return s, nil
+}
+
+// Path is the database file.
+func (s *SQLite) Path() string { return s.path }
+
+// Close closes both pools, after letting SQLite refresh its query planner
+// statistics (PRAGMA optimize), as it advises for long-lived connections.
+func (s *SQLite) Close() error {
+	var errs []error
+	if s.r != nil {
+		errs = append(errs, s.r.Close())
+	}
+	_, err := s.w.Exec(sqlOptimize)
+	errs = append(errs, err, s.w.Close())
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("store: close: %w", err)
+	}
+	return nil
+}
+
+// migrate applies the missing migrations and checks the schema is current.
+func (s *SQLite) migrate(ctx context.Context) error {
+	ms, err := migrations()
+	if err != nil {
+		return err
+	}
+	if _, err := s.w.ExecContext(ctx, sqlCreateMigrations); err != nil {
+		return fmt.Errorf("schema_migrations: %w", err)
+	}
+	for _, m := range ms {
+		if err := s.applyMigration(ctx, m); err != nil {
+			return err
+		}
+	}
+	var have int
+	if err := s.w.QueryRowContext(ctx, sqlSchemaVersion).Scan(&have); err != nil {
+		return fmt.Errorf("schema version: %w", err)
+	}
+	if have > len(ms) {
+		return fmt.Errorf("database schema version %d is newer than this binary's %d: run a newer scanner", have, len(ms))
+	}
+	return nil
+}
+
+// applyMigration applies m in one transaction unless it is recorded as
+// applied. The check is inside the (immediate) transaction, so two processes
+// opening one file at once do not both apply it.
+func (s *SQLite) applyMigration(ctx context.Context, m migration) error {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	var n int
+	if err := tx.QueryRowContext(ctx, sqlMigrationApplied, m.version).Scan(&n); err != nil {
+		return fmt.Errorf("migration %s: %w", m.name, err)
+	}
+	if n > 0 {
+		return nil
+	}
+	if _, err := tx.ExecContext(ctx, m.sql); err != nil {
+		return fmt.Errorf("migration %s: %w", m.name, err)
+	}
+	if _, err := tx.ExecContext(ctx, sqlRecordMigration, m.version, m.name, s.now().UnixNano()); err != nil {
+		return fmt.Errorf("migration %s: %w", m.name, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("migration %s: %w", m.name, err)
+	}
+	return nil
+}
+
+// touch records that data changed, for Changed. The time only moves
+// forward, so that two changes in one clock tick still differ.
+func (s *SQLite) touch(ctx context.Context, tx *sql.Tx) error {
+	_, err := tx.ExecContext(ctx, sqlTouch, s.now().UnixNano())
+	return err
+}

@@ -1,0 +1,170 @@
+// Package storetest helps tests and benchmarks of packages that use the
+// store: a fresh database in a temporary folder, and deterministic data.
+package storetest
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
+	"github.com/google-pytorch/torchtpu-scanner/store"
+)
+
+// MustOpen opens a new, empty store in t.TempDir(), closed when the test ends.
+func MustOpen(t testing.TB) *store.SQLite {
+	t.Helper()
+	s, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "scanner.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return s
+}
+
+// Epoch is the tested_at of Seed's first result; each next one is a minute later.
+var Epoch = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// Runtime is the runtime of Seed's results.
+var Runtime = compat.Runtime{
+	Python: "3.12.8", Torch: "2.9.0", Transformers: "4.57.1", TorchTPU: "0.1.0", Harness: "1",
+	Device: "TPU v6e", DeviceCount: 1,
+}
+
+// Signatures are the failure signatures Seed's failing results carry (the
+// last one is used with a nil signature, grouped by failure class).
+var Signatures = []string{
+	"unsupported_op:aten::_fft_r2c", "unsupported_op:aten::_upsample_bicubic2d_aa",
+	"unsupported_dtype:float8_e4m3fn", "compile_error:dynamic_shape", "numerics_mismatch:logits",
+}
+
+var tasks = []string{"text-generation", "fill-mask", "feature-extraction", "image-classification", "automatic-speech-recognition"}
+
+// ModelID is the id of Seed's model i: "orgNN/model-NNNNN", or a legacy
+// one-part id "model-NNNNN" for every 50th.
+func ModelID(i int) string {
+	if i%50 == 49 {
+		return fmt.Sprintf("model-%05d", i)
+	}
+	return fmt.Sprintf("org%02d/model-%05d", i%40, i)
+}
+
+// Seed fills s with nModels models (ModelID(0)…) and nResults results in
+// one transaction each, deterministically. Downloads and likes repeat (ties
+// for cursor tests); every 10th model stays untested; the results go round
+// the others, mostly on tpu, every 4th on cpu, a minute apart from Epoch,
+// with a mix of every recorded status and unmeasured metrics left nil.
+// It returns the model ids.
+func Seed(t testing.TB, s *store.SQLite, nModels, nResults int) []string {
+	t.Helper()
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(1, 2))
+	ids := make([]string, nModels)
+	ups := make([]store.ModelUpsert, nModels)
+	for i := range ups {
+		ids[i] = ModelID(i)
+		ups[i] = store.ModelUpsert{
+			ID:           ids[i],
+			Task:         tasks[i%len(tasks)],
+			Library:      "transformers",
+			Downloads:    int64(rng.IntN(1000)) * 1000,
+			Likes:        int64(rng.IntN(200)),
+			Gated:        i%20 == 0,
+			SHA:          fmt.Sprintf("%040x", i),
+			Tags:         []string{"transformers", tasks[i%len(tasks)]},
+			LastModified: Epoch.Add(-time.Duration(i) * time.Hour),
+		}
+	}
+	if err := s.UpsertModels(ctx, ups); err != nil {
+		t.Fatal(err)
+	}
+	var tested []string
+	for i, id := range ids {
+		if i%10 != 9 {
+			tested = append(tested, id)
+		}
+	}
+	if len(tested) == 0 || nResults == 0 {
+		return ids
+	}
+	recs := make([]store.Record, nResults)
+	for j := range recs {
+		target := compat.TargetTPU
+		if j%4 == 3 {
+			target = compat.TargetCPU
+		}
+		recs[j] = store.Record{ModelID: tested[j%len(tested)], Result: SeedResult(rng, target, Epoch.Add(time.Duration(j)*time.Minute))}
+		recs[j].Result.Revision = fmt.Sprintf("%040x", j%len(tested))
+		recs[j].Result.Repro = compat.Repro(recs[j].ModelID, recs[j].Result.Revision, target, compat.ModeFull)
+	}
+	if _, err := s.RecordResults(ctx, recs); err != nil {
+		t.Fatal(err)
+	}
+	return ids
+}
+
+// SeedResult is a random result on target at time at, as Seed makes them.
+func SeedResult(rng *rand.Rand, target compat.Target, at time.Time) compat.Result {
+	r := compat.Result{
+		Target:    target,
+		Mode:      compat.Ptr(compat.ModeFull),
+		TestedAt:  at,
+		DurationS: float64(rng.IntN(60000)) / 1000,
+		Runtime:   Runtime,
+		Task:      "text-generation",
+	}
+	if target != compat.TargetTPU {
+		r.Runtime.TorchTPU = ""
+		r.Runtime.Device = "cpu"
+	}
+	switch p := rng.IntN(100); {
+	case p < 60:
+		r.Status = compat.StatusPass
+		r.Stage = compat.Ptr(compat.StageGenerate)
+		r.Metrics = compat.Metrics{
+			LoadS:         compat.Ptr(float64(rng.IntN(10000)) / 1000),
+			ForwardMS:     compat.Ptr(float64(rng.IntN(100000)) / 1000),
+			TokensPerS:    compat.Ptr(float64(rng.IntN(200000)) / 100),
+			PeakMemBytes:  compat.Ptr(int64(rng.IntN(1 << 30))),
+			MaxAbsDiff:    compat.Ptr(float64(rng.IntN(1000)) / 1e6),
+			Top1Agreement: compat.Ptr(1.0),
+		}
+	case p < 80:
+		r.Status = compat.StatusFail
+		sig := Signatures[rng.IntN(len(Signatures))]
+		r.Stage = compat.Ptr(compat.StageForward)
+		r.FailureClass = compat.Ptr(compat.ClassUnsupportedOp)
+		if sig != Signatures[len(Signatures)-1] {
+			r.Signature = compat.Ptr(sig)
+		}
+		r.Message = compat.Ptr("RuntimeError: " + sig)
+		r.LogTail = "Traceback (most recent call last):\n  ...\nRuntimeError: " + sig + "\n"
+	case p < 85:
+		r.Status = compat.StatusOOM
+		r.Stage = compat.Ptr(compat.StageLoad)
+		r.FailureClass = compat.Ptr(compat.ClassOOM)
+	case p < 90:
+		r.Status = compat.StatusTimeout
+		r.Stage = compat.Ptr(compat.StageCompile)
+	case p < 93:
+		r.Status = compat.StatusCrash
+		r.Stage = compat.Ptr(compat.StageForward)
+		r.FailureClass = compat.Ptr(compat.ClassCrash)
+	case p < 98:
+		r.Status = compat.StatusSkipped
+		r.Reason = compat.Ptr(compat.ReasonRemoteCode)
+		r.Mode = nil
+	default:
+		r.Status = compat.StatusError
+		r.Stage = compat.Ptr(compat.StageEnv)
+		r.FailureClass = compat.Ptr(compat.ClassDeviceUnavail)
+	}
+	return r
+}
