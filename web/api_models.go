@@ -1,0 +1,113 @@
+package web
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
+	"github.com/google-pytorch/torchtpu-scanner/store"
+)
+
+// modelList is the body of GET /api/v1/models.
+type modelList struct {
+	Models     []compat.Model `json:"models"`
+	NextCursor *string        `json:"next_cursor"`
+}
+
+// modelDetail is the body of GET /api/v1/models/{id}: the model (with its
+// current result on ?target=), its history on that target, and (extensions)
+// its current result on every target and its status changes.
+type modelDetail struct {
+	compat.Model
+	History []compat.Result `json:"history"`
+	Results []compat.Result `json:"results"`
+	Events  []compat.Event  `json:"events"`
+}
+
+// historyLimit bounds the history of the model detail.
+const historyLimit = 100
+
+// apiModels serves GET /api/v1/models: one page of models, filtered and sorted.
+func (s *Server) apiModels(c *fiber.Ctx) error {
+	q, err := parseModelQuery(c)
+	if err != nil {
+		return err
+	}
+	ctx := c.UserContext()
+	changed, err := s.store.Changed(ctx)
+	if err != nil {
+		return fmt.Errorf("web: api models: %w", err)
+	}
+	if notModified(c, etagOf(changedTag(changed), s.hubEndpoint, c.OriginalURL())) {
+		return c.SendStatus(fiber.StatusNotModified)
+	}
+	models, next, err := s.store.ListModels(ctx, q)
+	if err != nil {
+		return fmt.Errorf("web: api models: %w", err)
+	}
+	out := modelList{Models: models}
+	if out.Models == nil {
+		out.Models = []compat.Model{}
+	}
+	for i := range out.Models {
+		s.fillModel(&out.Models[i])
+	}
+	if next != "" {
+		out.NextCursor = &next
+	}
+	return c.JSON(out)
+}
+
+// apiModel serves GET /api/v1/models/{id}. Aliases resolve to the model.
+func (s *Server) apiModel(c *fiber.Ctx) error {
+	id, err := idParam(c, "")
+	if err != nil {
+		return err
+	}
+	target, err := parseTarget(c.Query("target"))
+	if err != nil {
+		return err
+	}
+	ctx := c.UserContext()
+	changed, err := s.store.Changed(ctx)
+	if err != nil {
+		return fmt.Errorf("web: api model: %w", err)
+	}
+	if notModified(c, etagOf(changedTag(changed), s.hubEndpoint, c.OriginalURL())) {
+		return c.SendStatus(fiber.StatusNotModified)
+	}
+	m, err := s.store.GetModel(ctx, id, target)
+	if err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return fmt.Errorf("%w: no model %s", ErrNotFound, quoteShort(id))
+		}
+		return fmt.Errorf("web: api model: %w", err)
+	}
+	s.fillModel(&m)
+	d := modelDetail{Model: m}
+	if d.History, err = s.store.History(ctx, m.ID, target, historyLimit); err != nil {
+		return fmt.Errorf("web: api model history: %w", err)
+	}
+	if d.Results, err = s.store.CurrentResults(ctx, m.ID); err != nil {
+		return fmt.Errorf("web: api model results: %w", err)
+	}
+	if d.Events, err = s.store.ModelEvents(ctx, m.ID, historyLimit); err != nil {
+		return fmt.Errorf("web: api model events: %w", err)
+	}
+	for _, p := range []*[]compat.Result{&d.History, &d.Results} {
+		if *p == nil {
+			*p = []compat.Result{}
+		}
+	}
+	if d.Events == nil {
+		d.Events = []compat.Event{}
+	}
+	return c.JSON(d)
+}
+
+// fillModel sets the fields the web layer owns: the Hub link.
+func (s *Server) fillModel(m *compat.Model) {
+	m.URL = s.hubModelURL(m.ID)
+}

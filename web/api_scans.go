@@ -1,0 +1,102 @@
+package web
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/google-pytorch/torchtpu-scanner/store"
+)
+
+// scanBody is one scan with its progress as a fraction (extension).
+type scanBody struct {
+	store.Scan
+	Progress *float64 `json:"progress"` // done ÷ planned; null before planning
+}
+
+func withProgress(sc store.Scan) scanBody {
+	b := scanBody{Scan: sc}
+	if sc.Planned > 0 {
+		p := float64(sc.Done) / float64(sc.Planned)
+		b.Progress = &p
+	}
+	return b
+}
+
+// apiScans serves GET /api/v1/scans: the newest scans and the scheduler's state.
+func (s *Server) apiScans(c *fiber.Ctx) error {
+	limit, err := parseLimit(c.Query("limit"), 20)
+	if err != nil {
+		return err
+	}
+	scans, err := s.store.ListScans(c.UserContext(), limit)
+	if err != nil {
+		return fmt.Errorf("web: api scans: %w", err)
+	}
+	out := struct {
+		Scans []scanBody `json:"scans"`
+		State ScanState  `json:"state"`
+	}{Scans: []scanBody{}, State: s.scanState()}
+	for _, sc := range scans {
+		out.Scans = append(out.Scans, withProgress(sc))
+	}
+	return c.JSON(out)
+}
+
+// apiScan serves GET /api/v1/scans/{id}: one scan and its progress.
+func (s *Server) apiScan(c *fiber.Ctx) error {
+	id, err := strconv.ParseInt(c.Params("id"), 10, 64)
+	if err != nil || id < 1 {
+		return fmt.Errorf("%w: scan id must be a positive integer", ErrBadRequest)
+	}
+	sc, err := s.store.GetScan(c.UserContext(), id)
+	if err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return fmt.Errorf("%w: no scan %d", ErrNotFound, id)
+		}
+		return fmt.Errorf("web: api scan: %w", err)
+	}
+	return c.JSON(withProgress(sc))
+}
+
+// apiRequestScan serves POST /api/v1/scans: queue a manual scan. It needs
+// Authorization: Bearer {admin token}; without a configured token the
+// route is off (403).
+func (s *Server) apiRequestScan(c *fiber.Ctx) error {
+	if err := s.authorize(c); err != nil {
+		return err
+	}
+	if err := s.scans.RequestScan("manual"); err != nil {
+		if errors.Is(err, ErrScanQueued) {
+			return ErrScanQueued
+		}
+		return fmt.Errorf("web: request scan: %w", err)
+	}
+	s.log.Info("scan requested", "trigger", "manual", "ip", c.IP())
+	return c.Status(fiber.StatusAccepted).JSON(fiber.Map{"queued": true, "state": s.scanState()})
+}
+
+// authorize checks the bearer token in constant time.
+func (s *Server) authorize(c *fiber.Ctx) error {
+	if s.adminToken == "" {
+		return ErrWritesDisabled
+	}
+	h := c.Get(fiber.HeaderAuthorization)
+	scheme, token, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
+		return fmt.Errorf("%w: send Authorization: Bearer <admin token>", ErrUnauthorized)
+	}
+	// Hash both sides so that the comparison takes the same time whatever
+	// the lengths.
+	got := sha256.Sum256([]byte(strings.TrimSpace(token)))
+	want := sha256.Sum256([]byte(s.adminToken))
+	if subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
+		return fmt.Errorf("%w: wrong admin token", ErrForbidden)
+	}
+	return nil
+}

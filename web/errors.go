@@ -1,0 +1,107 @@
+package web
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/google-pytorch/torchtpu-scanner/store"
+)
+
+// Sentinel errors of the HTTP layer. Handlers wrap them with detail
+// (fmt.Errorf("%w: …", ErrBadRequest)) and return; handleError maps them
+// to a status, in one place.
+var (
+	ErrNotFound       = errors.New("not found")
+	ErrBadRequest     = errors.New("bad request")
+	ErrUnauthorized   = errors.New("unauthorized")
+	ErrForbidden      = errors.New("forbidden")
+	ErrRateLimited    = errors.New("rate limit exceeded")
+	ErrWritesDisabled = errors.New("write endpoints are disabled: the server has no admin token (set SCANNER_ADMIN_TOKEN)")
+	ErrUnavailable    = errors.New("service unavailable")
+)
+
+// statusOf maps an error to its HTTP status.
+func statusOf(err error) int {
+	var fe *fiber.Error
+	switch {
+	case errors.Is(err, ErrNotFound), errors.Is(err, store.ErrNotFound):
+		return http.StatusNotFound
+	case errors.Is(err, ErrBadRequest), errors.Is(err, store.ErrBadCursor), errors.Is(err, store.ErrInvalid):
+		return http.StatusBadRequest
+	case errors.Is(err, ErrUnauthorized):
+		return http.StatusUnauthorized
+	case errors.Is(err, ErrForbidden), errors.Is(err, ErrWritesDisabled):
+		return http.StatusForbidden
+	case errors.Is(err, ErrScanQueued):
+		return http.StatusConflict
+	case errors.Is(err, ErrRateLimited):
+		return http.StatusTooManyRequests
+	case errors.Is(err, ErrUnavailable), errors.Is(err, context.DeadlineExceeded):
+		return http.StatusServiceUnavailable
+	case errors.As(err, &fe):
+		return fe.Code
+	}
+	return http.StatusInternalServerError
+}
+
+// publicMessage is what the client may read about err: the error text for
+// client errors, a generic sentence for server errors (details go to the log).
+func publicMessage(err error, status int) string {
+	if status >= 500 {
+		if status == http.StatusServiceUnavailable {
+			return "the service is temporarily unavailable, try again shortly"
+		}
+		return "internal server error"
+	}
+	msg := err.Error()
+	if status == http.StatusNotFound && !errors.Is(err, ErrNotFound) && !errors.Is(err, store.ErrNotFound) {
+		msg = "not found"
+	}
+	return msg
+}
+
+// wantsJSON reports whether a failing request should get JSON rather than an
+// HTML page: the API and the machine-readable routes.
+func wantsJSON(path string) bool {
+	return strings.HasPrefix(path, "/api/") || strings.HasSuffix(path, ".json") || strings.HasSuffix(path, ".csv") ||
+		path == "/metrics" || path == "/healthz" || path == "/readyz"
+}
+
+// handleError is fiber's ErrorHandler: the one place where errors become
+// HTTP statuses and bodies.
+func (s *Server) handleError(c *fiber.Ctx, err error) error {
+	status := statusOf(err)
+	if status >= 500 {
+		s.log.Error("request failed", "method", c.Method(), "path", c.Path(), "status", status, "err", err)
+	}
+	if status == http.StatusUnauthorized {
+		c.Set(fiber.HeaderWWWAuthenticate, `Bearer realm="scanner"`)
+	}
+	// Errors must not be cached as if they were the resource.
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	c.Response().Header.Del(fiber.HeaderETag)
+	msg := publicMessage(err, status)
+	c.Status(status)
+	if wantsJSON(c.Path()) || c.Method() != fiber.MethodGet && c.Method() != fiber.MethodHead {
+		return c.JSON(fiber.Map{"error": msg})
+	}
+	if rerr := s.render(c, "error", errorPage{Status: status, Title: http.StatusText(status), Message: msg}); rerr != nil {
+		s.log.Error("rendering the error page", "err", rerr)
+		c.Set(fiber.HeaderContentType, fiber.MIMETextPlainCharsetUTF8)
+		return c.SendString(fmt.Sprintf("%d %s: %s", status, http.StatusText(status), msg))
+	}
+	return nil
+}
+
+// errorPage is the data of the error template.
+type errorPage struct {
+	layout
+	Status  int
+	Title   string
+	Message string
+}

@@ -1,0 +1,118 @@
+package web
+
+import (
+	"bytes"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
+)
+
+// csvColumns is the header of /export.csv.
+var csvColumns = []string{"id", "task", "library", "downloads", "likes", "gated", "status", "target", "stage",
+	"failure_class", "op", "reason", "signature", "mode", "tokens_per_s", "forward_ms", "peak_mem_bytes",
+	"tested_at", "revision", "torch", "torch_tpu", "transformers", "url"}
+
+// maxExportRows bounds one export (the table is the most popular models).
+const maxExportRows = 100000
+
+// exportCSV serves GET /export.csv: the current table (same filters and
+// sort as / and /api/v1/models, every page), safe to open in a spreadsheet.
+func (s *Server) exportCSV(c *fiber.Ctx) error {
+	q, err := parseModelQuery(c)
+	if err != nil {
+		return err
+	}
+	ctx := c.UserContext()
+	var buf bytes.Buffer
+	writeCSVRow(&buf, csvColumns, nil)
+	q.Limit = maxLimit
+	for rows := 0; rows < maxExportRows; {
+		models, next, err := s.store.ListModels(ctx, q)
+		if err != nil {
+			return fmt.Errorf("web: export: %w", err)
+		}
+		for _, m := range models {
+			writeCSVRow(&buf, s.csvRecord(m), csvNumeric)
+		}
+		rows += len(models)
+		if next == "" || len(models) == 0 {
+			break
+		}
+		q.Cursor = next
+	}
+	c.Set(fiber.HeaderContentType, "text/csv; charset=utf-8")
+	c.Set(fiber.HeaderContentDisposition, `attachment; filename="torchtpu-compat-`+time.Now().UTC().Format("2006-01-02")+`.csv"`)
+	return c.Send(buf.Bytes())
+}
+
+// csvNumeric marks the columns that hold numbers we formatted ourselves;
+// only they may start with '-'.
+var csvNumeric = func() map[int]bool {
+	m := map[int]bool{}
+	for i, c := range csvColumns {
+		switch c {
+		case "downloads", "likes", "tokens_per_s", "forward_ms", "peak_mem_bytes":
+			m[i] = true
+		}
+	}
+	return m
+}()
+
+// csvRecord is one model as a row of csvColumns.
+func (s *Server) csvRecord(m compat.Model) []string {
+	r := m.Result
+	if r == nil {
+		r = &compat.Result{Status: compat.StatusUntested}
+	}
+	f := func(p *float64) string {
+		if p == nil {
+			return ""
+		}
+		return strconv.FormatFloat(*p, 'f', -1, 64)
+	}
+	mem := ""
+	if r.Metrics.PeakMemBytes != nil {
+		mem = strconv.FormatInt(*r.Metrics.PeakMemBytes, 10)
+	}
+	tested := ""
+	if !r.TestedAt.IsZero() {
+		tested = r.TestedAt.UTC().Format(time.RFC3339)
+	}
+	return []string{m.ID, m.Task, m.Library, strconv.FormatInt(m.Downloads, 10), strconv.FormatInt(m.Likes, 10),
+		strconv.FormatBool(m.Gated), string(r.Status), string(r.Target), deref(r.Stage), deref(r.FailureClass),
+		deref(r.Op), deref(r.Reason), deref(r.Signature), deref(r.Mode), f(r.Metrics.TokensPerS),
+		f(r.Metrics.ForwardMS), mem, tested, r.Revision, r.Runtime.Torch, r.Runtime.TorchTPU,
+		r.Runtime.Transformers, s.hubModelURL(m.ID)}
+}
+
+// writeCSVRow writes one RFC 4180 row. A text cell that a spreadsheet
+// would run as a formula (starting with =, +, -, @, tab or CR) is
+// prefixed with ' and quoted (OWASP's CSV injection advice).
+func writeCSVRow(buf *bytes.Buffer, fields []string, numeric map[int]bool) {
+	for i, f := range fields {
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		quote := false
+		if f != "" && !numeric[i] && strings.ContainsRune("=+-@\t\r", rune(f[0])) {
+			f = "'" + f
+			quote = true
+		}
+		if strings.ContainsAny(f, "\",\r\n") || strings.HasPrefix(f, " ") || strings.HasSuffix(f, " ") {
+			quote = true
+		}
+		if quote {
+			buf.WriteByte('"')
+			buf.WriteString(strings.ReplaceAll(f, `"`, `""`))
+			buf.WriteByte('"')
+		} else {
+			buf.WriteString(f)
+		}
+	}
+	buf.WriteString("\r\n")
+}

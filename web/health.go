@@ -1,0 +1,39 @@
+package web
+
+import (
+	"context"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/google-pytorch/torchtpu-scanner/internal/metrics"
+)
+
+// readyTimeout bounds the database check of /readyz.
+const readyTimeout = 2 * time.Second
+
+// healthz serves GET /healthz: the process is alive and serving.
+func (s *Server) healthz(c *fiber.Ctx) error {
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	return c.JSON(fiber.Map{"status": "ok", "version": s.version})
+}
+
+// readyz serves GET /readyz: the database answers. 503 when it does not.
+func (s *Server) readyz(c *fiber.Ctx) error {
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	ctx, cancel := context.WithTimeout(c.UserContext(), readyTimeout)
+	defer cancel()
+	// Changed is the cheapest query of the Store interface.
+	if _, err := s.store.Changed(ctx); err != nil {
+		s.log.Warn("readyz: database not ready", "err", err)
+		return c.Status(fiber.StatusServiceUnavailable).JSON(fiber.Map{"status": "unavailable", "error": "database not ready"})
+	}
+	return c.JSON(fiber.Map{"status": "ready"})
+}
+
+// metrics serves GET /metrics in the Prometheus text format.
+func (s *Server) metrics(c *fiber.Ctx) error {
+	c.Set(fiber.HeaderContentType, metrics.ContentType)
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	return s.reg.WriteText(c.Response().BodyWriter())
+}

@@ -1,0 +1,187 @@
+package web
+
+import (
+	"errors"
+	"fmt"
+	"html"
+	"strconv"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
+	"github.com/google-pytorch/torchtpu-scanner/store"
+)
+
+// metricRow is one measurement on the model page: a dash when not measured.
+type metricRow struct {
+	Name  string
+	Value string
+}
+
+// resultView is one current result with its measurements laid out.
+type resultView struct {
+	compat.Result
+	Metrics []metricRow
+}
+
+// badgeSnippet is what a model card needs to show the badge of one target.
+type badgeSnippet struct {
+	Target   compat.Target
+	ImgURL   string
+	PageURL  string
+	Alt      string
+	Markdown string
+	HTML     string
+}
+
+// modelView is the data of templates/model.html.
+type modelView struct {
+	layout
+	Model   compat.Model
+	Current []resultView
+	Events  []compat.Event
+	History []compat.Result
+	Badges  []badgeSnippet
+}
+
+// modelPage serves GET /models/{id}: a model's current results, history,
+// evidence, repro command and badge snippets. An alias redirects to the
+// model's current id.
+func (s *Server) modelPage(c *fiber.Ctx) error {
+	id, err := idParam(c, "")
+	if err != nil {
+		return err
+	}
+	ctx := c.UserContext()
+	m, err := s.store.GetModel(ctx, id, "")
+	if err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return fmt.Errorf("%w: the scanner does not know model %s", ErrNotFound, quoteShort(id))
+		}
+		return fmt.Errorf("web: model page: %w", err)
+	}
+	if m.ID != id {
+		return c.Redirect(modelPath(m.ID), fiber.StatusMovedPermanently)
+	}
+	current, err := s.store.CurrentResults(ctx, m.ID)
+	if err != nil {
+		return fmt.Errorf("web: model page results: %w", err)
+	}
+	events, err := s.store.ModelEvents(ctx, m.ID, 100)
+	if err != nil {
+		return fmt.Errorf("web: model page events: %w", err)
+	}
+	history, err := s.store.History(ctx, m.ID, "", 30)
+	if err != nil {
+		return fmt.Errorf("web: model page history: %w", err)
+	}
+
+	v := modelView{Model: m, Events: events, History: history}
+	v.Canonical = modelPath(m.ID)
+	targets := []compat.Target{}
+	for _, r := range current {
+		v.Current = append(v.Current, resultView{Result: r, Metrics: metricRows(r.Metrics)})
+		targets = append(targets, r.Target)
+	}
+	if !containsTarget(targets, compat.TargetTPU) {
+		targets = append([]compat.Target{compat.TargetTPU}, targets...)
+	}
+	base := s.base(c)
+	for _, t := range targets {
+		v.Badges = append(v.Badges, snippet(base, m.ID, t))
+	}
+	return s.render(c, "model", v)
+}
+
+func containsTarget(ts []compat.Target, t compat.Target) bool {
+	for _, x := range ts {
+		if x == t {
+			return true
+		}
+	}
+	return false
+}
+
+// snippet builds the Markdown and HTML that show a model's badge on target.
+func snippet(base, id string, t compat.Target) badgeSnippet {
+	img := base + "/badge/" + escapeID(id) + ".svg"
+	if t != compat.TargetTPU {
+		img += "?target=" + string(t)
+	}
+	page := base + modelPath(id)
+	alt := defaultLabel(t) + " compatibility of " + id
+	return badgeSnippet{
+		Target:   t,
+		ImgURL:   img,
+		PageURL:  page,
+		Alt:      alt,
+		Markdown: "[![" + markdownEscape(alt) + "](" + img + ")](" + page + ")",
+		HTML:     `<a href="` + html.EscapeString(page) + `"><img src="` + html.EscapeString(img) + `" alt="` + html.EscapeString(alt) + `"></a>`,
+	}
+}
+
+// markdownEscape escapes the characters that end or nest a link text.
+func markdownEscape(s string) string {
+	out := make([]byte, 0, len(s))
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '\\', '[', ']', '(', ')', '*', '_', '`', '<', '>':
+			out = append(out, '\\')
+		}
+		out = append(out, s[i])
+	}
+	return string(out)
+}
+
+// metricRows lays out a result's measurements; unmeasured ones are dashes.
+func metricRows(m compat.Metrics) []metricRow {
+	sec := func(p *float64) string { return withUnit(fmtNum(p, 2), " s") }
+	ms := func(p *float64) string { return withUnit(fmtNum(p, 1), " ms") }
+	g := func(p *float64) string {
+		if p == nil {
+			return dash
+		}
+		return strconv.FormatFloat(*p, 'g', 4, 64)
+	}
+	rows := []metricRow{
+		{"Load", sec(m.LoadS)},
+		{"First forward", sec(m.FirstForwardS)},
+		{"Forward", ms(m.ForwardMS)},
+		{"Compile", sec(m.CompileS)},
+		{"Tokens per second", withUnit(fmtNum(m.TokensPerS, 1), " tok/s")},
+		{"Peak memory", fmtBytes(m.PeakMemBytes)},
+		{"Max abs diff vs CPU", g(m.MaxAbsDiff)},
+		{"Top-1 agreement vs CPU", fmtPct(m.Top1Agreement)},
+	}
+	// Extensions, shown only when measured.
+	for _, x := range []struct {
+		name string
+		v    string
+		set  bool
+	}{
+		{"Tolerance", g(m.Tolerance), m.Tolerance != nil},
+		{"Compiled step", ms(m.CompiledStepMS), m.CompiledStepMS != nil},
+		{"Time to first token", ms(m.TTFTMS), m.TTFTMS != nil},
+		{"Perplexity", g(m.Perplexity), m.Perplexity != nil},
+		{"Parameters", paramCount(m.ParamCount), m.ParamCount != nil},
+	} {
+		if x.set {
+			rows = append(rows, metricRow{x.name, x.v})
+		}
+	}
+	return rows
+}
+
+func withUnit(v, unit string) string {
+	if v == dash {
+		return v
+	}
+	return v + unit
+}
+
+func paramCount(p *int64) string {
+	if p == nil {
+		return dash
+	}
+	return fmtCount(*p)
+}

@@ -1,0 +1,305 @@
+package web
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
+	"github.com/google-pytorch/torchtpu-scanner/store"
+)
+
+var rowRE = regexp.MustCompile(`<th scope="row" class="id" data-label="Model"><a href="([^"]+)">([^<]+)</a>`)
+
+// rowIDs lists the model ids in the table of a page, in order.
+func rowIDs(body string) []string {
+	var ids []string
+	for _, m := range rowRE.FindAllStringSubmatch(body, -1) {
+		ids = append(ids, m[2])
+	}
+	return ids
+}
+
+func TestTablePage(t *testing.T) {
+	ts := newTestServer(t, 120, 400, Config{})
+	r := ts.get(t, "/")
+	if r.status != 200 || !strings.HasPrefix(r.header.Get("Content-Type"), "text/html") {
+		t.Fatalf("GET / = %d %s", r.status, r.header.Get("Content-Type"))
+	}
+	for _, want := range []string{
+		"Models tested", "Pass rate", "Download-weighted pass rate", "Last scan", "torch 2.9.0",
+		"Top failure causes", "unsupported_op:aten::_fft_r2c", "Models blocked", "Share of downloads",
+		"Status words", "never held against the model",
+		`<label for="f-q">Search</label>`, `<label for="f-status">Status</label>`, `<label for="f-task">Task</label>`,
+		`<label for="f-org">Organisation</label>`, `<label for="f-target">Target</label>`, `<label for="f-sort">Sort by</label>`,
+		`method="get"`, `rel="next"`, `aria-sort="descending"`,
+	} {
+		if !strings.Contains(r.body, want) {
+			t.Errorf("table page lacks %q", want)
+		}
+	}
+	if ids := rowIDs(r.body); len(ids) != defaultLimit {
+		t.Errorf("first page has %d rows, want %d", len(ids), defaultLimit)
+	}
+	if strings.Contains(r.body, "<script>") || strings.Contains(r.body, " style=") || strings.Contains(r.body, "onclick") {
+		t.Error("page has inline script or style (CSP forbids them)")
+	}
+	if !regexp.MustCompile(`<script src="/static/app\.[0-9a-f]{10}\.js" defer></script>`).MatchString(r.body) {
+		t.Error("no content-hashed script")
+	}
+}
+
+func TestTablePagination(t *testing.T) {
+	ts := newTestServer(t, 130, 300, Config{})
+	seen := map[string]bool{}
+	next := "/?sort=status"
+	pages := 0
+	for next != "" && pages < 10 {
+		r := ts.get(t, next)
+		if r.status != 200 {
+			t.Fatalf("GET %s = %d", next, r.status)
+		}
+		for _, id := range rowIDs(r.body) {
+			if seen[id] {
+				t.Fatalf("%s shown twice", id)
+			}
+			seen[id] = true
+		}
+		pages++
+		next = ""
+		if m := regexp.MustCompile(`<a rel="next" href="([^"]+)"`).FindStringSubmatch(r.body); m != nil {
+			next = htmlUnescape(m[1])
+			if !strings.Contains(next, "sort=status") {
+				t.Fatalf("next link lost the sort: %s", next)
+			}
+		}
+	}
+	if len(seen) != 130 || pages != 3 {
+		t.Errorf("paged through %d models in %d pages, want 130 in 3", len(seen), pages)
+	}
+}
+
+func htmlUnescape(s string) string { return strings.ReplaceAll(s, "&amp;", "&") }
+
+func TestTableFilters(t *testing.T) {
+	ts := newTestServer(t, 100, 300, Config{})
+	for _, tc := range []struct {
+		query string
+		check func(id string) bool
+	}{
+		{"q=MODEL-0001", func(id string) bool { return strings.Contains(id, "model-0001") }},
+		{"org=org03", func(id string) bool { return strings.HasPrefix(id, "org03/") }},
+		{"task=fill-mask", nil},
+		{"status=untested", nil},
+		{"target=cpu", nil},
+	} {
+		r := ts.get(t, "/?"+tc.query)
+		if r.status != 200 {
+			t.Fatalf("%s: %d", tc.query, r.status)
+		}
+		ids := rowIDs(r.body)
+		if len(ids) == 0 {
+			t.Errorf("%s: no rows", tc.query)
+		}
+		for _, id := range ids {
+			if tc.check != nil && !tc.check(id) {
+				t.Errorf("%s: row %s does not match", tc.query, id)
+			}
+		}
+		// The form shows the filter back.
+		k, v, _ := strings.Cut(tc.query, "=")
+		if k == "q" || k == "org" || k == "task" {
+			if !strings.Contains(r.body, `value="`+v+`"`) {
+				t.Errorf("%s: form does not keep the value", tc.query)
+			}
+		} else if !strings.Contains(r.body, `<option value="`+v+`" selected>`) {
+			t.Errorf("%s: select does not keep the value", tc.query)
+		}
+	}
+	// Status filter: every row shows that status.
+	r := ts.get(t, "/?status=fail")
+	if n := strings.Count(r.body, `<td data-label="Status"><span class="status st-fail">fail</span>`); n != len(rowIDs(r.body)) || n == 0 {
+		t.Errorf("status=fail: %d fail chips for %d rows", n, len(rowIDs(r.body)))
+	}
+	// Sort by tokens/s: shown speeds descend.
+	r = ts.get(t, "/?sort=tokens_per_s&status=pass")
+	speeds := regexp.MustCompile(`data-label="Tokens/s" class="num">([0-9.]+)<`).FindAllStringSubmatch(r.body, -1)
+	for i := 1; i < len(speeds); i++ {
+		var a, b float64
+		fmt.Sscan(speeds[i-1][1], &a)
+		fmt.Sscan(speeds[i][1], &b)
+		if a < b {
+			t.Fatalf("tokens/s not descending: %v then %v", a, b)
+		}
+	}
+	if len(speeds) < 2 {
+		t.Error("too few speeds to check the sort")
+	}
+	// Bad values are a 400 page that explains.
+	r = ts.get(t, "/?status=bogus")
+	if r.status != 400 || !strings.Contains(r.body, "unknown status") || !strings.HasPrefix(r.header.Get("Content-Type"), "text/html") {
+		t.Errorf("bad status: %d %s", r.status, r.body)
+	}
+}
+
+func TestTableStates(t *testing.T) {
+	t.Run("empty, first scan running", func(t *testing.T) {
+		ts := newTestServer(t, 0, 0, Config{})
+		ts.scans.state = ScanState{Running: true}
+		r := ts.get(t, "/")
+		if !strings.Contains(r.body, "First scan in progress") || !strings.Contains(r.body, `<meta http-equiv="refresh" content="20">`) {
+			t.Errorf("no first-scan notice or refresh:\n%s", r.body)
+		}
+	})
+	t.Run("empty, idle", func(t *testing.T) {
+		ts := newTestServer(t, 0, 0, Config{})
+		r := ts.get(t, "/")
+		if r.status != 200 || strings.Contains(r.body, "http-equiv") || !strings.Contains(r.body, "the first scan has not run") {
+			t.Errorf("empty idle page: %d\n%s", r.status, r.body)
+		}
+	})
+	t.Run("hub down", func(t *testing.T) {
+		ts := newTestServer(t, 5, 5, Config{})
+		ts.scans.state = ScanState{HubError: `dial tcp: lookup huggingface.co: no such host <script>alert(1)</script>`, HubErrorAt: testTime}
+		r := ts.get(t, "/")
+		if r.status != 200 {
+			t.Fatalf("status %d", r.status)
+		}
+		if !strings.Contains(r.body, "The Hugging Face Hub could not be reached: dial tcp: lookup huggingface.co: no such host &lt;script&gt;") ||
+			!strings.Contains(r.body, "— showing the last results") || !strings.Contains(r.body, `role="alert"`) {
+			t.Errorf("no escaped Hub banner:\n%s", r.body)
+		}
+		if len(rowIDs(r.body)) != 5 {
+			t.Error("the table should still show the last results")
+		}
+	})
+	t.Run("scan running shows progress", func(t *testing.T) {
+		ts := newTestServer(t, 5, 5, Config{})
+		id, err := ts.db.StartScan(t.Context(), store.Scan{Trigger: "manual", Target: "tpu", StartedAt: testTime})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := ts.db.UpdateScanProgress(t.Context(), id, 10, 4, 3, 1); err != nil {
+			t.Fatal(err)
+		}
+		ts.scans.state = ScanState{Running: true, ScanID: id}
+		if r := ts.get(t, "/"); !strings.Contains(r.body, "4 of 10 models done") {
+			t.Errorf("no progress shown")
+		}
+	})
+}
+
+func TestModelPage(t *testing.T) {
+	ts := newTestServer(t, 0, 0, Config{HubEndpoint: "https://hub.example.org/", PublicURL: "https://compat.example.org"})
+	ts.upsert(t, store.ModelUpsert{ID: "Qwen/Qwen3-0.6B", Task: "text-generation", Library: "transformers", Downloads: 1234567,
+		SHA: strings.Repeat("c", 40), Aliases: []string{"Qwen/Old-Name"}},
+		store.ModelUpsert{ID: "gpt2", Task: "text-generation", Downloads: 10})
+	ts.record(t, "Qwen/Qwen3-0.6B", passOn(compat.TargetTPU, testTime.Add(-48*time.Hour), 312))
+	ts.record(t, "Qwen/Qwen3-0.6B", failOn(compat.TargetTPU, testTime, "aten::_fft_r2c"))
+	ts.record(t, "Qwen/Qwen3-0.6B", passOn(compat.TargetCPU, testTime, 12))
+
+	r := ts.get(t, "/models/Qwen/Qwen3-0.6B")
+	if r.status != 200 {
+		t.Fatalf("status %d: %s", r.status, r.body)
+	}
+	for _, want := range []string{
+		"<h1 class=\"model-id\">Qwen/Qwen3-0.6B</h1>",
+		"1,234,567 downloads",
+		`href="https://hub.example.org/Qwen/Qwen3-0.6B"`,
+		`href="https://hub.example.org/Qwen/Qwen3-0.6B/tree/` + strings.Repeat("b", 40) + `"`, // the failing result's revision
+		`href="https://hub.example.org/Qwen/Qwen3-0.6B/tree/` + strings.Repeat("c", 40) + `"`, // the model's sha
+		"TPU (TorchTPU): <span class=\"status st-fail\">fail</span>",
+		"CPU: <span class=\"status st-pass\">pass</span>",
+		"<pre class=\"evidence\">NotImplementedError: aten::_fft_r2c</pre>", "Log tail",
+		"regression</span> on tpu", "new</span> on tpu",
+		"scanner probe x --target cpu", `data-copy="repro-cpu"`,
+		`[![TorchTPU compatibility of Qwen/Qwen3-0.6B](https://compat.example.org/badge/Qwen/Qwen3-0.6B.svg)](https://compat.example.org/models/Qwen/Qwen3-0.6B)`,
+		`https://compat.example.org/badge/Qwen/Qwen3-0.6B.svg?target=cpu`,
+		`Copy Markdown</button>`, `Copy HTML</button>`,
+		"Also known as: Qwen/Old-Name", "torch_tpu 0.2.0",
+	} {
+		if !strings.Contains(r.body, htmlEscapeForCheck(want)) && !strings.Contains(r.body, want) {
+			t.Errorf("model page lacks %q", want)
+		}
+	}
+	// Unmeasured metrics are dashes, never 0.
+	if !regexp.MustCompile(`<th scope="row">Compile</th><td class="num">—</td>`).MatchString(r.body) {
+		t.Error("unmeasured compile time is not a dash")
+	}
+	if !strings.Contains(r.body, `<th scope="row">Tokens per second</th><td class="num">12.0 tok/s</td>`) {
+		t.Error("measured tokens/s missing")
+	}
+
+	// One-part id.
+	if r := ts.get(t, "/models/gpt2"); r.status != 200 || !strings.Contains(r.body, "untested") {
+		t.Errorf("gpt2: %d", r.status)
+	}
+	// Alias and other letter case redirect to the canonical page.
+	for _, p := range []string{"/models/Qwen/Old-Name", "/models/qwen/qwen3-0.6b"} {
+		r := ts.get(t, p)
+		if r.status != 301 || r.header.Get("Location") != "/models/Qwen/Qwen3-0.6B" {
+			t.Errorf("%s: %d Location=%q", p, r.status, r.header.Get("Location"))
+		}
+	}
+	// Percent-encoded slash works too.
+	if r := ts.get(t, "/models/Qwen%2FQwen3-0.6B"); r.status != 200 {
+		t.Errorf("encoded id: %d", r.status)
+	}
+	// Unknown: a 404 page.
+	r = ts.get(t, "/models/nobody/nothing")
+	if r.status != 404 || !strings.HasPrefix(r.header.Get("Content-Type"), "text/html") || !strings.Contains(r.body, "does not know model") {
+		t.Errorf("unknown model: %d %s", r.status, r.body)
+	}
+}
+
+// htmlEscapeForCheck escapes what html/template escapes in text.
+func htmlEscapeForCheck(s string) string {
+	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&#34;", "'", "&#39;", "+", "&#43;").Replace(s)
+}
+
+func TestMethodologyPage(t *testing.T) {
+	ts := newTestServer(t, 0, 0, Config{})
+	r := ts.get(t, "/methodology")
+	if r.status != 200 {
+		t.Fatal(r.status)
+	}
+	last := -1
+	for _, st := range compat.Stages {
+		i := strings.Index(r.body, "<li><code>"+string(st)+"</code>")
+		if i < 0 || i < last {
+			t.Errorf("stage %s missing or out of order", st)
+		}
+		last = i
+	}
+	for _, want := range []string{"tolerance", "<code>arch</code>", "<code>full</code>", "<code>auto</code>",
+		"<code>tpu</code>", "<code>cpu</code>", "<code>cuda</code>", "skipped", "never held against the model", "--force", "retested"} {
+		if !strings.Contains(r.body, want) {
+			t.Errorf("methodology lacks %q", want)
+		}
+	}
+}
+
+func TestStaticAssets(t *testing.T) {
+	ts := newTestServer(t, 0, 0, Config{})
+	for _, name := range []string{"app.js", "style.css"} {
+		u, err := ts.assets.url(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := ts.get(t, u)
+		if r.status != 200 || !strings.Contains(r.header.Get("Cache-Control"), "immutable") {
+			t.Errorf("%s: %d %q", u, r.status, r.header.Get("Cache-Control"))
+		}
+	}
+	css, _ := ts.assets.url("style.css")
+	if r := ts.get(t, css); !strings.Contains(r.body, "prefers-color-scheme: dark") || !strings.Contains(r.body, chipLight[tonePass].BG) {
+		t.Error("style.css lacks the generated palette")
+	}
+	for _, p := range []string{"/static/app.js", "/static/app.0000000000.js", "/static/..%2fserver.go", "/static/"} {
+		if r := ts.get(t, p); r.status != 404 {
+			t.Errorf("%s: %d, want 404", p, r.status)
+		}
+	}
+}

@@ -1,0 +1,181 @@
+package web
+
+import (
+	"fmt"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
+	"github.com/google-pytorch/torchtpu-scanner/store"
+)
+
+// Limits on request input.
+const (
+	maxIDLen     = 200  // a Hub id is at most 96 + 1 + 96 characters
+	maxQueryLen  = 200  // ?q=
+	maxCursorLen = 1024 // ?cursor=
+	maxLimit     = 1000 // ?limit= is capped to this
+	defaultLimit = 50
+)
+
+var (
+	// idPartRE is one part of a Hub id (the organisation or the name).
+	idPartRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,96}$`)
+	// tokenRE is a task (pipeline tag) or similar word.
+	tokenRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,100}$`)
+)
+
+// sorts are the sort keys ModelQuery accepts, and what each means.
+var sorts = []string{"downloads", "likes", "status", "tokens_per_s", "tested_at", "id"}
+
+// validID reports whether id looks like a Hub id: "org/name" or a legacy
+// one-part "name", of letters, digits, '-', '_' and '.', with no part
+// that is "." or "..", and no "..".
+func validID(id string) bool {
+	if id == "" || len(id) > maxIDLen || strings.Contains(id, "..") {
+		return false
+	}
+	parts := strings.Split(id, "/")
+	if len(parts) > 2 {
+		return false
+	}
+	for _, p := range parts {
+		if p == "." || !idPartRE.MatchString(p) {
+			return false
+		}
+	}
+	return true
+}
+
+// idParam is the model id of a wildcard route (/models/*), percent-decoded
+// and validated. A malformed id is not found (it cannot name a model).
+func idParam(c *fiber.Ctx, suffix string) (string, error) {
+	raw := c.Params("*")
+	id, err := url.PathUnescape(raw)
+	if err != nil {
+		return "", fmt.Errorf("%w: malformed model id", ErrNotFound)
+	}
+	id = strings.TrimSuffix(id, "/")
+	if suffix != "" {
+		var ok bool
+		if id, ok = strings.CutSuffix(id, suffix); !ok {
+			return "", fmt.Errorf("%w: want %s", ErrNotFound, suffix)
+		}
+	}
+	if !validID(id) {
+		return "", fmt.Errorf("%w: no model %s", ErrNotFound, quoteShort(id))
+	}
+	return id, nil
+}
+
+// quoteShort quotes s for an error message, cut to a readable length.
+func quoteShort(s string) string {
+	if r := []rune(s); len(r) > 80 {
+		s = string(r[:80]) + "…"
+	}
+	return strconv.Quote(s)
+}
+
+// parseTarget reads ?target=: "" or auto (any target) or a concrete one.
+func parseTarget(v string) (compat.Target, error) {
+	switch t := compat.Target(v); t {
+	case "", compat.TargetAuto:
+		return "", nil
+	case compat.TargetTPU, compat.TargetCPU, compat.TargetCUDA:
+		return t, nil
+	}
+	return "", fmt.Errorf("%w: unknown target %s (want tpu, cpu, cuda or auto)", ErrBadRequest, quoteShort(v))
+}
+
+// parseLimit reads ?limit=: a positive integer, capped at maxLimit.
+func parseLimit(v string, def int) (int, error) {
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		return 0, fmt.Errorf("%w: limit must be a positive integer, got %s", ErrBadRequest, quoteShort(v))
+	}
+	return min(n, maxLimit), nil
+}
+
+// queryValues returns every value of a repeatable parameter, also split at
+// commas (?status=fail,oom&status=crash).
+func queryValues(c *fiber.Ctx, key string) []string {
+	var out []string
+	for _, v := range c.Context().QueryArgs().PeekMulti(key) {
+		for _, p := range strings.Split(string(v), ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}
+
+// parseModelQuery reads the table/API/CSV query string into a ModelQuery.
+// Unknown values of known parameters are errors (400); unknown parameters
+// are ignored.
+func parseModelQuery(c *fiber.Ctx) (store.ModelQuery, error) {
+	var q store.ModelQuery
+	q.Q = strings.TrimSpace(c.Query("q"))
+	if len(q.Q) > maxQueryLen {
+		return q, fmt.Errorf("%w: q is longer than %d bytes", ErrBadRequest, maxQueryLen)
+	}
+	for _, v := range queryValues(c, "status") {
+		st := compat.Status(v)
+		if !st.Valid() {
+			return q, fmt.Errorf("%w: unknown status %s (want %s)", ErrBadRequest, quoteShort(v), statusList())
+		}
+		q.Status = append(q.Status, st)
+	}
+	if q.Task = strings.TrimSpace(c.Query("task")); q.Task != "" && !tokenRE.MatchString(q.Task) {
+		return q, fmt.Errorf("%w: invalid task %s", ErrBadRequest, quoteShort(q.Task))
+	}
+	if q.Org = strings.TrimSpace(c.Query("org")); q.Org != "" && !idPartRE.MatchString(q.Org) {
+		return q, fmt.Errorf("%w: invalid org %s", ErrBadRequest, quoteShort(q.Org))
+	}
+	var err error
+	if q.Target, err = parseTarget(c.Query("target")); err != nil {
+		return q, err
+	}
+	if q.Sort = c.Query("sort"); q.Sort != "" && !contains(sorts, q.Sort) {
+		return q, fmt.Errorf("%w: unknown sort %s (want %s)", ErrBadRequest, quoteShort(q.Sort), strings.Join(sorts, ", "))
+	}
+	switch o := c.Query("order"); o {
+	case "":
+	case "asc", "desc":
+		desc := o == "desc"
+		q.Desc = &desc
+	default:
+		return q, fmt.Errorf("%w: unknown order %s (want asc or desc)", ErrBadRequest, quoteShort(o))
+	}
+	if q.Limit, err = parseLimit(c.Query("limit"), defaultLimit); err != nil {
+		return q, err
+	}
+	if q.Cursor = c.Query("cursor"); len(q.Cursor) > maxCursorLen {
+		return q, fmt.Errorf("%w: %w", ErrBadRequest, store.ErrBadCursor)
+	}
+	return q, nil
+}
+
+func statusList() string {
+	s := make([]string, len(compat.Statuses))
+	for i, st := range compat.Statuses {
+		s[i] = string(st)
+	}
+	return strings.Join(s, ", ")
+}
+
+func contains(list []string, v string) bool {
+	for _, x := range list {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}

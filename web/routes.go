@@ -1,0 +1,51 @@
+package web
+
+import (
+	"fmt"
+
+	"github.com/gofiber/fiber/v2"
+)
+
+// routes is the route table: every route the server answers, in one place.
+// Model ids contain "/" (Qwen/Qwen3-0.6B) or not (gpt2), so routes that take
+// one end in a wildcard.
+func (s *Server) routes(app *fiber.App) {
+	app.Use(s.observe, s.secure)
+
+	// Pages (HTML).
+	app.Get("/", s.table)
+	app.Get("/methodology", s.methodology)
+	app.Get("/models/*", s.modelPage)
+	app.Get("/static/:name", s.asset)
+
+	// Badges: /badge/{id}.svg and /badge/{id}.json.
+	app.Use("/badge", cors)
+	app.Get("/badge/*", s.badge)
+
+	// JSON API, rate-limited per client.
+	api := app.Group("/api/v1", cors, s.limit)
+	api.Get("/models", s.apiModels)
+	api.Get("/models/*", s.apiModel)
+	api.Get("/summary", s.apiSummary)
+	api.Get("/failures", s.apiFailures)
+	api.Get("/scans", s.apiScans)
+	api.Get("/scans/:id", s.apiScan)
+	if s.scans != nil {
+		api.Post("/scans", s.apiRequestScan)
+	}
+	api.Get("/openapi.json", s.apiOpenAPI)
+
+	// Feeds and exports.
+	app.Get("/feed.json", cors, s.feed)
+	app.Get("/export.csv", cors, s.exportCSV)
+
+	// Operations.
+	app.Get("/healthz", s.healthz)
+	app.Get("/readyz", s.readyz)
+	app.Get("/metrics", s.metrics)
+
+	// Anything else is not found (JSON under /api/, a page elsewhere).
+	app.Use(func(c *fiber.Ctx) error {
+		return fmt.Errorf("%w: no route %s %s", ErrNotFound, c.Method(), quoteShort(c.Path()))
+	})
+}

@@ -1,0 +1,247 @@
+// Package web is the scanner's public face: the server-rendered
+// compatibility table and model pages, SVG and shields.io badges, the JSON
+// API, the JSON Feed, the CSV export, health checks and Prometheus metrics.
+//
+// Handlers are methods of Server, which holds their dependencies; every
+// route is listed in routes.go; errors are mapped to HTTP statuses in one
+// place (errors.go). Templates and static assets are embedded and prepared
+// once in New, which fails if any of them is broken.
+package web
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/google-pytorch/torchtpu-scanner/internal/metrics"
+	"github.com/google-pytorch/torchtpu-scanner/store"
+)
+
+// ErrScanQueued is returned by ScanControl.RequestScan when a scan is
+// already waiting to run; the API answers 409.
+var ErrScanQueued = errors.New("a scan is already queued")
+
+// ScanState is what the scheduler is doing now.
+type ScanState struct {
+	Running    bool      `json:"running"`
+	ScanID     int64     `json:"scan_id,omitempty"` // the running scan's id
+	Queued     bool      `json:"queued"`
+	HubError   string    `json:"hub_error,omitempty"`    // the last Hub failure, "" once it recovered
+	HubErrorAt time.Time `json:"hub_error_at,omitzero"` // when HubError happened
+}
+
+// ScanControl is the part of the scheduler the web server drives.
+type ScanControl interface {
+	// RequestScan queues a manual scan; it returns ErrScanQueued if one is
+	// already waiting.
+	RequestScan(trigger string) error
+	// State reports what the scheduler is doing; it must be cheap.
+	State() ScanState
+}
+
+// Config is everything the web server depends on.
+type Config struct {
+	// Store is the scanner's database (required).
+	Store store.Store
+	// Scans drives the scheduler; nil means no POST /api/v1/scans and no
+	// live scan state on pages.
+	Scans ScanControl
+	// AdminToken guards write routes (Authorization: Bearer …); empty turns
+	// them off (403 with a JSON explanation).
+	AdminToken string
+	// HubEndpoint is the Hub's base URL for model links; default https://huggingface.co.
+	HubEndpoint string
+	// Metrics is the registry served at /metrics; nil means a private one.
+	Metrics *metrics.Registry
+	// Logger receives errors and warnings; nil means slog.Default().
+	Logger *slog.Logger
+	// Version is shown in the footer and /healthz.
+	Version string
+	// PublicURL is the site's external base URL, for badge snippets and feed
+	// ids (e.g. https://compat.example.org); default: derived from each request.
+	PublicURL string
+
+	// APIRate is the sustained requests per second one client (IP) may make
+	// to /api/; 0 means 20, negative turns the limit off.
+	APIRate float64
+	// APIBurst is how many requests a client may make at once; 0 means 120.
+	APIBurst int
+	// BodyLimit caps request bodies in bytes; 0 means 64 KiB.
+	BodyLimit int
+	// ProxyHeader, when set (e.g. X-Forwarded-For), is trusted for the
+	// client's IP. Only set it behind a proxy that overwrites the header.
+	ProxyHeader string
+}
+
+// Defaults of Config.
+const (
+	DefaultHubEndpoint = "https://huggingface.co"
+	DefaultAPIRate     = 20
+	DefaultAPIBurst    = 120
+	DefaultBodyLimit   = 64 << 10
+)
+
+// Server is the web server. Create it with New.
+type Server struct {
+	store       store.Store
+	scans       ScanControl
+	adminToken  string
+	hubEndpoint string
+	publicURL   string
+	version     string
+	log         *slog.Logger
+	reg         *metrics.Registry
+
+	app     *fiber.App
+	pages   *pages
+	assets  *assets
+	openapi []byte
+	limiter *rateLimiter // nil when off
+
+	changed   changedCache
+	badges    badgeCache
+	httpReqs  *metrics.CounterVec
+	httpTimes *metrics.HistogramVec
+
+	shutdownOnce sync.Once
+	shutdownErr  error
+}
+
+// New prepares a server: it parses the templates, hashes the assets and
+// builds the route table, failing fast if any of them is broken.
+func New(cfg Config) (*Server, error) {
+	if cfg.Store == nil {
+		return nil, errors.New("web: Config.Store is required")
+	}
+	s := &Server{
+		store:       cfg.Store,
+		scans:       cfg.Scans,
+		adminToken:  cfg.AdminToken,
+		hubEndpoint: strings.TrimRight(cfg.HubEndpoint, "/"),
+		publicURL:   strings.TrimRight(cfg.PublicURL, "/"),
+		version:     cfg.Version,
+		log:         cfg.Logger,
+		reg:         cfg.Metrics,
+	}
+	if s.hubEndpoint == "" {
+		s.hubEndpoint = DefaultHubEndpoint
+	}
+	for name, u := range map[string]string{"HubEndpoint": s.hubEndpoint, "PublicURL": s.publicURL} {
+		if u == "" {
+			continue
+		}
+		p, err := url.Parse(u)
+		if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
+			return nil, fmt.Errorf("web: Config.%s %q: want an absolute http(s) URL", name, u)
+		}
+	}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	if s.reg == nil {
+		s.reg = metrics.NewRegistry()
+	}
+	if s.version == "" {
+		s.version = "dev"
+	}
+	s.httpReqs = s.reg.Counter("scanner_http_requests_total", "HTTP requests served, by route and status code.", "route", "code")
+	s.httpTimes = s.reg.Histogram("scanner_http_request_duration_seconds", "Time to serve HTTP requests, by route.", nil, "route")
+	s.changed.ttl = time.Second
+	s.badges.max = 20000
+
+	rate, burst := cfg.APIRate, cfg.APIBurst
+	if rate == 0 {
+		rate = DefaultAPIRate
+	}
+	if burst <= 0 {
+		burst = DefaultAPIBurst
+	}
+	if rate > 0 {
+		s.limiter = newRateLimiter(rate, burst, time.Now)
+	}
+
+	var err error
+	if s.assets, err = loadAssets(); err != nil {
+		return nil, err
+	}
+	if s.pages, err = parsePages(s.funcs()); err != nil {
+		return nil, err
+	}
+	if s.openapi, err = loadOpenAPI(s.scans != nil); err != nil {
+		return nil, err
+	}
+
+	bodyLimit := cfg.BodyLimit
+	if bodyLimit <= 0 {
+		bodyLimit = DefaultBodyLimit
+	}
+	s.app = fiber.New(fiber.Config{
+		AppName:               "torchtpu-scanner",
+		ErrorHandler:          s.handleError,
+		BodyLimit:             bodyLimit,
+		CaseSensitive:         true,
+		DisableStartupMessage: true,
+		ReadTimeout:           30 * time.Second,
+		WriteTimeout:          60 * time.Second,
+		IdleTimeout:           120 * time.Second,
+		ProxyHeader:           cfg.ProxyHeader,
+		ReadBufferSize:        8192,
+	})
+	s.routes(s.app)
+	return s, nil
+}
+
+// App is the fiber application, for tests and for mounting.
+func (s *Server) App() *fiber.App { return s.app }
+
+// Listen serves HTTP on ln until Shutdown.
+func (s *Server) Listen(ln net.Listener) error {
+	if err := s.app.Listener(ln); err != nil {
+		return fmt.Errorf("web: serve: %w", err)
+	}
+	return nil
+}
+
+// Shutdown stops accepting connections and waits for requests in flight,
+// up to ctx's deadline. It is safe to call more than once.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.shutdownOnce.Do(func() {
+		if err := s.app.ShutdownWithContext(ctx); err != nil {
+			s.shutdownErr = fmt.Errorf("web: shutdown: %w", err)
+		}
+	})
+	return s.shutdownErr
+}
+
+// scanState is the scheduler's state, or the zero state without one.
+func (s *Server) scanState() ScanState {
+	if s.scans == nil {
+		return ScanState{}
+	}
+	return s.scans.State()
+}
+
+// base is the site's public base URL: Config.PublicURL, else derived from
+// the request (scheme and Host header).
+func (s *Server) base(c *fiber.Ctx) string {
+	if s.publicURL != "" {
+		return s.publicURL
+	}
+	host := c.Hostname()
+	if host == "" || strings.ContainsAny(host, "/\\@ \"'<>") {
+		host = "localhost"
+	}
+	return c.Protocol() + "://" + host
+}
+
+// discard is a logger for tests that want silence.
+var discard = slog.New(slog.NewTextHandler(io.Discard, nil))

@@ -1,0 +1,226 @@
+package web
+
+import (
+	"fmt"
+	"net/url"
+	"sort"
+	"strconv"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
+	"github.com/google-pytorch/torchtpu-scanner/store"
+)
+
+// statusMeanings is the legend of the status words (from the contract).
+var statusMeanings = map[compat.Status]string{
+	compat.StatusPass:     "every stage ran and the numerics matched the CPU reference within tolerance",
+	compat.StatusFail:     "a stage failed; the stage and the failure class say where and why",
+	compat.StatusOOM:      "the device ran out of memory",
+	compat.StatusTimeout:  "the probe ran past its wall-clock limit and was killed",
+	compat.StatusCrash:    "the probe process died (signal, abort)",
+	compat.StatusSkipped:  "preflight declined to run it; the reason says why",
+	compat.StatusError:    "the scanner's own environment failed; never held against the model",
+	compat.StatusUntested: "the model is known, no result yet",
+}
+
+// legendEntry is one status word and its meaning.
+type legendEntry struct {
+	Status  compat.Status
+	Meaning string
+}
+
+func legend() []legendEntry {
+	out := make([]legendEntry, len(compat.Statuses))
+	for i, st := range compat.Statuses {
+		out[i] = legendEntry{st, statusMeanings[st]}
+	}
+	return out
+}
+
+// tableForm is the filter form as the user filled it in.
+type tableForm struct {
+	Q, Status, Task, Org, Target, Sort, Order string
+}
+
+// values encodes the form as a query string, without empty fields.
+func (f tableForm) values() url.Values {
+	v := url.Values{}
+	for k, x := range map[string]string{"q": f.Q, "status": f.Status, "task": f.Task, "org": f.Org,
+		"target": f.Target, "sort": f.Sort, "order": f.Order} {
+		if x != "" {
+			v.Set(k, x)
+		}
+	}
+	return v
+}
+
+// sortHeader is a sortable column header: its link and ARIA state.
+type sortHeader struct {
+	URL   string
+	Aria  string // ascending, descending or none
+	Arrow string
+}
+
+// modelRow is one line of the table.
+type modelRow struct {
+	compat.Model
+	Status compat.Status
+}
+
+// scanProgress describes a running scan for the page.
+type scanProgress struct {
+	ID      int64
+	Planned int
+	Done    int
+}
+
+// tableView is the data of templates/table.html.
+type tableView struct {
+	layout
+	Form      tableForm
+	Filtered  bool
+	Models    []modelRow
+	NextURL   string
+	FirstURL  string
+	Summary   store.Summary
+	Failures  []store.FailureGroup
+	State     ScanState
+	Progress  *scanProgress
+	Empty     bool // the database knows no model at all
+	FirstScan bool // empty, and a scan is on its way
+	Legend    []legendEntry
+	Statuses  []compat.Status
+	Targets   []compat.Target
+	Sorts     []string
+	Headers   map[string]sortHeader
+	Tasks     []string
+	Target    compat.Target
+}
+
+// firstScanRefresh is how often the page reloads while the first scan runs.
+const firstScanRefresh = 20
+
+// table serves GET /: the compatibility table.
+func (s *Server) table(c *fiber.Ctx) error {
+	q, err := parseModelQuery(c)
+	if err != nil {
+		return err
+	}
+	ctx := c.UserContext()
+	form := tableForm{Q: q.Q, Task: q.Task, Org: q.Org, Target: string(q.Target), Sort: q.Sort, Order: c.Query("order")}
+	if len(q.Status) > 0 {
+		form.Status = string(q.Status[0])
+		q.Status = q.Status[:1] // the form selects one; the API takes several
+	}
+	models, next, err := s.store.ListModels(ctx, q)
+	if err != nil {
+		return fmt.Errorf("web: table: %w", err)
+	}
+	sum, err := s.store.Summary(ctx, q.Target)
+	if err != nil {
+		return fmt.Errorf("web: table summary: %w", err)
+	}
+	fails, err := s.store.Failures(ctx, q.Target, 8)
+	if err != nil {
+		return fmt.Errorf("web: table failures: %w", err)
+	}
+
+	v := tableView{
+		Form: form, Summary: sum, Failures: fails, State: s.scanState(), Legend: legend(),
+		Statuses: compat.Statuses, Targets: compat.Targets, Sorts: sorts, Target: q.Target,
+		Filtered: form.Q != "" || form.Status != "" || form.Task != "" || form.Org != "",
+	}
+	v.Canonical = "/"
+	tasks := map[string]bool{}
+	for _, m := range models {
+		v.Models = append(v.Models, modelRow{Model: m, Status: m.ModelStatus()})
+		if m.Task != "" {
+			tasks[m.Task] = true
+		}
+	}
+	for _, t := range commonTasks {
+		tasks[t] = true
+	}
+	for t := range tasks {
+		v.Tasks = append(v.Tasks, t)
+	}
+	sort.Strings(v.Tasks)
+
+	base := form.values()
+	if next != "" {
+		nv := cloneValues(base)
+		nv.Set("cursor", next)
+		if q.Limit != defaultLimit {
+			nv.Set("limit", strconv.Itoa(q.Limit))
+		}
+		v.NextURL = "/?" + nv.Encode()
+	}
+	if q.Cursor != "" {
+		v.FirstURL = "/?" + base.Encode()
+	}
+	v.Headers = sortHeaders(form)
+
+	v.Empty = sum.Models == 0
+	if v.Empty && (v.State.Running || v.State.Queued) {
+		v.FirstScan = true
+		v.Refresh = firstScanRefresh
+	}
+	if v.State.Running && v.State.ScanID > 0 {
+		if sc, err := s.store.GetScan(ctx, v.State.ScanID); err == nil {
+			v.Progress = &scanProgress{ID: sc.ID, Planned: sc.Planned, Done: sc.Done}
+		}
+	}
+	return s.render(c, "table", v)
+}
+
+// sortHeaders builds the links of the sortable column headers: a click
+// sorts by the column, a second click reverses it.
+func sortHeaders(f tableForm) map[string]sortHeader {
+	cur := f.Sort
+	if cur == "" {
+		cur = "downloads"
+	}
+	out := map[string]sortHeader{}
+	for _, key := range []string{"id", "downloads", "status", "tokens_per_s", "tested_at"} {
+		h := sortHeader{Aria: "none"}
+		order := ""
+		if key == cur {
+			// The store's natural direction: descending for numbers and
+			// times, ascending for ids and status.
+			desc := key != "id" && key != "status"
+			if f.Order != "" {
+				desc = f.Order == "desc"
+			}
+			if desc {
+				h.Aria, h.Arrow, order = "descending", "↓", "asc"
+			} else {
+				h.Aria, h.Arrow, order = "ascending", "↑", "desc"
+			}
+		}
+		v := f.values()
+		v.Set("sort", key)
+		if order != "" {
+			v.Set("order", order)
+		} else {
+			v.Del("order")
+		}
+		h.URL = "/?" + v.Encode()
+		out[key] = h
+	}
+	return out
+}
+
+func cloneValues(v url.Values) url.Values {
+	out := url.Values{}
+	for k, x := range v {
+		out[k] = append([]string(nil), x...)
+	}
+	return out
+}
+
+// commonTasks seed the task filter's suggestions (Hub pipeline tags).
+var commonTasks = []string{"text-generation", "text-classification", "token-classification", "fill-mask",
+	"feature-extraction", "sentence-similarity", "text2text-generation", "translation", "summarization",
+	"question-answering", "image-classification", "object-detection", "image-segmentation",
+	"automatic-speech-recognition", "audio-classification", "zero-shot-classification", "image-text-to-text"}
