@@ -35,7 +35,7 @@ type ScanState struct {
 	Running    bool      `json:"running"`
 	ScanID     int64     `json:"scan_id,omitempty"` // the running scan's id
 	Queued     bool      `json:"queued"`
-	HubError   string    `json:"hub_error,omitempty"`    // the last Hub failure, "" once it recovered
+	HubError   string    `json:"hub_error,omitempty"`   // the last Hub failure, "" once it recovered
 	HubErrorAt time.Time `json:"hub_error_at,omitzero"` // when HubError happened
 }
 
