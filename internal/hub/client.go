@@ -318,10 +318,14 @@ func (c *Client) send(ctx context.Context, method string, u *url.URL, hdr http.H
 		}
 		wait, rateLimited := c.retryAfter(resp, attempt)
 		status := resp.StatusCode
+		rl, hasRL := ParseRateLimit(resp.Header)
 		io.Copy(io.Discard, io.LimitReader(resp.Body, maxErrorBody))
 		resp.Body.Close()
 		if err := c.retryWait(ctx, method, u, attempt, status, wait, rateLimited, ""); err != nil {
 			return nil, err
+		}
+		if rateLimited && hasRL && rl.Remaining == 0 {
+			c.pacer.forget(rl.Resource) // waited out: the window has reset
 		}
 	}
 }

@@ -27,8 +27,10 @@ import (
 //
 // Files must pass AllowedFile; sha must be a full commit id: downloads are
 // pinned, never "main". Files already in the snapshot are not requested
-// again. Each file is resolved at {endpoint}/{id}/resolve/{sha}/{file}; LFS
-// files follow the Hub's redirect to its CDN without the token. Content is
+// again. Like huggingface_hub, each file is first asked about with HEAD
+// {endpoint}/{id}/resolve/{sha}/{file} (size, etag, CDN location), so the
+// size caps are checked before any content moves; then the content is
+// fetched, LFS files from the Hub's CDN without the token. Content is
 // streamed to blobs/<etag>.incomplete (resumed with Range after a broken
 // transfer, also across runs), checked against the size and hash the Hub
 // announced (sha256 = X-Linked-Etag for LFS files, git blob sha1 = ETag for
@@ -81,34 +83,40 @@ func (c *Client) Download(ctx context.Context, id, sha string, files []string) (
 	createCachedirTag(c.cacheDir)
 
 	if len(todo) > 0 {
-		ctx, cancel := context.WithCancel(ctx)
-		defer cancel()
-		sem := make(chan struct{}, c.conc)
-		var wg sync.WaitGroup
-		var once sync.Once
-		var first error
-		for _, f := range todo {
-			wg.Go(func() {
-				select {
-				case sem <- struct{}{}:
-				case <-ctx.Done():
-					return
-				}
-				defer func() { <-sem }()
-				if ctx.Err() != nil {
-					return
-				}
-				if err := d.file(ctx, f); err != nil {
-					once.Do(func() { first = err; cancel() })
-				}
-			})
+		// Phase 1: ask the Hub about every file (HEAD, no content), as
+		// huggingface_hub does, so that the size caps are checked before
+		// any content moves.
+		srcs := make([]*source, len(todo))
+		err := d.each(ctx, todo, func(ctx context.Context, i int, f string) error {
+			src, err := d.resolve(ctx, d.resolveURL(f))
+			if err != nil {
+				return fmt.Errorf("hub: download %s/%s: %w", id, f, err)
+			}
+			if src.size > c.maxFile {
+				return fmt.Errorf("hub: download %s/%s: %d bytes, over the %d-byte file limit: %w", id, f, src.size, c.maxFile, ErrTooLarge)
+			}
+			srcs[i] = src
+			return nil
+		})
+		if err != nil {
+			return "", err
 		}
-		wg.Wait()
-		if first != nil {
-			return "", first
+		var known int64
+		for _, src := range srcs {
+			known += max(src.size, 0)
 		}
-		if err := ctx.Err(); err != nil {
+		if err := d.reserve(known); err != nil {
 			return "", fmt.Errorf("hub: download %s: %w", id, err)
+		}
+		// Phase 2: fetch what is not in blobs/ yet, and link.
+		err = d.each(ctx, todo, func(ctx context.Context, i int, f string) error {
+			if err := d.file(ctx, f, srcs[i]); err != nil {
+				return fmt.Errorf("hub: download %s/%s: %w", id, f, err)
+			}
+			return nil
+		})
+		if err != nil {
+			return "", err
 		}
 	}
 	if c.isMain(id, sha) {
@@ -140,49 +148,61 @@ func (d *download) reserve(n int64) error {
 	return nil
 }
 
-// source is where a file's content is, and what the Hub said it is.
-type source struct {
-	etag string         // normalized; the blob's name
-	size int64          // announced size; -1 when unknown
-	url  *url.URL       // content location (CDN or the resolve URL itself)
-	resp *http.Response // open answer from byte 0 when the Hub served the content itself
+// each runs fn for every file, Options.Concurrency at a time; the first
+// error cancels the others and is returned.
+func (d *download) each(ctx context.Context, files []string, fn func(ctx context.Context, i int, f string) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	sem := make(chan struct{}, d.c.conc)
+	var wg sync.WaitGroup
+	var once sync.Once
+	var first error
+	for i, f := range files {
+		wg.Go(func() {
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				return
+			}
+			defer func() { <-sem }()
+			if ctx.Err() != nil {
+				return
+			}
+			if err := fn(ctx, i, f); err != nil {
+				once.Do(func() { first = err; cancel() })
+			}
+		})
+	}
+	wg.Wait()
+	if first != nil {
+		return first
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("hub: download %s: %w", d.id, err)
+	}
+	return nil
 }
 
-// file downloads one file into blobs/ and links it into the snapshot.
-func (d *download) file(ctx context.Context, name string) (err error) {
+// source is where a file's content is, and what the Hub said it is.
+type source struct {
+	etag    string   // normalized; the blob's name
+	size    int64    // announced size; -1 when unknown
+	url     *url.URL // content location: the CDN, or the (final) resolve URL
+	resolve *url.URL // the resolve URL, to ask again for a fresh CDN URL
+}
+
+func (d *download) resolveURL(name string) *url.URL {
+	u, _ := url.Parse(d.c.base + "/" + escapeID(d.id) + "/resolve/" + d.sha + "/" + escapePath(name))
+	return u
+}
+
+// file puts one resolved file into blobs/ (unless there already) and links
+// it into the snapshot.
+func (d *download) file(ctx context.Context, name string, src *source) error {
 	c := d.c
-	defer func() {
-		if err != nil {
-			err = fmt.Errorf("hub: download %s/%s: %w", d.id, name, err)
-		}
-	}()
-	resolveURL, err := url.Parse(c.base + "/" + escapeID(d.id) + "/resolve/" + d.sha + "/" + escapePath(name))
-	if err != nil {
-		return err
-	}
-	src, err := d.resolve(ctx, resolveURL)
-	if err != nil {
-		return err
-	}
-	closeSrc := func() {
-		if src.resp != nil {
-			src.resp.Body.Close()
-			src.resp = nil
-		}
-	}
-	defer closeSrc()
-	if src.size > c.maxFile {
-		return fmt.Errorf("%d bytes, over the %d-byte file limit: %w", src.size, c.maxFile, ErrTooLarge)
-	}
-	if src.size >= 0 {
-		if err := d.reserve(src.size); err != nil {
-			return err
-		}
-	}
 	blob := filepath.Join(d.repo, "blobs", src.etag)
 	pointer := pointerPath(SnapshotDir(c.cacheDir, d.id, d.sha), name)
 	if fileExists(blob) {
-		closeSrc()
 		c.count(func(s *Stats) { s.FilesReused++ })
 		return link(blob, pointer)
 	}
@@ -195,15 +215,15 @@ func (d *download) file(ctx context.Context, name string) (err error) {
 	}
 	defer unlock()
 	if fileExists(blob) { // written by another process meanwhile
-		closeSrc()
 		c.count(func(s *Stats) { s.FilesReused++ })
 		return link(blob, pointer)
 	}
-	n, err := d.fetch(ctx, resolveURL, src, blob+".incomplete")
+	announced := src.size
+	n, err := d.fetch(ctx, src, blob+".incomplete")
 	if err != nil {
 		return err
 	}
-	if src.size < 0 {
+	if announced < 0 {
 		if err := d.reserve(n); err != nil {
 			os.Remove(blob + ".incomplete")
 			return err
@@ -217,21 +237,23 @@ func (d *download) file(ctx context.Context, name string) (err error) {
 	return link(blob, pointer)
 }
 
-// resolve asks the Hub for a file: it follows redirects on the Hub (a 307
-// rename), and stops at the first redirect off the Hub (the CDN), whose
-// answer carries the LFS metadata (X-Linked-Etag, X-Linked-Size), like
-// huggingface_hub's get_hf_file_metadata. The CDN never gets the token.
+// resolve asks the Hub about a file with HEAD, like huggingface_hub's
+// get_hf_file_metadata: it follows redirects on the Hub (a 307 rename) and
+// stops at the first redirect off the Hub (the CDN), whose answer carries
+// the LFS metadata (X-Linked-Etag, X-Linked-Size). The CDN never gets the
+// token.
 func (d *download) resolve(ctx context.Context, u *url.URL) (*source, error) {
 	c := d.c
+	start := u
 	hdr := http.Header{"Accept-Encoding": {"identity"}}
 	for range maxRedirects + 1 {
-		resp, err := c.send(ctx, http.MethodGet, u, hdr)
+		resp, err := c.send(ctx, http.MethodHead, u, hdr)
 		if err != nil {
 			return nil, err
 		}
+		resp.Body.Close()
 		if isRedirect(resp.StatusCode) {
 			next, err := location(resp, u)
-			resp.Body.Close()
 			if err != nil {
 				return nil, err
 			}
@@ -243,16 +265,14 @@ func (d *download) resolve(ctx context.Context, u *url.URL) (*source, error) {
 			if err != nil {
 				return nil, err
 			}
-			src.url = next
+			src.url, src.resolve = next, start
 			return src, nil
 		}
 		src, err := d.meta(resp, resp.ContentLength)
 		if err != nil {
-			resp.Body.Close()
 			return nil, err
 		}
-		src.url = u
-		src.resp = resp
+		src.url, src.resolve = u, start
 		return src, nil
 	}
 	return nil, fmt.Errorf("more than %d redirects resolving %s", maxRedirects, c.safeURL(u))
@@ -302,7 +322,7 @@ var (
 // holds), verifies it, and returns its length. On a hash or size mismatch
 // inc is deleted; on a broken transfer or cancellation it is kept for the
 // next attempt.
-func (d *download) fetch(ctx context.Context, resolveURL *url.URL, src *source, inc string) (int64, error) {
+func (d *download) fetch(ctx context.Context, src *source, inc string) (int64, error) {
 	c := d.c
 	f, err := os.OpenFile(inc, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
@@ -329,8 +349,7 @@ func (d *download) fetch(ctx context.Context, resolveURL *url.URL, src *source, 
 		_, err := f.Seek(0, io.SeekStart)
 		return err
 	}
-	if (src.size >= 0 && have > src.size) || (have > 0 && src.resp != nil) {
-		// Longer than the file, or the Hub is already sending from byte 0.
+	if src.size >= 0 && have > src.size { // not a prefix of this file
 		if err := restart(); err != nil {
 			return 0, err
 		}
@@ -349,8 +368,7 @@ func (d *download) fetch(ctx context.Context, resolveURL *url.URL, src *source, 
 		return 0, err
 	}
 
-	resp := src.resp
-	src.resp = nil
+	var resp *http.Response
 	stuck, broken, refreshed := 0, 0, false
 	for {
 		if src.size >= 0 && have == src.size && resp == nil {
@@ -374,24 +392,14 @@ func (d *download) fetch(ctx context.Context, resolveURL *url.URL, src *source, 
 					(he.Status == http.StatusForbidden || he.Status == http.StatusGone || he.Status == http.StatusBadRequest):
 					// A signed CDN URL may have expired: ask the Hub for a fresh one.
 					refreshed = true
-					fresh, err2 := d.resolve(ctx, resolveURL)
+					fresh, err2 := d.resolve(ctx, src.resolve)
 					if err2 != nil {
 						return 0, err2
 					}
 					if fresh.etag != src.etag {
-						if fresh.resp != nil {
-							fresh.resp.Body.Close()
-						}
 						return 0, fmt.Errorf("the file changed while downloading (etag %s, now %s): %w", src.etag, fresh.etag, ErrIntegrity)
 					}
 					src.url = fresh.url
-					if fresh.resp != nil {
-						if err := restart(); err != nil {
-							fresh.resp.Body.Close()
-							return 0, err
-						}
-						resp = fresh.resp
-					}
 					continue
 				}
 				return 0, err

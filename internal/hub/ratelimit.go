@@ -177,6 +177,13 @@ func (p *pacer) observe(rl RateLimit, now time.Time) {
 	}
 }
 
+// forget drops what is known of resource, once its window was waited out.
+func (p *pacer) forget(resource string) {
+	p.mu.Lock()
+	delete(p.buckets, resource)
+	p.mu.Unlock()
+}
+
 // wait returns how long a request to resource must wait before it is sent,
 // and books its slot. With the budget spent it waits for the reset (+1 s, as
 // huggingface_hub does); when few requests are left it spreads them evenly

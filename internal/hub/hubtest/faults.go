@@ -51,7 +51,7 @@ func Status5xx(status int) Fault { return Fault{kind: fault5xx, status: status, 
 func Slow(d time.Duration) Fault { return Fault{kind: faultSlow, delay: d, count: 1} }
 
 // Truncate sends the headers and the first n bytes of the body, then breaks
-// the connection.
+// the connection. Body faults (Truncate, Corrupt) pass HEAD requests by.
 func Truncate(n int64) Fault { return Fault{kind: faultTruncate, n: n, count: 1} }
 
 // Corrupt flips the bits of the first body byte: same length, wrong hash.
@@ -93,6 +93,10 @@ func (h *Hub) applyFault(w *recorder, r *http.Request) bool {
 	h.mu.Lock()
 	var f *Fault
 	for _, fs := range h.faults {
+		bodyFault := fs.f.kind == faultTruncate || fs.f.kind == faultCorrupt
+		if bodyFault && r.Method == http.MethodHead {
+			continue // no body to spoil: keep the fault for the GET
+		}
 		if fs.left != 0 && strings.HasPrefix(r.URL.Path, fs.prefix) {
 			if fs.left > 0 {
 				fs.left--
