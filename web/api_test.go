@@ -1,0 +1,306 @@
+package web
+
+import (
+	"context"
+	"net/url"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
+	"github.com/google-pytorch/torchtpu-scanner/store"
+	"github.com/google-pytorch/torchtpu-scanner/store/storetest"
+)
+
+func TestAPIModelsShapeAndPaging(t *testing.T) {
+	ts := newTestServer(t, 250, 600, Config{})
+	r := ts.get(t, "/api/v1/models?limit=2")
+	if r.status != 200 || !strings.HasPrefix(r.header.Get("Content-Type"), "application/json") {
+		t.Fatalf("%d %s", r.status, r.header.Get("Content-Type"))
+	}
+	if r.header.Get("Access-Control-Allow-Origin") != "*" {
+		t.Error("no CORS on the API")
+	}
+	// Raw shape: exactly the contract's keys, null result and metrics.
+	raw := decode[map[string]any](t, r)
+	if _, ok := raw["next_cursor"].(string); !ok {
+		t.Fatalf("next_cursor = %v", raw["next_cursor"])
+	}
+	m0 := raw["models"].([]any)[0].(map[string]any)
+	for _, k := range []string{"id", "task", "library", "downloads", "likes", "gated", "sha", "url", "result"} {
+		if _, ok := m0[k]; !ok {
+			t.Errorf("model JSON lacks %q", k)
+		}
+	}
+
+	for _, sortKey := range sorts {
+		for _, order := range []string{"", "asc", "desc"} {
+			seen := map[string]bool{}
+			cursor := ""
+			pages := 0
+			for {
+				q := url.Values{"sort": {sortKey}, "limit": {"100"}}
+				if order != "" {
+					q.Set("order", order)
+				}
+				if cursor != "" {
+					q.Set("cursor", cursor)
+				}
+				r := ts.get(t, "/api/v1/models?"+q.Encode())
+				if r.status != 200 {
+					t.Fatalf("sort=%s order=%s: %d %s", sortKey, order, r.status, r.body)
+				}
+				page := decode[modelList](t, r)
+				for _, m := range page.Models {
+					if seen[m.ID] {
+						t.Fatalf("sort=%s order=%s: %s twice", sortKey, order, m.ID)
+					}
+					seen[m.ID] = true
+					if m.URL != "https://huggingface.co/"+m.ID {
+						t.Fatalf("url = %q", m.URL)
+					}
+				}
+				pages++
+				if page.NextCursor == nil {
+					break
+				}
+				cursor = *page.NextCursor
+			}
+			if len(seen) != 250 || pages != 3 {
+				t.Errorf("sort=%s order=%s: %d models in %d pages", sortKey, order, len(seen), pages)
+			}
+		}
+	}
+	// The same query twice gives the same order (stable).
+	a, b := ts.get(t, "/api/v1/models?sort=status&limit=1000"), ts.get(t, "/api/v1/models?sort=status&limit=1000")
+	if a.body != b.body {
+		t.Error("same query, different answers")
+	}
+}
+
+func TestAPIModelsFilters(t *testing.T) {
+	ts := newTestServer(t, 100, 300, Config{})
+	list := func(q string) []compat.Model {
+		t.Helper()
+		r := ts.get(t, "/api/v1/models?limit=1000&"+q)
+		if r.status != 200 {
+			t.Fatalf("%s: %d %s", q, r.status, r.body)
+		}
+		return decode[modelList](t, r).Models
+	}
+	for _, m := range list("status=fail,oom&status=crash") {
+		if st := m.ModelStatus(); st != compat.StatusFail && st != compat.StatusOOM && st != compat.StatusCrash {
+			t.Errorf("status filter let %s through", st)
+		}
+	}
+	for _, m := range list("target=cpu&status=pass") {
+		if m.Result == nil || m.Result.Target != compat.TargetCPU || m.Result.Status != compat.StatusPass {
+			t.Errorf("target=cpu: %+v", m.Result)
+		}
+	}
+	if got := list("target=auto"); len(got) != 100 {
+		t.Errorf("target=auto: %d models", len(got))
+	}
+	for _, m := range list("task=fill-mask&org=org05") {
+		if m.Task != "fill-mask" || !strings.HasPrefix(m.ID, "org05/") {
+			t.Errorf("task/org filter: %s %s", m.ID, m.Task)
+		}
+	}
+	if got := list("q=ZZZ-nothing"); len(got) != 0 {
+		t.Errorf("q with no match: %d", len(got))
+	}
+	r := ts.get(t, "/api/v1/models?q=nothing")
+	if !strings.Contains(r.body, `"models":[]`) || !strings.Contains(r.body, `"next_cursor":null`) {
+		t.Errorf("empty page JSON: %s", r.body)
+	}
+	if got := list("limit=5000"); len(got) != 100 {
+		t.Errorf("capped limit: %d", len(got))
+	}
+}
+
+func TestAPIBadRequests(t *testing.T) {
+	ts := newTestServer(t, 5, 5, Config{})
+	for _, q := range []string{"status=bogus", "status=pass,bogus", "target=gpu", "sort=price", "order=sideways",
+		"limit=ten", "limit=0", "limit=-1", "limit=1e3", "cursor=not-a-cursor", "cursor=" + strings.Repeat("x", 2000),
+		"q=" + strings.Repeat("q", 300), "task=" + url.QueryEscape("<script>"), "org=" + url.QueryEscape("a/b")} {
+		r := ts.get(t, "/api/v1/models?"+q)
+		e := decode[map[string]string](t, r)
+		if r.status != 400 || e["error"] == "" {
+			t.Errorf("%.40s: %d %s", q, r.status, r.body)
+		}
+		if !strings.HasPrefix(r.header.Get("Content-Type"), "application/json") {
+			t.Errorf("%.40s: error is %s", q, r.header.Get("Content-Type"))
+		}
+	}
+	// A cursor from another sort is rejected, not misread.
+	page := decode[modelList](t, ts.get(t, "/api/v1/models?limit=1"))
+	if r := ts.get(t, "/api/v1/models?sort=likes&cursor="+url.QueryEscape(*page.NextCursor)); r.status != 400 {
+		t.Errorf("foreign cursor: %d", r.status)
+	}
+	// Unknown parameters are ignored (cache busters).
+	if r := ts.get(t, "/api/v1/models?_=123"); r.status != 200 {
+		t.Errorf("unknown parameter: %d", r.status)
+	}
+	for _, p := range []string{"/api/v1/summary?target=x", "/api/v1/failures?target=x", "/api/v1/failures?limit=x",
+		"/api/v1/scans?limit=x", "/api/v1/scans/abc", "/api/v1/scans/0", "/api/v1/models/gpt2?target=x", "/export.csv?sort=x"} {
+		if r := ts.get(t, p); r.status != 400 || !strings.Contains(r.body, `"error"`) {
+			t.Errorf("%s: %d %s", p, r.status, r.body)
+		}
+	}
+}
+
+func TestAPIETag(t *testing.T) {
+	ts := newTestServer(t, 20, 40, Config{})
+	for _, p := range []string{"/api/v1/models?limit=5", "/api/v1/models/" + ts.ids[0], "/feed.json", "/badge/" + ts.ids[0] + ".svg"} {
+		r := ts.get(t, p)
+		etag := r.header.Get("ETag")
+		if r.status != 200 || etag == "" {
+			t.Fatalf("%s: %d etag %q", p, r.status, etag)
+		}
+		r2 := ts.do(t, "GET", p, map[string]string{"If-None-Match": etag})
+		if r2.status != 304 || r2.body != "" {
+			t.Errorf("%s: If-None-Match → %d", p, r2.status)
+		}
+		if r3 := ts.do(t, "GET", p, map[string]string{"If-None-Match": `"other", W/` + etag}); r3.status != 304 {
+			t.Errorf("%s: weak match in a list → %d", p, r3.status)
+		}
+		// A write changes the tag.
+		ts.record(t, ts.ids[0], passOn(compat.TargetTPU, time.Now(), float64(len(p))))
+		if r4 := ts.do(t, "GET", p, map[string]string{"If-None-Match": etag}); r4.status != 200 || r4.header.Get("ETag") == etag {
+			t.Errorf("%s: after a write → %d, same tag %v", p, r4.status, r4.header.Get("ETag") == etag)
+		}
+	}
+}
+
+func TestAPIModelDetail(t *testing.T) {
+	ts := newTestServer(t, 0, 0, Config{})
+	ts.upsert(t, store.ModelUpsert{ID: "Qwen/Qwen3-0.6B", Task: "text-generation", Aliases: []string{"Qwen/Old"}},
+		store.ModelUpsert{ID: "gpt2"})
+	ts.record(t, "Qwen/Qwen3-0.6B", passOn(compat.TargetTPU, testTime.Add(-time.Hour), 300))
+	ts.record(t, "Qwen/Qwen3-0.6B", failOn(compat.TargetTPU, testTime, "aten::x"))
+	ts.record(t, "Qwen/Qwen3-0.6B", passOn(compat.TargetCPU, testTime, 10))
+
+	for _, p := range []string{"/api/v1/models/Qwen/Qwen3-0.6B?target=tpu", "/api/v1/models/Qwen/Old?target=tpu", "/api/v1/models/Qwen%2FQwen3-0.6B?target=tpu"} {
+		r := ts.get(t, p)
+		if r.status != 200 {
+			t.Fatalf("%s: %d %s", p, r.status, r.body)
+		}
+		d := decode[modelDetail](t, r)
+		if d.ID != "Qwen/Qwen3-0.6B" || d.Result == nil || d.Result.Status != compat.StatusFail || len(d.History) != 2 ||
+			len(d.Results) != 2 || len(d.Events) != 3 || d.Events[0].Kind != compat.EventNew && d.Events[0].Kind != compat.EventRegression {
+			t.Errorf("%s: %+v", p, d)
+		}
+		raw := decode[map[string]any](t, r)
+		if _, ok := raw["history"].([]any); !ok {
+			t.Errorf("history is not an array")
+		}
+		metrics := raw["result"].(map[string]any)["metrics"].(map[string]any)
+		if v, ok := metrics["tokens_per_s"]; !ok || v != nil {
+			t.Errorf("unmeasured metric should be null, got %v", v)
+		}
+	}
+	d := decode[modelDetail](t, ts.get(t, "/api/v1/models/gpt2"))
+	if d.ID != "gpt2" || d.Result != nil || d.History == nil {
+		t.Errorf("gpt2: %+v", d)
+	}
+	r := ts.get(t, "/api/v1/models/nobody/nothing")
+	if r.status != 404 || !strings.Contains(decode[map[string]string](t, r)["error"], "no model") {
+		t.Errorf("unknown: %d %s", r.status, r.body)
+	}
+}
+
+func TestAPISummaryFailuresScans(t *testing.T) {
+	ts := newTestServer(t, 60, 200, Config{})
+	r := ts.get(t, "/api/v1/summary")
+	sum := decode[summaryBody](t, r)
+	if r.status != 200 || sum.Models != 60 || sum.PassRate == nil || sum.WeightedPassRate == nil || sum.Counts["pass"] == 0 {
+		t.Errorf("summary: %d %+v", r.status, sum)
+	}
+	if r := ts.get(t, "/api/v1/summary?target=cuda"); r.status != 200 || decode[summaryBody](t, r).Target != "cuda" {
+		t.Errorf("summary cuda: %d", r.status)
+	}
+	f := decode[failuresBody](t, ts.get(t, "/api/v1/failures?limit=3"))
+	if len(f.Failures) == 0 || len(f.Failures) > 3 || f.Failures[0].Models == 0 {
+		t.Errorf("failures: %+v", f)
+	}
+
+	id, err := ts.db.StartScan(context.Background(), store.Scan{Trigger: "manual", Target: "tpu", StartedAt: testTime})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ts.db.UpdateScanProgress(context.Background(), id, 8, 2, 2, 0); err != nil {
+		t.Fatal(err)
+	}
+	ts.scans.state = ScanState{Running: true, ScanID: id}
+	list := decode[struct {
+		Scans []scanBody `json:"scans"`
+		State ScanState  `json:"state"`
+	}](t, ts.get(t, "/api/v1/scans"))
+	if len(list.Scans) != 1 || !list.State.Running || list.Scans[0].Progress == nil || *list.Scans[0].Progress != 0.25 {
+		t.Errorf("scans: %+v", list)
+	}
+	one := ts.get(t, "/api/v1/scans/"+itoa(id))
+	if sc := decode[scanBody](t, one); one.status != 200 || sc.ID != id || sc.Planned != 8 || sc.Done != 2 {
+		t.Errorf("scan: %d %+v", one.status, sc)
+	}
+	if r := ts.get(t, "/api/v1/scans/999"); r.status != 404 {
+		t.Errorf("unknown scan: %d", r.status)
+	}
+}
+
+func itoa(i int64) string { return strconv.FormatInt(i, 10) }
+
+func TestAPIRequestScan(t *testing.T) {
+	const token = "s3cret-token"
+	t.Run("no token configured", func(t *testing.T) {
+		ts := newTestServer(t, 0, 0, Config{})
+		r := ts.do(t, "POST", "/api/v1/scans", map[string]string{"Authorization": "Bearer anything"})
+		if r.status != 403 || !strings.Contains(r.body, "disabled") || len(ts.scans.requests) != 0 {
+			t.Errorf("%d %s", r.status, r.body)
+		}
+	})
+	t.Run("no scan control", func(t *testing.T) {
+		s, err := New(Config{Store: storetest.MustOpen(t), AdminToken: token, Logger: discard})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ts := &testServer{Server: s}
+		r := ts.do(t, "POST", "/api/v1/scans", map[string]string{"Authorization": "Bearer " + token})
+		if r.status != 404 || !strings.Contains(r.body, `"error"`) {
+			t.Errorf("%d %s", r.status, r.body)
+		}
+		if r := ts.get(t, "/api/v1/scans"); r.status != 200 {
+			t.Errorf("GET scans without control: %d", r.status)
+		}
+	})
+	t.Run("token", func(t *testing.T) {
+		ts := newTestServer(t, 0, 0, Config{AdminToken: token})
+		for _, c := range []struct {
+			auth string
+			want int
+		}{
+			{"", 401}, {"Basic " + token, 401}, {"Bearer ", 401}, {"Bearer wrong", 403}, {"Bearer " + token + "x", 403},
+			{"Bearer " + token, 202}, {"bearer " + token, 409},
+		} {
+			h := map[string]string{}
+			if c.auth != "" {
+				h["Authorization"] = c.auth
+			}
+			r := ts.do(t, "POST", "/api/v1/scans", h)
+			if r.status != c.want || !strings.HasPrefix(r.header.Get("Content-Type"), "application/json") {
+				t.Errorf("Authorization %q: %d %s, want %d", c.auth, r.status, r.body, c.want)
+			}
+			if c.want == 401 && r.header.Get("WWW-Authenticate") == "" {
+				t.Errorf("401 without WWW-Authenticate")
+			}
+			if r.header.Get("Access-Control-Allow-Origin") != "" {
+				t.Errorf("POST should not carry CORS")
+			}
+		}
+		if len(ts.scans.requests) != 1 || ts.scans.requests[0] != "manual" {
+			t.Errorf("requests: %v", ts.scans.requests)
+		}
+	})
+}
+

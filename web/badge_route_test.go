@@ -1,0 +1,86 @@
+package web
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
+	"github.com/google-pytorch/torchtpu-scanner/store"
+)
+
+func TestBadgeRoutes(t *testing.T) {
+	ts := newTestServer(t, 0, 0, Config{})
+	ts.upsert(t, store.ModelUpsert{ID: "Qwen/Qwen3-0.6B", Aliases: []string{"Qwen/Old"}}, store.ModelUpsert{ID: "gpt2"})
+	ts.record(t, "Qwen/Qwen3-0.6B", passOn(compat.TargetTPU, testTime, 312))
+	ts.record(t, "gpt2", failOn(compat.TargetCPU, testTime, "aten::x"))
+
+	svg := func(path, wantText, wantColor string) response {
+		t.Helper()
+		r := ts.get(t, path)
+		if r.status != 200 {
+			t.Fatalf("%s: %d", path, r.status)
+		}
+		if ct := r.header.Get("Content-Type"); !strings.HasPrefix(ct, "image/svg+xml") {
+			t.Errorf("%s: content type %s", path, ct)
+		}
+		if !strings.Contains(r.body, wantText) || !strings.Contains(r.body, `fill="`+wantColor+`"`) {
+			t.Errorf("%s: want %q in %s\n%s", path, wantText, wantColor, r.body)
+		}
+		if r.header.Get("Cache-Control") != "max-age=300" || r.header.Get("ETag") == "" {
+			t.Errorf("%s: cache headers %q %q", path, r.header.Get("Cache-Control"), r.header.Get("ETag"))
+		}
+		if r.header.Get("Access-Control-Allow-Origin") != "*" || r.header.Get("X-Frame-Options") != "" ||
+			strings.Contains(r.header.Get("Content-Security-Policy"), "frame-ancestors") {
+			t.Errorf("%s: badge not embeddable: %v", path, r.header)
+		}
+		if r.header.Get("X-Content-Type-Options") != "nosniff" {
+			t.Errorf("%s: no nosniff", path)
+		}
+		return r
+	}
+	svg("/badge/Qwen/Qwen3-0.6B.svg", `aria-label="TorchTPU: passing · 312 tok/s"`, badgeFill[tonePass])
+	svg("/badge/Qwen/Old.svg", "passing · 312 tok/s", badgeFill[tonePass])
+	svg("/badge/Qwen/Qwen3-0.6B.svg?target=cpu", "PyTorch CPU: untested", badgeFill[toneNeutral])
+	svg("/badge/gpt2.svg?target=cpu", "failing · forward", badgeFill[toneFail])
+	svg("/badge/gpt2.svg", "TorchTPU: untested", badgeFill[toneNeutral])
+	svg("/badge/nobody/nothing.svg", "TorchTPU: unknown", badgeFill[toneNeutral])
+	svg("/badge/Qwen/Qwen3-0.6B.svg?target=gpu", "unknown", badgeFill[toneNeutral])
+	svg("/badge/Qwen/Qwen3-0.6B.svg?style=for-the-badge", `height="28"`, badgeFill[tonePass])
+	svg("/badge/Qwen/Qwen3-0.6B.svg?style=flat-square", `crispEdges`, badgeFill[tonePass])
+	svg("/badge/Qwen/Qwen3-0.6B.svg?style=bogus", `rx="3"`, badgeFill[tonePass])
+	svg("/badge/Qwen/Qwen3-0.6B.svg?label=tpu%20ready", `aria-label="tpu ready: passing`, badgeFill[tonePass])
+
+	r := ts.get(t, "/badge/Qwen/Qwen3-0.6B.json")
+	e := decode[endpointBadge](t, r)
+	if r.status != 200 || e.SchemaVersion != 1 || e.Label != "TorchTPU" || e.Message != "passing · 312 tok/s" ||
+		e.Color != "1a7f37" || e.CacheSeconds != 300 || r.header.Get("Access-Control-Allow-Origin") != "*" {
+		t.Errorf("endpoint: %d %+v", r.status, e)
+	}
+	if e := decode[endpointBadge](t, ts.get(t, "/badge/unknown/model.json")); e.Message != "unknown" {
+		t.Errorf("unknown endpoint: %+v", e)
+	}
+	if r := ts.get(t, "/badge/gpt2"); r.status != 404 {
+		t.Errorf("badge without extension: %d", r.status)
+	}
+
+	// A new result shows at once (the cache follows Store.Changed).
+	before := ts.get(t, "/badge/gpt2.svg?target=cpu")
+	ts.record(t, "gpt2", passOn(compat.TargetCPU, testTime.Add(1), 5))
+	after := ts.get(t, "/badge/gpt2.svg?target=cpu")
+	if !strings.Contains(after.body, "passing") || before.header.Get("ETag") == after.header.Get("ETag") {
+		t.Errorf("badge did not follow the new result:\n%s", after.body)
+	}
+	// Served from the cache: the same bytes.
+	if again := ts.get(t, "/badge/gpt2.svg?target=cpu"); again.body != after.body {
+		t.Error("cached badge differs")
+	}
+}
+
+func TestBadgeStoreFailure(t *testing.T) {
+	ts := newTestServer(t, 0, 0, Config{})
+	ts.Server.store = failingStore{Store: ts.db, changed: failChanged}
+	r := ts.get(t, "/badge/gpt2.svg")
+	if r.status != 503 || !strings.Contains(r.body, "unavailable") || r.header.Get("Cache-Control") != "no-store" {
+		t.Errorf("%d %q %s", r.status, r.header.Get("Cache-Control"), r.body)
+	}
+}

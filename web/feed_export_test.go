@@ -1,0 +1,134 @@
+package web
+
+import (
+	"bytes"
+	"context"
+	"encoding/csv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
+	"github.com/google-pytorch/torchtpu-scanner/store"
+)
+
+func TestFeed(t *testing.T) {
+	ts := newTestServer(t, 0, 0, Config{PublicURL: "https://compat.example.org/"})
+	ts.upsert(t, store.ModelUpsert{ID: "org/model"}, store.ModelUpsert{ID: "gpt2"})
+	ts.record(t, "org/model", passOn(compat.TargetTPU, testTime.Add(-2*time.Hour), 100))   // new
+	ts.record(t, "org/model", failOn(compat.TargetTPU, testTime.Add(-time.Hour), "aten::x")) // regression
+	ts.record(t, "org/model", passOn(compat.TargetTPU, testTime, 100))                       // fix
+	ts.record(t, "gpt2", failOn(compat.TargetCPU, testTime, "aten::y"))                      // new (fail)
+	if err := ts.db.RecordFlaky(context.Background(), "gpt2", failOn(compat.TargetCPU, testTime.Add(time.Minute), "aten::z"), compat.StatusFail); err != nil {
+		t.Fatal(err)
+	}
+
+	r := ts.get(t, "/feed.json")
+	if r.status != 200 || !strings.HasPrefix(r.header.Get("Content-Type"), "application/feed+json") {
+		t.Fatalf("%d %s", r.status, r.header.Get("Content-Type"))
+	}
+	f := decode[jsonFeed](t, r)
+	if f.Version != "https://jsonfeed.org/version/1.1" || f.FeedURL != "https://compat.example.org/feed.json" || f.HomePageURL != "https://compat.example.org/" {
+		t.Errorf("feed header: %+v", f)
+	}
+	titles := map[string]bool{}
+	for _, it := range f.Items {
+		titles[it.Title] = true
+		if !strings.HasPrefix(it.ID, "https://compat.example.org/events/") || it.ContentText == "" || it.ContentHTML == "" {
+			t.Errorf("item: %+v", it)
+		}
+		if _, err := time.Parse(time.RFC3339, it.DatePublished); err != nil {
+			t.Errorf("date_published %q: %v", it.DatePublished, err)
+		}
+	}
+	for _, want := range []string{
+		"Regression: org/model fails on tpu (unsupported_op aten::x)",
+		"Fixed: org/model passes on tpu (was fail)",
+		"New: org/model passes on tpu",
+		"New: gpt2 fails on cpu (unsupported_op aten::y)",
+	} {
+		if !titles[want] {
+			t.Errorf("no item %q in %v", want, titles)
+		}
+	}
+	flaky := false
+	for title := range titles {
+		flaky = flaky || strings.HasPrefix(title, "Flaky: gpt2 on cpu")
+	}
+	if !flaky {
+		t.Errorf("no flaky item in %v", titles)
+	}
+	// Ids are stable across requests.
+	again := decode[jsonFeed](t, ts.get(t, "/feed.json"))
+	for i := range f.Items {
+		if f.Items[i].ID != again.Items[i].ID {
+			t.Fatal("feed ids changed between requests")
+		}
+	}
+}
+
+func TestEventTitles(t *testing.T) {
+	sig := "unsupported_op:aten::_fft_r2c"
+	for _, c := range []struct {
+		e    compat.Event
+		want string
+	}{
+		{compat.Event{ModelID: "a/b", Target: "tpu", Kind: compat.EventRegression, FromStatus: "pass", ToStatus: "oom"}, "Regression: a/b runs out of memory on tpu"},
+		{compat.Event{ModelID: "a/b", Target: "tpu", Kind: compat.EventRegression, FromStatus: "pass", ToStatus: "fail", Signature: &sig},
+			"Regression: a/b fails on tpu (unsupported_op aten::_fft_r2c)"},
+		{compat.Event{ModelID: "a/b", Target: "cpu", Kind: compat.EventChange, FromStatus: "skipped", ToStatus: "error"}, "Changed: a/b could not be tested on cpu (was skipped)"},
+		{compat.Event{ModelID: "a/b", Target: "tpu", Kind: compat.EventFlaky, FromStatus: "pass", ToStatus: "crash"}, "Flaky: a/b on tpu: crash did not reproduce (kept pass)"},
+	} {
+		if got := eventTitle(c.e); got != c.want {
+			t.Errorf("eventTitle = %q, want %q", got, c.want)
+		}
+	}
+}
+
+func TestExportCSV(t *testing.T) {
+	ts := newTestServer(t, 1100, 1500, Config{})
+	r := ts.get(t, "/export.csv")
+	if r.status != 200 || !strings.HasPrefix(r.header.Get("Content-Type"), "text/csv") ||
+		!strings.Contains(r.header.Get("Content-Disposition"), "attachment") {
+		t.Fatalf("%d %v", r.status, r.header)
+	}
+	rows, err := csv.NewReader(strings.NewReader(r.body)).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 1101 || strings.Join(rows[0], ",") != strings.Join(csvColumns, ",") {
+		t.Fatalf("%d rows, header %v", len(rows), rows[0])
+	}
+	seen := map[string]bool{}
+	for _, row := range rows[1:] {
+		if seen[row[0]] {
+			t.Fatalf("%s twice", row[0])
+		}
+		seen[row[0]] = true
+	}
+	filtered, err := csv.NewReader(strings.NewReader(ts.get(t, "/export.csv?status=untested").body)).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, row := range filtered[1:] {
+		if row[6] != "untested" {
+			t.Fatalf("filter ignored: %v", row)
+		}
+	}
+	if len(filtered) < 100 {
+		t.Errorf("untested rows: %d", len(filtered))
+	}
+}
+
+func TestWriteCSVRow(t *testing.T) {
+	var b bytes.Buffer
+	writeCSVRow(&b, []string{"=1+1", "+x", "-x", "@x", "\tx", "\rx", "a,b", `say "hi"`, "plain", "-3", " pad", ""}, map[int]bool{9: true})
+	want := `"'=1+1","'+x","'-x","'@x","'` + "\t" + `x","'` + "\r" + `x","a,b","say ""hi""",plain,-3," pad",` + "\r\n"
+	if b.String() != want {
+		t.Errorf("got  %q\nwant %q", b.String(), want)
+	}
+	rec, err := csv.NewReader(&b).Read()
+	if err != nil || rec[0] != "'=1+1" || rec[7] != `say "hi"` {
+		t.Errorf("round trip: %q %v", rec, err)
+	}
+}

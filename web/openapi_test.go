@@ -1,0 +1,76 @@
+package web
+
+import (
+	"encoding/json"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/google-pytorch/torchtpu-scanner/store/storetest"
+)
+
+// pageRoutes are the routes that serve HTML or assets, not API: they are
+// not in the OpenAPI document.
+var pageRoutes = map[string]bool{"/": true, "/methodology": true, "/models/*": true, "/static/:name": true}
+
+// docPaths maps a fiber route to the OpenAPI paths it serves.
+func docPaths(route string) []string {
+	switch route {
+	case "/badge/*":
+		return []string{"/badge/{id}.svg", "/badge/{id}.json"}
+	case "/api/v1/models/*":
+		return []string{"/api/v1/models/{id}"}
+	}
+	return []string{regexp.MustCompile(`:(\w+)`).ReplaceAllString(route, "{$1}")}
+}
+
+func TestOpenAPIMatchesRoutes(t *testing.T) {
+	for _, withScans := range []bool{true, false} {
+		cfg := Config{Store: storetest.MustOpen(t), Logger: discard}
+		if withScans {
+			cfg.Scans = &fakeScans{}
+		}
+		s, err := New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ts := &testServer{Server: s}
+		r := ts.get(t, "/api/v1/openapi.json")
+		var doc struct {
+			OpenAPI string                                `json:"openapi"`
+			Paths   map[string]map[string]json.RawMessage `json:"paths"`
+		}
+		if err := json.Unmarshal([]byte(r.body), &doc); err != nil || !strings.HasPrefix(doc.OpenAPI, "3.") {
+			t.Fatalf("not an OpenAPI 3 document: %v", err)
+		}
+
+		fromRoutes := map[string]bool{}
+		for _, rt := range s.App().GetRoutes(true) {
+			if rt.Method != "GET" && rt.Method != "POST" || pageRoutes[rt.Path] {
+				continue
+			}
+			for _, p := range docPaths(rt.Path) {
+				key := strings.ToLower(rt.Method) + " " + p
+				fromRoutes[key] = true
+				if _, ok := doc.Paths[p][strings.ToLower(rt.Method)]; !ok {
+					t.Errorf("scans=%v: route %s %s is not in openapi.json (as %s)", withScans, rt.Method, rt.Path, p)
+				}
+			}
+		}
+		var documented []string
+		for p, ops := range doc.Paths {
+			for method := range ops {
+				key := method + " " + p
+				documented = append(documented, key)
+				if !fromRoutes[key] {
+					t.Errorf("scans=%v: openapi.json documents %s, which no route serves", withScans, key)
+				}
+			}
+		}
+		sort.Strings(documented)
+		if len(documented) < 14 {
+			t.Errorf("only %d operations documented: %v", len(documented), documented)
+		}
+	}
+}
