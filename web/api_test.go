@@ -303,4 +303,3 @@ func TestAPIRequestScan(t *testing.T) {
 		}
 	})
 }
-

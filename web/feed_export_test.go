@@ -15,7 +15,7 @@ import (
 func TestFeed(t *testing.T) {
 	ts := newTestServer(t, 0, 0, Config{PublicURL: "https://compat.example.org/"})
 	ts.upsert(t, store.ModelUpsert{ID: "org/model"}, store.ModelUpsert{ID: "gpt2"})
-	ts.record(t, "org/model", passOn(compat.TargetTPU, testTime.Add(-2*time.Hour), 100))   // new
+	ts.record(t, "org/model", passOn(compat.TargetTPU, testTime.Add(-2*time.Hour), 100))     // new
 	ts.record(t, "org/model", failOn(compat.TargetTPU, testTime.Add(-time.Hour), "aten::x")) // regression
 	ts.record(t, "org/model", passOn(compat.TargetTPU, testTime, 100))                       // fix
 	ts.record(t, "gpt2", failOn(compat.TargetCPU, testTime, "aten::y"))                      // new (fail)
