@@ -1,0 +1,81 @@
+package probe
+
+import (
+	"crypto/sha256"
+	"embed"
+	"encoding/hex"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+)
+
+// harnessFS holds the Python smoke-test harness (harness/harness.py and its
+// sibling modules). The runner writes it to a private directory once and
+// runs harness.py from there.
+//
+//go:embed harness/*.py
+var harnessFS embed.FS
+
+// harnessEntry is the script the runner starts, relative to harness/.
+const harnessEntry = "harness.py"
+
+// extractHarness writes the embedded harness files into a new private
+// directory (0700) under base and returns the path of the entry script.
+func extractHarness(base string) (dir, script string, err error) {
+	dir, err = os.MkdirTemp(base, "torchtpu-harness-")
+	if err != nil {
+		return "", "", fmt.Errorf("harness: %w", err)
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
+		os.RemoveAll(dir)
+		return "", "", fmt.Errorf("harness: %w", err)
+	}
+	entries, err := fs.Glob(harnessFS, "harness/*.py")
+	if err != nil {
+		os.RemoveAll(dir)
+		return "", "", fmt.Errorf("harness: %w", err)
+	}
+	for _, name := range entries {
+		data, err := harnessFS.ReadFile(name)
+		if err != nil {
+			os.RemoveAll(dir)
+			return "", "", fmt.Errorf("harness: %w", err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, filepath.Base(name)), data, 0o600); err != nil {
+			os.RemoveAll(dir)
+			return "", "", fmt.Errorf("harness: %w", err)
+		}
+	}
+	script = filepath.Join(dir, harnessEntry)
+	if _, err := os.Stat(script); err != nil {
+		os.RemoveAll(dir)
+		return "", "", fmt.Errorf("harness: embedded files lack %s: %w", harnessEntry, err)
+	}
+	return dir, script, nil
+}
+
+// embeddedDigest is a short, stable digest of the embedded harness files:
+// "sha256:" and 12 hex digits over their names and contents.
+func embeddedDigest() string {
+	names, _ := fs.Glob(harnessFS, "harness/*.py")
+	sort.Strings(names)
+	h := sha256.New()
+	for _, n := range names {
+		data, _ := harnessFS.ReadFile(n)
+		fmt.Fprintf(h, "%s\x00%d\x00", n, len(data))
+		h.Write(data)
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))[:12]
+}
+
+// fileDigest is embeddedDigest for a single script on disk.
+func fileDigest(path string) (string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("harness: %w", err)
+	}
+	sum := sha256.Sum256(data)
+	return "sha256:" + hex.EncodeToString(sum[:])[:12], nil
+}

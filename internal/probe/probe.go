@@ -1,0 +1,431 @@
+// Package probe runs the Python smoke-test harness on one model and turns
+// whatever happens to it (a result, a hang, a crash, garbage) into a
+// compat.Result, and decides before that whether a model is worth running
+// at all (Preflight).
+//
+// Each probe is one harness process in its own process group, in a fresh
+// working directory, with a scrubbed environment (no credentials, Hub
+// offline), resource limits (data size, open files, no core dumps), a
+// wall-clock limit and a bounded appetite for its output. Nothing the
+// harness does can hang, crash or flood the scanner, and nothing the
+// scanner's own environment does is held against the model.
+package probe
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
+)
+
+// NoLimit as Config.MemLimitBytes or Config.MaxOpenFiles turns that limit off.
+const NoLimit = math.MaxUint64
+
+// Defaults of Config.
+const (
+	DefaultTimeout      = 20 * time.Minute
+	DefaultEnvTimeout   = 5 * time.Minute
+	DefaultGrace        = 10 * time.Second
+	DefaultMaxOpenFiles = 8192
+)
+
+// InterruptedMessage is the message of a probe cut short because the
+// scanner is shutting down (status error: not the model's fault).
+const InterruptedMessage = "probe interrupted: scanner shutting down"
+
+// ErrDeviceUnavailable is returned by Env when the requested target's
+// device is not present on this host.
+var ErrDeviceUnavailable = errors.New("device unavailable")
+
+// Config configures a Runner. Every field but Python has a usable zero value.
+type Config struct {
+	// Python is the interpreter with torch and transformers (and torch_tpu
+	// on a TPU host): a path, or a name looked up in PATH.
+	Python string
+	// Script, when set, is run instead of the embedded harness (tests use
+	// stand-ins); its directory goes first on sys.path.
+	Script string
+	// Timeout is the wall-clock limit of one probe; DefaultTimeout if zero.
+	// Request.Timeout overrides it.
+	Timeout time.Duration
+	// EnvTimeout limits an Env run; DefaultEnvTimeout if zero.
+	EnvTimeout time.Duration
+	// Grace is the time between SIGTERM and SIGKILL when a probe is
+	// stopped; DefaultGrace if zero.
+	Grace time.Duration
+	// MemLimitBytes is the harness's RLIMIT_DATA (writable private memory:
+	// heap and anonymous maps). Zero means three quarters of physical
+	// memory; NoLimit means none. Importing torch and transformers takes
+	// about 1 GiB of it already.
+	MemLimitBytes uint64
+	// MaxOpenFiles is the harness's RLIMIT_NOFILE; DefaultMaxOpenFiles if
+	// zero, NoLimit for the inherited limit.
+	MaxOpenFiles uint64
+	// ExtraEnv are KEY=VALUE additions to the harness's environment (PJRT
+	// or TPU settings, OMP_NUM_THREADS). Credentials (names holding TOKEN,
+	// SECRET, KEY, PASSWORD, ...) and the variables the runner pins (HOME,
+	// TMPDIR, HF_HUB_OFFLINE, ...) are refused.
+	ExtraEnv []string
+	// Environ is the environment the allow-listed accelerator variables are
+	// taken from (TPU_*, PJRT_*, LIBTPU_*, XLA_*, CUDA_*, PATH, ...); nil
+	// means os.Environ().
+	Environ []string
+	// TempDir holds the extracted harness and each probe's working
+	// directory; os.TempDir() if empty.
+	TempDir string
+	// Logger receives one line per probe; slog.Default() if nil.
+	Logger *slog.Logger
+}
+
+// Runner runs harness processes. Its methods are safe for concurrent use:
+// the scanner runs one probe per device at a time. Close removes its files.
+type Runner struct {
+	cfg        Config
+	python     string
+	script     string
+	harnessDir string // extracted embedded harness; "" with Config.Script
+	digest     string
+	memLimit   uint64 // 0 = none
+	nofile     uint64 // 0 = inherited
+	log        *slog.Logger
+
+	mu   sync.Mutex
+	envs map[compat.Target]compat.Runtime // what Env found, per target
+	auto compat.Target                    // what Env(auto) resolved to, "" before
+}
+
+// NewRunner checks cfg, fills its defaults and writes the embedded harness
+// to a private directory (unless cfg.Script overrides it).
+func NewRunner(cfg Config) (*Runner, error) {
+	if cfg.Python == "" {
+		return nil, errors.New("probe: no python interpreter configured")
+	}
+	py, err := exec.LookPath(cfg.Python)
+	if err != nil {
+		return nil, fmt.Errorf("probe: python: %w", err)
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = DefaultTimeout
+	}
+	if cfg.EnvTimeout <= 0 {
+		cfg.EnvTimeout = DefaultEnvTimeout
+	}
+	if cfg.Grace <= 0 {
+		cfg.Grace = DefaultGrace
+	}
+	if cfg.TempDir == "" {
+		cfg.TempDir = os.TempDir()
+	}
+	if cfg.Environ == nil {
+		cfg.Environ = os.Environ()
+	}
+	r := &Runner{cfg: cfg, python: py, log: cfg.Logger}
+	if r.log == nil {
+		r.log = slog.Default()
+	}
+	switch cfg.MemLimitBytes {
+	case 0:
+		if total, err := physicalMemory(); err == nil {
+			r.memLimit = total / 4 * 3
+		} else {
+			r.log.Warn("probe: no memory limit for the harness", "err", err)
+		}
+	case NoLimit:
+	default:
+		r.memLimit = cfg.MemLimitBytes
+	}
+	switch cfg.MaxOpenFiles {
+	case 0:
+		r.nofile = DefaultMaxOpenFiles
+	case NoLimit:
+	default:
+		r.nofile = cfg.MaxOpenFiles
+	}
+	if cfg.Script != "" {
+		abs, err := filepath.Abs(cfg.Script)
+		if err != nil {
+			return nil, fmt.Errorf("probe: script: %w", err)
+		}
+		if r.digest, err = fileDigest(abs); err != nil {
+			return nil, fmt.Errorf("probe: script: %w", err)
+		}
+		r.script = abs
+		return r, nil
+	}
+	dir, script, err := extractHarness(cfg.TempDir)
+	if err != nil {
+		return nil, fmt.Errorf("probe: %w", err)
+	}
+	r.harnessDir, r.script, r.digest = dir, script, embeddedDigest()
+	return r, nil
+}
+
+// Close removes the extracted harness. Probes still running keep working
+// until they end; none should be started after Close.
+func (r *Runner) Close() error {
+	if r.harnessDir == "" {
+		return nil
+	}
+	if err := os.RemoveAll(r.harnessDir); err != nil {
+		return fmt.Errorf("probe: close: %w", err)
+	}
+	return nil
+}
+
+// HarnessDigest identifies the harness code the runner runs ("sha256:" and
+// 12 hex digits). It fills Runtime.Harness when the harness reports no
+// version of its own.
+func (r *Runner) HarnessDigest() string { return r.digest }
+
+// Request is one probe of one model at one revision.
+type Request struct {
+	ModelID     string        // Hub id, "Qwen/Qwen3-0.6B"
+	Revision    string        // commit sha of the snapshot
+	SnapshotDir string        // the snapshot in the Hub cache layout (…/snapshots/<sha>)
+	Task        string        // Hub pipeline tag; "" lets the harness decide from the config
+	Target      compat.Target // "" means auto
+	Mode        compat.Mode   // "" means auto
+	Timeout     time.Duration // 0 means the Runner's
+
+	// Harness knobs; zero leaves the harness's default.
+	Layers, SeqLen, NewTokens, Steps int
+	NoCompile, NoGenerate            bool
+	MemoryBudgetBytes                int64 // the target's memory budget, for mode auto and arch sizing
+}
+
+// args are the harness's command-line arguments for req.
+func (req Request) args(resultFile string) []string {
+	a := []string{
+		"--model-dir", req.SnapshotDir,
+		"--model-id", req.ModelID,
+		"--revision", req.Revision,
+		"--target", string(req.Target),
+		"--mode", string(req.Mode),
+		"--task", req.Task,
+		"--result-file", resultFile,
+	}
+	num := func(flag string, v int64) {
+		if v > 0 {
+			a = append(a, flag, strconv.FormatInt(v, 10))
+		}
+	}
+	num("--seq-len", int64(req.SeqLen))
+	num("--new-tokens", int64(req.NewTokens))
+	num("--layers", int64(req.Layers))
+	num("--steps", int64(req.Steps))
+	num("--memory-budget-bytes", req.MemoryBudgetBytes)
+	if req.NoCompile {
+		a = append(a, "--no-compile")
+	}
+	if req.NoGenerate {
+		a = append(a, "--no-generate")
+	}
+	return a
+}
+
+// Probe runs the harness on req and always returns a Result. The harness's
+// own verdict is kept when it wrote a valid one; a hang becomes timeout, a
+// death by signal crash, an allocation failure oom, and anything that is the
+// scanner's problem (no interpreter, an invalid result, a shutdown) error.
+// Target, Revision, TestedAt, DurationS, Mode and Repro are filled in here.
+func (r *Runner) Probe(ctx context.Context, req Request) compat.Result {
+	start := time.Now()
+	if req.Target == "" {
+		req.Target = compat.TargetAuto
+	}
+	if req.Mode == "" {
+		req.Mode = compat.ModeAuto
+	}
+	p := &probeRun{r: r, req: req, start: start, target: req.Target}
+	res := r.probe(ctx, p)
+	r.log.Info("probe done", "model_id", req.ModelID, "revision", req.Revision,
+		"target", res.Target, "mode", derefMode(res.Mode), "status", res.Status,
+		"stage", derefStage(res.Stage), "duration_s", res.DurationS)
+	return res
+}
+
+func (r *Runner) probe(ctx context.Context, p *probeRun) compat.Result {
+	req := p.req
+	if _, err := compat.ParseTarget(string(req.Target)); err != nil {
+		return p.scannerError(compat.StageEnv, "probe: "+err.Error(), nil)
+	}
+	if _, err := compat.ParseMode(string(req.Mode)); err != nil {
+		return p.scannerError(compat.StageEnv, "probe: "+err.Error(), nil)
+	}
+	if req.ModelID == "" {
+		return p.scannerError(compat.StageEnv, "probe: no model id", nil)
+	}
+	if fi, err := os.Stat(req.SnapshotDir); err != nil || !fi.IsDir() {
+		return p.scannerError(compat.StageEnv, fmt.Sprintf("probe: snapshot directory %q is missing", req.SnapshotDir), nil)
+	}
+	// Results the runner makes up itself need the real target: resolve
+	// auto the way the harness will.
+	if req.Target == compat.TargetAuto {
+		p.target = r.autoTarget()
+		if p.target == "" {
+			t, _, err := r.Env(ctx, compat.TargetAuto)
+			if err != nil {
+				p.target = compat.TargetCPU // what auto means without a usable TPU
+				if ctx.Err() != nil {
+					return p.interrupted("", nil)
+				}
+				return p.scannerError(compat.StageEnv, "probe: resolving target auto: "+err.Error(), nil)
+			}
+			p.target = t
+		}
+	}
+	req.MemoryBudgetBytes = r.memoryBudget(p.target, req.MemoryBudgetBytes)
+
+	wd, err := r.newWorkDir("probe")
+	if err != nil {
+		return p.scannerError(compat.StageEnv, err.Error(), nil)
+	}
+	defer wd.remove()
+
+	timeout := req.Timeout
+	if timeout <= 0 {
+		timeout = r.cfg.Timeout
+	}
+	pctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	out := runProc(pctx, r.spec(wd, req.args(wd.result)))
+	p.wall = out.wall
+
+	switch {
+	case out.startErr != nil:
+		return p.scannerError(compat.StageEnv, fmt.Sprintf("probe: cannot start %s: %v", r.python, out.startErr), nil)
+	case out.killed && ctx.Err() != nil:
+		return p.interrupted(out.lastStage, out.stderrTail)
+	case out.killed:
+		return p.timeout(timeout, out)
+	}
+
+	res, err := readResult(wd.result)
+	if err == nil {
+		err = p.check(&res)
+	}
+	switch {
+	case err == nil:
+		if !out.state.Success() {
+			r.log.Warn("probe: harness wrote a result but did not exit cleanly",
+				"model_id", req.ModelID, "exit", out.state.String())
+		}
+		return p.complete(res, out)
+	case !errors.Is(err, os.ErrNotExist):
+		return p.scannerError("", "probe: harness wrote an invalid result: "+err.Error(), out.stderrTail)
+	}
+	return p.noResult(out)
+}
+
+// torchDataOverhead is about what importing torch and transformers takes
+// of RLIMIT_DATA before any model is loaded.
+const torchDataOverhead = 3 << 29 // 1.5 GiB
+
+// memoryBudget is the --memory-budget-bytes for a probe on target. On cpu
+// the model lives in host memory, under the runner's data limit: the
+// harness's own default (available host RAM) could choose full mode for
+// weights the limit then refuses, which would read as the model's oom. So
+// on cpu the budget is capped at the limit less torch's own share.
+func (r *Runner) memoryBudget(target compat.Target, asked int64) int64 {
+	if target != compat.TargetCPU || r.memLimit == 0 || r.memLimit > math.MaxInt64 {
+		return asked
+	}
+	limit := int64(r.memLimit) - torchDataOverhead
+	if limit <= 0 {
+		return asked
+	}
+	if asked <= 0 || asked > limit {
+		return limit
+	}
+	return asked
+}
+
+// spec is the process that runs the harness with args in wd.
+func (r *Runner) spec(wd workDir, args []string) procSpec {
+	env, dropped := scrubEnv(r.cfg.Environ, r.cfg.ExtraEnv, wd.home, wd.tmp)
+	if len(dropped) > 0 {
+		r.log.Warn("probe: refused ExtraEnv entries", "names", strings.Join(dropped, ","))
+	}
+	argv := []string{"-I", "-u", "-B", "-c", preamble,
+		strconv.FormatUint(r.memLimit, 10), strconv.FormatUint(r.nofile, 10), r.script}
+	return procSpec{
+		python: r.python,
+		args:   append(argv, args...),
+		dir:    wd.cwd,
+		env:    env,
+		grace:  r.cfg.Grace,
+	}
+}
+
+// workDir is the private directory of one harness run.
+type workDir struct {
+	root, home, tmp, cwd, result string
+}
+
+func (r *Runner) newWorkDir(kind string) (workDir, error) {
+	root, err := os.MkdirTemp(r.cfg.TempDir, "torchtpu-"+kind+"-")
+	if err != nil {
+		return workDir{}, fmt.Errorf("probe: workdir: %w", err)
+	}
+	wd := workDir{
+		root:   root,
+		home:   filepath.Join(root, "home"),
+		tmp:    filepath.Join(root, "tmp"),
+		cwd:    filepath.Join(root, "cwd"),
+		result: filepath.Join(root, "result.json"),
+	}
+	for _, d := range []string{wd.home, wd.tmp, wd.cwd} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			os.RemoveAll(root)
+			return workDir{}, fmt.Errorf("probe: workdir: %w", err)
+		}
+	}
+	return wd, nil
+}
+
+func (wd workDir) remove() { os.RemoveAll(wd.root) }
+
+// physicalMemory is MemTotal of /proc/meminfo, in bytes.
+func physicalMemory() (uint64, error) {
+	f, err := os.Open("/proc/meminfo")
+	if err != nil {
+		return 0, fmt.Errorf("meminfo: %w", err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), "MemTotal:"); ok {
+			kb, err := strconv.ParseUint(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("meminfo: %w", err)
+			}
+			return kb << 10, nil
+		}
+	}
+	return 0, errors.New("meminfo: no MemTotal")
+}
+
+func derefMode(m *compat.Mode) string {
+	if m == nil {
+		return ""
+	}
+	return string(*m)
+}
+
+func derefStage(s *compat.Stage) string {
+	if s == nil {
+		return ""
+	}
+	return string(*s)
+}

@@ -1,0 +1,483 @@
+package probe
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
+)
+
+// python3 is the real path of the system's python3 (not a pyenv shim,
+// which needs a HOME the scrubbed environment does not have); "" if none.
+var python3 string
+
+func TestMain(m *testing.M) {
+	if out, err := exec.Command("python3", "-c", "import sys; print(sys.executable)").Output(); err == nil {
+		python3 = strings.TrimSpace(string(out))
+	}
+	os.Exit(m.Run())
+}
+
+func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// standinRunner is a Runner that runs testdata/standin.py with python3.
+func standinRunner(t *testing.T, mod func(*Config)) *Runner {
+	t.Helper()
+	if python3 == "" {
+		t.Skip("no python3 on this host: the runner tests need one to run the stand-in harness")
+	}
+	cfg := Config{
+		Python:        python3,
+		Script:        filepath.Join("testdata", "standin.py"),
+		Timeout:       30 * time.Second,
+		Grace:         300 * time.Millisecond,
+		MemLimitBytes: 256 << 20,
+		TempDir:       t.TempDir(),
+		Logger:        quietLogger(),
+	}
+	if mod != nil {
+		mod(&cfg)
+	}
+	r, err := NewRunner(cfg)
+	if err != nil {
+		t.Fatalf("NewRunner: %v", err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return r
+}
+
+func standinRequest(t *testing.T, behaviour string) Request {
+	return Request{
+		ModelID:     "standin/" + behaviour,
+		Revision:    "0123456789abcdef0123456789abcdef01234567",
+		SnapshotDir: t.TempDir(),
+		Task:        "text-generation",
+		Target:      compat.TargetCPU,
+		Mode:        compat.ModeArch,
+	}
+}
+
+func str[T ~string](p *T) string {
+	if p == nil {
+		return ""
+	}
+	return string(*p)
+}
+
+func TestProbeStandins(t *testing.T) {
+	tests := []struct {
+		behaviour string
+		target    compat.Target
+		status    compat.Status
+		stage     compat.Stage
+		class     compat.FailureClass
+		msg       string // substring of the message
+		check     func(t *testing.T, res compat.Result)
+	}{
+		{behaviour: "pass", status: compat.StatusPass, stage: compat.StageGenerate, check: func(t *testing.T, res compat.Result) {
+			var m struct {
+				Argv  []string
+				Cwd   string
+				Path0 string
+			}
+			if err := json.Unmarshal([]byte(str(res.Message)), &m); err != nil {
+				t.Fatalf("message: %v", err)
+			}
+			argv := strings.Join(m.Argv, " ")
+			for _, want := range []string{"--model-id standin/pass", "--target cpu", "--mode arch", "--task text-generation",
+				"--revision 0123456789abcdef0123456789abcdef01234567", "--seq-len 64", "--no-compile"} {
+				if !strings.Contains(argv, want) {
+					t.Errorf("argv %q lacks %q", argv, want)
+				}
+			}
+			if strings.Contains(argv, "--layers") {
+				t.Errorf("argv %q passes --layers though the request left it zero", argv)
+			}
+			if !strings.HasSuffix(m.Cwd, "/cwd") || !strings.HasSuffix(m.Path0, "testdata") {
+				t.Errorf("cwd %q, sys.path[0] %q: want a fresh cwd and the script's directory first", m.Cwd, m.Path0)
+			}
+			if res.Revision != "0123456789abcdef0123456789abcdef01234567" {
+				t.Errorf("revision %q: the runner's, not the harness's, must win", res.Revision)
+			}
+			if res.TestedAt.IsZero() || res.TestedAt.Location() != time.UTC || res.DurationS <= 0 {
+				t.Errorf("tested_at %v, duration_s %v: want set, UTC", res.TestedAt, res.DurationS)
+			}
+			if want := "scanner probe standin/pass --revision 0123456789abcdef0123456789abcdef01234567 --target cpu --mode arch"; res.Repro != want {
+				t.Errorf("repro %q, want %q", res.Repro, want)
+			}
+			if res.Mode == nil || *res.Mode != compat.ModeArch || res.Task != "text-generation" {
+				t.Errorf("mode %v task %q", res.Mode, res.Task)
+			}
+			if !strings.HasPrefix(res.Runtime.Harness, "sha256:") || res.Runtime.Torch != "0.0-standin" {
+				t.Errorf("runtime %+v: want the harness's versions and the script's digest", res.Runtime)
+			}
+			if res.Metrics.LoadS == nil || res.Metrics.ForwardMS != nil {
+				t.Errorf("metrics %+v: measured ones set, unmeasured ones null", res.Metrics)
+			}
+		}},
+		{behaviour: "segv", status: compat.StatusCrash, stage: compat.StageForward, class: compat.ClassCrash, msg: "SIGSEGV"},
+		{behaviour: "abort", status: compat.StatusCrash, stage: compat.StageCompile, class: compat.ClassCrash, msg: "SIGABRT"},
+		{behaviour: "sigkill", status: compat.StatusCrash, stage: compat.StageLoad, class: compat.ClassCrash, msg: "out-of-memory killer"},
+		{behaviour: "oom", status: compat.StatusOOM, stage: compat.StageLoad, class: compat.ClassOOM, msg: "MemoryError"},
+		{behaviour: "oom-noresult", status: compat.StatusOOM, stage: compat.StageLoad, class: compat.ClassOOM, msg: "data limit was 256 MiB"},
+		{behaviour: "exit0", status: compat.StatusError, stage: compat.StageEnv, class: compat.ClassOther, msg: "harness wrote no result (exit status 0)"},
+		{behaviour: "badstatus", status: compat.StatusError, class: compat.ClassOther, msg: `status "passed"`},
+		{behaviour: "badstage", status: compat.StatusError, class: compat.ClassOther, msg: `stage "warmup"`},
+		{behaviour: "claimtpu", status: compat.StatusError, class: compat.ClassOther, msg: "target tpu on a cpu request", check: func(t *testing.T, res compat.Result) {
+			if res.Target != compat.TargetCPU {
+				t.Errorf("target %q: a cpu request's result is never labelled tpu", res.Target)
+			}
+		}},
+		{behaviour: "wrongmode", status: compat.StatusError, class: compat.ClassOther, msg: "mode full on a arch request"},
+		{behaviour: "huge", status: compat.StatusError, class: compat.ClassOther, msg: "larger than"},
+		{behaviour: "notjson", status: compat.StatusError, class: compat.ClassOther, msg: "invalid result: parse"},
+		{behaviour: "nan", status: compat.StatusFail, stage: compat.StageNumerics, class: compat.ClassNumericsMismatch, check: func(t *testing.T, res compat.Result) {
+			if res.Metrics.MaxAbsDiff != nil || res.Metrics.ForwardMS != nil || res.Metrics.LoadS == nil {
+				t.Errorf("metrics %+v: NaN and Infinity must become null, the rest kept", res.Metrics)
+			}
+		}},
+		{behaviour: "segv-after", status: compat.StatusPass, stage: compat.StageGenerate},
+		{behaviour: "tpu", target: compat.TargetTPU, status: compat.StatusError, stage: compat.StageEnv, class: compat.ClassDeviceUnavail, msg: "no TPU", check: func(t *testing.T, res compat.Result) {
+			if res.Target != compat.TargetTPU || res.Status.HeldAgainstModel() {
+				t.Errorf("target %q status %q", res.Target, res.Status)
+			}
+		}},
+		{behaviour: "logtail", status: compat.StatusFail, stage: compat.StageForward, class: compat.ClassUnsupportedOp, check: func(t *testing.T, res compat.Result) {
+			if !strings.Contains(res.LogTail, "Traceback (harness's own)") || !strings.Contains(res.LogTail, "scanner-visible stderr line") {
+				t.Errorf("log tail %q: want the harness's own and the stderr tail", res.LogTail)
+			}
+			if str(res.Op) != "aten::_fft_r2c" {
+				t.Errorf("op %q", str(res.Op))
+			}
+		}},
+	}
+	r := standinRunner(t, nil)
+	for _, tc := range tests {
+		t.Run(tc.behaviour, func(t *testing.T) {
+			t.Parallel()
+			req := standinRequest(t, tc.behaviour)
+			req.SeqLen, req.NoCompile = 64, true
+			if tc.target != "" {
+				req.Target = tc.target
+			}
+			res := r.Probe(context.Background(), req)
+			if res.Status != tc.status || str(res.Stage) != string(tc.stage) || str(res.FailureClass) != string(tc.class) {
+				t.Errorf("got %s/%s/%s, want %s/%s/%s (message %q, log tail %q)", res.Status, str(res.Stage), str(res.FailureClass),
+					tc.status, tc.stage, tc.class, str(res.Message), tail(res.LogTail))
+			}
+			if !strings.Contains(str(res.Message), tc.msg) {
+				t.Errorf("message %q lacks %q", str(res.Message), tc.msg)
+			}
+			if res.Target != req.Target || res.Revision != req.Revision || res.Repro == "" || res.TestedAt.IsZero() {
+				t.Errorf("runner fields: target %q revision %q repro %q tested_at %v", res.Target, res.Revision, res.Repro, res.TestedAt)
+			}
+			if _, err := json.Marshal(res); err != nil {
+				t.Errorf("marshal: %v", err)
+			}
+			if tc.check != nil {
+				tc.check(t, res)
+			}
+		})
+	}
+}
+
+func tail(s string) string {
+	if len(s) > 300 {
+		return "…" + s[len(s)-300:]
+	}
+	return s
+}
+
+// waitGone waits until pid is gone (or a zombie nobody reaps yet).
+func waitGone(t *testing.T, pid int) {
+	t.Helper()
+	deadline := time.Now().Add(3 * time.Second)
+	for time.Now().Before(deadline) {
+		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+			return
+		}
+		if stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat"); err == nil {
+			if i := bytes.LastIndexByte(stat, ')'); i > 0 && i+2 < len(stat) && stat[i+2] == 'Z' {
+				return
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	syscall.Kill(pid, syscall.SIGKILL)
+	t.Errorf("process %d outlived the probe", pid)
+}
+
+func readPid(t *testing.T, dir string) int {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(dir, "grandchild.pid"))
+	if err != nil {
+		t.Fatalf("grandchild pid: %v", err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil {
+		t.Fatalf("grandchild pid: %v", err)
+	}
+	return pid
+}
+
+func TestProbeTimeoutKillsGroup(t *testing.T) {
+	t.Parallel()
+	r := standinRunner(t, nil)
+	req := standinRequest(t, "hang")
+	req.Timeout = 1500 * time.Millisecond
+	start := time.Now()
+	res := r.Probe(context.Background(), req)
+	took := time.Since(start)
+	if res.Status != compat.StatusTimeout || str(res.FailureClass) != "timeout" || str(res.Stage) != "load" {
+		t.Errorf("got %s/%s/%s (%q), want timeout/load/timeout", res.Status, str(res.Stage), str(res.FailureClass), str(res.Message))
+	}
+	if !strings.Contains(str(res.Message), "1.5s limit during stage load") {
+		t.Errorf("message %q", str(res.Message))
+	}
+	if took > 5*time.Second {
+		t.Errorf("probe took %s for a 1.5s limit and a 300ms grace", took)
+	}
+	if !strings.Contains(res.LogTail, "stage=load") {
+		t.Errorf("log tail %q lacks the harness's stderr", res.LogTail)
+	}
+	waitGone(t, readPid(t, req.SnapshotDir))
+}
+
+func TestProbeCancelIsNotHeldAgainstModel(t *testing.T) {
+	t.Parallel()
+	r := standinRunner(t, nil)
+	req := standinRequest(t, "hang")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		// Cancel once the harness is well under way.
+		for range 500 {
+			if _, err := os.Stat(filepath.Join(req.SnapshotDir, "grandchild.pid")); err == nil {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		cancel()
+	}()
+	res := r.Probe(ctx, req)
+	if res.Status != compat.StatusError || str(res.Message) != InterruptedMessage || res.Status.HeldAgainstModel() {
+		t.Errorf("got %s %q, want error %q", res.Status, str(res.Message), InterruptedMessage)
+	}
+	if res.Signature != nil || res.FailureClass != nil {
+		t.Errorf("signature %q class %q: an interruption is no failure", str(res.Signature), str(res.FailureClass))
+	}
+	waitGone(t, readPid(t, req.SnapshotDir))
+}
+
+// TestProbeGarbage runs alone (no t.Parallel) so that the allocation
+// count is the probe's.
+func TestProbeGarbage(t *testing.T) {
+	r := standinRunner(t, nil)
+	req := standinRequest(t, "garbage")
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	res := r.Probe(context.Background(), req)
+	runtime.ReadMemStats(&after)
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 4<<20 {
+		t.Errorf("the probe allocated %d bytes for 16 MiB of output: not bounded", alloc)
+	}
+	if res.Status != compat.StatusError || str(res.FailureClass) != "other" {
+		t.Errorf("got %s/%s, want error/other", res.Status, str(res.FailureClass))
+	}
+	msg := str(res.Message)
+	if !strings.HasPrefix(msg, "harness wrote no result (exit status 1); last stderr: last words of the garbage harness") ||
+		!strings.Contains(msg, "8 MiB to stdout") {
+		t.Errorf("message %q", msg)
+	}
+	if len(res.LogTail) > LogTailMax || len(res.LogTail) < LogTailMax/2 {
+		t.Errorf("log tail is %d bytes, want about %d", len(res.LogTail), LogTailMax)
+	}
+	if _, err := json.Marshal(res); err != nil {
+		t.Errorf("marshal: %v", err)
+	}
+}
+
+func TestProbeEnvironmentAndLimits(t *testing.T) {
+	t.Setenv("HF_TOKEN", "hf_leak")
+	t.Setenv("HUGGING_FACE_HUB_TOKEN", "hf_leak")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "leak")
+	t.Setenv("TPU_API_KEY", "leak")
+	t.Setenv("SOME_UNRELATED_VAR", "leak")
+	t.Setenv("PYTHONPATH", "/leak")
+	t.Setenv("TPU_NAME", "local-tpu")
+	t.Setenv("PJRT_DEVICE", "TPU")
+	t.Setenv("XLA_FLAGS", "--xla_dump_to=/tmp/x")
+	t.Setenv("CUDA_VISIBLE_DEVICES", "0")
+	r := standinRunner(t, func(c *Config) {
+		c.MaxOpenFiles = 256
+		c.ExtraEnv = []string{"OMP_NUM_THREADS=3", "MY_SECRET=leak", "HOME=/leak", "LIBTPU_INIT_ARGS=--x"}
+	})
+	res := r.Probe(context.Background(), standinRequest(t, "env"))
+	if res.Status != compat.StatusPass {
+		t.Fatalf("status %s: %s %s", res.Status, str(res.Message), res.LogTail)
+	}
+	var got struct {
+		Env    map[string]string
+		Rlimit map[string][2]uint64
+	}
+	if err := json.Unmarshal([]byte(str(res.Message)), &got); err != nil {
+		t.Fatalf("message: %v", err)
+	}
+	for k, v := range got.Env {
+		if strings.Contains(v, "leak") || isSecretName(k) {
+			t.Errorf("%s=%s reached the harness", k, v)
+		}
+	}
+	want := map[string]string{
+		"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_HUB_DISABLE_TELEMETRY": "1",
+		"TOKENIZERS_PARALLELISM": "false", "PYTHONUNBUFFERED": "1", "PYTHONDONTWRITEBYTECODE": "1",
+		"OMP_NUM_THREADS": "3", "TPU_NAME": "local-tpu", "PJRT_DEVICE": "TPU", "XLA_FLAGS": "--xla_dump_to=/tmp/x",
+		"CUDA_VISIBLE_DEVICES": "0", "LIBTPU_INIT_ARGS": "--x", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8",
+	}
+	for k, v := range want {
+		if got.Env[k] != v {
+			t.Errorf("%s=%q, want %q", k, got.Env[k], v)
+		}
+	}
+	for _, k := range []string{"HOME", "TMPDIR"} {
+		if !strings.Contains(got.Env[k], "torchtpu-probe-") {
+			t.Errorf("%s=%q, want the probe's private directory", k, got.Env[k])
+		}
+	}
+	if got.Env["PATH"] == "" {
+		t.Error("PATH not passed")
+	}
+	if d := got.Rlimit["DATA"]; d[0] != 256<<20 || d[1] != 256<<20 {
+		t.Errorf("RLIMIT_DATA %v, want 256 MiB soft and hard", d)
+	}
+	if n := got.Rlimit["NOFILE"]; n[0] != 256 || n[1] != 256 {
+		t.Errorf("RLIMIT_NOFILE %v, want 256", n)
+	}
+	if c := got.Rlimit["CORE"]; c[0] != 0 || c[1] != 0 {
+		t.Errorf("RLIMIT_CORE %v, want 0", c)
+	}
+}
+
+func TestEnvStandin(t *testing.T) {
+	t.Parallel()
+	r := standinRunner(t, nil)
+	ctx := context.Background()
+	target, rt, err := r.Env(ctx, compat.TargetAuto)
+	if err != nil || target != compat.TargetCPU || rt.Torch != "0.0-standin" || rt.Harness != r.HarnessDigest() {
+		t.Fatalf("Env(auto) = %q, %+v, %v", target, rt, err)
+	}
+	target, rt, err = r.Env(ctx, compat.TargetTPU)
+	if !errors.Is(err, ErrDeviceUnavailable) || target != compat.TargetTPU || rt.Device != "" || rt.Torch == "" ||
+		!strings.Contains(err.Error(), "not usable on this host") {
+		t.Errorf("Env(tpu) on a cpu host = %q, %+v, %v; want ErrDeviceUnavailable and the versions", target, rt, err)
+	}
+	// An auto probe labels results it makes up itself with the detected target.
+	req := standinRequest(t, "segv")
+	req.Target = compat.TargetAuto
+	req.Mode = compat.ModeAuto
+	res := r.Probe(ctx, req)
+	if res.Target != compat.TargetCPU || res.Status != compat.StatusCrash || res.Runtime.Torch != "0.0-standin" {
+		t.Errorf("auto crash: target %q status %q runtime %+v", res.Target, res.Status, res.Runtime)
+	}
+	if !strings.HasSuffix(res.Repro, "--target cpu --mode auto") {
+		t.Errorf("repro %q", res.Repro)
+	}
+}
+
+func TestProbeAutoResolvesWithoutCachedEnv(t *testing.T) {
+	t.Parallel()
+	r := standinRunner(t, nil)
+	req := standinRequest(t, "pass")
+	req.Target = compat.TargetAuto
+	req.Mode = compat.ModeAuto
+	res := r.Probe(context.Background(), req)
+	if res.Status != compat.StatusPass || res.Target != compat.TargetCPU {
+		t.Errorf("auto pass: %s on %q (%s)", res.Status, res.Target, str(res.Message))
+	}
+	if res.Mode == nil || *res.Mode != compat.ModeArch {
+		t.Errorf("mode %v: want the harness's resolved mode", res.Mode)
+	}
+}
+
+func TestProbeScannerErrors(t *testing.T) {
+	t.Parallel()
+	r := standinRunner(t, nil)
+	for name, mod := range map[string]func(*Request){
+		"no snapshot": func(q *Request) { q.SnapshotDir = filepath.Join(q.SnapshotDir, "missing") },
+		"bad target":  func(q *Request) { q.Target = "gpu" },
+		"bad mode":    func(q *Request) { q.Mode = "half" },
+		"no model id": func(q *Request) { q.ModelID = "" },
+	} {
+		t.Run(name, func(t *testing.T) {
+			req := standinRequest(t, "pass")
+			mod(&req)
+			res := r.Probe(context.Background(), req)
+			if res.Status != compat.StatusError || res.Status.HeldAgainstModel() || res.Message == nil {
+				t.Errorf("got %s %q, want error", res.Status, str(res.Message))
+			}
+		})
+	}
+	t.Run("interpreter vanished", func(t *testing.T) {
+		dir := t.TempDir()
+		py := filepath.Join(dir, "python")
+		if err := os.Symlink(python3, py); err != nil {
+			t.Fatal(err)
+		}
+		r2 := standinRunner(t, func(c *Config) { c.Python = py })
+		os.Remove(py)
+		res := r2.Probe(context.Background(), standinRequest(t, "pass"))
+		if res.Status != compat.StatusError || !strings.Contains(str(res.Message), "cannot start") {
+			t.Errorf("got %s %q", res.Status, str(res.Message))
+		}
+	})
+}
+
+func TestNewRunner(t *testing.T) {
+	if _, err := NewRunner(Config{}); err == nil {
+		t.Error("no python: want an error")
+	}
+	if _, err := NewRunner(Config{Python: "/nonexistent/python"}); err == nil {
+		t.Error("missing python: want an error")
+	}
+	if python3 == "" {
+		t.Skip("no python3")
+	}
+	if _, err := NewRunner(Config{Python: python3, Script: "testdata/missing.py"}); err == nil {
+		t.Error("missing script: want an error")
+	}
+	tmp := t.TempDir()
+	r, err := NewRunner(Config{Python: python3, TempDir: tmp, Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(r.harnessDir)
+	if err != nil || fi.Mode().Perm() != 0o700 {
+		t.Errorf("harness dir %v %v: want 0700", fi, err)
+	}
+	if _, err := os.Stat(r.script); err != nil {
+		t.Errorf("entry script: %v", err)
+	}
+	if r.memLimit == 0 || r.nofile != DefaultMaxOpenFiles || r.cfg.Timeout != DefaultTimeout {
+		t.Errorf("defaults: mem %d nofile %d timeout %s", r.memLimit, r.nofile, r.cfg.Timeout)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(r.harnessDir); !os.IsNotExist(err) {
+		t.Errorf("Close left %s", r.harnessDir)
+	}
+}

@@ -1,0 +1,384 @@
+package probe
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"syscall"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
+)
+
+// MaxResultBytes caps the result file the harness writes.
+const MaxResultBytes = 1 << 20
+
+// wireResult is a Result as the harness writes it. tested_at is the
+// runner's to fill, so whatever the harness put there ("", a local time)
+// is ignored rather than failing the parse.
+type wireResult struct {
+	compat.Result
+	TestedAt json.RawMessage `json:"tested_at"`
+}
+
+// readResult reads and parses the harness's result file. A missing file
+// gives an error wrapping os.ErrNotExist.
+func readResult(path string) (compat.Result, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return compat.Result{}, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxResultBytes+1))
+	if err != nil {
+		return compat.Result{}, fmt.Errorf("read: %w", err)
+	}
+	if len(data) > MaxResultBytes {
+		return compat.Result{}, fmt.Errorf("result file is larger than %d bytes", MaxResultBytes)
+	}
+	var w wireResult
+	if err := json.Unmarshal(nanToNull(data), &w); err != nil {
+		return compat.Result{}, fmt.Errorf("parse: %w", err)
+	}
+	res := w.Result
+	res.TestedAt = time.Time{}
+	res.ScanID = nil
+	return res, nil
+}
+
+// nanToNull replaces the bare NaN, Infinity and -Infinity tokens that
+// Python's json module writes by default with null, so one unmeasurable
+// metric does not void a whole result. Strings are left alone.
+func nanToNull(data []byte) []byte {
+	if !bytes.Contains(data, []byte("NaN")) && !bytes.Contains(data, []byte("Infinity")) {
+		return data
+	}
+	out := make([]byte, 0, len(data))
+	inStr, esc := false, false
+	for i := 0; i < len(data); i++ {
+		c := data[i]
+		if inStr {
+			out = append(out, c)
+			switch {
+			case esc:
+				esc = false
+			case c == '\\':
+				esc = true
+			case c == '"':
+				inStr = false
+			}
+			continue
+		}
+		switch {
+		case c == '"':
+			inStr = true
+		case bytes.HasPrefix(data[i:], []byte("NaN")):
+			out = append(out, "null"...)
+			i += len("NaN") - 1
+			continue
+		case bytes.HasPrefix(data[i:], []byte("-Infinity")):
+			out = append(out, "null"...)
+			i += len("-Infinity") - 1
+			continue
+		case bytes.HasPrefix(data[i:], []byte("Infinity")):
+			out = append(out, "null"...)
+			i += len("Infinity") - 1
+			continue
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// probeRun is the state of one Probe call that its results are built from.
+type probeRun struct {
+	r      *Runner
+	req    Request
+	start  time.Time
+	wall   time.Duration
+	target compat.Target // the real target (auto resolved)
+}
+
+// check validates a harness result against the contract and the request.
+func (p *probeRun) check(res *compat.Result) error {
+	if !res.Status.Valid() || res.Status == compat.StatusUntested {
+		return fmt.Errorf("status %q is not a result status", res.Status)
+	}
+	if res.Stage != nil && !res.Stage.Valid() {
+		return fmt.Errorf("stage %q is not a contract stage", *res.Stage)
+	}
+	if res.FailureClass != nil && !res.FailureClass.Valid() {
+		return fmt.Errorf("failure_class %q is not a contract failure class", *res.FailureClass)
+	}
+	if res.Reason != nil && !res.Reason.Valid() {
+		return fmt.Errorf("reason %q is not a contract reason", *res.Reason)
+	}
+	if res.Status == compat.StatusSkipped && res.Reason == nil {
+		return errors.New("status skipped without a reason")
+	}
+	for _, s := range res.Stages {
+		if !s.Stage.Valid() {
+			return fmt.Errorf("stages: %q is not a contract stage", s.Stage)
+		}
+	}
+	if res.Target == compat.TargetAuto {
+		res.Target = "" // unresolved (it failed before resolving): the runner's resolution stands
+	}
+	switch t := res.Target; {
+	case t == "":
+	case t != compat.TargetTPU && t != compat.TargetCPU && t != compat.TargetCUDA:
+		return fmt.Errorf("target %q is not a concrete target", t)
+	case p.req.Target == compat.TargetAuto && t == compat.TargetCUDA:
+		return errors.New("target cuda on an auto request (auto is tpu or cpu)")
+	case p.req.Target != compat.TargetAuto && t != p.req.Target:
+		return fmt.Errorf("target %s on a %s request", t, p.req.Target)
+	}
+	if res.Mode != nil {
+		switch m := *res.Mode; {
+		case m == compat.ModeAuto:
+			res.Mode = nil // unresolved; filled below from the request if it can be
+		case m != compat.ModeFull && m != compat.ModeArch:
+			return fmt.Errorf("mode %q is not full or arch", m)
+		case p.req.Mode != compat.ModeAuto && m != p.req.Mode:
+			return fmt.Errorf("mode %s on a %s request", m, p.req.Mode)
+		}
+	}
+	return nil
+}
+
+// complete fills in what the runner knows better than the harness.
+func (p *probeRun) complete(res compat.Result, out procOutcome) compat.Result {
+	if res.Target == "" {
+		res.Target = p.target
+	}
+	if res.Mode == nil && p.req.Mode != compat.ModeAuto {
+		res.Mode = compat.Ptr(p.req.Mode)
+	}
+	if res.Status == compat.StatusFail && res.FailureClass == nil {
+		res.FailureClass = compat.Ptr(compat.ClassOther)
+	}
+	if res.Runtime.Harness == "" {
+		res.Runtime.Harness = p.r.digest
+	}
+	if res.Status != compat.StatusPass {
+		res.LogTail = mergeLogTail(res.LogTail, out.stderrTail)
+	} else {
+		res.LogTail = cleanTail([]byte(res.LogTail), LogTailMax)
+	}
+	return p.finish(res)
+}
+
+// finish sets the fields every result gets from the runner.
+func (p *probeRun) finish(res compat.Result) compat.Result {
+	if res.Target == "" || res.Target == compat.TargetAuto {
+		res.Target = p.target
+	}
+	res.Revision = p.req.Revision
+	res.TestedAt = p.start.UTC()
+	res.DurationS = time.Since(p.start).Seconds()
+	if res.Task == "" {
+		res.Task = p.req.Task
+	}
+	mode := p.req.Mode
+	if res.Mode != nil {
+		mode = *res.Mode
+	}
+	res.Repro = compat.Repro(p.req.ModelID, p.req.Revision, res.Target, mode)
+	return res
+}
+
+// base is a result made by the runner itself, with the runtime of the
+// last Env run where it applies.
+func (p *probeRun) base(status compat.Status, stage compat.Stage, class compat.FailureClass, msg string, tail []byte) compat.Result {
+	res := compat.Result{Target: p.target, Status: status}
+	if stage != "" {
+		res.Stage = compat.Ptr(stage)
+	}
+	if class != "" {
+		res.FailureClass = compat.Ptr(class)
+	}
+	if msg != "" {
+		res.Message = compat.Ptr(msg)
+	}
+	if p.req.Mode == compat.ModeFull || p.req.Mode == compat.ModeArch {
+		res.Mode = compat.Ptr(p.req.Mode)
+	}
+	if rt, ok := p.r.cachedRuntime(p.target); ok {
+		res.Runtime = rt
+	}
+	if res.Runtime.Harness == "" {
+		res.Runtime.Harness = p.r.digest
+	}
+	res.LogTail = cleanTail(tail, LogTailMax)
+	return p.finish(res)
+}
+
+// scannerError is status error: the scanner's problem, not the model's.
+func (p *probeRun) scannerError(stage compat.Stage, msg string, tail []byte) compat.Result {
+	return p.base(compat.StatusError, stage, compat.ClassOther, msg, tail)
+}
+
+// interrupted is the result of a probe stopped by the scanner's shutdown.
+func (p *probeRun) interrupted(stage compat.Stage, tail []byte) compat.Result {
+	return p.base(compat.StatusError, stage, "", InterruptedMessage, tail)
+}
+
+// timeout is the result of a probe that ran past its limit.
+func (p *probeRun) timeout(limit time.Duration, out procOutcome) compat.Result {
+	msg := fmt.Sprintf("probe ran past its %s limit", limit)
+	if out.lastStage != "" {
+		msg += " during stage " + string(out.lastStage)
+	}
+	msg += " and was killed"
+	res := p.base(compat.StatusTimeout, out.lastStage, compat.ClassTimeout, msg, out.stderrTail)
+	res.Signature = compat.Ptr(signature("timeout", string(out.lastStage)))
+	return res
+}
+
+// noResult classifies a harness that exited without writing a result.
+func (p *probeRun) noResult(out procOutcome) compat.Result {
+	st := out.state
+	if code := st.ExitCode(); code == preambleExit {
+		return p.scannerError(compat.StageEnv,
+			"probe: could not apply resource limits to the harness; last stderr: "+lastLine(out.stderrTail),
+			out.stderrTail)
+	}
+	sig, signalled := signalOf(st)
+	if marker := oomMarker(out.stderrTail); marker != "" {
+		how := fmt.Sprintf("exit status %d", st.ExitCode())
+		if signalled {
+			how = "killed by " + signalName(sig)
+		}
+		msg := fmt.Sprintf("harness ran out of memory (%s: %q) and wrote no result", how, marker)
+		if p.r.memLimit > 0 {
+			msg += fmt.Sprintf("; its data limit was %s", formatBytes(p.r.memLimit))
+		}
+		res := p.base(compat.StatusOOM, out.lastStage, compat.ClassOOM, msg, out.stderrTail)
+		res.Signature = compat.Ptr(signature("oom", string(out.lastStage)))
+		return res
+	}
+	if signalled {
+		name := signalName(sig)
+		msg := "harness died of " + name
+		if out.lastStage != "" {
+			msg += " during stage " + string(out.lastStage)
+		}
+		if sig == syscall.SIGKILL {
+			msg += " (not sent by the scanner: most likely the kernel's out-of-memory killer"
+			if out.rusage != nil {
+				msg += ", peak RSS " + formatBytes(uint64(out.rusage.Maxrss)*1024)
+			}
+			msg += ")"
+		}
+		if l := lastLine(out.stderrTail); l != "" {
+			msg += "; last stderr: " + l
+		}
+		res := p.base(compat.StatusCrash, out.lastStage, compat.ClassCrash, msg, out.stderrTail)
+		res.Signature = compat.Ptr("crash:" + name)
+		return res
+	}
+	msg := fmt.Sprintf("harness wrote no result (exit status %d)", st.ExitCode())
+	if l := lastLine(out.stderrTail); l != "" {
+		msg += "; last stderr: " + l
+	}
+	if out.stdoutBytes > 1<<20 {
+		msg += fmt.Sprintf("; it printed %s to stdout", formatBytes(uint64(out.stdoutBytes)))
+	}
+	return p.scannerError(out.lastStage, msg, out.stderrTail)
+}
+
+// signature joins a kind and a stage: "timeout:load", or "timeout".
+func signature(kind, stage string) string {
+	if stage == "" {
+		return kind
+	}
+	return kind + ":" + stage
+}
+
+// oomMarkers are what an allocation failure leaves on stderr: Python's
+// MemoryError, torch's and C++'s allocators, XLA's and CUDA's.
+var oomMarkers = []string{
+	"MemoryError", "std::bad_alloc", "Cannot allocate memory", "can't allocate memory",
+	"OutOfMemoryError", "RESOURCE_EXHAUSTED", "CUDA out of memory", "out of memory",
+}
+
+// oomMarker returns the allocation-failure marker in the end of the stderr
+// tail (its last 8 KiB: an old warning further up does not count), or "".
+func oomMarker(tail []byte) string {
+	end := tail[max(0, len(tail)-8<<10):]
+	for _, m := range oomMarkers {
+		if bytes.Contains(end, []byte(m)) {
+			return m
+		}
+	}
+	return ""
+}
+
+// lastLine is the last non-blank line of a stderr tail, at most 300 bytes
+// (its end), as valid UTF-8.
+func lastLine(tail []byte) string {
+	s := bytes.TrimRight(tail, " \t\r\n")
+	if i := bytes.LastIndexByte(s, '\n'); i >= 0 {
+		s = s[i+1:]
+	}
+	return strings.TrimSpace(cleanTail(s, 300))
+}
+
+// cleanTail returns the last max bytes of b as valid UTF-8: a rune cut at
+// the start is dropped, invalid bytes become U+FFFD, and the result is
+// trimmed again if that made it longer.
+func cleanTail(b []byte, max int) string {
+	for {
+		if len(b) > max {
+			b = b[len(b)-max:]
+		}
+		for i := 0; i < utf8.UTFMax && len(b) > 0 && !utf8.RuneStart(b[0]); i++ {
+			b = b[1:]
+		}
+		if utf8.Valid(b) {
+			return string(b)
+		}
+		s := strings.ToValidUTF8(string(b), "\uFFFD")
+		if len(s) <= max {
+			return s
+		}
+		b = []byte(s)
+	}
+}
+
+// mergeLogTail combines the harness's own log tail with the runner's tail
+// of its stderr, in at most LogTailMax bytes. When one holds the other,
+// only the larger is kept; else the harness's (up to half) comes first.
+func mergeLogTail(harness string, stderr []byte) string {
+	h := strings.TrimSpace(harness)
+	s := cleanTail(stderr, LogTailMax)
+	switch {
+	case h == "":
+		return s
+	case strings.TrimSpace(s) == "" || strings.Contains(h, strings.TrimSpace(s)):
+		return cleanTail([]byte(harness), LogTailMax)
+	case strings.Contains(s, h):
+		return s
+	}
+	const sep = "\n--- harness stderr (scanner) ---\n"
+	hp := cleanTail([]byte(harness), LogTailMax/2)
+	return hp + sep + cleanTail([]byte(s), LogTailMax-len(hp)-len(sep))
+}
+
+// formatBytes is a short human size: "512 MiB", "1.5 GiB".
+func formatBytes(n uint64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<10:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d B", n)
+}
