@@ -1,0 +1,238 @@
+package probe
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
+)
+
+// Candidate is what the scanner knows about a model before probing it:
+// its Hub listing, its config.json and its weight files.
+type Candidate struct {
+	ID, Revision string
+	Task         string   // Hub pipeline_tag, "" when the Hub has none
+	Library      string   // Hub library_name, "" when the Hub has none
+	Tags         []string // Hub tags ("custom_code", "safetensors", ...)
+	Gated        bool     // the repository is gated
+	HasToken     bool     // the scanner has a token (assumed to have access)
+	Disabled     bool     // an operator turned this model off
+	// Config is the parsed config.json, nil when the repository has none.
+	Config map[string]any
+	// ConfigErr is set when config.json exists but cannot be read or is not
+	// a JSON object. An error wrapping fs.ErrNotExist counts as "no
+	// config.json", not as the model's fault.
+	ConfigErr   error
+	WeightFiles []string // weight file names in the snapshot (or the listing)
+	WeightBytes int64    // their total size, 0 if unknown
+	Mode        compat.Mode
+	// MemoryBudgetBytes is the target's memory budget, 0 if unknown.
+	MemoryBudgetBytes int64
+	// Target, when set, is recorded in a declined Result (with Repro);
+	// else the caller fills both.
+	Target compat.Target
+}
+
+// supportedTasks are the Hub pipeline tags the harness can smoke-test.
+// Keep in step with the harness's own table.
+var supportedTasks = map[string]bool{
+	"text-generation":              true,
+	"feature-extraction":           true,
+	"fill-mask":                    true,
+	"sentence-similarity":          true,
+	"text-classification":          true,
+	"token-classification":         true,
+	"text2text-generation":         true,
+	"translation":                  true,
+	"summarization":                true,
+	"image-classification":         true,
+	"image-feature-extraction":     true,
+	"automatic-speech-recognition": true,
+}
+
+// SupportedTasks lists the supported pipeline tags, sorted.
+func SupportedTasks() []string {
+	out := make([]string, 0, len(supportedTasks))
+	for t := range supportedTasks {
+		out = append(out, t)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// archSuffixes are the transformers class-name endings the harness knows a
+// task for, used when a model has no pipeline tag.
+var archSuffixes = []string{
+	"ForCausalLM", "LMHeadModel", "ForMaskedLM", "ForPreTraining",
+	"ForSequenceClassification", "ForTokenClassification",
+	"ForConditionalGeneration", "ForSpeechSeq2Seq", "ForCTC",
+	"ForImageClassification", "Model",
+}
+
+// SupportedTask reports whether the harness can test a model with this
+// Hub pipeline tag. A model without a tag ("") is decided by its
+// config.json architectures: a bare backbone (BertModel) or one of the
+// heads in archSuffixes is supported. A tag outside the supported set is
+// not, whatever the architecture (an image-text-to-text model's
+// …ForConditionalGeneration is not a seq2seq text model).
+func SupportedTask(pipelineTag string, architectures []string) bool {
+	if pipelineTag != "" {
+		return supportedTasks[pipelineTag]
+	}
+	for _, a := range architectures {
+		for _, suf := range archSuffixes {
+			// "Model" alone is not an architecture; "BertModel" is.
+			if strings.HasSuffix(a, suf) && len(a) > len(suf) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// transformersLibraries are the Hub library names whose models load with
+// transformers' Auto classes. sentence-transformers repositories carry a
+// plain transformers backbone (config.json with model_type), which is what
+// the feature-extraction and sentence-similarity tasks test.
+var transformersLibraries = map[string]bool{"transformers": true, "sentence-transformers": true}
+
+// Preflight decides whether a model is worth probing. It returns nil to go
+// ahead, or the Result that stands instead: status skipped with a reason,
+// or status fail (stage config, failure_class config_error) when the
+// model's config.json is broken. Rules, in order:
+//
+//  1. disabled by an operator → disabled
+//  2. gated and no token → gated
+//  3. tag custom_code → remote_code
+//  4. library: transformers, or sentence-transformers with a config.json
+//     that has model_type; a model without library_name counts as
+//     transformers when its config.json has a model_type → else
+//     unsupported_library
+//  5. config.json present but not a JSON object → fail/config_error
+//  6. config.json with auto_map → remote_code
+//  7. SupportedTask(tag, architectures) false → unsupported_task
+//  8. mode full and no .safetensors file → no_safetensors
+//  9. mode full and the weights alone exceed the memory budget → too_large
+//     (mode auto falls back to arch instead, so it is not declined)
+func Preflight(c Candidate) *compat.Result {
+	configBroken := c.ConfigErr != nil && !errors.Is(c.ConfigErr, fs.ErrNotExist)
+	config := c.Config
+	if configBroken {
+		config = nil
+	}
+	modelType, _ := config["model_type"].(string)
+
+	switch {
+	case c.Disabled:
+		return skipped(c, compat.ReasonDisabled, "disabled by the scanner's operator")
+	case c.Gated && !c.HasToken:
+		return skipped(c, compat.ReasonGated, "gated on the Hub and the scanner has no token to accept its terms with")
+	case slices.Contains(c.Tags, "custom_code"):
+		return skipped(c, compat.ReasonRemoteCode, "needs trust_remote_code (tagged custom_code); the scanner runs no code from model repositories")
+	}
+
+	switch lib := c.Library; {
+	case lib == "transformers":
+	case lib == "sentence-transformers" && (modelType != "" || configBroken):
+	case lib == "" && (modelType != "" || configBroken):
+	case lib == "":
+		return skipped(c, compat.ReasonUnsupportedLibrary, "no library_name on the Hub and no config.json with a model_type: not a transformers model")
+	default:
+		return skipped(c, compat.ReasonUnsupportedLibrary, fmt.Sprintf("library %q is not transformers; the harness only loads transformers models", lib))
+	}
+
+	if configBroken {
+		res := declined(c, compat.StatusFail)
+		res.Stage = compat.Ptr(compat.StageConfig)
+		res.FailureClass = compat.Ptr(compat.ClassConfigError)
+		res.Message = compat.Ptr("config.json is not a valid JSON object: " + c.ConfigErr.Error())
+		res.Signature = compat.Ptr("config_error:config.json")
+		return res
+	}
+	if _, ok := config["auto_map"]; ok {
+		return skipped(c, compat.ReasonRemoteCode, "config.json has auto_map: its classes are custom code that needs trust_remote_code; the scanner runs no code from model repositories")
+	}
+	if archs := architectures(config); !SupportedTask(c.Task, archs) {
+		if c.Task != "" {
+			return skipped(c, compat.ReasonUnsupportedTask, fmt.Sprintf("pipeline tag %q is not one the harness tests (supported: %s)", c.Task, strings.Join(SupportedTasks(), ", ")))
+		}
+		return skipped(c, compat.ReasonUnsupportedTask, fmt.Sprintf("no pipeline tag, and no architecture the harness knows a task for (architectures: %s)", listOrNone(archs)))
+	}
+	if c.Mode == compat.ModeFull {
+		if !slices.ContainsFunc(c.WeightFiles, func(f string) bool { return strings.HasSuffix(f, ".safetensors") }) {
+			return skipped(c, compat.ReasonNoSafetensors, fmt.Sprintf("--mode full asked, but the weights are not in safetensors (files: %s); the scanner does not unpickle checkpoints", listOrNone(c.WeightFiles)))
+		}
+		if c.MemoryBudgetBytes > 0 && c.WeightBytes > c.MemoryBudgetBytes {
+			return skipped(c, compat.ReasonTooLarge, fmt.Sprintf("--mode full asked, but the weights alone (%s) exceed the target's memory budget (%s); --mode arch or auto tests the architecture instead",
+				formatBytes(uint64(c.WeightBytes)), formatBytes(uint64(c.MemoryBudgetBytes))))
+		}
+	}
+	return nil
+}
+
+// ParseConfig parses a config.json the way Preflight expects it: a JSON
+// object, else an error for Candidate.ConfigErr.
+func ParseConfig(data []byte) (map[string]any, error) {
+	var cfg map[string]any
+	if err := json.Unmarshal(data, &cfg); err != nil {
+		return nil, fmt.Errorf("config.json: %w", err)
+	}
+	if cfg == nil {
+		return nil, errors.New("config.json: null, not an object")
+	}
+	return cfg, nil
+}
+
+// architectures reads config.json's "architectures" list.
+func architectures(config map[string]any) []string {
+	raw, _ := config["architectures"].([]any)
+	var out []string
+	for _, a := range raw {
+		if s, ok := a.(string); ok {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func listOrNone(l []string) string {
+	if len(l) == 0 {
+		return "none"
+	}
+	return strings.Join(l, ", ")
+}
+
+// skipped is a preflight result with status skipped.
+func skipped(c Candidate, reason compat.Reason, msg string) *compat.Result {
+	res := declined(c, compat.StatusSkipped)
+	res.Reason = compat.Ptr(reason)
+	res.Message = compat.Ptr(msg)
+	return res
+}
+
+// declined is the common part of a preflight result.
+func declined(c Candidate, status compat.Status) *compat.Result {
+	res := &compat.Result{
+		Status:   status,
+		Revision: c.Revision,
+		TestedAt: time.Now().UTC(),
+		Task:     c.Task,
+	}
+	if c.Mode == compat.ModeFull || c.Mode == compat.ModeArch {
+		res.Mode = compat.Ptr(c.Mode)
+	}
+	if c.Target != "" && c.Target != compat.TargetAuto {
+		res.Target = c.Target
+		mode := c.Mode
+		if mode == "" {
+			mode = compat.ModeAuto
+		}
+		res.Repro = compat.Repro(c.ID, c.Revision, c.Target, mode)
+	}
+	return res
+}

@@ -1,0 +1,211 @@
+package probe
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
+)
+
+func TestPreflight(t *testing.T) {
+	llama := func() map[string]any {
+		return map[string]any{"model_type": "llama", "architectures": []any{"LlamaForCausalLM"}}
+	}
+	ok := Candidate{
+		ID: "org/model", Revision: "abc", Task: "text-generation", Library: "transformers",
+		Tags: []string{"transformers", "safetensors"}, Config: llama(),
+		WeightFiles: []string{"model.safetensors"}, WeightBytes: 1 << 30, Mode: compat.ModeAuto,
+		MemoryBudgetBytes: 16 << 30,
+	}
+	tests := []struct {
+		name   string
+		mod    func(c *Candidate)
+		status compat.Status // "" = go ahead
+		reason compat.Reason
+		msg    string
+	}{
+		{"go ahead", func(c *Candidate) {}, "", "", ""},
+		{"disabled", func(c *Candidate) { c.Disabled = true }, compat.StatusSkipped, compat.ReasonDisabled, "operator"},
+		{"disabled beats gated", func(c *Candidate) { c.Disabled, c.Gated = true, true }, compat.StatusSkipped, compat.ReasonDisabled, ""},
+		{"gated without token", func(c *Candidate) { c.Gated = true }, compat.StatusSkipped, compat.ReasonGated, "no token"},
+		{"gated with token", func(c *Candidate) { c.Gated, c.HasToken = true, true }, "", "", ""},
+		{"custom_code tag", func(c *Candidate) { c.Tags = append(c.Tags, "custom_code") }, compat.StatusSkipped, compat.ReasonRemoteCode, "trust_remote_code"},
+		{"auto_map", func(c *Candidate) { c.Config["auto_map"] = map[string]any{"AutoModel": "modeling.M"} }, compat.StatusSkipped, compat.ReasonRemoteCode, "auto_map"},
+		{"library timm", func(c *Candidate) { c.Library, c.Config = "timm", nil }, compat.StatusSkipped, compat.ReasonUnsupportedLibrary, `"timm"`},
+		{"library diffusers with config", func(c *Candidate) { c.Library = "diffusers" }, compat.StatusSkipped, compat.ReasonUnsupportedLibrary, "diffusers"},
+		{"sentence-transformers backbone", func(c *Candidate) {
+			c.Library, c.Task = "sentence-transformers", "sentence-similarity"
+			c.Config = map[string]any{"model_type": "bert", "architectures": []any{"BertModel"}}
+		}, "", "", ""},
+		{"sentence-transformers without config", func(c *Candidate) { c.Library, c.Config = "sentence-transformers", nil }, compat.StatusSkipped, compat.ReasonUnsupportedLibrary, ""},
+		{"no library, config with model_type", func(c *Candidate) { c.Library = "" }, "", "", ""},
+		{"no library, no config", func(c *Candidate) { c.Library, c.Config = "", nil }, compat.StatusSkipped, compat.ReasonUnsupportedLibrary, "no library_name"},
+		{"no library, config without model_type", func(c *Candidate) { c.Library, c.Config = "", map[string]any{"foo": 1.0} }, compat.StatusSkipped, compat.ReasonUnsupportedLibrary, ""},
+		{"config not JSON", func(c *Candidate) {
+			c.Config, c.ConfigErr = nil, errors.New("config.json: invalid character 'x' looking for beginning of value")
+		}, compat.StatusFail, "", "invalid character"},
+		{"config not JSON, no library", func(c *Candidate) {
+			c.Library, c.Config, c.ConfigErr = "", nil, errors.New("config.json: unexpected end of JSON input")
+		}, compat.StatusFail, "", "unexpected end"},
+		{"config missing is no error", func(c *Candidate) {
+			c.Config, c.ConfigErr = nil, fmt.Errorf("open: %w", fs.ErrNotExist)
+		}, "", "", ""},
+		{"unsupported tag", func(c *Candidate) { c.Task = "text-to-image" }, compat.StatusSkipped, compat.ReasonUnsupportedTask, `"text-to-image"`},
+		{"vlm tag beats its ForConditionalGeneration", func(c *Candidate) {
+			c.Task = "image-text-to-text"
+			c.Config["architectures"] = []any{"Qwen2_5_VLForConditionalGeneration"}
+		}, compat.StatusSkipped, compat.ReasonUnsupportedTask, ""},
+		{"no tag, causal LM", func(c *Candidate) { c.Task = "" }, "", "", ""},
+		{"no tag, detector", func(c *Candidate) {
+			c.Task = ""
+			c.Config["architectures"] = []any{"DetrForObjectDetection"}
+		}, compat.StatusSkipped, compat.ReasonUnsupportedTask, "DetrForObjectDetection"},
+		{"no tag, no architectures", func(c *Candidate) { c.Task = ""; delete(c.Config, "architectures") }, compat.StatusSkipped, compat.ReasonUnsupportedTask, "none"},
+		{"full without safetensors", func(c *Candidate) {
+			c.Mode, c.WeightFiles = compat.ModeFull, []string{"pytorch_model.bin"}
+		}, compat.StatusSkipped, compat.ReasonNoSafetensors, "pytorch_model.bin"},
+		{"auto without safetensors", func(c *Candidate) { c.WeightFiles = []string{"pytorch_model.bin"} }, "", "", ""},
+		{"arch without weights", func(c *Candidate) { c.Mode, c.WeightFiles = compat.ModeArch, nil }, "", "", ""},
+		{"full too large", func(c *Candidate) { c.Mode, c.WeightBytes = compat.ModeFull, 140<<30 }, compat.StatusSkipped, compat.ReasonTooLarge, "140.0 GiB"},
+		{"full fits", func(c *Candidate) { c.Mode = compat.ModeFull }, "", "", ""},
+		{"full, budget unknown", func(c *Candidate) { c.Mode, c.WeightBytes, c.MemoryBudgetBytes = compat.ModeFull, 140<<30, 0 }, "", "", ""},
+		{"auto too large goes to arch", func(c *Candidate) { c.WeightBytes = 140 << 30 }, "", "", ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := ok
+			c.Tags = append([]string(nil), ok.Tags...)
+			c.Config = llama()
+			tc.mod(&c)
+			res := Preflight(c)
+			if tc.status == "" {
+				if res != nil {
+					t.Fatalf("want go ahead, got %s %s: %s", res.Status, str(res.Reason), str(res.Message))
+				}
+				return
+			}
+			if res == nil {
+				t.Fatalf("want %s %s, got go ahead", tc.status, tc.reason)
+			}
+			if res.Status != tc.status || str(res.Reason) != string(tc.reason) {
+				t.Errorf("got %s %s, want %s %s", res.Status, str(res.Reason), tc.status, tc.reason)
+			}
+			if !strings.Contains(str(res.Message), tc.msg) || str(res.Message) == "" {
+				t.Errorf("message %q lacks %q", str(res.Message), tc.msg)
+			}
+			if res.Status == compat.StatusFail && (str(res.Stage) != "config" || str(res.FailureClass) != "config_error") {
+				t.Errorf("broken config: stage %q class %q, want config/config_error", str(res.Stage), str(res.FailureClass))
+			}
+			if res.Status == compat.StatusSkipped && (res.Stage != nil || res.FailureClass != nil || !res.Reason.Valid()) {
+				t.Errorf("skipped with stage %q class %q reason %q", str(res.Stage), str(res.FailureClass), str(res.Reason))
+			}
+			if res.Revision != "abc" || res.TestedAt.IsZero() || res.Target != "" || res.Repro != "" {
+				t.Errorf("revision %q tested_at %v target %q repro %q", res.Revision, res.TestedAt, res.Target, res.Repro)
+			}
+		})
+	}
+	t.Run("target and repro", func(t *testing.T) {
+		c := ok
+		c.Disabled, c.Target, c.Mode = true, compat.TargetTPU, compat.ModeFull
+		res := Preflight(c)
+		if res.Target != compat.TargetTPU || res.Repro != "scanner probe org/model --revision abc --target tpu --mode full" ||
+			res.Mode == nil || *res.Mode != compat.ModeFull {
+			t.Errorf("target %q repro %q mode %v", res.Target, res.Repro, res.Mode)
+		}
+	})
+}
+
+func TestParseConfig(t *testing.T) {
+	if c, err := ParseConfig([]byte(`{"model_type": "bert"}`)); err != nil || c["model_type"] != "bert" {
+		t.Errorf("%v %v", c, err)
+	}
+	for _, bad := range []string{"", "{", "[1, 2]", "null", "\"x\""} {
+		if _, err := ParseConfig([]byte(bad)); err == nil {
+			t.Errorf("%q: want an error", bad)
+		}
+	}
+}
+
+func TestSupportedTask(t *testing.T) {
+	tests := []struct {
+		tag   string
+		archs []string
+		want  bool
+	}{
+		{"text-generation", nil, true},
+		{"feature-extraction", nil, true},
+		{"automatic-speech-recognition", []string{"WhisperForConditionalGeneration"}, true},
+		{"image-feature-extraction", nil, true},
+		{"zero-shot-image-classification", []string{"CLIPModel"}, false},
+		{"text-to-image", nil, false},
+		{"text-ranking", []string{"BertForSequenceClassification"}, false},
+		{"", []string{"GPT2LMHeadModel"}, true},
+		{"", []string{"BertModel"}, true},
+		{"", []string{"ElectraForPreTraining"}, true},
+		{"", []string{"Wav2Vec2ForCTC"}, true},
+		{"", []string{"T5ForConditionalGeneration"}, true},
+		{"", []string{"ViTForImageClassification"}, true},
+		{"", []string{"Model"}, false},
+		{"", []string{"DetrForObjectDetection"}, false},
+		{"", []string{"StableDiffusionSafetyChecker"}, false},
+		{"", nil, false},
+	}
+	for _, tc := range tests {
+		if got := SupportedTask(tc.tag, tc.archs); got != tc.want {
+			t.Errorf("SupportedTask(%q, %v) = %v, want %v", tc.tag, tc.archs, got, tc.want)
+		}
+	}
+	if n := len(SupportedTasks()); n != 12 {
+		t.Errorf("%d supported tasks, want the harness's 12", n)
+	}
+}
+
+// TestCoverage reports which share of the hand-made top-100 listing falls
+// in a supported task, and what preflight makes of the rest.
+func TestCoverage(t *testing.T) {
+	listing, err := LoadListing(filepath.Join("testdata", "top100_listing.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	supported, total := Coverage(listing)
+	if total != 100 {
+		t.Fatalf("%d models in the listing, want 100", total)
+	}
+	var dlAll, dlSupported int64
+	for _, m := range listing {
+		dlAll += m.Downloads
+		if SupportedTask(m.PipelineTag, m.Architectures()) {
+			dlSupported += m.Downloads
+		}
+	}
+	t.Logf("supported task: %d of %d models (%.0f%%), %.0f%% of their downloads",
+		supported, total, 100*float64(supported)/float64(total), 100*float64(dlSupported)/float64(dlAll))
+
+	outcome := map[string][]string{}
+	for _, m := range listing {
+		key := "probe"
+		if res := Preflight(m.Candidate(compat.ModeAuto)); res != nil {
+			key = string(res.Status) + " " + str(res.Reason)
+		}
+		outcome[key] = append(outcome[key], m.ID)
+	}
+	keys := make([]string, 0, len(outcome))
+	for k := range outcome {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		t.Logf("%-34s %3d  e.g. %s", k, len(outcome[k]), strings.Join(outcome[k][:min(3, len(outcome[k]))], ", "))
+	}
+	if supported < 50 || supported > 95 {
+		t.Errorf("coverage %d%%: the fixture or the task table changed a lot", supported)
+	}
+	if len(outcome["probe"]) < 40 {
+		t.Errorf("only %d of the top 100 would be probed", len(outcome["probe"]))
+	}
+}
