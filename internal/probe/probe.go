@@ -115,6 +115,10 @@ func NewRunner(cfg Config) (*Runner, error) {
 	if err != nil {
 		return nil, fmt.Errorf("probe: python: %w", err)
 	}
+	// The harness runs in its own working directory: paths must be absolute.
+	if py, err = filepath.Abs(py); err != nil {
+		return nil, fmt.Errorf("probe: python: %w", err)
+	}
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = DefaultTimeout
 	}
@@ -127,12 +131,19 @@ func NewRunner(cfg Config) (*Runner, error) {
 	if cfg.TempDir == "" {
 		cfg.TempDir = os.TempDir()
 	}
+	if cfg.TempDir, err = filepath.Abs(cfg.TempDir); err != nil {
+		return nil, fmt.Errorf("probe: temp dir: %w", err)
+	}
 	if cfg.Environ == nil {
 		cfg.Environ = os.Environ()
 	}
 	r := &Runner{cfg: cfg, python: py, log: cfg.Logger}
 	if r.log == nil {
 		r.log = slog.Default()
+	}
+	if _, dropped := scrubEnv(nil, cfg.ExtraEnv, "", ""); len(dropped) > 0 {
+		r.log.Warn("probe: ExtraEnv entries refused (credentials, or variables the runner pins)",
+			"names", strings.Join(dropped, ","))
 	}
 	switch cfg.MemLimitBytes {
 	case 0:
@@ -266,6 +277,10 @@ func (r *Runner) probe(ctx context.Context, p *probeRun) compat.Result {
 	if req.ModelID == "" {
 		return p.scannerError(compat.StageEnv, "probe: no model id", nil)
 	}
+	// The harness runs in its own working directory: paths must be absolute.
+	if abs, err := filepath.Abs(req.SnapshotDir); err == nil {
+		req.SnapshotDir = abs
+	}
 	if fi, err := os.Stat(req.SnapshotDir); err != nil || !fi.IsDir() {
 		return p.scannerError(compat.StageEnv, fmt.Sprintf("probe: snapshot directory %q is missing", req.SnapshotDir), nil)
 	}
@@ -302,26 +317,28 @@ func (r *Runner) probe(ctx context.Context, p *probeRun) compat.Result {
 	out := runProc(pctx, r.spec(wd, req.args(wd.result)))
 	p.wall = out.wall
 
-	switch {
-	case out.startErr != nil:
+	if out.startErr != nil {
 		return p.scannerError(compat.StageEnv, fmt.Sprintf("probe: cannot start %s: %v", r.python, out.startErr), nil)
-	case out.killed && ctx.Err() != nil:
-		return p.interrupted(out.lastStage, out.stderrTail)
-	case out.killed:
-		return p.timeout(timeout, out)
 	}
 
+	// A valid result stands even if the process then failed to exit (a
+	// crash in interpreter teardown, a worker thread that never ends): the
+	// harness writes it atomically, once, after its last stage.
 	res, err := readResult(wd.result)
 	if err == nil {
 		err = p.check(&res)
 	}
 	switch {
 	case err == nil:
-		if !out.state.Success() {
+		if out.killed || !out.state.Success() {
 			r.log.Warn("probe: harness wrote a result but did not exit cleanly",
-				"model_id", req.ModelID, "exit", out.state.String())
+				"model_id", req.ModelID, "exit", out.state.String(), "killed", out.killed)
 		}
 		return p.complete(res, out)
+	case out.killed && ctx.Err() != nil:
+		return p.interrupted(out.lastStage, out.stderrTail)
+	case out.killed:
+		return p.timeout(timeout, out)
 	case !errors.Is(err, os.ErrNotExist):
 		return p.scannerError("", "probe: harness wrote an invalid result: "+err.Error(), out.stderrTail)
 	}
@@ -353,10 +370,7 @@ func (r *Runner) memoryBudget(target compat.Target, asked int64) int64 {
 
 // spec is the process that runs the harness with args in wd.
 func (r *Runner) spec(wd workDir, args []string) procSpec {
-	env, dropped := scrubEnv(r.cfg.Environ, r.cfg.ExtraEnv, wd.home, wd.tmp)
-	if len(dropped) > 0 {
-		r.log.Warn("probe: refused ExtraEnv entries", "names", strings.Join(dropped, ","))
-	}
+	env, _ := scrubEnv(r.cfg.Environ, r.cfg.ExtraEnv, wd.home, wd.tmp) // refusals logged by NewRunner
 	argv := []string{"-I", "-u", "-B", "-c", preamble,
 		strconv.FormatUint(r.memLimit, 10), strconv.FormatUint(r.nofile, 10), r.script}
 	return procSpec{

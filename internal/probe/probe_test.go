@@ -256,6 +256,35 @@ func TestProbeTimeoutKillsGroup(t *testing.T) {
 	waitGone(t, readPid(t, req.SnapshotDir))
 }
 
+func TestProbeResultThenHang(t *testing.T) {
+	t.Parallel()
+	r := standinRunner(t, nil)
+	req := standinRequest(t, "hang-after-result")
+	req.Timeout = time.Second
+	res := r.Probe(context.Background(), req)
+	if res.Status != compat.StatusPass || str(res.Stage) != "generate" {
+		t.Errorf("got %s/%s (%s): a result written before the hang stands", res.Status, str(res.Stage), str(res.Message))
+	}
+}
+
+func TestProbeRelativePaths(t *testing.T) {
+	t.Parallel()
+	r := standinRunner(t, func(c *Config) { c.Script = "testdata/standin.py" })
+	req := standinRequest(t, "pass")
+	wd, _ := os.Getwd()
+	rel, err := filepath.Rel(wd, req.SnapshotDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.SnapshotDir = rel
+	res := r.Probe(context.Background(), req)
+	var m struct{ Argv []string }
+	json.Unmarshal([]byte(str(res.Message)), &m)
+	if res.Status != compat.StatusPass || len(m.Argv) < 3 || m.Argv[1] != "--model-dir" || !filepath.IsAbs(m.Argv[2]) {
+		t.Errorf("status %s argv %q: the harness runs elsewhere and needs an absolute --model-dir", res.Status, m.Argv)
+	}
+}
+
 func TestProbeCancelIsNotHeldAgainstModel(t *testing.T) {
 	t.Parallel()
 	r := standinRunner(t, nil)

@@ -184,7 +184,6 @@ type procOutcome struct {
 	state       *os.ProcessState // nil if it never started
 	killed      bool             // the runner killed it (ctx done: timeout or shutdown)
 	stderrTail  []byte           // last LogTailMax bytes of stderr
-	stderrBytes int64            // total stderr
 	stdoutBytes int64            // total stdout (discarded)
 	lastStage   compat.Stage     // last stage named on stderr
 	wall        time.Duration    // from start to exit
@@ -310,7 +309,6 @@ func runProc(ctx context.Context, spec procSpec) procOutcome {
 	stderrR.Close()
 
 	out.stderrTail = bytes.Clone(tail.Bytes())
-	out.stderrBytes = tail.total
 	out.lastStage = stages.Stage()
 	return out
 }

@@ -9,6 +9,7 @@ behaviour is the part of --model-id after "standin/":
   env           writes a passing result whose message is the environment and rlimits as JSON
   hang          names stage load, starts a grandchild sleeper that ignores SIGTERM
                 (pid in MODEL_DIR/grandchild.pid), ignores SIGTERM itself, sleeps
+  hang-after-result  writes a passing result, then hangs (ignoring SIGTERM)
   segv          names stage forward, then SIGSEGV
   abort         names stage compile, then abort() (SIGABRT)
   sigkill       SIGKILLs itself (as the kernel's OOM killer would)
@@ -117,6 +118,11 @@ def main():
         with open(os.path.join(model_dir, "grandchild.pid.tmp"), "w") as f:
             f.write(str(child.pid))
         os.replace(os.path.join(model_dir, "grandchild.pid.tmp"), os.path.join(model_dir, "grandchild.pid"))
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        time.sleep(300)
+    elif what == "hang-after-result":
+        write(base("pass", stage="generate"))
+        stage("teardown")
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         time.sleep(300)
     elif what == "segv":
