@@ -130,6 +130,7 @@ func (h *Hub) applyFault(w *recorder, r *http.Request) bool {
 		select {
 		case <-t.C:
 		case <-r.Context().Done():
+			w.dropped = true // the client left before an answer
 			return true
 		}
 	case faultTruncate:
@@ -139,10 +140,12 @@ func (h *Hub) applyFault(w *recorder, r *http.Request) bool {
 	case faultDrop:
 		if hj, ok := w.ResponseWriter.(http.Hijacker); ok {
 			if conn, _, err := hj.Hijack(); err == nil {
+				w.dropped = true
 				conn.Close()
 				return true
 			}
 		}
+		w.dropped = true
 		panic(http.ErrAbortHandler)
 	case faultMalformedJSON:
 		body := `[{"_id":"66d19580e2632490a6bc5829","id":"broken/json","downloads":` + strconv.Itoa(12)

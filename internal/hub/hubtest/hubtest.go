@@ -104,7 +104,7 @@ type Hub struct {
 	blobs    map[string][]byte // sha256 → content, for the CDN
 	token    string
 	rejected map[string]bool // tokens answered "Invalid credentials"
-	log      []Request
+	log      []*Request
 	faults   []*faultState
 	limits   map[string]*window
 }
@@ -164,7 +164,11 @@ func (h *Hub) CDNURL() string { return h.cdn.URL }
 func (h *Hub) Requests() []Request {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return slices.Clone(h.log)
+	out := make([]Request, len(h.log))
+	for i, r := range h.log {
+		out[i] = *r
+	}
+	return out
 }
 
 // ResetLog empties the request log.
@@ -296,26 +300,37 @@ func SHA256(data []byte) string {
 
 // ---- request plumbing ----
 
-// recorder captures the status and can cut or corrupt the body.
+// recorder captures the status and can cut or corrupt the body. The status
+// goes into the log entry before any byte leaves, so a client never sees an
+// answer that the log does not have yet.
 type recorder struct {
 	http.ResponseWriter
+	h       *Hub
+	entry   *Request
 	status  int
 	written int64
 	cut     int64 // abort the connection after this many body bytes; -1 never
 	corrupt bool
+	dropped bool // the connection was closed without an answer
 }
 
 func (w *recorder) WriteHeader(code int) {
-	if w.status == 0 {
-		w.status = code
-	}
+	w.setStatus(code)
 	w.ResponseWriter.WriteHeader(code)
 }
 
-func (w *recorder) Write(p []byte) (int, error) {
-	if w.status == 0 {
-		w.status = http.StatusOK
+func (w *recorder) setStatus(code int) {
+	if w.status != 0 {
+		return
 	}
+	w.status = code
+	w.h.mu.Lock()
+	w.entry.Status = code
+	w.h.mu.Unlock()
+}
+
+func (w *recorder) Write(p []byte) (int, error) {
+	w.setStatus(http.StatusOK)
 	if w.corrupt && len(p) > 0 {
 		q := bytes.Clone(p)
 		q[0] ^= 0xff
@@ -345,8 +360,7 @@ func (w *recorder) Flush() {
 // wrap logs every request, applies rate limits (hub only) and faults.
 func (h *Hub) wrap(server string, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		rec := &recorder{ResponseWriter: w, cut: -1}
-		entry := Request{
+		entry := &Request{
 			Server:        server,
 			Method:        r.Method,
 			Path:          r.URL.Path,
@@ -355,11 +369,14 @@ func (h *Hub) wrap(server string, next http.Handler) http.Handler {
 			Authorization: r.Header.Get("Authorization"),
 			Range:         r.Header.Get("Range"),
 		}
+		rec := &recorder{ResponseWriter: w, h: h, entry: entry, cut: -1}
+		h.mu.Lock()
+		h.log = append(h.log, entry)
+		h.mu.Unlock()
 		defer func() {
-			entry.Status = rec.status
-			h.mu.Lock()
-			h.log = append(h.log, entry)
-			h.mu.Unlock()
+			if rec.status == 0 && !rec.dropped {
+				rec.setStatus(http.StatusOK) // a handler that wrote nothing answers 200
+			}
 		}()
 		if server == "hub" && !h.rateLimit(rec, r) {
 			return
