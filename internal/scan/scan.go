@@ -90,9 +90,11 @@ type Scanner struct {
 	// ListCache lists models already in the local cache (--source cache);
 	// defaults to hub.ScanCache.
 	ListCache func(cacheDir string) ([]hub.ModelInfo, error)
-	// Lookahead is how many models may be fetched ahead of the probes
-	// (per device); 0 means 2.
+	// Lookahead is how many fetched models may wait for a device (per
+	// device); 0 means 2.
 	Lookahead int
+	// Fetchers is how many models are fetched at once; 0 means 4.
+	Fetchers int
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
@@ -227,6 +229,19 @@ func (r *run) pipeline(ctx context.Context, models []hub.ModelInfo) error {
 	if look <= 0 {
 		look = 2
 	}
+	// Outcomes are written by one recorder goroutine, off the devices' path;
+	// the hand-off is unbuffered, so a crash loses at most the models in
+	// flight. Writes use a context that shutdown does not cancel: a result
+	// that was measured is kept.
+	wctx := context.WithoutCancel(ctx)
+	records := make(chan func())
+	recorded := make(chan struct{})
+	go func() {
+		defer close(recorded)
+		for write := range records {
+			write()
+		}
+	}()
 	queue := make(chan *job, look*r.opts.Devices)
 	var wg sync.WaitGroup
 	for w := 0; w < r.opts.Devices; w++ {
@@ -237,38 +252,62 @@ func (r *run) pipeline(ctx context.Context, models []hub.ModelInfo) error {
 				if ctx.Err() != nil {
 					continue // stopping: take no more work, drain the queue
 				}
-				r.probe(ctx, j)
+				if write := r.probe(ctx, wctx, j); write != nil {
+					records <- write
+				}
 			}
 		}()
 	}
-	var fetchErr error
+	// Fetchers take models in popularity order and prepare several at once,
+	// so slow downloads overlap each other as well as the probes.
+	todo := make(chan hub.ModelInfo)
+	var fetchers sync.WaitGroup
+	for f := 0; f < r.fetchers(); f++ {
+		fetchers.Add(1)
+		go func() {
+			defer fetchers.Done()
+			for m := range todo {
+				if ctx.Err() != nil {
+					continue
+				}
+				j := r.prepare(ctx, m)
+				switch {
+				case j == nil: // unchanged
+					records <- func() { r.finishModel(wctx, m.ID, nil, false) }
+				case j.result != nil:
+					records <- func() { r.record(wctx, j, *j.result, false) }
+				default:
+					select {
+					case queue <- j:
+					case <-ctx.Done():
+					}
+				}
+			}
+		}()
+	}
 feed:
 	for _, m := range models {
-		if ctx.Err() != nil {
-			fetchErr = ctx.Err()
-			break
-		}
-		j := r.prepare(ctx, m)
-		switch {
-		case j == nil: // unchanged
-			r.finishModel(ctx, m.ID, nil, false)
-		case j.result != nil:
-			r.record(ctx, j, *j.result, false)
-		default:
-			select {
-			case queue <- j:
-			case <-ctx.Done():
-				fetchErr = ctx.Err()
-				break feed
-			}
+		select {
+		case todo <- m:
+		case <-ctx.Done():
+			break feed
 		}
 	}
+	close(todo)
+	fetchers.Wait()
 	close(queue)
 	wg.Wait()
-	if fetchErr == nil {
-		fetchErr = ctx.Err()
+	close(records)
+	<-recorded
+	return ctx.Err()
+}
+
+// fetchers is how many models are fetched at once.
+func (r *run) fetchers() int {
+	if r.s.Fetchers > 0 {
+		return r.s.Fetchers
 	}
-	return fetchErr
+	return 4
 }
 
 // prepare plans, fetches and preflights one model. It returns nil when the
@@ -489,27 +528,34 @@ func (r *run) scannerError(j *job, stage compat.Stage, err error) *job {
 
 // probe runs one model on a device, reruns once a result that would change
 // the model's status, and records what stands.
-func (r *run) probe(ctx context.Context, j *job) {
+// It returns the write of what stands, for the recorder (nil when there is
+// nothing to write).
+func (r *run) probe(ctx, wctx context.Context, j *job) func() {
 	res := r.probeOnce(ctx, j)
 	if ctx.Err() != nil && res.Status == compat.StatusError {
 		// Shutting down: an interrupted probe says nothing about the model.
 		r.s.log().Info("probe interrupted", "model", j.info.ID)
-		return
+		return nil
 	}
 	if j.previous != nil && wouldChange(j.previous.Status, res.Status) {
 		again := r.probeOnce(ctx, j)
+		if ctx.Err() != nil && again.Status == compat.StatusError {
+			r.s.log().Info("rerun interrupted; the change stays unconfirmed", "model", j.info.ID)
+			return nil
+		}
 		if again.Status != res.Status {
 			r.s.log().Warn("flaky result: status change not confirmed by a rerun", "model", j.info.ID,
 				"kept", j.previous.Status, "first", res.Status, "rerun", again.Status)
-			if err := r.s.Store.RecordFlaky(ctx, j.info.ID, res, j.previous.Status); err != nil {
-				r.s.log().Error("record flaky", "model", j.info.ID, "err", err)
+			return func() {
+				if err := r.s.Store.RecordFlaky(wctx, j.info.ID, res, j.previous.Status); err != nil {
+					r.s.log().Error("record flaky", "model", j.info.ID, "err", err)
+				}
+				r.finishModel(wctx, j.info.ID, &res, true)
 			}
-			r.finishModel(ctx, j.info.ID, &res, true)
-			return
 		}
 		res = again
 	}
-	r.record(ctx, j, res, true)
+	return func() { r.record(wctx, j, res, true) }
 }
 
 // wouldChange reports whether a new status would change what the model
