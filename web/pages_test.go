@@ -40,6 +40,12 @@ func TestTablePage(t *testing.T) {
 			t.Errorf("table page lacks %q", want)
 		}
 	}
+	if m := regexp.MustCompile(`0x[0-9a-f]{6,}`).FindString(r.body); m != "" {
+		t.Errorf("a pointer was printed: %s", m)
+	}
+	if !strings.Contains(r.body, `<span class="muted">(remote code)</span>`) {
+		t.Error("skip reason not shown in words")
+	}
 	if ids := rowIDs(r.body); len(ids) != defaultLimit {
 		t.Errorf("first page has %d rows, want %d", len(ids), defaultLimit)
 	}

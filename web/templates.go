@@ -7,6 +7,7 @@ import (
 	"html/template"
 	"math"
 	"net/url"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -91,10 +92,26 @@ func (s *Server) funcs() template.FuncMap {
 		"short":      shortSHA,
 		"runtime":    fmtRuntime,
 		"str":        func(p *string) string { return deref(p) },
-		"words":      func(s string) string { return strings.ReplaceAll(s, "_", " ") },
+		"words":      words,
 		"tokPerS":    func(p *float64) string { return fmtNum(p, 1) },
 		"targetName": targetName,
 	}
+}
+
+// words writes a vocabulary word (a string, or a pointer to one, such as
+// *compat.Reason) with spaces for underscores; nil is "".
+func words(v any) string {
+	rv := reflect.ValueOf(v)
+	for rv.Kind() == reflect.Pointer {
+		if rv.IsNil() {
+			return ""
+		}
+		rv = rv.Elem()
+	}
+	if rv.Kind() != reflect.String {
+		return fmt.Sprint(v)
+	}
+	return strings.ReplaceAll(rv.String(), "_", " ")
 }
 
 // modelPath is the site path of a model page, each part path-escaped.
