@@ -65,7 +65,8 @@ type Options struct {
 	CacheDir string
 	// HTTPClient is used for every request; its CheckRedirect is replaced
 	// (on a copy) because redirects are followed by hand. Default: a client
-	// with no overall timeout (downloads are long; see StallTimeout).
+	// with no overall timeout. Leave its Timeout at zero: it would cut long
+	// downloads; StallTimeout catches dead connections instead.
 	HTTPClient *http.Client
 	// Logger receives retries, rate-limit waits and downloads. Default: none.
 	Logger *slog.Logger
@@ -286,7 +287,7 @@ func (c *Client) redact(s string) string {
 }
 
 // errStalled marks a request aborted by the stall watchdog.
-var errStalled = errors.New("hub: stalled: no data received")
+var errStalled = errors.New("stalled: no data received")
 
 // send performs one logical request: it waits for the rate-limit pacer,
 // sends, and retries 408, 429, 5xx and network errors with backoff. It never
@@ -303,7 +304,7 @@ func (c *Client) send(ctx context.Context, method string, u *url.URL, hdr http.H
 				return nil, ctx.Err()
 			}
 			if attempt >= maxTries {
-				return nil, fmt.Errorf("hub: %s %s: %w (after %d tries)", method, c.safeURL(u), err, attempt)
+				return nil, fmt.Errorf("%s %s: %w (after %d tries)", method, c.safeURL(u), err, attempt)
 			}
 			if err := c.retryWait(ctx, method, u, attempt, 0, c.backoff(attempt), false, err.Error()); err != nil {
 				return nil, err
@@ -532,12 +533,12 @@ func (c *Client) follow(ctx context.Context, method string, u *url.URL, hdr http
 		next, err := location(resp, u)
 		resp.Body.Close()
 		if err != nil {
-			return nil, u, chain, fmt.Errorf("hub: %s %s: %w", method, c.safeURL(u), err)
+			return nil, u, chain, fmt.Errorf("%s %s: %w", method, c.safeURL(u), err)
 		}
 		chain = append(chain, u)
 		u = next
 	}
-	return nil, u, chain, fmt.Errorf("hub: %s %s: more than %d redirects", method, c.safeURL(u), maxRedirects)
+	return nil, u, chain, fmt.Errorf("%s %s: more than %d redirects", method, c.safeURL(u), maxRedirects)
 }
 
 func isRedirect(status int) bool {

@@ -68,11 +68,11 @@ type Error struct {
 	repoURL bool // the URL names one repo (/api/models/{id}..., /{id}/resolve/...)
 }
 
-// Error returns e.g. `hub: GET https://huggingface.co/x/resolve/…/config.json:
-// 401 Unauthorized (GatedRepo): Access to model x is restricted…`.
+// Error returns e.g. `HEAD https://huggingface.co/x/resolve/…/config.json:
+// 401 Unauthorized (GatedRepo): Access to model x is restricted…`; the
+// package's functions wrap it with their own "hub: …" prefix.
 func (e *Error) Error() string {
 	var b strings.Builder
-	b.WriteString("hub: ")
 	if e.Method != "" {
 		b.WriteString(e.Method)
 		b.WriteByte(' ')
