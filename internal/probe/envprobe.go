@@ -54,9 +54,7 @@ func (r *Runner) Env(ctx context.Context, target compat.Target) (compat.Target, 
 		return "", compat.Runtime{}, fmt.Errorf("env: invalid result: %w", err)
 	}
 	rt := res.Runtime
-	if rt.Harness == "" {
-		rt.Harness = r.digest
-	}
+	rt.Harness = r.harnessVersion(rt.Harness)
 	msg := "no message"
 	if res.Message != nil {
 		msg = *res.Message

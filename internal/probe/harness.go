@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 )
 
 // harnessFS holds the Python smoke-test harness (harness/harness.py and its
@@ -54,6 +55,19 @@ func extractHarness(base string) (dir, script string, err error) {
 		return "", "", fmt.Errorf("harness: embedded files lack %s: %w", harnessEntry, err)
 	}
 	return dir, script, nil
+}
+
+// harnessVersion is the harness's reported version with the digest of its
+// code appended ("0.1.0+sha256:…"), so that any change to the harness code
+// changes the runtime key and triggers retests, bumped version or not.
+func (r *Runner) harnessVersion(reported string) string {
+	switch {
+	case reported == "":
+		return r.digest
+	case strings.Contains(reported, "+"):
+		return reported
+	}
+	return reported + "+" + r.digest
 }
 
 // embeddedDigest is a short, stable digest of the embedded harness files:

@@ -162,9 +162,7 @@ func (p *probeRun) complete(res compat.Result, out procOutcome) compat.Result {
 	if res.Status == compat.StatusFail && res.FailureClass == nil {
 		res.FailureClass = compat.Ptr(compat.ClassOther)
 	}
-	if res.Runtime.Harness == "" {
-		res.Runtime.Harness = p.r.digest
-	}
+	res.Runtime.Harness = p.r.harnessVersion(res.Runtime.Harness)
 	if res.Status != compat.StatusPass {
 		res.LogTail = mergeLogTail(res.LogTail, out.stderrTail)
 	} else {
@@ -211,9 +209,7 @@ func (p *probeRun) base(status compat.Status, stage compat.Stage, class compat.F
 	if rt, ok := p.r.cachedRuntime(p.target); ok {
 		res.Runtime = rt
 	}
-	if res.Runtime.Harness == "" {
-		res.Runtime.Harness = p.r.digest
-	}
+	res.Runtime.Harness = p.r.harnessVersion(res.Runtime.Harness)
 	res.LogTail = cleanTail(tail, LogTailMax)
 	return p.finish(res)
 }
