@@ -86,7 +86,7 @@ func TestRetry5xxExhausted(t *testing.T) {
 }
 
 func TestRetryStall(t *testing.T) {
-	e := newEnv(t, func(o *Options) { o.StallTimeout = 100 * time.Millisecond }, manyRepos(2)...)
+	e := newEnv(t, func(o *Options) { o.StallTimeout = 300 * time.Millisecond }, manyRepos(2)...)
 	e.hub.Fault("/api/models", hubtest.Slow(10*time.Second))
 	start := time.Now()
 	if _, err := e.c.ListModels(context.Background(), ListOptions{Limit: 2}); err != nil {
