@@ -1,0 +1,175 @@
+// Command scanner keeps an honest, public answer to one question: does this
+// popular Hugging Face model run on TorchTPU, how fast, and since when?
+//
+//	scanner serve  [flags]   web UI + JSON API + scheduled scans, one process
+//	scanner scan   [flags]   one scan now
+//	scanner probe  MODEL     one smoke test of one model, printed; no database
+//	scanner check  MODEL     CI gate against a running server's API
+//	scanner backup FILE      a consistent copy of the database, while serving
+//	scanner version
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/google-pytorch/torchtpu-scanner/internal/app"
+	"github.com/google-pytorch/torchtpu-scanner/internal/check"
+	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
+	"github.com/google-pytorch/torchtpu-scanner/internal/config"
+)
+
+// version is set at build time (-ldflags "-X main.version=…").
+var version = "dev"
+
+const usage = `scanner: does this Hugging Face model run on TorchTPU?
+
+Usage:
+  scanner serve  [flags]        web UI + JSON API + scheduled scans, one process
+  scanner scan   [flags]        one scan now (progress bar on a terminal)
+  scanner probe  MODEL [flags]  one smoke test of one model, printed; no database
+  scanner check  MODEL --server URL
+                                CI gate: exit 0 pass, 1 not passing or regressed,
+                                2 untested/unknown, 3 server unreachable
+  scanner backup FILE [--db]    consistent copy of the database, safe while serving
+  scanner version
+
+Run "scanner COMMAND -h" for a command's flags.
+`
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprint(stderr, usage)
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	cmd, rest := config.Command(args[0]), args[1:]
+	// Positional arguments may come before or after the flags.
+	var positional []string
+	if len(rest) > 0 && len(rest[0]) > 0 && rest[0][0] != '-' {
+		positional, rest = rest[:1], rest[1:]
+	}
+	cfg, more, err := config.Parse(cmd, rest, os.LookupEnv, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "scanner %s: %v\n", cmd, err)
+		return 2
+	}
+	positional = append(positional, more...)
+	logger := newLogger(cfg, stderr)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	switch cmd {
+	case config.CmdVersion:
+		fmt.Fprintf(stdout, "scanner %s (harness requirements %s)\n", version, app.RequirementsHash())
+		return 0
+	case config.CmdServe:
+		return exitOn(stderr, serve(ctx, cfg, logger))
+	case config.CmdScan:
+		return exitOn(stderr, scanNow(ctx, cfg, logger, stderr))
+	case config.CmdProbe:
+		if len(positional) != 1 {
+			fmt.Fprintln(stderr, "scanner probe: want exactly one MODEL id")
+			return 2
+		}
+		return probeOne(ctx, cfg, logger, positional[0], stdout, stderr)
+	case config.CmdCheck:
+		if len(positional) != 1 {
+			fmt.Fprintln(stderr, "scanner check: want exactly one MODEL id")
+			return 2
+		}
+		code, line := check.Check(ctx, cfg.Server, positional[0], cfg.Target, nil)
+		fmt.Fprintln(stdout, line)
+		return code
+	case config.CmdBackup:
+		if len(positional) != 1 {
+			fmt.Fprintln(stderr, "scanner backup: want exactly one FILE to write")
+			return 2
+		}
+		return exitOn(stderr, app.Backup(ctx, cfg, positional[0]))
+	}
+	fmt.Fprintf(stderr, "scanner: unknown command %q\n\n%s", cmd, usage)
+	return 2
+}
+
+func exitOn(stderr io.Writer, err error) int {
+	if err == nil || errors.Is(err, context.Canceled) {
+		return 0
+	}
+	fmt.Fprintln(stderr, "scanner:", err)
+	return 1
+}
+
+func newLogger(cfg config.Config, w io.Writer) *slog.Logger {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(cfg.LogLevel)); err != nil {
+		level = slog.LevelInfo
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	if cfg.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+func serve(ctx context.Context, cfg config.Config, logger *slog.Logger) error {
+	a, err := app.New(ctx, cfg, logger, version)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	return a.Serve(ctx)
+}
+
+func scanNow(ctx context.Context, cfg config.Config, logger *slog.Logger, stderr io.Writer) error {
+	a, err := app.New(ctx, cfg, logger, version)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	bar := newProgress(stderr)
+	sc, err := a.Scan(ctx, "cli", bar.update)
+	bar.finish()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "scan %d %s: %d models, %d probed, %d unchanged (database %s)\n",
+		sc.ID, sc.Status, sc.Planned, sc.Probed, sc.Unchanged, cfg.DB)
+	return nil
+}
+
+func probeOne(ctx context.Context, cfg config.Config, logger *slog.Logger, id string, stdout, stderr io.Writer) int {
+	res, err := app.Probe(ctx, cfg, logger, id)
+	if err != nil {
+		fmt.Fprintln(stderr, "scanner probe:", err)
+		return 1
+	}
+	if cfg.JSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(res)
+	} else {
+		printResult(stdout, id, res)
+	}
+	if res.Status == compat.StatusPass {
+		return 0
+	}
+	return 1
+}

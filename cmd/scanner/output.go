@@ -1,0 +1,139 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+
+	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
+	"github.com/google-pytorch/torchtpu-scanner/internal/scan"
+)
+
+// progress shows a scan's progress: a bar redrawn in place on a terminal,
+// one plain line per model otherwise (logs, CI).
+type progress struct {
+	w   io.Writer
+	tty bool
+	mu  sync.Mutex
+	any bool
+}
+
+func newProgress(w io.Writer) *progress {
+	p := &progress{w: w}
+	if f, ok := w.(*os.File); ok {
+		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
+			p.tty = true
+		}
+	}
+	return p
+}
+
+func (p *progress) update(u scan.Progress) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	status := "unchanged"
+	if u.Result != nil {
+		status = string(u.Result.Status)
+	}
+	if !p.tty {
+		if u.ModelID != "" {
+			fmt.Fprintf(p.w, "[%d/%d] %s %s\n", u.Done, u.Planned, u.ModelID, status)
+		}
+		return
+	}
+	const width = 30
+	filled := 0
+	if u.Planned > 0 {
+		filled = width * u.Done / u.Planned
+	}
+	name := u.ModelID
+	if len(name) > 40 {
+		name = name[:37] + "..."
+	}
+	fmt.Fprintf(p.w, "\r\033[K[%s%s] %d/%d %s %s", strings.Repeat("#", filled), strings.Repeat(" ", width-filled),
+		u.Done, u.Planned, name, status)
+	p.any = true
+}
+
+func (p *progress) finish() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.tty && p.any {
+		fmt.Fprintln(p.w)
+	}
+}
+
+// printResult writes a Result for a person.
+func printResult(w io.Writer, id string, r compat.Result) {
+	fmt.Fprintf(w, "%s @ %s\n", id, short(r.Revision))
+	fmt.Fprintf(w, "  status   %s", r.Status)
+	if r.Stage != nil {
+		fmt.Fprintf(w, " (stage %s", *r.Stage)
+		if r.FailureClass != nil {
+			fmt.Fprintf(w, ", %s", *r.FailureClass)
+		}
+		if r.Op != nil {
+			fmt.Fprintf(w, " %s", *r.Op)
+		}
+		fmt.Fprint(w, ")")
+	}
+	if r.Reason != nil {
+		fmt.Fprintf(w, " reason %s", *r.Reason)
+	}
+	fmt.Fprintln(w)
+	mode := "—"
+	if r.Mode != nil {
+		mode = string(*r.Mode)
+	}
+	fmt.Fprintf(w, "  target   %s (%s, %d device(s)), mode %s\n", r.Target, orDash(r.Runtime.Device), r.Runtime.DeviceCount, mode)
+	fmt.Fprintf(w, "  runtime  torch %s, transformers %s, torch_tpu %s, harness %s\n",
+		orDash(r.Runtime.Torch), orDash(r.Runtime.Transformers), orDash(r.Runtime.TorchTPU), orDash(r.Runtime.Harness))
+	m := r.Metrics
+	fmt.Fprintf(w, "  metrics  load %s s, first forward %s s, forward %s ms, compile %s s, %s tok/s, peak mem %s, max |diff| %s, top-1 %s\n",
+		num(m.LoadS), num(m.FirstForwardS), num(m.ForwardMS), num(m.CompileS), num(m.TokensPerS), bytesOrDash(m.PeakMemBytes),
+		num(m.MaxAbsDiff), num(m.Top1Agreement))
+	for _, s := range r.Stages {
+		state := "ok"
+		switch {
+		case s.Skipped:
+			state = "skipped"
+		case !s.OK:
+			state = "FAILED"
+		}
+		fmt.Fprintf(w, "    %-9s %-7s %7.2fs %s\n", s.Stage, state, s.DurationS, s.Note)
+	}
+	if r.Message != nil {
+		fmt.Fprintf(w, "  message  %s\n", *r.Message)
+	}
+	fmt.Fprintf(w, "  took     %.1fs\n  repro    %s\n", r.DurationS, r.Repro)
+}
+
+func short(sha string) string {
+	if len(sha) > 12 {
+		return sha[:12]
+	}
+	return orDash(sha)
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "—"
+	}
+	return s
+}
+
+func num(p *float64) string {
+	if p == nil {
+		return "—"
+	}
+	return fmt.Sprintf("%.4g", *p)
+}
+
+func bytesOrDash(p *int64) string {
+	if p == nil {
+		return "—"
+	}
+	return fmt.Sprintf("%.1f MiB", float64(*p)/(1<<20))
+}

@@ -1,0 +1,339 @@
+// Package app wires the scanner together: one App holds the store, the Hub
+// client, the probe runner, the scan service and the web server, built from
+// one validated Config. Serve runs them until its context ends and shuts
+// them down in order: stop scheduling and wait for the scan in flight, shut
+// the server down, close the database.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
+	"github.com/google-pytorch/torchtpu-scanner/internal/config"
+	"github.com/google-pytorch/torchtpu-scanner/internal/hub"
+	"github.com/google-pytorch/torchtpu-scanner/internal/metrics"
+	"github.com/google-pytorch/torchtpu-scanner/internal/probe"
+	"github.com/google-pytorch/torchtpu-scanner/internal/scan"
+	"github.com/google-pytorch/torchtpu-scanner/store"
+	"github.com/google-pytorch/torchtpu-scanner/web"
+)
+
+// RequirementsHash identifies the harness's pinned Python environment.
+func RequirementsHash() string { return probe.RequirementsHash() }
+
+// App is the whole scanner.
+type App struct {
+	cfg     config.Config
+	log     *slog.Logger
+	version string
+
+	Store   *store.SQLite
+	Hub     *hub.Client
+	Runner  scan.Prober
+	Scanner *scan.Scanner
+	Service *scan.Service
+	Metrics *metrics.Registry
+	m       appMetrics
+
+	listener net.Listener
+	ready    chan struct{}
+}
+
+// New opens the database and builds every part from cfg. The caller must
+// Close the App.
+func New(ctx context.Context, cfg config.Config, log *slog.Logger, version string) (*App, error) {
+	if log == nil {
+		log = slog.Default()
+	}
+	a := &App{cfg: cfg, log: log, version: version, Metrics: metrics.NewRegistry(), ready: make(chan struct{})}
+	a.m = newAppMetrics(a.Metrics)
+
+	st, err := store.Open(ctx, cfg.DB)
+	if err != nil {
+		return nil, fmt.Errorf("open database %s: %w", cfg.DB, err)
+	}
+	a.Store = st
+	if n, err := st.MarkInterrupted(ctx); err != nil {
+		st.Close()
+		return nil, fmt.Errorf("mark interrupted scans: %w", err)
+	} else if n > 0 {
+		log.Warn("scans left running by an earlier process marked interrupted", "scans", n)
+	}
+
+	a.Hub, err = newHubClient(cfg, log, a.m)
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	a.Runner = newRunner(cfg, log)
+	a.Scanner = &scan.Scanner{
+		Hub: a.Hub, Prober: a.Runner, Store: st, CacheDir: cfg.CacheDir, HasToken: cfg.Token != "", Logger: log,
+		Hooks: scan.Hooks{
+			ProbeDone: func(r compat.Result, held time.Duration) {
+				a.m.probes.With(string(r.Status)).Inc()
+				a.m.probeSeconds.With(string(r.Status)).Observe(held.Seconds())
+			},
+			ScanDone: func(s store.Scan) {
+				a.m.scans.With(string(s.Status)).Inc()
+				if s.DeviceBusy != nil {
+					a.m.deviceBusy.With().Set(*s.DeviceBusy)
+				}
+			},
+		},
+	}
+	a.Service = scan.NewService(a.Scanner, scanOptions(cfg), log)
+	return a, nil
+}
+
+func newHubClient(cfg config.Config, log *slog.Logger, m appMetrics) (*hub.Client, error) {
+	c, err := hub.New(hub.Options{
+		Endpoint: cfg.HubEndpoint, Token: cfg.Token, CacheDir: cfg.CacheDir, Logger: log,
+		OnResponse: func(status int, d time.Duration) {
+			m.hubRequests.With(fmt.Sprint(status)).Inc()
+		},
+		OnRateLimitWait: func(d time.Duration) {
+			m.rateLimitWaits.With().Inc()
+			m.rateLimitSeconds.With().Add(d.Seconds())
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("hub client: %w", err)
+	}
+	return c, nil
+}
+
+// newRunner builds the probe runner. Without a usable Python the scanner
+// still serves its pages: every scan then fails with the reason, and no
+// model is blamed.
+func newRunner(cfg config.Config, log *slog.Logger) scan.Prober {
+	py := cfg.Python
+	if py == "" {
+		py = probe.DefaultPython(os.Getenv)
+	}
+	r, err := probe.NewRunner(probe.Config{Python: py, Timeout: cfg.Timeout, Logger: log})
+	if err != nil {
+		err = fmt.Errorf("no usable Python for the harness (%w); run `make pyenv` or pass --python", err)
+		log.Warn("scans will fail", "err", err)
+		return brokenProber{err}
+	}
+	return r
+}
+
+// brokenProber stands in for a runner that could not be built.
+type brokenProber struct{ err error }
+
+func (b brokenProber) Env(context.Context, compat.Target) (compat.Target, compat.Runtime, error) {
+	return "", compat.Runtime{}, b.err
+}
+
+func (b brokenProber) Probe(_ context.Context, req probe.Request) compat.Result {
+	return compat.Result{Status: compat.StatusError, Target: req.Target, FailureClass: compat.Ptr(compat.ClassImportError), Message: compat.Ptr(b.err.Error())}
+}
+
+func scanOptions(cfg config.Config) scan.Options {
+	return scan.Options{
+		Source: cfg.Source, Limit: cfg.Limit, Sort: cfg.Sort, Tasks: cfg.Tasks, Models: cfg.Models,
+		Target: cfg.Target, Mode: cfg.Mode, Timeout: cfg.Timeout, Force: cfg.Force, Devices: cfg.Devices,
+	}
+}
+
+// Scan runs one scan now (scanner scan), reporting progress.
+func (a *App) Scan(ctx context.Context, trigger string, progress func(scan.Progress)) (store.Scan, error) {
+	a.Scanner.Hooks.Progress = progress
+	opts := scanOptions(a.cfg)
+	opts.Trigger = trigger
+	return a.Scanner.Run(ctx, opts)
+}
+
+// Serve runs the web server and the scan service until ctx ends. On an
+// empty database it starts the first scan at once, so a newcomer sees rows
+// appear; with --no-schedule nothing is scanned unless asked.
+func (a *App) Serve(ctx context.Context) error {
+	srv, err := web.New(web.Config{
+		Store: a.Store, Scans: scanControl{a.Service}, AdminToken: a.cfg.AdminToken, HubEndpoint: a.cfg.HubEndpoint,
+		Metrics: a.Metrics, Logger: a.log, Version: a.version, PublicURL: a.cfg.PublicURL, APIRate: apiRate(a.cfg.RateLimit),
+	})
+	if err != nil {
+		return fmt.Errorf("web: %w", err)
+	}
+	ln, err := net.Listen("tcp", a.cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listen %s: %w", a.cfg.Addr, err)
+	}
+	a.listener = ln
+	a.log.Info("serving", "addr", ln.Addr().String(), "db", a.cfg.DB, "hub", a.cfg.HubEndpoint, "schedule", schedule(a.cfg))
+
+	scanCtx, stopScans := context.WithCancel(context.Background())
+	scansDone := make(chan struct{})
+	go func() {
+		defer close(scansDone)
+		a.Service.Run(scanCtx)
+	}()
+	if !a.cfg.NoSchedule {
+		if err := a.Service.Schedule(a.cfg.Schedule); err != nil {
+			stopScans()
+			<-scansDone
+			ln.Close()
+			return err
+		}
+		if a.cfg.ScanOnEmpty {
+			a.firstScan(ctx)
+		}
+	}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Listen(ln) }()
+	close(a.ready)
+
+	var runErr error
+	select {
+	case <-ctx.Done():
+	case runErr = <-serveErr:
+	}
+	a.log.Info("shutting down: stopping scans")
+	stopScans()
+	<-scansDone
+	shutCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutCtx); err != nil {
+		runErr = errors.Join(runErr, fmt.Errorf("web shutdown: %w", err))
+	}
+	return runErr
+}
+
+// apiRate turns requests per minute into the web server's per-second rate;
+// 0 turns the limit off.
+func apiRate(perMinute int) float64 {
+	if perMinute <= 0 {
+		return -1
+	}
+	return float64(perMinute) / 60
+}
+
+// firstScan queues a scan when the database has no scan yet.
+func (a *App) firstScan(ctx context.Context) {
+	scans, err := a.Store.ListScans(ctx, 1)
+	if err != nil || len(scans) > 0 {
+		return
+	}
+	if err := a.Service.Request("startup"); err != nil {
+		a.log.Warn("first scan not queued", "err", err)
+	}
+}
+
+func schedule(cfg config.Config) string {
+	if cfg.NoSchedule {
+		return "off"
+	}
+	return cfg.Schedule
+}
+
+// Addr is the address Serve listens on, once it does (tests use port 0).
+func (a *App) Addr() string {
+	<-a.ready
+	return a.listener.Addr().String()
+}
+
+// Close releases the harness's files and the database.
+func (a *App) Close() error {
+	var errs []error
+	if c, ok := a.Runner.(io.Closer); ok {
+		errs = append(errs, c.Close())
+	}
+	if a.Store != nil {
+		errs = append(errs, a.Store.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// scanControl adapts the scan service to the web server.
+type scanControl struct{ s *scan.Service }
+
+func (c scanControl) RequestScan(trigger string) error {
+	err := c.s.Request(trigger)
+	if errors.Is(err, scan.ErrQueued) {
+		return web.ErrScanQueued
+	}
+	return err
+}
+
+func (c scanControl) State() web.ScanState {
+	st := c.s.State()
+	return web.ScanState{Running: st.Running, ScanID: st.ScanID, Queued: st.Queued, HubError: st.HubError, HubErrorAt: st.HubErrorAt}
+}
+
+// Backup writes a consistent copy of the database (safe while serving).
+func Backup(ctx context.Context, cfg config.Config, path string) error {
+	st, err := store.Open(ctx, cfg.DB)
+	if err != nil {
+		return fmt.Errorf("open database %s: %w", cfg.DB, err)
+	}
+	defer st.Close()
+	if err := st.Backup(ctx, path); err != nil {
+		return fmt.Errorf("backup to %s: %w", path, err)
+	}
+	return nil
+}
+
+// Probe runs one smoke test of one model without a database: it resolves
+// the revision on the Hub, fetches the files and runs the harness.
+func Probe(ctx context.Context, cfg config.Config, log *slog.Logger, id string) (compat.Result, error) {
+	if err := hub.ValidateID(id); err != nil {
+		return compat.Result{}, fmt.Errorf("%q is not a Hub model id: %w", id, err)
+	}
+	m := newAppMetrics(metrics.NewRegistry())
+	client, err := newHubClient(cfg, log, m)
+	if err != nil {
+		return compat.Result{}, err
+	}
+	// The probe uses no database of the user's: a throwaway one in a temp
+	// folder lets it share the scan's exact code path.
+	tmp, err := os.MkdirTemp("", "scanner-probe-")
+	if err != nil {
+		return compat.Result{}, err
+	}
+	defer os.RemoveAll(tmp)
+	st, err := store.Open(ctx, filepath.Join(tmp, "probe.db"))
+	if err != nil {
+		return compat.Result{}, err
+	}
+	defer st.Close()
+	rev := cfg.Revision
+	if rev == "" {
+		rev = "main"
+	}
+	prober := newRunner(cfg, log)
+	if c, ok := prober.(io.Closer); ok {
+		defer c.Close()
+	}
+	s := &scan.Scanner{Hub: pinned{client, rev}, Prober: prober, Store: st, CacheDir: cfg.CacheDir, HasToken: cfg.Token != "", Logger: log}
+	opts := scanOptions(cfg)
+	opts.Models, opts.Force, opts.Source, opts.Trigger = []string{id}, true, "hub", "probe"
+	sc, err := s.Run(ctx, opts)
+	if err != nil {
+		return compat.Result{}, err
+	}
+	results, err := st.History(ctx, id, "", 1)
+	if err != nil || len(results) == 0 {
+		return compat.Result{}, fmt.Errorf("no result for %s: %s", id, strings.TrimSpace(sc.Error))
+	}
+	return results[0], nil
+}
+
+// pinned resolves model info at a fixed revision (scanner probe --revision).
+type pinned struct {
+	*hub.Client
+	rev string
+}
+
+func (p pinned) ModelInfo(ctx context.Context, id, _ string) (hub.ModelInfo, error) {
+	return p.Client.ModelInfo(ctx, id, p.rev)
+}
