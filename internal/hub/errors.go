@@ -237,10 +237,14 @@ func firstHeader(h http.Header, names ...string) string {
 
 // isRepoPath reports whether an endpoint path names one model repo, the
 // condition under which huggingface_hub reads a bare 401 as "repository not
-// found" (REPO_API_REGEX): /api/models/{id}… or /{id}/resolve/….
+// found" (REPO_API_REGEX): /api/models/{id}…, /{id}/resolve/…, or the
+// Hub's same-origin redirect target for small files,
+// /api/resolve-cache/models/{id}/….
 func isRepoPath(p string) bool {
-	if rest, ok := strings.CutPrefix(p, "/api/models/"); ok {
-		return rest != ""
+	for _, prefix := range []string{"/api/models/", "/api/resolve-cache/models/"} {
+		if rest, ok := strings.CutPrefix(p, prefix); ok {
+			return rest != ""
+		}
 	}
 	return strings.Contains(p, "/resolve/")
 }

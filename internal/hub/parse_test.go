@@ -302,3 +302,19 @@ func TestNormalizeEtag(t *testing.T) {
 		}
 	}
 }
+
+func TestIsRepoPath(t *testing.T) {
+	for p, want := range map[string]bool{
+		"/api/models":                     false,
+		"/api/models/":                    false,
+		"/api/models/gpt2":                true,
+		"/api/models/a/b/revision/main":   true,
+		"/a/b/resolve/main/config.json":   true,
+		"/api/resolve-cache/models/a/b/c": true,
+		"/api/collections":                false,
+	} {
+		if got := isRepoPath(p); got != want {
+			t.Errorf("%s: %v", p, got)
+		}
+	}
+}
