@@ -119,13 +119,33 @@ func newRunner(cfg config.Config, log *slog.Logger) scan.Prober {
 	if py == "" {
 		py = probe.DefaultPython(os.Getenv)
 	}
-	r, err := probe.NewRunner(probe.Config{Python: py, Timeout: cfg.Timeout, Logger: log})
+	r, err := probe.NewRunner(probe.Config{Python: py, Script: cfg.Harness, Timeout: cfg.Timeout, Grace: cfg.ProbeGrace,
+		MemLimitBytes: memLimit(cfg.Devices), Logger: log})
 	if err != nil {
 		err = fmt.Errorf("no usable Python for the harness (%w); run `make pyenv` or pass --python", err)
 		log.Warn("scans will fail", "err", err)
 		return brokenProber{err}
 	}
 	return r
+}
+
+// memLimit shares three quarters of the host's memory between the probes
+// that run at once (one per device); 0 lets the runner decide.
+func memLimit(devices int) uint64 {
+	if devices <= 1 {
+		return 0
+	}
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	var kb uint64
+	for _, line := range strings.Split(string(b), "\n") {
+		if _, err := fmt.Sscanf(line, "MemTotal: %d kB", &kb); err == nil {
+			return kb << 10 * 3 / 4 / uint64(devices)
+		}
+	}
+	return 0
 }
 
 // brokenProber stands in for a runner that could not be built.

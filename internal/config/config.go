@@ -36,10 +36,12 @@ type Config struct {
 	Force       bool
 	Source      string // "hub" or "cache"
 	Devices     int
-	Revision    string // probe only
-	JSON        bool   // probe only
-	Server      string // check only
-	LogFormat   string // "text" or "json"
+	Harness     string        // a harness script to run instead of the embedded one
+	ProbeGrace  time.Duration // SIGTERM → SIGKILL grace of a probe being stopped
+	Revision    string        // probe only
+	JSON        bool          // probe only
+	Server      string        // check only
+	LogFormat   string        // "text" or "json"
 	LogLevel    string
 
 	// serve only
@@ -80,6 +82,7 @@ func Defaults() Config {
 		Timeout:     20 * time.Minute,
 		Source:      "hub",
 		Devices:     1,
+		ProbeGrace:  10 * time.Second,
 		LogFormat:   "text",
 		LogLevel:    "info",
 		Addr:        ":8080",
@@ -128,6 +131,8 @@ func Parse(cmd Command, args []string, env Env, out io.Writer) (Config, []string
 		fs.StringVar(&c.Python, "python", c.Python, "Python with torch + transformers (+ torch_tpu) [SCANNER_PYTHON]")
 		fs.StringVar(&mode, "mode", mode, "weights: auto, full (real safetensors) or arch (random weights, real config)")
 		fs.DurationVar(&c.Timeout, "timeout", c.Timeout, "wall-clock limit per probe")
+		fs.DurationVar(&c.ProbeGrace, "probe-grace", c.ProbeGrace, "on shutdown or timeout, time a probe gets after SIGTERM before its process group is killed")
+		fs.StringVar(&c.Harness, "harness", c.Harness, "run this harness script instead of the embedded one (development, tests) [SCANNER_HARNESS]")
 	}
 	scanFlags := func() {
 		fs.IntVar(&c.Limit, "limit", c.Limit, "how many popular models")
@@ -203,6 +208,7 @@ func (c *Config) fromEnv(env Env) error {
 		c.Target = compat.Target(v)
 	}
 	c.Python = get("SCANNER_PYTHON")
+	c.Harness = get("SCANNER_HARNESS")
 	if v := get("SCANNER_ADDR"); v != "" {
 		c.Addr = v
 	}
