@@ -82,6 +82,10 @@ type Hooks struct {
 type Scanner struct {
 	Hub      HubClient
 	Prober   Prober
+	// DeviceProbers, when set, holds one prober per device (each pinned to
+	// its device); worker i probes with DeviceProbers[i]. Prober still
+	// answers Env.
+	DeviceProbers []Prober
 	Store    store.Store
 	CacheDir string
 	HasToken bool
@@ -244,7 +248,7 @@ func (r *run) pipeline(ctx context.Context, models []hub.ModelInfo) error {
 	}()
 	queue := make(chan *job, look*r.opts.Devices)
 	var wg sync.WaitGroup
-	for w := 0; w < r.opts.Devices; w++ {
+	for w := range r.opts.Devices {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -252,7 +256,7 @@ func (r *run) pipeline(ctx context.Context, models []hub.ModelInfo) error {
 				if ctx.Err() != nil {
 					continue // stopping: take no more work, drain the queue
 				}
-				if write := r.probe(ctx, wctx, j); write != nil {
+				if write := r.probe(ctx, wctx, r.s.proberFor(w), j); write != nil {
 					records <- write
 				}
 			}
@@ -530,15 +534,15 @@ func (r *run) scannerError(j *job, stage compat.Stage, err error) *job {
 // the model's status, and records what stands.
 // It returns the write of what stands, for the recorder (nil when there is
 // nothing to write).
-func (r *run) probe(ctx, wctx context.Context, j *job) func() {
-	res := r.probeOnce(ctx, j)
+func (r *run) probe(ctx, wctx context.Context, p Prober, j *job) func() {
+	res := r.probeOnce(ctx, p, j)
 	if ctx.Err() != nil && res.Status == compat.StatusError {
 		// Shutting down: an interrupted probe says nothing about the model.
 		r.s.log().Info("probe interrupted", "model", j.info.ID)
 		return nil
 	}
 	if j.previous != nil && wouldChange(j.previous.Status, res.Status) {
-		again := r.probeOnce(ctx, j)
+		again := r.probeOnce(ctx, p, j)
 		if ctx.Err() != nil && again.Status == compat.StatusError {
 			r.s.log().Info("rerun interrupted; the change stays unconfirmed", "model", j.info.ID)
 			return nil
@@ -558,6 +562,14 @@ func (r *run) probe(ctx, wctx context.Context, j *job) func() {
 	return func() { r.record(wctx, j, res, true) }
 }
 
+// proberFor is the prober of device i.
+func (s *Scanner) proberFor(i int) Prober {
+	if i < len(s.DeviceProbers) && s.DeviceProbers[i] != nil {
+		return s.DeviceProbers[i]
+	}
+	return s.Prober
+}
+
 // wouldChange reports whether a new status would change what the model
 // shows; errors (the scanner's environment) never count as a change worth
 // confirming, and neither do skips.
@@ -568,9 +580,9 @@ func wouldChange(old, new compat.Status) bool {
 	return old == compat.StatusPass || old.HeldAgainstModel()
 }
 
-func (r *run) probeOnce(ctx context.Context, j *job) compat.Result {
+func (r *run) probeOnce(ctx context.Context, p Prober, j *job) compat.Result {
 	start := time.Now()
-	res := r.s.Prober.Probe(ctx, probe.Request{
+	res := p.Probe(ctx, probe.Request{
 		ModelID: j.info.ID, Revision: j.info.SHA, SnapshotDir: j.snapshot, Task: j.info.PipelineTag,
 		Target: r.target, Mode: j.mode, Timeout: r.opts.Timeout, MemoryBudgetBytes: r.budget,
 	})

@@ -107,6 +107,7 @@ type Hub struct {
 	log      []*Request
 	faults   []*faultState
 	limits   map[string]*window
+	pageSize int // largest page; 0 means the Hub's 1000
 }
 
 type repo struct {
@@ -191,6 +192,14 @@ func (h *Hub) SetToken(tok string) {
 func (h *Hub) RejectToken(tok string) {
 	h.mu.Lock()
 	h.rejected[tok] = true
+	h.mu.Unlock()
+}
+
+// SetPageSize caps listing pages at n models (the real Hub caps them at
+// 1000), so that tests see pagination with few models.
+func (h *Hub) SetPageSize(n int) {
+	h.mu.Lock()
+	h.pageSize = n
 	h.mu.Unlock()
 }
 
@@ -502,6 +511,12 @@ func (h *Hub) serveList(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		limit = min(n, 1000)
+	}
+	h.mu.Lock()
+	ps := h.pageSize
+	h.mu.Unlock()
+	if ps > 0 {
+		limit = min(limit, ps)
 	}
 	offset := 0
 	if v := q.Get("cursor"); v != "" {
