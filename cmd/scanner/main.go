@@ -147,6 +147,9 @@ func scanNow(ctx context.Context, cfg config.Config, logger *slog.Logger, stderr
 	bar := newProgress(stderr)
 	sc, err := a.Scan(ctx, "cli", bar.update)
 	bar.finish()
+	if errors.Is(err, context.Canceled) {
+		return fmt.Errorf("scan %d interrupted after %d of %d models: what was measured is saved, and the next scan tests the rest", sc.ID, sc.Done, sc.Planned)
+	}
 	if err != nil {
 		return err
 	}

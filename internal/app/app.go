@@ -74,9 +74,13 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, version strin
 		st.Close()
 		return nil, err
 	}
-	a.Runner = newRunner(cfg, log)
+	a.Runner = newRunner(cfg, log, nil)
+	var perDevice []scan.Prober
+	for i := 0; cfg.Devices > 1 && i < cfg.Devices; i++ {
+		perDevice = append(perDevice, newRunner(cfg, log, deviceEnv(i)))
+	}
 	a.Scanner = &scan.Scanner{
-		Hub: a.Hub, Prober: a.Runner, Store: st, CacheDir: cfg.CacheDir, HasToken: cfg.Token != "", Logger: log,
+		Hub: a.Hub, Prober: a.Runner, DeviceProbers: perDevice, Store: st, CacheDir: cfg.CacheDir, HasToken: cfg.Token != "", Logger: log,
 		Hooks: scan.Hooks{
 			ProbeDone: func(r compat.Result, held time.Duration) {
 				a.m.probes.With(string(r.Status)).Inc()
@@ -114,19 +118,28 @@ func newHubClient(cfg config.Config, log *slog.Logger, m appMetrics) (*hub.Clien
 // newRunner builds the probe runner. Without a usable Python the scanner
 // still serves its pages: every scan then fails with the reason, and no
 // model is blamed.
-func newRunner(cfg config.Config, log *slog.Logger) scan.Prober {
+func newRunner(cfg config.Config, log *slog.Logger, env []string) scan.Prober {
 	py := cfg.Python
 	if py == "" {
 		py = probe.DefaultPython(os.Getenv)
 	}
 	r, err := probe.NewRunner(probe.Config{Python: py, Script: cfg.Harness, Timeout: cfg.Timeout, Grace: cfg.ProbeGrace,
-		MemLimitBytes: memLimit(cfg.Devices), Logger: log})
+		MemLimitBytes: memLimit(cfg.Devices), ExtraEnv: env, Logger: log})
 	if err != nil {
 		err = fmt.Errorf("no usable Python for the harness (%w); run `make pyenv` or pass --python", err)
 		log.Warn("scans will fail", "err", err)
 		return brokenProber{err}
 	}
 	return r
+}
+
+// deviceEnv pins a harness to device i of the host: libtpu's per-process
+// chip selection on TPU hosts, the visible device on CUDA hosts.
+func deviceEnv(i int) []string {
+	return []string{
+		fmt.Sprintf("TPU_VISIBLE_CHIPS=%d", i), "TPU_PROCESS_BOUNDS=1,1,1", "TPU_CHIPS_PER_PROCESS_BOUNDS=1,1,1",
+		fmt.Sprintf("CUDA_VISIBLE_DEVICES=%d", i),
+	}
 }
 
 // memLimit shares three quarters of the host's memory between the probes
@@ -265,8 +278,10 @@ func (a *App) Addr() string {
 // Close releases the harness's files and the database.
 func (a *App) Close() error {
 	var errs []error
-	if c, ok := a.Runner.(io.Closer); ok {
-		errs = append(errs, c.Close())
+	for _, p := range append([]scan.Prober{a.Runner}, a.Scanner.DeviceProbers...) {
+		if c, ok := p.(io.Closer); ok {
+			errs = append(errs, c.Close())
+		}
 	}
 	if a.Store != nil {
 		errs = append(errs, a.Store.Close())
@@ -330,7 +345,7 @@ func Probe(ctx context.Context, cfg config.Config, log *slog.Logger, id string) 
 	if rev == "" {
 		rev = "main"
 	}
-	prober := newRunner(cfg, log)
+	prober := newRunner(cfg, log, nil)
 	if c, ok := prober.(io.Closer); ok {
 		defer c.Close()
 	}

@@ -1,0 +1,262 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
+	"github.com/google-pytorch/torchtpu-scanner/internal/hub"
+	"github.com/google-pytorch/torchtpu-scanner/internal/hub/hubtest"
+	"github.com/google-pytorch/torchtpu-scanner/store"
+)
+
+// TestMain lets the test binary act as the scanner itself, so that process
+// tests can start, kill -9 and SIGTERM a real scanner process.
+func TestMain(m *testing.M) {
+	if os.Getenv("SCANNER_TEST_MAIN") == "1" {
+		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+// scannerProcess starts the scanner as a child process.
+func scannerProcess(t *testing.T, args ...string) (*exec.Cmd, *bytes.Buffer) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), "SCANNER_TEST_MAIN=1", "HF_TOKEN=")
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+	})
+	return cmd, &out
+}
+
+func standinArgs(t *testing.T, h *hubtest.Hub, db, cache string) []string {
+	t.Helper()
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("python3 is needed for the stand-in harness")
+	}
+	harness, err := filepath.Abs("testdata/standin_harness.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return []string{"scan", "--hub-endpoint", h.URL(), "--db", db, "--cache-dir", cache, "--target", "cpu",
+		"--mode", "arch", "--python", "python3", "--harness", harness, "--limit", "100", "--log-format", "json"}
+}
+
+func llamaRepos(ids ...string) []hubtest.Repo {
+	var repos []hubtest.Repo
+	for i, id := range ids {
+		repos = append(repos, configRepo(id, "llama", "text-generation", int64(1000-i)))
+	}
+	return repos
+}
+
+func countResults(t *testing.T, db string) (int, map[string]int) {
+	t.Helper()
+	st, err := store.Open(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	models, _, err := st.ListModels(context.Background(), store.ModelQuery{Limit: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	per := map[string]int{}
+	total := 0
+	for _, m := range models {
+		h, err := st.History(context.Background(), m.ID, "", 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		per[m.ID] = len(h)
+		total += len(h)
+	}
+	return total, per
+}
+
+// TestKillMinus9MidScan kills the scanner without warning in the middle of
+// a scan: what was recorded stays, the database is intact, and the next
+// scan marks the old one interrupted and tests only what is missing,
+// without duplicates.
+func TestKillMinus9MidScan(t *testing.T) {
+	ids := []string{"crash/m-0", "crash/m-1", "crash/m-2", "crash/m-3", "crash/m-4", "crash/m-5"}
+	h := hubtest.New(t, llamaRepos(ids...)...)
+	dir := t.TempDir()
+	db, cache := filepath.Join(dir, "scanner.db"), filepath.Join(dir, "hub")
+	args := standinArgs(t, h, db, cache)
+
+	cmd, out := scannerProcess(t, args...)
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if n, _ := countResultsQuiet(db); n >= 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no results after 60 s:\n%s", out.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Wait()
+	before, _ := countResults(t, db)
+	if before >= len(ids) {
+		t.Fatalf("the scan finished before it was killed (%d results); the test needs slower probes", before)
+	}
+
+	st, err := store.Open(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := st.IntegrityCheck(context.Background()); err != nil || ok != "ok" {
+		t.Fatalf("integrity after kill -9: %q %v", ok, err)
+	}
+	st.Close()
+
+	// Restart: the killed scan is marked interrupted, the rest is tested.
+	var stdout, stderr bytes.Buffer
+	if code := runWithEnv(t, args, &stdout, &stderr); code != 0 {
+		t.Fatalf("second scan exited %d:\n%s", code, stderr.String())
+	}
+	total, per := countResults(t, db)
+	if total != len(ids) {
+		t.Errorf("%d results for %d models after restart: %v", total, len(ids), per)
+	}
+	for _, id := range ids {
+		if per[id] != 1 {
+			t.Errorf("%s has %d results, want exactly 1", id, per[id])
+		}
+	}
+	st, err = store.Open(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	scans, err := st.ListScans(context.Background(), 10)
+	if err != nil || len(scans) != 2 {
+		t.Fatalf("scans: %v %v", scans, err)
+	}
+	killed, second := scans[1], scans[0]
+	if killed.Status != store.ScanInterrupted || killed.FinishedAt == nil {
+		t.Errorf("killed scan: %+v", killed)
+	}
+	if second.Status != store.ScanDone || second.Probed != len(ids)-before || second.Unchanged != before {
+		t.Errorf("second scan probed %d and kept %d, want %d and %d", second.Probed, second.Unchanged, len(ids)-before, before)
+	}
+	if ok, _ := st.IntegrityCheck(context.Background()); ok != "ok" {
+		t.Errorf("integrity: %s", ok)
+	}
+}
+
+// TestSIGTERMMidProbe stops the scanner while a probe that ignores SIGTERM
+// holds the device: the scanner stops taking work, kills the probe's whole
+// process group after the grace period, records the scan as interrupted
+// and blames no model.
+func TestSIGTERMMidProbe(t *testing.T) {
+	h := hubtest.New(t, llamaRepos("term/hang-model", "term/next-model")...)
+	dir := t.TempDir()
+	db, cache := filepath.Join(dir, "scanner.db"), filepath.Join(dir, "hub")
+	args := append(standinArgs(t, h, db, cache), "--probe-grace", "1s")
+	cmd, out := scannerProcess(t, args...)
+
+	pidFile := filepath.Join(hub.SnapshotDir(cache, "term/hang-model", h.SHA("term/hang-model")), "standin.pid")
+	var harnessPID int
+	deadline := time.Now().Add(60 * time.Second)
+	for harnessPID == 0 {
+		if b, err := os.ReadFile(pidFile); err == nil {
+			harnessPID, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the probe did not start:\n%s", out.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	start := time.Now()
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("scanner still running 20 s after SIGTERM:\n%s", out.String())
+	}
+	took := time.Since(start)
+	if took < time.Second {
+		t.Errorf("exited after %v, before the probe's 1 s grace", took)
+	}
+	if err := syscall.Kill(harnessPID, 0); err == nil {
+		t.Errorf("harness pid %d still alive after the scanner exited", harnessPID)
+	}
+	if code := cmd.ProcessState.ExitCode(); code != 1 {
+		t.Errorf("exit code %d, want 1 (scan interrupted)", code)
+	}
+	if !strings.Contains(out.String(), "interrupted") {
+		t.Errorf("no word of the interruption:\n%s", out.String())
+	}
+
+	st, err := store.Open(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	scans, _ := st.ListScans(context.Background(), 1)
+	if len(scans) != 1 || scans[0].Status != store.ScanInterrupted {
+		t.Errorf("scan record: %+v", scans)
+	}
+	for _, id := range []string{"term/hang-model", "term/next-model"} {
+		if r, err := st.LatestResult(context.Background(), id, compat.TargetCPU); err == nil {
+			t.Errorf("%s was recorded as %s although the scanner was stopped", id, r.Status)
+		}
+	}
+}
+
+// runWithEnv runs the scanner in-process with the same environment the
+// child had.
+func runWithEnv(t *testing.T, args []string, stdout, stderr *bytes.Buffer) int {
+	t.Setenv("HF_TOKEN", "")
+	return run(args, stdout, stderr)
+}
+
+// countResultsQuiet counts results without failing the test (the database
+// may not exist yet).
+func countResultsQuiet(db string) (int, error) {
+	if _, err := os.Stat(db); err != nil {
+		return 0, err
+	}
+	st, err := store.Open(context.Background(), db)
+	if err != nil {
+		return 0, err
+	}
+	defer st.Close()
+	models, _, err := st.ListModels(context.Background(), store.ModelQuery{Limit: 1000})
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, m := range models {
+		if m.Result != nil {
+			n++
+		}
+	}
+	return n, nil
+}

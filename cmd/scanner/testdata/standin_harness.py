@@ -1,0 +1,54 @@
+"""Stand-in harness for the scanner's process tests (cmd/scanner).
+
+It speaks the harness's command line and writes a passing arch-mode result
+on cpu after a pause; the model id says how to behave:
+
+  .../hang-*   writes its pid to MODEL_DIR/standin.pid, ignores SIGTERM and
+               sleeps (the scanner must kill its process group)
+  anything else  sleeps 0.6 s, then passes
+"""
+
+import json
+import os
+import signal
+import sys
+import time
+
+
+def arg(name, default=None):
+    a = sys.argv[1:]
+    return a[a.index(name) + 1] if name in a else default
+
+
+def write(result):
+    path = arg("--result-file")
+    with open(path + ".tmp", "w") as f:
+        json.dump(result, f)
+    os.replace(path + ".tmp", path)
+
+
+RUNTIME = {"python": "3", "torch": "standin", "transformers": "standin", "torch_tpu": "",
+           "harness": "standin-1", "device": "cpu", "device_count": 1}
+
+if "--env-only" in sys.argv:
+    write({"target": "cpu", "status": "pass", "runtime": RUNTIME, "metrics": {}})
+    sys.exit(0)
+
+model = arg("--model-id")
+if "/hang-" in model:
+    with open(os.path.join(arg("--model-dir"), "standin.pid"), "w") as f:
+        f.write(str(os.getpid()))
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    sys.stderr.write("stage=load start\n")
+    sys.stderr.flush()
+    time.sleep(600)
+
+time.sleep(0.6)
+write({
+    "target": "cpu", "status": "pass", "stage": "generate", "failure_class": None, "op": None,
+    "reason": None, "signature": None, "message": None, "mode": arg("--mode"),
+    "revision": arg("--revision"), "tested_at": "", "duration_s": 0.6, "runtime": RUNTIME,
+    "metrics": {"load_s": 0.1, "first_forward_s": 0.1, "forward_ms": 1.0, "compile_s": None,
+                "tokens_per_s": None, "peak_mem_bytes": None, "max_abs_diff": 0.0, "top1_agreement": 1.0},
+    "repro": "",
+})
