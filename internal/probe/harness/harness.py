@@ -1,0 +1,1201 @@
+#!/usr/bin/env python3
+"""Smoke-test one Hugging Face model on TorchTPU (or cpu/cuda) and write one Result JSON.
+
+Command line (the contract with the Go runner):
+
+    python harness.py --model-dir DIR --model-id ID --revision SHA
+                      --target {tpu,cpu,cuda,auto} --mode {full,arch,auto}
+                      --task PIPELINE_TAG_OR_EMPTY --result-file PATH
+                      [--seq-len 128] [--new-tokens 16] [--layers 2] [--seed 0]
+                      [--steps 5] [--memory-budget-bytes N] [--no-compile] [--no-generate]
+                      [--compile-backend NAME] [--dtype {auto,float32,bfloat16,float16}]
+    python harness.py --env-only --result-file PATH [--target auto]
+
+DIR is a Hub-cache snapshot folder (config.json, and *.safetensors for full mode).
+The run is offline (HF_HUB_OFFLINE=1, TRANSFORMERS_OFFLINE=1 are set here too),
+never uses trust_remote_code and never unpickles weights: only *.safetensors are
+read, and a config with auto_map whose model_type transformers does not know
+natively is skipped (reason remote_code). When transformers implements the
+model_type natively, auto_map is ignored and the native code runs (that model
+does not *need* remote code).
+
+Exactly one Result JSON object (shape of shared/CONTRACT.md plus the extensions
+in internal/compat) is written atomically to --result-file; progress lines such
+as ``stage=load ok 1.23s`` go to stderr. The exit code is 0 whenever a Result was
+written, whatever the model did; 2 for bad arguments or an unwritable result file.
+
+Stages, in order, each timed in result.stages:
+
+* env      versions (python, torch, transformers, torch_tpu, libtpu), device name,
+           count and memory; torch_tpu must be Google's backend (torch_tpu._internal).
+           ``--target auto`` is tpu when a TPU is usable, else cpu. A requested tpu/cuda
+           that is not usable gives status error, failure_class device_unavailable.
+* config   config.json via AutoConfig (trust_remote_code=False); task and model class;
+           mode: full (real safetensors; bfloat16 on an accelerator, float32 on cpu),
+           arch (random weights from the config with layers cut to --layers, seeded),
+           auto (full if safetensors exist and fit the memory budget, else arch).
+* load     the model onto the device (load_s).
+* forward  batch 1, static shapes (--seq-len tokens / the config's image or audio size);
+           first call (first_forward_s) is the warm-up, then the median of --steps
+           synchronised calls (forward_ms).
+* numerics the same weights in float32 on CPU as the reference: max_abs_diff, top-1
+           agreement, perplexity for causal LMs, against the tolerance table below.
+* compile  torch.compile(model, backend="tpu" on tpu / "inductor" on cuda and cpu
+           (aot_eager on a cpu host without a C++ compiler), dynamic=False): compile_s is
+           the first call, a second call with the same shapes must not recompile
+           (failure_class recompile), then the median of --steps calls (compiled_step_ms);
+           the compiled output must match eager within the same tolerance.
+* generate causal LMs and seq2seq/speech-seq2seq: greedy --new-tokens with
+           cache_implementation="static" where the model supports it (else its own cache,
+           noted); one warm-up generate, then a measured one: ttft_ms and decode
+           tokens_per_s. On tpu/cuda transformers compiles the decode step itself.
+
+Timing: the device is synchronised (torch.accelerator.synchronize(), else
+torch.<device>.synchronize()) before every clock read; warm-up calls are excluded.
+Peak device memory comes from the runtime's allocator statistics (torch.accelerator /
+torch.<device> max_memory_allocated); on cpu, or where the runtime reports none, it is null.
+Every metric that was not measured is null.
+
+Numerics tolerance table (device output vs the float32 CPU reference, over all positions):
+
+| device dtype | max_abs_diff allowed            | top-1 agreement at least |
+|--------------|---------------------------------|--------------------------|
+| float32      | 1e-4 + 1e-3 * max|reference|    | 0.99                     |
+| float16      | 1e-2 + 2e-2 * max|reference|    | 0.95                     |
+| bfloat16     | 5e-2 + 1e-1 * max|reference|    | 0.90                     |
+
+metrics.tolerance is the absolute bound used. Top-1 agreement is measured only for
+outputs that are scores over classes/tokens (logits); hidden-state outputs
+(feature extraction) are held to max_abs_diff alone. Causal LMs also need a finite, not
+absurd perplexity on the repeated half of the input (the input is a random chunk of token
+ids repeated, so a trained LM can copy it and scores far below the vocabulary size; random
+weights score about the vocabulary size): at most 10x the vocabulary size, i.e. no worse
+than ten times a uniform guess. All outputs must be finite.
+
+Test hook: when the environment variable HARNESS_TEST_INJECT is set (tests only; the Go
+runner scrubs the environment) the harness injects a failure:
+``STAGE:EXCEPTION:MESSAGE`` raises EXCEPTION(MESSAGE) in STAGE (in forward, from inside
+the model's forward via a hook on its first submodule); ``numerics:perturb`` adds 1.0 to
+the device output before comparison; ``compile:recompile`` calls the compiled model a
+second time with one token fewer, forcing a real recompile. It is ignored when unset.
+"""
+
+from __future__ import annotations
+
+import time
+
+_T0 = time.monotonic()
+
+import argparse  # noqa: E402
+import contextlib  # noqa: E402
+import datetime  # noqa: E402
+import gc  # noqa: E402
+import importlib.metadata as _md  # noqa: E402
+import importlib.util  # noqa: E402
+import json  # noqa: E402
+import math  # noqa: E402
+import os  # noqa: E402
+import platform  # noqa: E402
+import shutil  # noqa: E402
+import statistics  # noqa: E402
+import struct  # noqa: E402
+import sys  # noqa: E402
+
+# Offline before anything from Hugging Face is imported.
+os.environ["HF_HUB_OFFLINE"] = "1"
+os.environ["TRANSFORMERS_OFFLINE"] = "1"
+os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness_failures as hf  # noqa: E402
+import harness_tasks as ht  # noqa: E402
+
+HARNESS_VERSION = "0.1.0"
+
+STAGES = ("env", "config", "load", "forward", "numerics", "compile", "generate")
+
+# device dtype -> (atol, rtol, minimum top-1 agreement); see the module docstring.
+TOLERANCES = {
+    "float32": {"atol": 1e-4, "rtol": 1e-3, "top1": 0.99},
+    "float16": {"atol": 1e-2, "rtol": 2e-2, "top1": 0.95},
+    "bfloat16": {"atol": 5e-2, "rtol": 1e-1, "top1": 0.90},
+}
+PPL_FACTOR = 10.0  # causal LMs: perplexity <= 10 * vocab_size (a uniform guess scores vocab_size)
+
+# Per-device HBM when the runtime cannot tell (bytes).
+TPU_MEMORY_TABLE = {
+    "v4": 32 << 30,
+    "v5e": 16 << 30,
+    "v5 lite": 16 << 30,
+    "v5p": 95 << 30,
+    "v6e": 32 << 30,
+    "v6 lite": 32 << 30,
+    "v7": 96 << 30,
+}
+FIT_FACTOR = 1.2  # weights * FIT_FACTOR + FIT_SLACK must fit the budget
+FIT_SLACK = 512 << 20
+
+WEIGHT_SUFFIXES_PICKLE = (".bin", ".pt", ".pth", ".ckpt", ".pkl")
+
+
+def log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def now_rfc3339() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def finite_or_none(x):
+    if x is None:
+        return None
+    try:
+        x = float(x)
+    except (TypeError, ValueError):
+        return None
+    return x if math.isfinite(x) else None
+
+
+def dist_version(*names: str) -> str:
+    for name in names:
+        try:
+            return _md.version(name)
+        except _md.PackageNotFoundError:
+            continue
+        except Exception:  # noqa: BLE001 - broken metadata must not break the probe
+            continue
+    return ""
+
+
+def write_json_atomic(path: str, obj) -> None:
+    d = os.path.dirname(os.path.abspath(path)) or "."
+    os.makedirs(d, exist_ok=True)
+    tmp = os.path.join(d, f".{os.path.basename(path)}.tmp.{os.getpid()}")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        json.dump(obj, fh, indent=1, allow_nan=False)
+        fh.write("\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+# --- test hook -----------------------------------------------------------------
+
+_INJECT_EXCEPTIONS = {
+    "NotImplementedError": NotImplementedError,
+    "RuntimeError": RuntimeError,
+    "MemoryError": MemoryError,
+    "ImportError": ImportError,
+    "ValueError": ValueError,
+    "OSError": OSError,
+    "TypeError": TypeError,
+    "KeyError": KeyError,
+}
+
+
+def parse_inject() -> dict:
+    """HARNESS_TEST_INJECT -> {stage: (kind, payload)}; empty unless the variable is set."""
+    spec = os.environ.get("HARNESS_TEST_INJECT", "")
+    out: dict = {}
+    for item in filter(None, (s.strip() for s in spec.split(";"))):
+        stage, _, rest = item.partition(":")
+        if rest in ("perturb", "recompile"):
+            out[stage] = (rest, None)
+            continue
+        exc_name, _, message = rest.partition(":")
+        out[stage] = ("raise", (_INJECT_EXCEPTIONS.get(exc_name, RuntimeError), message or "injected failure"))
+    return out
+
+
+# --- environment -----------------------------------------------------------------
+
+def cpu_name() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                if line.lower().startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "cpu"
+
+
+def host_memory() -> tuple[int | None, int | None]:
+    """(total, available) host RAM in bytes, honouring RLIMIT_AS and a cgroup v2 limit."""
+    total = avail = None
+    try:
+        with open("/proc/meminfo", encoding="utf-8") as fh:
+            info = {l.split(":")[0]: int(l.split()[1]) * 1024 for l in fh if l.split()[1:2] and l.split()[1].isdigit()}
+        total, avail = info.get("MemTotal"), info.get("MemAvailable")
+    except (OSError, ValueError, IndexError):
+        pass
+    limits = []
+    try:
+        import resource
+
+        for lim in (resource.RLIMIT_AS, resource.RLIMIT_DATA):
+            soft, _ = resource.getrlimit(lim)
+            if soft not in (resource.RLIM_INFINITY, -1) and soft > 0:
+                limits.append(soft)
+    except (ImportError, ValueError, OSError):
+        pass
+    try:
+        with open("/sys/fs/cgroup/memory.max", encoding="utf-8") as fh:
+            raw = fh.read().strip()
+        if raw.isdigit():
+            used = 0
+            try:
+                with open("/sys/fs/cgroup/memory.current", encoding="utf-8") as fh:
+                    used = int(fh.read().strip())
+            except (OSError, ValueError):
+                pass
+            limits.append(max(0, int(raw) - used))
+    except OSError:
+        pass
+    if limits:
+        avail = min([a for a in [avail] if a is not None] + limits)
+    return total, avail
+
+
+def probe_torch_tpu(torch) -> dict:
+    """Import Google's torch_tpu if present and say whether a TPU is usable."""
+    st = {"installed": False, "google": False, "version": "", "available": False, "note": ""}
+    try:
+        spec = importlib.util.find_spec("torch_tpu")
+    except (ImportError, ValueError):
+        spec = None
+    if spec is None:
+        st["note"] = "torch_tpu not installed"
+        return st
+    st["installed"] = True
+    try:
+        google = importlib.util.find_spec("torch_tpu._internal") is not None
+    except Exception as e:  # noqa: BLE001 - importing the package itself failed
+        st["note"] = f"torch_tpu failed to import: {hf.short_message(e, 300)}"
+        return st
+    if not google:
+        st["note"] = "an unrelated torch_tpu package is installed (no torch_tpu._internal): not Google's TorchTPU"
+        return st
+    st["google"] = True
+    st["version"] = dist_version("torch_tpu", "torch-tpu")
+    try:
+        import torch_tpu  # noqa: F401
+
+        if not hasattr(torch, "tpu"):
+            # torch normally autoloads torch_tpu through its torch.backends entry point.
+            from torch_tpu import _loader  # type: ignore
+
+            _loader.load()
+        st["available"] = bool(hasattr(torch, "tpu") and torch.tpu.is_available())
+        if not st["available"]:
+            st["note"] = "torch_tpu found no TPU device"
+    except Exception as e:  # noqa: BLE001
+        st["note"] = f"torch_tpu failed to initialise: {hf.short_message(e, 300)}"
+    return st
+
+
+class Device:
+    """One target: the same code path for tpu and cuda (device module, accelerator API)."""
+
+    def __init__(self, torch, target: str):
+        self.torch = torch
+        self.target = target
+        self.device = torch.device(target if target != "cuda" else "cuda:0") if target != "cpu" else torch.device("cpu")
+        self.mod = getattr(torch, target, None) if target != "cpu" else None
+        self.name = cpu_name() if target == "cpu" else ""
+        self.count = 1
+        self.memory_bytes: int | None = None
+        self.memory_source = ""
+        self.sync_name = "none (cpu)"
+        self._sync = None
+        self._peak = None
+        self._reset_peak = None
+        self.peak_name = ""
+
+    def init(self) -> None:
+        torch = self.torch
+        if self.target == "cpu":
+            total, _ = host_memory()
+            self.memory_bytes = total
+            self.memory_source = "host RAM"
+            return
+        mod = self.mod
+        try:
+            self.name = str(mod.get_device_name(0))
+        except Exception:  # noqa: BLE001
+            self.name = self.target.upper()
+        try:
+            self.count = int(mod.device_count())
+        except Exception:  # noqa: BLE001
+            self.count = 1
+        try:
+            self.memory_bytes = int(mod.get_device_properties(0).total_memory)
+            self.memory_source = f"torch.{self.target}.get_device_properties"
+        except Exception:  # noqa: BLE001
+            self.memory_bytes = None
+        if self.memory_bytes is None and self.target == "tpu":
+            key = self.name.lower()
+            for gen, size in TPU_MEMORY_TABLE.items():
+                if gen in key:
+                    self.memory_bytes, self.memory_source = size, f"table ({gen})"
+                    break
+        # synchronisation: torch.accelerator first, the device module as fallback
+        acc = getattr(torch, "accelerator", None)
+        for name, fn in ((f"torch.accelerator.synchronize", getattr(acc, "synchronize", None)),
+                         (f"torch.{self.target}.synchronize", getattr(mod, "synchronize", None))):
+            if fn is None:
+                continue
+            try:
+                fn()
+                self._sync, self.sync_name = fn, name
+                break
+            except Exception:  # noqa: BLE001
+                continue
+        # peak memory: allocator statistics where the runtime has them
+        for name, reset, peak in (
+            ("torch.accelerator", getattr(acc, "reset_peak_memory_stats", None), getattr(acc, "max_memory_allocated", None)),
+            (f"torch.{self.target}", getattr(mod, "reset_peak_memory_stats", None), getattr(mod, "max_memory_allocated", None)),
+        ):
+            if peak is None:
+                continue
+            try:
+                int(peak())
+                if reset is not None:
+                    reset()
+                self._peak, self._reset_peak, self.peak_name = peak, reset, name
+                break
+            except Exception:  # noqa: BLE001
+                continue
+
+    def sync(self) -> None:
+        if self._sync is not None:
+            self._sync()
+
+    def reset_peak(self) -> None:
+        if self._reset_peak is not None:
+            with contextlib.suppress(Exception):
+                self._reset_peak()
+
+    def peak_bytes(self) -> int | None:
+        if self._peak is None:
+            return None
+        try:
+            val = int(self._peak())
+        except Exception:  # noqa: BLE001
+            return None
+        return val if val > 0 else None
+
+
+# --- safetensors (header only; never the pickle formats) ------------------------
+
+_ST_DTYPE_BYTES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U8": 1,
+                   "BOOL": 1, "F8_E4M3": 1, "F8_E5M2": 1, "U16": 2, "U32": 4, "U64": 8, "F8_E8M0": 1, "F4": 1}
+
+
+def safetensors_files(model_dir: str) -> list[str]:
+    idx = os.path.join(model_dir, "model.safetensors.index.json")
+    if os.path.isfile(idx):
+        try:
+            with open(idx, encoding="utf-8") as fh:
+                names = sorted(set(json.load(fh).get("weight_map", {}).values()))
+            files = [os.path.join(model_dir, n) for n in names]
+            if files and all(os.path.isfile(f) for f in files):
+                return files
+        except (OSError, ValueError, AttributeError):
+            pass
+    single = os.path.join(model_dir, "model.safetensors")
+    if os.path.isfile(single):
+        return [single]
+    return sorted(os.path.join(model_dir, n) for n in os.listdir(model_dir)
+                  if n.endswith(".safetensors") and os.path.isfile(os.path.join(model_dir, n)))
+
+
+def safetensors_params(files: list[str]) -> int | None:
+    """Total element count from the safetensors headers (reads a few KiB per file)."""
+    total = 0
+    try:
+        for f in files:
+            with open(f, "rb") as fh:
+                (n,) = struct.unpack("<Q", fh.read(8))
+                if n > 100 << 20:
+                    return None
+                header = json.loads(fh.read(n))
+            for key, meta in header.items():
+                if key == "__metadata__" or not isinstance(meta, dict):
+                    continue
+                count = 1
+                for dim in meta.get("shape", []):
+                    count *= int(dim)
+                total += count
+    except (OSError, ValueError, struct.error):
+        return None
+    return total
+
+
+# --- the probe --------------------------------------------------------------------
+
+class _TimingStreamer:
+    """generate() streamer that timestamps the first generated token."""
+
+    def __init__(self):
+        self.puts = 0
+        self.tokens = 0
+        self.t_first = None
+
+    def put(self, value):
+        self.puts += 1
+        if self.puts == 1:  # the prompt (decoder prompt for encoder-decoders)
+            return
+        if self.t_first is None:
+            self.t_first = time.perf_counter()
+        self.tokens += int(value.numel()) if hasattr(value, "numel") else 1
+
+    def end(self):
+        pass
+
+
+class Probe:
+    def __init__(self, args):
+        self.args = args
+        self.inject = parse_inject()
+        self.torch = None
+        self.dev: Device | None = None
+        self.current = "env"
+        self.stages: list[dict] = []
+        self.mode = args.mode if args.mode in ("full", "arch") else None
+        self.task = args.task or ""
+        self.family = None
+        self.target = args.target if args.target != "auto" else "cpu"
+        self.runtime = {
+            "python": platform.python_version(), "torch": "", "transformers": "", "torch_tpu": "",
+            "harness": HARNESS_VERSION, "device": "", "device_count": 0,
+        }
+        self.metrics = dict.fromkeys(
+            ("load_s", "first_forward_s", "forward_ms", "compile_s", "tokens_per_s", "peak_mem_bytes",
+             "max_abs_diff", "top1_agreement", "compiled_step_ms", "ttft_ms", "perplexity", "tolerance",
+             "param_count"))
+        self.model = None
+        self.ref_model = None
+        self.inputs_cpu = None
+        self.dev_inputs = None
+        self.dev_out = None
+        self.dtype = None
+
+    # stage bookkeeping
+    @contextlib.contextmanager
+    def stage(self, name: str):
+        self.current = name
+        rec = {"stage": name, "ok": False, "duration_s": 0.0, "note": ""}
+        notes: list[str] = []
+        log(f"stage={name} start")
+        t = time.perf_counter()
+        try:
+            inj = self.inject.get(name)
+            if inj and inj[0] == "raise" and name != "forward":
+                exc_type, message = inj[1]
+                raise exc_type(message)
+            yield notes
+            rec["ok"] = True
+        except hf.Skip as s:
+            notes.append(f"skipped ({s.reason}): {s}")
+            raise
+        except BaseException as e:
+            notes.append(hf.short_message(e, 300))
+            raise
+        finally:
+            rec["duration_s"] = round(time.perf_counter() - t, 4)
+            rec["note"] = "; ".join(n for n in notes if n)[:1000]
+            if not rec["note"]:
+                del rec["note"]
+            self.stages.append(rec)
+            log(f"stage={name} {'ok' if rec['ok'] else 'FAILED'} {rec['duration_s']:.2f}s"
+                + (f" {rec.get('note', '')}" if rec.get("note") else ""))
+
+    def skip_stage(self, name: str, note: str) -> None:
+        self.stages.append({"stage": name, "ok": True, "skipped": True, "duration_s": 0.0, "note": note})
+        log(f"stage={name} skipped {note}")
+
+    # --- stages ---
+
+    def stage_env(self) -> None:
+        with self.stage("env") as notes:
+            try:
+                import torch
+            except Exception as e:  # noqa: BLE001
+                raise hf.EnvImportError(f"cannot import torch: {hf.short_message(e, 500)}", "torch") from e
+            self.torch = torch
+            self.runtime["torch"] = torch.__version__
+            self.runtime["transformers"] = dist_version("transformers")
+            self.runtime["libtpu"] = dist_version("libtpu", "libtpu-nightly")
+            requested = self.args.target
+            tpu = probe_torch_tpu(torch) if requested in ("tpu", "auto") else None
+            if tpu is not None:
+                self.runtime["torch_tpu"] = tpu["version"] if tpu["google"] else ""
+                if tpu["note"]:
+                    notes.append(tpu["note"])
+            if requested == "auto":
+                self.target = "tpu" if tpu and tpu["available"] else "cpu"
+                notes.append(f"auto -> {self.target}")
+            else:
+                self.target = requested
+            if self.target == "tpu" and not (tpu and tpu["available"]):
+                raise hf.DeviceUnavailable(f"target tpu requested but no TPU is usable: {tpu['note'] if tpu else ''}",
+                                           "tpu")
+            if self.target == "cuda" and not torch.cuda.is_available():
+                raise hf.DeviceUnavailable("target cuda requested but torch.cuda.is_available() is False", "cuda")
+            self.dev = Device(torch, self.target)
+            self.dev.init()
+            self.runtime["device"] = self.dev.name
+            self.runtime["device_count"] = self.dev.count
+            if self.dev.memory_bytes:
+                self.runtime["device_memory_gib"] = round(self.dev.memory_bytes / (1 << 30), 2)
+            notes.append(f"sync={self.dev.sync_name}")
+            if self.target != "cpu":
+                notes.append(f"peak_mem={self.dev.peak_name or 'not reported'}")
+            if self.args.dtype != "auto":
+                self.dtype = getattr(torch, self.args.dtype)
+            else:
+                self.dtype = torch.float32 if self.target == "cpu" else torch.bfloat16
+
+    def memory_budget(self) -> tuple[int | None, str]:
+        if self.args.memory_budget_bytes:
+            return self.args.memory_budget_bytes, "--memory-budget-bytes"
+        if self.target == "cpu":
+            _, avail = host_memory()
+            return avail, "available host RAM"
+        return self.dev.memory_bytes, self.dev.memory_source or "unknown"
+
+    def bytes_needed(self, params: int) -> int:
+        per = self.torch.empty((), dtype=self.dtype).element_size()
+        copies = 2 if self.target == "cpu" else 1  # cpu holds the device copy and the reference
+        return int(params * per * copies * FIT_FACTOR) + FIT_SLACK
+
+    def stage_config(self) -> None:
+        args = self.args
+        with self.stage("config") as notes:
+            path = os.path.join(args.model_dir, "config.json")
+            if not os.path.isfile(path):
+                raise hf.ConfigError(f"no config.json in the model directory", "no config.json")
+            with open(path, encoding="utf-8") as fh:
+                try:
+                    raw = json.load(fh)
+                except ValueError as e:
+                    raise hf.ConfigError(f"config.json is not valid JSON: {e}", "invalid config.json") from e
+            if not isinstance(raw, dict):
+                raise hf.ConfigError("config.json is not a JSON object", "invalid config.json")
+            import transformers
+            from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
+
+            with contextlib.suppress(Exception):
+                transformers.utils.logging.disable_progress_bar()
+            model_type = raw.get("model_type")
+            if raw.get("auto_map"):
+                if model_type not in CONFIG_MAPPING_NAMES:
+                    raise hf.Skip("remote_code", f"config.json has auto_map and model_type {model_type!r} is not "
+                                  "implemented by transformers: it needs trust_remote_code")
+                notes.append(f"auto_map ignored: transformers implements {model_type!r} natively")
+            config = transformers.AutoConfig.from_pretrained(args.model_dir, trust_remote_code=False,
+                                                             local_files_only=True)
+            task, family, tnote = ht.resolve_family(args.task or None, config)
+            if task:
+                self.task = task
+            if tnote:
+                notes.append(tnote)
+            if family is None:
+                raise hf.Skip("unsupported_task", tnote or f"task {args.task!r} is not supported")
+            self.family = family
+            self.cls = self.resolve_class(transformers, config, task, family)
+            notes.append(f"task={task} family={family} class={self.cls.__name__}")
+            self.config = config
+
+            # mode
+            files = safetensors_files(args.model_dir)
+            pickles = [n for n in os.listdir(args.model_dir) if n.endswith(WEIGHT_SUFFIXES_PICKLE)]
+            budget, budget_src = self.memory_budget()
+            if args.mode == "full" and not files:
+                raise hf.Skip("no_safetensors", "--mode full asked but the model directory has no *.safetensors"
+                              + (f" (only pickle weights: {', '.join(sorted(pickles)[:3])}; never loaded)" if pickles else ""))
+            mode = args.mode
+            if mode == "auto":
+                if not files:
+                    mode = "arch"
+                    notes.append("auto -> arch: no safetensors" + (" (pickle weights are never loaded)" if pickles else ""))
+                else:
+                    params = safetensors_params(files)
+                    need = self.bytes_needed(params) if params else None
+                    if need is not None and budget is not None and need > budget:
+                        mode = "arch"
+                        notes.append(f"auto -> arch: ~{need / 2**30:.1f} GiB needed > {budget / 2**30:.1f} GiB "
+                                     f"budget ({budget_src})")
+                    else:
+                        mode = "full"
+                        notes.append("auto -> full" + (f": ~{need / 2**30:.2f} GiB of {budget / 2**30:.1f} GiB budget "
+                                                        f"({budget_src})" if need and budget else ""))
+            self.mode = mode
+            self.st_files = files
+            if mode == "arch":
+                self.arch_config = self.shrink_config(config, notes)
+                params = self.count_params_meta(self.arch_config)
+                if params is not None:
+                    need = self.bytes_needed(params)
+                    if budget is not None and need > budget:
+                        raise hf.Skip("too_large", f"even with {args.layers} layers the model needs ~{need / 2**30:.1f} "
+                                      f"GiB > {budget / 2**30:.1f} GiB budget ({budget_src})")
+            notes.append(f"mode={mode} dtype={str(self.dtype).replace('torch.', '')}")
+
+    def resolve_class(self, transformers, config, task, family):
+        arch = (getattr(config, "architectures", None) or [None])[0]
+        if arch:
+            try:
+                cls = getattr(transformers, arch, None)
+            except Exception:  # noqa: BLE001 - a lazy import that fails
+                cls = None
+            if isinstance(cls, type) and issubclass(cls, transformers.PreTrainedModel):
+                return cls
+        names = ht.TASK_AUTO_CLASSES.get(task, ()) + ht.AUTO_CLASSES[family]
+        for name in names:
+            auto = getattr(transformers, name)
+            try:
+                return auto._model_mapping[type(config)]
+            except (KeyError, ValueError):
+                continue
+        raise hf.ConfigError(f"no transformers model class for model_type {config.model_type!r} and task {task!r}",
+                             "no model class for model_type and task")
+
+    def shrink_config(self, config, notes):
+        import copy
+
+        cfg = copy.deepcopy(config)
+        changes = ht.reduce_layers(cfg, self.args.layers)
+        if getattr(cfg, "quantization_config", None) is not None:
+            with contextlib.suppress(Exception):
+                delattr(cfg, "quantization_config")
+            changes.append("quantization_config dropped (random weights)")
+        if changes:
+            notes.append("arch: " + ", ".join(changes[:8]) + (" ..." if len(changes) > 8 else ""))
+        return cfg
+
+    def count_params_meta(self, config) -> int | None:
+        torch = self.torch
+        try:
+            with torch.device("meta"):
+                m = self.cls._from_config(config, dtype=self.dtype)
+            n = sum(p.numel() for p in m.parameters())
+            del m
+            return n
+        except Exception as e:  # noqa: BLE001 - the real build in load will report it properly
+            log(f"note: meta-device size estimate failed: {hf.short_message(e, 200)}")
+            return None
+
+    def to_dtype_keep_fp32(self, model, dtype):
+        """Cast like from_pretrained(dtype=...) does, keeping _keep_in_fp32_modules(_strict) in float32."""
+        torch = self.torch
+        model.to(dtype=dtype)
+        keep = set()
+        if dtype in (torch.float16, torch.bfloat16):
+            keep |= set(getattr(model, "_keep_in_fp32_modules_strict", None) or ())
+        if dtype == torch.float16:
+            keep |= set(getattr(model, "_keep_in_fp32_modules", None) or ())
+        if keep:
+            for name, mod in model.named_modules():
+                if any(k in name.split(".") or name.endswith(k) for k in keep):
+                    mod.to(dtype=torch.float32)
+        return model
+
+    def stage_load(self) -> None:
+        args, torch = self.args, self.torch
+        with self.stage("load") as notes:
+            self.dev.reset_peak()
+            t = time.perf_counter()
+            if self.mode == "full":
+                model, info = self.cls.from_pretrained(
+                    args.model_dir, dtype=self.dtype, use_safetensors=True, trust_remote_code=False,
+                    local_files_only=True, output_loading_info=True)
+                missing = list((info or {}).get("missing_keys") or [])
+                if missing:
+                    notes.append(f"{len(missing)} weights missing from the checkpoint (initialised): "
+                                 + ", ".join(sorted(missing)[:3]))
+            else:
+                torch.manual_seed(args.seed)
+                ref = self.cls._from_config(self.arch_config, dtype=torch.float32)
+                ref.eval()
+                self.ref_model = ref
+                import copy
+
+                model = copy.deepcopy(ref)
+                if self.dtype != torch.float32:
+                    self.to_dtype_keep_fp32(model, self.dtype)
+                gen_path = os.path.join(args.model_dir, "generation_config.json")
+                if os.path.isfile(gen_path) and model.can_generate():
+                    with contextlib.suppress(Exception):
+                        from transformers import GenerationConfig
+
+                        model.generation_config = GenerationConfig.from_pretrained(args.model_dir, local_files_only=True)
+            model.eval()
+            if self.target != "cpu":
+                model.to(self.dev.device)
+            self.dev.sync()
+            self.metrics["load_s"] = round(time.perf_counter() - t, 4)
+            self.metrics["param_count"] = int(sum(p.numel() for p in model.parameters()))
+            self.model = model
+            notes.append(f"params={self.metrics['param_count']}")
+
+    def forward_kwargs(self, inputs):
+        torch = self.torch
+        out = {}
+        for k, v in inputs.items():
+            if hasattr(v, "to"):
+                if v.is_floating_point():
+                    v = v.to(self.dev.device, dtype=self.dtype)
+                else:
+                    v = v.to(self.dev.device)
+            out[k] = v
+        return out
+
+    @staticmethod
+    def primary_output(out):
+        """(tensor, is_scores) — logits where the model has them, else the hidden states."""
+        for key in ("logits", "prediction_logits", "start_logits"):
+            val = getattr(out, key, None) if not isinstance(out, dict) else out.get(key)
+            if val is not None:
+                return val, True
+        for key in ("last_hidden_state", "pooler_output", "image_embeds", "text_embeds"):
+            val = getattr(out, key, None) if not isinstance(out, dict) else out.get(key)
+            if val is not None:
+                return val, False
+        if isinstance(out, (tuple, list)):
+            for val in out:
+                if hasattr(val, "shape"):
+                    return val, False
+        if hasattr(out, "to_tuple"):
+            for val in out.to_tuple():
+                if hasattr(val, "shape"):
+                    return val, False
+        raise TypeError(f"cannot find a tensor output in {type(out).__name__}")
+
+    def stage_forward(self) -> None:
+        args, torch = self.args, self.torch
+        with self.stage("forward") as notes:
+            import inspect
+
+            try:
+                accepted = set(inspect.signature(self.model.forward).parameters)
+            except (TypeError, ValueError):
+                accepted = set()
+            cfg = self.model.config
+            self.inputs_cpu, info = ht.build_inputs(torch, self.family, cfg, accepted, args.seq_len, args.new_tokens,
+                                                    args.seed, type(self.model).__name__)
+            self.input_info = info
+            notes.append("inputs " + ", ".join(f"{k}={list(v.shape)}" for k, v in self.inputs_cpu.items()
+                                                if hasattr(v, "shape")))
+            self.dev_inputs = self.forward_kwargs(self.inputs_cpu)
+            hook = None
+            inj = self.inject.get("forward")
+            if inj and inj[0] == "raise":
+                exc_type, message = inj[1]
+                target_mod = next((m for _, m in self.model.named_modules() if len(list(m.children())) == 0),
+                                  self.model)
+
+                def _raise(*_a, **_k):
+                    raise exc_type(message)
+
+                hook = target_mod.register_forward_pre_hook(_raise)
+            try:
+                with torch.no_grad():
+                    dev = self.dev
+                    dev.sync()
+                    t = time.perf_counter()
+                    out = self.model(**self.dev_inputs)
+                    dev.sync()
+                    self.metrics["first_forward_s"] = round(time.perf_counter() - t, 4)
+                    times = []
+                    for _ in range(max(1, args.steps)):
+                        t = time.perf_counter()
+                        out = self.model(**self.dev_inputs)
+                        dev.sync()
+                        times.append(time.perf_counter() - t)
+            finally:
+                if hook is not None:
+                    hook.remove()
+            self.metrics["forward_ms"] = round(statistics.median(times) * 1000, 4)
+            val, self.is_scores = self.primary_output(out)
+            self.dev_out = val.detach().float().cpu()
+            notes.append(f"output {list(self.dev_out.shape)}")
+
+    def compare(self, ref, dev, dtype_name: str) -> dict:
+        """max_abs_diff / top-1 agreement of dev vs ref against the dtype's tolerance."""
+        torch = self.torch
+        tol = TOLERANCES.get(dtype_name, TOLERANCES["float32"])
+        res = {"finite": bool(torch.isfinite(dev).all()), "max_abs_diff": None, "top1": None}
+        scale = float(ref.abs().max()) if ref.numel() else 0.0
+        res["tolerance"] = tol["atol"] + tol["rtol"] * scale
+        if ref.shape != dev.shape:
+            res["shape_mismatch"] = f"{list(dev.shape)} vs reference {list(ref.shape)}"
+            return res
+        if res["finite"]:
+            res["max_abs_diff"] = float((dev - ref).abs().max()) if ref.numel() else 0.0
+        if self.is_scores and ref.dim() >= 1 and ref.shape[-1] > 1:
+            res["top1"] = float((dev.argmax(-1) == ref.argmax(-1)).float().mean())
+        res["min_top1"] = tol["top1"]
+        return res
+
+    def verdict(self, cmp: dict, what: str) -> tuple[bool, str, str]:
+        if cmp.get("shape_mismatch"):
+            return False, f"{what}: output shape {cmp['shape_mismatch']}", "shape"
+        if not cmp["finite"]:
+            return False, f"{what}: non-finite values (nan/inf) in the device output", "non_finite"
+        if cmp["max_abs_diff"] is not None and cmp["max_abs_diff"] > cmp["tolerance"]:
+            return False, (f"{what}: max_abs_diff {cmp['max_abs_diff']:.4g} > tolerance {cmp['tolerance']:.4g}"), \
+                "max_abs_diff"
+        if cmp["top1"] is not None and cmp["top1"] < cmp["min_top1"]:
+            return False, f"{what}: top-1 agreement {cmp['top1']:.3f} < {cmp['min_top1']}", "top1"
+        return True, "", ""
+
+    def perplexity(self, logits) -> float | None:
+        torch = self.torch
+        start = self.input_info.get("copy_from")
+        ids = self.inputs_cpu["input_ids"]
+        if logits.dim() != 3 or start is None or ids.shape[1] < 2:
+            return None
+        # predict token t from position t-1, over the repeated part of the input
+        lp = torch.log_softmax(logits[0, start - 1:-1].float(), dim=-1)
+        tgt = ids[0, start:]
+        nll = -lp.gather(-1, tgt.unsqueeze(-1)).squeeze(-1).mean()
+        return float(torch.exp(nll))
+
+    def stage_numerics(self) -> None:
+        args, torch = self.args, self.torch
+        with self.stage("numerics") as notes:
+            dtype_name = str(self.dtype).replace("torch.", "")
+            if self.mode == "full":
+                ref = self.cls.from_pretrained(args.model_dir, dtype=torch.float32, use_safetensors=True,
+                                               trust_remote_code=False, local_files_only=True)
+                ref.eval()
+            else:
+                ref = self.ref_model
+            with torch.no_grad():
+                ref_out, _ = self.primary_output(ref(**self.inputs_cpu))
+            ref_out = ref_out.detach().float()
+            self.ref_model = None
+            del ref
+            gc.collect()
+            dev_out = self.dev_out
+            inj = self.inject.get("numerics")
+            if inj and inj[0] == "perturb":
+                dev_out = dev_out + 1.0
+            cmp = self.compare(ref_out, dev_out, dtype_name)
+            self.metrics["max_abs_diff"] = finite_or_none(cmp["max_abs_diff"])
+            self.metrics["top1_agreement"] = finite_or_none(cmp["top1"])
+            self.metrics["tolerance"] = finite_or_none(cmp["tolerance"])
+            notes.append(f"{dtype_name} vs float32 cpu reference")
+            ok, why, key = self.verdict(cmp, "device vs reference")
+            if ok and self.family == "causal-lm" and self.is_scores:
+                ppl = self.perplexity(dev_out)
+                self.metrics["perplexity"] = finite_or_none(ppl)
+                vocab = dev_out.shape[-1]
+                bound = vocab * PPL_FACTOR
+                if ppl is not None:
+                    notes.append(f"perplexity {ppl:.4g} (bound {bound:.4g})")
+                    if not math.isfinite(ppl) or ppl > bound:
+                        ok, why, key = False, f"perplexity {ppl:.4g} is not finite or above {bound:.4g}", "perplexity"
+            if not ok:
+                raise hf.NumericsMismatch(why, key)
+
+    def compile_backend(self) -> tuple[str, str]:
+        if self.args.compile_backend:
+            return self.args.compile_backend, ""
+        if self.target == "tpu":
+            return "tpu", ""
+        if self.target == "cpu" and not any(shutil.which(c) for c in (os.environ.get("CXX", ""), "g++", "c++", "clang++") if c):
+            return "aot_eager", "inductor needs a C++ compiler and none was found: used aot_eager"
+        return "inductor", ""
+
+    def stage_compile(self) -> None:
+        args, torch = self.args, self.torch
+        if args.no_compile:
+            self.skip_stage("compile", "--no-compile")
+            return
+        with self.stage("compile") as notes:
+            backend, bnote = self.compile_backend()
+            if bnote:
+                notes.append(bnote)
+            import torch._dynamo  # noqa: F401
+            from torch._dynamo.utils import counters
+
+            def graphs():
+                return int(counters["stats"]["unique_graphs"])
+
+            compiled = torch.compile(self.model, backend=backend, dynamic=False)
+            dev = self.dev
+            inputs2 = self.dev_inputs
+            inj = self.inject.get("compile")
+            if inj and inj[0] == "recompile":
+                inputs2 = {k: (v[:, :-1] if hasattr(v, "dim") and v.dim() == 2 and k.endswith(("input_ids", "mask"))
+                               else v) for k, v in self.dev_inputs.items()}
+            with torch.no_grad():
+                g0 = graphs()
+                dev.sync()
+                t = time.perf_counter()
+                try:
+                    out = compiled(**self.dev_inputs)
+                    dev.sync()
+                except Exception as e:  # noqa: BLE001
+                    if backend == "inductor" and self.target == "cpu" and _toolchain_problem(e) and not args.compile_backend:
+                        notes.append(f"inductor unusable on this host ({hf.short_message(e, 160)}): used aot_eager")
+                        backend = "aot_eager"
+                        torch._dynamo.reset()
+                        compiled = torch.compile(self.model, backend=backend, dynamic=False)
+                        g0 = graphs()
+                        t = time.perf_counter()
+                        out = compiled(**self.dev_inputs)
+                        dev.sync()
+                    else:
+                        raise
+                self.metrics["compile_s"] = round(time.perf_counter() - t, 4)
+                g1 = graphs()
+                compiled(**inputs2)
+                dev.sync()
+                g2 = graphs()
+                if g2 > g1:
+                    raise hf.RecompileDetected(
+                        f"second call with the same input shapes compiled {g2 - g1} new graph(s) "
+                        f"(backend={backend}, dynamic=False)", "second call with the same shapes recompiled")
+                times = []
+                for _ in range(max(1, args.steps)):
+                    t = time.perf_counter()
+                    out = compiled(**self.dev_inputs)
+                    dev.sync()
+                    times.append(time.perf_counter() - t)
+                if graphs() > g2:
+                    raise hf.RecompileDetected("repeated calls with the same input shapes kept recompiling",
+                                               "repeated calls recompiled")
+            self.metrics["compiled_step_ms"] = round(statistics.median(times) * 1000, 4)
+            breaks = sum(counters["graph_break"].values()) if "graph_break" in counters else 0
+            notes.append(f"backend={backend} graphs={g1 - g0} graph_breaks={breaks}")
+            val, _ = self.primary_output(out)
+            cmp = self.compare(self.dev_out, val.detach().float().cpu(), str(self.dtype).replace("torch.", ""))
+            if cmp["max_abs_diff"] is not None:
+                notes.append(f"compiled vs eager max_abs_diff {cmp['max_abs_diff']:.3g}")
+            ok, why, key = self.verdict(cmp, "compiled vs eager")
+            if not ok:
+                raise hf.NumericsMismatch(why, f"compiled vs eager {key}")
+            del compiled
+            torch._dynamo.reset()
+
+    def stage_generate(self) -> None:
+        args, torch = self.args, self.torch
+        if args.no_generate:
+            self.skip_stage("generate", "--no-generate")
+            return
+        if self.family not in ht.GENERATIVE_FAMILIES:
+            self.skip_stage("generate", f"not generative ({self.family})")
+            return
+        if not self.model.can_generate():
+            self.skip_stage("generate", f"{type(self.model).__name__} cannot generate")
+            return
+        with self.stage("generate") as notes:
+            model = self.model
+            gin = self.forward_kwargs(ht.generate_inputs(self.family, self.inputs_cpu))
+            n = args.new_tokens
+            kw = dict(max_new_tokens=n, min_new_tokens=n, do_sample=False, num_beams=1)
+            gc_ = getattr(model, "generation_config", None)
+            if gc_ is not None and getattr(gc_, "pad_token_id", None) is None:
+                eos = getattr(gc_, "eos_token_id", None)
+                kw["pad_token_id"] = (eos[0] if isinstance(eos, (list, tuple)) and eos else eos) if eos is not None else 0
+            static = False
+            try:
+                static = bool(model._supports_default_dynamic_cache())
+            except Exception:  # noqa: BLE001
+                static = False
+            if static:
+                kw["cache_implementation"] = "static"
+            else:
+                notes.append("static cache not supported by this model: its own cache was used")
+            if args.no_compile:
+                kw["disable_compile"] = True
+            elif static and self.target != "cpu":
+                notes.append(f"decode step compiled by transformers (static cache on {self.target})")
+            dev = self.dev
+            with torch.no_grad():
+                t = time.perf_counter()
+                try:
+                    model.generate(**gin, **kw)
+                except Exception as e:  # noqa: BLE001
+                    c = hf.classify(e, "generate")
+                    if static and c["failure_class"] == "other" and "cache" in str(e).lower():
+                        notes.append(f"static cache failed ({hf.short_message(e, 160)}): fell back to the default cache")
+                        kw.pop("cache_implementation", None)
+                        static = False
+                        t = time.perf_counter()
+                        model.generate(**gin, **kw)
+                    else:
+                        raise
+                dev.sync()
+                notes.append(f"warm-up generate {time.perf_counter() - t:.3f}s")
+                streamer = _TimingStreamer()
+                dev.sync()
+                t0 = time.perf_counter()
+                model.generate(**gin, **kw, streamer=streamer)
+                dev.sync()
+                t_end = time.perf_counter()
+            if streamer.t_first is not None:
+                self.metrics["ttft_ms"] = round((streamer.t_first - t0) * 1000, 4)
+                if streamer.tokens >= 2 and t_end > streamer.t_first:
+                    self.metrics["tokens_per_s"] = round((streamer.tokens - 1) / (t_end - streamer.t_first), 4)
+            notes.append(f"{streamer.tokens} new tokens, cache={'static' if static else 'default'}")
+            if streamer.tokens < n:
+                notes.append(f"generated {streamer.tokens} < {n} tokens")
+
+    # --- driver ---
+
+    def run(self) -> dict:
+        res = {
+            "target": self.target, "status": "error", "stage": None, "failure_class": None, "op": None, "reason": None,
+            "signature": None, "message": None, "mode": None, "revision": self.args.revision or "",
+            "tested_at": now_rfc3339(), "duration_s": 0.0,
+        }
+        try:
+            self.stage_env()
+            self.stage_config()
+            self.stage_load()
+            self.stage_forward()
+            self.stage_numerics()
+            self.stage_compile()
+            self.stage_generate()
+            res["status"] = "pass"
+            ran = [s["stage"] for s in self.stages if s["ok"] and not s.get("skipped")]
+            res["stage"] = ran[-1] if ran else None
+        except hf.Skip as s:
+            res.update(status="skipped", stage=self.current, reason=s.reason, message=hf.truncate_bytes(str(s), 2048))
+        except Exception as e:  # noqa: BLE001 - every model failure becomes a Result
+            c = hf.classify(e, self.current)
+            res.update(status=c["status"], stage=self.current, failure_class=c["failure_class"], op=c["op"],
+                       signature=c["signature"], message=c["message"], log_tail=c["log_tail"])
+        if self.dev is not None:
+            self.metrics["peak_mem_bytes"] = self.dev.peak_bytes()
+        res["target"] = self.target
+        res["mode"] = self.mode
+        res["runtime"] = self.runtime
+        res["metrics"] = {k: (finite_or_none(v) if isinstance(v, float) else v) for k, v in self.metrics.items()}
+        rev = f" --revision {self.args.revision}" if self.args.revision else ""
+        res["repro"] = (f"scanner probe {self.args.model_id or self.args.model_dir}{rev} --target {self.target}"
+                        + (f" --mode {self.mode or self.args.mode}"))
+        res["task"] = self.task
+        res["stages"] = self.stages
+        res["duration_s"] = round(time.monotonic() - _T0, 3)
+        return res
+
+
+def _toolchain_problem(e: BaseException) -> bool:
+    text = "\n".join(str(x) for x in hf.exception_chain(e))
+    names = {type(x).__name__ for x in hf.exception_chain(e)}
+    return bool(names & {"CppCompileError", "InvalidCxxCompiler"}) or any(
+        s in text for s in ("InvalidCxxCompiler", "No working C compiler", "Python.h: No such file",
+                            "fatal error: ", "c++: not found", "g++: not found", "cannot find -l"))
+
+
+def env_only(args) -> dict:
+    """A Result-shaped object (status pass, stage env) whose target is where a probe
+    would run and whose runtime block is the retest key's source. Extra fields:
+    available_targets, device_memory_bytes, note."""
+    runtime = {"python": platform.python_version(), "torch": "", "transformers": dist_version("transformers"),
+               "torch_tpu": "", "harness": HARNESS_VERSION, "device": "", "device_count": 0,
+               "libtpu": dist_version("libtpu", "libtpu-nightly")}
+    out = {"target": "cpu" if args.target == "auto" else args.target, "status": "pass", "stage": "env",
+           "failure_class": None, "op": None, "reason": None, "signature": None, "message": None, "mode": None,
+           "revision": "", "tested_at": now_rfc3339(), "duration_s": 0.0, "runtime": runtime,
+           "metrics": {}, "repro": "", "available_targets": ["cpu"], "device_memory_bytes": None, "note": ""}
+
+    def fail(cls, msg, sig):
+        out.update(status="error", failure_class=cls, message=msg, signature=sig)
+        out["duration_s"] = round(time.monotonic() - _T0, 3)
+        return out
+
+    try:
+        import torch
+    except Exception as e:  # noqa: BLE001
+        out["available_targets"] = []
+        return fail("import_error", f"cannot import torch: {hf.short_message(e, 500)}", "import_error:torch")
+    runtime["torch"] = torch.__version__
+    tpu = probe_torch_tpu(torch)
+    runtime["torch_tpu"] = tpu["version"] if tpu["google"] else ""
+    out["note"] = tpu["note"]
+    if tpu["available"]:
+        out["available_targets"].insert(0, "tpu")
+    with contextlib.suppress(Exception):
+        if torch.cuda.is_available():
+            out["available_targets"].append("cuda")
+    target = args.target if args.target != "auto" else ("tpu" if tpu["available"] else "cpu")
+    out["target"] = target
+    if target not in out["available_targets"]:
+        return fail("device_unavailable", f"target {target} requested but not usable on this host"
+                    + (f": {tpu['note']}" if target == "tpu" and tpu["note"] else ""), f"device_unavailable:{target}")
+    dev = Device(torch, target)
+    with contextlib.suppress(Exception):
+        dev.init()
+    runtime["device"], runtime["device_count"] = dev.name, dev.count
+    out["device_memory_bytes"] = dev.memory_bytes
+    if dev.memory_bytes:
+        runtime["device_memory_gib"] = round(dev.memory_bytes / (1 << 30), 2)
+    out["duration_s"] = round(time.monotonic() - _T0, 3)
+    return out
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    p.add_argument("--model-dir")
+    p.add_argument("--model-id", default="")
+    p.add_argument("--revision", default="")
+    p.add_argument("--target", choices=("tpu", "cpu", "cuda", "auto"), default="auto")
+    p.add_argument("--mode", choices=("full", "arch", "auto"), default="auto")
+    p.add_argument("--task", default="")
+    p.add_argument("--result-file", required=True)
+    p.add_argument("--seq-len", type=int, default=128)
+    p.add_argument("--new-tokens", type=int, default=16)
+    p.add_argument("--layers", type=int, default=2)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--steps", type=int, default=5)
+    p.add_argument("--memory-budget-bytes", type=int, default=None)
+    p.add_argument("--no-compile", action="store_true")
+    p.add_argument("--no-generate", action="store_true")
+    p.add_argument("--env-only", action="store_true")
+    # extensions (optional; the Go runner need not pass them)
+    p.add_argument("--compile-backend", default="", help="torch.compile backend (default: tpu on tpu, inductor elsewhere)")
+    p.add_argument("--dtype", choices=("auto", "float32", "bfloat16", "float16"), default="auto",
+                   help="device dtype (default: bfloat16 on an accelerator, float32 on cpu)")
+    args = p.parse_args(argv)
+    if not args.env_only and not args.model_dir:
+        p.error("--model-dir is required (unless --env-only)")
+    for name in ("seq_len", "new_tokens", "layers", "steps"):
+        if getattr(args, name) < 1:
+            p.error(f"--{name.replace('_', '-')} must be at least 1")
+    return args
+
+
+def main(argv=None) -> int:
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    if args.env_only:
+        out = env_only(args)
+        print(json.dumps(out))
+        try:
+            write_json_atomic(args.result_file, out)
+        except OSError as e:
+            log(f"cannot write {args.result_file}: {e}")
+            return 2
+        return 0
+    probe = Probe(args)
+    res = probe.run()
+    try:
+        write_json_atomic(args.result_file, res)
+    except (OSError, ValueError) as e:
+        log(f"cannot write the result to {args.result_file}: {e}")
+        return 2
+    log(f"result status={res['status']} stage={res['stage']}"
+        + (f" class={res['failure_class']}" if res["failure_class"] else "")
+        + (f" reason={res['reason']}" if res["reason"] else "") + f" {res['duration_s']:.2f}s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

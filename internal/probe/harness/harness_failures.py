@@ -1,0 +1,295 @@
+"""Failure classification and signatures for the smoke-test harness.
+
+Pure standard library (no torch import), so it can be unit-tested cheaply and
+used to report a failure even when torch itself cannot be imported.
+
+classify(exc, stage) maps an exception raised in a stage to the contract's
+(status, failure_class, op); signature(...) turns it into a short stable string
+that groups one root cause across many models:
+
+* ``unsupported_op:aten::_fft_r2c``        an op the backend cannot run
+* ``compile_error:aten::foo``              a compile failure naming an op
+* ``unsupported_dtype:addmm_impl_cpu_:Half``
+* ``oom:forward``                          out of memory, by stage
+* ``<class>:<normalised message>``         anything else: the first line of the
+  message with addresses, hex, numbers, paths, quoted names/ids, shapes and
+  model class names replaced by placeholders.
+"""
+
+from __future__ import annotations
+
+import re
+import traceback
+
+MESSAGE_LIMIT = 2048  # bytes of Result.message
+LOG_TAIL_LIMIT = 64 * 1024  # bytes of Result.log_tail
+SIGNATURE_LIMIT = 200  # characters of Result.signature
+
+
+class HarnessFailure(Exception):
+    """A failure the harness itself detected (not raised by the model code)."""
+
+    failure_class = "other"
+    status = "fail"
+
+    def __init__(self, message: str, detail: str = ""):
+        super().__init__(message)
+        # detail is a short, already-normalised key for the signature.
+        self.detail = detail
+
+
+class DeviceUnavailable(HarnessFailure):
+    failure_class = "device_unavailable"
+    status = "error"
+
+
+class EnvImportError(HarnessFailure):
+    """torch (or another harness prerequisite) cannot be imported."""
+
+    failure_class = "import_error"
+    status = "error"
+
+
+class NumericsMismatch(HarnessFailure):
+    failure_class = "numerics_mismatch"
+
+
+class RecompileDetected(HarnessFailure):
+    failure_class = "recompile"
+
+
+class ConfigError(HarnessFailure):
+    failure_class = "config_error"
+
+
+class LoadError(HarnessFailure):
+    failure_class = "load_error"
+
+
+class Skip(Exception):
+    """Preflight declines to run the model: status skipped with a contract reason."""
+
+    def __init__(self, reason: str, message: str):
+        super().__init__(message)
+        self.reason = reason
+
+
+# "Could not run 'aten::foo' with arguments from the 'TPU' backend."
+_OP_PATTERNS = [
+    re.compile(r"Could not run '(?P<op>[A-Za-z_][\w.]*::[\w.]+)' with arguments from the '(?P<backend>[^']+)' backend"),
+    # "The operator 'aten::foo' is not currently implemented for the TPU device."
+    re.compile(r"The operator '(?P<op>[A-Za-z_][\w.]*::[\w.]+)' is not currently implemented for the (?P<backend>\S+?) device"),
+    # "aten::foo is not implemented for ..." / "... op aten::foo is not supported"
+    re.compile(r"(?P<op>\baten::[\w.]+)'? (?:is|are) not (?:currently )?(?:implemented|supported)"),
+    re.compile(r"(?:unsupported|unimplemented|no kernel for|not implemented:?) (?:op(?:erator)?:? )?'?(?P<op>\baten::[\w.]+)", re.I),
+    # inductor/aot lowering errors name the OpOverload as aten.foo.default
+    re.compile(r"(?:No lowering|missing lowering|LoweringException)[^\n]*?(?P<op>\baten\.[\w]+)"),
+]
+
+# '"addmm_impl_cpu_" not implemented for 'Half''
+_DTYPE_PATTERNS = [
+    re.compile(r"\"(?P<op>\w+)\" not implemented for '(?P<dtype>\w+)'"),
+    re.compile(r"(?:unsupported|not supported|unimplemented)[^\n]{0,40}?(?:dtype|data ?type|scalar ?type)[ :]*'?(?P<dtype>[\w.]+)?", re.I),
+    re.compile(r"(?:dtype|data ?type|scalar ?type)[ :]*'?(?P<dtype>[\w.]+)'? (?:is )?not (?:supported|implemented)", re.I),
+    re.compile(r"Got unsupported ScalarType (?P<dtype>\w+)"),
+]
+
+_OOM_PATTERNS = [
+    re.compile(r"RESOURCE_EXHAUSTED"),
+    re.compile(r"out of memory", re.I),
+    re.compile(r"OutOfMemory"),
+    re.compile(r"Failed to allocate", re.I),
+    re.compile(r"Cannot allocate memory"),
+    re.compile(r"DefaultCPUAllocator: can't allocate memory"),
+    re.compile(r"Attempting to allocate [^\n]*That was not possible"),
+]
+
+_COMPILE_MODULE_PREFIXES = ("torch._dynamo", "torch._inductor", "torch._functorch", "torch_tpu._internal.compile")
+
+_DTYPE_NAMES = {
+    "Half", "BFloat16", "Float", "Double", "Long", "Int", "Short", "Char", "Byte", "Bool", "ComplexFloat",
+    "ComplexDouble", "Float8_e4m3fn", "Float8_e5m2", "float16", "bfloat16", "float32", "float64", "int64",
+    "int32", "int8", "uint8", "bool", "complex64", "complex128", "float8_e4m3fn", "float8_e5m2",
+}
+
+
+def exception_chain(exc: BaseException) -> list[BaseException]:
+    """The exception and its causes/contexts, outermost first, without cycles."""
+    seen, out = set(), []
+    cur: BaseException | None = exc
+    while cur is not None and id(cur) not in seen:
+        seen.add(id(cur))
+        out.append(cur)
+        cur = cur.__cause__ or cur.__context__
+    return out
+
+
+def short_message(exc: BaseException, limit: int = MESSAGE_LIMIT) -> str:
+    text = f"{type(exc).__name__}: {exc}".strip()
+    return truncate_bytes(text, limit)
+
+
+def truncate_bytes(text: str, limit: int, keep: str = "head") -> str:
+    data = text.encode("utf-8", "replace")
+    if len(data) <= limit:
+        return text
+    if keep == "head":
+        return data[: limit - 3].decode("utf-8", "ignore") + "..."
+    return "..." + data[-(limit - 3):].decode("utf-8", "ignore")
+
+
+def traceback_tail(exc: BaseException, limit: int = LOG_TAIL_LIMIT) -> str:
+    text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    return truncate_bytes(text, limit, keep="tail")
+
+
+def find_op(text: str) -> str | None:
+    for pat in _OP_PATTERNS:
+        m = pat.search(text)
+        if m:
+            op = m.group("op")
+            if op.startswith("aten.") and "::" not in op:  # aten.foo(.default) -> aten::foo
+                op = "aten::" + op.split(".")[1]
+            return op
+    return None
+
+
+def find_dtype_issue(text: str) -> tuple[str | None, str | None] | None:
+    for pat in _DTYPE_PATTERNS:
+        m = pat.search(text)
+        if m:
+            gd = m.groupdict()
+            return gd.get("op"), gd.get("dtype")
+    return None
+
+
+def is_oom(exc: BaseException, text: str) -> bool:
+    for e in exception_chain(exc):
+        if isinstance(e, MemoryError):
+            return True
+        if any(c.__name__ == "OutOfMemoryError" for c in type(e).__mro__):
+            return True
+    return any(p.search(text) for p in _OOM_PATTERNS)
+
+
+def _is_compile_exception(exc: BaseException) -> bool:
+    for e in exception_chain(exc):
+        mod = type(e).__module__ or ""
+        if mod.startswith(_COMPILE_MODULE_PREFIXES) or type(e).__name__ in (
+            "BackendCompilerFailed", "InternalTorchDynamoError", "TorchRuntimeError", "Unsupported",
+            "CppCompileError", "InductorError", "LoweringException",
+        ):
+            return True
+    return False
+
+
+def classify(exc: BaseException, stage: str) -> dict:
+    """Map an exception raised in a stage to status, failure_class, op and signature."""
+    chain = exception_chain(exc)
+    text = "\n".join(f"{type(e).__name__}: {e}" for e in chain)
+    op = None
+    if isinstance(exc, HarnessFailure):
+        status, cls = exc.status, exc.failure_class
+        detail = exc.detail or normalize_message(short_message(exc))
+        return _pack(status, cls, None, f"{cls}:{detail}", exc)
+    if is_oom(exc, text):
+        return _pack("oom", "oom", None, f"oom:{stage}", exc)
+    op = find_op(text)
+    if stage == "compile":
+        if op:
+            return _pack("fail", "compile_error", op, f"compile_error:{op}", exc)
+        return _pack("fail", "compile_error", None, f"compile_error:{normalize_message(_first_line(chain))}", exc)
+    if op:
+        return _pack("fail", "unsupported_op", op, f"unsupported_op:{op}", exc)
+    dt = find_dtype_issue(text)
+    if dt is not None:
+        dop, dtype = dt
+        parts = ["unsupported_dtype"] + [p for p in (dop, dtype) if p]
+        if len(parts) == 1:
+            parts.append(normalize_message(_first_line(chain)))
+        return _pack("fail", "unsupported_dtype", None, ":".join(parts), exc)
+    if any(isinstance(e, ImportError) for e in chain):
+        status = "error" if stage == "env" else "fail"
+        return _pack(status, "import_error", None, f"import_error:{normalize_message(_first_line(chain))}", exc)
+    if stage != "env" and _is_compile_exception(exc):
+        # e.g. generate()'s automatic torch.compile of the decode step
+        return _pack("fail", "compile_error", None, f"compile_error:{normalize_message(_first_line(chain))}", exc)
+    cls = {"config": "config_error", "load": "load_error", "env": "other"}.get(stage, "other")
+    status = "error" if stage == "env" else "fail"
+    return _pack(status, cls, None, f"{cls}:{normalize_message(_first_line(chain))}", exc)
+
+
+def _first_line(chain: list[BaseException]) -> str:
+    """The first line of the root cause: follow explicit causes (``raise X from Y``, as dynamo
+    and friends do when they wrap an error), not the implicit context of an exception raised
+    while handling another (there the outer one is the meaningful error)."""
+    root = chain[0]
+    seen = {id(root)}
+    while root.__cause__ is not None and id(root.__cause__) not in seen and str(root.__cause__).strip():
+        root = root.__cause__
+        seen.add(id(root))
+    msg = str(root).strip().splitlines()
+    first = next((l for l in msg if l.strip()), "")
+    return f"{type(root).__name__}: {first}"
+
+
+def _pack(status: str, cls: str, op: str | None, sig: str, exc: BaseException) -> dict:
+    return {
+        "status": status,
+        "failure_class": cls,
+        "op": op,
+        "signature": sig[:SIGNATURE_LIMIT],
+        "message": short_message(exc),
+        "log_tail": traceback_tail(exc),
+    }
+
+
+# --- message normalisation -------------------------------------------------
+
+_RE_ADDR = re.compile(r"\bat 0x[0-9a-fA-F]+")
+_RE_HEX = re.compile(r"\b0x[0-9a-fA-F]+\b")
+_RE_LONGHEX = re.compile(r"\b(?=[0-9a-fA-F]*\d)(?=[0-9a-fA-F]*[a-fA-F])[0-9a-fA-F]{7,}\b")
+_RE_SIZE = re.compile(r"torch\.Size\(\[[^\]]*\]\)")
+_RE_BRACKET_SHAPE = re.compile(r"\[\s*-?\d+(?:\s*,\s*-?\d+)*\s*,?\s*\]")
+_RE_PAREN_SHAPE = re.compile(r"\(\s*-?\d+(?:\s*,\s*-?\d+)+\s*,?\s*\)")
+_RE_WINPATH = re.compile(r"\b[A-Za-z]:\\[^\s'\"]+")
+_RE_PATH = re.compile(r"(?<![\w.])(?:~|\.{1,2})?(?:/[^\s'\"`,:;()\[\]]+)+/?")
+_RE_QUOTED = re.compile(r"'([^'\n]*)'|\"([^\"\n]*)\"|`([^`\n]*)`")
+_RE_MODELCLS = re.compile(
+    r"\b[A-Z][A-Za-z0-9]*?(?:For[A-Z][A-Za-z0-9]*|PreTrainedModel|Model|Config|Attention|DecoderLayer|EncoderLayer|"
+    r"Layer|Block|MLP|Decoder|Encoder|Embeddings|RMSNorm|LayerNorm|RotaryEmbedding|Experts|MoE|SparseMoeBlock)\b"
+)
+_RE_NUM = re.compile(r"(?<![\w.])[-+]?\d+(?:\.\d+)*(?:[eE][-+]?\d+)?(?:[KMGT]i?B?|[kmgt]b|ms|s|B)?(?![\w])")
+_RE_DIMS = re.compile(r"\b\d+(?:x\d+)+\b")
+_RE_DOTTED_INDEX = re.compile(r"(?<=[A-Za-z_]\.)\d+(?=\.|\b)")
+_RE_ID = re.compile(r"\b[\w.-]+/[\w.-]+\b")  # leftover hub ids like org/name
+_RE_WS = re.compile(r"\s+")
+_OP_LIKE = re.compile(r"^(?:aten|prim|prims|torch|c10d|_c10d_functional)::[\w.]+$")
+
+
+def _quoted(m: re.Match) -> str:
+    inner = next(g for g in m.groups() if g is not None)
+    if _OP_LIKE.match(inner) or inner in _DTYPE_NAMES:
+        return f"'{inner}'"
+    return "<q>"
+
+
+def normalize_message(message: str, limit: int = 120) -> str:
+    """Reduce a message to a stable, model-independent key."""
+    text = message.strip().splitlines()[0] if message.strip() else ""
+    text = _RE_ADDR.sub("at <addr>", text)
+    text = _RE_SIZE.sub("<shape>", text)
+    text = _RE_QUOTED.sub(_quoted, text)
+    text = _RE_WINPATH.sub("<path>", text)
+    text = _RE_PATH.sub("<path>", text)
+    text = _RE_ID.sub("<id>", text)
+    text = _RE_HEX.sub("<hex>", text)
+    text = _RE_LONGHEX.sub("<hex>", text)
+    text = _RE_BRACKET_SHAPE.sub("<shape>", text)
+    text = _RE_PAREN_SHAPE.sub("<shape>", text)
+    text = _RE_MODELCLS.sub("<cls>", text)
+    text = _RE_DIMS.sub("<shape>", text)
+    text = _RE_DOTTED_INDEX.sub("<n>", text)
+    text = _RE_NUM.sub("<n>", text)
+    text = _RE_WS.sub(" ", text).strip(" .:")
+    return text[:limit]
