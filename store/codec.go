@@ -91,8 +91,26 @@ func (r *resultRow) dest() []any {
 		&r.stages, &r.logTail, &r.task, &r.repro}
 }
 
+// runtimes decodes runtime JSON, once per distinct text: the results of a
+// list mostly share one runtime.
+type runtimes map[string]compat.Runtime
+
+func (rs runtimes) decode(text string) (compat.Runtime, error) {
+	rt, ok := rs[text]
+	if !ok {
+		if err := json.Unmarshal([]byte(text), &rt); err != nil {
+			return rt, err
+		}
+		rs[text] = rt
+	}
+	if rt.DeviceMemGB != nil { // no pointer shared between results
+		rt.DeviceMemGB = compat.Ptr(*rt.DeviceMemGB)
+	}
+	return rt, nil
+}
+
 // result converts the row; nil when the row is the NULL side of an outer join.
-func (r *resultRow) result() (*compat.Result, error) {
+func (r *resultRow) result(rts runtimes) (*compat.Result, error) {
 	if !r.id.Valid {
 		return nil, nil
 	}
@@ -117,7 +135,8 @@ func (r *resultRow) result() (*compat.Result, error) {
 		id := r.scanID.Int64
 		res.ScanID = &id
 	}
-	if err := json.Unmarshal([]byte(r.runtime.String), &res.Runtime); err != nil {
+	var err error
+	if res.Runtime, err = rts.decode(r.runtime.String); err != nil {
 		return nil, fmt.Errorf("result %d runtime: %w", r.id.Int64, err)
 	}
 	if err := json.Unmarshal([]byte(r.metrics.String), &res.Metrics); err != nil {
@@ -138,12 +157,13 @@ func scanResults(rows *sql.Rows, err error) ([]compat.Result, error) {
 	}
 	defer rows.Close()
 	out := []compat.Result{}
+	rts := runtimes{}
 	for rows.Next() {
 		var rr resultRow
 		if err := rows.Scan(rr.dest()...); err != nil {
 			return nil, err
 		}
-		res, err := rr.result()
+		res, err := rr.result(rts)
 		if err != nil {
 			return nil, err
 		}

@@ -33,14 +33,17 @@ type sortKey struct {
 // orders are ListModels' sorts; every one ends with m.id ascending (not
 // listed), so the order is total and a cursor is exact. The first key that
 // is not a nulls-last flag is the sort's own; reversing flips all but the flags.
+//
+// Each order, either way, is the order of an index on current (see the
+// schema), so a page is read by walking that index from the cursor on.
 var orders = map[string][]sortKey{
 	"downloads": {{expr: listDownloads, desc: true}},
 	"likes":     {{expr: listLikes, desc: true}},
 	"id":        nil,
 	"status":    {{expr: listStatusRank}, {expr: listDownloads, desc: true}},
-	"tested_at": {{expr: listTestedNull, nullsLast: true}, {expr: listTested, desc: true}},
+	"tested_at": {{expr: listUntested, nullsLast: true}, {expr: listTested, desc: true}},
 	"tokens_per_s": {
-		{expr: listTokensNull, nullsLast: true},
+		{expr: listNoTokens, nullsLast: true},
 		{expr: listTokens, kind: keyFloat, desc: true},
 	},
 }
@@ -170,7 +173,6 @@ func buildList(q ModelQuery) (listQuery, error) {
 
 	var where []string
 	var args []any
-	args = append(args, string(q.Target))
 	if q.Q != "" {
 		where = append(where, listWhereQ)
 		args = append(args, likePattern(q.Q))
@@ -185,26 +187,14 @@ func buildList(q ModelQuery) (listQuery, error) {
 	}
 	if len(q.Status) > 0 {
 		var in []string
-		untested := false
 		for _, st := range q.Status {
-			switch {
-			case st == compat.StatusUntested:
-				untested = true
-			case st.Valid():
-				in = append(in, "?")
-				args = append(args, string(st))
-			default:
+			if !st.Valid() {
 				return listQuery{}, fmt.Errorf("%w: status %q", ErrInvalid, st)
 			}
+			in = append(in, "?")
+			args = append(args, statusRank(st))
 		}
-		var or []string
-		if len(in) > 0 {
-			or = append(or, fmt.Sprintf(listStatusIn, strings.Join(in, ", ")))
-		}
-		if untested {
-			or = append(or, listUntested)
-		}
-		where = append(where, "("+strings.Join(or, " OR ")+")")
+		where = append(where, fmt.Sprintf(listStatusIn, strings.Join(in, ", ")))
 	}
 
 	filter := filterHash(q)
@@ -229,12 +219,17 @@ func buildList(q ModelQuery) (listQuery, error) {
 	order = append(order, listModelID+dir(idDesc))
 	outerOrder = append(outerOrder, "page.id"+dir(idDesc))
 
+	join := ""
+	if q.Task != "" || q.Org != "" {
+		join = listJoinModels
+	}
 	var b strings.Builder
-	fmt.Fprintf(&b, listPageHead, strings.Join(sel, ""))
-	if len(where) > 0 {
-		b.WriteString("\nWHERE " + strings.Join(where, "\n\tAND "))
+	fmt.Fprintf(&b, listPageHead, strings.Join(sel, ""), join)
+	for _, w := range where {
+		b.WriteString("\n\tAND " + w)
 	}
 	fmt.Fprintf(&b, listPageTail, strings.Join(order, ", "), strings.Join(outerSel, ""), strings.Join(outerOrder, ", "))
+	args = append([]any{string(q.Target)}, args...)
 	args = append(args, limit+1, string(q.Target))
 	return listQuery{sql: b.String(), args: args, keys: keys, limit: limit,
 		next: cursor{Sort: sortName, Reverse: reverse, Filter: filter}}, nil
@@ -317,6 +312,7 @@ func (s *SQLite) ListModels(ctx context.Context, q ModelQuery) ([]compat.Model, 
 		}
 	}
 	var lastID string
+	rts := runtimes{}
 	for rows.Next() {
 		if len(models) == lq.limit { // the extra row: there is a next page
 			next, err := lq.cursorAfter(lastID, keys).encode()
@@ -339,7 +335,7 @@ func (s *SQLite) ListModels(ctx context.Context, q ModelQuery) ([]compat.Model, 
 		if err != nil {
 			return nil, "", fmt.Errorf("store: list models: %w", err)
 		}
-		if m.Result, err = rr.result(); err != nil {
+		if m.Result, err = rr.result(rts); err != nil {
 			return nil, "", fmt.Errorf("store: list models: %w", err)
 		}
 		models = append(models, m)

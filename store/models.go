@@ -20,6 +20,10 @@ func orgOf(id string) string {
 	return org
 }
 
+// listTargets are the targets that current has a row for per model:
+// every concrete one, and "" for "any target".
+var listTargets = append([]compat.Target{""}, compat.Targets...)
+
 // validTarget accepts a concrete target, or "" where any is allowed.
 func validTarget(t compat.Target, allowAny bool) error {
 	if (t == "" && allowAny) || slices.Contains(compat.Targets, t) {
@@ -71,6 +75,11 @@ func upsertModel(ctx context.Context, tx *sql.Tx, m ModelUpsert, now int64) erro
 		m.Gated, m.SHA, tags, nullTime(m.LastModified), now, now); err != nil {
 		return err
 	}
+	for _, t := range listTargets {
+		if _, err := tx.ExecContext(ctx, sqlEnsureCurrent, string(t), m.ID, m.Downloads, m.Likes); err != nil {
+			return err
+		}
+	}
 	if _, err := tx.ExecContext(ctx, sqlDropAlias, m.ID); err != nil {
 		return err
 	}
@@ -104,11 +113,61 @@ func mergeModel(ctx context.Context, tx *sql.Tx, old, into string) error {
 	if _, err := tx.ExecContext(ctx, sqlDeleteModel, old); err != nil {
 		return err
 	}
-	if _, err := tx.ExecContext(ctx, sqlClearCurrent, into); err != nil {
+	return rebuildCurrent(ctx, tx, into)
+}
+
+// rebuildCurrent points a model's current rows at its newest results.
+func rebuildCurrent(ctx context.Context, tx *sql.Tx, id string) error {
+	if _, err := tx.ExecContext(ctx, sqlResetCurrent, id); err != nil {
 		return err
 	}
-	_, err := tx.ExecContext(ctx, sqlRebuildCurrent, into)
-	return err
+	rows, err := tx.QueryContext(ctx, sqlNewestPerTarget, id)
+	if err != nil {
+		return err
+	}
+	type newest struct {
+		target compat.Target
+		shown
+	}
+	var all []newest
+	for rows.Next() {
+		var (
+			n      newest
+			tokens sql.NullFloat64
+			sig    sql.NullString
+			class  sql.NullString
+			op     sql.NullString
+		)
+		if err := rows.Scan(&n.id, &n.target, &n.status, &n.tested, &tokens, &sig, &class, &op); err != nil {
+			rows.Close()
+			return err
+		}
+		if tokens.Valid {
+			n.tokens = &tokens.Float64
+		}
+		n.signature, n.class, n.op = fromNullStr[string](sig), fromNullStr[compat.FailureClass](class), fromNullStr[string](op)
+		all = append(all, n)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	var top *newest
+	for i, n := range all {
+		if top == nil || n.tested > top.tested || (n.tested == top.tested && n.id > top.id) {
+			top = &all[i]
+		}
+	}
+	if top != nil {
+		all = append(all, *top)
+		all[len(all)-1].target = ""
+	}
+	for _, n := range all {
+		if err := setCurrent(ctx, tx, id, n.target, n.shown); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // GetModel returns the model known as id (its id, an alias, or its id in

@@ -37,6 +37,16 @@ ON CONFLICT (id) DO UPDATE SET
 WHERE (task, library, downloads, likes, gated, sha, tags, last_modified)
 	IS NOT (excluded.task, excluded.library, excluded.downloads, excluded.likes, excluded.gated, excluded.sha, excluded.tags, excluded.last_modified)`
 	sqlModelExists = `SELECT count(*) FROM models WHERE id = ?`
+	// sqlEnsureCurrent gives a model its row on a target, and keeps the
+	// row's copies of downloads and likes in step.
+	sqlEnsureCurrent = `INSERT INTO current (target, model_id, downloads, likes) VALUES (?, ?, ?, ?)
+ON CONFLICT (target, model_id) DO UPDATE SET downloads = excluded.downloads, likes = excluded.likes
+WHERE (downloads, likes) IS NOT (excluded.downloads, excluded.likes)`
+	// sqlFillCurrent gives every model a row on a target (a target new to
+	// this binary); it writes nothing when all have one.
+	sqlFillCurrent = `INSERT INTO current (target, model_id, downloads, likes)
+SELECT ?1, id, downloads, likes FROM models m
+WHERE NOT EXISTS (SELECT 1 FROM current c WHERE c.target = ?1 AND c.model_id = m.id)`
 	// sqlDropAlias removes an alias that has become a model's own id.
 	sqlDropAlias   = `DELETE FROM model_aliases WHERE alias = ?`
 	sqlUpsertAlias = `INSERT INTO model_aliases (alias, model_id) VALUES (?, ?)
@@ -49,20 +59,15 @@ ON CONFLICT (alias) DO UPDATE SET model_id = excluded.model_id WHERE model_id IS
 	sqlMergeEvents  = `UPDATE events SET model_id = ? WHERE model_id = ?`
 	sqlMergeAliases = `UPDATE model_aliases SET model_id = ? WHERE model_id = ?`
 	sqlDeleteModel  = `DELETE FROM models WHERE id = ?`
-	sqlClearCurrent = `DELETE FROM current WHERE model_id = ?`
-	// sqlRebuildCurrent sets a model's current rows from its results: the
-	// newest per target, and the newest of all under target ''.
-	sqlRebuildCurrent = `INSERT INTO current (model_id, target, result_id, status, tested_at, tokens_per_s)
-SELECT model_id, target, id, status, tested_at, tokens_per_s FROM (
-	SELECT model_id, target, id, status, tested_at, tokens_per_s,
+	sqlResetCurrent = `UPDATE current SET result_id = NULL, status = NULL, status_rank = 7, untested = 1,
+	tested_at = 0, no_tokens = 1, tokens_per_s = 0, fail_key = NULL, failure_class = NULL, op = NULL
+WHERE model_id = ?`
+	// sqlNewestPerTarget is a model's newest result on each target.
+	sqlNewestPerTarget = `SELECT id, target, status, tested_at, tokens_per_s, signature, failure_class, op FROM (
+	SELECT id, target, status, tested_at, tokens_per_s, signature, failure_class, op,
 		row_number() OVER (PARTITION BY target ORDER BY tested_at DESC, id DESC) AS n
-	FROM results WHERE model_id = ?1
-) WHERE n = 1
-UNION ALL
-SELECT * FROM (
-	SELECT model_id, '', id, status, tested_at, tokens_per_s
-	FROM results WHERE model_id = ?1 ORDER BY tested_at DESC, id DESC LIMIT 1
-)`
+	FROM results WHERE model_id = ?
+) WHERE n = 1`
 
 	// sqlResolveModel finds a model's id: exact id, then alias (any case),
 	// then id in any case.
@@ -77,40 +82,53 @@ SELECT * FROM (
 
 // Results and current.
 const (
+	// resultCols are read from resultFrom.
 	resultCols = `r.id, r.scan_id, r.target, r.status, r.stage, r.failure_class, r.op, r.reason, r.signature, r.message,
-	r.mode, r.revision, r.tested_at, r.duration_s, r.runtime, r.metrics, r.stages, r.log_tail, r.task, r.repro`
-	// resultColsNoLog is resultCols without the log tail, for lists.
+	r.mode, r.revision, r.tested_at, r.duration_s, r.runtime, r.metrics, r.stages, l.log_tail, r.task, r.repro`
+	resultFrom = `results r LEFT JOIN result_logs l ON l.result_id = r.id`
+	logJoin    = ` LEFT JOIN result_logs l ON l.result_id = r.id`
+	// resultColsNoLog is resultCols without the log tail (and its join), for lists.
 	resultColsNoLog = `r.id, r.scan_id, r.target, r.status, r.stage, r.failure_class, r.op, r.reason, r.signature, r.message,
 	r.mode, r.revision, r.tested_at, r.duration_s, r.runtime, r.metrics, r.stages, NULL, r.task, r.repro`
 
 	sqlInsertResult = `INSERT INTO results (model_id, scan_id, target, status, stage, failure_class, op, reason, signature, message,
 	mode, revision, tested_at, duration_s, runtime, runtime_key, torch, torch_tpu, transformers, harness,
-	metrics, tokens_per_s, stages, log_tail, task, repro)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	metrics, tokens_per_s, stages, task, repro)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT DO NOTHING
 RETURNING id`
+	sqlInsertLog       = `INSERT INTO result_logs (result_id, log_tail) VALUES (?, ?)`
 	sqlDuplicateInScan = `SELECT id FROM results
 WHERE model_id = ? AND target = ? AND revision = ? AND runtime_key = ? AND scan_id = ?`
 	sqlDuplicateUnscanned = `SELECT id FROM results
 WHERE model_id = ? AND target = ? AND revision = ? AND runtime_key = ? AND tested_at = ? AND scan_id IS NULL`
 
-	sqlGetCurrent = `SELECT result_id, status, tested_at FROM current WHERE model_id = ? AND target = ?`
-	sqlSetCurrent = `INSERT INTO current (model_id, target, result_id, status, tested_at, tokens_per_s) VALUES (?, ?, ?, ?, ?, ?)
-ON CONFLICT (model_id, target) DO UPDATE SET
-	result_id = excluded.result_id, status = excluded.status, tested_at = excluded.tested_at, tokens_per_s = excluded.tokens_per_s`
+	sqlGetCurrent = `SELECT result_id, status, tested_at FROM current WHERE target = ? AND model_id = ?`
+	// sqlSetCurrent points a model's row on a target at a result.
+	sqlSetCurrent = `INSERT INTO current (target, model_id, result_id, status, status_rank, untested, tested_at,
+	no_tokens, tokens_per_s, fail_key, failure_class, op, downloads, likes)
+SELECT ?1, ?2, ?3, ?4, ?5, 0, ?6, ?7, ?8, ?9, ?10, ?11, downloads, likes FROM models WHERE id = ?2
+ON CONFLICT (target, model_id) DO UPDATE SET
+	result_id = excluded.result_id, status = excluded.status, status_rank = excluded.status_rank, untested = 0,
+	tested_at = excluded.tested_at, no_tokens = excluded.no_tokens, tokens_per_s = excluded.tokens_per_s,
+	fail_key = excluded.fail_key, failure_class = excluded.failure_class, op = excluded.op`
 
 	sqlCurrentResult = `SELECT ` + resultCols + `
-FROM current c JOIN results r ON r.id = c.result_id WHERE c.model_id = ? AND c.target = ?`
+FROM current c JOIN results r ON r.id = c.result_id` + logJoin + `
+WHERE c.model_id = ? AND c.target = ?`
 	sqlCurrentResults = `SELECT ` + resultCols + `
-FROM current c JOIN results r ON r.id = c.result_id WHERE c.model_id = ? AND c.target <> ''
+FROM current c JOIN results r ON r.id = c.result_id` + logJoin + `
+WHERE c.model_id = ? AND c.target <> ''
 ORDER BY CASE c.target WHEN 'tpu' THEN 0 WHEN 'cpu' THEN 1 WHEN 'cuda' THEN 2 ELSE 3 END, c.target`
 	sqlHistory = `SELECT ` + resultCols + `
-FROM results r WHERE r.model_id = ? ORDER BY r.tested_at DESC, r.id DESC LIMIT ?`
+FROM ` + resultFrom + ` WHERE r.model_id = ? ORDER BY r.tested_at DESC, r.id DESC LIMIT ?`
 	sqlHistoryTarget = `SELECT ` + resultCols + `
-FROM results r WHERE r.model_id = ? AND r.target = ? ORDER BY r.tested_at DESC, r.id DESC LIMIT ?`
+FROM ` + resultFrom + ` WHERE r.model_id = ? AND r.target = ? ORDER BY r.tested_at DESC, r.id DESC LIMIT ?`
 
-	sqlLatestRuntime       = `SELECT runtime FROM results ORDER BY tested_at DESC, id DESC LIMIT 1`
-	sqlLatestRuntimeTarget = `SELECT runtime FROM results WHERE target = ? ORDER BY tested_at DESC, id DESC LIMIT 1`
+	// sqlLatestRuntime is the runtime of the newest result on a target
+	// ('' = any): the newest of the current ones.
+	sqlLatestRuntime = `SELECT r.runtime FROM current c JOIN results r ON r.id = c.result_id
+WHERE c.target = ? AND c.untested = 0 ORDER BY c.tested_at DESC, c.model_id LIMIT 1`
 )
 
 // Events.
@@ -137,45 +155,47 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`
 
 // Summary and failures.
 const (
-	// sqlStatusCounts counts models and sums downloads per current status
-	// on a target; NULL is untested.
-	sqlStatusCounts = `SELECT c.status, count(*), ifnull(sum(m.downloads), 0)
-FROM models m LEFT JOIN current c ON c.model_id = m.id AND c.target = ?
-GROUP BY c.status`
-	sqlTotalDownloads = `SELECT ifnull(sum(downloads), 0) FROM models`
-	// sqlFailing lists the current results held against their models.
-	sqlFailing = `SELECT c.model_id, m.downloads, r.signature, r.failure_class, r.op, c.status
-FROM current c JOIN results r ON r.id = c.result_id JOIN models m ON m.id = c.model_id
-WHERE c.target = ? AND c.status IN ('fail', 'oom', 'timeout', 'crash')
-ORDER BY m.downloads DESC, m.id`
+	// sqlStatusCounts counts models and sums downloads per status rank on a target.
+	sqlStatusCounts = `SELECT status_rank, count(*), sum(downloads) FROM current WHERE target = ? GROUP BY status_rank`
+	// sqlFailureGroups counts the models and sums the downloads per root
+	// cause on a target, most downloads first.
+	sqlFailureGroups = `SELECT fail_key, count(*), sum(downloads) FROM current
+WHERE target = ? AND fail_key IS NOT NULL
+GROUP BY fail_key ORDER BY 3 DESC, 1 LIMIT ?`
+	// sqlFailureExamples are a root cause's most downloaded models.
+	sqlFailureExamples = `SELECT model_id, failure_class, op, status FROM current
+WHERE target = ? AND fail_key = ? ORDER BY downloads DESC, model_id LIMIT ?`
+	sqlTotalDownloads = `SELECT ifnull(sum(downloads), 0) FROM current WHERE target = ?`
 )
 
-// ListModels fragments: the page is chosen by the inner query on models and
-// current only (the sort keys live there), then joined to results.
+// ListModels fragments: the page is chosen on current (and models, for
+// filters on their columns) by an index walk; results are joined to the
+// page's rows alone.
 const (
 	listPageHead = `WITH page AS MATERIALIZED (
-SELECT m.id AS id%s
-FROM models m LEFT JOIN current c ON c.model_id = m.id AND c.target = ?`
-	listPageTail = `
+SELECT c.model_id AS id%s
+FROM current c%s
+WHERE c.target = ?`
+	listJoinModels = ` JOIN models m ON m.id = c.model_id`
+	listPageTail   = `
 ORDER BY %s
 LIMIT ?)
 SELECT page.id%s, ` + modelCols + `, ` + resultColsNoLog + `
 FROM page JOIN models m ON m.id = page.id
-LEFT JOIN current c ON c.model_id = m.id AND c.target = ?
+JOIN current c ON c.target = ? AND c.model_id = page.id
 LEFT JOIN results r ON r.id = c.result_id
 ORDER BY %s`
 
-	listWhereQ     = `m.id LIKE ? ESCAPE '\'`
+	listWhereQ     = `c.model_id LIKE ? ESCAPE '\'`
 	listWhereTask  = `m.task = ?`
 	listWhereOrg   = `m.org = ?` // org is COLLATE NOCASE
-	listStatusRank = `CASE c.status WHEN 'pass' THEN 0 WHEN 'fail' THEN 1 WHEN 'oom' THEN 2 WHEN 'timeout' THEN 3 WHEN 'crash' THEN 4 WHEN 'skipped' THEN 5 WHEN 'error' THEN 6 ELSE 7 END`
-	listTestedNull = `(c.tested_at IS NULL)`
-	listTested     = `ifnull(c.tested_at, 0)`
-	listTokensNull = `(c.tokens_per_s IS NULL)`
-	listTokens     = `ifnull(c.tokens_per_s, 0.0)`
-	listUntested   = `c.status IS NULL`
-	listStatusIn   = `c.status IN (%s)`
-	listModelID    = `m.id`
-	listDownloads  = `m.downloads`
-	listLikes      = `m.likes`
+	listStatusIn   = `c.status_rank IN (%s)`
+	listModelID    = `c.model_id`
+	listDownloads  = `c.downloads`
+	listLikes      = `c.likes`
+	listStatusRank = `c.status_rank`
+	listUntested   = `c.untested`
+	listTested     = `c.tested_at`
+	listNoTokens   = `c.no_tokens`
+	listTokens     = `c.tokens_per_s`
 )

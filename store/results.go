@@ -55,63 +55,129 @@ func validResult(r compat.Result) error {
 // and scan; or, outside a scan, the same tested_at) writes nothing and
 // reports Duplicate with the first row's id.
 func (s *SQLite) RecordResult(ctx context.Context, modelID string, r compat.Result) (RecordOutcome, error) {
-	tx, err := s.w.BeginTx(ctx, nil)
+	outs, err := s.recordResults(ctx, []Record{{ModelID: modelID, Result: r}})
 	if err != nil {
 		return RecordOutcome{}, fmt.Errorf("store: record result: %w", err)
 	}
-	defer tx.Rollback()
-	out, err := recordResult(ctx, tx, modelID, r)
-	if err != nil {
-		return RecordOutcome{}, fmt.Errorf("store: record result: %w", err)
-	}
-	if out.Duplicate {
-		return out, nil // nothing written
-	}
-	if err := s.touch(ctx, tx); err != nil {
-		return RecordOutcome{}, fmt.Errorf("store: record result: %w", err)
-	}
-	if err := tx.Commit(); err != nil {
-		return RecordOutcome{}, fmt.Errorf("store: record result: %w", err)
-	}
-	return out, nil
+	return outs[0], nil
 }
 
 // RecordResults records many results in one transaction, each as
 // RecordResult would, in order: all or none are stored. It is for imports
-// and for seeding tests and benchmarks; a scan records as it goes.
+// and for seeding tests and benchmarks (a scan records as it goes); it
+// writes each model's current row once, however many results it has.
 func (s *SQLite) RecordResults(ctx context.Context, recs []Record) ([]RecordOutcome, error) {
-	tx, err := s.w.BeginTx(ctx, nil)
+	outs, err := s.recordResults(ctx, recs)
 	if err != nil {
-		return nil, fmt.Errorf("store: record results: %w", err)
-	}
-	defer tx.Rollback()
-	outs := make([]RecordOutcome, 0, len(recs))
-	for i, rec := range recs {
-		out, err := recordResult(ctx, tx, rec.ModelID, rec.Result)
-		if err != nil {
-			return nil, fmt.Errorf("store: record results: #%d: %w", i, err)
-		}
-		outs = append(outs, out)
-	}
-	if err := s.touch(ctx, tx); err != nil {
-		return nil, fmt.Errorf("store: record results: %w", err)
-	}
-	if err := tx.Commit(); err != nil {
 		return nil, fmt.Errorf("store: record results: %w", err)
 	}
 	return outs, nil
 }
 
-// recordResult is RecordResult inside tx.
-func recordResult(ctx context.Context, tx *sql.Tx, modelID string, r compat.Result) (RecordOutcome, error) {
+func (s *SQLite) recordResults(ctx context.Context, recs []Record) ([]RecordOutcome, error) {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback()
+	rc := newRecorder(tx)
+	outs := make([]RecordOutcome, 0, len(recs))
+	wrote := false
+	for i, rec := range recs {
+		out, err := rc.record(ctx, rec.ModelID, rec.Result)
+		if err != nil {
+			if len(recs) > 1 {
+				return nil, fmt.Errorf("#%d: %w", i, err)
+			}
+			return nil, err
+		}
+		wrote = wrote || !out.Duplicate
+		outs = append(outs, out)
+	}
+	if !wrote {
+		return outs, nil // duplicates only: nothing changed
+	}
+	if err := rc.flush(ctx); err != nil {
+		return nil, err
+	}
+	if err := s.touch(ctx, tx); err != nil {
+		return nil, err
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, err
+	}
+	return outs, nil
+}
+
+// recorder records results inside one transaction. It holds the current
+// rows it reads and moves in memory and writes each once, in flush.
+type recorder struct {
+	tx      *sql.Tx
+	ids     map[string]string // id as asked → the model's id
+	current map[curKey]*curRow
+	order   []curKey // first-touched order, for flush
+}
+
+type curKey struct {
+	model  string
+	target compat.Target
+}
+
+// curRow is a model's current result on a target; id 0 is untested.
+type curRow struct {
+	shown
+	dirty bool
+}
+
+// shown is what a current row copies from its result.
+type shown struct {
+	id        int64
+	status    compat.Status
+	tested    int64
+	tokens    *float64
+	signature *string
+	class     *compat.FailureClass
+	op        *string
+}
+
+func shownOf(id int64, r compat.Result) shown {
+	return shown{id: id, status: r.Status, tested: unixNano(r.TestedAt), tokens: r.Metrics.TokensPerS,
+		signature: r.Signature, class: r.FailureClass, op: r.Op}
+}
+
+// failKey groups a result held against its model by root cause: its
+// signature, else its failure class, else the class its status implies.
+// It is NULL for other statuses.
+func (sh shown) failKey() sql.NullString {
+	switch {
+	case !sh.status.HeldAgainstModel():
+		return sql.NullString{}
+	case sh.signature != nil:
+		return sql.NullString{String: *sh.signature, Valid: true}
+	case sh.class != nil:
+		return sql.NullString{String: string(*sh.class), Valid: true}
+	}
+	return sql.NullString{String: string(classOfStatus(sh.status)), Valid: true}
+}
+
+func newRecorder(tx *sql.Tx) *recorder {
+	return &recorder{tx: tx, ids: map[string]string{}, current: map[curKey]*curRow{}}
+}
+
+// record is RecordResult inside the recorder's transaction.
+func (rc *recorder) record(ctx context.Context, modelID string, r compat.Result) (RecordOutcome, error) {
 	if err := validResult(r); err != nil {
 		return RecordOutcome{}, err
 	}
-	id, err := resolveModel(ctx, tx, modelID)
-	if err != nil {
-		return RecordOutcome{}, err
+	id, ok := rc.ids[modelID]
+	if !ok {
+		var err error
+		if id, err = resolveModel(ctx, rc.tx, modelID); err != nil {
+			return RecordOutcome{}, err
+		}
+		rc.ids[modelID] = id
 	}
-	resultID, err := insertResult(ctx, tx, id, r)
+	resultID, err := insertResult(ctx, rc.tx, id, r)
 	if errors.Is(err, errDuplicate) {
 		return RecordOutcome{ResultID: resultID, Duplicate: true}, nil
 	}
@@ -120,11 +186,11 @@ func recordResult(ctx context.Context, tx *sql.Tx, modelID string, r compat.Resu
 	}
 	out := RecordOutcome{ResultID: resultID}
 
-	prev, moved, err := advanceCurrent(ctx, tx, id, r.Target, resultID, r)
+	prev, moved, err := rc.advance(ctx, id, r.Target, resultID, r)
 	if err != nil {
 		return RecordOutcome{}, err
 	}
-	if _, _, err := advanceCurrent(ctx, tx, id, "", resultID, r); err != nil {
+	if _, _, err := rc.advance(ctx, id, "", resultID, r); err != nil {
 		return RecordOutcome{}, err
 	}
 	if !moved || (prev != "" && prev == r.Status) {
@@ -142,11 +208,55 @@ func recordResult(ctx context.Context, tx *sql.Tx, modelID string, r compat.Resu
 		Message:    r.Message,
 		At:         r.TestedAt.UTC(),
 	}
-	if ev.ID, err = insertEvent(ctx, tx, ev, &resultID); err != nil {
+	if ev.ID, err = insertEvent(ctx, rc.tx, ev, &resultID); err != nil {
 		return RecordOutcome{}, err
 	}
 	out.Event = &ev
 	return out, nil
+}
+
+// advance makes result resultID (r) the model's current one on target
+// unless the current one is newer (by tested_at, then id). It returns the
+// status shown before ("" if untested) and whether it moved.
+func (rc *recorder) advance(ctx context.Context, modelID string, target compat.Target, resultID int64, r compat.Result) (compat.Status, bool, error) {
+	k := curKey{modelID, target}
+	cur, ok := rc.current[k]
+	if !ok {
+		cur = &curRow{}
+		var (
+			id     sql.NullInt64
+			status sql.NullString
+		)
+		err := rc.tx.QueryRowContext(ctx, sqlGetCurrent, string(target), modelID).Scan(&id, &status, &cur.tested)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return "", false, fmt.Errorf("current: %w", err)
+		}
+		cur.id, cur.status = id.Int64, compat.Status(status.String)
+		rc.current[k] = cur
+		rc.order = append(rc.order, k)
+	}
+	prev := cur.status
+	tested := unixNano(r.TestedAt)
+	if cur.id != 0 && (tested < cur.tested || (tested == cur.tested && resultID < cur.id)) {
+		return prev, false, nil
+	}
+	*cur = curRow{shown: shownOf(resultID, r), dirty: true}
+	return prev, true, nil
+}
+
+// flush writes the current rows that moved.
+func (rc *recorder) flush(ctx context.Context) error {
+	for _, k := range rc.order {
+		cur := rc.current[k]
+		if !cur.dirty {
+			continue
+		}
+		if err := setCurrent(ctx, rc.tx, k.model, k.target, cur.shown); err != nil {
+			return err
+		}
+		cur.dirty = false
+	}
+	return nil
 }
 
 // errDuplicate says insertResult found the probe already recorded.
@@ -181,9 +291,14 @@ func insertResult(ctx context.Context, tx *sql.Tx, modelID string, r compat.Resu
 		nullStr(r.Op), nullStr(r.Reason), nullStr(r.Signature), nullStr(r.Message), nullStr(r.Mode),
 		r.Revision, unixNano(r.TestedAt), r.DurationS, runtimeJSON, key,
 		r.Runtime.Torch, r.Runtime.TorchTPU, r.Runtime.Transformers, r.Runtime.Harness,
-		metricsJSON, nullFloat(r.Metrics.TokensPerS), stages, r.LogTail, r.Task, r.Repro,
+		metricsJSON, nullFloat(r.Metrics.TokensPerS), stages, r.Task, r.Repro,
 	).Scan(&id)
 	if err == nil {
+		if r.LogTail != "" {
+			if _, err := tx.ExecContext(ctx, sqlInsertLog, id, r.LogTail); err != nil {
+				return 0, fmt.Errorf("insert log tail: %w", err)
+			}
+		}
 		return id, nil
 	}
 	if !errors.Is(err, sql.ErrNoRows) {
@@ -201,32 +316,26 @@ func insertResult(ctx context.Context, tx *sql.Tx, modelID string, r compat.Resu
 	return id, errDuplicate
 }
 
-// advanceCurrent makes result resultID (r) the current one of the model on
-// target unless the current one is newer (by tested_at, then id). It
-// returns the status shown before ("" if none) and whether it moved.
-func advanceCurrent(ctx context.Context, tx *sql.Tx, modelID string, target compat.Target, resultID int64, r compat.Result) (compat.Status, bool, error) {
-	var (
-		curID     int64
-		curStatus compat.Status
-		curTested int64
-	)
-	err := tx.QueryRowContext(ctx, sqlGetCurrent, modelID, string(target)).Scan(&curID, &curStatus, &curTested)
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		curStatus = ""
-	case err != nil:
-		return "", false, fmt.Errorf("current: %w", err)
-	default:
-		tested := unixNano(r.TestedAt)
-		if tested < curTested || (tested == curTested && resultID < curID) {
-			return curStatus, false, nil
-		}
+// setCurrent points the model's row on target at a result.
+func setCurrent(ctx context.Context, tx *sql.Tx, modelID string, target compat.Target, sh shown) error {
+	noTokens, tps := 1, 0.0
+	if sh.tokens != nil {
+		noTokens, tps = 0, *sh.tokens
 	}
-	if _, err := tx.ExecContext(ctx, sqlSetCurrent, modelID, string(target), resultID, string(r.Status),
-		unixNano(r.TestedAt), nullFloat(r.Metrics.TokensPerS)); err != nil {
-		return "", false, fmt.Errorf("set current: %w", err)
+	if _, err := tx.ExecContext(ctx, sqlSetCurrent, string(target), modelID, sh.id, string(sh.status),
+		statusRank(sh.status), sh.tested, noTokens, tps, sh.failKey(), nullStr(sh.class), nullStr(sh.op)); err != nil {
+		return fmt.Errorf("set current: %w", err)
 	}
-	return curStatus, true, nil
+	return nil
+}
+
+// statusRank is a status's place in compat.Statuses, the site's order;
+// current.status_rank holds it (untested, 7, is the schema's default).
+func statusRank(s compat.Status) int {
+	if i := slices.Index(compat.Statuses, s); i >= 0 {
+		return i
+	}
+	return len(compat.Statuses)
 }
 
 // insertEvent writes ev and returns its id.

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"embed"
 	"errors"
 	"fmt"
@@ -15,7 +16,7 @@ import (
 	"strings"
 	"time"
 
-	_ "github.com/mattn/go-sqlite3" // registers the "sqlite3" driver
+	"github.com/mattn/go-sqlite3"
 )
 
 var _ Store = (*SQLite)(nil)
@@ -32,10 +33,37 @@ const HubURL = "https://huggingface.co"
 // driver's default, spelled out: in WAL mode it is safe against crashes of
 // the process and loses at most the last commits on power loss.
 const (
-	writerParams = "_journal_mode=WAL&_foreign_keys=on&_busy_timeout=5000&_txlock=immediate&_synchronous=NORMAL"
-	readerParams = "_foreign_keys=on&_busy_timeout=5000&_txlock=deferred&_synchronous=NORMAL&_query_only=on"
+	writerParams = "_journal_mode=WAL&_foreign_keys=on&_busy_timeout=5000&_txlock=immediate&_synchronous=NORMAL" + cacheParams
+	readerParams = "_foreign_keys=on&_busy_timeout=5000&_txlock=deferred&_synchronous=NORMAL&_query_only=on" + cacheParams
+	// cacheParams: prepared statements are reused per connection, and each
+	// connection may cache up to 32 MiB of pages (SQLite's default is 2).
+	cacheParams  = "&_stmt_cache_size=64&_cache_size=-32768"
 	backupParams = "_foreign_keys=on&_busy_timeout=5000&_txlock=deferred"
 )
+
+// mmapSize is how much of the database file each connection reads through
+// memory mapping rather than read(2): the site's reads touch pages all over
+// the results table, and from the mapping they cost no system call.
+const mmapSize = 256 << 20
+
+// openPool opens a pool whose connections have the DSN's settings and the
+// ones the DSN cannot carry (mmap_size), set by the connect hook.
+func openPool(dsn string) *sql.DB {
+	d := &sqlite3.SQLiteDriver{ConnectHook: func(c *sqlite3.SQLiteConn) error {
+		_, err := c.Exec(fmt.Sprintf("PRAGMA mmap_size = %d", mmapSize), nil)
+		return err
+	}}
+	return sql.OpenDB(connector{dsn: dsn, driver: d})
+}
+
+// connector opens connections of one DSN with one driver.
+type connector struct {
+	dsn    string
+	driver *sqlite3.SQLiteDriver
+}
+
+func (c connector) Connect(context.Context) (driver.Conn, error) { return c.driver.Open(c.dsn) }
+func (c connector) Driver() driver.Driver                        { return c.driver }
 
 //go:embed migrations/*.sql
 var migrationFS embed.FS
@@ -107,10 +135,7 @@ func Open(ctx context.Context, path string) (*SQLite, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, fmt.Errorf("store: open: %w", err)
 	}
-	w, err := sql.Open("sqlite3", path+"?"+writerParams)
-	if err != nil {
-		return nil, fmt.Errorf("store: open: %w", err)
-	}
+	w := openPool(path + "?" + writerParams)
 	w.SetMaxOpenConns(1)
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxLifetime(0)
@@ -120,11 +145,7 @@ func Open(ctx context.Context, path string) (*SQLite, error) {
 		w.Close()
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
-	r, err := sql.Open("sqlite3", path+"?"+readerParams)
-	if err != nil {
-		w.Close()
-		return nil, fmt.Errorf("store: open: %w", err)
-	}
+	r := openPool(path + "?" + readerParams)
 	n := max(4, runtime.NumCPU())
 	r.SetMaxOpenConns(n)
 	r.SetMaxIdleConns(n)
@@ -175,7 +196,37 @@ func (s *SQLite) migrate(ctx context.Context) error {
 	if have > len(ms) {
 		return fmt.Errorf("database schema version %d is newer than this binary's %d: run a newer scanner", have, len(ms))
 	}
-	return nil
+	return s.fillCurrent(ctx)
+}
+
+// fillCurrent gives every model a current row on every target, so that a
+// target added to compat.Targets after models were stored lists them as
+// untested. It writes nothing when none is missing.
+func (s *SQLite) fillCurrent(ctx context.Context) error {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	var added int64
+	for _, t := range listTargets {
+		res, err := tx.ExecContext(ctx, sqlFillCurrent, string(t))
+		if err != nil {
+			return fmt.Errorf("fill current: %w", err)
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return fmt.Errorf("fill current: %w", err)
+		}
+		added += n
+	}
+	if added == 0 {
+		return nil
+	}
+	if err := s.touch(ctx, tx); err != nil {
+		return err
+	}
+	return tx.Commit()
 }
 
 // applyMigration applies m in one transaction unless it is recorded as

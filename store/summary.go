@@ -1,7 +1,6 @@
 package store
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -9,7 +8,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"time"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
@@ -52,16 +50,16 @@ func summary(ctx context.Context, tx *sql.Tx, target compat.Target) (Summary, er
 	var passDL, verdictDL int64
 	for rows.Next() {
 		var (
-			status    sql.NullString
+			rank      int
 			n         int
 			downloads int64
 		)
-		if err := rows.Scan(&status, &n, &downloads); err != nil {
+		if err := rows.Scan(&rank, &n, &downloads); err != nil {
 			return sum, err
 		}
 		st := compat.StatusUntested
-		if status.Valid {
-			st = compat.Status(status.String)
+		if rank >= 0 && rank < len(compat.Statuses) {
+			st = compat.Statuses[rank]
 		}
 		sum.Counts[st] += n
 		sum.Models += n
@@ -94,11 +92,7 @@ func summary(ctx context.Context, tx *sql.Tx, target compat.Target) (Summary, er
 	}
 
 	var rt string
-	if target == "" {
-		err = tx.QueryRowContext(ctx, sqlLatestRuntime).Scan(&rt)
-	} else {
-		err = tx.QueryRowContext(ctx, sqlLatestRuntimeTarget, string(target)).Scan(&rt)
-	}
+	err = tx.QueryRowContext(ctx, sqlLatestRuntime, string(target)).Scan(&rt)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 	case err != nil:
@@ -112,14 +106,15 @@ func summary(ctx context.Context, tx *sql.Tx, target compat.Target) (Summary, er
 	return sum, nil
 }
 
-// failureExamples is how many model ids a FailureGroup lists.
-const failureExamples = 5
+// maxFailureExamples is how many model ids a FailureGroup lists.
+const maxFailureExamples = 5
 
 // Failures groups the current results on target ("" = each model's newest
 // on any target) that are held against their models (fail, oom, timeout,
 // crash) by signature; a result without one is grouped by its failure
-// class, or failing that by its status. Groups come most downloads first
-// (then signature), at most limit (0 = 50, capped at 1000); empty when none.
+// class, or failing that by the class its status implies (timeout, oom,
+// crash, other). Groups come most downloads first (then signature), at most
+// limit (0 = 50, capped at 1000); empty when none.
 // Examples are the most downloaded models of the group. FailureClass and Op
 // are those of the group's most downloaded model. The error wraps
 // ErrInvalid for an unknown target.
@@ -141,68 +136,65 @@ func (s *SQLite) Failures(ctx context.Context, target compat.Target, limit int) 
 
 func failures(ctx context.Context, tx *sql.Tx, target compat.Target, limit int) ([]FailureGroup, error) {
 	var total int64
-	if err := tx.QueryRowContext(ctx, sqlTotalDownloads).Scan(&total); err != nil {
+	if err := tx.QueryRowContext(ctx, sqlTotalDownloads, string(target)).Scan(&total); err != nil {
 		return nil, err
 	}
-	rows, err := tx.QueryContext(ctx, sqlFailing, string(target))
+	rows, err := tx.QueryContext(ctx, sqlFailureGroups, string(target), limit)
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	index := map[string]int{}
 	groups := []FailureGroup{}
-	for rows.Next() { // most downloaded first
-		var (
-			id         string
-			downloads  int64
-			sig, class sql.NullString
-			op         sql.NullString
-			status     compat.Status
-		)
-		if err := rows.Scan(&id, &downloads, &sig, &class, &op, &status); err != nil {
+	for rows.Next() {
+		var g FailureGroup
+		if err := rows.Scan(&g.Signature, &g.Models, &g.Downloads); err != nil {
+			rows.Close()
 			return nil, err
 		}
-		fc := compat.FailureClass(class.String)
-		if !class.Valid {
-			fc = classOfStatus(status)
+		if total > 0 {
+			g.DownloadShare = float64(g.Downloads) / float64(total)
 		}
-		key := sig.String
-		if !sig.Valid {
-			key = string(fc)
-		}
-		i, ok := index[key]
-		if !ok {
-			i = len(groups)
-			index[key] = i
-			groups = append(groups, FailureGroup{Signature: key, FailureClass: fc, Op: fromNullStr[string](op), Examples: []string{}})
-		}
-		g := &groups[i]
-		g.Models++
-		g.Downloads += downloads
-		if len(g.Examples) < failureExamples {
-			g.Examples = append(g.Examples, id)
-		}
+		groups = append(groups, g)
 	}
+	rows.Close()
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
 	for i := range groups {
-		if total > 0 {
-			groups[i].DownloadShare = float64(groups[i].Downloads) / float64(total)
+		if err := failureExamples(ctx, tx, target, &groups[i]); err != nil {
+			return nil, err
 		}
-	}
-	sortFailures(groups)
-	if len(groups) > limit {
-		groups = groups[:limit]
 	}
 	return groups, nil
 }
 
-// sortFailures orders groups most downloads first, then by signature.
-func sortFailures(groups []FailureGroup) {
-	slices.SortStableFunc(groups, func(a, b FailureGroup) int {
-		return cmp.Or(cmp.Compare(b.Downloads, a.Downloads), cmp.Compare(a.Signature, b.Signature))
-	})
+// failureExamples fills g's examples, and its class and op from the most
+// downloaded of them.
+func failureExamples(ctx context.Context, tx *sql.Tx, target compat.Target, g *FailureGroup) error {
+	rows, err := tx.QueryContext(ctx, sqlFailureExamples, string(target), g.Signature, maxFailureExamples)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	g.Examples = []string{}
+	for rows.Next() {
+		var (
+			id        string
+			class, op sql.NullString
+			status    compat.Status
+		)
+		if err := rows.Scan(&id, &class, &op, &status); err != nil {
+			return err
+		}
+		if len(g.Examples) == 0 {
+			g.FailureClass = compat.FailureClass(class.String)
+			if !class.Valid {
+				g.FailureClass = classOfStatus(status)
+			}
+			g.Op = fromNullStr[string](op)
+		}
+		g.Examples = append(g.Examples, id)
+	}
+	return rows.Err()
 }
 
 // classOfStatus is the failure class a status implies when a result has none.
@@ -272,10 +264,7 @@ func (s *SQLite) Backup(ctx context.Context, path string) error {
 	}
 	// The readers are query-only, which VACUUM INTO refuses; the writer
 	// would hold up writes for the copy's duration. A connection of its own:
-	db, err := sql.Open("sqlite3", s.path+"?"+backupParams)
-	if err != nil {
-		return fmt.Errorf("store: backup: %w", err)
-	}
+	db := openPool(s.path + "?" + backupParams)
 	defer db.Close()
 	if _, err := db.ExecContext(ctx, sqlBackup, tmp); err != nil {
 		os.Remove(tmp)

@@ -26,10 +26,7 @@ CREATE TABLE models (
 	updated_at    INTEGER NOT NULL
 );
 CREATE INDEX models_id_nocase ON models (id COLLATE NOCASE);
-CREATE INDEX models_downloads ON models (downloads DESC, id);
-CREATE INDEX models_likes     ON models (likes DESC, id);
-CREATE INDEX models_task      ON models (task, downloads DESC, id);
-CREATE INDEX models_org       ON models (org, downloads DESC, id);
+CREATE INDEX models_org       ON models (org);
 
 -- model_aliases are old ids that the Hub redirects (307) to a model.
 CREATE TABLE model_aliases (
@@ -69,29 +66,25 @@ CREATE TABLE results (
 	op            TEXT,
 	reason        TEXT,
 	signature     TEXT,
-	message       TEXT,
 	mode          TEXT,
 	revision      TEXT NOT NULL,
 	tested_at     INTEGER NOT NULL,
 	duration_s    REAL NOT NULL,
-	runtime       TEXT NOT NULL, -- JSON compat.Runtime
 	runtime_key   TEXT NOT NULL, -- compat.Runtime.Key(): what decides a retest
 	torch         TEXT NOT NULL,
 	torch_tpu     TEXT NOT NULL,
 	transformers  TEXT NOT NULL,
 	harness       TEXT NOT NULL,
-	metrics       TEXT NOT NULL, -- JSON compat.Metrics, unmeasured metrics are null
-	tokens_per_s  REAL,          -- copy of metrics.tokens_per_s, for sorting
-	stages        TEXT,          -- JSON []compat.StageRun, NULL when none
-	log_tail      TEXT NOT NULL DEFAULT '',
+	tokens_per_s  REAL,          -- copy of metrics.tokens_per_s
 	task          TEXT NOT NULL DEFAULT '',
-	repro         TEXT NOT NULL DEFAULT ''
+	repro         TEXT NOT NULL DEFAULT '',
+	message       TEXT,
+	runtime       TEXT NOT NULL, -- JSON compat.Runtime
+	metrics       TEXT NOT NULL, -- JSON compat.Metrics, unmeasured metrics are null
+	stages        TEXT           -- JSON []compat.StageRun, NULL when none
 );
 CREATE INDEX results_model_target ON results (model_id, target, tested_at, id);
 CREATE INDEX results_model_time   ON results (model_id, tested_at, id);
-CREATE INDEX results_target_time  ON results (target, tested_at, id);
-CREATE INDEX results_time         ON results (tested_at, id);
-CREATE INDEX results_scan         ON results (scan_id);
 CREATE INDEX results_runtime      ON results (torch_tpu, torch, transformers, harness);
 -- Idempotency. A model is probed once per scan on a target at a revision and
 -- runtime, so recording that probe again (a retry after a lost commit
@@ -103,21 +96,49 @@ CREATE UNIQUE INDEX results_once_per_scan ON results (model_id, target, revision
 CREATE UNIQUE INDEX results_once_unscanned ON results (model_id, target, revision, runtime_key, tested_at)
 	WHERE scan_id IS NULL;
 
--- current points at each model's newest result (by tested_at, then id) per
--- target, and under target '' at its newest result on any target. Status,
--- tested_at and tokens_per_s are copied from the result for filtering and
--- sorting without touching results. RecordResult keeps it in step.
+-- result_logs keep the log tails apart, so that results rows stay small.
+CREATE TABLE result_logs (
+	result_id INTEGER PRIMARY KEY REFERENCES results (id) ON DELETE CASCADE,
+	log_tail  TEXT NOT NULL
+);
+
+-- current has one row per model and target (tpu, cpu, cuda, and '' for
+-- "any target"), tested or not: the listing the site's table is read from.
+-- result_id points at the model's newest result there (by tested_at, then
+-- id; on '' the newest on any target), NULL while untested. The other
+-- columns are copies, kept in step by RecordResult and UpsertModels, so
+-- that every list order is an index walk: status_rank is the status's
+-- place in compat.Statuses (untested 7); untested and no_tokens put rows
+-- without a value last whichever way a column is sorted. fail_key groups
+-- results held against the model (fail, oom, timeout, crash) by root
+-- cause: the signature, else the failure class (NULL for other statuses).
 CREATE TABLE current (
-	model_id     TEXT NOT NULL REFERENCES models (id) ON UPDATE CASCADE ON DELETE CASCADE,
 	target       TEXT NOT NULL,
-	result_id    INTEGER NOT NULL REFERENCES results (id) ON DELETE CASCADE,
-	status       TEXT NOT NULL,
-	tested_at    INTEGER NOT NULL,
-	tokens_per_s REAL,
-	PRIMARY KEY (model_id, target)
+	model_id     TEXT NOT NULL REFERENCES models (id) ON UPDATE CASCADE ON DELETE CASCADE,
+	result_id    INTEGER REFERENCES results (id) ON DELETE SET NULL,
+	status       TEXT,
+	status_rank  INTEGER NOT NULL DEFAULT 7,
+	untested     INTEGER NOT NULL DEFAULT 1,
+	tested_at    INTEGER NOT NULL DEFAULT 0,
+	no_tokens    INTEGER NOT NULL DEFAULT 1,
+	tokens_per_s REAL NOT NULL DEFAULT 0,
+	fail_key      TEXT,
+	failure_class TEXT,
+	op            TEXT,
+	downloads    INTEGER NOT NULL DEFAULT 0,
+	likes        INTEGER NOT NULL DEFAULT 0,
+	PRIMARY KEY (target, model_id)
 ) WITHOUT ROWID;
-CREATE INDEX current_status ON current (target, status);
-CREATE INDEX current_result ON current (result_id);
+CREATE INDEX current_model      ON current (model_id);
+CREATE INDEX current_result     ON current (result_id);
+CREATE INDEX current_downloads  ON current (target, downloads DESC, model_id);
+CREATE INDEX current_likes      ON current (target, likes DESC, model_id);
+CREATE INDEX current_status     ON current (target, status_rank, downloads DESC, model_id);
+CREATE INDEX current_tested     ON current (target, untested, tested_at DESC, model_id);
+CREATE INDEX current_tested_asc ON current (target, untested, tested_at, model_id DESC);
+CREATE INDEX current_tokens     ON current (target, no_tokens, tokens_per_s DESC, model_id);
+CREATE INDEX current_tokens_asc ON current (target, no_tokens, tokens_per_s, model_id DESC);
+CREATE INDEX current_failing    ON current (target, fail_key, downloads DESC, model_id) WHERE fail_key IS NOT NULL;
 
 -- events are status changes (and flaky observations), for the feed.
 CREATE TABLE events (

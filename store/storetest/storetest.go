@@ -59,8 +59,8 @@ func ModelID(i int) string {
 // Seed fills s with nModels models (ModelID(0)…) and nResults results in
 // one transaction each, deterministically. Downloads and likes repeat (ties
 // for cursor tests); every 10th model stays untested; the results go round
-// the others, mostly on tpu, every 4th on cpu, a minute apart from Epoch,
-// with a mix of every recorded status and unmeasured metrics left nil.
+// the others, on tpu except every 4th round on cpu, a minute apart from
+// Epoch, with a mix of every recorded status and unmeasured metrics nil.
 // It returns the model ids.
 func Seed(t testing.TB, s *store.SQLite, nModels, nResults int) []string {
 	t.Helper()
@@ -97,7 +97,7 @@ func Seed(t testing.TB, s *store.SQLite, nModels, nResults int) []string {
 	recs := make([]store.Record, nResults)
 	for j := range recs {
 		target := compat.TargetTPU
-		if j%4 == 3 {
+		if (j/len(tested))%4 == 3 { // every 4th round of the models
 			target = compat.TargetCPU
 		}
 		recs[j] = store.Record{ModelID: tested[j%len(tested)], Result: SeedResult(rng, target, Epoch.Add(time.Duration(j)*time.Minute))}
