@@ -30,8 +30,9 @@ type sortKey struct {
 	nullsLast bool
 }
 
-// orders are ListModels' sorts; every one ends with m.id ascending (not
-// listed), so the order is total and a cursor is exact. The first key that
+// orders are ListModels' sorts; every one ends with the model id (not
+// listed), ascending in the natural direction, so the order is total and a
+// cursor is exact. The first key that
 // is not a nulls-last flag is the sort's own; reversing flips all but the flags.
 //
 // Each order, either way, is the order of an index on current (see the

@@ -187,7 +187,10 @@ func (s *SQLite) GetModel(ctx context.Context, id string, target compat.Target) 
 	if err != nil {
 		return compat.Model{}, fmt.Errorf("store: get model: %w", err)
 	}
-	return m, tx.Commit()
+	if err := tx.Commit(); err != nil {
+		return compat.Model{}, fmt.Errorf("store: get model: %w", err)
+	}
+	return m, nil
 }
 
 func getModel(ctx context.Context, tx *sql.Tx, id string, target compat.Target) (compat.Model, error) {

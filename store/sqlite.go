@@ -33,13 +33,20 @@ const HubURL = "https://huggingface.co"
 // driver's default, spelled out: in WAL mode it is safe against crashes of
 // the process and loses at most the last commits on power loss.
 const (
-	writerParams = "_journal_mode=WAL&_foreign_keys=on&_busy_timeout=5000&_txlock=immediate&_synchronous=NORMAL" + cacheParams
-	readerParams = "_foreign_keys=on&_busy_timeout=5000&_txlock=deferred&_synchronous=NORMAL&_query_only=on" + cacheParams
-	// cacheParams: prepared statements are reused per connection, and each
-	// connection may cache up to 32 MiB of pages (SQLite's default is 2).
-	cacheParams  = "&_stmt_cache_size=64&_cache_size=-32768"
+	writerParams = "_journal_mode=WAL&_foreign_keys=on&_busy_timeout=5000&_txlock=immediate&_synchronous=NORMAL" +
+		"&_stmt_cache_size=64&_cache_size=-32768"
+	readerParams = "_foreign_keys=on&_busy_timeout=5000&_txlock=deferred&_synchronous=NORMAL&_query_only=on" +
+		"&_stmt_cache_size=64&_cache_size=-8192"
 	backupParams = "_foreign_keys=on&_busy_timeout=5000&_txlock=deferred"
+	// Prepared statements are reused per connection (_stmt_cache_size). The
+	// writer may cache 32 MiB of pages (SQLite's default is 2), for the
+	// indexes a batch of results touches; readers read through mmap and
+	// cache 8 MiB each.
 )
+
+// maxReaders caps the read pool; more requests at once queue for a
+// connection in database/sql rather than fail.
+const maxReaders = 8
 
 // mmapSize is how much of the database file each connection reads through
 // memory mapping rather than read(2): the site's reads touch pages all over
@@ -146,7 +153,7 @@ func Open(ctx context.Context, path string) (*SQLite, error) {
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
 	r := openPool(path + "?" + readerParams)
-	n := max(4, runtime.NumCPU())
+	n := min(max(4, runtime.NumCPU()), maxReaders)
 	r.SetMaxOpenConns(n)
 	r.SetMaxIdleConns(n)
 	s.r = r

@@ -112,6 +112,35 @@ func TestOpenRefusesNewerSchema(t *testing.T) {
 	}
 }
 
+// TestOpenFillsCurrent: a model without a current row on a target (a
+// target added to compat after it was stored) gets one on the next Open.
+func TestOpenFillsCurrent(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "scanner.db")
+	s, err := store.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	storetest.Seed(t, s, 30, 0)
+	s.Close()
+	db, err := sql.Open("sqlite3", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`DELETE FROM current WHERE target = 'cuda'`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	s, err = store.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ms, _, err := s.ListModels(ctx, store.ModelQuery{Target: "cuda", Status: []compat.Status{"untested"}})
+	if err != nil || len(ms) != 30 {
+		t.Errorf("untested on cuda after reopen: %d, %v; want 30", len(ms), err)
+	}
+}
+
 func TestOpenRefusesMemory(t *testing.T) {
 	for _, p := range []string{":memory:", "", "file:x.db?mode=memory"} {
 		if s, err := store.Open(ctx, p); err == nil {
@@ -527,6 +556,18 @@ func TestSummary(t *testing.T) {
 			}
 		})
 	}
+	t.Run("no downloads", func(t *testing.T) {
+		s := storetest.MustOpen(t)
+		if err := s.UpsertModels(ctx, []store.ModelUpsert{{ID: "o/a"}, {ID: "o/b"}}); err != nil {
+			t.Fatal(err)
+		}
+		record(t, s, "o/a", result("tpu", "pass", at(1)))
+		record(t, s, "o/b", result("tpu", "fail", at(1)))
+		sum, err := s.Summary(ctx, "tpu")
+		if err != nil || sum.PassRate == nil || *sum.PassRate != 0.5 || sum.WeightedPassRate != nil {
+			t.Errorf("summary = %+v, %v; want pass rate 0.5, no weighted rate", sum, err)
+		}
+	})
 	if _, err := s.Summary(ctx, "auto"); !errors.Is(err, store.ErrInvalid) {
 		t.Errorf("target auto: %v; want ErrInvalid", err)
 	}
@@ -706,6 +747,7 @@ func TestConcurrentReadersAndWriter(t *testing.T) {
 					return
 				}
 				reads[g]++
+				time.Sleep(500 * time.Microsecond) // leave the writer some CPU
 			}
 		})
 	}

@@ -34,7 +34,10 @@ func (s *SQLite) Summary(ctx context.Context, target compat.Target) (Summary, er
 	if err != nil {
 		return Summary{}, fmt.Errorf("store: summary: %w", err)
 	}
-	return sum, tx.Commit()
+	if err := tx.Commit(); err != nil {
+		return Summary{}, fmt.Errorf("store: summary: %w", err)
+	}
+	return sum, nil
 }
 
 func summary(ctx context.Context, tx *sql.Tx, target compat.Target) (Summary, error) {
@@ -131,7 +134,10 @@ func (s *SQLite) Failures(ctx context.Context, target compat.Target, limit int) 
 	if err != nil {
 		return nil, fmt.Errorf("store: failures: %w", err)
 	}
-	return groups, tx.Commit()
+	if err := tx.Commit(); err != nil {
+		return nil, fmt.Errorf("store: failures: %w", err)
+	}
+	return groups, nil
 }
 
 func failures(ctx context.Context, tx *sql.Tx, target compat.Target, limit int) ([]FailureGroup, error) {
