@@ -527,18 +527,21 @@ class Probe:
             self.torch = torch
             self.runtime["torch"] = torch.__version__
             self.runtime["transformers"] = dist_version("transformers")
-            self.runtime["libtpu"] = dist_version("libtpu", "libtpu-nightly")
             requested = self.args.target
             tpu = probe_torch_tpu(torch) if requested in ("tpu", "auto") else None
-            if tpu is not None:
-                self.runtime["torch_tpu"] = tpu["version"] if tpu["google"] else ""
-                if tpu["note"]:
-                    notes.append(tpu["note"])
+            if tpu is not None and tpu["note"]:
+                notes.append(tpu["note"])
             if requested == "auto":
                 self.target = "tpu" if tpu and tpu["available"] else "cpu"
                 notes.append(f"auto -> {self.target}")
             else:
                 self.target = requested
+            # torch_tpu/libtpu versions belong to tpu runs only (the runtime key of a cpu run has none)
+            if self.target == "tpu" and tpu is not None and tpu["google"]:
+                self.runtime["torch_tpu"] = tpu["version"]
+                self.runtime["libtpu"] = dist_version("libtpu", "libtpu-nightly")
+            elif tpu is not None and tpu["google"] and tpu["version"]:
+                notes.append(f"torch_tpu {tpu['version']} installed (not used)")
             if self.target == "tpu" and not (tpu and tpu["available"]):
                 raise hf.DeviceUnavailable(f"target tpu requested but no TPU is usable: {tpu['note'] if tpu else ''}",
                                            "tpu")
@@ -926,6 +929,11 @@ class Probe:
             def graphs():
                 return int(counters["stats"]["unique_graphs"])
 
+            def graph_breaks():
+                return sum(counters["graph_break"].values()) if "graph_break" in counters else 0
+
+            torch._dynamo.reset()
+            breaks0 = graph_breaks()
             compiled = torch.compile(self.model, backend=backend, dynamic=False)
             dev = self.dev
             inputs2 = self.dev_inputs
@@ -971,7 +979,7 @@ class Probe:
                     raise hf.RecompileDetected("repeated calls with the same input shapes kept recompiling",
                                                "repeated calls recompiled")
             self.metrics["compiled_step_ms"] = round(statistics.median(times) * 1000, 4)
-            breaks = sum(counters["graph_break"].values()) if "graph_break" in counters else 0
+            breaks = graph_breaks() - breaks0
             notes.append(f"backend={backend} graphs={g1 - g0} graph_breaks={breaks}")
             val, _ = self.primary_output(out)
             cmp = self.compare(self.dev_out, val.detach().float().cpu(), str(self.dtype).replace("torch.", ""))
@@ -1119,8 +1127,7 @@ def env_only(args) -> dict:
         return fail("import_error", f"cannot import torch: {hf.short_message(e, 500)}", "import_error:torch")
     runtime["torch"] = torch.__version__
     tpu = probe_torch_tpu(torch)
-    runtime["torch_tpu"] = tpu["version"] if tpu["google"] else ""
-    out["note"] = tpu["note"]
+    out["note"] = tpu["note"] or (f"torch_tpu {tpu['version']}" if tpu["google"] else "")
     if tpu["available"]:
         out["available_targets"].insert(0, "tpu")
     with contextlib.suppress(Exception):
@@ -1128,6 +1135,10 @@ def env_only(args) -> dict:
             out["available_targets"].append("cuda")
     target = args.target if args.target != "auto" else ("tpu" if tpu["available"] else "cpu")
     out["target"] = target
+    if target == "tpu" and tpu["google"]:  # as in a probe: versions of the TPU stack on tpu runs only
+        runtime["torch_tpu"] = tpu["version"]
+    else:
+        runtime["libtpu"] = ""
     if target not in out["available_targets"]:
         return fail("device_unavailable", f"target {target} requested but not usable on this host"
                     + (f": {tpu['note']}" if target == "tpu" and tpu["note"] else ""), f"device_unavailable:{target}")

@@ -117,6 +117,8 @@ def infer_task(architectures, config=None) -> str | None:
         return "text2text-generation" if enc_dec else None
     if arch.endswith("ForMaskedLM"):
         return "fill-mask"
+    if arch.endswith("ForPreTraining"):  # BERT/ELECTRA pre-training heads: a text encoder with extra heads
+        return "feature-extraction"
     if arch.endswith("ForSequenceClassification"):
         return "text-classification"
     if arch.endswith("ForTokenClassification"):
