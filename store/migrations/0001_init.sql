@@ -54,7 +54,7 @@ CREATE TABLE scans (
 );
 CREATE INDEX scans_running ON scans (status) WHERE status = 'running';
 
--- results are every probe ever recorded; never updated.
+-- results are every probe ever recorded; only a rename (a merge) changes one.
 CREATE TABLE results (
 	id            INTEGER PRIMARY KEY,
 	model_id      TEXT NOT NULL REFERENCES models (id) ON UPDATE CASCADE ON DELETE CASCADE,
@@ -113,20 +113,20 @@ CREATE TABLE result_logs (
 -- results held against the model (fail, oom, timeout, crash) by root
 -- cause: the signature, else the failure class (NULL for other statuses).
 CREATE TABLE current (
-	target       TEXT NOT NULL,
-	model_id     TEXT NOT NULL REFERENCES models (id) ON UPDATE CASCADE ON DELETE CASCADE,
-	result_id    INTEGER REFERENCES results (id) ON DELETE SET NULL,
-	status       TEXT,
-	status_rank  INTEGER NOT NULL DEFAULT 7,
-	untested     INTEGER NOT NULL DEFAULT 1,
-	tested_at    INTEGER NOT NULL DEFAULT 0,
-	no_tokens    INTEGER NOT NULL DEFAULT 1,
-	tokens_per_s REAL NOT NULL DEFAULT 0,
+	target        TEXT NOT NULL,
+	model_id      TEXT NOT NULL REFERENCES models (id) ON UPDATE CASCADE ON DELETE CASCADE,
+	result_id     INTEGER REFERENCES results (id) ON DELETE SET NULL,
+	status        TEXT,
+	status_rank   INTEGER NOT NULL DEFAULT 7,
+	untested      INTEGER NOT NULL DEFAULT 1,
+	tested_at     INTEGER NOT NULL DEFAULT 0,
+	no_tokens     INTEGER NOT NULL DEFAULT 1,
+	tokens_per_s  REAL NOT NULL DEFAULT 0,
 	fail_key      TEXT,
 	failure_class TEXT,
 	op            TEXT,
-	downloads    INTEGER NOT NULL DEFAULT 0,
-	likes        INTEGER NOT NULL DEFAULT 0,
+	downloads     INTEGER NOT NULL DEFAULT 0,
+	likes         INTEGER NOT NULL DEFAULT 0,
 	PRIMARY KEY (target, model_id)
 ) WITHOUT ROWID;
 CREATE INDEX current_model      ON current (model_id);

@@ -61,7 +61,8 @@ func ModelID(i int) string {
 // for cursor tests); every 10th model stays untested; the results go round
 // the others, on tpu except every 4th round on cpu, a minute apart from
 // Epoch, with a mix of every recorded status and unmeasured metrics nil.
-// It returns the model ids.
+// It returns the model ids. Of t it uses only Helper and Fatal, so a
+// program may pass a stand-in (web/benchload does).
 func Seed(t testing.TB, s *store.SQLite, nModels, nResults int) []string {
 	t.Helper()
 	ctx := context.Background()
