@@ -1,8 +1,10 @@
 package web
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -40,8 +42,13 @@ func (s *Server) apiModels(c *fiber.Ctx) error {
 	if err != nil {
 		return fmt.Errorf("web: api models: %w", err)
 	}
-	if notModified(c, etagOf(changedTag(changed), s.hubEndpoint, c.OriginalURL())) {
+	url := c.OriginalURL()
+	if notModified(c, etagOf(changedTag(changed), s.hubEndpoint, url)) {
 		return c.SendStatus(fiber.StatusNotModified)
+	}
+	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSONCharsetUTF8)
+	if body, ok := s.apiLists.get(url, changed); ok {
+		return c.Send(body)
 	}
 	models, next, err := s.store.ListModels(ctx, q)
 	if err != nil {
@@ -57,7 +64,12 @@ func (s *Server) apiModels(c *fiber.Ctx) error {
 	if next != "" {
 		out.NextCursor = &next
 	}
-	return c.JSON(out)
+	body, err := json.Marshal(out)
+	if err != nil {
+		return fmt.Errorf("web: api models: %w", err)
+	}
+	s.apiLists.put(strings.Clone(url), changed, body, len(body)+len(url))
+	return c.Send(body)
 }
 
 // apiModel serves GET /api/v1/models/{id}. Aliases resolve to the model.

@@ -27,7 +27,6 @@ func (s *Server) badge(c *fiber.Ctx) error {
 	default:
 		return fmt.Errorf("%w: a badge URL ends in .svg or .json", ErrNotFound)
 	}
-	embeddable(c)
 	style := parseBadgeStyle(c.Query("style"))
 	label := c.Query("label")
 	target := compat.TargetTPU
@@ -46,7 +45,7 @@ func (s *Server) badge(c *fiber.Ctx) error {
 	if err != nil {
 		return s.badgeUnavailable(c, kind, target, label, err)
 	}
-	key := kind + "\x00" + raw + "\x00" + string(target) + "\x00" + string(style) + "\x00" + label + "\x00" + strconv.FormatBool(targetOK)
+	key := badgeKey{kind, raw, target, style, label, targetOK}
 	e, ok := s.badges.get(key, changed)
 	if !ok {
 		var b badge
@@ -65,26 +64,38 @@ func (s *Server) badge(c *fiber.Ctx) error {
 				b = badgeFor(&m, target, label)
 			}
 		}
-		e = cachedBadge{changed: changed}
 		if kind == "svg" {
 			e.body = renderSVG(b, style)
 		} else {
 			e.body = renderBadgeJSON(b)
 		}
-		e.etag = etagOf(changedTag(changed), key)
-		s.badges.put(key, e)
+		e.etag = etagOf(changedTag(changed), kind, raw, string(target), string(style), label, strconv.FormatBool(targetOK))
+		// The key's strings point into the request's buffer: copy them to keep.
+		key.raw, key.label = strings.Clone(key.raw), strings.Clone(key.label)
+		s.badges.put(key, changed, e, len(e.body)+len(e.etag)+len(key.raw)+len(key.label))
 	}
 
-	c.Set(fiber.HeaderCacheControl, "max-age="+strconv.Itoa(badgeCacheSeconds))
+	h := &c.Response().Header
+	hdrBadgeCache.set(h)
 	if notModified(c, e.etag) {
 		return c.SendStatus(fiber.StatusNotModified)
 	}
 	if kind == "svg" {
-		c.Set(fiber.HeaderContentType, "image/svg+xml; charset=utf-8")
+		h.SetContentTypeBytes(ctypeSVG)
 	} else {
-		c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSONCharsetUTF8)
+		h.SetContentTypeBytes(ctypeJSON)
 	}
 	return c.Send(e.body)
+}
+
+// badgeKey identifies a rendered badge.
+type badgeKey struct {
+	kind     string // svg or json
+	raw      string // the path after /badge/
+	target   compat.Target
+	style    badgeStyle
+	label    string
+	targetOK bool
 }
 
 // badgeUnavailable answers 503 with a grey "unavailable" badge when the

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -17,8 +18,10 @@ import (
 // request. Staleness is bounded by ttl, far below the badges' max-age.
 type changedCache struct {
 	ttl time.Duration
+	cur atomic.Pointer[changedValue]
+}
 
-	mu      sync.Mutex
+type changedValue struct {
 	value   time.Time
 	fetched time.Time
 }
@@ -26,20 +29,14 @@ type changedCache struct {
 // get returns the store's last change time, at most ttl old.
 func (c *changedCache) get(ctx context.Context, fetch func(context.Context) (time.Time, error)) (time.Time, error) {
 	now := time.Now()
-	c.mu.Lock()
-	if c.ttl > 0 && !c.fetched.IsZero() && now.Sub(c.fetched) < c.ttl {
-		v := c.value
-		c.mu.Unlock()
-		return v, nil
+	if v := c.cur.Load(); v != nil && c.ttl > 0 && now.Sub(v.fetched) < c.ttl {
+		return v.value, nil
 	}
-	c.mu.Unlock()
 	v, err := fetch(ctx)
 	if err != nil {
 		return time.Time{}, err
 	}
-	c.mu.Lock()
-	c.value, c.fetched = v, now
-	c.mu.Unlock()
+	c.cur.Store(&changedValue{value: v, fetched: now})
 	return v, nil
 }
 
@@ -48,47 +45,68 @@ func (s *Server) storeChanged(ctx context.Context) (time.Time, error) {
 	return s.changed.get(ctx, s.store.Changed)
 }
 
-// cachedBadge is one rendered badge and the data version it was made from.
-type cachedBadge struct {
+// versioned is a cache of values derived from the database: an entry is
+// valid while Store.Changed is what it was computed at, so a write
+// invalidates everything at once and nothing is ever stale. It holds at most
+// maxBytes (as estimated by the caller); when full it starts over, which
+// bounds memory whatever URLs clients invent, and the popular entries come
+// back after one request each.
+type versioned[K comparable, V any] struct {
+	maxBytes int
+
+	mu    sync.RWMutex
+	m     map[K]versionedEntry[V]
+	bytes int
+}
+
+type versionedEntry[V any] struct {
 	changed time.Time
-	etag    string
-	body    []byte
+	size    int
+	v       V
 }
 
-// badgeCache keeps rendered badges by (kind, id, target, style, label); an
-// entry is valid while Store.Changed is what it was rendered at.
-type badgeCache struct {
-	max int
-
-	mu sync.RWMutex
-	m  map[string]cachedBadge
-}
-
-func (b *badgeCache) get(key string, changed time.Time) (cachedBadge, bool) {
-	b.mu.RLock()
-	e, ok := b.m[key]
-	b.mu.RUnlock()
+// get returns the value for key if it was computed at changed.
+func (c *versioned[K, V]) get(key K, changed time.Time) (V, bool) {
+	c.mu.RLock()
+	e, ok := c.m[key]
+	c.mu.RUnlock()
 	if !ok || !e.changed.Equal(changed) {
-		return cachedBadge{}, false
+		var zero V
+		return zero, false
 	}
-	return e, true
+	return e.v, true
 }
 
-func (b *badgeCache) put(key string, e cachedBadge) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.m == nil || len(b.m) >= b.max {
-		// Simplest bound: start over. Hostile ids cannot grow memory, and
-		// the popular badges are back in the cache after one request each.
-		b.m = make(map[string]cachedBadge, 1024)
+// put stores v for key as computed at changed; size is its estimated cost
+// in bytes. Values larger than a tenth of the cache are not kept.
+func (c *versioned[K, V]) put(key K, changed time.Time, v V, size int) {
+	size += 64
+	if size > c.maxBytes/10 {
+		return
 	}
-	b.m[key] = e
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if old, ok := c.m[key]; ok {
+		c.bytes -= old.size
+	}
+	if c.m == nil || c.bytes+size > c.maxBytes {
+		c.m = make(map[K]versionedEntry[V], 256)
+		c.bytes = 0
+	}
+	c.m[key] = versionedEntry[V]{changed: changed, size: size, v: v}
+	c.bytes += size
+}
+
+// cachedBadge is one rendered badge.
+type cachedBadge struct {
+	etag string
+	body []byte
 }
 
 // etagOf is a strong validator over the given parts (data version and
 // everything else the representation depends on).
 func etagOf(parts ...string) string {
-	h := fnv.New128a()
+	h := fnv.New64a()
 	for _, p := range parts {
 		h.Write([]byte(p))
 		h.Write([]byte{0})
@@ -102,7 +120,7 @@ func changedTag(t time.Time) string { return strconv.FormatInt(t.UnixNano(), 36)
 // notModified sets ETag and reports whether the request's If-None-Match
 // matches it (weak comparison, as RFC 9110 asks for If-None-Match).
 func notModified(c *fiber.Ctx, etag string) bool {
-	c.Set(fiber.HeaderETag, etag)
+	c.Response().Header.SetCanonical(keyETag, []byte(etag))
 	inm := c.Get(fiber.HeaderIfNoneMatch)
 	if inm == "" {
 		return false

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+
+	"github.com/google-pytorch/torchtpu-scanner/internal/metrics"
 )
 
 // Content-Security-Policy values. Pages load only their own scripts,
@@ -20,28 +22,31 @@ const (
 	cspBadge = "default-src 'none'; style-src 'unsafe-inline'"
 )
 
-// secure sets the security headers every response carries; handlers of
-// embeddable resources (badges) relax them with embeddable.
+// secure sets the security headers every response carries. Pages may not
+// be framed and run only their own script; data routes have nothing to run;
+// badges stay embeddable anywhere (README files, model cards) and readable
+// from any origin.
 func (s *Server) secure(c *fiber.Ctx) error {
 	h := &c.Response().Header
-	h.Set(fiber.HeaderXContentTypeOptions, "nosniff")
-	h.Set(fiber.HeaderReferrerPolicy, "strict-origin-when-cross-origin")
-	h.Set(fiber.HeaderXFrameOptions, "DENY")
-	h.Set("Cross-Origin-Opener-Policy", "same-origin")
-	if p := c.Path(); strings.HasPrefix(p, "/api/") || strings.HasSuffix(p, ".json") || strings.HasSuffix(p, ".csv") {
-		h.Set(fiber.HeaderContentSecurityPolicy, cspData)
-	} else {
-		h.Set(fiber.HeaderContentSecurityPolicy, cspPage)
+	hdrNosniff.set(h)
+	hdrReferrer.set(h)
+	switch p := c.Path(); {
+	case strings.HasPrefix(p, "/badge/"):
+		hdrCSPBadge.set(h)
+		hdrCORPCross.set(h)
+		if m := c.Method(); m == fiber.MethodGet || m == fiber.MethodHead {
+			hdrAllowOrigin.set(h)
+			hdrExposeETag.set(h)
+		}
+	case strings.HasPrefix(p, "/api/") || strings.HasSuffix(p, ".json") || strings.HasSuffix(p, ".csv"):
+		hdrCSPData.set(h)
+		hdrFrameDeny.set(h)
+	default:
+		hdrCSPPage.set(h)
+		hdrFrameDeny.set(h)
+		hdrCOOP.set(h)
 	}
 	return c.Next()
-}
-
-// embeddable lets other sites show the response in <img> (README badges).
-func embeddable(c *fiber.Ctx) {
-	h := &c.Response().Header
-	h.Del(fiber.HeaderXFrameOptions)
-	h.Set(fiber.HeaderContentSecurityPolicy, cspBadge)
-	h.Set("Cross-Origin-Resource-Policy", "cross-origin")
 }
 
 // cors allows any origin to read the public GET routes (API, badges, feed);
@@ -63,6 +68,19 @@ func cors(c *fiber.Ctx) error {
 	return c.Next()
 }
 
+// routeCode names one series of the HTTP metrics.
+type routeCode struct {
+	route string
+	code  int
+}
+
+// routeSeries are the metric series of one route and status code, looked up
+// once and then reused without allocating.
+type routeSeries struct {
+	reqs metrics.Counter
+	time metrics.Histogram
+}
+
 // observe counts requests and their latency by route pattern (never by
 // raw path, so hostile URLs cannot blow up the metric's cardinality).
 func (s *Server) observe(c *fiber.Ctx) error {
@@ -76,8 +94,17 @@ func (s *Server) observe(c *fiber.Ctx) error {
 	if r := c.Route(); r != nil && r.Method != "USE" {
 		route = r.Path
 	}
-	s.httpReqs.With(route, strconv.Itoa(status)).Inc()
-	s.httpTimes.With(route).Observe(time.Since(start).Seconds())
+	k := routeCode{route, status}
+	v, ok := s.routeSeries.Load(k)
+	if !ok {
+		v, _ = s.routeSeries.LoadOrStore(k, &routeSeries{
+			reqs: s.httpReqs.With(route, strconv.Itoa(status)),
+			time: s.httpTimes.With(route),
+		})
+	}
+	rs := v.(*routeSeries)
+	rs.reqs.Inc()
+	rs.time.Observe(time.Since(start).Seconds())
 	return err
 }
 

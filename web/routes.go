@@ -18,8 +18,7 @@ func (s *Server) routes(app *fiber.App) {
 	app.Get("/models/*", s.modelPage)
 	app.Get("/static/:name", s.asset)
 
-	// Badges: /badge/{id}.svg and /badge/{id}.json.
-	app.Use("/badge", cors)
+	// Badges: /badge/{id}.svg and /badge/{id}.json (CORS set by secure).
 	app.Get("/badge/*", s.badge)
 
 	// JSON API, rate-limited per client.

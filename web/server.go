@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"html/template"
 	"io"
 	"log/slog"
 	"net"
@@ -107,10 +108,16 @@ type Server struct {
 	openapi []byte
 	limiter *rateLimiter // nil when off
 
-	changed   changedCache
-	badges    badgeCache
-	httpReqs  *metrics.CounterVec
-	httpTimes *metrics.HistogramVec
+	changed     changedCache
+	badges      versioned[badgeKey, cachedBadge]
+	apiLists    versioned[string, []byte]
+	lists       versioned[string, listPage]
+	summaries   versioned[string, store.Summary]
+	failures    versioned[string, []store.FailureGroup]
+	tableBodies versioned[string, template.HTML]
+	httpReqs    *metrics.CounterVec
+	httpTimes   *metrics.HistogramVec
+	routeSeries sync.Map // routeCode → *routeSeries
 
 	shutdownOnce sync.Once
 	shutdownErr  error
@@ -156,7 +163,12 @@ func New(cfg Config) (*Server, error) {
 	s.httpReqs = s.reg.Counter("scanner_http_requests_total", "HTTP requests served, by route and status code.", "route", "code")
 	s.httpTimes = s.reg.Histogram("scanner_http_request_duration_seconds", "Time to serve HTTP requests, by route.", nil, "route")
 	s.changed.ttl = time.Second
-	s.badges.max = 20000
+	s.badges.maxBytes = 16 << 20
+	s.apiLists.maxBytes = 32 << 20
+	s.lists.maxBytes = 32 << 20
+	s.summaries.maxBytes = 1 << 20
+	s.failures.maxBytes = 4 << 20
+	s.tableBodies.maxBytes = 32 << 20
 
 	rate, burst := cfg.APIRate, cfg.APIBurst
 	if rate == 0 {

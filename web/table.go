@@ -1,7 +1,9 @@
 package web
 
 import (
+	"bytes"
 	"fmt"
+	"html/template"
 	"net/url"
 	"sort"
 	"strconv"
@@ -96,6 +98,8 @@ type tableView struct {
 	Headers   map[string]sortHeader
 	Tasks     []string
 	Target    compat.Target
+	// Body is the rendered "table-body" template (cached by query and data version).
+	Body template.HTML
 }
 
 // firstScanRefresh is how often the page reloads while the first scan runs.
@@ -113,15 +117,19 @@ func (s *Server) table(c *fiber.Ctx) error {
 		form.Status = string(q.Status[0])
 		q.Status = q.Status[:1] // the form selects one; the API takes several
 	}
-	models, next, err := s.store.ListModels(ctx, q)
+	changed, err := s.store.Changed(ctx)
 	if err != nil {
 		return fmt.Errorf("web: table: %w", err)
 	}
-	sum, err := s.store.Summary(ctx, q.Target)
+	models, next, err := s.cachedList(ctx, q, changed)
+	if err != nil {
+		return fmt.Errorf("web: table: %w", err)
+	}
+	sum, err := s.cachedSummary(ctx, q.Target, changed)
 	if err != nil {
 		return fmt.Errorf("web: table summary: %w", err)
 	}
-	fails, err := s.store.Failures(ctx, q.Target, 8)
+	fails, err := s.cachedFailures(ctx, q.Target, 8, changed)
 	if err != nil {
 		return fmt.Errorf("web: table failures: %w", err)
 	}
@@ -160,8 +168,20 @@ func (s *Server) table(c *fiber.Ctx) error {
 		v.FirstURL = "/?" + base.Encode()
 	}
 	v.Headers = sortHeaders(form)
-
 	v.Empty = sum.Models == 0
+
+	key := queryKey(q)
+	if body, ok := s.tableBodies.get(key, changed); ok {
+		v.Body = body
+	} else {
+		var buf bytes.Buffer
+		if err := s.pages.t["table"].ExecuteTemplate(&buf, "table-body", v); err != nil {
+			return fmt.Errorf("web: render table: %w", err)
+		}
+		v.Body = template.HTML(buf.String()) // made by html/template: already escaped
+		s.tableBodies.put(key, changed, v.Body, buf.Len()+len(key))
+	}
+
 	if v.Empty && (v.State.Running || v.State.Queued) {
 		v.FirstScan = true
 		v.Refresh = firstScanRefresh

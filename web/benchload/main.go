@@ -1,0 +1,266 @@
+// Command benchload measures the web server under load with wrk: badge, API
+// list and table throughput and latency against a minimal fiber handler in
+// the same run, over a database of 10 000 models and 100 000 results
+// (storetest.Seed), on loopback.
+//
+//	go run ./web/benchload [-models 10000] [-results 100000] [-d 5s] [-c 32] [-db path]
+//
+// It prints a table and exits 1 when a target is missed: badge ≥ 0.7× the
+// minimal handler's requests per second; API list and table median < 10 ms.
+// -db keeps the seeded database between runs (seeding takes a while).
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"text/tabwriter"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/google-pytorch/torchtpu-scanner/internal/metrics"
+	"github.com/google-pytorch/torchtpu-scanner/store"
+	"github.com/google-pytorch/torchtpu-scanner/store/storetest"
+	"github.com/google-pytorch/torchtpu-scanner/web"
+)
+
+// seedTB lets storetest.Seed run outside a test: it only needs Helper and Fatal.
+type seedTB struct{ testing.TB }
+
+func (seedTB) Helper()                      {}
+func (seedTB) Fatal(args ...any)            { log.Fatal(args...) }
+func (seedTB) Fatalf(f string, args ...any) { log.Fatalf(f, args...) }
+
+// result is one wrk run.
+type result struct {
+	name     string
+	rps      float64
+	p50, p99 time.Duration
+	errors   string
+}
+
+func main() {
+	var (
+		nModels  = flag.Int("models", 10000, "models to seed")
+		nResults = flag.Int("results", 100000, "results to seed")
+		dur      = flag.Duration("d", 5*time.Second, "duration of each wrk run")
+		conns    = flag.Int("c", 32, "wrk connections")
+		threads  = flag.Int("t", 2, "wrk threads")
+		dbPath   = flag.String("db", "", "database file to reuse or create (default: a temporary file)")
+		wrkPath  = flag.String("wrk", "wrk", "the wrk binary")
+	)
+	flag.Parse()
+	if _, err := exec.LookPath(*wrkPath); err != nil {
+		log.Fatalf("benchload needs wrk (Debian: apt-get install wrk): %v", err)
+	}
+	ctx := context.Background()
+	tmp, err := os.MkdirTemp("", "benchload")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(tmp)
+	path := *dbPath
+	if path == "" {
+		path = filepath.Join(tmp, "scanner.db")
+	}
+	db, err := store.Open(ctx, path)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer db.Close()
+	sum, err := db.Summary(ctx, "")
+	if err != nil {
+		log.Fatal(err)
+	}
+	if sum.Models == 0 {
+		start := time.Now()
+		storetest.Seed(seedTB{}, db, *nModels, *nResults)
+		fmt.Fprintf(os.Stderr, "seeded %d models, %d results in %s\n", *nModels, *nResults, time.Since(start).Round(time.Millisecond))
+	} else {
+		fmt.Fprintf(os.Stderr, "reusing %s (%d models)\n", path, sum.Models)
+	}
+
+	// The server under test, as `scanner serve` runs it (rate limit off:
+	// wrk is one client).
+	srv, err := web.New(web.Config{Store: db, Metrics: metrics.NewRegistry(), APIRate: -1,
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	if err != nil {
+		log.Fatal(err)
+	}
+	base := serve(func(ln net.Listener) error { return srv.Listen(ln) })
+	// The baseline: a bare fiber app with one handler.
+	bare := fiber.New(fiber.Config{DisableStartupMessage: true})
+	bare.Use(func(c *fiber.Ctx) error { return c.SendString("ok") })
+	minimal := serve(bare.Listener)
+
+	// Badges of 1000 popular models, at random (cached after first use).
+	var paths []string
+	for i := 0; i < 1000 && i < *nModels; i++ {
+		paths = append(paths, "/badge/"+storetest.ModelID(rand.IntN(*nModels))+".svg")
+	}
+	script := filepath.Join(tmp, "badges.lua")
+	var lua strings.Builder
+	lua.WriteString("local paths = {")
+	for _, p := range paths {
+		lua.WriteString(strconv.Quote(p) + ",")
+	}
+	lua.WriteString("}\nrequest = function()\n  return wrk.format(nil, paths[math.random(#paths)])\nend\n")
+	if err := os.WriteFile(script, []byte(lua.String()), 0o644); err != nil {
+		log.Fatal(err)
+	}
+
+	run := func(name, url, script string, threads, conns int) result {
+		args := []string{"-t", strconv.Itoa(threads), "-c", strconv.Itoa(conns), "-d", dur.String(), "--latency"}
+		if script != "" {
+			args = append(args, "-s", script)
+		}
+		out, err := exec.Command(*wrkPath, append(args, url)...).CombinedOutput()
+		if err != nil {
+			log.Fatalf("wrk %s: %v\n%s", name, err, out)
+		}
+		r, err := parseWrk(string(out))
+		if err != nil {
+			log.Fatalf("wrk %s: %v\n%s", name, err, out)
+		}
+		r.name = name
+		return r
+	}
+	// Warm up caches and connections.
+	run("warm-up", base+"/", script, *threads, *conns)
+
+	type endpoint struct {
+		name, url, script string
+		latencyTarget     bool
+	}
+	endpoints := []endpoint{
+		{"minimal fiber handler", minimal + "/", script, false}, // same Lua script: same wrk cost
+		{"badge /badge/{id}.svg (1000 ids)", base + "/", script, false},
+		{"API /api/v1/models?limit=50", base + "/api/v1/models?limit=50", "", true},
+		{"API ?status=fail&sort=tokens_per_s", base + "/api/v1/models?status=fail&sort=tokens_per_s&limit=50", "", true},
+		{"table GET /", base + "/", "", true},
+		{"table GET /?status=pass&sort=tested_at", base + "/?status=pass&sort=tested_at", "", true},
+	}
+	type row struct{ load, single result }
+	rows := make([]row, len(endpoints))
+	for i, e := range endpoints {
+		rows[i].load = run(e.name, e.url, e.script, *threads, *conns)
+		rows[i].single = run(e.name, e.url, e.script, 1, 1)
+	}
+
+	minRPS := rows[0].load.rps
+	failed := false
+	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(w, "endpoint\treq/s (c=%d)\t× minimal\tp50\tp99\tp50 (1 client)\tp99 (1 client)\ttarget\t\n", *conns)
+	for i, r := range rows {
+		target, ok := "", true
+		switch {
+		case i == 1:
+			target = "req/s ≥ 0.70× minimal"
+			ok = r.load.rps >= 0.7*minRPS
+		case endpoints[i].latencyTarget:
+			target = "p50 (1 client) < 10ms"
+			ok = r.single.p50 < 10*time.Millisecond
+		}
+		if target != "" {
+			if ok {
+				target += ": ok"
+			} else {
+				target += ": MISSED"
+				failed = true
+			}
+		}
+		errs := strings.TrimSpace(r.load.errors + " " + r.single.errors)
+		if errs != "" {
+			target += " (errors: " + errs + ")"
+			failed = true
+		}
+		fmt.Fprintf(w, "%s\t%.0f\t%.2f\t%s\t%s\t%s\t%s\t%s\t\n", r.load.name, r.load.rps, r.load.rps/minRPS,
+			fmtDur(r.load.p50), fmtDur(r.load.p99), fmtDur(r.single.p50), fmtDur(r.single.p99), target)
+	}
+	w.Flush()
+	fmt.Printf("\n%d models, %d results; wrk -t%d -c%d and -t1 -c1, %s each, on loopback; %d CPUs\n",
+		*nModels, *nResults, *threads, *conns, dur, runtime.NumCPU())
+
+	sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	_ = srv.Shutdown(sctx)
+	_ = bare.ShutdownWithContext(sctx)
+	if failed {
+		os.Exit(1)
+	}
+}
+
+// serve starts listen on a loopback port and returns its base URL.
+func serve(listen func(net.Listener) error) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		log.Fatal(err)
+	}
+	go func() {
+		if err := listen(ln); err != nil {
+			log.Print(err)
+		}
+	}()
+	return "http://" + ln.Addr().String()
+}
+
+var (
+	rpsRE     = regexp.MustCompile(`Requests/sec:\s+([0-9.]+)`)
+	pctRE     = regexp.MustCompile(`(?m)^\s+(50|99)%\s+([0-9.]+)(us|ms|s)\s*$`)
+	non2xxRE  = regexp.MustCompile(`Non-2xx or 3xx responses: (\d+)`)
+	socketsRE = regexp.MustCompile(`Socket errors: .*`)
+)
+
+// parseWrk reads requests per second and the 50th and 99th percentiles
+// from wrk --latency output.
+func parseWrk(out string) (result, error) {
+	var r result
+	m := rpsRE.FindStringSubmatch(out)
+	if m == nil {
+		return r, errors.New("no Requests/sec in wrk output")
+	}
+	r.rps, _ = strconv.ParseFloat(m[1], 64)
+	for _, p := range pctRE.FindAllStringSubmatch(out, -1) {
+		v, _ := strconv.ParseFloat(p[2], 64)
+		unit := map[string]time.Duration{"us": time.Microsecond, "ms": time.Millisecond, "s": time.Second}[p[3]]
+		d := time.Duration(v * float64(unit))
+		if p[1] == "50" {
+			r.p50 = d
+		} else {
+			r.p99 = d
+		}
+	}
+	if r.p50 == 0 || r.p99 == 0 {
+		return r, errors.New("no latency percentiles in wrk output")
+	}
+	var errs []string
+	if m := non2xxRE.FindStringSubmatch(out); m != nil {
+		errs = append(errs, m[1]+" non-2xx")
+	}
+	if m := socketsRE.FindString(out); m != "" {
+		errs = append(errs, m)
+	}
+	r.errors = strings.Join(errs, "; ")
+	return r, nil
+}
+
+func fmtDur(d time.Duration) string {
+	if d < time.Millisecond {
+		return fmt.Sprintf("%.0fµs", float64(d)/float64(time.Microsecond))
+	}
+	return fmt.Sprintf("%.2fms", float64(d)/float64(time.Millisecond))
+}

@@ -1,0 +1,72 @@
+package web
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
+	"github.com/google-pytorch/torchtpu-scanner/store"
+)
+
+// The table page needs three aggregate reads (a page of models, the
+// summary and the failure groups); the last two scan every current result.
+// They change only when the data does, so they are cached by Store.Changed.
+
+// listPage is one cached page of ListModels. Its models are shared: read only.
+type listPage struct {
+	models []compat.Model
+	next   string
+}
+
+// queryKey identifies a ModelQuery in a cache.
+func queryKey(q store.ModelQuery) string {
+	desc := "-"
+	if q.Desc != nil {
+		desc = strconv.FormatBool(*q.Desc)
+	}
+	return fmt.Sprintf("%q|%q|%q|%q|%q|%q|%s|%d|%q", q.Q, fmt.Sprint(q.Status), q.Task, q.Org, q.Target, q.Sort, desc, q.Limit, q.Cursor)
+}
+
+// cachedList is ListModels through the cache. The models must not be modified.
+func (s *Server) cachedList(ctx context.Context, q store.ModelQuery, changed time.Time) ([]compat.Model, string, error) {
+	key := queryKey(q)
+	if p, ok := s.lists.get(key, changed); ok {
+		return p.models, p.next, nil
+	}
+	models, next, err := s.store.ListModels(ctx, q)
+	if err != nil {
+		return nil, "", err
+	}
+	s.lists.put(key, changed, listPage{models, next}, 1500*len(models)+len(key))
+	return models, next, nil
+}
+
+// cachedSummary is Summary through the cache.
+func (s *Server) cachedSummary(ctx context.Context, target compat.Target, changed time.Time) (store.Summary, error) {
+	key := string(target)
+	if v, ok := s.summaries.get(key, changed); ok {
+		return v, nil
+	}
+	v, err := s.store.Summary(ctx, target)
+	if err != nil {
+		return store.Summary{}, err
+	}
+	s.summaries.put(key, changed, v, 2048)
+	return v, nil
+}
+
+// cachedFailures is Failures through the cache. The groups must not be modified.
+func (s *Server) cachedFailures(ctx context.Context, target compat.Target, limit int, changed time.Time) ([]store.FailureGroup, error) {
+	key := string(target) + "|" + strconv.Itoa(limit)
+	if v, ok := s.failures.get(key, changed); ok {
+		return v, nil
+	}
+	v, err := s.store.Failures(ctx, target, limit)
+	if err != nil {
+		return nil, err
+	}
+	s.failures.put(key, changed, v, 512*len(v))
+	return v, nil
+}
