@@ -159,6 +159,21 @@ func TestTableStates(t *testing.T) {
 			t.Errorf("no first-scan notice or refresh:\n%s", r.body)
 		}
 	})
+	t.Run("models discovered, no result yet, scan running", func(t *testing.T) {
+		ts := newTestServer(t, 7, 0, Config{})
+		ts.scans.state = ScanState{Running: true}
+		r := ts.get(t, "/")
+		if !strings.Contains(r.body, "First scan in progress") || !strings.Contains(r.body, `http-equiv="refresh"`) || len(rowIDs(r.body)) != 7 {
+			t.Errorf("first scan with discovered models:\n%s", r.body)
+		}
+	})
+	t.Run("results, scan running: no refresh", func(t *testing.T) {
+		ts := newTestServer(t, 7, 7, Config{})
+		ts.scans.state = ScanState{Running: true}
+		if r := ts.get(t, "/"); strings.Contains(r.body, "First scan") || strings.Contains(r.body, "http-equiv") {
+			t.Error("a later scan is not the first")
+		}
+	})
 	t.Run("empty, idle", func(t *testing.T) {
 		ts := newTestServer(t, 0, 0, Config{})
 		r := ts.get(t, "/")

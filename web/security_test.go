@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -315,5 +316,46 @@ func TestHealthReadyMetrics(t *testing.T) {
 	}
 	if r := ts.get(t, "/healthz"); r.status != 200 {
 		t.Errorf("healthz should not depend on the db: %d", r.status)
+	}
+}
+
+// TestEveryRouteSurvivesHostileInput walks the route table: every route
+// gets traversal paths, hostile ids in its parameters and hostile query
+// values, and must answer below 500 without echoing markup.
+func TestEveryRouteSurvivesHostileInput(t *testing.T) {
+	ts := newTestServer(t, 3, 3, Config{AdminToken: "t"})
+	ids := []string{"..%2f..%2fetc%2fpasswd", "%2e%2e", "%3Cscript%3Ealert(1)%3C%2Fscript%3E", "x%22%3E%3Cimg%20src=x%20onerror=alert(1)%3E", strings.Repeat("z", 500)}
+	query := "?q=%3Cscript%3Ealert(1)%3C/script%3E&status=%3Cscript%3E&target=%3Cimg%20src=x%3E&sort=%22%3E%3Cimg%20src=x%3E&order=%3Cscript%3E" +
+		"&limit=%3Cscript%3E&cursor=%3Cscript%3Ealert(1)&style=%3Cscript%3E&label=%3Cscript%3Ealert(1)%3C/script%3E&task=%3Cscript%3E&org=%3Cimg%20src=x%3E"
+	tried := 0
+	for _, rt := range ts.App().GetRoutes(true) {
+		if rt.Method != "GET" && rt.Method != "POST" {
+			continue
+		}
+		var paths []string
+		switch {
+		case strings.Contains(rt.Path, "*") || strings.Contains(rt.Path, ":"):
+			for _, id := range ids {
+				p := regexp.MustCompile(`\*|:\w+`).ReplaceAllString(rt.Path, id)
+				paths = append(paths, p, p+".svg", p+".json", p+query)
+			}
+		default:
+			paths = append(paths, rt.Path+query, strings.TrimSuffix(rt.Path, "/")+"/../../etc/passwd", rt.Path+"%2e%2e%2f%2e%2e%2fetc%2fpasswd")
+		}
+		for _, p := range paths {
+			tried++
+			r := ts.do(t, rt.Method, p, map[string]string{"Authorization": "Bearer <script>alert(1)</script>", "If-None-Match": `"<script>"`})
+			if r.status >= 500 {
+				t.Errorf("%s %s: %d %.200s", rt.Method, p, r.status, r.body)
+			}
+			for _, bad := range []string{"<script>alert", "<img src=x", "root:x:0:0"} {
+				if strings.Contains(r.body, bad) {
+					t.Errorf("%s %s: echoes %q:\n%.300s", rt.Method, p, bad, r.body)
+				}
+			}
+		}
+	}
+	if tried < 50 {
+		t.Errorf("only %d requests tried", tried)
 	}
 }

@@ -90,7 +90,7 @@ type tableView struct {
 	State     ScanState
 	Progress  *scanProgress
 	Empty     bool // the database knows no model at all
-	FirstScan bool // empty, and a scan is on its way
+	FirstScan bool // no result recorded yet, and a scan is on its way
 	Legend    []legendEntry
 	Statuses  []compat.Status
 	Targets   []compat.Target
@@ -182,7 +182,10 @@ func (s *Server) table(c *fiber.Ctx) error {
 		s.tableBodies.put(key, changed, v.Body, buf.Len()+len(key))
 	}
 
-	if v.Empty && (v.State.Running || v.State.Queued) {
+	// The first scan: nothing recorded yet (the models it discovered are
+	// all untested) and a scan on its way. The table shows what is known.
+	noResults := sum.Counts[compat.StatusUntested] == sum.Models
+	if noResults && (v.State.Running || v.State.Queued) {
 		v.FirstScan = true
 		v.Refresh = firstScanRefresh
 	}
