@@ -1,0 +1,165 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google-pytorch/torchtpu-scanner/internal/app"
+	"github.com/google-pytorch/torchtpu-scanner/internal/config"
+	"github.com/google-pytorch/torchtpu-scanner/internal/hub/hubtest"
+)
+
+// TestServeUnderLoadWhileScanning starts the real server, asks it for a
+// scan through the admin API, and loads the website and API from several
+// clients on loopback while the scan writes: every answer must be a
+// success (no "database is locked", no 5xx), and the scan's progress and
+// the metrics must show up.
+func TestServeUnderLoadWhileScanning(t *testing.T) {
+	var ids []string
+	for i := range 12 {
+		ids = append(ids, fmt.Sprintf("load/model-%02d", i))
+	}
+	h := hubtest.New(t, llamaRepos(ids...)...)
+	dir := t.TempDir()
+	args := standinArgs(t, h, filepath.Join(dir, "scanner.db"), filepath.Join(dir, "hub"))[1:] // drop "scan"
+	args = append(args, "--no-schedule", "--addr", "127.0.0.1:0", "--rate-limit", "0")
+	cfg, _, err := config.Parse(config.CmdServe, args, func(k string) (string, bool) {
+		if k == "SCANNER_ADMIN_TOKEN" {
+			return "admin-secret", true
+		}
+		return "", false
+	}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	a, err := app.New(ctx, cfg, slog.New(slog.DiscardHandler), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- a.Serve(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-served; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+		a.Close()
+	}()
+	base := "http://" + a.Addr()
+
+	// Without the token the write route refuses; with it the scan is queued.
+	if resp, err := http.Post(base+"/api/v1/scans", "application/json", nil); err != nil || resp.StatusCode/100 != 4 {
+		t.Fatalf("POST without token: %v %v", resp.StatusCode, err)
+	}
+	req, _ := http.NewRequest(http.MethodPost, base+"/api/v1/scans", nil)
+	req.Header.Set("Authorization", "Bearer admin-secret")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("POST with token: %v %v", resp.StatusCode, err)
+	}
+	resp.Body.Close()
+
+	// Load starts once the scan has listed the models (ids 404 before that).
+	waitUntil(t, func() bool {
+		var s struct {
+			Scans []struct {
+				Planned int `json:"planned"`
+			} `json:"scans"`
+		}
+		getJSON(t, base+"/api/v1/scans", &s)
+		return len(s.Scans) == 1 && s.Scans[0].Planned > 0
+	})
+
+	paths := []string{"/", "/api/v1/models?limit=50", "/api/v1/summary", "/badge/load/model-03.svg?target=cpu",
+		"/api/v1/models/load/model-01", "/feed.json", "/api/v1/failures", "/export.csv", "/models/load/model-02"}
+	var ok, bad atomic.Int64
+	var firstErr atomic.Value
+	stop := time.Now().Add(8 * time.Second)
+	var wg sync.WaitGroup
+	client := &http.Client{Timeout: 10 * time.Second}
+	for c := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := c; time.Now().Before(stop) && i < 5000; i++ {
+				resp, err := client.Get(base + paths[i%len(paths)])
+				if err != nil {
+					bad.Add(1)
+					firstErr.CompareAndSwap(nil, err.Error())
+					continue
+				}
+				body, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusOK {
+					bad.Add(1)
+					firstErr.CompareAndSwap(nil, fmt.Sprintf("%s: %d %s", paths[i%len(paths)], resp.StatusCode, body))
+					continue
+				}
+				ok.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	if bad.Load() > 0 {
+		t.Fatalf("%d of %d requests failed under load while scanning; first: %v", bad.Load(), bad.Load()+ok.Load(), firstErr.Load())
+	}
+	t.Logf("%d requests, all 200, while the scan wrote", ok.Load())
+
+	// The scan finishes and its progress is visible through the API.
+	var scans struct {
+		Scans []struct {
+			ID      int64  `json:"id"`
+			Status  string `json:"status"`
+			Planned int    `json:"planned"`
+			Done    int    `json:"done"`
+		} `json:"scans"`
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		getJSON(t, base+"/api/v1/scans", &scans)
+		if len(scans.Scans) == 1 && scans.Scans[0].Status == "done" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("scan not done: %+v", scans)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if s := scans.Scans[0]; s.Planned != len(ids) || s.Done != len(ids) {
+		t.Errorf("scan progress %+v", s)
+	}
+	var one map[string]any
+	getJSON(t, fmt.Sprintf("%s/api/v1/scans/%d", base, scans.Scans[0].ID), &one)
+	if b, _ := json.Marshal(one); !strings.Contains(string(b), `"done"`) {
+		t.Errorf("scan by id: %s", b)
+	}
+	metrics := get(t, base+"/metrics", http.StatusOK)
+	for _, want := range []string{`scanner_probes_total{status="pass"} 12`, `scanner_scans_total{status="done"} 1`,
+		"scanner_device_busy_fraction", `scanner_hub_requests_total{code="200"}`, "scanner_probe_duration_seconds_bucket"} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+}
+
+func waitUntil(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not reached in 30 s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
