@@ -80,17 +80,17 @@ type Hooks struct {
 
 // Scanner runs scans. Its fields are its dependencies; set them all.
 type Scanner struct {
-	Hub      HubClient
-	Prober   Prober
+	Hub    HubClient
+	Prober Prober
 	// DeviceProbers, when set, holds one prober per device (each pinned to
 	// its device); worker i probes with DeviceProbers[i]. Prober still
 	// answers Env.
 	DeviceProbers []Prober
-	Store    store.Store
-	CacheDir string
-	HasToken bool
-	Logger   *slog.Logger
-	Hooks    Hooks
+	Store         store.Store
+	CacheDir      string
+	HasToken      bool
+	Logger        *slog.Logger
+	Hooks         Hooks
 	// ListCache lists models already in the local cache (--source cache);
 	// defaults to hub.ScanCache.
 	ListCache func(cacheDir string) ([]hub.ModelInfo, error)
