@@ -1,0 +1,104 @@
+package scan
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
+	"github.com/google-pytorch/torchtpu-scanner/internal/hub"
+	"github.com/google-pytorch/torchtpu-scanner/internal/hub/hubtest"
+	"github.com/google-pytorch/torchtpu-scanner/store"
+	"github.com/google-pytorch/torchtpu-scanner/store/storetest"
+)
+
+// faultScanner is a scan over the real Hub client and the fake Hub, with
+// the client's waits recorded instead of spent.
+func faultScanner(t *testing.T, h *hubtest.Hub) (*Scanner, *fakeProber, *[]time.Duration) {
+	t.Helper()
+	var mu sync.Mutex
+	var waits []time.Duration
+	client, err := hub.New(hub.Options{
+		Endpoint: h.URL(), CacheDir: filepath.Join(t.TempDir(), "hub"), Logger: quiet,
+		Sleep: func(ctx context.Context, d time.Duration) error {
+			mu.Lock()
+			waits = append(waits, d)
+			mu.Unlock()
+			return ctx.Err()
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &fakeProber{answers: map[string][]compat.Status{}, runtime: compat.Runtime{Torch: "t"}}
+	return &Scanner{Hub: client, Prober: p, Store: storetest.MustOpen(t), CacheDir: t.TempDir(), Logger: quiet}, p, &waits
+}
+
+func faultRepos(n int) []hubtest.Repo {
+	var repos []hubtest.Repo
+	for i := range n {
+		repos = append(repos, hubtest.Repo{
+			ID: fmt.Sprintf("fault/m-%d", i), PipelineTag: "text-generation", Library: "transformers", Downloads: int64(100 - i),
+			Files: map[string][]byte{"config.json": []byte(llamaConfig)},
+		})
+	}
+	return repos
+}
+
+// TestScanThroughHubFaults runs whole scans while the Hub misbehaves: the
+// scan rides out 429 storms, 5xx answers, slow and truncated transfers, and
+// records every model; a listing that is not JSON fails the scan cleanly
+// without blaming any model, and the next scan recovers.
+func TestScanThroughHubFaults(t *testing.T) {
+	tests := []struct {
+		name   string
+		faults func(h *hubtest.Hub)
+		fails  bool
+	}{
+		{"429 storm on the listing", func(h *hubtest.Hub) { h.Fault("/api/models", hubtest.Status429(2).Times(4)) }, false},
+		{"429 storm on downloads", func(h *hubtest.Hub) { h.Fault("/fault/", hubtest.Status429(1).Times(4)) }, false},
+		{"5xx on the listing and downloads", func(h *hubtest.Hub) {
+			h.Fault("/api/models", hubtest.Status5xx(502).Times(2))
+			h.Fault("/fault/m-1/", hubtest.Status5xx(503).Times(3))
+		}, false},
+		{"slow answers", func(h *hubtest.Hub) { h.Fault("/fault/", hubtest.Slow(30*time.Millisecond).Times(-1)) }, false},
+		{"truncated transfer", func(h *hubtest.Hub) { h.Fault("/fault/m-2/resolve/", hubtest.Truncate(5).Times(2)) }, false},
+		{"malformed listing", func(h *hubtest.Hub) { h.Fault("/api/models", hubtest.MalformedJSON().Times(-1)) }, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := hubtest.New(t, faultRepos(4)...)
+			tt.faults(h)
+			s, _, waits := faultScanner(t, h)
+			sc, err := s.Run(context.Background(), Options{Mode: compat.ModeArch, Target: compat.TargetCPU})
+			if tt.fails {
+				if !errors.Is(err, ErrHub) || sc.Status != store.ScanFailed {
+					t.Fatalf("err %v, scan %s: want a failed scan", err, sc.Status)
+				}
+				for i := range 4 {
+					if _, err := s.Store.LatestResult(context.Background(), fmt.Sprintf("fault/m-%d", i), compat.TargetCPU); err == nil {
+						t.Errorf("a model was recorded although the listing failed")
+					}
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("scan: %v", err)
+			}
+			if sc.Done != 4 || sc.Probed != 4 {
+				t.Fatalf("scan %+v", sc)
+			}
+			for i := range 4 {
+				r, err := s.Store.LatestResult(context.Background(), fmt.Sprintf("fault/m-%d", i), compat.TargetCPU)
+				if err != nil || r.Status != compat.StatusPass {
+					t.Errorf("fault/m-%d: %v %v", i, r.Status, err)
+				}
+			}
+			t.Logf("client waited %d times", len(*waits))
+		})
+	}
+}
