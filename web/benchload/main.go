@@ -5,9 +5,11 @@
 //
 //	go run ./web/benchload [-models 10000] [-results 100000] [-d 5s] [-c 32] [-db path]
 //
-// It prints a table and exits 1 when a target is missed: badge ≥ 0.7× the
-// minimal handler's requests per second; API list and table median < 10 ms.
-// -db keeps the seeded database between runs (seeding takes a while).
+// It prints a table that marks each target as ok or MISSED: badge ≥ 0.7×
+// the minimal handler's requests per second under load; API list and table
+// median < 10 ms for one client. With -strict it exits 1 when a target is
+// missed or a request failed. -db keeps the seeded database between runs
+// (seeding takes a while).
 package main
 
 import (
@@ -62,6 +64,7 @@ func main() {
 		threads  = flag.Int("t", 2, "wrk threads")
 		dbPath   = flag.String("db", "", "database file to reuse or create (default: a temporary file)")
 		wrkPath  = flag.String("wrk", "wrk", "the wrk binary")
+		strict   = flag.Bool("strict", false, "exit 1 when a target is missed")
 	)
 	flag.Parse()
 	if _, err := exec.LookPath(*wrkPath); err != nil {
@@ -199,7 +202,7 @@ func main() {
 	defer cancel()
 	_ = srv.Shutdown(sctx)
 	_ = bare.ShutdownWithContext(sctx)
-	if failed {
+	if failed && *strict {
 		os.Exit(1)
 	}
 }

@@ -1,8 +1,14 @@
+//go:build browser
+
 // Package browsertest drives the site in Debian's headless Chromium: the
 // table, filters, sorting, a model page, the copy button, phone and dark
-// layouts, and the site without JavaScript. It lives apart from package web
-// so that `go test ./web` stays fast. Screenshots go to $ARTIFACTS_DIR
-// (default artifacts/ at the repository root).
+// layouts, and the site without JavaScript. It lives apart from package web,
+// behind the build tag "browser", so that `go test ./...` stays fast:
+//
+//	go test -tags browser ./web/browsertest
+//
+// $CHROMIUM names the browser (default /usr/bin/chromium). Screenshots go
+// to $ARTIFACTS_DIR (default artifacts/ at the repository root).
 package browsertest
 
 import (
@@ -28,8 +34,8 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/web"
 )
 
-// chromiumPath is where Debian's chromium package puts the browser.
-const chromiumPath = "/usr/bin/chromium"
+// defaultChromium is where Debian's chromium package puts the browser.
+const defaultChromium = "/usr/bin/chromium"
 
 // site starts the web server on a loopback port over a seeded store and
 // returns its base URL.
@@ -76,6 +82,10 @@ func site(t *testing.T) string {
 // tab's context. It skips the test when Chromium is not installed.
 func newBrowser(t *testing.T) context.Context {
 	t.Helper()
+	chromiumPath := os.Getenv("CHROMIUM")
+	if chromiumPath == "" {
+		chromiumPath = defaultChromium
+	}
 	if _, err := os.Stat(chromiumPath); err != nil {
 		t.Skipf("browser tests need Chromium at %s (Debian: apt-get install chromium; `make test` installs it): %v", chromiumPath, err)
 	}
