@@ -260,3 +260,53 @@ func countResultsQuiet(db string) (int, error) {
 	}
 	return n, nil
 }
+
+// TestSourceCacheMatchesHub scans models from the Hub, then scans the same
+// cache offline (--source cache, the Hub unreachable) into a fresh
+// database: an air-gapped host gets the same results.
+func TestSourceCacheMatchesHub(t *testing.T) {
+	ids := []string{"cache/alpha", "cache/beta", "cache/gamma"}
+	h := hubtest.New(t, llamaRepos(ids...)...)
+	dir := t.TempDir()
+	cache := filepath.Join(dir, "hub")
+	var stdout, stderr bytes.Buffer
+	online := standinArgs(t, h, filepath.Join(dir, "online.db"), cache)
+	if code := runWithEnv(t, online, &stdout, &stderr); code != 0 {
+		t.Fatalf("online scan: %d\n%s", code, stderr.String())
+	}
+	offline := standinArgs(t, h, filepath.Join(dir, "offline.db"), cache)
+	for i, a := range offline {
+		if a == h.URL() {
+			offline[i] = "http://127.0.0.1:1" // nothing listens there
+		}
+	}
+	offline = append(offline, "--source", "cache")
+	h.ResetLog()
+	if code := runWithEnv(t, offline, &stdout, &stderr); code != 0 {
+		t.Fatalf("offline scan: %d\n%s", code, stderr.String())
+	}
+	if n := len(h.Requests()); n != 0 {
+		t.Errorf("the cache source made %d Hub requests", n)
+	}
+	ctx := context.Background()
+	on, err := store.Open(ctx, filepath.Join(dir, "online.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer on.Close()
+	off, err := store.Open(ctx, filepath.Join(dir, "offline.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer off.Close()
+	for _, id := range ids {
+		a, errA := on.LatestResult(ctx, id, compat.TargetCPU)
+		b, errB := off.LatestResult(ctx, id, compat.TargetCPU)
+		if errA != nil || errB != nil {
+			t.Fatalf("%s: %v / %v", id, errA, errB)
+		}
+		if a.Status != b.Status || a.Revision != b.Revision || str(a.Stage) != str(b.Stage) || str(a.Mode) != str(b.Mode) {
+			t.Errorf("%s: hub %s@%s stage %s, cache %s@%s stage %s", id, a.Status, a.Revision, str(a.Stage), b.Status, b.Revision, str(b.Stage))
+		}
+	}
+}
