@@ -148,17 +148,11 @@ func memLimit(devices int) uint64 {
 	if devices <= 1 {
 		return 0
 	}
-	b, err := os.ReadFile("/proc/meminfo")
+	total, err := probe.PhysicalMemory()
 	if err != nil {
 		return 0
 	}
-	var kb uint64
-	for _, line := range strings.Split(string(b), "\n") {
-		if _, err := fmt.Sscanf(line, "MemTotal: %d kB", &kb); err == nil {
-			return kb << 10 * 3 / 4 / uint64(devices)
-		}
-	}
-	return 0
+	return total * 3 / 4 / uint64(devices)
 }
 
 // brokenProber stands in for a runner that could not be built.

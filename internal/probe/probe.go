@@ -147,7 +147,7 @@ func NewRunner(cfg Config) (*Runner, error) {
 	}
 	switch cfg.MemLimitBytes {
 	case 0:
-		if total, err := physicalMemory(); err == nil {
+		if total, err := PhysicalMemory(); err == nil {
 			r.memLimit = total / 4 * 3
 		} else {
 			r.log.Warn("probe: no memory limit for the harness", "err", err)
@@ -410,8 +410,8 @@ func (r *Runner) newWorkDir(kind string) (workDir, error) {
 
 func (wd workDir) remove() { os.RemoveAll(wd.root) }
 
-// physicalMemory is MemTotal of /proc/meminfo, in bytes.
-func physicalMemory() (uint64, error) {
+// PhysicalMemory is MemTotal of /proc/meminfo, in bytes.
+func PhysicalMemory() (uint64, error) {
 	f, err := os.Open("/proc/meminfo")
 	if err != nil {
 		return 0, fmt.Errorf("meminfo: %w", err)

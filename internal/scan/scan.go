@@ -446,22 +446,8 @@ func (r *run) memoryBudget() int64 {
 		return int64(*r.runtime.DeviceMemGB * (1 << 30))
 	}
 	if r.target == compat.TargetCPU {
-		if m := hostMemory(); m > 0 {
-			return m / 4 // float32 reference + the run itself, and headroom
-		}
-	}
-	return 0
-}
-
-func hostMemory() int64 {
-	b, err := os.ReadFile("/proc/meminfo")
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		var kb int64
-		if _, err := fmt.Sscanf(line, "MemTotal: %d kB", &kb); err == nil {
-			return kb << 10
+		if m, err := probe.PhysicalMemory(); err == nil {
+			return int64(m / 4) // float32 reference + the run itself, and headroom
 		}
 	}
 	return 0
