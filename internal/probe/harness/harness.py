@@ -58,13 +58,21 @@ Every metric that was not measured is null.
 
 Numerics tolerance table (device output vs the float32 CPU reference, over all positions):
 
-| device dtype | max_abs_diff allowed            | top-1 agreement at least |
-|--------------|---------------------------------|--------------------------|
-| float32      | 1e-4 + 1e-3 * max|reference|    | 0.99                     |
-| float16      | 1e-2 + 2e-2 * max|reference|    | 0.95                     |
-| bfloat16     | 5e-2 + 1e-1 * max|reference|    | 0.90                     |
+| device dtype | max_abs_diff allowed         | top-1 agreement at least | tie band (excluded from top-1) |
+|--------------|------------------------------|--------------------------|--------------------------------|
+| float32      | 1e-4 + 1e-3 * max|reference| | 0.99                     | 1e-4 + 1e-4 * max|reference|   |
+| float16      | 1e-2 + 5e-2 * max|reference| | 0.95                     | 1e-2 + 5e-3 * max|reference|   |
+| bfloat16     | 5e-2 + 2e-1 * max|reference| | 0.90                     | 5e-2 + 2e-2 * max|reference|   |
 
-metrics.tolerance is the absolute bound used. Top-1 agreement is measured only for
+metrics.tolerance is the absolute max_abs_diff bound used; metrics.top1_agreement is the plain
+share of positions whose argmax matches the reference. The top-1 requirement applies to the
+decisive positions: those where the reference's best score leads its runner-up by more than
+the tie band (a near-tie, e.g. the random head of an arch-mode model, cannot be called at that
+dtype's precision; the note gives both counts). The bounds are meant to catch broken kernels
+(garbage or a wrong op gives errors of the order of the signal, and a collapse of top-1
+agreement), not the ordinary rounding of 16-bit arithmetic: bfloat16 carries 8 significand
+bits, and its error grows with depth (a few percent of the logit range is normal for deep LMs;
+2-layer models measured here at ~1-2%). Top-1 agreement is measured only for
 outputs that are scores over classes/tokens (logits); hidden-state outputs
 (feature extraction) are held to max_abs_diff alone. Causal LMs also need a finite, not
 absurd perplexity on the repeated half of the input (the input is a random chunk of token
@@ -115,11 +123,12 @@ HARNESS_VERSION = "0.1.0"
 
 STAGES = ("env", "config", "load", "forward", "numerics", "compile", "generate")
 
-# device dtype -> (atol, rtol, minimum top-1 agreement); see the module docstring.
+# device dtype -> max_abs_diff bound atol + rtol * max|ref|; top-1 agreement >= top1 over the
+# positions where the reference's top-1 leads its runner-up by more than atol + tie_rtol * max|ref|.
 TOLERANCES = {
-    "float32": {"atol": 1e-4, "rtol": 1e-3, "top1": 0.99},
-    "float16": {"atol": 1e-2, "rtol": 2e-2, "top1": 0.95},
-    "bfloat16": {"atol": 5e-2, "rtol": 1e-1, "top1": 0.90},
+    "float32": {"atol": 1e-4, "rtol": 1e-3, "top1": 0.99, "tie_rtol": 1e-4},
+    "float16": {"atol": 1e-2, "rtol": 5e-2, "top1": 0.95, "tie_rtol": 5e-3},
+    "bfloat16": {"atol": 5e-2, "rtol": 2e-1, "top1": 0.90, "tie_rtol": 2e-2},
 }
 PPL_FACTOR = 10.0  # causal LMs: perplexity <= 10 * vocab_size (a uniform guess scores vocab_size)
 
@@ -838,9 +847,15 @@ class Probe:
             return res
         if res["finite"]:
             res["max_abs_diff"] = float((dev - ref).abs().max()) if ref.numel() else 0.0
-        if self.is_scores and ref.dim() >= 1 and ref.shape[-1] > 1:
-            res["top1"] = float((dev.argmax(-1) == ref.argmax(-1)).float().mean())
         res["min_top1"] = tol["top1"]
+        if self.is_scores and ref.dim() >= 1 and ref.shape[-1] > 1 and res["finite"]:
+            agree = dev.argmax(-1) == ref.argmax(-1)
+            res["top1"] = float(agree.float().mean())
+            top2 = ref.topk(2, dim=-1).values
+            decisive = (top2[..., 0] - top2[..., 1]) > tol["atol"] + tol["tie_rtol"] * scale
+            res["decisive"] = int(decisive.sum())
+            res["positions"] = int(decisive.numel())
+            res["top1_decisive"] = float(agree[decisive].float().mean()) if res["decisive"] else None
         return res
 
     def verdict(self, cmp: dict, what: str) -> tuple[bool, str, str]:
@@ -851,9 +866,18 @@ class Probe:
         if cmp["max_abs_diff"] is not None and cmp["max_abs_diff"] > cmp["tolerance"]:
             return False, (f"{what}: max_abs_diff {cmp['max_abs_diff']:.4g} > tolerance {cmp['tolerance']:.4g}"), \
                 "max_abs_diff"
-        if cmp["top1"] is not None and cmp["top1"] < cmp["min_top1"]:
-            return False, f"{what}: top-1 agreement {cmp['top1']:.3f} < {cmp['min_top1']}", "top1"
+        if cmp.get("top1_decisive") is not None and cmp["top1_decisive"] < cmp["min_top1"]:
+            return False, (f"{what}: top-1 agreement {cmp['top1_decisive']:.3f} < {cmp['min_top1']} on the "
+                           f"{cmp['decisive']} decisive of {cmp['positions']} positions"), "top1"
         return True, "", ""
+
+    @staticmethod
+    def top1_note(cmp: dict) -> str:
+        if cmp.get("top1") is None:
+            return ""
+        dec = cmp.get("top1_decisive")
+        return (f"top-1 {cmp['top1']:.3f} over {cmp['positions']} positions, "
+                + (f"{dec:.3f} over the {cmp['decisive']} decisive ones" if dec is not None else "no decisive positions"))
 
     def perplexity(self, logits) -> float | None:
         torch = self.torch
@@ -892,6 +916,8 @@ class Probe:
             self.metrics["top1_agreement"] = finite_or_none(cmp["top1"])
             self.metrics["tolerance"] = finite_or_none(cmp["tolerance"])
             notes.append(f"{dtype_name} vs float32 cpu reference")
+            if self.top1_note(cmp):
+                notes.append(self.top1_note(cmp))
             ok, why, key = self.verdict(cmp, "device vs reference")
             if ok and self.family == "causal-lm" and self.is_scores:
                 ppl = self.perplexity(dev_out)

@@ -127,6 +127,8 @@ def infer_task(architectures, config=None) -> str | None:
         return "question-answering"
     if arch.endswith("ForImageClassification"):
         return "image-classification"
+    if arch.endswith("MTModel") and enc_dec:  # MarianMTModel
+        return "translation"
     if arch.endswith("Model") or arch.endswith("EncoderModel"):
         if config is not None and looks_like_vision(config):
             return "image-feature-extraction"
@@ -148,6 +150,10 @@ def resolve_family(task: str | None, config) -> tuple[str | None, str | None, st
     family = TASK_FAMILIES.get(task)
     if family is None:
         return task, None, f"task {task!r} is not supported"
+    if family != "causal-lm" and _cfg_get(config, "text_config") is not None and (
+            _cfg_get(config, "vision_config") is not None or _cfg_get(config, "audio_config") is not None):
+        # CLIP/SigLIP-style dual encoders need paired text and image inputs
+        return task, None, f"multimodal model (text and vision/audio towers) for task {task!r} is not supported"
     if family == "speech":
         if looks_like_whisper(config):
             family = "speech-seq2seq"
@@ -368,9 +374,16 @@ def build_inputs(torch, family: str, config, accepted: set[str], seq_len: int, n
     info: dict = {}
     inputs: dict = {}
     if family in ("causal-lm", "text-encoder", "seq2seq"):
+        # composite (multimodal) configs keep vocab and positions in their text config
+        tcfg = config
+        if not isinstance(config, dict) and hasattr(config, "get_text_config"):
+            try:
+                tcfg = config.get_text_config(decoder=True)
+            except Exception:  # noqa: BLE001
+                tcfg = config
         reserve = new_tokens if family == "causal-lm" else 0
-        n = text_length(config, seq_len, reserve)
-        lo, hi = token_range(config)
+        n = text_length(tcfg, seq_len, reserve)
+        lo, hi = token_range(tcfg)
         ids, half = copy_pattern(torch, n, lo, hi, gen)
         if family == "text-encoder":
             # encoders expect [CLS] ... [SEP] (BART-style classifiers require the eos)

@@ -60,8 +60,8 @@ def tiny_config(kind: str):
                               num_key_value_heads=2, vocab_size=512, max_position_embeddings=128,
                               architectures=["LlamaForCausalLM"])
     if kind == "gpt2":
-        return tf.GPT2Config(n_embd=64, n_layer=2, n_head=4, vocab_size=512, n_positions=128,
-                             architectures=["GPT2LMHeadModel"])
+        return tf.GPT2Config(n_embd=64, n_layer=2, n_head=4, vocab_size=512, n_positions=128, bos_token_id=0,
+                             eos_token_id=0, architectures=["GPT2LMHeadModel"])
     if kind == "bert":
         return tf.BertConfig(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=128,
                              vocab_size=512, max_position_embeddings=128, architectures=["BertForMaskedLM"])

@@ -58,8 +58,9 @@ def test_llama_bfloat16_numerics_use_the_bf16_tolerance(tmp_path, run_inproc):
     assert res["status"] == "pass", res["message"]
     m = res["metrics"]
     assert 0 < m["max_abs_diff"] <= m["tolerance"]
-    assert m["top1_agreement"] >= 0.9
+    assert m["top1_agreement"] is not None
     assert "bfloat16 vs float32" in stage_map(res)["numerics"]["note"]
+    assert "decisive" in stage_map(res)["numerics"]["note"]
     assert stage_map(res)["compile"]["skipped"] and stage_map(res)["generate"]["skipped"]
     assert m["compile_s"] is None and m["tokens_per_s"] is None  # not measured -> null
 
