@@ -35,8 +35,11 @@ type fakeHub struct {
 }
 
 func (h *fakeHub) ListModels(ctx context.Context, o hub.ListOptions) ([]hub.ModelInfo, error) {
-	if h.listErr != nil {
-		return nil, h.listErr
+	h.mu.Lock()
+	err := h.listErr
+	h.mu.Unlock()
+	if err != nil {
+		return nil, err
 	}
 	out := h.models
 	if o.Limit < len(out) {
@@ -457,5 +460,30 @@ func waitFor(t *testing.T, cond func() bool) {
 			t.Fatal("condition not reached")
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestServiceRetriesWhenTheHubIsDown(t *testing.T) {
+	f := newFixture(t, model("a/1", "text-generation", "transformers"))
+	f.hub.listErr = errors.New("dial tcp: connection refused")
+	svc := NewService(f.s, Options{Mode: compat.ModeArch}, quiet)
+	svc.RetryAfter = 20 * time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { svc.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+
+	if err := svc.Request("startup"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { return svc.State().HubError != "" })
+	f.hub.mu.Lock()
+	f.hub.listErr = nil // the Hub is back
+	f.hub.mu.Unlock()
+	waitFor(t, func() bool { return f.status(t, "a/1") == compat.StatusPass })
+	waitFor(t, func() bool { return svc.State().HubError == "" })
+	scans, _ := f.store.ListScans(context.Background(), 10)
+	if len(scans) < 2 || scans[0].Trigger != "retry" || scans[len(scans)-1].Status != store.ScanFailed {
+		t.Errorf("scans: %+v", scans)
 	}
 }

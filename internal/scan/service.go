@@ -38,8 +38,12 @@ type Service struct {
 	mu    sync.Mutex
 	state State
 	cron  *cron.Cron
-	done  chan struct{}
-	stop  sync.Once
+	// RetryAfter is the first wait before a scan that failed to reach the
+	// Hub is tried again; each further failure doubles it, up to 6 h.
+	RetryAfter time.Duration
+	retryIn    time.Duration
+	done       chan struct{}
+	stop       sync.Once
 }
 
 // NewService wraps a scanner; defaults are the options of every scan it runs.
@@ -90,6 +94,32 @@ func (s *Service) Request(trigger string) error {
 	default:
 		return ErrQueued
 	}
+}
+
+// retryLater queues a scan after a growing wait, so a Hub outage at start
+// does not leave the site empty until the next scheduled scan.
+func (s *Service) retryLater(ctx context.Context) {
+	s.mu.Lock()
+	switch {
+	case s.retryIn == 0 && s.RetryAfter > 0:
+		s.retryIn = s.RetryAfter
+	case s.retryIn == 0:
+		s.retryIn = 5 * time.Minute
+	default:
+		s.retryIn = min(2*s.retryIn, 6*time.Hour)
+	}
+	wait := s.retryIn
+	s.mu.Unlock()
+	s.log.Info("the Hub could not be reached; retrying the scan later", "in", wait.String())
+	go func() {
+		select {
+		case <-time.After(wait):
+			if err := s.Request("retry"); err != nil {
+				s.log.Info("retry scan not queued", "reason", err)
+			}
+		case <-ctx.Done():
+		}
+	}()
 }
 
 // State returns a snapshot of the service's state.
@@ -156,8 +186,14 @@ func (s *Service) runOne(ctx context.Context, trigger string) {
 	s.mu.Unlock()
 	if err != nil {
 		s.log.Error("scan failed", "scan_id", sc.ID, "trigger", trigger, "err", err)
+		if errors.Is(err, ErrHub) && ctx.Err() == nil {
+			s.retryLater(ctx)
+		}
 		return
 	}
+	s.mu.Lock()
+	s.retryIn = 0
+	s.mu.Unlock()
 	s.log.Info("scan finished", "scan_id", sc.ID, "trigger", trigger, "models", sc.Planned, "probed", sc.Probed, "unchanged", sc.Unchanged)
 }
 
