@@ -5,7 +5,7 @@ processor, no downloaded data):
 
 | family          | pipeline tags                                                | inputs                                   | generate |
 |-----------------|--------------------------------------------------------------|------------------------------------------|----------|
-| causal-lm       | text-generation                                              | input_ids [1, S]                         | yes      |
+| causal-lm       | text-generation                                              | input_ids [1, S] (no padding, no mask)   | yes      |
 | text-encoder    | feature-extraction, fill-mask, sentence-similarity,          | input_ids [1, S] (+ token_type_ids)      | no       |
 |                 | text-classification, token-classification,                   |                                          |          |
 |                 | question-answering, zero-shot-classification, text-ranking   |                                          |          |
@@ -394,7 +394,9 @@ def build_inputs(torch, family: str, config, accepted: set[str], seq_len: int, n
             if last is not None:
                 ids[0, -1] = last
         inputs["input_ids"] = ids
-        inputs["attention_mask"] = torch.ones_like(ids)
+        # No padding: every position is a real token, so the attention mask would be all ones. It is
+        # left out (the model then builds its static causal / full mask itself), as TorchTPU's own
+        # benchmarks do, which avoids data-dependent mask checks in compiled graphs.
         info.update(seq_len=n, copy_from=half)
         if family == "text-encoder" and "token_type_ids" in accepted and (_cfg_get(config, "type_vocab_size") or 0) > 0:
             inputs["token_type_ids"] = torch.zeros_like(ids)
@@ -431,10 +433,8 @@ def build_inputs(torch, family: str, config, accepted: set[str], seq_len: int, n
 
 def generate_inputs(family: str, inputs: dict) -> dict:
     """The subset of forward inputs that generate() takes as the prompt."""
-    if family == "causal-lm":
-        return {"input_ids": inputs["input_ids"], "attention_mask": inputs["attention_mask"]}
-    if family == "seq2seq":
-        return {"input_ids": inputs["input_ids"], "attention_mask": inputs["attention_mask"]}
+    if family in ("causal-lm", "seq2seq"):
+        return {"input_ids": inputs["input_ids"]}
     if family == "speech-seq2seq":
         return {"input_features": inputs["input_features"]}
     return {}
