@@ -36,15 +36,18 @@ Stages, in order, each timed in result.stages:
            auto (full if safetensors exist and fit the memory budget, else arch).
 * load     the model onto the device (load_s).
 * forward  batch 1, static shapes (--seq-len tokens / the config's image or audio size);
-           first call (first_forward_s) is the warm-up, then the median of --steps
+           first call (first_forward_s) is the warm-up (on tpu, further warm-up calls until
+           TorchTPU's executable cache stops missing, at most 4), then the median of --steps
            synchronised calls (forward_ms).
 * numerics the same weights in float32 on CPU as the reference: max_abs_diff, top-1
            agreement, perplexity for causal LMs, against the tolerance table below.
 * compile  torch.compile(model, backend="tpu" on tpu / "inductor" on cuda and cpu
            (aot_eager on a cpu host without a C++ compiler), dynamic=False): compile_s is
-           the first call, a second call with the same shapes must not recompile
-           (failure_class recompile), then the median of --steps calls (compiled_step_ms);
-           the compiled output must match eager within the same tolerance.
+           the first call; a second call with the same shapes must not compile a new dynamo
+           graph (failure_class recompile); on tpu TorchTPU's executable cache may still miss
+           for up to 4 more calls (its own benchmarks warm up the same way) but must then
+           settle; then the median of --steps calls (compiled_step_ms), during which nothing
+           may compile; the compiled output must match eager within the same tolerance.
 * generate causal LMs and seq2seq/speech-seq2seq: greedy --new-tokens with
            cache_implementation="static" where the model supports it (else its own cache,
            noted); one warm-up generate, then a measured one: ttft_ms and decode
