@@ -438,7 +438,16 @@ _ST_DTYPE_BYTES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, 
                    "BOOL": 1, "F8_E4M3": 1, "F8_E5M2": 1, "U16": 2, "U32": 4, "U64": 8, "F8_E8M0": 1, "F4": 1}
 
 
-def safetensors_files(model_dir: str) -> list[str]:
+def safetensors_files(model_dir: str) -> tuple[list[str], list[str]]:
+    """(files from_pretrained will load, other *.safetensors present).
+
+    transformers loads model.safetensors or the shards named by model.safetensors.index.json;
+    other files (consolidated.safetensors of the original Mistral layout, adapters, ...) are not
+    a transformers checkpoint."""
+    try:
+        present = sorted(n for n in os.listdir(model_dir) if n.endswith(".safetensors"))
+    except OSError:
+        return [], []
     idx = os.path.join(model_dir, "model.safetensors.index.json")
     if os.path.isfile(idx):
         try:
@@ -446,14 +455,12 @@ def safetensors_files(model_dir: str) -> list[str]:
                 names = sorted(set(json.load(fh).get("weight_map", {}).values()))
             files = [os.path.join(model_dir, n) for n in names]
             if files and all(os.path.isfile(f) for f in files):
-                return files
+                return files, [n for n in present if n not in names]
         except (OSError, ValueError, AttributeError):
             pass
-    single = os.path.join(model_dir, "model.safetensors")
-    if os.path.isfile(single):
-        return [single]
-    return sorted(os.path.join(model_dir, n) for n in os.listdir(model_dir)
-                  if n.endswith(".safetensors") and os.path.isfile(os.path.join(model_dir, n)))
+    if "model.safetensors" in present:
+        return [os.path.join(model_dir, "model.safetensors")], [n for n in present if n != "model.safetensors"]
+    return [], present
 
 
 def safetensors_params(files: list[str]) -> int | None:
@@ -658,17 +665,22 @@ class Probe:
             self.config = config
 
             # mode
-            files = safetensors_files(args.model_dir)
+            files, other_st = safetensors_files(args.model_dir)
             pickles = [n for n in os.listdir(args.model_dir) if n.endswith(WEIGHT_SUFFIXES_PICKLE)]
+            why_none = "no *.safetensors"
+            if other_st:
+                why_none = (f"no transformers safetensors checkpoint (model.safetensors or an index); only "
+                            f"{', '.join(other_st[:3])}")
+            if pickles:
+                why_none += f"; pickle weights ({', '.join(sorted(pickles)[:3])}) are never loaded"
             budget, budget_src = self.memory_budget()
             if args.mode == "full" and not files:
-                raise hf.Skip("no_safetensors", "--mode full asked but the model directory has no *.safetensors"
-                              + (f" (only pickle weights: {', '.join(sorted(pickles)[:3])}; never loaded)" if pickles else ""))
+                raise hf.Skip("no_safetensors", f"--mode full asked but the model directory has {why_none}")
             mode = args.mode
             if mode == "auto":
                 if not files:
                     mode = "arch"
-                    notes.append("auto -> arch: no safetensors" + (" (pickle weights are never loaded)" if pickles else ""))
+                    notes.append(f"auto -> arch: {why_none}")
                 else:
                     params = safetensors_params(files)
                     need = self.bytes_needed(params) if params else None

@@ -131,8 +131,19 @@ def test_pickle_weights_are_never_unpickled(tmp_path, run_inproc):
     assert (res["status"], res["reason"]) == ("skipped", "no_safetensors")
     code, res = run_inproc(d, task="text-generation", mode="auto", extra=FAST)
     assert (res["status"], res["mode"]) == ("pass", "arch"), res["message"]
-    assert "pickle weights are never loaded" in res["stages"][1]["note"]
+    assert "pickle weights (pytorch_model.bin) are never loaded" in res["stages"][1]["note"]
     assert not marker.exists()
+
+
+def test_safetensors_outside_the_transformers_layout_are_not_a_checkpoint(tmp_path, run_inproc):
+    d = build_model_dir(tmp_path, "llama", full=False)
+    with open(os.path.join(d, "consolidated.safetensors"), "wb") as fh:
+        fh.write(b"\x02\x00\x00\x00\x00\x00\x00\x00{}")
+    code, res = run_inproc(d, task="text-generation", mode="full")
+    assert (res["status"], res["reason"]) == ("skipped", "no_safetensors")
+    assert "consolidated.safetensors" in res["message"]
+    code, res = run_inproc(d, task="text-generation", mode="auto", extra=FAST)
+    assert (res["status"], res["mode"]) == ("pass", "arch"), res["message"]
 
 
 def test_unsupported_task_is_skipped(tmp_path, run_inproc):
