@@ -66,7 +66,7 @@ func TestBadgeFor(t *testing.T) {
 		want   badge
 	}{
 		{"pass", model(pass), compat.TargetTPU, "", badge{"TorchTPU", "passing · 312 tok/s", tonePass}},
-		{"pass arch", model(passArch), compat.TargetTPU, "", badge{"TorchTPU", "passing · arch · 999 tok/s", tonePass}},
+		{"pass arch", model(passArch), compat.TargetTPU, "", badge{"TorchTPU", "passing · arch", tonePass}},
 		{"pass no speed", model(result(compat.StatusPass)), compat.TargetCPU, "", badge{"PyTorch CPU", "passing", tonePass}},
 		{"fail", model(fail), compat.TargetTPU, "tpu", badge{"tpu", "failing · forward", toneFail}},
 		{"oom", model(oom), compat.TargetTPU, "", badge{"TorchTPU", "out of memory · load", toneWarn}},

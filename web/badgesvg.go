@@ -87,10 +87,10 @@ func badgeFor(m *compat.Model, target compat.Target, label string) badge {
 		b.Message = "passing"
 		if r.Mode != nil && *r.Mode == compat.ModeArch {
 			// Random weights, fewer layers: the architecture's ops run; the
-			// checkpoint was not tested and the speed is the reduced model's.
+			// checkpoint was not tested, and the speed is the reduced
+			// model's, so a badge does not advertise it.
 			b.Message += " · arch"
-		}
-		if r.Metrics.TokensPerS != nil {
+		} else if r.Metrics.TokensPerS != nil {
 			b.Message += " · " + formatTokensPerS(*r.Metrics.TokensPerS)
 		}
 	case compat.StatusFail:
