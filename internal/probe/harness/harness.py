@@ -975,14 +975,15 @@ class Probe:
             if self.top1_note(cmp):
                 notes.append(self.top1_note(cmp))
             ok, why, key = self.verdict(cmp, "device vs reference")
-            if ok and self.family == "causal-lm" and self.is_scores:
+            if self.family == "causal-lm" and self.is_scores and cmp["finite"]:
                 ppl = self.perplexity(dev_out)
                 self.metrics["perplexity"] = finite_or_none(ppl)
-                vocab = dev_out.shape[-1]
-                bound = vocab * PPL_FACTOR
+                bound = dev_out.shape[-1] * PPL_FACTOR
                 if ppl is not None:
-                    notes.append(f"perplexity {ppl:.4g} (bound {bound:.4g})")
-                    if not math.isfinite(ppl) or ppl > bound:
+                    ref_ppl = self.perplexity(ref_out) if ref_out.shape == dev_out.shape else None
+                    notes.append(f"perplexity {ppl:.4g}" + (f" (reference {ref_ppl:.4g})" if ref_ppl is not None else "")
+                                 + f", bound {bound:.4g}")
+                    if ok and (not math.isfinite(ppl) or ppl > bound):
                         ok, why, key = False, f"perplexity {ppl:.4g} is not finite or above {bound:.4g}", "perplexity"
             if not ok:
                 raise hf.NumericsMismatch(why, key)
