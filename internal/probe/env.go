@@ -9,7 +9,7 @@ import (
 // inheritPrefixes are the accelerator variables a harness may inherit from
 // the scanner's environment: TPU runtime (libtpu, PJRT, XLA) and CUDA
 // device selection. Anything else is dropped.
-var inheritPrefixes = []string{"TPU_", "PJRT_", "LIBTPU_", "XLA_", "TORCH_TPU_", "CUDA_", "NVIDIA_"}
+var inheritPrefixes = []string{"TPU_", "PJRT_", "LIBTPU_", "XLA_", "TORCH_TPU_", "CUDA_", "NVIDIA_", "TORCHINDUCTOR_"}
 
 // inheritNames are single variables a harness may inherit as they are.
 var inheritNames = map[string]bool{

@@ -53,6 +53,10 @@ var supportedTasks = map[string]bool{
 	"image-classification":         true,
 	"image-feature-extraction":     true,
 	"automatic-speech-recognition": true,
+	"question-answering":           true,
+	"zero-shot-classification":     true,
+	"text-ranking":                 true,
+	"audio-classification":         true,
 }
 
 // SupportedTasks lists the supported pipeline tags, sorted.
