@@ -1,0 +1,111 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
+	"github.com/google-pytorch/torchtpu-scanner/internal/hub/hubtest"
+	"github.com/google-pytorch/torchtpu-scanner/store"
+)
+
+func TestUsageAndVersion(t *testing.T) {
+	tests := []struct {
+		args     []string
+		code     int
+		contains string
+	}{
+		{nil, 2, "Usage:"},
+		{[]string{"help"}, 0, "scanner serve"},
+		{[]string{"version"}, 0, "scanner dev"},
+		{[]string{"frobnicate"}, 2, "unknown command"},
+		{[]string{"scan", "--limit", "0"}, 2, "--limit"},
+		{[]string{"probe"}, 2, "exactly one MODEL"},
+		{[]string{"check", "gpt2"}, 2, "--server is required"},
+		{[]string{"scan", "-h"}, 0, "-hub-endpoint"},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			if code := run(tt.args, &out, &errOut); code != tt.code {
+				t.Errorf("exit %d, want %d\n%s%s", code, tt.code, out.String(), errOut.String())
+			}
+			if !strings.Contains(out.String()+errOut.String(), tt.contains) {
+				t.Errorf("output lacks %q:\n%s%s", tt.contains, out.String(), errOut.String())
+			}
+		})
+	}
+}
+
+// TestProbeCommand runs `scanner probe MODEL --json` against the fake Hub:
+// one probe, printed, and no database left behind.
+func TestProbeCommand(t *testing.T) {
+	h := hubtest.New(t, llamaRepos("probe/model")...)
+	dir := t.TempDir()
+	args := standinArgs(t, h, filepath.Join(dir, "never.db"), filepath.Join(dir, "hub"))
+	args[0] = "probe"
+	args = append([]string{args[0], "probe/model"}, append(args[1:], "--json")...)
+	// probe takes neither --limit nor a database: drop them.
+	var kept []string
+	for i := 0; i < len(args); i++ {
+		if args[i] == "--limit" {
+			i++
+			continue
+		}
+		kept = append(kept, args[i])
+	}
+	var out, errOut bytes.Buffer
+	if code := runWithEnv(t, kept, &out, &errOut); code != 0 {
+		t.Fatalf("probe exited %d:\n%s", code, errOut.String())
+	}
+	var r compat.Result
+	if err := json.Unmarshal(out.Bytes(), &r); err != nil {
+		t.Fatalf("not a Result: %v\n%s", err, out.String())
+	}
+	if r.Status != compat.StatusPass || r.Target != compat.TargetCPU || r.Revision != h.SHA("probe/model") ||
+		!strings.HasPrefix(r.Repro, "scanner probe probe/model --revision ") {
+		t.Errorf("result %+v", r)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "never.db")); err == nil {
+		t.Error("probe created a database")
+	}
+
+	// --revision pins the commit; an unknown one is a clear skip.
+	out.Reset()
+	errOut.Reset()
+	code := runWithEnv(t, append(kept, "--revision", "0123456789abcdef0123456789abcdef01234567"), &out, &errOut)
+	if err := json.Unmarshal(out.Bytes(), &r); err != nil || code != 1 || r.Status != compat.StatusSkipped || str(r.Reason) != "not_found" {
+		t.Errorf("unknown revision: exit %d, %+v %v\n%s", code, r, err, errOut.String())
+	}
+}
+
+// TestBackupCommand copies a database and checks the copy is whole.
+func TestBackupCommand(t *testing.T) {
+	h := hubtest.New(t, llamaRepos("backup/a", "backup/b")...)
+	dir := t.TempDir()
+	db := filepath.Join(dir, "scanner.db")
+	var out, errOut bytes.Buffer
+	if code := runWithEnv(t, standinArgs(t, h, db, filepath.Join(dir, "hub")), &out, &errOut); code != 0 {
+		t.Fatalf("scan: %d\n%s", code, errOut.String())
+	}
+	copyPath := filepath.Join(dir, "copy.db")
+	if code := run([]string{"backup", copyPath, "--db", db}, &out, &errOut); code != 0 {
+		t.Fatalf("backup exited %d:\n%s", code, errOut.String())
+	}
+	st, err := store.Open(context.Background(), copyPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if ok, err := st.IntegrityCheck(context.Background()); ok != "ok" || err != nil {
+		t.Errorf("copy integrity %q %v", ok, err)
+	}
+	if r, err := st.LatestResult(context.Background(), "backup/b", compat.TargetCPU); err != nil || r.Status != compat.StatusPass {
+		t.Errorf("copy lacks results: %v %v", r.Status, err)
+	}
+}
