@@ -239,8 +239,14 @@ func TestEndToEnd(t *testing.T) {
 // serveForTest starts `scanner serve --no-schedule` on a free port for the test.
 func serveForTest(t *testing.T, db, hubURL string) string {
 	t.Helper()
-	cfg, _, err := config.Parse(config.CmdServe, []string{"--db", db, "--hub-endpoint", hubURL, "--no-schedule", "--addr", "127.0.0.1:0"},
-		func(string) (string, bool) { return "", false }, io.Discard)
+	return startServer(t, []string{"--db", db, "--hub-endpoint", hubURL, "--no-schedule", "--addr", "127.0.0.1:0"}, nil)
+}
+
+// startServer runs the real App's Serve with serve's flags and environment
+// until the test ends, and returns its base URL.
+func startServer(t *testing.T, args []string, env map[string]string) string {
+	t.Helper()
+	cfg, _, err := config.Parse(config.CmdServe, args, func(k string) (string, bool) { v, ok := env[k]; return v, ok }, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}

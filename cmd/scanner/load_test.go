@@ -1,11 +1,9 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -14,8 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google-pytorch/torchtpu-scanner/internal/app"
-	"github.com/google-pytorch/torchtpu-scanner/internal/config"
 	"github.com/google-pytorch/torchtpu-scanner/internal/hub/hubtest"
 )
 
@@ -33,30 +29,7 @@ func TestServeUnderLoadWhileScanning(t *testing.T) {
 	dir := t.TempDir()
 	args := standinArgs(t, h, filepath.Join(dir, "scanner.db"), filepath.Join(dir, "hub"))[1:] // drop "scan"
 	args = append(args, "--no-schedule", "--addr", "127.0.0.1:0", "--rate-limit", "0")
-	cfg, _, err := config.Parse(config.CmdServe, args, func(k string) (string, bool) {
-		if k == "SCANNER_ADMIN_TOKEN" {
-			return "admin-secret", true
-		}
-		return "", false
-	}, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	a, err := app.New(ctx, cfg, slog.New(slog.DiscardHandler), "test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	served := make(chan error, 1)
-	go func() { served <- a.Serve(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-served; err != nil {
-			t.Errorf("serve: %v", err)
-		}
-		a.Close()
-	}()
-	base := "http://" + a.Addr()
+	base := startServer(t, args, map[string]string{"SCANNER_ADMIN_TOKEN": "admin-secret"})
 
 	// Without the token the write route refuses; with it the scan is queued.
 	if resp, err := http.Post(base+"/api/v1/scans", "application/json", nil); err != nil || resp.StatusCode/100 != 4 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/internal/hub"
@@ -106,34 +107,24 @@ func (r *run) fromCache() ([]hub.ModelInfo, []string, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("scan: read cache %s: %w", r.s.CacheDir, err)
 	}
-	if len(r.opts.Models) > 0 {
-		want := map[string]bool{}
-		for _, id := range r.opts.Models {
-			want[id] = true
-		}
-		kept := models[:0]
-		for _, m := range models {
-			if want[m.ID] {
-				kept = append(kept, m)
-			}
-		}
-		models = kept
-	}
-	if len(r.opts.Tasks) > 0 {
-		want := map[string]bool{}
-		for _, t := range r.opts.Tasks {
-			want[t] = true
-		}
-		kept := models[:0]
-		for _, m := range models {
-			if want[m.PipelineTag] {
-				kept = append(kept, m)
-			}
-		}
-		models = kept
-	}
+	models = keepIn(models, r.opts.Models, func(m hub.ModelInfo) string { return m.ID })
+	models = keepIn(models, r.opts.Tasks, func(m hub.ModelInfo) string { return m.PipelineTag })
 	if len(models) > r.opts.Limit {
 		models = models[:r.opts.Limit]
 	}
 	return models, nil, nil
+}
+
+// keepIn keeps the models whose key is in want; an empty want keeps all.
+func keepIn(models []hub.ModelInfo, want []string, key func(hub.ModelInfo) string) []hub.ModelInfo {
+	if len(want) == 0 {
+		return models
+	}
+	kept := models[:0]
+	for _, m := range models {
+		if slices.Contains(want, key(m)) {
+			kept = append(kept, m)
+		}
+	}
+	return kept
 }
