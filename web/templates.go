@@ -95,6 +95,7 @@ func (s *Server) funcs() template.FuncMap {
 		"words":      words,
 		"tokPerS":    func(p *float64) string { return fmtNum(p, 1) },
 		"targetName": targetName,
+		"isArch":     func(m *compat.Mode) bool { return m != nil && *m == compat.ModeArch },
 	}
 }
 
