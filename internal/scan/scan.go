@@ -458,11 +458,7 @@ func readConfig(path string) (map[string]any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read config.json: %w", err)
 	}
-	var cfg map[string]any
-	if err := json.Unmarshal(b, &cfg); err != nil {
-		return nil, fmt.Errorf("config.json is not valid JSON: %w", err)
-	}
-	return cfg, nil
+	return probe.ParseConfig(b)
 }
 
 // unchanged reports whether prev still stands: same revision, same runtime,
