@@ -150,7 +150,9 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`
 	sqlFinishScan      = `UPDATE scans SET status = ?, error = ?, device_busy = ?, finished_at = ? WHERE id = ?`
 	sqlGetScan         = `SELECT ` + scanCols + ` FROM scans WHERE id = ?`
 	sqlListScans       = `SELECT ` + scanCols + ` FROM scans ORDER BY id DESC LIMIT ?`
-	sqlMarkInterrupted = `UPDATE scans SET status = 'interrupted', finished_at = ? WHERE status = 'running'`
+	sqlRunningScans    = `SELECT id, owner FROM scans WHERE status = 'running'`
+	sqlMarkInterrupted = `UPDATE scans SET status = 'interrupted', finished_at = ? WHERE id = ? AND status = 'running'`
+	sqlScanOwner       = `UPDATE scans SET owner = ? WHERE id = ?`
 )
 
 // Summary and failures.

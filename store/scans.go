@@ -2,7 +2,12 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
 )
 
 // StartScan opens a scan record with status running and returns its id.
@@ -26,6 +31,9 @@ func (s *SQLite) StartScan(ctx context.Context, sc Scan) (int64, error) {
 		unixNano(sc.StartedAt), sc.Planned, sc.Done, sc.Probed, sc.Unchanged, runtimeJSON).Scan(&id); err != nil {
 		return 0, fmt.Errorf("store: start scan: %w", err)
 	}
+	if _, err := tx.ExecContext(ctx, sqlScanOwner, processOwner(), id); err != nil {
+		return 0, fmt.Errorf("store: start scan: %w", err)
+	}
 	if err := s.touch(ctx, tx); err != nil {
 		return 0, fmt.Errorf("store: start scan: %w", err)
 	}
@@ -33,6 +41,31 @@ func (s *SQLite) StartScan(ctx context.Context, sc Scan) (int64, error) {
 		return 0, fmt.Errorf("store: start scan: %w", err)
 	}
 	return id, nil
+}
+
+// processOwner names this process as "host:pid".
+func processOwner() string {
+	host, _ := os.Hostname()
+	return fmt.Sprintf("%s:%d", host, os.Getpid())
+}
+
+// ownerGone reports whether the process that started a scan is certainly
+// gone: a scan of this host whose pid no longer runs (or is this very
+// process, which has just started), or one with no recorded owner. A scan
+// of another host is left alone: its process cannot be checked from here.
+func ownerGone(owner string) bool {
+	host, pidText, ok := strings.Cut(owner, ":")
+	if owner == "" || !ok {
+		return true
+	}
+	if me, _ := os.Hostname(); host != me {
+		return false
+	}
+	pid, err := strconv.Atoi(pidText)
+	if err != nil || pid <= 0 || pid == os.Getpid() {
+		return true
+	}
+	return errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
 }
 
 // UpdateScanProgress sets a scan's counters. The error wraps ErrNotFound
@@ -121,25 +154,46 @@ func listScans(ctx context.Context, q querier, limit int) ([]Scan, error) {
 	return out, rows.Err()
 }
 
-// MarkInterrupted marks every running scan interrupted, with finished_at
-// now, and returns how many it marked. Call it at start-up only: a scan
-// that another process (a `scanner scan` next to `scanner serve`) is
-// running on the same file would be marked too.
+// MarkInterrupted marks interrupted, with finished_at now, every running
+// scan whose process is gone (see ownerGone), and returns how many it
+// marked. A scan that another live process on this host (a `scanner scan`
+// next to `scanner serve`) runs on the same file is left running. Call it
+// at start-up.
 func (s *SQLite) MarkInterrupted(ctx context.Context) (int, error) {
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
 		return 0, fmt.Errorf("store: mark interrupted: %w", err)
 	}
 	defer tx.Rollback()
-	res, err := tx.ExecContext(ctx, sqlMarkInterrupted, unixNano(s.now()))
+	rows, err := tx.QueryContext(ctx, sqlRunningScans)
 	if err != nil {
 		return 0, fmt.Errorf("store: mark interrupted: %w", err)
 	}
-	n, err := res.RowsAffected()
-	if err != nil {
+	var gone []int64
+	for rows.Next() {
+		var id int64
+		var owner string
+		if err := rows.Scan(&id, &owner); err != nil {
+			rows.Close()
+			return 0, fmt.Errorf("store: mark interrupted: %w", err)
+		}
+		if ownerGone(owner) {
+			gone = append(gone, id)
+		}
+	}
+	if err := rows.Close(); err != nil {
 		return 0, fmt.Errorf("store: mark interrupted: %w", err)
 	}
-	if n > 0 {
+	if err := rows.Err(); err != nil {
+		return 0, fmt.Errorf("store: mark interrupted: %w", err)
+	}
+	now := unixNano(s.now())
+	for _, id := range gone {
+		if _, err := tx.ExecContext(ctx, sqlMarkInterrupted, now, id); err != nil {
+			return 0, fmt.Errorf("store: mark interrupted: %w", err)
+		}
+	}
+	if len(gone) > 0 {
 		if err := s.touch(ctx, tx); err != nil {
 			return 0, fmt.Errorf("store: mark interrupted: %w", err)
 		}
@@ -147,5 +201,5 @@ func (s *SQLite) MarkInterrupted(ctx context.Context) (int, error) {
 	if err := tx.Commit(); err != nil {
 		return 0, fmt.Errorf("store: mark interrupted: %w", err)
 	}
-	return int(n), nil
+	return len(gone), nil
 }

@@ -162,8 +162,8 @@ type Store interface {
 	GetScan(ctx context.Context, id int64) (Scan, error)
 	// ListScans returns the newest scans first.
 	ListScans(ctx context.Context, limit int) ([]Scan, error)
-	// MarkInterrupted marks every scan still "running" as interrupted (called
-	// at start-up, after a crash) and returns how many it marked.
+	// MarkInterrupted marks interrupted every running scan whose process is
+	// gone (called at start-up, after a crash) and returns how many it marked.
 	MarkInterrupted(ctx context.Context) (int, error)
 
 	// Summary is the headline for target ("" = current results on any target).
