@@ -223,10 +223,14 @@ func TestSIGTERMMidProbe(t *testing.T) {
 	if len(scans) != 1 || scans[0].Status != store.ScanInterrupted {
 		t.Errorf("scan record: %+v", scans)
 	}
-	for _, id := range []string{"term/hang-model", "term/next-model"} {
-		if r, err := st.LatestResult(context.Background(), id, compat.TargetCPU); err == nil {
-			t.Errorf("%s was recorded as %s although the scanner was stopped", id, r.Status)
-		}
+	// The probe that was stopped is not held against its model. (The other
+	// model may have been fetched first and probed before the signal: a
+	// result that was measured is kept.)
+	if r, err := st.LatestResult(context.Background(), "term/hang-model", compat.TargetCPU); err == nil {
+		t.Errorf("the stopped probe was recorded as %s", r.Status)
+	}
+	if r, err := st.LatestResult(context.Background(), "term/next-model", compat.TargetCPU); err == nil && r.Status != compat.StatusPass {
+		t.Errorf("the other model was recorded as %s", r.Status)
 	}
 }
 
