@@ -262,42 +262,66 @@ func (r *run) pipeline(ctx context.Context, models []hub.ModelInfo) error {
 			}
 		}()
 	}
-	// Fetchers take models in popularity order and prepare several at once,
-	// so slow downloads overlap each other as well as the probes.
-	todo := make(chan hub.ModelInfo)
+	// Fetchers prepare several models at once, so slow downloads overlap
+	// each other as well as the probes; the models still reach the devices
+	// in popularity order, and at most `ahead` are fetched before their turn.
+	ahead := r.fetchers() + look*r.opts.Devices
+	slots := make([]chan *job, len(models))
+	for i := range slots {
+		slots[i] = make(chan *job, 1)
+	}
+	todo := make(chan int)
+	window := make(chan struct{}, ahead)
 	var fetchers sync.WaitGroup
-	for f := 0; f < r.fetchers(); f++ {
+	for range r.fetchers() {
 		fetchers.Add(1)
 		go func() {
 			defer fetchers.Done()
-			for m := range todo {
+			for i := range todo {
 				if ctx.Err() != nil {
 					continue
 				}
-				j := r.prepare(ctx, m)
-				switch {
-				case j == nil: // unchanged
-					records <- func() { r.finishModel(wctx, m.ID, nil, false) }
-				case j.result != nil:
-					records <- func() { r.record(wctx, j, *j.result, false) }
-				default:
-					select {
-					case queue <- j:
-					case <-ctx.Done():
-					}
-				}
+				slots[i] <- r.prepare(ctx, models[i]) // nil: unchanged
 			}
 		}()
 	}
-feed:
-	for _, m := range models {
+	go func() {
+		defer close(todo)
+		for i := range models {
+			select {
+			case window <- struct{}{}:
+			case <-ctx.Done():
+				return
+			}
+			select {
+			case todo <- i:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+dispatch:
+	for i, m := range models {
+		var j *job
 		select {
-		case todo <- m:
+		case j = <-slots[i]:
 		case <-ctx.Done():
-			break feed
+			break dispatch
+		}
+		<-window
+		switch {
+		case j == nil: // unchanged
+			records <- func() { r.finishModel(wctx, m.ID, nil, false) }
+		case j.result != nil:
+			records <- func() { r.record(wctx, j, *j.result, false) }
+		default:
+			select {
+			case queue <- j:
+			case <-ctx.Done():
+				break dispatch
+			}
 		}
 	}
-	close(todo)
 	fetchers.Wait()
 	close(queue)
 	wg.Wait()

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -28,6 +29,7 @@ type fakeHub struct {
 	listErr  error
 	fetchErr map[string]error
 	delay    time.Duration
+	delays   map[string]time.Duration // per model, on top of delay
 
 	mu        sync.Mutex
 	downloads []string
@@ -62,9 +64,9 @@ func (h *fakeHub) Download(ctx context.Context, id, sha string, files []string) 
 	h.downloads = append(h.downloads, id)
 	h.events = append(h.events, "fetch:"+id)
 	h.mu.Unlock()
-	if h.delay > 0 {
+	if d := h.delay + h.delays[id]; d > 0 {
 		select {
-		case <-time.After(h.delay):
+		case <-time.After(d):
 		case <-ctx.Done():
 			return "", ctx.Err()
 		}
@@ -485,5 +487,26 @@ func TestServiceRetriesWhenTheHubIsDown(t *testing.T) {
 	scans, _ := f.store.ListScans(context.Background(), 10)
 	if len(scans) < 2 || scans[0].Trigger != "retry" || scans[len(scans)-1].Status != store.ScanFailed {
 		t.Errorf("scans: %+v", scans)
+	}
+}
+
+// TestProbesKeepPopularityOrder: fetchers run concurrently, yet the devices
+// get the models in the listing's order, even when the first is slowest to
+// download.
+func TestProbesKeepPopularityOrder(t *testing.T) {
+	f := newFixture(t, model("a/1", "text-generation", "transformers"), model("a/2", "text-generation", "transformers"),
+		model("a/3", "text-generation", "transformers"), model("a/4", "text-generation", "transformers"))
+	f.hub.delays = map[string]time.Duration{"a/1": 80 * time.Millisecond, "a/2": 40 * time.Millisecond}
+	if _, err := f.s.Run(context.Background(), Options{Mode: compat.ModeArch}); err != nil {
+		t.Fatal(err)
+	}
+	var probes []string
+	for _, e := range f.hub.events {
+		if id, ok := strings.CutPrefix(e, "probe:"); ok {
+			probes = append(probes, id)
+		}
+	}
+	if want := []string{"a/1", "a/2", "a/3", "a/4"}; !slices.Equal(probes, want) {
+		t.Errorf("probe order %v, want %v", probes, want)
 	}
 }
