@@ -56,11 +56,7 @@ test-python:
 
 # Each fuzz target runs briefly beyond its seed corpus (the seeds also run in test-go).
 test-fuzz:
-	@set -e; for t in $$(grep -rho --include='*_test.go' '^func Fuzz[A-Za-z0-9_]*' . | sed 's/^func //' | sort -u); do \
-	  pkg=$$(grep -rl --include='*_test.go' "^func $$t(" . | head -1 | xargs dirname); \
-	  echo "fuzz $$pkg $$t ($(FUZZTIME))"; \
-	  $(GO) test $$pkg -run='^$$' -fuzz="^$$t$$" -fuzztime=$(FUZZTIME) >/dev/null || { $(GO) test $$pkg -run='^$$' -fuzz="^$$t$$" -fuzztime=$(FUZZTIME); exit 1; }; \
-	done
+	FUZZTIME=$(FUZZTIME) scripts/fuzz.sh
 
 test-browser:
 	mkdir -p "$(ARTIFACTS_DIR)"
