@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"fmt"
 	"regexp"
 	"strings"
@@ -179,6 +180,21 @@ func TestTableStates(t *testing.T) {
 		r := ts.get(t, "/")
 		if r.status != 200 || strings.Contains(r.body, "http-equiv") || !strings.Contains(r.body, "the first scan has not run") {
 			t.Errorf("empty idle page: %d\n%s", r.status, r.body)
+		}
+	})
+	t.Run("empty, first scan failed", func(t *testing.T) {
+		ts := newTestServer(t, 0, 0, Config{})
+		ctx := context.Background()
+		id, err := ts.db.StartScan(ctx, store.Scan{Trigger: "startup"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := ts.db.FinishScan(ctx, id, store.ScanFinish{Status: store.ScanFailed, Error: "hub unreachable: <b>dial</b>"}); err != nil {
+			t.Fatal(err)
+		}
+		r := ts.get(t, "/")
+		if !strings.Contains(r.body, "failed: hub unreachable: &lt;b&gt;dial&lt;/b&gt;") || strings.Contains(r.body, "has not run") {
+			t.Errorf("failed first scan not explained:\n%s", r.body)
 		}
 	})
 	t.Run("hub down", func(t *testing.T) {
