@@ -217,12 +217,14 @@ func scanEvents(rows *sql.Rows, err error) ([]compat.Event, error) {
 			e        compat.Event
 			runtime  string
 			sig, msg sql.NullString
+			stage    sql.NullString
 			at       int64
 		)
 		if err := rows.Scan(&e.ID, &e.ModelID, &e.Target, &e.Kind, &e.FromStatus, &e.ToStatus, &e.Revision,
-			&runtime, &sig, &msg, &at); err != nil {
+			&runtime, &sig, &msg, &at, &stage); err != nil {
 			return nil, err
 		}
+		e.Stage = fromNullStr[compat.Stage](stage)
 		e.Signature = fromNullStr[string](sig)
 		e.Message = fromNullStr[string](msg)
 		e.At = fromNano(at)

@@ -133,12 +133,14 @@ WHERE c.target = ? AND c.untested = 0 ORDER BY c.tested_at DESC, c.model_id LIMI
 
 // Events.
 const (
-	eventCols      = `e.id, e.model_id, e.target, e.kind, e.from_status, e.to_status, e.revision, e.runtime, e.signature, e.message, e.at`
+	eventCols = `e.id, e.model_id, e.target, e.kind, e.from_status, e.to_status, e.revision, e.runtime, e.signature, e.message, e.at, r.stage`
+	// eventFrom joins an event to its result, for the stage it ended at.
+	eventFrom      = ` FROM events e LEFT JOIN results r ON r.id = e.result_id`
 	sqlInsertEvent = `INSERT INTO events (model_id, result_id, target, kind, from_status, to_status, revision, runtime, signature, message, at)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 RETURNING id`
-	sqlEvents      = `SELECT ` + eventCols + ` FROM events e ORDER BY e.at DESC, e.id DESC LIMIT ?`
-	sqlModelEvents = `SELECT ` + eventCols + ` FROM events e WHERE e.model_id = ? ORDER BY e.at DESC, e.id DESC LIMIT ?`
+	sqlEvents      = `SELECT ` + eventCols + eventFrom + ` ORDER BY e.at DESC, e.id DESC LIMIT ?`
+	sqlModelEvents = `SELECT ` + eventCols + eventFrom + ` WHERE e.model_id = ? ORDER BY e.at DESC, e.id DESC LIMIT ?`
 )
 
 // Scans.

@@ -102,11 +102,18 @@ func verb(st compat.Status) string {
 }
 
 // eventTitle is the one-line summary of a status change, e.g.
-// "Regression: org/model fails on tpu (unsupported_op aten::_fft_r2c)".
+// "Regression: org/model fails on tpu (forward, unsupported_op aten::_fft_r2c)".
 func eventTitle(e compat.Event) string {
-	why := ""
+	var parts []string
+	if e.Stage != nil && *e.Stage != "" && e.ToStatus != compat.StatusPass {
+		parts = append(parts, string(*e.Stage))
+	}
 	if e.Signature != nil && *e.Signature != "" {
-		why = " (" + strings.Replace(*e.Signature, ":", " ", 1) + ")"
+		parts = append(parts, strings.Replace(*e.Signature, ":", " ", 1))
+	}
+	why := ""
+	if len(parts) > 0 {
+		why = " (" + strings.Join(parts, ", ") + ")"
 	}
 	on := " on " + string(e.Target)
 	switch e.Kind {

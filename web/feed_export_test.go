@@ -42,10 +42,10 @@ func TestFeed(t *testing.T) {
 		}
 	}
 	for _, want := range []string{
-		"Regression: org/model fails on tpu (unsupported_op aten::x)",
+		"Regression: org/model fails on tpu (forward, unsupported_op aten::x)",
 		"Fixed: org/model passes on tpu (was fail)",
 		"New: org/model passes on tpu",
-		"New: gpt2 fails on cpu (unsupported_op aten::y)",
+		"New: gpt2 fails on cpu (forward, unsupported_op aten::y)",
 	} {
 		if !titles[want] {
 			t.Errorf("no item %q in %v", want, titles)

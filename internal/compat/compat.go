@@ -335,6 +335,7 @@ type Event struct {
 	ToStatus   Status    `json:"to_status"`
 	Revision   string    `json:"revision"`
 	Runtime    Runtime   `json:"runtime"`
+	Stage      *Stage    `json:"stage,omitempty"` // the stage the result ended at
 	Signature  *string   `json:"signature,omitempty"`
 	Message    *string   `json:"message,omitempty"`
 	At         time.Time `json:"at"`
