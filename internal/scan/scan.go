@@ -370,9 +370,12 @@ func (r *run) prepare(ctx context.Context, m hub.ModelInfo) *job {
 			r.s.log().Warn("model info for file sizes; testing the architecture only", "model", m.ID, "err", err)
 		}
 	}
-	// Decline what the listing already rules out (gated, custom code, other
-	// libraries, tasks), before any download.
-	if res := probe.Preflight(withListingConfig(cand, m.Config)); res != nil && listingDecides(*res, m) {
+	// Decline what the listing (and its excerpt of config.json) already
+	// rules out (gated, custom code, other libraries, tasks), before any
+	// download.
+	listed := cand
+	listed.Config = m.Config
+	if res := probe.Preflight(listed); res != nil && listingDecides(*res, m) {
 		return r.decided(j, *res)
 	}
 
@@ -405,13 +408,6 @@ func (r *run) prepare(ctx context.Context, m hub.ModelInfo) *job {
 		return r.decided(j, *res)
 	}
 	return j
-}
-
-// withListingConfig lets preflight see the listing's config excerpt (auto_map,
-// architectures) before config.json is fetched.
-func withListingConfig(c probe.Candidate, cfg map[string]any) probe.Candidate {
-	c.Config = cfg
-	return c
 }
 
 // listingDecides reports whether a preflight verdict made from the listing
