@@ -12,7 +12,7 @@ LDFLAGS := -X main.version=$(VERSION)
 # it once and prints its interpreter.
 PYTHON = $(shell scripts/pyenv.sh)
 ARTIFACTS_DIR ?= $(CURDIR)/artifacts
-FUZZTIME ?= 5s
+FUZZTIME ?= 20000x
 # Tests reuse compiled inductor kernels across runs (a probe passes
 # TORCHINDUCTOR_* through to the harness); scans leave it unset, so a
 # result's compile_s is a cold compile.
