@@ -133,11 +133,15 @@ func newRunner(cfg config.Config, log *slog.Logger, env []string) scan.Prober {
 	return r
 }
 
-// deviceEnv pins a harness to device i of the host: libtpu's per-process
-// chip selection on TPU hosts, the visible device on CUDA hosts.
+// deviceEnv pins a harness to device i of the host. torch_tpu takes
+// TPU_VISIBLE_DEVICES as its source of truth in single-device mode and
+// overwrites libtpu's TPU_VISIBLE_CHIPS with it (defaulting to "0" when it
+// is unset; torch_tpu/common/environment.cc), so both are set; CUDA hosts
+// use CUDA_VISIBLE_DEVICES.
 func deviceEnv(i int) []string {
 	return []string{
-		fmt.Sprintf("TPU_VISIBLE_CHIPS=%d", i), "TPU_PROCESS_BOUNDS=1,1,1", "TPU_CHIPS_PER_PROCESS_BOUNDS=1,1,1",
+		fmt.Sprintf("TPU_VISIBLE_DEVICES=%d", i), fmt.Sprintf("TPU_VISIBLE_CHIPS=%d", i),
+		"TPU_PROCESS_BOUNDS=1,1,1", "TPU_CHIPS_PER_PROCESS_BOUNDS=1,1,1",
 		fmt.Sprintf("CUDA_VISIBLE_DEVICES=%d", i),
 	}
 }
