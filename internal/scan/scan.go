@@ -204,7 +204,7 @@ func (r *run) execute(ctx context.Context) error {
 
 	models, invalid, err := r.discover(ctx)
 	if err != nil {
-		if r.s.Hooks.HubFailure != nil {
+		if r.s.Hooks.HubFailure != nil && errors.Is(err, ErrHub) {
 			r.s.Hooks.HubFailure(err)
 		}
 		return err
@@ -227,7 +227,9 @@ func (r *run) execute(ctx context.Context) error {
 }
 
 // pipeline fetches files for upcoming models while earlier ones hold the
-// devices: one fetcher feeds a bounded queue that Devices probe workers drain.
+// devices: several fetchers prepare models ahead (in a bounded window), the
+// models reach a queue in popularity order, and Devices probe workers drain
+// it; one recorder writes every outcome.
 func (r *run) pipeline(ctx context.Context, models []hub.ModelInfo) error {
 	look := r.s.Lookahead
 	if look <= 0 {
@@ -348,7 +350,7 @@ func (r *run) prepare(ctx context.Context, m hub.ModelInfo) *job {
 	}
 	if prev, err := r.s.Store.LatestResult(ctx, m.ID, r.target); err == nil {
 		j.previous = &prev
-		if !r.opts.Force && unchanged(prev, m.SHA, r.runtime) {
+		if !r.opts.Force && unchanged(prev, m.SHA, r.runtime, r.opts.Mode) {
 			return nil
 		}
 	} else if !errors.Is(err, store.ErrNotFound) {
@@ -460,15 +462,18 @@ func (r *run) memoryBudget() int64 {
 	if r.opts.MemoryBudgetBytes > 0 {
 		return r.opts.MemoryBudgetBytes
 	}
-	if r.runtime.DeviceMemGB != nil && *r.runtime.DeviceMemGB > 0 {
-		// Weights in bf16 take about half their float32 file size; keep
-		// headroom for activations, so allow the device's memory.
-		return int64(*r.runtime.DeviceMemGB * (1 << 30))
-	}
 	if r.target == compat.TargetCPU {
+		// The run and its float32 reference both sit in host memory, with
+		// activations on top: a quarter of it for the weights.
 		if m, err := probe.PhysicalMemory(); err == nil {
-			return int64(m / 4) // float32 reference + the run itself, and headroom
+			return int64(m / 4)
 		}
+		return 0
+	}
+	if r.runtime.DeviceMemGB != nil && *r.runtime.DeviceMemGB > 0 {
+		// On an accelerator the weights run in bf16, about half a float32
+		// checkpoint's size, which leaves room for activations.
+		return int64(*r.runtime.DeviceMemGB * (1 << 30))
 	}
 	return 0
 }
@@ -482,10 +487,18 @@ func readConfig(path string) (map[string]any, error) {
 }
 
 // unchanged reports whether prev still stands: same revision, same runtime,
-// and not a result of the scanner's own environment failing.
-func unchanged(prev compat.Result, sha string, rt compat.Runtime) bool {
+// a mode the scan accepts, and not a result of the scanner's own
+// environment failing.
+func unchanged(prev compat.Result, sha string, rt compat.Runtime, mode compat.Mode) bool {
 	return prev.Status != compat.StatusError && prev.Status != compat.StatusUntested &&
-		prev.Revision == sha && prev.Runtime.Key() == rt.Key()
+		prev.Revision == sha && prev.Runtime.Key() == rt.Key() && modeAccepts(mode, prev.Mode)
+}
+
+// modeAccepts reports whether a result of mode got answers a scan asking
+// for want: auto takes either; an explicit full or arch takes only itself
+// (a result without a mode, a skip, stands for any).
+func modeAccepts(want compat.Mode, got *compat.Mode) bool {
+	return want == compat.ModeAuto || got == nil || *got == want
 }
 
 // decided completes a result that preflight produced.

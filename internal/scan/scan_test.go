@@ -510,3 +510,33 @@ func TestProbesKeepPopularityOrder(t *testing.T) {
 		t.Errorf("probe order %v, want %v", probes, want)
 	}
 }
+
+// TestExplicitModeRetests: a result in arch mode does not answer a scan
+// that asks for --mode full (nor the other way round); auto takes either.
+func TestExplicitModeRetests(t *testing.T) {
+	f := newFixture(t, model("a/m", "text-generation", "transformers"))
+	ctx := context.Background()
+	run := func(mode compat.Mode) (probes int) {
+		t.Helper()
+		before := f.prober.count("a/m")
+		if _, err := f.s.Run(ctx, Options{Mode: mode}); err != nil {
+			t.Fatal(err)
+		}
+		return f.prober.count("a/m") - before
+	}
+	if n := run(compat.ModeArch); n != 1 {
+		t.Fatalf("first scan probed %d times", n)
+	}
+	if n := run(compat.ModeAuto); n != 0 {
+		t.Errorf("auto retested an arch result %d times", n)
+	}
+	if n := run(compat.ModeArch); n != 0 {
+		t.Errorf("arch retested an arch result %d times", n)
+	}
+	// The fixture has no weights: full mode ends in a skip (no_safetensors),
+	// which is a new outcome, not the old arch pass.
+	run(compat.ModeFull)
+	if r, err := f.store.LatestResult(ctx, "a/m", compat.TargetCPU); err != nil || deref(r.Reason) != "no_safetensors" {
+		t.Errorf("--mode full kept the arch result: %v %v", r.Status, err)
+	}
+}
