@@ -183,6 +183,10 @@ func TestCoverage(t *testing.T) {
 	}
 	t.Logf("supported task: %d of %d models (%.0f%%), %.0f%% of their downloads",
 		supported, total, 100*float64(supported)/float64(total), 100*float64(dlSupported)/float64(dlAll))
+	// A floor, so that a change to the task rules that drops a family shows.
+	if supported < 75 {
+		t.Errorf("only %d of the top 100 fall in a supported task", supported)
+	}
 
 	outcome := map[string][]string{}
 	for _, m := range listing {

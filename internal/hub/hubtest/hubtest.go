@@ -732,11 +732,7 @@ func (h *Hub) serveInfo(w http.ResponseWriter, r *http.Request) {
 		if hasRev {
 			loc += "/revision/" + url.PathEscape(rev)
 		}
-		if r.URL.RawQuery != "" {
-			loc += "?" + r.URL.RawQuery
-		}
-		w.Header().Set("Location", loc)
-		w.WriteHeader(http.StatusTemporaryRedirect)
+		renamed(w, r, loc)
 		return
 	}
 	if !ok {
@@ -768,6 +764,15 @@ func (h *Hub) serveInfo(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, r, http.StatusOK, m)
 }
 
+// renamed answers 307 to loc, the same request under a repo's new id.
+func renamed(w http.ResponseWriter, r *http.Request, loc string) {
+	if r.URL.RawQuery != "" {
+		loc += "?" + r.URL.RawQuery
+	}
+	w.Header().Set("Location", loc)
+	w.WriteHeader(http.StatusTemporaryRedirect)
+}
+
 // ---- files ----
 
 func (h *Hub) serveResolve(w http.ResponseWriter, r *http.Request) {
@@ -784,12 +789,7 @@ func (h *Hub) serveResolve(w http.ResponseWriter, r *http.Request) {
 	}
 	rp, moved, ok, status, code, msg := h.lookup(r, id)
 	if moved != "" {
-		loc := "/" + moved + "/resolve/" + revEsc + "/" + fileEsc
-		if r.URL.RawQuery != "" {
-			loc += "?" + r.URL.RawQuery
-		}
-		w.Header().Set("Location", loc)
-		w.WriteHeader(http.StatusTemporaryRedirect)
+		renamed(w, r, "/"+moved+"/resolve/"+revEsc+"/"+fileEsc)
 		return
 	}
 	if !ok {
