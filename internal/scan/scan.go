@@ -150,15 +150,24 @@ func (s *Scanner) Run(ctx context.Context, opts Options) (store.Scan, error) {
 	opts = withDefaults(opts)
 	params, _ := json.Marshal(opts)
 	started := s.now().UTC()
-	sc := store.Scan{Trigger: opts.Trigger, Status: store.ScanRunning, Target: string(opts.Target), Params: string(params), StartedAt: started}
+	// The environment comes first, so that the scan record names the
+	// target it really runs on (auto resolves to tpu or cpu here).
+	target, rt, envErr := s.Prober.Env(ctx, opts.Target)
+	if envErr != nil {
+		target, envErr = opts.Target, fmt.Errorf("scan: probe environment: %w", envErr)
+	}
+	sc := store.Scan{Trigger: opts.Trigger, Status: store.ScanRunning, Target: string(target), Runtime: rt,
+		Params: string(params), StartedAt: started}
 	id, err := s.Store.StartScan(ctx, sc)
 	if err != nil {
 		return sc, fmt.Errorf("scan: start: %w", err)
 	}
 	sc.ID = id
-	r := &run{s: s, opts: opts, scan: sc}
-	err = r.execute(ctx)
-	return r.finish(err)
+	r := &run{s: s, opts: opts, scan: sc, target: target, runtime: rt}
+	if envErr != nil {
+		return r.finish(envErr)
+	}
+	return r.finish(r.execute(ctx))
 }
 
 func withDefaults(o Options) Options {
@@ -191,14 +200,9 @@ func withDefaults(o Options) Options {
 
 func (r *run) execute(ctx context.Context) error {
 	log := r.s.log().With("scan_id", r.scan.ID)
-	target, rt, err := r.s.Prober.Env(ctx, r.opts.Target)
-	if err != nil {
-		return fmt.Errorf("scan: probe environment: %w", err)
-	}
-	r.target, r.runtime = target, rt
-	r.scan.Target, r.scan.Runtime = string(target), rt
+	target := r.target
 	if r.opts.Target == compat.TargetAuto && target != compat.TargetTPU {
-		log.Info("no TPU found: --target auto runs on "+string(target), "target", target, "device", rt.Device)
+		log.Info("no TPU found: --target auto runs on "+string(target), "target", target, "device", r.runtime.Device)
 	}
 	r.budget = r.memoryBudget()
 

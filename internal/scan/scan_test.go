@@ -208,6 +208,9 @@ func TestScanRecordsEveryModel(t *testing.T) {
 	if sc.Status != store.ScanDone || sc.Planned != 8 || sc.Done != 8 || sc.Probed != 1 {
 		t.Fatalf("scan %+v", sc)
 	}
+	if sc.Target != "cpu" || sc.Runtime.Torch != "2.15.0" {
+		t.Errorf("scan record: target %q runtime %+v, want the target auto resolved to and its runtime", sc.Target, sc.Runtime)
+	}
 	want := map[string]struct {
 		status compat.Status
 		reason compat.Reason
