@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
@@ -247,4 +248,18 @@ func isRepoPath(p string) bool {
 		}
 	}
 	return strings.Contains(p, "/resolve/")
+}
+
+// queryInURL matches the query string of an http(s) URL inside an error
+// message.
+var queryInURL = regexp.MustCompile(`(https?://[^\s?"']+)\?[^\s"']*[^\s"':,.;)]`)
+
+// Brief is err's message with every URL's query string shortened to "?…":
+// a listing URL carries a dozen expand parameters, which belong in the log
+// but drown the cause on a status banner.
+func Brief(err error) string {
+	if err == nil {
+		return ""
+	}
+	return queryInURL.ReplaceAllString(err.Error(), "$1?…")
 }

@@ -1,6 +1,7 @@
 package hub
 
 import (
+	"errors"
 	"net/http"
 	"path/filepath"
 	"slices"
@@ -315,6 +316,28 @@ func TestIsRepoPath(t *testing.T) {
 	} {
 		if got := isRepoPath(p); got != want {
 			t.Errorf("%s: %v", p, got)
+		}
+	}
+}
+
+func TestBrief(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{nil, ""},
+		{errors.New("plain"), "plain"},
+		{
+			errors.New(`hub: list models: GET https://huggingface.co/api/models?sort=downloads&limit=1000&expand%5B%5D=sha&expand%5B%5D=gated: dial tcp 1.2.3.4:443: connect: connection refused (after 5 tries)`),
+			`hub: list models: GET https://huggingface.co/api/models?…: dial tcp 1.2.3.4:443: connect: connection refused (after 5 tries)`,
+		},
+		{
+			errors.New(`GET http://127.0.0.1:9/api/models?a=1 then "https://x.test/p?q" and http://y.test/no-query`),
+			`GET http://127.0.0.1:9/api/models?… then "https://x.test/p?…" and http://y.test/no-query`,
+		},
+	} {
+		if got := Brief(tc.err); got != tc.want {
+			t.Errorf("Brief(%v)\n got %q\nwant %q", tc.err, got, tc.want)
 		}
 	}
 }

@@ -339,7 +339,7 @@ func TestStatusChangeNeedsConfirmation(t *testing.T) {
 
 func TestHubDownFailsScanWithoutBlamingModels(t *testing.T) {
 	f := newFixture(t, model("a/m", "text-generation", "transformers"))
-	f.hub.listErr = errors.New("dial tcp: connection refused")
+	f.hub.listErr = errors.New("GET http://127.0.0.1:9/api/models?sort=downloads&expand%5B%5D=sha: dial tcp: connection refused")
 	var hubErr error
 	f.s.Hooks.HubFailure = func(err error) { hubErr = err }
 	sc, err := f.s.Run(context.Background(), Options{})
@@ -470,7 +470,7 @@ func waitFor(t *testing.T, cond func() bool) {
 
 func TestServiceRetriesWhenTheHubIsDown(t *testing.T) {
 	f := newFixture(t, model("a/1", "text-generation", "transformers"))
-	f.hub.listErr = errors.New("dial tcp: connection refused")
+	f.hub.listErr = errors.New("GET http://127.0.0.1:9/api/models?sort=downloads&expand%5B%5D=sha: dial tcp: connection refused")
 	svc := NewService(f.s, Options{Mode: compat.ModeArch}, quiet)
 	svc.RetryAfter = 20 * time.Millisecond
 	ctx, cancel := context.WithCancel(context.Background())
@@ -482,6 +482,9 @@ func TestServiceRetriesWhenTheHubIsDown(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, func() bool { return svc.State().HubError != "" })
+	if got := svc.State().HubError; strings.Contains(got, "expand") || !strings.Contains(got, "connection refused") {
+		t.Errorf("banner text %q: want the cause without the listing query", got)
+	}
 	f.hub.mu.Lock()
 	f.hub.listErr = nil // the Hub is back
 	f.hub.mu.Unlock()

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/robfig/cron/v3"
+
+	"github.com/google-pytorch/torchtpu-scanner/internal/hub"
 )
 
 // ErrQueued is returned by Request when a scan is already waiting to run.
@@ -56,7 +58,7 @@ func NewService(s *Scanner, defaults Options, log *slog.Logger) *Service {
 	s.Hooks.HubFailure = func(err error) {
 		svc.mu.Lock()
 		if err != nil {
-			svc.state.HubError, svc.state.HubErrorAt = err.Error(), time.Now().UTC()
+			svc.state.HubError, svc.state.HubErrorAt = hub.Brief(err), time.Now().UTC()
 		} else {
 			svc.state.HubError, svc.state.HubErrorAt = "", time.Time{}
 		}
