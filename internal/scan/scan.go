@@ -663,9 +663,11 @@ func (r *run) finish(runErr error) (store.Scan, error) {
 	switch {
 	case runErr == nil:
 	case errors.Is(runErr, context.Canceled) || errors.Is(runErr, context.DeadlineExceeded):
-		f.Status, f.Error = store.ScanInterrupted, "interrupted: "+runErr.Error()
+		f.Status, f.Error = store.ScanInterrupted, "interrupted: "+hub.Brief(runErr)
 	default:
-		f.Status, f.Error = store.ScanFailed, runErr.Error()
+		// The record is read on the page and the API; the log has the
+		// full error (URL queries included).
+		f.Status, f.Error = store.ScanFailed, hub.Brief(runErr)
 	}
 	wall := r.s.now().Sub(r.scan.StartedAt)
 	r.mu.Lock()
