@@ -34,7 +34,7 @@ func TestAPIModelsShapeAndPaging(t *testing.T) {
 		}
 	}
 
-	for _, sortKey := range sorts {
+	for _, sortKey := range sortNames() {
 		for _, order := range []string{"", "asc", "desc"} {
 			seen := map[string]bool{}
 			cursor := ""
