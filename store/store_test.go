@@ -61,7 +61,19 @@ func mustJSON(t *testing.T, v any) string {
 	return string(b)
 }
 
+// migrationFiles counts the migration files in the source tree, read here
+// rather than asked of the store.
+func migrationFiles(t *testing.T) int {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join("migrations", "*.sql"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("migrations/*.sql: %d files, %v", len(files), err)
+	}
+	return len(files)
+}
+
 func TestMigrationsApplyOnce(t *testing.T) {
+	want := migrationFiles(t)
 	path := filepath.Join(t.TempDir(), "sub", "dir", "scanner.db")
 	for range 3 {
 		s, err := store.Open(ctx, path)
@@ -81,8 +93,8 @@ func TestMigrationsApplyOnce(t *testing.T) {
 	if err := db.QueryRow(`SELECT count(*), max(version) FROM schema_migrations`).Scan(&n, &maxV); err != nil {
 		t.Fatal(err)
 	}
-	if n != store.SchemaVersion() || maxV != store.SchemaVersion() || n == 0 {
-		t.Errorf("schema_migrations: %d rows, max %d; want %d", n, maxV, store.SchemaVersion())
+	if n != want || maxV != want {
+		t.Errorf("schema_migrations: %d rows, max %d; want %d", n, maxV, want)
 	}
 	var mode string
 	if err := db.QueryRow(`PRAGMA journal_mode`).Scan(&mode); err != nil || mode != "wal" {
@@ -102,7 +114,7 @@ func TestOpenRefusesNewerSchema(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := db.Exec(`INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, 'from_the_future.sql', 0)`,
-		store.SchemaVersion()+1); err != nil {
+		migrationFiles(t)+1); err != nil {
 		t.Fatal(err)
 	}
 	db.Close()
