@@ -132,7 +132,7 @@ func TestOpenFillsCurrent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	storetest.Seed(t, s, 30, 0)
+	storetest.MustSeed(t, s, 30, 0)
 	s.Close()
 	db, err := sql.Open("sqlite3", path)
 	if err != nil {
@@ -688,7 +688,7 @@ func TestChanged(t *testing.T) {
 
 func TestBackupAndIntegrity(t *testing.T) {
 	s := storetest.MustOpen(t)
-	storetest.Seed(t, s, 50, 200)
+	storetest.MustSeed(t, s, 50, 200)
 	if ok, err := s.IntegrityCheck(ctx); err != nil || ok != "ok" {
 		t.Fatalf("IntegrityCheck = %q, %v", ok, err)
 	}
@@ -718,7 +718,7 @@ func TestBackupAndIntegrity(t *testing.T) {
 // locked" or any other error.
 func TestConcurrentReadersAndWriter(t *testing.T) {
 	s := storetest.MustOpen(t)
-	ids := storetest.Seed(t, s, 200, 0)
+	ids := storetest.MustSeed(t, s, 200, 0)
 	const writes = 1000
 	done := make(chan struct{})
 	var wg sync.WaitGroup
