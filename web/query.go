@@ -29,9 +29,6 @@ var (
 	tokenRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,100}$`)
 )
 
-// sorts are the sort keys ModelQuery accepts, and what each means.
-var sorts = []string{"downloads", "likes", "status", "tokens_per_s", "tested_at", "id"}
-
 // validID reports whether id looks like a Hub id: "org/name" or a legacy
 // one-part "name", of letters, digits, '-', '_' and '.', with no part
 // that is "." or "..", and no "..".
@@ -80,15 +77,21 @@ func quoteShort(s string) string {
 	return strconv.Quote(s)
 }
 
-// parseTarget reads ?target=: "" or auto (any target) or a concrete one.
+// parseTarget reads ?target=: a target compat.ParseTarget accepts, or
+// none. On the site, auto and none both mean "the newest result on any
+// target" (""), which is what the store reads for "".
 func parseTarget(v string) (compat.Target, error) {
-	switch t := compat.Target(v); t {
-	case "", compat.TargetAuto:
+	if v == "" {
 		return "", nil
-	case compat.TargetTPU, compat.TargetCPU, compat.TargetCUDA:
-		return t, nil
 	}
-	return "", fmt.Errorf("%w: unknown target %s (want tpu, cpu, cuda or auto)", ErrBadRequest, quoteShort(v))
+	t, err := compat.ParseTarget(v)
+	if err != nil {
+		return "", fmt.Errorf("%w: unknown target %s (want tpu, cpu, cuda or auto)", ErrBadRequest, quoteShort(v))
+	}
+	if t == compat.TargetAuto {
+		return "", nil
+	}
+	return t, nil
 }
 
 // parseLimit reads ?limit=: a positive integer, capped at maxLimit.
@@ -143,8 +146,10 @@ func parseModelQuery(c *fiber.Ctx) (store.ModelQuery, error) {
 	if q.Target, err = parseTarget(c.Query("target")); err != nil {
 		return q, err
 	}
-	if q.Sort = c.Query("sort"); q.Sort != "" && !contains(sorts, q.Sort) {
-		return q, fmt.Errorf("%w: unknown sort %s (want %s)", ErrBadRequest, quoteShort(q.Sort), strings.Join(sorts, ", "))
+	if q.Sort = c.Query("sort"); q.Sort != "" {
+		if _, ok := store.LookupSort(q.Sort); !ok {
+			return q, fmt.Errorf("%w: unknown sort %s (want %s)", ErrBadRequest, quoteShort(q.Sort), strings.Join(sortNames(), ", "))
+		}
 	}
 	switch o := c.Query("order"); o {
 	case "":
@@ -171,11 +176,12 @@ func statusList() string {
 	return strings.Join(s, ", ")
 }
 
-func contains(list []string, v string) bool {
-	for _, x := range list {
-		if x == v {
-			return true
-		}
+// sortNames are the ?sort= values, in the store's order (store/sort.go
+// decides them and their default directions).
+func sortNames() []string {
+	var names []string
+	for _, st := range store.Sorts() {
+		names = append(names, st.Name)
 	}
-	return false
+	return names
 }

@@ -86,7 +86,7 @@ type Scanner struct {
 	// its device); worker i probes with DeviceProbers[i]. Prober still
 	// answers Env.
 	DeviceProbers []Prober
-	Store         store.Store
+	Store         Store
 	CacheDir      string
 	HasToken      bool
 	Logger        *slog.Logger
