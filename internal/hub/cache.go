@@ -34,22 +34,9 @@ func pointerPath(snapshot, name string) string {
 	return filepath.Join(snapshot, filepath.FromSlash(name))
 }
 
-// WriteRef records in the cache that ref (e.g. "main") of model id points
-// at commit sha, as huggingface_hub does in refs/<ref>: written atomically,
+// writeRef records in the repo folder that ref (e.g. "main") points at
+// commit sha, as huggingface_hub does in refs/<ref>: written atomically,
 // without a trailing newline, and only when it changes.
-func WriteRef(cacheDir, id, ref, sha string) error {
-	if err := ValidateID(id); err != nil {
-		return err
-	}
-	if err := validateCommit(sha); err != nil {
-		return err
-	}
-	if err := validateFilename(ref); err != nil {
-		return fmt.Errorf("hub: ref %q: %w", ref, err)
-	}
-	return writeRef(RepoDir(cacheDir, id), ref, sha)
-}
-
 func writeRef(repo, ref, sha string) error {
 	p := filepath.Join(repo, "refs", filepath.FromSlash(ref))
 	if cur, err := os.ReadFile(p); err == nil && string(cur) == sha {
