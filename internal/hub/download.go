@@ -69,7 +69,6 @@ func (c *Client) Download(ctx context.Context, id, sha string, files []string) (
 	for _, f := range want {
 		if fi, err := os.Stat(pointerPath(snap, f)); err == nil && fi.Mode().IsRegular() {
 			d.used += fi.Size()
-			c.count(func(s *Stats) { s.FilesReused++ })
 			continue
 		}
 		todo = append(todo, f)
@@ -203,7 +202,6 @@ func (d *download) file(ctx context.Context, name string, src *source) error {
 	blob := filepath.Join(d.repo, "blobs", src.etag)
 	pointer := pointerPath(SnapshotDir(c.cacheDir, d.id, d.sha), name)
 	if fileExists(blob) {
-		c.count(func(s *Stats) { s.FilesReused++ })
 		return link(blob, pointer)
 	}
 	if err := os.MkdirAll(filepath.Dir(blob), 0o755); err != nil {
@@ -215,7 +213,6 @@ func (d *download) file(ctx context.Context, name string, src *source) error {
 	}
 	defer unlock()
 	if fileExists(blob) { // written by another process meanwhile
-		c.count(func(s *Stats) { s.FilesReused++ })
 		return link(blob, pointer)
 	}
 	announced := src.size
@@ -232,7 +229,6 @@ func (d *download) file(ctx context.Context, name string, src *source) error {
 	if err := os.Rename(blob+".incomplete", blob); err != nil {
 		return err
 	}
-	c.count(func(s *Stats) { s.FilesDownloaded++ })
 	c.log.Debug("hub: downloaded", "model_id", d.id, "file", name, "bytes", n, "etag", src.etag)
 	return link(blob, pointer)
 }
@@ -420,7 +416,6 @@ func (d *download) fetch(ctx context.Context, src *source, inc string) (int64, e
 					}
 					continue
 				}
-				c.count(func(s *Stats) { s.Resumes++ })
 			default:
 				if have > 0 { // the server ignored Range and sends it all
 					if err := restart(); err != nil {
@@ -450,7 +445,6 @@ func (d *download) fetch(ctx context.Context, src *source, inc string) (int64, e
 		resp.Body.Close()
 		resp = nil
 		have += n
-		c.count(func(s *Stats) { s.BytesDownloaded += n })
 		if have > c.maxFile {
 			return fail(fmt.Errorf("more than %d bytes, over the file limit: %w", c.maxFile, ErrTooLarge))
 		}
@@ -480,7 +474,6 @@ func (d *download) fetch(ctx context.Context, src *source, inc string) (int64, e
 			return 0, fmt.Errorf("transfer broken at byte %d of %d, giving up: %w", have, src.size, err)
 		}
 		wait := c.backoff(max(stuck, 1))
-		c.count(func(s *Stats) { s.Retries++ })
 		c.log.Warn("hub: transfer broken, resuming", "model_id", d.id, "url", c.safeURL(src.url),
 			"at_byte", have, "size", src.size, "wait", wait, "error", c.redact(err.Error()))
 		if err := c.sleep(ctx, wait); err != nil {
