@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 )
 
 // repoFolderName is huggingface_hub's repo_folder_name for a model:
@@ -25,7 +27,7 @@ func RepoDir(cacheDir, id string) string {
 
 // SnapshotDir is where the files of model id at commit sha live in the Hub
 // cache: <cacheDir>/models--org--name/snapshots/<sha>. For a valid id
-// (ValidateID) and sha it is always inside cacheDir.
+// (compat.ValidateModelID) and sha it is always inside cacheDir.
 func SnapshotDir(cacheDir, id, sha string) string {
 	return filepath.Join(RepoDir(cacheDir, id), "snapshots", sha)
 }
@@ -107,7 +109,7 @@ func ScanCache(cacheDir string) ([]ModelInfo, error) {
 			continue
 		}
 		id := strings.Replace(rest, "--", "/", 1)
-		if ValidateID(id) != nil || repoFolderName(id) != e.Name() {
+		if compat.ValidateModelID(id) != nil || repoFolderName(id) != e.Name() {
 			continue
 		}
 		mi, ok := scanRepo(filepath.Join(cacheDir, e.Name()), id)

@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 )
 
 // Download fetches files of model id at commit sha into the Hub cache and
@@ -40,8 +42,8 @@ import (
 // <cache>/.locks, shared with huggingface_hub, keep concurrent processes
 // from writing the same blob.
 func (c *Client) Download(ctx context.Context, id, sha string, files []string) (snapshotDir string, err error) {
-	if err := ValidateID(id); err != nil {
-		return "", err
+	if err := compat.ValidateModelID(id); err != nil {
+		return "", fmt.Errorf("hub: %w", err)
 	}
 	if err := validateCommit(sha); err != nil {
 		return "", err
