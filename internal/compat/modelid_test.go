@@ -124,3 +124,23 @@ func TestValidateModelNamespace(t *testing.T) {
 		}
 	}
 }
+
+// FuzzValidateModelID: whatever the rule accepts is a path-safe id of at
+// most two parts, and its namespace passes ValidateModelNamespace.
+func FuzzValidateModelID(f *testing.F) {
+	for _, s := range []string{"gpt2", "org/name", "../x", "a--b", "a/b/c", "a.git", "a.git/b", "-x", "x/.", "日本/語"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, id string) {
+		if ValidateModelID(id) != nil {
+			return
+		}
+		if strings.Contains(id, "..") || strings.Contains(id, "--") || strings.Count(id, "/") > 1 ||
+			len(id) > 2*maxModelIDPart+1 || strings.ContainsAny(id, " \\\x00%") || strings.HasSuffix(id, ".git") {
+			t.Fatalf("accepted %q", id)
+		}
+		if ns, _, ok := strings.Cut(id, "/"); ok && ValidateModelNamespace(ns) != nil {
+			t.Fatalf("accepted %q, but not its namespace %q", id, ns)
+		}
+	})
+}
