@@ -15,7 +15,6 @@ import (
 
 // Limits on request input.
 const (
-	maxIDLen     = 200  // a Hub id is at most 96 + 1 + 96 characters
 	maxQueryLen  = 200  // ?q=
 	maxCursorLen = 1024 // ?cursor=
 	maxLimit     = 1000 // ?limit= is capped to this
@@ -23,30 +22,9 @@ const (
 )
 
 var (
-	// idPartRE is one part of a Hub id (the organisation or the name).
-	idPartRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,96}$`)
 	// tokenRE is a task (pipeline tag) or similar word.
 	tokenRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,100}$`)
 )
-
-// validID reports whether id looks like a Hub id: "org/name" or a legacy
-// one-part "name", of letters, digits, '-', '_' and '.', with no part
-// that is "." or "..", and no "..".
-func validID(id string) bool {
-	if id == "" || len(id) > maxIDLen || strings.Contains(id, "..") {
-		return false
-	}
-	parts := strings.Split(id, "/")
-	if len(parts) > 2 {
-		return false
-	}
-	for _, p := range parts {
-		if p == "." || !idPartRE.MatchString(p) {
-			return false
-		}
-	}
-	return true
-}
 
 // idParam is the model id of a wildcard route (/models/*), percent-decoded
 // and validated. A malformed id is not found (it cannot name a model).
@@ -63,7 +41,7 @@ func idParam(c *fiber.Ctx, suffix string) (string, error) {
 			return "", fmt.Errorf("%w: want %s", ErrNotFound, suffix)
 		}
 	}
-	if !validID(id) {
+	if compat.ValidateModelID(id) != nil {
 		return "", fmt.Errorf("%w: no model %s", ErrNotFound, quoteShort(id))
 	}
 	return id, nil
@@ -139,7 +117,7 @@ func parseModelQuery(c *fiber.Ctx) (store.ModelQuery, error) {
 	if q.Task = strings.TrimSpace(c.Query("task")); q.Task != "" && !tokenRE.MatchString(q.Task) {
 		return q, fmt.Errorf("%w: invalid task %s", ErrBadRequest, quoteShort(q.Task))
 	}
-	if q.Org = strings.TrimSpace(c.Query("org")); q.Org != "" && !idPartRE.MatchString(q.Org) {
+	if q.Org = strings.TrimSpace(c.Query("org")); q.Org != "" && compat.ValidateModelNamespace(q.Org) != nil {
 		return q, fmt.Errorf("%w: invalid org %s", ErrBadRequest, quoteShort(q.Org))
 	}
 	var err error

@@ -319,7 +319,7 @@ func Backup(ctx context.Context, cfg config.Config, path string) error {
 // Probe runs one smoke test of one model without a database: it resolves
 // the revision on the Hub, fetches the files and runs the harness.
 func Probe(ctx context.Context, cfg config.Config, log *slog.Logger, id string) (compat.Result, error) {
-	if err := hub.ValidateID(id); err != nil {
+	if err := compat.ValidateModelID(id); err != nil {
 		return compat.Result{}, fmt.Errorf("%q is not a Hub model id: %w", id, err)
 	}
 	m := newAppMetrics(metrics.NewRegistry())
