@@ -61,6 +61,7 @@ class Faults:
 
 
 def parse(spec: str) -> Faults:
+    """The Faults of a spec (grammar in the module docstring); any other item raises in its stage."""
     f = Faults()
     for item in filter(None, (s.strip() for s in spec.split(";"))):
         stage, _, rest = item.partition(":")
