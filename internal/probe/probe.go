@@ -74,8 +74,9 @@ type Config struct {
 	MaxOpenFiles uint64
 	// ExtraEnv are KEY=VALUE additions to the harness's environment (PJRT
 	// or TPU settings, OMP_NUM_THREADS). Credentials (names holding TOKEN,
-	// SECRET, KEY, PASSWORD, ...) and the variables the runner pins (HOME,
-	// TMPDIR, HF_HUB_OFFLINE, ...) are refused.
+	// SECRET, KEY, PASSWORD, ...), the variables the runner pins (HOME,
+	// TMPDIR, HF_HUB_OFFLINE, ...) and the harness's test switch
+	// (HARNESS_TEST_INJECT) are refused.
 	ExtraEnv []string
 	// Environ is the environment the allow-listed accelerator variables are
 	// taken from (TPU_*, PJRT_*, LIBTPU_*, XLA_*, CUDA_*, PATH, ...); nil
@@ -142,7 +143,7 @@ func NewRunner(cfg Config) (*Runner, error) {
 		r.log = slog.Default()
 	}
 	if _, dropped := scrubEnv(nil, cfg.ExtraEnv, "", ""); len(dropped) > 0 {
-		r.log.Warn("probe: ExtraEnv entries refused (credentials, or variables the runner pins)",
+		r.log.Warn("probe: ExtraEnv entries refused (credentials, variables the runner pins, or test switches)",
 			"names", strings.Join(dropped, ","))
 	}
 	switch cfg.MemLimitBytes {

@@ -296,25 +296,6 @@ func signature(kind, stage string) string {
 	return kind + ":" + stage
 }
 
-// oomMarkers are what an allocation failure leaves on stderr: Python's
-// MemoryError, torch's and C++'s allocators, XLA's and CUDA's.
-var oomMarkers = []string{
-	"MemoryError", "std::bad_alloc", "Cannot allocate memory", "can't allocate memory",
-	"OutOfMemoryError", "RESOURCE_EXHAUSTED", "CUDA out of memory", "out of memory",
-}
-
-// oomMarker returns the allocation-failure marker in the end of the stderr
-// tail (its last 8 KiB: an old warning further up does not count), or "".
-func oomMarker(tail []byte) string {
-	end := tail[max(0, len(tail)-8<<10):]
-	for _, m := range oomMarkers {
-		if bytes.Contains(end, []byte(m)) {
-			return m
-		}
-	}
-	return ""
-}
-
 // lastLine is the last non-blank line of a stderr tail, at most 300 bytes
 // (its end), as valid UTF-8.
 func lastLine(tail []byte) string {

@@ -16,8 +16,10 @@ func TestScrubEnv(t *testing.T) {
 		"PJRT_DEVICE=TPU", "LIBTPU_INIT_ARGS=a", "XLA_FLAGS=f", "CUDA_VISIBLE_DEVICES=1",
 		"TPU_ACCESS_TOKEN=x", "GITHUB_TOKEN=x", "SCANNER_ADMIN_TOKEN=x", "AWS_ACCESS_KEY_ID=x",
 		"PYTHONPATH=/x", "LD_PRELOAD=/x.so", "OMP_NUM_THREADS=64", "SSH_AUTH_SOCK=/x", "LANG=de_DE",
+		"HARNESS_TEST_INJECT=load:MemoryError",
 	}
-	extra := []string{"OMP_NUM_THREADS=2", "HF_HUB_OFFLINE=0", "API_KEY=x", "XLA_FLAGS=g", "bogus"}
+	extra := []string{"OMP_NUM_THREADS=2", "HF_HUB_OFFLINE=0", "API_KEY=x", "XLA_FLAGS=g", "bogus",
+		"HARNESS_TEST_INJECT=tpu:simulate"}
 	env, dropped := scrubEnv(parent, extra, "/h", "/t")
 	got := map[string]string{}
 	for _, kv := range env {
@@ -39,12 +41,12 @@ func TestScrubEnv(t *testing.T) {
 		}
 	}
 	for _, k := range []string{"HF_TOKEN", "HF_HOME", "TPU_ACCESS_TOKEN", "GITHUB_TOKEN", "SCANNER_ADMIN_TOKEN",
-		"AWS_ACCESS_KEY_ID", "PYTHONPATH", "LD_PRELOAD", "SSH_AUTH_SOCK", "API_KEY"} {
+		"AWS_ACCESS_KEY_ID", "PYTHONPATH", "LD_PRELOAD", "SSH_AUTH_SOCK", "API_KEY", "HARNESS_TEST_INJECT"} {
 		if _, ok := got[k]; ok {
 			t.Errorf("%s passed through", k)
 		}
 	}
-	if !slices.Equal(dropped, []string{"HF_HUB_OFFLINE", "API_KEY", "bogus"}) {
+	if !slices.Equal(dropped, []string{"HF_HUB_OFFLINE", "API_KEY", "bogus", "HARNESS_TEST_INJECT"}) {
 		t.Errorf("dropped %v", dropped)
 	}
 	env, _ = scrubEnv(nil, nil, "/h", "/t")

@@ -83,12 +83,15 @@ ids repeated, so a trained LM can copy it and scores far below the vocabulary si
 weights score about the vocabulary size): at most 10x the vocabulary size, i.e. no worse
 than ten times a uniform guess. All outputs must be finite.
 
-Test hook: when the environment variable HARNESS_TEST_INJECT is set (tests only; the Go
-runner scrubs the environment) the harness injects a failure:
-``STAGE:EXCEPTION:MESSAGE`` raises EXCEPTION(MESSAGE) in STAGE (in forward, from inside
-the model's forward via a hook on its first submodule); ``numerics:perturb`` adds 1.0 to
-the device output before comparison; ``compile:recompile`` calls the compiled model a
-second time with one token fewer, forcing a real recompile. It is ignored when unset.
+Test seam: the stages below carry no test code. When the environment variable
+HARNESS_TEST_INJECT is set (tests only; the Go runner never passes it on), new_probe() builds
+harness_testing's subclass of Probe instead, which injects what the variable asks:
+``STAGE:EXCEPTION:MESSAGE`` raises EXCEPTION(MESSAGE) in STAGE (in forward, from inside the
+model's forward via a hook on its first leaf module); ``numerics:perturb`` adds 1.0 to the
+device output before comparison; ``compile:recompile`` calls the compiled model a second
+time with one token fewer, forcing a real recompile; ``tpu:simulate`` runs the tpu path on a
+simulated TPU whose tensors stay on the CPU. Items are separated by ``;``. Unset, the module
+harness_testing is not even imported. See harness_testing.py.
 """
 
 from __future__ import annotations
@@ -191,34 +194,6 @@ def write_json_atomic(path: str, obj) -> None:
         fh.flush()
         os.fsync(fh.fileno())
     os.replace(tmp, path)
-
-
-# --- test hook -----------------------------------------------------------------
-
-_INJECT_EXCEPTIONS = {
-    "NotImplementedError": NotImplementedError,
-    "RuntimeError": RuntimeError,
-    "MemoryError": MemoryError,
-    "ImportError": ImportError,
-    "ValueError": ValueError,
-    "OSError": OSError,
-    "TypeError": TypeError,
-    "KeyError": KeyError,
-}
-
-
-def parse_inject() -> dict:
-    """HARNESS_TEST_INJECT -> {stage: (kind, payload)}; empty unless the variable is set."""
-    spec = os.environ.get("HARNESS_TEST_INJECT", "")
-    out: dict = {}
-    for item in filter(None, (s.strip() for s in spec.split(";"))):
-        stage, _, rest = item.partition(":")
-        if rest in ("perturb", "recompile"):
-            out[stage] = (rest, None)
-            continue
-        exc_name, _, message = rest.partition(":")
-        out[stage] = ("raise", (_INJECT_EXCEPTIONS.get(exc_name, RuntimeError), message or "injected failure"))
-    return out
 
 
 # --- environment -----------------------------------------------------------------
@@ -508,9 +483,10 @@ class _TimingStreamer:
 
 
 class Probe:
+    device_cls = Device  # harness_testing's simulated TPU swaps in a subclass
+
     def __init__(self, args):
         self.args = args
-        self.inject = parse_inject()
         self.torch = None
         self.dev: Device | None = None
         self.current = "env"
@@ -543,10 +519,6 @@ class Probe:
         log(f"stage={name} start")
         t = time.perf_counter()
         try:
-            inj = self.inject.get(name)
-            if inj and inj[0] == "raise" and name != "forward":
-                exc_type, message = inj[1]
-                raise exc_type(message)
             yield notes
             rec["ok"] = True
         except hf.Skip as s:
@@ -570,6 +542,11 @@ class Probe:
 
     # --- stages ---
 
+    def probe_tpu(self, torch) -> dict:
+        """Google's torch_tpu and whether a TPU is usable (probe_torch_tpu; harness_testing's
+        simulated TPU overrides this)."""
+        return probe_torch_tpu(torch)
+
     def stage_env(self) -> None:
         with self.stage("env") as notes:
             try:
@@ -580,7 +557,7 @@ class Probe:
             self.runtime["torch"] = torch.__version__
             self.runtime["transformers"] = dist_version("transformers")
             requested = self.args.target
-            tpu = probe_torch_tpu(torch) if requested in ("tpu", "auto") else None
+            tpu = self.probe_tpu(torch) if requested in ("tpu", "auto") else None
             if tpu is not None and tpu["note"]:
                 notes.append(tpu["note"])
             if requested == "auto":
@@ -599,7 +576,7 @@ class Probe:
                                            "tpu")
             if self.target == "cuda" and not torch.cuda.is_available():
                 raise hf.DeviceUnavailable("target cuda requested but torch.cuda.is_available() is False", "cuda")
-            self.dev = Device(torch, self.target)
+            self.dev = self.device_cls(torch, self.target)
             self.dev.init()
             self.runtime["device"] = self.dev.name
             self.runtime["device_count"] = self.dev.count
@@ -850,42 +827,27 @@ class Probe:
             notes.append("inputs " + ", ".join(f"{k}={list(v.shape)}" for k, v in self.inputs_cpu.items()
                                                 if hasattr(v, "shape")))
             self.dev_inputs = self.forward_kwargs(self.inputs_cpu)
-            hook = None
-            inj = self.inject.get("forward")
-            if inj and inj[0] == "raise":
-                exc_type, message = inj[1]
-                target_mod = next((m for _, m in self.model.named_modules() if len(list(m.children())) == 0),
-                                  self.model)
-
-                def _raise(*_a, **_k):
-                    raise exc_type(message)
-
-                hook = target_mod.register_forward_pre_hook(_raise)
-            try:
-                with torch.no_grad():
-                    dev = self.dev
-                    dev.sync()
+            with torch.no_grad():
+                dev = self.dev
+                dev.sync()
+                t = time.perf_counter()
+                out = self.model(**self.dev_inputs)
+                dev.sync()
+                self.metrics["first_forward_s"] = round(time.perf_counter() - t, 4)
+                extra, settled = dev.warm(lambda: self.model(**self.dev_inputs), WARMUP_MAX_EXTRA)
+                if extra:
+                    notes.append(f"TorchTPU still compiled on {extra} warm-up call(s) after the first"
+                                 + ("" if settled else " and had not settled"))
+                c0 = dev.compile_count()
+                times = []
+                for _ in range(max(1, args.steps)):
                     t = time.perf_counter()
                     out = self.model(**self.dev_inputs)
                     dev.sync()
-                    self.metrics["first_forward_s"] = round(time.perf_counter() - t, 4)
-                    extra, settled = dev.warm(lambda: self.model(**self.dev_inputs), WARMUP_MAX_EXTRA)
-                    if extra:
-                        notes.append(f"TorchTPU still compiled on {extra} warm-up call(s) after the first"
-                                     + ("" if settled else " and had not settled"))
-                    c0 = dev.compile_count()
-                    times = []
-                    for _ in range(max(1, args.steps)):
-                        t = time.perf_counter()
-                        out = self.model(**self.dev_inputs)
-                        dev.sync()
-                        times.append(time.perf_counter() - t)
-                    c1 = dev.compile_count()
-                    if c0 is not None and c1 != c0:
-                        notes.append(f"TorchTPU compiled {c1 - c0} executable(s) during the timed eager steps")
-            finally:
-                if hook is not None:
-                    hook.remove()
+                    times.append(time.perf_counter() - t)
+                c1 = dev.compile_count()
+                if c0 is not None and c1 != c0:
+                    notes.append(f"TorchTPU compiled {c1 - c0} executable(s) during the timed eager steps")
             self.metrics["forward_ms"] = round(statistics.median(times) * 1000, 4)
             val, self.is_scores = self.primary_output(out)
             self.dev_out = val.detach().float().cpu()
@@ -964,9 +926,6 @@ class Probe:
             del ref
             gc.collect()
             dev_out = self.dev_out
-            inj = self.inject.get("numerics")
-            if inj and inj[0] == "perturb":
-                dev_out = dev_out + 1.0
             cmp = self.compare(ref_out, dev_out, dtype_name)
             self.metrics["max_abs_diff"] = finite_or_none(cmp["max_abs_diff"])
             self.metrics["top1_agreement"] = finite_or_none(cmp["top1"])
@@ -987,6 +946,10 @@ class Probe:
                         ok, why, key = False, f"perplexity {ppl:.4g} is not finite or above {bound:.4g}", "perplexity"
             if not ok:
                 raise hf.NumericsMismatch(why, key)
+
+    def compile_model(self, backend: str):
+        """torch.compile of the model with static shapes."""
+        return self.torch.compile(self.model, backend=backend, dynamic=False)
 
     def compile_backend(self) -> tuple[str, str]:
         if self.args.compile_backend:
@@ -1017,13 +980,8 @@ class Probe:
 
             torch._dynamo.reset()
             breaks0 = graph_breaks()
-            compiled = torch.compile(self.model, backend=backend, dynamic=False)
+            compiled = self.compile_model(backend)
             dev = self.dev
-            inputs2 = self.dev_inputs
-            inj = self.inject.get("compile")
-            if inj and inj[0] == "recompile":
-                inputs2 = {k: (v[:, :-1] if hasattr(v, "dim") and v.dim() == 2 and k.endswith(("input_ids", "mask"))
-                               else v) for k, v in self.dev_inputs.items()}
             with torch.no_grad():
                 g0 = graphs()
                 dev.sync()
@@ -1036,7 +994,7 @@ class Probe:
                         notes.append(f"inductor unusable on this host ({hf.short_message(e, 160)}): used aot_eager")
                         backend = "aot_eager"
                         torch._dynamo.reset()
-                        compiled = torch.compile(self.model, backend=backend, dynamic=False)
+                        compiled = self.compile_model(backend)
                         g0 = graphs()
                         t = time.perf_counter()
                         out = compiled(**self.dev_inputs)
@@ -1045,7 +1003,7 @@ class Probe:
                         raise
                 self.metrics["compile_s"] = round(time.perf_counter() - t, 4)
                 g1 = graphs()
-                compiled(**inputs2)
+                compiled(**self.dev_inputs)
                 dev.sync()
                 g2 = graphs()
                 if g2 > g1:
@@ -1248,6 +1206,18 @@ def env_only(args) -> dict:
     return out
 
 
+def new_probe(args) -> Probe:
+    """The Probe for this run: harness.Probe, or with HARNESS_TEST_INJECT set (tests only) the
+    fault-injecting subclass that harness_testing builds from it. This is the harness's one test
+    seam, chosen here at start-up; unset, harness_testing is never imported."""
+    spec = os.environ.get("HARNESS_TEST_INJECT", "")
+    if not spec:
+        return Probe(args)
+    import harness_testing
+
+    return harness_testing.with_faults(Probe, spec)(args)
+
+
 def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     p.add_argument("--model-dir")
@@ -1290,8 +1260,7 @@ def main(argv=None) -> int:
             log(f"cannot write {args.result_file}: {e}")
             return 2
         return 0
-    probe = Probe(args)
-    res = probe.run()
+    res = new_probe(args).run()
     try:
         write_json_atomic(args.result_file, res)
     except (OSError, ValueError) as e:
