@@ -165,7 +165,7 @@ func Parse(cmd Command, args []string, env Env, out io.Writer) (Config, []string
 		fs.BoolVar(&c.JSON, "json", c.JSON, "print the Result as JSON")
 	case CmdCheck:
 		fs.StringVar(&c.Server, "server", c.Server, "scanner server URL, e.g. https://tpu-compat.example.org")
-		fs.StringVar(&target, "target", "tpu", "target whose result gates: tpu, cpu or cuda")
+		fs.StringVar(&target, "target", "tpu", "target whose result gates: tpu, cpu or cuda (auto: the newest result on any)")
 	case CmdBackup:
 		common()
 	case CmdVersion:
@@ -177,8 +177,14 @@ func Parse(cmd Command, args []string, env Env, out io.Writer) (Config, []string
 	}
 	c.Tasks = append(c.Tasks, tasks...)
 	c.Models = append(c.Models, models...)
+	// check selects results (auto: any target); the other commands ask
+	// for a target to probe on.
+	parseTarget := compat.ParseTarget
+	if cmd == CmdCheck {
+		parseTarget = compat.ParseTargetFilter
+	}
 	var err error
-	if c.Target, err = compat.ParseTarget(target); err != nil {
+	if c.Target, err = parseTarget(target); err != nil {
 		return c, nil, err
 	}
 	if c.Mode, err = compat.ParseMode(mode); err != nil {

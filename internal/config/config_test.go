@@ -79,6 +79,23 @@ func TestParse(t *testing.T) {
 		{name: "bad schedule", cmd: CmdServe, args: []string{"--schedule", "every day"}, wantErr: "--schedule"},
 		{name: "no schedule skips cron check", cmd: CmdServe, args: []string{"--schedule", "nonsense", "--no-schedule"}},
 		{name: "check needs server", cmd: CmdCheck, wantErr: "--server"},
+		{
+			name: "check gates on tpu by default", cmd: CmdCheck, args: []string{"--server", "http://s"},
+			check: func(t *testing.T, c Config, _ []string) {
+				if c.Target != compat.TargetTPU {
+					t.Errorf("check target %q, want tpu", c.Target)
+				}
+			},
+		},
+		{
+			name: "check --target auto selects any target", cmd: CmdCheck, args: []string{"--server", "http://s", "--target", "auto"},
+			check: func(t *testing.T, c Config, _ []string) {
+				if c.Target != "" {
+					t.Errorf("check target %q, want \"\" (any)", c.Target)
+				}
+			},
+		},
+		{name: "check bad target", cmd: CmdCheck, args: []string{"--server", "http://s", "--target", "gpu"}, wantErr: "unknown target"},
 		{name: "bad source", cmd: CmdScan, args: []string{"--source", "s3"}, wantErr: "--source"},
 	}
 	for _, tt := range tests {
