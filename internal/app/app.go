@@ -121,7 +121,7 @@ func newHubClient(cfg config.Config, log *slog.Logger, m appMetrics) (*hub.Clien
 func newRunner(cfg config.Config, log *slog.Logger, env []string) scan.Prober {
 	py := cfg.Python
 	if py == "" {
-		py = probe.DefaultPython(os.Getenv)
+		py = probe.DefaultPython(cfg.CacheHome)
 	}
 	r, err := probe.NewRunner(probe.Config{Python: py, Script: cfg.Harness, Timeout: cfg.Timeout, Grace: cfg.ProbeGrace,
 		MemLimitBytes: memLimit(cfg.Devices), ExtraEnv: env, Logger: log})

@@ -1,6 +1,9 @@
 // Package config is the scanner's configuration: one typed struct, filled
 // from flags and environment variables (a flag wins over its variable),
-// validated once at load, and passed in. Nothing else reads the environment.
+// validated once at load, and passed in. Nothing else reads the
+// environment for settings; the one other reader is the probe runner, which
+// hands the allow-listed accelerator variables (TPU_*, PJRT_*, CUDA_*,
+// PATH, ...) through to the harness unread (probe.Config.Environ).
 package config
 
 import (
@@ -25,24 +28,28 @@ type Config struct {
 	HubEndpoint string
 	Token       string
 	CacheDir    string
-	Target      compat.Target
-	Python      string
-	Limit       int
-	Sort        string
-	Tasks       []string
-	Models      []string
-	Mode        compat.Mode
-	Timeout     time.Duration
-	Force       bool
-	Source      string // "hub" or "cache"
-	Devices     int
-	Harness     string        // a harness script to run instead of the embedded one
-	ProbeGrace  time.Duration // SIGTERM → SIGKILL grace of a probe being stopped
-	Revision    string        // probe only
-	JSON        bool          // probe only
-	Server      string        // check only
-	LogFormat   string        // "text" or "json"
-	LogLevel    string
+	// CacheHome is the scanner's own cache folder, where scripts/pyenv.sh
+	// keeps the harness's Python environment (venv-<hash>); the default
+	// --python is its interpreter.
+	CacheHome  string
+	Target     compat.Target
+	Python     string
+	Limit      int
+	Sort       string
+	Tasks      []string
+	Models     []string
+	Mode       compat.Mode
+	Timeout    time.Duration
+	Force      bool
+	Source     string // "hub" or "cache"
+	Devices    int
+	Harness    string        // a harness script to run instead of the embedded one
+	ProbeGrace time.Duration // SIGTERM → SIGKILL grace of a probe being stopped
+	Revision   string        // probe only
+	JSON       bool          // probe only
+	Server     string        // check only
+	LogFormat  string        // "text" or "json"
+	LogLevel   string
 
 	// serve only
 	Addr        string
@@ -193,6 +200,7 @@ func Parse(cmd Command, args []string, env Env, out io.Writer) (Config, []string
 	if c.CacheDir == "" {
 		c.CacheDir = defaultCacheDir(env)
 	}
+	c.CacheHome = CacheHome(env)
 	return c, fs.Args(), c.Validate(cmd)
 }
 
@@ -227,13 +235,30 @@ func (c *Config) fromEnv(env Env) error {
 }
 
 func defaultCacheDir(env Env) string {
+	return filepath.Join(home(env), ".cache", "huggingface", "hub")
+}
+
+func home(env Env) string {
 	home, ok := env("HOME")
 	if !ok || home == "" {
 		if h, err := os.UserHomeDir(); err == nil {
 			home = h
 		}
 	}
-	return filepath.Join(home, ".cache", "huggingface", "hub")
+	return home
+}
+
+// CacheHome is the scanner's own cache folder, as scripts/pyenv.sh finds
+// it: $SCANNER_CACHE_HOME, else $XDG_CACHE_HOME/torchtpu-scanner, else
+// ~/.cache/torchtpu-scanner.
+func CacheHome(env Env) string {
+	if v, _ := env("SCANNER_CACHE_HOME"); v != "" {
+		return v
+	}
+	if v, _ := env("XDG_CACHE_HOME"); v != "" {
+		return filepath.Join(v, "torchtpu-scanner")
+	}
+	return filepath.Join(home(env), ".cache", "torchtpu-scanner")
 }
 
 // Validate checks the values that matter to cmd.

@@ -71,6 +71,30 @@ func TestParse(t *testing.T) {
 				}
 			},
 		},
+		{
+			name: "cache home: SCANNER_CACHE_HOME", cmd: CmdScan, env: map[string]string{"HOME": "/h", "XDG_CACHE_HOME": "/xdg", "SCANNER_CACHE_HOME": "/sc"},
+			check: func(t *testing.T, c Config, _ []string) {
+				if c.CacheHome != "/sc" {
+					t.Errorf("cache home %q, want /sc", c.CacheHome)
+				}
+			},
+		},
+		{
+			name: "cache home: XDG_CACHE_HOME", cmd: CmdServe, env: map[string]string{"HOME": "/h", "XDG_CACHE_HOME": "/xdg"},
+			check: func(t *testing.T, c Config, _ []string) {
+				if c.CacheHome != "/xdg/torchtpu-scanner" {
+					t.Errorf("cache home %q, want /xdg/torchtpu-scanner", c.CacheHome)
+				}
+			},
+		},
+		{
+			name: "cache home: HOME", cmd: CmdProbe, env: map[string]string{"HOME": "/h"},
+			check: func(t *testing.T, c Config, _ []string) {
+				if c.CacheHome != "/h/.cache/torchtpu-scanner" {
+					t.Errorf("cache home %q, want /h/.cache/torchtpu-scanner", c.CacheHome)
+				}
+			},
+		},
 		{name: "bad target", cmd: CmdScan, args: []string{"--target", "gpu"}, wantErr: "unknown target"},
 		{name: "bad mode", cmd: CmdScan, args: []string{"--mode", "half"}, wantErr: "unknown mode"},
 		{name: "bad sort", cmd: CmdScan, args: []string{"--sort", "stars"}, wantErr: "--sort"},

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
+	"github.com/google-pytorch/torchtpu-scanner/internal/config"
 )
 
 // tinyLlama is a config.json small enough for arch mode on a busy CPU.
@@ -23,7 +24,7 @@ func realRunner(t *testing.T, mod func(*Config)) *Runner {
 	t.Helper()
 	py := os.Getenv("SCANNER_PYTHON")
 	if py == "" {
-		if py = DefaultPython(os.Getenv); py == "python3" {
+		if py = DefaultPython(config.CacheHome(os.LookupEnv)); py == "python3" {
 			t.Skip("SCANNER_PYTHON is unset and the project's venv (scripts/pyenv.sh) is not built: skipping the real-harness tests")
 		}
 	}
