@@ -177,7 +177,7 @@ func TestCoverage(t *testing.T) {
 	var dlAll, dlSupported int64
 	for _, m := range listing {
 		dlAll += m.Downloads
-		if SupportedTask(m.PipelineTag, m.Architectures()) {
+		if SupportedTask(m.PipelineTag, architectures(m.Config)) {
 			dlSupported += m.Downloads
 		}
 	}
@@ -191,7 +191,9 @@ func TestCoverage(t *testing.T) {
 	outcome := map[string][]string{}
 	for _, m := range listing {
 		key := "probe"
-		if res := Preflight(m.Candidate(compat.ModeAuto)); res != nil {
+		c := ListedCandidate(m, false)
+		c.Mode = compat.ModeAuto
+		if res := Preflight(c); res != nil {
 			key = string(res.Status) + " " + str(res.Reason)
 		}
 		outcome[key] = append(outcome[key], m.ID)
