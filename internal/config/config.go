@@ -52,13 +52,12 @@ type Config struct {
 	LogLevel   string
 
 	// serve only
-	Addr        string
-	Schedule    string
-	NoSchedule  bool
-	AdminToken  string
-	PublicURL   string
-	RateLimit   int // API requests per minute per client; 0 = off
-	ScanOnEmpty bool
+	Addr       string
+	Schedule   string
+	NoSchedule bool
+	AdminToken string
+	PublicURL  string
+	RateLimit  int // API requests per minute per client; 0 = off
 }
 
 // Env is a lookup of environment variables (os.LookupEnv in production).
@@ -95,7 +94,6 @@ func Defaults() Config {
 		Addr:        ":8080",
 		Schedule:    "0 */6 * * *",
 		RateLimit:   600,
-		ScanOnEmpty: true,
 	}
 }
 

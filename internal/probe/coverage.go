@@ -34,14 +34,11 @@ func Coverage(listing []hub.ModelInfo) (supported, total int) {
 }
 
 // ListedCandidate is what preflight can know of a model from its Hub
-// listing alone: its tags, library, gating, the listing's excerpt of
-// config.json and its weight files (the scan adds the mode, and config.json
-// once downloaded).
+// listing alone: its tags, library, gating and the listing's excerpt of
+// config.json (the scan adds the mode, and config.json once downloaded).
 func ListedCandidate(m hub.ModelInfo, hasToken bool) Candidate {
-	c := Candidate{
+	return Candidate{
 		ID: m.ID, Revision: m.SHA, Task: m.PipelineTag, Library: m.Library, Tags: m.Tags,
 		Gated: m.Gated, HasToken: hasToken, Disabled: m.Disabled, Config: m.Config,
 	}
-	c.WeightFiles, c.WeightBytes = hub.WeightFiles(m.Siblings)
-	return c
 }

@@ -31,7 +31,8 @@ func realRunner(t *testing.T, mod func(*Config)) *Runner {
 	if data, err := harnessFS.ReadFile("harness/" + harnessEntry); err != nil || strings.Contains(string(data), "PLACEHOLDER") {
 		t.Skip("the embedded harness is a placeholder: skipping the real-harness tests")
 	}
-	cfg := Config{Python: py, TempDir: t.TempDir(), Timeout: 5 * time.Minute, Grace: 2 * time.Second, Logger: quietLogger()}
+	cfg := Config{Python: py, TempDir: t.TempDir(), Timeout: 5 * time.Minute, Grace: 2 * time.Second, Logger: quietLogger(),
+		MemLimitBytes: 8 << 30}
 	if mod != nil {
 		mod(&cfg)
 	}
