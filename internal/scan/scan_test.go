@@ -629,3 +629,25 @@ func TestFullModeDeclinedFromTheListing(t *testing.T) {
 		t.Errorf("downloads %v, probes %d: the listing already said no", f.hub.downloads, f.prober.count("a/pickled"))
 	}
 }
+
+// TestHooksOfScannerAndScan: the Scanner's hooks (set at construction)
+// and the hooks of one Run both see the scan, the Scanner's first.
+func TestHooksOfScannerAndScan(t *testing.T) {
+	f := newFixture(t, model("a/1", "text-generation", "transformers"))
+	var seen []string
+	f.s.Hooks = Hooks{
+		ProbeDone: func(r compat.Result, _ time.Duration) { seen = append(seen, "scanner:probe:"+string(r.Status)) },
+		ScanDone:  func(s store.Scan) { seen = append(seen, "scanner:done:"+string(s.Status)) },
+	}
+	_, err := f.s.Run(context.Background(), Options{Mode: compat.ModeArch}, Hooks{
+		Progress: func(p Progress) { seen = append(seen, "run:progress:"+p.ModelID) },
+		ScanDone: func(s store.Scan) { seen = append(seen, "run:done:"+string(s.Status)) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"scanner:probe:pass", "run:progress:a/1", "scanner:done:done", "run:done:done"}
+	if !slices.Equal(seen, want) {
+		t.Errorf("hooks saw %v, want %v", seen, want)
+	}
+}
