@@ -272,44 +272,44 @@ func (r *run) prepare(ctx context.Context, m hub.ModelInfo) *job {
 	} else if !errors.Is(err, store.ErrNotFound) {
 		return r.scannerError(j, compat.StageEnv, fmt.Errorf("read previous result: %w", err))
 	}
-	if !r.plan(ctx, j) {
+	in := Input{SHA: m.SHA, Previous: j.previous, Runtime: r.runtime, Target: r.target, Mode: r.opts.Mode,
+		Force: r.opts.Force, Budget: r.budget, BudgetOf: r.budgetOf}
+	in.Weights.Files, in.Weights.Bytes = hub.WeightFiles(m.Siblings)
+	if j.plan = Plan(in); !j.plan.Retest {
 		return nil
 	}
 	// Decline what the listing (and its excerpt of config.json) already
 	// rules out (gated, custom code, other libraries, tasks), before any
-	// download; then what the plan declines, when the listing names the
-	// repo's files.
+	// download or further request.
 	listed := probe.ListedCandidate(m, r.s.HasToken)
 	listed.Mode = r.opts.Mode
 	if res := probe.Preflight(listed); res != nil && listingDecides(*res, m) {
 		return r.decided(j, *res)
 	}
+	if j.plan.AskSizes && !m.FilesMetadata && r.opts.Source != "cache" {
+		in.Weights = r.weightSizes(ctx, m, in.Weights)
+		j.plan = Plan(in)
+	}
+	j.weights = in.Weights
+	r.s.log().Debug("model planned", "model", m.ID, "mode", j.plan.Mode, "why", j.plan.Reason, "mode_why", j.plan.ModeReason)
+	// What the plan declines stands once the listing named the repo's
+	// files; else config.json comes first (preflight may say otherwise).
 	if j.plan.Decline != "" && len(m.Siblings) > 0 {
 		return r.declined(j)
 	}
 	return r.fetch(ctx, j, listed)
 }
 
-// plan decides whether j is tested and how (Plan), asking the Hub for the
-// weights' sizes when auto mode needs them. It reports whether to test.
-func (r *run) plan(ctx context.Context, j *job) bool {
-	m := j.info
-	in := Input{SHA: m.SHA, Previous: j.previous, Runtime: r.runtime, Target: r.target, Mode: r.opts.Mode,
-		Force: r.opts.Force, Budget: r.budget, BudgetOf: r.budgetOf}
-	in.Weights.Files, in.Weights.Bytes = hub.WeightFiles(m.Siblings)
-	d := Plan(in)
-	if d.AskSizes && !m.FilesMetadata && r.opts.Source != "cache" {
-		// Listings name files without sizes: ask for this revision's.
-		if full, err := r.s.Hub.ModelInfo(ctx, m.ID, m.SHA); err == nil {
-			in.Weights.Files, in.Weights.Bytes = hub.WeightFiles(full.Siblings)
-			d = Plan(in)
-		} else {
-			r.s.log().Warn("model info for file sizes; testing the architecture only", "model", m.ID, "err", err)
-		}
+// weightSizes asks the Hub for the sizes of this revision's weights, which
+// listings do not carry; it keeps w when the Hub cannot tell.
+func (r *run) weightSizes(ctx context.Context, m hub.ModelInfo, w Weights) Weights {
+	full, err := r.s.Hub.ModelInfo(ctx, m.ID, m.SHA)
+	if err != nil {
+		r.s.log().Warn("model info for file sizes; testing the architecture only", "model", m.ID, "err", err)
+		return w
 	}
-	j.plan, j.weights = d, in.Weights
-	r.s.log().Debug("model planned", "model", m.ID, "retest", d.Retest, "mode", d.Mode, "why", d.Reason, "mode_why", d.ModeReason)
-	return d.Retest
+	w.Files, w.Bytes = hub.WeightFiles(full.Siblings)
+	return w
 }
 
 // fetch downloads config.json (and, in full mode, the weights) and runs
