@@ -101,6 +101,13 @@ func AllowedFile(name string) bool {
 
 var shardRE = regexp.MustCompile(`^model-\d+-of-\d+\.safetensors$`)
 
+// IsCheckpoint reports whether a file name is part of a transformers
+// safetensors checkpoint: model.safetensors or one of its shards
+// (model-00001-of-00002.safetensors), what from_pretrained loads.
+func IsCheckpoint(name string) bool {
+	return name == "model.safetensors" || shardRE.MatchString(name)
+}
+
 // WeightFiles picks the safetensors checkpoint out of a repo's files and
 // returns the file names (weights plus their index) with their total size.
 //
@@ -122,7 +129,7 @@ func WeightFiles(siblings []Sibling) (files []string, total int64) {
 			continue
 		}
 		switch {
-		case s.Name == "model.safetensors" || shardRE.MatchString(s.Name):
+		case IsCheckpoint(s.Name):
 			transformers = append(transformers, s)
 		case strings.HasSuffix(s.Name, ".safetensors.index.json"):
 			index = append(index, s)

@@ -129,14 +129,10 @@ func (p *probeRun) check(res *compat.Result) error {
 	if res.Target == compat.TargetAuto {
 		res.Target = "" // unresolved (it failed before resolving): the runner's resolution stands
 	}
-	switch t := res.Target; {
-	case t == "":
-	case t != compat.TargetTPU && t != compat.TargetCPU && t != compat.TargetCUDA:
-		return fmt.Errorf("target %q is not a concrete target", t)
-	case p.req.Target == compat.TargetAuto && t == compat.TargetCUDA:
-		return errors.New("target cuda on an auto request (auto is tpu or cpu)")
-	case p.req.Target != compat.TargetAuto && t != p.req.Target:
-		return fmt.Errorf("target %s on a %s request", t, p.req.Target)
+	if res.Target != "" {
+		if err := p.req.Target.Admits(res.Target); err != nil {
+			return err
+		}
 	}
 	if res.Mode != nil {
 		switch m := *res.Mode; {

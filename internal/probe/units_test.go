@@ -161,26 +161,20 @@ func TestMergeLogTail(t *testing.T) {
 	}
 }
 
-func TestMemoryBudget(t *testing.T) {
-	r := &Runner{memLimit: 8 << 30}
-	limit := int64(8<<30) - torchDataOverhead
-	tests := []struct {
-		target compat.Target
-		asked  int64
-		want   int64
-	}{
-		{compat.TargetCPU, 0, limit},
-		{compat.TargetCPU, 1 << 30, 1 << 30},
-		{compat.TargetCPU, 64 << 30, limit},
-		{compat.TargetTPU, 0, 0},
-		{compat.TargetTPU, 32 << 30, 32 << 30},
-	}
-	for _, tc := range tests {
-		if got := r.memoryBudget(tc.target, tc.asked); got != tc.want {
-			t.Errorf("memoryBudget(%s, %d) = %d, want %d", tc.target, tc.asked, got, tc.want)
+// TestRequestArgs: the runner hands the plan's mode, budget and note to
+// the harness as they are; it decides none of them again.
+func TestRequestArgs(t *testing.T) {
+	req := Request{ModelID: "org/m", Revision: "abc", SnapshotDir: "/snap", Target: compat.TargetCPU,
+		Mode: compat.ModeArch, MemoryBudgetBytes: 5 << 30, PlanNote: "untested on cpu; arch asked"}
+	got := strings.Join(req.args("/r.json"), " ")
+	for _, want := range []string{"--mode arch", "--target cpu", "--memory-budget-bytes 5368709120",
+		"--plan-note untested on cpu; arch asked"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("args %q lack %q", got, want)
 		}
 	}
-	if got := (&Runner{}).memoryBudget(compat.TargetCPU, 5); got != 5 {
-		t.Errorf("no limit: %d", got)
+	req.MemoryBudgetBytes, req.PlanNote = 0, ""
+	if got := strings.Join(req.args("/r.json"), " "); strings.Contains(got, "--memory-budget-bytes") || strings.Contains(got, "--plan-note") {
+		t.Errorf("an unknown budget or no note still passed: %q", got)
 	}
 }

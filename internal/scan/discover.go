@@ -22,7 +22,7 @@ func (r *run) discover(ctx context.Context) (models []hub.ModelInfo, invalid []s
 		return r.exactModels(ctx)
 	}
 	var onPage func(int)
-	if r.s.Hooks.Progress != nil {
+	if r.hooks.Progress != nil {
 		onPage = func(got int) {
 			r.s.log().Info("listing models", "got", got, "limit", r.opts.Limit)
 		}

@@ -7,7 +7,7 @@ Command line (the contract with the Go runner):
                       --target {tpu,cpu,cuda,auto} --mode {full,arch,auto}
                       --task PIPELINE_TAG_OR_EMPTY --result-file PATH
                       [--seq-len 128] [--new-tokens 16] [--layers 2] [--seed 0]
-                      [--steps 5] [--memory-budget-bytes N] [--no-compile] [--no-generate]
+                      [--steps 5] [--memory-budget-bytes N] [--plan-note TEXT] [--no-compile] [--no-generate]
                       [--compile-backend NAME] [--dtype {auto,float32,bfloat16,float16}]
     python harness.py --env-only --result-file PATH [--target auto]
 
@@ -32,8 +32,13 @@ Stages, in order, each timed in result.stages:
            that is not usable gives status error, failure_class device_unavailable.
 * config   config.json via AutoConfig (trust_remote_code=False); task and model class;
            mode: full (real safetensors; bfloat16 on an accelerator, float32 on cpu),
-           arch (random weights from the config with layers cut to --layers, seeded),
-           auto (full if safetensors exist and fit the memory budget, else arch).
+           arch (random weights from the config with layers cut to --layers, seeded).
+           The scanner passes full or arch: its plan (internal/scan/plan.go) decided,
+           and the harness executes (a full model that does not fit after all ends
+           in oom). auto is for running the harness by hand: full if a safetensors
+           checkpoint exists and fits the memory budget by the same fit formula
+           (fit.json, which the scanner reads too), else arch. An arch model that
+           does not fit even with --layers layers is skipped (too_large).
 * load     the model onto the device (load_s).
 * forward  batch 1, static shapes (--seq-len tokens / the config's image or audio size);
            first call (first_forward_s) is the warm-up (on tpu, further warm-up calls until
@@ -149,8 +154,16 @@ TPU_MEMORY_TABLE = {
     "v7": 96 << 30,
 }
 WARMUP_MAX_EXTRA = 4  # extra warm-up calls allowed for TorchTPU's executable cache to settle
-FIT_FACTOR = 1.2  # weights * FIT_FACTOR + FIT_SLACK must fit the budget
-FIT_SLACK = 512 << 20
+# The fit formula's constants, shared with the scanner's plan (internal/scan/plan.go).
+with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "fit.json"), encoding="utf-8") as _fh:
+    FIT = json.load(_fh)
+
+
+def fit_need(params: int, dtype_bytes: int, target: str) -> int:
+    """The fit formula (fit.json): bytes a model of params parameters takes in the budget's memory."""
+    copies = FIT["targets"][target]["copies"]
+    return int(params * dtype_bytes * copies * FIT["fit_factor"]) + FIT["fit_slack_bytes"]
+
 
 WEIGHT_SUFFIXES_PICKLE = (".bin", ".pt", ".pth", ".ckpt", ".pkl")
 
@@ -587,10 +600,11 @@ class Probe:
                 notes.append(f"peak_mem={self.dev.peak_name or 'not reported'}")
             if self.args.dtype != "auto":
                 self.dtype = getattr(torch, self.args.dtype)
-            else:
-                self.dtype = torch.float32 if self.target == "cpu" else torch.bfloat16
+            else:  # float32 on cpu, bfloat16 on an accelerator: what the fit formula assumes
+                self.dtype = getattr(torch, FIT["targets"][self.target]["dtype"])
 
     def memory_budget(self) -> tuple[int | None, str]:
+        # The scanner passes its plan's budget; the defaults below serve a harness run by hand.
         if self.args.memory_budget_bytes:
             return self.args.memory_budget_bytes, "--memory-budget-bytes"
         if self.target == "cpu":
@@ -599,9 +613,7 @@ class Probe:
         return self.dev.memory_bytes, self.dev.memory_source or "unknown"
 
     def bytes_needed(self, params: int) -> int:
-        per = self.torch.empty((), dtype=self.dtype).element_size()
-        copies = 2 if self.target == "cpu" else 1  # cpu holds the device copy and the reference
-        return int(params * per * copies * FIT_FACTOR) + FIT_SLACK
+        return fit_need(params, self.torch.empty((), dtype=self.dtype).element_size(), self.target)
 
     def stage_config(self) -> None:
         args = self.args
@@ -650,11 +662,13 @@ class Probe:
                             f"{', '.join(other_st[:3])}")
             if pickles:
                 why_none += f"; pickle weights ({', '.join(sorted(pickles)[:3])}) are never loaded"
+            if args.plan_note:
+                notes.append(f"plan: {args.plan_note}")
             budget, budget_src = self.memory_budget()
             if args.mode == "full" and not files:
                 raise hf.Skip("no_safetensors", f"--mode full asked but the model directory has {why_none}")
             mode = args.mode
-            if mode == "auto":
+            if mode == "auto":  # a harness run by hand; the scanner's plan passes full or arch
                 if not files:
                     mode = "arch"
                     notes.append(f"auto -> arch: {why_none}")
@@ -1224,7 +1238,9 @@ def parse_args(argv):
     p.add_argument("--model-id", default="")
     p.add_argument("--revision", default="")
     p.add_argument("--target", choices=("tpu", "cpu", "cuda", "auto"), default="auto")
-    p.add_argument("--mode", choices=("full", "arch", "auto"), default="auto")
+    p.add_argument("--mode", choices=("full", "arch", "auto"), default="auto",
+                   help="full or arch, as the scanner's plan decided; auto chooses by the fit formula (fit.json), "
+                        "for running the harness by hand")
     p.add_argument("--task", default="")
     p.add_argument("--result-file", required=True)
     p.add_argument("--seq-len", type=int, default=128)
@@ -1232,7 +1248,9 @@ def parse_args(argv):
     p.add_argument("--layers", type=int, default=2)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--steps", type=int, default=5)
-    p.add_argument("--memory-budget-bytes", type=int, default=None)
+    p.add_argument("--memory-budget-bytes", type=int, default=None,
+                   help="the model's memory budget (default: available host RAM on cpu, device memory elsewhere)")
+    p.add_argument("--plan-note", default="", help="why the scanner's plan chose this probe (noted in the config stage)")
     p.add_argument("--no-compile", action="store_true")
     p.add_argument("--no-generate", action="store_true")
     p.add_argument("--env-only", action="store_true")
