@@ -55,19 +55,12 @@ func quoteShort(s string) string {
 	return strconv.Quote(s)
 }
 
-// parseTarget reads ?target=: a target compat.ParseTarget accepts, or
-// none. On the site, auto and none both mean "the newest result on any
-// target" (""), which is what the store reads for "".
+// parseTarget reads ?target= by the filter rule compat.ParseTargetFilter
+// owns: auto and none both mean "the newest result on any target" ("").
 func parseTarget(v string) (compat.Target, error) {
-	if v == "" {
-		return "", nil
-	}
-	t, err := compat.ParseTarget(v)
+	t, err := compat.ParseTargetFilter(v)
 	if err != nil {
 		return "", fmt.Errorf("%w: unknown target %s (want tpu, cpu, cuda or auto)", ErrBadRequest, quoteShort(v))
-	}
-	if t == compat.TargetAuto {
-		return "", nil
 	}
 	return t, nil
 }
