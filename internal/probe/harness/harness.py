@@ -1321,7 +1321,8 @@ def _toolchain_problem(e: BaseException) -> bool:
 def env_only(args) -> dict:
     """A Result-shaped object (status pass, stage env) whose target is where a probe
     would run and whose runtime block is the retest key's source. Extra fields:
-    available_targets, device_memory_bytes, note."""
+    available_targets (tpu is looked for, and torch_tpu loaded, only when tpu or auto is asked),
+    device_memory_bytes, note (auto on cpu: why not tpu)."""
     runtime = {"python": platform.python_version(), "torch": "", "transformers": dist_version("transformers"),
                "torch_tpu": "", "harness": HARNESS_VERSION, "device": "", "device_count": 0,
                "libtpu": dist_version("libtpu", "libtpu-nightly")}
