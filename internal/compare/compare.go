@@ -46,9 +46,9 @@ const (
 	NotRetested  Kind = "not_retested"  // a result on base, none on head
 )
 
-// verdict reports whether a status says something about the model: pass,
-// or a status held against it.
-func verdict(s compat.Status) bool { return s == compat.StatusPass || s.HeldAgainstModel() }
+// IsVerdict reports whether a status says something about the model: pass,
+// or a status held against it (as opposed to skipped, error, untested).
+func IsVerdict(s compat.Status) bool { return s == compat.StatusPass || s.HeldAgainstModel() }
 
 // Classify is the one rule of a comparison: where a model lands given its
 // status on base and on head, "" for no result on that runtime.
@@ -56,9 +56,9 @@ func Classify(base, head compat.Status) Kind {
 	switch {
 	case head == "":
 		return NotRetested
-	case !verdict(head):
+	case !IsVerdict(head):
 		return NoVerdict
-	case !verdict(base):
+	case !IsVerdict(base):
 		return New
 	case base == compat.StatusPass && head == compat.StatusPass:
 		return StillPassing
@@ -110,7 +110,7 @@ func Compare(base, head []Entry) Result {
 		be, inBase := baseBy[id]
 		kind := Classify(be.Status, he.Status)
 		h.Counts[kind]++
-		if verdict(he.Status) || (inBase && verdict(be.Status)) {
+		if IsVerdict(he.Status) || (inBase && IsVerdict(be.Status)) {
 			h.TotalDownloads += he.Downloads
 		}
 		it := Item{ID: id, Downloads: he.Downloads, BaseStatus: be.Status, HeadStatus: he.Status, Signature: he.Signature}
@@ -137,7 +137,7 @@ func Compare(base, head []Entry) Result {
 			continue
 		}
 		h.Counts[NotRetested]++
-		if verdict(be.Status) {
+		if IsVerdict(be.Status) {
 			h.TotalDownloads += be.Downloads
 		}
 	}
