@@ -9,6 +9,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/google-pytorch/torchtpu-scanner/internal/compare"
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 )
 
@@ -170,6 +171,10 @@ type Store interface {
 	Summary(ctx context.Context, target compat.Target) (Summary, error)
 	// Failures groups current failing results by signature, most downloads first.
 	Failures(ctx context.Context, target compat.Target, limit int) ([]FailureGroup, error)
+	// Runtimes lists the runtimes with results on a target ("" = all), newest first.
+	Runtimes(ctx context.Context, target compat.Target) ([]RuntimeStats, error)
+	// RuntimeResults returns each model's newest result on one runtime.
+	RuntimeResults(ctx context.Context, ref compat.RuntimeRef) ([]compare.Entry, error)
 	// Events returns status changes, newest first.
 	Events(ctx context.Context, limit int) ([]compat.Event, error)
 	// ModelEvents returns one model's status changes, newest first.
