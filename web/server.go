@@ -115,6 +115,8 @@ type Server struct {
 	summaries   versioned[string, store.Summary]
 	failures    versioned[string, []store.FailureGroup]
 	tableBodies versioned[string, template.HTML]
+	runtimes    versioned[string, []store.RuntimeStats]
+	comparisons versioned[string, *comparison]
 	httpReqs    *metrics.CounterVec
 	httpTimes   *metrics.HistogramVec
 	routeSeries sync.Map // routeCode → *routeSeries
@@ -169,6 +171,8 @@ func New(cfg Config) (*Server, error) {
 	s.summaries.maxBytes = 1 << 20
 	s.failures.maxBytes = 4 << 20
 	s.tableBodies.maxBytes = 32 << 20
+	s.runtimes.maxBytes = 4 << 20
+	s.comparisons.maxBytes = 32 << 20
 
 	rate, burst := cfg.APIRate, cfg.APIBurst
 	if rate == 0 {

@@ -22,7 +22,7 @@ var templateFS embed.FS
 
 // pageNames are the pages; each is templates/{name}.html on top of
 // templates/layout.html.
-var pageNames = []string{"table", "model", "methodology", "error"}
+var pageNames = []string{"table", "model", "methodology", "error", "runtimes", "compare"}
 
 // pages holds the parsed page templates.
 type pages struct {
@@ -96,6 +96,8 @@ func (s *Server) funcs() template.FuncMap {
 		"tokPerS":    func(p *float64) string { return fmtNum(p, 1) },
 		"targetName": targetName,
 		"isArch":     func(m *compat.Mode) bool { return m != nil && *m == compat.ModeArch },
+		"versions":   fmtVersions,
+		"sub":        func(a, b int) int { return a - b },
 	}
 }
 

@@ -37,11 +37,10 @@ func (c Band) Render() template.HTML {
 	if n == 0 {
 		return empty("band", c.Meta)
 	}
-	id := cleanID(c.ID)
 	legend := c.legend()
 	h := bandTop + bandCellH + 20 + 20
 	var w writer
-	w.figure("band", id, c.Title, joinDesc(c.Desc, c.summary(legend)), bandW, h)
+	w.figure("band", c.Meta, joinDesc(c.Desc, c.summary(legend)), bandW, h)
 	cw := math.Min(bandCellW, float64(bandW)/float64(n))
 	gap := 0.0
 	if cw >= 4 {
@@ -57,12 +56,23 @@ func (c Band) Render() template.HTML {
 	w.raw("</g>\n")
 	ty := num(bandTop + bandCellH + 16)
 	w.raw(`<g class="x" font-size="`, strconv.Itoa(bandFont), `" fill="currentColor">`, "\n")
-	w.raw(`<text x="0" y="`, ty, `">`)
-	w.text(truncate(c.Cells[0].When, 28))
-	w.raw("</text>\n")
-	if n > 1 {
-		w.raw(`<text x="`, num(float64(n)*cw-gap), `" y="`, ty, `" text-anchor="end">`)
-		w.text(truncate(c.Cells[n-1].When, 28))
+	first, last := c.Cells[0].When, c.Cells[n-1].When
+	span := float64(n)*cw - gap
+	if half := fitRunes(span/2-4, bandFont); n > 1 && len([]rune(first)) <= half && len([]rune(last)) <= half {
+		// Under the first and the last cell.
+		w.raw(`<text x="0" y="`, ty, `">`)
+		w.text(first)
+		w.raw("</text>\n", `<text x="`, num(span), `" y="`, ty, `" text-anchor="end">`)
+		w.text(last)
+		w.raw("</text>\n")
+	} else {
+		// Too narrow for two: one line from the first cell on.
+		text := first
+		if n > 1 {
+			text += " – " + last
+		}
+		w.raw(`<text x="0" y="`, ty, `">`)
+		w.text(truncate(text, fitRunes(bandW, bandFont)))
 		w.raw("</text>\n")
 	}
 	w.raw("</g>\n")

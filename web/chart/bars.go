@@ -47,7 +47,6 @@ func (c Bars) Render() template.HTML {
 	if len(c.Bars) == 0 {
 		return empty("bars", c.Meta)
 	}
-	id := cleanID(c.ID)
 	max := 0.0
 	notes := false
 	for _, b := range c.Bars {
@@ -58,7 +57,7 @@ func (c Bars) Render() template.HTML {
 	}
 	h := barTop + len(c.Bars)*barRow + 2
 	var w writer
-	w.figure("bars", id, c.Title, joinDesc(c.Desc, c.summary()), barsW, h)
+	w.figure("bars", c.Meta, joinDesc(c.Desc, c.summary()), barsW, h)
 	fill := "s0"
 	if t := cleanClass(c.Tone); t != "" {
 		fill = "t-" + t

@@ -35,6 +35,9 @@ type Meta struct {
 	Desc string
 	// Empty is said instead of a chart when there is no data ("" = "No data yet.").
 	Empty string
+	// Caption shows the title above the chart, for a chart without a
+	// heading of its own on the page.
+	Caption bool
 }
 
 // dash stands for a value that was not measured, as on the rest of the site.
@@ -147,6 +150,12 @@ func truncate(s string, n int) string {
 	return string(r[:n-1]) + "…"
 }
 
+// fitRunes is about how many characters of font size font fit in width
+// (an average glyph is taken as 0.62 em wide), at least 4.
+func fitRunes(width float64, font int) int {
+	return max(4, int(width/(0.62*float64(font))))
+}
+
 // Compact formats a count or measurement briefly: 12, 12.5, 0.25, 1.2k,
 // 12k, 3.4M, 1.2B, 5T. Non-finite values are a dash.
 func Compact(v float64) string {
@@ -200,9 +209,15 @@ func format(f func(float64) string, v float64) string {
 	return f(v)
 }
 
-// figure opens a chart's <figure> and its <svg>, with the text alternative.
-func (w *writer) figure(kind, id, title, desc string, width, height int) {
+// figure opens a chart's <figure> (and caption) and its <svg>, with the text alternative.
+func (w *writer) figure(kind string, m Meta, desc string, width, height int) {
+	id, title := cleanID(m.ID), m.Title
 	w.raw(`<figure class="chart chart-`, kind, `" id="`, id, `">`, "\n")
+	if m.Caption {
+		w.raw("<figcaption>")
+		w.text(title)
+		w.raw("</figcaption>\n")
+	}
 	w.raw(`<svg class="chart-svg" viewBox="0 0 `, strconv.Itoa(width), ` `, strconv.Itoa(height),
 		`" width="100%" role="img" aria-labelledby="`, id, `-t `, id, `-d" focusable="false" xmlns="http://www.w3.org/2000/svg">`, "\n")
 	w.raw(`<title id="`, id, `-t">`)

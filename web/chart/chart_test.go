@@ -62,7 +62,7 @@ func goldenCharts() map[string]template.HTML {
 			Series: []Series{{Name: "tok/s", Values: []float64{10, 12, 11, 30, 29, 31, 5, 28, 27, 29, 30, 32}}},
 		}.Render(),
 		"line_small.html": Line{
-			Meta:   Meta{ID: "speed", Title: "Compile time (s)"},
+			Meta:   Meta{ID: "speed", Title: "Compile time (s)", Caption: true},
 			XName:  "Tested",
 			Labels: []string{"2026-11-01", "2026-11-08", "2026-11-15", "2026-11-22", "2026-11-29"},
 			Series: []Series{{Name: "Compile", Values: []float64{42.5, nan, 38.25, 12, 11.5}}},

@@ -65,9 +65,8 @@ func (l Line) Render() template.HTML {
 		box, kind = smallBox, "line chart-small"
 	}
 	lo, hi = l.domain(lo, hi)
-	id := cleanID(l.ID)
 	var w writer
-	w.figure(kind, id, l.Title, joinDesc(l.Desc, l.summary(series)), box.w, box.h)
+	w.figure(kind, l.Meta, joinDesc(l.Desc, l.summary(series)), box.w, box.h)
 	sc := scale{box: box, n: n, lo: lo, hi: hi}
 	if l.Small {
 		w.baseline(sc)
@@ -256,13 +255,16 @@ func closeMarker(i int) string {
 	return "</circle>"
 }
 
-// xLabels writes the first and last points' labels under the plot.
+// xLabels writes the first and last points' labels under the plot, each
+// cut to fit half its width.
 func (w *writer) xLabels(labels []string, s scale) {
 	y := num(s.box.bottom + float64(s.box.font) + 6)
 	w.raw(`<g class="x" font-size="`, strconv.Itoa(s.box.font), `" fill="currentColor">`, "\n")
+	// Each of the two labels gets half the plot's width.
+	fit := fitRunes((s.box.right-s.box.left)/2-4, s.box.font)
 	put := func(p int, anchor string) {
 		w.raw(`<text x="`, num(s.x(p)), `" y="`, y, `" text-anchor="`, anchor, `">`)
-		w.text(truncate(labels[p], 30))
+		w.text(truncate(labels[p], fit))
 		w.raw("</text>\n")
 	}
 	if s.n == 1 {
