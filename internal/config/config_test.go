@@ -79,6 +79,25 @@ func TestParse(t *testing.T) {
 		{name: "bad schedule", cmd: CmdServe, args: []string{"--schedule", "every day"}, wantErr: "--schedule"},
 		{name: "no schedule skips cron check", cmd: CmdServe, args: []string{"--schedule", "nonsense", "--no-schedule"}},
 		{name: "check needs server", cmd: CmdCheck, wantErr: "--server"},
+		{name: "check --since takes the runtime's target", cmd: CmdCheck, args: []string{"--server", "http://x", "--since", "cpu~2.15.0~~5.23.0~1"},
+			check: func(t *testing.T, c Config, _ []string) {
+				if c.Since != "cpu~2.15.0~~5.23.0~1" || c.Target != compat.TargetAuto {
+					t.Errorf("since %q target %q, want the key and auto", c.Since, c.Target)
+				}
+			}},
+		{name: "check --since with --target keeps it", cmd: CmdCheck, args: []string{"--server", "http://x", "--since", "cpu~2.15.0~~5.23.0~1", "--target", "cpu"},
+			check: func(t *testing.T, c Config, _ []string) {
+				if c.Target != compat.TargetCPU {
+					t.Errorf("target %q, want cpu", c.Target)
+				}
+			}},
+		{name: "check without --since gates tpu", cmd: CmdCheck, args: []string{"--server", "http://x"},
+			check: func(t *testing.T, c Config, _ []string) {
+				if c.Target != compat.TargetTPU || c.Since != "" {
+					t.Errorf("target %q since %q", c.Target, c.Since)
+				}
+			}},
+		{name: "check --since malformed", cmd: CmdCheck, args: []string{"--server", "http://x", "--since", "tpu~1"}, wantErr: "--since"},
 		{name: "bad source", cmd: CmdScan, args: []string{"--source", "s3"}, wantErr: "--source"},
 	}
 	for _, tt := range tests {
