@@ -299,14 +299,14 @@ func TestAPICompareTooFew(t *testing.T) {
 
 // svgAlt finds the text alternatives of the charts on a page: the title
 // and desc that each role="img" SVG names.
-var svgAlt = regexp.MustCompile(`(?s)<svg [^>]*role="img" aria-labelledby="([^" ]+) ([^"]+)"[^>]*>\s*<title id="([^"]+)">([^<]+)</title>\s*<desc id="([^"]+)">([^<]+)</desc>`)
+var svgAlt = regexp.MustCompile(`(?s)<svg [^>]*role="img" aria-labelledby="([^" ]+)" aria-describedby="([^"]+)"[^>]*>\s*<title id="([^"]+)">([^<]+)</title>\s*<desc id="([^"]+)">([^<]+)</desc>`)
 
 func chartAlts(t *testing.T, body string) map[string]string {
 	t.Helper()
 	out := map[string]string{}
 	for _, m := range svgAlt.FindAllStringSubmatch(body, -1) {
 		if m[1] != m[3] || m[2] != m[5] {
-			t.Errorf("aria-labelledby %s %s names other ids than %s %s", m[1], m[2], m[3], m[5])
+			t.Errorf("aria-labelledby %s and aria-describedby %s name other ids than %s %s", m[1], m[2], m[3], m[5])
 		}
 		out[m[4]] = m[6]
 	}

@@ -219,7 +219,7 @@ func (w *writer) figure(kind string, m Meta, desc string, width, height int) {
 		w.raw("</figcaption>\n")
 	}
 	w.raw(`<svg class="chart-svg" viewBox="0 0 `, strconv.Itoa(width), ` `, strconv.Itoa(height),
-		`" width="100%" role="img" aria-labelledby="`, id, `-t `, id, `-d" focusable="false" xmlns="http://www.w3.org/2000/svg">`, "\n")
+		`" width="100%" role="img" aria-labelledby="`, id, `-t" aria-describedby="`, id, `-d" focusable="false" xmlns="http://www.w3.org/2000/svg">`, "\n")
 	w.raw(`<title id="`, id, `-t">`)
 	w.text(title)
 	w.raw("</title>\n", `<desc id="`, id, `-d">`)

@@ -109,7 +109,7 @@ func TestGolden(t *testing.T) {
 // no style, no event handlers, no links.
 var allowed = map[string]map[string]bool{
 	"figure": {"class": true, "id": true}, "figcaption": {}, "p": {},
-	"svg":   {"class": true, "viewBox": true, "width": true, "role": true, "aria-labelledby": true, "focusable": true, "xmlns": true},
+	"svg":   {"class": true, "viewBox": true, "width": true, "role": true, "aria-labelledby": true, "aria-describedby": true, "focusable": true, "xmlns": true},
 	"title": {"id": true}, "desc": {"id": true},
 	"g":       {"class": true, "font-size": true, "fill": true},
 	"line":    {"class": true, "x1": true, "x2": true, "y1": true, "y2": true, "stroke": true, "stroke-opacity": true, "stroke-width": true, "stroke-dasharray": true},
