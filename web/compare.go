@@ -101,25 +101,26 @@ func (s *Server) cachedCompare(ctx context.Context, base, head store.RuntimeStat
 }
 
 // resolveCompare reads ?base= and ?head= and compares them.
-func (s *Server) resolveCompare(c *fiber.Ctx) (*comparison, []store.RuntimeStats, error) {
+// It also returns every runtime and the data version it read.
+func (s *Server) resolveCompare(c *fiber.Ctx) (*comparison, []store.RuntimeStats, time.Time, error) {
 	ctx := c.UserContext()
 	changed, err := s.store.Changed(ctx)
 	if err != nil {
-		return nil, nil, fmt.Errorf("web: compare: %w", err)
+		return nil, nil, changed, fmt.Errorf("web: compare: %w", err)
 	}
 	rts, err := s.cachedRuntimes(ctx, "", changed)
 	if err != nil {
-		return nil, nil, fmt.Errorf("web: compare: %w", err)
+		return nil, nil, changed, fmt.Errorf("web: compare: %w", err)
 	}
 	base, head, err := pickPair(rts, c.Query("base"), c.Query("head"))
 	if err != nil {
-		return nil, rts, err
+		return nil, rts, changed, err
 	}
 	cmp, err := s.cachedCompare(ctx, base, head, changed)
 	if err != nil {
-		return nil, rts, fmt.Errorf("web: compare: %w", err)
+		return nil, rts, changed, fmt.Errorf("web: compare: %w", err)
 	}
-	return cmp, rts, nil
+	return cmp, rts, changed, nil
 }
 
 // headline is "torch_tpu 0.2.0 fixes 3 models (9.1 % of downloads), breaks 1 (0.4 % of downloads)".
@@ -175,7 +176,7 @@ func itemsJSON(items []compare.Item) []compareItemJSON {
 // apiCompare serves GET /api/v1/compare?base=&head=: the models fixed,
 // regressed, newly tested and still failing between two runtimes.
 func (s *Server) apiCompare(c *fiber.Ctx) error {
-	cmp, _, err := s.resolveCompare(c)
+	cmp, _, _, err := s.resolveCompare(c)
 	if err != nil {
 		return err
 	}
@@ -220,9 +221,18 @@ type compareView struct {
 	BaseTarget compat.Target
 }
 
-// comparePage serves GET /compare?base=&head=.
+// comparePage serves GET /compare?base=&head=. A comparison's page is
+// cached like the table's body, until the data changes.
 func (s *Server) comparePage(c *fiber.Ctx) error {
-	cmp, rts, err := s.resolveCompare(c)
+	cmp, rts, changed, err := s.resolveCompare(c)
+	var key string
+	if cmp != nil {
+		key = cmp.Base.Ref.Key() + " " + cmp.Head.Ref.Key()
+		if body, ok := s.comparePages.get(key, changed); ok {
+			c.Set(fiber.HeaderContentType, fiber.MIMETextHTMLCharsetUTF8)
+			return c.Send(body)
+		}
+	}
 	v := compareView{}
 	v.Canonical = "/compare"
 	switch {
@@ -257,7 +267,15 @@ func (s *Server) comparePage(c *fiber.Ctx) error {
 		}
 	}
 	v.BaseOpts, v.HeadOpts = runtimeOptions(rts, cmp)
-	return s.render(c, "compare", v)
+	body, err := s.renderPage("compare", v)
+	if err != nil {
+		return err
+	}
+	if key != "" {
+		s.comparePages.put(key, changed, body, len(body)+len(key))
+	}
+	c.Set(fiber.HeaderContentType, fiber.MIMETextHTMLCharsetUTF8)
+	return c.Send(body)
 }
 
 // runtimeOptions lists every runtime for the base and head selects, the

@@ -430,3 +430,21 @@ func TestFeedRuntimeItem(t *testing.T) {
 		}
 	}
 }
+
+// The compare page is cached until the data changes, and then shows the change.
+func TestComparePageCache(t *testing.T) {
+	ts := twoRuntimes(t)
+	first := ts.get(t, "/compare").body
+	if again := ts.get(t, "/compare?base="+keyV1+"&head="+keyV2).body; again != first {
+		t.Error("the same comparison rendered twice differs")
+	}
+	if !strings.Contains(first, `<h2 id="list-fixed">Fixed <span class="muted">(1)</span></h2>`) {
+		t.Fatalf("one fix before the write")
+	}
+	r := passOn("tpu", testTime.Add(time.Hour), 60)
+	r.Runtime = rtV2
+	ts.record(t, "failing/model", r) // still failing → fixed
+	if after := ts.get(t, "/compare").body; !strings.Contains(after, `<h2 id="list-fixed">Fixed <span class="muted">(2)</span></h2>`) {
+		t.Error("the cached page outlived the write")
+	}
+}
