@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"strconv"
 	"strings"
 	"testing"
@@ -19,7 +18,6 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/store"
 	"github.com/google-pytorch/torchtpu-scanner/store/storetest"
-	"github.com/google-pytorch/torchtpu-scanner/web"
 )
 
 // historySite serves three torch_tpu releases on tpu: 30 models each,
@@ -57,25 +55,7 @@ func historySite(t *testing.T) string {
 			}
 		}
 	}
-	srv, err := web.New(web.Config{Store: db, Version: "browsertest", APIRate: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		if err := srv.Listen(ln); err != nil {
-			t.Errorf("listen: %v", err)
-		}
-	}()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-	})
-	return "http://" + ln.Addr().String()
+	return serveStore(t, db)
 }
 
 // chartImages are the page's charts as a screen reader meets them: the

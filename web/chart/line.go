@@ -359,32 +359,42 @@ func (w *writer) valueLabel(p int, x, y float64, under bool, text string, sc sca
 // are at most labelAll, else the first, last, lowest and highest measured.
 func labelled(s Series, n, labelAll int) []bool {
 	show := make([]bool, n)
-	first, last, lo, hi := -1, -1, -1, -1
-	for p := 0; p < n; p++ {
-		v := value(s, p)
-		if !finite(v) {
-			continue
-		}
-		if n <= labelAll {
-			show[p] = true
-		}
-		if first < 0 {
-			first = p
-		}
-		last = p
-		if lo < 0 || v < value(s, lo) {
-			lo = p
-		}
-		if hi < 0 || v > value(s, hi) {
-			hi = p
-		}
+	for p := 0; p < n && n <= labelAll; p++ {
+		show[p] = finite(value(s, p))
 	}
-	for _, p := range []int{first, last, lo, hi} {
+	x := extremesOf(s, n)
+	for _, p := range []int{x.first, x.last, x.lo, x.hi} {
 		if p >= 0 {
 			show[p] = true
 		}
 	}
 	return show
+}
+
+// extremes are the points of a series' first, last, lowest and highest
+// measured value (-1 when none was measured), and how many were not.
+type extremes struct{ first, last, lo, hi, missing int }
+
+func extremesOf(s Series, n int) extremes {
+	x := extremes{-1, -1, -1, -1, 0}
+	for p := 0; p < n; p++ {
+		v := value(s, p)
+		if !finite(v) {
+			x.missing++
+			continue
+		}
+		if x.first < 0 {
+			x.first = p
+		}
+		x.last = p
+		if x.lo < 0 || v < value(s, x.lo) {
+			x.lo = p
+		}
+		if x.hi < 0 || v > value(s, x.hi) {
+			x.hi = p
+		}
+	}
+	return x
 }
 
 // summary is the text alternative's account of the data: how many points
@@ -409,24 +419,8 @@ func (l Line) summary(series []Series) string {
 
 func seriesSummary(s Series, labels []string, f func(float64) string) string {
 	n := len(labels)
-	first, last, lo, hi, missing := -1, -1, -1, -1, 0
-	for p := 0; p < n; p++ {
-		v := value(s, p)
-		if !finite(v) {
-			missing++
-			continue
-		}
-		if first < 0 {
-			first = p
-		}
-		last = p
-		if lo < 0 || v < value(s, lo) {
-			lo = p
-		}
-		if hi < 0 || v > value(s, hi) {
-			hi = p
-		}
-	}
+	x := extremesOf(s, n)
+	first, last, lo, hi, missing := x.first, x.last, x.lo, x.hi, x.missing
 	if first < 0 {
 		return "not measured."
 	}
