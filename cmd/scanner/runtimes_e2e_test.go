@@ -71,7 +71,20 @@ func TestRuntimeComparisonEndToEnd(t *testing.T) {
 	scan(standinRuntime(t, "standin-2", "org/broken"), "4")
 
 	base := serveForTest(t, db, h.URL())
+	key1, key2 := checkRuntimesAPI(t, base)
+	checkCompareAPI(t, base, key1, key2)
+	checkComparePage(t, base, key1, key2)
+	checkRuntimeFeedItem(t, base)
+	checkSince(t, base, key1)
+}
 
+// Of the four models' downloads (1000, 999, 998, 997), the fixed and the
+// regressed each have about a quarter.
+const e2eHeadline = " fixes 1 model (25.0 % of downloads), breaks 1 (25.0 % of downloads)"
+
+// checkRuntimesAPI: two runtimes, newest first; it returns their keys.
+func checkRuntimesAPI(t *testing.T, base string) (key1, key2 string) {
+	t.Helper()
 	var rts struct {
 		Runtimes []struct {
 			Key      string   `json:"key"`
@@ -86,42 +99,49 @@ func TestRuntimeComparisonEndToEnd(t *testing.T) {
 		!strings.HasPrefix(rts.Runtimes[1].Harness, "standin-1+sha256:") {
 		t.Fatalf("runtimes: %+v", rts.Runtimes)
 	}
-	key1, key2 := rts.Runtimes[1].Key, rts.Runtimes[0].Key
+	key1, key2 = rts.Runtimes[1].Key, rts.Runtimes[0].Key
 	if want := "cpu~2.15.0~~5.23.0~standin-1_2Bsha256_3A"; !strings.HasPrefix(key1, want) {
 		t.Errorf("key %s, want it to start %s", key1, want)
 	}
 	if r := rts.Runtimes[0]; r.Tested != 4 || r.PassRate == nil || *r.PassRate != 0.75 {
 		t.Errorf("runtime 2: tested %d, pass rate %v; want 4 and 0.75", r.Tested, r.PassRate)
 	}
+	return key1, key2
+}
 
-	type item struct {
-		ID         string  `json:"id"`
-		BaseStatus string  `json:"base_status"`
-		HeadStatus string  `json:"head_status"`
-		Signature  *string `json:"signature"`
-	}
+type e2eItem struct {
+	ID         string  `json:"id"`
+	BaseStatus string  `json:"base_status"`
+	HeadStatus string  `json:"head_status"`
+	Signature  *string `json:"signature"`
+}
+
+// checkCompareAPI: the default comparison (cpu's two newest runtimes: there
+// is no tpu here) lists each model where it belongs.
+func checkCompareAPI(t *testing.T, base, key1, key2 string) {
+	t.Helper()
 	var cmp struct {
-		Base         string `json:"base"`
-		Head         string `json:"head"`
-		Fixed        []item `json:"fixed"`
-		Regressed    []item `json:"regressed"`
-		New          []item `json:"new"`
-		StillFailing []item `json:"still_failing"`
+		Base         string    `json:"base"`
+		Head         string    `json:"head"`
+		Fixed        []e2eItem `json:"fixed"`
+		Regressed    []e2eItem `json:"regressed"`
+		New          []e2eItem `json:"new"`
+		StillFailing []e2eItem `json:"still_failing"`
 	}
-	getJSON(t, base+"/api/v1/compare", &cmp) // the defaults: the two newest runtimes of cpu (no tpu here)
+	getJSON(t, base+"/api/v1/compare", &cmp)
+	if cmp.Base != key1 || cmp.Head != key2 {
+		t.Errorf("compared %s with %s, want %s with %s", cmp.Head, cmp.Base, key2, key1)
+	}
 	if cmp.StillFailing == nil || len(cmp.StillFailing) != 0 {
 		t.Errorf("still failing: %v, want an empty list", cmp.StillFailing)
 	}
-	ids := func(items []item) string {
+	ids := func(items []e2eItem) string {
 		var s []string
 		for _, it := range items {
 			s = append(s, it.ID+":"+it.BaseStatus+">"+it.HeadStatus)
 		}
 		sort.Strings(s)
 		return strings.Join(s, ",")
-	}
-	if cmp.Base != key1 || cmp.Head != key2 {
-		t.Errorf("compared %s with %s, want %s with %s", cmp.Head, cmp.Base, key2, key1)
 	}
 	for name, c := range map[string][2]string{
 		"fixed":     {ids(cmp.Fixed), "org/fixed:fail>pass"},
@@ -135,7 +155,11 @@ func TestRuntimeComparisonEndToEnd(t *testing.T) {
 	if len(cmp.Regressed) == 1 && (cmp.Regressed[0].Signature == nil || *cmp.Regressed[0].Signature != "unsupported_op:aten::standin") {
 		t.Errorf("regressed signature %v", cmp.Regressed[0].Signature)
 	}
+}
 
+// checkComparePage: the page's lists and headline say the same.
+func checkComparePage(t *testing.T, base, key1, key2 string) {
+	t.Helper()
 	page := get(t, base+"/compare?base="+key1+"&head="+key2, http.StatusOK)
 	section := func(id string) string {
 		i := strings.Index(page, `id="list-`+id+`"`)
@@ -154,12 +178,14 @@ func TestRuntimeComparisonEndToEnd(t *testing.T) {
 	if s := section("fixed"); !strings.Contains(s, `href="/models/org/fixed"`) || strings.Contains(s, "org/broken") {
 		t.Errorf("fixed list on the page:\n%s", s)
 	}
-	// Of the four models' downloads (1000, 999, 998, 997), each list has about a quarter.
-	const headline = " fixes 1 model (25.0 % of downloads), breaks 1 (25.0 % of downloads)"
-	if !strings.Contains(page, headline) || !strings.Contains(page, "<strong>harness standin-2&#43;sha256:") {
+	if !strings.Contains(page, e2eHeadline) || !strings.Contains(page, "<strong>harness standin-2&#43;sha256:") {
 		t.Errorf("no headline on the page")
 	}
+}
 
+// checkRuntimeFeedItem: the feed announces the second runtime once.
+func checkRuntimeFeedItem(t *testing.T, base string) {
+	t.Helper()
 	var feed struct {
 		Items []struct {
 			ID, Title   string
@@ -174,7 +200,7 @@ func TestRuntimeComparisonEndToEnd(t *testing.T) {
 			continue
 		}
 		found++
-		if !strings.HasPrefix(it.Title, "New runtime on cpu: harness standin-2+sha256:") || !strings.HasSuffix(it.Title, headline) ||
+		if !strings.HasPrefix(it.Title, "New runtime on cpu: harness standin-2+sha256:") || !strings.HasSuffix(it.Title, e2eHeadline) ||
 			!strings.Contains(it.ContentText, "Regressed:\norg/broken: pass → fail") ||
 			!strings.Contains(it.ContentText, "Fixed:\norg/fixed: fail → pass") {
 			t.Errorf("runtime item: %+v", it)
@@ -183,8 +209,11 @@ func TestRuntimeComparisonEndToEnd(t *testing.T) {
 	if found != 1 {
 		t.Errorf("%d runtime items in the feed, want 1", found)
 	}
+}
 
-	// A CI pinned to runtime 1.
+// checkSince: a CI pinned to runtime 1.
+func checkSince(t *testing.T, base, key1 string) {
+	t.Helper()
 	for _, c := range []struct {
 		id   string
 		code int

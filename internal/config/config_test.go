@@ -79,25 +79,6 @@ func TestParse(t *testing.T) {
 		{name: "bad schedule", cmd: CmdServe, args: []string{"--schedule", "every day"}, wantErr: "--schedule"},
 		{name: "no schedule skips cron check", cmd: CmdServe, args: []string{"--schedule", "nonsense", "--no-schedule"}},
 		{name: "check needs server", cmd: CmdCheck, wantErr: "--server"},
-		{name: "check --since takes the runtime's target", cmd: CmdCheck, args: []string{"--server", "http://x", "--since", "cpu~2.15.0~~5.23.0~1"},
-			check: func(t *testing.T, c Config, _ []string) {
-				if c.Since != "cpu~2.15.0~~5.23.0~1" || c.Target != compat.TargetAuto {
-					t.Errorf("since %q target %q, want the key and auto", c.Since, c.Target)
-				}
-			}},
-		{name: "check --since with --target keeps it", cmd: CmdCheck, args: []string{"--server", "http://x", "--since", "cpu~2.15.0~~5.23.0~1", "--target", "cpu"},
-			check: func(t *testing.T, c Config, _ []string) {
-				if c.Target != compat.TargetCPU {
-					t.Errorf("target %q, want cpu", c.Target)
-				}
-			}},
-		{name: "check without --since gates tpu", cmd: CmdCheck, args: []string{"--server", "http://x"},
-			check: func(t *testing.T, c Config, _ []string) {
-				if c.Target != compat.TargetTPU || c.Since != "" {
-					t.Errorf("target %q since %q", c.Target, c.Since)
-				}
-			}},
-		{name: "check --since malformed", cmd: CmdCheck, args: []string{"--server", "http://x", "--since", "tpu~1"}, wantErr: "--since"},
 		{name: "bad source", cmd: CmdScan, args: []string{"--source", "s3"}, wantErr: "--source"},
 	}
 	for _, tt := range tests {
@@ -118,6 +99,35 @@ func TestParse(t *testing.T) {
 			}
 			if tt.check != nil {
 				tt.check(t, c, rest)
+			}
+		})
+	}
+}
+
+// scanner check --since: the runtime's target, unless --target names one.
+func TestParseCheckSince(t *testing.T) {
+	for _, tt := range []struct {
+		name       string
+		args       []string
+		wantTarget compat.Target
+		wantSince  string
+		wantErr    string
+	}{
+		{"the runtime's target", []string{"--since", "cpu~2.15.0~~5.23.0~1"}, compat.TargetAuto, "cpu~2.15.0~~5.23.0~1", ""},
+		{"--target kept", []string{"--since", "cpu~2.15.0~~5.23.0~1", "--target", "cpu"}, compat.TargetCPU, "cpu~2.15.0~~5.23.0~1", ""},
+		{"without --since, tpu", nil, compat.TargetTPU, "", ""},
+		{"a malformed key", []string{"--since", "tpu~1"}, "", "", "--since"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c, _, err := Parse(CmdCheck, append([]string{"--server", "http://x"}, tt.args...), envOf(nil), io.Discard)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want one about %s", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || c.Target != tt.wantTarget || c.Since != tt.wantSince {
+				t.Errorf("target %q since %q err %v; want %q %q", c.Target, c.Since, err, tt.wantTarget, tt.wantSince)
 			}
 		})
 	}
