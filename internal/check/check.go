@@ -50,8 +50,9 @@ func Check(ctx context.Context, serverURL, modelID string, target compat.Target,
 // compat.RuntimeRef.Key) also exit 1 when the model regressed since that
 // runtime (see sinceVerdict). An empty since is Check.
 func CheckSince(ctx context.Context, serverURL, modelID string, target compat.Target, since string, httpClient *http.Client) (code int, line string) {
-	if target == compat.TargetAuto {
-		target = ""
+	target, err := compat.ParseTargetFilter(string(target))
+	if err != nil {
+		return ExitUnreachable, fmt.Sprintf("%s: %v", modelID, err)
 	}
 	var ref *compat.RuntimeRef
 	if since != "" {

@@ -102,12 +102,11 @@ func ParseRuntimeKey(key string) (RuntimeRef, error) {
 		}
 		f[i] = s
 	}
-	r := RuntimeRef{Target: Target(f[0]), Torch: f[1], TorchTPU: f[2], Transformers: f[3], Harness: f[4]}
-	switch r.Target {
-	case TargetTPU, TargetCPU, TargetCUDA:
-	default:
-		return RuntimeRef{}, fmt.Errorf("%w %q: unknown target %q", ErrRuntimeKey, key, f[0])
+	t, err := ParseResultTarget(f[0])
+	if err != nil {
+		return RuntimeRef{}, fmt.Errorf("%w %q: %v", ErrRuntimeKey, key, err)
 	}
+	r := RuntimeRef{Target: t, Torch: f[1], TorchTPU: f[2], Transformers: f[3], Harness: f[4]}
 	if r.Key() != key {
 		return RuntimeRef{}, fmt.Errorf("%w %q: not in canonical form (%s)", ErrRuntimeKey, key, r.Key())
 	}

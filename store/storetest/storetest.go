@@ -61,19 +61,16 @@ func ModelID(i int) string {
 // for cursor tests); every 10th model stays untested; the results go round
 // the others, on tpu except every 4th round on cpu, a minute apart from
 // Epoch, with a mix of every recorded status and unmeasured metrics nil.
-// It returns the model ids. Of t it uses only Helper and Fatal, so a
-// program may pass a stand-in (web/benchload does).
-func Seed(t testing.TB, s *store.SQLite, nModels, nResults int) []string {
-	t.Helper()
-	return SeedRuntimes(t, s, nModels, nResults, 1)
+// It returns the model ids. Tests call MustSeed; programs (web/benchload)
+// call Seed.
+func Seed(ctx context.Context, s *store.SQLite, nModels, nResults int) ([]string, error) {
+	return SeedRuntimes(ctx, s, nModels, nResults, 1)
 }
 
-// SeedRuntimes is Seed with the results spread over nRuntimes torch_tpu
-// releases (0.1.0, 0.2.0, …; at least 1) in time order: the first
-// nResults/nRuntimes results report the first, and so on.
-func SeedRuntimes(t testing.TB, s *store.SQLite, nModels, nResults, nRuntimes int) []string {
-	t.Helper()
-	ctx := context.Background()
+// SeedRuntimes is Seed with the tpu results spread over nRuntimes
+// torch_tpu releases (0.1.0, 0.2.0, …; at least 1) in time order: the
+// first nResults/nRuntimes results report the first, and so on.
+func SeedRuntimes(ctx context.Context, s *store.SQLite, nModels, nResults, nRuntimes int) ([]string, error) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	ids := make([]string, nModels)
 	ups := make([]store.ModelUpsert, nModels)
@@ -92,7 +89,7 @@ func SeedRuntimes(t testing.TB, s *store.SQLite, nModels, nResults, nRuntimes in
 		}
 	}
 	if err := s.UpsertModels(ctx, ups); err != nil {
-		t.Fatal(err)
+		return nil, fmt.Errorf("seed models: %w", err)
 	}
 	var tested []string
 	for i, id := range ids {
@@ -101,7 +98,7 @@ func SeedRuntimes(t testing.TB, s *store.SQLite, nModels, nResults, nRuntimes in
 		}
 	}
 	if len(tested) == 0 || nResults == 0 {
-		return ids
+		return ids, nil
 	}
 	recs := make([]store.Record, nResults)
 	for j := range recs {
@@ -117,6 +114,16 @@ func SeedRuntimes(t testing.TB, s *store.SQLite, nModels, nResults, nRuntimes in
 		recs[j].Result.Repro = compat.Repro(recs[j].ModelID, recs[j].Result.Revision, target, compat.ModeFull)
 	}
 	if _, err := s.RecordResults(ctx, recs); err != nil {
+		return nil, fmt.Errorf("seed results: %w", err)
+	}
+	return ids, nil
+}
+
+// MustSeed is Seed for tests and benchmarks: an error fails t.
+func MustSeed(t testing.TB, s *store.SQLite, nModels, nResults int) []string {
+	t.Helper()
+	ids, err := Seed(context.Background(), s, nModels, nResults)
+	if err != nil {
 		t.Fatal(err)
 	}
 	return ids

@@ -31,7 +31,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"testing"
 	"text/tabwriter"
 	"time"
 
@@ -42,13 +41,6 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/store/storetest"
 	"github.com/google-pytorch/torchtpu-scanner/web"
 )
-
-// seedTB lets storetest.Seed run outside a test: it only needs Helper and Fatal.
-type seedTB struct{ testing.TB }
-
-func (seedTB) Helper()                      {}
-func (seedTB) Fatal(args ...any)            { log.Fatal(args...) }
-func (seedTB) Fatalf(f string, args ...any) { log.Fatalf(f, args...) }
 
 // result is one wrk run.
 type result struct {
@@ -95,7 +87,9 @@ func main() {
 	}
 	if sum.Models == 0 {
 		start := time.Now()
-		storetest.SeedRuntimes(seedTB{}, db, *nModels, *nResults, *nRuntime)
+		if _, err := storetest.SeedRuntimes(ctx, db, *nModels, *nResults, *nRuntime); err != nil {
+			log.Fatal(err)
+		}
 		fmt.Fprintf(os.Stderr, "seeded %d models, %d results in %s\n", *nModels, *nResults, time.Since(start).Round(time.Millisecond))
 	} else {
 		fmt.Fprintf(os.Stderr, "reusing %s (%d models)\n", path, sum.Models)
