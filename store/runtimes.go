@@ -17,10 +17,14 @@ import (
 // crash); PassRate is pass ÷ Tested and WeightedPassRate the same weighted
 // by the models' downloads, each nil when its denominator is 0.
 type RuntimeStats struct {
-	Ref              compat.RuntimeRef
-	FirstSeen        time.Time // its first result
-	LastSeen         time.Time // its newest result
-	Models           int       // models with a result on it
+	Ref       compat.RuntimeRef
+	FirstSeen time.Time // its first result
+	LastSeen  time.Time // its newest result
+	// Version moves whenever what RuntimeResults returns for it may have
+	// changed (a result filed, a model's downloads, a rename): a cache of
+	// anything derived from its results is valid while Version is.
+	Version          int64
+	Models           int // models with a result on it
 	Tested           int
 	Passed           int
 	PassRate         *float64
@@ -47,15 +51,16 @@ func (s *SQLite) Runtimes(ctx context.Context, target compat.Target) ([]RuntimeS
 			n           int
 			downloads   int64
 			first, last int64
+			version     int64
 		)
 		if err := rows.Scan(&ref.Target, &ref.Torch, &ref.TorchTPU, &ref.Transformers, &ref.Harness,
-			&first, &last, &status, &n, &downloads); err != nil {
+			&first, &last, &version, &status, &n, &downloads); err != nil {
 			return nil, fmt.Errorf("store: runtimes: %w", err)
 		}
 		key := ref.Key()
 		a := byKey[key]
 		if a == nil {
-			a = &runtimeAcc{st: RuntimeStats{Ref: ref, FirstSeen: fromNano(first), LastSeen: fromNano(last)}}
+			a = &runtimeAcc{st: RuntimeStats{Ref: ref, FirstSeen: fromNano(first), LastSeen: fromNano(last), Version: version}}
 			byKey[key] = a
 		}
 		a.add(status, n, downloads)
@@ -208,7 +213,7 @@ WHERE x.n = 1`
 	// newest results there, the models and their downloads. ?1 is a
 	// target, '' for all.
 	sqlRuntimeStatuses = `SELECT rt.target, rt.torch, rt.torch_tpu, rt.transformers, rt.harness, rt.first_seen, rt.last_seen,
-	rc.status, count(*), sum(rc.downloads)
+	rt.version, rc.status, count(*), sum(rc.downloads)
 FROM runtimes rt JOIN runtime_current rc ON rc.runtime_id = rt.id
 WHERE ?1 = '' OR rt.target = ?1
 GROUP BY rt.id, rc.status`

@@ -164,8 +164,23 @@ func TestRuntimeResults(t *testing.T) {
 func TestRuntimesFollowDownloads(t *testing.T) {
 	s := storetest.MustOpen(t)
 	seedRuntimes(t, s)
-	if err := s.UpsertModels(ctx, []store.ModelUpsert{{ID: "o/c", Downloads: 5000}}); err != nil {
+	before := versions(t, s)
+	// o/f (cpu only) keeps its downloads; o/c (both tpu runtimes) gets more.
+	if err := s.UpsertModels(ctx, []store.ModelUpsert{{ID: "o/c", Downloads: 5000}, {ID: "o/f", Downloads: 500}}); err != nil {
 		t.Fatal(err)
+	}
+	after := versions(t, s)
+	for _, rt := range []compat.Runtime{rtOld, rtNew} {
+		if k := rt.Ref("tpu").Key(); after[k] == before[k] {
+			t.Errorf("%s: version %d did not move with o/c's downloads", k, after[k])
+		}
+	}
+	if k := rtCPU.Ref("cpu").Key(); after[k] != before[k] {
+		t.Errorf("%s: version moved %d → %d, though none of its models changed", k, before[k], after[k])
+	}
+	record(t, s, "o/f", onRuntime("cpu", rtCPU, "fail", 30))
+	if k := rtCPU.Ref("cpu").Key(); versions(t, s)[k] == after[k] {
+		t.Errorf("%s: version did not move with a new result", k)
 	}
 	rts, err := s.Runtimes(ctx, "tpu")
 	if err != nil {
@@ -191,6 +206,20 @@ func TestRuntimesFollowDownloads(t *testing.T) {
 	if found != 1 {
 		t.Errorf("o/c found %d times", found)
 	}
+}
+
+// versions maps each runtime's key to its version.
+func versions(t *testing.T, s *store.SQLite) map[string]int64 {
+	t.Helper()
+	rts, err := s.Runtimes(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]int64{}
+	for _, rt := range rts {
+		out[rt.Ref.Key()] = rt.Version
+	}
+	return out
 }
 
 // A renamed model (the Hub redirects its old id) takes the old id's
@@ -278,6 +307,15 @@ func TestRuntimesMigrationBackfill(t *testing.T) {
 	}
 	defer s2.Close()
 	gotRts, gotEntries := read(s2)
+	for i := range gotRts { // versions count changes: opaque, not equal across a backfill
+		if gotRts[i].Version == 0 {
+			t.Errorf("runtime %d: version 0 after the backfill", i)
+		}
+		gotRts[i].Version = 0
+	}
+	for i := range wantRts {
+		wantRts[i].Version = 0
+	}
 	if !reflect.DeepEqual(gotRts, wantRts) {
 		t.Errorf("runtimes after the migration:\n got %+v\nwant %+v", gotRts, wantRts)
 	}

@@ -80,10 +80,12 @@ type comparison struct {
 	Label string
 }
 
-// cachedCompare compares head with base through the cache.
-func (s *Server) cachedCompare(ctx context.Context, base, head store.RuntimeStats, changed time.Time) (*comparison, error) {
-	key := base.Ref.Key() + " " + head.Ref.Key()
-	if v, ok := s.comparisons.get(key, changed); ok {
+// cachedCompare compares head with base through the cache. A comparison
+// is kept while both runtimes' versions stay (a write to any other runtime
+// leaves it valid), so the feed's older comparisons survive a scan.
+func (s *Server) cachedCompare(ctx context.Context, base, head store.RuntimeStats) (*comparison, error) {
+	key := base.Ref.Key() + "@" + strconv.FormatInt(base.Version, 10) + " " + head.Ref.Key() + "@" + strconv.FormatInt(head.Version, 10)
+	if v, ok := s.comparisons.get(key, time.Time{}); ok {
 		return v, nil
 	}
 	b, err := s.store.RuntimeResults(ctx, base.Ref)
@@ -96,7 +98,7 @@ func (s *Server) cachedCompare(ctx context.Context, base, head store.RuntimeStat
 	}
 	v := &comparison{Base: base, Head: head, Result: compare.Compare(b, h), Label: runtimeLabel(&base.Ref, head.Ref)}
 	r := v.Result
-	s.comparisons.put(key, changed, v, 160*(len(r.Fixed)+len(r.Regressed)+len(r.New)+len(r.StillFailing))+len(key))
+	s.comparisons.put(key, time.Time{}, v, 160*(len(r.Fixed)+len(r.Regressed)+len(r.New)+len(r.StillFailing))+len(key))
 	return v, nil
 }
 
@@ -116,7 +118,7 @@ func (s *Server) resolveCompare(c *fiber.Ctx) (*comparison, []store.RuntimeStats
 	if err != nil {
 		return nil, rts, changed, err
 	}
-	cmp, err := s.cachedCompare(ctx, base, head, changed)
+	cmp, err := s.cachedCompare(ctx, base, head)
 	if err != nil {
 		return nil, rts, changed, fmt.Errorf("web: compare: %w", err)
 	}

@@ -37,7 +37,7 @@ func (s *Server) runtimeFeedItems(ctx context.Context, base string, changed time
 		if !ok {
 			continue // the target's first runtime: nothing to compare with
 		}
-		cmp, err := s.cachedCompare(ctx, prev, head, changed)
+		cmp, err := s.cachedCompare(ctx, prev, head)
 		if err != nil {
 			return nil, err
 		}

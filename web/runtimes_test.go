@@ -1,12 +1,14 @@
 package web
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"reflect"
 	"regexp"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -447,4 +449,47 @@ func TestComparePageCache(t *testing.T) {
 	if after := ts.get(t, "/compare").body; !strings.Contains(after, `<h2 id="list-fixed">Fixed <span class="muted">(2)</span></h2>`) {
 		t.Error("the cached page outlived the write")
 	}
+}
+
+// countingStore counts RuntimeResults calls.
+type countingStore struct {
+	Store
+	n atomic.Int64
+}
+
+func (c *countingStore) RuntimeResults(ctx context.Context, ref compat.RuntimeRef) ([]compare.Entry, error) {
+	c.n.Add(1)
+	return c.Store.RuntimeResults(ctx, ref)
+}
+
+// A comparison is cached until one of its two runtimes changes: a scan on a
+// new runtime leaves the feed's older comparisons alone.
+func TestComparisonCachedByRuntimeVersions(t *testing.T) {
+	ts := twoRuntimes(t)
+	cs := &countingStore{Store: ts.db}
+	s, err := New(Config{Store: cs, Logger: discard, APIRate: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	counted := &testServer{Server: s, db: ts.db}
+	calls := func(what string, want int64) {
+		t.Helper()
+		if r := counted.get(t, "/feed.json"); r.status != 200 {
+			t.Fatalf("%s: feed %d", what, r.status)
+		}
+		if got := cs.n.Swap(0); got != want {
+			t.Errorf("%s: %d RuntimeResults reads, want %d", what, got, want)
+		}
+	}
+	calls("first feed", 2) // v1 → v2
+	calls("unchanged", 0)  // cached
+	rtV3 := rtV2
+	rtV3.TorchTPU = "0.3.0"
+	r := passOn("tpu", testTime.Add(time.Hour), 90)
+	r.Runtime = rtV3
+	ts.record(t, "steady/model", r)
+	calls("a third runtime", 2) // v2 → v3 only; v1 → v2 still valid
+	r.Runtime, r.TestedAt = rtV2, testTime.Add(2*time.Hour)
+	ts.record(t, "new/model", r)
+	calls("a result on v2", 4) // both comparisons involve v2
 }

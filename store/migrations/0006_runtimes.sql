@@ -5,7 +5,9 @@
 -- found among every result ever recorded at each read.
 
 -- runtimes are the runtimes with results, with their first and newest
--- result times.
+-- result times. version moves whenever the runtime's runtime_current rows
+-- change (the triggers below), so that a comparison of two runtimes can be
+-- cached until one of them changes, rather than until anything does.
 CREATE TABLE runtimes (
 	id           INTEGER PRIMARY KEY,
 	target       TEXT NOT NULL,
@@ -16,6 +18,7 @@ CREATE TABLE runtimes (
 	harness      TEXT NOT NULL,
 	first_seen   INTEGER NOT NULL,
 	last_seen    INTEGER NOT NULL,
+	version      INTEGER NOT NULL DEFAULT 0,
 	UNIQUE (target, runtime_key)
 );
 
@@ -38,6 +41,15 @@ CREATE TABLE runtime_current (
 CREATE INDEX runtime_current_model  ON runtime_current (model_id);
 CREATE INDEX runtime_current_result ON runtime_current (result_id);
 CREATE INDEX runtime_current_status ON runtime_current (runtime_id, status, downloads);
+CREATE TRIGGER runtime_current_insert AFTER INSERT ON runtime_current BEGIN
+	UPDATE runtimes SET version = version + 1 WHERE id = NEW.runtime_id;
+END;
+CREATE TRIGGER runtime_current_update AFTER UPDATE ON runtime_current BEGIN
+	UPDATE runtimes SET version = version + 1 WHERE id = NEW.runtime_id;
+END;
+CREATE TRIGGER runtime_current_delete AFTER DELETE ON runtime_current BEGIN
+	UPDATE runtimes SET version = version + 1 WHERE id = OLD.runtime_id;
+END;
 
 -- The results recorded before this migration.
 INSERT INTO runtimes (target, runtime_key, torch, torch_tpu, transformers, harness, first_seen, last_seen)
