@@ -177,7 +177,7 @@ func rebuildRuntimeCurrent(ctx context.Context, tx *sql.Tx, id string) error {
 	return nil
 }
 
-// Runtimes: see migrations/0006_runtimes.sql. A model counts once per
+// Runtimes: see migrations/0003_runtimes.sql. A model counts once per
 // runtime, by its newest result there.
 const (
 	// sqlUpsertRuntime files a result time under its runtime and returns the runtime's id.
