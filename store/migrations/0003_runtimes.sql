@@ -1,4 +1,4 @@
--- 0006: runtimes, for /runtimes, /compare and the feed's runtime items. A
+-- 0003: runtimes, for /runtimes, /compare and the feed's runtime items. A
 -- runtime is a target and the versions that decide a retest (a results
 -- row's target and runtime_key). Comparing two runtimes reads each model's
 -- newest result on each, so that is kept here, like current, rather than
