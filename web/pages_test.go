@@ -235,7 +235,9 @@ func TestModelPage(t *testing.T) {
 		store.ModelUpsert{ID: "gpt2", Task: "text-generation", Downloads: 10})
 	ts.record(t, "Qwen/Qwen3-0.6B", passOn(compat.TargetTPU, testTime.Add(-48*time.Hour), 312))
 	ts.record(t, "Qwen/Qwen3-0.6B", failOn(compat.TargetTPU, testTime, "aten::_fft_r2c"))
-	ts.record(t, "Qwen/Qwen3-0.6B", passOn(compat.TargetCPU, testTime, 12))
+	cpu := passOn(compat.TargetCPU, testTime, 12)
+	cpu.Continuation = &compat.Continuation{Prompt: "The capital of France is", Text: " Paris, and Paris is"}
+	ts.record(t, "Qwen/Qwen3-0.6B", cpu)
 
 	r := ts.get(t, "/models/Qwen/Qwen3-0.6B")
 	if r.status != 200 {
@@ -260,6 +262,11 @@ func TestModelPage(t *testing.T) {
 		if !strings.Contains(r.body, htmlEscapeForCheck(want)) && !strings.Contains(r.body, want) {
 			t.Errorf("model page lacks %q", want)
 		}
+	}
+	// The continuation is shown for the result that has one (cpu), after its prompt.
+	if n := strings.Count(r.body, "<h4>Greedy continuation</h4>"); n != 1 ||
+		!strings.Contains(r.body, `<pre class="evidence short continuation"><span class="muted">The capital of France is</span> Paris, and Paris is</pre>`) {
+		t.Errorf("continuation shown %d times, or not after its prompt", n)
 	}
 	// Unmeasured metrics are dashes, never 0.
 	if !regexp.MustCompile(`<th scope="row">Compile</th><td class="num">—</td>`).MatchString(r.body) {

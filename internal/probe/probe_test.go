@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 )
@@ -153,6 +154,20 @@ func TestProbeStandins(t *testing.T) {
 		{behaviour: "tpu", target: compat.TargetTPU, status: compat.StatusError, stage: compat.StageEnv, class: compat.ClassDeviceUnavail, msg: "no TPU", check: func(t *testing.T, res compat.Result) {
 			if res.Target != compat.TargetTPU || res.Status.HeldAgainstModel() {
 				t.Errorf("target %q status %q", res.Target, res.Status)
+			}
+		}},
+		{behaviour: "continuation", status: compat.StatusPass, stage: compat.StageGenerate, check: func(t *testing.T, res compat.Result) {
+			c := res.Continuation
+			if c == nil {
+				t.Fatal("continuation dropped")
+			}
+			wantHead := "<script>alert(1)</script>[31m\uFFFD ok\n"
+			if !strings.HasPrefix(c.Text, wantHead) || len(c.Text) > ContinuationTextMax || len(c.Text) < ContinuationTextMax-1 ||
+				!utf8.ValidString(c.Text) || !strings.HasSuffix(c.Text, "é") {
+				t.Errorf("text %q (%d bytes): want its head kept without control characters, cut whole at %d bytes", tail(c.Text), len(c.Text), ContinuationTextMax)
+			}
+			if c.Prompt != "P"+strings.Repeat("p", ContinuationPromptMax-1) {
+				t.Errorf("prompt %q", c.Prompt)
 			}
 		}},
 		{behaviour: "logtail", status: compat.StatusFail, stage: compat.StageForward, class: compat.ClassUnsupportedOp, check: func(t *testing.T, res compat.Result) {
