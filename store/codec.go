@@ -82,13 +82,14 @@ type resultRow struct {
 	logTail      sql.NullString
 	task         sql.NullString
 	repro        sql.NullString
+	continuation sql.NullString
 }
 
 // dest is the Scan destinations, in the order of resultCols.
 func (r *resultRow) dest() []any {
 	return []any{&r.id, &r.scanID, &r.target, &r.status, &r.stage, &r.failureClass, &r.op, &r.reason,
 		&r.signature, &r.message, &r.mode, &r.revision, &r.testedAt, &r.durationS, &r.runtime, &r.metrics,
-		&r.stages, &r.logTail, &r.task, &r.repro}
+		&r.stages, &r.logTail, &r.task, &r.repro, &r.continuation}
 }
 
 // runtimes decodes runtime JSON, once per distinct text: the results of a
@@ -145,6 +146,11 @@ func (r *resultRow) result(rts runtimes) (*compat.Result, error) {
 	if r.stages.Valid {
 		if err := json.Unmarshal([]byte(r.stages.String), &res.Stages); err != nil {
 			return nil, fmt.Errorf("result %d stages: %w", r.id.Int64, err)
+		}
+	}
+	if r.continuation.Valid {
+		if err := json.Unmarshal([]byte(r.continuation.String), &res.Continuation); err != nil {
+			return nil, fmt.Errorf("result %d continuation: %w", r.id.Int64, err)
 		}
 	}
 	return &res, nil

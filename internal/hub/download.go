@@ -36,6 +36,11 @@ import (
 // refs/main is written with sha when this client saw the Hub report sha as
 // main's head (ListModels, or ModelInfo at main).
 //
+// Each file is capped at the smaller of Options.MaxFileBytes and its
+// kind's cap (FileCap: a few MiB for JSON, more for tokenizers); the caps
+// are checked against the announced size before the transfer and against
+// the bytes as they come.
+//
 // Up to Options.Concurrency files are fetched at once; the first error
 // cancels the rest and is returned (an *Error for Hub answers, or one
 // matching ErrTooLarge, ErrIntegrity, ErrNotAllowed). Locks in
@@ -88,8 +93,9 @@ func (c *Client) Download(ctx context.Context, id, sha string, files []string) (
 			if err != nil {
 				return fmt.Errorf("hub: download %s/%s: %w", id, f, err)
 			}
-			if src.size > c.maxFile {
-				return fmt.Errorf("hub: download %s/%s: %d bytes, over the %d-byte file limit: %w", id, f, src.size, c.maxFile, ErrTooLarge)
+			src.max = min(c.maxFile, FileCap(f))
+			if src.size > src.max {
+				return fmt.Errorf("hub: download %s/%s: %d bytes, over the %d-byte limit for this file: %w", id, f, src.size, src.max, ErrTooLarge)
 			}
 			srcs[i] = src
 			return nil
@@ -183,6 +189,7 @@ func (d *download) each(ctx context.Context, files []string, fn func(ctx context
 type source struct {
 	etag    string   // normalized; the blob's name
 	size    int64    // announced size; -1 when unknown
+	max     int64    // the file's cap (FileCap within MaxFileBytes); 0: MaxFileBytes
 	url     *url.URL // content location: the CDN, or the (final) resolve URL
 	resolve *url.URL // the resolve URL, to ask again for a fresh CDN URL
 }

@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 )
@@ -163,6 +164,20 @@ func TestProbeStandins(t *testing.T) {
 			}
 		}},
 		{behaviour: "abort-env", status: compat.StatusError, stage: compat.StageEnv, class: compat.ClassOther, msg: "before any model was loaded"},
+		{behaviour: "continuation", status: compat.StatusPass, stage: compat.StageGenerate, check: func(t *testing.T, res compat.Result) {
+			c := res.Continuation
+			if c == nil {
+				t.Fatal("continuation dropped")
+			}
+			wantHead := "<script>alert(1)</script>[31m\uFFFD ok\n"
+			if !strings.HasPrefix(c.Text, wantHead) || len(c.Text) > ContinuationTextMax || len(c.Text) < ContinuationTextMax-1 ||
+				!utf8.ValidString(c.Text) || !strings.HasSuffix(c.Text, "é") {
+				t.Errorf("text %q (%d bytes): want its head kept without control characters, cut whole at %d bytes", tail(c.Text), len(c.Text), ContinuationTextMax)
+			}
+			if c.Prompt != "P"+strings.Repeat("p", ContinuationPromptMax-1) {
+				t.Errorf("prompt %q", c.Prompt)
+			}
+		}},
 		{behaviour: "logtail", status: compat.StatusFail, stage: compat.StageForward, class: compat.ClassUnsupportedOp, check: func(t *testing.T, res compat.Result) {
 			if !strings.Contains(res.LogTail, "Traceback (harness's own)") || !strings.Contains(res.LogTail, "scanner-visible stderr line") {
 				t.Errorf("log tail %q: want the harness's own and the stderr tail", res.LogTail)

@@ -29,6 +29,8 @@ behaviour is the part of --model-id after "standin/":
   segv-after    writes a passing result, then SIGSEGV
   tpu           writes error/device_unavailable on a tpu request (as the real harness on a host without one)
   logtail       writes a failing result with a log_tail of its own, and other lines on stderr
+  continuation  writes a passing result with a continuation over the caps, with control
+                characters, markup and a lone surrogate in it
 """
 
 import json
@@ -184,6 +186,9 @@ def main():
         sys.stderr.write("scanner-visible stderr line\n")
         write(base("fail", stage="forward", failure_class="unsupported_op", op="aten::_fft_r2c",
                    log_tail="Traceback (harness's own)\nNotImplementedError: aten::_fft_r2c\n"))
+    elif what == "continuation":
+        text = "<script>alert(1)</script>\x00\x1b[31m\ud800 ok\n" + "é" * 2000
+        write(base("pass", stage="generate", continuation={"prompt": "P\x07" + "p" * 400, "text": text}))
     else:
         sys.stderr.write("standin: unknown behaviour %r\n" % what)
         return 2
