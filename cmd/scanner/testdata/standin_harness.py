@@ -3,8 +3,8 @@
 It speaks the harness's command line and writes a passing arch-mode result
 on cpu after a pause; the model id says how to behave:
 
-  .../hang-*   writes its pid to MODEL_DIR/standin.pid, ignores SIGTERM and
-               sleeps (the scanner must kill its process group)
+  .../hang-*   ignores SIGTERM and sleeps (the scanner must kill it); the
+               tests find it by its command line
   anything else  sleeps 0.6 s, then passes
 """
 
@@ -36,8 +36,6 @@ if "--env-only" in sys.argv:
 
 model = arg("--model-id")
 if "/hang-" in model:
-    with open(os.path.join(arg("--model-dir"), "standin.pid"), "w") as f:
-        f.write(str(os.getpid()))
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     sys.stderr.write("stage=load start\n")
     sys.stderr.flush()
