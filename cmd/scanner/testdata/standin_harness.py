@@ -5,6 +5,7 @@ on cpu after a pause; the model id says how to behave:
 
   .../hang-*   ignores SIGTERM and sleeps (the scanner must kill it); the
                tests find it by its command line
+  .../warn-*   passes, then exits 3 (the runner logs a warning)
   anything else  sleeps 0.6 s, then passes
 """
 
@@ -50,3 +51,5 @@ write({
                 "tokens_per_s": None, "peak_mem_bytes": None, "max_abs_diff": 0.0, "top1_agreement": 1.0},
     "repro": "",
 })
+if "/warn-" in model:
+    sys.exit(3)
