@@ -23,9 +23,9 @@ import (
 // LogTailMax is the most stderr a result keeps (Result.LogTail).
 const LogTailMax = 64 << 10
 
-// preambleExit is the exit status of the keeper when it cannot apply the
+// limitsExit is the exit status of the keeper when it cannot apply the
 // resource limits; the harness never ran.
-const preambleExit = 97
+const limitsExit = 97
 
 // keeper is run with `python -I -u -B -c keeper DATA NOFILE SCRIPT ARGS…`:
 // it sets the harness's resource limits (Go cannot set limits on a child it
