@@ -14,6 +14,7 @@ import (
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/internal/hub/hubtest"
+	"github.com/google-pytorch/torchtpu-scanner/internal/proctest"
 	"github.com/google-pytorch/torchtpu-scanner/store"
 )
 
@@ -230,21 +231,8 @@ func TestSIGTERMMidProbe(t *testing.T) {
 	}
 }
 
-// procsWith lists the live processes whose command line contains s.
-func procsWith(s string) []int {
-	var out []int
-	dir, _ := os.ReadDir("/proc")
-	for _, e := range dir {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == os.Getpid() {
-			continue
-		}
-		if cmd, err := os.ReadFile("/proc/" + e.Name() + "/cmdline"); err == nil && bytes.Contains(cmd, []byte(s)) {
-			out = append(out, pid)
-		}
-	}
-	return out
-}
+// procsWith lists the live processes with s in their command line.
+var procsWith = proctest.With
 
 // ignoreSIGTERM reports whether every process of pids ignores SIGTERM (the
 // SigIgn mask of /proc/PID/status).

@@ -106,7 +106,8 @@ func (c *confiner) interpreter(ctx context.Context) (exe string, paths []string)
 		const script = `import json, os, sys
 print(json.dumps({"exe": sys.executable, "paths": [sys.prefix, sys.base_prefix, sys.exec_prefix,
     sys.base_exec_prefix, os.path.dirname(os.path.realpath(sys.executable))] + [p for p in sys.path if p]}))`
-		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		// Asked once for every run: not cut short by the first run's end.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		defer cancel()
 		var got struct {
 			Exe   string   `json:"exe"`

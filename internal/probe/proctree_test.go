@@ -15,29 +15,15 @@ import (
 	"time"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
+	"github.com/google-pytorch/torchtpu-scanner/internal/proctest"
 )
 
 // uniqueTag makes a stand-in's model id unique ("standin/orphans.TAG"): the
 // id is in the argv of every process of the run, so procsWith finds them.
 func uniqueTag() string { return "t" + strings.ToLower(rand.Text()[:12]) }
 
-// procsWith lists the live processes whose command line contains tag
-// (a zombie's command line is empty: it is gone for this purpose).
-func procsWith(tag string) []int {
-	var out []int
-	dir, _ := os.ReadDir("/proc")
-	for _, e := range dir {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == os.Getpid() {
-			continue
-		}
-		cmd, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
-		if err == nil && bytes.Contains(cmd, []byte(tag)) {
-			out = append(out, pid)
-		}
-	}
-	return out
-}
+// procsWith lists the live processes with tag in their command line.
+var procsWith = proctest.With
 
 // waitNoProcs fails unless every process with tag in its command line is
 // gone within a few seconds; it kills the survivors.
