@@ -51,6 +51,7 @@ type Config struct {
 	Since      string        // check only: a runtime key (compat.RuntimeRef.Key)
 	LogFormat  string        // "text" or "json"
 	LogLevel   string
+	Verbose    bool // scan on a terminal: info log lines too (else warnings and errors only)
 
 	// serve only
 	Addr       string
@@ -128,6 +129,7 @@ func Parse(cmd Command, args []string, env Env, out io.Writer) (Config, []string
 		fs.StringVar(&c.DB, "db", c.DB, "SQLite file, created with its folder [SCANNER_DB]")
 		fs.StringVar(&c.LogFormat, "log-format", c.LogFormat, "log format: text or json")
 		fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "log level: debug, info, warn, error")
+		fs.BoolVar(&c.Verbose, "v", c.Verbose, "scan on a terminal: show info log lines above the progress bar (default: warnings and errors only)")
 	}
 	hubFlags := func() {
 		fs.StringVar(&c.HubEndpoint, "hub-endpoint", c.HubEndpoint, "any Hub-compatible server or mirror [HF_ENDPOINT]")

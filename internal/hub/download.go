@@ -24,7 +24,8 @@ import (
 //
 // Files must pass AllowedFile; sha must be a full commit id: downloads are
 // pinned, never "main". Files already in the snapshot are not requested
-// again. Like huggingface_hub, each file is first asked about with HEAD
+// again, once their blobs are checked against their hashes (verify.go: a
+// blob changed since it was downloaded is fetched again). Like huggingface_hub, each file is first asked about with HEAD
 // {endpoint}/{id}/resolve/{sha}/{file} (size, etag, CDN location), so the
 // size caps are checked before any content moves; then the content is
 // fetched, LFS files from the Hub's CDN without the token. Content is
@@ -69,8 +70,12 @@ func (c *Client) Download(ctx context.Context, id, sha string, files []string) (
 	snap := SnapshotDir(c.cacheDir, id, sha)
 	var todo []string
 	for _, f := range want {
-		if fi, err := os.Stat(pointerPath(snap, f)); err == nil && fi.Mode().IsRegular() {
-			d.used += fi.Size()
+		n, ok, err := d.cachedFile(snap, f) // checked against its hash (verify.go)
+		if err != nil {
+			return "", fmt.Errorf("hub: download %s/%s: %w", id, f, err)
+		}
+		if ok {
+			d.used += n
 			continue
 		}
 		todo = append(todo, f)
@@ -205,8 +210,8 @@ func (d *download) file(ctx context.Context, name string, src *source) error {
 	c := d.c
 	blob := filepath.Join(d.repo, "blobs", src.etag)
 	pointer := pointerPath(SnapshotDir(c.cacheDir, d.id, d.sha), name)
-	if fileExists(blob) {
-		return link(blob, pointer)
+	if done, err := d.linkCached(blob, pointer); done { // another revision's blob
+		return err
 	}
 	if err := os.MkdirAll(filepath.Dir(blob), 0o755); err != nil {
 		return err
@@ -216,8 +221,8 @@ func (d *download) file(ctx context.Context, name string, src *source) error {
 		return err
 	}
 	defer unlock()
-	if fileExists(blob) { // written by another process meanwhile
-		return link(blob, pointer)
+	if done, err := d.linkCached(blob, pointer); done { // written by another process meanwhile
+		return err
 	}
 	announced := src.size
 	n, err := d.fetch(ctx, src, blob+".incomplete")
@@ -233,6 +238,7 @@ func (d *download) file(ctx context.Context, name string, src *source) error {
 	if err := os.Rename(blob+".incomplete", blob); err != nil {
 		return err
 	}
+	d.markVerified(blob) // fetch checked it against its name
 	c.log.Debug("hub: downloaded", "model_id", d.id, "file", name, "bytes", n, "etag", src.etag)
 	return link(blob, pointer)
 }
@@ -340,9 +346,4 @@ func link(blob, pointer string) error {
 		return err
 	}
 	return nil
-}
-
-func fileExists(p string) bool {
-	fi, err := os.Stat(p)
-	return err == nil && fi.Mode().IsRegular()
 }

@@ -33,7 +33,7 @@ func (r *Runner) Env(ctx context.Context, target compat.Target) (compat.Target, 
 
 	ectx, cancel := context.WithTimeout(ctx, r.cfg.EnvTimeout)
 	defer cancel()
-	out := runProc(ectx, r.spec(wd, []string{"--env-only", "--result-file", wd.result, "--target", string(target)}))
+	out := runProc(ectx, r.spec(ctx, wd, "", []string{"--env-only", "--result-file", wd.result, "--target", string(target)}))
 	switch {
 	case out.startErr != nil:
 		return "", compat.Runtime{}, fmt.Errorf("env: cannot start %s: %w", r.python, out.startErr)

@@ -29,6 +29,9 @@ func TestMain(m *testing.M) {
 	if out, err := exec.Command("python3", "-c", "import sys; print(sys.executable)").Output(); err == nil {
 		python3 = strings.TrimSpace(string(out))
 	}
+	if tag := os.Getenv(scannerTagVar); tag != "" {
+		os.Exit(miniScanner(tag, os.Getenv(scannerDirVar)))
+	}
 	os.Exit(m.Run())
 }
 
@@ -243,23 +246,11 @@ func waitGone(t *testing.T, pid int) {
 	t.Errorf("process %d outlived the probe", pid)
 }
 
-func readPid(t *testing.T, dir string) int {
-	t.Helper()
-	data, err := os.ReadFile(filepath.Join(dir, "grandchild.pid"))
-	if err != nil {
-		t.Fatalf("grandchild pid: %v", err)
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
-	if err != nil {
-		t.Fatalf("grandchild pid: %v", err)
-	}
-	return pid
-}
-
 func TestProbeTimeoutKillsGroup(t *testing.T) {
 	t.Parallel()
 	r := standinRunner(t, nil)
-	req := standinRequest(t, "hang")
+	tag := uniqueTag()
+	req := standinRequest(t, "hang."+tag)
 	req.Timeout = 1500 * time.Millisecond
 	start := time.Now()
 	res := r.Probe(context.Background(), req)
@@ -276,7 +267,10 @@ func TestProbeTimeoutKillsGroup(t *testing.T) {
 	if !strings.Contains(res.LogTail, "stage=load") {
 		t.Errorf("log tail %q lacks the harness's stderr", res.LogTail)
 	}
-	waitGone(t, readPid(t, req.SnapshotDir))
+	for _, pid := range childPids(t, res.LogTail, 1) {
+		waitGone(t, pid)
+	}
+	waitNoProcs(t, tag)
 }
 
 func TestProbeResultThenHang(t *testing.T) {
@@ -311,13 +305,15 @@ func TestProbeRelativePaths(t *testing.T) {
 func TestProbeCancelIsNotHeldAgainstModel(t *testing.T) {
 	t.Parallel()
 	r := standinRunner(t, nil)
-	req := standinRequest(t, "hang")
+	tag := uniqueTag()
+	req := standinRequest(t, "hang."+tag)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() {
-		// Cancel once the harness is well under way.
+		// Cancel once the harness is well under way: the keeper, the
+		// harness and its child are running.
 		for range 500 {
-			if _, err := os.Stat(filepath.Join(req.SnapshotDir, "grandchild.pid")); err == nil {
+			if len(procsWith(tag)) >= 3 {
 				break
 			}
 			time.Sleep(10 * time.Millisecond)
@@ -331,7 +327,7 @@ func TestProbeCancelIsNotHeldAgainstModel(t *testing.T) {
 	if res.Signature != nil || res.FailureClass != nil {
 		t.Errorf("signature %q class %q: an interruption is no failure", str(res.Signature), str(res.FailureClass))
 	}
-	waitGone(t, readPid(t, req.SnapshotDir))
+	waitNoProcs(t, tag)
 }
 
 // TestProbeGarbage runs alone (no t.Parallel) so that the allocation

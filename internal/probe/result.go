@@ -236,7 +236,7 @@ func (p *probeRun) timeout(limit time.Duration, out procOutcome) compat.Result {
 // noResult classifies a harness that exited without writing a result.
 func (p *probeRun) noResult(out procOutcome) compat.Result {
 	st := out.state
-	if code := st.ExitCode(); code == preambleExit {
+	if code := st.ExitCode(); code == limitsExit {
 		return p.scannerError(compat.StageEnv,
 			"probe: could not apply resource limits to the harness; last stderr: "+lastLine(out.stderrTail),
 			out.stderrTail)

@@ -594,24 +594,60 @@ def safetensors_files(model_dir: str) -> tuple[list[str], list[str]]:
     return [], present
 
 
+# Caps on what a safetensors header may declare before it is trusted for a parameter count:
+# real checkpoints have at most a few hundred thousand tensors of at most a handful of
+# dimensions. Anything beyond is hostile or broken, and the count is then unknown.
+ST_MAX_HEADER_BYTES = 100 << 20   # the safetensors library's own limit
+ST_MAX_TENSORS = 1 << 20          # over all files (the largest MoE checkpoints: ~150 000)
+ST_MAX_DIMS = 16                  # per tensor
+ST_MAX_DIM = 1 << 48              # per dimension
+ST_MAX_ELEMENTS = 1 << 53         # per tensor, and in total
+
+
+def tensor_elements(shape) -> int | None:
+    """Element count of one shape, or None when it is not a list of at most ST_MAX_DIMS
+    integers in [0, ST_MAX_DIM] or the product passes ST_MAX_ELEMENTS. The running product
+    never exceeds ST_MAX_ELEMENTS * ST_MAX_DIM, so each step is constant time (no big
+    integers: a product of 80 000 huge dimensions was quadratic)."""
+    if not isinstance(shape, list) or len(shape) > ST_MAX_DIMS:
+        return None
+    count = 1
+    for dim in shape:
+        if type(dim) is not int or not 0 <= dim <= ST_MAX_DIM:
+            return None
+        count *= dim
+        if count > ST_MAX_ELEMENTS:
+            return None
+    return count
+
+
 def safetensors_params(files: list[str]) -> int | None:
-    """Total element count from the safetensors headers (reads a few KiB per file)."""
+    """Total element count from the safetensors headers (reads only the headers), or None when
+    a header is unreadable or passes the caps above. Linear in the header size."""
     total = 0
+    tensors = 0
     try:
         for f in files:
             with open(f, "rb") as fh:
                 (n,) = struct.unpack("<Q", fh.read(8))
-                if n > 100 << 20:
+                if n > ST_MAX_HEADER_BYTES:
                     return None
                 header = json.loads(fh.read(n))
+            if not isinstance(header, dict):
+                return None
+            tensors += len(header)
+            if tensors > ST_MAX_TENSORS + len(files):  # each file may add a __metadata__ entry
+                return None
             for key, meta in header.items():
                 if key == "__metadata__" or not isinstance(meta, dict):
                     continue
-                count = 1
-                for dim in meta.get("shape", []):
-                    count *= int(dim)
+                count = tensor_elements(meta.get("shape", []))
+                if count is None:
+                    return None
                 total += count
-    except (OSError, ValueError, struct.error):
+                if total > ST_MAX_ELEMENTS:
+                    return None
+    except (OSError, ValueError, RecursionError, struct.error):
         return None
     return total
 
