@@ -296,3 +296,28 @@ func TestHintTexts(t *testing.T) {
 		t.Errorf("dims_not_aligned: %s", h.Text)
 	}
 }
+
+// Every hint code has its documented rule, in the same order, with the
+// severity the code gives it.
+func TestRulesDocumentEveryCode(t *testing.T) {
+	if len(Rules) != len(Codes) {
+		t.Fatalf("%d rules for %d codes", len(Rules), len(Codes))
+	}
+	severities := map[string]Severity{}
+	for name := range realConfigs {
+		for _, h := range Compute(Input{Config: loadConfig(t, name)}).Hints {
+			severities[h.Code] = h.Severity
+		}
+	}
+	for i, r := range Rules {
+		if r.Code != Codes[i] || r.When == "" || r.Do == "" {
+			t.Errorf("rule %d: %+v, want code %s with when and do", i, r, Codes[i])
+		}
+		if s, seen := severities[r.Code]; seen && s != r.Severity {
+			t.Errorf("%s: documented %s, fires as %s", r.Code, r.Severity, s)
+		}
+	}
+	if len(severities) < 8 {
+		t.Errorf("the real configs fire only %d of the codes: %v", len(severities), severities)
+	}
+}
