@@ -25,7 +25,7 @@ device dtype other than bfloat16 (the peaks are bf16), for runs that did not pas
 without a plain token sequence (encoder-decoders, vision, audio: T is not defined the same way), when
 the timing they need was not measured, and when a value above 1 shows the timing cannot be trusted.
 In arch mode the figures are the reduced model's (fewer layers, random weights): efficiency.model
-says "reduced". result["efficiency"] records the peak used and the inputs, or why they are null.
+says "reduced". metrics["efficiency"] records the peak used and the inputs, or why they are null.
 """
 
 from __future__ import annotations
@@ -129,7 +129,7 @@ def compute(dev: dict, stats: dict, shape, tokens: int | None, forward_ms: float
     mfu = mbu = None
     if tokens and shape and forward_ms and forward_ms > 0:
         flops = forward_flops(stats, shape, tokens)
-        info.update(tokens=tokens, flops_per_forward=flops, flops_per_token=round(flops / tokens))
+        info.update(tokens=tokens, flops_per_token=round(flops / tokens))
         mfu = flops / (forward_ms / 1000) / dev["bf16_flops"]
     elif not tokens:
         notes.append("mfu: no plain token sequence for this family")
@@ -167,7 +167,7 @@ def _why_not(probe, res, table) -> tuple[str | None, dict | None]:
 
 
 def annotate(probe, res: dict, table: list[dict] | None = None) -> None:
-    """Set res["metrics"]["mfu"], ["mbu"] (null unless computed) and res["efficiency"]."""
+    """Set res["metrics"]["mfu"], ["mbu"] (null unless computed) and ["efficiency"] (how, or why not)."""
     metrics = res.setdefault("metrics", {})
     metrics["mfu"] = metrics["mbu"] = None
     scope = "reduced" if probe.mode == "arch" else "full"
@@ -176,7 +176,7 @@ def annotate(probe, res: dict, table: list[dict] | None = None) -> None:
             table = load_table()
         why, dev = _why_not(probe, res, table)
         if why:
-            res["efficiency"] = {"model": scope, "note": why}
+            metrics["efficiency"] = {"model": scope, "note": why}
             return
         config = probe.model.config
         text = config.get_text_config() if hasattr(config, "get_text_config") else config
@@ -191,6 +191,6 @@ def annotate(probe, res: dict, table: list[dict] | None = None) -> None:
             info["note"] = "; ".join(x for x in ("arch mode: the reduced model's figures (fewer layers, random "
                                                  "weights), not the checkpoint's", info.get("note")) if x)
         metrics["mfu"], metrics["mbu"] = mfu, mbu
-        res["efficiency"] = info
+        metrics["efficiency"] = info
     except Exception as e:  # noqa: BLE001 - efficiency must never turn a pass into an error
-        res["efficiency"] = {"model": scope, "note": f"not computed: {type(e).__name__}: {str(e)[:200]}"}
+        metrics["efficiency"] = {"model": scope, "note": f"not computed: {type(e).__name__}: {str(e)[:200]}"}
