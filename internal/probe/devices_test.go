@@ -96,7 +96,9 @@ func TestParseDevicePeaksRejects(t *testing.T) {
 // and a share in (0, 1].
 func TestEfficiencyShare(t *testing.T) {
 	v := func(f float64) *float64 { return &f }
-	pass := func(target compat.Target) compat.Result { return compat.Result{Status: compat.StatusPass, Target: target} }
+	pass := func(target compat.Target) compat.Result {
+		return compat.Result{Status: compat.StatusPass, Target: target}
+	}
 	tests := []struct {
 		res  compat.Result
 		in   *float64
