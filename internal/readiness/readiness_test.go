@@ -321,3 +321,30 @@ func TestRulesDocumentEveryCode(t *testing.T) {
 		t.Errorf("the real configs fire only %d of the codes: %v", len(severities), severities)
 	}
 }
+
+func TestLevelOf(t *testing.T) {
+	info := Hint{Code: HintSmallHeadDim, Severity: SeverityInfo}
+	warn := Hint{Code: HintMoEDynamicRouting, Severity: SeverityWarn}
+	block := Hint{Code: HintRemoteCode, Severity: SeverityBlocker}
+	known := map[string]int{"v5e": 1, "v5p": 1, "v6e": 1, "v7x": 1}
+	tests := []struct {
+		r    *Readiness
+		want Level
+	}{
+		{nil, LevelUnknown},
+		{&Readiness{MinDevices: known, Hints: []Hint{}}, LevelReady},
+		{&Readiness{MinDevices: known, Hints: []Hint{info}}, LevelReady},
+		{&Readiness{Hints: []Hint{info}}, LevelUnknown}, // too little known
+		{&Readiness{MinDevices: known, Hints: []Hint{info, warn}}, LevelWarn},
+		{&Readiness{Hints: []Hint{warn}}, LevelWarn},
+		{&Readiness{MinDevices: known, Hints: []Hint{warn, block, info}}, LevelBlocker},
+	}
+	for i, tt := range tests {
+		if got := LevelOf(tt.r); got != tt.want {
+			t.Errorf("%d: %s, want %s", i, got, tt.want)
+		}
+	}
+	if !ValidCode(HintRemoteCode) || ValidCode("remote code") || ValidCode("") {
+		t.Error("ValidCode")
+	}
+}

@@ -40,3 +40,45 @@ var Rules = []Rule{
 		"A number could not be computed: config.json is unknown (a gated model, or only the Hub listing's summary of it), a size is missing, or a size is zero, negative, fractional, not a number or beyond any real model's. The hint names the keys.",
 		"Nothing for users; a model's author can give config.json complete sizes (save_pretrained writes them)."},
 }
+
+// ValidCode reports whether code is a hint code (for filters).
+func ValidCode(code string) bool {
+	for _, c := range Codes {
+		if c == code {
+			return true
+		}
+	}
+	return false
+}
+
+// Level sums a readiness up for the table's marker.
+type Level string
+
+// The levels, from the hints' severities.
+const (
+	LevelReady   Level = "ready"   // no warning or blocker, and min_devices known
+	LevelWarn    Level = "warn"    // runs, but a warn hint needs work
+	LevelBlocker Level = "blocker" // a blocker hint: does not run on a TPU as is
+	LevelUnknown Level = "unknown" // no readiness, or too little known to call it ready
+)
+
+// LevelOf is the marker rule: the most severe hint decides; with only info
+// hints a model is ready when its device count is known.
+func LevelOf(r *Readiness) Level {
+	if r == nil {
+		return LevelUnknown
+	}
+	level := LevelReady
+	for _, h := range r.Hints {
+		switch h.Severity {
+		case SeverityBlocker:
+			return LevelBlocker
+		case SeverityWarn:
+			level = LevelWarn
+		}
+	}
+	if level == LevelReady && r.MinDevices == nil {
+		return LevelUnknown
+	}
+	return level
+}
