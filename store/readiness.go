@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/readiness"
@@ -93,7 +92,7 @@ func decodeReadiness(id string, col sql.NullString) (*readiness.Readiness, error
 
 // validHint accepts "" (no filter) and the readiness hint codes.
 func validHint(code string) error {
-	if code == "" || slices.Contains(readiness.Codes, code) {
+	if code == "" || readiness.ValidCode(code) {
 		return nil
 	}
 	return fmt.Errorf("%w: hint %q (want one of %s)", ErrInvalid, code, strings.Join(readiness.Codes, ", "))
