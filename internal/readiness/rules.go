@@ -1,5 +1,7 @@
 package readiness
 
+import "slices"
+
 // Rule documents one hint for the methodology page: when it fires and what
 // it tells the user to do. The code that fires it is in hints.go and
 // quant.go; TestRulesDocumentEveryCode keeps the two lists in step.
@@ -42,14 +44,7 @@ var Rules = []Rule{
 }
 
 // ValidCode reports whether code is a hint code (for filters).
-func ValidCode(code string) bool {
-	for _, c := range Codes {
-		if c == code {
-			return true
-		}
-	}
-	return false
-}
+func ValidCode(code string) bool { return slices.Contains(Codes, code) }
 
 // Level sums a readiness up for the table's marker.
 type Level string
