@@ -152,8 +152,6 @@ def compute(dev: dict, stats: dict, shape, tokens: int | None, forward_ms: float
 
 def _why_not(probe, res, table) -> tuple[str | None, dict | None]:
     """(reason, device entry): a reason when MFU/MBU cannot be computed at all."""
-    if res.get("status") != "pass":
-        return "computed for passing runs only", None
     target = res.get("target")
     if target == "cpu":
         return "cpu: MFU and MBU are measured against an accelerator's peak", None
@@ -171,6 +169,8 @@ def annotate(probe, res: dict, table: list[dict] | None = None) -> None:
     metrics = res.setdefault("metrics", {})
     metrics["mfu"] = metrics["mbu"] = None
     scope = "reduced" if probe.mode == "arch" else "full"
+    if res.get("status") != "pass":  # only a passing run's speed says how well it used the chip
+        return
     try:
         if table is None:
             table = load_table()

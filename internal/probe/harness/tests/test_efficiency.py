@@ -79,12 +79,18 @@ def test_arch_mode_figures_are_marked_as_the_reduced_models():
     (passing(device="Mystery GPU 9000"), {}, "not in the peak table"),
     (passing(device="fake accelerator x1", target="tpu"), {}, "not in the peak table"),  # the target must agree
     (passing(), {"dtype": torch.float32}, "float32"),
-    (dict(passing(), status="fail"), {}, "passing runs only"),
 ])
 def test_null_where_not_computable(res, probe_kw, why):
     he.annotate(fake_probe(tiny_model("llama"), **probe_kw), res, table=FAKE_TABLE)
     assert res["metrics"]["mfu"] is None and res["metrics"]["mbu"] is None
     assert why in res["metrics"]["efficiency"]["note"]
+
+
+def test_a_run_that_did_not_pass_gets_null_and_no_basis():
+    res = dict(passing(), status="fail")
+    he.annotate(fake_probe(tiny_model("llama")), res, table=FAKE_TABLE)
+    assert res["metrics"]["mfu"] is None and res["metrics"]["mbu"] is None
+    assert "efficiency" not in res["metrics"]
 
 
 def test_no_token_sequence_no_mfu_but_mbu():
