@@ -185,6 +185,9 @@ func (rc *recorder) record(ctx context.Context, modelID string, r compat.Result)
 		return RecordOutcome{}, err
 	}
 	out := RecordOutcome{ResultID: resultID}
+	if err := recordRuntime(ctx, rc.tx, id, resultID, r); err != nil {
+		return RecordOutcome{}, err
+	}
 
 	prev, moved, err := rc.advance(ctx, id, r.Target, resultID, r)
 	if err != nil {

@@ -311,7 +311,8 @@ func TestMethodologyPage(t *testing.T) {
 		last = i
 	}
 	for _, want := range []string{"tolerance", "<code>arch</code>", "<code>full</code>", "<code>auto</code>",
-		"<code>tpu</code>", "<code>cpu</code>", "<code>cuda</code>", "skipped", "never held against the model", "--force", "retested"} {
+		"<code>tpu</code>", "<code>cpu</code>", "<code>cuda</code>", "skipped", "never held against the model", "--force", "retested",
+		`id="tpu"`, "up to 20 more calls", "Precision.HIGHEST", "torch.tpu.synchronize()", "peak of the whole probe process"} {
 		if !strings.Contains(r.body, want) {
 			t.Errorf("methodology lacks %q", want)
 		}

@@ -36,9 +36,9 @@ Usage:
   scanner serve  [flags]        web UI + JSON API + scheduled scans, one process
   scanner scan   [flags]        one scan now (progress bar on a terminal)
   scanner probe  MODEL [flags]  one smoke test of one model, printed; no database
-  scanner check  MODEL --server URL
-                                CI gate: exit 0 pass, 1 not passing or regressed,
-                                2 untested/unknown, 3 server unreachable
+  scanner check  MODEL --server URL [--since RUNTIME]
+                                CI gate: exit 0 pass, 1 not passing or regressed
+                                (since RUNTIME), 2 untested/unknown, 3 server unreachable
   scanner backup FILE [--db]    consistent copy of the database, safe while serving
   scanner version
 
@@ -95,7 +95,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, "scanner check: want exactly one MODEL id")
 			return 2
 		}
-		code, line := check.Check(ctx, cfg.Server, positional[0], cfg.Target, nil)
+		code, line := check.CheckSince(ctx, cfg.Server, positional[0], cfg.Target, cfg.Since, nil)
 		fmt.Fprintln(stdout, line)
 		return code
 	case config.CmdBackup:

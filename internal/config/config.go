@@ -48,6 +48,7 @@ type Config struct {
 	Revision   string        // probe only
 	JSON       bool          // probe only
 	Server     string        // check only
+	Since      string        // check only: a runtime key (compat.RuntimeRef.Key)
 	LogFormat  string        // "text" or "json"
 	LogLevel   string
 
@@ -170,7 +171,8 @@ func Parse(cmd Command, args []string, env Env, out io.Writer) (Config, []string
 		fs.BoolVar(&c.JSON, "json", c.JSON, "print the Result as JSON")
 	case CmdCheck:
 		fs.StringVar(&c.Server, "server", c.Server, "scanner server URL, e.g. https://tpu-compat.example.org")
-		fs.StringVar(&target, "target", "tpu", "target whose result gates: tpu, cpu or cuda (auto: the newest result on any)")
+		fs.StringVar(&target, "target", "tpu", "target whose result gates: tpu, cpu or cuda (auto: the newest result on any; with --since: the runtime's)")
+		fs.StringVar(&c.Since, "since", c.Since, "a runtime key (see /runtimes): exit 1 also when the model regressed since that runtime")
 	case CmdBackup:
 		common()
 	case CmdVersion:
@@ -182,6 +184,9 @@ func Parse(cmd Command, args []string, env Env, out io.Writer) (Config, []string
 	}
 	c.Tasks = append(c.Tasks, tasks...)
 	c.Models = append(c.Models, models...)
+	if cmd == CmdCheck && c.Since != "" && !flagSet(fs, "target") {
+		target = string(compat.TargetAuto) // the --since runtime's target
+	}
 	// check selects results (auto: any target); the other commands ask
 	// for a target to probe on.
 	parseTarget := compat.ParseTarget
@@ -200,6 +205,13 @@ func Parse(cmd Command, args []string, env Env, out io.Writer) (Config, []string
 	}
 	c.CacheHome = CacheHome(env)
 	return c, fs.Args(), c.Validate(cmd)
+}
+
+// flagSet reports whether the command line set flag name.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
 
 func (c *Config) fromEnv(env Env) error {
@@ -296,6 +308,11 @@ func (c *Config) Validate(cmd Command) error {
 	}
 	if cmd == CmdCheck && c.Server == "" {
 		errs = append(errs, errors.New("--server is required (the scanner's URL)"))
+	}
+	if cmd == CmdCheck && c.Since != "" {
+		if _, err := compat.ParseRuntimeKey(c.Since); err != nil {
+			errs = append(errs, fmt.Errorf("--since: %w", err))
+		}
 	}
 	switch c.LogFormat {
 	case "text", "json":

@@ -21,6 +21,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -101,9 +102,15 @@ type Runner struct {
 	memLimit   uint64 // 0 = none
 	nofile     uint64 // 0 = inherited
 	log        *slog.Logger
+	found      *envCache // what Env found; shared with the ForDevice runners
+	pinned     bool      // a ForDevice runner: its processes see only device
+	device     int
+}
 
+// envCache is what Env found, shared by a runner and its ForDevice runners.
+type envCache struct {
 	mu   sync.Mutex
-	envs map[compat.Target]compat.Runtime // what Env found, per target
+	envs map[compat.Target]compat.Runtime // per target
 	auto compat.Target                    // what Env(auto) resolved to, "" before
 }
 
@@ -139,7 +146,7 @@ func NewRunner(cfg Config) (*Runner, error) {
 	if cfg.Environ == nil {
 		cfg.Environ = os.Environ()
 	}
-	r := &Runner{cfg: cfg, python: py, log: cfg.Logger}
+	r := &Runner{cfg: cfg, python: py, log: cfg.Logger, found: &envCache{}}
 	if r.log == nil {
 		r.log = slog.Default()
 	}
@@ -190,6 +197,25 @@ func (r *Runner) Close() error {
 		return fmt.Errorf("probe: close: %w", err)
 	}
 	return nil
+}
+
+// ForDevice is a runner whose harness processes are pinned to device i of
+// the host (DeviceEnv), for one probe per device (--devices N). It shares
+// this runner's harness files and what its Env found: the TPU generation,
+// which sets the process bounds, is the device name of the last Env that
+// found a TPU. Closing it does nothing; close this runner when all are done.
+func (r *Runner) ForDevice(i int) *Runner {
+	return &Runner{cfg: r.cfg, python: r.python, script: r.script, digest: r.digest, memLimit: r.memLimit,
+		nofile: r.nofile, log: r.log.With("device", i), found: r.found, pinned: true, device: i}
+}
+
+// deviceEnv is the pinning environment of a ForDevice runner, nil otherwise.
+func (r *Runner) deviceEnv() []string {
+	if !r.pinned {
+		return nil
+	}
+	rt, _ := r.cachedRuntime(compat.TargetTPU)
+	return DeviceEnv(r.device, rt.Device)
 }
 
 // HarnessDigest identifies the harness code the runner runs ("sha256:" and
@@ -355,7 +381,8 @@ func (r *Runner) probe(ctx context.Context, p *probeRun) compat.Result {
 
 // spec is the process that runs the harness with args in wd.
 func (r *Runner) spec(wd workDir, args []string) procSpec {
-	env, _ := scrubEnv(r.cfg.Environ, r.cfg.ExtraEnv, wd.home, wd.tmp) // refusals logged by NewRunner
+	extra := append(slices.Clone(r.cfg.ExtraEnv), r.deviceEnv()...)
+	env, _ := scrubEnv(r.cfg.Environ, extra, wd.home, wd.tmp) // refusals logged by NewRunner
 	argv := []string{"-I", "-u", "-B", "-c", preamble,
 		strconv.FormatUint(r.memLimit, 10), strconv.FormatUint(r.nofile, 10), r.script}
 	return procSpec{

@@ -155,6 +155,14 @@ func TestProbeStandins(t *testing.T) {
 				t.Errorf("target %q status %q", res.Target, res.Status)
 			}
 		}},
+		// A death in the env stage is the environment's (a TPU runtime that CHECK-fails while
+		// starting), never the model's: error, on tpu device_unavailable.
+		{behaviour: "abort-env", target: compat.TargetTPU, status: compat.StatusError, stage: compat.StageEnv, class: compat.ClassDeviceUnavail, msg: "SIGABRT during stage env", check: func(t *testing.T, res compat.Result) {
+			if res.Status.HeldAgainstModel() || str(res.Signature) != "device_unavailable:SIGABRT" {
+				t.Errorf("status %q signature %q", res.Status, str(res.Signature))
+			}
+		}},
+		{behaviour: "abort-env", status: compat.StatusError, stage: compat.StageEnv, class: compat.ClassOther, msg: "before any model was loaded"},
 		{behaviour: "logtail", status: compat.StatusFail, stage: compat.StageForward, class: compat.ClassUnsupportedOp, check: func(t *testing.T, res compat.Result) {
 			if !strings.Contains(res.LogTail, "Traceback (harness's own)") || !strings.Contains(res.LogTail, "scanner-visible stderr line") {
 				t.Errorf("log tail %q: want the harness's own and the stderr tail", res.LogTail)
@@ -351,6 +359,7 @@ func TestProbeEnvironmentAndLimits(t *testing.T) {
 	t.Setenv("PJRT_DEVICE", "TPU")
 	t.Setenv("XLA_FLAGS", "--xla_dump_to=/tmp/x")
 	t.Setenv("CUDA_VISIBLE_DEVICES", "0")
+	t.Setenv("TORCH_DEVICE_BACKEND_AUTOLOAD", "1")
 	r := standinRunner(t, func(c *Config) {
 		c.MaxOpenFiles = 256
 		c.ExtraEnv = []string{"OMP_NUM_THREADS=3", "MY_SECRET=leak", "HOME=/leak", "LIBTPU_INIT_ARGS=--x"}
@@ -376,6 +385,7 @@ func TestProbeEnvironmentAndLimits(t *testing.T) {
 		"TOKENIZERS_PARALLELISM": "false", "PYTHONUNBUFFERED": "1", "PYTHONDONTWRITEBYTECODE": "1",
 		"OMP_NUM_THREADS": "3", "TPU_NAME": "local-tpu", "PJRT_DEVICE": "TPU", "XLA_FLAGS": "--xla_dump_to=/tmp/x",
 		"CUDA_VISIBLE_DEVICES": "0", "LIBTPU_INIT_ARGS": "--x", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8",
+		"TORCH_DEVICE_BACKEND_AUTOLOAD": "0",
 	}
 	for k, v := range want {
 		if got.Env[k] != v {

@@ -242,6 +242,9 @@ func (p *probeRun) noResult(out procOutcome) compat.Result {
 			out.stderrTail)
 	}
 	sig, signalled := signalOf(st)
+	if signalled && out.lastStage == compat.StageEnv {
+		return p.envDeath(signalName(sig), out)
+	}
 	if marker := oomMarker(out.stderrTail); marker != "" {
 		how := fmt.Sprintf("exit status %d", st.ExitCode())
 		if signalled {
@@ -283,6 +286,26 @@ func (p *probeRun) noResult(out procOutcome) compat.Result {
 		msg += fmt.Sprintf("; it printed %s to stdout", formatBytes(uint64(out.stdoutBytes)))
 	}
 	return p.scannerError(out.lastStage, msg, out.stderrTail)
+}
+
+// envDeath is the result of a harness killed by a signal in its env stage.
+// The env stage touches no model (it imports torch and starts the device
+// runtime), so this is the environment's failure, never the model's: status
+// error, and on an accelerator the device is unavailable (a TPU runtime
+// that CHECK-fails while starting aborts the process: torch_tpu
+// csrc/pjrt/pjrt_state.cc InitializeInternal).
+func (p *probeRun) envDeath(sig string, out procOutcome) compat.Result {
+	class := compat.ClassOther
+	if p.target == compat.TargetTPU || p.target == compat.TargetCUDA {
+		class = compat.ClassDeviceUnavail
+	}
+	msg := "harness died of " + sig + " during stage env, before any model was loaded"
+	if l := lastLine(out.stderrTail); l != "" {
+		msg += "; last stderr: " + l
+	}
+	res := p.base(compat.StatusError, compat.StageEnv, class, msg, out.stderrTail)
+	res.Signature = compat.Ptr(string(class) + ":" + sig)
+	return res
 }
 
 // signature joins a kind and a stage: "timeout:load", or "timeout".

@@ -6,6 +6,10 @@ on cpu after a pause; the model id says how to behave:
   .../hang-*   writes its pid to MODEL_DIR/standin.pid, ignores SIGTERM and
                sleeps (the scanner must kill its process group)
   anything else  sleeps 0.6 s, then passes
+
+A standin_runtime.json next to this script (tests copy the script to make
+one) changes the runtime it reports, {"runtime": {...}}, and lists models
+that fail on it, {"fail": ["org/name", ...]}: two copies make two runtimes.
 """
 
 import json
@@ -29,6 +33,13 @@ def write(result):
 
 RUNTIME = {"python": "3", "torch": "standin", "transformers": "standin", "torch_tpu": "",
            "harness": "standin-1", "device": "cpu", "device_count": 1}
+FAIL = set()
+SIDECAR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "standin_runtime.json")
+if os.path.exists(SIDECAR):
+    with open(SIDECAR) as f:
+        side = json.load(f)
+    RUNTIME.update(side.get("runtime", {}))
+    FAIL = set(side.get("fail", []))
 
 if "--env-only" in sys.argv:
     write({"target": "cpu", "status": "pass", "runtime": RUNTIME, "metrics": {}})
@@ -44,6 +55,17 @@ if "/hang-" in model:
     time.sleep(600)
 
 time.sleep(0.6)
+if model in FAIL:
+    write({
+        "target": "cpu", "status": "fail", "stage": "forward", "failure_class": "unsupported_op",
+        "op": "aten::standin", "reason": None, "signature": "unsupported_op:aten::standin",
+        "message": "NotImplementedError: aten::standin", "mode": arg("--mode"),
+        "revision": arg("--revision"), "tested_at": "", "duration_s": 0.6, "runtime": RUNTIME,
+        "metrics": {"load_s": 0.1, "first_forward_s": None, "forward_ms": None, "compile_s": None,
+                    "tokens_per_s": None, "peak_mem_bytes": None, "max_abs_diff": None, "top1_agreement": None},
+        "repro": "",
+    })
+    sys.exit(0)
 write({
     "target": "cpu", "status": "pass", "stage": "generate", "failure_class": None, "op": None,
     "reason": None, "signature": None, "message": None, "mode": arg("--mode"),

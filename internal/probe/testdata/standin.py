@@ -5,13 +5,15 @@ It speaks the harness's command line (--model-dir, --model-id, ...,
 behaviour is the part of --model-id after "standin/":
 
   pass          writes a passing result (message: argv, cwd, sys.path[0] as JSON)
-  (--env-only)  detects cpu; any other target is device_unavailable
+  (--env-only)  detects cpu; any other target is device_unavailable, except with
+                TPU_STANDIN_DEVICE set (say "TPU v7"): then tpu (and auto) is that TPU
   env           writes a passing result whose message is the environment and rlimits as JSON
   hang          names stage load, starts a grandchild sleeper that ignores SIGTERM
                 (pid in MODEL_DIR/grandchild.pid), ignores SIGTERM itself, sleeps
   hang-after-result  writes a passing result, then hangs (ignoring SIGTERM)
   segv          names stage forward, then SIGSEGV
   abort         names stage compile, then abort() (SIGABRT)
+  abort-env     abort() in stage env, as a TPU runtime that CHECK-fails while starting
   sigkill       SIGKILLs itself (as the kernel's OOM killer would)
   oom           allocates past its RLIMIT_DATA, catches MemoryError, writes status oom
   oom-noresult  allocates past its RLIMIT_DATA and dies of the MemoryError
@@ -89,12 +91,13 @@ def allocate():
 
 def main():
     if "--env-only" in sys.argv:
-        t = target()
+        tpu = os.environ.get("TPU_STANDIN_DEVICE", "")
+        t = "tpu" if tpu and arg("--target", "auto") == "auto" else target()
         r = {"target": t, "status": "pass",
              "runtime": {"python": sys.version.split()[0], "torch": "0.0-standin",
                          "transformers": "0.0-standin", "torch_tpu": "", "harness": "",
-                         "device": "standin " + t, "device_count": 1}}
-        if t != "cpu":
+                         "device": tpu if tpu and t == "tpu" else "standin " + t, "device_count": 1}}
+        if t != "cpu" and not (tpu and t == "tpu"):
             r["runtime"].update(device="", device_count=0)
             r.update(status="error", failure_class="device_unavailable",
                      message="target %s requested but not usable on this host" % t)
@@ -111,6 +114,8 @@ def main():
         import resource as R
         lim = {k: R.getrlimit(getattr(R, "RLIMIT_" + k)) for k in ("DATA", "NOFILE", "CORE")}
         write(base("pass", message=json.dumps({"env": dict(os.environ), "rlimit": lim})))
+    elif what == "abort-env":
+        os.abort()
     elif what == "hang":
         stage("load")
         child = subprocess.Popen([sys.executable, "-c",
