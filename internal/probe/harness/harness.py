@@ -1302,7 +1302,7 @@ class Probe:
         res["mode"] = self.mode
         res["runtime"] = self.runtime
         res["metrics"] = {k: (finite_or_none(v) if isinstance(v, float) else v) for k, v in self.metrics.items()}
-        he.annotate(self, res)  # metrics.mfu, metrics.mbu and result.efficiency (harness_efficiency.py)
+        he.annotate(self, res)  # metrics.mfu, .mbu and .efficiency (harness_efficiency.py)
         rev = f" --revision {self.args.revision}" if self.args.revision else ""
         res["repro"] = (f"scanner probe {self.args.model_id or self.args.model_dir}{rev} --target {self.target}"
                         + (f" --mode {self.mode or self.args.mode}"))
