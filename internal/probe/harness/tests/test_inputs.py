@@ -313,23 +313,20 @@ VIT_PROCESSOR = json.dumps({"image_processor_type": "ViTImageProcessor", "do_res
 
 
 def test_vision_full_mode_uses_the_image_processor(tmp_path, run_inproc):
-    """With Pillow (transformers' image processors need it) the fixed picture goes through the model's own
-    processor, resized to the model's 32x32; without it the probe says so and runs synthetic pixels."""
+    """The fixed picture goes through the model's own processor, resized to the model's 32x32 (Pillow,
+    which transformers' image processors need, is pinned in requirements.txt)."""
+    assert _pil_available(), "Pillow is pinned in requirements.txt: the environment is stale"
     snap = vit_with_processor(tmp_path, VIT_PROCESSOR)
     code, res = run_inproc(snap, task="image-classification", extra=NO_COMPILE)
     assert res["status"] == "pass", res["message"]
     fwd = notes(res)["forward"]
-    if _pil_available():
-        assert "inputs: a synthetic 320x240 picture through the model's image processor" in fwd, fwd
-        assert "pixel_values [1, 3, 32, 32]" in fwd
-    else:
-        assert "synthetic (the image processor needs a package this environment lacks" in fwd, fwd
+    assert "inputs: a synthetic 320x240 picture through the model's image processor" in fwd, fwd
+    assert "pixel_values [1, 3, 32, 32]" in fwd
 
 
 def test_vision_processor_values_are_the_processors(tmp_path):
     """The pixels are the processor's rescale and normalisation of the picture, computed here by hand."""
-    if not _pil_available():
-        pytest.skip("needs Pillow, which this environment lacks (the fall-back is tested above)")
+    assert _pil_available(), "Pillow is pinned in requirements.txt: the environment is stale"
     import transformers as tf
 
     snap = vit_with_processor(tmp_path, json.dumps({**json.loads(VIT_PROCESSOR), "do_resize": False}))
