@@ -89,6 +89,7 @@ type confiner struct {
 	python  string
 	codeDir string // the harness's directory
 	log     *slog.Logger
+	off     bool // Config.NoLandlock: runs are not confined
 
 	once   sync.Once
 	exe    string   // the interpreter's sys.executable
@@ -254,8 +255,12 @@ func restrictThread(fd int, flags uint32) error {
 }
 
 // logConfinement says once, at start, how harnesses will be confined.
-func logConfinement(log *slog.Logger) {
+func logConfinement(log *slog.Logger, off bool) {
 	abi := landlockABI()
+	if off {
+		log.Warn("probe: Landlock is off (--landlock=false): the harness is NOT confined to its folders (it can write wherever the scanner can); limits, environment scrubbing and process-group kill still apply")
+		return
+	}
 	if abi <= 0 {
 		log.Warn("probe: this kernel has no Landlock: the harness is NOT confined to its folders (it can write wherever the scanner can)")
 		return

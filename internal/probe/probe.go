@@ -90,6 +90,11 @@ type Config struct {
 	TempDir string
 	// Logger receives one line per probe; slog.Default() if nil.
 	Logger *slog.Logger
+	// NoLandlock runs the harness without its Landlock confinement (the
+	// limits, the scrubbed environment and the process group stay): for a
+	// host whose accelerator driver fails under it, which Env detects and
+	// names (ErrConfinedDevice).
+	NoLandlock bool
 }
 
 // Runner runs harness processes. Its methods are safe for concurrent use:
@@ -187,8 +192,8 @@ func NewRunner(cfg Config) (*Runner, error) {
 		}
 		r.harnessDir, r.script, r.digest = dir, script, embeddedDigest()
 	}
-	r.confine = &confiner{python: py, codeDir: filepath.Dir(r.script), log: r.log}
-	logConfinement(r.log)
+	r.confine = &confiner{python: py, codeDir: filepath.Dir(r.script), log: r.log, off: cfg.NoLandlock}
+	logConfinement(r.log, cfg.NoLandlock)
 	return r, nil
 }
 
@@ -394,17 +399,20 @@ func (r *Runner) spec(ctx context.Context, wd workDir, snapshot string, args []s
 	env = append(env, probeMarkVar+"="+mark)
 	argv := []string{"-I", "-u", "-B", "-c", keeper,
 		strconv.FormatUint(r.memLimit, 10), strconv.FormatUint(r.nofile, 10), r.script}
-	pol := r.confine.policy(ctx, wd, snapshot, env)
 	python, _ := r.confine.interpreter(ctx)
-	return procSpec{
+	spec := procSpec{
 		python: python,
 		args:   append(argv, args...),
 		dir:    wd.cwd,
 		env:    env,
 		grace:  r.cfg.Grace,
-		policy: &pol,
 		mark:   mark,
 	}
+	if !r.confine.off {
+		pol := r.confine.policy(ctx, wd, snapshot, env)
+		spec.policy = &pol
+	}
+	return spec
 }
 
 // workDir is the private directory of one harness run.

@@ -540,3 +540,31 @@ func TestNewRunner(t *testing.T) {
 		t.Errorf("Close left %s", r.harnessDir)
 	}
 }
+
+// TestEnvNamesLandlockWhenItBreaksTheDevice: a device the harness sees only
+// without Landlock (CUDA on the H200 VM of the first device run: cuInit
+// error 304 under the confinement) is reported as such, with the switch
+// that helps; with --landlock=false the same host probes on it.
+func TestEnvNamesLandlockWhenItBreaksTheDevice(t *testing.T) {
+	t.Parallel()
+	if landlockABI() <= 0 {
+		t.Skip("this kernel has no Landlock")
+	}
+	env := append(os.Environ(), "TPU_STANDIN_CUDA_OUTSIDE_LANDLOCK=1")
+	r := standinRunner(t, func(c *Config) { c.Environ = env })
+	ctx := context.Background()
+	target, _, err := r.Env(ctx, compat.TargetCUDA)
+	if !errors.Is(err, ErrDeviceUnavailable) || !errors.Is(err, ErrConfinedDevice) || target != compat.TargetCUDA ||
+		!strings.Contains(err.Error(), "--landlock=false") {
+		t.Fatalf("Env(cuda) confined = %q, %v; want ErrConfinedDevice naming --landlock=false", target, err)
+	}
+	// A device missing with or without Landlock is plainly unavailable.
+	if _, _, err := r.Env(ctx, compat.TargetTPU); !errors.Is(err, ErrDeviceUnavailable) || errors.Is(err, ErrConfinedDevice) {
+		t.Errorf("Env(tpu) = %v; want ErrDeviceUnavailable alone", err)
+	}
+	off := standinRunner(t, func(c *Config) { c.Environ = env; c.NoLandlock = true })
+	target, rt, err := off.Env(ctx, compat.TargetCUDA)
+	if err != nil || target != compat.TargetCUDA || rt.Device != "standin GPU that Landlock breaks" {
+		t.Errorf("Env(cuda) with NoLandlock = %q, %+v, %v; want the device", target, rt, err)
+	}
+}

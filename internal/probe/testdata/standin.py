@@ -47,6 +47,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 
 
@@ -162,6 +163,18 @@ def escape(model_dir):
     }
 
 
+def confined():
+    """Whether Landlock stops this process creating a file in /tmp (outside its run folder),
+    as it stopped CUDA's driver on the H200 VM of the first device run."""
+    try:
+        fd, path = tempfile.mkstemp(dir="/tmp", prefix="standin-confined-")
+    except OSError:
+        return True
+    os.close(fd)
+    os.unlink(path)
+    return False
+
+
 def main():
     if "--env-only" in sys.argv:
         tpu = os.environ.get("TPU_STANDIN_DEVICE", "")
@@ -170,7 +183,9 @@ def main():
              "runtime": {"python": sys.version.split()[0], "torch": "0.0-standin",
                          "transformers": "0.0-standin", "torch_tpu": "", "harness": "",
                          "device": tpu if tpu and t == "tpu" else "standin " + t, "device_count": 1}}
-        if t != "cpu" and not (tpu and t == "tpu"):
+        if t == "cuda" and os.environ.get("TPU_STANDIN_CUDA_OUTSIDE_LANDLOCK") == "1" and not confined():
+            r["runtime"].update(device="standin GPU that Landlock breaks")
+        elif t != "cpu" and not (tpu and t == "tpu"):
             r["runtime"].update(device="", device_count=0)
             r.update(status="error", failure_class="device_unavailable",
                      message="target %s requested but not usable on this host" % t)
