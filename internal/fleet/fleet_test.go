@@ -58,7 +58,7 @@ func TestPlanGroup(t *testing.T) {
 			rtB.Key(), []string{"b"}, 1, nil},
 		{"devices summed over workers", []Seen{seen("a", "tpu", rtA, 4, 0), seen("c", "tpu", rtA, 4, 0), seen("b", "tpu", rtB, 6, 0)}, "tpu",
 			rtA.Key(), []string{"a", "c"}, 1, nil},
-		{"tie goes to the newest", []Seen{seen("a", "tpu", rtA, 8, 10 * time.Second), seen("b", "tpu", rtB, 8, time.Second)}, "tpu",
+		{"tie goes to the newest", []Seen{seen("a", "tpu", rtA, 8, 10*time.Second), seen("b", "tpu", rtB, 8, time.Second)}, "tpu",
 			rtB.Key(), []string{"b"}, 1, nil},
 		{"gone workers do not count", []Seen{seen("a", "tpu", rtA, 8, 0), seen("b", "tpu", rtB, 64, time.Hour)}, "tpu",
 			rtA.Key(), []string{"a"}, 0, nil},
