@@ -7,6 +7,7 @@ require (
 	github.com/chromedp/chromedp v0.23.1
 	github.com/gofiber/fiber/v2 v2.52.15
 	github.com/mattn/go-sqlite3 v1.14.53
+	github.com/moby/patternmatcher v0.6.1
 	github.com/robfig/cron/v3 v3.0.1
 	github.com/valyala/fasthttp v1.51.0
 	k8s.io/api v0.37.2

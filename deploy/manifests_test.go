@@ -347,6 +347,14 @@ func checkSecret(t *testing.T, k kustomization, s corev1.Secret, w wiring) {
 	}
 }
 
+// show prints an optional number: its value, or "unset".
+func show[T int32 | int64](p *T) string {
+	if p == nil {
+		return "unset"
+	}
+	return strconv.FormatInt(int64(*p), 10)
+}
+
 func isSecretName(name string) bool {
 	n := strings.ToUpper(name)
 	return strings.Contains(n, "TOKEN") || strings.Contains(n, "SECRET") || strings.Contains(n, "PASSWORD")
@@ -357,7 +365,7 @@ func isSecretName(name string) bool {
 func checkServer(t *testing.T, w wiring) {
 	s, c := w.server, w.serverCtr
 	if s.Spec.Replicas == nil || *s.Spec.Replicas != 1 {
-		t.Errorf("server replicas = %v: SQLite has one writer", s.Spec.Replicas)
+		t.Errorf("server replicas = %s: SQLite has one writer", show(s.Spec.Replicas))
 	}
 	if s.Spec.ServiceName != w.service.Name {
 		t.Errorf("server serviceName %q, the Service is %q", s.Spec.ServiceName, w.service.Name)
@@ -388,7 +396,7 @@ func checkServer(t *testing.T, w wiring) {
 		t.Errorf("server --addr is not a container port (%v)", err)
 	}
 	if g := s.Spec.Template.Spec.TerminationGracePeriodSeconds; g == nil || *g < 30 {
-		t.Errorf("server terminationGracePeriodSeconds = %v: it needs time to record the scan and close the database", g)
+		t.Errorf("server terminationGracePeriodSeconds = %s: it needs time to record the scan and close the database", show(g))
 	}
 }
 
@@ -553,8 +561,8 @@ func checkWorkers(t *testing.T, w wiring) {
 	}
 	g := spec.TerminationGracePeriodSeconds
 	if g == nil || time.Duration(*g)*time.Second <= fleet.ShutdownBudget(grace) {
-		t.Errorf("worker terminationGracePeriodSeconds = %v: the worker needs up to %v after SIGTERM (--probe-grace=%v)",
-			g, fleet.ShutdownBudget(grace), grace)
+		t.Errorf("worker terminationGracePeriodSeconds = %s: the worker needs up to %v after SIGTERM (--probe-grace=%v)",
+			show(g), fleet.ShutdownBudget(grace), grace)
 	}
 	checkWritable(t, "worker", c, spec, nil, mustFlag(t, "worker", c, "cache-dir"))
 	checkProbes(t, "worker", c, false)
