@@ -97,9 +97,7 @@ func TestDockerfile(t *testing.T) {
 	stages := map[string]int{}        // stage name → index
 	globalArgs := map[string]string{} // ARG before the first FROM → default
 	stageArgs := map[int]map[string]bool{}
-	var last instruction
 	for _, in := range ins {
-		last = in
 		flags, words := flagsAndWords(in.args)
 		switch in.cmd {
 		case "ARG":
@@ -144,9 +142,6 @@ func TestDockerfile(t *testing.T) {
 	}
 	if v := globalArgs["GO_VERSION"]; v != goDirective(t) {
 		t.Errorf("ARG GO_VERSION=%s, go.mod says go %s", v, goDirective(t))
-	}
-	if last.cmd != "CMD" && last.cmd != "ENTRYPOINT" {
-		t.Logf("last instruction %s", last.cmd)
 	}
 	checkImageStage(t, ins)
 }
