@@ -12,6 +12,14 @@ if [ -x "$venv/bin/python" ] && [ -f "$venv/.complete" ]; then
   exit 0
 fi
 mkdir -p "$base"
+# Two makes at once (make run in one terminal, make test in another) must
+# not build the same environment twice: the second waits for the first.
+exec 9>"$base/.lock"
+flock 9
+if [ -x "$venv/bin/python" ] && [ -f "$venv/.complete" ]; then
+  echo "$venv/bin/python"
+  exit 0
+fi
 py="${PYTHON:-python3}"
 echo "pyenv: creating $venv (first run downloads torch, several GB)" >&2
 rm -rf "$venv.tmp"

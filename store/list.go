@@ -13,42 +13,6 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 )
 
-// keyKind is the Go type of a sort key's value.
-type keyKind int
-
-const (
-	keyInt keyKind = iota
-	keyFloat
-)
-
-// sortKey is one column of an order. Keys marked nullsLast keep their
-// direction when the order is reversed, so rows without a value stay last.
-type sortKey struct {
-	expr      string
-	kind      keyKind
-	desc      bool
-	nullsLast bool
-}
-
-// orders are ListModels' sorts; every one ends with the model id (not
-// listed), ascending in the natural direction, so the order is total and a
-// cursor is exact. The first key that
-// is not a nulls-last flag is the sort's own; reversing flips all but the flags.
-//
-// Each order, either way, is the order of an index on current (see the
-// schema), so a page is read by walking that index from the cursor on.
-var orders = map[string][]sortKey{
-	"downloads": {{expr: listDownloads, desc: true}},
-	"likes":     {{expr: listLikes, desc: true}},
-	"id":        nil,
-	"status":    {{expr: listStatusRank}, {expr: listDownloads, desc: true}},
-	"tested_at": {{expr: listUntested, nullsLast: true}, {expr: listTested, desc: true}},
-	"tokens_per_s": {
-		{expr: listNoTokens, nullsLast: true},
-		{expr: listTokens, kind: keyFloat, desc: true},
-	},
-}
-
 // cursor is the decoded form of ModelQuery.Cursor: the last row's sort key
 // and id, and what it was a cursor for.
 type cursor struct {
@@ -143,34 +107,16 @@ type listQuery struct {
 // buildList validates q and assembles its query. The page is picked on
 // models and current only; results are joined to the page's rows alone.
 func buildList(q ModelQuery) (listQuery, error) {
-	sortName := q.Sort
-	if sortName == "" {
-		sortName = "downloads"
-	}
-	base, ok := orders[sortName]
-	if !ok {
-		return listQuery{}, fmt.Errorf("%w: sort %q (want downloads, likes, status, tokens_per_s, tested_at or id)", ErrInvalid, q.Sort)
+	ord, err := findOrder(q.Sort)
+	if err != nil {
+		return listQuery{}, err
 	}
 	if err := validTarget(q.Target, true); err != nil {
 		return listQuery{}, err
 	}
-	// The sort's natural direction is that of its own key (id: ascending).
-	natural := false
-	for _, k := range base {
-		if !k.nullsLast {
-			natural = k.desc
-			break
-		}
-	}
-	reverse := q.Desc != nil && *q.Desc != natural
-	keys := make([]sortKey, len(base))
-	for i, k := range base {
-		if reverse && !k.nullsLast {
-			k.desc = !k.desc
-		}
-		keys[i] = k
-	}
+	keys, reverse := ord.directed(q.Desc)
 	idDesc := reverse
+	sortName := ord.name
 
 	var where []string
 	var args []any

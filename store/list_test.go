@@ -93,7 +93,7 @@ func TestListModelsFilters(t *testing.T) {
 
 func TestListModelsInvalid(t *testing.T) {
 	s := storetest.MustOpen(t)
-	storetest.Seed(t, s, 20, 40)
+	storetest.MustSeed(t, s, 20, 40)
 	_, next, err := s.ListModels(ctx, store.ModelQuery{Limit: 5})
 	if err != nil || next == "" {
 		t.Fatalf("first page: %q, %v", next, err)
@@ -170,7 +170,7 @@ func less(sort string) func(a, b compat.Model) int {
 // the matching models.
 func TestListModelsCursorWalk(t *testing.T) {
 	s := storetest.MustOpen(t)
-	storetest.Seed(t, s, 150, 600)
+	storetest.MustSeed(t, s, 150, 600)
 	everything, _, err := s.ListModels(ctx, store.ModelQuery{Sort: "id", Limit: 1000})
 	if err != nil || len(everything) != 150 {
 		t.Fatalf("all models: %d, %v", len(everything), err)
@@ -268,7 +268,7 @@ func TestListModelsCursorWalk(t *testing.T) {
 // results or events, and the default list order straight from an index.
 func TestQueryPlans(t *testing.T) {
 	s := storetest.MustOpen(t)
-	storetest.Seed(t, s, 100, 300)
+	storetest.MustSeed(t, s, 100, 300)
 	named, err := s.ExplainNamed(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -361,7 +361,7 @@ func benchSeeded(b *testing.B) *store.SQLite {
 			b.Fatal(err)
 		}
 		if !keep || statErr != nil {
-			storetest.Seed(b, s, 10_000, 100_000)
+			storetest.MustSeed(b, s, 10_000, 100_000)
 		}
 		benchStore = s
 	})

@@ -19,8 +19,6 @@ import (
 	"github.com/mattn/go-sqlite3"
 )
 
-var _ Store = (*SQLite)(nil)
-
 // HubURL is the base of Model.URL. It is the public Hub on purpose: a
 // mirror configured for downloads is not where users should be linked to.
 const HubURL = "https://huggingface.co"
@@ -107,20 +105,11 @@ func migrations() ([]migration, error) {
 	return ms, nil
 }
 
-// SchemaVersion is the schema version this binary writes: the number of
-// embedded migrations.
-func SchemaVersion() int {
-	ms, err := migrations()
-	if err != nil {
-		return 0
-	}
-	return len(ms)
-}
-
-// SQLite is the Store on a SQLite file. It holds two pools on the same
-// file: one writer connection, so writes are serialised in the process and
-// never contend for the lock among themselves, and a pool of query-only
-// readers, which WAL mode lets run while the writer writes.
+// SQLite is the scanner's state in a SQLite file. Every method is safe for
+// concurrent use. It holds two pools on the same file: one writer
+// connection, so writes are serialised in the process and never contend
+// for the lock among themselves, and a pool of query-only readers, which
+// WAL mode lets run while the writer writes.
 type SQLite struct {
 	w    *sql.DB // exactly one connection
 	r    *sql.DB // readers

@@ -7,20 +7,48 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/store"
 )
 
-// scanBody is one scan with its progress as a fraction (extension).
+// scanJSON is a scan as the API shows it (last_scan of /api/v1/summary).
+type scanJSON struct {
+	ID         int64            `json:"id"`
+	Trigger    string           `json:"trigger"` // schedule, manual, cli, startup
+	Status     store.ScanStatus `json:"status"`
+	Target     string           `json:"target"`
+	Params     *scanParams      `json:"params"` // null when the scan recorded none
+	StartedAt  time.Time        `json:"started_at"`
+	FinishedAt *time.Time       `json:"finished_at"`
+	Planned    int              `json:"planned"`
+	Done       int              `json:"done"`
+	Probed     int              `json:"probed"`
+	Unchanged  int              `json:"unchanged"`
+	Error      string           `json:"error,omitempty"`
+	DeviceBusy *float64         `json:"device_busy_fraction"`
+	Runtime    compat.Runtime   `json:"runtime"`
+}
+
+func newScanJSON(sc store.Scan) scanJSON {
+	return scanJSON{ID: sc.ID, Trigger: sc.Trigger, Status: sc.Status, Target: sc.Target,
+		Params: parseScanParams(sc.Params), StartedAt: sc.StartedAt, FinishedAt: sc.FinishedAt,
+		Planned: sc.Planned, Done: sc.Done, Probed: sc.Probed, Unchanged: sc.Unchanged,
+		Error: sc.Error, DeviceBusy: sc.DeviceBusy, Runtime: sc.Runtime}
+}
+
+// scanBody is one scan with its progress as a fraction (extension), as
+// /api/v1/scans shows it.
 type scanBody struct {
-	store.Scan
+	scanJSON
 	Progress *float64 `json:"progress"` // done ÷ planned; null before planning
 }
 
 func withProgress(sc store.Scan) scanBody {
-	b := scanBody{Scan: sc}
+	b := scanBody{scanJSON: newScanJSON(sc)}
 	if sc.Planned > 0 {
 		p := float64(sc.Done) / float64(sc.Planned)
 		b.Progress = &p

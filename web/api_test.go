@@ -2,7 +2,9 @@ package web
 
 import (
 	"context"
+	"maps"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -34,7 +36,7 @@ func TestAPIModelsShapeAndPaging(t *testing.T) {
 		}
 	}
 
-	for _, sortKey := range sorts {
+	for _, sortKey := range sortNames() {
 		for _, order := range []string{"", "asc", "desc"} {
 			seen := map[string]bool{}
 			cursor := ""
@@ -246,6 +248,75 @@ func TestAPISummaryFailuresScans(t *testing.T) {
 	}
 	if r := ts.get(t, "/api/v1/scans/999"); r.status != 404 {
 		t.Errorf("unknown scan: %d", r.status)
+	}
+}
+
+// TestAPIScanSummaryKeys pins the JSON keys of scans, the summary and the
+// failure groups (the API's shapes, not the store's), and the params of a
+// scan recorded as scans record them (Go field names) in the API's names.
+func TestAPIScanSummaryKeys(t *testing.T) {
+	ts := newTestServer(t, 60, 200, Config{})
+	params := `{"Trigger":"cli","Source":"hub","Limit":100,"Sort":"downloads","Tasks":["fill-mask"],"Models":null,` +
+		`"Target":"auto","Mode":"auto","Timeout":1200000000000,"Force":false,"Devices":2,"MemoryBudgetBytes":0}`
+	id, err := ts.db.StartScan(context.Background(), store.Scan{Trigger: "cli", Target: "tpu", StartedAt: testTime, Params: params})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ts.db.FinishScan(context.Background(), id, store.ScanFinish{Status: store.ScanFailed, Error: "hub down"}); err != nil {
+		t.Fatal(err)
+	}
+	keys := func(m map[string]any) []string {
+		out := slices.Collect(maps.Keys(m))
+		slices.Sort(out)
+		return out
+	}
+	scanKeys := []string{"device_busy_fraction", "done", "error", "finished_at", "id", "params", "planned", "probed",
+		"runtime", "started_at", "status", "target", "trigger", "unchanged"}
+	paramKeys := []string{"devices", "force", "limit", "memory_budget_bytes", "mode", "models", "sort", "source",
+		"target", "tasks", "timeout_s", "trigger"}
+
+	one := decode[map[string]any](t, ts.get(t, "/api/v1/scans/"+itoa(id)))
+	if got, want := keys(one), append(slices.Clone(scanKeys), "progress"); !slices.Equal(got, slices.Sorted(slices.Values(want))) {
+		t.Errorf("scan keys %v; want %v", got, want)
+	}
+	p, ok := one["params"].(map[string]any)
+	if !ok {
+		t.Fatalf("params = %#v; want an object", one["params"])
+	}
+	if got := keys(p); !slices.Equal(got, paramKeys) {
+		t.Errorf("params keys %v; want %v", got, paramKeys)
+	}
+	if p["trigger"] != "cli" || p["limit"] != 100.0 || p["timeout_s"] != 1200.0 || p["devices"] != 2.0 ||
+		p["memory_budget_bytes"] != nil || len(p["models"].([]any)) != 0 || p["tasks"].([]any)[0] != "fill-mask" {
+		t.Errorf("params = %v", p)
+	}
+	list := decode[struct {
+		Scans []map[string]any `json:"scans"`
+	}](t, ts.get(t, "/api/v1/scans"))
+	if len(list.Scans) != 1 || list.Scans[0]["params"].(map[string]any)["source"] != "hub" {
+		t.Errorf("scans = %v", list)
+	}
+
+	sum := decode[map[string]any](t, ts.get(t, "/api/v1/summary"))
+	if got, want := keys(sum), []string{"counts", "download_weighted_pass_rate", "last_scan", "models", "pass_rate",
+		"runtime", "scan_state", "target", "tested"}; !slices.Equal(got, want) {
+		t.Errorf("summary keys %v; want %v", got, want)
+	}
+	if got := keys(sum["last_scan"].(map[string]any)); !slices.Equal(got, scanKeys) {
+		t.Errorf("last_scan keys %v; want %v", got, scanKeys)
+	}
+
+	fails := decode[struct {
+		Failures []map[string]any `json:"failures"`
+	}](t, ts.get(t, "/api/v1/failures"))
+	if len(fails.Failures) == 0 {
+		t.Fatal("no failure groups")
+	}
+	for _, g := range fails.Failures {
+		if got, want := keys(g), []string{"download_share", "downloads", "examples", "failure_class", "models", "op",
+			"signature"}; !slices.Equal(got, want) {
+			t.Errorf("failure group keys %v; want %v", got, want)
+		}
 	}
 }
 

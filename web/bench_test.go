@@ -11,7 +11,7 @@ import (
 // benchServe runs the handler of path b.N times in memory (no network).
 func benchServe(b *testing.B, nModels, nResults int, path string) {
 	db := storetest.MustOpen(b)
-	storetest.Seed(b, db, nModels, nResults)
+	storetest.MustSeed(b, db, nModels, nResults)
 	s, err := New(Config{Store: db, Logger: discard, APIRate: -1})
 	if err != nil {
 		b.Fatal(err)

@@ -31,7 +31,7 @@ func FuzzRequest(f *testing.F) {
 		f.Add(seed)
 	}
 	db := storetest.MustOpen(f)
-	storetest.Seed(f, db, 20, 60)
+	storetest.MustSeed(f, db, 20, 60)
 	s, err := New(Config{Store: db, Scans: &fakeScans{}, Logger: discard, Metrics: metrics.NewRegistry(), APIRate: -1, Version: "fuzz"})
 	if err != nil {
 		f.Fatal(err)

@@ -3,6 +3,7 @@ package web
 import (
 	"encoding/json"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -72,5 +73,31 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 		if len(documented) < 14 {
 			t.Errorf("only %d operations documented: %v", len(documented), documented)
 		}
+	}
+}
+
+// TestOpenAPISorts: the documented ?sort= values are the store's (store/sort.go).
+func TestOpenAPISorts(t *testing.T) {
+	var doc struct {
+		Paths map[string]map[string]struct {
+			Parameters []struct {
+				Name   string `json:"name"`
+				Schema struct {
+					Enum []string `json:"enum"`
+				} `json:"schema"`
+			} `json:"parameters"`
+		} `json:"paths"`
+	}
+	if err := json.Unmarshal(openapiJSON, &doc); err != nil {
+		t.Fatal(err)
+	}
+	var enum []string
+	for _, p := range doc.Paths["/api/v1/models"]["get"].Parameters {
+		if p.Name == "sort" {
+			enum = p.Schema.Enum
+		}
+	}
+	if want := sortNames(); len(enum) == 0 || !slices.Equal(enum, want) {
+		t.Errorf("openapi.json: /api/v1/models sort enum %v; want the store's %v", enum, want)
 	}
 }

@@ -15,7 +15,6 @@ import (
 
 // Limits on request input.
 const (
-	maxIDLen     = 200  // a Hub id is at most 96 + 1 + 96 characters
 	maxQueryLen  = 200  // ?q=
 	maxCursorLen = 1024 // ?cursor=
 	maxLimit     = 1000 // ?limit= is capped to this
@@ -23,33 +22,9 @@ const (
 )
 
 var (
-	// idPartRE is one part of a Hub id (the organisation or the name).
-	idPartRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,96}$`)
 	// tokenRE is a task (pipeline tag) or similar word.
 	tokenRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,100}$`)
 )
-
-// sorts are the sort keys ModelQuery accepts, and what each means.
-var sorts = []string{"downloads", "likes", "status", "tokens_per_s", "tested_at", "id"}
-
-// validID reports whether id looks like a Hub id: "org/name" or a legacy
-// one-part "name", of letters, digits, '-', '_' and '.', with no part
-// that is "." or "..", and no "..".
-func validID(id string) bool {
-	if id == "" || len(id) > maxIDLen || strings.Contains(id, "..") {
-		return false
-	}
-	parts := strings.Split(id, "/")
-	if len(parts) > 2 {
-		return false
-	}
-	for _, p := range parts {
-		if p == "." || !idPartRE.MatchString(p) {
-			return false
-		}
-	}
-	return true
-}
 
 // idParam is the model id of a wildcard route (/models/*), percent-decoded
 // and validated. A malformed id is not found (it cannot name a model).
@@ -66,7 +41,7 @@ func idParam(c *fiber.Ctx, suffix string) (string, error) {
 			return "", fmt.Errorf("%w: want %s", ErrNotFound, suffix)
 		}
 	}
-	if !validID(id) {
+	if compat.ValidateModelID(id) != nil {
 		return "", fmt.Errorf("%w: no model %s", ErrNotFound, quoteShort(id))
 	}
 	return id, nil
@@ -80,15 +55,14 @@ func quoteShort(s string) string {
 	return strconv.Quote(s)
 }
 
-// parseTarget reads ?target=: "" or auto (any target) or a concrete one.
+// parseTarget reads ?target= by the filter rule compat.ParseTargetFilter
+// owns: auto and none both mean "the newest result on any target" ("").
 func parseTarget(v string) (compat.Target, error) {
-	switch t := compat.Target(v); t {
-	case "", compat.TargetAuto:
-		return "", nil
-	case compat.TargetTPU, compat.TargetCPU, compat.TargetCUDA:
-		return t, nil
+	t, err := compat.ParseTargetFilter(v)
+	if err != nil {
+		return "", fmt.Errorf("%w: unknown target %s (want tpu, cpu, cuda or auto)", ErrBadRequest, quoteShort(v))
 	}
-	return "", fmt.Errorf("%w: unknown target %s (want tpu, cpu, cuda or auto)", ErrBadRequest, quoteShort(v))
+	return t, nil
 }
 
 // parseLimit reads ?limit=: a positive integer, capped at maxLimit.
@@ -136,15 +110,17 @@ func parseModelQuery(c *fiber.Ctx) (store.ModelQuery, error) {
 	if q.Task = strings.TrimSpace(c.Query("task")); q.Task != "" && !tokenRE.MatchString(q.Task) {
 		return q, fmt.Errorf("%w: invalid task %s", ErrBadRequest, quoteShort(q.Task))
 	}
-	if q.Org = strings.TrimSpace(c.Query("org")); q.Org != "" && !idPartRE.MatchString(q.Org) {
+	if q.Org = strings.TrimSpace(c.Query("org")); q.Org != "" && compat.ValidateModelNamespace(q.Org) != nil {
 		return q, fmt.Errorf("%w: invalid org %s", ErrBadRequest, quoteShort(q.Org))
 	}
 	var err error
 	if q.Target, err = parseTarget(c.Query("target")); err != nil {
 		return q, err
 	}
-	if q.Sort = c.Query("sort"); q.Sort != "" && !contains(sorts, q.Sort) {
-		return q, fmt.Errorf("%w: unknown sort %s (want %s)", ErrBadRequest, quoteShort(q.Sort), strings.Join(sorts, ", "))
+	if q.Sort = c.Query("sort"); q.Sort != "" {
+		if _, ok := store.LookupSort(q.Sort); !ok {
+			return q, fmt.Errorf("%w: unknown sort %s (want %s)", ErrBadRequest, quoteShort(q.Sort), strings.Join(sortNames(), ", "))
+		}
 	}
 	switch o := c.Query("order"); o {
 	case "":
@@ -171,11 +147,12 @@ func statusList() string {
 	return strings.Join(s, ", ")
 }
 
-func contains(list []string, v string) bool {
-	for _, x := range list {
-		if x == v {
-			return true
-		}
+// sortNames are the ?sort= values, in the store's order (store/sort.go
+// decides them and their default directions).
+func sortNames() []string {
+	var names []string
+	for _, st := range store.Sorts() {
+		names = append(names, st.Name)
 	}
-	return false
+	return names
 }

@@ -22,7 +22,7 @@ var errBoom = errors.New("boom: disk I/O error at /var/secret/scanner.db")
 // failingStore is a function-field fake over a real store: a set field
 // replaces that method, to reach error paths.
 type failingStore struct {
-	store.Store
+	Store
 	changed func(context.Context) (time.Time, error)
 	list    func(context.Context, store.ModelQuery) ([]compat.Model, string, error)
 }

@@ -52,7 +52,7 @@ type ScanControl interface {
 // Config is everything the web server depends on.
 type Config struct {
 	// Store is the scanner's database (required).
-	Store store.Store
+	Store Store
 	// Scans drives the scheduler; nil means no POST /api/v1/scans and no
 	// live scan state on pages.
 	Scans ScanControl
@@ -93,7 +93,7 @@ const (
 
 // Server is the web server. Create it with New.
 type Server struct {
-	store       store.Store
+	store       Store
 	scans       ScanControl
 	adminToken  string
 	hubEndpoint string

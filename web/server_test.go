@@ -57,7 +57,7 @@ func newTestServer(t *testing.T, nModels, nResults int, cfg Config) *testServer 
 	db := storetest.MustOpen(t)
 	ts := &testServer{db: db}
 	if nModels > 0 {
-		ts.ids = storetest.Seed(t, db, nModels, nResults)
+		ts.ids = storetest.MustSeed(t, db, nModels, nResults)
 	}
 	if cfg.Store == nil {
 		cfg.Store = db

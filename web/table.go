@@ -95,9 +95,11 @@ type tableView struct {
 	Statuses  []compat.Status
 	Targets   []compat.Target
 	Sorts     []string
-	Headers   map[string]sortHeader
-	Tasks     []string
-	Target    compat.Target
+	// DefaultSort is the sort of a form without one.
+	DefaultSort string
+	Headers     map[string]sortHeader
+	Tasks       []string
+	Target      compat.Target
 	// Body is the rendered "table-body" template (cached by query and data version).
 	Body template.HTML
 }
@@ -136,7 +138,7 @@ func (s *Server) table(c *fiber.Ctx) error {
 
 	v := tableView{
 		Form: form, Summary: sum, Failures: fails, State: s.scanState(), Legend: legend(),
-		Statuses: compat.Statuses, Targets: compat.Targets, Sorts: sorts, Target: q.Target,
+		Statuses: compat.Statuses, Targets: compat.Targets, Sorts: sortNames(), DefaultSort: store.DefaultSort, Target: q.Target,
 		Filtered: form.Q != "" || form.Status != "" || form.Task != "" || form.Org != "",
 	}
 	v.Canonical = "/"
@@ -202,16 +204,15 @@ func (s *Server) table(c *fiber.Ctx) error {
 func sortHeaders(f tableForm) map[string]sortHeader {
 	cur := f.Sort
 	if cur == "" {
-		cur = "downloads"
+		cur = store.DefaultSort
 	}
 	out := map[string]sortHeader{}
 	for _, key := range []string{"id", "downloads", "status", "tokens_per_s", "tested_at"} {
 		h := sortHeader{Aria: "none"}
 		order := ""
 		if key == cur {
-			// The store's natural direction: descending for numbers and
-			// times, ascending for ids and status.
-			desc := key != "id" && key != "status"
+			natural, _ := store.LookupSort(key)
+			desc := natural.Desc
 			if f.Order != "" {
 				desc = f.Order == "desc"
 			}

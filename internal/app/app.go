@@ -121,10 +121,10 @@ func newHubClient(cfg config.Config, log *slog.Logger, m appMetrics) (*hub.Clien
 func newRunner(cfg config.Config, log *slog.Logger, env []string) scan.Prober {
 	py := cfg.Python
 	if py == "" {
-		py = probe.DefaultPython(os.Getenv)
+		py = probe.DefaultPython(cfg.CacheHome)
 	}
 	r, err := probe.NewRunner(probe.Config{Python: py, Script: cfg.Harness, Timeout: cfg.Timeout, Grace: cfg.ProbeGrace,
-		MemLimitBytes: memLimit(cfg.Devices), ExtraEnv: env, Logger: log})
+		MemLimitBytes: memLimit(cfg.Devices, log), ExtraEnv: env, Logger: log})
 	if err != nil {
 		err = fmt.Errorf("no usable Python for the harness (%w); run `make pyenv` or pass --python", err)
 		log.Warn("scans will fail", "err", err)
@@ -146,17 +146,15 @@ func deviceEnv(i int) []string {
 	}
 }
 
-// memLimit shares three quarters of the host's memory between the probes
-// that run at once (one per device); 0 lets the runner decide.
-func memLimit(devices int) uint64 {
-	if devices <= 1 {
-		return 0
-	}
+// memLimit is each probe's memory limit: the plan's share of the host
+// (scan.ProbeMemLimit), which the scan's budget is derived from too.
+func memLimit(devices int, log *slog.Logger) uint64 {
 	total, err := probe.PhysicalMemory()
-	if err != nil {
-		return 0
+	if limit := scan.ProbeMemLimit(scan.Host{MemoryBytes: total, Probes: devices}); err == nil && limit > 0 {
+		return limit
 	}
-	return total * 3 / 4 / uint64(devices)
+	log.Warn("host memory unknown: the harness runs without a memory limit", "err", err)
+	return probe.NoLimit
 }
 
 // brokenProber stands in for a runner that could not be built.
@@ -179,10 +177,9 @@ func scanOptions(cfg config.Config) scan.Options {
 
 // Scan runs one scan now (scanner scan), reporting progress.
 func (a *App) Scan(ctx context.Context, trigger string, progress func(scan.Progress)) (store.Scan, error) {
-	a.Scanner.Hooks.Progress = progress
 	opts := scanOptions(a.cfg)
 	opts.Trigger = trigger
-	return a.Scanner.Run(ctx, opts)
+	return a.Scanner.Run(ctx, opts, scan.Hooks{Progress: progress})
 }
 
 // Serve runs the web server and the scan service until ctx ends. On an
@@ -216,9 +213,7 @@ func (a *App) Serve(ctx context.Context) error {
 			ln.Close()
 			return err
 		}
-		if a.cfg.ScanOnEmpty {
-			a.firstScan(ctx)
-		}
+		a.firstScan(ctx)
 	}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Listen(ln) }()
@@ -319,7 +314,7 @@ func Backup(ctx context.Context, cfg config.Config, path string) error {
 // Probe runs one smoke test of one model without a database: it resolves
 // the revision on the Hub, fetches the files and runs the harness.
 func Probe(ctx context.Context, cfg config.Config, log *slog.Logger, id string) (compat.Result, error) {
-	if err := hub.ValidateID(id); err != nil {
+	if err := compat.ValidateModelID(id); err != nil {
 		return compat.Result{}, fmt.Errorf("%q is not a Hub model id: %w", id, err)
 	}
 	m := newAppMetrics(metrics.NewRegistry())
@@ -350,7 +345,7 @@ func Probe(ctx context.Context, cfg config.Config, log *slog.Logger, id string) 
 	s := &scan.Scanner{Hub: pinned{client, rev}, Prober: prober, Store: st, CacheDir: cfg.CacheDir, HasToken: cfg.Token != "", Logger: log}
 	opts := scanOptions(cfg)
 	opts.Models, opts.Force, opts.Source, opts.Trigger = []string{id}, true, "hub", "probe"
-	sc, err := s.Run(ctx, opts)
+	sc, err := s.Run(ctx, opts, scan.Hooks{})
 	if err != nil {
 		return compat.Result{}, err
 	}

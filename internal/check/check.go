@@ -45,8 +45,9 @@ func Check(ctx context.Context, serverURL, modelID string, target compat.Target,
 	if httpClient == nil {
 		httpClient = &http.Client{Timeout: 30 * time.Second}
 	}
-	if target == compat.TargetAuto {
-		target = ""
+	target, err := compat.ParseTargetFilter(string(target))
+	if err != nil {
+		return ExitUnreachable, fmt.Sprintf("%s: %v", modelID, err)
 	}
 	u, err := detailURL(serverURL, modelID, target)
 	if err != nil {

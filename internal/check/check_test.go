@@ -155,6 +155,9 @@ func TestCheckGarbageAndBadInput(t *testing.T) {
 	if code, _ := Check(context.Background(), srv.URL, "../etc/passwd", compat.TargetTPU, nil); code != ExitUnreachable {
 		t.Errorf("bad id: code %d", code)
 	}
+	if code, line := Check(context.Background(), srv.URL, "gpt2", "gpu", nil); code != ExitUnreachable || !strings.Contains(line, "unknown target") {
+		t.Errorf("bad target: code %d, %q", code, line)
+	}
 }
 
 func TestCheckContextCancelled(t *testing.T) {

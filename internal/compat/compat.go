@@ -7,6 +7,7 @@
 package compat
 
 import (
+	"errors"
 	"fmt"
 	"time"
 )
@@ -155,13 +156,59 @@ const (
 // Targets lists the concrete targets a result can carry.
 var Targets = []Target{TargetTPU, TargetCPU, TargetCUDA}
 
-// ParseTarget accepts a concrete target or auto.
+// The target rules live here, and only here: what a probe may be asked to
+// run on (ParseTarget), what a result can carry (ParseResultTarget), what
+// selects results (ParseTargetFilter), and where a request may end up
+// running (Target.Admits).
+
+// ParseTarget accepts a target a probe may be asked for: a concrete target
+// or auto.
 func ParseTarget(s string) (Target, error) {
 	switch t := Target(s); t {
 	case TargetTPU, TargetCPU, TargetCUDA, TargetAuto:
 		return t, nil
 	}
 	return "", fmt.Errorf("unknown target %q (want auto, tpu, cpu or cuda)", s)
+}
+
+// ParseResultTarget accepts a target a result can carry: tpu, cpu or cuda,
+// never auto.
+func ParseResultTarget(s string) (Target, error) {
+	switch t := Target(s); t {
+	case TargetTPU, TargetCPU, TargetCUDA:
+		return t, nil
+	}
+	return "", fmt.Errorf("target %q is not a concrete target (want tpu, cpu or cuda)", s)
+}
+
+// ParseTargetFilter reads a target that selects results (scanner check,
+// the API's ?target=): "" and auto select every target and return "";
+// otherwise a concrete target.
+func ParseTargetFilter(s string) (Target, error) {
+	switch t := Target(s); t {
+	case "", TargetAuto:
+		return "", nil
+	case TargetTPU, TargetCPU, TargetCUDA:
+		return t, nil
+	}
+	return "", fmt.Errorf("unknown target %q (want tpu, cpu, cuda or auto)", s)
+}
+
+// Admits checks that a probe asked to run on t really ran on got: got is
+// a concrete target, a concrete request runs on itself only, and auto runs
+// on tpu or cpu (never cuda: auto means TorchTPU when present, else the
+// CPU).
+func (t Target) Admits(got Target) error {
+	if _, err := ParseResultTarget(string(got)); err != nil {
+		return err
+	}
+	switch {
+	case t == TargetAuto && got == TargetCUDA:
+		return errors.New("target cuda on an auto request (auto is tpu or cpu)")
+	case t != TargetAuto && got != t:
+		return fmt.Errorf("target %s on a %s request", got, t)
+	}
+	return nil
 }
 
 // Mode is how a probe gets its weights.

@@ -1,6 +1,9 @@
 // Package config is the scanner's configuration: one typed struct, filled
 // from flags and environment variables (a flag wins over its variable),
-// validated once at load, and passed in. Nothing else reads the environment.
+// validated once at load, and passed in. Nothing else reads the
+// environment for settings; the one other reader is the probe runner, which
+// hands the allow-listed accelerator variables (TPU_*, PJRT_*, CUDA_*,
+// PATH, ...) through to the harness unread (probe.Config.Environ).
 package config
 
 import (
@@ -25,33 +28,36 @@ type Config struct {
 	HubEndpoint string
 	Token       string
 	CacheDir    string
-	Target      compat.Target
-	Python      string
-	Limit       int
-	Sort        string
-	Tasks       []string
-	Models      []string
-	Mode        compat.Mode
-	Timeout     time.Duration
-	Force       bool
-	Source      string // "hub" or "cache"
-	Devices     int
-	Harness     string        // a harness script to run instead of the embedded one
-	ProbeGrace  time.Duration // SIGTERM → SIGKILL grace of a probe being stopped
-	Revision    string        // probe only
-	JSON        bool          // probe only
-	Server      string        // check only
-	LogFormat   string        // "text" or "json"
-	LogLevel    string
+	// CacheHome is the scanner's own cache folder, where scripts/pyenv.sh
+	// keeps the harness's Python environment (venv-<hash>); the default
+	// --python is its interpreter.
+	CacheHome  string
+	Target     compat.Target
+	Python     string
+	Limit      int
+	Sort       string
+	Tasks      []string
+	Models     []string
+	Mode       compat.Mode
+	Timeout    time.Duration
+	Force      bool
+	Source     string // "hub" or "cache"
+	Devices    int
+	Harness    string        // a harness script to run instead of the embedded one
+	ProbeGrace time.Duration // SIGTERM → SIGKILL grace of a probe being stopped
+	Revision   string        // probe only
+	JSON       bool          // probe only
+	Server     string        // check only
+	LogFormat  string        // "text" or "json"
+	LogLevel   string
 
 	// serve only
-	Addr        string
-	Schedule    string
-	NoSchedule  bool
-	AdminToken  string
-	PublicURL   string
-	RateLimit   int // API requests per minute per client; 0 = off
-	ScanOnEmpty bool
+	Addr       string
+	Schedule   string
+	NoSchedule bool
+	AdminToken string
+	PublicURL  string
+	RateLimit  int // API requests per minute per client; 0 = off
 }
 
 // Env is a lookup of environment variables (os.LookupEnv in production).
@@ -88,7 +94,6 @@ func Defaults() Config {
 		Addr:        ":8080",
 		Schedule:    "0 */6 * * *",
 		RateLimit:   600,
-		ScanOnEmpty: true,
 	}
 }
 
@@ -165,7 +170,7 @@ func Parse(cmd Command, args []string, env Env, out io.Writer) (Config, []string
 		fs.BoolVar(&c.JSON, "json", c.JSON, "print the Result as JSON")
 	case CmdCheck:
 		fs.StringVar(&c.Server, "server", c.Server, "scanner server URL, e.g. https://tpu-compat.example.org")
-		fs.StringVar(&target, "target", "tpu", "target whose result gates: tpu, cpu or cuda")
+		fs.StringVar(&target, "target", "tpu", "target whose result gates: tpu, cpu or cuda (auto: the newest result on any)")
 	case CmdBackup:
 		common()
 	case CmdVersion:
@@ -177,8 +182,14 @@ func Parse(cmd Command, args []string, env Env, out io.Writer) (Config, []string
 	}
 	c.Tasks = append(c.Tasks, tasks...)
 	c.Models = append(c.Models, models...)
+	// check selects results (auto: any target); the other commands ask
+	// for a target to probe on.
+	parseTarget := compat.ParseTarget
+	if cmd == CmdCheck {
+		parseTarget = compat.ParseTargetFilter
+	}
 	var err error
-	if c.Target, err = compat.ParseTarget(target); err != nil {
+	if c.Target, err = parseTarget(target); err != nil {
 		return c, nil, err
 	}
 	if c.Mode, err = compat.ParseMode(mode); err != nil {
@@ -187,6 +198,7 @@ func Parse(cmd Command, args []string, env Env, out io.Writer) (Config, []string
 	if c.CacheDir == "" {
 		c.CacheDir = defaultCacheDir(env)
 	}
+	c.CacheHome = CacheHome(env)
 	return c, fs.Args(), c.Validate(cmd)
 }
 
@@ -221,13 +233,30 @@ func (c *Config) fromEnv(env Env) error {
 }
 
 func defaultCacheDir(env Env) string {
+	return filepath.Join(home(env), ".cache", "huggingface", "hub")
+}
+
+func home(env Env) string {
 	home, ok := env("HOME")
 	if !ok || home == "" {
 		if h, err := os.UserHomeDir(); err == nil {
 			home = h
 		}
 	}
-	return filepath.Join(home, ".cache", "huggingface", "hub")
+	return home
+}
+
+// CacheHome is the scanner's own cache folder, as scripts/pyenv.sh finds
+// it: $SCANNER_CACHE_HOME, else $XDG_CACHE_HOME/torchtpu-scanner, else
+// ~/.cache/torchtpu-scanner.
+func CacheHome(env Env) string {
+	if v, _ := env("SCANNER_CACHE_HOME"); v != "" {
+		return v
+	}
+	if v, _ := env("XDG_CACHE_HOME"); v != "" {
+		return filepath.Join(v, "torchtpu-scanner")
+	}
+	return filepath.Join(home(env), ".cache", "torchtpu-scanner")
 }
 
 // Validate checks the values that matter to cmd.

@@ -71,6 +71,30 @@ func TestParse(t *testing.T) {
 				}
 			},
 		},
+		{
+			name: "cache home: SCANNER_CACHE_HOME", cmd: CmdScan, env: map[string]string{"HOME": "/h", "XDG_CACHE_HOME": "/xdg", "SCANNER_CACHE_HOME": "/sc"},
+			check: func(t *testing.T, c Config, _ []string) {
+				if c.CacheHome != "/sc" {
+					t.Errorf("cache home %q, want /sc", c.CacheHome)
+				}
+			},
+		},
+		{
+			name: "cache home: XDG_CACHE_HOME", cmd: CmdServe, env: map[string]string{"HOME": "/h", "XDG_CACHE_HOME": "/xdg"},
+			check: func(t *testing.T, c Config, _ []string) {
+				if c.CacheHome != "/xdg/torchtpu-scanner" {
+					t.Errorf("cache home %q, want /xdg/torchtpu-scanner", c.CacheHome)
+				}
+			},
+		},
+		{
+			name: "cache home: HOME", cmd: CmdProbe, env: map[string]string{"HOME": "/h"},
+			check: func(t *testing.T, c Config, _ []string) {
+				if c.CacheHome != "/h/.cache/torchtpu-scanner" {
+					t.Errorf("cache home %q, want /h/.cache/torchtpu-scanner", c.CacheHome)
+				}
+			},
+		},
 		{name: "bad target", cmd: CmdScan, args: []string{"--target", "gpu"}, wantErr: "unknown target"},
 		{name: "bad mode", cmd: CmdScan, args: []string{"--mode", "half"}, wantErr: "unknown mode"},
 		{name: "bad sort", cmd: CmdScan, args: []string{"--sort", "stars"}, wantErr: "--sort"},
@@ -79,6 +103,23 @@ func TestParse(t *testing.T) {
 		{name: "bad schedule", cmd: CmdServe, args: []string{"--schedule", "every day"}, wantErr: "--schedule"},
 		{name: "no schedule skips cron check", cmd: CmdServe, args: []string{"--schedule", "nonsense", "--no-schedule"}},
 		{name: "check needs server", cmd: CmdCheck, wantErr: "--server"},
+		{
+			name: "check gates on tpu by default", cmd: CmdCheck, args: []string{"--server", "http://s"},
+			check: func(t *testing.T, c Config, _ []string) {
+				if c.Target != compat.TargetTPU {
+					t.Errorf("check target %q, want tpu", c.Target)
+				}
+			},
+		},
+		{
+			name: "check --target auto selects any target", cmd: CmdCheck, args: []string{"--server", "http://s", "--target", "auto"},
+			check: func(t *testing.T, c Config, _ []string) {
+				if c.Target != "" {
+					t.Errorf("check target %q, want \"\" (any)", c.Target)
+				}
+			},
+		},
+		{name: "check bad target", cmd: CmdCheck, args: []string{"--server", "http://s", "--target", "gpu"}, wantErr: "unknown target"},
 		{name: "bad source", cmd: CmdScan, args: []string{"--source", "s3"}, wantErr: "--source"},
 	}
 	for _, tt := range tests {

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 )
 
 // repoFolderName is huggingface_hub's repo_folder_name for a model:
@@ -25,7 +27,7 @@ func RepoDir(cacheDir, id string) string {
 
 // SnapshotDir is where the files of model id at commit sha live in the Hub
 // cache: <cacheDir>/models--org--name/snapshots/<sha>. For a valid id
-// (ValidateID) and sha it is always inside cacheDir.
+// (compat.ValidateModelID) and sha it is always inside cacheDir.
 func SnapshotDir(cacheDir, id, sha string) string {
 	return filepath.Join(RepoDir(cacheDir, id), "snapshots", sha)
 }
@@ -34,22 +36,9 @@ func pointerPath(snapshot, name string) string {
 	return filepath.Join(snapshot, filepath.FromSlash(name))
 }
 
-// WriteRef records in the cache that ref (e.g. "main") of model id points
-// at commit sha, as huggingface_hub does in refs/<ref>: written atomically,
+// writeRef records in the repo folder that ref (e.g. "main") points at
+// commit sha, as huggingface_hub does in refs/<ref>: written atomically,
 // without a trailing newline, and only when it changes.
-func WriteRef(cacheDir, id, ref, sha string) error {
-	if err := ValidateID(id); err != nil {
-		return err
-	}
-	if err := validateCommit(sha); err != nil {
-		return err
-	}
-	if err := validateFilename(ref); err != nil {
-		return fmt.Errorf("hub: ref %q: %w", ref, err)
-	}
-	return writeRef(RepoDir(cacheDir, id), ref, sha)
-}
-
 func writeRef(repo, ref, sha string) error {
 	p := filepath.Join(repo, "refs", filepath.FromSlash(ref))
 	if cur, err := os.ReadFile(p); err == nil && string(cur) == sha {
@@ -120,7 +109,7 @@ func ScanCache(cacheDir string) ([]ModelInfo, error) {
 			continue
 		}
 		id := strings.Replace(rest, "--", "/", 1)
-		if ValidateID(id) != nil || repoFolderName(id) != e.Name() {
+		if compat.ValidateModelID(id) != nil || repoFolderName(id) != e.Name() {
 			continue
 		}
 		mi, ok := scanRepo(filepath.Join(cacheDir, e.Name()), id)

@@ -115,24 +115,11 @@ type Client struct {
 
 	pacer pacer
 
-	mu    sync.Mutex
-	stats Stats
+	mu sync.Mutex
 	// mainSHA remembers, per model id, the commit the Hub reported for main
 	// (listings and model info at main), so Download writes refs/main only
 	// when it is true.
 	mainSHA map[string]string
-}
-
-// Stats are a Client's counters since New.
-type Stats struct {
-	Requests           map[int]int64 // HTTP answers by status; 0 counts network errors
-	Retries            int64         // requests sent again (after 408, 429, 5xx, network errors, stalls)
-	RateLimitWaits     int64         // waits caused by the rate limit
-	RateLimitWaitTotal time.Duration // their total
-	FilesDownloaded    int64         // blobs written to the cache
-	FilesReused        int64         // files found in the cache, not requested
-	BytesDownloaded    int64         // body bytes written to blobs
-	Resumes            int64         // transfers continued with a Range request
 }
 
 // New checks o and returns a Client.
@@ -167,7 +154,6 @@ func New(o Options) (*Client, error) {
 		now:      time.Now,
 		mainSHA:  map[string]string{},
 	}
-	c.stats.Requests = map[int]int64{}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
 	}
@@ -205,24 +191,6 @@ func New(o Options) (*Client, error) {
 	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	c.hc = &hc
 	return c, nil
-}
-
-// Stats returns a copy of the client's counters.
-func (c *Client) Stats() Stats {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	s := c.stats
-	s.Requests = make(map[int]int64, len(c.stats.Requests))
-	for k, v := range c.stats.Requests {
-		s.Requests[k] = v
-	}
-	return s
-}
-
-func (c *Client) count(f func(s *Stats)) {
-	c.mu.Lock()
-	f(&c.stats)
-	c.mu.Unlock()
 }
 
 // Endpoint returns the endpoint URL the client talks to.
@@ -353,13 +321,6 @@ func (c *Client) retryAfter(resp *http.Response, attempt int) (time.Duration, bo
 }
 
 func (c *Client) retryWait(ctx context.Context, method string, u *url.URL, attempt, status int, wait time.Duration, rateLimited bool, cause string) error {
-	c.count(func(s *Stats) {
-		s.Retries++
-		if rateLimited {
-			s.RateLimitWaits++
-			s.RateLimitWaitTotal += wait
-		}
-	})
 	attrs := []any{"method", method, "url", c.safeURL(u), "attempt", attempt, "wait", wait}
 	if status != 0 {
 		attrs = append(attrs, "status", status)
@@ -387,7 +348,6 @@ func (c *Client) pace(ctx context.Context, u *url.URL) error {
 	if d <= 0 {
 		return ctx.Err()
 	}
-	c.count(func(s *Stats) { s.RateLimitWaits++; s.RateLimitWaitTotal += d })
 	c.log.Info("hub: pacing to stay within the rate limit", "url", c.safeURL(u), "wait", d)
 	if c.onWait != nil {
 		c.onWait(d)
@@ -437,7 +397,6 @@ func (c *Client) once(ctx context.Context, method string, u *url.URL, hdr http.H
 }
 
 func (c *Client) observe(status int, d time.Duration, h http.Header) {
-	c.count(func(s *Stats) { s.Requests[status]++ })
 	if c.onResp != nil {
 		c.onResp(status, d)
 	}

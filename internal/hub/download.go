@@ -3,13 +3,8 @@ package hub
 import (
 	"context"
 	"crypto/rand"
-	"crypto/sha1"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"hash"
-	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -19,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 )
 
 // Download fetches files of model id at commit sha into the Hub cache and
@@ -45,8 +42,8 @@ import (
 // <cache>/.locks, shared with huggingface_hub, keep concurrent processes
 // from writing the same blob.
 func (c *Client) Download(ctx context.Context, id, sha string, files []string) (snapshotDir string, err error) {
-	if err := ValidateID(id); err != nil {
-		return "", err
+	if err := compat.ValidateModelID(id); err != nil {
+		return "", fmt.Errorf("hub: %w", err)
 	}
 	if err := validateCommit(sha); err != nil {
 		return "", err
@@ -69,7 +66,6 @@ func (c *Client) Download(ctx context.Context, id, sha string, files []string) (
 	for _, f := range want {
 		if fi, err := os.Stat(pointerPath(snap, f)); err == nil && fi.Mode().IsRegular() {
 			d.used += fi.Size()
-			c.count(func(s *Stats) { s.FilesReused++ })
 			continue
 		}
 		todo = append(todo, f)
@@ -203,7 +199,6 @@ func (d *download) file(ctx context.Context, name string, src *source) error {
 	blob := filepath.Join(d.repo, "blobs", src.etag)
 	pointer := pointerPath(SnapshotDir(c.cacheDir, d.id, d.sha), name)
 	if fileExists(blob) {
-		c.count(func(s *Stats) { s.FilesReused++ })
 		return link(blob, pointer)
 	}
 	if err := os.MkdirAll(filepath.Dir(blob), 0o755); err != nil {
@@ -215,7 +210,6 @@ func (d *download) file(ctx context.Context, name string, src *source) error {
 	}
 	defer unlock()
 	if fileExists(blob) { // written by another process meanwhile
-		c.count(func(s *Stats) { s.FilesReused++ })
 		return link(blob, pointer)
 	}
 	announced := src.size
@@ -232,7 +226,6 @@ func (d *download) file(ctx context.Context, name string, src *source) error {
 	if err := os.Rename(blob+".incomplete", blob); err != nil {
 		return err
 	}
-	c.count(func(s *Stats) { s.FilesDownloaded++ })
 	c.log.Debug("hub: downloaded", "model_id", d.id, "file", name, "bytes", n, "etag", src.etag)
 	return link(blob, pointer)
 }
@@ -317,238 +310,6 @@ var (
 	sha256RE = regexp.MustCompile(`^[0-9a-f]{64}$`)
 	sha1RE   = regexp.MustCompile(`^[0-9a-f]{40}$`)
 )
-
-// fetch writes the content of src into inc (resuming what inc already
-// holds), verifies it, and returns its length. On a hash or size mismatch
-// inc is deleted; on a broken transfer or cancellation it is kept for the
-// next attempt.
-func (d *download) fetch(ctx context.Context, src *source, inc string) (int64, error) {
-	c := d.c
-	f, err := os.OpenFile(inc, os.O_RDWR|os.O_CREATE, 0o644)
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	have, err := f.Seek(0, io.SeekEnd)
-	if err != nil {
-		return 0, err
-	}
-	lfs := sha256RE.MatchString(src.etag)
-	var h hash.Hash
-	if lfs {
-		h = sha256.New()
-	}
-	restart := func() error {
-		have = 0
-		if h != nil {
-			h.Reset()
-		}
-		if err := f.Truncate(0); err != nil {
-			return err
-		}
-		_, err := f.Seek(0, io.SeekStart)
-		return err
-	}
-	if src.size >= 0 && have > src.size { // not a prefix of this file
-		if err := restart(); err != nil {
-			return 0, err
-		}
-	}
-	if have > 0 && h != nil {
-		if _, err := f.Seek(0, io.SeekStart); err != nil {
-			return 0, err
-		}
-		if _, err := io.CopyN(h, f, have); err != nil {
-			return 0, fmt.Errorf("rehash %s: %w", inc, err)
-		}
-	}
-	fail := func(err error) (int64, error) {
-		f.Close()
-		os.Remove(inc)
-		return 0, err
-	}
-
-	var resp *http.Response
-	stuck, broken, refreshed := 0, 0, false
-	for {
-		if src.size >= 0 && have == src.size && resp == nil {
-			break // complete (a resumed file that was whole already)
-		}
-		if resp == nil {
-			hdr := http.Header{"Accept-Encoding": {"identity"}}
-			if have > 0 {
-				hdr.Set("Range", "bytes="+strconv.FormatInt(have, 10)+"-")
-			}
-			r, _, _, err := c.follow(ctx, http.MethodGet, src.url, hdr)
-			if err != nil {
-				var he *Error
-				switch {
-				case errors.As(err, &he) && he.Status == http.StatusRequestedRangeNotSatisfiable && have > 0:
-					if err := restart(); err != nil {
-						return 0, err
-					}
-					continue
-				case errors.As(err, &he) && !c.sameOrigin(src.url) && !refreshed &&
-					(he.Status == http.StatusForbidden || he.Status == http.StatusGone || he.Status == http.StatusBadRequest):
-					// A signed CDN URL may have expired: ask the Hub for a fresh one.
-					refreshed = true
-					fresh, err2 := d.resolve(ctx, src.resolve)
-					if err2 != nil {
-						return 0, err2
-					}
-					if fresh.etag != src.etag {
-						return 0, fmt.Errorf("the file changed while downloading (etag %s, now %s): %w", src.etag, fresh.etag, ErrIntegrity)
-					}
-					src.url = fresh.url
-					continue
-				}
-				return 0, err
-			}
-			resp = r
-			switch resp.StatusCode {
-			case http.StatusPartialContent:
-				start, total, ok := parseContentRange(resp.Header.Get("Content-Range"))
-				if !ok || start != have || (src.size >= 0 && total >= 0 && total != src.size) {
-					resp.Body.Close()
-					resp = nil
-					if err := restart(); err != nil {
-						return 0, err
-					}
-					stuck++
-					if stuck >= maxTries {
-						return fail(fmt.Errorf("the server answers Range requests with the wrong part: %w", ErrIntegrity))
-					}
-					continue
-				}
-				c.count(func(s *Stats) { s.Resumes++ })
-			default:
-				if have > 0 { // the server ignored Range and sends it all
-					if err := restart(); err != nil {
-						resp.Body.Close()
-						return 0, err
-					}
-				}
-				if src.size < 0 && resp.ContentLength >= 0 {
-					src.size = resp.ContentLength
-				}
-			}
-			if src.size > c.maxFile {
-				resp.Body.Close()
-				return fail(fmt.Errorf("%d bytes, over the %d-byte file limit: %w", src.size, c.maxFile, ErrTooLarge))
-			}
-		}
-
-		limit := c.maxFile - have + 1
-		if src.size >= 0 {
-			limit = src.size - have + 1
-		}
-		var w io.Writer = f
-		if h != nil {
-			w = io.MultiWriter(f, h)
-		}
-		n, err := io.Copy(w, io.LimitReader(resp.Body, limit))
-		resp.Body.Close()
-		resp = nil
-		have += n
-		c.count(func(s *Stats) { s.BytesDownloaded += n })
-		if have > c.maxFile {
-			return fail(fmt.Errorf("more than %d bytes, over the file limit: %w", c.maxFile, ErrTooLarge))
-		}
-		if src.size >= 0 && have > src.size {
-			return fail(fmt.Errorf("the server sent more than the announced %d bytes: %w", src.size, ErrIntegrity))
-		}
-		if err == nil {
-			if src.size < 0 || have == src.size {
-				break
-			}
-			err = io.ErrUnexpectedEOF // a clean end, but short
-		}
-		if ctx.Err() != nil {
-			return 0, ctx.Err()
-		}
-		var pe *os.PathError
-		if errors.As(err, &pe) || !isNetErr(err) {
-			return 0, err // the disk, not the network
-		}
-		if n > 0 {
-			stuck = 0
-		} else {
-			stuck++
-		}
-		broken++
-		if stuck >= maxTries || broken > 4*maxTries {
-			return 0, fmt.Errorf("transfer broken at byte %d of %d, giving up: %w", have, src.size, err)
-		}
-		wait := c.backoff(max(stuck, 1))
-		c.count(func(s *Stats) { s.Retries++ })
-		c.log.Warn("hub: transfer broken, resuming", "model_id", d.id, "url", c.safeURL(src.url),
-			"at_byte", have, "size", src.size, "wait", wait, "error", c.redact(err.Error()))
-		if err := c.sleep(ctx, wait); err != nil {
-			return 0, err
-		}
-	}
-	if err := f.Sync(); err != nil {
-		return 0, err
-	}
-	switch {
-	case lfs:
-		if got := hex.EncodeToString(h.Sum(nil)); got != src.etag {
-			return fail(fmt.Errorf("sha256 %s, the Hub announced %s: %w", got, src.etag, ErrIntegrity))
-		}
-	case sha1RE.MatchString(src.etag):
-		got, err := gitBlobSHA1(f, have)
-		if err != nil {
-			return 0, err
-		}
-		if got != src.etag {
-			return fail(fmt.Errorf("git blob sha1 %s, the Hub announced %s: %w", got, src.etag, ErrIntegrity))
-		}
-	default:
-		c.log.Debug("hub: etag is neither sha256 nor git sha1, content not verified", "model_id", d.id, "etag", src.etag)
-	}
-	return have, nil
-}
-
-// gitBlobSHA1 computes git's object id of the file's first n bytes:
-// sha1("blob <n>\x00" + content), the ETag the Hub gives files stored in git.
-func gitBlobSHA1(f *os.File, n int64) (string, error) {
-	h := sha1.New()
-	fmt.Fprintf(h, "blob %d\x00", n)
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		return "", err
-	}
-	if _, err := io.CopyN(h, f, n); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
-}
-
-// parseContentRange reads "bytes start-end/total" (total may be "*": -1).
-func parseContentRange(v string) (start, total int64, ok bool) {
-	rest, found := strings.CutPrefix(strings.TrimSpace(v), "bytes ")
-	if !found {
-		return 0, 0, false
-	}
-	rng, tot, found := strings.Cut(rest, "/")
-	if !found {
-		return 0, 0, false
-	}
-	s, _, found := strings.Cut(rng, "-")
-	if !found {
-		return 0, 0, false
-	}
-	start, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
-	if err != nil || start < 0 {
-		return 0, 0, false
-	}
-	total = -1
-	if tot = strings.TrimSpace(tot); tot != "*" {
-		if total, err = strconv.ParseInt(tot, 10, 64); err != nil {
-			return 0, 0, false
-		}
-	}
-	return start, total, true
-}
 
 // link makes pointer a relative symlink to blob, atomically replacing
 // whatever was there (huggingface_hub's _create_symlink).

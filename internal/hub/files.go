@@ -1,53 +1,11 @@
 package hub
 
 import (
-	"errors"
 	"fmt"
 	"path"
 	"regexp"
 	"strings"
 )
-
-// ValidateID reports whether id is a well-formed Hub model id: "name" (a
-// legacy one-part id such as "gpt2") or "namespace/name". It follows
-// huggingface_hub's validate_repo_id, restricted to ASCII: each part is 1 to
-// 96 characters of [A-Za-z0-9._-], does not start or end with '-' or '.',
-// and the id contains no "--" or "..", and does not end with ".git".
-//
-// A valid id is safe to use as a path: SnapshotDir never leaves the cache.
-func ValidateID(id string) error {
-	if id == "" {
-		return errors.New("hub: empty model id")
-	}
-	parts := strings.Split(id, "/")
-	if len(parts) > 2 {
-		return fmt.Errorf("hub: model id %q: want \"name\" or \"namespace/name\"", id)
-	}
-	for _, p := range parts {
-		if len(p) == 0 || len(p) > 96 {
-			return fmt.Errorf("hub: model id %q: each part must be 1 to 96 characters", id)
-		}
-		for i := 0; i < len(p); i++ {
-			if !idChar(p[i]) {
-				return fmt.Errorf("hub: model id %q: only letters, digits, '-', '_' and '.' are allowed", id)
-			}
-		}
-		if first, last := p[0], p[len(p)-1]; first == '-' || first == '.' || last == '-' || last == '.' {
-			return fmt.Errorf("hub: model id %q: a part cannot start or end with '-' or '.'", id)
-		}
-	}
-	if strings.Contains(id, "--") || strings.Contains(id, "..") {
-		return fmt.Errorf("hub: model id %q: cannot contain \"--\" or \"..\"", id)
-	}
-	if strings.HasSuffix(id, ".git") {
-		return fmt.Errorf("hub: model id %q: cannot end with \".git\"", id)
-	}
-	return nil
-}
-
-func idChar(c byte) bool {
-	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.'
-}
 
 var commitRE = regexp.MustCompile(`^[0-9a-f]{40}$`)
 
@@ -143,6 +101,13 @@ func AllowedFile(name string) bool {
 
 var shardRE = regexp.MustCompile(`^model-\d+-of-\d+\.safetensors$`)
 
+// IsCheckpoint reports whether a file name is part of a transformers
+// safetensors checkpoint: model.safetensors or one of its shards
+// (model-00001-of-00002.safetensors), what from_pretrained loads.
+func IsCheckpoint(name string) bool {
+	return name == "model.safetensors" || shardRE.MatchString(name)
+}
+
 // WeightFiles picks the safetensors checkpoint out of a repo's files and
 // returns the file names (weights plus their index) with their total size.
 //
@@ -164,7 +129,7 @@ func WeightFiles(siblings []Sibling) (files []string, total int64) {
 			continue
 		}
 		switch {
-		case s.Name == "model.safetensors" || shardRE.MatchString(s.Name):
+		case IsCheckpoint(s.Name):
 			transformers = append(transformers, s)
 		case strings.HasSuffix(s.Name, ".safetensors.index.json"):
 			index = append(index, s)

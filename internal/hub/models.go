@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 )
 
 // Sibling is one file of a model repo, from the "siblings" of a listing or
@@ -328,8 +330,8 @@ func (c *Client) getJSON(ctx context.Context, u *url.URL, v any) (next string, e
 // (FilesMetadata). Renamed repos are followed (the Hub answers 307): ID is
 // the new id, RequestedID the one asked for, and Aliases lists the old ids.
 func (c *Client) ModelInfo(ctx context.Context, id, revision string) (ModelInfo, error) {
-	if err := ValidateID(id); err != nil {
-		return ModelInfo{}, err
+	if err := compat.ValidateModelID(id); err != nil {
+		return ModelInfo{}, fmt.Errorf("hub: %w", err)
 	}
 	rev := revision
 	if rev == "" {
@@ -389,7 +391,7 @@ func idFromAPIPath(p string) string {
 	if i := strings.Index(rest, "/revision/"); i >= 0 {
 		rest = rest[:i]
 	}
-	if ValidateID(rest) != nil {
+	if compat.ValidateModelID(rest) != nil {
 		return ""
 	}
 	return rest

@@ -29,7 +29,7 @@ func BenchmarkHarnessOverhead(b *testing.B) {
 	if err := os.WriteFile(filepath.Join(dir, "config.json"), []byte(cfg), 0o644); err != nil {
 		b.Fatal(err)
 	}
-	r, err := NewRunner(Config{Python: py})
+	r, err := NewRunner(Config{Python: py, MemLimitBytes: 8 << 30})
 	if err != nil {
 		b.Fatal(err)
 	}

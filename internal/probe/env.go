@@ -28,6 +28,11 @@ var pinnedNames = map[string]bool{
 	"LD_PRELOAD": true,
 }
 
+// testOnlyNames switch the harness to its test seam (harness_testing.py
+// injects failures or simulates a TPU): they never reach a harness from the
+// parent environment or ExtraEnv.
+var testOnlyNames = map[string]bool{"HARNESS_TEST_INJECT": true}
+
 // secretWords mark a variable as a credential. A variable whose name holds
 // one of them never reaches the harness, whatever the allow-list says.
 var secretWords = []string{"TOKEN", "SECRET", "KEY", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH", "COOKIE", "SESSION"}
@@ -70,7 +75,8 @@ func defaultThreads() string {
 // scrubEnv builds the harness's environment: the pinned variables below,
 // the allow-listed variables of parent (os.Environ() shape), then extra
 // (operator additions, which may override inherited ones but not the pinned
-// ones). Credentials (isSecretName) are dropped from both; dropped lists
+// ones). Credentials (isSecretName) and the harness's test switches
+// (testOnlyNames) are dropped from both; dropped lists
 // the names of extra entries that were refused.
 func scrubEnv(parent, extra []string, home, tmp string) (env, dropped []string) {
 	vars := map[string]string{}
@@ -83,14 +89,14 @@ func scrubEnv(parent, extra []string, home, tmp string) (env, dropped []string) 
 	}
 	for _, kv := range parent {
 		k, v, ok := strings.Cut(kv, "=")
-		if !ok || k == "" || isSecretName(k) || pinnedNames[k] || !inherited(k) {
+		if !ok || k == "" || isSecretName(k) || pinnedNames[k] || testOnlyNames[k] || !inherited(k) {
 			continue
 		}
 		set(k, v)
 	}
 	for _, kv := range extra {
 		k, v, ok := strings.Cut(kv, "=")
-		if !ok || k == "" || isSecretName(k) || pinnedNames[k] {
+		if !ok || k == "" || isSecretName(k) || pinnedNames[k] || testOnlyNames[k] {
 			dropped = append(dropped, k)
 			continue
 		}

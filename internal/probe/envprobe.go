@@ -66,13 +66,8 @@ func (r *Runner) Env(ctx context.Context, target compat.Target) (compat.Target, 
 		return "", compat.Runtime{}, fmt.Errorf("env: harness reports an error: %s", msg)
 	}
 	got := res.Target
-	switch {
-	case got != compat.TargetTPU && got != compat.TargetCPU && got != compat.TargetCUDA:
-		return "", compat.Runtime{}, fmt.Errorf("env: harness reports target %q, want tpu, cpu or cuda", got)
-	case target == compat.TargetAuto && got == compat.TargetCUDA:
-		return "", compat.Runtime{}, errors.New("env: harness resolved auto to cuda (auto is tpu or cpu)")
-	case target != compat.TargetAuto && got != target:
-		return "", compat.Runtime{}, fmt.Errorf("env: harness reports target %s for %s", got, target)
+	if err := target.Admits(got); err != nil {
+		return "", compat.Runtime{}, fmt.Errorf("env: harness reports %w", err)
 	}
 
 	r.mu.Lock()

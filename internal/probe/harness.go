@@ -12,12 +12,27 @@ import (
 	"strings"
 )
 
-// harnessFS holds the Python smoke-test harness (harness/harness.py and its
-// sibling modules). The runner writes it to a private directory once and
-// runs harness.py from there.
+// harnessFS holds the Python smoke-test harness (harness/harness.py, its
+// sibling modules and the data files they read, such as oom_markers.json).
+// The runner writes it to a private directory once and runs harness.py from
+// there.
 //
-//go:embed harness/*.py
+//go:embed harness/*.py harness/*.json
 var harnessFS embed.FS
+
+// harnessFiles lists the embedded harness files, sorted.
+func harnessFiles() ([]string, error) {
+	var names []string
+	for _, pattern := range []string{"harness/*.py", "harness/*.json"} {
+		m, err := fs.Glob(harnessFS, pattern)
+		if err != nil {
+			return nil, fmt.Errorf("harness: %w", err)
+		}
+		names = append(names, m...)
+	}
+	sort.Strings(names)
+	return names, nil
+}
 
 // harnessEntry is the script the runner starts, relative to harness/.
 const harnessEntry = "harness.py"
@@ -33,10 +48,10 @@ func extractHarness(base string) (dir, script string, err error) {
 		os.RemoveAll(dir)
 		return "", "", fmt.Errorf("harness: %w", err)
 	}
-	entries, err := fs.Glob(harnessFS, "harness/*.py")
+	entries, err := harnessFiles()
 	if err != nil {
 		os.RemoveAll(dir)
-		return "", "", fmt.Errorf("harness: %w", err)
+		return "", "", err
 	}
 	for _, name := range entries {
 		data, err := harnessFS.ReadFile(name)
@@ -73,8 +88,7 @@ func (r *Runner) harnessVersion(reported string) string {
 // embeddedDigest is a short, stable digest of the embedded harness files:
 // "sha256:" and 12 hex digits over their names and contents.
 func embeddedDigest() string {
-	names, _ := fs.Glob(harnessFS, "harness/*.py")
-	sort.Strings(names)
+	names, _ := harnessFiles()
 	h := sha256.New()
 	for _, n := range names {
 		data, _ := harnessFS.ReadFile(n)

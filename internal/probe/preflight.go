@@ -27,12 +27,11 @@ type Candidate struct {
 	// ConfigErr is set when config.json exists but cannot be read or is not
 	// a JSON object. An error wrapping fs.ErrNotExist counts as "no
 	// config.json", not as the model's fault.
-	ConfigErr   error
-	WeightFiles []string // weight file names in the snapshot (or the listing)
-	WeightBytes int64    // their total size, 0 if unknown
-	Mode        compat.Mode
-	// MemoryBudgetBytes is the target's memory budget, 0 if unknown.
-	MemoryBudgetBytes int64
+	ConfigErr error
+	// Mode is recorded in a declined Result (when full or arch). Whether
+	// the weights exist and fit is the plan's to say (scan.Plan), not
+	// preflight's.
+	Mode compat.Mode
 	// Target, when set, is recorded in a declined Result (with Repro);
 	// else the caller fills both.
 	Target compat.Target
@@ -120,9 +119,9 @@ var transformersLibraries = map[string]bool{"transformers": true, "sentence-tran
 //  5. config.json present but not a JSON object → fail/config_error
 //  6. config.json with auto_map → remote_code
 //  7. SupportedTask(tag, architectures) false → unsupported_task
-//  8. mode full and no .safetensors file → no_safetensors
-//  9. mode full and the weights alone exceed the memory budget → too_large
-//     (mode auto falls back to arch instead, so it is not declined)
+//
+// A --mode full that cannot run (no_safetensors, too_large) is declined by
+// the scan's plan (scan.Plan), after these rules.
 func Preflight(c Candidate) *compat.Result {
 	configBroken := c.ConfigErr != nil && !errors.Is(c.ConfigErr, fs.ErrNotExist)
 	config := c.Config
@@ -166,15 +165,6 @@ func Preflight(c Candidate) *compat.Result {
 			return skipped(c, compat.ReasonUnsupportedTask, fmt.Sprintf("pipeline tag %q is not one the harness tests (supported: %s)", c.Task, strings.Join(SupportedTasks(), ", ")))
 		}
 		return skipped(c, compat.ReasonUnsupportedTask, fmt.Sprintf("no pipeline tag, and no architecture the harness knows a task for (architectures: %s)", listOrNone(archs)))
-	}
-	if c.Mode == compat.ModeFull {
-		if !slices.ContainsFunc(c.WeightFiles, func(f string) bool { return strings.HasSuffix(f, ".safetensors") }) {
-			return skipped(c, compat.ReasonNoSafetensors, fmt.Sprintf("--mode full asked, but the weights are not in safetensors (files: %s); the scanner does not unpickle checkpoints", listOrNone(c.WeightFiles)))
-		}
-		if c.MemoryBudgetBytes > 0 && c.WeightBytes > c.MemoryBudgetBytes {
-			return skipped(c, compat.ReasonTooLarge, fmt.Sprintf("--mode full asked, but the weights alone (%s) exceed the target's memory budget (%s); --mode arch or auto tests the architecture instead",
-				formatBytes(uint64(c.WeightBytes)), formatBytes(uint64(c.MemoryBudgetBytes))))
-		}
 	}
 	return nil
 }

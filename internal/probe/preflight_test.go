@@ -18,9 +18,7 @@ func TestPreflight(t *testing.T) {
 	}
 	ok := Candidate{
 		ID: "org/model", Revision: "abc", Task: "text-generation", Library: "transformers",
-		Tags: []string{"transformers", "safetensors"}, Config: llama(),
-		WeightFiles: []string{"model.safetensors"}, WeightBytes: 1 << 30, Mode: compat.ModeAuto,
-		MemoryBudgetBytes: 16 << 30,
+		Tags: []string{"transformers", "safetensors"}, Config: llama(), Mode: compat.ModeAuto,
 	}
 	tests := []struct {
 		name   string
@@ -66,15 +64,8 @@ func TestPreflight(t *testing.T) {
 			c.Config["architectures"] = []any{"DetrForObjectDetection"}
 		}, compat.StatusSkipped, compat.ReasonUnsupportedTask, "DetrForObjectDetection"},
 		{"no tag, no architectures", func(c *Candidate) { c.Task = ""; delete(c.Config, "architectures") }, compat.StatusSkipped, compat.ReasonUnsupportedTask, "none"},
-		{"full without safetensors", func(c *Candidate) {
-			c.Mode, c.WeightFiles = compat.ModeFull, []string{"pytorch_model.bin"}
-		}, compat.StatusSkipped, compat.ReasonNoSafetensors, "pytorch_model.bin"},
-		{"auto without safetensors", func(c *Candidate) { c.WeightFiles = []string{"pytorch_model.bin"} }, "", "", ""},
-		{"arch without weights", func(c *Candidate) { c.Mode, c.WeightFiles = compat.ModeArch, nil }, "", "", ""},
-		{"full too large", func(c *Candidate) { c.Mode, c.WeightBytes = compat.ModeFull, 140<<30 }, compat.StatusSkipped, compat.ReasonTooLarge, "140.0 GiB"},
-		{"full fits", func(c *Candidate) { c.Mode = compat.ModeFull }, "", "", ""},
-		{"full, budget unknown", func(c *Candidate) { c.Mode, c.WeightBytes, c.MemoryBudgetBytes = compat.ModeFull, 140<<30, 0 }, "", "", ""},
-		{"auto too large goes to arch", func(c *Candidate) { c.WeightBytes = 140 << 30 }, "", "", ""},
+		// Whether the weights exist and fit is the plan's (scan.Plan), not preflight's.
+		{"full is the plan's to decline", func(c *Candidate) { c.Mode = compat.ModeFull }, "", "", ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -177,7 +168,7 @@ func TestCoverage(t *testing.T) {
 	var dlAll, dlSupported int64
 	for _, m := range listing {
 		dlAll += m.Downloads
-		if SupportedTask(m.PipelineTag, m.Architectures()) {
+		if SupportedTask(m.PipelineTag, architectures(m.Config)) {
 			dlSupported += m.Downloads
 		}
 	}
@@ -191,7 +182,9 @@ func TestCoverage(t *testing.T) {
 	outcome := map[string][]string{}
 	for _, m := range listing {
 		key := "probe"
-		if res := Preflight(m.Candidate(compat.ModeAuto)); res != nil {
+		c := ListedCandidate(m, false)
+		c.Mode = compat.ModeAuto
+		if res := Preflight(c); res != nil {
 			key = string(res.Status) + " " + str(res.Reason)
 		}
 		outcome[key] = append(outcome[key], m.ID)

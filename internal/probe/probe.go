@@ -65,17 +65,19 @@ type Config struct {
 	// stopped; DefaultGrace if zero.
 	Grace time.Duration
 	// MemLimitBytes is the harness's RLIMIT_DATA (writable private memory:
-	// heap and anonymous maps). Zero means three quarters of physical
-	// memory; NoLimit means none. Importing torch and transformers takes
-	// about 1 GiB of it already.
+	// heap and anonymous maps); NoLimit means none. It must be set: the
+	// scanner's share for each probe is scan.ProbeMemLimit, which its plan
+	// budgets against. Importing torch and transformers takes about 1 GiB
+	// of it already.
 	MemLimitBytes uint64
 	// MaxOpenFiles is the harness's RLIMIT_NOFILE; DefaultMaxOpenFiles if
 	// zero, NoLimit for the inherited limit.
 	MaxOpenFiles uint64
 	// ExtraEnv are KEY=VALUE additions to the harness's environment (PJRT
 	// or TPU settings, OMP_NUM_THREADS). Credentials (names holding TOKEN,
-	// SECRET, KEY, PASSWORD, ...) and the variables the runner pins (HOME,
-	// TMPDIR, HF_HUB_OFFLINE, ...) are refused.
+	// SECRET, KEY, PASSWORD, ...), the variables the runner pins (HOME,
+	// TMPDIR, HF_HUB_OFFLINE, ...) and the harness's test switch
+	// (HARNESS_TEST_INJECT) are refused.
 	ExtraEnv []string
 	// Environ is the environment the allow-listed accelerator variables are
 	// taken from (TPU_*, PJRT_*, LIBTPU_*, XLA_*, CUDA_*, PATH, ...); nil
@@ -142,16 +144,12 @@ func NewRunner(cfg Config) (*Runner, error) {
 		r.log = slog.Default()
 	}
 	if _, dropped := scrubEnv(nil, cfg.ExtraEnv, "", ""); len(dropped) > 0 {
-		r.log.Warn("probe: ExtraEnv entries refused (credentials, or variables the runner pins)",
+		r.log.Warn("probe: ExtraEnv entries refused (credentials, variables the runner pins, or test switches)",
 			"names", strings.Join(dropped, ","))
 	}
 	switch cfg.MemLimitBytes {
 	case 0:
-		if total, err := PhysicalMemory(); err == nil {
-			r.memLimit = total / 4 * 3
-		} else {
-			r.log.Warn("probe: no memory limit for the harness", "err", err)
-		}
+		return nil, errors.New("probe: no memory limit configured (Config.MemLimitBytes; NoLimit for none)")
 	case NoLimit:
 	default:
 		r.memLimit = cfg.MemLimitBytes
@@ -206,13 +204,22 @@ type Request struct {
 	SnapshotDir string        // the snapshot in the Hub cache layout (…/snapshots/<sha>)
 	Task        string        // Hub pipeline tag; "" lets the harness decide from the config
 	Target      compat.Target // "" means auto
-	Mode        compat.Mode   // "" means auto
-	Timeout     time.Duration // 0 means the Runner's
+	// Mode is full or arch, as the scan's plan decided it (scan.Plan): the
+	// harness executes it. Auto ("" too) lets the harness choose by the
+	// same fit formula (harness/fit.json), for a probe run without a plan.
+	Mode    compat.Mode
+	Timeout time.Duration // 0 means the Runner's
+
+	// MemoryBudgetBytes is the plan's memory budget for the model (bytes;
+	// 0 when unknown): the harness sizes arch mode against it (and auto).
+	MemoryBudgetBytes int64
+	// PlanNote says why the plan chose this probe; the harness notes it in
+	// its config stage.
+	PlanNote string
 
 	// Harness knobs; zero leaves the harness's default.
 	Layers, SeqLen, NewTokens, Steps int
 	NoCompile, NoGenerate            bool
-	MemoryBudgetBytes                int64 // the target's memory budget, for mode auto and arch sizing
 }
 
 // args are the harness's command-line arguments for req.
@@ -236,6 +243,9 @@ func (req Request) args(resultFile string) []string {
 	num("--layers", int64(req.Layers))
 	num("--steps", int64(req.Steps))
 	num("--memory-budget-bytes", req.MemoryBudgetBytes)
+	if req.PlanNote != "" {
+		a = append(a, "--plan-note", req.PlanNote)
+	}
 	if req.NoCompile {
 		a = append(a, "--no-compile")
 	}
@@ -300,8 +310,6 @@ func (r *Runner) probe(ctx context.Context, p *probeRun) compat.Result {
 			p.target = t
 		}
 	}
-	req.MemoryBudgetBytes = r.memoryBudget(p.target, req.MemoryBudgetBytes)
-
 	wd, err := r.newWorkDir("probe")
 	if err != nil {
 		return p.scannerError(compat.StageEnv, err.Error(), nil)
@@ -343,29 +351,6 @@ func (r *Runner) probe(ctx context.Context, p *probeRun) compat.Result {
 		return p.scannerError("", "probe: harness wrote an invalid result: "+err.Error(), out.stderrTail)
 	}
 	return p.noResult(out)
-}
-
-// torchDataOverhead is about what importing torch and transformers takes
-// of RLIMIT_DATA before any model is loaded.
-const torchDataOverhead = 3 << 29 // 1.5 GiB
-
-// memoryBudget is the --memory-budget-bytes for a probe on target. On cpu
-// the model lives in host memory, under the runner's data limit: the
-// harness's own default (available host RAM) could choose full mode for
-// weights the limit then refuses, which would read as the model's oom. So
-// on cpu the budget is capped at the limit less torch's own share.
-func (r *Runner) memoryBudget(target compat.Target, asked int64) int64 {
-	if target != compat.TargetCPU || r.memLimit == 0 || r.memLimit > math.MaxInt64 {
-		return asked
-	}
-	limit := int64(r.memLimit) - torchDataOverhead
-	if limit <= 0 {
-		return asked
-	}
-	if asked <= 0 || asked > limit {
-		return limit
-	}
-	return asked
 }
 
 // spec is the process that runs the harness with args in wd.

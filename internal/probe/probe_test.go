@@ -489,7 +489,10 @@ func TestNewRunner(t *testing.T) {
 		t.Error("missing script: want an error")
 	}
 	tmp := t.TempDir()
-	r, err := NewRunner(Config{Python: python3, TempDir: tmp, Logger: quietLogger()})
+	if _, err := NewRunner(Config{Python: python3, TempDir: tmp, Logger: quietLogger()}); err == nil || !strings.Contains(err.Error(), "memory limit") {
+		t.Errorf("no memory limit: %v, want an error (the scanner's plan sets it)", err)
+	}
+	r, err := NewRunner(Config{Python: python3, TempDir: tmp, Logger: quietLogger(), MemLimitBytes: 3 << 30})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -500,7 +503,11 @@ func TestNewRunner(t *testing.T) {
 	if _, err := os.Stat(r.script); err != nil {
 		t.Errorf("entry script: %v", err)
 	}
-	if r.memLimit == 0 || r.nofile != DefaultMaxOpenFiles || r.cfg.Timeout != DefaultTimeout {
+	// The harness reads the fit table next to itself.
+	if _, err := os.Stat(filepath.Join(r.harnessDir, "fit.json")); err != nil {
+		t.Errorf("fit table not extracted with the harness: %v", err)
+	}
+	if r.memLimit != 3<<30 || r.nofile != DefaultMaxOpenFiles || r.cfg.Timeout != DefaultTimeout {
 		t.Errorf("defaults: mem %d nofile %d timeout %s", r.memLimit, r.nofile, r.cfg.Timeout)
 	}
 	if err := r.Close(); err != nil {

@@ -23,23 +23,11 @@ func RequirementsHash() string {
 }
 
 // DefaultPython returns the interpreter of the project's own cached
-// environment ($SCANNER_CACHE_HOME, else $XDG_CACHE_HOME, else
-// ~/.cache, then torchtpu-scanner/venv-<hash>/bin/python) when it exists,
-// else "python3" from PATH. getenv is os.Getenv in production.
-func DefaultPython(getenv func(string) string) string {
-	base := getenv("SCANNER_CACHE_HOME")
-	if base == "" {
-		cache := getenv("XDG_CACHE_HOME")
-		if cache == "" {
-			home := getenv("HOME")
-			if home == "" {
-				home, _ = os.UserHomeDir()
-			}
-			cache = filepath.Join(home, ".cache")
-		}
-		base = filepath.Join(cache, "torchtpu-scanner")
-	}
-	venv := filepath.Join(base, "venv-"+RequirementsHash())
+// environment (cacheHome/venv-<hash>/bin/python, as scripts/pyenv.sh builds
+// it) when it is complete, else "python3" from PATH. cacheHome is
+// config.Config.CacheHome.
+func DefaultPython(cacheHome string) string {
+	venv := filepath.Join(cacheHome, "venv-"+RequirementsHash())
 	py := filepath.Join(venv, "bin", "python")
 	if _, err := os.Stat(filepath.Join(venv, ".complete")); err == nil {
 		return py

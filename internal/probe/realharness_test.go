@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
+	"github.com/google-pytorch/torchtpu-scanner/internal/config"
 )
 
 // tinyLlama is a config.json small enough for arch mode on a busy CPU.
@@ -23,14 +24,15 @@ func realRunner(t *testing.T, mod func(*Config)) *Runner {
 	t.Helper()
 	py := os.Getenv("SCANNER_PYTHON")
 	if py == "" {
-		if py = DefaultPython(os.Getenv); py == "python3" {
+		if py = DefaultPython(config.CacheHome(os.LookupEnv)); py == "python3" {
 			t.Skip("SCANNER_PYTHON is unset and the project's venv (scripts/pyenv.sh) is not built: skipping the real-harness tests")
 		}
 	}
 	if data, err := harnessFS.ReadFile("harness/" + harnessEntry); err != nil || strings.Contains(string(data), "PLACEHOLDER") {
 		t.Skip("the embedded harness is a placeholder: skipping the real-harness tests")
 	}
-	cfg := Config{Python: py, TempDir: t.TempDir(), Timeout: 5 * time.Minute, Grace: 2 * time.Second, Logger: quietLogger()}
+	cfg := Config{Python: py, TempDir: t.TempDir(), Timeout: 5 * time.Minute, Grace: 2 * time.Second, Logger: quietLogger(),
+		MemLimitBytes: 8 << 30}
 	if mod != nil {
 		mod(&cfg)
 	}

@@ -129,14 +129,10 @@ func (p *probeRun) check(res *compat.Result) error {
 	if res.Target == compat.TargetAuto {
 		res.Target = "" // unresolved (it failed before resolving): the runner's resolution stands
 	}
-	switch t := res.Target; {
-	case t == "":
-	case t != compat.TargetTPU && t != compat.TargetCPU && t != compat.TargetCUDA:
-		return fmt.Errorf("target %q is not a concrete target", t)
-	case p.req.Target == compat.TargetAuto && t == compat.TargetCUDA:
-		return errors.New("target cuda on an auto request (auto is tpu or cpu)")
-	case p.req.Target != compat.TargetAuto && t != p.req.Target:
-		return fmt.Errorf("target %s on a %s request", t, p.req.Target)
+	if res.Target != "" {
+		if err := p.req.Target.Admits(res.Target); err != nil {
+			return err
+		}
 	}
 	if res.Mode != nil {
 		switch m := *res.Mode; {
@@ -294,25 +290,6 @@ func signature(kind, stage string) string {
 		return kind
 	}
 	return kind + ":" + stage
-}
-
-// oomMarkers are what an allocation failure leaves on stderr: Python's
-// MemoryError, torch's and C++'s allocators, XLA's and CUDA's.
-var oomMarkers = []string{
-	"MemoryError", "std::bad_alloc", "Cannot allocate memory", "can't allocate memory",
-	"OutOfMemoryError", "RESOURCE_EXHAUSTED", "CUDA out of memory", "out of memory",
-}
-
-// oomMarker returns the allocation-failure marker in the end of the stderr
-// tail (its last 8 KiB: an old warning further up does not count), or "".
-func oomMarker(tail []byte) string {
-	end := tail[max(0, len(tail)-8<<10):]
-	for _, m := range oomMarkers {
-		if bytes.Contains(end, []byte(m)) {
-			return m
-		}
-	}
-	return ""
 }
 
 // lastLine is the last non-blank line of a stderr tail, at most 300 bytes

@@ -16,8 +16,10 @@ func TestScrubEnv(t *testing.T) {
 		"PJRT_DEVICE=TPU", "LIBTPU_INIT_ARGS=a", "XLA_FLAGS=f", "CUDA_VISIBLE_DEVICES=1",
 		"TPU_ACCESS_TOKEN=x", "GITHUB_TOKEN=x", "SCANNER_ADMIN_TOKEN=x", "AWS_ACCESS_KEY_ID=x",
 		"PYTHONPATH=/x", "LD_PRELOAD=/x.so", "OMP_NUM_THREADS=64", "SSH_AUTH_SOCK=/x", "LANG=de_DE",
+		"HARNESS_TEST_INJECT=load:MemoryError",
 	}
-	extra := []string{"OMP_NUM_THREADS=2", "HF_HUB_OFFLINE=0", "API_KEY=x", "XLA_FLAGS=g", "bogus"}
+	extra := []string{"OMP_NUM_THREADS=2", "HF_HUB_OFFLINE=0", "API_KEY=x", "XLA_FLAGS=g", "bogus",
+		"HARNESS_TEST_INJECT=tpu:simulate"}
 	env, dropped := scrubEnv(parent, extra, "/h", "/t")
 	got := map[string]string{}
 	for _, kv := range env {
@@ -39,12 +41,12 @@ func TestScrubEnv(t *testing.T) {
 		}
 	}
 	for _, k := range []string{"HF_TOKEN", "HF_HOME", "TPU_ACCESS_TOKEN", "GITHUB_TOKEN", "SCANNER_ADMIN_TOKEN",
-		"AWS_ACCESS_KEY_ID", "PYTHONPATH", "LD_PRELOAD", "SSH_AUTH_SOCK", "API_KEY"} {
+		"AWS_ACCESS_KEY_ID", "PYTHONPATH", "LD_PRELOAD", "SSH_AUTH_SOCK", "API_KEY", "HARNESS_TEST_INJECT"} {
 		if _, ok := got[k]; ok {
 			t.Errorf("%s passed through", k)
 		}
 	}
-	if !slices.Equal(dropped, []string{"HF_HUB_OFFLINE", "API_KEY", "bogus"}) {
+	if !slices.Equal(dropped, []string{"HF_HUB_OFFLINE", "API_KEY", "bogus", "HARNESS_TEST_INJECT"}) {
 		t.Errorf("dropped %v", dropped)
 	}
 	env, _ = scrubEnv(nil, nil, "/h", "/t")
@@ -159,26 +161,20 @@ func TestMergeLogTail(t *testing.T) {
 	}
 }
 
-func TestMemoryBudget(t *testing.T) {
-	r := &Runner{memLimit: 8 << 30}
-	limit := int64(8<<30) - torchDataOverhead
-	tests := []struct {
-		target compat.Target
-		asked  int64
-		want   int64
-	}{
-		{compat.TargetCPU, 0, limit},
-		{compat.TargetCPU, 1 << 30, 1 << 30},
-		{compat.TargetCPU, 64 << 30, limit},
-		{compat.TargetTPU, 0, 0},
-		{compat.TargetTPU, 32 << 30, 32 << 30},
-	}
-	for _, tc := range tests {
-		if got := r.memoryBudget(tc.target, tc.asked); got != tc.want {
-			t.Errorf("memoryBudget(%s, %d) = %d, want %d", tc.target, tc.asked, got, tc.want)
+// TestRequestArgs: the runner hands the plan's mode, budget and note to
+// the harness as they are; it decides none of them again.
+func TestRequestArgs(t *testing.T) {
+	req := Request{ModelID: "org/m", Revision: "abc", SnapshotDir: "/snap", Target: compat.TargetCPU,
+		Mode: compat.ModeArch, MemoryBudgetBytes: 5 << 30, PlanNote: "untested on cpu; arch asked"}
+	got := strings.Join(req.args("/r.json"), " ")
+	for _, want := range []string{"--mode arch", "--target cpu", "--memory-budget-bytes 5368709120",
+		"--plan-note untested on cpu; arch asked"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("args %q lack %q", got, want)
 		}
 	}
-	if got := (&Runner{}).memoryBudget(compat.TargetCPU, 5); got != 5 {
-		t.Errorf("no limit: %d", got)
+	req.MemoryBudgetBytes, req.PlanNote = 0, ""
+	if got := strings.Join(req.args("/r.json"), " "); strings.Contains(got, "--memory-budget-bytes") || strings.Contains(got, "--plan-note") {
+		t.Errorf("an unknown budget or no note still passed: %q", got)
 	}
 }

@@ -54,7 +54,7 @@ func BenchmarkScanDeviceBusy(b *testing.B) {
 
 		b.StartTimer()
 		start := time.Now()
-		sc, err := s.Run(ctx, Options{Limit: benchModels, Mode: compat.ModeArch, Target: compat.TargetCPU})
+		sc, err := s.Run(ctx, Options{Limit: benchModels, Mode: compat.ModeArch, Target: compat.TargetCPU}, Hooks{})
 		wall := time.Since(start)
 		b.StopTimer()
 		if err != nil || sc.Probed != benchModels || sc.DeviceBusy == nil {

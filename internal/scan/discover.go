@@ -22,7 +22,7 @@ func (r *run) discover(ctx context.Context) (models []hub.ModelInfo, invalid []s
 		return r.exactModels(ctx)
 	}
 	var onPage func(int)
-	if r.s.Hooks.Progress != nil {
+	if r.hooks.Progress != nil {
 		onPage = func(got int) {
 			r.s.log().Info("listing models", "got", got, "limit", r.opts.Limit)
 		}
@@ -44,7 +44,7 @@ func (r *run) exactModels(ctx context.Context) ([]hub.ModelInfo, []string, error
 	var invalid []string
 	seen := map[string]bool{}
 	for _, id := range r.opts.Models {
-		if err := hub.ValidateID(id); err != nil {
+		if err := compat.ValidateModelID(id); err != nil {
 			invalid = append(invalid, fmt.Sprintf("%q: %v", id, err))
 			r.s.log().Warn("not a valid Hub model id", "model", id, "err", err)
 			continue

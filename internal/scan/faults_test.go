@@ -74,7 +74,7 @@ func TestScanThroughHubFaults(t *testing.T) {
 			h := hubtest.New(t, faultRepos(4)...)
 			tt.faults(h)
 			s, _, waits := faultScanner(t, h)
-			sc, err := s.Run(context.Background(), Options{Mode: compat.ModeArch, Target: compat.TargetCPU})
+			sc, err := s.Run(context.Background(), Options{Mode: compat.ModeArch, Target: compat.TargetCPU}, Hooks{})
 			if tt.fails {
 				if !errors.Is(err, ErrHub) || sc.Status != store.ScanFailed {
 					t.Fatalf("err %v, scan %s: want a failed scan", err, sc.Status)

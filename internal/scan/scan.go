@@ -1,8 +1,9 @@
-// Package scan is the scanner's orchestration: discover the models to test,
-// plan which need a (re)test, fetch their files, run preflight, probe them
-// one per device, and record every outcome the moment it is known. The
-// Service in service.go queues scans (manual, scheduled) so that two never
-// run at once.
+// Package scan is the scanner's orchestration: discover the models to test
+// (discover.go), plan which need a (re)test and how (plan.go), fetch their
+// files and run preflight (this file), probe them one per device while the
+// next are fetched (pipeline.go), and record every outcome the moment it is
+// known (record.go). The Service in service.go queues scans (manual,
+// scheduled) so that two never run at once.
 package scan
 
 import (
@@ -49,13 +50,10 @@ type Options struct {
 	Tasks   []string      // pipeline tags to include (all when empty)
 	Models  []string      // exactly these ids (overrides the listing)
 	Target  compat.Target // requested target (auto resolves once per scan)
-	Mode    compat.Mode
+	Mode    compat.Mode   // requested mode (Plan decides full or arch per model)
 	Timeout time.Duration // per probe
 	Force   bool          // retest even when nothing changed
 	Devices int           // probes at once, one per device
-	// MemoryBudgetBytes bounds the weights auto mode downloads; 0 derives it
-	// from the runtime's device memory (or host memory on cpu).
-	MemoryBudgetBytes int64
 }
 
 // Progress is reported after every model that got an outcome.
@@ -69,8 +67,8 @@ type Progress struct {
 	Result    *compat.Result // nil when the model was unchanged
 }
 
-// Hooks let the caller observe a scan (metrics, progress bars). Every field
-// is optional.
+// Hooks let a caller observe scans (metrics, progress bars, the service's
+// state). Every field is optional.
 type Hooks struct {
 	Progress   func(Progress)
 	ProbeDone  func(r compat.Result, held time.Duration)
@@ -78,7 +76,35 @@ type Hooks struct {
 	HubFailure func(err error) // the Hub could not be reached (nil: it could)
 }
 
-// Scanner runs scans. Its fields are its dependencies; set them all.
+// then is h followed by o: each event reaches h's hook, then o's.
+func (h Hooks) then(o Hooks) Hooks {
+	return Hooks{
+		Progress:   chain(h.Progress, o.Progress),
+		ScanDone:   chain(h.ScanDone, o.ScanDone),
+		HubFailure: chain(h.HubFailure, o.HubFailure),
+		ProbeDone: func(r compat.Result, held time.Duration) {
+			if h.ProbeDone != nil {
+				h.ProbeDone(r, held)
+			}
+			if o.ProbeDone != nil {
+				o.ProbeDone(r, held)
+			}
+		},
+	}
+}
+
+func chain[T any](a, b func(T)) func(T) {
+	switch {
+	case a == nil:
+		return b
+	case b == nil:
+		return a
+	}
+	return func(v T) { a(v); b(v) }
+}
+
+// Scanner runs scans. Its fields are its dependencies, set once at
+// construction.
 type Scanner struct {
 	Hub    HubClient
 	Prober Prober
@@ -86,19 +112,16 @@ type Scanner struct {
 	// its device); worker i probes with DeviceProbers[i]. Prober still
 	// answers Env.
 	DeviceProbers []Prober
-	Store         store.Store
+	Store         Store
 	CacheDir      string
 	HasToken      bool
 	Logger        *slog.Logger
-	Hooks         Hooks
+	// Hooks observe every scan (the app's metrics); Run takes the hooks of
+	// one scan besides.
+	Hooks Hooks
 	// ListCache lists models already in the local cache (--source cache);
 	// defaults to hub.ScanCache.
 	ListCache func(cacheDir string) ([]hub.ModelInfo, error)
-	// Lookahead is how many fetched models may wait for a device (per
-	// device); 0 means 2.
-	Lookahead int
-	// Fetchers is how many models are fetched at once; 0 means 4.
-	Fetchers int
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
@@ -121,19 +144,22 @@ func (s *Scanner) log() *slog.Logger {
 type job struct {
 	info     hub.ModelInfo
 	previous *compat.Result
+	plan     Decision
+	weights  Weights
 	snapshot string
-	mode     compat.Mode
 	result   *compat.Result // set when preflight or fetching decided the outcome
 }
 
 // run is the state of one scan in progress.
 type run struct {
-	s       *Scanner
-	opts    Options
-	scan    store.Scan
-	target  compat.Target
-	runtime compat.Runtime
-	budget  int64
+	s        *Scanner
+	opts     Options
+	hooks    Hooks // the Scanner's, then this scan's
+	scan     store.Scan
+	target   compat.Target
+	runtime  compat.Runtime
+	budget   int64
+	budgetOf string
 
 	mu        sync.Mutex
 	refusals  map[string]*hub.Error // Hub refusals of exact --model ids
@@ -143,10 +169,11 @@ type run struct {
 	busy      time.Duration
 }
 
-// Run performs one scan and returns its final record. A scan that could not
-// start (no Python, Hub unreachable) is recorded as failed and its error
-// returned; per-model problems never end a scan.
-func (s *Scanner) Run(ctx context.Context, opts Options) (store.Scan, error) {
+// Run performs one scan and returns its final record; hooks observe this
+// scan (after the Scanner's own Hooks). A scan that could not start (no
+// Python, Hub unreachable) is recorded as failed and its error returned;
+// per-model problems never end a scan.
+func (s *Scanner) Run(ctx context.Context, opts Options, hooks Hooks) (store.Scan, error) {
 	opts = withDefaults(opts)
 	params, _ := json.Marshal(opts)
 	started := s.now().UTC()
@@ -163,7 +190,7 @@ func (s *Scanner) Run(ctx context.Context, opts Options) (store.Scan, error) {
 		return sc, fmt.Errorf("scan: start: %w", err)
 	}
 	sc.ID = id
-	r := &run{s: s, opts: opts, scan: sc, target: target, runtime: rt}
+	r := &run{s: s, opts: opts, hooks: s.Hooks.then(hooks), scan: sc, target: target, runtime: rt}
 	if envErr != nil {
 		return r.finish(envErr)
 	}
@@ -204,17 +231,18 @@ func (r *run) execute(ctx context.Context) error {
 	if r.opts.Target == compat.TargetAuto && target != compat.TargetTPU {
 		log.Info("no TPU found: --target auto runs on "+string(target), "target", target, "device", r.runtime.Device)
 	}
-	r.budget = r.memoryBudget()
+	mem, _ := probe.PhysicalMemory() // 0 when unknown: Budget says so
+	r.budget, r.budgetOf = Budget(target, r.runtime, Host{MemoryBytes: mem, Probes: r.opts.Devices})
 
 	models, invalid, err := r.discover(ctx)
 	if err != nil {
-		if r.s.Hooks.HubFailure != nil && errors.Is(err, ErrHub) {
-			r.s.Hooks.HubFailure(err)
+		if r.hooks.HubFailure != nil && errors.Is(err, ErrHub) {
+			r.hooks.HubFailure(err)
 		}
 		return err
 	}
-	if r.s.Hooks.HubFailure != nil && r.opts.Source == "hub" {
-		r.s.Hooks.HubFailure(nil)
+	if r.hooks.HubFailure != nil && r.opts.Source == "hub" {
+		r.hooks.HubFailure(nil)
 	}
 	if len(invalid) > 0 {
 		r.scan.Error = "not scanned: " + strings.Join(invalid, "; ")
@@ -223,125 +251,12 @@ func (r *run) execute(ctx context.Context) error {
 		return fmt.Errorf("scan: save models: %w", err)
 	}
 	r.scan.Planned = len(models)
-	log.Info("scan planned", "models", len(models), "target", target, "mode", r.opts.Mode, "devices", r.opts.Devices)
+	log.Info("scan planned", "models", len(models), "target", target, "mode", r.opts.Mode, "devices", r.opts.Devices,
+		"budget_gib", float64(r.budget)/(1<<30), "budget_of", r.budgetOf)
 	if err := r.s.Store.UpdateScanProgress(ctx, r.scan.ID, len(models), 0, 0, 0); err != nil {
 		return fmt.Errorf("scan: progress: %w", err)
 	}
 	return r.pipeline(ctx, models)
-}
-
-// pipeline fetches files for upcoming models while earlier ones hold the
-// devices: several fetchers prepare models ahead (in a bounded window), the
-// models reach a queue in popularity order, and Devices probe workers drain
-// it; one recorder writes every outcome.
-func (r *run) pipeline(ctx context.Context, models []hub.ModelInfo) error {
-	look := r.s.Lookahead
-	if look <= 0 {
-		look = 2
-	}
-	// Outcomes are written by one recorder goroutine, off the devices' path;
-	// the hand-off is unbuffered, so a crash loses at most the models in
-	// flight. Writes use a context that shutdown does not cancel: a result
-	// that was measured is kept.
-	wctx := context.WithoutCancel(ctx)
-	records := make(chan func())
-	recorded := make(chan struct{})
-	go func() {
-		defer close(recorded)
-		for write := range records {
-			write()
-		}
-	}()
-	queue := make(chan *job, look*r.opts.Devices)
-	var wg sync.WaitGroup
-	for w := range r.opts.Devices {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for j := range queue {
-				if ctx.Err() != nil {
-					continue // stopping: take no more work, drain the queue
-				}
-				if write := r.probe(ctx, wctx, r.s.proberFor(w), j); write != nil {
-					records <- write
-				}
-			}
-		}()
-	}
-	// Fetchers prepare several models at once, so slow downloads overlap
-	// each other as well as the probes; the models still reach the devices
-	// in popularity order, and at most `ahead` are fetched before their turn.
-	ahead := r.fetchers() + look*r.opts.Devices
-	slots := make([]chan *job, len(models))
-	for i := range slots {
-		slots[i] = make(chan *job, 1)
-	}
-	todo := make(chan int)
-	window := make(chan struct{}, ahead)
-	var fetchers sync.WaitGroup
-	for range r.fetchers() {
-		fetchers.Add(1)
-		go func() {
-			defer fetchers.Done()
-			for i := range todo {
-				if ctx.Err() != nil {
-					continue
-				}
-				slots[i] <- r.prepare(ctx, models[i]) // nil: unchanged
-			}
-		}()
-	}
-	go func() {
-		defer close(todo)
-		for i := range models {
-			select {
-			case window <- struct{}{}:
-			case <-ctx.Done():
-				return
-			}
-			select {
-			case todo <- i:
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
-dispatch:
-	for i, m := range models {
-		var j *job
-		select {
-		case j = <-slots[i]:
-		case <-ctx.Done():
-			break dispatch
-		}
-		<-window
-		switch {
-		case j == nil: // unchanged
-			records <- func() { r.finishModel(wctx, m.ID, nil, false) }
-		case j.result != nil:
-			records <- func() { r.record(wctx, j, *j.result, false) }
-		default:
-			select {
-			case queue <- j:
-			case <-ctx.Done():
-				break dispatch
-			}
-		}
-	}
-	fetchers.Wait()
-	close(queue)
-	wg.Wait()
-	close(records)
-	<-recorded
-	return ctx.Err()
-}
-
-// fetchers is how many models are fetched at once.
-func (r *run) fetchers() int {
-	if r.s.Fetchers > 0 {
-		return r.s.Fetchers
-	}
-	return 4
 }
 
 // prepare plans, fetches and preflights one model. It returns nil when the
@@ -354,41 +269,56 @@ func (r *run) prepare(ctx context.Context, m hub.ModelInfo) *job {
 	}
 	if prev, err := r.s.Store.LatestResult(ctx, m.ID, r.target); err == nil {
 		j.previous = &prev
-		if !r.opts.Force && unchanged(prev, m.SHA, r.runtime, r.opts.Mode) {
-			return nil
-		}
 	} else if !errors.Is(err, store.ErrNotFound) {
 		return r.scannerError(j, compat.StageEnv, fmt.Errorf("read previous result: %w", err))
 	}
-
-	cand := probe.Candidate{
-		ID: m.ID, Revision: m.SHA, Task: m.PipelineTag, Library: m.Library, Tags: m.Tags,
-		Gated: m.Gated, HasToken: r.s.HasToken, Disabled: m.Disabled, Mode: r.opts.Mode,
-		MemoryBudgetBytes: r.budget,
-	}
-	cand.WeightFiles, cand.WeightBytes = hub.WeightFiles(m.Siblings)
-	if r.opts.Mode == compat.ModeAuto && len(cand.WeightFiles) > 0 && !m.FilesMetadata && r.opts.Source != "cache" {
-		// Listings name files without sizes: auto mode needs the sizes to
-		// decide whether the weights fit, so ask for this revision's files.
-		if full, err := r.s.Hub.ModelInfo(ctx, m.ID, m.SHA); err == nil {
-			cand.WeightFiles, cand.WeightBytes = hub.WeightFiles(full.Siblings)
-		} else {
-			r.s.log().Warn("model info for file sizes; testing the architecture only", "model", m.ID, "err", err)
-		}
+	in := Input{SHA: m.SHA, Previous: j.previous, Runtime: r.runtime, Target: r.target, Mode: r.opts.Mode,
+		Force: r.opts.Force, Budget: r.budget, BudgetOf: r.budgetOf}
+	in.Weights.Files, in.Weights.Bytes = hub.WeightFiles(m.Siblings)
+	if j.plan = Plan(in); !j.plan.Retest {
+		return nil
 	}
 	// Decline what the listing (and its excerpt of config.json) already
 	// rules out (gated, custom code, other libraries, tasks), before any
-	// download.
-	listed := cand
-	listed.Config = m.Config
+	// download or further request.
+	listed := probe.ListedCandidate(m, r.s.HasToken)
+	listed.Mode = r.opts.Mode
 	if res := probe.Preflight(listed); res != nil && listingDecides(*res, m) {
 		return r.decided(j, *res)
 	}
+	if j.plan.AskSizes && !m.FilesMetadata && r.opts.Source != "cache" {
+		in.Weights = r.weightSizes(ctx, m, in.Weights)
+		j.plan = Plan(in)
+	}
+	j.weights = in.Weights
+	r.s.log().Debug("model planned", "model", m.ID, "mode", j.plan.Mode, "why", j.plan.Reason, "mode_why", j.plan.ModeReason)
+	// What the plan declines stands once the listing named the repo's
+	// files; else config.json comes first (preflight may say otherwise).
+	if j.plan.Decline != "" && len(m.Siblings) > 0 {
+		return r.declined(j)
+	}
+	return r.fetch(ctx, j, listed)
+}
 
+// weightSizes asks the Hub for the sizes of this revision's weights, which
+// listings do not carry; it keeps w when the Hub cannot tell.
+func (r *run) weightSizes(ctx context.Context, m hub.ModelInfo, w Weights) Weights {
+	full, err := r.s.Hub.ModelInfo(ctx, m.ID, m.SHA)
+	if err != nil {
+		r.s.log().Warn("model info for file sizes; testing the architecture only", "model", m.ID, "err", err)
+		return w
+	}
+	w.Files, w.Bytes = hub.WeightFiles(full.Siblings)
+	return w
+}
+
+// fetch downloads config.json (and, in full mode, the weights) and runs
+// preflight again on what came.
+func (r *run) fetch(ctx context.Context, j *job, cand probe.Candidate) *job {
+	m := j.info
 	files := []string{"config.json"}
-	j.mode = r.opts.Mode
-	if r.wantWeights(cand) {
-		files = append(files, cand.WeightFiles...)
+	if j.plan.Mode == compat.ModeFull && j.plan.Decline == "" {
+		files = append(files, j.weights.Files...)
 		if hasFile(m.Siblings, "generation_config.json") {
 			files = append(files, "generation_config.json")
 		}
@@ -401,17 +331,13 @@ func (r *run) prepare(ctx context.Context, m hub.ModelInfo) *job {
 		}
 	}
 	j.snapshot = dir
-	cfg, cfgErr := readConfig(filepath.Join(dir, "config.json"))
-	cand.Config, cand.ConfigErr = cfg, cfgErr
-	if len(files) == 1 {
-		// Weights were not fetched: preflight judges arch mode only.
-		if cand.Mode == compat.ModeAuto {
-			cand.Mode = compat.ModeArch
-		}
-		j.mode = cand.Mode
-	}
+	cand.Config, cand.ConfigErr = readConfig(filepath.Join(dir, "config.json"))
+	cand.Mode = j.plan.Mode
 	if res := probe.Preflight(cand); res != nil {
 		return r.decided(j, *res)
+	}
+	if j.plan.Decline != "" {
+		return r.declined(j)
 	}
 	return j
 }
@@ -431,8 +357,6 @@ func listingDecides(res compat.Result, m hub.ModelInfo) bool {
 		return m.Library != "" && (m.Library != "sentence-transformers" || m.Config != nil)
 	case compat.ReasonUnsupportedTask:
 		return m.PipelineTag != "" || m.Config != nil
-	case compat.ReasonNoSafetensors, compat.ReasonTooLarge:
-		return len(m.Siblings) > 0
 	}
 	return false
 }
@@ -446,107 +370,12 @@ func hasFile(sib []hub.Sibling, name string) bool {
 	return false
 }
 
-// wantWeights decides whether the real weights are downloaded.
-func (r *run) wantWeights(c probe.Candidate) bool {
-	if len(c.WeightFiles) == 0 {
-		return false
-	}
-	switch c.Mode {
-	case compat.ModeFull:
-		return true
-	case compat.ModeAuto:
-		return c.WeightBytes > 0 && r.budget > 0 && c.WeightBytes <= r.budget
-	}
-	return false
-}
-
-// memoryBudget is how many bytes of weights auto mode accepts on this
-// scan's target: the device memory the harness reported, else host memory.
-func (r *run) memoryBudget() int64 {
-	if r.opts.MemoryBudgetBytes > 0 {
-		return r.opts.MemoryBudgetBytes
-	}
-	if r.target == compat.TargetCPU {
-		// The run and its float32 reference both sit in host memory, with
-		// activations on top: a quarter of it for the weights.
-		if m, err := probe.PhysicalMemory(); err == nil {
-			return int64(m / 4)
-		}
-		return 0
-	}
-	if r.runtime.DeviceMemGB != nil && *r.runtime.DeviceMemGB > 0 {
-		// On an accelerator the weights run in bf16, about half a float32
-		// checkpoint's size, which leaves room for activations.
-		return int64(*r.runtime.DeviceMemGB * (1 << 30))
-	}
-	return 0
-}
-
 func readConfig(path string) (map[string]any, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("read config.json: %w", err)
 	}
 	return probe.ParseConfig(b)
-}
-
-// unchanged reports whether prev still stands: same revision, same runtime,
-// a mode the scan accepts, and not a result of the scanner's own
-// environment failing.
-func unchanged(prev compat.Result, sha string, rt compat.Runtime, mode compat.Mode) bool {
-	return prev.Status != compat.StatusError && prev.Status != compat.StatusUntested &&
-		prev.Revision == sha && prev.Runtime.Key() == rt.Key() && modeAccepts(mode, prev.Mode)
-}
-
-// modeAccepts reports whether a result of mode got answers a scan asking
-// for want: auto takes either; an explicit full or arch takes only itself
-// (a result without a mode, a skip, stands for any).
-func modeAccepts(want compat.Mode, got *compat.Mode) bool {
-	return want == compat.ModeAuto || got == nil || *got == want
-}
-
-// decided completes a result that preflight produced.
-func (r *run) decided(j *job, res compat.Result) *job {
-	res.Target = r.target
-	res.Revision = j.info.SHA
-	res.Runtime = r.runtime
-	if res.TestedAt.IsZero() {
-		res.TestedAt = r.s.now().UTC()
-	}
-	if res.Repro == "" {
-		res.Repro = compat.Repro(j.info.ID, j.info.SHA, r.target, r.opts.Mode)
-	}
-	if res.Task == "" {
-		res.Task = j.info.PipelineTag
-	}
-	j.result = &res
-	return j
-}
-
-// fetchFailed turns a download failure into a result: the Hub's own answers
-// (gated, not found, disabled) are skips; anything else is the scanner's
-// environment failing, never held against the model.
-func (r *run) fetchFailed(j *job, err error) *job {
-	var he *hub.Error
-	if errors.As(err, &he) {
-		if reason := he.Reason(); reason != "" {
-			return r.decided(j, compat.Result{
-				Status:  compat.StatusSkipped,
-				Reason:  compat.Ptr(reason),
-				Message: compat.Ptr("hub: " + he.Error()),
-			})
-		}
-	}
-	return r.scannerError(j, compat.StageConfig, fmt.Errorf("fetch files: %w", err))
-}
-
-func (r *run) scannerError(j *job, stage compat.Stage, err error) *job {
-	return r.decided(j, compat.Result{
-		Status:       compat.StatusError,
-		Stage:        compat.Ptr(stage),
-		FailureClass: compat.Ptr(compat.ClassOther),
-		Message:      compat.Ptr(err.Error()),
-	})
 }
 
 // probe runs one model on a device, reruns once a result that would change
@@ -569,24 +398,11 @@ func (r *run) probe(ctx, wctx context.Context, p Prober, j *job) func() {
 		if again.Status != res.Status {
 			r.s.log().Warn("flaky result: status change not confirmed by a rerun", "model", j.info.ID,
 				"kept", j.previous.Status, "first", res.Status, "rerun", again.Status)
-			return func() {
-				if err := r.s.Store.RecordFlaky(wctx, j.info.ID, res, j.previous.Status); err != nil {
-					r.s.log().Error("record flaky", "model", j.info.ID, "err", err)
-				}
-				r.finishModel(wctx, j.info.ID, &res, true)
-			}
+			return func() { r.recordFlaky(wctx, j, res) }
 		}
 		res = again
 	}
 	return func() { r.record(wctx, j, res, true) }
-}
-
-// proberFor is the prober of device i.
-func (s *Scanner) proberFor(i int) Prober {
-	if i < len(s.DeviceProbers) && s.DeviceProbers[i] != nil {
-		return s.DeviceProbers[i]
-	}
-	return s.Prober
 }
 
 // wouldChange reports whether a new status would change what the model
@@ -603,7 +419,8 @@ func (r *run) probeOnce(ctx context.Context, p Prober, j *job) compat.Result {
 	start := time.Now()
 	res := p.Probe(ctx, probe.Request{
 		ModelID: j.info.ID, Revision: j.info.SHA, SnapshotDir: j.snapshot, Task: j.info.PipelineTag,
-		Target: r.target, Mode: j.mode, Timeout: r.opts.Timeout, MemoryBudgetBytes: r.budget,
+		Target: r.target, Mode: j.plan.Mode, Timeout: r.opts.Timeout,
+		MemoryBudgetBytes: j.plan.Budget, PlanNote: j.plan.Reason + "; " + j.plan.ModeReason,
 	})
 	held := time.Since(start)
 	r.mu.Lock()
@@ -612,94 +429,8 @@ func (r *run) probeOnce(ctx context.Context, p Prober, j *job) compat.Result {
 	if res.Task == "" {
 		res.Task = j.info.PipelineTag
 	}
-	if r.s.Hooks.ProbeDone != nil {
-		r.s.Hooks.ProbeDone(res, held)
+	if r.hooks.ProbeDone != nil {
+		r.hooks.ProbeDone(res, held)
 	}
 	return res
-}
-
-func (r *run) record(ctx context.Context, j *job, res compat.Result, probed bool) {
-	res.ScanID = compat.Ptr(r.scan.ID)
-	if _, err := r.s.Store.RecordResult(ctx, j.info.ID, res); err != nil {
-		r.s.log().Error("record result", "model", j.info.ID, "err", err)
-	}
-	r.s.log().Info("model done", "model", j.info.ID, "status", res.Status, "stage", deref(res.Stage),
-		"reason", deref(res.Reason), "duration_s", res.DurationS)
-	r.finishModel(ctx, j.info.ID, &res, probed)
-}
-
-func deref[T ~string](p *T) string {
-	if p == nil {
-		return ""
-	}
-	return string(*p)
-}
-
-func (r *run) finishModel(ctx context.Context, id string, res *compat.Result, probed bool) {
-	r.mu.Lock()
-	r.done++
-	if probed {
-		r.probed++
-	}
-	if res == nil {
-		r.unchanged++
-	}
-	p := Progress{ScanID: r.scan.ID, Planned: r.scan.Planned, Done: r.done, Probed: r.probed, Unchanged: r.unchanged, ModelID: id, Result: res}
-	r.mu.Unlock()
-	if err := r.s.Store.UpdateScanProgress(ctx, r.scan.ID, p.Planned, p.Done, p.Probed, p.Unchanged); err != nil && ctx.Err() == nil {
-		r.s.log().Error("scan progress", "err", err)
-	}
-	if r.s.Hooks.Progress != nil {
-		r.s.Hooks.Progress(p)
-	}
-}
-
-// finish closes the scan record; it uses a fresh context so that a scan
-// cancelled by shutdown is still recorded as interrupted.
-func (r *run) finish(runErr error) (store.Scan, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	f := store.ScanFinish{Status: store.ScanDone, Error: r.scan.Error}
-	switch {
-	case runErr == nil:
-	case errors.Is(runErr, context.Canceled) || errors.Is(runErr, context.DeadlineExceeded):
-		f.Status, f.Error = store.ScanInterrupted, "interrupted: "+hub.Brief(runErr)
-	default:
-		// The record is read on the page and the API; the log has the
-		// full error (URL queries included).
-		f.Status, f.Error = store.ScanFailed, hub.Brief(runErr)
-	}
-	wall := r.s.now().Sub(r.scan.StartedAt)
-	r.mu.Lock()
-	if wall > 0 && r.probed > 0 {
-		frac := r.busy.Seconds() / (wall.Seconds() * float64(r.opts.Devices))
-		f.DeviceBusy = compat.Ptr(min(frac, 1))
-	}
-	planned, done, probed, unch := r.scan.Planned, r.done, r.probed, r.unchanged
-	r.mu.Unlock()
-	if err := r.s.Store.UpdateScanProgress(ctx, r.scan.ID, planned, done, probed, unch); err != nil {
-		runErr = errors.Join(runErr, err)
-	}
-	if err := r.s.Store.FinishScan(ctx, r.scan.ID, f); err != nil {
-		runErr = errors.Join(runErr, fmt.Errorf("scan: finish: %w", err))
-	}
-	sc, err := r.s.Store.GetScan(ctx, r.scan.ID)
-	if err != nil {
-		sc = r.scan
-	}
-	if r.s.Hooks.ScanDone != nil {
-		r.s.Hooks.ScanDone(sc)
-	}
-	return sc, runErr
-}
-
-func upserts(models []hub.ModelInfo) []store.ModelUpsert {
-	out := make([]store.ModelUpsert, 0, len(models))
-	for _, m := range models {
-		out = append(out, store.ModelUpsert{
-			ID: m.ID, Task: m.PipelineTag, Library: m.Library, Downloads: m.Downloads, Likes: m.Likes,
-			Gated: m.Gated, SHA: m.SHA, Tags: m.Tags, LastModified: m.LastModified, Aliases: m.Aliases,
-		})
-	}
-	return out
 }

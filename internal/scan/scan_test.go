@@ -31,9 +31,12 @@ type fakeHub struct {
 	delay    time.Duration
 	delays   map[string]time.Duration // per model, on top of delay
 
+	infos map[string]hub.ModelInfo // ModelInfo answers (with sizes), when they differ from the listing
+
 	mu        sync.Mutex
 	downloads []string
-	events    []string // "fetch:id" / "probe:id" in time order (shared with fakeProber)
+	files     map[string][]string // id → the files of its last download
+	events    []string            // "fetch:id" / "probe:id" in time order (shared with fakeProber)
 }
 
 func (h *fakeHub) ListModels(ctx context.Context, o hub.ListOptions) ([]hub.ModelInfo, error) {
@@ -51,6 +54,9 @@ func (h *fakeHub) ListModels(ctx context.Context, o hub.ListOptions) ([]hub.Mode
 }
 
 func (h *fakeHub) ModelInfo(ctx context.Context, id, rev string) (hub.ModelInfo, error) {
+	if m, ok := h.infos[id]; ok {
+		return m, nil
+	}
 	for _, m := range h.models {
 		if m.ID == id {
 			return m, nil
@@ -62,6 +68,10 @@ func (h *fakeHub) ModelInfo(ctx context.Context, id, rev string) (hub.ModelInfo,
 func (h *fakeHub) Download(ctx context.Context, id, sha string, files []string) (string, error) {
 	h.mu.Lock()
 	h.downloads = append(h.downloads, id)
+	if h.files == nil {
+		h.files = map[string][]string{}
+	}
+	h.files[id] = files
 	h.events = append(h.events, "fetch:"+id)
 	h.mu.Unlock()
 	if d := h.delay + h.delays[id]; d > 0 {
@@ -93,6 +103,7 @@ type fakeProber struct {
 	mu      sync.Mutex
 	answers map[string][]compat.Status
 	calls   map[string]int
+	reqs    map[string]probe.Request // the last request per model
 	runtime compat.Runtime
 	delay   time.Duration
 	block   chan struct{} // when set, probes wait on it (or ctx)
@@ -123,6 +134,10 @@ func (p *fakeProber) Probe(ctx context.Context, req probe.Request) compat.Result
 	}
 	n := p.calls[req.ModelID]
 	p.calls[req.ModelID]++
+	if p.reqs == nil {
+		p.reqs = map[string]probe.Request{}
+	}
+	p.reqs[req.ModelID] = req
 	st := compat.StatusPass
 	if a := p.answers[req.ModelID]; len(a) > 0 {
 		st = a[min(n, len(a)-1)]
@@ -201,7 +216,7 @@ func TestScanRecordsEveryModel(t *testing.T) {
 	f.hub.fetchErr["org/gone"] = &hub.Error{Status: 404, Code: hub.CodeEntryNotFound, Message: "Entry not found"}
 	f.hub.fetchErr["org/flaky-net"] = errors.New("connection reset by peer")
 
-	sc, err := f.s.Run(context.Background(), Options{Target: compat.TargetAuto, Mode: compat.ModeArch, Limit: 100})
+	sc, err := f.s.Run(context.Background(), Options{Target: compat.TargetAuto, Mode: compat.ModeArch, Limit: 100}, Hooks{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,11 +269,11 @@ func TestScanRecordsEveryModel(t *testing.T) {
 func TestSecondScanRetestsOnlyWhatChanged(t *testing.T) {
 	f := newFixture(t, model("a/one", "text-generation", "transformers"), model("a/two", "text-generation", "transformers"))
 	ctx := context.Background()
-	if _, err := f.s.Run(ctx, Options{Mode: compat.ModeArch}); err != nil {
+	if _, err := f.s.Run(ctx, Options{Mode: compat.ModeArch}, Hooks{}); err != nil {
 		t.Fatal(err)
 	}
 	f.hub.downloads = nil
-	sc, err := f.s.Run(ctx, Options{Mode: compat.ModeArch})
+	sc, err := f.s.Run(ctx, Options{Mode: compat.ModeArch}, Hooks{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -278,7 +293,7 @@ func TestSecondScanRetestsOnlyWhatChanged(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.change()
 			f.hub.downloads = nil
-			if _, err := f.s.Run(ctx, Options{Mode: compat.ModeArch}); err != nil {
+			if _, err := f.s.Run(ctx, Options{Mode: compat.ModeArch}, Hooks{}); err != nil {
 				t.Fatal(err)
 			}
 			got := slices.Sorted(slices.Values(f.hub.downloads))
@@ -288,7 +303,7 @@ func TestSecondScanRetestsOnlyWhatChanged(t *testing.T) {
 		})
 	}
 	f.hub.downloads = nil
-	if _, err := f.s.Run(ctx, Options{Mode: compat.ModeArch, Force: true}); err != nil {
+	if _, err := f.s.Run(ctx, Options{Mode: compat.ModeArch, Force: true}, Hooks{}); err != nil {
 		t.Fatal(err)
 	}
 	if len(f.hub.downloads) != 2 {
@@ -314,10 +329,10 @@ func TestStatusChangeNeedsConfirmation(t *testing.T) {
 			f := newFixture(t, model("a/m", "text-generation", "transformers"))
 			f.prober.answers["a/m"] = tt.answers
 			ctx := context.Background()
-			if _, err := f.s.Run(ctx, Options{Mode: compat.ModeArch}); err != nil {
+			if _, err := f.s.Run(ctx, Options{Mode: compat.ModeArch}, Hooks{}); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := f.s.Run(ctx, Options{Mode: compat.ModeArch, Force: true}); err != nil {
+			if _, err := f.s.Run(ctx, Options{Mode: compat.ModeArch, Force: true}, Hooks{}); err != nil {
 				t.Fatal(err)
 			}
 			if got := f.status(t, "a/m"); got != tt.wantStatus {
@@ -341,8 +356,7 @@ func TestHubDownFailsScanWithoutBlamingModels(t *testing.T) {
 	f := newFixture(t, model("a/m", "text-generation", "transformers"))
 	f.hub.listErr = errors.New("GET http://127.0.0.1:9/api/models?sort=downloads&expand%5B%5D=sha: dial tcp: connection refused")
 	var hubErr error
-	f.s.Hooks.HubFailure = func(err error) { hubErr = err }
-	sc, err := f.s.Run(context.Background(), Options{})
+	sc, err := f.s.Run(context.Background(), Options{}, Hooks{HubFailure: func(err error) { hubErr = err }})
 	if !errors.Is(err, ErrHub) {
 		t.Fatalf("err = %v, want ErrHub", err)
 	}
@@ -359,7 +373,7 @@ func TestHubDownFailsScanWithoutBlamingModels(t *testing.T) {
 
 func TestExactModelsAndInvalidIDs(t *testing.T) {
 	f := newFixture(t, model("a/m", "text-generation", "transformers"))
-	sc, err := f.s.Run(context.Background(), Options{Models: []string{"a/m", "no/such-model", "../etc/passwd"}})
+	sc, err := f.s.Run(context.Background(), Options{Models: []string{"a/m", "no/such-model", "../etc/passwd"}}, Hooks{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -381,7 +395,7 @@ func TestFetchOverlapsProbe(t *testing.T) {
 		model("a/3", "text-generation", "transformers"))
 	f.hub.delay = 30 * time.Millisecond
 	f.prober.delay = 60 * time.Millisecond
-	sc, err := f.s.Run(context.Background(), Options{Mode: compat.ModeArch})
+	sc, err := f.s.Run(context.Background(), Options{Mode: compat.ModeArch}, Hooks{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -414,7 +428,7 @@ func TestCancelledScanIsInterrupted(t *testing.T) {
 		}
 		cancel()
 	}()
-	sc, err := f.s.Run(ctx, Options{Mode: compat.ModeArch})
+	sc, err := f.s.Run(ctx, Options{Mode: compat.ModeArch}, Hooks{})
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v", err)
 	}
@@ -503,7 +517,7 @@ func TestProbesKeepPopularityOrder(t *testing.T) {
 	f := newFixture(t, model("a/1", "text-generation", "transformers"), model("a/2", "text-generation", "transformers"),
 		model("a/3", "text-generation", "transformers"), model("a/4", "text-generation", "transformers"))
 	f.hub.delays = map[string]time.Duration{"a/1": 80 * time.Millisecond, "a/2": 40 * time.Millisecond}
-	if _, err := f.s.Run(context.Background(), Options{Mode: compat.ModeArch}); err != nil {
+	if _, err := f.s.Run(context.Background(), Options{Mode: compat.ModeArch}, Hooks{}); err != nil {
 		t.Fatal(err)
 	}
 	var probes []string
@@ -525,7 +539,7 @@ func TestExplicitModeRetests(t *testing.T) {
 	run := func(mode compat.Mode) (probes int) {
 		t.Helper()
 		before := f.prober.count("a/m")
-		if _, err := f.s.Run(ctx, Options{Mode: mode}); err != nil {
+		if _, err := f.s.Run(ctx, Options{Mode: mode}, Hooks{}); err != nil {
 			t.Fatal(err)
 		}
 		return f.prober.count("a/m") - before
@@ -544,5 +558,96 @@ func TestExplicitModeRetests(t *testing.T) {
 	run(compat.ModeFull)
 	if r, err := f.store.LatestResult(ctx, "a/m", compat.TargetCPU); err != nil || deref(r.Reason) != "no_safetensors" {
 		t.Errorf("--mode full kept the arch result: %v %v", r.Status, err)
+	}
+}
+
+// TestPlanReachesTheProbe: auto mode is decided by the plan, per model, and
+// the probe gets full or arch (never auto) with the budget and the reason;
+// the weights are downloaded in full mode only, and the sizes a listing
+// lacks are asked for.
+func TestPlanReachesTheProbe(t *testing.T) {
+	withWeights := func(id string) hub.ModelInfo {
+		m := model(id, "text-generation", "transformers")
+		m.Siblings = []hub.Sibling{{Name: "config.json"}, {Name: "model.safetensors"}, {Name: "generation_config.json"}}
+		return m
+	}
+	sized := func(m hub.ModelInfo, bytes int64) hub.ModelInfo {
+		m.Siblings = []hub.Sibling{{Name: "config.json", Size: 600}, {Name: "model.safetensors", Size: bytes}, {Name: "generation_config.json", Size: 100}}
+		m.FilesMetadata = true
+		return m
+	}
+	small, huge, unsized := withWeights("a/small"), withWeights("a/huge"), withWeights("a/unsized")
+	pickled := model("a/pickled", "text-generation", "transformers")
+	pickled.Siblings = []hub.Sibling{{Name: "config.json"}, {Name: "pytorch_model.bin"}}
+	f := newFixture(t, small, huge, unsized, pickled)
+	f.hub.infos = map[string]hub.ModelInfo{"a/small": sized(small, 1<<20), "a/huge": sized(huge, 1<<50)}
+	if _, err := f.s.Run(context.Background(), Options{Mode: compat.ModeAuto, Target: compat.TargetCPU}, Hooks{}); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]struct {
+		mode  compat.Mode
+		files []string
+		why   string
+	}{
+		"a/small":   {compat.ModeFull, []string{"config.json", "model.safetensors", "generation_config.json"}, "auto -> full"},
+		"a/huge":    {compat.ModeArch, []string{"config.json"}, "auto -> arch: the weights (1048576.00 GiB)"},
+		"a/unsized": {compat.ModeArch, []string{"config.json"}, "sizes are unknown"},
+		"a/pickled": {compat.ModeArch, []string{"config.json"}, "no safetensors checkpoint"},
+	}
+	for id, w := range want {
+		req, ok := f.prober.reqs[id]
+		if !ok {
+			t.Errorf("%s: not probed", id)
+			continue
+		}
+		if req.Mode != w.mode || req.MemoryBudgetBytes <= 0 || !strings.Contains(req.PlanNote, w.why) || !strings.Contains(req.PlanNote, "untested on cpu") {
+			t.Errorf("%s: probed in mode %q with budget %d and note %q; want %s, a budget, and %q", id, req.Mode, req.MemoryBudgetBytes, req.PlanNote, w.mode, w.why)
+		}
+		if got := f.hub.files[id]; !slices.Equal(got, w.files) {
+			t.Errorf("%s: downloaded %v, want %v", id, got, w.files)
+		}
+		if r, err := f.store.LatestResult(context.Background(), id, compat.TargetCPU); err != nil || r.Mode == nil || *r.Mode != w.mode {
+			t.Errorf("%s: recorded %+v %v, want mode %s", id, r.Mode, err, w.mode)
+		}
+	}
+}
+
+// TestFullModeDeclinedFromTheListing: --mode full on a repo whose listing
+// names no safetensors checkpoint is declined before any download.
+func TestFullModeDeclinedFromTheListing(t *testing.T) {
+	m := model("a/pickled", "text-generation", "transformers")
+	m.Siblings = []hub.Sibling{{Name: "config.json"}, {Name: "pytorch_model.bin"}}
+	f := newFixture(t, m)
+	if _, err := f.s.Run(context.Background(), Options{Mode: compat.ModeFull}, Hooks{}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := f.store.LatestResult(context.Background(), "a/pickled", compat.TargetCPU)
+	if err != nil || r.Status != compat.StatusSkipped || deref(r.Reason) != "no_safetensors" || deref(r.Mode) != "full" {
+		t.Fatalf("result %+v %v: want skipped no_safetensors in mode full", r, err)
+	}
+	if len(f.hub.downloads) != 0 || f.prober.count("a/pickled") != 0 {
+		t.Errorf("downloads %v, probes %d: the listing already said no", f.hub.downloads, f.prober.count("a/pickled"))
+	}
+}
+
+// TestHooksOfScannerAndScan: the Scanner's hooks (set at construction)
+// and the hooks of one Run both see the scan, the Scanner's first.
+func TestHooksOfScannerAndScan(t *testing.T) {
+	f := newFixture(t, model("a/1", "text-generation", "transformers"))
+	var seen []string
+	f.s.Hooks = Hooks{
+		ProbeDone: func(r compat.Result, _ time.Duration) { seen = append(seen, "scanner:probe:"+string(r.Status)) },
+		ScanDone:  func(s store.Scan) { seen = append(seen, "scanner:done:"+string(s.Status)) },
+	}
+	_, err := f.s.Run(context.Background(), Options{Mode: compat.ModeArch}, Hooks{
+		Progress: func(p Progress) { seen = append(seen, "run:progress:"+p.ModelID) },
+		ScanDone: func(s store.Scan) { seen = append(seen, "run:done:"+string(s.Status)) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"scanner:probe:pass", "run:progress:a/1", "scanner:done:done", "run:done:done"}
+	if !slices.Equal(seen, want) {
+		t.Errorf("hooks saw %v, want %v", seen, want)
 	}
 }

@@ -48,35 +48,34 @@ type Service struct {
 	stop       sync.Once
 }
 
-// NewService wraps a scanner; defaults are the options of every scan it runs.
+// NewService wraps a scanner; defaults are the options of every scan it
+// runs. The scanner's own Hooks still observe them.
 func NewService(s *Scanner, defaults Options, log *slog.Logger) *Service {
 	if log == nil {
 		log = slog.Default()
 	}
-	svc := &Service{scanner: s, defaults: defaults, log: log, queue: make(chan string, 1), done: make(chan struct{})}
-	prev := s.Hooks.HubFailure
-	s.Hooks.HubFailure = func(err error) {
-		svc.mu.Lock()
-		if err != nil {
-			svc.state.HubError, svc.state.HubErrorAt = hub.Brief(err), time.Now().UTC()
-		} else {
-			svc.state.HubError, svc.state.HubErrorAt = "", time.Time{}
-		}
-		svc.mu.Unlock()
-		if prev != nil {
-			prev(err)
-		}
+	return &Service{scanner: s, defaults: defaults, log: log, queue: make(chan string, 1), done: make(chan struct{})}
+}
+
+// hooks are the service's observers of the scans it runs: it follows the
+// scan's id and the Hub's health for the website.
+func (s *Service) hooks() Hooks {
+	return Hooks{
+		HubFailure: func(err error) {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			if err != nil {
+				s.state.HubError, s.state.HubErrorAt = hub.Brief(err), time.Now().UTC()
+			} else {
+				s.state.HubError, s.state.HubErrorAt = "", time.Time{}
+			}
+		},
+		Progress: func(p Progress) {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			s.state.ScanID = p.ScanID
+		},
 	}
-	prevProgress := s.Hooks.Progress
-	s.Hooks.Progress = func(p Progress) {
-		svc.mu.Lock()
-		svc.state.ScanID = p.ScanID
-		svc.mu.Unlock()
-		if prevProgress != nil {
-			prevProgress(p)
-		}
-	}
-	return svc
 }
 
 // Request queues a scan. It never blocks.
@@ -182,7 +181,7 @@ func (s *Service) runOne(ctx context.Context, trigger string) {
 			s.log.Error("scan panicked", "panic", p)
 		}
 	}()
-	sc, err := s.scanner.Run(ctx, opts)
+	sc, err := s.scanner.Run(ctx, opts, s.hooks())
 	s.mu.Lock()
 	s.state.ScanID = sc.ID
 	s.mu.Unlock()

@@ -61,11 +61,9 @@ func ModelID(i int) string {
 // for cursor tests); every 10th model stays untested; the results go round
 // the others, on tpu except every 4th round on cpu, a minute apart from
 // Epoch, with a mix of every recorded status and unmeasured metrics nil.
-// It returns the model ids. Of t it uses only Helper and Fatal, so a
-// program may pass a stand-in (web/benchload does).
-func Seed(t testing.TB, s *store.SQLite, nModels, nResults int) []string {
-	t.Helper()
-	ctx := context.Background()
+// It returns the model ids. Tests call MustSeed; programs (web/benchload)
+// call Seed.
+func Seed(ctx context.Context, s *store.SQLite, nModels, nResults int) ([]string, error) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	ids := make([]string, nModels)
 	ups := make([]store.ModelUpsert, nModels)
@@ -84,7 +82,7 @@ func Seed(t testing.TB, s *store.SQLite, nModels, nResults int) []string {
 		}
 	}
 	if err := s.UpsertModels(ctx, ups); err != nil {
-		t.Fatal(err)
+		return nil, fmt.Errorf("seed models: %w", err)
 	}
 	var tested []string
 	for i, id := range ids {
@@ -93,7 +91,7 @@ func Seed(t testing.TB, s *store.SQLite, nModels, nResults int) []string {
 		}
 	}
 	if len(tested) == 0 || nResults == 0 {
-		return ids
+		return ids, nil
 	}
 	recs := make([]store.Record, nResults)
 	for j := range recs {
@@ -106,6 +104,16 @@ func Seed(t testing.TB, s *store.SQLite, nModels, nResults int) []string {
 		recs[j].Result.Repro = compat.Repro(recs[j].ModelID, recs[j].Result.Revision, target, compat.ModeFull)
 	}
 	if _, err := s.RecordResults(ctx, recs); err != nil {
+		return nil, fmt.Errorf("seed results: %w", err)
+	}
+	return ids, nil
+}
+
+// MustSeed is Seed for tests and benchmarks: an error fails t.
+func MustSeed(t testing.TB, s *store.SQLite, nModels, nResults int) []string {
+	t.Helper()
+	ids, err := Seed(context.Background(), s, nModels, nResults)
+	if err != nil {
 		t.Fatal(err)
 	}
 	return ids

@@ -28,7 +28,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"testing"
 	"text/tabwriter"
 	"time"
 
@@ -39,13 +38,6 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/store/storetest"
 	"github.com/google-pytorch/torchtpu-scanner/web"
 )
-
-// seedTB lets storetest.Seed run outside a test: it only needs Helper and Fatal.
-type seedTB struct{ testing.TB }
-
-func (seedTB) Helper()                      {}
-func (seedTB) Fatal(args ...any)            { log.Fatal(args...) }
-func (seedTB) Fatalf(f string, args ...any) { log.Fatalf(f, args...) }
 
 // result is one wrk run.
 type result struct {
@@ -91,7 +83,9 @@ func main() {
 	}
 	if sum.Models == 0 {
 		start := time.Now()
-		storetest.Seed(seedTB{}, db, *nModels, *nResults)
+		if _, err := storetest.Seed(ctx, db, *nModels, *nResults); err != nil {
+			log.Fatal(err)
+		}
 		fmt.Fprintf(os.Stderr, "seeded %d models, %d results in %s\n", *nModels, *nResults, time.Since(start).Round(time.Millisecond))
 	} else {
 		fmt.Fprintf(os.Stderr, "reusing %s (%d models)\n", path, sum.Models)

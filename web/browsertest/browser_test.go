@@ -42,7 +42,7 @@ const defaultChromium = "/usr/bin/chromium"
 func site(t *testing.T) string {
 	t.Helper()
 	db := storetest.MustOpen(t)
-	storetest.Seed(t, db, 120, 400)
+	storetest.MustSeed(t, db, 120, 400)
 	ctx := context.Background()
 	if err := db.UpsertModels(ctx, []store.ModelUpsert{{ID: "Qwen/Qwen3-0.6B", Task: "text-generation", Library: "transformers",
 		Downloads: 9_000_000, SHA: strings.Repeat("c", 40)}}); err != nil {

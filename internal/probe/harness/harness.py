@@ -7,7 +7,7 @@ Command line (the contract with the Go runner):
                       --target {tpu,cpu,cuda,auto} --mode {full,arch,auto}
                       --task PIPELINE_TAG_OR_EMPTY --result-file PATH
                       [--seq-len 128] [--new-tokens 16] [--layers 2] [--seed 0]
-                      [--steps 5] [--memory-budget-bytes N] [--no-compile] [--no-generate]
+                      [--steps 5] [--memory-budget-bytes N] [--plan-note TEXT] [--no-compile] [--no-generate]
                       [--compile-backend NAME] [--dtype {auto,float32,bfloat16,float16}]
     python harness.py --env-only --result-file PATH [--target auto]
 
@@ -32,8 +32,13 @@ Stages, in order, each timed in result.stages:
            that is not usable gives status error, failure_class device_unavailable.
 * config   config.json via AutoConfig (trust_remote_code=False); task and model class;
            mode: full (real safetensors; bfloat16 on an accelerator, float32 on cpu),
-           arch (random weights from the config with layers cut to --layers, seeded),
-           auto (full if safetensors exist and fit the memory budget, else arch).
+           arch (random weights from the config with layers cut to --layers, seeded).
+           The scanner passes full or arch: its plan (internal/scan/plan.go) decided,
+           and the harness executes (a full model that does not fit after all ends
+           in oom). auto is for running the harness by hand: full if a safetensors
+           checkpoint exists and fits the memory budget by the same fit formula
+           (fit.json, which the scanner reads too), else arch. An arch model that
+           does not fit even with --layers layers is skipped (too_large).
 * load     the model onto the device (load_s).
 * forward  batch 1, static shapes (--seq-len tokens / the config's image or audio size);
            first call (first_forward_s) is the warm-up (on tpu, further warm-up calls until
@@ -83,12 +88,15 @@ ids repeated, so a trained LM can copy it and scores far below the vocabulary si
 weights score about the vocabulary size): at most 10x the vocabulary size, i.e. no worse
 than ten times a uniform guess. All outputs must be finite.
 
-Test hook: when the environment variable HARNESS_TEST_INJECT is set (tests only; the Go
-runner scrubs the environment) the harness injects a failure:
-``STAGE:EXCEPTION:MESSAGE`` raises EXCEPTION(MESSAGE) in STAGE (in forward, from inside
-the model's forward via a hook on its first submodule); ``numerics:perturb`` adds 1.0 to
-the device output before comparison; ``compile:recompile`` calls the compiled model a
-second time with one token fewer, forcing a real recompile. It is ignored when unset.
+Test seam: the stages below carry no test code. When the environment variable
+HARNESS_TEST_INJECT is set (tests only; the Go runner never passes it on), new_probe() builds
+harness_testing's subclass of Probe instead, which injects what the variable asks:
+``STAGE:EXCEPTION:MESSAGE`` raises EXCEPTION(MESSAGE) in STAGE (in forward, from inside the
+model's forward via a hook on its first leaf module); ``numerics:perturb`` adds 1.0 to the
+device output before comparison; ``compile:recompile`` calls the compiled model a second
+time with one token fewer, forcing a real recompile; ``tpu:simulate`` runs the tpu path on a
+simulated TPU whose tensors stay on the CPU. Items are separated by ``;``. Unset, the module
+harness_testing is not even imported. See harness_testing.py.
 """
 
 from __future__ import annotations
@@ -146,8 +154,16 @@ TPU_MEMORY_TABLE = {
     "v7": 96 << 30,
 }
 WARMUP_MAX_EXTRA = 4  # extra warm-up calls allowed for TorchTPU's executable cache to settle
-FIT_FACTOR = 1.2  # weights * FIT_FACTOR + FIT_SLACK must fit the budget
-FIT_SLACK = 512 << 20
+# The fit formula's constants, shared with the scanner's plan (internal/scan/plan.go).
+with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "fit.json"), encoding="utf-8") as _fh:
+    FIT = json.load(_fh)
+
+
+def fit_need(params: int, dtype_bytes: int, target: str) -> int:
+    """The fit formula (fit.json): bytes a model of params parameters takes in the budget's memory."""
+    copies = FIT["targets"][target]["copies"]
+    return int(params * dtype_bytes * copies * FIT["fit_factor"]) + FIT["fit_slack_bytes"]
+
 
 WEIGHT_SUFFIXES_PICKLE = (".bin", ".pt", ".pth", ".ckpt", ".pkl")
 
@@ -191,34 +207,6 @@ def write_json_atomic(path: str, obj) -> None:
         fh.flush()
         os.fsync(fh.fileno())
     os.replace(tmp, path)
-
-
-# --- test hook -----------------------------------------------------------------
-
-_INJECT_EXCEPTIONS = {
-    "NotImplementedError": NotImplementedError,
-    "RuntimeError": RuntimeError,
-    "MemoryError": MemoryError,
-    "ImportError": ImportError,
-    "ValueError": ValueError,
-    "OSError": OSError,
-    "TypeError": TypeError,
-    "KeyError": KeyError,
-}
-
-
-def parse_inject() -> dict:
-    """HARNESS_TEST_INJECT -> {stage: (kind, payload)}; empty unless the variable is set."""
-    spec = os.environ.get("HARNESS_TEST_INJECT", "")
-    out: dict = {}
-    for item in filter(None, (s.strip() for s in spec.split(";"))):
-        stage, _, rest = item.partition(":")
-        if rest in ("perturb", "recompile"):
-            out[stage] = (rest, None)
-            continue
-        exc_name, _, message = rest.partition(":")
-        out[stage] = ("raise", (_INJECT_EXCEPTIONS.get(exc_name, RuntimeError), message or "injected failure"))
-    return out
 
 
 # --- environment -----------------------------------------------------------------
@@ -508,9 +496,10 @@ class _TimingStreamer:
 
 
 class Probe:
+    device_cls = Device  # harness_testing's simulated TPU swaps in a subclass
+
     def __init__(self, args):
         self.args = args
-        self.inject = parse_inject()
         self.torch = None
         self.dev: Device | None = None
         self.current = "env"
@@ -543,10 +532,6 @@ class Probe:
         log(f"stage={name} start")
         t = time.perf_counter()
         try:
-            inj = self.inject.get(name)
-            if inj and inj[0] == "raise" and name != "forward":
-                exc_type, message = inj[1]
-                raise exc_type(message)
             yield notes
             rec["ok"] = True
         except hf.Skip as s:
@@ -570,6 +555,11 @@ class Probe:
 
     # --- stages ---
 
+    def probe_tpu(self, torch) -> dict:
+        """Google's torch_tpu and whether a TPU is usable (probe_torch_tpu; harness_testing's
+        simulated TPU overrides this)."""
+        return probe_torch_tpu(torch)
+
     def stage_env(self) -> None:
         with self.stage("env") as notes:
             try:
@@ -580,7 +570,7 @@ class Probe:
             self.runtime["torch"] = torch.__version__
             self.runtime["transformers"] = dist_version("transformers")
             requested = self.args.target
-            tpu = probe_torch_tpu(torch) if requested in ("tpu", "auto") else None
+            tpu = self.probe_tpu(torch) if requested in ("tpu", "auto") else None
             if tpu is not None and tpu["note"]:
                 notes.append(tpu["note"])
             if requested == "auto":
@@ -599,7 +589,7 @@ class Probe:
                                            "tpu")
             if self.target == "cuda" and not torch.cuda.is_available():
                 raise hf.DeviceUnavailable("target cuda requested but torch.cuda.is_available() is False", "cuda")
-            self.dev = Device(torch, self.target)
+            self.dev = self.device_cls(torch, self.target)
             self.dev.init()
             self.runtime["device"] = self.dev.name
             self.runtime["device_count"] = self.dev.count
@@ -610,10 +600,11 @@ class Probe:
                 notes.append(f"peak_mem={self.dev.peak_name or 'not reported'}")
             if self.args.dtype != "auto":
                 self.dtype = getattr(torch, self.args.dtype)
-            else:
-                self.dtype = torch.float32 if self.target == "cpu" else torch.bfloat16
+            else:  # float32 on cpu, bfloat16 on an accelerator: what the fit formula assumes
+                self.dtype = getattr(torch, FIT["targets"][self.target]["dtype"])
 
     def memory_budget(self) -> tuple[int | None, str]:
+        # The scanner passes its plan's budget; the defaults below serve a harness run by hand.
         if self.args.memory_budget_bytes:
             return self.args.memory_budget_bytes, "--memory-budget-bytes"
         if self.target == "cpu":
@@ -622,9 +613,7 @@ class Probe:
         return self.dev.memory_bytes, self.dev.memory_source or "unknown"
 
     def bytes_needed(self, params: int) -> int:
-        per = self.torch.empty((), dtype=self.dtype).element_size()
-        copies = 2 if self.target == "cpu" else 1  # cpu holds the device copy and the reference
-        return int(params * per * copies * FIT_FACTOR) + FIT_SLACK
+        return fit_need(params, self.torch.empty((), dtype=self.dtype).element_size(), self.target)
 
     def stage_config(self) -> None:
         args = self.args
@@ -673,11 +662,13 @@ class Probe:
                             f"{', '.join(other_st[:3])}")
             if pickles:
                 why_none += f"; pickle weights ({', '.join(sorted(pickles)[:3])}) are never loaded"
+            if args.plan_note:
+                notes.append(f"plan: {args.plan_note}")
             budget, budget_src = self.memory_budget()
             if args.mode == "full" and not files:
                 raise hf.Skip("no_safetensors", f"--mode full asked but the model directory has {why_none}")
             mode = args.mode
-            if mode == "auto":
+            if mode == "auto":  # a harness run by hand; the scanner's plan passes full or arch
                 if not files:
                     mode = "arch"
                     notes.append(f"auto -> arch: {why_none}")
@@ -850,42 +841,27 @@ class Probe:
             notes.append("inputs " + ", ".join(f"{k}={list(v.shape)}" for k, v in self.inputs_cpu.items()
                                                 if hasattr(v, "shape")))
             self.dev_inputs = self.forward_kwargs(self.inputs_cpu)
-            hook = None
-            inj = self.inject.get("forward")
-            if inj and inj[0] == "raise":
-                exc_type, message = inj[1]
-                target_mod = next((m for _, m in self.model.named_modules() if len(list(m.children())) == 0),
-                                  self.model)
-
-                def _raise(*_a, **_k):
-                    raise exc_type(message)
-
-                hook = target_mod.register_forward_pre_hook(_raise)
-            try:
-                with torch.no_grad():
-                    dev = self.dev
-                    dev.sync()
+            with torch.no_grad():
+                dev = self.dev
+                dev.sync()
+                t = time.perf_counter()
+                out = self.model(**self.dev_inputs)
+                dev.sync()
+                self.metrics["first_forward_s"] = round(time.perf_counter() - t, 4)
+                extra, settled = dev.warm(lambda: self.model(**self.dev_inputs), WARMUP_MAX_EXTRA)
+                if extra:
+                    notes.append(f"TorchTPU still compiled on {extra} warm-up call(s) after the first"
+                                 + ("" if settled else " and had not settled"))
+                c0 = dev.compile_count()
+                times = []
+                for _ in range(max(1, args.steps)):
                     t = time.perf_counter()
                     out = self.model(**self.dev_inputs)
                     dev.sync()
-                    self.metrics["first_forward_s"] = round(time.perf_counter() - t, 4)
-                    extra, settled = dev.warm(lambda: self.model(**self.dev_inputs), WARMUP_MAX_EXTRA)
-                    if extra:
-                        notes.append(f"TorchTPU still compiled on {extra} warm-up call(s) after the first"
-                                     + ("" if settled else " and had not settled"))
-                    c0 = dev.compile_count()
-                    times = []
-                    for _ in range(max(1, args.steps)):
-                        t = time.perf_counter()
-                        out = self.model(**self.dev_inputs)
-                        dev.sync()
-                        times.append(time.perf_counter() - t)
-                    c1 = dev.compile_count()
-                    if c0 is not None and c1 != c0:
-                        notes.append(f"TorchTPU compiled {c1 - c0} executable(s) during the timed eager steps")
-            finally:
-                if hook is not None:
-                    hook.remove()
+                    times.append(time.perf_counter() - t)
+                c1 = dev.compile_count()
+                if c0 is not None and c1 != c0:
+                    notes.append(f"TorchTPU compiled {c1 - c0} executable(s) during the timed eager steps")
             self.metrics["forward_ms"] = round(statistics.median(times) * 1000, 4)
             val, self.is_scores = self.primary_output(out)
             self.dev_out = val.detach().float().cpu()
@@ -964,9 +940,6 @@ class Probe:
             del ref
             gc.collect()
             dev_out = self.dev_out
-            inj = self.inject.get("numerics")
-            if inj and inj[0] == "perturb":
-                dev_out = dev_out + 1.0
             cmp = self.compare(ref_out, dev_out, dtype_name)
             self.metrics["max_abs_diff"] = finite_or_none(cmp["max_abs_diff"])
             self.metrics["top1_agreement"] = finite_or_none(cmp["top1"])
@@ -987,6 +960,10 @@ class Probe:
                         ok, why, key = False, f"perplexity {ppl:.4g} is not finite or above {bound:.4g}", "perplexity"
             if not ok:
                 raise hf.NumericsMismatch(why, key)
+
+    def compile_model(self, backend: str):
+        """torch.compile of the model with static shapes."""
+        return self.torch.compile(self.model, backend=backend, dynamic=False)
 
     def compile_backend(self) -> tuple[str, str]:
         if self.args.compile_backend:
@@ -1017,13 +994,8 @@ class Probe:
 
             torch._dynamo.reset()
             breaks0 = graph_breaks()
-            compiled = torch.compile(self.model, backend=backend, dynamic=False)
+            compiled = self.compile_model(backend)
             dev = self.dev
-            inputs2 = self.dev_inputs
-            inj = self.inject.get("compile")
-            if inj and inj[0] == "recompile":
-                inputs2 = {k: (v[:, :-1] if hasattr(v, "dim") and v.dim() == 2 and k.endswith(("input_ids", "mask"))
-                               else v) for k, v in self.dev_inputs.items()}
             with torch.no_grad():
                 g0 = graphs()
                 dev.sync()
@@ -1036,7 +1008,7 @@ class Probe:
                         notes.append(f"inductor unusable on this host ({hf.short_message(e, 160)}): used aot_eager")
                         backend = "aot_eager"
                         torch._dynamo.reset()
-                        compiled = torch.compile(self.model, backend=backend, dynamic=False)
+                        compiled = self.compile_model(backend)
                         g0 = graphs()
                         t = time.perf_counter()
                         out = compiled(**self.dev_inputs)
@@ -1045,7 +1017,7 @@ class Probe:
                         raise
                 self.metrics["compile_s"] = round(time.perf_counter() - t, 4)
                 g1 = graphs()
-                compiled(**inputs2)
+                compiled(**self.dev_inputs)
                 dev.sync()
                 g2 = graphs()
                 if g2 > g1:
@@ -1248,13 +1220,27 @@ def env_only(args) -> dict:
     return out
 
 
+def new_probe(args) -> Probe:
+    """The Probe for this run: harness.Probe, or with HARNESS_TEST_INJECT set (tests only) the
+    fault-injecting subclass that harness_testing builds from it. This is the harness's one test
+    seam, chosen here at start-up; unset, harness_testing is never imported."""
+    spec = os.environ.get("HARNESS_TEST_INJECT", "")
+    if not spec:
+        return Probe(args)
+    import harness_testing
+
+    return harness_testing.with_faults(Probe, spec)(args)
+
+
 def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     p.add_argument("--model-dir")
     p.add_argument("--model-id", default="")
     p.add_argument("--revision", default="")
     p.add_argument("--target", choices=("tpu", "cpu", "cuda", "auto"), default="auto")
-    p.add_argument("--mode", choices=("full", "arch", "auto"), default="auto")
+    p.add_argument("--mode", choices=("full", "arch", "auto"), default="auto",
+                   help="full or arch, as the scanner's plan decided; auto chooses by the fit formula (fit.json), "
+                        "for running the harness by hand")
     p.add_argument("--task", default="")
     p.add_argument("--result-file", required=True)
     p.add_argument("--seq-len", type=int, default=128)
@@ -1262,7 +1248,9 @@ def parse_args(argv):
     p.add_argument("--layers", type=int, default=2)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--steps", type=int, default=5)
-    p.add_argument("--memory-budget-bytes", type=int, default=None)
+    p.add_argument("--memory-budget-bytes", type=int, default=None,
+                   help="the model's memory budget (default: available host RAM on cpu, device memory elsewhere)")
+    p.add_argument("--plan-note", default="", help="why the scanner's plan chose this probe (noted in the config stage)")
     p.add_argument("--no-compile", action="store_true")
     p.add_argument("--no-generate", action="store_true")
     p.add_argument("--env-only", action="store_true")
@@ -1290,8 +1278,7 @@ def main(argv=None) -> int:
             log(f"cannot write {args.result_file}: {e}")
             return 2
         return 0
-    probe = Probe(args)
-    res = probe.run()
+    res = new_probe(args).run()
     try:
         write_json_atomic(args.result_file, res)
     except (OSError, ValueError) as e:

@@ -1,7 +1,9 @@
 """Failure classification and signatures for the smoke-test harness.
 
 Pure standard library (no torch import), so it can be unit-tested cheaply and
-used to report a failure even when torch itself cannot be imported.
+used to report a failure even when torch itself cannot be imported. The
+out-of-memory markers are read at import from oom_markers.json, the table the
+Go runner reads too.
 
 classify(exc, stage) maps an exception raised in a stage to the contract's
 (status, failure_class, op); signature(...) turns it into a short stable string
@@ -18,6 +20,8 @@ that groups one root cause across many models:
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import traceback
 
@@ -94,15 +98,17 @@ _DTYPE_PATTERNS = [
     re.compile(r"Got unsupported ScalarType (?P<dtype>\w+)"),
 ]
 
-_OOM_PATTERNS = [
-    re.compile(r"RESOURCE_EXHAUSTED"),
-    re.compile(r"out of memory", re.I),
-    re.compile(r"OutOfMemory"),
-    re.compile(r"Failed to allocate", re.I),
-    re.compile(r"Cannot allocate memory"),
-    re.compile(r"DefaultCPUAllocator: can't allocate memory"),
-    re.compile(r"Attempting to allocate [^\n]*That was not possible"),
-]
+# The out-of-memory markers, shared with the Go runner (internal/probe/oom.go): one table, oom_markers.json,
+# next to this file.
+OOM_TABLE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "oom_markers.json")
+
+
+def _load_oom_markers(path: str = OOM_TABLE) -> list[re.Pattern]:
+    with open(path, encoding="utf-8") as fh:
+        return [re.compile(m["pattern"]) for m in json.load(fh)["markers"]]
+
+
+_OOM_PATTERNS = _load_oom_markers()
 
 _COMPILE_MODULE_PREFIXES = ("torch._dynamo", "torch._inductor", "torch._functorch", "torch_tpu._internal.compile")
 
@@ -163,13 +169,24 @@ def find_dtype_issue(text: str) -> tuple[str | None, str | None] | None:
     return None
 
 
+def oom_marker(text: str) -> str | None:
+    """The text of the first out-of-memory marker (oom_markers.json) found in text, or None."""
+    for p in _OOM_PATTERNS:
+        m = p.search(text)
+        if m:
+            return m.group(0)
+    return None
+
+
 def is_oom(exc: BaseException, text: str) -> bool:
+    """An out-of-memory error: a MemoryError or torch OutOfMemoryError anywhere in the chain (subclasses
+    included), or a marker of oom_markers.json in text."""
     for e in exception_chain(exc):
         if isinstance(e, MemoryError):
             return True
         if any(c.__name__ == "OutOfMemoryError" for c in type(e).__mro__):
             return True
-    return any(p.search(text) for p in _OOM_PATTERNS)
+    return oom_marker(text) is not None
 
 
 def _is_compile_exception(exc: BaseException) -> bool:

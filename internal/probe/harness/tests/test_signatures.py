@@ -1,5 +1,8 @@
 """Failure classification and signature normalisation (pure Python, no models)."""
 
+import json
+import re
+
 import harness_failures as hf
 
 
@@ -69,6 +72,34 @@ def test_oom_variants():
                              "you tried to allocate 123 bytes.")):
         c = hf.classify(_raise_and_catch(exc), "load")
         assert (c["status"], c["failure_class"], c["signature"]) == ("oom", "oom", "oom:load"), exc
+
+
+def _oom_table():
+    with open(hf.OOM_TABLE) as fh:
+        return json.load(fh)
+
+
+def test_oom_table_examples():
+    """The shared out-of-memory table's own examples (oom_markers.json), which the Go runner is held to as
+    well (internal/probe/oom_test.go): both languages call the same texts OOM."""
+    table = _oom_table()
+    assert table["examples"]["oom"] and table["examples"]["not_oom"]
+    for text in table["examples"]["oom"]:
+        c = hf.classify(_raise_and_catch(RuntimeError(text)), "forward")
+        assert (c["status"], c["failure_class"], c["signature"]) == ("oom", "oom", "oom:forward"), text
+    for text in table["examples"]["not_oom"]:
+        assert hf.oom_marker(text) is None, text
+        assert hf.classify(_raise_and_catch(RuntimeError(text)), "forward")["status"] != "oom", text
+    for m in table["markers"]:
+        assert any(re.search(m["pattern"], text) for text in table["examples"]["oom"]), \
+            f"marker {m['pattern']!r} matches none of the oom examples: add one"
+
+
+def test_oom_markers_come_from_the_table():
+    patterns = [m["pattern"] for m in _oom_table()["markers"]]
+    assert [p.pattern for p in hf._OOM_PATTERNS] == patterns
+    assert hf.oom_marker("RuntimeError: failed to allocate 4096 bytes") is None  # a generic "Failed to allocate" is not OOM
+    assert hf.oom_marker("x\nRuntimeError: the TPU ran out of memory while awaiting y") == "out of memory"
 
 
 def test_dtype():

@@ -1,5 +1,3 @@
-//go:build unix
-
 package hub
 
 import (
@@ -16,6 +14,12 @@ import (
 // huggingface_hub's WeakFileLock). Python's filelock uses the same flock, so
 // a Python process and the scanner never write one blob at once. It polls
 // so that ctx can interrupt the wait. The returned func releases the lock.
+//
+// flock is what makes the cache safe to share with Python, so there is no
+// fallback for systems without it: an in-process mutex would silently lose
+// that guarantee, and the scanner needs a unix system anyway (the harness
+// runs in its own process group under rlimits; store and probe use unix
+// syscalls too).
 func lockFile(ctx context.Context, path string) (func(), error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, err

@@ -1,0 +1,30 @@
+package hub
+
+import "testing"
+
+func TestParseModels(t *testing.T) {
+	got, err := ParseModels([]byte(`[
+	 {"id": "org/a", "pipeline_tag": "fill-mask", "library_name": "transformers", "tags": ["custom_code"],
+	  "downloads": 7, "gated": "manual", "config": {"model_type": "bert", "architectures": ["BertForMaskedLM"]},
+	  "siblings": [{"rfilename": "model.safetensors"}]},
+	 {"modelId": "org/b", "gated": false}
+	]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 {
+		t.Fatalf("%d models, want 2", len(got))
+	}
+	a, b := got[0], got[1]
+	if a.ID != "org/a" || a.PipelineTag != "fill-mask" || a.Library != "transformers" || len(a.Tags) != 1 ||
+		a.Downloads != 7 || !a.Gated || a.GatedMode != "manual" || a.Config["model_type"] != "bert" ||
+		len(a.Siblings) != 1 || a.Siblings[0].Name != "model.safetensors" {
+		t.Errorf("first model: %+v", a)
+	}
+	if b.ID != "org/b" || b.Gated {
+		t.Errorf("second model: %+v", b)
+	}
+	if _, err := ParseModels([]byte(`{"id": "not a list"}`)); err == nil {
+		t.Error("an object instead of a list: want an error")
+	}
+}

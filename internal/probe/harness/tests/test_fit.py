@@ -1,0 +1,21 @@
+"""The fit formula's table (fit.json) is shared with the scanner's plan (internal/scan/plan.go).
+
+Go's TestNeedMatchesTheFitTable checks the same worked examples against the Go formula, so the
+two sides cannot drift apart.
+"""
+
+import harness
+
+
+def test_fit_need_reproduces_the_worked_examples():
+    examples = harness.FIT["examples"]
+    assert {e["target"] for e in examples} == {"cpu", "tpu", "cuda"}
+    for e in examples:
+        dtype = harness.FIT["targets"][e["target"]]["dtype"]
+        assert harness.fit_need(e["params"], harness.FIT["dtype_bytes"][dtype], e["target"]) == e["need"], e
+
+
+def test_the_table_names_the_harness_default_dtypes():
+    # --dtype auto runs float32 on cpu and bfloat16 on an accelerator; the plan predicts the same.
+    assert {t: v["dtype"] for t, v in harness.FIT["targets"].items()} == {
+        "cpu": "float32", "tpu": "bfloat16", "cuda": "bfloat16"}

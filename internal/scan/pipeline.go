@@ -1,0 +1,133 @@
+package scan
+
+import (
+	"context"
+	"sync"
+
+	"github.com/google-pytorch/torchtpu-scanner/internal/hub"
+)
+
+const (
+	// lookahead is how many prepared models may wait for each device.
+	lookahead = 2
+	// fetchers is how many models are prepared (planned, fetched,
+	// preflighted) at once.
+	fetchers = 4
+)
+
+// pipeline fetches files for upcoming models while earlier ones hold the
+// devices: several fetchers prepare models ahead (in a bounded window), the
+// models reach a queue in popularity order, and Devices probe workers drain
+// it; one recorder writes every outcome.
+func (r *run) pipeline(ctx context.Context, models []hub.ModelInfo) error {
+	// Outcomes are written by one recorder goroutine, off the devices' path;
+	// the hand-off is unbuffered, so a crash loses at most the models in
+	// flight. Writes use a context that shutdown does not cancel: a result
+	// that was measured is kept.
+	wctx := context.WithoutCancel(ctx)
+	records := make(chan func())
+	recorded := make(chan struct{})
+	go func() {
+		defer close(recorded)
+		for write := range records {
+			write()
+		}
+	}()
+	queue := make(chan *job, lookahead*r.opts.Devices)
+	var wg sync.WaitGroup
+	for w := range r.opts.Devices {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range queue {
+				if ctx.Err() != nil {
+					continue // stopping: take no more work, drain the queue
+				}
+				if write := r.probe(ctx, wctx, r.s.proberFor(w), j); write != nil {
+					records <- write
+				}
+			}
+		}()
+	}
+	slots, window, fetched := r.fetchAhead(ctx, models)
+dispatch:
+	for i, m := range models {
+		var j *job
+		select {
+		case j = <-slots[i]:
+		case <-ctx.Done():
+			break dispatch
+		}
+		<-window
+		switch {
+		case j == nil: // unchanged
+			records <- func() { r.finishModel(wctx, m.ID, nil, false) }
+		case j.result != nil:
+			records <- func() { r.record(wctx, j, *j.result, false) }
+		default:
+			select {
+			case queue <- j:
+			case <-ctx.Done():
+				break dispatch
+			}
+		}
+	}
+	fetched()
+	close(queue)
+	wg.Wait()
+	close(records)
+	<-recorded
+	return ctx.Err()
+}
+
+// fetchAhead prepares models with several fetchers at once, so slow
+// downloads overlap each other as well as the probes. Model i's job (nil:
+// unchanged) arrives on slots[i], so the models still reach the devices in
+// popularity order. At most fetchers + lookahead per device models are
+// prepared before their turn: the caller receives from window each time it
+// takes a slot's job. wait returns once every fetcher has stopped.
+func (r *run) fetchAhead(ctx context.Context, models []hub.ModelInfo) (slots []chan *job, window chan struct{}, wait func()) {
+	slots = make([]chan *job, len(models))
+	for i := range slots {
+		slots[i] = make(chan *job, 1)
+	}
+	window = make(chan struct{}, fetchers+lookahead*r.opts.Devices)
+	todo := make(chan int)
+	var wg sync.WaitGroup
+	for range fetchers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range todo {
+				if ctx.Err() != nil {
+					continue
+				}
+				slots[i] <- r.prepare(ctx, models[i])
+			}
+		}()
+	}
+	go func() {
+		defer close(todo)
+		for i := range models {
+			select {
+			case window <- struct{}{}:
+			case <-ctx.Done():
+				return
+			}
+			select {
+			case todo <- i:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return slots, window, wg.Wait
+}
+
+// proberFor is the prober of device i.
+func (s *Scanner) proberFor(i int) Prober {
+	if i < len(s.DeviceProbers) && s.DeviceProbers[i] != nil {
+		return s.DeviceProbers[i]
+	}
+	return s.Prober
+}

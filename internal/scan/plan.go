@@ -1,0 +1,225 @@
+package scan
+
+// This file is the scanner's planning, and its only one: whether a model is
+// (re)tested, in which mode, whether its weights fit, and against which
+// memory budget. Everything here is pure; the scan gathers the inputs, and
+// the runner and the harness execute the decision (the harness still
+// reports an oom if the weights do not fit after all).
+//
+// The fit formula, with the constants of internal/probe/harness/fit.json
+// (probe.Fit), which the harness reads too:
+//
+//	need(params, target) = params × dtype bytes × copies × fit_factor + fit_slack
+//
+// where the dtype is what the harness runs the model in on that target
+// (float32 on cpu, bfloat16 on an accelerator) and copies counts the
+// model's copies in the budget's memory (2 on cpu: the run and its float32
+// reference; 1 on an accelerator, whose reference sits in host memory). A
+// model fits when need ≤ budget. Before the download only the checkpoint's
+// size B is known: it holds between B/4 (float32) and B/2 (16-bit)
+// parameters. Auto mode chooses full only when the larger count fits (it
+// errs towards arch, never towards an oom); an explicit --mode full is
+// declined (too_large) only when even the smaller count does not fit.
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
+	"github.com/google-pytorch/torchtpu-scanner/internal/hub"
+	"github.com/google-pytorch/torchtpu-scanner/internal/probe"
+)
+
+// torchOverhead is about what importing torch and transformers takes of a
+// probe's memory limit before any model is loaded.
+const torchOverhead = 3 << 29 // 1.5 GiB
+
+// Host is what the plan knows of the machine.
+type Host struct {
+	MemoryBytes uint64 // physical memory; 0 when unknown
+	Probes      int    // probes that run at once (one per device)
+}
+
+// ProbeMemLimit is each harness process's memory limit (its RLIMIT_DATA):
+// three quarters of the host's memory, shared by the probes that run at
+// once. 0 means unknown (the runner then runs without a limit, and says so).
+func ProbeMemLimit(h Host) uint64 {
+	return h.MemoryBytes / 4 * 3 / uint64(max(h.Probes, 1))
+}
+
+// Budget is the memory, in bytes, that a probe's model may take on target,
+// and where that figure comes from; 0 when unknown. On cpu the model and
+// its reference share the host with everything else: a quarter of the
+// host's memory, and never more than the probe's memory limit leaves once
+// torch is imported. On an accelerator it is the device's memory, as the
+// harness reported it in the runtime.
+func Budget(target compat.Target, rt compat.Runtime, h Host) (int64, string) {
+	if target == compat.TargetCPU {
+		if h.MemoryBytes == 0 {
+			return 0, "host memory unknown"
+		}
+		quarter := int64(h.MemoryBytes / 4)
+		limit := int64(ProbeMemLimit(h)) - torchOverhead
+		if limit < quarter {
+			return max(limit, 0), "cpu: the probe's memory limit less torch's own share"
+		}
+		return quarter, "cpu: a quarter of host memory"
+	}
+	if rt.DeviceMemGB != nil && *rt.DeviceMemGB > 0 {
+		return int64(*rt.DeviceMemGB * (1 << 30)), string(target) + ": device memory"
+	}
+	return 0, string(target) + ": device memory unknown"
+}
+
+// Need is the fit formula: the bytes a model of params parameters takes in
+// the budget's memory on target.
+func Need(params int64, target compat.Target) int64 {
+	t, ok := probe.Fit.Targets[target]
+	if !ok { // not a concrete target: count it as cpu, the costlier
+		t = probe.Fit.Targets[compat.TargetCPU]
+	}
+	whole := params * probe.Fit.DtypeBytes[t.Dtype] * t.Copies
+	return int64(float64(whole)*probe.Fit.FitFactor) + probe.Fit.FitSlackBytes
+}
+
+// Weights are a model's safetensors weight files as listed.
+type Weights struct {
+	Files []string // hub.WeightFiles: the checkpoint's files and index
+	Bytes int64    // their total size; 0 when unknown (listings carry names only)
+}
+
+// checkpoint reports whether the files hold a transformers safetensors
+// checkpoint (what the harness loads in full mode).
+func (w Weights) checkpoint() bool {
+	return slices.ContainsFunc(w.Files, hub.IsCheckpoint)
+}
+
+// needRange is need for the fewest and the most parameters a checkpoint of
+// w.Bytes can hold.
+func (w Weights) needRange(target compat.Target) (least, most int64) {
+	b := probe.Fit.CheckpointBytesPerParam
+	return Need(w.Bytes/b.Max, target), Need(w.Bytes/b.Min, target)
+}
+
+// Input is everything Plan looks at.
+type Input struct {
+	SHA      string         // the revision the scan sees
+	Weights  Weights        // the model's weights, as listed
+	Previous *compat.Result // the latest result on this target; nil if none
+	Runtime  compat.Runtime // this scan's runtime (the retest key)
+	Target   compat.Target  // where this scan runs (auto resolved)
+	Mode     compat.Mode    // the mode asked for: full, arch or auto
+	Force    bool           // retest whatever the previous result
+	Budget   int64          // Budget's figure; 0 when unknown
+	BudgetOf string         // Budget's source, for the reason
+}
+
+// Decision is what Plan decided for one model.
+type Decision struct {
+	// Retest is false when the previous result still stands.
+	Retest bool
+	// Mode is full or arch: what the probe runs, and whether the weights
+	// are downloaded (full). Set whenever Retest is.
+	Mode compat.Mode
+	// Decline, when set, is the skip reason of an explicit --mode full that
+	// cannot run (no_safetensors, too_large); the model is not probed.
+	Decline compat.Reason
+	// AskSizes: auto mode met weights listed without sizes; the decision
+	// may change with them (ask the Hub, and plan again).
+	AskSizes bool
+	// Budget is the memory budget the probe runs against (bytes; 0 when
+	// unknown).
+	Budget int64
+	// Reason says, for people, why the model is retested or not;
+	// ModeReason why this mode (or the decline's message). The scan logs
+	// both and hands them to the harness, which notes them in its result.
+	Reason, ModeReason string
+}
+
+// Plan decides whether a model is (re)tested and how.
+func Plan(in Input) Decision {
+	d := Decision{Budget: in.Budget}
+	d.Retest, d.Reason = retest(in)
+	if d.Retest {
+		d.Mode, d.Decline, d.AskSizes, d.ModeReason = chooseMode(in)
+	}
+	return d
+}
+
+// retest holds the retest rules: a model is tested again unless its latest
+// result on this target has the same revision, the same runtime (torch,
+// torch_tpu, transformers, harness), a mode the scan accepts, and was not
+// the scanner's own error; --force retests anyway.
+func retest(in Input) (bool, string) {
+	prev := in.Previous
+	switch {
+	case prev == nil:
+		return true, "untested on " + string(in.Target)
+	case in.Force:
+		return true, "--force"
+	case prev.Status == compat.StatusError:
+		return true, "the last result was the scanner's error"
+	case prev.Status == compat.StatusUntested:
+		return true, "untested"
+	case prev.Revision != in.SHA:
+		return true, fmt.Sprintf("new revision %s (was %s)", short(in.SHA), short(prev.Revision))
+	case prev.Runtime.Key() != in.Runtime.Key():
+		return true, fmt.Sprintf("new runtime %s (was %s)", in.Runtime.Key(), prev.Runtime.Key())
+	case !modeAccepts(in.Mode, prev.Mode):
+		return true, fmt.Sprintf("--mode %s asked; the last result is %s", in.Mode, *prev.Mode)
+	}
+	return false, "unchanged: same revision, runtime and mode"
+}
+
+// modeAccepts reports whether a result of mode got answers a scan asking
+// for want: auto takes either; an explicit full or arch takes only itself
+// (a result without a mode, a skip, stands for any).
+func modeAccepts(want compat.Mode, got *compat.Mode) bool {
+	return want == compat.ModeAuto || got == nil || *got == want
+}
+
+// chooseMode holds the mode rules: arch is arch; full is full unless there
+// is no safetensors checkpoint or it certainly does not fit; auto is full
+// only when the checkpoint certainly fits a known budget.
+func chooseMode(in Input) (mode compat.Mode, decline compat.Reason, askSizes bool, why string) {
+	w := in.Weights
+	budget := func() string { return fmt.Sprintf("%s budget (%s)", gib(in.Budget), in.BudgetOf) }
+	switch in.Mode {
+	case compat.ModeArch:
+		return compat.ModeArch, "", false, "arch asked"
+	case compat.ModeFull:
+		if !w.checkpoint() {
+			return compat.ModeFull, compat.ReasonNoSafetensors, false, fmt.Sprintf(
+				"--mode full asked, but the weights are not a safetensors checkpoint (files: %s); the scanner does not unpickle checkpoints", listOrNone(w.Files))
+		}
+		if least, _ := w.needRange(in.Target); in.Budget > 0 && w.Bytes > 0 && least > in.Budget {
+			return compat.ModeFull, compat.ReasonTooLarge, false, fmt.Sprintf(
+				"--mode full asked, but the weights (%s) need at least %s, over the target's %s; --mode arch or auto tests the architecture instead",
+				gib(w.Bytes), gib(least), budget())
+		}
+		return compat.ModeFull, "", false, "full asked"
+	}
+	switch _, most := w.needRange(in.Target); {
+	case !w.checkpoint():
+		return compat.ModeArch, "", false, "auto -> arch: no safetensors checkpoint"
+	case in.Budget <= 0:
+		return compat.ModeArch, "", false, "auto -> arch: " + in.BudgetOf
+	case w.Bytes <= 0:
+		return compat.ModeArch, "", true, "auto -> arch: the weights' sizes are unknown"
+	case most > in.Budget:
+		return compat.ModeArch, "", false, fmt.Sprintf("auto -> arch: the weights (%s) need up to %s, over the %s", gib(w.Bytes), gib(most), budget())
+	default:
+		return compat.ModeFull, "", false, fmt.Sprintf("auto -> full: the weights (%s) need at most %s of the %s", gib(w.Bytes), gib(most), budget())
+	}
+}
+
+func gib(b int64) string { return fmt.Sprintf("%.2f GiB", float64(b)/(1<<30)) }
+
+func short(sha string) string { return sha[:min(len(sha), 12)] }
+
+func listOrNone(l []string) string {
+	if len(l) == 0 {
+		return "none"
+	}
+	return fmt.Sprint(l)
+}

@@ -1,0 +1,199 @@
+package scan
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
+	"github.com/google-pytorch/torchtpu-scanner/internal/probe"
+)
+
+const gb = int64(1) << 30
+
+var (
+	runtimeA = compat.Runtime{Torch: "2.15.0", Transformers: "5.23.0", Harness: "0.1.0+sha256:aaa"}
+	runtimeB = compat.Runtime{Torch: "2.15.0", Transformers: "5.23.0", Harness: "0.1.0+sha256:bbb"}
+)
+
+func prevResult(status compat.Status, sha string, rt compat.Runtime, mode compat.Mode) *compat.Result {
+	r := &compat.Result{Status: status, Revision: sha, Runtime: rt}
+	if mode != "" {
+		r.Mode = compat.Ptr(mode)
+	}
+	return r
+}
+
+// TestPlanRetest has one row per retest rule: a model is tested again
+// unless its latest result on this target has the same revision, the same
+// runtime and a mode the scan accepts, and was not the scanner's error;
+// --force retests anyway.
+func TestPlanRetest(t *testing.T) {
+	tests := []struct {
+		name   string
+		prev   *compat.Result
+		mode   compat.Mode
+		force  bool
+		retest bool
+		why    string
+	}{
+		{"untested on this target", nil, compat.ModeAuto, false, true, "untested on cpu"},
+		{"unchanged", prevResult(compat.StatusPass, "s1", runtimeA, compat.ModeArch), compat.ModeArch, false, false, "unchanged"},
+		{"unchanged failure stands", prevResult(compat.StatusFail, "s1", runtimeA, compat.ModeFull), compat.ModeAuto, false, false, "unchanged"},
+		{"new revision", prevResult(compat.StatusPass, "s0", runtimeA, compat.ModeArch), compat.ModeArch, false, true, "new revision s1 (was s0)"},
+		{"new runtime", prevResult(compat.StatusPass, "s1", runtimeB, compat.ModeArch), compat.ModeArch, false, true, "new runtime"},
+		{"the scanner's error", prevResult(compat.StatusError, "s1", runtimeA, compat.ModeArch), compat.ModeArch, false, true, "scanner's error"},
+		{"untested status", prevResult(compat.StatusUntested, "s1", runtimeA, ""), compat.ModeAuto, false, true, "untested"},
+		{"--force", prevResult(compat.StatusPass, "s1", runtimeA, compat.ModeArch), compat.ModeArch, true, true, "--force"},
+		{"full asked, arch result", prevResult(compat.StatusPass, "s1", runtimeA, compat.ModeArch), compat.ModeFull, false, true, "--mode full asked; the last result is arch"},
+		{"arch asked, full result", prevResult(compat.StatusPass, "s1", runtimeA, compat.ModeFull), compat.ModeArch, false, true, "--mode arch asked; the last result is full"},
+		{"auto takes an arch result", prevResult(compat.StatusPass, "s1", runtimeA, compat.ModeArch), compat.ModeAuto, false, false, "unchanged"},
+		{"auto takes a full result", prevResult(compat.StatusPass, "s1", runtimeA, compat.ModeFull), compat.ModeAuto, false, false, "unchanged"},
+		{"a skip without a mode stands for any", prevResult(compat.StatusSkipped, "s1", runtimeA, ""), compat.ModeFull, false, false, "unchanged"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := Plan(Input{SHA: "s1", Previous: tt.prev, Runtime: runtimeA, Target: compat.TargetCPU, Mode: tt.mode,
+				Force: tt.force, Budget: 16 * gb, BudgetOf: "test", Weights: Weights{Files: []string{"model.safetensors"}, Bytes: gb}})
+			if d.Retest != tt.retest || !strings.Contains(d.Reason, tt.why) {
+				t.Errorf("retest %v (%q), want %v (%q)", d.Retest, d.Reason, tt.retest, tt.why)
+			}
+			if !d.Retest && (d.Mode != "" || d.Decline != "") {
+				t.Errorf("no retest, yet mode %q decline %q", d.Mode, d.Decline)
+			}
+			if d.Retest && d.Mode != compat.ModeFull && d.Mode != compat.ModeArch {
+				t.Errorf("mode %q: the plan always decides full or arch", d.Mode)
+			}
+		})
+	}
+}
+
+// TestPlanMode has one row per mode rule. The needs below are the fit
+// formula worked by hand: a 1 GiB checkpoint holds 2^28 (float32) to 2^29
+// (16-bit) parameters; on cpu each takes 4 bytes twice (run + reference),
+// on tpu 2 bytes once; ×1.2, +512 MiB.
+func TestPlanMode(t *testing.T) {
+	const (
+		cpuMost1G = 5690831667 // 2^29 × 4 × 2 × 1.2 + 2^29
+		tpuMost1G = 1825361100 // 2^29 × 2 × 1 × 1.2 + 2^29
+	)
+	ckpt := func(bytes int64) Weights { return Weights{Files: []string{"model.safetensors"}, Bytes: bytes} }
+	sharded := Weights{Files: []string{"model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors", "model.safetensors.index.json"}, Bytes: 20 * gb}
+	tests := []struct {
+		name     string
+		mode     compat.Mode
+		target   compat.Target
+		weights  Weights
+		budget   int64
+		want     compat.Mode
+		decline  compat.Reason
+		askSizes bool
+		why      string
+	}{
+		{"arch asked", compat.ModeArch, compat.TargetTPU, ckpt(gb), 16 * gb, compat.ModeArch, "", false, "arch asked"},
+		{"arch asked, no weights", compat.ModeArch, compat.TargetTPU, Weights{}, 16 * gb, compat.ModeArch, "", false, "arch asked"},
+		{"full asked, fits", compat.ModeFull, compat.TargetTPU, ckpt(gb), 16 * gb, compat.ModeFull, "", false, "full asked"},
+		{"full asked, no safetensors", compat.ModeFull, compat.TargetTPU, Weights{}, 16 * gb, compat.ModeFull, compat.ReasonNoSafetensors, false, "not a safetensors checkpoint"},
+		{"full asked, not a transformers checkpoint", compat.ModeFull, compat.TargetTPU, Weights{Files: []string{"consolidated.safetensors"}, Bytes: gb}, 16 * gb, compat.ModeFull, compat.ReasonNoSafetensors, false, "consolidated.safetensors"},
+		{"full asked, certainly too large", compat.ModeFull, compat.TargetTPU, ckpt(140 * gb), 16 * gb, compat.ModeFull, compat.ReasonTooLarge, false, "need at least 84.50 GiB"},
+		{"full asked, fits only as a float32 checkpoint", compat.ModeFull, compat.TargetTPU, sharded, 16 * gb, compat.ModeFull, "", false, "full asked"},
+		{"full asked, budget unknown", compat.ModeFull, compat.TargetTPU, ckpt(140 * gb), 0, compat.ModeFull, "", false, "full asked"},
+		{"full asked, sizes unknown", compat.ModeFull, compat.TargetTPU, ckpt(0), 16 * gb, compat.ModeFull, "", false, "full asked"},
+		{"auto, fits", compat.ModeAuto, compat.TargetTPU, ckpt(gb), 16 * gb, compat.ModeFull, "", false, "auto -> full"},
+		{"auto, fits exactly", compat.ModeAuto, compat.TargetTPU, ckpt(gb), tpuMost1G, compat.ModeFull, "", false, "auto -> full"},
+		{"auto, a byte short", compat.ModeAuto, compat.TargetTPU, ckpt(gb), tpuMost1G - 1, compat.ModeArch, "", false, "auto -> arch"},
+		{"auto, may not fit", compat.ModeAuto, compat.TargetTPU, sharded, 16 * gb, compat.ModeArch, "", false, "need up to 24.50 GiB"},
+		{"auto, sizes unknown", compat.ModeAuto, compat.TargetTPU, ckpt(0), 16 * gb, compat.ModeArch, "", true, "sizes are unknown"},
+		{"auto, budget unknown", compat.ModeAuto, compat.TargetTPU, ckpt(gb), 0, compat.ModeArch, "", false, "auto -> arch: test budget"},
+		{"auto, no safetensors", compat.ModeAuto, compat.TargetTPU, Weights{}, 16 * gb, compat.ModeArch, "", false, "no safetensors checkpoint"},
+		{"auto, not a transformers checkpoint", compat.ModeAuto, compat.TargetTPU, Weights{Files: []string{"adapter_model.safetensors"}, Bytes: gb}, 16 * gb, compat.ModeArch, "", false, "no safetensors checkpoint"},
+		{"auto on cpu, fits exactly", compat.ModeAuto, compat.TargetCPU, ckpt(gb), cpuMost1G, compat.ModeFull, "", false, "auto -> full"},
+		// The same weights and budget fit an accelerator (bf16, one copy)
+		// and not the cpu (float32, run and reference).
+		{"auto on cpu, a byte short", compat.ModeAuto, compat.TargetCPU, ckpt(gb), cpuMost1G - 1, compat.ModeArch, "", false, "auto -> arch"},
+		{"auto on cuda, same budget", compat.ModeAuto, compat.TargetCUDA, ckpt(gb), cpuMost1G - 1, compat.ModeFull, "", false, "auto -> full"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := Plan(Input{SHA: "s1", Runtime: runtimeA, Target: tt.target, Mode: tt.mode, Budget: tt.budget,
+				BudgetOf: "test budget", Weights: tt.weights})
+			if !d.Retest {
+				t.Fatalf("untested model not retested: %q", d.Reason)
+			}
+			if d.Mode != tt.want || d.Decline != tt.decline || d.AskSizes != tt.askSizes {
+				t.Errorf("mode %q decline %q askSizes %v, want %q %q %v (%s)", d.Mode, d.Decline, d.AskSizes, tt.want, tt.decline, tt.askSizes, d.ModeReason)
+			}
+			if !strings.Contains(d.ModeReason, tt.why) {
+				t.Errorf("reason %q, want it to say %q", d.ModeReason, tt.why)
+			}
+			if d.Budget != tt.budget {
+				t.Errorf("budget %d, want the scan's %d passed down", d.Budget, tt.budget)
+			}
+		})
+	}
+}
+
+// TestBudget: on cpu the budget comes from host memory (a quarter, within
+// the probe's limit less torch's share), never from the device memory the
+// harness reports; on an accelerator from the device's memory.
+func TestBudget(t *testing.T) {
+	gib := func(f float64) compat.Runtime { return compat.Runtime{DeviceMemGB: &f} }
+	tests := []struct {
+		name   string
+		target compat.Target
+		rt     compat.Runtime
+		host   Host
+		want   int64
+		of     string
+	}{
+		{"cpu: a quarter of host memory", compat.TargetCPU, compat.Runtime{}, Host{MemoryBytes: 64 << 30, Probes: 1}, 16 * gb, "a quarter of host memory"},
+		{"cpu ignores the reported device memory", compat.TargetCPU, gib(500), Host{MemoryBytes: 64 << 30, Probes: 1}, 16 * gb, "a quarter of host memory"},
+		// 16 GiB over 4 probes: each may use 3 GiB, 1.5 of which torch takes.
+		{"cpu: within the probe's limit", compat.TargetCPU, compat.Runtime{}, Host{MemoryBytes: 16 << 30, Probes: 4}, 3 << 29, "memory limit less torch"},
+		{"cpu: host memory unknown", compat.TargetCPU, compat.Runtime{}, Host{Probes: 1}, 0, "unknown"},
+		{"tpu: device memory", compat.TargetTPU, gib(32), Host{MemoryBytes: 64 << 30, Probes: 1}, 32 * gb, "tpu: device memory"},
+		{"cuda: device memory", compat.TargetCUDA, gib(80), Host{MemoryBytes: 64 << 30, Probes: 4}, 80 * gb, "cuda: device memory"},
+		{"tpu: device memory unknown", compat.TargetTPU, compat.Runtime{}, Host{MemoryBytes: 64 << 30, Probes: 1}, 0, "unknown"},
+	}
+	for _, tt := range tests {
+		got, of := Budget(tt.target, tt.rt, tt.host)
+		if got != tt.want || !strings.Contains(of, tt.of) {
+			t.Errorf("%s: %d (%s), want %d (%s)", tt.name, got, of, tt.want, tt.of)
+		}
+	}
+}
+
+// TestProbeMemLimit: the runner's memory limit is three quarters of the
+// host's memory, shared by the probes that run at once.
+func TestProbeMemLimit(t *testing.T) {
+	tests := []struct {
+		host Host
+		want uint64
+	}{
+		{Host{MemoryBytes: 64 << 30, Probes: 1}, 48 << 30},
+		{Host{MemoryBytes: 64 << 30, Probes: 4}, 12 << 30},
+		{Host{MemoryBytes: 64 << 30}, 48 << 30},
+		{Host{Probes: 2}, 0},
+	}
+	for _, tt := range tests {
+		if got := ProbeMemLimit(tt.host); got != tt.want {
+			t.Errorf("ProbeMemLimit(%+v) = %d, want %d", tt.host, got, tt.want)
+		}
+	}
+}
+
+// TestNeedMatchesTheFitTable: Go's formula reproduces the worked examples
+// of harness/fit.json, which the harness's own test checks as well.
+func TestNeedMatchesTheFitTable(t *testing.T) {
+	seen := map[compat.Target]bool{}
+	for _, ex := range probe.Fit.Examples {
+		seen[ex.Target] = true
+		if got := Need(ex.Params, ex.Target); got != ex.Need {
+			t.Errorf("Need(%d, %s) = %d, fit.json says %d", ex.Params, ex.Target, got, ex.Need)
+		}
+	}
+	for _, target := range compat.Targets {
+		if !seen[target] {
+			t.Errorf("fit.json has no example on %s", target)
+		}
+	}
+}

@@ -1,0 +1,165 @@
+package scan
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
+	"github.com/google-pytorch/torchtpu-scanner/internal/hub"
+	"github.com/google-pytorch/torchtpu-scanner/store"
+)
+
+// decided completes a result that preflight, the plan or a failed fetch
+// produced, without a probe.
+func (r *run) decided(j *job, res compat.Result) *job {
+	res.Target = r.target
+	res.Revision = j.info.SHA
+	res.Runtime = r.runtime
+	if res.TestedAt.IsZero() {
+		res.TestedAt = r.s.now().UTC()
+	}
+	if res.Repro == "" {
+		res.Repro = compat.Repro(j.info.ID, j.info.SHA, r.target, r.opts.Mode)
+	}
+	if res.Task == "" {
+		res.Task = j.info.PipelineTag
+	}
+	j.result = &res
+	return j
+}
+
+// declined is the skip of a mode the plan refused (--mode full without a
+// safetensors checkpoint, or with one that does not fit).
+func (r *run) declined(j *job) *job {
+	return r.decided(j, compat.Result{
+		Status:  compat.StatusSkipped,
+		Reason:  compat.Ptr(j.plan.Decline),
+		Message: compat.Ptr(j.plan.ModeReason),
+		Mode:    compat.Ptr(j.plan.Mode),
+	})
+}
+
+// fetchFailed turns a download failure into a result: the Hub's own answers
+// (gated, not found, disabled) are skips; anything else is the scanner's
+// environment failing, never held against the model.
+func (r *run) fetchFailed(j *job, err error) *job {
+	var he *hub.Error
+	if errors.As(err, &he) {
+		if reason := he.Reason(); reason != "" {
+			return r.decided(j, compat.Result{
+				Status:  compat.StatusSkipped,
+				Reason:  compat.Ptr(reason),
+				Message: compat.Ptr("hub: " + he.Error()),
+			})
+		}
+	}
+	return r.scannerError(j, compat.StageConfig, fmt.Errorf("fetch files: %w", err))
+}
+
+func (r *run) scannerError(j *job, stage compat.Stage, err error) *job {
+	return r.decided(j, compat.Result{
+		Status:       compat.StatusError,
+		Stage:        compat.Ptr(stage),
+		FailureClass: compat.Ptr(compat.ClassOther),
+		Message:      compat.Ptr(err.Error()),
+	})
+}
+
+// record writes a result that stands.
+func (r *run) record(ctx context.Context, j *job, res compat.Result, probed bool) {
+	res.ScanID = compat.Ptr(r.scan.ID)
+	if _, err := r.s.Store.RecordResult(ctx, j.info.ID, res); err != nil {
+		r.s.log().Error("record result", "model", j.info.ID, "err", err)
+	}
+	r.s.log().Info("model done", "model", j.info.ID, "status", res.Status, "stage", deref(res.Stage),
+		"reason", deref(res.Reason), "mode", deref(res.Mode), "duration_s", res.DurationS)
+	r.finishModel(ctx, j.info.ID, &res, probed)
+}
+
+// recordFlaky writes a status change that its rerun did not confirm: a
+// flaky event, and the previous status stays.
+func (r *run) recordFlaky(ctx context.Context, j *job, res compat.Result) {
+	if err := r.s.Store.RecordFlaky(ctx, j.info.ID, res, j.previous.Status); err != nil {
+		r.s.log().Error("record flaky", "model", j.info.ID, "err", err)
+	}
+	r.finishModel(ctx, j.info.ID, &res, true)
+}
+
+func deref[T ~string](p *T) string {
+	if p == nil {
+		return ""
+	}
+	return string(*p)
+}
+
+// finishModel counts one model done and reports the scan's progress.
+func (r *run) finishModel(ctx context.Context, id string, res *compat.Result, probed bool) {
+	r.mu.Lock()
+	r.done++
+	if probed {
+		r.probed++
+	}
+	if res == nil {
+		r.unchanged++
+	}
+	p := Progress{ScanID: r.scan.ID, Planned: r.scan.Planned, Done: r.done, Probed: r.probed, Unchanged: r.unchanged, ModelID: id, Result: res}
+	r.mu.Unlock()
+	if err := r.s.Store.UpdateScanProgress(ctx, r.scan.ID, p.Planned, p.Done, p.Probed, p.Unchanged); err != nil && ctx.Err() == nil {
+		r.s.log().Error("scan progress", "err", err)
+	}
+	if r.hooks.Progress != nil {
+		r.hooks.Progress(p)
+	}
+}
+
+// finish closes the scan record; it uses a fresh context so that a scan
+// cancelled by shutdown is still recorded as interrupted.
+func (r *run) finish(runErr error) (store.Scan, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	f := store.ScanFinish{Status: store.ScanDone, Error: r.scan.Error}
+	switch {
+	case runErr == nil:
+	case errors.Is(runErr, context.Canceled) || errors.Is(runErr, context.DeadlineExceeded):
+		f.Status, f.Error = store.ScanInterrupted, "interrupted: "+hub.Brief(runErr)
+	default:
+		// The record is read on the page and the API; the log has the
+		// full error (URL queries included).
+		f.Status, f.Error = store.ScanFailed, hub.Brief(runErr)
+	}
+	wall := r.s.now().Sub(r.scan.StartedAt)
+	r.mu.Lock()
+	if wall > 0 && r.probed > 0 {
+		frac := r.busy.Seconds() / (wall.Seconds() * float64(r.opts.Devices))
+		f.DeviceBusy = compat.Ptr(min(frac, 1))
+	}
+	planned, done, probed, unch := r.scan.Planned, r.done, r.probed, r.unchanged
+	r.mu.Unlock()
+	if err := r.s.Store.UpdateScanProgress(ctx, r.scan.ID, planned, done, probed, unch); err != nil {
+		runErr = errors.Join(runErr, err)
+	}
+	if err := r.s.Store.FinishScan(ctx, r.scan.ID, f); err != nil {
+		runErr = errors.Join(runErr, fmt.Errorf("scan: finish: %w", err))
+	}
+	sc, err := r.s.Store.GetScan(ctx, r.scan.ID)
+	if err != nil {
+		sc = r.scan
+	}
+	if r.hooks.ScanDone != nil {
+		r.hooks.ScanDone(sc)
+	}
+	return sc, runErr
+}
+
+func upserts(models []hub.ModelInfo) []store.ModelUpsert {
+	out := make([]store.ModelUpsert, 0, len(models))
+	for _, m := range models {
+		out = append(out, store.ModelUpsert{
+			ID: m.ID, Task: m.PipelineTag, Library: m.Library, Downloads: m.Downloads, Likes: m.Likes,
+			Gated: m.Gated, SHA: m.SHA, Tags: m.Tags, LastModified: m.LastModified, Aliases: m.Aliases,
+		})
+	}
+	return out
+}

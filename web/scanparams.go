@@ -1,0 +1,68 @@
+package web
+
+import (
+	"encoding/json"
+	"strings"
+	"time"
+)
+
+// scanParams is a scan's options as the API shows them (the "params" of
+// /api/v1/scans): the API's own snake_case names, every key always
+// present, whatever form the scan recorded them in.
+type scanParams struct {
+	Trigger  string   `json:"trigger"`
+	Source   string   `json:"source"` // hub or cache
+	Limit    int      `json:"limit"`  // how many popular models
+	Sort     string   `json:"sort"`   // the Hub listing's order
+	Tasks    []string `json:"tasks"`  // pipeline tags; [] = all
+	Models   []string `json:"models"` // exactly these ids; [] = the listing
+	Target   string   `json:"target"` // as requested (auto resolves: see the scan's target)
+	Mode     string   `json:"mode"`
+	TimeoutS *float64 `json:"timeout_s"` // per probe; null when not recorded
+	Force    bool     `json:"force"`
+	Devices  int      `json:"devices"`
+	// MemoryBudgetBytes bounds the weights auto mode downloads; null when
+	// derived from the device's (or host's) memory.
+	MemoryBudgetBytes *int64 `json:"memory_budget_bytes"`
+}
+
+// recordedParams reads the params a scan recorded, in either form: the
+// JSON of scan.Options with Go field names (what scans write, and what
+// every existing database holds; encoding/json matches "Limit" to "limit"
+// without regard to case, so only the names that differ by more than case
+// are listed twice) or the API's own snake_case form.
+type recordedParams struct {
+	scanParams
+	Timeout  *int64 `json:"Timeout"` // scan.Options.Timeout: a time.Duration, in nanoseconds
+	GoBudget *int64 `json:"MemoryBudgetBytes"`
+}
+
+// parseScanParams renders a scan's recorded params for the API; nil when
+// it recorded none or something that is not a JSON object.
+func parseScanParams(raw string) *scanParams {
+	if !strings.HasPrefix(strings.TrimSpace(raw), "{") {
+		return nil
+	}
+	var r recordedParams
+	if err := json.Unmarshal([]byte(raw), &r); err != nil {
+		return nil
+	}
+	p := r.scanParams
+	if p.TimeoutS == nil && r.Timeout != nil {
+		s := time.Duration(*r.Timeout).Seconds()
+		p.TimeoutS = &s
+	}
+	if p.MemoryBudgetBytes == nil {
+		p.MemoryBudgetBytes = r.GoBudget
+	}
+	if p.MemoryBudgetBytes != nil && *p.MemoryBudgetBytes <= 0 { // 0: derived
+		p.MemoryBudgetBytes = nil
+	}
+	if p.Tasks == nil {
+		p.Tasks = []string{}
+	}
+	if p.Models == nil {
+		p.Models = []string{}
+	}
+	return &p
+}

@@ -1,0 +1,51 @@
+package web
+
+import (
+	"context"
+	"time"
+
+	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
+	"github.com/google-pytorch/torchtpu-scanner/store"
+)
+
+// Store is what the web server reads from the database; it writes nothing.
+// *store.SQLite implements it; tests wrap one to inject failures. Every
+// "not found" is an error wrapping store.ErrNotFound, never a zero value.
+type Store interface {
+	// Changed is the time of the last data change; the caches of pages,
+	// lists and badges are keyed by it.
+	Changed(ctx context.Context) (time.Time, error)
+
+	// ListModels returns one page of the table, the API list or the CSV,
+	// and the next page's cursor ("" after the last). Its error wraps
+	// store.ErrInvalid for a query it refuses (unknown sort, status or
+	// target; a cursor it did not make).
+	ListModels(ctx context.Context, q store.ModelQuery) ([]compat.Model, string, error)
+	// GetModel is the model known as id (an alias too) with its current
+	// result on target ("" = any); store.ErrNotFound for an unknown model.
+	GetModel(ctx context.Context, id string, target compat.Target) (compat.Model, error)
+	// CurrentResults is a model's current result on each target it has
+	// one on; store.ErrNotFound for an unknown model.
+	CurrentResults(ctx context.Context, id string) ([]compat.Result, error)
+	// History is a model's results, newest first (target "" = all);
+	// store.ErrNotFound for an unknown model.
+	History(ctx context.Context, id string, target compat.Target, limit int) ([]compat.Result, error)
+	// ModelEvents is a model's status changes, newest first;
+	// store.ErrNotFound for an unknown model.
+	ModelEvents(ctx context.Context, id string, limit int) ([]compat.Event, error)
+
+	// Summary is the table's headline on target ("" = any).
+	Summary(ctx context.Context, target compat.Target) (store.Summary, error)
+	// Failures groups the current failing results on target by root
+	// cause, most downloads first; empty when none.
+	Failures(ctx context.Context, target compat.Target, limit int) ([]store.FailureGroup, error)
+	// Events is the feed: status changes, newest first.
+	Events(ctx context.Context, limit int) ([]compat.Event, error)
+
+	// ListScans is the newest scans first; GetScan one scan,
+	// store.ErrNotFound for an unknown id.
+	ListScans(ctx context.Context, limit int) ([]store.Scan, error)
+	GetScan(ctx context.Context, id int64) (store.Scan, error)
+}
+
+var _ Store = (*store.SQLite)(nil)
