@@ -301,6 +301,9 @@ type Result struct {
 	Stages  []StageRun `json:"stages,omitempty"`
 	LogTail string     `json:"log_tail,omitempty"`
 	ScanID  *int64     `json:"scan_id,omitempty"`
+	// Worker is the host that produced the result under --dispatch
+	// workers ("" for a probe of the scanner's own process).
+	Worker string `json:"worker,omitempty"`
 }
 
 // Model is a Hub model as the scanner knows it, with its current result on

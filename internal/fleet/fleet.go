@@ -36,6 +36,13 @@ type Group struct {
 	RuntimeKey string
 	Workers    []string // ids
 	Devices    int
+	// MemoryBytes is the smallest host memory among the group's workers
+	// (0 when one of them does not know its own): what a cpu budget may
+	// count on wherever the job lands.
+	MemoryBytes uint64
+	// PerWorker is the most devices one worker of the group has: how many
+	// probes share a host's memory.
+	PerWorker int
 }
 
 // ErrNoWorkers: no live worker can run a scan of the requested target.
@@ -52,18 +59,20 @@ func PlanGroup(fleet []Seen, target compat.Target, now time.Time, ttl time.Durat
 	var order []string
 	newest := map[string]time.Time{}
 	for _, w := range fleet {
-		if !Live(w.LastSeen, now, ttl) || !slices.Contains(compat.Targets, w.Target) {
+		if _, err := compat.ParseResultTarget(string(w.Target)); err != nil || !Live(w.LastSeen, now, ttl) {
 			continue
 		}
 		key := string(w.Target) + "|" + w.Runtime.Key()
 		g, ok := groups[key]
 		if !ok {
-			g = &Group{Target: w.Target, RuntimeKey: w.Runtime.Key()}
+			g = &Group{Target: w.Target, RuntimeKey: w.Runtime.Key(), MemoryBytes: w.MemoryBytes}
 			groups[key] = g
 			order = append(order, key)
 		}
 		g.Workers = append(g.Workers, w.ID)
 		g.Devices += max(w.Devices, 1)
+		g.PerWorker = max(g.PerWorker, w.Devices, 1)
+		g.MemoryBytes = min(g.MemoryBytes, w.MemoryBytes)
 		if w.LastSeen.After(newest[key]) || !ok {
 			newest[key], g.Runtime = w.LastSeen, w.Runtime
 		}
@@ -112,11 +121,11 @@ func CheckResult(job Job, runtimeKey string, req ResultRequest) error {
 		return fmt.Errorf("fleet: %w: %s", ErrBadResult, fmt.Sprintf(format, a...))
 	}
 	switch {
-	case req.ModelID != job.ModelID:
+	case req.ModelID != job.ModelID || compat.ValidateModelID(req.ModelID) != nil:
 		return bad("names model %q, the lease is for %q", req.ModelID, job.ModelID)
 	case !res.Status.Valid() || res.Status == compat.StatusUntested:
 		return bad("status %q", res.Status)
-	case res.Target != job.Target:
+	case job.Target.Admits(res.Target) != nil:
 		return bad("target %q, the job runs on %q", res.Target, job.Target)
 	case res.Revision != job.Revision:
 		return bad("revision %q, the job is %q", res.Revision, job.Revision)

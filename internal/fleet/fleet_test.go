@@ -19,7 +19,25 @@ var (
 )
 
 func seen(id string, target compat.Target, rt compat.Runtime, devices int, ago time.Duration) Seen {
-	return Seen{Worker: Worker{ID: id, Host: id, Target: target, Runtime: rt, Devices: devices}, LastSeen: t0.Add(-ago)}
+	return Seen{Worker: Worker{ID: id, Host: id, Target: target, Runtime: rt, Devices: devices, MemoryBytes: 64 << 30}, LastSeen: t0.Add(-ago)}
+}
+
+func TestPlanGroupHostFigures(t *testing.T) {
+	small := seen("s", "cpu", rtC, 2, 0)
+	small.MemoryBytes = 16 << 30
+	big := seen("b", "cpu", rtC, 4, 0)
+	g, _, err := PlanGroup([]Seen{big, small}, "cpu", t0, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.MemoryBytes != 16<<30 || g.PerWorker != 4 || g.Devices != 6 {
+		t.Errorf("group memory %d, per worker %d, devices %d; want the smallest host (16 GiB), 4, 6", g.MemoryBytes, g.PerWorker, g.Devices)
+	}
+	unknown := seen("u", "cpu", rtC, 1, 0)
+	unknown.MemoryBytes = 0
+	if g, _, _ := PlanGroup([]Seen{big, unknown}, "cpu", t0, time.Minute); g.MemoryBytes != 0 {
+		t.Errorf("a worker that does not know its memory: group memory %d, want 0 (unknown)", g.MemoryBytes)
+	}
 }
 
 func TestLive(t *testing.T) {
@@ -129,6 +147,7 @@ func TestCheckResult(t *testing.T) {
 		}, ""},
 		{"flaky change", func(r *ResultRequest) { r.Result.Status, r.Flaky = compat.StatusFail, true }, ""},
 		{"another model", func(r *ResultRequest) { r.ModelID = "org/other" }, "names model"},
+		{"no model", func(r *ResultRequest) { r.ModelID = "" }, "names model"},
 		{"unknown status", func(r *ResultRequest) { r.Result.Status = "great" }, "status"},
 		{"untested", func(r *ResultRequest) { r.Result.Status = compat.StatusUntested }, "status"},
 		{"cpu run for a tpu job", func(r *ResultRequest) { r.Result.Target = compat.TargetCPU }, "target"},
@@ -233,7 +252,7 @@ func TestWireFormat(t *testing.T) {
 		keys []string
 	}{
 		{LeaseRequest{}, []string{"worker", "max", "wait_s"}},
-		{Worker{}, []string{"id", "host", "version", "target", "runtime", "devices"}},
+		{Worker{}, []string{"id", "host", "version", "target", "runtime", "devices", "memory_bytes"}},
 		{HeartbeatRequest{}, []string{"worker_id", "leases"}},
 		{HeartbeatResponse{}, []string{"renewed", "lost", "expires_at"}},
 		{ResultRequest{}, []string{"lease_id", "worker_id", "model_id", "result"}},

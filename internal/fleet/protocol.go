@@ -74,6 +74,9 @@ type Worker struct {
 	Target  compat.Target  `json:"target"`
 	Runtime compat.Runtime `json:"runtime"`
 	Devices int            `json:"devices"` // probes it runs at once
+	// MemoryBytes is the host's physical memory (0 when unknown): on cpu
+	// a probe's memory budget is planned from it.
+	MemoryBytes uint64 `json:"memory_bytes"`
 }
 
 // RegisterResponse tells a worker the server's timing.
