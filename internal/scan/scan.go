@@ -172,9 +172,9 @@ type run struct {
 	budgetOf string
 
 	mu        sync.Mutex
-	jobs      store.JobCounts // the fleet's share of the scan (dispatch.go)
-	queued    int             // jobs this run queued
-	resumed   bool            // a scan an earlier process left to its queue
+	jobs      store.JobCounts       // the fleet's share of the scan (dispatch.go)
+	queued    int                   // jobs this run queued
+	resumed   bool                  // a scan an earlier process left to its queue
 	refusals  map[string]*hub.Error // Hub refusals of exact --model ids
 	done      int
 	probed    int
