@@ -64,6 +64,15 @@ func (d *Dispatcher) Stats(ctx context.Context) (Stats, error) {
 	return st, nil
 }
 
+// Workers is the fleet as GET /api/v1/workers shows it.
+func (d *Dispatcher) Workers(ctx context.Context) ([]fleet.WorkerView, error) {
+	st, err := d.Stats(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return st.Workers, nil
+}
+
 // Snapshot is the figures of the last sweep (zero before the first).
 func (d *Dispatcher) Snapshot() Stats {
 	d.mu.Lock()
