@@ -55,7 +55,9 @@ func (f *fakeWork) Result(_ context.Context, r fleet.ResultRequest) error {
 func (f *fakeWork) Release(_ context.Context, r fleet.ReleaseRequest) error {
 	return f.call("release " + r.LeaseID)
 }
-func (f *fakeWork) Workers(context.Context) ([]fleet.WorkerView, error) { return f.views, f.call("workers") }
+func (f *fakeWork) Workers(context.Context) ([]fleet.WorkerView, error) {
+	return f.views, f.call("workers")
+}
 
 const testWorkerToken = "wt-secret-of-the-fleet"
 
