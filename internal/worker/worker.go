@@ -48,6 +48,9 @@ type Config struct {
 	// ProbeGrace is what running probes get after SIGTERM before they are
 	// stopped (and, inside the runner, again before SIGKILL).
 	ProbeGrace time.Duration
+	// MemoryBytes is the host's memory (0 when unknown), reported so that
+	// the server plans cpu budgets from it.
+	MemoryBytes uint64
 	// Wait is the long poll asked for; fleet.MaxWait when zero.
 	Wait   time.Duration
 	HTTP   *http.Client
@@ -136,7 +139,8 @@ func (w *Worker) Run(ctx context.Context) error {
 		}
 		return fmt.Errorf("worker: probe environment for target %s: %w", w.cfg.Target, err)
 	}
-	w.self = fleet.Worker{ID: w.cfg.ID, Host: w.cfg.Host, Version: w.cfg.Version, Target: target, Runtime: rt, Devices: len(w.probers)}
+	w.self = fleet.Worker{ID: w.cfg.ID, Host: w.cfg.Host, Version: w.cfg.Version, Target: target, Runtime: rt,
+		Devices: len(w.probers), MemoryBytes: w.cfg.MemoryBytes}
 	w.log.Info("worker starting", "server", w.cfg.Server, "target", target, "devices", len(w.probers),
 		"device", rt.Device, "torch", rt.Torch, "torch_tpu", rt.TorchTPU, "transformers", rt.Transformers)
 	if !w.registerLoop(ctx) {

@@ -1,0 +1,87 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
+	"github.com/google-pytorch/torchtpu-scanner/internal/config"
+	"github.com/google-pytorch/torchtpu-scanner/internal/fleet"
+	"github.com/google-pytorch/torchtpu-scanner/internal/metrics"
+	"github.com/google-pytorch/torchtpu-scanner/internal/probe"
+	"github.com/google-pytorch/torchtpu-scanner/internal/scan"
+	"github.com/google-pytorch/torchtpu-scanner/internal/worker"
+)
+
+// RunWorker is `scanner worker`: it leases probes from cfg.Server until ctx
+// ends (SIGTERM), with one harness runner per device, and serves /healthz
+// on cfg.Addr when set. It returns nil after a graceful stop; an error
+// when the worker could not start (no usable device, no Python).
+func RunWorker(ctx context.Context, cfg config.Config, log *slog.Logger, version string) error {
+	m := newAppMetrics(metrics.NewRegistry())
+	client, err := newHubClient(cfg, log, m)
+	if err != nil {
+		return err
+	}
+	var probers []worker.Prober
+	for i := range cfg.Devices {
+		var env []string
+		if cfg.Devices > 1 {
+			env = deviceEnv(i)
+		}
+		p := newRunner(cfg, log, env)
+		if c, ok := p.(io.Closer); ok {
+			defer c.Close()
+		}
+		probers = append(probers, p)
+	}
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "worker"
+	}
+	mem, _ := probe.PhysicalMemory()
+	w, err := worker.New(worker.Config{
+		Server: cfg.Server, Token: cfg.WorkerToken, ID: worker.NewID(host), Host: host, Version: version,
+		Target: cfg.Target, Timeout: cfg.Timeout, ProbeGrace: cfg.ProbeGrace, MemoryBytes: mem, Logger: log,
+		FetchFailed: func(_ fleet.Job, err error) compat.Result { return scan.FetchFailed(err) },
+		WouldChange: scan.WouldChange,
+	}, probers, client)
+	if err != nil {
+		return err
+	}
+	if cfg.Addr != "" {
+		stop, err := serveHealth(cfg.Addr, w.HealthHandler(), log)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
+	return w.Run(ctx)
+}
+
+// serveHealth serves a worker's /healthz on addr until stop is called.
+func serveHealth(addr string, h http.Handler, log *slog.Logger) (stop func(), err error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("worker health listener %s: %w", addr, err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("worker health server", "err", err)
+		}
+	}()
+	log.Info("worker health on", "addr", ln.Addr().String())
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+	}, nil
+}
