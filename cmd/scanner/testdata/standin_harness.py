@@ -5,6 +5,7 @@ on cpu after a pause; the model id says how to behave:
 
   .../hang-*   writes its pid to MODEL_DIR/standin.pid, ignores SIGTERM and
                sleeps (the scanner must kill its process group)
+  .../sleep-MS-*  sleeps MS milliseconds, then passes (the fleet benchmark)
   anything else  sleeps 0.6 s, then passes
 """
 
@@ -43,11 +44,15 @@ if "/hang-" in model:
     sys.stderr.flush()
     time.sleep(600)
 
-time.sleep(0.6)
+pause = 0.6
+name = model.split("/")[-1]
+if name.startswith("sleep-"):
+    pause = int(name.split("-")[1]) / 1000
+time.sleep(pause)
 write({
     "target": "cpu", "status": "pass", "stage": "generate", "failure_class": None, "op": None,
     "reason": None, "signature": None, "message": None, "mode": arg("--mode"),
-    "revision": arg("--revision"), "tested_at": "", "duration_s": 0.6, "runtime": RUNTIME,
+    "revision": arg("--revision"), "tested_at": "", "duration_s": pause, "runtime": RUNTIME,
     "metrics": {"load_s": 0.1, "first_forward_s": 0.1, "forward_ms": 1.0, "compile_s": None,
                 "tokens_per_s": None, "peak_mem_bytes": None, "max_abs_diff": 0.0, "top1_agreement": 1.0},
     "repro": "",
