@@ -3,6 +3,7 @@ package deploy
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"net"
 	"net/url"
 	"os"
@@ -21,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/yaml"
 
+	"github.com/google-pytorch/torchtpu-scanner/internal/config"
 	"github.com/google-pytorch/torchtpu-scanner/internal/fleet"
 )
 
@@ -233,6 +235,7 @@ func TestManifests(t *testing.T) {
 			checkService(t, w)
 			checkWorkers(t, w)
 			checkImages(t, k, o, w)
+			checkFlags(t, w)
 		})
 	}
 }
@@ -614,6 +617,34 @@ func checkImages(t *testing.T, k kustomization, o objects, w wiring) {
 	for _, c := range []corev1.Container{w.serverCtr, w.workerCtr} {
 		if c.Image != want {
 			t.Errorf("%s image %q, want %q", c.Name, c.Image, want)
+		}
+	}
+}
+
+// checkFlags: each container's arguments are a command the scanner takes,
+// with flags it accepts and values it validates, given the environment
+// the manifest sets (secrets with placeholder values).
+func checkFlags(t *testing.T, w wiring) {
+	for _, c := range []corev1.Container{w.serverCtr, w.workerCtr} {
+		if len(c.Command) != 0 {
+			t.Errorf("%s overrides the image's entrypoint: %q", c.Name, c.Command)
+		}
+		env := map[string]string{"HOME": "/home/scanner"}
+		for _, e := range c.Env {
+			env[e.Name] = e.Value
+			if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
+				env[e.Name] = "secret-" + e.ValueFrom.SecretKeyRef.Key
+			}
+		}
+		lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+		cmd := config.Command(c.Args[0])
+		cfg, rest, err := config.Parse(cmd, c.Args[1:], lookup, io.Discard)
+		if err != nil || len(rest) != 0 {
+			t.Errorf("%s: scanner %s %q: %v (left over: %q)", c.Name, cmd, c.Args[1:], err, rest)
+			continue
+		}
+		if cmd == config.CmdWorker && cfg.WorkerToken == "" || cmd == config.CmdServe && cfg.Dispatch != config.DispatchWorkers {
+			t.Errorf("%s: %+v", c.Name, cfg)
 		}
 	}
 }
