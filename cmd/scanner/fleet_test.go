@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -284,6 +285,78 @@ func TestFleetSurvivesAKilledWorker(t *testing.T) {
 		}
 		if res := hist[0]; res.Status != "pass" || res.Worker == "" || res.Target != "cpu" {
 			t.Errorf("%s: %s on %q by worker %q: %s", r.ID, res.Status, res.Target, res.Worker, str(res.Message))
+		}
+	}
+	if ok, err := st.IntegrityCheck(context.Background()); err != nil || ok != "ok" {
+		t.Errorf("integrity: %q %v", ok, err)
+	}
+}
+
+// TestFleetSurvivesAServerRestart kills the server with SIGKILL mid-scan
+// and starts it again on the same address: the queued and leased jobs
+// survive in SQLite, the workers reconnect, and the same scan completes
+// with exactly one result per model.
+func TestFleetSurvivesAServerRestart(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("python3 is needed for the stand-in harness")
+	}
+	harness, err := filepath.Abs("testdata/standin_harness.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var repos []hubtest.Repo
+	for i := range 8 {
+		repos = append(repos, configRepo(fmt.Sprintf("restart/sleep-700-model-%d", i), "llama", "text-generation", int64(1000-i)))
+	}
+	h := hubtest.New(t, repos...)
+	dir := t.TempDir()
+	db := filepath.Join(dir, "scanner.db")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	args := []string{"--addr", addr, "--lease-ttl", "5s", "--limit", "8"}
+	first, firstOut, base := fleetServer(t, h, db, filepath.Join(dir, "server-hub"), args...)
+	var workers []*exec.Cmd
+	for i := range 2 {
+		cmd, _, _ := fleetWorker(t, h, base, "python3", harness, filepath.Join(dir, fmt.Sprintf("w%d", i)))
+		workers = append(workers, cmd)
+	}
+	requestScan(t, base)
+	waitFleet(t, 60*time.Second, "two results", firstOut, func() bool { return len(firstOut.logLines("result recorded")) >= 2 })
+	if err := first.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	first.Wait()
+
+	_, secondOut, base2 := fleetServer(t, h, db, filepath.Join(dir, "server-hub"), args...)
+	sb := scanDone(t, base2, 3*time.Minute, secondOut)
+	if s := sb.Scans[0]; s.Status != "done" || s.Planned != 8 || s.Done != 8 || s.Probed != 8 {
+		t.Errorf("the resumed scan: %+v\n%s", s, lastLines(secondOut.String(), 30))
+	}
+	if len(secondOut.logLines("resuming a scan left to its queue")) != 1 {
+		t.Errorf("the restarted server did not resume the scan:\n%s", lastLines(secondOut.String(), 30))
+	}
+	for _, w := range workers {
+		w.Process.Signal(syscall.SIGTERM)
+		if err := w.Wait(); err != nil {
+			t.Errorf("worker after SIGTERM: %v", err)
+		}
+	}
+	st, err := store.Open(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	scans, err := st.ListScans(context.Background(), 10)
+	if err != nil || len(scans) != 1 {
+		t.Errorf("scans %+v (%v): want the one scan, resumed", scans, err)
+	}
+	for _, r := range repos {
+		if hist, err := st.History(context.Background(), r.ID, "", 10); err != nil || len(hist) != 1 || hist[0].Status != "pass" {
+			t.Errorf("%s: %d results (%v)", r.ID, len(hist), err)
 		}
 	}
 	if ok, err := st.IntegrityCheck(context.Background()); err != nil || ok != "ok" {
