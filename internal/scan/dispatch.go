@@ -113,6 +113,9 @@ plan:
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
+	r.mu.Lock()
+	r.planned = true // every model is decided or queued
+	r.mu.Unlock()
 	return r.drain(ctx)
 }
 
@@ -149,14 +152,17 @@ func (r *run) drain(ctx context.Context) error {
 // leftQueued reports whether a scan that ended with runErr leaves its jobs
 // in the queue for the next server process (this one is stopping), rather
 // than ending: its record stays running, and store.ResumeScans hands it to
-// the next process.
+// the next process. Only a scan whose every model was decided or queued
+// is left so (a resumed scan counts what is not queued as done); one
+// stopped while still planning is interrupted, as a local scan is, and
+// its jobs are cancelled.
 func (r *run) leftQueued(runErr error) bool {
 	if r.s.Fleet == nil || !(errors.Is(runErr, context.Canceled) || errors.Is(runErr, context.DeadlineExceeded)) {
 		return false
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.queued > 0 || r.resumed
+	return r.planned || r.resumed
 }
 
 // Resume waits for the queue of a scan that an earlier server process
@@ -175,7 +181,7 @@ func (s *Scanner) Resume(ctx context.Context, scanID int64, hooks Hooks) (store.
 		s.log().Warn("resume: the scan's options are unreadable", "scan_id", scanID, "err", err)
 	}
 	r := &run{s: s, opts: withDefaults(opts), hooks: s.Hooks.then(hooks), scan: sc,
-		target: compat.Target(sc.Target), runtime: sc.Runtime, unchanged: sc.Unchanged, resumed: true}
+		target: compat.Target(sc.Target), runtime: sc.Runtime, unchanged: sc.Unchanged, planned: true, resumed: true}
 	s.log().Info("resuming a scan left to its queue", "scan_id", scanID, "planned", sc.Planned)
 	return r.finish(r.drain(ctx))
 }

@@ -23,8 +23,9 @@ type inProcessWorker struct {
 	answer func(fleet.Job) compat.Status
 	hold   chan struct{} // when set, a job waits for it before its result
 
-	mu   sync.Mutex
-	jobs []fleet.Job
+	mu     sync.Mutex
+	jobs   []fleet.Job
+	posted []error // what each result post returned
 }
 
 func (iw *inProcessWorker) run(ctx context.Context) {
@@ -50,7 +51,10 @@ func (iw *inProcessWorker) run(ctx context.Context) {
 			}
 			res := compat.Result{Target: l.Job.Target, Status: st, Stage: compat.Ptr(compat.StageGenerate), Mode: compat.Ptr(l.Job.Mode),
 				Revision: l.Job.Revision, TestedAt: time.Now().UTC(), Runtime: iw.w.Runtime}
-			_ = iw.d.Result(ctx, fleet.ResultRequest{LeaseID: l.ID, WorkerID: iw.w.ID, ModelID: l.Job.ModelID, Result: res})
+			err := iw.d.Result(ctx, fleet.ResultRequest{LeaseID: l.ID, WorkerID: iw.w.ID, ModelID: l.Job.ModelID, Result: res})
+			iw.mu.Lock()
+			iw.posted = append(iw.posted, err)
+			iw.mu.Unlock()
 		}
 	}
 }
@@ -168,8 +172,15 @@ func TestAStoppedFleetScanIsResumed(t *testing.T) {
 	go iw.run(wctx)
 	ctx, stop := context.WithCancel(context.Background())
 	go func() {
-		waitFor(t, func() bool { return len(iw.leased()) > 0 })
-		stop() // the server shuts down while a job is leased
+		waitFor(t, func() bool {
+			scans, _ := f.store.ListScans(context.Background(), 1)
+			if len(scans) == 0 || len(iw.leased()) == 0 {
+				return false
+			}
+			c, _ := f.store.ScanJobs(context.Background(), scans[0].ID)
+			return c.Total == 2
+		})
+		stop() // the server shuts down once both jobs are queued, one leased
 	}()
 	sc, err := f.s.Run(ctx, Options{Mode: compat.ModeArch, Target: compat.TargetCPU}, Hooks{})
 	if !errors.Is(err, context.Canceled) || sc.Status != store.ScanRunning {
@@ -188,5 +199,37 @@ func TestAStoppedFleetScanIsResumed(t *testing.T) {
 		if h, _ := f.store.History(context.Background(), id, "", 10); len(h) != 1 {
 			t.Errorf("%s: %d results", id, len(h))
 		}
+	}
+}
+
+// A server stopping while the scan still plans interrupts it, as a local
+// scan is, and cancels its jobs: a resumed scan could not tell the models
+// it never planned.
+func TestAFleetScanStoppedWhilePlanningIsInterrupted(t *testing.T) {
+	f, _, iw := fleetFixture(t, model("p/a", "text-generation", "transformers"), model("p/b", "text-generation", "transformers"))
+	f.hub.delays = map[string]time.Duration{"p/b": time.Hour} // p/b's config.json never comes
+	iw.hold = make(chan struct{})
+	wctx, stopWorker := context.WithCancel(context.Background())
+	defer stopWorker()
+	go iw.run(wctx)
+	ctx, stop := context.WithCancel(context.Background())
+	go func() {
+		waitFor(t, func() bool { return len(iw.leased()) > 0 })
+		stop()
+	}()
+	sc, err := f.s.Run(ctx, Options{Mode: compat.ModeArch, Target: compat.TargetCPU}, Hooks{})
+	if !errors.Is(err, context.Canceled) || sc.Status != store.ScanInterrupted {
+		t.Fatalf("scan %+v, %v: want interrupted", sc, err)
+	}
+	if c, _ := f.store.ScanJobs(context.Background(), sc.ID); c != (store.JobCounts{Total: 1, Cancelled: 1}) {
+		t.Errorf("jobs %+v: want the queued one cancelled", c)
+	}
+	close(iw.hold) // the worker's late result is refused: no result for p/a
+	waitFor(t, func() bool { iw.mu.Lock(); defer iw.mu.Unlock(); return len(iw.posted) > 0 })
+	if err := iw.posted[0]; !errors.Is(err, fleet.ErrLeaseNotCurrent) {
+		t.Errorf("the late result: %v, want refused", err)
+	}
+	if h, _ := f.store.History(context.Background(), "p/a", "", 10); len(h) != 0 {
+		t.Errorf("p/a: %+v", h)
 	}
 }

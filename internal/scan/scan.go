@@ -174,6 +174,7 @@ type run struct {
 	mu        sync.Mutex
 	jobs      store.JobCounts       // the fleet's share of the scan (dispatch.go)
 	queued    int                   // jobs this run queued
+	planned   bool                  // every model is decided or queued (dispatch)
 	resumed   bool                  // a scan an earlier process left to its queue
 	refusals  map[string]*hub.Error // Hub refusals of exact --model ids
 	done      int

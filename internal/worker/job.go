@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"time"
 
@@ -52,9 +53,12 @@ func (w *Worker) runJob(hard context.Context, slot int, l fleet.Lease) {
 
 // checkJob refuses a job this worker cannot run as asked.
 func checkJob(j fleet.Job, target compat.Target) error {
+	if err := compat.ValidateModelID(j.ModelID); err != nil {
+		return fmt.Errorf("job: %w", err)
+	}
 	switch {
-	case j.ModelID == "" || j.Revision == "":
-		return errors.New("job without a model id or revision")
+	case j.Revision == "":
+		return errors.New("job without a revision")
 	case j.Target != target:
 		return errors.New("job for target " + string(j.Target) + " leased to a " + string(target) + " worker")
 	case j.Mode != compat.ModeFull && j.Mode != compat.ModeArch:

@@ -268,6 +268,7 @@ func TestCheckJob(t *testing.T) {
 		{func(j *fleet.Job) { j.Mode = compat.ModeAuto }, false},
 		{func(j *fleet.Job) { j.Revision = "" }, false},
 		{func(j *fleet.Job) { j.ModelID = "" }, false},
+		{func(j *fleet.Job) { j.ModelID = "../../etc" }, false},
 	} {
 		j := job("org/m")
 		tc.change(&j)
