@@ -27,7 +27,7 @@ type fleetMetrics struct {
 }
 
 func newFleetMetrics(r *metrics.Registry) *fleetMetrics {
-	return &fleetMetrics{
+	m := &fleetMetrics{
 		depth:    r.Gauge("scanner_work_queue_depth", "Open jobs of the work queue, by target, runtime and state (queued: waiting for a worker; leased: held by one).", "target", "runtime", "state"),
 		lost:     r.Counter("scanner_work_leases_expired_total", "Leases that expired without a heartbeat (their job went back to the queue, or failed at the third)."),
 		results:  r.Counter("scanner_work_results_total", "Results recorded from the work queue, by worker host and status.", "worker", "status"),
@@ -37,6 +37,8 @@ func newFleetMetrics(r *metrics.Registry) *fleetMetrics {
 		depthSet: map[[3]string]bool{},
 		seenSet:  map[string]time.Time{},
 	}
+	m.lost.With().Add(0) // the series exists from the start, at 0
+	return m
 }
 
 // result counts one recorded result.
