@@ -82,6 +82,7 @@ type resultRow struct {
 	logTail      sql.NullString
 	task         sql.NullString
 	repro        sql.NullString
+	continuation sql.NullString
 	worker       sql.NullString
 }
 
@@ -89,7 +90,7 @@ type resultRow struct {
 func (r *resultRow) dest() []any {
 	return []any{&r.id, &r.scanID, &r.target, &r.status, &r.stage, &r.failureClass, &r.op, &r.reason,
 		&r.signature, &r.message, &r.mode, &r.revision, &r.testedAt, &r.durationS, &r.runtime, &r.metrics,
-		&r.stages, &r.logTail, &r.task, &r.repro, &r.worker}
+		&r.stages, &r.logTail, &r.task, &r.repro, &r.continuation, &r.worker}
 }
 
 // runtimes decodes runtime JSON, once per distinct text: the results of a
@@ -147,6 +148,11 @@ func (r *resultRow) result(rts runtimes) (*compat.Result, error) {
 	if r.stages.Valid {
 		if err := json.Unmarshal([]byte(r.stages.String), &res.Stages); err != nil {
 			return nil, fmt.Errorf("result %d stages: %w", r.id.Int64, err)
+		}
+	}
+	if r.continuation.Valid {
+		if err := json.Unmarshal([]byte(r.continuation.String), &res.Continuation); err != nil {
+			return nil, fmt.Errorf("result %d continuation: %w", r.id.Int64, err)
 		}
 	}
 	return &res, nil

@@ -42,7 +42,15 @@ type modelView struct {
 	Events  []compat.Event
 	History []compat.Result
 	Badges  []badgeSnippet
+	Charts  []modelCharts
 }
+
+// Model page history: the table shows the newest historyRows results, the
+// charts the newest historyCharted.
+const (
+	historyRows    = 30
+	historyCharted = 100
+)
 
 // modelPage serves GET /models/{id}: a model's current results, history,
 // evidence, repro command and badge snippets. An alias redirects to the
@@ -71,12 +79,12 @@ func (s *Server) modelPage(c *fiber.Ctx) error {
 	if err != nil {
 		return fmt.Errorf("web: model page events: %w", err)
 	}
-	history, err := s.store.History(ctx, m.ID, "", 30)
+	history, err := s.store.History(ctx, m.ID, "", historyCharted)
 	if err != nil {
 		return fmt.Errorf("web: model page history: %w", err)
 	}
 
-	v := modelView{Model: m, Events: events, History: history}
+	v := modelView{Model: m, Events: events, History: history[:min(len(history), historyRows)], Charts: historyCharts(history)}
 	v.Canonical = modelPath(m.ID)
 	targets := []compat.Target{}
 	for _, r := range current {

@@ -2,11 +2,13 @@ package web
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"html/template"
 	"net/url"
 	"sort"
 	"strconv"
+	"time"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -102,6 +104,10 @@ type tableView struct {
 	Target      compat.Target
 	// Body is the rendered "table-body" template (cached by query and data version).
 	Body template.HTML
+	// Trend and FailureChart are the body's charts.
+	Trend        template.HTML
+	TrendTarget  compat.Target
+	FailureChart template.HTML
 }
 
 // firstScanRefresh is how often the page reloads while the first scan runs.
@@ -176,6 +182,9 @@ func (s *Server) table(c *fiber.Ctx) error {
 	if body, ok := s.tableBodies.get(key, changed); ok {
 		v.Body = body
 	} else {
+		if err := s.tableCharts(ctx, &v, changed); err != nil {
+			return fmt.Errorf("web: table charts: %w", err)
+		}
 		var buf bytes.Buffer
 		if err := s.pages.t["table"].ExecuteTemplate(&buf, "table-body", v); err != nil {
 			return fmt.Errorf("web: render table: %w", err)
@@ -197,6 +206,26 @@ func (s *Server) table(c *fiber.Ctx) error {
 		}
 	}
 	return s.render(c, "table", v)
+}
+
+// tableCharts draws the table's charts: the pass rate by runtime of its
+// target (the default target when it shows any) and its top failures.
+func (s *Server) tableCharts(ctx context.Context, v *tableView, changed time.Time) error {
+	rts, err := s.cachedRuntimes(ctx, "", changed)
+	if err != nil {
+		return err
+	}
+	v.TrendTarget = v.Target
+	if v.TrendTarget == "" {
+		v.TrendTarget = defaultRuntimeTarget(rts)
+	}
+	if on := onTarget(rts, v.TrendTarget); len(on) > 0 {
+		v.Trend = s.trendChart(v.TrendTarget, on, "trend")
+	}
+	if len(v.Failures) > 0 {
+		v.FailureChart = failureChart(v.Failures, v.Target)
+	}
+	return nil
 }
 
 // sortHeaders builds the links of the sortable column headers: a click

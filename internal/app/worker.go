@@ -30,17 +30,18 @@ func RunWorker(ctx context.Context, cfg config.Config, log *slog.Logger, version
 	if err != nil {
 		return err
 	}
-	var probers []worker.Prober
-	for i := range cfg.Devices {
-		var env []string
-		if cfg.Devices > 1 {
-			env = deviceEnv(i)
+	runner := newRunner(cfg, log)
+	if c, ok := runner.(io.Closer); ok {
+		defer c.Close()
+	}
+	// One prober per device, pinned to it (as a local scan's), or the
+	// runner itself on a host of one device.
+	probers := []worker.Prober{runner}
+	if pinned := deviceProbers(runner, cfg.Devices); len(pinned) > 0 {
+		probers = probers[:0]
+		for _, p := range pinned {
+			probers = append(probers, p)
 		}
-		p := newRunner(cfg, log, env)
-		if c, ok := p.(io.Closer); ok {
-			defer c.Close()
-		}
-		probers = append(probers, p)
 	}
 	host, err := os.Hostname()
 	if err != nil || host == "" {
@@ -51,8 +52,11 @@ func RunWorker(ctx context.Context, cfg config.Config, log *slog.Logger, version
 		Server: cfg.Server, Token: cfg.WorkerToken, ID: worker.NewID(host), Host: host, Version: version,
 		Target: cfg.Target, Timeout: cfg.Timeout, ProbeGrace: cfg.ProbeGrace, MemoryBytes: mem, Logger: log,
 		FetchFailed: func(_ fleet.Job, err error) compat.Result { return scan.FetchFailed(err) },
+		FetchInputs: func(ctx context.Context, j fleet.Job) string {
+			return scan.FetchInputs(ctx, client, log, j.ModelID, j.Revision, j.InputFiles)
+		},
 		WouldChange: scan.WouldChange,
-	}, probers, client)
+	}, runner, probers, client)
 	if err != nil {
 		return err
 	}

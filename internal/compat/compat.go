@@ -301,9 +301,20 @@ type Result struct {
 	Stages  []StageRun `json:"stages,omitempty"`
 	LogTail string     `json:"log_tail,omitempty"`
 	ScanID  *int64     `json:"scan_id,omitempty"`
+	// Continuation is set for a causal LM probed in full mode with its own
+	// tokenizer; nil otherwise.
+	Continuation *Continuation `json:"continuation,omitempty"`
 	// Worker is the host that produced the result under --dispatch
 	// workers ("" for a probe of the scanner's own process).
 	Worker string `json:"worker,omitempty"`
+}
+
+// Continuation is a causal LM's greedy continuation of the harness's fixed
+// prompt, decoded with the model's own tokenizer: text the model wrote,
+// escaped wherever it is shown.
+type Continuation struct {
+	Prompt string `json:"prompt"`
+	Text   string `json:"text"`
 }
 
 // Model is a Hub model as the scanner knows it, with its current result on

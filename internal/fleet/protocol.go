@@ -103,9 +103,15 @@ type Job struct {
 	// Files are the repository files to download at Revision (config.json,
 	// and in full mode the safetensors weights): the server never relays
 	// them.
-	Files             []string `json:"files"`
-	MemoryBudgetBytes int64    `json:"memory_budget_bytes,omitempty"`
-	TimeoutS          float64  `json:"timeout_s"`
+	Files []string `json:"files"`
+	// InputFiles are the tokenizer and processor files (full mode), each
+	// fetched on its own: one that does not come is noted, never fatal.
+	InputFiles []string `json:"input_files,omitempty"`
+	// PlanNote says why the model is retested and in this mode, for the
+	// probe's note (scan.planNote).
+	PlanNote          string  `json:"plan_note,omitempty"`
+	MemoryBudgetBytes int64   `json:"memory_budget_bytes,omitempty"`
+	TimeoutS          float64 `json:"timeout_s"`
 	// Previous is the model's current status on Target ("" for none): a
 	// result that would change it is confirmed by a rerun on the worker.
 	Previous compat.Status `json:"previous_status,omitempty"`

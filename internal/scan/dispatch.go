@@ -127,7 +127,8 @@ func (r *run) newJob(rank int, j *job) store.NewJob {
 	}
 	return store.NewJob{Rank: rank, RuntimeKey: r.runtime.Key(), Job: fleet.Job{
 		ModelID: j.info.ID, Revision: j.info.SHA, Task: j.info.PipelineTag, Target: r.target, Mode: j.plan.Mode,
-		Files: j.files, MemoryBudgetBytes: j.plan.Budget, TimeoutS: r.opts.Timeout.Seconds(), Previous: prev,
+		Files: j.files, InputFiles: j.inputs, PlanNote: planNote(j), MemoryBudgetBytes: j.plan.Budget,
+		TimeoutS: r.opts.Timeout.Seconds(), Previous: prev,
 	}}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -79,7 +80,8 @@ func fleetFixture(t *testing.T, models ...hub.ModelInfo) (*fixture, *dispatch.Di
 
 func TestAFleetScanQueuesWhatItWouldProbe(t *testing.T) {
 	full := model("f/full", "text-generation", "transformers")
-	full.Siblings = []hub.Sibling{{Name: "config.json", Size: 600}, {Name: "model.safetensors", Size: 1 << 20}, {Name: "generation_config.json", Size: 100}}
+	full.Siblings = []hub.Sibling{{Name: "config.json", Size: 600}, {Name: "model.safetensors", Size: 1 << 20},
+		{Name: "generation_config.json", Size: 100}, {Name: "tokenizer.json", Size: 2000}}
 	full.FilesMetadata = true
 	f, _, iw := fleetFixture(t,
 		full,
@@ -115,7 +117,9 @@ func TestAFleetScanQueuesWhatItWouldProbe(t *testing.T) {
 	}
 	if len(jobs) > 0 {
 		j := jobs[0]
-		if j.Mode != compat.ModeFull || !slices.Equal(j.Files, []string{"config.json", "model.safetensors", "generation_config.json"}) ||
+		if j.Mode != compat.ModeFull || !slices.Equal(j.Files, []string{"config.json", "model.safetensors"}) ||
+			!slices.Equal(j.InputFiles, hub.InputFiles(full.Siblings)) || len(j.InputFiles) == 0 ||
+			!strings.Contains(j.PlanNote, "auto -> full") || !strings.Contains(j.PlanNote, "untested on cpu") ||
 			j.MemoryBudgetBytes <= 0 || j.Revision != "sha-full" || j.Target != compat.TargetCPU || j.TimeoutS != 20*60 {
 			t.Errorf("the full-mode job %+v", j)
 		}

@@ -155,8 +155,12 @@ type job struct {
 	plan     Decision
 	weights  Weights
 	files    []string // what the probe needs from the repository (fetch)
+	inputs   []string // the tokenizer and processor files it may use (full mode)
 	snapshot string
 	result   *compat.Result // set when preflight or fetching decided the outcome
+	// inputsNote says which tokenizer or processor files could not be
+	// fetched (full mode), for the probe's note; "" when none failed.
+	inputsNote string
 }
 
 // run is the state of one scan in progress.
@@ -342,16 +346,15 @@ func (r *run) weightSizes(ctx context.Context, m hub.ModelInfo, w Weights) Weigh
 	return w
 }
 
-// fetch downloads config.json (and, in full mode, the weights) and runs
-// preflight again on what came.
+// fetch downloads config.json (and, in full mode, the weights and the
+// tokenizer and processor files) and runs preflight again on what came.
 func (r *run) fetch(ctx context.Context, j *job, cand probe.Candidate) *job {
 	m := j.info
 	j.files = []string{"config.json"}
-	if j.plan.Mode == compat.ModeFull && j.plan.Decline == "" {
+	full := j.plan.Mode == compat.ModeFull && j.plan.Decline == ""
+	if full {
 		j.files = append(j.files, j.weights.Files...)
-		if hasFile(m.Siblings, "generation_config.json") {
-			j.files = append(j.files, "generation_config.json")
-		}
+		j.inputs = hub.InputFiles(m.Siblings)
 	}
 	// With a fleet, workers fetch the files they probe; the server reads
 	// config.json for preflight only and never holds the weights.
@@ -365,6 +368,9 @@ func (r *run) fetch(ctx context.Context, j *job, cand probe.Candidate) *job {
 		if dir, err = r.s.Hub.Download(ctx, m.ID, m.SHA, download); err != nil {
 			return r.fetchFailed(j, err)
 		}
+		if full && r.s.Fleet == nil { // a worker fetches its own
+			j.inputsNote = r.fetchInputs(ctx, m)
+		}
 	}
 	j.snapshot = dir
 	cand.Config, cand.ConfigErr = readConfig(filepath.Join(dir, "config.json"))
@@ -376,6 +382,57 @@ func (r *run) fetch(ctx context.Context, j *job, cand probe.Candidate) *job {
 		return r.declined(j)
 	}
 	return j
+}
+
+// fetchInputs downloads the model's tokenizer and processor files
+// (hub.InputFiles), each on its own: none is needed (the probe builds
+// synthetic inputs without them), so a file that is missing, refused or
+// over its cap (hub.FileCap) is logged and named in the returned note, and
+// never fails the model. The note is "" when every file came.
+func (r *run) fetchInputs(ctx context.Context, m hub.ModelInfo) string {
+	return FetchInputs(ctx, r.s.Hub, r.s.log(), m.ID, m.SHA, hub.InputFiles(m.Siblings))
+}
+
+// Downloader fetches files of a repository at a revision into the Hub
+// cache; *hub.Client is the real one.
+type Downloader interface {
+	Download(ctx context.Context, id, sha string, files []string) (string, error)
+}
+
+// FetchInputs downloads a model's input files (here, and on a worker) as
+// fetchInputs says, and returns the note of those that did not come.
+func FetchInputs(ctx context.Context, dl Downloader, log *slog.Logger, id, sha string, files []string) string {
+	var missed []string
+	for _, f := range files {
+		if _, err := dl.Download(ctx, id, sha, []string{f}); err != nil {
+			if ctx.Err() != nil {
+				return ""
+			}
+			log.Warn("input file not fetched; the probe falls back to synthetic inputs if it needs it",
+				"model", id, "file", f, "err", err)
+			missed = append(missed, f+" ("+inputFileProblem(err)+")")
+		}
+	}
+	if len(missed) == 0 {
+		return ""
+	}
+	return "input files not fetched: " + strings.Join(missed, ", ")
+}
+
+// inputFileProblem is the short reason an input file was not fetched.
+func inputFileProblem(err error) string {
+	var he *hub.Error
+	switch {
+	case errors.Is(err, hub.ErrTooLarge):
+		return "over its size cap"
+	case errors.Is(err, hub.ErrNotAllowed):
+		return "not an allowed file type"
+	case errors.Is(err, hub.ErrIntegrity):
+		return "failed its integrity check"
+	case errors.As(err, &he):
+		return fmt.Sprintf("the Hub answered %d", he.Status)
+	}
+	return "download failed"
 }
 
 // listingDecides reports whether a preflight verdict made from the listing
@@ -393,15 +450,6 @@ func listingDecides(res compat.Result, m hub.ModelInfo) bool {
 		return m.Library != "" && (m.Library != "sentence-transformers" || m.Config != nil)
 	case compat.ReasonUnsupportedTask:
 		return m.PipelineTag != "" || m.Config != nil
-	}
-	return false
-}
-
-func hasFile(sib []hub.Sibling, name string) bool {
-	for _, s := range sib {
-		if s.Name == name {
-			return true
-		}
 	}
 	return false
 }
@@ -457,7 +505,7 @@ func (r *run) probeOnce(ctx context.Context, p Prober, j *job) compat.Result {
 	res := p.Probe(ctx, probe.Request{
 		ModelID: j.info.ID, Revision: j.info.SHA, SnapshotDir: j.snapshot, Task: j.info.PipelineTag,
 		Target: r.target, Mode: j.plan.Mode, Timeout: r.opts.Timeout,
-		MemoryBudgetBytes: j.plan.Budget, PlanNote: j.plan.Reason + "; " + j.plan.ModeReason,
+		MemoryBudgetBytes: j.plan.Budget, PlanNote: planNote(j),
 	})
 	held := time.Since(start)
 	r.mu.Lock()
@@ -470,4 +518,15 @@ func (r *run) probeOnce(ctx context.Context, p Prober, j *job) compat.Result {
 		r.hooks.ProbeDone(res, held)
 	}
 	return res
+}
+
+// planNote is what the probe is told of its plan, for its config stage's
+// note: why it is retested, why in this mode, and which input files did
+// not come.
+func planNote(j *job) string {
+	note := j.plan.Reason + "; " + j.plan.ModeReason
+	if j.inputsNote != "" {
+		note += "; " + j.inputsNote
+	}
+	return note
 }

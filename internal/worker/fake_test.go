@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -273,6 +274,7 @@ type fakeProber struct {
 
 	mu      sync.Mutex
 	calls   map[string]int
+	reqs    map[string]probe.Request // the last request per model
 	running int
 	peak    int
 }
@@ -291,6 +293,10 @@ func (p *fakeProber) Probe(ctx context.Context, req probe.Request) compat.Result
 	}
 	p.calls[req.ModelID]++
 	call := p.calls[req.ModelID]
+	if p.reqs == nil {
+		p.reqs = map[string]probe.Request{}
+	}
+	p.reqs[req.ModelID] = req
 	p.running++
 	p.peak = max(p.peak, p.running)
 	p.mu.Unlock()
@@ -357,8 +363,14 @@ func startWorker(t *testing.T, f *fakeServer, p *fakeProber, devices int, grace 
 		FetchFailed: func(j fleet.Job, err error) compat.Result {
 			return compat.Result{Status: compat.StatusSkipped, Reason: compat.Ptr(compat.ReasonGated), Message: compat.Ptr(err.Error())}
 		},
+		FetchInputs: func(_ context.Context, j fleet.Job) string {
+			if slices.Contains(j.InputFiles, "tokenizer.json") {
+				return "input files not fetched: tokenizer.json (over its size cap)"
+			}
+			return ""
+		},
 		WouldChange: func(old, new compat.Status) bool { return old != new && new != compat.StatusError },
-	}, probers, fetch)
+	}, p, probers, fetch)
 	if err != nil {
 		t.Fatal(err)
 	}

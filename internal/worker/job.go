@@ -84,9 +84,15 @@ func (w *Worker) execute(ctx context.Context, slot int, j fleet.Job) (compat.Res
 	if jt := time.Duration(j.TimeoutS * float64(time.Second)); jt > 0 && jt < timeout {
 		timeout = jt
 	}
+	note := j.PlanNote
+	if w.cfg.FetchInputs != nil && len(j.InputFiles) > 0 {
+		if missed := w.cfg.FetchInputs(ctx, j); missed != "" {
+			note += "; " + missed
+		}
+	}
 	req := probe.Request{
 		ModelID: j.ModelID, Revision: j.Revision, SnapshotDir: dir, Task: j.Task,
-		Target: j.Target, Mode: j.Mode, Timeout: timeout, MemoryBudgetBytes: j.MemoryBudgetBytes,
+		Target: j.Target, Mode: j.Mode, Timeout: timeout, MemoryBudgetBytes: j.MemoryBudgetBytes, PlanNote: note,
 	}
 	p := w.probers[slot]
 	res := p.Probe(ctx, req)

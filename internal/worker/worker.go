@@ -59,6 +59,10 @@ type Config struct {
 	// scan's rule: the Hub's own refusals are skips, anything else the
 	// scanner's error).
 	FetchFailed func(job fleet.Job, err error) compat.Result
+	// FetchInputs downloads a job's input files, each on its own, and
+	// returns the note of those that did not come ("" when all did); nil
+	// fetches none.
+	FetchInputs func(ctx context.Context, j fleet.Job) string
 	// WouldChange reports whether a new status would change what the model
 	// shows, so that it is confirmed by a rerun first (the scan's rule).
 	WouldChange func(old, new compat.Status) bool
@@ -67,6 +71,7 @@ type Config struct {
 // Worker leases and runs probes until its context ends.
 type Worker struct {
 	cfg     Config
+	env     Prober   // answers Env: the host's runner
 	probers []Prober // one per device
 	fetch   Fetcher
 	api     *client
@@ -96,9 +101,10 @@ type heldLease struct {
 	lost   atomic.Bool
 }
 
-// New returns a worker that probes with probers, one per device.
-func New(cfg Config, probers []Prober, fetch Fetcher) (*Worker, error) {
-	if len(probers) == 0 {
+// New returns a worker that probes with probers, one per device; env
+// resolves the target and runtime (the host's runner, unpinned).
+func New(cfg Config, env Prober, probers []Prober, fetch Fetcher) (*Worker, error) {
+	if len(probers) == 0 || env == nil {
 		return nil, errors.New("worker: no prober")
 	}
 	if cfg.Server == "" {
@@ -121,7 +127,7 @@ func New(cfg Config, probers []Prober, fetch Fetcher) (*Worker, error) {
 		log = slog.Default()
 	}
 	return &Worker{
-		cfg: cfg, probers: probers, fetch: fetch, api: newClient(cfg.Server, cfg.Token, cfg.HTTP),
+		cfg: cfg, env: env, probers: probers, fetch: fetch, api: newClient(cfg.Server, cfg.Token, cfg.HTTP),
 		log: log.With("worker_id", cfg.ID), held: map[string]*heldLease{},
 	}, nil
 }
@@ -131,7 +137,7 @@ func New(cfg Config, probers []Prober, fetch Fetcher) (*Worker, error) {
 // worker could not start (no usable device for the target).
 func (w *Worker) Run(ctx context.Context) error {
 	w.resolving.Store(true)
-	target, rt, err := w.probers[0].Env(ctx, w.cfg.Target)
+	target, rt, err := w.env.Env(ctx, w.cfg.Target)
 	w.resolving.Store(false)
 	if err != nil {
 		if ctx.Err() != nil {

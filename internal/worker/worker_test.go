@@ -283,7 +283,7 @@ func TestAWrongTokenChangesNothing(t *testing.T) {
 	p := &fakeProber{delay: 5 * time.Millisecond}
 	w, err := New(Config{Server: f.srv.URL, Token: "wrong", ID: "w", Host: "h", Target: compat.TargetCPU,
 		FetchFailed: func(fleet.Job, error) compat.Result { return compat.Result{} },
-		WouldChange: func(a, b compat.Status) bool { return a != b }}, []Prober{p}, fakeFetcher{})
+		WouldChange: func(a, b compat.Status) bool { return a != b }}, p, []Prober{p}, fakeFetcher{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -303,7 +303,7 @@ func TestEnvFailureStopsTheStart(t *testing.T) {
 	f := newFakeServer(t, 5*time.Second)
 	w, err := New(Config{Server: f.srv.URL, Token: testToken, ID: "w", Host: "h", Target: compat.TargetTPU,
 		FetchFailed: func(fleet.Job, error) compat.Result { return compat.Result{} },
-		WouldChange: func(a, b compat.Status) bool { return a != b }}, []Prober{&fakeProber{}}, fakeFetcher{})
+		WouldChange: func(a, b compat.Status) bool { return a != b }}, &fakeProber{}, []Prober{&fakeProber{}}, fakeFetcher{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -330,5 +330,28 @@ func TestNewID(t *testing.T) {
 	}
 	if len(ids) != 4 {
 		t.Errorf("ids %v", ids)
+	}
+}
+
+func TestTheProbeIsToldItsPlanAndMissingInputs(t *testing.T) {
+	j := job("org/full")
+	j.Mode, j.PlanNote = compat.ModeFull, "untested on cpu; auto -> full"
+	j.InputFiles = []string{"tokenizer.json", "tokenizer_config.json"}
+	plain := job("org/plain")
+	plain.PlanNote = "new revision"
+	f := newFakeServer(t, 5*time.Second, j, plain)
+	p := &fakeProber{delay: 5 * time.Millisecond}
+	_, stop := startWorker(t, f, p, 1, time.Second, nil)
+	eventually(t, "two results", func() bool { acc, _, _, _ := f.snapshot(); return len(acc) == 2 })
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if got, want := p.reqs["org/full"].PlanNote, "untested on cpu; auto -> full; input files not fetched: tokenizer.json (over its size cap)"; got != want {
+		t.Errorf("note %q, want %q", got, want)
+	}
+	if got := p.reqs["org/plain"].PlanNote; got != "new revision" {
+		t.Errorf("note %q", got)
 	}
 }
