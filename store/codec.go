@@ -187,10 +187,11 @@ type modelRow struct {
 	gated                  bool
 	tags                   sql.NullString
 	lastModified           sql.NullInt64
+	readiness              sql.NullString
 }
 
 func (m *modelRow) dest() []any {
-	return []any{&m.id, &m.task, &m.library, &m.downloads, &m.likes, &m.gated, &m.sha, &m.tags, &m.lastModified}
+	return []any{&m.id, &m.task, &m.library, &m.downloads, &m.likes, &m.gated, &m.sha, &m.tags, &m.lastModified, &m.readiness}
 }
 
 func (m *modelRow) model() (compat.Model, error) {
@@ -210,7 +211,9 @@ func (m *modelRow) model() (compat.Model, error) {
 			return out, fmt.Errorf("model %s tags: %w", m.id, err)
 		}
 	}
-	return out, nil
+	var err error
+	out.Readiness, err = decodeReadiness(m.id, m.readiness)
+	return out, err
 }
 
 // scanEvents reads rows of eventCols; it takes a query's two results.

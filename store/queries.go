@@ -24,7 +24,7 @@ const (
 
 // Models and aliases.
 const (
-	modelCols = `m.id, m.task, m.library, m.downloads, m.likes, m.gated, m.sha, m.tags, m.last_modified`
+	modelCols = `m.id, m.task, m.library, m.downloads, m.likes, m.gated, m.sha, m.tags, m.last_modified, m.readiness`
 
 	// sqlUpsertModel writes a model; an unchanged row is left alone (no
 	// write, updated_at kept).

@@ -160,6 +160,7 @@ func (p *probeRun) complete(res compat.Result, out procOutcome) compat.Result {
 	}
 	res.Runtime.Harness = p.r.harnessVersion(res.Runtime.Harness)
 	res.Continuation = cleanContinuation(res.Continuation)
+	res.Metrics.MFU, res.Metrics.MBU = efficiencyShare(res, res.Metrics.MFU), efficiencyShare(res, res.Metrics.MBU)
 	if res.Status != compat.StatusPass {
 		res.LogTail = mergeLogTail(res.LogTail, out.stderrTail)
 	} else {

@@ -157,6 +157,7 @@ type job struct {
 	files    []string // what the probe needs from the repository (fetch)
 	inputs   []string // the tokenizer and processor files it may use (full mode)
 	snapshot string
+	config   map[string]any // config.json as fetched; nil when not read
 	result   *compat.Result // set when preflight or fetching decided the outcome
 	// inputsNote says which tokenizer or processor files could not be
 	// fetched (full mode), for the probe's note; "" when none failed.
@@ -293,10 +294,10 @@ func (r *run) execute(ctx context.Context) error {
 	return r.pipeline(ctx, models)
 }
 
-// prepare plans, fetches and preflights one model. It returns nil when the
-// model needs no retest, a job with result set when the outcome is already
-// known, or a job ready to probe.
-func (r *run) prepare(ctx context.Context, m hub.ModelInfo) *job {
+// prepareJob plans, fetches and preflights one model. It returns nil when
+// the model needs no retest, a job with result set when the outcome is
+// already known, or a job ready to probe.
+func (r *run) prepareJob(ctx context.Context, m hub.ModelInfo) *job {
 	j := &job{info: m}
 	if he := r.refusal(m.ID); he != nil {
 		return r.fetchFailed(j, he)
@@ -374,6 +375,7 @@ func (r *run) fetch(ctx context.Context, j *job, cand probe.Candidate) *job {
 	}
 	j.snapshot = dir
 	cand.Config, cand.ConfigErr = readConfig(filepath.Join(dir, "config.json"))
+	j.config = cand.Config
 	cand.Mode = j.plan.Mode
 	if res := probe.Preflight(cand); res != nil {
 		return r.decided(j, *res)

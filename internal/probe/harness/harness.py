@@ -149,6 +149,7 @@ os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness_efficiency as he  # noqa: E402
 import harness_failures as hf  # noqa: E402
 import harness_inputs as hi  # noqa: E402
 import harness_tasks as ht  # noqa: E402
@@ -1374,6 +1375,7 @@ class Probe:
         res["mode"] = self.mode
         res["runtime"] = self.runtime
         res["metrics"] = {k: (finite_or_none(v) if isinstance(v, float) else v) for k, v in self.metrics.items()}
+        he.annotate(self, res)  # metrics.mfu, .mbu and .efficiency (harness_efficiency.py)
         rev = f" --revision {self.args.revision}" if self.args.revision else ""
         res["repro"] = (f"scanner probe {self.args.model_id or self.args.model_dir}{rev} --target {self.target}"
                         + (f" --mode {self.mode or self.args.mode}"))
