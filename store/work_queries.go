@@ -1,6 +1,6 @@
 package store
 
-// The work queue's SQL (migration 0005; work.go).
+// The work queue's SQL (migrations/*_work_queue.sql; work.go).
 const (
 	sqlSeeWorker = `INSERT INTO workers (id, host, version, target, runtime_key, runtime, devices, memory_bytes, first_seen, last_seen)
 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9)

@@ -13,6 +13,7 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/internal/dispatch"
 	"github.com/google-pytorch/torchtpu-scanner/internal/fleet"
 	"github.com/google-pytorch/torchtpu-scanner/internal/hub"
+	"github.com/google-pytorch/torchtpu-scanner/internal/readiness"
 	"github.com/google-pytorch/torchtpu-scanner/store"
 )
 
@@ -235,5 +236,36 @@ func TestAFleetScanStoppedWhilePlanningIsInterrupted(t *testing.T) {
 	}
 	if h, _ := f.store.History(context.Background(), "p/a", "", 10); len(h) != 0 {
 		t.Errorf("p/a: %+v", h)
+	}
+}
+
+// A fleet scan stores every listed model's readiness on the server at
+// listing time, as a local scan does: from config.json for a model it
+// queues (the server reads config.json for preflight), from the listing's
+// summary and safetensors counts for one it declines; workers compute none.
+func TestAFleetScanStoresReadiness(t *testing.T) {
+	llama := model("r/llama", "text-generation", "transformers")
+	gated := model("r/gated", "text-generation", "transformers")
+	gated.Gated = true
+	gated.Safetensors = map[string]int64{"BF16": 70000000000}
+	f, _, iw := fleetFixture(t, llama, gated)
+	f.hub.configs["r/llama"] = llama1BConfig
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go iw.run(ctx)
+	if _, err := f.s.Run(ctx, Options{Mode: compat.ModeArch, Target: compat.TargetAuto}, Hooks{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := len(iw.leased()); got != 1 {
+		t.Fatalf("leased %d jobs, want 1 (the llama)", got)
+	}
+	r := f.readiness(t, "r/llama")
+	if r == nil || deref(r.ParamsSource) != readiness.SourceConfig || r.Params == nil || *r.Params != 1235814400 ||
+		r.KVBytesPerToken == nil || *r.KVBytesPerToken != 32768 {
+		t.Errorf("queued model's readiness: %+v", r)
+	}
+	r = f.readiness(t, "r/gated")
+	if r == nil || r.Params == nil || *r.Params != 70000000000 || deref(r.ParamsSource) != readiness.SourceSafetensors {
+		t.Errorf("gated model's readiness: %+v", r)
 	}
 }

@@ -1,4 +1,4 @@
--- 0005: the work queue of `serve --dispatch workers` (internal/fleet): the
+-- The work queue of `serve --dispatch workers` (internal/fleet): the
 -- workers that lease probes, the jobs of each scan, and which worker
 -- produced a result. The server is the only writer; every transition of a
 -- job is decided by fleet's pure functions and written in one transaction.
