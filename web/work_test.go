@@ -17,6 +17,7 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/internal/dispatch"
 	"github.com/google-pytorch/torchtpu-scanner/internal/fleet"
 	"github.com/google-pytorch/torchtpu-scanner/store"
+	"github.com/google-pytorch/torchtpu-scanner/store/storetest"
 )
 
 // fakeWork records the calls that reach it and answers err when set.
@@ -247,5 +248,83 @@ func TestTheModelPageNamesTheWorker(t *testing.T) {
 	}
 	if a := ts.get(t, "/api/v1/models/org/fleet"); !strings.Contains(a.body, `"worker":"scanner-worker-7d9f-\u003cb\u003ex\u003c/b\u003e"`) {
 		t.Errorf("API: %.400s", a.body)
+	}
+}
+
+// The worker protocol over HTTP, with the real dispatcher and queue behind
+// it: a missing or wrong token changes nothing; a result naming another
+// model, one that is not contract JSON and one over 1 MiB get 400 and the
+// lease stays; the right result is recorded once, and the same post again
+// (a late result) gets 409 and records nothing.
+func TestWorkRoutesOverTheRealQueue(t *testing.T) {
+	ctx := context.Background()
+	db := storetest.MustOpen(t)
+	d := dispatch.New(db, dispatch.Config{LeaseTTL: time.Minute, Logger: discard})
+	t.Cleanup(d.Close)
+	ts := newTestServer(t, 0, 0, Config{Store: db, Work: d, WorkerToken: testWorkerToken})
+	rt := compat.Runtime{Torch: "2.15.0", Transformers: "5.23.0", Harness: "h", Device: "cpu", DeviceCount: 1}
+	w := fleet.Worker{ID: "w-1", Host: "host-1", Target: compat.TargetCPU, Runtime: rt, Devices: 1, MemoryBytes: 8 << 30}
+	if err := db.UpsertModels(ctx, []store.ModelUpsert{{ID: "org/m", SHA: "sha"}, {ID: "org/other", SHA: "sha"}}); err != nil {
+		t.Fatal(err)
+	}
+	scanID, err := db.StartScan(ctx, store.Scan{Trigger: "test", Target: "cpu", Runtime: rt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	job := fleet.Job{ModelID: "org/m", Revision: "sha", Target: compat.TargetCPU, Mode: compat.ModeArch, Files: []string{"config.json"}}
+	if err := d.Enqueue(ctx, scanID, []store.NewJob{{Rank: 0, RuntimeKey: rt.Key(), Job: job}}); err != nil {
+		t.Fatal(err)
+	}
+	leaseReq := mustJSON(t, fleet.LeaseRequest{Worker: w, Max: 1})
+	for token, want := range map[string]int{"": http.StatusUnauthorized, "wrong": http.StatusForbidden} {
+		if r := ts.post(t, fleet.PathLease, token, leaseReq); r.status != want {
+			t.Errorf("lease with token %q: %d %s, want %d", token, r.status, r.body, want)
+		}
+	}
+	if c, _ := db.ScanJobs(ctx, scanID); c.Queued != 1 || c.Leased != 0 {
+		t.Fatalf("refused leases changed the queue: %+v", c)
+	}
+	r := ts.post(t, fleet.PathLease, testWorkerToken, leaseReq)
+	lr := decode[fleet.LeaseResponse](t, r)
+	if r.status != 200 || len(lr.Leases) != 1 || lr.Leases[0].Job.ModelID != "org/m" {
+		t.Fatalf("lease: %d %s", r.status, r.body)
+	}
+	l := lr.Leases[0]
+	res := fleet.ResultRequest{LeaseID: l.ID, WorkerID: w.ID, ModelID: "org/m", Result: compat.Result{Target: compat.TargetCPU,
+		Status: compat.StatusPass, Revision: "sha", TestedAt: time.Now().UTC(), Runtime: rt, Mode: compat.Ptr(compat.ModeArch)}}
+	foreign := res
+	foreign.ModelID = "org/other"
+	big := res
+	big.Result.LogTail = strings.Repeat("x", fleet.MaxBodyBytes)
+	for name, body := range map[string][]byte{
+		"another model":  mustJSON(t, foreign),
+		"not JSON":       []byte(`{"lease_id": "` + l.ID + `", "result": {"status": 7}}`),
+		"over 1 MiB":     mustJSON(t, big),
+		"unknown status": bytes.Replace(mustJSON(t, res), []byte(`"status":"pass"`), []byte(`"status":"great"`), 1),
+	} {
+		if r := ts.post(t, fleet.PathResult, testWorkerToken, body); r.status != http.StatusBadRequest {
+			t.Errorf("%s: %d %.300s, want 400", name, r.status, r.body)
+		}
+	}
+	for token, want := range map[string]int{"": http.StatusUnauthorized, "wrong": http.StatusForbidden} {
+		if r := ts.post(t, fleet.PathResult, token, mustJSON(t, res)); r.status != want {
+			t.Errorf("result with token %q: %d, want %d", token, r.status, want)
+		}
+	}
+	if c, _ := db.ScanJobs(ctx, scanID); c.Leased != 1 || c.Done != 0 {
+		t.Errorf("after refused results: %+v; the lease stays", c)
+	}
+	if h, _ := db.History(ctx, "org/m", "", 10); len(h) != 0 {
+		t.Errorf("refused results were recorded: %+v", h)
+	}
+	if r := ts.post(t, fleet.PathResult, testWorkerToken, mustJSON(t, res)); r.status != 200 {
+		t.Fatalf("the result: %d %s", r.status, r.body)
+	}
+	if r := ts.post(t, fleet.PathResult, testWorkerToken, mustJSON(t, res)); r.status != http.StatusConflict {
+		t.Errorf("the same result again: %d %s, want 409", r.status, r.body)
+	}
+	h, err := db.History(ctx, "org/m", "", 10)
+	if err != nil || len(h) != 1 || h[0].Worker != "host-1" || h[0].Status != compat.StatusPass {
+		t.Errorf("history %+v (%v): want exactly one pass by host-1", h, err)
 	}
 }
