@@ -11,6 +11,11 @@ echo "   (200 models, fake Hub with a 20 ms download delay, stand-in harness of 
 go test ./internal/scan -run '^$' -bench BenchmarkScanDeviceBusy -benchtime=1x -count=1 | grep -E 'Benchmark|pipelined'
 
 echo
+echo "== Fleet scaling: one scan of 40 models through 1, 2 and 4 \`scanner worker\` processes"
+echo "   (serve --dispatch workers on loopback, stand-in harness of 2 s; target: >= 3.5x at 4 workers)"
+go test ./cmd/scanner -run '^$' -bench BenchmarkFleetScaling -benchtime=1x -count=1 -timeout 30m | grep -E 'Benchmark|worker|speedup'
+
+echo
 echo "== Store: one page of the table over 10 000 models and 100 000 results"
 go test ./store -run '^$' -bench 'BenchmarkListModels' -benchtime=2s -count=1 | grep -E '^Benchmark'
 echo "   and the runtimes (/runtimes, the charts) and one runtime's results (a comparison's half), same data"

@@ -83,13 +83,14 @@ type resultRow struct {
 	task         sql.NullString
 	repro        sql.NullString
 	continuation sql.NullString
+	worker       sql.NullString
 }
 
 // dest is the Scan destinations, in the order of resultCols.
 func (r *resultRow) dest() []any {
 	return []any{&r.id, &r.scanID, &r.target, &r.status, &r.stage, &r.failureClass, &r.op, &r.reason,
 		&r.signature, &r.message, &r.mode, &r.revision, &r.testedAt, &r.durationS, &r.runtime, &r.metrics,
-		&r.stages, &r.logTail, &r.task, &r.repro, &r.continuation}
+		&r.stages, &r.logTail, &r.task, &r.repro, &r.continuation, &r.worker}
 }
 
 // runtimes decodes runtime JSON, once per distinct text: the results of a
@@ -131,6 +132,7 @@ func (r *resultRow) result(rts runtimes) (*compat.Result, error) {
 		Repro:        r.repro.String,
 		Task:         r.task.String,
 		LogTail:      r.logTail.String,
+		Worker:       r.worker.String,
 	}
 	if r.scanID.Valid {
 		id := r.scanID.Int64

@@ -85,18 +85,18 @@ const (
 	// resultCols are read from resultFrom.
 	resultCols = `r.id, r.scan_id, r.target, r.status, r.stage, r.failure_class, r.op, r.reason, r.signature, r.message,
 	r.mode, r.revision, r.tested_at, r.duration_s, r.runtime, r.metrics, r.stages, l.log_tail, r.task, r.repro,
-	r.continuation`
+	r.continuation, r.worker`
 	resultFrom = `results r LEFT JOIN result_logs l ON l.result_id = r.id`
 	logJoin    = ` LEFT JOIN result_logs l ON l.result_id = r.id`
 	// resultColsNoLog is resultCols without the log tail (and its join)
 	// and the continuation, for lists.
 	resultColsNoLog = `r.id, r.scan_id, r.target, r.status, r.stage, r.failure_class, r.op, r.reason, r.signature, r.message,
-	r.mode, r.revision, r.tested_at, r.duration_s, r.runtime, r.metrics, r.stages, NULL, r.task, r.repro, NULL`
+	r.mode, r.revision, r.tested_at, r.duration_s, r.runtime, r.metrics, r.stages, NULL, r.task, r.repro, NULL, r.worker`
 
 	sqlInsertResult = `INSERT INTO results (model_id, scan_id, target, status, stage, failure_class, op, reason, signature, message,
 	mode, revision, tested_at, duration_s, runtime, runtime_key, torch, torch_tpu, transformers, harness,
-	metrics, tokens_per_s, stages, task, repro, continuation)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	metrics, tokens_per_s, stages, task, repro, continuation, worker)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT DO NOTHING
 RETURNING id`
 	sqlInsertLog       = `INSERT INTO result_logs (result_id, log_tail) VALUES (?, ?)`
@@ -154,7 +154,6 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`
 	sqlFinishScan      = `UPDATE scans SET status = ?, error = ?, device_busy = ?, finished_at = ? WHERE id = ?`
 	sqlGetScan         = `SELECT ` + scanCols + ` FROM scans WHERE id = ?`
 	sqlListScans       = `SELECT ` + scanCols + ` FROM scans ORDER BY id DESC LIMIT ?`
-	sqlRunningScans    = `SELECT id, owner FROM scans WHERE status = 'running'`
 	sqlMarkInterrupted = `UPDATE scans SET status = 'interrupted', finished_at = ? WHERE id = ? AND status = 'running'`
 	sqlScanOwner       = `UPDATE scans SET owner = ? WHERE id = ?`
 )

@@ -301,7 +301,7 @@ func insertResult(ctx context.Context, tx *sql.Tx, modelID string, r compat.Resu
 		nullStr(r.Op), nullStr(r.Reason), nullStr(r.Signature), nullStr(r.Message), nullStr(r.Mode),
 		r.Revision, unixNano(r.TestedAt), r.DurationS, runtimeJSON, key,
 		r.Runtime.Torch, r.Runtime.TorchTPU, r.Runtime.Transformers, r.Runtime.Harness,
-		metricsJSON, nullFloat(r.Metrics.TokensPerS), stages, r.Task, r.Repro, continuation,
+		metricsJSON, nullFloat(r.Metrics.TokensPerS), stages, r.Task, r.Repro, continuation, r.Worker,
 	).Scan(&id)
 	if err == nil {
 		if r.LogTail != "" {
@@ -380,9 +380,23 @@ func (s *SQLite) RecordFlaky(ctx context.Context, modelID string, seen compat.Re
 		return fmt.Errorf("store: record flaky: %w", err)
 	}
 	defer tx.Rollback()
+	if err := s.recordFlaky(ctx, tx, modelID, seen, kept); err != nil {
+		return fmt.Errorf("store: record flaky: %w", err)
+	}
+	if err := s.touch(ctx, tx); err != nil {
+		return fmt.Errorf("store: record flaky: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("store: record flaky: %w", err)
+	}
+	return nil
+}
+
+// recordFlaky writes RecordFlaky's event inside tx.
+func (s *SQLite) recordFlaky(ctx context.Context, tx *sql.Tx, modelID string, seen compat.Result, kept compat.Status) error {
 	id, err := resolveModel(ctx, tx, modelID)
 	if err != nil {
-		return fmt.Errorf("store: record flaky: %w", err)
+		return err
 	}
 	at := seen.TestedAt
 	if at.IsZero() {
@@ -400,14 +414,6 @@ func (s *SQLite) RecordFlaky(ctx context.Context, modelID string, seen compat.Re
 		Message:    seen.Message,
 		At:         at,
 	}
-	if _, err := insertEvent(ctx, tx, ev, nil); err != nil {
-		return fmt.Errorf("store: record flaky: %w", err)
-	}
-	if err := s.touch(ctx, tx); err != nil {
-		return fmt.Errorf("store: record flaky: %w", err)
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("store: record flaky: %w", err)
-	}
-	return nil
+	_, err = insertEvent(ctx, tx, ev, nil)
+	return err
 }

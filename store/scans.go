@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"os"
@@ -157,43 +158,31 @@ func listScans(ctx context.Context, q querier, limit int) ([]Scan, error) {
 // MarkInterrupted marks interrupted, with finished_at now, every running
 // scan whose process is gone (see ownerGone), and returns how many it
 // marked. A scan that another live process on this host (a `scanner scan`
-// next to `scanner serve`) runs on the same file is left running. Call it
-// at start-up.
+// next to `scanner serve`) runs on the same file is left running, and so
+// is a scan whose jobs are still queued for workers (see ResumeScans and
+// CancelOrphanJobs). Call it at start-up.
 func (s *SQLite) MarkInterrupted(ctx context.Context) (int, error) {
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
 		return 0, fmt.Errorf("store: mark interrupted: %w", err)
 	}
 	defer tx.Rollback()
-	rows, err := tx.QueryContext(ctx, sqlRunningScans)
+	orphans, err := orphanScans(ctx, tx)
 	if err != nil {
 		return 0, fmt.Errorf("store: mark interrupted: %w", err)
 	}
-	var gone []int64
-	for rows.Next() {
-		var id int64
-		var owner string
-		if err := rows.Scan(&id, &owner); err != nil {
-			rows.Close()
-			return 0, fmt.Errorf("store: mark interrupted: %w", err)
-		}
-		if ownerGone(owner) {
-			gone = append(gone, id)
-		}
-	}
-	if err := rows.Close(); err != nil {
-		return 0, fmt.Errorf("store: mark interrupted: %w", err)
-	}
-	if err := rows.Err(); err != nil {
-		return 0, fmt.Errorf("store: mark interrupted: %w", err)
-	}
 	now := unixNano(s.now())
-	for _, id := range gone {
-		if _, err := tx.ExecContext(ctx, sqlMarkInterrupted, now, id); err != nil {
+	marked := 0
+	for _, o := range orphans {
+		if o.openJobs > 0 {
+			continue
+		}
+		if _, err := tx.ExecContext(ctx, sqlMarkInterrupted, now, o.id); err != nil {
 			return 0, fmt.Errorf("store: mark interrupted: %w", err)
 		}
+		marked++
 	}
-	if len(gone) > 0 {
+	if marked > 0 {
 		if err := s.touch(ctx, tx); err != nil {
 			return 0, fmt.Errorf("store: mark interrupted: %w", err)
 		}
@@ -201,5 +190,95 @@ func (s *SQLite) MarkInterrupted(ctx context.Context) (int, error) {
 	if err := tx.Commit(); err != nil {
 		return 0, fmt.Errorf("store: mark interrupted: %w", err)
 	}
-	return len(gone), nil
+	return marked, nil
+}
+
+// orphan is a running scan whose process is gone.
+type orphan struct {
+	id       int64
+	openJobs int // its jobs still queued or leased
+}
+
+// orphanScans lists the running scans whose process is gone.
+func orphanScans(ctx context.Context, tx *sql.Tx) ([]orphan, error) {
+	rows, err := tx.QueryContext(ctx, sqlRunningScansJobs)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []orphan
+	for rows.Next() {
+		var o orphan
+		var owner string
+		if err := rows.Scan(&o.id, &owner, &o.openJobs); err != nil {
+			return nil, err
+		}
+		if ownerGone(owner) {
+			out = append(out, o)
+		}
+	}
+	return out, rows.Err()
+}
+
+// ResumeScans takes over the running scans whose process is gone while
+// their jobs are still queued or leased (a server of `--dispatch workers`
+// restarted mid-scan): it records this process as their owner and returns
+// their ids, oldest first, for the caller to wait until their queues
+// drain. Call it at start-up, before MarkInterrupted.
+func (s *SQLite) ResumeScans(ctx context.Context) ([]int64, error) {
+	var ids []int64
+	err := s.inTx(ctx, func(tx *sql.Tx) (bool, error) {
+		orphans, err := orphanScans(ctx, tx)
+		if err != nil {
+			return false, err
+		}
+		for _, o := range orphans {
+			if o.openJobs == 0 {
+				continue
+			}
+			if _, err := tx.ExecContext(ctx, sqlAdoptScan, processOwner(), o.id); err != nil {
+				return false, err
+			}
+			ids = append(ids, o.id)
+		}
+		return false, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: resume scans: %w", err)
+	}
+	return ids, nil
+}
+
+// CancelOrphanJobs cancels the open jobs of the running scans whose
+// process is gone (a server that queued them now runs without workers),
+// and returns how many; MarkInterrupted then marks those scans. Call it at
+// start-up, before MarkInterrupted.
+func (s *SQLite) CancelOrphanJobs(ctx context.Context) (int, error) {
+	var n int64
+	err := s.inTx(ctx, func(tx *sql.Tx) (bool, error) {
+		orphans, err := orphanScans(ctx, tx)
+		if err != nil {
+			return false, err
+		}
+		now := unixNano(s.now())
+		for _, o := range orphans {
+			if o.openJobs == 0 {
+				continue
+			}
+			res, err := tx.ExecContext(ctx, sqlCancelJobs, now, o.id)
+			if err != nil {
+				return false, err
+			}
+			k, err := res.RowsAffected()
+			if err != nil {
+				return false, err
+			}
+			n += k
+		}
+		return n > 0, nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("store: cancel orphan jobs: %w", err)
+	}
+	return int(n), nil
 }

@@ -23,6 +23,7 @@ var (
 	ErrRateLimited    = errors.New("rate limit exceeded")
 	ErrWritesDisabled = errors.New("write endpoints are disabled: the server has no admin token (set SCANNER_ADMIN_TOKEN)")
 	ErrUnavailable    = errors.New("service unavailable")
+	ErrConflict       = errors.New("conflict")
 )
 
 // statusOf maps an error to its HTTP status.
@@ -37,7 +38,7 @@ func statusOf(err error) int {
 		return http.StatusUnauthorized
 	case errors.Is(err, ErrForbidden), errors.Is(err, ErrWritesDisabled):
 		return http.StatusForbidden
-	case errors.Is(err, ErrScanQueued):
+	case errors.Is(err, ErrScanQueued), errors.Is(err, ErrConflict):
 		return http.StatusConflict
 	case errors.Is(err, ErrRateLimited):
 		return http.StatusTooManyRequests

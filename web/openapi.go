@@ -4,6 +4,7 @@ import (
 	_ "embed"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/gofiber/fiber/v2"
 )
@@ -11,19 +12,25 @@ import (
 //go:embed openapi.json
 var openapiJSON []byte
 
-// loadOpenAPI checks the embedded OpenAPI document and drops the scan
-// request operation when the server has no ScanControl (no such route).
-func loadOpenAPI(withScanRequests bool) ([]byte, error) {
+// loadOpenAPI checks the embedded OpenAPI document and drops the
+// operations the server does not serve: the scan request without a
+// ScanControl, the worker protocol without workers and their token.
+func loadOpenAPI(withScanRequests, withWork bool) ([]byte, error) {
 	var doc map[string]any
 	if err := json.Unmarshal(openapiJSON, &doc); err != nil {
 		return nil, fmt.Errorf("web: openapi.json: %w", err)
 	}
-	if withScanRequests {
+	if withScanRequests && withWork {
 		return openapiJSON, nil
 	}
 	paths, _ := doc["paths"].(map[string]any)
-	if scans, ok := paths["/api/v1/scans"].(map[string]any); ok {
+	if scans, ok := paths["/api/v1/scans"].(map[string]any); ok && !withScanRequests {
 		delete(scans, "post")
+	}
+	for p := range paths {
+		if strings.HasPrefix(p, "/api/v1/work/") && !withWork {
+			delete(paths, p)
+		}
 	}
 	out, err := json.MarshalIndent(doc, "", "  ")
 	if err != nil {

@@ -32,6 +32,7 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 		cfg := Config{Store: storetest.MustOpen(t), Logger: discard}
 		if withScans {
 			cfg.Scans = &fakeScans{}
+			cfg.Work, cfg.WorkerToken = &fakeWork{}, "wt" // the worker protocol's routes too
 		}
 		s, err := New(cfg)
 		if err != nil {

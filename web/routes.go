@@ -23,6 +23,9 @@ func (s *Server) routes(app *fiber.App) {
 	// Badges: /badge/{id}.svg and /badge/{id}.json (CORS set by secure).
 	app.Get("/badge/*", s.badge)
 
+	// The worker protocol (work.go), before the API's rate limit.
+	s.workRoutes(app)
+
 	// JSON API, rate-limited per client.
 	api := app.Group("/api/v1", cors, s.limit)
 	api.Get("/models", s.apiModels)
@@ -37,6 +40,7 @@ func (s *Server) routes(app *fiber.App) {
 		api.Post("/scans", s.apiRequestScan)
 	}
 	api.Get("/openapi.json", s.apiOpenAPI)
+	api.Get("/workers", s.apiWorkers)
 
 	// Feeds and exports.
 	app.Get("/feed.json", cors, s.feed)

@@ -38,6 +38,9 @@ type ScanState struct {
 	Queued     bool      `json:"queued"`
 	HubError   string    `json:"hub_error,omitempty"`   // the last Hub failure, "" once it recovered
 	HubErrorAt time.Time `json:"hub_error_at,omitzero"` // when HubError happened
+	// With --dispatch workers: the live workers, and how many hold a lease.
+	Workers     int `json:"workers,omitempty"`
+	WorkersBusy int `json:"workers_busy,omitempty"`
 }
 
 // ScanControl is the part of the scheduler the web server drives.
@@ -81,6 +84,13 @@ type Config struct {
 	// ProxyHeader, when set (e.g. X-Forwarded-For), is trusted for the
 	// client's IP. Only set it behind a proxy that overwrites the header.
 	ProxyHeader string
+
+	// Work is the worker fleet (serve --dispatch workers); nil means no
+	// work routes and an empty /api/v1/workers.
+	Work WorkControl
+	// WorkerToken guards /api/v1/work/… (Authorization: Bearer …); empty
+	// turns those routes off (404).
+	WorkerToken string
 }
 
 // Defaults of Config.
@@ -95,6 +105,8 @@ const (
 type Server struct {
 	store       Store
 	scans       ScanControl
+	work        WorkControl
+	workerToken string
 	adminToken  string
 	hubEndpoint string
 	publicURL   string
@@ -135,6 +147,8 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{
 		store:       cfg.Store,
 		scans:       cfg.Scans,
+		work:        cfg.Work,
+		workerToken: cfg.WorkerToken,
 		adminToken:  cfg.AdminToken,
 		hubEndpoint: strings.TrimRight(cfg.HubEndpoint, "/"),
 		publicURL:   strings.TrimRight(cfg.PublicURL, "/"),
@@ -194,13 +208,16 @@ func New(cfg Config) (*Server, error) {
 	if s.pages, err = parsePages(s.funcs()); err != nil {
 		return nil, err
 	}
-	if s.openapi, err = loadOpenAPI(s.scans != nil); err != nil {
+	if s.openapi, err = loadOpenAPI(s.scans != nil, s.work != nil && s.workerToken != ""); err != nil {
 		return nil, err
 	}
 
 	bodyLimit := cfg.BodyLimit
 	if bodyLimit <= 0 {
 		bodyLimit = DefaultBodyLimit
+	}
+	if s.work != nil && s.workerToken != "" {
+		bodyLimit = max(bodyLimit, workBodyLimit)
 	}
 	s.app = fiber.New(fiber.Config{
 		AppName:               "torchtpu-scanner",

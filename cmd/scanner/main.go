@@ -5,6 +5,7 @@
 //	scanner scan   [flags]   one scan now
 //	scanner probe  MODEL     one smoke test of one model, printed; no database
 //	scanner check  MODEL     CI gate against a running server's API
+//	scanner worker [flags]   probe jobs leased from a server (--dispatch workers)
 //	scanner backup FILE      a consistent copy of the database, while serving
 //	scanner version
 package main
@@ -39,6 +40,8 @@ Usage:
   scanner check  MODEL --server URL [--since RUNTIME]
                                 CI gate: exit 0 pass, 1 not passing or regressed
                                 (since RUNTIME), 2 untested/unknown, 3 server unreachable
+  scanner worker --server URL   probe jobs leased from a server (serve --dispatch workers);
+                                token in SCANNER_WORKER_TOKEN
   scanner backup FILE [--db]    consistent copy of the database, safe while serving
   scanner version
 
@@ -104,6 +107,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		code, line := check.CheckSince(ctx, cfg.Server, positional[0], cfg.Target, cfg.Since, nil)
 		fmt.Fprintln(stdout, line)
 		return code
+	case config.CmdWorker:
+		if len(positional) != 0 {
+			fmt.Fprintln(stderr, "scanner worker: takes no arguments, only flags")
+			return 2
+		}
+		return exitOn(stderr, app.RunWorker(ctx, cfg, logger, version))
 	case config.CmdBackup:
 		if len(positional) != 1 {
 			fmt.Fprintln(stderr, "scanner backup: want exactly one FILE to write")

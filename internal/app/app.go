@@ -19,6 +19,7 @@ import (
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/internal/config"
+	"github.com/google-pytorch/torchtpu-scanner/internal/dispatch"
 	"github.com/google-pytorch/torchtpu-scanner/internal/hub"
 	"github.com/google-pytorch/torchtpu-scanner/internal/metrics"
 	"github.com/google-pytorch/torchtpu-scanner/internal/probe"
@@ -41,6 +42,8 @@ type App struct {
 	Runner  scan.Prober
 	Scanner *scan.Scanner
 	Service *scan.Service
+	// Fleet is the work queue's dispatcher under --dispatch workers, else nil.
+	Fleet   *dispatch.Dispatcher
 	Metrics *metrics.Registry
 	m       appMetrics
 
@@ -62,11 +65,10 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, version strin
 		return nil, fmt.Errorf("open database %s: %w", cfg.DB, err)
 	}
 	a.Store = st
-	if n, err := st.MarkInterrupted(ctx); err != nil {
+	resumed, err := a.startUp(ctx)
+	if err != nil {
 		st.Close()
-		return nil, fmt.Errorf("mark interrupted scans: %w", err)
-	} else if n > 0 {
-		log.Warn("scans left running by an earlier process marked interrupted", "scans", n)
+		return nil, err
 	}
 
 	a.Hub, err = newHubClient(cfg, log, a.m)
@@ -91,8 +93,40 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, version strin
 			},
 		},
 	}
+	if a.Fleet != nil {
+		a.Scanner.Fleet = a.Fleet
+	}
 	a.Service = scan.NewService(a.Scanner, scanOptions(cfg), log)
+	a.Service.Resume(resumed)
 	return a, nil
+}
+
+// startUp settles what an earlier process left: under --dispatch workers
+// it builds the dispatcher and resumes the scans whose jobs are still
+// queued (returned); otherwise it cancels such jobs. Then the scans left
+// running by a dead process are marked interrupted.
+func (a *App) startUp(ctx context.Context) ([]int64, error) {
+	var resumed []int64
+	if a.cfg.Dispatch == config.DispatchWorkers {
+		a.Fleet = a.newDispatcher()
+		var err error
+		if resumed, err = a.Store.ResumeScans(ctx); err != nil {
+			return nil, fmt.Errorf("resume scans: %w", err)
+		}
+		if len(resumed) > 0 {
+			a.log.Info("scans left to their queued jobs by an earlier process are resumed", "scans", resumed)
+		}
+	} else if n, err := a.Store.CancelOrphanJobs(ctx); err != nil {
+		return nil, fmt.Errorf("cancel orphan jobs: %w", err)
+	} else if n > 0 {
+		a.log.Warn("jobs queued for workers by an earlier process cancelled (this server probes locally)", "jobs", n)
+	}
+	if n, err := a.Store.MarkInterrupted(ctx); err != nil {
+		return nil, fmt.Errorf("mark interrupted scans: %w", err)
+	} else if n > 0 {
+		a.log.Warn("scans left running by an earlier process marked interrupted", "scans", n)
+	}
+	return resumed, nil
 }
 
 func newHubClient(cfg config.Config, log *slog.Logger, m appMetrics) (*hub.Client, error) {
@@ -185,10 +219,14 @@ func (a *App) Scan(ctx context.Context, trigger string, progress func(scan.Progr
 // empty database it starts the first scan at once, so a newcomer sees rows
 // appear; with --no-schedule nothing is scanned unless asked.
 func (a *App) Serve(ctx context.Context) error {
-	srv, err := web.New(web.Config{
-		Store: a.Store, Scans: scanControl{a.Service}, AdminToken: a.cfg.AdminToken, HubEndpoint: a.cfg.HubEndpoint,
+	wcfg := web.Config{
+		Store: a.Store, Scans: scanControl{a.Service, a.Fleet}, AdminToken: a.cfg.AdminToken, HubEndpoint: a.cfg.HubEndpoint,
 		Metrics: a.Metrics, Logger: a.log, Version: a.version, PublicURL: a.cfg.PublicURL, APIRate: apiRate(a.cfg.RateLimit),
-	})
+	}
+	if a.Fleet != nil {
+		wcfg.Work, wcfg.WorkerToken = a.Fleet, a.cfg.WorkerToken
+	}
+	srv, err := web.New(wcfg)
 	if err != nil {
 		return fmt.Errorf("web: %w", err)
 	}
@@ -203,6 +241,9 @@ func (a *App) Serve(ctx context.Context) error {
 	scansDone := make(chan struct{})
 	go func() {
 		defer close(scansDone)
+		if a.Fleet != nil {
+			go a.Fleet.Run(scanCtx) // takes expired leases back
+		}
 		a.Service.Run(scanCtx)
 	}()
 	if !a.cfg.NoSchedule {
@@ -226,6 +267,9 @@ func (a *App) Serve(ctx context.Context) error {
 	a.log.Info("shutting down: stopping scans")
 	stopScans()
 	<-scansDone
+	if a.Fleet != nil {
+		a.Fleet.Close() // ends the workers' long polls; they retry until the next start
+	}
 	shutCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := srv.Shutdown(shutCtx); err != nil {
@@ -281,8 +325,12 @@ func (a *App) Close() error {
 	return errors.Join(errs...)
 }
 
-// scanControl adapts the scan service to the web server.
-type scanControl struct{ s *scan.Service }
+// scanControl adapts the scan service (and the fleet, when there is one)
+// to the web server.
+type scanControl struct {
+	s     *scan.Service
+	fleet *dispatch.Dispatcher
+}
 
 func (c scanControl) RequestScan(trigger string) error {
 	err := c.s.Request(trigger)
@@ -294,7 +342,12 @@ func (c scanControl) RequestScan(trigger string) error {
 
 func (c scanControl) State() web.ScanState {
 	st := c.s.State()
-	return web.ScanState{Running: st.Running, ScanID: st.ScanID, Queued: st.Queued, HubError: st.HubError, HubErrorAt: st.HubErrorAt}
+	out := web.ScanState{Running: st.Running, ScanID: st.ScanID, Queued: st.Queued, HubError: st.HubError, HubErrorAt: st.HubErrorAt}
+	if c.fleet != nil {
+		f := c.fleet.Snapshot()
+		out.Workers, out.WorkersBusy = f.Live, f.Busy
+	}
+	return out
 }
 
 // Backup writes a consistent copy of the database (safe while serving).

@@ -326,6 +326,9 @@ type Result struct {
 	// Continuation is set for a causal LM probed in full mode with its own
 	// tokenizer; nil otherwise.
 	Continuation *Continuation `json:"continuation,omitempty"`
+	// Worker is the host that produced the result under --dispatch
+	// workers ("" for a probe of the scanner's own process).
+	Worker string `json:"worker,omitempty"`
 }
 
 // Continuation is a causal LM's greedy continuation of the harness's fixed

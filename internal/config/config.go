@@ -21,6 +21,7 @@ import (
 	"github.com/robfig/cron/v3"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
+	"github.com/google-pytorch/torchtpu-scanner/internal/fleet"
 )
 
 // Config is everything the scanner can be told.
@@ -62,7 +63,19 @@ type Config struct {
 	AdminToken string
 	PublicURL  string
 	RateLimit  int // API requests per minute per client; 0 = off
+
+	// the fleet: serve --dispatch workers, and scanner worker (which reads
+	// Server, and Addr for its /healthz)
+	Dispatch    string        // "local" (this process probes) or "workers"
+	LeaseTTL    time.Duration // a lease not renewed within it goes back to the queue
+	WorkerToken string        // SCANNER_WORKER_TOKEN: the work routes' token
 }
+
+// The values of --dispatch.
+const (
+	DispatchLocal   = "local"
+	DispatchWorkers = "workers"
+)
 
 // Env is a lookup of environment variables (os.LookupEnv in production).
 type Env func(string) (string, bool)
@@ -98,6 +111,8 @@ func Defaults() Config {
 		Addr:        ":8080",
 		Schedule:    "0 */6 * * *",
 		RateLimit:   600,
+		Dispatch:    DispatchLocal,
+		LeaseTTL:    fleet.DefaultLeaseTTL,
 	}
 }
 
@@ -112,6 +127,7 @@ const (
 	CmdCheck   Command = "check"
 	CmdBackup  Command = "backup"
 	CmdVersion Command = "version"
+	CmdWorker  Command = "worker"
 )
 
 // Parse fills a Config for cmd from args and env, and validates it. It
@@ -166,6 +182,16 @@ func Parse(cmd Command, args []string, env Env, out io.Writer) (Config, []string
 		fs.BoolVar(&c.NoSchedule, "no-schedule", c.NoSchedule, "no scheduled scans (and no first scan on an empty database)")
 		fs.StringVar(&c.PublicURL, "public-url", c.PublicURL, "the site's public URL, for badge snippets and feed ids [SCANNER_PUBLIC_URL]")
 		fs.IntVar(&c.RateLimit, "rate-limit", c.RateLimit, "API requests per minute per client (0 = off)")
+		fs.StringVar(&c.Dispatch, "dispatch", c.Dispatch, "who probes: local (this process) or workers (scanner worker processes lease the probes) [SCANNER_DISPATCH]")
+		fs.DurationVar(&c.LeaseTTL, "lease-ttl", c.LeaseTTL, "a worker's lease not renewed by a heartbeat within this goes back to the queue")
+	case CmdWorker:
+		c.Addr = "" // a worker listens only when asked (for its /healthz)
+		fs.StringVar(&c.LogFormat, "log-format", c.LogFormat, "log format: text or json")
+		fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "log level: debug, info, warn, error")
+		hubFlags()
+		fs.IntVar(&c.Devices, "devices", c.Devices, "accelerator devices on this host; one probe (one lease) per device")
+		fs.StringVar(&c.Server, "server", c.Server, "the scanner server to lease probes from [SCANNER_SERVER]")
+		fs.StringVar(&c.Addr, "addr", c.Addr, "listen address of the worker's /healthz (none when empty)")
 	case CmdScan:
 		common()
 		hubFlags()
@@ -247,6 +273,11 @@ func (c *Config) fromEnv(env Env) error {
 	}
 	c.AdminToken = get("SCANNER_ADMIN_TOKEN")
 	c.PublicURL = get("SCANNER_PUBLIC_URL")
+	if v := get("SCANNER_DISPATCH"); v != "" {
+		c.Dispatch = v
+	}
+	c.WorkerToken = get("SCANNER_WORKER_TOKEN")
+	c.Server = get("SCANNER_SERVER")
 	if v := get("SCANNER_LANDLOCK"); v != "" {
 		if err := c.setLandlock(v); err != nil {
 			return fmt.Errorf("SCANNER_LANDLOCK: %w", err)
@@ -292,6 +323,45 @@ func CacheHome(env Env) string {
 	return filepath.Join(home(env), ".cache", "torchtpu-scanner")
 }
 
+// validateFleet checks the fleet's settings of serve and worker.
+func (c *Config) validateFleet(cmd Command) []error {
+	var errs []error
+	if cmd == CmdServe {
+		switch c.Dispatch {
+		case DispatchLocal:
+		case DispatchWorkers:
+			if c.WorkerToken == "" {
+				errs = append(errs, errors.New("--dispatch workers needs SCANNER_WORKER_TOKEN (the workers' token; without it no worker could lease)"))
+			}
+		default:
+			errs = append(errs, fmt.Errorf("--dispatch %q: want local or workers", c.Dispatch))
+		}
+		if c.LeaseTTL < fleet.MinLeaseTTL {
+			errs = append(errs, fmt.Errorf("--lease-ttl %v: want at least %v", c.LeaseTTL, fleet.MinLeaseTTL))
+		}
+		return errs
+	}
+	if u, err := url.Parse(c.Server); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		errs = append(errs, fmt.Errorf("--server %q: want the scanner server's http(s) URL [SCANNER_SERVER]", c.Server))
+	}
+	if c.WorkerToken == "" {
+		errs = append(errs, errors.New("SCANNER_WORKER_TOKEN is required (the server's worker token)"))
+	}
+	if u, err := url.Parse(c.HubEndpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		errs = append(errs, fmt.Errorf("--hub-endpoint %q: want an http(s) URL", c.HubEndpoint))
+	}
+	if c.Timeout <= 0 || c.ProbeGrace <= 0 {
+		errs = append(errs, errors.New("--timeout and --probe-grace must be positive"))
+	}
+	if c.Devices < 1 || c.Devices > 64 {
+		errs = append(errs, fmt.Errorf("--devices %d: want 1 to 64", c.Devices))
+	}
+	if c.Mode != compat.ModeAuto {
+		errs = append(errs, errors.New("--mode is the server's to plan: a worker runs each job in the mode it was leased with"))
+	}
+	return errs
+}
+
 // Validate checks the values that matter to cmd.
 func (c *Config) Validate(cmd Command) error {
 	var errs []error
@@ -334,6 +404,9 @@ func (c *Config) Validate(cmd Command) error {
 		if _, err := compat.ParseRuntimeKey(c.Since); err != nil {
 			errs = append(errs, fmt.Errorf("--since: %w", err))
 		}
+	}
+	if cmd == CmdServe || cmd == CmdWorker {
+		errs = append(errs, c.validateFleet(cmd)...)
 	}
 	switch c.LogFormat {
 	case "text", "json":

@@ -45,26 +45,39 @@ func (r *run) declined(j *job) *job {
 // (gated, not found, disabled) are skips; anything else is the scanner's
 // environment failing, never held against the model.
 func (r *run) fetchFailed(j *job, err error) *job {
+	return r.decided(j, FetchFailed(err))
+}
+
+// FetchFailed is the result of a model whose files could not be fetched
+// (here, and on a worker): the Hub's own answers (gated, not found,
+// disabled) are skips; anything else is the scanner's environment
+// failing, never held against the model. The caller fills in the target,
+// revision and runtime.
+func FetchFailed(err error) compat.Result {
 	var he *hub.Error
 	if errors.As(err, &he) {
 		if reason := he.Reason(); reason != "" {
-			return r.decided(j, compat.Result{
+			return compat.Result{
 				Status:  compat.StatusSkipped,
 				Reason:  compat.Ptr(reason),
 				Message: compat.Ptr("hub: " + he.Error()),
-			})
+			}
 		}
 	}
-	return r.scannerError(j, compat.StageConfig, fmt.Errorf("fetch files: %w", err))
+	return scannerErrorResult(compat.StageConfig, fmt.Errorf("fetch files: %w", err))
 }
 
 func (r *run) scannerError(j *job, stage compat.Stage, err error) *job {
-	return r.decided(j, compat.Result{
+	return r.decided(j, scannerErrorResult(stage, err))
+}
+
+func scannerErrorResult(stage compat.Stage, err error) compat.Result {
+	return compat.Result{
 		Status:       compat.StatusError,
 		Stage:        compat.Ptr(stage),
 		FailureClass: compat.Ptr(compat.ClassOther),
 		Message:      compat.Ptr(err.Error()),
-	})
+	}
 }
 
 // record writes a result that stands.
@@ -104,8 +117,21 @@ func (r *run) finishModel(ctx context.Context, id string, res *compat.Result, pr
 	if res == nil {
 		r.unchanged++
 	}
-	p := Progress{ScanID: r.scan.ID, Planned: r.scan.Planned, Done: r.done, Probed: r.probed, Unchanged: r.unchanged, ModelID: id, Result: res}
+	p := r.progressLocked()
+	p.ModelID, p.Result = id, res
 	r.mu.Unlock()
+	r.report(ctx, p)
+}
+
+// progressLocked is the scan's progress: the outcomes recorded here and,
+// with a fleet, the jobs the workers finished. r.mu is held.
+func (r *run) progressLocked() Progress {
+	return Progress{ScanID: r.scan.ID, Planned: r.scan.Planned, Done: r.done + r.jobs.Done + r.jobs.Failed,
+		Probed: r.probed + r.jobs.Done, Unchanged: r.unchanged}
+}
+
+// report writes the scan's progress and tells the hooks.
+func (r *run) report(ctx context.Context, p Progress) {
 	if err := r.s.Store.UpdateScanProgress(ctx, r.scan.ID, p.Planned, p.Done, p.Probed, p.Unchanged); err != nil && ctx.Err() == nil {
 		r.s.log().Error("scan progress", "err", err)
 	}
@@ -119,6 +145,17 @@ func (r *run) finishModel(ctx context.Context, id string, res *compat.Result, pr
 func (r *run) finish(runErr error) (store.Scan, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	if r.leftQueued(runErr) {
+		return r.leaveQueued(ctx, runErr)
+	}
+	if r.s.Fleet != nil && runErr != nil {
+		// The scan ends here: its jobs must not outlive it.
+		if n, err := r.s.Fleet.Cancel(ctx, r.scan.ID); err != nil {
+			runErr = errors.Join(runErr, err)
+		} else if n > 0 {
+			r.s.log().Warn("queued jobs cancelled with their scan", "scan_id", r.scan.ID, "jobs", n)
+		}
+	}
 	f := store.ScanFinish{Status: store.ScanDone, Error: r.scan.Error}
 	switch {
 	case runErr == nil:
@@ -135,9 +172,9 @@ func (r *run) finish(runErr error) (store.Scan, error) {
 		frac := r.busy.Seconds() / (wall.Seconds() * float64(r.opts.Devices))
 		f.DeviceBusy = compat.Ptr(min(frac, 1))
 	}
-	planned, done, probed, unch := r.scan.Planned, r.done, r.probed, r.unchanged
+	p := r.progressLocked()
 	r.mu.Unlock()
-	if err := r.s.Store.UpdateScanProgress(ctx, r.scan.ID, planned, done, probed, unch); err != nil {
+	if err := r.s.Store.UpdateScanProgress(ctx, r.scan.ID, p.Planned, p.Done, p.Probed, p.Unchanged); err != nil {
 		runErr = errors.Join(runErr, err)
 	}
 	if err := r.s.Store.FinishScan(ctx, r.scan.ID, f); err != nil {
@@ -149,6 +186,24 @@ func (r *run) finish(runErr error) (store.Scan, error) {
 	}
 	if r.hooks.ScanDone != nil {
 		r.hooks.ScanDone(sc)
+	}
+	return sc, runErr
+}
+
+// leaveQueued writes the progress of a scan whose jobs stay queued for the
+// next server process, and leaves its record running.
+func (r *run) leaveQueued(ctx context.Context, runErr error) (store.Scan, error) {
+	r.mu.Lock()
+	p := r.progressLocked()
+	r.mu.Unlock()
+	if err := r.s.Store.UpdateScanProgress(ctx, r.scan.ID, p.Planned, p.Done, p.Probed, p.Unchanged); err != nil {
+		runErr = errors.Join(runErr, err)
+	}
+	r.s.log().Info("stopping: the scan's jobs stay queued for the next start", "scan_id", r.scan.ID,
+		"done", p.Done, "planned", p.Planned)
+	sc, err := r.s.Store.GetScan(ctx, r.scan.ID)
+	if err != nil {
+		sc = r.scan
 	}
 	return sc, runErr
 }

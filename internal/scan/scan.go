@@ -122,6 +122,14 @@ type Scanner struct {
 	// ListCache lists models already in the local cache (--source cache);
 	// defaults to hub.ScanCache.
 	ListCache func(cacheDir string) ([]hub.ModelInfo, error)
+	// Fleet, when set, hands the probes to workers (serve --dispatch
+	// workers; dispatch.go): the scan plans against the runtime its
+	// workers report, queues every model to probe and ends when the queue
+	// is drained. Prober is then not used.
+	Fleet Fleet
+	// FleetWait is how long a scan waits for a live worker; 10 minutes
+	// when zero.
+	FleetWait time.Duration
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
@@ -146,6 +154,8 @@ type job struct {
 	previous *compat.Result
 	plan     Decision
 	weights  Weights
+	files    []string // what the probe needs from the repository (fetch)
+	inputs   []string // the tokenizer and processor files it may use (full mode)
 	snapshot string
 	config   map[string]any // config.json as fetched; nil when not read
 	result   *compat.Result // set when preflight or fetching decided the outcome
@@ -162,10 +172,15 @@ type run struct {
 	scan     store.Scan
 	target   compat.Target
 	runtime  compat.Runtime
+	host     Host
 	budget   int64
 	budgetOf string
 
 	mu        sync.Mutex
+	jobs      store.JobCounts       // the fleet's share of the scan (dispatch.go)
+	queued    int                   // jobs this run queued
+	planned   bool                  // every model is decided or queued (dispatch)
+	resumed   bool                  // a scan an earlier process left to its queue
 	refusals  map[string]*hub.Error // Hub refusals of exact --model ids
 	done      int
 	probed    int
@@ -183,9 +198,9 @@ func (s *Scanner) Run(ctx context.Context, opts Options, hooks Hooks) (store.Sca
 	started := s.now().UTC()
 	// The environment comes first, so that the scan record names the
 	// target it really runs on (auto resolves to tpu or cpu here).
-	target, rt, envErr := s.Prober.Env(ctx, opts.Target)
+	target, rt, host, envErr := s.environment(ctx, opts)
 	if envErr != nil {
-		target, envErr = opts.Target, fmt.Errorf("scan: probe environment: %w", envErr)
+		target = opts.Target
 	}
 	sc := store.Scan{Trigger: opts.Trigger, Status: store.ScanRunning, Target: string(target), Runtime: rt,
 		Params: string(params), StartedAt: started}
@@ -194,7 +209,7 @@ func (s *Scanner) Run(ctx context.Context, opts Options, hooks Hooks) (store.Sca
 		return sc, fmt.Errorf("scan: start: %w", err)
 	}
 	sc.ID = id
-	r := &run{s: s, opts: opts, hooks: s.Hooks.then(hooks), scan: sc, target: target, runtime: rt}
+	r := &run{s: s, opts: opts, hooks: s.Hooks.then(hooks), scan: sc, target: target, runtime: rt, host: host}
 	if envErr != nil {
 		return r.finish(envErr)
 	}
@@ -229,14 +244,27 @@ func withDefaults(o Options) Options {
 	return o
 }
 
+// environment resolves where this scan's probes run: this host's runner,
+// or the group of live workers it plans for (fleetEnvironment).
+func (s *Scanner) environment(ctx context.Context, opts Options) (compat.Target, compat.Runtime, Host, error) {
+	if s.Fleet != nil {
+		return s.fleetEnvironment(ctx, opts)
+	}
+	target, rt, err := s.Prober.Env(ctx, opts.Target)
+	if err != nil {
+		return "", rt, Host{}, fmt.Errorf("scan: probe environment: %w", err)
+	}
+	mem, _ := probe.PhysicalMemory() // 0 when unknown: Budget says so
+	return target, rt, Host{MemoryBytes: mem, Probes: opts.Devices}, nil
+}
+
 func (r *run) execute(ctx context.Context) error {
 	log := r.s.log().With("scan_id", r.scan.ID)
 	target := r.target
 	if r.opts.Target == compat.TargetAuto && target != compat.TargetTPU {
 		log.Info("no TPU found: --target auto runs on "+string(target), "target", target, "device", r.runtime.Device)
 	}
-	mem, _ := probe.PhysicalMemory() // 0 when unknown: Budget says so
-	r.budget, r.budgetOf = Budget(target, r.runtime, Host{MemoryBytes: mem, Probes: r.opts.Devices})
+	r.budget, r.budgetOf = Budget(target, r.runtime, r.host)
 
 	models, invalid, err := r.discover(ctx)
 	if err != nil {
@@ -259,6 +287,9 @@ func (r *run) execute(ctx context.Context) error {
 		"budget_gib", float64(r.budget)/(1<<30), "budget_of", r.budgetOf)
 	if err := r.s.Store.UpdateScanProgress(ctx, r.scan.ID, len(models), 0, 0, 0); err != nil {
 		return fmt.Errorf("scan: progress: %w", err)
+	}
+	if r.s.Fleet != nil {
+		return r.dispatch(ctx, models)
 	}
 	return r.pipeline(ctx, models)
 }
@@ -320,18 +351,25 @@ func (r *run) weightSizes(ctx context.Context, m hub.ModelInfo, w Weights) Weigh
 // tokenizer and processor files) and runs preflight again on what came.
 func (r *run) fetch(ctx context.Context, j *job, cand probe.Candidate) *job {
 	m := j.info
-	files := []string{"config.json"}
+	j.files = []string{"config.json"}
 	full := j.plan.Mode == compat.ModeFull && j.plan.Decline == ""
 	if full {
-		files = append(files, j.weights.Files...)
+		j.files = append(j.files, j.weights.Files...)
+		j.inputs = hub.InputFiles(m.Siblings)
+	}
+	// With a fleet, workers fetch the files they probe; the server reads
+	// config.json for preflight only and never holds the weights.
+	download := j.files
+	if r.s.Fleet != nil {
+		download = j.files[:1]
 	}
 	dir := hub.SnapshotDir(r.s.CacheDir, m.ID, m.SHA)
 	if r.opts.Source != "cache" { // a cache source has its files already
 		var err error
-		if dir, err = r.s.Hub.Download(ctx, m.ID, m.SHA, files); err != nil {
+		if dir, err = r.s.Hub.Download(ctx, m.ID, m.SHA, download); err != nil {
 			return r.fetchFailed(j, err)
 		}
-		if full {
+		if full && r.s.Fleet == nil { // a worker fetches its own
 			j.inputsNote = r.fetchInputs(ctx, m)
 		}
 	}
@@ -354,14 +392,26 @@ func (r *run) fetch(ctx context.Context, j *job, cand probe.Candidate) *job {
 // over its cap (hub.FileCap) is logged and named in the returned note, and
 // never fails the model. The note is "" when every file came.
 func (r *run) fetchInputs(ctx context.Context, m hub.ModelInfo) string {
+	return FetchInputs(ctx, r.s.Hub, r.s.log(), m.ID, m.SHA, hub.InputFiles(m.Siblings))
+}
+
+// Downloader fetches files of a repository at a revision into the Hub
+// cache; *hub.Client is the real one.
+type Downloader interface {
+	Download(ctx context.Context, id, sha string, files []string) (string, error)
+}
+
+// FetchInputs downloads a model's input files (here, and on a worker) as
+// fetchInputs says, and returns the note of those that did not come.
+func FetchInputs(ctx context.Context, dl Downloader, log *slog.Logger, id, sha string, files []string) string {
 	var missed []string
-	for _, f := range hub.InputFiles(m.Siblings) {
-		if _, err := r.s.Hub.Download(ctx, m.ID, m.SHA, []string{f}); err != nil {
+	for _, f := range files {
+		if _, err := dl.Download(ctx, id, sha, []string{f}); err != nil {
 			if ctx.Err() != nil {
 				return ""
 			}
-			r.s.log().Warn("input file not fetched; the probe falls back to synthetic inputs if it needs it",
-				"model", m.ID, "file", f, "err", err)
+			log.Warn("input file not fetched; the probe falls back to synthetic inputs if it needs it",
+				"model", id, "file", f, "err", err)
 			missed = append(missed, f+" ("+inputFileProblem(err)+")")
 		}
 	}
@@ -425,7 +475,7 @@ func (r *run) probe(ctx, wctx context.Context, p Prober, j *job) func() {
 		r.s.log().Info("probe interrupted", "model", j.info.ID)
 		return nil
 	}
-	if j.previous != nil && wouldChange(j.previous.Status, res.Status) {
+	if j.previous != nil && WouldChange(j.previous.Status, res.Status) {
 		again := r.probeOnce(ctx, p, j)
 		if ctx.Err() != nil && again.Status == compat.StatusError {
 			r.s.log().Info("rerun interrupted; the change stays unconfirmed", "model", j.info.ID)
@@ -441,10 +491,11 @@ func (r *run) probe(ctx, wctx context.Context, p Prober, j *job) func() {
 	return func() { r.record(wctx, j, res, true) }
 }
 
-// wouldChange reports whether a new status would change what the model
-// shows; errors (the scanner's environment) never count as a change worth
+// WouldChange reports whether a new status would change what the model
+// shows, so that a rerun confirms it first (here, and on a worker);
+// errors (the scanner's environment) never count as a change worth
 // confirming, and neither do skips.
-func wouldChange(old, new compat.Status) bool {
+func WouldChange(old, new compat.Status) bool {
 	if old == new || new == compat.StatusError || new == compat.StatusSkipped {
 		return false
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/robfig/cron/v3"
 
+	"github.com/google-pytorch/torchtpu-scanner/internal/fleet"
 	"github.com/google-pytorch/torchtpu-scanner/internal/hub"
 )
 
@@ -44,6 +45,7 @@ type Service struct {
 	// Hub is tried again; each further failure doubles it, up to 6 h.
 	RetryAfter time.Duration
 	retryIn    time.Duration
+	resume     []int64 // scans left to their queued jobs by an earlier process
 	done       chan struct{}
 	stop       sync.Once
 }
@@ -97,9 +99,10 @@ func (s *Service) Request(trigger string) error {
 	}
 }
 
-// retryLater queues a scan after a growing wait, so a Hub outage at start
-// does not leave the site empty until the next scheduled scan.
-func (s *Service) retryLater(ctx context.Context) {
+// retryLater queues a scan after a growing wait, so a Hub outage (or a
+// fleet not up yet) at start does not leave the site empty until the next
+// scheduled scan.
+func (s *Service) retryLater(ctx context.Context, cause error) {
 	s.mu.Lock()
 	switch {
 	case s.retryIn == 0 && s.RetryAfter > 0:
@@ -111,7 +114,7 @@ func (s *Service) retryLater(ctx context.Context) {
 	}
 	wait := s.retryIn
 	s.mu.Unlock()
-	s.log.Info("the Hub could not be reached; retrying the scan later", "in", wait.String())
+	s.log.Info("retrying the scan later", "in", wait.String(), "cause", hub.Brief(cause))
 	go func() {
 		select {
 		case <-time.After(wait):
@@ -121,6 +124,40 @@ func (s *Service) retryLater(ctx context.Context) {
 		case <-ctx.Done():
 		}
 	}()
+}
+
+// Resume hands the service scans that an earlier server process left to
+// their queued jobs (store.ResumeScans): Run waits for them to drain, and
+// finishes their records, before it runs any new scan.
+func (s *Service) Resume(ids []int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.resume = append(s.resume, ids...)
+}
+
+// resumeAll finishes the scans handed to Resume, one at a time.
+func (s *Service) resumeAll(ctx context.Context) {
+	s.mu.Lock()
+	ids := s.resume
+	s.resume = nil
+	s.mu.Unlock()
+	for _, id := range ids {
+		if ctx.Err() != nil {
+			return
+		}
+		s.mu.Lock()
+		s.state.Running, s.state.ScanID = true, id
+		s.mu.Unlock()
+		sc, err := s.scanner.Resume(ctx, id, s.hooks())
+		s.mu.Lock()
+		s.state.Running = false
+		s.mu.Unlock()
+		if err != nil {
+			s.log.Error("resumed scan failed", "scan_id", id, "err", err)
+			continue
+		}
+		s.log.Info("resumed scan finished", "scan_id", sc.ID, "models", sc.Planned, "probed", sc.Probed)
+	}
 }
 
 // State returns a snapshot of the service's state.
@@ -153,6 +190,7 @@ func (s *Service) Schedule(spec string) error {
 // scan has been recorded.
 func (s *Service) Run(ctx context.Context) {
 	defer s.stopSchedule()
+	s.resumeAll(ctx)
 	for {
 		select {
 		case <-ctx.Done():
@@ -187,8 +225,8 @@ func (s *Service) runOne(ctx context.Context, trigger string) {
 	s.mu.Unlock()
 	if err != nil {
 		s.log.Error("scan failed", "scan_id", sc.ID, "trigger", trigger, "err", err)
-		if errors.Is(err, ErrHub) && ctx.Err() == nil {
-			s.retryLater(ctx)
+		if (errors.Is(err, ErrHub) || errors.Is(err, fleet.ErrNoWorkers)) && ctx.Err() == nil {
+			s.retryLater(ctx, err)
 		}
 		return
 	}

@@ -6,6 +6,7 @@ on cpu after a pause; the model id says how to behave:
   .../hang-*   ignores SIGTERM and sleeps (the scanner must kill it); the
                tests find it by its command line
   .../warn-*   passes, then exits 3 (the runner logs a warning)
+  .../sleep-MS-*  sleeps MS milliseconds, then passes (the fleet benchmark)
   anything else  sleeps 0.6 s, then passes
 
 A standin_runtime.json next to this script (tests copy the script to make
@@ -53,7 +54,11 @@ if "/hang-" in model:
     sys.stderr.flush()
     time.sleep(600)
 
-time.sleep(0.6)
+pause = 0.6
+name = model.split("/")[-1]
+if name.startswith("sleep-"):
+    pause = int(name.split("-")[1]) / 1000
+time.sleep(pause)
 if model in FAIL:
     write({
         "target": "cpu", "status": "fail", "stage": "forward", "failure_class": "unsupported_op",
@@ -68,7 +73,7 @@ if model in FAIL:
 write({
     "target": "cpu", "status": "pass", "stage": "generate", "failure_class": None, "op": None,
     "reason": None, "signature": None, "message": None, "mode": arg("--mode"),
-    "revision": arg("--revision"), "tested_at": "", "duration_s": 0.6, "runtime": RUNTIME,
+    "revision": arg("--revision"), "tested_at": "", "duration_s": pause, "runtime": RUNTIME,
     "metrics": {"load_s": 0.1, "first_forward_s": 0.1, "forward_ms": 1.0, "compile_s": None,
                 "tokens_per_s": None, "peak_mem_bytes": None, "max_abs_diff": 0.0, "top1_agreement": 1.0},
     "repro": "",

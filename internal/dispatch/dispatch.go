@@ -1,0 +1,252 @@
+// Package dispatch is the server's side of the worker fleet (`scanner serve
+// --dispatch workers`): it answers the /api/v1/work/… requests (register,
+// lease with a long poll, heartbeat, result, release) from the durable
+// queue in the store, takes expired leases back on a timer, tells a scan
+// which runtime its workers run and when its queue is drained, and keeps
+// the fleet's figures for /metrics, /api/v1/workers and the site's notice.
+//
+// The store decides nothing: every job transition is one of internal/fleet's
+// pure functions, applied in one transaction.
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+	"unicode"
+
+	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
+	"github.com/google-pytorch/torchtpu-scanner/internal/fleet"
+	"github.com/google-pytorch/torchtpu-scanner/store"
+)
+
+// Store is the durable queue; *store.SQLite implements it. Lease errors
+// wrap fleet.ErrLeaseNotCurrent, result checks fleet.ErrBadResult.
+type Store interface {
+	SeeWorker(ctx context.Context, w fleet.Worker, now time.Time) error
+	Workers(ctx context.Context, limit int) ([]store.WorkerRecord, error)
+	EnqueueJobs(ctx context.Context, scanID int64, jobs []store.NewJob) error
+	LeaseJobs(ctx context.Context, w fleet.Worker, max int, now time.Time, ttl time.Duration) ([]fleet.Lease, error)
+	RenewLeases(ctx context.Context, workerID string, ids []string, now time.Time, ttl time.Duration) (renewed, lost []string, err error)
+	CompleteJob(ctx context.Context, req fleet.ResultRequest, now time.Time) (store.JobOutcome, error)
+	ReleaseJob(ctx context.Context, workerID, leaseID string, now time.Time) error
+	ExpireLeases(ctx context.Context, now time.Time) (store.Expired, error)
+	ScanJobs(ctx context.Context, scanID int64) (store.JobCounts, error)
+	QueueStats(ctx context.Context) (store.QueueStats, error)
+	CancelJobs(ctx context.Context, scanID int64) (int, error)
+}
+
+var _ Store = (*store.SQLite)(nil)
+
+// ErrBadRequest wraps a request that is not the protocol's (400).
+var ErrBadRequest = errors.New("bad work request")
+
+// ErrClosed: the dispatcher is shutting down (503; workers retry).
+var ErrClosed = errors.New("dispatcher closed")
+
+// Hooks observe the fleet; every field is optional.
+type Hooks struct {
+	// Result is called for every result recorded from the queue: those
+	// workers posted, and the errors of jobs that lost every lease.
+	Result func(o store.JobOutcome)
+	// Stats is called with fresh figures after every sweep.
+	Stats func(s Stats)
+}
+
+// Config configures a Dispatcher.
+type Config struct {
+	LeaseTTL time.Duration // fleet.DefaultLeaseTTL when zero
+	Logger   *slog.Logger
+	Hooks    Hooks
+	Now      func() time.Time // the clock; time.Now when nil
+}
+
+// Dispatcher serves the fleet from the store.
+type Dispatcher struct {
+	st    Store
+	ttl   time.Duration
+	log   *slog.Logger
+	hooks Hooks
+	now   func() time.Time
+
+	mu      sync.Mutex
+	changed chan struct{} // closed (and replaced) at every change of the queue or fleet
+	closed  chan struct{}
+	stats   Stats
+	once    sync.Once
+}
+
+// New returns a dispatcher over st.
+func New(st Store, cfg Config) *Dispatcher {
+	if cfg.LeaseTTL <= 0 {
+		cfg.LeaseTTL = fleet.DefaultLeaseTTL
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Dispatcher{st: st, ttl: cfg.LeaseTTL, log: cfg.Logger, hooks: cfg.Hooks, now: cfg.Now,
+		changed: make(chan struct{}), closed: make(chan struct{})}
+}
+
+// LeaseTTL is the lease time to live.
+func (d *Dispatcher) LeaseTTL() time.Duration { return d.ttl }
+
+// Close wakes every long poll and refuses new ones, so that the web
+// server's shutdown does not wait for them.
+func (d *Dispatcher) Close() { d.once.Do(func() { close(d.closed) }) }
+
+// notify wakes whoever waits for a change.
+func (d *Dispatcher) notify() {
+	d.mu.Lock()
+	close(d.changed)
+	d.changed = make(chan struct{})
+	d.mu.Unlock()
+}
+
+// watch returns the channel the next change closes.
+func (d *Dispatcher) watch() <-chan struct{} {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.changed
+}
+
+// checkWorker refuses what no worker of ours sends.
+func checkWorker(w fleet.Worker) error {
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("%w: %s", ErrBadRequest, fmt.Sprintf(format, a...))
+	}
+	switch {
+	case !printable(w.ID, 160) || !printable(w.Host, 253):
+		return bad("worker id and host: 1 to 160 and 253 printable characters")
+	case w.Devices < 1 || w.Devices > 64:
+		return bad("devices %d: want 1 to 64", w.Devices)
+	case !printable(w.Version, 200) && w.Version != "":
+		return bad("version")
+	}
+	if _, err := compat.ParseResultTarget(string(w.Target)); err != nil {
+		return bad("%v", err)
+	}
+	return nil
+}
+
+func printable(s string, maxLen int) bool {
+	return s != "" && len(s) <= maxLen && strings.IndexFunc(s, func(r rune) bool { return !unicode.IsPrint(r) }) < 0
+}
+
+// Register records a worker and tells it the timing.
+func (d *Dispatcher) Register(ctx context.Context, w fleet.Worker) (fleet.RegisterResponse, error) {
+	if err := checkWorker(w); err != nil {
+		return fleet.RegisterResponse{}, err
+	}
+	if err := d.st.SeeWorker(ctx, w, d.now()); err != nil {
+		return fleet.RegisterResponse{}, err
+	}
+	d.log.Info("worker registered", "worker_id", w.ID, "host", w.Host, "target", w.Target, "devices", w.Devices,
+		"runtime", w.Runtime.Key(), "device", w.Runtime.Device)
+	d.notify()
+	return fleet.RegisterResponse{LeaseTTLS: d.ttl.Seconds(), HeartbeatS: fleet.HeartbeatInterval(d.ttl).Seconds(),
+		MaxWaitS: fleet.MaxWait.Seconds()}, nil
+}
+
+// Lease grants up to req.Max jobs of the worker's target and runtime,
+// waiting up to req.WaitS (at most fleet.MaxWait) for one.
+func (d *Dispatcher) Lease(ctx context.Context, req fleet.LeaseRequest) (fleet.LeaseResponse, error) {
+	if err := checkWorker(req.Worker); err != nil {
+		return fleet.LeaseResponse{}, err
+	}
+	if req.Max < 1 || req.Max > req.Worker.Devices {
+		return fleet.LeaseResponse{}, fmt.Errorf("%w: max %d: want 1 to the worker's %d devices", ErrBadRequest, req.Max, req.Worker.Devices)
+	}
+	wait := min(max(time.Duration(req.WaitS*float64(time.Second)), 0), fleet.MaxWait)
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	for {
+		changed := d.watch()
+		select {
+		case <-d.closed:
+			return fleet.LeaseResponse{}, ErrClosed
+		default:
+		}
+		leases, err := d.st.LeaseJobs(ctx, req.Worker, req.Max, d.now(), d.ttl)
+		if err != nil {
+			return fleet.LeaseResponse{}, err
+		}
+		if len(leases) > 0 {
+			for _, l := range leases {
+				d.log.Info("job leased", "model", l.Job.ModelID, "worker_id", req.Worker.ID, "host", req.Worker.Host,
+					"attempt", l.Attempt, "job_id", l.JobID)
+			}
+			d.notify()
+			return fleet.LeaseResponse{Leases: leases}, nil
+		}
+		select {
+		case <-changed:
+		case <-timer.C:
+			return fleet.LeaseResponse{Leases: []fleet.Lease{}}, nil
+		case <-ctx.Done():
+			return fleet.LeaseResponse{}, ctx.Err()
+		case <-d.closed:
+			return fleet.LeaseResponse{}, ErrClosed
+		}
+	}
+}
+
+// Heartbeat renews a worker's leases and says which are lost.
+func (d *Dispatcher) Heartbeat(ctx context.Context, req fleet.HeartbeatRequest) (fleet.HeartbeatResponse, error) {
+	if !printable(req.WorkerID, 160) || len(req.Leases) > 64 {
+		return fleet.HeartbeatResponse{}, fmt.Errorf("%w: heartbeat of %q with %d leases", ErrBadRequest, req.WorkerID, len(req.Leases))
+	}
+	now := d.now()
+	renewed, lost, err := d.st.RenewLeases(ctx, req.WorkerID, req.Leases, now, d.ttl)
+	if err != nil {
+		return fleet.HeartbeatResponse{}, err
+	}
+	if len(lost) > 0 {
+		d.log.Warn("heartbeat for lost leases", "worker_id", req.WorkerID, "lost", len(lost))
+	}
+	return fleet.HeartbeatResponse{Renewed: nonNil(renewed), Lost: nonNil(lost), ExpiresAt: now.Add(d.ttl)}, nil
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// Result records a lease's result. Its error wraps fleet.ErrBadResult (the
+// lease stays until it expires) or fleet.ErrLeaseNotCurrent (a late or
+// repeated result: nothing is recorded twice).
+func (d *Dispatcher) Result(ctx context.Context, req fleet.ResultRequest) error {
+	out, err := d.st.CompleteJob(ctx, req, d.now())
+	if err != nil {
+		if errors.Is(err, fleet.ErrLeaseNotCurrent) || errors.Is(err, fleet.ErrBadResult) {
+			d.log.Warn("result refused", "model", req.ModelID, "worker_id", req.WorkerID, "err", err)
+		}
+		return err
+	}
+	d.log.Info("result recorded", "model", out.ModelID, "status", out.Result.Status, "worker", out.Result.Worker,
+		"scan_id", out.ScanID, "flaky", out.Flaky)
+	if d.hooks.Result != nil {
+		d.hooks.Result(out)
+	}
+	d.notify()
+	return nil
+}
+
+// Release gives a lease back (the worker is stopping).
+func (d *Dispatcher) Release(ctx context.Context, req fleet.ReleaseRequest) error {
+	if err := d.st.ReleaseJob(ctx, req.WorkerID, req.LeaseID, d.now()); err != nil {
+		return err
+	}
+	d.log.Info("lease given back", "worker_id", req.WorkerID, "reason", req.Reason)
+	d.notify()
+	return nil
+}

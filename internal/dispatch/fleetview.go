@@ -1,0 +1,214 @@
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
+	"github.com/google-pytorch/torchtpu-scanner/internal/fleet"
+	"github.com/google-pytorch/torchtpu-scanner/store"
+)
+
+// Stats is the fleet and its queue at one moment.
+type Stats struct {
+	At      time.Time
+	Queue   store.QueueStats
+	Workers []fleet.WorkerView
+	Live    int // workers heard from within their liveness window
+	Busy    int // live workers holding at least one lease
+	// Desired is the scaling hint (fleet.DesiredWorkers): workers of the
+	// planned group's size that would hold every open job at once.
+	Desired int
+}
+
+// maxWorkers bounds the fleet listing.
+const maxWorkers = 500
+
+// Stats reads the fleet and the queue now.
+func (d *Dispatcher) Stats(ctx context.Context) (Stats, error) {
+	q, err := d.st.QueueStats(ctx)
+	if err != nil {
+		return Stats{}, err
+	}
+	recs, err := d.st.Workers(ctx, maxWorkers)
+	if err != nil {
+		return Stats{}, err
+	}
+	now := d.now()
+	planned := map[string]bool{} // target|runtime key of open jobs
+	open := 0
+	for _, o := range q.Open {
+		planned[string(o.Target)+"|"+o.RuntimeKey] = true
+		open += o.Queued + o.Leased
+	}
+	st := Stats{At: now, Queue: q, Workers: make([]fleet.WorkerView, 0, len(recs))}
+	perWorker := 1
+	for _, r := range recs {
+		v := fleet.WorkerView{ID: r.ID, Host: r.Host, Target: r.Target, Device: r.Runtime.Device, Devices: r.Devices,
+			Runtime: r.Runtime, LastSeen: r.LastSeen, Live: fleet.Live(r.LastSeen, now, d.ttl), Busy: r.Busy,
+			JobsDone: r.JobsDone, Planned: planned[string(r.Target)+"|"+r.Runtime.Key()]}
+		if v.Live {
+			st.Live++
+			if v.Busy > 0 {
+				st.Busy++
+			}
+			if v.Planned {
+				perWorker = max(perWorker, v.Devices)
+			}
+		}
+		st.Workers = append(st.Workers, v)
+	}
+	st.Desired = fleet.DesiredWorkers(open, perWorker, 0)
+	return st, nil
+}
+
+// Workers is the fleet as GET /api/v1/workers shows it.
+func (d *Dispatcher) Workers(ctx context.Context) ([]fleet.WorkerView, error) {
+	st, err := d.Stats(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return st.Workers, nil
+}
+
+// Snapshot is the figures of the last sweep (zero before the first).
+func (d *Dispatcher) Snapshot() Stats {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.stats
+}
+
+// Run takes expired leases back and refreshes the figures, every eighth
+// of the lease TTL (between 100 ms and 15 s), until ctx ends.
+func (d *Dispatcher) Run(ctx context.Context) {
+	every := min(max(d.ttl/8, 100*time.Millisecond), 15*time.Second)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		d.sweep(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (d *Dispatcher) sweep(ctx context.Context) {
+	exp, err := d.st.ExpireLeases(ctx, d.now())
+	if err != nil {
+		if ctx.Err() == nil {
+			d.log.Error("expire leases", "err", err)
+		}
+		return
+	}
+	if exp.Requeued > 0 || len(exp.Failed) > 0 {
+		d.log.Warn("leases expired", "requeued", exp.Requeued, "failed", len(exp.Failed))
+		for _, o := range exp.Failed {
+			d.log.Error("job failed: every lease was lost", "model", o.ModelID, "scan_id", o.ScanID, "last_worker", o.Result.Worker)
+			if d.hooks.Result != nil {
+				d.hooks.Result(o)
+			}
+		}
+		d.notify()
+	}
+	st, err := d.Stats(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			d.log.Error("fleet stats", "err", err)
+		}
+		return
+	}
+	d.mu.Lock()
+	d.stats = st
+	d.mu.Unlock()
+	if d.hooks.Stats != nil {
+		d.hooks.Stats(st)
+	}
+}
+
+// Group waits up to wait for live workers of target (auto: tpu workers
+// when any, else cpu) and returns the group a scan plans for, and the
+// others (fleet.PlanGroup). The error wraps fleet.ErrNoWorkers when none
+// came.
+func (d *Dispatcher) Group(ctx context.Context, target compat.Target, wait time.Duration) (fleet.Group, []fleet.Group, error) {
+	deadline := time.NewTimer(wait)
+	defer deadline.Stop()
+	poll := time.NewTicker(time.Second)
+	defer poll.Stop()
+	for {
+		changed := d.watch()
+		recs, err := d.st.Workers(ctx, maxWorkers)
+		if err != nil {
+			return fleet.Group{}, nil, err
+		}
+		seen := make([]fleet.Seen, 0, len(recs))
+		for _, r := range recs {
+			seen = append(seen, fleet.Seen{Worker: r.Worker, LastSeen: r.LastSeen})
+		}
+		g, others, err := fleet.PlanGroup(seen, target, d.now(), d.ttl)
+		if !errors.Is(err, fleet.ErrNoWorkers) {
+			return g, others, err
+		}
+		select {
+		case <-changed:
+		case <-poll.C:
+		case <-deadline.C:
+			return g, others, fmt.Errorf("%w (waited %v for one to register)", err, wait)
+		case <-ctx.Done():
+			return g, others, ctx.Err()
+		}
+	}
+}
+
+// Enqueue queues a scan's jobs and wakes the workers waiting for work.
+func (d *Dispatcher) Enqueue(ctx context.Context, scanID int64, jobs []store.NewJob) error {
+	if len(jobs) == 0 {
+		return nil
+	}
+	if err := d.st.EnqueueJobs(ctx, scanID, jobs); err != nil {
+		return err
+	}
+	d.notify()
+	return nil
+}
+
+// Wait returns when scan scanID has no open job, calling progress with
+// its counts whenever they may have changed; ctx's error when it ends
+// first (the jobs stay queued).
+func (d *Dispatcher) Wait(ctx context.Context, scanID int64, progress func(store.JobCounts)) error {
+	poll := time.NewTicker(2 * time.Second)
+	defer poll.Stop()
+	var last store.JobCounts
+	for first := true; ; first = false {
+		changed := d.watch()
+		c, err := d.st.ScanJobs(ctx, scanID)
+		if err != nil {
+			return err
+		}
+		if (first || c != last) && progress != nil {
+			progress(c)
+		}
+		last = c
+		if c.Open() == 0 {
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-poll.C:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// Cancel ends a scan's open jobs without results.
+func (d *Dispatcher) Cancel(ctx context.Context, scanID int64) (int, error) {
+	n, err := d.st.CancelJobs(ctx, scanID)
+	if err == nil && n > 0 {
+		d.notify()
+	}
+	return n, err
+}

@@ -1,0 +1,187 @@
+package fleet
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
+)
+
+// Seen is a worker as the server last heard from it.
+type Seen struct {
+	Worker
+	LastSeen time.Time
+}
+
+// Live reports whether a worker last seen at lastSeen still counts at now:
+// an idle worker long-polls at least every MaxWait, a busy one heartbeats
+// every HeartbeatInterval(ttl), so silence beyond the larger of a lease TTL
+// and two long polls means it is gone.
+func Live(lastSeen, now time.Time, ttl time.Duration) bool {
+	return now.Sub(lastSeen) <= max(ttl, 2*MaxWait)
+}
+
+// HeartbeatInterval is how often a worker renews its leases: four chances
+// per TTL, so that one or two lost requests do not lose a lease.
+func HeartbeatInterval(ttl time.Duration) time.Duration { return ttl / 4 }
+
+// Group is the part of a fleet that shares a target and a runtime: what
+// one scan plans for.
+type Group struct {
+	Target     compat.Target
+	Runtime    compat.Runtime // of the group's most recently seen worker
+	RuntimeKey string
+	Workers    []string // ids
+	Devices    int
+	// MemoryBytes is the smallest host memory among the group's workers
+	// (0 when one of them does not know its own): what a cpu budget may
+	// count on wherever the job lands.
+	MemoryBytes uint64
+	// PerWorker is the most devices one worker of the group has: how many
+	// probes share a host's memory.
+	PerWorker int
+}
+
+// ErrNoWorkers: no live worker can run a scan of the requested target.
+var ErrNoWorkers = errors.New("no live worker for this target")
+
+// PlanGroup chooses the runtime a scan plans against: among the live
+// workers of the requested target (auto: tpu workers when any is live,
+// else cpu), the group of one target and runtime key with the most
+// devices, ties going to the most recently seen. The other groups are
+// returned too: a mixed fleet is shown, never silently merged, and their
+// workers get no job of this scan.
+func PlanGroup(fleet []Seen, target compat.Target, now time.Time, ttl time.Duration) (Group, []Group, error) {
+	groups := map[string]*Group{}
+	var order []string
+	newest := map[string]time.Time{}
+	for _, w := range fleet {
+		if _, err := compat.ParseResultTarget(string(w.Target)); err != nil || !Live(w.LastSeen, now, ttl) {
+			continue
+		}
+		key := string(w.Target) + "|" + w.Runtime.Key()
+		g, ok := groups[key]
+		if !ok {
+			g = &Group{Target: w.Target, RuntimeKey: w.Runtime.Key(), MemoryBytes: w.MemoryBytes}
+			groups[key] = g
+			order = append(order, key)
+		}
+		g.Workers = append(g.Workers, w.ID)
+		g.Devices += max(w.Devices, 1)
+		g.PerWorker = max(g.PerWorker, w.Devices, 1)
+		g.MemoryBytes = min(g.MemoryBytes, w.MemoryBytes)
+		if w.LastSeen.After(newest[key]) || !ok {
+			newest[key], g.Runtime = w.LastSeen, w.Runtime
+		}
+	}
+	all := make([]Group, 0, len(order))
+	for _, k := range order {
+		all = append(all, *groups[k])
+	}
+	want := target
+	if target == compat.TargetAuto || target == "" {
+		want = compat.TargetCPU
+		if slices.ContainsFunc(all, func(g Group) bool { return g.Target == compat.TargetTPU }) {
+			want = compat.TargetTPU
+		}
+	}
+	slices.SortStableFunc(all, func(a, b Group) int {
+		if c := cmp.Compare(b.Devices, a.Devices); c != 0 {
+			return c
+		}
+		return newest[string(b.Target)+"|"+b.RuntimeKey].Compare(newest[string(a.Target)+"|"+a.RuntimeKey])
+	})
+	for i, g := range all {
+		if g.Target == want {
+			return g, append(all[:i:i], all[i+1:]...), nil
+		}
+	}
+	return Group{}, all, fmt.Errorf("fleet: %w %q", ErrNoWorkers, want)
+}
+
+// Matches reports whether job may be leased to w: same target, same
+// runtime key. The store's lease query filters by the same two columns.
+func Matches(jobTarget compat.Target, jobRuntimeKey string, w Worker) bool {
+	return jobTarget == w.Target && jobRuntimeKey == w.Runtime.Key()
+}
+
+// ErrBadResult is wrapped by CheckResult's refusals (400: the lease stays).
+var ErrBadResult = errors.New("invalid result")
+
+// CheckResult decides whether a posted result may be recorded for job
+// (leased under runtimeKey): valid contract values, the job's model,
+// revision, target and runtime. It does not judge the lease (Complete
+// does).
+func CheckResult(job Job, runtimeKey string, req ResultRequest) error {
+	res := req.Result
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("fleet: %w: %s", ErrBadResult, fmt.Sprintf(format, a...))
+	}
+	switch {
+	case req.ModelID != job.ModelID || compat.ValidateModelID(req.ModelID) != nil:
+		return bad("names model %q, the lease is for %q", req.ModelID, job.ModelID)
+	case !res.Status.Valid() || res.Status == compat.StatusUntested:
+		return bad("status %q", res.Status)
+	case job.Target.Admits(res.Target) != nil:
+		return bad("target %q, the job runs on %q", res.Target, job.Target)
+	case res.Revision != job.Revision:
+		return bad("revision %q, the job is %q", res.Revision, job.Revision)
+	case res.TestedAt.IsZero():
+		return bad("no tested_at")
+	case res.Stage != nil && !res.Stage.Valid():
+		return bad("stage %q", *res.Stage)
+	case res.FailureClass != nil && !res.FailureClass.Valid():
+		return bad("failure_class %q", *res.FailureClass)
+	case res.Reason != nil && !res.Reason.Valid():
+		return bad("reason %q", *res.Reason)
+	case res.Mode != nil && *res.Mode != compat.ModeFull && *res.Mode != compat.ModeArch:
+		return bad("mode %q", *res.Mode)
+	case res.Status != compat.StatusError && res.Runtime.Key() != runtimeKey:
+		// A scanner error may come before the harness reported anything.
+		return bad("runtime %q, the job was planned for %q", res.Runtime.Key(), runtimeKey)
+	case req.Flaky && req.Result.Status == job.Previous:
+		return bad("flaky, but the status is unchanged")
+	}
+	return nil
+}
+
+// ReleaseTimeout bounds the give-back of leases when a worker stops.
+const ReleaseTimeout = 5 * time.Second
+
+// ShutdownBudget is the longest a worker takes to stop after SIGTERM: its
+// probes get probeGrace to finish, a probe still running is then stopped
+// (SIGTERM, and SIGKILL of its process group after another probeGrace),
+// and its lease is given back. A pod's terminationGracePeriodSeconds must
+// exceed it.
+func ShutdownBudget(probeGrace time.Duration) time.Duration {
+	return 2*probeGrace + ReleaseTimeout
+}
+
+// Backoff is the wait before retry n (0-based) after a failed request to
+// the server: 1s doubling to 30s. jitter in [0,1) spreads a fleet's
+// retries over the upper half of the wait.
+func Backoff(n int, jitter float64) time.Duration {
+	d := 30 * time.Second
+	if n < 5 {
+		d = time.Second << n
+	}
+	return d/2 + time.Duration(float64(d/2)*min(max(jitter, 0), 1))
+}
+
+// DesiredWorkers is the scaling hint for an autoscaler: enough workers of
+// devicesPerWorker devices to hold every open job of the queue (queued and
+// leased) at once, capped at maxWorkers (0: no cap). It is exported as
+// scanner_work_desired_workers.
+func DesiredWorkers(open, devicesPerWorker, maxWorkers int) int {
+	if open <= 0 {
+		return 0
+	}
+	n := (open + max(devicesPerWorker, 1) - 1) / max(devicesPerWorker, 1)
+	if maxWorkers > 0 {
+		n = min(n, maxWorkers)
+	}
+	return n
+}

@@ -1,0 +1,296 @@
+package fleet
+
+import (
+	"encoding/json"
+	"errors"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
+)
+
+var (
+	rtA = compat.Runtime{Torch: "2.15.0", TorchTPU: "0.3.0", Transformers: "5.23.0", Harness: "h1", Device: "TPU v6e", DeviceCount: 8}
+	rtB = compat.Runtime{Torch: "2.15.0", TorchTPU: "0.4.0", Transformers: "5.23.0", Harness: "h1", Device: "TPU v6e", DeviceCount: 8}
+	rtC = compat.Runtime{Torch: "2.15.0", Transformers: "5.23.0", Harness: "h1", Device: "cpu", DeviceCount: 1}
+)
+
+func seen(id string, target compat.Target, rt compat.Runtime, devices int, ago time.Duration) Seen {
+	return Seen{Worker: Worker{ID: id, Host: id, Target: target, Runtime: rt, Devices: devices, MemoryBytes: 64 << 30}, LastSeen: t0.Add(-ago)}
+}
+
+func TestPlanGroupHostFigures(t *testing.T) {
+	small := seen("s", "cpu", rtC, 2, 0)
+	small.MemoryBytes = 16 << 30
+	big := seen("b", "cpu", rtC, 4, 0)
+	g, _, err := PlanGroup([]Seen{big, small}, "cpu", t0, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.MemoryBytes != 16<<30 || g.PerWorker != 4 || g.Devices != 6 {
+		t.Errorf("group memory %d, per worker %d, devices %d; want the smallest host (16 GiB), 4, 6", g.MemoryBytes, g.PerWorker, g.Devices)
+	}
+	unknown := seen("u", "cpu", rtC, 1, 0)
+	unknown.MemoryBytes = 0
+	if g, _, _ := PlanGroup([]Seen{big, unknown}, "cpu", t0, time.Minute); g.MemoryBytes != 0 {
+		t.Errorf("a worker that does not know its memory: group memory %d, want 0 (unknown)", g.MemoryBytes)
+	}
+}
+
+func TestLive(t *testing.T) {
+	for _, tc := range []struct {
+		ago  time.Duration
+		ttl  time.Duration
+		live bool
+	}{
+		{0, 2 * time.Minute, true},
+		{2 * time.Minute, 2 * time.Minute, true},
+		{2*time.Minute + time.Second, 2 * time.Minute, false},
+		// A short TTL still allows two long polls of silence.
+		{59 * time.Second, 5 * time.Second, true},
+		{61 * time.Second, 5 * time.Second, false},
+	} {
+		if got := Live(t0.Add(-tc.ago), t0, tc.ttl); got != tc.live {
+			t.Errorf("Live(%v ago, ttl %v) = %v, want %v", tc.ago, tc.ttl, got, tc.live)
+		}
+	}
+}
+
+func TestPlanGroup(t *testing.T) {
+	ttl := 2 * time.Minute
+	for _, tc := range []struct {
+		name        string
+		fleet       []Seen
+		target      compat.Target
+		wantKey     string
+		wantWorkers []string
+		wantOthers  int
+		err         error
+	}{
+		{"one group", []Seen{seen("a", "tpu", rtA, 8, 0), seen("b", "tpu", rtA, 8, time.Second)}, "tpu",
+			rtA.Key(), []string{"a", "b"}, 0, nil},
+		{"most devices win", []Seen{seen("a", "tpu", rtA, 4, 0), seen("b", "tpu", rtB, 8, 0)}, "tpu",
+			rtB.Key(), []string{"b"}, 1, nil},
+		{"devices summed over workers", []Seen{seen("a", "tpu", rtA, 4, 0), seen("c", "tpu", rtA, 4, 0), seen("b", "tpu", rtB, 6, 0)}, "tpu",
+			rtA.Key(), []string{"a", "c"}, 1, nil},
+		{"tie goes to the newest", []Seen{seen("a", "tpu", rtA, 8, 10*time.Second), seen("b", "tpu", rtB, 8, time.Second)}, "tpu",
+			rtB.Key(), []string{"b"}, 1, nil},
+		{"gone workers do not count", []Seen{seen("a", "tpu", rtA, 8, 0), seen("b", "tpu", rtB, 64, time.Hour)}, "tpu",
+			rtA.Key(), []string{"a"}, 0, nil},
+		{"auto prefers tpu", []Seen{seen("c", "cpu", rtC, 16, 0), seen("a", "tpu", rtA, 1, 0)}, "auto",
+			rtA.Key(), []string{"a"}, 1, nil},
+		{"auto falls back to cpu", []Seen{seen("c", "cpu", rtC, 1, 0)}, "auto",
+			rtC.Key(), []string{"c"}, 0, nil},
+		{"explicit cpu ignores tpu", []Seen{seen("c", "cpu", rtC, 1, 0), seen("a", "tpu", rtA, 8, 0)}, "cpu",
+			rtC.Key(), []string{"c"}, 1, nil},
+		{"no worker of the target", []Seen{seen("c", "cpu", rtC, 1, 0)}, "tpu", "", nil, 1, ErrNoWorkers},
+		{"empty fleet", nil, "auto", "", nil, 0, ErrNoWorkers},
+		{"auto is never a worker's target", []Seen{seen("x", "auto", rtC, 1, 0)}, "auto", "", nil, 0, ErrNoWorkers},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g, others, err := PlanGroup(tc.fleet, tc.target, t0, ttl)
+			if !errors.Is(err, tc.err) || (tc.err == nil && err != nil) {
+				t.Fatalf("err = %v, want %v", err, tc.err)
+			}
+			if g.RuntimeKey != tc.wantKey || !slices.Equal(g.Workers, tc.wantWorkers) || len(others) != tc.wantOthers {
+				t.Errorf("group %q %v, %d others; want %q %v, %d", g.RuntimeKey, g.Workers, len(others), tc.wantKey, tc.wantWorkers, tc.wantOthers)
+			}
+			if err == nil && g.Runtime.Key() != g.RuntimeKey {
+				t.Errorf("group runtime %q does not have the group's key %q", g.Runtime.Key(), g.RuntimeKey)
+			}
+			for _, o := range others {
+				if o.RuntimeKey == g.RuntimeKey && o.Target == g.Target {
+					t.Errorf("the chosen group is among the others: %+v", o)
+				}
+			}
+		})
+	}
+}
+
+func TestMatches(t *testing.T) {
+	w := Worker{Target: "tpu", Runtime: rtA}
+	for _, tc := range []struct {
+		target compat.Target
+		key    string
+		want   bool
+	}{
+		{"tpu", rtA.Key(), true},
+		{"tpu", rtB.Key(), false},
+		{"cpu", rtA.Key(), false},
+		{"tpu", "", false},
+	} {
+		if got := Matches(tc.target, tc.key, w); got != tc.want {
+			t.Errorf("Matches(%s, %q) = %v, want %v", tc.target, tc.key, got, tc.want)
+		}
+	}
+}
+
+func TestCheckResult(t *testing.T) {
+	job := Job{ModelID: "org/m", Revision: "abc", Target: "tpu", Mode: "full", Previous: compat.StatusPass}
+	good := func() ResultRequest {
+		return ResultRequest{LeaseID: "L", ModelID: "org/m", Result: compat.Result{
+			Target: "tpu", Status: "pass", Stage: compat.Ptr(compat.StageGenerate), Mode: compat.Ptr(compat.ModeFull),
+			Revision: "abc", TestedAt: t0, Runtime: rtA,
+		}}
+	}
+	for _, tc := range []struct {
+		name   string
+		change func(*ResultRequest)
+		bad    string // "" = accepted
+	}{
+		{"valid", func(*ResultRequest) {}, ""},
+		{"scanner error without runtime", func(r *ResultRequest) {
+			r.Result.Status, r.Result.Runtime = compat.StatusError, compat.Runtime{}
+		}, ""},
+		{"flaky change", func(r *ResultRequest) { r.Result.Status, r.Flaky = compat.StatusFail, true }, ""},
+		{"another model", func(r *ResultRequest) { r.ModelID = "org/other" }, "names model"},
+		{"no model", func(r *ResultRequest) { r.ModelID = "" }, "names model"},
+		{"unknown status", func(r *ResultRequest) { r.Result.Status = "great" }, "status"},
+		{"untested", func(r *ResultRequest) { r.Result.Status = compat.StatusUntested }, "status"},
+		{"cpu run for a tpu job", func(r *ResultRequest) { r.Result.Target = compat.TargetCPU }, "target"},
+		{"other revision", func(r *ResultRequest) { r.Result.Revision = "def" }, "revision"},
+		{"no tested_at", func(r *ResultRequest) { r.Result.TestedAt = time.Time{} }, "tested_at"},
+		{"unknown stage", func(r *ResultRequest) { r.Result.Stage = compat.Ptr(compat.Stage("warmup")) }, "stage"},
+		{"unknown class", func(r *ResultRequest) { r.Result.FailureClass = compat.Ptr(compat.FailureClass("bad")) }, "failure_class"},
+		{"unknown reason", func(r *ResultRequest) { r.Result.Reason = compat.Ptr(compat.Reason("bored")) }, "reason"},
+		{"auto mode", func(r *ResultRequest) { r.Result.Mode = compat.Ptr(compat.ModeAuto) }, "mode"},
+		{"other runtime", func(r *ResultRequest) { r.Result.Runtime = rtB }, "runtime"},
+		{"flaky without a change", func(r *ResultRequest) { r.Flaky = true }, "flaky"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req := good()
+			tc.change(&req)
+			err := CheckResult(job, rtA.Key(), req)
+			if tc.bad == "" {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				return
+			}
+			if !errors.Is(err, ErrBadResult) || !strings.Contains(err.Error(), tc.bad) {
+				t.Fatalf("err = %v, want ErrBadResult about %q", err, tc.bad)
+			}
+		})
+	}
+}
+
+func TestShutdownBudget(t *testing.T) {
+	if got, want := ShutdownBudget(10*time.Second), 25*time.Second; got != want {
+		t.Errorf("ShutdownBudget(10s) = %v, want %v", got, want)
+	}
+	if got := ShutdownBudget(0); got != ReleaseTimeout {
+		t.Errorf("ShutdownBudget(0) = %v", got)
+	}
+}
+
+func TestBackoff(t *testing.T) {
+	for _, tc := range []struct {
+		n        int
+		jitter   float64
+		min, max time.Duration
+	}{
+		{0, 0, 500 * time.Millisecond, 500 * time.Millisecond},
+		{0, 0.999, 999 * time.Millisecond, time.Second},
+		{1, 0.5, 1500 * time.Millisecond, 1500 * time.Millisecond},
+		{4, 0, 8 * time.Second, 8 * time.Second},
+		{5, 0, 15 * time.Second, 15 * time.Second},
+		{50, 1, 30 * time.Second, 30 * time.Second},
+		{50, 7, 30 * time.Second, 30 * time.Second}, // out-of-range jitter clamped
+		{3, -1, 4 * time.Second, 4 * time.Second},
+	} {
+		if got := Backoff(tc.n, tc.jitter); got < tc.min || got > tc.max {
+			t.Errorf("Backoff(%d, %v) = %v, want in [%v, %v]", tc.n, tc.jitter, got, tc.min, tc.max)
+		}
+	}
+}
+
+func TestDesiredWorkers(t *testing.T) {
+	for _, tc := range []struct{ open, per, max, want int }{
+		{0, 8, 0, 0},
+		{1, 8, 0, 1},
+		{8, 8, 0, 1},
+		{9, 8, 0, 2},
+		{100, 8, 4, 4},
+		{3, 0, 0, 3}, // a worker has at least one device
+	} {
+		if got := DesiredWorkers(tc.open, tc.per, tc.max); got != tc.want {
+			t.Errorf("DesiredWorkers(%d, %d, %d) = %d, want %d", tc.open, tc.per, tc.max, got, tc.want)
+		}
+	}
+}
+
+func TestHeartbeatInterval(t *testing.T) {
+	if got := HeartbeatInterval(2 * time.Minute); got != 30*time.Second {
+		t.Errorf("HeartbeatInterval(2m) = %v", got)
+	}
+}
+
+// The wire format, written out by hand: a change to a JSON name breaks
+// every deployed worker, so it must break this test first.
+func TestWireFormat(t *testing.T) {
+	const lease = `{"leases":[{"lease_id":"9f2c","job_id":42,"attempt":2,"expires_at":"2026-11-30T12:02:00Z",
+	  "job":{"model_id":"Qwen/Qwen3-0.6B","revision":"abc","task":"text-generation","target":"tpu","mode":"full",
+	         "files":["config.json","model.safetensors"],"memory_budget_bytes":1024,"timeout_s":1200,"previous_status":"pass"}}]}`
+	var lr LeaseResponse
+	dec := json.NewDecoder(strings.NewReader(lease))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&lr); err != nil {
+		t.Fatal(err)
+	}
+	want := LeaseResponse{Leases: []Lease{{ID: "9f2c", JobID: 42, Attempt: 2, ExpiresAt: t0.Add(2 * time.Minute), Job: Job{
+		ModelID: "Qwen/Qwen3-0.6B", Revision: "abc", Task: "text-generation", Target: "tpu", Mode: "full",
+		Files: []string{"config.json", "model.safetensors"}, MemoryBudgetBytes: 1024, TimeoutS: 1200, Previous: "pass",
+	}}}}
+	if !reflect.DeepEqual(lr, want) {
+		t.Errorf("decoded %+v\nwant %+v", lr, want)
+	}
+	for _, tc := range []struct {
+		v    any
+		keys []string
+	}{
+		{LeaseRequest{}, []string{"worker", "max", "wait_s"}},
+		{Worker{}, []string{"id", "host", "version", "target", "runtime", "devices", "memory_bytes"}},
+		{HeartbeatRequest{}, []string{"worker_id", "leases"}},
+		{HeartbeatResponse{}, []string{"renewed", "lost", "expires_at"}},
+		{ResultRequest{}, []string{"lease_id", "worker_id", "model_id", "result"}},
+		{ReleaseRequest{}, []string{"worker_id", "lease_id"}},
+		{RegisterResponse{}, []string{"lease_ttl_s", "heartbeat_s", "max_wait_s"}},
+		{WorkerView{}, []string{"id", "host", "target", "device", "devices", "runtime", "last_seen", "live", "busy", "jobs_done", "planned"}},
+	} {
+		b, err := json.Marshal(tc.v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m map[string]any
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatal(err)
+		}
+		got := make([]string, 0, len(m))
+		for k := range m {
+			got = append(got, k)
+		}
+		slices.Sort(got)
+		want := slices.Clone(tc.keys)
+		slices.Sort(want)
+		if !slices.Equal(got, want) {
+			t.Errorf("%T keys = %v, want %v", tc.v, got, want)
+		}
+	}
+}
+
+// The public listing must never carry what could reach a worker: no
+// address, no token.
+func TestWorkerViewHasNoSecrets(t *testing.T) {
+	typ := reflect.TypeOf(WorkerView{})
+	for i := range typ.NumField() {
+		name := strings.ToLower(typ.Field(i).Name + " " + typ.Field(i).Tag.Get("json"))
+		for _, bad := range []string{"token", "addr", "ip", "secret", "url"} {
+			if strings.Contains(name, bad) {
+				t.Errorf("WorkerView field %q looks like %s", typ.Field(i).Name, bad)
+			}
+		}
+	}
+}

@@ -1,0 +1,271 @@
+package scan
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
+	"github.com/google-pytorch/torchtpu-scanner/internal/dispatch"
+	"github.com/google-pytorch/torchtpu-scanner/internal/fleet"
+	"github.com/google-pytorch/torchtpu-scanner/internal/hub"
+	"github.com/google-pytorch/torchtpu-scanner/internal/readiness"
+	"github.com/google-pytorch/torchtpu-scanner/store"
+)
+
+// inProcessWorker leases jobs from d and answers each with a pass (or
+// what answer says), recording what it was given.
+type inProcessWorker struct {
+	d      *dispatch.Dispatcher
+	w      fleet.Worker
+	answer func(fleet.Job) compat.Status
+	hold   chan struct{} // when set, a job waits for it before its result
+
+	mu     sync.Mutex
+	jobs   []fleet.Job
+	posted []error // what each result post returned
+}
+
+func (iw *inProcessWorker) run(ctx context.Context) {
+	for ctx.Err() == nil {
+		resp, err := iw.d.Lease(ctx, fleet.LeaseRequest{Worker: iw.w, Max: iw.w.Devices, WaitS: 0.2})
+		if err != nil {
+			return
+		}
+		for _, l := range resp.Leases {
+			iw.mu.Lock()
+			iw.jobs = append(iw.jobs, l.Job)
+			iw.mu.Unlock()
+			if iw.hold != nil {
+				select {
+				case <-iw.hold:
+				case <-ctx.Done():
+					return
+				}
+			}
+			st := compat.StatusPass
+			if iw.answer != nil {
+				st = iw.answer(l.Job)
+			}
+			res := compat.Result{Target: l.Job.Target, Status: st, Stage: compat.Ptr(compat.StageGenerate), Mode: compat.Ptr(l.Job.Mode),
+				Revision: l.Job.Revision, TestedAt: time.Now().UTC(), Runtime: iw.w.Runtime}
+			err := iw.d.Result(ctx, fleet.ResultRequest{LeaseID: l.ID, WorkerID: iw.w.ID, ModelID: l.Job.ModelID, Result: res})
+			iw.mu.Lock()
+			iw.posted = append(iw.posted, err)
+			iw.mu.Unlock()
+		}
+	}
+}
+
+func (iw *inProcessWorker) leased() []fleet.Job {
+	iw.mu.Lock()
+	defer iw.mu.Unlock()
+	return slices.Clone(iw.jobs)
+}
+
+func fleetFixture(t *testing.T, models ...hub.ModelInfo) (*fixture, *dispatch.Dispatcher, *inProcessWorker) {
+	t.Helper()
+	f := newFixture(t, models...)
+	d := dispatch.New(f.store, dispatch.Config{LeaseTTL: time.Minute, Logger: quiet})
+	f.s.Fleet, f.s.FleetWait = d, 5*time.Second
+	w := fleet.Worker{ID: "w1", Host: "tpu-host-1", Target: compat.TargetCPU, Runtime: f.prober.runtime, Devices: 2, MemoryBytes: 64 << 30}
+	if _, err := d.Register(context.Background(), w); err != nil {
+		t.Fatal(err)
+	}
+	return f, d, &inProcessWorker{d: d, w: w}
+}
+
+func TestAFleetScanQueuesWhatItWouldProbe(t *testing.T) {
+	full := model("f/full", "text-generation", "transformers")
+	full.Siblings = []hub.Sibling{{Name: "config.json", Size: 600}, {Name: "model.safetensors", Size: 1 << 20},
+		{Name: "generation_config.json", Size: 100}, {Name: "tokenizer.json", Size: 2000}}
+	full.FilesMetadata = true
+	f, _, iw := fleetFixture(t,
+		full,
+		model("f/b", "text-generation", "transformers"),
+		model("f/custom", "text-generation", "transformers", "custom_code"),
+		model("f/c", "text-generation", "transformers"),
+		model("f/d", "text-generation", "transformers"),
+	)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go iw.run(ctx)
+	var last Progress
+	sc, err := f.s.Run(ctx, Options{Mode: compat.ModeAuto, Target: compat.TargetAuto}, Hooks{Progress: func(p Progress) { last = p }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sc.Status != store.ScanDone || sc.Planned != 5 || sc.Done != 5 || sc.Probed != 4 || sc.Target != "cpu" || sc.DeviceBusy != nil {
+		t.Errorf("scan %+v", sc)
+	}
+	if last.Done != 5 || last.Probed != 4 {
+		t.Errorf("last progress %+v", last)
+	}
+	if n := f.prober.count("f/b"); n != 0 || len(f.prober.calls) != 0 {
+		t.Errorf("the server probed locally: %v", f.prober.calls)
+	}
+	jobs := iw.leased()
+	var order []string
+	for _, j := range jobs {
+		order = append(order, j.ModelID)
+	}
+	if want := []string{"f/full", "f/b", "f/c", "f/d"}; !slices.Equal(order, want) {
+		t.Errorf("leased %v, want %v (popularity order; the custom-code model is declined here)", order, want)
+	}
+	if len(jobs) > 0 {
+		j := jobs[0]
+		if j.Mode != compat.ModeFull || !slices.Equal(j.Files, []string{"config.json", "model.safetensors"}) ||
+			!slices.Equal(j.InputFiles, hub.InputFiles(full.Siblings)) || len(j.InputFiles) == 0 ||
+			!strings.Contains(j.PlanNote, "auto -> full") || !strings.Contains(j.PlanNote, "untested on cpu") ||
+			j.MemoryBudgetBytes <= 0 || j.Revision != "sha-full" || j.Target != compat.TargetCPU || j.TimeoutS != 20*60 {
+			t.Errorf("the full-mode job %+v", j)
+		}
+	}
+	if got := f.hub.files["f/full"]; !slices.Equal(got, []string{"config.json"}) {
+		t.Errorf("the server downloaded %v of f/full: weights are the workers' to fetch", got)
+	}
+	for _, id := range []string{"f/full", "f/b", "f/c", "f/d"} {
+		r, err := f.store.LatestResult(ctx, id, compat.TargetCPU)
+		if err != nil || r.Worker != "tpu-host-1" || r.ScanID == nil || *r.ScanID != sc.ID {
+			t.Errorf("%s: %+v %v", id, r, err)
+		}
+	}
+	if r, _ := f.store.LatestResult(ctx, "f/custom", compat.TargetCPU); r.Status != compat.StatusSkipped || r.Worker != "" {
+		t.Errorf("custom: %+v", r)
+	}
+	// The second scan finds everything unchanged: nothing is queued.
+	before := len(iw.leased())
+	sc2, err := f.s.Run(ctx, Options{Mode: compat.ModeAuto, Target: compat.TargetAuto}, Hooks{})
+	if err != nil || sc2.Unchanged != 5 || sc2.Probed != 0 || len(iw.leased()) != before {
+		t.Errorf("second scan %+v %v; leased %d more", sc2, err, len(iw.leased())-before)
+	}
+}
+
+func TestAFleetScanWithoutWorkersFailsAndIsRetried(t *testing.T) {
+	f := newFixture(t, model("n/a", "text-generation", "transformers"))
+	f.s.Fleet = dispatch.New(f.store, dispatch.Config{LeaseTTL: time.Minute, Logger: quiet})
+	f.s.FleetWait = 100 * time.Millisecond
+	sc, err := f.s.Run(context.Background(), Options{Target: compat.TargetTPU}, Hooks{})
+	if !errors.Is(err, fleet.ErrNoWorkers) || sc.Status != store.ScanFailed {
+		t.Fatalf("scan %+v, err %v", sc, err)
+	}
+	svc := NewService(f.s, Options{Target: compat.TargetTPU}, quiet)
+	svc.RetryAfter = 50 * time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go svc.Run(ctx)
+	if err := svc.Request("manual"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool {
+		scans, _ := f.store.ListScans(ctx, 10)
+		return len(scans) >= 3 // the failed one above, the manual one, and a retry
+	})
+}
+
+// A server stopping mid-scan leaves the jobs queued and the scan running;
+// the next process resumes it, and the scan completes.
+func TestAStoppedFleetScanIsResumed(t *testing.T) {
+	f, _, iw := fleetFixture(t, model("r/a", "text-generation", "transformers"), model("r/b", "text-generation", "transformers"))
+	iw.hold = make(chan struct{})
+	wctx, stopWorker := context.WithCancel(context.Background())
+	defer stopWorker()
+	go iw.run(wctx)
+	ctx, stop := context.WithCancel(context.Background())
+	go func() {
+		waitFor(t, func() bool {
+			scans, _ := f.store.ListScans(context.Background(), 1)
+			if len(scans) == 0 || len(iw.leased()) == 0 {
+				return false
+			}
+			c, _ := f.store.ScanJobs(context.Background(), scans[0].ID)
+			return c.Total == 2
+		})
+		stop() // the server shuts down once both jobs are queued, one leased
+	}()
+	sc, err := f.s.Run(ctx, Options{Mode: compat.ModeArch, Target: compat.TargetCPU}, Hooks{})
+	if !errors.Is(err, context.Canceled) || sc.Status != store.ScanRunning {
+		t.Fatalf("stopped scan %+v, %v: want it left running", sc, err)
+	}
+	if c, _ := f.store.ScanJobs(context.Background(), sc.ID); c.Open() != 2 {
+		t.Fatalf("jobs after the stop: %+v", c)
+	}
+	// The worker finishes in the meantime; the next process resumes.
+	close(iw.hold)
+	resumed, err := f.s.Resume(context.Background(), sc.ID, Hooks{})
+	if err != nil || resumed.Status != store.ScanDone || resumed.Done != 2 || resumed.Probed != 2 {
+		t.Fatalf("resumed %+v, %v", resumed, err)
+	}
+	for _, id := range []string{"r/a", "r/b"} {
+		if h, _ := f.store.History(context.Background(), id, "", 10); len(h) != 1 {
+			t.Errorf("%s: %d results", id, len(h))
+		}
+	}
+}
+
+// A server stopping while the scan still plans interrupts it, as a local
+// scan is, and cancels its jobs: a resumed scan could not tell the models
+// it never planned.
+func TestAFleetScanStoppedWhilePlanningIsInterrupted(t *testing.T) {
+	f, _, iw := fleetFixture(t, model("p/a", "text-generation", "transformers"), model("p/b", "text-generation", "transformers"))
+	f.hub.delays = map[string]time.Duration{"p/b": time.Hour} // p/b's config.json never comes
+	iw.hold = make(chan struct{})
+	wctx, stopWorker := context.WithCancel(context.Background())
+	defer stopWorker()
+	go iw.run(wctx)
+	ctx, stop := context.WithCancel(context.Background())
+	go func() {
+		waitFor(t, func() bool { return len(iw.leased()) > 0 })
+		stop()
+	}()
+	sc, err := f.s.Run(ctx, Options{Mode: compat.ModeArch, Target: compat.TargetCPU}, Hooks{})
+	if !errors.Is(err, context.Canceled) || sc.Status != store.ScanInterrupted {
+		t.Fatalf("scan %+v, %v: want interrupted", sc, err)
+	}
+	if c, _ := f.store.ScanJobs(context.Background(), sc.ID); c != (store.JobCounts{Total: 1, Cancelled: 1}) {
+		t.Errorf("jobs %+v: want the queued one cancelled", c)
+	}
+	close(iw.hold) // the worker's late result is refused: no result for p/a
+	waitFor(t, func() bool { iw.mu.Lock(); defer iw.mu.Unlock(); return len(iw.posted) > 0 })
+	if err := iw.posted[0]; !errors.Is(err, fleet.ErrLeaseNotCurrent) {
+		t.Errorf("the late result: %v, want refused", err)
+	}
+	if h, _ := f.store.History(context.Background(), "p/a", "", 10); len(h) != 0 {
+		t.Errorf("p/a: %+v", h)
+	}
+}
+
+// A fleet scan stores every listed model's readiness on the server at
+// listing time, as a local scan does: from config.json for a model it
+// queues (the server reads config.json for preflight), from the listing's
+// summary and safetensors counts for one it declines; workers compute none.
+func TestAFleetScanStoresReadiness(t *testing.T) {
+	llama := model("r/llama", "text-generation", "transformers")
+	gated := model("r/gated", "text-generation", "transformers")
+	gated.Gated = true
+	gated.Safetensors = map[string]int64{"BF16": 70000000000}
+	f, _, iw := fleetFixture(t, llama, gated)
+	f.hub.configs["r/llama"] = llama1BConfig
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go iw.run(ctx)
+	if _, err := f.s.Run(ctx, Options{Mode: compat.ModeArch, Target: compat.TargetAuto}, Hooks{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := len(iw.leased()); got != 1 {
+		t.Fatalf("leased %d jobs, want 1 (the llama)", got)
+	}
+	r := f.readiness(t, "r/llama")
+	if r == nil || deref(r.ParamsSource) != readiness.SourceConfig || r.Params == nil || *r.Params != 1235814400 ||
+		r.KVBytesPerToken == nil || *r.KVBytesPerToken != 32768 {
+		t.Errorf("queued model's readiness: %+v", r)
+	}
+	r = f.readiness(t, "r/gated")
+	if r == nil || r.Params == nil || *r.Params != 70000000000 || deref(r.ParamsSource) != readiness.SourceSafetensors {
+		t.Errorf("gated model's readiness: %+v", r)
+	}
+}

@@ -1,0 +1,133 @@
+package worker
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/google-pytorch/torchtpu-scanner/internal/fleet"
+)
+
+// How the server answered, beyond success. Anything else (a refused
+// connection, a 5xx, a garbled answer) is worth retrying.
+var (
+	// ErrConflict (409): the lease is not current; the work is lost.
+	ErrConflict = errors.New("lease no longer current")
+	// ErrRejected (400): the server refuses this request as it is;
+	// sending it again cannot help.
+	ErrRejected = errors.New("request rejected")
+	// ErrUnauthorized (401, 403): the worker token is missing or wrong.
+	ErrUnauthorized = errors.New("worker token refused")
+	// ErrDisabled (404): the server has no work routes (no
+	// SCANNER_WORKER_TOKEN, or --dispatch local).
+	ErrDisabled = errors.New("server has no work routes")
+)
+
+// client speaks the fleet protocol to one server.
+type client struct {
+	base  string // the server's URL, without a trailing slash
+	token string
+	http  *http.Client
+}
+
+func newClient(server, token string, hc *http.Client) *client {
+	if hc == nil {
+		hc = &http.Client{}
+	}
+	return &client{base: strings.TrimRight(server, "/"), token: token, http: hc}
+}
+
+func (c *client) register(ctx context.Context, w fleet.Worker) (fleet.RegisterResponse, error) {
+	var out fleet.RegisterResponse
+	err := c.post(ctx, fleet.PathRegister, w, &out, 30*time.Second)
+	return out, err
+}
+
+// lease long-polls for up to max jobs.
+func (c *client) lease(ctx context.Context, w fleet.Worker, max int, wait time.Duration) ([]fleet.Lease, error) {
+	var out fleet.LeaseResponse
+	req := fleet.LeaseRequest{Worker: w, Max: max, WaitS: wait.Seconds()}
+	// The server holds the request up to wait: allow for that, and then some.
+	err := c.post(ctx, fleet.PathLease, req, &out, wait+30*time.Second)
+	return out.Leases, err
+}
+
+func (c *client) heartbeat(ctx context.Context, workerID string, leases []string) (fleet.HeartbeatResponse, error) {
+	var out fleet.HeartbeatResponse
+	err := c.post(ctx, fleet.PathHeartbeat, fleet.HeartbeatRequest{WorkerID: workerID, Leases: leases}, &out, 30*time.Second)
+	return out, err
+}
+
+func (c *client) result(ctx context.Context, req fleet.ResultRequest) error {
+	return c.post(ctx, fleet.PathResult, req, nil, 60*time.Second)
+}
+
+func (c *client) release(ctx context.Context, req fleet.ReleaseRequest) error {
+	return c.post(ctx, fleet.PathRelease, req, nil, fleet.ReleaseTimeout)
+}
+
+// post sends body as JSON and decodes a 200 answer into out (when not nil).
+func (c *client) post(ctx context.Context, path string, body, out any, timeout time.Duration) error {
+	b, err := json.Marshal(body)
+	if err != nil {
+		return fmt.Errorf("worker: %s: %w", path, err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+path, bytes.NewReader(b))
+	if err != nil {
+		return fmt.Errorf("worker: %s: %w", path, err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return fmt.Errorf("worker: %s: %w", path, err)
+	}
+	defer resp.Body.Close()
+	answer, err := io.ReadAll(io.LimitReader(resp.Body, fleet.MaxBodyBytes))
+	if err != nil {
+		return fmt.Errorf("worker: %s: read answer: %w", path, err)
+	}
+	if err := statusError(resp.StatusCode); err != nil {
+		return fmt.Errorf("worker: %s: %w (%d: %s)", path, err, resp.StatusCode, brief(answer))
+	}
+	if out == nil {
+		return nil
+	}
+	if err := json.Unmarshal(answer, out); err != nil {
+		return fmt.Errorf("worker: %s: answer: %w", path, err)
+	}
+	return nil
+}
+
+// statusError maps a status to the protocol's errors; nil for success.
+func statusError(code int) error {
+	switch {
+	case code >= 200 && code < 300:
+		return nil
+	case code == http.StatusConflict:
+		return ErrConflict
+	case code == http.StatusUnauthorized || code == http.StatusForbidden:
+		return ErrUnauthorized
+	case code == http.StatusNotFound:
+		return ErrDisabled
+	case code == http.StatusBadRequest || code == http.StatusRequestEntityTooLarge:
+		return ErrRejected
+	}
+	return fmt.Errorf("server answered %d", code)
+}
+
+func brief(b []byte) string {
+	s := strings.TrimSpace(string(b))
+	if len(s) > 200 {
+		s = s[:200] + "…"
+	}
+	return s
+}

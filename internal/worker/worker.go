@@ -1,0 +1,346 @@
+// Package worker is `scanner worker`: it leases probes from a scanner
+// server (internal/fleet is the protocol), downloads each model's files
+// from the Hub itself, runs the same harness runner a local scan runs (one
+// probe per device), and posts the results. It survives server restarts
+// (every request is retried with backoff) and stops gracefully: on SIGTERM
+// it takes no new lease, gives its probes --probe-grace to finish, stops the
+// rest and gives their leases back.
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
+	"github.com/google-pytorch/torchtpu-scanner/internal/fleet"
+	"github.com/google-pytorch/torchtpu-scanner/internal/probe"
+)
+
+// Prober runs the smoke test on one device; *probe.Runner is the real one.
+type Prober interface {
+	Probe(ctx context.Context, req probe.Request) compat.Result
+	Env(ctx context.Context, target compat.Target) (compat.Target, compat.Runtime, error)
+}
+
+// Fetcher downloads a model's files at a revision into the Hub cache and
+// returns the snapshot directory; *hub.Client is the real one.
+type Fetcher interface {
+	Download(ctx context.Context, id, sha string, files []string) (string, error)
+}
+
+// Config configures a Worker.
+type Config struct {
+	Server  string // the scanner server's URL
+	Token   string // SCANNER_WORKER_TOKEN
+	ID      string // this process's worker id (see NewID)
+	Host    string // the machine, recorded with its results
+	Version string
+	Target  compat.Target // requested; auto resolves once at start
+	// Timeout caps one probe; a job's own timeout applies when shorter.
+	Timeout time.Duration
+	// ProbeGrace is what running probes get after SIGTERM before they are
+	// stopped (and, inside the runner, again before SIGKILL).
+	ProbeGrace time.Duration
+	// MemoryBytes is the host's memory (0 when unknown), reported so that
+	// the server plans cpu budgets from it.
+	MemoryBytes uint64
+	// Wait is the long poll asked for; fleet.MaxWait when zero.
+	Wait   time.Duration
+	HTTP   *http.Client
+	Logger *slog.Logger
+	// FetchFailed turns a download failure into the job's result (the
+	// scan's rule: the Hub's own refusals are skips, anything else the
+	// scanner's error).
+	FetchFailed func(job fleet.Job, err error) compat.Result
+	// FetchInputs downloads a job's input files, each on its own, and
+	// returns the note of those that did not come ("" when all did); nil
+	// fetches none.
+	FetchInputs func(ctx context.Context, j fleet.Job) string
+	// WouldChange reports whether a new status would change what the model
+	// shows, so that it is confirmed by a rerun first (the scan's rule).
+	WouldChange func(old, new compat.Status) bool
+}
+
+// Worker leases and runs probes until its context ends.
+type Worker struct {
+	cfg     Config
+	env     Prober   // answers Env: the host's runner
+	probers []Prober // one per device
+	fetch   Fetcher
+	api     *client
+	log     *slog.Logger
+
+	self fleet.Worker // as registered: target and runtime resolved
+	// final ends ShutdownBudget after SIGTERM: results still being
+	// delivered then are given up (their leases expire on the server).
+	final context.Context
+
+	mu   sync.Mutex
+	held map[string]*heldLease // lease id → running job
+
+	beat      atomic.Int64 // heartbeat interval the server asked for, nanoseconds
+	lastOK    atomic.Int64 // unix nanos of the last answered request
+	done      atomic.Int64 // results accepted
+	running   atomic.Int64 // probes running now
+	serverUp  atomic.Bool
+	resolving atomic.Bool
+}
+
+// heldLease is a lease this worker holds: its probe is cancelled if the
+// server says the lease is lost.
+type heldLease struct {
+	lease  fleet.Lease
+	cancel context.CancelFunc
+	lost   atomic.Bool
+}
+
+// New returns a worker that probes with probers, one per device; env
+// resolves the target and runtime (the host's runner, unpinned).
+func New(cfg Config, env Prober, probers []Prober, fetch Fetcher) (*Worker, error) {
+	if len(probers) == 0 || env == nil {
+		return nil, errors.New("worker: no prober")
+	}
+	if cfg.Server == "" {
+		return nil, errors.New("worker: no server URL")
+	}
+	if cfg.Wait <= 0 || cfg.Wait > fleet.MaxWait {
+		cfg.Wait = fleet.MaxWait
+	}
+	if cfg.ProbeGrace <= 0 {
+		cfg.ProbeGrace = probe.DefaultGrace
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = probe.DefaultTimeout
+	}
+	if cfg.FetchFailed == nil || cfg.WouldChange == nil {
+		return nil, errors.New("worker: FetchFailed and WouldChange are required")
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Worker{
+		cfg: cfg, env: env, probers: probers, fetch: fetch, api: newClient(cfg.Server, cfg.Token, cfg.HTTP),
+		log: log.With("worker_id", cfg.ID), held: map[string]*heldLease{},
+	}, nil
+}
+
+// Run resolves the target, registers, and leases until ctx ends (SIGTERM);
+// then it stops as the package says and returns nil. An error means the
+// worker could not start (no usable device for the target).
+func (w *Worker) Run(ctx context.Context) error {
+	w.resolving.Store(true)
+	target, rt, err := w.env.Env(ctx, w.cfg.Target)
+	w.resolving.Store(false)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("worker: probe environment for target %s: %w", w.cfg.Target, err)
+	}
+	w.self = fleet.Worker{ID: w.cfg.ID, Host: w.cfg.Host, Version: w.cfg.Version, Target: target, Runtime: rt,
+		Devices: len(w.probers), MemoryBytes: w.cfg.MemoryBytes}
+	w.log.Info("worker starting", "server", w.cfg.Server, "target", target, "devices", len(w.probers),
+		"device", rt.Device, "torch", rt.Torch, "torch_tpu", rt.TorchTPU, "transformers", rt.Transformers)
+	if !w.registerLoop(ctx) {
+		return nil
+	}
+	// hard ends the probes: ProbeGrace after ctx ends.
+	hard, stopHard := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopHard()
+	stopTimer := context.AfterFunc(ctx, func() { time.AfterFunc(w.cfg.ProbeGrace, stopHard) })
+	defer stopTimer()
+	final, stopFinal := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopFinal()
+	stopFinalTimer := context.AfterFunc(ctx, func() { time.AfterFunc(fleet.ShutdownBudget(w.cfg.ProbeGrace), stopFinal) })
+	defer stopFinalTimer()
+	w.final = final
+	beats, stopBeats := context.WithCancel(context.WithoutCancel(ctx))
+	var bg sync.WaitGroup
+	bg.Go(func() { w.heartbeatLoop(beats) })
+
+	var jobs sync.WaitGroup
+	w.leaseLoop(ctx, hard, &jobs)
+	w.log.Info("worker stopping: no new leases; waiting for running probes", "running", w.running.Load(),
+		"probe_grace", w.cfg.ProbeGrace)
+	jobs.Wait()
+	stopBeats()
+	bg.Wait()
+	w.log.Info("worker stopped", "results_accepted", w.done.Load())
+	return nil
+}
+
+// registerLoop registers until the server answers; false when ctx ended.
+func (w *Worker) registerLoop(ctx context.Context) bool {
+	for n := 0; ; n++ {
+		reg, err := w.api.register(ctx, w.self)
+		if err == nil {
+			w.setTiming(reg)
+			w.seen(true)
+			w.log.Info("registered", "lease_ttl_s", reg.LeaseTTLS, "heartbeat_s", reg.HeartbeatS)
+			return true
+		}
+		w.seen(false)
+		if ctx.Err() != nil {
+			return false
+		}
+		w.log.Warn("register: server not reachable; retrying", "err", err, "attempt", n+1)
+		if sleep(ctx, fleet.Backoff(n, rand.Float64())) != nil {
+			return false
+		}
+	}
+}
+
+// setTiming takes the heartbeat interval the server asks for (a quarter of
+// its lease TTL when it names none).
+func (w *Worker) setTiming(reg fleet.RegisterResponse) {
+	beat := time.Duration(reg.HeartbeatS * float64(time.Second))
+	if beat <= 0 {
+		ttl := time.Duration(reg.LeaseTTLS * float64(time.Second))
+		if ttl <= 0 {
+			ttl = fleet.DefaultLeaseTTL
+		}
+		beat = fleet.HeartbeatInterval(ttl)
+	}
+	w.beat.Store(int64(beat))
+}
+
+func (w *Worker) heartbeatEvery() time.Duration { return time.Duration(w.beat.Load()) }
+
+func (w *Worker) seen(ok bool) {
+	w.serverUp.Store(ok)
+	if ok {
+		w.lastOK.Store(time.Now().UnixNano())
+	}
+}
+
+// leaseLoop asks for as many jobs as there are free devices and starts
+// each granted one on a free device, until ctx ends.
+func (w *Worker) leaseLoop(ctx, hard context.Context, jobs *sync.WaitGroup) {
+	free := make(chan int, len(w.probers))
+	for i := range w.probers {
+		free <- i
+	}
+	for failures := 0; ; {
+		var slots []int
+		select {
+		case s := <-free:
+			slots = append(slots, s)
+		case <-ctx.Done():
+			return
+		}
+		slots = append(slots, drain(free)...)
+		leases, err := w.api.lease(ctx, w.self, len(slots), w.cfg.Wait)
+		if err != nil {
+			for _, s := range slots {
+				free <- s
+			}
+			w.seen(false)
+			if ctx.Err() != nil {
+				return
+			}
+			w.log.Warn("lease: server not reachable; retrying", "err", err, "attempt", failures+1)
+			if sleep(ctx, fleet.Backoff(failures, rand.Float64())) != nil {
+				return
+			}
+			failures++
+			continue
+		}
+		failures = 0
+		w.seen(true)
+		for i, s := range slots {
+			if i >= len(leases) {
+				free <- s
+				continue
+			}
+			jobs.Add(1)
+			go func(slot int, l fleet.Lease) {
+				defer jobs.Done()
+				defer func() { free <- slot }()
+				w.runJob(hard, slot, l)
+			}(s, leases[i])
+		}
+	}
+}
+
+func drain(c chan int) []int {
+	var out []int
+	for {
+		select {
+		case s := <-c:
+			out = append(out, s)
+		default:
+			return out
+		}
+	}
+}
+
+// heartbeatLoop renews held leases until ctx ends; a lease the server
+// reports lost has its probe cancelled.
+func (w *Worker) heartbeatLoop(ctx context.Context) {
+	t := time.NewTimer(w.heartbeatEvery())
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		t.Reset(w.heartbeatEvery())
+		ids := w.heldIDs()
+		if len(ids) == 0 {
+			continue
+		}
+		resp, err := w.api.heartbeat(ctx, w.cfg.ID, ids)
+		if err != nil {
+			w.seen(false)
+			w.log.Warn("heartbeat failed", "err", err, "leases", len(ids))
+			continue
+		}
+		w.seen(true)
+		for _, id := range resp.Lost {
+			w.loseLease(id)
+		}
+	}
+}
+
+func (w *Worker) heldIDs() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	ids := make([]string, 0, len(w.held))
+	for id := range w.held {
+		ids = append(ids, id)
+	}
+	return ids
+}
+
+func (w *Worker) loseLease(id string) {
+	w.mu.Lock()
+	h := w.held[id]
+	w.mu.Unlock()
+	if h == nil {
+		return
+	}
+	w.log.Warn("lease lost: stopping its probe (its result would be refused)", "lease_id", id, "model", h.lease.Job.ModelID)
+	h.lost.Store(true)
+	h.cancel()
+}
+
+// sleep waits d or until ctx ends (then it returns ctx's error).
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

@@ -1,0 +1,568 @@
+package store
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
+	"github.com/google-pytorch/torchtpu-scanner/internal/fleet"
+)
+
+// This file is the work queue of `serve --dispatch workers`: the workers,
+// and the jobs of each scan with their leases. Every change of a job is
+// decided by internal/fleet's pure functions (Grant, Renew, Complete,
+// Release, Expire) and written in one transaction, together with what it
+// entails (the result, the worker's count), so that a job is recorded once.
+
+// WorkerRecord is a worker as the server last heard from it.
+type WorkerRecord struct {
+	fleet.Worker
+	FirstSeen time.Time
+	LastSeen  time.Time
+	JobsDone  int // results accepted from it
+	Busy      int // leases it holds now
+}
+
+// NewJob is one probe a scan queues.
+type NewJob struct {
+	Rank       int    // the model's place in the scan's popularity order
+	RuntimeKey string // of the runtime the scan planned against
+	Job        fleet.Job
+}
+
+// JobCounts is where the jobs of one scan stand.
+type JobCounts struct {
+	Total, Queued, Leased, Done, Failed, Cancelled int
+}
+
+// Open is how many jobs still wait for a result.
+func (c JobCounts) Open() int { return c.Queued + c.Leased }
+
+// QueueDepth is the open jobs of one target and runtime.
+type QueueDepth struct {
+	Target     compat.Target
+	RuntimeKey string
+	Queued     int
+	Leased     int
+}
+
+// QueueStats is the queue as /metrics shows it.
+type QueueStats struct {
+	Open       []QueueDepth
+	LostLeases int64 // leases that expired unrenewed, over the queue's life
+}
+
+// JobOutcome is what an accepted result did.
+type JobOutcome struct {
+	ScanID  int64
+	ModelID string
+	Result  compat.Result // as recorded: scan id and worker host (the lease holder's) filled in
+	Flaky   bool          // recorded as a flaky event; the old status stays
+	Record  RecordOutcome // for a result that was not flaky
+}
+
+// Expired is what ExpireLeases did.
+type Expired struct {
+	Requeued int
+	Failed   []JobOutcome // jobs that lost their last lease: error results
+}
+
+// jobRow is a jobs row as scanned.
+type jobRow struct {
+	id         int64
+	scanID     int64
+	modelID    string
+	runtimeKey string
+	spec       fleet.Job
+	st         fleet.JobState
+	lastWorker string
+}
+
+func scanJob(row interface{ Scan(...any) error }) (jobRow, error) {
+	var j jobRow
+	var spec, state string
+	var lease, worker sql.NullString
+	var expires sql.NullInt64
+	err := row.Scan(&j.id, &j.scanID, &j.modelID, &j.runtimeKey, &spec, &state, &lease, &worker, &expires,
+		&j.st.Attempts, &j.st.Lost, &j.lastWorker)
+	if err != nil {
+		return j, err
+	}
+	if err := json.Unmarshal([]byte(spec), &j.spec); err != nil {
+		return j, fmt.Errorf("job %d spec: %w", j.id, err)
+	}
+	j.st.State, j.st.LeaseID, j.st.WorkerID = fleet.State(state), lease.String, worker.String
+	if expires.Valid {
+		j.st.ExpiresAt = fromNano(expires.Int64)
+	}
+	return j, nil
+}
+
+// save writes the job's state back.
+func (j jobRow) save(ctx context.Context, tx *sql.Tx, now time.Time) error {
+	var lease, worker sql.NullString
+	var expires sql.NullInt64
+	if j.st.State == fleet.Leased {
+		lease = sql.NullString{String: j.st.LeaseID, Valid: true}
+		worker = sql.NullString{String: j.st.WorkerID, Valid: true}
+		expires = sql.NullInt64{Int64: unixNano(j.st.ExpiresAt), Valid: true}
+	}
+	_, err := tx.ExecContext(ctx, sqlSetJob, string(j.st.State), lease, worker, expires, j.st.Attempts, j.st.Lost,
+		j.lastWorker, unixNano(now), j.id)
+	return err
+}
+
+// SeeWorker records w as heard from at now (register, lease).
+func (s *SQLite) SeeWorker(ctx context.Context, w fleet.Worker, now time.Time) error {
+	if w.ID == "" || w.Host == "" {
+		return fmt.Errorf("store: see worker: %w: a worker needs an id and a host", ErrInvalid)
+	}
+	if _, err := compat.ParseResultTarget(string(w.Target)); err != nil {
+		return fmt.Errorf("store: see worker: %w: %v", ErrInvalid, err)
+	}
+	rt, err := jsonText(w.Runtime)
+	if err != nil {
+		return fmt.Errorf("store: see worker: %w", err)
+	}
+	if _, err := s.w.ExecContext(ctx, sqlSeeWorker, w.ID, w.Host, w.Version, string(w.Target), w.Runtime.Key(), rt,
+		w.Devices, int64(min(w.MemoryBytes, 1<<62)), unixNano(now)); err != nil {
+		return fmt.Errorf("store: see worker: %w", err)
+	}
+	return nil
+}
+
+// Workers lists at most limit workers (0 = 200), the most recently seen
+// first.
+func (s *SQLite) Workers(ctx context.Context, limit int) ([]WorkerRecord, error) {
+	rows, err := s.r.QueryContext(ctx, sqlListWorkers, clampLimit(limit, 200))
+	if err != nil {
+		return nil, fmt.Errorf("store: workers: %w", err)
+	}
+	defer rows.Close()
+	out := []WorkerRecord{}
+	for rows.Next() {
+		var w WorkerRecord
+		var target, rt string
+		var mem, first, last int64
+		if err := rows.Scan(&w.ID, &w.Host, &w.Version, &target, &rt, &w.Devices, &mem, &first, &last,
+			&w.JobsDone, &w.Busy); err != nil {
+			return nil, fmt.Errorf("store: workers: %w", err)
+		}
+		if err := json.Unmarshal([]byte(rt), &w.Runtime); err != nil {
+			return nil, fmt.Errorf("store: workers: %s runtime: %w", w.ID, err)
+		}
+		w.Target, w.MemoryBytes = compat.Target(target), uint64(max(mem, 0))
+		w.FirstSeen, w.LastSeen = fromNano(first), fromNano(last)
+		out = append(out, w)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: workers: %w", err)
+	}
+	return out, nil
+}
+
+// EnqueueJobs queues jobs of scan scanID (each model once per scan). The
+// error wraps ErrInvalid for a job without a concrete target or a model.
+func (s *SQLite) EnqueueJobs(ctx context.Context, scanID int64, jobs []NewJob) error {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("store: enqueue: %w", err)
+	}
+	defer tx.Rollback()
+	now := unixNano(s.now())
+	for _, j := range jobs {
+		if _, err := compat.ParseResultTarget(string(j.Job.Target)); err != nil || j.Job.ModelID == "" {
+			return fmt.Errorf("store: enqueue: %w: job %+v", ErrInvalid, j.Job)
+		}
+		id, err := resolveModel(ctx, tx, j.Job.ModelID)
+		if err != nil {
+			return fmt.Errorf("store: enqueue: %w", err)
+		}
+		spec, err := jsonText(j.Job)
+		if err != nil {
+			return fmt.Errorf("store: enqueue: %w", err)
+		}
+		if _, err := tx.ExecContext(ctx, sqlInsertJob, scanID, j.Rank, id, string(j.Job.Target), j.RuntimeKey, spec, now); err != nil {
+			return fmt.Errorf("store: enqueue %s: %w", j.Job.ModelID, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("store: enqueue: %w", err)
+	}
+	return nil
+}
+
+// LeaseJobs grants w up to max queued jobs of its target and runtime, in
+// popularity order, until now+ttl. Leases past their expiry are taken back
+// first, in the same transaction.
+func (s *SQLite) LeaseJobs(ctx context.Context, w fleet.Worker, max int, now time.Time, ttl time.Duration) ([]fleet.Lease, error) {
+	if err := s.SeeWorker(ctx, w, now); err != nil {
+		return nil, err
+	}
+	var leases []fleet.Lease
+	err := s.inTx(ctx, func(tx *sql.Tx) (bool, error) {
+		leases = nil
+		exp, err := s.expire(ctx, tx, now)
+		if err != nil {
+			return false, err
+		}
+		jobs, err := queryJobs(ctx, tx, sqlNextJobs, string(w.Target), w.Runtime.Key(), max)
+		if err != nil {
+			return false, err
+		}
+		for _, j := range jobs {
+			if !fleet.Matches(j.spec.Target, j.runtimeKey, w) {
+				return false, fmt.Errorf("job %d (%s, %s) does not match worker %s", j.id, j.spec.Target, j.runtimeKey, w.ID)
+			}
+			if j.st, err = fleet.Grant(j.st, newLeaseID(), w.ID, now, ttl); err != nil {
+				return false, err
+			}
+			j.lastWorker = w.Host
+			if err := j.save(ctx, tx, now); err != nil {
+				return false, err
+			}
+			leases = append(leases, fleet.Lease{ID: j.st.LeaseID, JobID: j.id, Attempt: j.st.Attempts,
+				ExpiresAt: j.st.ExpiresAt, Job: j.spec})
+		}
+		return exp.any() || len(leases) > 0, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: lease: %w", err)
+	}
+	return leases, nil
+}
+
+// RenewLeases extends the leases of workerID named in ids to now+ttl; the
+// others (expired, given back, another worker's) are lost.
+func (s *SQLite) RenewLeases(ctx context.Context, workerID string, ids []string, now time.Time, ttl time.Duration) (renewed, lost []string, err error) {
+	err = s.inTx(ctx, func(tx *sql.Tx) (bool, error) {
+		renewed, lost = nil, nil
+		exp, err := s.expire(ctx, tx, now)
+		if err != nil {
+			return false, err
+		}
+		if _, err := tx.ExecContext(ctx, sqlTouchWorker, unixNano(now), workerID); err != nil {
+			return false, err
+		}
+		for _, id := range ids {
+			j, err := scanJob(tx.QueryRowContext(ctx, sqlJobByLease, id))
+			if errors.Is(err, sql.ErrNoRows) {
+				lost = append(lost, id)
+				continue
+			} else if err != nil {
+				return false, err
+			}
+			if j.st.WorkerID != workerID {
+				lost = append(lost, id)
+				continue
+			}
+			if j.st, err = fleet.Renew(j.st, id, now, ttl); err != nil {
+				lost = append(lost, id)
+				continue
+			}
+			if err := j.save(ctx, tx, now); err != nil {
+				return false, err
+			}
+			renewed = append(renewed, id)
+		}
+		return exp.any(), nil
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("store: renew leases: %w", err)
+	}
+	return renewed, lost, nil
+}
+
+// CompleteJob accepts the result of a current lease, once: in one
+// transaction it checks the result against the job (fleet.CheckResult: an
+// error wrapping fleet.ErrBadResult, and nothing changes), completes the
+// job (fleet.Complete: an error wrapping fleet.ErrLeaseNotCurrent for any
+// lease but the one holding the job now), and records the result (or, for
+// a flaky one, the flaky event) with the scan and the worker's host.
+func (s *SQLite) CompleteJob(ctx context.Context, req fleet.ResultRequest, now time.Time) (JobOutcome, error) {
+	var out JobOutcome
+	err := s.inTx(ctx, func(tx *sql.Tx) (bool, error) {
+		// A lease that expired is no longer current; it is taken back by
+		// the next lease, heartbeat or sweep, not by this refusal.
+		j, err := scanJob(tx.QueryRowContext(ctx, sqlJobByLease, req.LeaseID))
+		if errors.Is(err, sql.ErrNoRows) || (err == nil && j.st.WorkerID != req.WorkerID) {
+			return false, fmt.Errorf("lease %q: %w", req.LeaseID, fleet.ErrLeaseNotCurrent)
+		} else if err != nil {
+			return false, err
+		}
+		if err := fleet.CheckResult(j.spec, j.runtimeKey, req); err != nil {
+			return false, err
+		}
+		if j.st, err = fleet.Complete(j.st, req.LeaseID, now); err != nil {
+			return false, err
+		}
+		res := req.Result
+		res.ScanID, res.Worker = compat.Ptr(j.scanID), j.lastWorker
+		out = JobOutcome{ScanID: j.scanID, ModelID: j.modelID, Result: res, Flaky: req.Flaky}
+		if err := s.recordJobResult(ctx, tx, j, &out); err != nil {
+			return false, err
+		}
+		if err := j.save(ctx, tx, now); err != nil {
+			return false, err
+		}
+		_, err = tx.ExecContext(ctx, sqlWorkerDone, unixNano(now), req.WorkerID)
+		return true, err
+	})
+	if err != nil {
+		return JobOutcome{}, fmt.Errorf("store: complete job: %w", err)
+	}
+	return out, nil
+}
+
+// recordJobResult records out.Result for job j inside tx: a flaky event,
+// or the result with its current row and event.
+func (s *SQLite) recordJobResult(ctx context.Context, tx *sql.Tx, j jobRow, out *JobOutcome) error {
+	if out.Flaky {
+		return s.recordFlaky(ctx, tx, j.modelID, out.Result, j.spec.Previous)
+	}
+	if err := validResult(out.Result); err != nil {
+		return fmt.Errorf("%w: %w", fleet.ErrBadResult, err)
+	}
+	rc := newRecorder(tx)
+	rec, err := rc.record(ctx, j.modelID, out.Result)
+	if err != nil {
+		return err
+	}
+	out.Record = rec
+	return rc.flush(ctx)
+}
+
+// ReleaseJob gives a current lease of workerID back: the job is queued
+// again at once (not a lost lease). The error wraps
+// fleet.ErrLeaseNotCurrent for any other lease.
+func (s *SQLite) ReleaseJob(ctx context.Context, workerID, leaseID string, now time.Time) error {
+	err := s.inTx(ctx, func(tx *sql.Tx) (bool, error) {
+		j, err := scanJob(tx.QueryRowContext(ctx, sqlJobByLease, leaseID))
+		if errors.Is(err, sql.ErrNoRows) || (err == nil && j.st.WorkerID != workerID) {
+			return false, fmt.Errorf("lease %q: %w", leaseID, fleet.ErrLeaseNotCurrent)
+		} else if err != nil {
+			return false, err
+		}
+		if j.st, err = fleet.Release(j.st, leaseID, now); err != nil {
+			return false, err
+		}
+		return true, j.save(ctx, tx, now)
+	})
+	if err != nil {
+		return fmt.Errorf("store: release job: %w", err)
+	}
+	return nil
+}
+
+// ExpireLeases takes back every lease past its expiry at now: the job goes
+// back to the queue, or, at its fleet.MaxLostLeases-th lost lease, is
+// recorded as an error result (never held against the model).
+func (s *SQLite) ExpireLeases(ctx context.Context, now time.Time) (Expired, error) {
+	var out Expired
+	err := s.inTx(ctx, func(tx *sql.Tx) (bool, error) {
+		var err error
+		out, err = s.expire(ctx, tx, now)
+		return out.any(), err
+	})
+	if err != nil {
+		return Expired{}, fmt.Errorf("store: expire leases: %w", err)
+	}
+	return out, nil
+}
+
+// expire is ExpireLeases inside tx.
+func (s *SQLite) expire(ctx context.Context, tx *sql.Tx, now time.Time) (Expired, error) {
+	var out Expired
+	due, err := queryJobs(ctx, tx, sqlDueJobs, unixNano(now))
+	if err != nil || len(due) == 0 {
+		return out, err
+	}
+	rc := newRecorder(tx)
+	for _, j := range due {
+		var expired bool
+		if j.st, expired = fleet.Expire(j.st, now); !expired {
+			continue
+		}
+		if err := j.save(ctx, tx, now); err != nil {
+			return out, err
+		}
+		if j.st.State != fleet.Failed {
+			out.Requeued++
+			continue
+		}
+		res, err := s.lostResult(ctx, tx, j, now)
+		if err != nil {
+			return out, err
+		}
+		rec, err := rc.record(ctx, j.modelID, res)
+		if err != nil {
+			return out, err
+		}
+		out.Failed = append(out.Failed, JobOutcome{ScanID: j.scanID, ModelID: j.modelID, Result: res, Record: rec})
+	}
+	if len(out.Failed) > 0 {
+		if err := rc.flush(ctx); err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+// lostResult is the error result of a job that lost its every lease.
+func (s *SQLite) lostResult(ctx context.Context, tx *sql.Tx, j jobRow, now time.Time) (compat.Result, error) {
+	var rtText string
+	if err := tx.QueryRowContext(ctx, sqlScanRuntime, j.scanID).Scan(&rtText); err != nil {
+		return compat.Result{}, fmt.Errorf("scan %d runtime: %w", j.scanID, err)
+	}
+	var rt compat.Runtime
+	if err := json.Unmarshal([]byte(rtText), &rt); err != nil {
+		return compat.Result{}, fmt.Errorf("scan %d runtime: %w", j.scanID, err)
+	}
+	return compat.Result{
+		Target: j.spec.Target, Status: compat.StatusError, FailureClass: compat.Ptr(compat.ClassOther),
+		Message: compat.Ptr(fleet.LostMessage(j.st.Lost, j.lastWorker)), Mode: compat.Ptr(j.spec.Mode),
+		Revision: j.spec.Revision, TestedAt: now.UTC(), Runtime: rt, Task: j.spec.Task,
+		Repro:  compat.Repro(j.spec.ModelID, j.spec.Revision, j.spec.Target, j.spec.Mode),
+		ScanID: compat.Ptr(j.scanID), Worker: j.lastWorker,
+	}, nil
+}
+
+// ScanJobs counts the jobs of scan scanID by state (all zero when none).
+func (s *SQLite) ScanJobs(ctx context.Context, scanID int64) (JobCounts, error) {
+	rows, err := s.r.QueryContext(ctx, sqlScanJobs, scanID)
+	if err != nil {
+		return JobCounts{}, fmt.Errorf("store: scan jobs: %w", err)
+	}
+	defer rows.Close()
+	var c JobCounts
+	for rows.Next() {
+		var state string
+		var n int
+		if err := rows.Scan(&state, &n); err != nil {
+			return JobCounts{}, fmt.Errorf("store: scan jobs: %w", err)
+		}
+		c.Total += n
+		switch fleet.State(state) {
+		case fleet.Queued:
+			c.Queued = n
+		case fleet.Leased:
+			c.Leased = n
+		case fleet.Done:
+			c.Done = n
+		case fleet.Failed:
+			c.Failed = n
+		case fleet.Cancelled:
+			c.Cancelled = n
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return JobCounts{}, fmt.Errorf("store: scan jobs: %w", err)
+	}
+	return c, nil
+}
+
+// QueueStats is the open jobs by target and runtime, and the leases lost.
+func (s *SQLite) QueueStats(ctx context.Context) (QueueStats, error) {
+	var st QueueStats
+	rows, err := s.r.QueryContext(ctx, sqlOpenJobs)
+	if err != nil {
+		return st, fmt.Errorf("store: queue stats: %w", err)
+	}
+	defer rows.Close()
+	byKey := map[[2]string]*QueueDepth{}
+	for rows.Next() {
+		var target, key, state string
+		var n int
+		if err := rows.Scan(&target, &key, &state, &n); err != nil {
+			return st, fmt.Errorf("store: queue stats: %w", err)
+		}
+		d := byKey[[2]string{target, key}]
+		if d == nil {
+			st.Open = append(st.Open, QueueDepth{Target: compat.Target(target), RuntimeKey: key})
+			d = &st.Open[len(st.Open)-1]
+			byKey[[2]string{target, key}] = d
+		}
+		if fleet.State(state) == fleet.Queued {
+			d.Queued = n
+		} else {
+			d.Leased = n
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return st, fmt.Errorf("store: queue stats: %w", err)
+	}
+	if err := s.r.QueryRowContext(ctx, sqlLostLeases).Scan(&st.LostLeases); err != nil {
+		return st, fmt.Errorf("store: queue stats: %w", err)
+	}
+	return st, nil
+}
+
+// CancelJobs ends the open jobs of scan scanID without results, and
+// returns how many.
+func (s *SQLite) CancelJobs(ctx context.Context, scanID int64) (int, error) {
+	res, err := s.w.ExecContext(ctx, sqlCancelJobs, unixNano(s.now()), scanID)
+	if err != nil {
+		return 0, fmt.Errorf("store: cancel jobs: %w", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, fmt.Errorf("store: cancel jobs: %w", err)
+	}
+	return int(n), nil
+}
+
+// queryJobs reads the jobs a query selects.
+func queryJobs(ctx context.Context, q querier, query string, args ...any) ([]jobRow, error) {
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []jobRow
+	for rows.Next() {
+		j, err := scanJob(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, j)
+	}
+	return out, rows.Err()
+}
+
+// inTx runs fn in one write transaction, committed when fn returns nil.
+// fn reports whether it changed what the site shows (a result, a job's
+// state); only then is the data's change time moved, so that heartbeats
+// and empty polls leave the pages' caches alone.
+func (s *SQLite) inTx(ctx context.Context, fn func(tx *sql.Tx) (bool, error)) error {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	changed, err := fn(tx)
+	if err != nil {
+		return err
+	}
+	if changed {
+		if err := s.touch(ctx, tx); err != nil {
+			return err
+		}
+	}
+	return tx.Commit()
+}
+
+// any reports whether expiring changed a job.
+func (e Expired) any() bool { return e.Requeued > 0 || len(e.Failed) > 0 }
+
+// newLeaseID is an unguessable lease token.
+func newLeaseID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
+	return hex.EncodeToString(b[:])
+}

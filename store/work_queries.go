@@ -1,0 +1,40 @@
+package store
+
+// The work queue's SQL (migrations/*_work_queue.sql; work.go).
+const (
+	sqlSeeWorker = `INSERT INTO workers (id, host, version, target, runtime_key, runtime, devices, memory_bytes, first_seen, last_seen)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9)
+ON CONFLICT (id) DO UPDATE SET host = excluded.host, version = excluded.version, target = excluded.target,
+	runtime_key = excluded.runtime_key, runtime = excluded.runtime, devices = excluded.devices,
+	memory_bytes = excluded.memory_bytes, last_seen = max(last_seen, excluded.last_seen)`
+	sqlTouchWorker = `UPDATE workers SET last_seen = max(last_seen, ?) WHERE id = ?`
+	sqlWorkerDone  = `UPDATE workers SET jobs_done = jobs_done + 1, last_seen = max(last_seen, ?) WHERE id = ?`
+	sqlListWorkers = `SELECT w.id, w.host, w.version, w.target, w.runtime, w.devices, w.memory_bytes,
+	w.first_seen, w.last_seen, w.jobs_done,
+	(SELECT count(*) FROM jobs j WHERE j.state = 'leased' AND j.worker_id = w.id)
+FROM workers w ORDER BY w.last_seen DESC, w.id LIMIT ?`
+
+	sqlInsertJob = `INSERT INTO jobs (scan_id, rank, model_id, target, runtime_key, spec, state, updated_at)
+VALUES (?, ?, ?, ?, ?, ?, 'queued', ?)`
+	// jobCols are read by scanJob.
+	jobCols     = `id, scan_id, model_id, runtime_key, spec, state, lease_id, worker_id, expires_at, attempts, lost, last_worker`
+	sqlNextJobs = `SELECT ` + jobCols + ` FROM jobs
+WHERE state = 'queued' AND target = ? AND runtime_key = ? ORDER BY scan_id, rank LIMIT ?`
+	sqlJobByLease = `SELECT ` + jobCols + ` FROM jobs WHERE lease_id = ?`
+	sqlDueJobs    = `SELECT ` + jobCols + ` FROM jobs WHERE state = 'leased' AND expires_at <= ? ORDER BY id`
+	sqlSetJob     = `UPDATE jobs SET state = ?, lease_id = ?, worker_id = ?, expires_at = ?, attempts = ?, lost = ?,
+	last_worker = ?, updated_at = ? WHERE id = ?`
+	sqlScanRuntime = `SELECT runtime FROM scans WHERE id = ?`
+	sqlScanJobs    = `SELECT state, count(*) FROM jobs WHERE scan_id = ? GROUP BY state`
+	sqlOpenJobs    = `SELECT target, runtime_key, state, count(*) FROM jobs
+WHERE state IN ('queued', 'leased') GROUP BY target, runtime_key, state`
+	sqlLostLeases = `SELECT coalesce(sum(lost), 0) FROM jobs`
+	sqlCancelJobs = `UPDATE jobs SET state = 'cancelled', lease_id = NULL, worker_id = NULL, expires_at = NULL, updated_at = ?
+WHERE scan_id = ? AND state IN ('queued', 'leased')`
+	// sqlRunningScansJobs is every running scan with its owner and how
+	// many of its jobs are open.
+	sqlRunningScansJobs = `SELECT s.id, s.owner,
+	(SELECT count(*) FROM jobs j WHERE j.scan_id = s.id AND j.state IN ('queued', 'leased'))
+FROM scans s WHERE s.status = 'running'`
+	sqlAdoptScan = `UPDATE scans SET owner = ? WHERE id = ? AND status = 'running'`
+)
