@@ -167,16 +167,6 @@ TOLERANCES = {
 }
 PPL_FACTOR = 10.0  # causal LMs: perplexity <= 10 * vocab_size (a uniform guess scores vocab_size)
 
-# Per-device HBM when the runtime cannot tell (bytes).
-TPU_MEMORY_TABLE = {
-    "v4": 32 << 30,
-    "v5e": 16 << 30,
-    "v5 lite": 16 << 30,
-    "v5p": 95 << 30,
-    "v6e": 32 << 30,
-    "v6 lite": 32 << 30,
-    "v7": 96 << 30,
-}
 # Extra calls (after the first) allowed on tpu for TorchTPU's executable cache to settle. TorchTPU's own
 # e2e benchmark harness (examples/benchmarks/e2e/harness/measure.py: min_warmup_steps 10, max_warmup_steps
 # 20) warms up for at least 10 and at most 20 steps, until two consecutive steps leave its cache-miss count
@@ -457,12 +447,10 @@ class Device:
             self.memory_source = f"torch.{self.target}.get_device_properties"
         except Exception:  # noqa: BLE001
             self.memory_bytes = None
-        if self.memory_bytes is None and self.target == "tpu":
-            key = self.name.lower()
-            for gen, size in TPU_MEMORY_TABLE.items():
-                if gen in key:
-                    self.memory_bytes, self.memory_source = size, f"table ({gen})"
-                    break
+        if self.memory_bytes is None and self.target == "tpu":  # HBM per device from the one device table
+            dev = he.match_device("tpu", self.name, he.load_table())
+            if dev and dev.get("hbm_bytes"):
+                self.memory_bytes, self.memory_source = int(dev["hbm_bytes"]), f"devices.json ({dev['key']})"
         acc = getattr(torch, "accelerator", None)
         for name, fn in self.sync_candidates(acc):
             if fn is None:
