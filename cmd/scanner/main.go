@@ -25,6 +25,7 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/internal/check"
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/internal/config"
+	"github.com/google-pytorch/torchtpu-scanner/internal/termsafe"
 )
 
 // version is set at build time (-ldflags "-X main.version=…").
@@ -96,7 +97,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 		code, line := check.Check(ctx, cfg.Server, positional[0], cfg.Target, nil)
-		fmt.Fprintln(stdout, line)
+		fmt.Fprintln(stdout, termsafe.Line(line))
 		return code
 	case config.CmdBackup:
 		if len(positional) != 1 {
@@ -113,7 +114,7 @@ func exitOn(stderr io.Writer, err error) int {
 	if err == nil || errors.Is(err, context.Canceled) {
 		return 0
 	}
-	fmt.Fprintln(stderr, "scanner:", err)
+	fmt.Fprintln(stderr, "scanner:", termsafe.Text(err.Error()))
 	return 1
 }
 
@@ -123,10 +124,12 @@ func newLogger(cfg config.Config, w io.Writer) *slog.Logger {
 		level = slog.LevelInfo
 	}
 	opts := &slog.HandlerOptions{Level: level}
+	// Log lines carry Hub ids and messages: termsafe escapes what could
+	// act on a terminal.
 	if cfg.LogFormat == "json" {
-		return slog.New(slog.NewJSONHandler(w, opts))
+		return slog.New(termsafe.Handler(slog.NewJSONHandler(w, opts)))
 	}
-	return slog.New(slog.NewTextHandler(w, opts))
+	return slog.New(termsafe.Handler(slog.NewTextHandler(w, opts)))
 }
 
 func serve(ctx context.Context, cfg config.Config, logger *slog.Logger) error {
@@ -161,7 +164,7 @@ func scanNow(ctx context.Context, cfg config.Config, logger *slog.Logger, stderr
 func probeOne(ctx context.Context, cfg config.Config, logger *slog.Logger, id string, stdout, stderr io.Writer) int {
 	res, err := app.Probe(ctx, cfg, logger, id)
 	if err != nil {
-		fmt.Fprintln(stderr, "scanner probe:", err)
+		fmt.Fprintln(stderr, "scanner probe:", termsafe.Text(err.Error()))
 		return 1
 	}
 	if cfg.JSON {

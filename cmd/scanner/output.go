@@ -9,6 +9,7 @@ import (
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/internal/scan"
+	"github.com/google-pytorch/torchtpu-scanner/internal/termsafe"
 )
 
 // progress shows a scan's progress: a bar redrawn in place on a terminal,
@@ -39,7 +40,7 @@ func (p *progress) update(u scan.Progress) {
 	}
 	if !p.tty {
 		if u.ModelID != "" {
-			fmt.Fprintf(p.w, "[%d/%d] %s %s\n", u.Done, u.Planned, u.ModelID, status)
+			fmt.Fprintf(p.w, "[%d/%d] %s %s\n", u.Done, u.Planned, termsafe.Line(u.ModelID), status)
 		}
 		return
 	}
@@ -48,7 +49,7 @@ func (p *progress) update(u scan.Progress) {
 	if u.Planned > 0 {
 		filled = width * u.Done / u.Planned
 	}
-	name := u.ModelID
+	name := termsafe.Line(u.ModelID)
 	if len(name) > 40 {
 		name = name[:37] + "..."
 	}
@@ -65,8 +66,15 @@ func (p *progress) finish() {
 	}
 }
 
-// printResult writes a Result for a person.
+// printResult writes a Result for a person; what the model's files and the
+// harness said is escaped (termsafe) so it cannot act on the terminal.
 func printResult(w io.Writer, id string, r compat.Result) {
+	var b strings.Builder
+	writeResult(&b, id, r)
+	io.WriteString(w, termsafe.Text(b.String()))
+}
+
+func writeResult(w io.Writer, id string, r compat.Result) {
 	fmt.Fprintf(w, "%s @ %s\n", id, short(r.Revision))
 	fmt.Fprintf(w, "  status   %s", r.Status)
 	if r.Stage != nil {
