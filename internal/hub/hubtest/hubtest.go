@@ -105,6 +105,7 @@ type Hub struct {
 	faults   []*faultState
 	limits   map[string]*window
 	pageSize int // largest page; 0 means the Hub's 1000
+	endless  Endless
 }
 
 type repo struct {

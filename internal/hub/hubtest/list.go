@@ -122,6 +122,17 @@ func (h *Hub) serveList(w http.ResponseWriter, r *http.Request) {
 			page = append(page, h.modelJSON(rp, fields, false))
 		}
 	}
+	h.mu.Lock()
+	endless := h.endless
+	h.mu.Unlock()
+	if endless != EndlessOff {
+		var first []map[string]any
+		for _, rp := range models[:min(limit, len(models))] {
+			first = append(first, h.modelJSON(rp, fields, false))
+		}
+		writeJSON(w, r, http.StatusOK, h.endlessPage(w, q, endless, first, page, offset, limit))
+		return
+	}
 	if end < len(models) {
 		next := url.Values{}
 		for k, v := range q {
