@@ -160,7 +160,7 @@ func scanRepo(repo, id string) (ModelInfo, bool) {
 		mi.Siblings = append(mi.Siblings, s)
 		return nil
 	})
-	if b, err := os.ReadFile(filepath.Join(snap, "config.json")); err == nil {
+	if b, err := ReadCapped(filepath.Join(snap, "config.json"), "config.json"); err == nil {
 		var cfg map[string]any
 		if json.Unmarshal(b, &cfg) == nil {
 			mi.Config = cfg

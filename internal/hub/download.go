@@ -73,23 +73,20 @@ func (c *Client) Download(ctx context.Context, id, sha string, files []string) (
 	if d.used > c.maxModel {
 		return "", fmt.Errorf("hub: download %s: %d bytes already cached, over the %d-byte model limit: %w", id, d.used, c.maxModel, ErrTooLarge)
 	}
-	if err := os.MkdirAll(snap, 0o755); err != nil {
-		return "", fmt.Errorf("hub: download %s: %w", id, err)
-	}
-	createCachedirTag(c.cacheDir)
 
 	if len(todo) > 0 {
 		// Phase 1: ask the Hub about every file (HEAD, no content), as
-		// huggingface_hub does, so that the size caps are checked before
-		// any content moves.
+		// huggingface_hub does, so that the size caps (FileCap, by kind)
+		// are checked before any content moves or anything is stored.
 		srcs := make([]*source, len(todo))
 		err := d.each(ctx, todo, func(ctx context.Context, i int, f string) error {
 			src, err := d.resolve(ctx, d.resolveURL(f))
 			if err != nil {
 				return fmt.Errorf("hub: download %s/%s: %w", id, f, err)
 			}
-			if src.size > c.maxFile {
-				return fmt.Errorf("hub: download %s/%s: %d bytes, over the %d-byte file limit: %w", id, f, src.size, c.maxFile, ErrTooLarge)
+			src.name, src.max = f, FileCap(f, c.maxFile)
+			if src.size > src.max {
+				return fmt.Errorf("hub: download %s: %w", id, &CapError{File: f, Size: src.size, Cap: src.max})
 			}
 			srcs[i] = src
 			return nil
@@ -97,6 +94,10 @@ func (c *Client) Download(ctx context.Context, id, sha string, files []string) (
 		if err != nil {
 			return "", err
 		}
+		if err := os.MkdirAll(snap, 0o755); err != nil {
+			return "", fmt.Errorf("hub: download %s: %w", id, err)
+		}
+		createCachedirTag(c.cacheDir)
 		var known int64
 		for _, src := range srcs {
 			known += max(src.size, 0)
@@ -181,6 +182,8 @@ func (d *download) each(ctx context.Context, files []string, fn func(ctx context
 
 // source is where a file's content is, and what the Hub said it is.
 type source struct {
+	name    string   // the repo file
+	max     int64    // its cap (FileCap)
 	etag    string   // normalized; the blob's name
 	size    int64    // announced size; -1 when unknown
 	url     *url.URL // content location: the CDN, or the (final) resolve URL
@@ -214,6 +217,16 @@ func (d *download) file(ctx context.Context, name string, src *source) error {
 	}
 	announced := src.size
 	n, err := d.fetch(ctx, src, blob+".incomplete")
+	if errors.Is(err, ErrTooLarge) && src.size >= 0 && src.size <= src.max {
+		return err // the model's limit, not the file's
+	}
+	if errors.Is(err, ErrTooLarge) {
+		size := src.size
+		if size <= src.max {
+			size = -1
+		}
+		return &CapError{File: name, Size: size, Cap: src.max}
+	}
 	if err != nil {
 		return err
 	}
@@ -240,7 +253,7 @@ func (d *download) resolve(ctx context.Context, u *url.URL) (*source, error) {
 	start := u
 	hdr := http.Header{"Accept-Encoding": {"identity"}}
 	for range maxRedirects + 1 {
-		resp, err := c.send(ctx, http.MethodHead, u, hdr)
+		resp, err := c.send(ctx, http.MethodHead, u, hdr, c.reqLimit)
 		if err != nil {
 			return nil, err
 		}

@@ -354,15 +354,15 @@ func maxPages(limit, pageLen int) int {
 	return need + need/10 + 2
 }
 
-// maxJSON bounds a JSON answer (a 1000-model page with siblings and configs
-// is a few MB).
-const maxJSON = 256 << 20
+// maxJSON bounds a JSON answer, which is read whole (a 1000-model page
+// with siblings and configs is a few MB).
+const maxJSON = 64 << 20
 
 // getJSON GETs u (following redirects), decodes the JSON answer into v and
 // returns the Link header's rel="next" target.
 func (c *Client) getJSON(ctx context.Context, u *url.URL, v any) (next string, err error) {
 	hdr := http.Header{"Accept": {"application/json"}}
-	resp, final, _, err := c.follow(ctx, http.MethodGet, u, hdr)
+	resp, final, _, err := c.follow(ctx, http.MethodGet, u, hdr, c.reqLimit)
 	if err != nil {
 		return "", err
 	}
@@ -399,7 +399,7 @@ func (c *Client) ModelInfo(ctx context.Context, id, revision string) (ModelInfo,
 	}
 	var am apiModel
 	hdr := http.Header{"Accept": {"application/json"}}
-	resp, final, chain, err := c.follow(ctx, http.MethodGet, u, hdr)
+	resp, final, chain, err := c.follow(ctx, http.MethodGet, u, hdr, c.reqLimit)
 	if err != nil {
 		return ModelInfo{}, fmt.Errorf("hub: model info %s@%s: %w", id, rev, err)
 	}

@@ -45,6 +45,9 @@ func (r *run) declined(j *job) *job {
 // (gated, not found, disabled) are skips; anything else is the scanner's
 // environment failing, never held against the model.
 func (r *run) fetchFailed(j *job, err error) *job {
+	if ce, ok := hub.IsCapError(err); ok && !hub.IsWeightFile(ce.File) {
+		return r.overCap(j, ce)
+	}
 	var he *hub.Error
 	if errors.As(err, &he) {
 		if reason := he.Reason(); reason != "" {
@@ -56,6 +59,19 @@ func (r *run) fetchFailed(j *job, err error) *job {
 		}
 	}
 	return r.scannerError(j, compat.StageConfig, fmt.Errorf("fetch files: %w", err))
+}
+
+// overCap is the result of a repo file (not weights) over the cap of its
+// kind (hub.FileCap): the scanner refused to store or read it. It is an
+// error with a config_error class, which says which file and why, not a
+// verdict on the model's compatibility.
+func (r *run) overCap(j *job, ce *hub.CapError) *job {
+	return r.decided(j, compat.Result{
+		Status:       compat.StatusError,
+		Stage:        compat.Ptr(compat.StageConfig),
+		FailureClass: compat.Ptr(compat.ClassConfigError),
+		Message:      compat.Ptr("refused: " + ce.Error()),
+	})
 }
 
 func (r *run) scannerError(j *job, stage compat.Stage, err error) *job {

@@ -12,7 +12,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -332,6 +331,9 @@ func (r *run) fetch(ctx context.Context, j *job, cand probe.Candidate) *job {
 	}
 	j.snapshot = dir
 	cand.Config, cand.ConfigErr = readConfig(filepath.Join(dir, "config.json"))
+	if ce, ok := hub.IsCapError(cand.ConfigErr); ok {
+		return r.overCap(j, ce)
+	}
 	cand.Mode = j.plan.Mode
 	if res := probe.Preflight(cand); res != nil {
 		return r.decided(j, *res)
@@ -370,8 +372,10 @@ func hasFile(sib []hub.Sibling, name string) bool {
 	return false
 }
 
+// readConfig reads and parses config.json, never past its cap (a cache
+// filled by other tools may hold anything).
 func readConfig(path string) (map[string]any, error) {
-	b, err := os.ReadFile(path)
+	b, err := hub.ReadCapped(path, "config.json")
 	if err != nil {
 		return nil, fmt.Errorf("read config.json: %w", err)
 	}

@@ -4,8 +4,11 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
+	"strconv"
+	"strings"
 )
 
 // Endless is a way a hostile server keeps a listing going forever: after
@@ -64,4 +67,66 @@ func (h *Hub) endlessPage(w http.ResponseWriter, q url.Values, mode Endless, fir
 		return out
 	}
 	return page
+}
+
+// huge is a file served from a generator instead of memory.
+type huge struct {
+	size     int64
+	announce bool
+}
+
+// SetHugeFile makes the repo file name of repo id (which must be in its
+// Files, so that listings name it) size bytes of valid JSON, generated as
+// it is sent, so that a test can serve gigabytes without holding them:
+// {"model_type": "llama", "architectures": […], "padding": "xxx…"}. Its
+// ETag names no hash (nothing can verify it, as with some mirrors). With
+// announce, HEAD and GET carry Content-Length; without, HEAD has none and
+// GET is chunked.
+func (h *Hub) SetHugeFile(id, name string, size int64, announce bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.huge == nil {
+		h.huge = map[string]huge{}
+	}
+	h.huge[id+"\x00"+name] = huge{size: size, announce: announce}
+}
+
+func (h *Hub) hugeFile(id, name string) (huge, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	f, ok := h.huge[id+"\x00"+name]
+	return f, ok
+}
+
+// serveHuge answers a resolve request for a huge file.
+func serveHuge(w http.ResponseWriter, r *http.Request, f huge) {
+	w.Header().Set("ETag", fmt.Sprintf(`"huge-%d"`, f.size))
+	w.Header().Set("Content-Type", "application/json")
+	if f.announce {
+		w.Header().Set("Content-Length", strconv.FormatInt(f.size, 10))
+	}
+	w.WriteHeader(http.StatusOK)
+	if r.Method == http.MethodHead {
+		return
+	}
+	io.Copy(w, hugeJSON(f.size))
+}
+
+// hugeJSON is a JSON object of exactly size bytes (at least 100), made as
+// it is read.
+func hugeJSON(size int64) io.Reader {
+	const head = `{"model_type": "llama", "architectures": ["LlamaForCausalLM"], "padding": "`
+	const tail = `"}`
+	pad := max(size-int64(len(head)+len(tail)), 0)
+	return io.MultiReader(strings.NewReader(head), io.LimitReader(xs{}, pad), strings.NewReader(tail))
+}
+
+// xs reads as an endless run of 'x'.
+type xs struct{}
+
+func (xs) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = 'x'
+	}
+	return len(p), nil
 }
