@@ -11,6 +11,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/netip"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -43,6 +44,9 @@ type Config struct {
 	Force      bool
 	Source     string // "hub" or "cache"
 	Devices    int
+	// ScanTimeout is a whole scan's deadline; a scan past it ends
+	// interrupted, and the next scan tests what it left.
+	ScanTimeout time.Duration
 	Harness    string        // a harness script to run instead of the embedded one
 	ProbeGrace time.Duration // SIGTERM → SIGKILL grace of a probe being stopped
 	Revision   string        // probe only
@@ -58,6 +62,10 @@ type Config struct {
 	AdminToken string
 	PublicURL  string
 	RateLimit  int // API requests per minute per client; 0 = off
+	// TrustedProxies are the addresses (IPs or CIDRs) whose X-Forwarded-*
+	// headers are believed; from anyone else the connection decides the
+	// client's address, scheme and host.
+	TrustedProxies []string
 }
 
 // Env is a lookup of environment variables (os.LookupEnv in production).
@@ -88,6 +96,7 @@ func Defaults() Config {
 		Timeout:     20 * time.Minute,
 		Source:      "hub",
 		Devices:     1,
+		ScanTimeout: 24 * time.Hour,
 		ProbeGrace:  10 * time.Second,
 		LogFormat:   "text",
 		LogLevel:    "info",
@@ -121,7 +130,7 @@ func Parse(cmd Command, args []string, env Env, out io.Writer) (Config, []string
 	fs := flag.NewFlagSet("scanner "+string(cmd), flag.ContinueOnError)
 	fs.SetOutput(out)
 	target, mode := string(c.Target), string(c.Mode)
-	var tasks, models stringList
+	var tasks, models, proxies stringList
 
 	common := func() {
 		fs.StringVar(&c.DB, "db", c.DB, "SQLite file, created with its folder [SCANNER_DB]")
@@ -147,6 +156,7 @@ func Parse(cmd Command, args []string, env Env, out io.Writer) (Config, []string
 		fs.BoolVar(&c.Force, "force", c.Force, "retest even where revision and runtime are unchanged")
 		fs.StringVar(&c.Source, "source", c.Source, "where models come from: hub, or cache (models already in --cache-dir)")
 		fs.IntVar(&c.Devices, "devices", c.Devices, "accelerator devices on this host; one probe runs per device")
+		fs.DurationVar(&c.ScanTimeout, "scan-timeout", c.ScanTimeout, "a whole scan's deadline; past it the scan ends interrupted")
 	}
 
 	switch cmd {
@@ -159,6 +169,7 @@ func Parse(cmd Command, args []string, env Env, out io.Writer) (Config, []string
 		fs.BoolVar(&c.NoSchedule, "no-schedule", c.NoSchedule, "no scheduled scans (and no first scan on an empty database)")
 		fs.StringVar(&c.PublicURL, "public-url", c.PublicURL, "the site's public URL, for badge snippets and feed ids [SCANNER_PUBLIC_URL]")
 		fs.IntVar(&c.RateLimit, "rate-limit", c.RateLimit, "API requests per minute per client (0 = off)")
+		fs.Var(&proxies, "trusted-proxies", "IPs or CIDRs of proxies whose X-Forwarded-* headers are believed, comma-separated [SCANNER_TRUSTED_PROXIES]")
 	case CmdScan:
 		common()
 		hubFlags()
@@ -182,6 +193,9 @@ func Parse(cmd Command, args []string, env Env, out io.Writer) (Config, []string
 	}
 	c.Tasks = append(c.Tasks, tasks...)
 	c.Models = append(c.Models, models...)
+	if len(proxies) > 0 {
+		c.TrustedProxies = proxies // the flag replaces the variable
+	}
 	// check selects results (auto: any target); the other commands ask
 	// for a target to probe on.
 	parseTarget := compat.ParseTarget
@@ -229,6 +243,9 @@ func (c *Config) fromEnv(env Env) error {
 	}
 	c.AdminToken = get("SCANNER_ADMIN_TOKEN")
 	c.PublicURL = get("SCANNER_PUBLIC_URL")
+	if v := get("SCANNER_TRUSTED_PROXIES"); v != "" {
+		_ = (*stringList)(&c.TrustedProxies).Set(v)
+	}
 	return nil
 }
 
@@ -288,6 +305,16 @@ func (c *Config) Validate(cmd Command) error {
 		if c.Devices < 1 || c.Devices > 64 {
 			errs = append(errs, fmt.Errorf("--devices %d: want 1 to 64", c.Devices))
 		}
+		if c.ScanTimeout <= 0 {
+			errs = append(errs, errors.New("--scan-timeout must be positive"))
+		}
+	}
+	if cmd == CmdServe {
+		for _, p := range c.TrustedProxies {
+			if !validProxy(p) {
+				errs = append(errs, fmt.Errorf("--trusted-proxies %q: want an IP address or a CIDR such as 10.0.0.0/8", p))
+			}
+		}
 	}
 	if cmd == CmdServe && !c.NoSchedule {
 		if _, err := cron.ParseStandard(c.Schedule); err != nil {
@@ -303,4 +330,13 @@ func (c *Config) Validate(cmd Command) error {
 		errs = append(errs, fmt.Errorf("--log-format %q: want text or json", c.LogFormat))
 	}
 	return errors.Join(errs...)
+}
+
+// validProxy reports whether p is an IP address or a CIDR.
+func validProxy(p string) bool {
+	if _, err := netip.ParsePrefix(p); err == nil {
+		return true
+	}
+	_, err := netip.ParseAddr(p)
+	return err == nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -100,5 +101,27 @@ func TestScanThroughHubFaults(t *testing.T) {
 			}
 			t.Logf("client waited %d times", len(*waits))
 		})
+	}
+}
+
+// TestScanTimeout: a scan past its --scan-timeout ends interrupted with an
+// error that names the flag; the probe in flight is stopped and not
+// blamed.
+func TestScanTimeout(t *testing.T) {
+	f := newFixture(t, model("a/1", "text-generation", "transformers"), model("a/2", "text-generation", "transformers"))
+	f.prober.block = make(chan struct{}) // every probe hangs
+	start := time.Now()
+	sc, err := f.s.Run(context.Background(), Options{Mode: compat.ModeArch, ScanTimeout: 300 * time.Millisecond}, Hooks{})
+	if !errors.Is(err, ErrScanTimeout) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("err = %v, want ErrScanTimeout", err)
+	}
+	if took := time.Since(start); took > 10*time.Second {
+		t.Errorf("the scan took %s past a 300 ms deadline", took)
+	}
+	if sc.Status != store.ScanInterrupted || !strings.Contains(sc.Error, "--scan-timeout 300ms") {
+		t.Errorf("scan %s %q, want interrupted naming --scan-timeout", sc.Status, sc.Error)
+	}
+	if got := f.status(t, "a/1"); got != compat.StatusUntested {
+		t.Errorf("the probe cut by the deadline was recorded as %s", got)
 	}
 }

@@ -40,6 +40,35 @@ type Prober interface {
 // failed, and no model is blamed for it.
 var ErrHub = errors.New("hub unreachable")
 
+// ErrScanTimeout ends a scan that ran past Options.ScanTimeout; it also
+// matches context.DeadlineExceeded, so the scan is recorded interrupted.
+var ErrScanTimeout = errors.New("the scan ran past its deadline")
+
+// scanTimeout is the error of a scan cut by its deadline: it reads as
+// its cause (which names the flag) and matches both ErrScanTimeout and
+// context.DeadlineExceeded.
+type scanTimeout struct{ cause error }
+
+func (e scanTimeout) Error() string   { return e.cause.Error() }
+func (e scanTimeout) Unwrap() []error { return []error{e.cause, context.DeadlineExceeded} }
+
+// withDeadline bounds ctx by opts.ScanTimeout, whose expiry is the cause.
+func withDeadline(ctx context.Context, opts Options) (context.Context, context.CancelFunc) {
+	if opts.ScanTimeout <= 0 {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeoutCause(ctx, opts.ScanTimeout,
+		fmt.Errorf("%w (--scan-timeout %s): what was measured is saved, and the next scan tests the rest", ErrScanTimeout, opts.ScanTimeout))
+}
+
+// timedOut turns err into a scanTimeout when ctx ended by its deadline.
+func timedOut(ctx context.Context, err error) error {
+	if cause := context.Cause(ctx); err != nil && errors.Is(cause, ErrScanTimeout) {
+		return scanTimeout{cause}
+	}
+	return err
+}
+
 // Options are one scan's parameters.
 type Options struct {
 	Trigger string        // "cli", "schedule", "manual", "startup"
@@ -53,6 +82,9 @@ type Options struct {
 	Timeout time.Duration // per probe
 	Force   bool          // retest even when nothing changed
 	Devices int           // probes at once, one per device
+	// ScanTimeout is the whole scan's deadline (0: none); a scan past it
+	// ends interrupted with ErrScanTimeout.
+	ScanTimeout time.Duration
 }
 
 // Progress is reported after every model that got an outcome.
@@ -174,6 +206,8 @@ type run struct {
 // per-model problems never end a scan.
 func (s *Scanner) Run(ctx context.Context, opts Options, hooks Hooks) (store.Scan, error) {
 	opts = withDefaults(opts)
+	ctx, cancel := withDeadline(ctx, opts)
+	defer cancel()
 	params, _ := json.Marshal(opts)
 	started := s.now().UTC()
 	// The environment comes first, so that the scan record names the
@@ -191,9 +225,9 @@ func (s *Scanner) Run(ctx context.Context, opts Options, hooks Hooks) (store.Sca
 	sc.ID = id
 	r := &run{s: s, opts: opts, hooks: s.Hooks.then(hooks), scan: sc, target: target, runtime: rt}
 	if envErr != nil {
-		return r.finish(envErr)
+		return r.finish(timedOut(ctx, envErr))
 	}
-	return r.finish(r.execute(ctx))
+	return r.finish(timedOut(ctx, r.execute(ctx)))
 }
 
 func withDefaults(o Options) Options {
