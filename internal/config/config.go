@@ -32,28 +32,28 @@ type Config struct {
 	// CacheHome is the scanner's own cache folder, where scripts/pyenv.sh
 	// keeps the harness's Python environment (venv-<hash>); the default
 	// --python is its interpreter.
-	CacheHome  string
-	Target     compat.Target
-	Python     string
-	Limit      int
-	Sort       string
-	Tasks      []string
-	Models     []string
-	Mode       compat.Mode
-	Timeout    time.Duration
-	Force      bool
-	Source     string // "hub" or "cache"
-	Devices    int
+	CacheHome string
+	Target    compat.Target
+	Python    string
+	Limit     int
+	Sort      string
+	Tasks     []string
+	Models    []string
+	Mode      compat.Mode
+	Timeout   time.Duration
+	Force     bool
+	Source    string // "hub" or "cache"
+	Devices   int
 	// ScanTimeout is a whole scan's deadline; a scan past it ends
 	// interrupted, and the next scan tests what it left.
 	ScanTimeout time.Duration
-	Harness    string        // a harness script to run instead of the embedded one
-	ProbeGrace time.Duration // SIGTERM → SIGKILL grace of a probe being stopped
-	Revision   string        // probe only
-	JSON       bool          // probe only
-	Server     string        // check only
-	LogFormat  string        // "text" or "json"
-	LogLevel   string
+	Harness     string        // a harness script to run instead of the embedded one
+	ProbeGrace  time.Duration // SIGTERM → SIGKILL grace of a probe being stopped
+	Revision    string        // probe only
+	JSON        bool          // probe only
+	Server      string        // check only
+	LogFormat   string        // "text" or "json"
+	LogLevel    string
 
 	// serve only
 	Addr       string
