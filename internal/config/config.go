@@ -32,28 +32,29 @@ type Config struct {
 	// CacheHome is the scanner's own cache folder, where scripts/pyenv.sh
 	// keeps the harness's Python environment (venv-<hash>); the default
 	// --python is its interpreter.
-	CacheHome string
-	Target    compat.Target
-	Python    string
-	Limit     int
-	Sort      string
-	Tasks     []string
-	Models    []string
-	Mode      compat.Mode
-	Timeout   time.Duration
-	Force     bool
-	Source    string // "hub" or "cache"
-	Devices   int
+	CacheHome  string
+	Target     compat.Target
+	Python     string
+	Limit      int
+	Sort       string
+	Tasks      []string
+	Models     []string
+	Mode       compat.Mode
+	Timeout    time.Duration
+	Force      bool
+	Source     string // "hub" or "cache"
+	Devices    int
+	Harness    string        // a harness script to run instead of the embedded one
+	ProbeGrace time.Duration // SIGTERM → SIGKILL grace of a probe being stopped
+	Revision   string        // probe only
+	JSON       bool          // probe only
+	Server     string        // check only
+	LogFormat  string        // "text" or "json"
+	LogLevel   string
+
 	// ScanTimeout is a whole scan's deadline; a scan past it ends
 	// interrupted, and the next scan tests what it left.
 	ScanTimeout time.Duration
-	Harness     string        // a harness script to run instead of the embedded one
-	ProbeGrace  time.Duration // SIGTERM → SIGKILL grace of a probe being stopped
-	Revision    string        // probe only
-	JSON        bool          // probe only
-	Server      string        // check only
-	LogFormat   string        // "text" or "json"
-	LogLevel    string
 
 	// serve only
 	Addr       string
@@ -62,6 +63,7 @@ type Config struct {
 	AdminToken string
 	PublicURL  string
 	RateLimit  int // API requests per minute per client; 0 = off
+
 	// TrustedProxies are the addresses (IPs or CIDRs) whose X-Forwarded-*
 	// headers are believed; from anyone else the connection decides the
 	// client's address, scheme and host.
