@@ -81,6 +81,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, version strin
 	}
 	a.Scanner = &scan.Scanner{
 		Hub: a.Hub, Prober: a.Runner, DeviceProbers: perDevice, Store: st, CacheDir: cfg.CacheDir, HasToken: cfg.Token != "", Logger: log,
+		ScanLock: cfg.DB, // one scan per database, across processes
 		Hooks: scan.Hooks{
 			ProbeDone: func(r compat.Result, held time.Duration) {
 				a.m.probes.With(string(r.Status)).Inc()
@@ -190,6 +191,7 @@ func (a *App) Serve(ctx context.Context) error {
 	srv, err := web.New(web.Config{
 		Store: a.Store, Scans: scanControl{a.Service}, AdminToken: a.cfg.AdminToken, HubEndpoint: a.cfg.HubEndpoint,
 		Metrics: a.Metrics, Logger: a.log, Version: a.version, PublicURL: a.cfg.PublicURL, APIRate: apiRate(a.cfg.RateLimit),
+		TrustedProxies: a.cfg.TrustedProxies,
 	})
 	if err != nil {
 		return fmt.Errorf("web: %w", err)
@@ -296,7 +298,7 @@ func (c scanControl) RequestScan(trigger string) error {
 
 func (c scanControl) State() web.ScanState {
 	st := c.s.State()
-	return web.ScanState{Running: st.Running, ScanID: st.ScanID, Queued: st.Queued, HubError: st.HubError, HubErrorAt: st.HubErrorAt}
+	return web.ScanState{Running: st.Running, ScanID: st.ScanID, Foreign: st.Foreign, Queued: st.Queued, HubError: st.HubError, HubErrorAt: st.HubErrorAt}
 }
 
 // Backup writes a consistent copy of the database (safe while serving).

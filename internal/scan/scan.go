@@ -20,6 +20,7 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/internal/hub"
 	"github.com/google-pytorch/torchtpu-scanner/internal/probe"
+	"github.com/google-pytorch/torchtpu-scanner/internal/scanlock"
 	"github.com/google-pytorch/torchtpu-scanner/store"
 )
 
@@ -145,8 +146,12 @@ type Scanner struct {
 	DeviceProbers []Prober
 	Store         Store
 	CacheDir      string
-	HasToken      bool
-	Logger        *slog.Logger
+	// ScanLock is the database's path: a scan takes its scan lock
+	// (scanlock), so that one scan runs per database across processes;
+	// "" takes none (tests, a throwaway database).
+	ScanLock string
+	HasToken bool
+	Logger   *slog.Logger
 	// Hooks observe every scan (the app's metrics); Run takes the hooks of
 	// one scan besides.
 	Hooks Hooks
@@ -203,8 +208,15 @@ type run struct {
 // Run performs one scan and returns its final record; hooks observe this
 // scan (after the Scanner's own Hooks). A scan that could not start (no
 // Python, Hub unreachable) is recorded as failed and its error returned;
-// per-model problems never end a scan.
+// per-model problems never end a scan. While another process scans the
+// same database, Run records nothing and returns an error matching
+// scanlock.ErrHeld that says who.
 func (s *Scanner) Run(ctx context.Context, opts Options, hooks Hooks) (store.Scan, error) {
+	lock, err := s.lock()
+	if err != nil {
+		return store.Scan{}, err
+	}
+	defer lock.Release()
 	opts = withDefaults(opts)
 	ctx, cancel := withDeadline(ctx, opts)
 	defer cancel()
@@ -223,11 +235,27 @@ func (s *Scanner) Run(ctx context.Context, opts Options, hooks Hooks) (store.Sca
 		return sc, fmt.Errorf("scan: start: %w", err)
 	}
 	sc.ID = id
+	if err := lock.SetScan(id); err != nil {
+		s.log().Warn("scan lock: the scan id is not recorded for other processes", "err", err)
+	}
 	r := &run{s: s, opts: opts, hooks: s.Hooks.then(hooks), scan: sc, target: target, runtime: rt}
 	if envErr != nil {
 		return r.finish(timedOut(ctx, envErr))
 	}
 	return r.finish(timedOut(ctx, r.execute(ctx)))
+}
+
+// lock takes the database's scan lock (nil when ScanLock is "": a nil
+// *scanlock.Lock's methods do nothing).
+func (s *Scanner) lock() (*scanlock.Lock, error) {
+	if s.ScanLock == "" {
+		return nil, nil
+	}
+	l, err := scanlock.TryLock(s.ScanLock)
+	if err != nil {
+		return nil, fmt.Errorf("scan: %w", err)
+	}
+	return l, nil
 }
 
 func withDefaults(o Options) Options {
