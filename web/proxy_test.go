@@ -79,7 +79,11 @@ func TestForwardedHeaders(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ts := newTestServer(t, 2, 2, Config{TrustedProxies: tt.trusted})
 			for _, path := range []string{"/feed.json", "/models/" + ts.ids[0]} {
-				r := ts.do(t, http.MethodGet, "http://scanner.test"+path, tt.header) // Host: scanner.test
+				h := map[string]string{"Host": "scanner.test"}
+				for k, v := range tt.header {
+					h[k] = v
+				}
+				r := ts.do(t, http.MethodGet, path, h)
 				if r.status != http.StatusOK {
 					t.Fatalf("%s: %d", path, r.status)
 				}
@@ -141,3 +145,4 @@ func TestRateLimitPerClientBehindAProxy(t *testing.T) {
 		}
 	})
 }
+

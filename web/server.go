@@ -219,6 +219,7 @@ func New(cfg Config) (*Server, error) {
 		ReadBufferSize:          8192,
 	})
 	s.routes(s.app)
+	s.parserErrors()
 	return s, nil
 }
 
