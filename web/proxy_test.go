@@ -145,4 +145,3 @@ func TestRateLimitPerClientBehindAProxy(t *testing.T) {
 		}
 	})
 }
-
