@@ -72,3 +72,4 @@ func TestHeadersTooLargeAnswerInTheRouteForm(t *testing.T) {
 		}
 	}
 }
+

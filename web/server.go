@@ -220,7 +220,24 @@ func New(cfg Config) (*Server, error) {
 	})
 	s.routes(s.app)
 	s.parserErrors()
+	s.declareSeries()
 	return s, nil
+}
+
+// declareSeries exports the request counter of every GET route at 200 (and
+// of unmatched paths at 404) from the start, at 0, so that rate() works
+// before the first request.
+func (s *Server) declareSeries() {
+	seen := map[string]bool{}
+	for _, r := range s.app.GetRoutes(true) {
+		if r.Method != fiber.MethodGet || seen[r.Path] {
+			continue
+		}
+		seen[r.Path] = true
+		s.httpReqs.Declare([]string{r.Path, "200"})
+		s.httpTimes.Declare([]string{r.Path})
+	}
+	s.httpReqs.Declare([]string{"unmatched", "404"})
 }
 
 // App is the fiber application, for tests and for mounting.

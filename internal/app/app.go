@@ -55,7 +55,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, version strin
 		log = slog.Default()
 	}
 	a := &App{cfg: cfg, log: log, version: version, Metrics: metrics.NewRegistry(), ready: make(chan struct{})}
-	a.m = newAppMetrics(a.Metrics)
+	a.m = newAppMetrics(a.Metrics, version)
 
 	st, err := store.Open(ctx, cfg.DB)
 	if err != nil {
@@ -320,7 +320,7 @@ func Probe(ctx context.Context, cfg config.Config, log *slog.Logger, id string) 
 	if err := compat.ValidateModelID(id); err != nil {
 		return compat.Result{}, fmt.Errorf("%q is not a Hub model id: %w", id, err)
 	}
-	m := newAppMetrics(metrics.NewRegistry())
+	m := newAppMetrics(metrics.NewRegistry(), "probe")
 	client, err := newHubClient(cfg, log, m)
 	if err != nil {
 		return compat.Result{}, err
