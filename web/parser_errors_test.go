@@ -72,4 +72,3 @@ func TestHeadersTooLargeAnswerInTheRouteForm(t *testing.T) {
 		}
 	}
 }
-
