@@ -177,6 +177,8 @@ func (h *Hub) serveHub(w http.ResponseWriter, r *http.Request) {
 		hubError(w, r, http.StatusMethodNotAllowed, "", "Method not allowed")
 	case p == "/api/models" || p == "/api/models/":
 		h.serveList(w, r)
+	case strings.HasPrefix(p, "/api/models/") && strings.Contains(p, "/tree/") && !strings.Contains(p, "/revision/"):
+		h.serveTree(w, r)
 	case strings.HasPrefix(p, "/api/models/"):
 		h.serveInfo(w, r)
 	case strings.Contains(r.URL.EscapedPath(), "/resolve/"):
