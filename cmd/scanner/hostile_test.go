@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
+	"github.com/google-pytorch/torchtpu-scanner/internal/hub"
 	"github.com/google-pytorch/torchtpu-scanner/internal/hub/hubtest"
 	"github.com/google-pytorch/torchtpu-scanner/store"
 )
@@ -72,7 +73,7 @@ func TestScanAgainstHostileHubProcess(t *testing.T) {
 			r.Message == nil || !strings.Contains(*r.Message, "config.json") {
 			t.Errorf("%s: %s %v %q, want error/config_error about config.json", id, r.Status, r.FailureClass, str(r.Message))
 		}
-		if files := regularFilesUnder(filepath.Join(cache, "models--"+strings.ReplaceAll(id, "/", "--"))); len(files) > 0 {
+		if files := regularFilesUnder(hub.RepoDir(cache, id)); len(files) > 0 {
 			t.Errorf("%s: stored %v", id, files)
 		}
 	}

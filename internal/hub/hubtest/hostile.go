@@ -1,8 +1,6 @@
 package hubtest
 
 import (
-	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -37,13 +35,7 @@ func (h *Hub) SetEndlessListing(mode Endless) {
 // endlessPage is the page a hostile listing sends at offset (in place of
 // page, the normal one), and always a fresh next link.
 func (h *Hub) endlessPage(w http.ResponseWriter, q url.Values, mode Endless, first, page []map[string]any, offset, limit int) []map[string]any {
-	next := url.Values{}
-	for k, v := range q {
-		next[k] = v
-	}
-	c, _ := json.Marshal(cursor{Offset: offset + limit})
-	next.Set("cursor", base64.StdEncoding.EncodeToString(c))
-	w.Header().Set("Link", fmt.Sprintf(`<%s/api/models?%s>; rel="next"`, h.hub.URL, next.Encode()))
+	h.linkNext(w, "/api/models", q, offset+limit)
 	if offset == 0 {
 		return page
 	}

@@ -2,9 +2,7 @@ package hubtest
 
 import (
 	"crypto/sha1"
-	"encoding/base64"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -66,22 +64,14 @@ func (h *Hub) serveTree(w http.ResponseWriter, r *http.Request) {
 		hubError(w, r, http.StatusNotFound, "EntryNotFound", fmt.Sprintf("%s does not exist on %q", dir, rev))
 		return
 	}
-	offset := 0
-	if v := r.URL.Query().Get("cursor"); v != "" {
-		b, err := base64.StdEncoding.DecodeString(v)
-		var c cursor
-		if err != nil || json.Unmarshal(b, &c) != nil || c.Offset < 0 || c.Offset > len(entries) {
-			hubError(w, r, http.StatusBadRequest, "", "Invalid cursor")
-			return
-		}
-		offset = c.Offset
+	offset, ok := pageOffset(r.URL.Query())
+	if !ok || offset > len(entries) {
+		hubError(w, r, http.StatusBadRequest, "", "Invalid cursor")
+		return
 	}
 	end := min(offset+limit, len(entries))
 	if end < len(entries) {
-		next := r.URL.Query()
-		c, _ := json.Marshal(cursor{Offset: end})
-		next.Set("cursor", base64.StdEncoding.EncodeToString(c))
-		w.Header().Set("Link", fmt.Sprintf(`<%s%s?%s>; rel="next"`, h.hub.URL, r.URL.EscapedPath(), next.Encode()))
+		h.linkNext(w, r.URL.EscapedPath(), r.URL.Query(), end)
 	}
 	writeJSON(w, r, http.StatusOK, entries[offset:end])
 }
