@@ -5,52 +5,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path"
 	"strings"
 )
-
-// Caps on the files that are not weights, by kind. Those files are read
-// whole (parsed as JSON, loaded by tokenizers), so each kind is capped near
-// the largest real one, and a bigger file is refused before any of it is
-// stored or read.
-const (
-	// MaxConfigBytes caps configuration JSON (config.json,
-	// generation_config.json, …): the largest real ones (a 21k-label
-	// id2label) are about 1 MB.
-	MaxConfigBytes = 8 << 20
-	// MaxTokenizerBytes caps tokenizer files (tokenizer.json, vocabularies,
-	// merges, SentencePiece and tiktoken models): Gemma 3's tokenizer.json
-	// is 33 MB.
-	MaxTokenizerBytes = 64 << 20
-	// MaxIndexBytes caps a safetensors index (the weight map of a sharded
-	// checkpoint: a few hundred KB for the largest models).
-	MaxIndexBytes = 16 << 20
-	// MaxTemplateBytes caps chat templates.
-	MaxTemplateBytes = 4 << 20
-)
-
-// FileCap is the most bytes the scanner accepts for the repo file name:
-// maxWeights for safetensors weights, the cap of its kind for any other
-// file AllowedFile accepts, and 0 for a file it does not.
-func FileCap(name string, maxWeights int64) int64 {
-	if !AllowedFile(name) {
-		return 0
-	}
-	lower := strings.ToLower(path.Base(name))
-	switch {
-	case IsWeightFile(lower):
-		return maxWeights
-	case strings.HasSuffix(lower, ".safetensors.index.json"):
-		return MaxIndexBytes
-	case strings.HasPrefix(lower, "chat_template"):
-		return MaxTemplateBytes
-	case strings.HasPrefix(lower, "tokenizer"), strings.HasPrefix(lower, "vocab."), lower == "merges.txt",
-		lower == "added_tokens.json", lower == "special_tokens_map.json",
-		strings.HasSuffix(lower, ".model"), strings.HasSuffix(lower, ".tiktoken"):
-		return MaxTokenizerBytes
-	}
-	return MaxConfigBytes
-}
 
 // IsWeightFile reports whether the repo file name holds weights
 // (*.safetensors), which are capped by size per file and model, not by kind.
@@ -58,7 +14,8 @@ func IsWeightFile(name string) bool {
 	return strings.HasSuffix(strings.ToLower(name), ".safetensors")
 }
 
-// CapError is a file over the cap of its kind (FileCap); it matches
+// CapError is a file over the cap of its kind (FileCap, within the
+// client's MaxFileBytes); it matches
 // ErrTooLarge. Size is what the Hub announced or what was seen, -1 when
 // the file was cut off at the cap without a size.
 type CapError struct {
@@ -92,13 +49,14 @@ func sizeText(n int64) string {
 }
 
 // ReadCapped reads the snapshot file at p, the repo file name, whole, if
-// it is within FileCap for its kind (weights are never read whole: a
-// *CapError). A larger file is a *CapError, found without reading it.
+// it is within FileCap for its kind. Weights and files the scanner does
+// not download have no such cap and are never read whole (a *CapError). A
+// larger file is a *CapError, found without reading it.
 func ReadCapped(p, name string) ([]byte, error) {
-	limit := FileCap(name, 0)
-	if limit <= 0 {
+	if !AllowedFile(name) || IsWeightFile(name) {
 		return nil, &CapError{File: name, Size: -1, Cap: 0}
 	}
+	limit := FileCap(name)
 	f, err := os.Open(p)
 	if err != nil {
 		return nil, err
