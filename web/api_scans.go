@@ -105,7 +105,7 @@ func (s *Server) apiRequestScan(c *fiber.Ctx) error {
 		}
 		return fmt.Errorf("web: request scan: %w", err)
 	}
-	s.log.Info("scan requested", "trigger", "manual", "ip", c.IP())
+	s.log.Info("scan requested", "trigger", "manual", "ip", s.clientIP(c))
 	return c.Status(fiber.StatusAccepted).JSON(fiber.Map{"queued": true, "state": s.scanState()})
 }
 

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"regexp"
 	"strings"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/valyala/fasthttp"
 
 	"github.com/google-pytorch/torchtpu-scanner/store"
 )
@@ -97,6 +99,39 @@ func (s *Server) handleError(c *fiber.Ctx, err error) error {
 		return c.SendString(fmt.Sprintf("%d %s: %s", status, http.StatusText(status), msg))
 	}
 	return nil
+}
+
+// parserErrors makes the answers to requests that fasthttp could not read
+// (431 for headers over the read buffer, 400 for a malformed request)
+// take the form of the route they were for, like every other error: JSON
+// under /api/. fiber hands its error handler a context without the
+// request, so the path is read back from the request line that fasthttp
+// quotes in its error.
+func (s *Server) parserErrors() {
+	srv := s.app.Server()
+	next := srv.ErrorHandler
+	srv.ErrorHandler = func(ctx *fasthttp.RequestCtx, err error) {
+		if p := requestPath(err); p != "" {
+			ctx.Request.SetRequestURI(p)
+		}
+		next(ctx, err)
+	}
+}
+
+// requestLine finds the path of the request line fasthttp quotes in a
+// header error: `contents: "GET /api/v1/models HTTP/1.1\r\n…`.
+var requestLine = regexp.MustCompile(`contents: "[A-Z]{3,7} (/[^ "\\?]{0,1000})[^ "\\]* HTTP/1\.[01]\\r\\n`)
+
+// requestPath is the path of the request a fasthttp header error quotes,
+// or "".
+func requestPath(err error) string {
+	if err == nil {
+		return ""
+	}
+	if m := requestLine.FindStringSubmatch(err.Error()); m != nil {
+		return m[1]
+	}
+	return ""
 }
 
 // errorPage is the data of the error template.

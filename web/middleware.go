@@ -168,7 +168,7 @@ func (s *Server) limit(c *fiber.Ctx) error {
 	if s.limiter == nil || c.Method() == fiber.MethodOptions {
 		return c.Next()
 	}
-	ok, wait := s.limiter.allow(c.IP())
+	ok, wait := s.limiter.allow(s.clientIP(c))
 	if !ok {
 		c.Set(fiber.HeaderRetryAfter, strconv.Itoa(int(math.Ceil(wait.Seconds()))))
 		return ErrRateLimited

@@ -19,8 +19,10 @@ type scanParams struct {
 	Target   string   `json:"target"` // as requested (auto resolves: see the scan's target)
 	Mode     string   `json:"mode"`
 	TimeoutS *float64 `json:"timeout_s"` // per probe; null when not recorded
-	Force    bool     `json:"force"`
-	Devices  int      `json:"devices"`
+	// ScanTimeoutS is the whole scan's deadline; null when not recorded.
+	ScanTimeoutS *float64 `json:"scan_timeout_s"`
+	Force        bool     `json:"force"`
+	Devices      int      `json:"devices"`
 	// MemoryBudgetBytes bounds the weights auto mode downloads; null when
 	// derived from the device's (or host's) memory.
 	MemoryBudgetBytes *int64 `json:"memory_budget_bytes"`
@@ -34,6 +36,7 @@ type scanParams struct {
 type recordedParams struct {
 	scanParams
 	Timeout  *int64 `json:"Timeout"` // scan.Options.Timeout: a time.Duration, in nanoseconds
+	GoScanTO *int64 `json:"ScanTimeout"`
 	GoBudget *int64 `json:"MemoryBudgetBytes"`
 }
 
@@ -51,6 +54,10 @@ func parseScanParams(raw string) *scanParams {
 	if p.TimeoutS == nil && r.Timeout != nil {
 		s := time.Duration(*r.Timeout).Seconds()
 		p.TimeoutS = &s
+	}
+	if p.ScanTimeoutS == nil && r.GoScanTO != nil && *r.GoScanTO > 0 {
+		s := time.Duration(*r.GoScanTO).Seconds()
+		p.ScanTimeoutS = &s
 	}
 	if p.MemoryBudgetBytes == nil {
 		p.MemoryBudgetBytes = r.GoBudget

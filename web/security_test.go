@@ -105,6 +105,9 @@ func TestHostileIDsOnEveryRoute(t *testing.T) {
 			req := httptest.NewRequest("GET", "/", nil)
 			req.RequestURI = path // sent as written, not re-encoded
 			resp, err := ts.App().Test(req, 10_000)
+			if err != nil && strings.Contains(id, " ") && strings.Contains(err.Error(), "error when reading request headers") {
+				continue // the HTTP parser refuses the request line (a connection gets 400)
+			}
 			if err != nil {
 				t.Fatalf("%q: %v", path, err)
 			}

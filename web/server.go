@@ -35,6 +35,7 @@ var ErrScanQueued = errors.New("a scan is already queued")
 type ScanState struct {
 	Running    bool      `json:"running"`
 	ScanID     int64     `json:"scan_id,omitempty"` // the running scan's id
+	Foreign    bool      `json:"foreign,omitempty"` // another process runs it (scanner scan on the same database)
 	Queued     bool      `json:"queued"`
 	HubError   string    `json:"hub_error,omitempty"`   // the last Hub failure, "" once it recovered
 	HubErrorAt time.Time `json:"hub_error_at,omitzero"` // when HubError happened
@@ -81,9 +82,11 @@ type Config struct {
 	APIBurst int
 	// BodyLimit caps request bodies in bytes; 0 means 64 KiB.
 	BodyLimit int
-	// ProxyHeader, when set (e.g. X-Forwarded-For), is trusted for the
-	// client's IP. Only set it behind a proxy that overwrites the header.
-	ProxyHeader string
+	// TrustedProxies are the IPs and CIDRs of the proxies in front of the
+	// server: only their X-Forwarded-For, -Host and -Proto are believed
+	// (the client's IP for the rate limit, the base URL of feed ids and
+	// badge snippets). Empty: the connection decides (proxy.go).
+	TrustedProxies []string
 
 	// Work is the worker fleet (serve --dispatch workers); nil means no
 	// work routes and an empty /api/v1/workers.
@@ -119,6 +122,7 @@ type Server struct {
 	assets  *assets
 	openapi []byte
 	limiter *rateLimiter // nil when off
+	proxies proxies      // whose X-Forwarded-* headers are believed
 
 	changed      changedCache
 	badges       versioned[badgeKey, cachedBadge]
@@ -171,6 +175,10 @@ func New(cfg Config) (*Server, error) {
 	if s.log == nil {
 		s.log = slog.Default()
 	}
+	var err error
+	if s.proxies, err = parseProxies(cfg.TrustedProxies); err != nil {
+		return nil, err
+	}
 	if s.reg == nil {
 		s.reg = metrics.NewRegistry()
 	}
@@ -201,7 +209,6 @@ func New(cfg Config) (*Server, error) {
 		s.limiter = newRateLimiter(rate, burst, time.Now)
 	}
 
-	var err error
 	if s.assets, err = loadAssets(); err != nil {
 		return nil, err
 	}
@@ -228,11 +235,32 @@ func New(cfg Config) (*Server, error) {
 		ReadTimeout:           30 * time.Second,
 		WriteTimeout:          60 * time.Second,
 		IdleTimeout:           120 * time.Second,
-		ProxyHeader:           cfg.ProxyHeader,
-		ReadBufferSize:        8192,
+		// X-Forwarded-Host and -Proto count only from TrustedProxies
+		// (none: never); the client's IP is Server.clientIP's.
+		EnableTrustedProxyCheck: true,
+		TrustedProxies:          cfg.TrustedProxies,
+		ReadBufferSize:          8192,
 	})
 	s.routes(s.app)
+	s.parserErrors()
+	s.declareSeries()
 	return s, nil
+}
+
+// declareSeries exports the request counter of every GET route at 200 (and
+// of unmatched paths at 404) from the start, at 0, so that rate() works
+// before the first request.
+func (s *Server) declareSeries() {
+	seen := map[string]bool{}
+	for _, r := range s.app.GetRoutes(true) {
+		if r.Method != fiber.MethodGet || seen[r.Path] {
+			continue
+		}
+		seen[r.Path] = true
+		s.httpReqs.Declare([]string{r.Path, "200"})
+		s.httpTimes.Declare([]string{r.Path})
+	}
+	s.httpReqs.Declare([]string{"unmatched", "404"})
 }
 
 // App is the fiber application, for tests and for mounting.
@@ -263,19 +291,6 @@ func (s *Server) scanState() ScanState {
 		return ScanState{}
 	}
 	return s.scans.State()
-}
-
-// base is the site's public base URL: Config.PublicURL, else derived from
-// the request (scheme and Host header).
-func (s *Server) base(c *fiber.Ctx) string {
-	if s.publicURL != "" {
-		return s.publicURL
-	}
-	host := c.Hostname()
-	if host == "" || strings.ContainsAny(host, "/\\@ \"'<>") {
-		host = "localhost"
-	}
-	return c.Protocol() + "://" + host
 }
 
 // discard is a logger for tests that want silence.

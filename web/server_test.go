@@ -99,6 +99,9 @@ func (ts *testServer) do(t *testing.T, method, target string, header map[string]
 	for k, v := range header {
 		req.Header.Set(k, v)
 	}
+	if h, ok := header["Host"]; ok {
+		req.Host = h
+	}
 	resp, err := ts.App().Test(req, 10_000)
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, target, err)

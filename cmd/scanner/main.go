@@ -26,6 +26,7 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/internal/check"
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/internal/config"
+	"github.com/google-pytorch/torchtpu-scanner/internal/termsafe"
 )
 
 // version is set at build time (-ldflags "-X main.version=…").
@@ -105,7 +106,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 		code, line := check.CheckSince(ctx, cfg.Server, positional[0], cfg.Target, cfg.Since, nil)
-		fmt.Fprintln(stdout, line)
+		fmt.Fprintln(stdout, termsafe.Line(line))
 		return code
 	case config.CmdWorker:
 		if len(positional) != 0 {
@@ -128,7 +129,7 @@ func exitOn(stderr io.Writer, err error) int {
 	if err == nil || errors.Is(err, context.Canceled) {
 		return 0
 	}
-	fmt.Fprintln(stderr, "scanner:", err)
+	fmt.Fprintln(stderr, "scanner:", termsafe.Text(err.Error()))
 	return 1
 }
 
@@ -140,10 +141,12 @@ func newLogger(cfg config.Config, w io.Writer, tty bool) *slog.Logger {
 		level = slog.LevelInfo
 	}
 	opts := &slog.HandlerOptions{Level: logLevel(level, tty, cfg.Verbose)}
+	// Log lines carry Hub ids and messages: termsafe escapes what could
+	// act on a terminal.
 	if cfg.LogFormat == "json" {
-		return slog.New(slog.NewJSONHandler(w, opts))
+		return slog.New(termsafe.Handler(slog.NewJSONHandler(w, opts)))
 	}
-	return slog.New(slog.NewTextHandler(w, opts))
+	return slog.New(termsafe.Handler(slog.NewTextHandler(w, opts)))
 }
 
 func serve(ctx context.Context, cfg config.Config, logger *slog.Logger) error {
@@ -177,7 +180,7 @@ func scanNow(ctx context.Context, cfg config.Config, logger *slog.Logger, con *c
 func probeOne(ctx context.Context, cfg config.Config, logger *slog.Logger, id string, stdout, stderr io.Writer) int {
 	res, err := app.Probe(ctx, cfg, logger, id)
 	if err != nil {
-		fmt.Fprintln(stderr, "scanner probe:", err)
+		fmt.Fprintln(stderr, "scanner probe:", termsafe.Text(err.Error()))
 		return 1
 	}
 	if cfg.JSON {

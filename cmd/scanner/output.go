@@ -3,12 +3,21 @@ package main
 import (
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
+	"github.com/google-pytorch/torchtpu-scanner/internal/termsafe"
 )
 
-// printResult writes a Result for a person.
+// printResult writes a Result for a person; what the model's files and the
+// harness said is escaped (termsafe) so it cannot act on the terminal.
 func printResult(w io.Writer, id string, r compat.Result) {
+	var b strings.Builder
+	writeResult(&b, id, r)
+	io.WriteString(w, termsafe.Text(b.String()))
+}
+
+func writeResult(w io.Writer, id string, r compat.Result) {
 	fmt.Fprintf(w, "%s @ %s\n", id, short(r.Revision))
 	fmt.Fprintf(w, "  status   %s", r.Status)
 	if r.Stage != nil {

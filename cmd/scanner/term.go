@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/scan"
+	"github.com/google-pytorch/torchtpu-scanner/internal/termsafe"
 )
 
 // console is stderr during a scan. On a terminal the progress bar keeps the
@@ -74,11 +75,11 @@ func (c *console) update(u scan.Progress) {
 	}
 	if !c.tty() {
 		if u.ModelID != "" {
-			fmt.Fprintf(c.w, "[%d/%d] %s %s\n", u.Done, u.Planned, printable(u.ModelID), status)
+			fmt.Fprintf(c.w, "[%d/%d] %s %s\n", u.Done, u.Planned, termsafe.Line(u.ModelID), status)
 		}
 		return
 	}
-	c.bar = barLine(u.Done, u.Planned, printable(u.ModelID), status, c.width())
+	c.bar = barLine(u.Done, u.Planned, termsafe.Line(u.ModelID), status, c.width())
 	io.WriteString(c.w, "\r\033[K"+c.bar)
 }
 
@@ -142,18 +143,4 @@ func cutRunes(s string, n int) string {
 	}
 	r := []rune(s)
 	return string(r[:n-1]) + "…"
-}
-
-// printable replaces the characters of s that could act on a terminal
-// (C0 and C1 controls, DEL) with "?".
-//
-// TODO(merge): the termsafe package (issue 10, item 4) is the one rule for
-// this; call termsafe.Line here once it is merged, and delete this.
-func printable(s string) string {
-	return strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f || (r >= 0x80 && r <= 0x9f) {
-			return '?'
-		}
-		return r
-	}, s)
 }

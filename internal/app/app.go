@@ -58,7 +58,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, version strin
 		log = slog.Default()
 	}
 	a := &App{cfg: cfg, log: log, version: version, Metrics: metrics.NewRegistry(), ready: make(chan struct{})}
-	a.m = newAppMetrics(a.Metrics)
+	a.m = newAppMetrics(a.Metrics, version)
 
 	st, err := store.Open(ctx, cfg.DB)
 	if err != nil {
@@ -80,6 +80,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, version strin
 	perDevice := deviceProbers(a.Runner, cfg.Devices)
 	a.Scanner = &scan.Scanner{
 		Hub: a.Hub, Prober: a.Runner, DeviceProbers: perDevice, Store: st, CacheDir: cfg.CacheDir, HasToken: cfg.Token != "", Logger: log,
+		ScanLock: cfg.DB, // one scan per database, across processes
 		Hooks: scan.Hooks{
 			ProbeDone: func(r compat.Result, held time.Duration) {
 				a.m.probes.With(string(r.Status)).Inc()
@@ -205,6 +206,7 @@ func scanOptions(cfg config.Config) scan.Options {
 	return scan.Options{
 		Source: cfg.Source, Limit: cfg.Limit, Sort: cfg.Sort, Tasks: cfg.Tasks, Models: cfg.Models,
 		Target: cfg.Target, Mode: cfg.Mode, Timeout: cfg.Timeout, Force: cfg.Force, Devices: cfg.Devices,
+		ScanTimeout: cfg.ScanTimeout,
 	}
 }
 
@@ -222,6 +224,7 @@ func (a *App) Serve(ctx context.Context) error {
 	wcfg := web.Config{
 		Store: a.Store, Scans: scanControl{a.Service, a.Fleet}, AdminToken: a.cfg.AdminToken, HubEndpoint: a.cfg.HubEndpoint,
 		Metrics: a.Metrics, Logger: a.log, Version: a.version, PublicURL: a.cfg.PublicURL, APIRate: apiRate(a.cfg.RateLimit),
+		TrustedProxies: a.cfg.TrustedProxies,
 	}
 	if a.Fleet != nil {
 		wcfg.Work, wcfg.WorkerToken = a.Fleet, a.cfg.WorkerToken
@@ -342,7 +345,7 @@ func (c scanControl) RequestScan(trigger string) error {
 
 func (c scanControl) State() web.ScanState {
 	st := c.s.State()
-	out := web.ScanState{Running: st.Running, ScanID: st.ScanID, Queued: st.Queued, HubError: st.HubError, HubErrorAt: st.HubErrorAt}
+	out := web.ScanState{Running: st.Running, ScanID: st.ScanID, Foreign: st.Foreign, Queued: st.Queued, HubError: st.HubError, HubErrorAt: st.HubErrorAt}
 	if c.fleet != nil {
 		f := c.fleet.Snapshot()
 		out.Workers, out.WorkersBusy = f.Live, f.Busy
@@ -369,7 +372,7 @@ func Probe(ctx context.Context, cfg config.Config, log *slog.Logger, id string) 
 	if err := compat.ValidateModelID(id); err != nil {
 		return compat.Result{}, fmt.Errorf("%q is not a Hub model id: %w", id, err)
 	}
-	m := newAppMetrics(metrics.NewRegistry())
+	m := newAppMetrics(metrics.NewRegistry(), "probe")
 	client, err := newHubClient(cfg, log, m)
 	if err != nil {
 		return compat.Result{}, err

@@ -4,9 +4,12 @@ import (
 	"io"
 	"log/slog"
 	"os/exec"
+	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/config"
+	"github.com/google-pytorch/torchtpu-scanner/internal/metrics"
 	"github.com/google-pytorch/torchtpu-scanner/internal/probe"
 )
 
@@ -49,5 +52,35 @@ func TestDeviceProbers(t *testing.T) {
 	}
 	if n := len(deviceProbers(brokenProber{}, 4)); n != 0 {
 		t.Errorf("broken runner: %d device probers", n)
+	}
+}
+
+// TestMetricsFromTheStart: a fresh scanner exports every counter at 0
+// (rate() needs a sample before the first event) and its build info; the
+// device-busy gauge waits for a scan that measured it.
+func TestMetricsFromTheStart(t *testing.T) {
+	r := metrics.NewRegistry()
+	newAppMetrics(r, "v1.2.3")
+	var b strings.Builder
+	if err := r.WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{
+		`scanner_scans_total{status="done"} 0`, `scanner_scans_total{status="failed"} 0`, `scanner_scans_total{status="interrupted"} 0`,
+		`scanner_probes_total{status="pass"} 0`, `scanner_probes_total{status="error"} 0`, `scanner_probe_duration_seconds_count{status="oom"} 0`,
+		`scanner_hub_requests_total{code="200"} 0`, `scanner_hub_requests_total{code="429"} 0`,
+		"scanner_hub_rate_limit_waits_total 0", "scanner_hub_rate_limit_wait_seconds_total 0",
+		`scanner_build_info{version="v1.2.3",goversion="` + runtime.Version() + `",requirements="` + probe.RequirementsHash() + `"} 1`,
+	} {
+		if !strings.Contains(out, want+"\n") {
+			t.Errorf("missing %s", want)
+		}
+	}
+	if strings.Contains(out, `scanner_probes_total{status="untested"}`) {
+		t.Error("untested is not a probe outcome")
+	}
+	if strings.Contains(out, "\nscanner_device_busy_fraction ") {
+		t.Error("device busy exported before any scan measured it")
 	}
 }

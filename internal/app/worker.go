@@ -25,7 +25,7 @@ import (
 // on cfg.Addr when set. It returns nil after a graceful stop; an error
 // when the worker could not start (no usable device, no Python).
 func RunWorker(ctx context.Context, cfg config.Config, log *slog.Logger, version string) error {
-	m := newAppMetrics(metrics.NewRegistry())
+	m := newAppMetrics(metrics.NewRegistry(), version)
 	client, err := newHubClient(cfg, log, m)
 	if err != nil {
 		return err

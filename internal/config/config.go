@@ -11,6 +11,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/netip"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -56,6 +57,10 @@ type Config struct {
 	LogLevel   string
 	Verbose    bool // scan on a terminal: info log lines too (else warnings and errors only)
 
+	// ScanTimeout is a whole scan's deadline; a scan past it ends
+	// interrupted, and the next scan tests what it left.
+	ScanTimeout time.Duration
+
 	// serve only
 	Addr       string
 	Schedule   string
@@ -69,6 +74,11 @@ type Config struct {
 	Dispatch    string        // "local" (this process probes) or "workers"
 	LeaseTTL    time.Duration // a lease not renewed within it goes back to the queue
 	WorkerToken string        // SCANNER_WORKER_TOKEN: the work routes' token
+
+	// TrustedProxies are the addresses (IPs or CIDRs) whose X-Forwarded-*
+	// headers are believed; from anyone else the connection decides the
+	// client's address, scheme and host.
+	TrustedProxies []string
 }
 
 // The values of --dispatch.
@@ -105,6 +115,7 @@ func Defaults() Config {
 		Timeout:     20 * time.Minute,
 		Source:      "hub",
 		Devices:     1,
+		ScanTimeout: 24 * time.Hour,
 		ProbeGrace:  10 * time.Second,
 		LogFormat:   "text",
 		LogLevel:    "info",
@@ -141,7 +152,7 @@ func Parse(cmd Command, args []string, env Env, out io.Writer) (Config, []string
 	fs := flag.NewFlagSet("scanner "+string(cmd), flag.ContinueOnError)
 	fs.SetOutput(out)
 	target, mode := string(c.Target), string(c.Mode)
-	var tasks, models stringList
+	var tasks, models, proxies stringList
 
 	common := func() {
 		fs.StringVar(&c.DB, "db", c.DB, "SQLite file, created with its folder [SCANNER_DB]")
@@ -170,6 +181,7 @@ func Parse(cmd Command, args []string, env Env, out io.Writer) (Config, []string
 		fs.BoolVar(&c.Force, "force", c.Force, "retest even where revision and runtime are unchanged")
 		fs.StringVar(&c.Source, "source", c.Source, "where models come from: hub, or cache (models already in --cache-dir)")
 		fs.IntVar(&c.Devices, "devices", c.Devices, "accelerator devices on this host; one probe runs per device")
+		fs.DurationVar(&c.ScanTimeout, "scan-timeout", c.ScanTimeout, "a whole scan's deadline; past it the scan ends interrupted")
 	}
 
 	switch cmd {
@@ -182,6 +194,7 @@ func Parse(cmd Command, args []string, env Env, out io.Writer) (Config, []string
 		fs.BoolVar(&c.NoSchedule, "no-schedule", c.NoSchedule, "no scheduled scans (and no first scan on an empty database)")
 		fs.StringVar(&c.PublicURL, "public-url", c.PublicURL, "the site's public URL, for badge snippets and feed ids [SCANNER_PUBLIC_URL]")
 		fs.IntVar(&c.RateLimit, "rate-limit", c.RateLimit, "API requests per minute per client (0 = off)")
+		fs.Var(&proxies, "trusted-proxies", "IPs or CIDRs of proxies whose X-Forwarded-* headers are believed, comma-separated [SCANNER_TRUSTED_PROXIES]")
 		fs.StringVar(&c.Dispatch, "dispatch", c.Dispatch, "who probes: local (this process) or workers (scanner worker processes lease the probes) [SCANNER_DISPATCH]")
 		fs.DurationVar(&c.LeaseTTL, "lease-ttl", c.LeaseTTL, "a worker's lease not renewed by a heartbeat within this goes back to the queue")
 	case CmdWorker:
@@ -216,6 +229,9 @@ func Parse(cmd Command, args []string, env Env, out io.Writer) (Config, []string
 	}
 	c.Tasks = append(c.Tasks, tasks...)
 	c.Models = append(c.Models, models...)
+	if len(proxies) > 0 {
+		c.TrustedProxies = proxies // the flag replaces the variable
+	}
 	if cmd == CmdCheck && c.Since != "" && !flagSet(fs, "target") {
 		target = string(compat.TargetAuto) // the --since runtime's target
 	}
@@ -273,6 +289,9 @@ func (c *Config) fromEnv(env Env) error {
 	}
 	c.AdminToken = get("SCANNER_ADMIN_TOKEN")
 	c.PublicURL = get("SCANNER_PUBLIC_URL")
+	if v := get("SCANNER_TRUSTED_PROXIES"); v != "" {
+		_ = (*stringList)(&c.TrustedProxies).Set(v)
+	}
 	if v := get("SCANNER_DISPATCH"); v != "" {
 		c.Dispatch = v
 	}
@@ -391,6 +410,16 @@ func (c *Config) Validate(cmd Command) error {
 		if c.Devices < 1 || c.Devices > 64 {
 			errs = append(errs, fmt.Errorf("--devices %d: want 1 to 64", c.Devices))
 		}
+		if c.ScanTimeout <= 0 {
+			errs = append(errs, errors.New("--scan-timeout must be positive"))
+		}
+	}
+	if cmd == CmdServe {
+		for _, p := range c.TrustedProxies {
+			if !validProxy(p) {
+				errs = append(errs, fmt.Errorf("--trusted-proxies %q: want an IP address or a CIDR such as 10.0.0.0/8", p))
+			}
+		}
 	}
 	if cmd == CmdServe && !c.NoSchedule {
 		if _, err := cron.ParseStandard(c.Schedule); err != nil {
@@ -414,4 +443,13 @@ func (c *Config) Validate(cmd Command) error {
 		errs = append(errs, fmt.Errorf("--log-format %q: want text or json", c.LogFormat))
 	}
 	return errors.Join(errs...)
+}
+
+// validProxy reports whether p is an IP address or a CIDR.
+func validProxy(p string) bool {
+	if _, err := netip.ParsePrefix(p); err == nil {
+		return true
+	}
+	_, err := netip.ParseAddr(p)
+	return err == nil
 }

@@ -121,6 +121,41 @@ func TestParse(t *testing.T) {
 		},
 		{name: "check bad target", cmd: CmdCheck, args: []string{"--server", "http://s", "--target", "gpu"}, wantErr: "unknown target"},
 		{name: "bad source", cmd: CmdScan, args: []string{"--source", "s3"}, wantErr: "--source"},
+		{
+			name: "scan timeout: a generous default, and the flag", cmd: CmdScan, args: []string{"--scan-timeout", "90m"},
+			check: func(t *testing.T, c Config, _ []string) {
+				if c.ScanTimeout != 90*time.Minute || Defaults().ScanTimeout < 12*time.Hour {
+					t.Errorf("scan timeout %s (default %s)", c.ScanTimeout, Defaults().ScanTimeout)
+				}
+			},
+		},
+		{name: "bad scan timeout", cmd: CmdServe, args: []string{"--scan-timeout", "0s"}, wantErr: "--scan-timeout"},
+		{
+			name: "trusted proxies: from the environment", cmd: CmdServe, env: map[string]string{"SCANNER_TRUSTED_PROXIES": "10.0.0.0/8, 127.0.0.1"},
+			check: func(t *testing.T, c Config, _ []string) {
+				if strings.Join(c.TrustedProxies, " ") != "10.0.0.0/8 127.0.0.1" {
+					t.Errorf("trusted proxies %q", c.TrustedProxies)
+				}
+			},
+		},
+		{
+			name: "trusted proxies: none by default", cmd: CmdServe,
+			check: func(t *testing.T, c Config, _ []string) {
+				if len(c.TrustedProxies) != 0 {
+					t.Errorf("trusted proxies %q, want none", c.TrustedProxies)
+				}
+			},
+		},
+		{
+			name: "trusted proxies: the flag replaces the variable", cmd: CmdServe, args: []string{"--trusted-proxies", "192.168.1.1"},
+			env: map[string]string{"SCANNER_TRUSTED_PROXIES": "10.0.0.0/8"},
+			check: func(t *testing.T, c Config, _ []string) {
+				if strings.Join(c.TrustedProxies, " ") != "192.168.1.1" {
+					t.Errorf("trusted proxies %q", c.TrustedProxies)
+				}
+			},
+		},
+		{name: "bad trusted proxy", cmd: CmdServe, args: []string{"--trusted-proxies", "10.0.0.0/8,proxy.example"}, wantErr: "--trusted-proxies"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

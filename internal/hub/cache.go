@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -41,7 +42,7 @@ func pointerPath(snapshot, name string) string {
 // without a trailing newline, and only when it changes.
 func writeRef(repo, ref, sha string) error {
 	p := filepath.Join(repo, "refs", filepath.FromSlash(ref))
-	if cur, err := os.ReadFile(p); err == nil && string(cur) == sha {
+	if cur, ok := readRef(p); ok && cur == sha {
 		return nil
 	}
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
@@ -69,6 +70,21 @@ func writeRef(repo, ref, sha string) error {
 		return fmt.Errorf("hub: write ref: %w", err)
 	}
 	return nil
+}
+
+// readRef reads a refs/ file: a commit id, so never more than a few
+// hundred bytes, whatever another tool left there.
+func readRef(p string) (string, bool) {
+	f, err := os.Open(p)
+	if err != nil {
+		return "", false
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, 256))
+	if err != nil {
+		return "", false
+	}
+	return strings.TrimSpace(string(b)), true
 }
 
 // cachedirTag is huggingface_hub's CACHEDIR.TAG (bford.info/cachedir), so
@@ -123,8 +139,8 @@ func ScanCache(cacheDir string) ([]ModelInfo, error) {
 
 func scanRepo(repo, id string) (ModelInfo, bool) {
 	sha := ""
-	if b, err := os.ReadFile(filepath.Join(repo, "refs", "main")); err == nil {
-		if s := strings.TrimSpace(string(b)); validateCommit(s) == nil && dirExists(filepath.Join(repo, "snapshots", s)) {
+	if s, ok := readRef(filepath.Join(repo, "refs", "main")); ok {
+		if validateCommit(s) == nil && dirExists(filepath.Join(repo, "snapshots", s)) {
 			sha = s
 		}
 	}
@@ -160,7 +176,7 @@ func scanRepo(repo, id string) (ModelInfo, bool) {
 		mi.Siblings = append(mi.Siblings, s)
 		return nil
 	})
-	if b, err := os.ReadFile(filepath.Join(snap, "config.json")); err == nil {
+	if b, err := ReadCapped(filepath.Join(snap, "config.json"), "config.json"); err == nil {
 		var cfg map[string]any
 		if json.Unmarshal(b, &cfg) == nil {
 			mi.Config = cfg

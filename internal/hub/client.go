@@ -46,6 +46,12 @@ const (
 	DefaultMaxModelBytes = 60 << 30
 	DefaultConcurrency   = 4
 	DefaultStallTimeout  = 60 * time.Second
+	// DefaultRequestTimeout bounds one API answer (a listing page, model
+	// info, a file's HEAD) from sending to its last byte.
+	DefaultRequestTimeout = 2 * time.Minute
+	// DefaultMinTransferRate is the slowest average a file download may
+	// keep: a file of n bytes gets RequestTimeout + n/rate in all.
+	DefaultMinTransferRate = 512 << 10
 
 	// maxTries is how many times one request is sent before giving up.
 	maxTries = 5
@@ -81,6 +87,14 @@ type Options struct {
 	// StallTimeout aborts a request whose answer or body sends nothing for
 	// this long; the request is then retried (a download resumes). Default 60 s.
 	StallTimeout time.Duration
+	// RequestTimeout is the total deadline of one API answer (a listing
+	// page, model info, a file's HEAD), headers and body, however steadily
+	// a server drips it. Default 2 min.
+	RequestTimeout time.Duration
+	// MinTransferRate (bytes per second) sets each file download's total
+	// deadline, all resumes included: RequestTimeout + size/MinTransferRate
+	// for the size the Hub announced. Default 512 KiB/s.
+	MinTransferRate int64
 	// UserAgent is sent with every request. Default "torchtpu-scanner".
 	UserAgent string
 	// OnResponse is called after every HTTP exchange with its status (0 for
@@ -107,6 +121,8 @@ type Client struct {
 	conc     int
 	backoff  func(int) time.Duration
 	stall    time.Duration
+	reqLimit time.Duration
+	minRate  int64
 	ua       string
 	onResp   func(int, time.Duration)
 	onWait   func(time.Duration)
@@ -147,6 +163,8 @@ func New(o Options) (*Client, error) {
 		conc:     o.Concurrency,
 		backoff:  o.Backoff,
 		stall:    o.StallTimeout,
+		reqLimit: o.RequestTimeout,
+		minRate:  o.MinTransferRate,
 		ua:       o.UserAgent,
 		onResp:   o.OnResponse,
 		onWait:   o.OnRateLimitWait,
@@ -171,6 +189,12 @@ func New(o Options) (*Client, error) {
 	}
 	if c.stall <= 0 {
 		c.stall = DefaultStallTimeout
+	}
+	if c.reqLimit <= 0 {
+		c.reqLimit = DefaultRequestTimeout
+	}
+	if c.minRate <= 0 {
+		c.minRate = DefaultMinTransferRate
 	}
 	if c.ua == "" {
 		c.ua = "torchtpu-scanner"
@@ -257,16 +281,24 @@ func (c *Client) redact(s string) string {
 // errStalled marks a request aborted by the stall watchdog.
 var errStalled = errors.New("stalled: no data received")
 
+// ErrDeadline marks a request or download that did not complete within its
+// total deadline (Options.RequestTimeout, or a file's share of
+// MinTransferRate), however steadily it was dripping.
+var ErrDeadline = errors.New("hub: deadline exceeded")
+
 // send performs one logical request: it waits for the rate-limit pacer,
 // sends, and retries 408, 429, 5xx and network errors with backoff. It never
 // follows redirects. A 2xx or 3xx answer is returned with its body open; an
 // answer >= 400 is returned as an *Error (body read and closed).
-func (c *Client) send(ctx context.Context, method string, u *url.URL, hdr http.Header) (*http.Response, error) {
+//
+// limit, when positive, is each try's total deadline, answer and body
+// (see watchdog).
+func (c *Client) send(ctx context.Context, method string, u *url.URL, hdr http.Header, limit time.Duration) (*http.Response, error) {
 	for attempt := 1; ; attempt++ {
 		if err := c.pace(ctx, u); err != nil {
 			return nil, err
 		}
-		resp, err := c.once(ctx, method, u, hdr)
+		resp, err := c.once(ctx, method, u, hdr, limit)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
@@ -357,8 +389,10 @@ func (c *Client) pace(ctx context.Context, u *url.URL) error {
 
 // once sends one HTTP request. The token is attached only for the
 // endpoint's origin. The answer's body is watched: if no byte arrives for
-// the stall timeout, the request is cancelled and reads fail with errStalled.
-func (c *Client) once(ctx context.Context, method string, u *url.URL, hdr http.Header) (*http.Response, error) {
+// the stall timeout, the request is cancelled and reads fail with
+// errStalled; if the answer is not complete within limit (when positive),
+// they fail with ErrDeadline.
+func (c *Client) once(ctx context.Context, method string, u *url.URL, hdr http.Header, limit time.Duration) (*http.Response, error) {
 	actx, cancel := context.WithCancel(ctx)
 	req, err := http.NewRequestWithContext(actx, method, u.String(), nil)
 	if err != nil {
@@ -372,7 +406,7 @@ func (c *Client) once(ctx context.Context, method string, u *url.URL, hdr http.H
 	if c.token != "" && c.sameOrigin(u) {
 		req.Header.Set("Authorization", "Bearer "+c.token)
 	}
-	w := &watchdog{cancel: cancel, d: c.stall}
+	w := &watchdog{cancel: cancel, d: c.stall, limit: limit}
 	w.arm()
 	start := time.Now()
 	resp, err := c.hc.Do(req)
@@ -385,7 +419,11 @@ func (c *Client) once(ctx context.Context, method string, u *url.URL, hdr http.H
 		if errors.As(err, &uerr) {
 			err = uerr.Err // the URL is added back, safely, by the caller
 		}
-		if stalled && ctx.Err() == nil {
+		switch {
+		case ctx.Err() != nil:
+		case stalled == errDeadlineHit:
+			err = fmt.Errorf("%w: no answer within %s", ErrDeadline, limit)
+		case stalled != nil:
 			err = fmt.Errorf("%w for %s waiting for an answer", errStalled, c.stall)
 		}
 		return nil, err
@@ -407,41 +445,56 @@ func (c *Client) observe(status int, d time.Duration, h http.Header) {
 	}
 }
 
-// watchdog cancels a request when it is not kicked for d.
+// watchdog cancels a request when it is not kicked for d (a stall), or,
+// when limit is positive, limit after it was armed however often it was
+// kicked (a drip).
 type watchdog struct {
-	mu     sync.Mutex
-	t      *time.Timer
-	d      time.Duration
-	cancel context.CancelFunc
-	fired  bool
-	done   bool
+	mu       sync.Mutex
+	t        *time.Timer
+	deadline *time.Timer
+	d        time.Duration
+	limit    time.Duration
+	cancel   context.CancelFunc
+	fired    error // errStalled or errDeadlineHit once it fired
+	done     bool
 }
 
+// errDeadlineHit is the watchdog's note that limit passed.
+var errDeadlineHit = errors.New("deadline")
+
 func (w *watchdog) arm() {
-	w.t = time.AfterFunc(w.d, func() {
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		if !w.done {
-			w.fired = true
-			w.cancel()
-		}
-	})
+	w.t = time.AfterFunc(w.d, func() { w.fire(errStalled) })
+	if w.limit > 0 {
+		w.deadline = time.AfterFunc(w.limit, func() { w.fire(errDeadlineHit) })
+	}
+}
+
+func (w *watchdog) fire(why error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.done && w.fired == nil {
+		w.fired = why
+		w.cancel()
+	}
 }
 
 func (w *watchdog) kick() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if !w.done && !w.fired {
+	if !w.done && w.fired == nil {
 		w.t.Reset(w.d)
 	}
 }
 
-// stop disarms the watchdog and reports whether it had fired.
-func (w *watchdog) stop() bool {
+// stop disarms the watchdog and reports why it had fired (nil: it had not).
+func (w *watchdog) stop() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.done = true
 	w.t.Stop()
+	if w.deadline != nil {
+		w.deadline.Stop()
+	}
 	return w.fired
 }
 
@@ -462,7 +515,11 @@ func (b *watchedBody) Read(p []byte) (int, error) {
 		b.w.mu.Lock()
 		fired := b.w.fired
 		b.w.mu.Unlock()
-		if fired && b.parent.Err() == nil {
+		switch {
+		case fired == nil || b.parent.Err() != nil:
+		case fired == errDeadlineHit:
+			err = fmt.Errorf("%w: the answer did not complete within %s", ErrDeadline, b.w.limit)
+		default:
 			err = fmt.Errorf("%w for %s while reading", errStalled, b.w.d)
 		}
 	}
@@ -477,12 +534,13 @@ func (b *watchedBody) Close() error {
 }
 
 // follow sends a GET (or HEAD) and follows redirects by hand, re-deciding
-// for every hop whether the token may go there. It returns the final answer
+// for every hop whether the token may go there; limit is each hop's total
+// deadline (0: none). It returns the final answer
 // and the URLs visited before it (the redirect chain, oldest first).
-func (c *Client) follow(ctx context.Context, method string, u *url.URL, hdr http.Header) (*http.Response, *url.URL, []*url.URL, error) {
+func (c *Client) follow(ctx context.Context, method string, u *url.URL, hdr http.Header, limit time.Duration) (*http.Response, *url.URL, []*url.URL, error) {
 	var chain []*url.URL
 	for range maxRedirects + 1 {
-		resp, err := c.send(ctx, method, u, hdr)
+		resp, err := c.send(ctx, method, u, hdr, limit)
 		if err != nil {
 			return nil, u, chain, err
 		}

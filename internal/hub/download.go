@@ -83,24 +83,20 @@ func (c *Client) Download(ctx context.Context, id, sha string, files []string) (
 	if d.used > c.maxModel {
 		return "", fmt.Errorf("hub: download %s: %d bytes already cached, over the %d-byte model limit: %w", id, d.used, c.maxModel, ErrTooLarge)
 	}
-	if err := os.MkdirAll(snap, 0o755); err != nil {
-		return "", fmt.Errorf("hub: download %s: %w", id, err)
-	}
-	createCachedirTag(c.cacheDir)
 
 	if len(todo) > 0 {
 		// Phase 1: ask the Hub about every file (HEAD, no content), as
-		// huggingface_hub does, so that the size caps are checked before
-		// any content moves.
+		// huggingface_hub does, so that the size caps (FileCap, by kind)
+		// are checked before any content moves or anything is stored.
 		srcs := make([]*source, len(todo))
 		err := d.each(ctx, todo, func(ctx context.Context, i int, f string) error {
 			src, err := d.resolve(ctx, d.resolveURL(f))
 			if err != nil {
 				return fmt.Errorf("hub: download %s/%s: %w", id, f, err)
 			}
-			src.max = min(c.maxFile, FileCap(f))
+			src.name, src.max = f, min(c.maxFile, FileCap(f))
 			if src.size > src.max {
-				return fmt.Errorf("hub: download %s/%s: %d bytes, over the %d-byte limit for this file: %w", id, f, src.size, src.max, ErrTooLarge)
+				return fmt.Errorf("hub: download %s: %w", id, &CapError{File: f, Size: src.size, Cap: src.max})
 			}
 			srcs[i] = src
 			return nil
@@ -108,6 +104,10 @@ func (c *Client) Download(ctx context.Context, id, sha string, files []string) (
 		if err != nil {
 			return "", err
 		}
+		if err := os.MkdirAll(snap, 0o755); err != nil {
+			return "", fmt.Errorf("hub: download %s: %w", id, err)
+		}
+		createCachedirTag(c.cacheDir)
 		var known int64
 		for _, src := range srcs {
 			known += max(src.size, 0)
@@ -192,6 +192,7 @@ func (d *download) each(ctx context.Context, files []string, fn func(ctx context
 
 // source is where a file's content is, and what the Hub said it is.
 type source struct {
+	name    string   // the repo file
 	etag    string   // normalized; the blob's name
 	size    int64    // announced size; -1 when unknown
 	max     int64    // the file's cap (FileCap within MaxFileBytes); 0: MaxFileBytes
@@ -226,6 +227,17 @@ func (d *download) file(ctx context.Context, name string, src *source) error {
 	}
 	announced := src.size
 	n, err := d.fetch(ctx, src, blob+".incomplete")
+	limit := d.limit(src)
+	if errors.Is(err, ErrTooLarge) && src.size >= 0 && src.size <= limit {
+		return err // the model's limit, not the file's
+	}
+	if errors.Is(err, ErrTooLarge) {
+		size := src.size
+		if size <= limit {
+			size = -1
+		}
+		return &CapError{File: name, Size: size, Cap: limit}
+	}
 	if err != nil {
 		return err
 	}
@@ -253,7 +265,7 @@ func (d *download) resolve(ctx context.Context, u *url.URL) (*source, error) {
 	start := u
 	hdr := http.Header{"Accept-Encoding": {"identity"}}
 	for range maxRedirects + 1 {
-		resp, err := c.send(ctx, http.MethodHead, u, hdr)
+		resp, err := c.send(ctx, http.MethodHead, u, hdr, c.reqLimit)
 		if err != nil {
 			return nil, err
 		}

@@ -37,6 +37,10 @@ var (
 	// ErrIntegrity: a downloaded file did not match the hash or size the Hub
 	// announced. The partial blob was deleted; nothing was linked.
 	ErrIntegrity = errors.New("hub: integrity check failed")
+	// ErrEndlessListing: a listing kept linking to more pages without
+	// bringing the models asked for (empty or repeated pages, or far more
+	// pages than the limit needs).
+	ErrEndlessListing = errors.New("hub: the model listing does not end")
 	// ErrNotAllowed: Download was asked for a file outside AllowedFile.
 	ErrNotAllowed = errors.New("hub: file not on the download allowlist")
 )

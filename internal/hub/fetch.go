@@ -13,6 +13,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // fetch writes the content of src into inc (resuming what inc already
@@ -23,13 +24,28 @@ import (
 // Between them, receive resumes broken transfers as tries allows. On a hash
 // or size mismatch inc is deleted; on a broken transfer or cancellation it
 // is kept for the next attempt.
+//
+// The whole fetch, resumes included, has a deadline relative to the file's
+// size (fileDeadline): a server that drips the bytes slowly enough to keep
+// the stall watchdog quiet still cannot hold a download for longer.
 func (d *download) fetch(ctx context.Context, src *source, inc string) (int64, error) {
 	p, err := openPartial(inc, src)
 	if err != nil {
 		return 0, err
 	}
 	defer p.f.Close()
-	if err := d.receive(ctx, p); err != nil {
+	size := src.size
+	if size < 0 {
+		size = d.limit(src)
+	}
+	limit := d.c.fileDeadline(size)
+	fctx, cancel := context.WithTimeoutCause(ctx, limit, fmt.Errorf(
+		"%w: %s did not arrive within %s (slower than %s/s on average)", ErrDeadline, sizeText(size), limit.Round(10*time.Millisecond), sizeText(d.c.minRate)))
+	defer cancel()
+	if err := d.receive(fctx, p); err != nil {
+		if ctx.Err() == nil && fctx.Err() != nil {
+			return 0, context.Cause(fctx)
+		}
 		return 0, err
 	}
 	if err := p.f.Sync(); err != nil {
@@ -228,7 +244,7 @@ func (d *download) openRange(ctx context.Context, p *partial, tr *tries) (*http.
 		if p.have > 0 {
 			hdr.Set("Range", "bytes="+strconv.FormatInt(p.have, 10)+"-")
 		}
-		resp, _, _, err := d.c.follow(ctx, http.MethodGet, p.src.url, hdr)
+		resp, _, _, err := d.c.follow(ctx, http.MethodGet, p.src.url, hdr, 0) // fetch bounds the whole file
 		if err != nil {
 			if err := d.askAgain(ctx, p, err); err != nil {
 				return nil, err
@@ -409,4 +425,10 @@ func gitBlobSHA1(r io.ReadSeeker, n int64) (string, error) {
 		return "", err
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// fileDeadline is the total time a download of size bytes may take: the
+// request timeout, plus the size at the slowest average rate accepted.
+func (c *Client) fileDeadline(size int64) time.Duration {
+	return c.reqLimit + time.Duration(float64(max(size, 0))/float64(c.minRate)*float64(time.Second))
 }

@@ -213,7 +213,7 @@ func TestOpenRange(t *testing.T) {
 			if err := os.WriteFile(inc, blob[:tt.have], 0o644); err != nil {
 				t.Fatal(err)
 			}
-			p, err := openPartial(inc, &source{etag: lfs, size: tt.size, url: content, resolve: resolve})
+			p, err := openPartial(inc, &source{name: "model.safetensors", max: c.maxFile, etag: lfs, size: tt.size, url: content, resolve: resolve})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -488,7 +488,7 @@ func TestReceive(t *testing.T) {
 			if err := os.WriteFile(inc, blob[:tt.have], 0o644); err != nil {
 				t.Fatal(err)
 			}
-			p, err := openPartial(inc, &source{etag: lfs, size: tt.size, url: content, resolve: content})
+			p, err := openPartial(inc, &source{name: "model.safetensors", max: c.maxFile, etag: lfs, size: tt.size, url: content, resolve: content})
 			if err != nil {
 				t.Fatal(err)
 			}

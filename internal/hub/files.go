@@ -110,32 +110,34 @@ func AllowedFile(name string) bool {
 // is not what it claims to be. Weights have no cap of their kind: the
 // client's MaxFileBytes and MaxModelBytes bound them.
 const (
-	maxIndexBytes    = 64 << 20 // *.safetensors.index.json (tens of thousands of tensors)
-	maxJSONBytes     = 16 << 20 // config.json and other JSON
-	maxTiktokenBytes = 32 << 20 // *.tiktoken vocabularies (text)
+	maxIndexBytes = 64 << 20 // *.safetensors.index.json (tens of thousands of tensors)
+	maxJSONBytes  = 16 << 20 // config.json and other JSON
+	maxTextBytes  = 32 << 20 // *.tiktoken vocabularies, and any other file not in the table
 )
 
 // FileCap is the most bytes the scanner downloads of the repo file name,
 // by its kind: a tokenizer or processor file has its cap from the table
 // the harness reads too (internal/probe/harness/input_files.json: a few
 // MiB for JSON settings, more for tokenizer.json, vocabularies and
-// SentencePiece models); an index or other JSON has a cap of its own; the
-// weights are bounded only by the client's MaxFileBytes. Download applies
-// the smaller of FileCap and MaxFileBytes to every file.
+// SentencePiece models), by its base name wherever it is; an index or
+// other JSON has a cap of its own, and so has every other file but the
+// weights, which are bounded only by the client's MaxFileBytes. Download
+// applies the smaller of FileCap and MaxFileBytes to every file; files
+// read whole are read within it (ReadCapped).
 func FileCap(name string) int64 {
-	if c, ok := harness.InputFileCap(name); ok {
+	if c, ok := harness.InputFileCap(path.Base(name)); ok {
 		return c
 	}
 	lower := strings.ToLower(path.Base(name))
 	switch {
+	case IsWeightFile(lower):
+		return math.MaxInt64
 	case strings.HasSuffix(lower, ".safetensors.index.json"):
 		return maxIndexBytes
 	case strings.HasSuffix(lower, ".json"):
 		return maxJSONBytes
-	case strings.HasSuffix(lower, ".tiktoken"):
-		return maxTiktokenBytes
 	}
-	return math.MaxInt64
+	return maxTextBytes
 }
 
 // InputFiles picks the tokenizer and processor files out of a repo's files:

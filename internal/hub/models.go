@@ -215,7 +215,9 @@ func sortParam(s string) (string, error) {
 }
 
 // ListModels returns the top models by o.Sort, at most o.Limit, in the Hub's
-// order, without duplicates. Each page asks for up to 1000 models with every
+// order, without duplicates and without ids that are not Hub ids (each
+// dropped with a warning). A listing that does not end (pages that add no
+// model, more pages than the limit needs) fails with ErrEndlessListing. Each page asks for up to 1000 models with every
 // field the scanner needs (one request lists 1000 models); the Link header's
 // rel="next" is followed verbatim until Limit models are in.
 //
@@ -230,6 +232,7 @@ func (c *Client) ListModels(ctx context.Context, o ListOptions) ([]ModelInfo, er
 	if limit <= 0 {
 		limit = DefaultListLimit
 	}
+	warned := map[string]bool{}
 	var tags []string
 	for _, t := range o.PipelineTags {
 		if t = strings.TrimSpace(t); t != "" && !slices.Contains(tags, t) {
@@ -241,11 +244,11 @@ func (c *Client) ListModels(ctx context.Context, o ListOptions) ([]ModelInfo, er
 		if len(tags) == 1 {
 			tag = tags[0]
 		}
-		return c.list(ctx, key, limit, tag, o.Library, o.OnPage, 0)
+		return c.list(ctx, key, limit, tag, o.Library, o.OnPage, 0, warned)
 	}
 	var all []ModelInfo
 	for _, tag := range tags {
-		got, err := c.list(ctx, key, limit, tag, o.Library, o.OnPage, len(all))
+		got, err := c.list(ctx, key, limit, tag, o.Library, o.OnPage, len(all), warned)
 		if err != nil {
 			return nil, err
 		}
@@ -272,8 +275,72 @@ func (c *Client) ListModels(ctx context.Context, o ListOptions) ([]ModelInfo, er
 	return out, nil
 }
 
-// list pages through one listing query.
-func (c *Client) list(ctx context.Context, sortKey string, limit int, tag, library string, onPage func(int), before int) ([]ModelInfo, error) {
+// list pages through one listing query. A listing must end: a page that
+// adds no new id while linking to another, or more pages than the limit
+// needs at the page size the server really sends (maxPages), fail with
+// ErrEndlessListing. Ids that are not Hub ids are dropped, with one warning
+// each (warned is shared by the queries of one ListModels).
+func (c *Client) list(ctx context.Context, sortKey string, limit int, tag, library string, onPage func(int), before int, warned map[string]bool) ([]ModelInfo, error) {
+	u, err := c.listURL(sortKey, limit, tag, library)
+	if err != nil {
+		return nil, err
+	}
+	var out []ModelInfo
+	seen := map[string]bool{}
+	visited := map[string]bool{}
+	largest := 0 // the most models the server sent in one page
+	for page := 1; ; page++ {
+		visited[u.String()] = true
+		var items []apiModel
+		next, err := c.getJSON(ctx, u, &items)
+		if err != nil {
+			return nil, fmt.Errorf("hub: list models (page %d): %w", page, err)
+		}
+		largest = max(largest, len(items))
+		added := 0
+		for _, it := range items {
+			m := it.info()
+			if seen[m.ID] {
+				continue
+			}
+			seen[m.ID] = true
+			added++ // progress, even when the id is then dropped
+			if !c.listable(m.ID, warned) {
+				continue
+			}
+			c.rememberMain(m.ID, m.SHA) // a listing's sha is main's head
+			out = append(out, m)
+			if len(out) == limit {
+				break
+			}
+		}
+		if onPage != nil {
+			onPage(before + len(out))
+		}
+		if len(out) >= limit || next == "" {
+			return out, nil
+		}
+		if added == 0 {
+			return nil, fmt.Errorf("hub: list models: page %d (%d models) added no new model yet links to another page: %w",
+				page, len(items), ErrEndlessListing)
+		}
+		if most := maxPages(limit, largest); page >= most {
+			return nil, fmt.Errorf("hub: list models: %d pages of up to %d models gave %d of the %d models asked for: %w",
+				page, largest, len(out), limit, ErrEndlessListing)
+		}
+		nu, err := u.Parse(next)
+		if err != nil {
+			return nil, fmt.Errorf("hub: list models: bad next link %q: %w", c.redact(next), err)
+		}
+		if visited[nu.String()] {
+			return nil, fmt.Errorf("hub: list models: the next link of page %d loops back to an earlier page: %w", page, ErrEndlessListing)
+		}
+		u = nu
+	}
+}
+
+// listURL is the first page's URL of one listing query.
+func (c *Client) listURL(sortKey string, limit int, tag, library string) (*url.URL, error) {
 	q := url.Values{}
 	q.Set("sort", sortKey)
 	q.Set("direction", "-1")
@@ -291,54 +358,43 @@ func (c *Client) list(ctx context.Context, sortKey string, limit int, tag, libra
 	if err != nil {
 		return nil, fmt.Errorf("hub: list models: %w", err)
 	}
-	var out []ModelInfo
-	seen := map[string]bool{}
-	visited := map[string]bool{}
-	for page := 1; ; page++ {
-		visited[u.String()] = true
-		var items []apiModel
-		next, err := c.getJSON(ctx, u, &items)
-		if err != nil {
-			return nil, fmt.Errorf("hub: list models (page %d): %w", page, err)
-		}
-		for _, it := range items {
-			m := it.info()
-			if m.ID == "" || seen[m.ID] {
-				continue
-			}
-			seen[m.ID] = true
-			c.rememberMain(m.ID, m.SHA) // a listing's sha is main's head
-			out = append(out, m)
-			if len(out) == limit {
-				break
-			}
-		}
-		if onPage != nil {
-			onPage(before + len(out))
-		}
-		if len(out) >= limit || next == "" {
-			return out, nil
-		}
-		nu, err := u.Parse(next)
-		if err != nil {
-			return nil, fmt.Errorf("hub: list models: bad next link %q: %w", c.redact(next), err)
-		}
-		if visited[nu.String()] {
-			return nil, fmt.Errorf("hub: list models: the next link of page %d loops back to an earlier page", page)
-		}
-		u = nu
-	}
+	return u, nil
 }
 
-// maxJSON bounds a JSON answer (a 1000-model page with siblings and configs
-// is a few MB).
-const maxJSON = 256 << 20
+// listable reports whether a listed id is a Hub id (compat.ValidateModelID);
+// an id that is not is dropped before anything stores or prints it, with
+// one warning per id (the log handler escapes what it holds).
+func (c *Client) listable(id string, warned map[string]bool) bool {
+	err := compat.ValidateModelID(id)
+	if err == nil {
+		return true
+	}
+	if !warned[id] {
+		warned[id] = true
+		c.log.Warn("hub: listing: dropped a model whose id is not a Hub id", "id", truncate(id, 200), "err", err)
+	}
+	return false
+}
+
+// maxPages is how many pages a listing of limit models may take when the
+// server sends up to pageLen models a page: what the limit needs, plus 10%
+// and 2 pages of slack for models that move between pages while ranks
+// change. A listing that needs more does not end.
+func maxPages(limit, pageLen int) int {
+	pageLen = max(pageLen, 1)
+	need := (limit + pageLen - 1) / pageLen
+	return need + need/10 + 2
+}
+
+// maxJSON bounds a JSON answer, which is read whole (a 1000-model page
+// with siblings and configs is a few MB).
+const maxJSON = 64 << 20
 
 // getJSON GETs u (following redirects), decodes the JSON answer into v and
 // returns the Link header's rel="next" target.
 func (c *Client) getJSON(ctx context.Context, u *url.URL, v any) (next string, err error) {
 	hdr := http.Header{"Accept": {"application/json"}}
-	resp, final, _, err := c.follow(ctx, http.MethodGet, u, hdr)
+	resp, final, _, err := c.follow(ctx, http.MethodGet, u, hdr, c.reqLimit)
 	if err != nil {
 		return "", err
 	}
@@ -375,7 +431,7 @@ func (c *Client) ModelInfo(ctx context.Context, id, revision string) (ModelInfo,
 	}
 	var am apiModel
 	hdr := http.Header{"Accept": {"application/json"}}
-	resp, final, chain, err := c.follow(ctx, http.MethodGet, u, hdr)
+	resp, final, chain, err := c.follow(ctx, http.MethodGet, u, hdr, c.reqLimit)
 	if err != nil {
 		return ModelInfo{}, fmt.Errorf("hub: model info %s@%s: %w", id, rev, err)
 	}

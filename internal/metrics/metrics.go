@@ -128,6 +128,9 @@ func (r *Registry) register(name, help string, k kind, buckets []float64, fn fun
 	f := &family{name: name, help: help, kind: k, labels: slices.Clone(labels), buckets: buckets, fn: fn,
 		series: map[string]*series{}}
 	r.families[name] = f
+	if k != kindGauge && len(labels) == 0 {
+		f.with(nil) // a count of nothing yet is a true 0: exported from the start, so rate() works
+	}
 	return f
 }
 
@@ -182,6 +185,26 @@ func (c Counter) Add(d float64) {
 
 // Value returns the current value.
 func (c Counter) Value() float64 { return c.s.val.load() }
+
+// Each makes one-label tuples of values, for Declare: Each("a", "b") is
+// [["a"], ["b"]].
+func Each(values ...string) [][]string {
+	out := make([][]string, len(values))
+	for i, v := range values {
+		out[i] = []string{v}
+	}
+	return out
+}
+
+// Declare creates the series of each label-value tuple at zero, so that
+// they are exported before their first increment (Prometheus's rate() and
+// increase() need a sample before the first event). An unlabelled counter
+// is declared by Counter itself.
+func (v *CounterVec) Declare(tuples ...[]string) {
+	for _, values := range tuples {
+		v.f.with(values)
+	}
+}
 
 // GaugeVec is a gauge family with labels.
 type GaugeVec struct{ f *family }
@@ -259,6 +282,14 @@ func (h Histogram) Observe(x float64) {
 	}
 	h.s.sum.add(x)
 	h.s.count.Add(1)
+}
+
+// Declare creates the series of each label-value tuple with no
+// observation, exported from the start (see CounterVec.Declare).
+func (v *HistogramVec) Declare(tuples ...[]string) {
+	for _, values := range tuples {
+		v.f.with(values)
+	}
 }
 
 // Count returns how many values were observed.

@@ -116,3 +116,32 @@ func TestConcurrent(t *testing.T) {
 		t.Fatalf("histogram count = %v", got)
 	}
 }
+
+// TestZeroFromTheStart: counters and histograms are exported at 0 before
+// their first event (unlabelled ones on registration, labelled ones once
+// declared); a gauge that was never set is not (it was not measured).
+func TestZeroFromTheStart(t *testing.T) {
+	r := NewRegistry()
+	r.Counter("a_total", "A.")
+	r.Histogram("b_seconds", "B.", []float64{1})
+	r.Counter("c_total", "C.", "status").Declare(Each("ok", "bad")...)
+	r.Histogram("d_seconds", "D.", []float64{1}, "route").Declare([]string{"/x"})
+	r.Gauge("e_fraction", "E.")
+	r.Counter("f_total", "F.", "code")
+	var b strings.Builder
+	if err := r.WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{"a_total 0\n", "b_seconds_count 0\n", `c_total{status="ok"} 0` + "\n", `c_total{status="bad"} 0` + "\n",
+		`d_seconds_count{route="/x"} 0` + "\n", `d_seconds_bucket{route="/x",le="+Inf"} 0` + "\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("missing %q in:\n%s", want, out)
+		}
+	}
+	for _, not := range []string{"\ne_fraction ", "\nf_total{"} {
+		if strings.Contains(out, not) {
+			t.Errorf("%q has a sample nobody made:\n%s", not, out)
+		}
+	}
+}

@@ -173,6 +173,14 @@ func (s *Scanner) Resume(ctx context.Context, scanID int64, hooks Hooks) (store.
 	if s.Fleet == nil {
 		return store.Scan{}, errors.New("scan: resume needs workers (--dispatch workers)")
 	}
+	lock, err := s.lock() // one scan per database, a resumed one too
+	if err != nil {
+		return store.Scan{}, err
+	}
+	defer lock.Release()
+	if err := lock.SetScan(scanID); err != nil {
+		s.log().Warn("scan lock: the scan id is not recorded for other processes", "err", err)
+	}
 	sc, err := s.Store.GetScan(ctx, scanID)
 	if err != nil {
 		return sc, fmt.Errorf("scan: resume %d: %w", scanID, err)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/internal/hub"
 	"github.com/google-pytorch/torchtpu-scanner/internal/hub/hubtest"
+	"github.com/google-pytorch/torchtpu-scanner/internal/scanlock"
 	"github.com/google-pytorch/torchtpu-scanner/store"
 	"github.com/google-pytorch/torchtpu-scanner/store/storetest"
 )
@@ -101,4 +103,63 @@ func TestScanThroughHubFaults(t *testing.T) {
 			t.Logf("client waited %d times", len(*waits))
 		})
 	}
+}
+
+// TestScanTimeout: a scan past its --scan-timeout ends interrupted with an
+// error that names the flag; the probe in flight is stopped and not
+// blamed.
+func TestScanTimeout(t *testing.T) {
+	f := newFixture(t, model("a/1", "text-generation", "transformers"), model("a/2", "text-generation", "transformers"))
+	f.prober.block = make(chan struct{}) // every probe hangs
+	start := time.Now()
+	sc, err := f.s.Run(context.Background(), Options{Mode: compat.ModeArch, ScanTimeout: 300 * time.Millisecond}, Hooks{})
+	if !errors.Is(err, ErrScanTimeout) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("err = %v, want ErrScanTimeout", err)
+	}
+	if took := time.Since(start); took > 10*time.Second {
+		t.Errorf("the scan took %s past a 300 ms deadline", took)
+	}
+	if sc.Status != store.ScanInterrupted || !strings.Contains(sc.Error, "--scan-timeout 300ms") {
+		t.Errorf("scan %s %q, want interrupted naming --scan-timeout", sc.Status, sc.Error)
+	}
+	if got := f.status(t, "a/1"); got != compat.StatusUntested {
+		t.Errorf("the probe cut by the deadline was recorded as %s", got)
+	}
+}
+
+// TestServiceWaitsForAForeignScan: while another holder has the database's
+// scan lock (another process's scanner scan), the service reports that
+// scan as running (Foreign, with its scan id), keeps its own request
+// queued without recording anything, and runs it once the lock is free.
+func TestServiceWaitsForAForeignScan(t *testing.T) {
+	f := newFixture(t, model("a/1", "text-generation", "transformers"))
+	f.s.ScanLock = filepath.Join(t.TempDir(), "scanner.db")
+	other, err := scanlock.TryLock(f.s.ScanLock) // another open file description: as another process
+	if err != nil {
+		t.Fatal(err)
+	}
+	other.SetScan(77)
+	svc := NewService(f.s, Options{Mode: compat.ModeArch}, quiet)
+	svc.LockPoll = 20 * time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { svc.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+
+	if st := svc.State(); !st.Running || !st.Foreign || st.ScanID != 77 || st.Queued {
+		t.Errorf("idle service beside a foreign scan: %+v", st)
+	}
+	if err := svc.Request("schedule"); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1100 * time.Millisecond) // a few polls, and past the state's one-second memory
+	if st := svc.State(); !st.Running || !st.Foreign || !st.Queued {
+		t.Errorf("waiting: %+v, want the foreign scan running and ours queued", st)
+	}
+	if scans, _ := f.store.ListScans(ctx, 10); len(scans) != 0 {
+		t.Errorf("%d scans recorded while another held the lock", len(scans))
+	}
+	other.Release()
+	waitFor(t, func() bool { return f.status(t, "a/1") == compat.StatusPass })
+	waitFor(t, func() bool { st := svc.State(); return !st.Running && !st.Foreign })
 }

@@ -49,11 +49,15 @@ func (r *run) fetchFailed(j *job, err error) *job {
 }
 
 // FetchFailed is the result of a model whose files could not be fetched
-// (here, and on a worker): the Hub's own answers (gated, not found,
-// disabled) are skips; anything else is the scanner's environment
+// (here, and on a worker): a repo file (not weights) over the cap of its
+// kind is a config_error (overCap); the Hub's own answers (gated, not
+// found, disabled) are skips; anything else is the scanner's environment
 // failing, never held against the model. The caller fills in the target,
 // revision and runtime.
 func FetchFailed(err error) compat.Result {
+	if ce, ok := hub.IsCapError(err); ok && !hub.IsWeightFile(ce.File) {
+		return overCap(ce)
+	}
 	var he *hub.Error
 	if errors.As(err, &he) {
 		if reason := he.Reason(); reason != "" {
@@ -65,6 +69,19 @@ func FetchFailed(err error) compat.Result {
 		}
 	}
 	return scannerErrorResult(compat.StageConfig, fmt.Errorf("fetch files: %w", err))
+}
+
+// overCap is the result of a repo file (not weights) over the cap of its
+// kind (hub.FileCap): the scanner refused to store or read it. It is an
+// error with a config_error class, which says which file and why, not a
+// verdict on the model's compatibility.
+func overCap(ce *hub.CapError) compat.Result {
+	return compat.Result{
+		Status:       compat.StatusError,
+		Stage:        compat.Ptr(compat.StageConfig),
+		FailureClass: compat.Ptr(compat.ClassConfigError),
+		Message:      compat.Ptr("refused: " + ce.Error()),
+	}
 }
 
 func (r *run) scannerError(j *job, stage compat.Stage, err error) *job {

@@ -12,7 +12,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -21,6 +20,7 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/internal/hub"
 	"github.com/google-pytorch/torchtpu-scanner/internal/probe"
+	"github.com/google-pytorch/torchtpu-scanner/internal/scanlock"
 	"github.com/google-pytorch/torchtpu-scanner/store"
 )
 
@@ -41,6 +41,35 @@ type Prober interface {
 // failed, and no model is blamed for it.
 var ErrHub = errors.New("hub unreachable")
 
+// ErrScanTimeout ends a scan that ran past Options.ScanTimeout; it also
+// matches context.DeadlineExceeded, so the scan is recorded interrupted.
+var ErrScanTimeout = errors.New("the scan ran past its deadline")
+
+// scanTimeout is the error of a scan cut by its deadline: it reads as
+// its cause (which names the flag) and matches both ErrScanTimeout and
+// context.DeadlineExceeded.
+type scanTimeout struct{ cause error }
+
+func (e scanTimeout) Error() string   { return e.cause.Error() }
+func (e scanTimeout) Unwrap() []error { return []error{e.cause, context.DeadlineExceeded} }
+
+// withDeadline bounds ctx by opts.ScanTimeout, whose expiry is the cause.
+func withDeadline(ctx context.Context, opts Options) (context.Context, context.CancelFunc) {
+	if opts.ScanTimeout <= 0 {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeoutCause(ctx, opts.ScanTimeout,
+		fmt.Errorf("%w (--scan-timeout %s): what was measured is saved, and the next scan tests the rest", ErrScanTimeout, opts.ScanTimeout))
+}
+
+// timedOut turns err into a scanTimeout when ctx ended by its deadline.
+func timedOut(ctx context.Context, err error) error {
+	if cause := context.Cause(ctx); err != nil && errors.Is(cause, ErrScanTimeout) {
+		return scanTimeout{cause}
+	}
+	return err
+}
+
 // Options are one scan's parameters.
 type Options struct {
 	Trigger string        // "cli", "schedule", "manual", "startup"
@@ -54,6 +83,9 @@ type Options struct {
 	Timeout time.Duration // per probe
 	Force   bool          // retest even when nothing changed
 	Devices int           // probes at once, one per device
+	// ScanTimeout is the whole scan's deadline (0: none); a scan past it
+	// ends interrupted with ErrScanTimeout.
+	ScanTimeout time.Duration
 }
 
 // Progress is reported after every model that got an outcome.
@@ -114,8 +146,12 @@ type Scanner struct {
 	DeviceProbers []Prober
 	Store         Store
 	CacheDir      string
-	HasToken      bool
-	Logger        *slog.Logger
+	// ScanLock is the database's path: a scan takes its scan lock
+	// (scanlock), so that one scan runs per database across processes;
+	// "" takes none (tests, a throwaway database).
+	ScanLock string
+	HasToken bool
+	Logger   *slog.Logger
 	// Hooks observe every scan (the app's metrics); Run takes the hooks of
 	// one scan besides.
 	Hooks Hooks
@@ -191,9 +227,18 @@ type run struct {
 // Run performs one scan and returns its final record; hooks observe this
 // scan (after the Scanner's own Hooks). A scan that could not start (no
 // Python, Hub unreachable) is recorded as failed and its error returned;
-// per-model problems never end a scan.
+// per-model problems never end a scan. While another process scans the
+// same database, Run records nothing and returns an error matching
+// scanlock.ErrHeld that says who.
 func (s *Scanner) Run(ctx context.Context, opts Options, hooks Hooks) (store.Scan, error) {
+	lock, err := s.lock()
+	if err != nil {
+		return store.Scan{}, err
+	}
+	defer lock.Release()
 	opts = withDefaults(opts)
+	ctx, cancel := withDeadline(ctx, opts)
+	defer cancel()
 	params, _ := json.Marshal(opts)
 	started := s.now().UTC()
 	// The environment comes first, so that the scan record names the
@@ -209,11 +254,27 @@ func (s *Scanner) Run(ctx context.Context, opts Options, hooks Hooks) (store.Sca
 		return sc, fmt.Errorf("scan: start: %w", err)
 	}
 	sc.ID = id
+	if err := lock.SetScan(id); err != nil {
+		s.log().Warn("scan lock: the scan id is not recorded for other processes", "err", err)
+	}
 	r := &run{s: s, opts: opts, hooks: s.Hooks.then(hooks), scan: sc, target: target, runtime: rt, host: host}
 	if envErr != nil {
-		return r.finish(envErr)
+		return r.finish(timedOut(ctx, envErr))
 	}
-	return r.finish(r.execute(ctx))
+	return r.finish(timedOut(ctx, r.execute(ctx)))
+}
+
+// lock takes the database's scan lock (nil when ScanLock is "": a nil
+// *scanlock.Lock's methods do nothing).
+func (s *Scanner) lock() (*scanlock.Lock, error) {
+	if s.ScanLock == "" {
+		return nil, nil
+	}
+	l, err := scanlock.TryLock(s.ScanLock)
+	if err != nil {
+		return nil, fmt.Errorf("scan: %w", err)
+	}
+	return l, nil
 }
 
 func withDefaults(o Options) Options {
@@ -375,6 +436,9 @@ func (r *run) fetch(ctx context.Context, j *job, cand probe.Candidate) *job {
 	}
 	j.snapshot = dir
 	cand.Config, cand.ConfigErr = readConfig(filepath.Join(dir, "config.json"))
+	if ce, ok := hub.IsCapError(cand.ConfigErr); ok {
+		return r.decided(j, overCap(ce))
+	}
 	j.config = cand.Config
 	cand.Mode = j.plan.Mode
 	if res := probe.Preflight(cand); res != nil {
@@ -456,8 +520,10 @@ func listingDecides(res compat.Result, m hub.ModelInfo) bool {
 	return false
 }
 
+// readConfig reads and parses config.json, never past its cap (a cache
+// filled by other tools may hold anything).
 func readConfig(path string) (map[string]any, error) {
-	b, err := os.ReadFile(path)
+	b, err := hub.ReadCapped(path, "config.json")
 	if err != nil {
 		return nil, fmt.Errorf("read config.json: %w", err)
 	}

@@ -12,6 +12,8 @@ import (
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/fleet"
 	"github.com/google-pytorch/torchtpu-scanner/internal/hub"
+	"github.com/google-pytorch/torchtpu-scanner/internal/scanlock"
+	"github.com/google-pytorch/torchtpu-scanner/store"
 )
 
 // ErrQueued is returned by Request when a scan is already waiting to run.
@@ -24,6 +26,7 @@ var ErrStopped = errors.New("scan service stopped")
 type State struct {
 	Running    bool
 	ScanID     int64 // the running scan, else the last one
+	Foreign    bool  // the running scan is another process's (scanner scan on the same database)
 	Queued     bool
 	HubError   string // the last Hub failure; "" once the Hub answered again
 	HubErrorAt time.Time
@@ -45,9 +48,37 @@ type Service struct {
 	// Hub is tried again; each further failure doubles it, up to 6 h.
 	RetryAfter time.Duration
 	retryIn    time.Duration
-	resume     []int64 // scans left to their queued jobs by an earlier process
-	done       chan struct{}
-	stop       sync.Once
+	// LockPoll is how often a scan waiting for another process's scan of
+	// the same database tries again (default 5 s).
+	LockPoll time.Duration
+	waiting  bool    // a scan waits for another process's to end
+	resume   []int64 // scans left to their queued jobs by an earlier process
+	foreign  foreignCheck
+	done     chan struct{}
+	stop     sync.Once
+}
+
+// foreignCheck remembers, for a second, whether another process holds
+// the database's scan lock: State is asked on every page view.
+type foreignCheck struct {
+	mu     sync.Mutex
+	at     time.Time
+	holder scanlock.Holder
+	held   bool
+}
+
+func (f *foreignCheck) get(db string, log *slog.Logger) (scanlock.Holder, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if time.Since(f.at) < time.Second {
+		return f.holder, f.held
+	}
+	h, held, err := scanlock.Check(db)
+	if err != nil {
+		log.Warn("scan lock", "err", err)
+	}
+	f.at, f.holder, f.held = time.Now(), h, held
+	return h, held
 }
 
 // NewService wraps a scanner; defaults are the options of every scan it
@@ -160,11 +191,23 @@ func (s *Service) resumeAll(ctx context.Context) {
 	}
 }
 
-// State returns a snapshot of the service's state.
+// State returns a snapshot of the service's state. A scan that another
+// process runs on the same database (scanner scan) counts as running,
+// with Foreign set.
 func (s *Service) State() State {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.state
+	st, waiting := s.state, s.waiting
+	s.mu.Unlock()
+	if st.Running || s.scanner.ScanLock == "" {
+		return st // while this service scans, it holds the lock itself
+	}
+	if h, held := s.foreign.get(s.scanner.ScanLock, s.log); held {
+		st.Running, st.Foreign, st.Queued = true, true, st.Queued || waiting
+		if h.ScanID > 0 {
+			st.ScanID = h.ScanID
+		}
+	}
+	return st
 }
 
 // Schedule starts the cron schedule (standard five-field spec); each tick
@@ -219,9 +262,11 @@ func (s *Service) runOne(ctx context.Context, trigger string) {
 			s.log.Error("scan panicked", "panic", p)
 		}
 	}()
-	sc, err := s.scanner.Run(ctx, opts, s.hooks())
+	sc, err := s.runWhenFree(ctx, opts)
 	s.mu.Lock()
-	s.state.ScanID = sc.ID
+	if sc.ID > 0 {
+		s.state.ScanID = sc.ID
+	}
 	s.mu.Unlock()
 	if err != nil {
 		s.log.Error("scan failed", "scan_id", sc.ID, "trigger", trigger, "err", err)
@@ -234,6 +279,39 @@ func (s *Service) runOne(ctx context.Context, trigger string) {
 	s.retryIn = 0
 	s.mu.Unlock()
 	s.log.Info("scan finished", "scan_id", sc.ID, "trigger", trigger, "models", sc.Planned, "probed", sc.Probed, "unchanged", sc.Unchanged)
+}
+
+// runWhenFree runs a scan, first waiting (polling every LockPoll) while
+// another process scans the same database.
+func (s *Service) runWhenFree(ctx context.Context, opts Options) (store.Scan, error) {
+	poll := s.LockPoll
+	if poll <= 0 {
+		poll = 5 * time.Second
+	}
+	for logged := false; ; logged = true {
+		sc, err := s.scanner.Run(ctx, opts, s.hooks())
+		if !errors.Is(err, scanlock.ErrHeld) {
+			return sc, err
+		}
+		if !logged {
+			s.log.Info("another process is scanning this database; this scan starts when it ends", "holder", err.Error())
+		}
+		s.mu.Lock()
+		s.state.Running, s.waiting = false, true
+		s.mu.Unlock()
+		t := time.NewTimer(poll)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+		}
+		s.mu.Lock()
+		s.state.Running, s.waiting = true, false
+		s.mu.Unlock()
+		if ctx.Err() != nil {
+			return store.Scan{}, ctx.Err()
+		}
+	}
 }
 
 func (s *Service) stopSchedule() {

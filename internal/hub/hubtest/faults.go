@@ -33,6 +33,7 @@ const (
 	faultCorrupt
 	faultDrop
 	faultMalformedJSON
+	faultDrip
 )
 
 // Status429 answers 429 with `RateLimit: "<resource>";r=0;t=<t>`, the way
@@ -62,6 +63,10 @@ func Drop() Fault { return Fault{kind: faultDrop, count: 1} }
 
 // MalformedJSON answers 200 with a JSON body cut short.
 func MalformedJSON() Fault { return Fault{kind: faultMalformedJSON, count: 1} }
+
+// Drip sends the answer's body one byte every d, flushed: a transfer that
+// never stalls long enough for a stall watchdog and never ends either.
+func Drip(d time.Duration) Fault { return Fault{kind: faultDrip, delay: d, count: 1} }
 
 // Times makes the fault apply to n requests; n < 0 means every request.
 func (f Fault) Times(n int) Fault {
@@ -93,7 +98,7 @@ func (h *Hub) applyFault(w *recorder, r *http.Request) bool {
 	h.mu.Lock()
 	var f *Fault
 	for _, fs := range h.faults {
-		bodyFault := fs.f.kind == faultTruncate || fs.f.kind == faultCorrupt
+		bodyFault := fs.f.kind == faultTruncate || fs.f.kind == faultCorrupt || fs.f.kind == faultDrip
 		if bodyFault && r.Method == http.MethodHead {
 			continue // no body to spoil: keep the fault for the GET
 		}
@@ -137,6 +142,8 @@ func (h *Hub) applyFault(w *recorder, r *http.Request) bool {
 		w.cut = f.n
 	case faultCorrupt:
 		w.corrupt = true
+	case faultDrip:
+		w.drip = f.delay
 	case faultDrop:
 		if hj, ok := w.ResponseWriter.(http.Hijacker); ok {
 			if conn, _, err := hj.Hijack(); err == nil {

@@ -109,6 +109,8 @@ type Hub struct {
 	faults   []*faultState
 	limits   map[string]*window
 	pageSize int // largest page; 0 means the Hub's 1000
+	endless  Endless
+	huge     map[string]huge // id NUL name → a generated file
 }
 
 type repo struct {

@@ -47,6 +47,33 @@ type cursor struct {
 	Offset int `json:"offset"`
 }
 
+// pageOffset reads a page's ?cursor= (0 without one); ok is false for a
+// cursor the fake did not make.
+func pageOffset(q url.Values) (offset int, ok bool) {
+	v := q.Get("cursor")
+	if v == "" {
+		return 0, true
+	}
+	b, err := base64.StdEncoding.DecodeString(v)
+	var c cursor
+	if err != nil || json.Unmarshal(b, &c) != nil || c.Offset < 0 {
+		return 0, false
+	}
+	return c.Offset, true
+}
+
+// linkNext sets the Link header to the page at offset: the same request
+// (escaped path, query q) with a cursor.
+func (h *Hub) linkNext(w http.ResponseWriter, path string, q url.Values, offset int) {
+	next := url.Values{}
+	for k, v := range q {
+		next[k] = v
+	}
+	c, _ := json.Marshal(cursor{Offset: offset})
+	next.Set("cursor", base64.StdEncoding.EncodeToString(c))
+	w.Header().Set("Link", fmt.Sprintf(`<%s%s?%s>; rel="next"`, h.hub.URL, path, next.Encode()))
+}
+
 func (h *Hub) serveList(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	fields, err := expandFields(q)
@@ -72,15 +99,10 @@ func (h *Hub) serveList(w http.ResponseWriter, r *http.Request) {
 	if ps > 0 {
 		limit = min(limit, ps)
 	}
-	offset := 0
-	if v := q.Get("cursor"); v != "" {
-		b, err := base64.StdEncoding.DecodeString(v)
-		var c cursor
-		if err != nil || json.Unmarshal(b, &c) != nil || c.Offset < 0 {
-			hubError(w, r, http.StatusBadRequest, "", "Invalid cursor")
-			return
-		}
-		offset = c.Offset
+	offset, ok := pageOffset(q)
+	if !ok {
+		hubError(w, r, http.StatusBadRequest, "", "Invalid cursor")
+		return
 	}
 	sortKey := q.Get("sort")
 	switch sortKey {
@@ -122,14 +144,19 @@ func (h *Hub) serveList(w http.ResponseWriter, r *http.Request) {
 			page = append(page, h.modelJSON(rp, fields, false))
 		}
 	}
-	if end < len(models) {
-		next := url.Values{}
-		for k, v := range q {
-			next[k] = v
+	h.mu.Lock()
+	endless := h.endless
+	h.mu.Unlock()
+	if endless != EndlessOff {
+		var first []map[string]any
+		for _, rp := range models[:min(limit, len(models))] {
+			first = append(first, h.modelJSON(rp, fields, false))
 		}
-		c, _ := json.Marshal(cursor{Offset: end})
-		next.Set("cursor", base64.StdEncoding.EncodeToString(c))
-		w.Header().Set("Link", fmt.Sprintf(`<%s/api/models?%s>; rel="next"`, h.hub.URL, next.Encode()))
+		writeJSON(w, r, http.StatusOK, h.endlessPage(w, q, endless, first, page, offset, limit))
+		return
+	}
+	if end < len(models) {
+		h.linkNext(w, "/api/models", q, end)
 	}
 	writeJSON(w, r, http.StatusOK, page)
 }

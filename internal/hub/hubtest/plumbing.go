@@ -2,11 +2,13 @@ package hubtest
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // recorder captures the status and can cut or corrupt the body. The status
@@ -20,7 +22,9 @@ type recorder struct {
 	written int64
 	cut     int64 // abort the connection after this many body bytes; -1 never
 	corrupt bool
-	dropped bool // the connection was closed without an answer
+	dropped bool          // the connection was closed without an answer
+	drip    time.Duration // send the body one byte every drip
+	ctx     context.Context
 }
 
 func (w *recorder) WriteHeader(code int) {
@@ -55,9 +59,32 @@ func (w *recorder) Write(p []byte) (int, error) {
 		}
 		panic(http.ErrAbortHandler) // the client sees the connection break mid-body
 	}
+	if w.drip > 0 {
+		return w.dripWrite(p)
+	}
 	n, err := w.ResponseWriter.Write(p)
 	w.written += int64(n)
 	return n, err
+}
+
+// dripWrite sends p one byte at a time, each flushed, w.drip apart, until
+// the client leaves.
+func (w *recorder) dripWrite(p []byte) (int, error) {
+	for i := range p {
+		if _, err := w.ResponseWriter.Write(p[i : i+1]); err != nil {
+			return i, err
+		}
+		w.written++
+		w.Flush()
+		t := time.NewTimer(w.drip)
+		select {
+		case <-t.C:
+		case <-w.ctx.Done():
+			t.Stop()
+			return i + 1, w.ctx.Err()
+		}
+	}
+	return len(p), nil
 }
 
 func (w *recorder) Flush() {
@@ -78,7 +105,7 @@ func (h *Hub) wrap(server string, next http.Handler) http.Handler {
 			Authorization: r.Header.Get("Authorization"),
 			Range:         r.Header.Get("Range"),
 		}
-		rec := &recorder{ResponseWriter: w, h: h, entry: entry, cut: -1}
+		rec := &recorder{ResponseWriter: w, h: h, entry: entry, cut: -1, ctx: r.Context()}
 		h.mu.Lock()
 		h.log = append(h.log, entry)
 		h.mu.Unlock()
@@ -150,6 +177,8 @@ func (h *Hub) serveHub(w http.ResponseWriter, r *http.Request) {
 		hubError(w, r, http.StatusMethodNotAllowed, "", "Method not allowed")
 	case p == "/api/models" || p == "/api/models/":
 		h.serveList(w, r)
+	case strings.HasPrefix(p, "/api/models/") && strings.Contains(p, "/tree/") && !strings.Contains(p, "/revision/"):
+		h.serveTree(w, r)
 	case strings.HasPrefix(p, "/api/models/"):
 		h.serveInfo(w, r)
 	case strings.Contains(r.URL.EscapedPath(), "/resolve/"):

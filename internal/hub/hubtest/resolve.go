@@ -60,6 +60,10 @@ func (h *Hub) serveResolve(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("X-Repo-Commit", sha)
 	w.Header().Set("Access-Control-Expose-Headers", "X-Repo-Commit,X-Linked-Etag,X-Linked-Size,ETag")
+	if hf, ok := h.hugeFile(rp.ID, name); ok {
+		serveHuge(w, r, hf)
+		return
+	}
 	if f.lfs {
 		loc := fmt.Sprintf("%s/lfs/%s?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Expires=3600&X-Amz-Signature=%s",
 			h.cdn.URL, f.sha256, GitBlobSHA1([]byte(f.sha256))[:16])

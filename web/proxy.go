@@ -1,0 +1,180 @@
+package web
+
+import (
+	"fmt"
+	"net/netip"
+	"strings"
+
+	"github.com/gofiber/fiber/v2"
+)
+
+// proxies are the addresses whose X-Forwarded-* headers the server
+// believes (Config.TrustedProxies). From anyone else the connection decides
+// the client's address, and the Host header, checked, the site's origin.
+// This file owns those decisions: the client's IP (the rate limiter's key),
+// and the base URL of feed ids and badge snippets (Server.base).
+type proxies []netip.Prefix
+
+// parseProxies reads IPs and CIDRs ("10.0.0.0/8", "127.0.0.1", "::1").
+func parseProxies(list []string) (proxies, error) {
+	var out proxies
+	for _, s := range list {
+		s = strings.TrimSpace(s)
+		if p, err := netip.ParsePrefix(s); err == nil {
+			out = append(out, p.Masked())
+			continue
+		}
+		a, err := netip.ParseAddr(s)
+		if err != nil {
+			return nil, fmt.Errorf("web: trusted proxy %q: want an IP address or a CIDR", s)
+		}
+		out = append(out, netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()))
+	}
+	return out, nil
+}
+
+// trusts reports whether a is one of the trusted proxies.
+func (p proxies) trusts(a netip.Addr) bool {
+	a = a.Unmap()
+	for _, pre := range p {
+		if pre.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+// clientIP is the client's address: the connection's, unless that is a
+// trusted proxy; then X-Forwarded-For is read from the right (each proxy
+// appends the address it saw) and the first address that is not a trusted
+// proxy is the client. What the client itself wrote further left is never
+// believed. A malformed entry stops the walk at the last address known.
+func (p proxies) clientIP(remote netip.Addr, xff []string) netip.Addr {
+	remote = remote.Unmap()
+	if !p.trusts(remote) {
+		return remote
+	}
+	var hops []string
+	for _, v := range xff {
+		hops = append(hops, strings.Split(v, ",")...)
+	}
+	client := remote
+	for i := len(hops) - 1; i >= 0; i-- {
+		a, ok := parseHop(strings.TrimSpace(hops[i]))
+		if !ok {
+			return client
+		}
+		client = a
+		if !p.trusts(a) {
+			return a
+		}
+	}
+	return client
+}
+
+// parseHop reads one X-Forwarded-For entry: an address, maybe with a port.
+func parseHop(s string) (netip.Addr, bool) {
+	if a, err := netip.ParseAddr(s); err == nil {
+		return a.Unmap(), true
+	}
+	if ap, err := netip.ParseAddrPort(s); err == nil {
+		return ap.Addr().Unmap(), true
+	}
+	return netip.Addr{}, false
+}
+
+// clientIP is the request's client address (see proxies.clientIP).
+func (s *Server) clientIP(c *fiber.Ctx) string {
+	remote, ok := netip.AddrFromSlice(c.Context().RemoteIP())
+	if !ok {
+		return c.Context().RemoteIP().String()
+	}
+	if len(s.proxies) == 0 {
+		return remote.Unmap().String()
+	}
+	var xff []string
+	for _, v := range c.Request().Header.PeekAll(fiber.HeaderXForwardedFor) {
+		xff = append(xff, string(v))
+	}
+	return s.proxies.clientIP(remote, xff).String()
+}
+
+// base is the site's public base URL: Config.PublicURL, else derived from
+// the request: the scheme and host the connection had, or, from a trusted
+// proxy (fiber's EnableTrustedProxyCheck with TrustedProxies), what it
+// forwarded. The scheme is only ever http or https, the host only a host
+// name or address with an optional port; anything else falls back to the
+// connection's. A response that uses it depends on those headers and says
+// so (Vary), so that no cache serves one host's URLs to another.
+func (s *Server) base(c *fiber.Ctx) string {
+	if s.publicURL != "" {
+		return s.publicURL
+	}
+	c.Vary(fiber.HeaderHost, fiber.HeaderXForwardedHost, fiber.HeaderXForwardedProto)
+	scheme := "http"
+	if c.Context().IsTLS() {
+		scheme = "https"
+	}
+	if p := strings.ToLower(c.Protocol()); p == "http" || p == "https" {
+		scheme = p // the connection's, or a trusted proxy's
+	}
+	host := c.Hostname() // the Host header, or a trusted proxy's X-Forwarded-Host
+	if !validHost(host) {
+		host = string(c.Request().URI().Host())
+	}
+	if !validHost(host) {
+		host = "localhost"
+	}
+	return scheme + "://" + host
+}
+
+// validHost reports whether h is a host for a URL: a DNS name or IPv4
+// address, or a bracketed IPv6 address, with an optional port.
+func validHost(h string) bool {
+	if h == "" || len(h) > 262 {
+		return false
+	}
+	name, port := h, ""
+	if strings.HasPrefix(h, "[") {
+		end := strings.IndexByte(h, ']')
+		if end < 0 {
+			return false
+		}
+		if a, err := netip.ParseAddr(h[1:end]); err != nil || !a.Is6() {
+			return false
+		}
+		name, port = "", h[end+1:]
+		if port != "" && port[0] != ':' {
+			return false
+		}
+		port = strings.TrimPrefix(port, ":")
+	} else if i := strings.LastIndexByte(h, ':'); i >= 0 {
+		name, port = h[:i], h[i+1:]
+		if name == "" {
+			return false
+		}
+	}
+	for i := 0; i < len(port); i++ {
+		if port[i] < '0' || port[i] > '9' || len(port) > 5 {
+			return false
+		}
+	}
+	if strings.HasSuffix(h, ":") {
+		return false
+	}
+	for _, label := range strings.Split(name, ".") {
+		if name == "" {
+			break
+		}
+		if label == "" || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' {
+			return false
+		}
+		for i := 0; i < len(label); i++ {
+			c := label[i]
+			if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-') {
+				return false
+			}
+		}
+	}
+	return true
+}

@@ -1,0 +1,147 @@
+package web
+
+import (
+	"net/http"
+	"net/netip"
+	"strings"
+	"testing"
+)
+
+func TestClientIP(t *testing.T) {
+	p, err := parseProxies([]string{"10.0.0.0/8", "192.168.1.1", "::1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name   string
+		remote string
+		xff    []string
+		want   string
+	}{
+		{"a direct client: its headers are ignored", "203.0.113.9", []string{"1.2.3.4"}, "203.0.113.9"},
+		{"through a trusted proxy", "10.1.2.3", []string{"198.51.100.7"}, "198.51.100.7"},
+		{"the client's own X-Forwarded-For is not believed", "10.1.2.3", []string{"6.6.6.6, 198.51.100.7"}, "198.51.100.7"},
+		{"two trusted proxies", "192.168.1.1", []string{"198.51.100.7, 10.9.9.9"}, "198.51.100.7"},
+		{"several header lines", "10.1.2.3", []string{"6.6.6.6", "198.51.100.7"}, "198.51.100.7"},
+		{"with a port", "10.1.2.3", []string{"198.51.100.7:5555"}, "198.51.100.7"},
+		{"IPv6 through the IPv6 proxy", "::1", []string{"2001:db8::7"}, "2001:db8::7"},
+		{"IPv4-mapped proxy address", "::ffff:10.1.2.3", []string{"198.51.100.7"}, "198.51.100.7"},
+		{"a trusted proxy without the header", "10.1.2.3", nil, "10.1.2.3"},
+		{"junk stops the walk at the last known hop", "10.1.2.3", []string{"198.51.100.7, junk"}, "10.1.2.3"},
+		{"only trusted hops: the leftmost", "10.1.2.3", []string{"10.0.0.5, 10.0.0.6"}, "10.0.0.5"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := p.clientIP(netip.MustParseAddr(tt.remote), tt.xff)
+			if got.String() != tt.want {
+				t.Errorf("clientIP(%s, %q) = %s, want %s", tt.remote, tt.xff, got, tt.want)
+			}
+		})
+	}
+	if _, err := parseProxies([]string{"proxy.example"}); err == nil {
+		t.Error("a host name was accepted as a trusted proxy")
+	}
+}
+
+func TestValidHost(t *testing.T) {
+	for h, want := range map[string]bool{
+		"compat.example.org": true, "localhost:8080": true, "127.0.0.1": true, "[::1]:8080": true, "[2001:db8::1]": true,
+		"": false, "evil.example/<script>": false, "javascript:alert(1)": false, "a b": false, "host:": false,
+		"host:99999999": false, "::1": false, "[::1": false, "user@host": false, "-bad.example": false, "x..y": false,
+	} {
+		if got := validHost(h); got != want {
+			t.Errorf("validHost(%q) = %v, want %v", h, got, want)
+		}
+	}
+}
+
+// TestForwardedHeaders: without trusted proxies X-Forwarded-* change
+// nothing (the connection and its Host decide); from a trusted proxy they
+// set the feed's and the badge snippets' origin, but only ever to an http
+// or https URL with a valid host. Such responses say Vary.
+func TestForwardedHeaders(t *testing.T) {
+	forged := map[string]string{"X-Forwarded-Proto": "javascript:alert(1)//", "X-Forwarded-Host": "evil.example"}
+	tests := []struct {
+		name    string
+		trusted []string // app.Test's connections come from 0.0.0.0
+		header  map[string]string
+		want    string
+	}{
+		{"no trusted proxy: forged headers ignored", nil, forged, "http://scanner.test/"},
+		{"an untrusted client", []string{"10.0.0.0/8"}, forged, "http://scanner.test/"},
+		{"a trusted proxy", []string{"0.0.0.0/32"}, map[string]string{"X-Forwarded-Proto": "https", "X-Forwarded-Host": "compat.example.org"},
+			"https://compat.example.org/"},
+		{"a trusted proxy's bad scheme falls back to the connection's", []string{"0.0.0.0"}, forged, "http://evil.example/"},
+		{"a trusted proxy's bad host falls back to the Host header", []string{"0.0.0.0"},
+			map[string]string{"X-Forwarded-Host": "evil.example/<script>", "X-Forwarded-Proto": "HTTPS"}, "https://scanner.test/"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ts := newTestServer(t, 2, 2, Config{TrustedProxies: tt.trusted})
+			for _, path := range []string{"/feed.json", "/models/" + ts.ids[0]} {
+				h := map[string]string{"Host": "scanner.test"}
+				for k, v := range tt.header {
+					h[k] = v
+				}
+				r := ts.do(t, http.MethodGet, path, h)
+				if r.status != http.StatusOK {
+					t.Fatalf("%s: %d", path, r.status)
+				}
+				if !strings.Contains(r.body, tt.want) {
+					t.Errorf("%s: no URL under %s in %.400s", path, tt.want, r.body)
+				}
+				for _, bad := range []string{"javascript:", "evil.example/<", "\"evil.example"} {
+					if strings.Contains(r.body, bad) {
+						t.Errorf("%s: holds %q", path, bad)
+					}
+				}
+				if tt.want != "http://evil.example/" && strings.Contains(r.body, "evil.example") {
+					t.Errorf("%s: the forged host got in", path)
+				}
+				vary := r.header.Get("Vary")
+				for _, k := range []string{"Host", "X-Forwarded-Host", "X-Forwarded-Proto"} {
+					if !strings.Contains(vary, k) {
+						t.Errorf("%s: Vary %q lacks %s", path, vary, k)
+					}
+				}
+			}
+		})
+	}
+	t.Run("a public URL decides, whatever the headers", func(t *testing.T) {
+		ts := newTestServer(t, 1, 1, Config{PublicURL: "https://compat.example.org", TrustedProxies: []string{"0.0.0.0/0"}})
+		r := ts.do(t, http.MethodGet, "/feed.json", map[string]string{"X-Forwarded-Host": "evil.example"})
+		if !strings.Contains(r.body, "https://compat.example.org/") || strings.Contains(r.body, "evil") {
+			t.Errorf("feed: %.300s", r.body)
+		}
+	})
+}
+
+// TestRateLimitPerClientBehindAProxy: without trusted proxies every
+// request from one connection address shares a bucket, whatever
+// X-Forwarded-For says; behind a trusted proxy each client has its own,
+// and a client cannot get a fresh one by forging the header.
+func TestRateLimitPerClientBehindAProxy(t *testing.T) {
+	get := func(ts *testServer, xff string) int {
+		return ts.do(t, http.MethodGet, "/api/v1/summary", map[string]string{"X-Forwarded-For": xff}).status
+	}
+	t.Run("no trusted proxy: one bucket per connection address", func(t *testing.T) {
+		ts := newTestServer(t, 1, 1, Config{APIRate: 0.001, APIBurst: 2})
+		codes := []int{get(ts, "1.1.1.1"), get(ts, "2.2.2.2"), get(ts, "3.3.3.3")}
+		if codes[2] != http.StatusTooManyRequests {
+			t.Errorf("statuses %v: forged X-Forwarded-For got fresh buckets", codes)
+		}
+	})
+	t.Run("behind a trusted proxy: one bucket per client", func(t *testing.T) {
+		ts := newTestServer(t, 1, 1, Config{APIRate: 0.001, APIBurst: 2, TrustedProxies: []string{"0.0.0.0/32"}})
+		for _, ip := range []string{"198.51.100.1", "198.51.100.2", "198.51.100.3"} {
+			if code := get(ts, ip); code != http.StatusOK {
+				t.Errorf("client %s: %d, want its own bucket", ip, code)
+			}
+		}
+		// One client forging what comes before its address: still one bucket.
+		codes := []int{get(ts, "6.6.6.1, 203.0.113.5"), get(ts, "6.6.6.2, 203.0.113.5"), get(ts, "6.6.6.3, 203.0.113.5")}
+		if codes[0] != http.StatusOK || codes[2] != http.StatusTooManyRequests {
+			t.Errorf("statuses %v, want 200 then 429 for one client", codes)
+		}
+	})
+}
