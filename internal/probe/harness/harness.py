@@ -128,6 +128,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness_failures as hf  # noqa: E402
+import harness_numerics as hn  # noqa: E402
 import harness_tasks as ht  # noqa: E402
 
 HARNESS_VERSION = "0.1.0"
@@ -135,12 +136,9 @@ HARNESS_VERSION = "0.1.0"
 STAGES = ("env", "config", "load", "forward", "numerics", "compile", "generate")
 
 # device dtype -> max_abs_diff bound atol + rtol * max|ref|; top-1 agreement >= top1 over the
-# positions where the reference's top-1 leads its runner-up by more than atol + tie_rtol * max|ref|.
-TOLERANCES = {
-    "float32": {"atol": 1e-4, "rtol": 1e-3, "top1": 0.99, "tie_rtol": 1e-4},
-    "float16": {"atol": 1e-2, "rtol": 5e-2, "top1": 0.95, "tie_rtol": 5e-3},
-    "bfloat16": {"atol": 5e-2, "rtol": 2e-1, "top1": 0.90, "tie_rtol": 2e-2},
-}
+# positions where the reference's top-1 leads its runner-up by more than atol + tie_rtol * max|ref|;
+# rel_error and cosine bounds for dense and embedding outputs. The table is numerics.json.
+TOLERANCES = hn.TOLERANCES
 PPL_FACTOR = 10.0  # causal LMs: perplexity <= 10 * vocab_size (a uniform guess scores vocab_size)
 
 # Per-device HBM when the runtime cannot tell (bytes).
@@ -515,7 +513,7 @@ class Probe:
         self.metrics = dict.fromkeys(
             ("load_s", "first_forward_s", "forward_ms", "compile_s", "tokens_per_s", "peak_mem_bytes",
              "max_abs_diff", "top1_agreement", "compiled_step_ms", "ttft_ms", "perplexity", "tolerance",
-             "param_count"))
+             "param_count", "rel_error", "cosine_similarity"))
         self.model = None
         self.ref_model = None
         self.inputs_cpu = None
@@ -639,6 +637,9 @@ class Probe:
                     raise hf.Skip("remote_code", f"config.json has auto_map and model_type {model_type!r} is not "
                                   "implemented by transformers: it needs trust_remote_code")
                 notes.append(f"auto_map ignored: transformers implements {model_type!r} natively")
+            incomplete = ht.check_subconfigs(raw)
+            if incomplete:
+                raise hf.ConfigError(incomplete, "incomplete sub-config")
             config = transformers.AutoConfig.from_pretrained(args.model_dir, trust_remote_code=False,
                                                              local_files_only=True)
             task, family, tnote = ht.resolve_family(args.task or None, config)
@@ -694,6 +695,21 @@ class Probe:
                         raise hf.Skip("too_large", f"even with {args.layers} layers the model needs ~{need / 2**30:.1f} "
                                       f"GiB > {budget / 2**30:.1f} GiB budget ({budget_src})")
             notes.append(f"mode={mode} dtype={str(self.dtype).replace('torch.', '')}")
+            self.check_config_inputs(self.arch_config if mode == "arch" else config)
+
+    def check_config_inputs(self, config) -> None:
+        """config_error naming the field when the config lacks what the family's inputs need."""
+        import inspect
+
+        try:
+            accepted = set(inspect.signature(self.cls.forward).parameters)
+        except (TypeError, ValueError):
+            accepted = set()
+        try:
+            ht.check_inputs(self.torch, self.family, config, self.cls.__name__, accepted)
+        except ht.IncompleteConfig as e:
+            raise hf.ConfigError(f"config.json cannot drive the {self.family} inputs: {e}",
+                                 f"incomplete config {e.field}") from e
 
     def resolve_class(self, transformers, config, task, family):
         arch = (getattr(config, "architectures", None) or [None])[0]
@@ -804,26 +820,12 @@ class Probe:
             out[k] = v
         return out
 
-    @staticmethod
-    def primary_output(out):
-        """(tensor, is_scores) — logits where the model has them, else the hidden states."""
-        for key in ("logits", "prediction_logits", "start_logits"):
-            val = getattr(out, key, None) if not isinstance(out, dict) else out.get(key)
-            if val is not None:
-                return val, True
-        for key in ("last_hidden_state", "pooler_output", "image_embeds", "text_embeds"):
-            val = getattr(out, key, None) if not isinstance(out, dict) else out.get(key)
-            if val is not None:
-                return val, False
-        if isinstance(out, (tuple, list)):
-            for val in out:
-                if hasattr(val, "shape"):
-                    return val, False
-        if hasattr(out, "to_tuple"):
-            for val in out.to_tuple():
-                if hasattr(val, "shape"):
-                    return val, False
-        raise TypeError(f"cannot find a tensor output in {type(out).__name__}")
+    def output_tensors(self, out) -> dict:
+        """name -> float CPU tensor of the outputs the family compares (harness_numerics.select; the
+        primary one first); remembers their kinds in self.out_kinds."""
+        sel = hn.select(out, self.family)
+        self.out_kinds = {name: kind for name, kind, _ in sel}
+        return {name: val.detach().float().cpu() for name, _, val in sel}
 
     def stage_forward(self) -> None:
         args, torch = self.args, self.torch
@@ -836,7 +838,8 @@ class Probe:
                 accepted = set()
             cfg = self.model.config
             self.inputs_cpu, info = ht.build_inputs(torch, self.family, cfg, accepted, args.seq_len, args.new_tokens,
-                                                    args.seed, type(self.model).__name__)
+                                                    args.seed, type(self.model).__name__, model=self.model,
+                                                    to_device=self.forward_kwargs)
             self.input_info = info
             notes.append("inputs " + ", ".join(f"{k}={list(v.shape)}" for k, v in self.inputs_cpu.items()
                                                 if hasattr(v, "shape")))
@@ -863,45 +866,28 @@ class Probe:
                 if c0 is not None and c1 != c0:
                     notes.append(f"TorchTPU compiled {c1 - c0} executable(s) during the timed eager steps")
             self.metrics["forward_ms"] = round(statistics.median(times) * 1000, 4)
-            val, self.is_scores = self.primary_output(out)
-            self.dev_out = val.detach().float().cpu()
-            notes.append(f"output {list(self.dev_out.shape)}")
+            outs = self.output_tensors(out)
+            primary = next(iter(outs))
+            self.is_scores = self.out_kinds[primary] == "logits"
+            self.dev_out = outs.pop(primary)
+            self.dev_extra = outs
+            notes.append(f"output {list(self.dev_out.shape)}" + (f" ({primary}; also {', '.join(outs)})" if outs else ""))
 
     def compare(self, ref, dev, dtype_name: str) -> dict:
-        """max_abs_diff / top-1 agreement of dev vs ref against the dtype's tolerance."""
-        torch = self.torch
-        tol = TOLERANCES.get(dtype_name, TOLERANCES["float32"])
-        res = {"finite": bool(torch.isfinite(dev).all()), "max_abs_diff": None, "top1": None}
-        scale = float(ref.abs().max()) if ref.numel() else 0.0
-        res["tolerance"] = tol["atol"] + tol["rtol"] * scale
-        if ref.shape != dev.shape:
-            res["shape_mismatch"] = f"{list(dev.shape)} vs reference {list(ref.shape)}"
-            return res
-        if res["finite"]:
-            res["max_abs_diff"] = float((dev - ref).abs().max()) if ref.numel() else 0.0
-        res["min_top1"] = tol["top1"]
-        if self.is_scores and ref.dim() >= 1 and ref.shape[-1] > 1 and res["finite"]:
-            agree = dev.argmax(-1) == ref.argmax(-1)
-            res["top1"] = float(agree.float().mean())
-            top2 = ref.topk(2, dim=-1).values
-            decisive = (top2[..., 0] - top2[..., 1]) > tol["atol"] + tol["tie_rtol"] * scale
-            res["decisive"] = int(decisive.sum())
-            res["positions"] = int(decisive.numel())
-            res["top1_decisive"] = float(agree[decisive].float().mean()) if res["decisive"] else None
-        return res
+        """The checks of the primary output's kind (harness_numerics) on dev vs ref."""
+        return hn.compare(self.torch, ref, dev, dtype_name, "logits" if self.is_scores else
+                          next(iter(self.out_kinds.values()), "embeddings"))
 
-    def verdict(self, cmp: dict, what: str) -> tuple[bool, str, str]:
-        if cmp.get("shape_mismatch"):
-            return False, f"{what}: output shape {cmp['shape_mismatch']}", "shape"
-        if not cmp["finite"]:
-            return False, f"{what}: non-finite values (nan/inf) in the device output", "non_finite"
-        if cmp["max_abs_diff"] is not None and cmp["max_abs_diff"] > cmp["tolerance"]:
-            return False, (f"{what}: max_abs_diff {cmp['max_abs_diff']:.4g} > tolerance {cmp['tolerance']:.4g}"), \
-                "max_abs_diff"
-        if cmp.get("top1_decisive") is not None and cmp["top1_decisive"] < cmp["min_top1"]:
-            return False, (f"{what}: top-1 agreement {cmp['top1_decisive']:.3f} < {cmp['min_top1']} on the "
-                           f"{cmp['decisive']} decisive of {cmp['positions']} positions"), "top1"
-        return True, "", ""
+    def compare_outputs(self, refs: dict, dev_primary, dtype_name: str, what: str) -> dict:
+        """Every compared output of the family against refs (name -> reference tensor, primary first);
+        dev_primary stands for the device's primary output, self.dev_extra for the others."""
+        devs = dict(self.dev_extra or {})
+        devs[next(iter(refs))] = dev_primary
+        return hn.compare_all(self.torch, refs, devs, self.out_kinds, dtype_name, what)
+
+    @staticmethod
+    def verdict(cmp: dict, what: str) -> tuple[bool, str, str]:
+        return hn.verdict(cmp, what)
 
     @staticmethod
     def top1_note(cmp: dict) -> str:
@@ -934,20 +920,24 @@ class Probe:
             else:
                 ref = self.ref_model
             with torch.no_grad():
-                ref_out, _ = self.primary_output(ref(**self.inputs_cpu))
-            ref_out = ref_out.detach().float()
+                refs = {n: v.detach().float() for n, _, v in hn.select(ref(**self.inputs_cpu), self.family)}
+            ref_out = next(iter(refs.values()))
             self.ref_model = None
             del ref
             gc.collect()
             dev_out = self.dev_out
-            cmp = self.compare(ref_out, dev_out, dtype_name)
+            cmps = self.compare_outputs(refs, dev_out, dtype_name, "device vs reference")
+            cmp = cmps["primary"]
             self.metrics["max_abs_diff"] = finite_or_none(cmp["max_abs_diff"])
             self.metrics["top1_agreement"] = finite_or_none(cmp["top1"])
             self.metrics["tolerance"] = finite_or_none(cmp["tolerance"])
+            self.metrics["rel_error"] = finite_or_none(cmps["rel_error"])
+            self.metrics["cosine_similarity"] = finite_or_none(cmps["cosine"])
             notes.append(f"{dtype_name} vs float32 cpu reference")
             if self.top1_note(cmp):
                 notes.append(self.top1_note(cmp))
-            ok, why, key = self.verdict(cmp, "device vs reference")
+            notes.extend(cmps["notes"])
+            ok, why, key = cmps["ok"], cmps["why"], cmps["key"]
             if self.family == "causal-lm" and self.is_scores and cmp["finite"]:
                 ppl = self.perplexity(dev_out)
                 self.metrics["perplexity"] = finite_or_none(ppl)
@@ -1048,11 +1038,14 @@ class Probe:
             self.metrics["compiled_step_ms"] = round(statistics.median(times) * 1000, 4)
             breaks = graph_breaks() - breaks0
             notes.append(f"backend={backend} graphs={g1 - g0} graph_breaks={breaks}")
-            val, _ = self.primary_output(out)
-            cmp = self.compare(self.dev_out, val.detach().float().cpu(), str(self.dtype).replace("torch.", ""))
+            compiled_outs = self.output_tensors(out)
+            eager = {next(iter(compiled_outs)): self.dev_out, **(self.dev_extra or {})}
+            cmps = hn.compare_all(torch, eager, compiled_outs, self.out_kinds, str(self.dtype).replace("torch.", ""),
+                                  "compiled vs eager")
+            cmp = cmps["primary"]
             if cmp["max_abs_diff"] is not None:
                 notes.append(f"compiled vs eager max_abs_diff {cmp['max_abs_diff']:.3g}")
-            ok, why, key = self.verdict(cmp, "compiled vs eager")
+            ok, why, key = cmps["ok"], cmps["why"], cmps["key"]
             if not ok:
                 raise hf.NumericsMismatch(why, f"compiled vs eager {key}")
             del compiled
@@ -1098,7 +1091,7 @@ class Probe:
                     model.generate(**gin, **kw)
                 except Exception as e:  # noqa: BLE001
                     c = hf.classify(e, "generate")
-                    if static and c["failure_class"] == "other" and "cache" in str(e).lower():
+                    if static and c["failure_class"] == "other":  # the static cache is the harness's choice
                         notes.append(f"static cache failed ({hf.short_message(e, 160)}): fell back to the default cache")
                         kw.pop("cache_implementation", None)
                         static = False
