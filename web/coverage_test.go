@@ -64,3 +64,22 @@ func TestCoverageInSummaryAndTable(t *testing.T) {
 		t.Errorf("table header lacks the coverage figure:\n%s", page.body[:min(len(page.body), 3000)])
 	}
 }
+
+// TestMetricRowsShowFamilyNumerics: the relative error and cosine similarity
+// of non-logit outputs are shown when measured, and not when not.
+func TestMetricRowsShowFamilyNumerics(t *testing.T) {
+	rel, cos := 0.0123, 0.9999876
+	rows := metricRows(compat.Metrics{RelError: &rel, CosineSimilarity: &cos})
+	got := map[string]string{}
+	for _, r := range rows {
+		got[r.Name] = r.Value
+	}
+	if got["Relative error vs CPU"] != "0.0123" || got["Cosine similarity vs CPU"] != "0.999988" {
+		t.Errorf("rows = %v", got)
+	}
+	for _, r := range metricRows(compat.Metrics{}) {
+		if strings.Contains(r.Name, "Relative error") || strings.Contains(r.Name, "Cosine") {
+			t.Errorf("unmeasured %s shown", r.Name)
+		}
+	}
+}

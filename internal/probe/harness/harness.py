@@ -30,7 +30,10 @@ Stages, in order, each timed in result.stages:
            count and memory; torch_tpu must be Google's backend (torch_tpu._internal).
            ``--target auto`` is tpu when a TPU is usable, else cpu. A requested tpu/cuda
            that is not usable gives status error, failure_class device_unavailable.
-* config   config.json via AutoConfig (trust_remote_code=False); task and model class;
+* config   config.json via AutoConfig (trust_remote_code=False); task (tasks.json), family and model
+           class; a text/vision/audio sub-config that is not an object, is empty, or lacks a field
+           the family's inputs need fails here (config_error naming the field); random forwards
+           (sampling noise) are made deterministic for the comparison;
            mode: full (real safetensors; bfloat16 on an accelerator, float32 on cpu),
            arch (random weights from the config with layers cut to --layers, seeded).
            The scanner passes full or arch: its plan (internal/scan/plan.go) decided,
@@ -40,7 +43,8 @@ Stages, in order, each timed in result.stages:
            (fit.json, which the scanner reads too), else arch. An arch model that
            does not fit even with --layers layers is skipped (too_large).
 * load     the model onto the device (load_s).
-* forward  batch 1, static shapes (--seq-len tokens / the config's image or audio size);
+* forward  batch 1, static shapes (--seq-len tokens / the config's image or audio size; the inputs
+           of each task family are harness_inputs.py's, built from the config alone);
            first call (first_forward_s) is the warm-up (on tpu, further warm-up calls until
            TorchTPU's executable cache stops missing, at most 4), then the median of --steps
            synchronised calls (forward_ms).
@@ -53,7 +57,8 @@ Stages, in order, each timed in result.stages:
            for up to 4 more calls (its own benchmarks warm up the same way) but must then
            settle; then the median of --steps calls (compiled_step_ms), during which nothing
            may compile; the compiled output must match eager within the same tolerance.
-* generate causal LMs and seq2seq/speech-seq2seq: greedy --new-tokens with
+* generate the families that generate (tasks.json: causal LMs, seq2seq, speech-seq2seq and the
+           image/video/audio-text-to-text LMs): greedy --new-tokens with
            cache_implementation="static" where the model supports it (else its own cache,
            noted); one warm-up generate, then a measured one: ttft_ms and decode
            tokens_per_s. On tpu/cuda transformers compiles the decode step itself.
@@ -64,14 +69,21 @@ Peak device memory comes from the runtime's allocator statistics (torch.accelera
 torch.<device> max_memory_allocated); on cpu, or where the runtime reports none, it is null.
 Every metric that was not measured is null.
 
-Numerics tolerance table (device output vs the float32 CPU reference, over all positions):
+Numerics tolerance table (device output vs the float32 CPU reference, over all positions; the
+table is numerics.json, which the /methodology page prints too):
 
-| device dtype | max_abs_diff allowed         | top-1 agreement at least | tie band (excluded from top-1) |
-|--------------|------------------------------|--------------------------|--------------------------------|
-| float32      | 1e-4 + 1e-3 * max|reference| | 0.99                     | 1e-4 + 1e-4 * max|reference|   |
-| float16      | 1e-2 + 5e-2 * max|reference| | 0.95                     | 1e-2 + 5e-3 * max|reference|   |
-| bfloat16     | 5e-2 + 2e-1 * max|reference| | 0.90                     | 5e-2 + 2e-2 * max|reference|   |
+| device dtype | max_abs_diff allowed         | top-1 agreement at least | tie band (excluded from top-1) | rel_error at most | cosine at least |
+|--------------|------------------------------|--------------------------|--------------------------------|-------------------|-----------------|
+| float32      | 1e-4 + 1e-3 * max|reference| | 0.99                     | 1e-4 + 1e-4 * max|reference|   | 1e-3              | 0.9999          |
+| float16      | 1e-2 + 5e-2 * max|reference| | 0.95                     | 1e-2 + 5e-3 * max|reference|   | 2e-2              | 0.999           |
+| bfloat16     | 5e-2 + 2e-1 * max|reference| | 0.90                     | 5e-2 + 2e-2 * max|reference|   | 1e-1              | 0.99            |
 
+Which outputs are compared depends on the task family (tasks.json "outputs"), and each output's
+kind says which checks it gets besides max_abs_diff (harness_numerics.py): logits -> top-1
+agreement; embeddings -> cosine similarity of every vector (the smallest); boxes, masks, depth,
+image, audio, series -> relative error ||device - reference|| / ||reference||. The first output
+present is the primary one (metrics.max_abs_diff, top1_agreement, tolerance); metrics.rel_error
+is the largest over the dense outputs, metrics.cosine_similarity the smallest over the embeddings.
 metrics.tolerance is the absolute max_abs_diff bound used; metrics.top1_agreement is the plain
 share of positions whose argmax matches the reference. The top-1 requirement applies to the
 decisive positions: those where the reference's best score leads its runner-up by more than
@@ -80,9 +92,7 @@ dtype's precision; the note gives both counts). The bounds are meant to catch br
 (garbage or a wrong op gives errors of the order of the signal, and a collapse of top-1
 agreement), not the ordinary rounding of 16-bit arithmetic: bfloat16 carries 8 significand
 bits, and its error grows with depth (a few percent of the logit range is normal for deep LMs;
-2-layer models measured here at ~1-2%). Top-1 agreement is measured only for
-outputs that are scores over classes/tokens (logits); hidden-state outputs
-(feature extraction) are held to max_abs_diff alone. Causal LMs also need a finite, not
+2-layer models measured here at ~1-2%). Causal LMs also need a finite, not
 absurd perplexity on the repeated half of the input (the input is a random chunk of token
 ids repeated, so a trained LM can copy it and scores far below the vocabulary size; random
 weights score about the vocabulary size): at most 10x the vocabulary size, i.e. no worse
@@ -519,6 +529,9 @@ class Probe:
         self.inputs_cpu = None
         self.dev_inputs = None
         self.dev_out = None
+        self.dev_extra = {}  # the family's other compared outputs (harness_numerics.select)
+        self.load_kwargs = {}  # from_pretrained overrides (the config made deterministic)
+        self.out_kinds = {}
         self.dtype = None
 
     # stage bookkeeping
@@ -642,6 +655,10 @@ class Probe:
                 raise hf.ConfigError(incomplete, "incomplete sub-config")
             config = transformers.AutoConfig.from_pretrained(args.model_dir, trust_remote_code=False,
                                                              local_files_only=True)
+            det = ht.make_deterministic(config)
+            self.load_kwargs = {"config": config} if det else {}
+            if det:
+                notes.append("random forward made deterministic for the comparison: " + ", ".join(det))
             task, family, tnote = ht.resolve_family(args.task or None, config)
             if task:
                 self.task = task
@@ -778,7 +795,7 @@ class Probe:
             if self.mode == "full":
                 model, info = self.cls.from_pretrained(
                     args.model_dir, dtype=self.dtype, use_safetensors=True, trust_remote_code=False,
-                    local_files_only=True, output_loading_info=True)
+                    local_files_only=True, output_loading_info=True, **self.load_kwargs)
                 missing = list((info or {}).get("missing_keys") or [])
                 if missing:
                     notes.append(f"{len(missing)} weights missing from the checkpoint (initialised): "
@@ -915,7 +932,7 @@ class Probe:
             dtype_name = str(self.dtype).replace("torch.", "")
             if self.mode == "full":
                 ref = self.cls.from_pretrained(args.model_dir, dtype=torch.float32, use_safetensors=True,
-                                               trust_remote_code=False, local_files_only=True)
+                                               trust_remote_code=False, local_files_only=True, **self.load_kwargs)
                 ref.eval()
             else:
                 ref = self.ref_model

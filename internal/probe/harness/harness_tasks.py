@@ -273,6 +273,29 @@ def coverage(entries: list[dict]) -> dict:
     }
 
 
+def make_deterministic(config) -> list[str]:
+    """Switch off the config fields that make a forward random (tasks.json "deterministic": VITS's
+    sampling noise, SpeechT5's always-on prenet dropout), in config and its sub-configs; the changes."""
+    knobs = {k: v for k, v in TABLE["deterministic"].items() if k != "about"}
+    changes: list[str] = []
+    _set_knobs(config, knobs, changes, "", set())
+    return changes
+
+
+def _set_knobs(config, knobs, changes, prefix, seen):
+    if id(config) in seen:
+        return
+    seen.add(id(config))
+    attrs = _config_attrs(config)
+    for key, val in knobs.items():
+        if isinstance(attrs.get(key), (int, float)) and attrs[key] != val:
+            changes.append(f"{prefix}{key} {attrs[key]}->{val}")
+            setattr(config, key, val)
+    for key, val in attrs.items():
+        if _is_config(val):
+            _set_knobs(val, knobs, changes, f"{prefix}{key}.", seen)
+
+
 def check_subconfigs(raw: dict) -> str | None:
     """Why config.json's sub-configs are incomplete, naming the field; None when they are fine.
 

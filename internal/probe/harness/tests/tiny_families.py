@@ -153,7 +153,16 @@ def vits():
                             prior_encoder_num_flows=1, prior_encoder_num_wavenet_layers=1,
                             posterior_encoder_num_wavenet_layers=1, duration_predictor_num_flows=1,
                             duration_predictor_filter_channels=16, depth_separable_num_layers=1,
-                            noise_scale=0.0, noise_scale_duration=0.0, architectures=["VitsModel"])
+                            architectures=["VitsModel"])  # sampling noise on: the harness turns it off
+
+
+def speecht5_tts():
+    return _tf().SpeechT5Config(vocab_size=64, hidden_size=32, encoder_layers=1, encoder_attention_heads=2,
+                                encoder_ffn_dim=64, decoder_layers=1, decoder_attention_heads=2, decoder_ffn_dim=64,
+                                num_mel_bins=8, speech_decoder_prenet_units=16, speaker_embedding_dim=16,
+                                speech_decoder_postnet_units=16, speech_decoder_postnet_layers=2,
+                                max_speech_positions=64, max_text_positions=64,
+                                architectures=["SpeechT5ForTextToSpeech"])  # prenet dropout on in eval: turned off
 
 
 def qwen2_audio():
@@ -224,6 +233,7 @@ TINY = {
     "qwen2_vl_video": ("video-text-to-text", qwen2_vl),
     "llava_any": ("any-to-any", llava),
     "vits": ("text-to-speech", vits),
+    "speecht5_tts": ("text-to-speech", speecht5_tts),
     "qwen2_audio": ("audio-text-to-text", qwen2_audio),
     "encodec": ("audio-to-audio", encodec),
     "bert_multiple_choice": ("multiple-choice", bert_multiple_choice),
