@@ -653,8 +653,7 @@ class Probe:
             incomplete = ht.check_subconfigs(raw)
             if incomplete:
                 raise hf.ConfigError(incomplete, "incomplete sub-config")
-            config = transformers.AutoConfig.from_pretrained(args.model_dir, trust_remote_code=False,
-                                                             local_files_only=True)
+            config = self.load_config(transformers, raw)
             det = ht.make_deterministic(config)
             self.load_kwargs = {"config": config} if det else {}
             if det:
@@ -713,6 +712,18 @@ class Probe:
                                       f"GiB > {budget / 2**30:.1f} GiB budget ({budget_src})")
             notes.append(f"mode={mode} dtype={str(self.dtype).replace('torch.', '')}")
             self.check_config_inputs(self.arch_config if mode == "arch" else config)
+
+    def load_config(self, transformers, raw: dict):
+        """AutoConfig from the model directory; a value transformers' validation refuses is the
+        model's config_error naming the field (and the sub-config that holds it)."""
+        try:
+            return transformers.AutoConfig.from_pretrained(self.args.model_dir, trust_remote_code=False,
+                                                           local_files_only=True)
+        except Exception as e:  # huggingface_hub's StrictDataclassFieldValidationError, TypeError, ...
+            named = ht.name_config_field(raw, str(e))
+            if named is None:
+                raise
+            raise hf.ConfigError(named, "invalid config field") from e
 
     def check_config_inputs(self, config) -> None:
         """config_error naming the field when the config lacks what the family's inputs need."""

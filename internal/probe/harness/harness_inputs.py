@@ -181,8 +181,11 @@ def _attrs(cfg) -> dict:
         return {}
 
 
-def random_text(torch, gen, tcfg, n: int, avoid: set[int]):
-    """[1, n] random ids of the text vocabulary (copy pattern), none of them a special id."""
+def random_text(torch, gen, tcfg, n: int, avoid: set[int], where: str | None = None):
+    """[1, n] random ids of the text vocabulary (copy pattern), none of them a special id. With where
+    (the config's name for tcfg), a vocab_size the config leaves empty is IncompleteConfig."""
+    if where is not None:
+        need_int(tcfg, "vocab_size", where)
     lo, hi = token_range(tcfg)
     ids, half = copy_pattern(torch, n, lo, hi, gen)
     if avoid:
@@ -465,8 +468,8 @@ def _contrastive(ctx: Ctx) -> dict:
     _, tcfg = sub_config(config, "text_config", required="text_config")
     vkey, vcfg = sub_config(config, "vision_config", required="vision_config")
     n = text_length(tcfg, min(ctx.seq_len, 64))
-    a, _ = random_text(torch, ctx.gen, tcfg, n, special_ids(config, tcfg))
-    b, _ = random_text(torch, ctx.gen, tcfg, n, special_ids(config, tcfg))
+    a, _ = random_text(torch, ctx.gen, tcfg, n, special_ids(config, tcfg), "text_config")
+    b, _ = random_text(torch, ctx.gen, tcfg, n, special_ids(config, tcfg), "text_config")
     inputs = {"input_ids": torch.cat([a, b])}
     if ctx.takes("attention_mask"):
         inputs["attention_mask"] = torch.ones(2, n, dtype=torch.long)
@@ -498,7 +501,7 @@ def _zero_shot_detection(ctx: Ctx) -> dict:
     owl = _get(config, "model_type") in ("owlvit", "owlv2")
     n = text_length(tcfg, 16 if owl else min(ctx.seq_len, 16))
     queries = 2 if owl else 1
-    rows = [random_text(torch, ctx.gen, tcfg, n, special_ids(config, tcfg))[0] for _ in range(queries)]
+    rows = [random_text(torch, ctx.gen, tcfg, n, special_ids(config, tcfg), tkey)[0] for _ in range(queries)]
     inputs = {"input_ids": torch.cat(rows)}
     if ctx.takes("attention_mask"):
         inputs["attention_mask"] = torch.ones(queries, n, dtype=torch.long)
@@ -664,7 +667,8 @@ def _mm_text(ctx: Ctx, config, tcfg, media: str, n_tokens: int, reserve: int) ->
     s = max(s, latent + 2)  # Kosmos-2: the image's latent queries sit in the text
     if mp:
         s = max(2, min(s, mp - n_tokens - reserve))
-    text, _ = random_text(torch, ctx.gen, tcfg, s, special_ids(config, tcfg))
+    where = "text_config" if _get(config, "text_config") is not None else ""
+    text, _ = random_text(torch, ctx.gen, tcfg, s, special_ids(config, tcfg), where)
     if token is not None and n_tokens:
         ids = torch.cat([torch.full((1, n_tokens), token, dtype=text.dtype), text], dim=1)
     else:

@@ -297,18 +297,37 @@ def _set_knobs(config, knobs, changes, prefix, seen):
 
 
 def check_subconfigs(raw: dict) -> str | None:
-    """Why config.json's sub-configs are incomplete, naming the field; None when they are fine.
+    """Why config.json's sub-configs are malformed, naming the field; None when they are fine.
 
-    A text_config, vision_config or audio_config that is present must be a JSON object (or null)
-    that says something: at least its model_type or one of its sizes."""
+    A text_config, vision_config or audio_config that is present must be a JSON object (or null);
+    an empty object stands for the sub-config class's defaults. Fields the family's inputs need
+    and that the loaded config leaves empty are checked after loading (check_inputs)."""
     for key in SUB_CONFIGS:
         if key not in raw or raw[key] is None:
             continue
         sub = raw[key]
         if not isinstance(sub, dict):
             return f"config.json: {key} is a {type(sub).__name__}, not an object"
-        if not any(not k.startswith("_") for k in sub):
-            return f"config.json: {key} is empty (no model_type and no sizes): {key}.model_type is missing"
+    return None
+
+
+def name_config_field(raw: dict, message: str) -> str | None:
+    """The field of config.json that transformers' config validation refused, with the sub-config
+    that holds it ("text_config.vocab_size is missing"); None when the message names no field or
+    the field is in no sub-config nor at the top level. message is the validation error's text."""
+    import re
+
+    m = re.search(r"field '([A-Za-z_][A-Za-z0-9_]*)'", message)
+    if not m:
+        return None
+    field = m.group(1)
+    places = [(key, raw[key]) for key in SUB_CONFIGS if isinstance(raw.get(key), dict)] + [("", raw)]
+    for where, obj in places:
+        if field in obj:
+            name = f"{where}.{field}" if where else field
+            if obj[field] is None:
+                return f"config.json: {name} is missing (null)"
+            return f"config.json: {name} is {obj[field]!r}, which transformers refuses"
     return None
 
 
@@ -333,11 +352,12 @@ def _reduce(config, layers, changes, prefix, seen):
     for key in FEATURE_INDEX_KEYS:  # backbones keep out_indices behind a property
         if key not in attrs and f"_{key}" in attrs:
             attrs[key] = attrs[f"_{key}"]
-    # a backbone that exposes k layers' features (out_indices, ...) keeps k distinct layers
-    wanted = [len(v) for k, v in attrs.items() if k in FEATURE_INDEX_KEYS and _int_list(v)]
-    layers_here = max([layers] + wanted)
     # staged backbones (Swin, ResNet, ...) count stages in num_layers: their depths are cut instead
     stages = len(attrs["depths"]) if _int_list(attrs.get("depths")) else None
+    # a backbone that exposes k layers' features (out_indices, ...) keeps k distinct layers; a staged
+    # one's out_indices count stages, which are all kept
+    wanted = [len(v) for k, v in attrs.items() if k in FEATURE_INDEX_KEYS and _int_list(v)] if stages is None else []
+    layers_here = max([layers] + wanted)
     old_counts = {}
     for key in LAYER_KEYS:
         val = attrs.get(key)

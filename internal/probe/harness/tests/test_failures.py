@@ -189,7 +189,8 @@ def test_incomplete_subconfigs_fail_at_config_naming_the_field(tmp_path, run_inp
     cases = {
         "null-image-size": (clip, "vision_config.image_size is missing"),
         "string-tower": ({**clip, "vision_config": "clip_vision_model"}, "vision_config is a str, not an object"),
-        "empty-tower": ({**clip, "text_config": {}}, "text_config.model_type is missing"),
+        "null-text-vocab": ({**clip, "text_config": {**clip["text_config"], "vocab_size": None}},
+                            "text_config.vocab_size is missing"),
     }
     for name, (cfg, want) in cases.items():
         d = write_config(tmp_path, name, cfg)

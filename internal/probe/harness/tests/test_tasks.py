@@ -197,8 +197,17 @@ def test_families_follow_the_config():
 def test_incomplete_subconfigs_are_named():
     assert ht.check_subconfigs({"vision_config": {"model_type": "clip_vision_model"}, "text_config": None}) is None
     assert "vision_config is a str" in ht.check_subconfigs({"vision_config": "clip"})
-    assert "audio_config.model_type is missing" in ht.check_subconfigs({"audio_config": {}})
+    assert ht.check_subconfigs({"audio_config": {}}) is None  # the class's defaults
     assert "text_config is a list" in ht.check_subconfigs({"text_config": [1]})
+
+
+def test_refused_config_fields_are_named():
+    msg = "Validation error for field 'vocab_size':\n    TypeError: Field 'vocab_size' expected int, got NoneType"
+    raw = {"vocab_size": 5, "text_config": {"vocab_size": None}, "vision_config": {"image_size": 32}}
+    assert ht.name_config_field(raw, msg) == "config.json: text_config.vocab_size is missing (null)"
+    assert ht.name_config_field({"vocab_size": "x"}, msg) == "config.json: vocab_size is 'x', which transformers refuses"
+    assert ht.name_config_field({"hidden_size": 4}, msg) is None  # the field is nowhere in config.json
+    assert ht.name_config_field(raw, "some other error") is None
 
 
 def test_missing_input_fields_are_named():

@@ -211,6 +211,17 @@ def w2v_bert():
                                     output_hidden_size=32, architectures=["Wav2Vec2BertModel"])
 
 
+def vitpose():
+    return _tf().VitPoseConfig(backbone_config=dict(model_type="vitpose_backbone", image_size=[64, 48], patch_size=[16, 16],
+                                                    hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                                                    out_indices=[2]),
+                               num_labels=4, architectures=["VitPoseForPoseEstimation"])
+
+
+def bert_cross_encoder():
+    return _tf().BertConfig(**BERT, num_labels=1, architectures=["BertForSequenceClassification"])
+
+
 # name -> (pipeline tag, config factory)
 TINY = {
     "clip": ("zero-shot-image-classification", clip),
@@ -221,6 +232,7 @@ TINY = {
     "sam": ("mask-generation", sam),
     "dpt": ("depth-estimation", dpt),
     "superpoint": ("keypoint-detection", superpoint),
+    "vitpose": ("keypoint-detection", vitpose),
     "swin2sr": ("image-to-image", swin2sr),
     "videomae": ("video-classification", videomae),
     "llava": ("image-text-to-text", llava),
@@ -237,6 +249,7 @@ TINY = {
     "qwen2_audio": ("audio-text-to-text", qwen2_audio),
     "encodec": ("audio-to-audio", encodec),
     "bert_multiple_choice": ("multiple-choice", bert_multiple_choice),
+    "bert_cross_encoder": ("text-ranking", bert_cross_encoder),
     "tapas": ("table-question-answering", tapas),
     "patchtst": ("time-series-forecasting", patchtst),
     "decision_transformer": ("reinforcement-learning", decision_transformer),
