@@ -13,9 +13,11 @@ go test ./internal/scan -run '^$' -bench BenchmarkScanDeviceBusy -benchtime=1x -
 echo
 echo "== Store: one page of the table over 10 000 models and 100 000 results"
 go test ./store -run '^$' -bench 'BenchmarkListModels' -benchtime=2s -count=1 | grep -E '^Benchmark'
+echo "   and the runtimes (/runtimes, the charts) and one runtime's results (a comparison's half), same data"
+go test ./store -run '^$' -bench 'BenchmarkRuntimes' -benchtime=2s -count=1 | grep -E '^Benchmark'
 
 echo
-echo "== Web: badge, API list page and table vs a minimal fiber handler, same run (wrk on loopback)"
+echo "== Web: badge, API list page, table, runtimes, compare and model pages (with their charts) vs a minimal fiber handler, same run (wrk on loopback)"
 go run ./web/benchload
 
 echo

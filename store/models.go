@@ -80,6 +80,9 @@ func upsertModel(ctx context.Context, tx *sql.Tx, m ModelUpsert, now int64) erro
 			return err
 		}
 	}
+	if _, err := tx.ExecContext(ctx, sqlRuntimeDownloads, m.ID, m.Downloads); err != nil {
+		return err
+	}
 	if _, err := tx.ExecContext(ctx, sqlDropAlias, m.ID); err != nil {
 		return err
 	}
@@ -113,7 +116,10 @@ func mergeModel(ctx context.Context, tx *sql.Tx, old, into string) error {
 	if _, err := tx.ExecContext(ctx, sqlDeleteModel, old); err != nil {
 		return err
 	}
-	return rebuildCurrent(ctx, tx, into)
+	if err := rebuildCurrent(ctx, tx, into); err != nil {
+		return err
+	}
+	return rebuildRuntimeCurrent(ctx, tx, into)
 }
 
 // rebuildCurrent points a model's current rows at its newest results.

@@ -23,6 +23,7 @@ type summaryBody struct {
 	Target           string                `json:"target"`
 	Scan             ScanState             `json:"scan_state"`
 	Coverage         coverageBody          `json:"coverage"`
+	Fit              fitSummary            `json:"readiness"` // models that fit one device per TPU generation
 }
 
 // coverageBody is which share of the listed transformers-backed models
@@ -60,7 +61,7 @@ func newCoverageBody(c probe.TaskCoverage) coverageBody {
 func newSummaryBody(sum store.Summary, target compat.Target, state ScanState) summaryBody {
 	b := summaryBody{Models: sum.Models, Tested: sum.Tested, Counts: sum.Counts, PassRate: sum.PassRate,
 		WeightedPassRate: sum.WeightedPassRate, Runtime: sum.Runtime, Target: string(target), Scan: state,
-		Coverage: newCoverageBody(taskCoverage(sum.Tasks))}
+		Fit: newFitSummary(sum.Fit), Coverage: newCoverageBody(taskCoverage(sum.Tasks))}
 	if sum.LastScan != nil {
 		sc := newScanJSON(*sum.LastScan)
 		b.LastScan = &sc

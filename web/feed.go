@@ -34,11 +34,13 @@ type feedItem struct {
 	ContentText   string   `json:"content_text"`
 	ContentHTML   string   `json:"content_html"`
 	DatePublished string   `json:"date_published"`
+	DateModified  string   `json:"date_modified,omitempty"`
 	Tags          []string `json:"tags"`
 }
 
 // feed serves GET /feed.json: status changes (regressions, fixes, new
-// results, flaky results), newest first, with stable ids.
+// results, flaky results) and new runtimes (each compared with the one
+// before it), newest first, with stable ids.
 func (s *Server) feed(c *fiber.Ctx) error {
 	ctx := c.UserContext()
 	changed, err := s.store.Changed(ctx)
@@ -69,6 +71,12 @@ func (s *Server) feed(c *fiber.Ctx) error {
 		}
 		f.Items = append(f.Items, it)
 	}
+	rtItems, err := s.runtimeFeedItems(ctx, base, changed)
+	if err != nil {
+		return fmt.Errorf("web: feed runtimes: %w", err)
+	}
+	f.Items = append(f.Items, rtItems...)
+	byDate(f.Items)
 	c.Set(fiber.HeaderContentType, "application/feed+json; charset=utf-8")
 	c.Set(fiber.HeaderCacheControl, "max-age=60")
 	body, err := c.App().Config().JSONEncoder(f)

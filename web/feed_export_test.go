@@ -34,7 +34,11 @@ func TestFeed(t *testing.T) {
 	titles := map[string]bool{}
 	for _, it := range f.Items {
 		titles[it.Title] = true
-		if !strings.HasPrefix(it.ID, "https://compat.example.org/events/") || it.ContentText == "" || it.ContentHTML == "" {
+		prefix := "https://compat.example.org/events/"
+		if it.Tags[0] == "runtime" { // failOn's runtime lacks transformers and harness: a new runtime
+			prefix = "https://compat.example.org/compare?base="
+		}
+		if !strings.HasPrefix(it.ID, prefix) || it.ContentText == "" || it.ContentHTML == "" {
 			t.Errorf("item: %+v", it)
 		}
 		if _, err := time.Parse(time.RFC3339, it.DatePublished); err != nil {
@@ -96,7 +100,7 @@ func TestExportCSV(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rows) != 1101 || strings.Join(rows[0], ",") != strings.Join(csvColumns, ",") {
+	if len(rows) != 1101 || strings.Join(rows[0], ",") != strings.Join(csvAllColumns, ",") {
 		t.Fatalf("%d rows, header %v", len(rows), rows[0])
 	}
 	seen := map[string]bool{}

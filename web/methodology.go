@@ -18,6 +18,7 @@ type methodologyView struct {
 	Legend      []legendEntry
 	Classes     []compat.FailureClass
 	Reasons     []compat.Reason
+	Ready       readinessMethodology
 	Dtypes      []dtypeRow
 	Kinds       []kindRow
 	Families    []familyRow
@@ -50,7 +51,8 @@ type unsupportedRow struct{ Tag, Why string }
 
 // methodology serves GET /methodology: exactly what a pass means.
 func (s *Server) methodology(c *fiber.Ctx) error {
-	v := methodologyView{Stages: compat.Stages, Legend: legend(), Classes: compat.FailureClasses, Reasons: compat.Reasons}
+	v := methodologyView{Stages: compat.Stages, Legend: legend(), Classes: compat.FailureClasses, Reasons: compat.Reasons,
+		Ready: newReadinessMethodology()}
 	v.Dtypes, v.Kinds = numericsRows(probe.Numerics)
 	v.Families, v.Unsupported = taskRows(probe.Tasks)
 	v.Canonical = "/methodology"

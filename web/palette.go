@@ -88,6 +88,7 @@ func statusCSS() string {
 	b.WriteString("}\n}\n")
 	for _, t := range tones {
 		fmt.Fprintf(&b, ".st-%s { color: var(--%s-fg); background: var(--%s-bg); }\n", t, t, t)
+		fmt.Fprintf(&b, ".chart .t-%s { fill: var(--%s-fg); }\n", t, t) // status bands, bars (web/chart)
 	}
 	return b.String()
 }

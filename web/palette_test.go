@@ -75,6 +75,9 @@ func TestStatusCSSUsesPalette(t *testing.T) {
 		if !strings.Contains(css, ".st-"+string(tn)+" ") {
 			t.Errorf("status CSS lacks .st-%s", tn)
 		}
+		if !strings.Contains(css, ".chart .t-"+string(tn)+" { fill: var(--"+string(tn)+"-fg); }") {
+			t.Errorf("status CSS lacks the chart fill of tone %s", tn)
+		}
 	}
 	if !strings.Contains(css, "prefers-color-scheme: dark") {
 		t.Error("no dark mode")

@@ -16,6 +16,8 @@ func (s *Server) routes(app *fiber.App) {
 	app.Get("/", s.table)
 	app.Get("/methodology", s.methodology)
 	app.Get("/models/*", s.modelPage)
+	app.Get("/runtimes", s.runtimesPage)
+	app.Get("/compare", s.comparePage)
 	app.Get("/static/:name", s.asset)
 
 	// Badges: /badge/{id}.svg and /badge/{id}.json (CORS set by secure).
@@ -27,6 +29,8 @@ func (s *Server) routes(app *fiber.App) {
 	api.Get("/models/*", s.apiModel)
 	api.Get("/summary", s.apiSummary)
 	api.Get("/failures", s.apiFailures)
+	api.Get("/runtimes", s.apiRuntimes)
+	api.Get("/compare", s.apiCompare)
 	api.Get("/scans", s.apiScans)
 	api.Get("/scans/:id", s.apiScan)
 	if s.scans != nil {

@@ -145,10 +145,11 @@ func TestHostileDataEscapedEverywhere(t *testing.T) {
 	r.Revision = hostile[1]
 	r.Repro = "scanner probe " + hostile[0]
 	r.Runtime.Torch = hostile[0]
+	r.Continuation = &compat.Continuation{Prompt: hostile[1], Text: hostile[0] + "\n" + hostile[1]}
 	ts.record(t, id, r)
 	ts.record(t, `x/<script>alert(1)</script>`, failOn(compat.TargetTPU, testTime, hostile[2]))
 
-	htmlPages := []string{"/", "/?q=evil", "/models/" + id, "/?status=fail", "/models/" + id + "%3Cscript%3E"}
+	htmlPages := []string{"/", "/?q=evil", "/models/" + id, "/?status=fail", "/models/" + id + "%3Cscript%3E", "/runtimes", "/compare"}
 	for _, p := range htmlPages {
 		r := ts.get(t, p)
 		if r.status >= 500 {
@@ -160,9 +161,19 @@ func TestHostileDataEscapedEverywhere(t *testing.T) {
 			}
 		}
 	}
+	// The hostile torch version names a runtime: shown as text on the
+	// runtimes and compare pages, in charts' labels and their tables.
+	for _, p := range []string{"/runtimes", "/compare"} {
+		if body := ts.get(t, p).body; !strings.Contains(body, "torch &lt;script&gt;alert(1)&lt;/script&gt;") {
+			t.Errorf("%s: the hostile runtime is not shown escaped", p)
+		}
+	}
 	page := ts.get(t, "/models/"+id)
 	if !strings.Contains(page.body, "<pre class=\"evidence\">&lt;script&gt;alert(1)&lt;/script&gt;") {
 		t.Errorf("log tail or message not escaped in <pre>")
+	}
+	if !strings.Contains(page.body, `<span class="muted">&#34;&gt;&lt;img src=x onerror=alert(1)&gt;</span>&lt;script&gt;alert(1)&lt;/script&gt;`) {
+		t.Errorf("continuation not shown escaped")
 	}
 	// SVG badge: the hostile stage is text, not markup.
 	badge := ts.get(t, "/badge/"+id+".svg")
@@ -170,7 +181,8 @@ func TestHostileDataEscapedEverywhere(t *testing.T) {
 		t.Errorf("badge: %s", badge.body)
 	}
 	// JSON: valid, and < > & escaped for safe embedding.
-	for _, p := range []string{"/api/v1/models/" + id, "/api/v1/models?limit=10", "/feed.json", "/badge/" + id + ".json", "/api/v1/failures"} {
+	for _, p := range []string{"/api/v1/models/" + id, "/api/v1/models?limit=10", "/feed.json", "/badge/" + id + ".json", "/api/v1/failures",
+		"/api/v1/runtimes", "/api/v1/compare"} {
 		r := ts.get(t, p)
 		if !json.Valid([]byte(r.body)) || strings.Contains(r.body, "<script") || strings.Contains(r.body, "<img") {
 			t.Errorf("%s: JSON unsafe: %.300s", p, r.body)
@@ -326,7 +338,8 @@ func TestEveryRouteSurvivesHostileInput(t *testing.T) {
 	ts := newTestServer(t, 3, 3, Config{AdminToken: "t"})
 	ids := []string{"..%2f..%2fetc%2fpasswd", "%2e%2e", "%3Cscript%3Ealert(1)%3C%2Fscript%3E", "x%22%3E%3Cimg%20src=x%20onerror=alert(1)%3E", strings.Repeat("z", 500)}
 	query := "?q=%3Cscript%3Ealert(1)%3C/script%3E&status=%3Cscript%3E&target=%3Cimg%20src=x%3E&sort=%22%3E%3Cimg%20src=x%3E&order=%3Cscript%3E" +
-		"&limit=%3Cscript%3E&cursor=%3Cscript%3Ealert(1)&style=%3Cscript%3E&label=%3Cscript%3Ealert(1)%3C/script%3E&task=%3Cscript%3E&org=%3Cimg%20src=x%3E"
+		"&limit=%3Cscript%3E&cursor=%3Cscript%3Ealert(1)&style=%3Cscript%3E&label=%3Cscript%3Ealert(1)%3C/script%3E&task=%3Cscript%3E&org=%3Cimg%20src=x%3E" +
+		"&base=tpu~%3Cscript%3Ealert(1)%3C/script%3E~~~&head=%3Cimg%20src=x%3E"
 	tried := 0
 	for _, rt := range ts.App().GetRoutes(true) {
 		if rt.Method != "GET" && rt.Method != "POST" {

@@ -108,16 +108,19 @@ type Server struct {
 	openapi []byte
 	limiter *rateLimiter // nil when off
 
-	changed     changedCache
-	badges      versioned[badgeKey, cachedBadge]
-	apiLists    versioned[string, []byte]
-	lists       versioned[string, listPage]
-	summaries   versioned[string, store.Summary]
-	failures    versioned[string, []store.FailureGroup]
-	tableBodies versioned[string, template.HTML]
-	httpReqs    *metrics.CounterVec
-	httpTimes   *metrics.HistogramVec
-	routeSeries sync.Map // routeCode → *routeSeries
+	changed      changedCache
+	badges       versioned[badgeKey, cachedBadge]
+	apiLists     versioned[string, []byte]
+	lists        versioned[string, listPage]
+	summaries    versioned[string, store.Summary]
+	failures     versioned[string, []store.FailureGroup]
+	tableBodies  versioned[string, template.HTML]
+	runtimes     versioned[string, []store.RuntimeStats]
+	comparisons  versioned[string, *comparison]
+	comparePages versioned[string, []byte]
+	httpReqs     *metrics.CounterVec
+	httpTimes    *metrics.HistogramVec
+	routeSeries  sync.Map // routeCode → *routeSeries
 
 	shutdownOnce sync.Once
 	shutdownErr  error
@@ -169,6 +172,9 @@ func New(cfg Config) (*Server, error) {
 	s.summaries.maxBytes = 1 << 20
 	s.failures.maxBytes = 4 << 20
 	s.tableBodies.maxBytes = 32 << 20
+	s.runtimes.maxBytes = 4 << 20
+	s.comparisons.maxBytes = 32 << 20
+	s.comparePages.maxBytes = 32 << 20
 
 	rate, burst := cfg.APIRate, cfg.APIBurst
 	if rate == 0 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/google-pytorch/torchtpu-scanner/internal/compare"
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/store"
 )
@@ -41,6 +42,13 @@ type Store interface {
 	Failures(ctx context.Context, target compat.Target, limit int) ([]store.FailureGroup, error)
 	// Events is the feed: status changes, newest first.
 	Events(ctx context.Context, limit int) ([]compat.Event, error)
+
+	// Runtimes lists the runtimes with results on target ("" = all), newest
+	// first; empty when none; store.ErrInvalid for an unknown target.
+	Runtimes(ctx context.Context, target compat.Target) ([]store.RuntimeStats, error)
+	// RuntimeResults is each model's newest result on one runtime; empty
+	// when it has none.
+	RuntimeResults(ctx context.Context, ref compat.RuntimeRef) ([]compare.Entry, error)
 
 	// ListScans is the newest scans first; GetScan one scan,
 	// store.ErrNotFound for an unknown id.

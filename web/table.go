@@ -2,15 +2,18 @@ package web
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"html/template"
 	"net/url"
 	"sort"
 	"strconv"
+	"time"
 
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
+	"github.com/google-pytorch/torchtpu-scanner/internal/readiness"
 	"github.com/google-pytorch/torchtpu-scanner/store"
 )
 
@@ -42,14 +45,14 @@ func legend() []legendEntry {
 
 // tableForm is the filter form as the user filled it in.
 type tableForm struct {
-	Q, Status, Task, Org, Target, Sort, Order string
+	Q, Status, Task, Org, Target, Sort, Order, Hint string
 }
 
 // values encodes the form as a query string, without empty fields.
 func (f tableForm) values() url.Values {
 	v := url.Values{}
 	for k, x := range map[string]string{"q": f.Q, "status": f.Status, "task": f.Task, "org": f.Org,
-		"target": f.Target, "sort": f.Sort, "order": f.Order} {
+		"target": f.Target, "sort": f.Sort, "order": f.Order, "hint": f.Hint} {
 		if x != "" {
 			v.Set(k, x)
 		}
@@ -101,8 +104,14 @@ type tableView struct {
 	Headers     map[string]sortHeader
 	Tasks       []string
 	Target      compat.Target
+	Hints       []string   // readiness hint codes, for the filter
+	Fit         fitSummary // models that fit one device per TPU generation
 	// Body is the rendered "table-body" template (cached by query and data version).
 	Body template.HTML
+	// Trend and FailureChart are the body's charts.
+	Trend        template.HTML
+	TrendTarget  compat.Target
+	FailureChart template.HTML
 }
 
 // firstScanRefresh is how often the page reloads while the first scan runs.
@@ -115,7 +124,7 @@ func (s *Server) table(c *fiber.Ctx) error {
 		return err
 	}
 	ctx := c.UserContext()
-	form := tableForm{Q: q.Q, Task: q.Task, Org: q.Org, Target: string(q.Target), Sort: q.Sort, Order: c.Query("order")}
+	form := tableForm{Q: q.Q, Task: q.Task, Org: q.Org, Target: string(q.Target), Sort: q.Sort, Order: c.Query("order"), Hint: q.Hint}
 	if len(q.Status) > 0 {
 		form.Status = string(q.Status[0])
 		q.Status = q.Status[:1] // the form selects one; the API takes several
@@ -141,7 +150,8 @@ func (s *Server) table(c *fiber.Ctx) error {
 		Form: form, Summary: sum, Coverage: newCoverageBody(taskCoverage(sum.Tasks)), Failures: fails,
 		State: s.scanState(), Legend: legend(),
 		Statuses: compat.Statuses, Targets: compat.Targets, Sorts: sortNames(), DefaultSort: store.DefaultSort, Target: q.Target,
-		Filtered: form.Q != "" || form.Status != "" || form.Task != "" || form.Org != "",
+		Filtered: form.Q != "" || form.Status != "" || form.Task != "" || form.Org != "" || form.Hint != "",
+		Hints:    readiness.Codes, Fit: newFitSummary(sum.Fit),
 	}
 	v.Canonical = "/"
 	tasks := map[string]bool{}
@@ -178,6 +188,9 @@ func (s *Server) table(c *fiber.Ctx) error {
 	if body, ok := s.tableBodies.get(key, changed); ok {
 		v.Body = body
 	} else {
+		if err := s.tableCharts(ctx, &v, changed); err != nil {
+			return fmt.Errorf("web: table charts: %w", err)
+		}
 		var buf bytes.Buffer
 		if err := s.pages.t["table"].ExecuteTemplate(&buf, "table-body", v); err != nil {
 			return fmt.Errorf("web: render table: %w", err)
@@ -199,6 +212,26 @@ func (s *Server) table(c *fiber.Ctx) error {
 		}
 	}
 	return s.render(c, "table", v)
+}
+
+// tableCharts draws the table's charts: the pass rate by runtime of its
+// target (the default target when it shows any) and its top failures.
+func (s *Server) tableCharts(ctx context.Context, v *tableView, changed time.Time) error {
+	rts, err := s.cachedRuntimes(ctx, "", changed)
+	if err != nil {
+		return err
+	}
+	v.TrendTarget = v.Target
+	if v.TrendTarget == "" {
+		v.TrendTarget = defaultRuntimeTarget(rts)
+	}
+	if on := onTarget(rts, v.TrendTarget); len(on) > 0 {
+		v.Trend = s.trendChart(v.TrendTarget, on, "trend")
+	}
+	if len(v.Failures) > 0 {
+		v.FailureChart = failureChart(v.Failures, v.Target)
+	}
+	return nil
 }
 
 // sortHeaders builds the links of the sortable column headers: a click

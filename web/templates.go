@@ -22,7 +22,7 @@ var templateFS embed.FS
 
 // pageNames are the pages; each is templates/{name}.html on top of
 // templates/layout.html.
-var pageNames = []string{"table", "model", "methodology", "error"}
+var pageNames = []string{"table", "model", "methodology", "error", "runtimes", "compare"}
 
 // pages holds the parsed page templates.
 type pages struct {
@@ -35,7 +35,7 @@ func parsePages(funcs template.FuncMap) (*pages, error) {
 	p := &pages{t: map[string]*template.Template{}}
 	for _, name := range pageNames {
 		t, err := template.New("layout.html").Funcs(funcs).Option("missingkey=error").
-			ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html")
+			ParseFS(templateFS, "templates/layout.html", "templates/readiness.html", "templates/"+name+".html")
 		if err != nil {
 			return nil, fmt.Errorf("web: template %s: %w", name, err)
 		}
@@ -60,16 +60,25 @@ type layout struct {
 // render executes page name with data and sends it as HTML, keeping the
 // status already set on c.
 func (s *Server) render(c *fiber.Ctx, name string, data any) error {
+	b, err := s.renderPage(name, data)
+	if err != nil {
+		return err
+	}
+	c.Set(fiber.HeaderContentType, fiber.MIMETextHTMLCharsetUTF8)
+	return c.Send(b)
+}
+
+// renderPage executes page name with data.
+func (s *Server) renderPage(name string, data any) ([]byte, error) {
 	t, ok := s.pages.t[name]
 	if !ok {
-		return fmt.Errorf("web: no page %q", name)
+		return nil, fmt.Errorf("web: no page %q", name)
 	}
 	var buf bytes.Buffer
 	if err := t.Execute(&buf, data); err != nil {
-		return fmt.Errorf("web: render %s: %w", name, err)
+		return nil, fmt.Errorf("web: render %s: %w", name, err)
 	}
-	c.Set(fiber.HeaderContentType, fiber.MIMETextHTMLCharsetUTF8)
-	return c.Send(buf.Bytes())
+	return buf.Bytes(), nil
 }
 
 // funcs are the template helpers. They only format: data is prepared by
@@ -96,6 +105,14 @@ func (s *Server) funcs() template.FuncMap {
 		"tokPerS":    func(p *float64) string { return fmtNum(p, 1) },
 		"targetName": targetName,
 		"isArch":     func(m *compat.Mode) bool { return m != nil && *m == compat.ModeArch },
+		"chips":      chips,
+		"mark":       markOf,
+		"countOf":    paramCount,
+		"bytesOf":    func(n int64) string { return fmtBytes(&n) },
+		"tera":       func(f float64) float64 { return f / 1e12 },
+		"giga":       func(f float64) float64 { return f / 1e9 },
+		"versions":   fmtVersions,
+		"sub":        func(a, b int) int { return a - b },
 	}
 }
 

@@ -36,9 +36,9 @@ Usage:
   scanner serve  [flags]        web UI + JSON API + scheduled scans, one process
   scanner scan   [flags]        one scan now (progress bar on a terminal)
   scanner probe  MODEL [flags]  one smoke test of one model, printed; no database
-  scanner check  MODEL --server URL
-                                CI gate: exit 0 pass, 1 not passing or regressed,
-                                2 untested/unknown, 3 server unreachable
+  scanner check  MODEL --server URL [--since RUNTIME]
+                                CI gate: exit 0 pass, 1 not passing or regressed
+                                (since RUNTIME), 2 untested/unknown, 3 server unreachable
   scanner backup FILE [--db]    consistent copy of the database, safe while serving
   scanner version
 
@@ -72,7 +72,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	positional = append(positional, more...)
-	logger := newLogger(cfg, stderr)
+	// A scan's log lines go through its console, above the progress bar.
+	logOut, con := stderr, (*console)(nil)
+	if cmd == config.CmdScan {
+		con = newConsole(stderr)
+		logOut = con
+	}
+	logger := newLogger(cfg, logOut, con.tty())
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
@@ -83,7 +89,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case config.CmdServe:
 		return exitOn(stderr, serve(ctx, cfg, logger))
 	case config.CmdScan:
-		return exitOn(stderr, scanNow(ctx, cfg, logger, stderr))
+		return exitOn(stderr, scanNow(ctx, cfg, logger, con, stderr))
 	case config.CmdProbe:
 		if len(positional) != 1 {
 			fmt.Fprintln(stderr, "scanner probe: want exactly one MODEL id")
@@ -95,7 +101,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, "scanner check: want exactly one MODEL id")
 			return 2
 		}
-		code, line := check.Check(ctx, cfg.Server, positional[0], cfg.Target, nil)
+		code, line := check.CheckSince(ctx, cfg.Server, positional[0], cfg.Target, cfg.Since, nil)
 		fmt.Fprintln(stdout, line)
 		return code
 	case config.CmdBackup:
@@ -117,12 +123,14 @@ func exitOn(stderr io.Writer, err error) int {
 	return 1
 }
 
-func newLogger(cfg config.Config, w io.Writer) *slog.Logger {
+// newLogger writes to w at the configured level, or only warnings and
+// errors on a terminal that shows a progress bar (tty), unless -v.
+func newLogger(cfg config.Config, w io.Writer, tty bool) *slog.Logger {
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(cfg.LogLevel)); err != nil {
 		level = slog.LevelInfo
 	}
-	opts := &slog.HandlerOptions{Level: level}
+	opts := &slog.HandlerOptions{Level: logLevel(level, tty, cfg.Verbose)}
 	if cfg.LogFormat == "json" {
 		return slog.New(slog.NewJSONHandler(w, opts))
 	}
@@ -138,15 +146,14 @@ func serve(ctx context.Context, cfg config.Config, logger *slog.Logger) error {
 	return a.Serve(ctx)
 }
 
-func scanNow(ctx context.Context, cfg config.Config, logger *slog.Logger, stderr io.Writer) error {
+func scanNow(ctx context.Context, cfg config.Config, logger *slog.Logger, con *console, stderr io.Writer) error {
 	a, err := app.New(ctx, cfg, logger, version)
 	if err != nil {
 		return err
 	}
 	defer a.Close()
-	bar := newProgress(stderr)
-	sc, err := a.Scan(ctx, "cli", bar.update)
-	bar.finish()
+	sc, err := a.Scan(ctx, "cli", con.update)
+	con.finish()
 	if errors.Is(err, context.Canceled) {
 		return fmt.Errorf("scan %d interrupted after %d of %d models: what was measured is saved, and the next scan tests the rest", sc.ID, sc.Done, sc.Planned)
 	}

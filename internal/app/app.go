@@ -74,11 +74,8 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, version strin
 		st.Close()
 		return nil, err
 	}
-	a.Runner = newRunner(cfg, log, nil)
-	var perDevice []scan.Prober
-	for i := 0; cfg.Devices > 1 && i < cfg.Devices; i++ {
-		perDevice = append(perDevice, newRunner(cfg, log, deviceEnv(i)))
-	}
+	a.Runner = newRunner(cfg, log)
+	perDevice := deviceProbers(a.Runner, cfg.Devices)
 	a.Scanner = &scan.Scanner{
 		Hub: a.Hub, Prober: a.Runner, DeviceProbers: perDevice, Store: st, CacheDir: cfg.CacheDir, HasToken: cfg.Token != "", Logger: log,
 		Hooks: scan.Hooks{
@@ -118,13 +115,13 @@ func newHubClient(cfg config.Config, log *slog.Logger, m appMetrics) (*hub.Clien
 // newRunner builds the probe runner. Without a usable Python the scanner
 // still serves its pages: every scan then fails with the reason, and no
 // model is blamed.
-func newRunner(cfg config.Config, log *slog.Logger, env []string) scan.Prober {
+func newRunner(cfg config.Config, log *slog.Logger) scan.Prober {
 	py := cfg.Python
 	if py == "" {
 		py = probe.DefaultPython(cfg.CacheHome)
 	}
 	r, err := probe.NewRunner(probe.Config{Python: py, Script: cfg.Harness, Timeout: cfg.Timeout, Grace: cfg.ProbeGrace,
-		MemLimitBytes: memLimit(cfg.Devices, log), ExtraEnv: env, Logger: log})
+		MemLimitBytes: memLimit(cfg.Devices, log), Logger: log})
 	if err != nil {
 		err = fmt.Errorf("no usable Python for the harness (%w); run `make pyenv` or pass --python", err)
 		log.Warn("scans will fail", "err", err)
@@ -133,17 +130,19 @@ func newRunner(cfg config.Config, log *slog.Logger, env []string) scan.Prober {
 	return r
 }
 
-// deviceEnv pins a harness to device i of the host. torch_tpu takes
-// TPU_VISIBLE_DEVICES as its source of truth in single-device mode and
-// overwrites libtpu's TPU_VISIBLE_CHIPS with it (defaulting to "0" when it
-// is unset; torch_tpu/common/environment.cc), so both are set; CUDA hosts
-// use CUDA_VISIBLE_DEVICES.
-func deviceEnv(i int) []string {
-	return []string{
-		fmt.Sprintf("TPU_VISIBLE_DEVICES=%d", i), fmt.Sprintf("TPU_VISIBLE_CHIPS=%d", i),
-		"TPU_PROCESS_BOUNDS=1,1,1", "TPU_CHIPS_PER_PROCESS_BOUNDS=1,1,1",
-		fmt.Sprintf("CUDA_VISIBLE_DEVICES=%d", i),
+// deviceProbers are the per-device probers of a host with devices > 1
+// devices: runners pinned to one device each (probe.Runner.ForDevice owns
+// the pinning environment), nil with one device or without a usable runner.
+func deviceProbers(p scan.Prober, devices int) []scan.Prober {
+	r, ok := p.(*probe.Runner)
+	if !ok || devices < 2 {
+		return nil
 	}
+	out := make([]scan.Prober, devices)
+	for i := range out {
+		out[i] = r.ForDevice(i)
+	}
+	return out
 }
 
 // memLimit is each probe's memory limit: the plan's share of the host
@@ -338,7 +337,7 @@ func Probe(ctx context.Context, cfg config.Config, log *slog.Logger, id string) 
 	if rev == "" {
 		rev = "main"
 	}
-	prober := newRunner(cfg, log, nil)
+	prober := newRunner(cfg, log)
 	if c, ok := prober.(io.Closer); ok {
 		defer c.Close()
 	}

@@ -4,22 +4,11 @@ import (
 	"io"
 	"log/slog"
 	"os/exec"
-	"slices"
 	"testing"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/config"
+	"github.com/google-pytorch/torchtpu-scanner/internal/probe"
 )
-
-// TestDeviceEnv: each device's probes see only that device, under the
-// variable torch_tpu itself reads (TPU_VISIBLE_DEVICES) and libtpu's.
-func TestDeviceEnv(t *testing.T) {
-	env := deviceEnv(3)
-	for _, want := range []string{"TPU_VISIBLE_DEVICES=3", "TPU_VISIBLE_CHIPS=3", "CUDA_VISIBLE_DEVICES=3"} {
-		if !slices.Contains(env, want) {
-			t.Errorf("deviceEnv(3) lacks %s: %v", want, env)
-		}
-	}
-}
 
 func TestAPIRate(t *testing.T) {
 	for _, tt := range []struct {
@@ -32,19 +21,33 @@ func TestAPIRate(t *testing.T) {
 	}
 }
 
-// TestDeviceRunnersAccepted: the runner takes the pinning variables (it
-// refuses credentials and the variables it pins itself).
-func TestDeviceRunnersAccepted(t *testing.T) {
+// TestDeviceProbers: --devices N gives N runners, each pinned to its
+// device by the probe package (probe.DeviceEnv, tested there); one device
+// or a runner that could not be built gives none.
+func TestDeviceProbers(t *testing.T) {
 	if _, err := exec.LookPath("python3"); err != nil {
 		t.Skip("python3 not on PATH")
 	}
 	cfg := config.Defaults()
-	cfg.Python, cfg.Devices = "python3", 2
-	p := newRunner(cfg, slog.New(slog.DiscardHandler), deviceEnv(1))
+	cfg.Python, cfg.Devices = "python3", 4
+	p := newRunner(cfg, slog.New(slog.DiscardHandler))
 	if b, ok := p.(brokenProber); ok {
-		t.Fatalf("runner refused the device environment: %v", b.err)
+		t.Fatalf("runner not built: %v", b.err)
 	}
-	if c, ok := p.(io.Closer); ok {
-		c.Close()
+	defer p.(io.Closer).Close()
+	got := deviceProbers(p, 4)
+	if len(got) != 4 {
+		t.Fatalf("%d device probers, want 4", len(got))
+	}
+	for i, d := range got {
+		if _, ok := d.(*probe.Runner); !ok || d == p {
+			t.Errorf("prober %d is %T (the shared runner: %v)", i, d, d == p)
+		}
+	}
+	if n := len(deviceProbers(p, 1)); n != 0 {
+		t.Errorf("one device: %d device probers", n)
+	}
+	if n := len(deviceProbers(brokenProber{}, 4)); n != 0 {
+		t.Errorf("broken runner: %d device probers", n)
 	}
 }

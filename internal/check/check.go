@@ -30,7 +30,8 @@ const maxBody = 8 << 20
 // modelDetail is the part of GET /api/v1/models/{id} that the check reads.
 type modelDetail struct {
 	compat.Model
-	Events []compat.Event `json:"events"`
+	Events  []compat.Event  `json:"events"`
+	History []compat.Result `json:"history"` // newest first
 }
 
 // Check asks the scanner at serverURL about modelID on target and returns
@@ -42,46 +43,74 @@ type modelDetail struct {
 // A nil httpClient means a client with a 30 s timeout. The context bounds
 // the whole request.
 func Check(ctx context.Context, serverURL, modelID string, target compat.Target, httpClient *http.Client) (code int, line string) {
-	if httpClient == nil {
-		httpClient = &http.Client{Timeout: 30 * time.Second}
-	}
+	return CheckSince(ctx, serverURL, modelID, target, "", httpClient)
+}
+
+// CheckSince is Check, and with since (a runtime key, see
+// compat.RuntimeRef.Key) also exit 1 when the model regressed since that
+// runtime (see sinceVerdict). An empty since is Check.
+func CheckSince(ctx context.Context, serverURL, modelID string, target compat.Target, since string, httpClient *http.Client) (code int, line string) {
 	target, err := compat.ParseTargetFilter(string(target))
 	if err != nil {
 		return ExitUnreachable, fmt.Sprintf("%s: %v", modelID, err)
 	}
+	var ref *compat.RuntimeRef
+	if since != "" {
+		r, err := sinceTarget(since, &target)
+		if err != nil {
+			return ExitUntested, fmt.Sprintf("%s: %v", modelID, err)
+		}
+		ref = &r
+	}
+	d, code, line := fetch(ctx, serverURL, modelID, target, httpClient)
+	if code >= 0 {
+		return code, line
+	}
+	code, line = verdict(d, target)
+	if ref != nil {
+		code, line = sinceVerdict(d, *ref, code, line)
+	}
+	return code, line
+}
+
+// fetch reads the model's detail; code is -1 when it did, else the exit
+// code and line to give.
+func fetch(ctx context.Context, serverURL, modelID string, target compat.Target, httpClient *http.Client) (d modelDetail, code int, line string) {
+	if httpClient == nil {
+		httpClient = &http.Client{Timeout: 30 * time.Second}
+	}
 	u, err := detailURL(serverURL, modelID, target)
 	if err != nil {
-		return ExitUnreachable, fmt.Sprintf("%s: %v", modelID, err)
+		return d, ExitUnreachable, fmt.Sprintf("%s: %v", modelID, err)
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
-		return ExitUnreachable, fmt.Sprintf("%s: %v", modelID, err)
+		return d, ExitUnreachable, fmt.Sprintf("%s: %v", modelID, err)
 	}
 	req.Header.Set("Accept", "application/json")
 	resp, err := httpClient.Do(req)
 	if err != nil {
-		return ExitUnreachable, fmt.Sprintf("%s: server unreachable: %v", modelID, err)
+		return d, ExitUnreachable, fmt.Sprintf("%s: server unreachable: %v", modelID, err)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
 	if err != nil {
-		return ExitUnreachable, fmt.Sprintf("%s: reading the server's answer: %v", modelID, err)
+		return d, ExitUnreachable, fmt.Sprintf("%s: reading the server's answer: %v", modelID, err)
 	}
 
 	switch {
 	case resp.StatusCode == http.StatusNotFound:
-		return ExitUntested, fmt.Sprintf("%s: unknown to the scanner at %s", modelID, serverURL)
+		return d, ExitUntested, fmt.Sprintf("%s: unknown to the scanner at %s", modelID, serverURL)
 	case resp.StatusCode != http.StatusOK:
-		return ExitUnreachable, fmt.Sprintf("%s: server answered %s%s", modelID, resp.Status, apiError(body))
+		return d, ExitUnreachable, fmt.Sprintf("%s: server answered %s%s", modelID, resp.Status, apiError(body))
 	}
-	var d modelDetail
 	if err := json.Unmarshal(body, &d); err != nil || d.ID == "" {
 		if err == nil {
 			err = errors.New("no model id")
 		}
-		return ExitUnreachable, fmt.Sprintf("%s: the server's answer is not a scanner model: %v", modelID, err)
+		return d, ExitUnreachable, fmt.Sprintf("%s: the server's answer is not a scanner model: %v", modelID, err)
 	}
-	return verdict(d, target)
+	return d, -1, ""
 }
 
 // detailURL builds {server}/api/v1/models/{id}?target=….

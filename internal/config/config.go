@@ -48,8 +48,10 @@ type Config struct {
 	Revision   string        // probe only
 	JSON       bool          // probe only
 	Server     string        // check only
+	Since      string        // check only: a runtime key (compat.RuntimeRef.Key)
 	LogFormat  string        // "text" or "json"
 	LogLevel   string
+	Verbose    bool // scan on a terminal: info log lines too (else warnings and errors only)
 
 	// serve only
 	Addr       string
@@ -127,6 +129,7 @@ func Parse(cmd Command, args []string, env Env, out io.Writer) (Config, []string
 		fs.StringVar(&c.DB, "db", c.DB, "SQLite file, created with its folder [SCANNER_DB]")
 		fs.StringVar(&c.LogFormat, "log-format", c.LogFormat, "log format: text or json")
 		fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "log level: debug, info, warn, error")
+		fs.BoolVar(&c.Verbose, "v", c.Verbose, "scan on a terminal: show info log lines above the progress bar (default: warnings and errors only)")
 	}
 	hubFlags := func() {
 		fs.StringVar(&c.HubEndpoint, "hub-endpoint", c.HubEndpoint, "any Hub-compatible server or mirror [HF_ENDPOINT]")
@@ -170,7 +173,8 @@ func Parse(cmd Command, args []string, env Env, out io.Writer) (Config, []string
 		fs.BoolVar(&c.JSON, "json", c.JSON, "print the Result as JSON")
 	case CmdCheck:
 		fs.StringVar(&c.Server, "server", c.Server, "scanner server URL, e.g. https://tpu-compat.example.org")
-		fs.StringVar(&target, "target", "tpu", "target whose result gates: tpu, cpu or cuda (auto: the newest result on any)")
+		fs.StringVar(&target, "target", "tpu", "target whose result gates: tpu, cpu or cuda (auto: the newest result on any; with --since: the runtime's)")
+		fs.StringVar(&c.Since, "since", c.Since, "a runtime key (see /runtimes): exit 1 also when the model regressed since that runtime")
 	case CmdBackup:
 		common()
 	case CmdVersion:
@@ -182,6 +186,9 @@ func Parse(cmd Command, args []string, env Env, out io.Writer) (Config, []string
 	}
 	c.Tasks = append(c.Tasks, tasks...)
 	c.Models = append(c.Models, models...)
+	if cmd == CmdCheck && c.Since != "" && !flagSet(fs, "target") {
+		target = string(compat.TargetAuto) // the --since runtime's target
+	}
 	// check selects results (auto: any target); the other commands ask
 	// for a target to probe on.
 	parseTarget := compat.ParseTarget
@@ -200,6 +207,13 @@ func Parse(cmd Command, args []string, env Env, out io.Writer) (Config, []string
 	}
 	c.CacheHome = CacheHome(env)
 	return c, fs.Args(), c.Validate(cmd)
+}
+
+// flagSet reports whether the command line set flag name.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
 
 func (c *Config) fromEnv(env Env) error {
@@ -296,6 +310,11 @@ func (c *Config) Validate(cmd Command) error {
 	}
 	if cmd == CmdCheck && c.Server == "" {
 		errs = append(errs, errors.New("--server is required (the scanner's URL)"))
+	}
+	if cmd == CmdCheck && c.Since != "" {
+		if _, err := compat.ParseRuntimeKey(c.Since); err != nil {
+			errs = append(errs, fmt.Errorf("--since: %w", err))
+		}
 	}
 	switch c.LogFormat {
 	case "text", "json":

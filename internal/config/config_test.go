@@ -144,3 +144,32 @@ func TestParse(t *testing.T) {
 		})
 	}
 }
+
+// scanner check --since: the runtime's target, unless --target names one.
+func TestParseCheckSince(t *testing.T) {
+	for _, tt := range []struct {
+		name       string
+		args       []string
+		wantTarget compat.Target
+		wantSince  string
+		wantErr    string
+	}{
+		{"the runtime's target", []string{"--since", "cpu~2.15.0~~5.23.0~1"}, "", "cpu~2.15.0~~5.23.0~1", ""},
+		{"--target kept", []string{"--since", "cpu~2.15.0~~5.23.0~1", "--target", "cpu"}, compat.TargetCPU, "cpu~2.15.0~~5.23.0~1", ""},
+		{"without --since, tpu", nil, compat.TargetTPU, "", ""},
+		{"a malformed key", []string{"--since", "tpu~1"}, "", "", "--since"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c, _, err := Parse(CmdCheck, append([]string{"--server", "http://x"}, tt.args...), envOf(nil), io.Discard)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want one about %s", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || c.Target != tt.wantTarget || c.Since != tt.wantSince {
+				t.Errorf("target %q since %q err %v; want %q %q", c.Target, c.Since, err, tt.wantTarget, tt.wantSince)
+			}
+		})
+	}
+}

@@ -25,7 +25,7 @@ var pinnedNames = map[string]bool{
 	"HF_HUB_OFFLINE": true, "TRANSFORMERS_OFFLINE": true, "HF_HUB_DISABLE_TELEMETRY": true,
 	"HF_DATASETS_OFFLINE": true, "PYTHONUNBUFFERED": true, "PYTHONDONTWRITEBYTECODE": true,
 	"PYTHONNOUSERSITE": true, "PYTHONPATH": true, "PYTHONHOME": true, "PYTHONSTARTUP": true,
-	"LD_PRELOAD": true,
+	"LD_PRELOAD": true, "TORCH_DEVICE_BACKEND_AUTOLOAD": true, probeMarkVar: true,
 }
 
 // testOnlyNames switch the harness to its test seam (harness_testing.py
@@ -129,6 +129,15 @@ func scrubEnv(parent, extra []string, home, tmp string) (env, dropped []string) 
 		{"PYTHONUNBUFFERED", "1"},
 		{"PYTHONDONTWRITEBYTECODE", "1"},
 		{"PYTHONNOUSERSITE", "1"},
+		// torch must not load device backends inside `import torch`
+		// (torch/__init__.py _import_device_backends raises for any
+		// failing "torch.backends" entry point): a torch_tpu that
+		// cannot load would make every probe, cpu included, an
+		// import_error. The harness loads torch_tpu itself, for tpu
+		// and auto only, and sets the same value before importing
+		// torch; pinning it here keeps it for a --harness replacement
+		// and every Python process the harness starts.
+		{"TORCH_DEVICE_BACKEND_AUTOLOAD", "0"},
 	}
 	for _, p := range pinned {
 		set(p[0], p[1])

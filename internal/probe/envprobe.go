@@ -33,7 +33,7 @@ func (r *Runner) Env(ctx context.Context, target compat.Target) (compat.Target, 
 
 	ectx, cancel := context.WithTimeout(ctx, r.cfg.EnvTimeout)
 	defer cancel()
-	out := runProc(ectx, r.spec(wd, []string{"--env-only", "--result-file", wd.result, "--target", string(target)}))
+	out := runProc(ectx, r.spec(ctx, wd, "", []string{"--env-only", "--result-file", wd.result, "--target", string(target)}))
 	switch {
 	case out.startErr != nil:
 		return "", compat.Runtime{}, fmt.Errorf("env: cannot start %s: %w", r.python, out.startErr)
@@ -70,15 +70,15 @@ func (r *Runner) Env(ctx context.Context, target compat.Target) (compat.Target, 
 		return "", compat.Runtime{}, fmt.Errorf("env: harness reports %w", err)
 	}
 
-	r.mu.Lock()
-	if r.envs == nil {
-		r.envs = map[compat.Target]compat.Runtime{}
+	r.found.mu.Lock()
+	if r.found.envs == nil {
+		r.found.envs = map[compat.Target]compat.Runtime{}
 	}
-	r.envs[got] = rt
+	r.found.envs[got] = rt
 	if target == compat.TargetAuto {
-		r.auto = got
+		r.found.auto = got
 	}
-	r.mu.Unlock()
+	r.found.mu.Unlock()
 	r.log.Info("probe env", "requested", target, "target", got, "device", rt.Device, "device_count", rt.DeviceCount,
 		"torch", rt.Torch, "torch_tpu", rt.TorchTPU, "transformers", rt.Transformers, "harness", rt.Harness)
 	return got, rt, nil
@@ -86,15 +86,15 @@ func (r *Runner) Env(ctx context.Context, target compat.Target) (compat.Target, 
 
 // autoTarget is what the last Env(auto) resolved to, "" before one.
 func (r *Runner) autoTarget() compat.Target {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.auto
+	r.found.mu.Lock()
+	defer r.found.mu.Unlock()
+	return r.found.auto
 }
 
 // cachedRuntime is the runtime the last Env found for target.
 func (r *Runner) cachedRuntime(target compat.Target) (compat.Runtime, bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	rt, ok := r.envs[target]
+	r.found.mu.Lock()
+	defer r.found.mu.Unlock()
+	rt, ok := r.found.envs[target]
 	return rt, ok
 }

@@ -14,6 +14,7 @@ package probe
 import (
 	"bufio"
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -21,6 +22,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -101,9 +103,16 @@ type Runner struct {
 	memLimit   uint64 // 0 = none
 	nofile     uint64 // 0 = inherited
 	log        *slog.Logger
+	confine    *confiner
+	found      *envCache // what Env found; shared with the ForDevice runners
+	pinned     bool      // a ForDevice runner: its processes see only device
+	device     int
+}
 
+// envCache is what Env found, shared by a runner and its ForDevice runners.
+type envCache struct {
 	mu   sync.Mutex
-	envs map[compat.Target]compat.Runtime // what Env found, per target
+	envs map[compat.Target]compat.Runtime // per target
 	auto compat.Target                    // what Env(auto) resolved to, "" before
 }
 
@@ -139,10 +148,11 @@ func NewRunner(cfg Config) (*Runner, error) {
 	if cfg.Environ == nil {
 		cfg.Environ = os.Environ()
 	}
-	r := &Runner{cfg: cfg, python: py, log: cfg.Logger}
+	r := &Runner{cfg: cfg, python: py, log: cfg.Logger, found: &envCache{}}
 	if r.log == nil {
 		r.log = slog.Default()
 	}
+	enableSubreaper(r.log)
 	if _, dropped := scrubEnv(nil, cfg.ExtraEnv, "", ""); len(dropped) > 0 {
 		r.log.Warn("probe: ExtraEnv entries refused (credentials, variables the runner pins, or test switches)",
 			"names", strings.Join(dropped, ","))
@@ -170,13 +180,15 @@ func NewRunner(cfg Config) (*Runner, error) {
 			return nil, fmt.Errorf("probe: script: %w", err)
 		}
 		r.script = abs
-		return r, nil
+	} else {
+		dir, script, err := extractHarness(cfg.TempDir)
+		if err != nil {
+			return nil, fmt.Errorf("probe: %w", err)
+		}
+		r.harnessDir, r.script, r.digest = dir, script, embeddedDigest()
 	}
-	dir, script, err := extractHarness(cfg.TempDir)
-	if err != nil {
-		return nil, fmt.Errorf("probe: %w", err)
-	}
-	r.harnessDir, r.script, r.digest = dir, script, embeddedDigest()
+	r.confine = &confiner{python: py, codeDir: filepath.Dir(r.script), log: r.log}
+	logConfinement(r.log)
 	return r, nil
 }
 
@@ -190,6 +202,25 @@ func (r *Runner) Close() error {
 		return fmt.Errorf("probe: close: %w", err)
 	}
 	return nil
+}
+
+// ForDevice is a runner whose harness processes are pinned to device i of
+// the host (DeviceEnv), for one probe per device (--devices N). It shares
+// this runner's harness files and what its Env found: the TPU generation,
+// which sets the process bounds, is the device name of the last Env that
+// found a TPU. Closing it does nothing; close this runner when all are done.
+func (r *Runner) ForDevice(i int) *Runner {
+	return &Runner{cfg: r.cfg, python: r.python, script: r.script, digest: r.digest, memLimit: r.memLimit,
+		nofile: r.nofile, log: r.log.With("device", i), confine: r.confine, found: r.found, pinned: true, device: i}
+}
+
+// deviceEnv is the pinning environment of a ForDevice runner, nil otherwise.
+func (r *Runner) deviceEnv() []string {
+	if !r.pinned {
+		return nil
+	}
+	rt, _ := r.cachedRuntime(compat.TargetTPU)
+	return DeviceEnv(r.device, rt.Device)
 }
 
 // HarnessDigest identifies the harness code the runner runs ("sha256:" and
@@ -322,7 +353,7 @@ func (r *Runner) probe(ctx context.Context, p *probeRun) compat.Result {
 	}
 	pctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	out := runProc(pctx, r.spec(wd, req.args(wd.result)))
+	out := runProc(pctx, r.spec(ctx, wd, req.SnapshotDir, req.args(wd.result)))
 	p.wall = out.wall
 
 	if out.startErr != nil {
@@ -353,17 +384,26 @@ func (r *Runner) probe(ctx context.Context, p *probeRun) compat.Result {
 	return p.noResult(out)
 }
 
-// spec is the process that runs the harness with args in wd.
-func (r *Runner) spec(wd workDir, args []string) procSpec {
-	env, _ := scrubEnv(r.cfg.Environ, r.cfg.ExtraEnv, wd.home, wd.tmp) // refusals logged by NewRunner
-	argv := []string{"-I", "-u", "-B", "-c", preamble,
+// spec is the process that runs the harness with args in wd, on snapshot
+// ("" for none): the keeper with the limits, the scrubbed environment with
+// the run's mark, and the run's confinement.
+func (r *Runner) spec(ctx context.Context, wd workDir, snapshot string, args []string) procSpec {
+	extra := append(slices.Clone(r.cfg.ExtraEnv), r.deviceEnv()...)
+	env, _ := scrubEnv(r.cfg.Environ, extra, wd.home, wd.tmp) // refusals logged by NewRunner
+	mark := rand.Text()
+	env = append(env, probeMarkVar+"="+mark)
+	argv := []string{"-I", "-u", "-B", "-c", keeper,
 		strconv.FormatUint(r.memLimit, 10), strconv.FormatUint(r.nofile, 10), r.script}
+	pol := r.confine.policy(ctx, wd, snapshot, env)
+	python, _ := r.confine.interpreter(ctx)
 	return procSpec{
-		python: r.python,
+		python: python,
 		args:   append(argv, args...),
 		dir:    wd.cwd,
 		env:    env,
 		grace:  r.cfg.Grace,
+		policy: &pol,
+		mark:   mark,
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 )
@@ -27,6 +28,9 @@ var python3 string
 func TestMain(m *testing.M) {
 	if out, err := exec.Command("python3", "-c", "import sys; print(sys.executable)").Output(); err == nil {
 		python3 = strings.TrimSpace(string(out))
+	}
+	if tag := os.Getenv(scannerTagVar); tag != "" {
+		os.Exit(miniScanner(tag, os.Getenv(scannerDirVar)))
 	}
 	os.Exit(m.Run())
 }
@@ -155,6 +159,28 @@ func TestProbeStandins(t *testing.T) {
 				t.Errorf("target %q status %q", res.Target, res.Status)
 			}
 		}},
+		// A death in the env stage is the environment's (a TPU runtime that CHECK-fails while
+		// starting), never the model's: error, on tpu device_unavailable.
+		{behaviour: "abort-env", target: compat.TargetTPU, status: compat.StatusError, stage: compat.StageEnv, class: compat.ClassDeviceUnavail, msg: "SIGABRT during stage env", check: func(t *testing.T, res compat.Result) {
+			if res.Status.HeldAgainstModel() || str(res.Signature) != "device_unavailable:SIGABRT" {
+				t.Errorf("status %q signature %q", res.Status, str(res.Signature))
+			}
+		}},
+		{behaviour: "abort-env", status: compat.StatusError, stage: compat.StageEnv, class: compat.ClassOther, msg: "before any model was loaded"},
+		{behaviour: "continuation", status: compat.StatusPass, stage: compat.StageGenerate, check: func(t *testing.T, res compat.Result) {
+			c := res.Continuation
+			if c == nil {
+				t.Fatal("continuation dropped")
+			}
+			wantHead := "<script>alert(1)</script>[31m\uFFFD ok\n"
+			if !strings.HasPrefix(c.Text, wantHead) || len(c.Text) > ContinuationTextMax || len(c.Text) < ContinuationTextMax-1 ||
+				!utf8.ValidString(c.Text) || !strings.HasSuffix(c.Text, "é") {
+				t.Errorf("text %q (%d bytes): want its head kept without control characters, cut whole at %d bytes", tail(c.Text), len(c.Text), ContinuationTextMax)
+			}
+			if c.Prompt != "P"+strings.Repeat("p", ContinuationPromptMax-1) {
+				t.Errorf("prompt %q", c.Prompt)
+			}
+		}},
 		{behaviour: "logtail", status: compat.StatusFail, stage: compat.StageForward, class: compat.ClassUnsupportedOp, check: func(t *testing.T, res compat.Result) {
 			if !strings.Contains(res.LogTail, "Traceback (harness's own)") || !strings.Contains(res.LogTail, "scanner-visible stderr line") {
 				t.Errorf("log tail %q: want the harness's own and the stderr tail", res.LogTail)
@@ -220,23 +246,11 @@ func waitGone(t *testing.T, pid int) {
 	t.Errorf("process %d outlived the probe", pid)
 }
 
-func readPid(t *testing.T, dir string) int {
-	t.Helper()
-	data, err := os.ReadFile(filepath.Join(dir, "grandchild.pid"))
-	if err != nil {
-		t.Fatalf("grandchild pid: %v", err)
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
-	if err != nil {
-		t.Fatalf("grandchild pid: %v", err)
-	}
-	return pid
-}
-
 func TestProbeTimeoutKillsGroup(t *testing.T) {
 	t.Parallel()
 	r := standinRunner(t, nil)
-	req := standinRequest(t, "hang")
+	tag := uniqueTag()
+	req := standinRequest(t, "hang."+tag)
 	req.Timeout = 1500 * time.Millisecond
 	start := time.Now()
 	res := r.Probe(context.Background(), req)
@@ -253,14 +267,19 @@ func TestProbeTimeoutKillsGroup(t *testing.T) {
 	if !strings.Contains(res.LogTail, "stage=load") {
 		t.Errorf("log tail %q lacks the harness's stderr", res.LogTail)
 	}
-	waitGone(t, readPid(t, req.SnapshotDir))
+	for _, pid := range childPids(t, res.LogTail, 1) {
+		waitGone(t, pid)
+	}
+	waitNoProcs(t, tag)
 }
 
 func TestProbeResultThenHang(t *testing.T) {
 	t.Parallel()
 	r := standinRunner(t, nil)
 	req := standinRequest(t, "hang-after-result")
-	req.Timeout = time.Second
+	// Long enough for the interpreter to start and write its result on a
+	// loaded 2-core machine; the hang after it is endless either way.
+	req.Timeout = 5 * time.Second
 	res := r.Probe(context.Background(), req)
 	if res.Status != compat.StatusPass || str(res.Stage) != "generate" {
 		t.Errorf("got %s/%s (%s): a result written before the hang stands", res.Status, str(res.Stage), str(res.Message))
@@ -288,13 +307,15 @@ func TestProbeRelativePaths(t *testing.T) {
 func TestProbeCancelIsNotHeldAgainstModel(t *testing.T) {
 	t.Parallel()
 	r := standinRunner(t, nil)
-	req := standinRequest(t, "hang")
+	tag := uniqueTag()
+	req := standinRequest(t, "hang."+tag)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() {
-		// Cancel once the harness is well under way.
+		// Cancel once the harness is well under way: the keeper, the
+		// harness and its child are running.
 		for range 500 {
-			if _, err := os.Stat(filepath.Join(req.SnapshotDir, "grandchild.pid")); err == nil {
+			if len(procsWith(tag)) >= 3 {
 				break
 			}
 			time.Sleep(10 * time.Millisecond)
@@ -308,7 +329,7 @@ func TestProbeCancelIsNotHeldAgainstModel(t *testing.T) {
 	if res.Signature != nil || res.FailureClass != nil {
 		t.Errorf("signature %q class %q: an interruption is no failure", str(res.Signature), str(res.FailureClass))
 	}
-	waitGone(t, readPid(t, req.SnapshotDir))
+	waitNoProcs(t, tag)
 }
 
 // TestProbeGarbage runs alone (no t.Parallel) so that the allocation
@@ -351,6 +372,7 @@ func TestProbeEnvironmentAndLimits(t *testing.T) {
 	t.Setenv("PJRT_DEVICE", "TPU")
 	t.Setenv("XLA_FLAGS", "--xla_dump_to=/tmp/x")
 	t.Setenv("CUDA_VISIBLE_DEVICES", "0")
+	t.Setenv("TORCH_DEVICE_BACKEND_AUTOLOAD", "1")
 	r := standinRunner(t, func(c *Config) {
 		c.MaxOpenFiles = 256
 		c.ExtraEnv = []string{"OMP_NUM_THREADS=3", "MY_SECRET=leak", "HOME=/leak", "LIBTPU_INIT_ARGS=--x"}
@@ -376,6 +398,7 @@ func TestProbeEnvironmentAndLimits(t *testing.T) {
 		"TOKENIZERS_PARALLELISM": "false", "PYTHONUNBUFFERED": "1", "PYTHONDONTWRITEBYTECODE": "1",
 		"OMP_NUM_THREADS": "3", "TPU_NAME": "local-tpu", "PJRT_DEVICE": "TPU", "XLA_FLAGS": "--xla_dump_to=/tmp/x",
 		"CUDA_VISIBLE_DEVICES": "0", "LIBTPU_INIT_ARGS": "--x", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8",
+		"TORCH_DEVICE_BACKEND_AUTOLOAD": "0",
 	}
 	for k, v := range want {
 		if got.Env[k] != v {

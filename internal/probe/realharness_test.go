@@ -22,16 +22,7 @@ const tinyLlama = `{"architectures": ["LlamaForCausalLM"], "model_type": "llama"
 // $SCANNER_PYTHON, else the cached venv scripts/pyenv.sh builds.
 func realRunner(t *testing.T, mod func(*Config)) *Runner {
 	t.Helper()
-	py := os.Getenv("SCANNER_PYTHON")
-	if py == "" {
-		if py = DefaultPython(config.CacheHome(os.LookupEnv)); py == "python3" {
-			t.Skip("SCANNER_PYTHON is unset and the project's venv (scripts/pyenv.sh) is not built: skipping the real-harness tests")
-		}
-	}
-	if data, err := harnessFS.ReadFile("harness/" + harnessEntry); err != nil || strings.Contains(string(data), "PLACEHOLDER") {
-		t.Skip("the embedded harness is a placeholder: skipping the real-harness tests")
-	}
-	cfg := Config{Python: py, TempDir: t.TempDir(), Timeout: 5 * time.Minute, Grace: 2 * time.Second, Logger: quietLogger(),
+	cfg := Config{Python: projectPython(t), TempDir: t.TempDir(), Timeout: 5 * time.Minute, Grace: 2 * time.Second, Logger: quietLogger(),
 		MemLimitBytes: 8 << 30}
 	if mod != nil {
 		mod(&cfg)
@@ -42,6 +33,23 @@ func realRunner(t *testing.T, mod func(*Config)) *Runner {
 	}
 	t.Cleanup(func() { r.Close() })
 	return r
+}
+
+// projectPython is the interpreter of the real-harness tests:
+// $SCANNER_PYTHON, else the cached venv scripts/pyenv.sh builds; the test
+// is skipped without one.
+func projectPython(t *testing.T) string {
+	t.Helper()
+	py := os.Getenv("SCANNER_PYTHON")
+	if py == "" {
+		if py = DefaultPython(config.CacheHome(os.LookupEnv)); py == "python3" {
+			t.Skip("SCANNER_PYTHON is unset and the project's venv (scripts/pyenv.sh) is not built: skipping the real-harness tests")
+		}
+	}
+	if data, err := harnessFS.ReadFile("harness/" + harnessEntry); err != nil || strings.Contains(string(data), "PLACEHOLDER") {
+		t.Skip("the embedded harness is a placeholder: skipping the real-harness tests")
+	}
+	return py
 }
 
 func tinySnapshot(t *testing.T) string {

@@ -159,6 +159,8 @@ func (p *probeRun) complete(res compat.Result, out procOutcome) compat.Result {
 		res.FailureClass = compat.Ptr(compat.ClassOther)
 	}
 	res.Runtime.Harness = p.r.harnessVersion(res.Runtime.Harness)
+	res.Continuation = cleanContinuation(res.Continuation)
+	res.Metrics.MFU, res.Metrics.MBU = efficiencyShare(res, res.Metrics.MFU), efficiencyShare(res, res.Metrics.MBU)
 	if res.Status != compat.StatusPass {
 		res.LogTail = mergeLogTail(res.LogTail, out.stderrTail)
 	} else {
@@ -235,12 +237,15 @@ func (p *probeRun) timeout(limit time.Duration, out procOutcome) compat.Result {
 // noResult classifies a harness that exited without writing a result.
 func (p *probeRun) noResult(out procOutcome) compat.Result {
 	st := out.state
-	if code := st.ExitCode(); code == preambleExit {
+	if code := st.ExitCode(); code == limitsExit {
 		return p.scannerError(compat.StageEnv,
 			"probe: could not apply resource limits to the harness; last stderr: "+lastLine(out.stderrTail),
 			out.stderrTail)
 	}
 	sig, signalled := signalOf(st)
+	if signalled && out.lastStage == compat.StageEnv {
+		return p.envDeath(signalName(sig), out)
+	}
 	if marker := oomMarker(out.stderrTail); marker != "" {
 		how := fmt.Sprintf("exit status %d", st.ExitCode())
 		if signalled {
@@ -284,6 +289,26 @@ func (p *probeRun) noResult(out procOutcome) compat.Result {
 	return p.scannerError(out.lastStage, msg, out.stderrTail)
 }
 
+// envDeath is the result of a harness killed by a signal in its env stage.
+// The env stage touches no model (it imports torch and starts the device
+// runtime), so this is the environment's failure, never the model's: status
+// error, and on an accelerator the device is unavailable (a TPU runtime
+// that CHECK-fails while starting aborts the process: torch_tpu
+// csrc/pjrt/pjrt_state.cc InitializeInternal).
+func (p *probeRun) envDeath(sig string, out procOutcome) compat.Result {
+	class := compat.ClassOther
+	if p.target == compat.TargetTPU || p.target == compat.TargetCUDA {
+		class = compat.ClassDeviceUnavail
+	}
+	msg := "harness died of " + sig + " during stage env, before any model was loaded"
+	if l := lastLine(out.stderrTail); l != "" {
+		msg += "; last stderr: " + l
+	}
+	res := p.base(compat.StatusError, compat.StageEnv, class, msg, out.stderrTail)
+	res.Signature = compat.Ptr(string(class) + ":" + sig)
+	return res
+}
+
 // signature joins a kind and a stage: "timeout:load", or "timeout".
 func signature(kind, stage string) string {
 	if stage == "" {
@@ -322,6 +347,47 @@ func cleanTail(b []byte, max int) string {
 		}
 		b = []byte(s)
 	}
+}
+
+// Caps of a stored continuation (compat.Continuation), in bytes.
+const (
+	ContinuationPromptMax = 256
+	ContinuationTextMax   = 2048
+)
+
+// cleanContinuation keeps what the harness reported of a continuation
+// within the caps (the start of each text: a continuation is read from its
+// beginning), as valid UTF-8 without control characters other than newline
+// and tab; nil when there is no text.
+func cleanContinuation(c *compat.Continuation) *compat.Continuation {
+	if c == nil {
+		return nil
+	}
+	out := &compat.Continuation{Prompt: cleanHead(c.Prompt, ContinuationPromptMax), Text: cleanHead(c.Text, ContinuationTextMax)}
+	if out.Text == "" {
+		return nil
+	}
+	return out
+}
+
+// cleanHead returns the first max bytes of s as valid UTF-8 (invalid bytes
+// become U+FFFD, a rune cut at the end is dropped) with control characters
+// other than newline and tab removed.
+func cleanHead(s string, max int) string {
+	s = strings.Map(func(r rune) rune {
+		if r == '\n' || r == '\t' || (r >= 0x20 && r != 0x7f && (r < 0x80 || r > 0x9f)) {
+			return r
+		}
+		return -1
+	}, strings.ToValidUTF8(s, "\uFFFD"))
+	if len(s) <= max {
+		return s
+	}
+	s = s[:max]
+	for len(s) > 0 && !utf8.ValidString(s) {
+		s = s[:len(s)-1]
+	}
+	return s
 }
 
 // mergeLogTail combines the harness's own log tail with the runner's tail

@@ -16,10 +16,10 @@ func TestScrubEnv(t *testing.T) {
 		"PJRT_DEVICE=TPU", "LIBTPU_INIT_ARGS=a", "XLA_FLAGS=f", "CUDA_VISIBLE_DEVICES=1",
 		"TPU_ACCESS_TOKEN=x", "GITHUB_TOKEN=x", "SCANNER_ADMIN_TOKEN=x", "AWS_ACCESS_KEY_ID=x",
 		"PYTHONPATH=/x", "LD_PRELOAD=/x.so", "OMP_NUM_THREADS=64", "SSH_AUTH_SOCK=/x", "LANG=de_DE",
-		"HARNESS_TEST_INJECT=load:MemoryError",
+		"HARNESS_TEST_INJECT=load:MemoryError", "TORCH_DEVICE_BACKEND_AUTOLOAD=1",
 	}
 	extra := []string{"OMP_NUM_THREADS=2", "HF_HUB_OFFLINE=0", "API_KEY=x", "XLA_FLAGS=g", "bogus",
-		"HARNESS_TEST_INJECT=tpu:simulate"}
+		"HARNESS_TEST_INJECT=tpu:simulate", "TORCH_DEVICE_BACKEND_AUTOLOAD=1"}
 	env, dropped := scrubEnv(parent, extra, "/h", "/t")
 	got := map[string]string{}
 	for _, kv := range env {
@@ -34,6 +34,7 @@ func TestScrubEnv(t *testing.T) {
 		"LIBTPU_INIT_ARGS": "a", "XLA_FLAGS": "g", "CUDA_VISIBLE_DEVICES": "1", "OMP_NUM_THREADS": "2",
 		"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_HUB_DISABLE_TELEMETRY": "1",
 		"TOKENIZERS_PARALLELISM": "false", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8",
+		"TORCH_DEVICE_BACKEND_AUTOLOAD": "0",
 	}
 	for k, v := range want {
 		if got[k] != v {
@@ -46,7 +47,7 @@ func TestScrubEnv(t *testing.T) {
 			t.Errorf("%s passed through", k)
 		}
 	}
-	if !slices.Equal(dropped, []string{"HF_HUB_OFFLINE", "API_KEY", "bogus", "HARNESS_TEST_INJECT"}) {
+	if !slices.Equal(dropped, []string{"HF_HUB_OFFLINE", "API_KEY", "bogus", "HARNESS_TEST_INJECT", "TORCH_DEVICE_BACKEND_AUTOLOAD"}) {
 		t.Errorf("dropped %v", dropped)
 	}
 	env, _ = scrubEnv(nil, nil, "/h", "/t")

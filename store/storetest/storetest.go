@@ -64,6 +64,13 @@ func ModelID(i int) string {
 // It returns the model ids. Tests call MustSeed; programs (web/benchload)
 // call Seed.
 func Seed(ctx context.Context, s *store.SQLite, nModels, nResults int) ([]string, error) {
+	return SeedRuntimes(ctx, s, nModels, nResults, 1)
+}
+
+// SeedRuntimes is Seed with the tpu results spread over nRuntimes
+// torch_tpu releases (0.1.0, 0.2.0, …; at least 1) in time order: the
+// first nResults/nRuntimes results report the first, and so on.
+func SeedRuntimes(ctx context.Context, s *store.SQLite, nModels, nResults, nRuntimes int) ([]string, error) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	ids := make([]string, nModels)
 	ups := make([]store.ModelUpsert, nModels)
@@ -100,6 +107,9 @@ func Seed(ctx context.Context, s *store.SQLite, nModels, nResults int) ([]string
 			target = compat.TargetCPU
 		}
 		recs[j] = store.Record{ModelID: tested[j%len(tested)], Result: SeedResult(rng, target, Epoch.Add(time.Duration(j)*time.Minute))}
+		if nRuntimes > 1 && target == compat.TargetTPU {
+			recs[j].Result.Runtime.TorchTPU = fmt.Sprintf("0.%d.0", 1+j*nRuntimes/nResults)
+		}
 		recs[j].Result.Revision = fmt.Sprintf("%040x", j%len(tested))
 		recs[j].Result.Repro = compat.Repro(recs[j].ModelID, recs[j].Result.Revision, target, compat.ModeFull)
 	}

@@ -17,15 +17,18 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log"
 	"log/slog"
 	"math/rand/v2"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -51,6 +54,7 @@ func main() {
 	var (
 		nModels  = flag.Int("models", 10000, "models to seed")
 		nResults = flag.Int("results", 100000, "results to seed")
+		nRuntime = flag.Int("runtimes", 4, "torch_tpu releases the results are spread over (the runtimes charts)")
 		dur      = flag.Duration("d", 5*time.Second, "duration of each wrk run")
 		conns    = flag.Int("c", 32, "wrk connections")
 		threads  = flag.Int("t", 2, "wrk threads")
@@ -83,7 +87,7 @@ func main() {
 	}
 	if sum.Models == 0 {
 		start := time.Now()
-		if _, err := storetest.Seed(ctx, db, *nModels, *nResults); err != nil {
+		if _, err := storetest.SeedRuntimes(ctx, db, *nModels, *nResults, *nRuntime); err != nil {
 			log.Fatal(err)
 		}
 		fmt.Fprintf(os.Stderr, "seeded %d models, %d results in %s\n", *nModels, *nResults, time.Since(start).Round(time.Millisecond))
@@ -150,6 +154,9 @@ func main() {
 		{"API ?status=fail&sort=tokens_per_s", base + "/api/v1/models?status=fail&sort=tokens_per_s&limit=50", "", true},
 		{"table GET /", base + "/", "", true},
 		{"table GET /?status=pass&sort=tested_at", base + "/?status=pass&sort=tested_at", "", true},
+		{"runtimes GET /runtimes (chart)", base + "/runtimes", "", true},
+		{"compare GET /compare (newest two)", base + "/compare", "", true},
+		{"model page with charts", base + "/models/" + storetest.ModelID(1), "", true},
 	}
 	type row struct{ load, single result }
 	rows := make([]row, len(endpoints))
@@ -189,6 +196,10 @@ func main() {
 			fmtDur(r.load.p50), fmtDur(r.load.p99), fmtDur(r.single.p50), fmtDur(r.single.p99), target)
 	}
 	w.Flush()
+	fmt.Println()
+	for _, p := range []string{"/", "/runtimes", "/compare"} {
+		fmt.Printf("GET %s right after a write (cache miss, median of 5): %s\n", p, fmtDur(afterWrite(ctx, db, base+p)))
+	}
 	fmt.Printf("\n%d models, %d results; wrk -t%d -c%d and -t1 -c1, %s each, on loopback; %d CPUs\n",
 		*nModels, *nResults, *threads, *conns, dur, runtime.NumCPU())
 
@@ -199,6 +210,31 @@ func main() {
 	if failed && *strict {
 		os.Exit(1)
 	}
+}
+
+// afterWrite times url's first request after a change to the data (which
+// empties every cache that depends on it), five times, and returns the median.
+func afterWrite(ctx context.Context, db *store.SQLite, url string) time.Duration {
+	var times []time.Duration
+	for i := range 5 {
+		up := store.ModelUpsert{ID: storetest.ModelID(3), Task: "text-generation", Library: "transformers", Downloads: int64(1_000_000 + i)}
+		if err := db.UpsertModels(ctx, []store.ModelUpsert{up}); err != nil {
+			log.Fatal(err)
+		}
+		start := time.Now()
+		resp, err := http.Get(url)
+		if err != nil {
+			log.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			log.Fatalf("GET %s after a write: %s", url, resp.Status)
+		}
+		times = append(times, time.Since(start))
+	}
+	slices.Sort(times)
+	return times[len(times)/2]
 }
 
 // serve starts listen on a loopback port and returns its base URL.

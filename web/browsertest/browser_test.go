@@ -57,6 +57,13 @@ func site(t *testing.T) string {
 	}); err != nil {
 		t.Fatal(err)
 	}
+	return serveStore(t, db)
+}
+
+// serveStore starts the web server over db on a loopback port until the
+// test ends and returns its base URL.
+func serveStore(t *testing.T, db *store.SQLite) string {
+	t.Helper()
 	srv, err := web.New(web.Config{Store: db, Version: "browsertest", APIRate: -1})
 	if err != nil {
 		t.Fatal(err)

@@ -3,9 +3,14 @@
 It speaks the harness's command line and writes a passing arch-mode result
 on cpu after a pause; the model id says how to behave:
 
-  .../hang-*   writes its pid to MODEL_DIR/standin.pid, ignores SIGTERM and
-               sleeps (the scanner must kill its process group)
+  .../hang-*   ignores SIGTERM and sleeps (the scanner must kill it); the
+               tests find it by its command line
+  .../warn-*   passes, then exits 3 (the runner logs a warning)
   anything else  sleeps 0.6 s, then passes
+
+A standin_runtime.json next to this script (tests copy the script to make
+one) changes the runtime it reports, {"runtime": {...}}, and lists models
+that fail on it, {"fail": ["org/name", ...]}: two copies make two runtimes.
 """
 
 import json
@@ -29,6 +34,13 @@ def write(result):
 
 RUNTIME = {"python": "3", "torch": "standin", "transformers": "standin", "torch_tpu": "",
            "harness": "standin-1", "device": "cpu", "device_count": 1}
+FAIL = set()
+SIDECAR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "standin_runtime.json")
+if os.path.exists(SIDECAR):
+    with open(SIDECAR) as f:
+        side = json.load(f)
+    RUNTIME.update(side.get("runtime", {}))
+    FAIL = set(side.get("fail", []))
 
 if "--env-only" in sys.argv:
     write({"target": "cpu", "status": "pass", "runtime": RUNTIME, "metrics": {}})
@@ -36,14 +48,23 @@ if "--env-only" in sys.argv:
 
 model = arg("--model-id")
 if "/hang-" in model:
-    with open(os.path.join(arg("--model-dir"), "standin.pid"), "w") as f:
-        f.write(str(os.getpid()))
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     sys.stderr.write("stage=load start\n")
     sys.stderr.flush()
     time.sleep(600)
 
 time.sleep(0.6)
+if model in FAIL:
+    write({
+        "target": "cpu", "status": "fail", "stage": "forward", "failure_class": "unsupported_op",
+        "op": "aten::standin", "reason": None, "signature": "unsupported_op:aten::standin",
+        "message": "NotImplementedError: aten::standin", "mode": arg("--mode"),
+        "revision": arg("--revision"), "tested_at": "", "duration_s": 0.6, "runtime": RUNTIME,
+        "metrics": {"load_s": 0.1, "first_forward_s": None, "forward_ms": None, "compile_s": None,
+                    "tokens_per_s": None, "peak_mem_bytes": None, "max_abs_diff": None, "top1_agreement": None},
+        "repro": "",
+    })
+    sys.exit(0)
 write({
     "target": "cpu", "status": "pass", "stage": "generate", "failure_class": None, "op": None,
     "reason": None, "signature": None, "message": None, "mode": arg("--mode"),
@@ -52,3 +73,5 @@ write({
                 "tokens_per_s": None, "peak_mem_bytes": None, "max_abs_diff": 0.0, "top1_agreement": 1.0},
     "repro": "",
 })
+if "/warn-" in model:
+    sys.exit(3)

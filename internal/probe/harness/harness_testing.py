@@ -157,17 +157,37 @@ class CpuTensors:
 
 class SimulatedTpu:
     """A stand-in for ``torch.tpu`` (the TorchTPU API surface the harness uses: device_count,
-    get_device_name, get_device_properties, synchronize, _get_cache_misses; no memory
-    statistics). Class-level state, reset by installed(); tests read it after a run."""
+    get_device_name, get_device_properties, synchronize, _get_cache_misses, is_initialized,
+    precision/Precision; no memory statistics). Class-level state, reset by installed(); tests
+    read it after a run."""
+
+    class Precision:  # torch_tpu/_internal/precision/precision.py binds StableHLO's three modes
+        DEFAULT, HIGH, HIGHEST = "DEFAULT", "HIGH", "HIGHEST"
 
     misses = 0
     keep_compiling = False
     synced = 0
+    synced_at: dict = {}  # precision mode in force -> synchronize() calls made under it
+    modes: list = []  # the precision() stack
     compiled_graphs: list = []  # node counts of the graphs the "tpu" backend compiled
 
     @classmethod
     def reset(cls, keep_compiling: bool = False) -> None:
         cls.misses, cls.keep_compiling, cls.synced, cls.compiled_graphs = 3, keep_compiling, 0, []
+        cls.synced_at, cls.modes = {}, []
+
+    @classmethod
+    @contextlib.contextmanager
+    def precision(cls, mode):
+        cls.modes.append(mode)
+        try:
+            yield
+        finally:
+            cls.modes.pop()
+
+    @classmethod
+    def is_initialized(cls):
+        return True
 
     @classmethod
     def is_available(cls):
@@ -188,6 +208,8 @@ class SimulatedTpu:
     @classmethod
     def synchronize(cls, device=None):
         cls.synced += 1
+        mode = cls.modes[-1] if cls.modes else cls.Precision.DEFAULT
+        cls.synced_at[mode] = cls.synced_at.get(mode, 0) + 1
 
     @classmethod
     def _get_cache_misses(cls):

@@ -4,8 +4,10 @@ HARNESS_TEST_INJECT=tpu:simulate (harness_testing.SimulatedTpu) stands in for Go
 a ``torch.tpu`` device module with the TorchTPU API surface the harness uses (device_count,
 get_device_name, get_device_properties, synchronize, _get_cache_misses; no memory statistics)
 and a dynamo backend registered as "tpu" (aot_eager underneath), while tensors stay on the CPU.
-This exercises the target resolution, runtime block, memory table, bfloat16 policy,
-synchronisation fallback, backend choice and TorchTPU's recompile detection.
+This exercises the target resolution, runtime block, memory table, bfloat16 policy, float32 at
+HIGHEST precision, synchronisation order, peak memory scope, backend choice and TorchTPU's
+recompile detection and warm-up ceiling. Loading torch_tpu itself (the entry point, the first op)
+is tested with a fake distribution in test_tpu_load.py.
 """
 
 import pytest
@@ -34,7 +36,7 @@ def test_auto_resolves_to_tpu_and_uses_the_tpu_path(tmp_path, run_inproc, fake_t
     assert m["peak_mem_bytes"] is None  # the fake runtime reports no memory statistics: null, not 0
     assert m["tokens_per_s"] > 0 and m["compile_s"] is not None
     notes = {s["stage"]: s.get("note", "") for s in res["stages"]}
-    assert "sync=torch.tpu.synchronize" in notes["env"]  # torch.accelerator has no device here: fallback
+    assert "sync=torch.tpu.synchronize" in notes["env"]  # preferred on tpu (Device.sync_candidates)
     assert "dtype=bfloat16" in notes["config"]
     assert "bfloat16 vs float32" in notes["numerics"]
     assert "backend=tpu" in notes["compile"]
@@ -68,3 +70,116 @@ def test_warm_settles(monkeypatch):
     assert dev.warm(lambda: None, 4) == (0, True)
     SimulatedTpu.keep_compiling = True
     assert dev.warm(lambda: None, 4) == (4, False)
+
+
+class CountingTpu(SimulatedTpu):
+    """A TPU whose executable cache misses on the next `compiling` calls, then settles."""
+
+    compiling = 0
+
+    @classmethod
+    def call(cls):
+        if cls.compiling:
+            cls.misses += 1
+            cls.compiling -= 1
+
+
+@pytest.mark.parametrize("compiling,want", [(0, (0, True)), (12, (12, True)), (19, (19, True)), (20, (20, False))])
+def test_tpu_warm_up_allows_twenty_extra_calls(monkeypatch, compiling, want):
+    # TorchTPU's own benchmark harness warms up for at most 20 steps (measure.py max_warmup_steps)
+    assert harness.WARMUP_MAX_EXTRA == 20
+    monkeypatch.setattr(torch, "tpu", CountingTpu, raising=False)
+    CountingTpu.reset()
+    dev = harness_testing.with_faults(harness.Probe, "tpu:simulate").device_cls(torch, "tpu")
+    CountingTpu.compiling = compiling
+    calls = []
+    assert dev.warm(lambda: (calls.append(1), CountingTpu.call()), harness.WARMUP_MAX_EXTRA) == want
+    assert len(calls) == min(compiling + 1, 20)
+
+
+@pytest.mark.parametrize("target,dtype,has_precision,want", [
+    ("tpu", "float32", True, ("float32", True)),     # HIGHEST: held to float32
+    ("tpu", "float32", False, ("bfloat16", False)),  # float32 matmuls are bfloat16 underneath
+    ("tpu", "bfloat16", True, ("bfloat16", False)),
+    ("tpu", "float16", True, ("float16", False)),
+    ("cpu", "float32", False, ("float32", False)),
+    ("cuda", "float32", True, ("float32", False)),
+])
+def test_precision_rule(target, dtype, has_precision, want):
+    assert harness.precision_rule(target, dtype, has_precision) == want
+
+
+@pytest.mark.parametrize("requested,tpu,want_target,want_in_note", [
+    ("cpu", None, "cpu", ""),
+    ("cuda", None, "cuda", ""),
+    ("tpu", {"available": False, "note": "torch_tpu failed to load: X"}, "tpu", ""),
+    ("auto", {"available": True, "note": ""}, "tpu", "auto -> tpu"),
+    ("auto", {"available": False, "note": "the TPU runtime failed its first op: busy"}, "cpu", "first op: busy"),
+    ("auto", {"available": False, "note": ""}, "cpu", "auto -> cpu"),
+])
+def test_resolve_target(requested, tpu, want_target, want_in_note):
+    target, note = harness.resolve_target(requested, tpu)
+    assert target == want_target
+    assert want_in_note in note and (note == "") == (want_in_note == "")
+
+
+def test_float32_on_tpu_runs_at_highest_precision(tmp_path, run_inproc, fake_tpu):
+    d = build_model_dir(tmp_path, "llama")
+    code, res = run_inproc(d, target="tpu", task="text-generation", extra=["--dtype", "float32", "--no-generate"])
+    assert res["status"] == "pass", res["message"]
+    assert SimulatedTpu.synced_at.get("HIGHEST", 0) > 0, SimulatedTpu.synced_at
+    assert set(SimulatedTpu.synced_at) <= {"HIGHEST", "DEFAULT"} and SimulatedTpu.modes == []
+    env = next(s for s in res["stages"] if s["stage"] == "env")["note"]
+    assert "Precision.HIGHEST" in env
+    assert res["metrics"]["tolerance"] < 5e-2  # the float32 row (bfloat16's starts at 5e-2)
+
+
+def test_float32_on_tpu_without_precision_gets_bfloat16_bounds(tmp_path, run_inproc, fake_tpu, monkeypatch):
+    monkeypatch.delattr(SimulatedTpu, "precision")
+    d = build_model_dir(tmp_path, "llama")
+    code, res = run_inproc(d, target="tpu", task="text-generation", extra=["--dtype", "float32", "--no-compile",
+                                                                          "--no-generate"])
+    assert res["status"] == "pass", res["message"]
+    assert "HIGHEST" not in SimulatedTpu.synced_at
+    env = next(s for s in res["stages"] if s["stage"] == "env")["note"]
+    assert "held to the bfloat16 tolerance" in env
+    assert res["metrics"]["tolerance"] >= 5e-2
+
+
+class FakeAccelerator:
+    """torch.accelerator's sync and memory calls, counted."""
+
+    def __init__(self):
+        self.syncs = self.resets = 0
+
+    def synchronize(self):
+        self.syncs += 1
+
+    def max_memory_allocated(self):
+        return 1234
+
+    def reset_peak_memory_stats(self):
+        self.resets += 1
+
+
+def test_tpu_syncs_with_torch_tpu_and_never_resets_the_peak(monkeypatch):
+    acc = FakeAccelerator()
+    monkeypatch.setattr(torch, "accelerator", acc)
+    monkeypatch.setattr(torch, "tpu", SimulatedTpu, raising=False)
+    SimulatedTpu.reset()
+    dev = harness_testing.with_faults(harness.Probe, "tpu:simulate").device_cls(torch, "tpu")
+    dev.init()
+    dev.reset_peak()
+    dev.sync()
+    assert dev.sync_name == "torch.tpu.synchronize" and acc.syncs == 0 and SimulatedTpu.synced == 2
+    assert (dev.peak_name, dev.peak_scope, acc.resets, dev.peak_bytes()) == ("torch.accelerator", "process", 0, 1234)
+
+
+def test_other_accelerators_sync_with_torch_accelerator_and_reset_the_peak(monkeypatch):
+    acc = FakeAccelerator()
+    monkeypatch.setattr(torch, "accelerator", acc)
+    dev = harness.Device(torch, "cuda")
+    dev.init()
+    dev.reset_peak()
+    assert dev.sync_name == "torch.accelerator.synchronize" and acc.syncs == 1
+    assert (dev.peak_scope, acc.resets) == ("since load", 2)

@@ -1,0 +1,174 @@
+// Package compare decides what changed between two runtimes: which models
+// a new runtime (head) fixed, broke, tested for the first time or still
+// fails, compared with an older one (base), and for how many downloads.
+// It is a pure function over the models' results on each runtime; the
+// store reads those results, the site and the feed show the answer.
+package compare
+
+import (
+	"sort"
+
+	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
+)
+
+// Entry is one model's result on one runtime: its newest there.
+type Entry struct {
+	ID        string
+	Downloads int64
+	Status    compat.Status
+	Signature string // "" when the result has none
+}
+
+// Item is one model in a list of the comparison. BaseStatus is untested
+// when base has no result for the model. Signature is the failure the item
+// is about: base's for a fix (what was fixed), head's otherwise ("" when
+// none).
+type Item struct {
+	ID         string
+	Downloads  int64
+	BaseStatus compat.Status
+	HeadStatus compat.Status
+	Signature  string
+}
+
+// Kind is where a model lands in a comparison.
+type Kind string
+
+// The kinds of a comparison. Only the first four are listed; the others
+// are counted.
+const (
+	Fixed        Kind = "fixed"         // held against the model on base, pass on head
+	Regressed    Kind = "regressed"     // pass on base, held against the model on head
+	New          Kind = "new"           // a verdict on head, none on base (no result, skipped, error)
+	StillFailing Kind = "still_failing" // held against the model on both
+	StillPassing Kind = "still_passing" // pass on both
+	NoVerdict    Kind = "no_verdict"    // head's result is no verdict (skipped, error, untested)
+	NotRetested  Kind = "not_retested"  // a result on base, none on head
+)
+
+// IsVerdict reports whether a status says something about the model: pass,
+// or a status held against it (as opposed to skipped, error, untested).
+func IsVerdict(s compat.Status) bool { return s == compat.StatusPass || s.HeldAgainstModel() }
+
+// Classify is the one rule of a comparison: where a model lands given its
+// status on base and on head, "" for no result on that runtime.
+func Classify(base, head compat.Status) Kind {
+	switch {
+	case head == "":
+		return NotRetested
+	case !IsVerdict(head):
+		return NoVerdict
+	case !IsVerdict(base):
+		return New
+	case base == compat.StatusPass && head == compat.StatusPass:
+		return StillPassing
+	case base == compat.StatusPass:
+		return Regressed
+	case head == compat.StatusPass:
+		return Fixed
+	}
+	return StillFailing
+}
+
+// Headline holds the numbers of "head fixes N models (X% of downloads),
+// breaks M". Counts has every Kind, zeros included. The shares are of
+// TotalDownloads, the downloads of every model with a verdict on either
+// runtime; nil when that is 0.
+type Headline struct {
+	Counts             map[Kind]int
+	FixedDownloads     int64
+	RegressedDownloads int64
+	NewDownloads       int64
+	TotalDownloads     int64
+	FixedShare         *float64
+	RegressedShare     *float64
+}
+
+// Result is a comparison: the four lists, each most downloaded first (then
+// by id), never nil, and the headline.
+type Result struct {
+	Fixed        []Item
+	Regressed    []Item
+	New          []Item
+	StillFailing []Item
+	Headline     Headline
+}
+
+// Compare compares head with base. Each slice holds at most one entry per
+// model (the first wins when an id repeats); a model's downloads are head's
+// entry's, else base's.
+func Compare(base, head []Entry) Result {
+	baseBy := index(base)
+	headBy := index(head)
+	res := Result{Fixed: []Item{}, Regressed: []Item{}, New: []Item{}, StillFailing: []Item{},
+		Headline: Headline{Counts: map[Kind]int{}}}
+	for _, k := range []Kind{Fixed, Regressed, New, StillFailing, StillPassing, NoVerdict, NotRetested} {
+		res.Headline.Counts[k] = 0
+	}
+	h := &res.Headline
+	for id, he := range headBy {
+		be, inBase := baseBy[id]
+		kind := Classify(be.Status, he.Status)
+		h.Counts[kind]++
+		if IsVerdict(he.Status) || (inBase && IsVerdict(be.Status)) {
+			h.TotalDownloads += he.Downloads
+		}
+		it := Item{ID: id, Downloads: he.Downloads, BaseStatus: be.Status, HeadStatus: he.Status, Signature: he.Signature}
+		if !inBase || be.Status == "" {
+			it.BaseStatus = compat.StatusUntested
+		}
+		switch kind {
+		case Fixed:
+			it.Signature = be.Signature
+			res.Fixed = append(res.Fixed, it)
+			h.FixedDownloads += it.Downloads
+		case Regressed:
+			res.Regressed = append(res.Regressed, it)
+			h.RegressedDownloads += it.Downloads
+		case New:
+			res.New = append(res.New, it)
+			h.NewDownloads += it.Downloads
+		case StillFailing:
+			res.StillFailing = append(res.StillFailing, it)
+		}
+	}
+	for id, be := range baseBy {
+		if _, ok := headBy[id]; ok {
+			continue
+		}
+		h.Counts[NotRetested]++
+		if IsVerdict(be.Status) {
+			h.TotalDownloads += be.Downloads
+		}
+	}
+	if h.TotalDownloads > 0 {
+		f := float64(h.FixedDownloads) / float64(h.TotalDownloads)
+		r := float64(h.RegressedDownloads) / float64(h.TotalDownloads)
+		h.FixedShare, h.RegressedShare = &f, &r
+	}
+	for _, l := range [][]Item{res.Fixed, res.Regressed, res.New, res.StillFailing} {
+		sortItems(l)
+	}
+	return res
+}
+
+// index maps entries by id, the first of each id winning.
+func index(es []Entry) map[string]Entry {
+	m := make(map[string]Entry, len(es))
+	for _, e := range es {
+		if _, dup := m[e.ID]; !dup {
+			m[e.ID] = e
+		}
+	}
+	return m
+}
+
+// sortItems orders items most downloaded first, then by id.
+func sortItems(items []Item) {
+	sort.Slice(items, func(i, j int) bool {
+		if items[i].Downloads != items[j].Downloads {
+			return items[i].Downloads > items[j].Downloads
+		}
+		return items[i].ID < items[j].ID
+	})
+}

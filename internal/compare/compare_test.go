@@ -1,0 +1,180 @@
+package compare
+
+import (
+	"math"
+	"reflect"
+	"testing"
+
+	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
+)
+
+func TestClassify(t *testing.T) {
+	// Written out by hand from the words: fixed = was held against
+	// the model, now passes; regressed = passed, now held against it; new =
+	// a verdict now, none before; still failing = held against it on both.
+	for _, c := range []struct {
+		base, head compat.Status
+		want       Kind
+	}{
+		{"fail", "pass", Fixed},
+		{"oom", "pass", Fixed},
+		{"timeout", "pass", Fixed},
+		{"crash", "pass", Fixed},
+		{"pass", "fail", Regressed},
+		{"pass", "oom", Regressed},
+		{"pass", "timeout", Regressed},
+		{"pass", "crash", Regressed},
+		{"", "pass", New},
+		{"", "fail", New},
+		{"untested", "pass", New},
+		{"skipped", "fail", New},
+		{"error", "pass", New},
+		{"error", "crash", New},
+		{"fail", "fail", StillFailing},
+		{"fail", "oom", StillFailing},
+		{"crash", "timeout", StillFailing},
+		{"pass", "pass", StillPassing},
+		// The scanner's own failures and skips are never held against a
+		// model: no regression, no fix.
+		{"pass", "error", NoVerdict},
+		{"pass", "skipped", NoVerdict},
+		{"fail", "error", NoVerdict},
+		{"", "skipped", NoVerdict},
+		{"pass", "untested", NoVerdict},
+		{"pass", "", NotRetested},
+		{"fail", "", NotRetested},
+		{"", "", NotRetested},
+	} {
+		if got := Classify(c.base, c.head); got != c.want {
+			t.Errorf("Classify(%q, %q) = %s, want %s", c.base, c.head, got, c.want)
+		}
+	}
+}
+
+// Every pair of status words lands in exactly one kind, and only the
+// listed rules produce fixes and regressions.
+func TestClassifyEveryPair(t *testing.T) {
+	seen := map[Kind]int{}
+	for _, b := range append([]compat.Status{""}, compat.Statuses...) {
+		for _, h := range append([]compat.Status{""}, compat.Statuses...) {
+			k := Classify(b, h)
+			seen[k]++
+			if k == Fixed && (h != compat.StatusPass || !b.HeldAgainstModel()) {
+				t.Errorf("Classify(%q, %q) = fixed", b, h)
+			}
+			if k == Regressed && (b != compat.StatusPass || !h.HeldAgainstModel()) {
+				t.Errorf("Classify(%q, %q) = regressed", b, h)
+			}
+		}
+	}
+	// 4 held-against statuses: 4 fixes, 4 regressions, 16 still failing.
+	if seen[Fixed] != 4 || seen[Regressed] != 4 || seen[StillFailing] != 16 || seen[StillPassing] != 1 {
+		t.Errorf("kinds over all pairs: %v", seen)
+	}
+}
+
+func TestCompare(t *testing.T) {
+	base := []Entry{
+		{ID: "org/fixed-big", Downloads: 900, Status: "fail", Signature: "unsupported_op:aten::_fft_r2c"},
+		{ID: "org/fixed-small", Downloads: 100, Status: "oom", Signature: ""},
+		{ID: "org/broken", Downloads: 500, Status: "pass"},
+		{ID: "org/steady", Downloads: 1000, Status: "pass"},
+		{ID: "org/still", Downloads: 300, Status: "fail", Signature: "compile_error:x"},
+		{ID: "org/was-skipped", Downloads: 50, Status: "skipped"},
+		{ID: "org/gone", Downloads: 2000, Status: "pass"},
+		{ID: "org/env", Downloads: 40, Status: "pass"},
+	}
+	head := []Entry{
+		{ID: "org/fixed-big", Downloads: 900, Status: "pass"},
+		{ID: "org/fixed-small", Downloads: 100, Status: "pass"},
+		{ID: "org/broken", Downloads: 500, Status: "crash", Signature: "crash:SIGSEGV"},
+		{ID: "org/steady", Downloads: 1000, Status: "pass"},
+		{ID: "org/still", Downloads: 300, Status: "fail", Signature: "compile_error:y"},
+		{ID: "org/was-skipped", Downloads: 50, Status: "pass"},
+		{ID: "org/brand-new", Downloads: 10, Status: "fail", Signature: "unsupported_dtype"},
+		{ID: "org/env", Downloads: 40, Status: "error"},
+		{ID: "org/brand-new", Downloads: 99, Status: "pass"}, // a repeat: the first wins
+	}
+	got := Compare(base, head)
+
+	want := Result{
+		Fixed: []Item{
+			{"org/fixed-big", 900, "fail", "pass", "unsupported_op:aten::_fft_r2c"},
+			{"org/fixed-small", 100, "oom", "pass", ""},
+		},
+		Regressed:    []Item{{"org/broken", 500, "pass", "crash", "crash:SIGSEGV"}},
+		New:          []Item{{"org/was-skipped", 50, "skipped", "pass", ""}, {"org/brand-new", 10, "untested", "fail", "unsupported_dtype"}},
+		StillFailing: []Item{{"org/still", 300, "fail", "fail", "compile_error:y"}},
+	}
+	for name, pair := range map[string][2][]Item{
+		"fixed": {got.Fixed, want.Fixed}, "regressed": {got.Regressed, want.Regressed},
+		"new": {got.New, want.New}, "still failing": {got.StillFailing, want.StillFailing},
+	} {
+		if !reflect.DeepEqual(pair[0], pair[1]) {
+			t.Errorf("%s:\n got %+v\nwant %+v", name, pair[0], pair[1])
+		}
+	}
+
+	h := got.Headline
+	wantCounts := map[Kind]int{Fixed: 2, Regressed: 1, New: 2, StillFailing: 1, StillPassing: 1, NoVerdict: 1, NotRetested: 1}
+	if !reflect.DeepEqual(h.Counts, wantCounts) {
+		t.Errorf("counts = %v, want %v", h.Counts, wantCounts)
+	}
+	// Every model with a verdict on either side: all but none here
+	// (org/env passed on base) = 900+100+500+1000+300+50+10+40+2000.
+	if h.TotalDownloads != 4900 {
+		t.Errorf("total downloads = %d, want 4900", h.TotalDownloads)
+	}
+	if h.FixedDownloads != 1000 || h.RegressedDownloads != 500 || h.NewDownloads != 60 {
+		t.Errorf("downloads fixed %d regressed %d new %d, want 1000, 500, 60", h.FixedDownloads, h.RegressedDownloads, h.NewDownloads)
+	}
+	if h.FixedShare == nil || math.Abs(*h.FixedShare-1000.0/4900) > 1e-12 {
+		t.Errorf("fixed share = %v, want %v", h.FixedShare, 1000.0/4900)
+	}
+	if h.RegressedShare == nil || math.Abs(*h.RegressedShare-500.0/4900) > 1e-12 {
+		t.Errorf("regressed share = %v, want %v", h.RegressedShare, 500.0/4900)
+	}
+}
+
+func TestCompareEdges(t *testing.T) {
+	t.Run("nothing", func(t *testing.T) {
+		r := Compare(nil, nil)
+		if r.Fixed == nil || r.Regressed == nil || r.New == nil || r.StillFailing == nil {
+			t.Fatal("lists must be empty, not nil (they marshal as [])")
+		}
+		if r.Headline.FixedShare != nil || r.Headline.RegressedShare != nil {
+			t.Error("shares of zero downloads must be nil")
+		}
+		if len(r.Headline.Counts) != 7 {
+			t.Errorf("counts %v: want every kind", r.Headline.Counts)
+		}
+	})
+	t.Run("no downloads", func(t *testing.T) {
+		r := Compare([]Entry{{ID: "a", Status: "fail"}}, []Entry{{ID: "a", Status: "pass"}})
+		if len(r.Fixed) != 1 || r.Headline.FixedShare != nil {
+			t.Errorf("fixed %v, share %v: want one fix and no share of 0 downloads", r.Fixed, r.Headline.FixedShare)
+		}
+	})
+	t.Run("huge downloads", func(t *testing.T) {
+		var base, head []Entry
+		for i := 0; i < 10000; i++ {
+			id := string(rune('a'+i%26)) + string(rune('0'+i%10)) + string(rune(i))
+			base = append(base, Entry{ID: id, Downloads: 1 << 40, Status: "pass"})
+			head = append(head, Entry{ID: id, Downloads: 1 << 40, Status: "fail"})
+		}
+		r := Compare(base, head)
+		if len(r.Regressed) != 10000 || *r.Headline.RegressedShare != 1 {
+			t.Errorf("regressed %d, share %v", len(r.Regressed), *r.Headline.RegressedShare)
+		}
+	})
+	t.Run("ties sort by id", func(t *testing.T) {
+		r := Compare(nil, []Entry{{ID: "b", Downloads: 5, Status: "pass"}, {ID: "a", Downloads: 5, Status: "pass"}, {ID: "c", Downloads: 7, Status: "pass"}})
+		var ids []string
+		for _, it := range r.New {
+			ids = append(ids, it.ID)
+		}
+		if !reflect.DeepEqual(ids, []string{"c", "a", "b"}) {
+			t.Errorf("order %v, want [c a b]", ids)
+		}
+	})
+}

@@ -1,0 +1,1 @@
+"""A fake torch_tpu for the scanner's tests (see ../../README.md); not Google's TorchTPU."""

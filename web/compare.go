@@ -1,0 +1,293 @@
+package web
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/google-pytorch/torchtpu-scanner/internal/compare"
+	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
+	"github.com/google-pytorch/torchtpu-scanner/store"
+)
+
+// errTooFewRuntimes says there is nothing to compare by default.
+var errTooFewRuntimes = errors.New("fewer than two runtimes with results")
+
+// pickPair chooses the runtimes to compare among rts (every target, newest
+// first) from the ?base= and ?head= keys: both as given; head alone with the
+// runtime before it on its target; base alone with the newest on its
+// target; neither, the two newest runtimes of the default target. A
+// malformed key wraps ErrBadRequest; a runtime without results, or no
+// runtime to pair with, wraps ErrNotFound (errTooFewRuntimes by default).
+func pickPair(rts []store.RuntimeStats, baseKey, headKey string) (base, head store.RuntimeStats, err error) {
+	find := func(name, key string) (store.RuntimeStats, int, error) {
+		ref, err := compat.ParseRuntimeKey(key)
+		if err != nil {
+			return store.RuntimeStats{}, 0, fmt.Errorf("%w: %s: %v", ErrBadRequest, name, err)
+		}
+		on := onTarget(rts, ref.Target)
+		for i, st := range on {
+			if st.Ref == ref {
+				return st, i, nil
+			}
+		}
+		return store.RuntimeStats{}, 0, fmt.Errorf("%w: %s: no results on runtime %s", ErrNotFound, name, key)
+	}
+	switch {
+	case baseKey != "" && headKey != "":
+		if base, _, err = find("base", baseKey); err != nil {
+			return base, head, err
+		}
+		head, _, err = find("head", headKey)
+	case headKey != "":
+		var i int
+		if head, i, err = find("head", headKey); err != nil {
+			return base, head, err
+		}
+		on := onTarget(rts, head.Ref.Target)
+		if i+1 >= len(on) {
+			return base, head, fmt.Errorf("%w: no runtime before %s on %s", ErrNotFound, headKey, head.Ref.Target)
+		}
+		base = on[i+1]
+	case baseKey != "":
+		if base, _, err = find("base", baseKey); err != nil {
+			return base, head, err
+		}
+		head = onTarget(rts, base.Ref.Target)[0]
+	default:
+		t := defaultRuntimeTarget(rts)
+		on := onTarget(rts, t)
+		if len(on) < 2 {
+			return base, head, fmt.Errorf("%w: %w on %s", ErrNotFound, errTooFewRuntimes, targetName(t))
+		}
+		head, base = on[0], on[1]
+	}
+	if err == nil && base.Ref == head.Ref {
+		err = fmt.Errorf("%w: base and head are the same runtime; compare two", ErrBadRequest)
+	}
+	return base, head, err
+}
+
+// comparison is two runtimes and what changed between them. Read only.
+type comparison struct {
+	Base, Head store.RuntimeStats
+	Result     compare.Result
+	// Label names head by what changed since base ("torch_tpu 0.2.0").
+	Label string
+}
+
+// cachedCompare compares head with base through the cache. A comparison
+// is kept while both runtimes' versions stay (a write to any other runtime
+// leaves it valid), so the feed's older comparisons survive a scan.
+func (s *Server) cachedCompare(ctx context.Context, base, head store.RuntimeStats) (*comparison, error) {
+	key := base.Ref.Key() + "@" + strconv.FormatInt(base.Version, 10) + " " + head.Ref.Key() + "@" + strconv.FormatInt(head.Version, 10)
+	if v, ok := s.comparisons.get(key, time.Time{}); ok {
+		return v, nil
+	}
+	b, err := s.store.RuntimeResults(ctx, base.Ref)
+	if err != nil {
+		return nil, err
+	}
+	h, err := s.store.RuntimeResults(ctx, head.Ref)
+	if err != nil {
+		return nil, err
+	}
+	v := &comparison{Base: base, Head: head, Result: compare.Compare(b, h), Label: runtimeLabel(&base.Ref, head.Ref)}
+	r := v.Result
+	s.comparisons.put(key, time.Time{}, v, 160*(len(r.Fixed)+len(r.Regressed)+len(r.New)+len(r.StillFailing))+len(key))
+	return v, nil
+}
+
+// resolveCompare reads ?base= and ?head= and compares them.
+// It also returns every runtime and the data version it read.
+func (s *Server) resolveCompare(c *fiber.Ctx) (*comparison, []store.RuntimeStats, time.Time, error) {
+	ctx := c.UserContext()
+	changed, err := s.store.Changed(ctx)
+	if err != nil {
+		return nil, nil, changed, fmt.Errorf("web: compare: %w", err)
+	}
+	rts, err := s.cachedRuntimes(ctx, "", changed)
+	if err != nil {
+		return nil, nil, changed, fmt.Errorf("web: compare: %w", err)
+	}
+	base, head, err := pickPair(rts, c.Query("base"), c.Query("head"))
+	if err != nil {
+		return nil, rts, changed, err
+	}
+	cmp, err := s.cachedCompare(ctx, base, head)
+	if err != nil {
+		return nil, rts, changed, fmt.Errorf("web: compare: %w", err)
+	}
+	return cmp, rts, changed, nil
+}
+
+// headline is "torch_tpu 0.2.0 fixes 3 models (9.1 % of downloads), breaks 1 (0.4 % of downloads)".
+func headline(label string, h compare.Headline) string {
+	s := label + " fixes " + models(h.Counts[compare.Fixed])
+	if h.FixedShare != nil && h.Counts[compare.Fixed] > 0 {
+		s += " (" + fmtPct(h.FixedShare) + " of downloads)"
+	}
+	s += ", breaks " + strconv.Itoa(h.Counts[compare.Regressed])
+	if h.RegressedShare != nil && h.Counts[compare.Regressed] > 0 {
+		s += " (" + fmtPct(h.RegressedShare) + " of downloads)"
+	}
+	return s
+}
+
+// compareItemJSON is one model of a comparison list (the contract's Item).
+type compareItemJSON struct {
+	ID         string        `json:"id"`
+	Downloads  int64         `json:"downloads"`
+	BaseStatus compat.Status `json:"base_status"`
+	HeadStatus compat.Status `json:"head_status"`
+	Signature  *string       `json:"signature"`
+}
+
+// compareBody is GET /api/v1/compare.
+type compareBody struct {
+	Base         string            `json:"base"`
+	Head         string            `json:"head"`
+	Fixed        []compareItemJSON `json:"fixed"`
+	Regressed    []compareItemJSON `json:"regressed"`
+	New          []compareItemJSON `json:"new"`
+	StillFailing []compareItemJSON `json:"still_failing"`
+	// Extensions.
+	Headline               string               `json:"headline"`
+	Counts                 map[compare.Kind]int `json:"counts"`
+	FixedDownloadShare     *float64             `json:"fixed_download_share"`
+	RegressedDownloadShare *float64             `json:"regressed_download_share"`
+	BaseRuntime            runtimeJSON          `json:"base_runtime"`
+	HeadRuntime            runtimeJSON          `json:"head_runtime"`
+}
+
+func itemsJSON(items []compare.Item) []compareItemJSON {
+	out := make([]compareItemJSON, len(items))
+	for i, it := range items {
+		out[i] = compareItemJSON{ID: it.ID, Downloads: it.Downloads, BaseStatus: it.BaseStatus, HeadStatus: it.HeadStatus}
+		if it.Signature != "" {
+			out[i].Signature = &it.Signature
+		}
+	}
+	return out
+}
+
+// apiCompare serves GET /api/v1/compare?base=&head=: the models fixed,
+// regressed, newly tested and still failing between two runtimes.
+func (s *Server) apiCompare(c *fiber.Ctx) error {
+	cmp, _, _, err := s.resolveCompare(c)
+	if err != nil {
+		return err
+	}
+	r := cmp.Result
+	return c.JSON(compareBody{
+		Base: cmp.Base.Ref.Key(), Head: cmp.Head.Ref.Key(),
+		Fixed: itemsJSON(r.Fixed), Regressed: itemsJSON(r.Regressed), New: itemsJSON(r.New), StillFailing: itemsJSON(r.StillFailing),
+		Headline: headline(cmp.Label, r.Headline), Counts: r.Headline.Counts,
+		FixedDownloadShare: r.Headline.FixedShare, RegressedDownloadShare: r.Headline.RegressedShare,
+		BaseRuntime: toRuntimeJSON(cmp.Base), HeadRuntime: toRuntimeJSON(cmp.Head),
+	})
+}
+
+// compareListMax is how many models each list shows on the page (the API has all).
+const compareListMax = 200
+
+// compareList is one list of the comparison page.
+type compareList struct {
+	ID, Title, Explain string
+	Items              []compare.Item
+	Total              int
+}
+
+// runtimeOption is a runtime in the page's selects.
+type runtimeOption struct {
+	Key, Label string
+	Selected   bool
+}
+
+// compareView is the data of templates/compare.html.
+type compareView struct {
+	layout
+	Notice     string // instead of a comparison
+	Cmp        *comparison
+	Headline   string
+	BaseLabel  string
+	Lists      []compareList
+	Counts     map[string]int
+	BaseOpts   []runtimeOption
+	HeadOpts   []runtimeOption
+	APIURL     string
+	BaseTarget compat.Target
+}
+
+// comparePage serves GET /compare?base=&head=. A comparison's page is
+// cached like the table's body, until the data changes.
+func (s *Server) comparePage(c *fiber.Ctx) error {
+	cmp, rts, changed, err := s.resolveCompare(c)
+	var key string
+	if cmp != nil {
+		key = cmp.Base.Ref.Key() + " " + cmp.Head.Ref.Key()
+		if body, ok := s.comparePages.get(key, changed); ok {
+			c.Set(fiber.HeaderContentType, fiber.MIMETextHTMLCharsetUTF8)
+			return c.Send(body)
+		}
+	}
+	v := compareView{}
+	v.Canonical = "/compare"
+	switch {
+	case errors.Is(err, errTooFewRuntimes):
+		v.Notice = "There is nothing to compare yet: fewer than two runtimes have results on " +
+			targetName(defaultRuntimeTarget(rts)) + ". A comparison appears once a second runtime " +
+			"(a new torch_tpu, torch, transformers or harness version) has results."
+	case err != nil:
+		return err
+	default:
+		v.Cmp = cmp
+		r := cmp.Result
+		v.Headline = headline(cmp.Label, r.Headline)
+		v.BaseLabel = fmtVersions(cmp.Base.Ref)
+		v.Counts = map[string]int{}
+		for k, n := range r.Headline.Counts {
+			v.Counts[string(k)] = n
+		}
+		v.APIURL = "/api/v1/compare?base=" + cmp.Base.Ref.Key() + "&head=" + cmp.Head.Ref.Key()
+		v.Canonical = compareURL(cmp.Base.Ref.Key(), cmp.Head.Ref.Key())
+		for _, l := range []compareList{
+			{ID: "regressed", Title: "Regressed", Explain: "passed on base, held against the model on head", Items: r.Regressed},
+			{ID: "fixed", Title: "Fixed", Explain: "held against the model on base, pass on head", Items: r.Fixed},
+			{ID: "new", Title: "Newly tested", Explain: "a verdict on head, none on base", Items: r.New},
+			{ID: "still-failing", Title: "Still failing", Explain: "held against the model on both", Items: r.StillFailing},
+		} {
+			l.Total = len(l.Items)
+			if len(l.Items) > compareListMax {
+				l.Items = l.Items[:compareListMax]
+			}
+			v.Lists = append(v.Lists, l)
+		}
+	}
+	v.BaseOpts, v.HeadOpts = runtimeOptions(rts, cmp)
+	body, err := s.renderPage("compare", v)
+	if err != nil {
+		return err
+	}
+	if key != "" {
+		s.comparePages.put(key, changed, body, len(body)+len(key))
+	}
+	c.Set(fiber.HeaderContentType, fiber.MIMETextHTMLCharsetUTF8)
+	return c.Send(body)
+}
+
+// runtimeOptions lists every runtime for the base and head selects, the
+// compared ones selected.
+func runtimeOptions(rts []store.RuntimeStats, cmp *comparison) (base, head []runtimeOption) {
+	for _, st := range rts {
+		label := string(st.Ref.Target) + ": " + fmtVersions(st.Ref) + " (" + fmtWhen(st.FirstSeen) + ")"
+		key := st.Ref.Key()
+		base = append(base, runtimeOption{Key: key, Label: label, Selected: cmp != nil && cmp.Base.Ref == st.Ref})
+		head = append(head, runtimeOption{Key: key, Label: label, Selected: cmp != nil && cmp.Head.Ref == st.Ref})
+	}
+	return base, head
+}

@@ -1,0 +1,127 @@
+package web
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"html/template"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/google-pytorch/torchtpu-scanner/internal/compare"
+)
+
+// feedRuntimes is how many of the newest runtimes the feed announces, each
+// with its comparison to the runtime before it on its target.
+const feedRuntimes = 10
+
+// feedListed is how many models of each list a runtime item names.
+const feedListed = 10
+
+// runtimeFeedItems are the feed's items for new runtimes: one per runtime
+// that has a predecessor on its target, newest first. An item's id and
+// date_published stay; its content follows the runtime's results as they
+// come (date_modified is its newest result).
+func (s *Server) runtimeFeedItems(ctx context.Context, base string, changed time.Time) ([]feedItem, error) {
+	rts, err := s.cachedRuntimes(ctx, "", changed)
+	if err != nil {
+		return nil, err
+	}
+	var items []feedItem
+	for _, head := range rts {
+		if len(items) == feedRuntimes {
+			break
+		}
+		prev, ok := previous(rts, head)
+		if !ok {
+			continue // the target's first runtime: nothing to compare with
+		}
+		cmp, err := s.cachedCompare(ctx, prev, head)
+		if err != nil {
+			return nil, err
+		}
+		it, err := runtimeEntry(base, cmp)
+		if err != nil {
+			return nil, err
+		}
+		items = append(items, it)
+	}
+	return items, nil
+}
+
+// runtimeHTML is the HTML body of a runtime item; html/template escapes
+// every model id and signature.
+var runtimeHTML = template.Must(template.New("runtime").Parse(
+	`<p><strong>{{.Headline}}</strong> on {{.Target}}, compared with {{.Base}}.</p>` +
+		`{{range .Lists}}{{if .Items}}<p>{{.Title}}:</p><ul>{{range .Items}}<li><a href="{{.URL}}">{{.ID}}</a>: {{.From}} → {{.To}}{{with .Signature}} (<code>{{.}}</code>){{end}}</li>{{end}}</ul>` +
+		`{{if .More}}<p>and {{.More}} more.</p>{{end}}{{end}}{{end}}` +
+		`<p><a href="{{.URL}}">The whole comparison</a></p>`))
+
+type runtimeItemList struct {
+	Title string
+	Items []runtimeItemModel
+	More  int
+}
+
+type runtimeItemModel struct {
+	ID, URL, From, To, Signature string
+}
+
+// runtimeEntry renders one runtime's comparison with the one before it.
+func runtimeEntry(base string, cmp *comparison) (feedItem, error) {
+	r := cmp.Result
+	head := headline(cmp.Label, r.Headline)
+	page := base + compareURL(cmp.Base.Ref.Key(), cmp.Head.Ref.Key())
+	target := string(cmp.Head.Ref.Target)
+	data := struct {
+		Headline, Target, Base, URL string
+		Lists                       []runtimeItemList
+	}{Headline: head, Target: target, Base: fmtVersions(cmp.Base.Ref), URL: page}
+	var text strings.Builder
+	fmt.Fprintf(&text, "%s on %s, compared with %s.", head, target, data.Base)
+	for _, l := range []struct {
+		title string
+		items []compare.Item
+	}{{"Regressed", r.Regressed}, {"Fixed", r.Fixed}, {"Newly tested", r.New}} {
+		list := runtimeItemList{Title: l.title}
+		if len(l.items) > 0 {
+			fmt.Fprintf(&text, "\n\n%s:", l.title)
+		}
+		for i, it := range l.items {
+			if i == feedListed {
+				list.More = len(l.items) - feedListed
+				fmt.Fprintf(&text, "\nand %d more.", list.More)
+				break
+			}
+			m := runtimeItemModel{ID: it.ID, URL: base + modelPath(it.ID), From: string(it.BaseStatus), To: string(it.HeadStatus), Signature: it.Signature}
+			list.Items = append(list.Items, m)
+			fmt.Fprintf(&text, "\n%s: %s → %s", m.ID, m.From, m.To)
+			if m.Signature != "" {
+				text.WriteString(" (" + m.Signature + ")")
+			}
+		}
+		data.Lists = append(data.Lists, list)
+	}
+	fmt.Fprintf(&text, "\n\n%s", page)
+	var h bytes.Buffer
+	if err := runtimeHTML.Execute(&h, data); err != nil {
+		return feedItem{}, err
+	}
+	return feedItem{
+		ID:            page,
+		URL:           page,
+		Title:         "New runtime on " + target + ": " + head,
+		ContentText:   text.String(),
+		ContentHTML:   h.String(),
+		DatePublished: cmp.Head.FirstSeen.UTC().Format(time.RFC3339),
+		DateModified:  cmp.Head.LastSeen.UTC().Format(time.RFC3339),
+		Tags:          []string{"runtime", target},
+	}, nil
+}
+
+// byDate orders feed items newest first (RFC 3339 UTC times sort as text),
+// keeping the order of items published at the same time.
+func byDate(items []feedItem) {
+	sort.SliceStable(items, func(i, j int) bool { return items[i].DatePublished > items[j].DatePublished })
+}

@@ -1,0 +1,266 @@
+package web
+
+import (
+	"context"
+	"fmt"
+	"html/template"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
+	"github.com/google-pytorch/torchtpu-scanner/store"
+)
+
+// A runtime is a target and the versions that decide a retest; it is named
+// by compat.RuntimeRef.Key. The store counts each model once per runtime,
+// by its newest result there.
+
+// runtimeJSON is one runtime in GET /api/v1/runtimes.
+type runtimeJSON struct {
+	Key                      string   `json:"key"`
+	Target                   string   `json:"target"`
+	Torch                    string   `json:"torch"`
+	TorchTPU                 string   `json:"torch_tpu"`
+	Transformers             string   `json:"transformers"`
+	Harness                  string   `json:"harness"`
+	FirstSeen                string   `json:"first_seen"`
+	LastSeen                 string   `json:"last_seen"`
+	Tested                   int      `json:"tested"`
+	PassRate                 *float64 `json:"pass_rate"`
+	DownloadWeightedPassRate *float64 `json:"download_weighted_pass_rate"`
+	// Extensions.
+	Models int `json:"models"` // with a result on it, verdict or not
+	Passed int `json:"passed"`
+}
+
+func toRuntimeJSON(st store.RuntimeStats) runtimeJSON {
+	return runtimeJSON{
+		Key: st.Ref.Key(), Target: string(st.Ref.Target), Torch: st.Ref.Torch, TorchTPU: st.Ref.TorchTPU,
+		Transformers: st.Ref.Transformers, Harness: st.Ref.Harness,
+		FirstSeen: st.FirstSeen.UTC().Format(time.RFC3339), LastSeen: st.LastSeen.UTC().Format(time.RFC3339),
+		Tested: st.Tested, PassRate: st.PassRate, DownloadWeightedPassRate: st.WeightedPassRate,
+		Models: st.Models, Passed: st.Passed,
+	}
+}
+
+// runtimesBody is GET /api/v1/runtimes.
+type runtimesBody struct {
+	Runtimes []runtimeJSON `json:"runtimes"`
+}
+
+// apiRuntimes serves GET /api/v1/runtimes: every runtime with results
+// (?target= for one target), newest first.
+func (s *Server) apiRuntimes(c *fiber.Ctx) error {
+	target, err := parseTarget(c.Query("target"))
+	if err != nil {
+		return err
+	}
+	ctx := c.UserContext()
+	changed, err := s.store.Changed(ctx)
+	if err != nil {
+		return fmt.Errorf("web: api runtimes: %w", err)
+	}
+	if notModified(c, etagOf(changedTag(changed), c.OriginalURL())) {
+		return c.SendStatus(fiber.StatusNotModified)
+	}
+	rts, err := s.cachedRuntimes(ctx, target, changed)
+	if err != nil {
+		return fmt.Errorf("web: api runtimes: %w", err)
+	}
+	out := runtimesBody{Runtimes: make([]runtimeJSON, len(rts))}
+	for i, st := range rts {
+		out.Runtimes[i] = toRuntimeJSON(st)
+	}
+	return c.JSON(out)
+}
+
+// cachedRuntimes is Store.Runtimes through the cache. Read only.
+func (s *Server) cachedRuntimes(ctx context.Context, target compat.Target, changed time.Time) ([]store.RuntimeStats, error) {
+	key := string(target)
+	if v, ok := s.runtimes.get(key, changed); ok {
+		return v, nil
+	}
+	v, err := s.store.Runtimes(ctx, target)
+	if err != nil {
+		return nil, err
+	}
+	s.runtimes.put(key, changed, v, 256*len(v))
+	return v, nil
+}
+
+// defaultRuntimeTarget is the target whose runtimes the site shows when
+// none is asked for: the first of compat.Targets (tpu, cpu, cuda) with a
+// runtime; "" when there is none.
+func defaultRuntimeTarget(rts []store.RuntimeStats) compat.Target {
+	for _, t := range compat.Targets {
+		for _, st := range rts {
+			if st.Ref.Target == t {
+				return t
+			}
+		}
+	}
+	return ""
+}
+
+// onTarget keeps the runtimes of target t, in their order.
+func onTarget(rts []store.RuntimeStats, t compat.Target) []store.RuntimeStats {
+	var out []store.RuntimeStats
+	for _, st := range rts {
+		if st.Ref.Target == t {
+			out = append(out, st)
+		}
+	}
+	return out
+}
+
+// previous is the runtime before st on its target, among rts (newest first).
+func previous(rts []store.RuntimeStats, st store.RuntimeStats) (store.RuntimeStats, bool) {
+	on := onTarget(rts, st.Ref.Target)
+	for i := range on {
+		if on[i].Ref == st.Ref && i+1 < len(on) {
+			return on[i+1], true
+		}
+	}
+	return store.RuntimeStats{}, false
+}
+
+// runtimeVersions are a runtime's versions with their names, in the order
+// pages show them.
+func runtimeVersions(r compat.RuntimeRef) [][2]string {
+	return [][2]string{{"torch_tpu", r.TorchTPU}, {"torch", r.Torch}, {"transformers", r.Transformers}, {"harness", r.Harness}}
+}
+
+// runtimeLabel names runtime cur briefly, by what changed since prev:
+// "torch_tpu 0.2.0", "torch 2.16.0, transformers 5.24.0". Without a prev
+// on the same target it is the first version present (torch_tpu on tpu,
+// else torch), and the target when prev is on another one.
+func runtimeLabel(prev *compat.RuntimeRef, cur compat.RuntimeRef) string {
+	var parts []string
+	if prev != nil && prev.Target == cur.Target {
+		pv := runtimeVersions(*prev)
+		for i, v := range runtimeVersions(cur) {
+			if v[1] != pv[i][1] {
+				parts = append(parts, v[0]+" "+orNone(v[1]))
+			}
+		}
+	}
+	if len(parts) == 0 {
+		for _, v := range runtimeVersions(cur) {
+			if v[1] != "" {
+				parts = append(parts, v[0]+" "+v[1])
+				break
+			}
+		}
+	}
+	label := strings.Join(parts, ", ")
+	if label == "" {
+		label = "no versions"
+	}
+	if prev != nil && prev.Target != cur.Target {
+		label += " on " + string(cur.Target)
+	}
+	return label
+}
+
+func orNone(v string) string {
+	if v == "" {
+		return "none"
+	}
+	return v
+}
+
+// runtimeRow is one runtime on the runtimes page.
+type runtimeRow struct {
+	store.RuntimeStats
+	Key        string
+	Label      string
+	Versions   string
+	CompareURL string // with the runtime before it on its target; "" for the first
+}
+
+// runtimeGroup is one target's runtimes: a chart and a table.
+type runtimeGroup struct {
+	Target compat.Target
+	Rows   []runtimeRow // newest first
+	Chart  template.HTML
+}
+
+// runtimesView is the data of templates/runtimes.html.
+type runtimesView struct {
+	layout
+	Groups []runtimeGroup
+}
+
+// runtimesPage serves GET /runtimes: each target's runtimes, newest first,
+// with their pass rates over time.
+func (s *Server) runtimesPage(c *fiber.Ctx) error {
+	ctx := c.UserContext()
+	changed, err := s.store.Changed(ctx)
+	if err != nil {
+		return fmt.Errorf("web: runtimes: %w", err)
+	}
+	rts, err := s.cachedRuntimes(ctx, "", changed)
+	if err != nil {
+		return fmt.Errorf("web: runtimes: %w", err)
+	}
+	v := runtimesView{}
+	v.Canonical = "/runtimes"
+	for _, t := range compat.Targets {
+		on := onTarget(rts, t)
+		if len(on) == 0 {
+			continue
+		}
+		g := runtimeGroup{Target: t, Chart: s.trendChart(t, on, "runtimes-"+string(t))}
+		labels := runtimeLabels(on)
+		for i, st := range on {
+			row := runtimeRow{RuntimeStats: st, Key: st.Ref.Key(), Label: labels[i], Versions: fmtVersions(st.Ref)}
+			if i+1 < len(on) {
+				row.CompareURL = compareURL(on[i+1].Ref.Key(), row.Key)
+			}
+			g.Rows = append(g.Rows, row)
+		}
+		v.Groups = append(v.Groups, g)
+	}
+	return s.render(c, "runtimes", v)
+}
+
+// runtimeLabels labels runtimes given newest first, each by what changed
+// since the one before it.
+func runtimeLabels(newestFirst []store.RuntimeStats) []string {
+	out := make([]string, len(newestFirst))
+	for i, st := range newestFirst {
+		var prev *compat.RuntimeRef
+		if i+1 < len(newestFirst) {
+			prev = &newestFirst[i+1].Ref
+		}
+		out[i] = runtimeLabel(prev, st.Ref)
+	}
+	return out
+}
+
+// fmtVersions lists a runtime's versions: "torch_tpu 0.2.0 · torch 2.15.0 · …".
+func fmtVersions(r compat.RuntimeRef) string {
+	var parts []string
+	for _, v := range runtimeVersions(r) {
+		if v[1] != "" {
+			parts = append(parts, v[0]+" "+v[1])
+		}
+	}
+	if len(parts) == 0 {
+		return dash
+	}
+	return strings.Join(parts, " · ")
+}
+
+// compareURL is the comparison page of two runtimes.
+func compareURL(base, head string) string { return "/compare?base=" + base + "&head=" + head }
+
+// oldestFirst returns a reversed copy of newest-first runtimes.
+func oldestFirst(rts []store.RuntimeStats) []store.RuntimeStats {
+	out := slices.Clone(rts)
+	slices.Reverse(out)
+	return out
+}
