@@ -105,15 +105,16 @@ func TestPreflight(t *testing.T) {
 			}
 		})
 	}
-	t.Run("target and repro", func(t *testing.T) {
-		c := ok
-		c.Disabled, c.Target, c.Mode = true, compat.TargetTPU, compat.ModeFull
-		res := Preflight(c)
-		if res.Target != compat.TargetTPU || res.Repro != "scanner probe org/model --revision abc --target tpu --mode full" ||
-			res.Mode == nil || *res.Mode != compat.ModeFull {
-			t.Errorf("target %q repro %q mode %v", res.Target, res.Repro, res.Mode)
-		}
-	})
+}
+
+func TestPreflightTargetAndRepro(t *testing.T) {
+	c := Candidate{ID: "org/model", Revision: "abc", Task: "text-generation", Library: "transformers",
+		Config: map[string]any{"model_type": "llama"}, Disabled: true, Target: compat.TargetTPU, Mode: compat.ModeFull}
+	res := Preflight(c)
+	if res.Target != compat.TargetTPU || res.Repro != "scanner probe org/model --revision abc --target tpu --mode full" ||
+		res.Mode == nil || *res.Mode != compat.ModeFull {
+		t.Errorf("target %q repro %q mode %v", res.Target, res.Repro, res.Mode)
+	}
 }
 
 func TestParseConfig(t *testing.T) {
