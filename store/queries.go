@@ -127,6 +127,15 @@ FROM ` + resultFrom + ` WHERE r.model_id = ? ORDER BY r.tested_at DESC, r.id DES
 	sqlHistoryTarget = `SELECT ` + resultCols + `
 FROM ` + resultFrom + ` WHERE r.model_id = ? AND r.target = ? ORDER BY r.tested_at DESC, r.id DESC LIMIT ?`
 
+	// sqlTaskTallies counts the models and sums their downloads per task
+	// (the pipeline tag, else the newest result's) and library, with
+	// whether they have a result and whether it refused their library.
+	sqlTaskTallies = `SELECT CASE WHEN m.task <> '' THEN m.task ELSE ifnull(r.task, '') END,
+m.library, r.id IS NOT NULL, ifnull(r.status = 'skipped' AND r.reason = 'unsupported_library', 0),
+count(*), ifnull(sum(m.downloads), 0)
+FROM current c JOIN models m ON m.id = c.model_id LEFT JOIN results r ON r.id = c.result_id
+WHERE c.target = ''
+GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4`
 	// sqlLatestRuntime is the runtime of the newest result on a target
 	// ('' = any): the newest of the current ones.
 	sqlLatestRuntime = `SELECT r.runtime FROM current c JOIN results r ON r.id = c.result_id

@@ -104,6 +104,24 @@ type Summary struct {
 	LastScan         *Scan
 	Runtime          *compat.Runtime // of the most recent result
 	Fit              Fit             // models that fit one device of each TPU generation
+	// Tasks tally every known model by task and library, whatever the
+	// target: the source of the coverage figure (which share of the
+	// transformers-backed models falls in a task the harness exercises).
+	Tasks []TaskTally
+}
+
+// TaskTally is a count of models (and their downloads) of one task and
+// library. Task is the Hub pipeline tag, else the task of the model's
+// newest result (the harness infers one from config.json). Tested says
+// whether those models have a result; LibraryRejected whether that result
+// is preflight's "not a transformers model" (skipped, unsupported_library).
+type TaskTally struct {
+	Task            string
+	Library         string
+	Tested          bool
+	LibraryRejected bool
+	Models          int
+	Downloads       int64
 }
 
 // FailureGroup is one root cause and what it blocks.

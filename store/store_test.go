@@ -508,6 +508,46 @@ func TestScans(t *testing.T) {
 	}
 }
 
+// TestSummaryTaskTallies: the models counted by task and library, for the
+// coverage figure; a model without a pipeline tag counts under its newest
+// result's task.
+func TestSummaryTaskTallies(t *testing.T) {
+	s := storetest.MustOpen(t)
+	ups := []store.ModelUpsert{
+		{ID: "o/llm", Task: "text-generation", Library: "transformers", Downloads: 100},
+		{ID: "o/llm2", Task: "text-generation", Library: "transformers", Downloads: 50},
+		{ID: "o/sd", Task: "text-to-image", Library: "diffusers", Downloads: 70},
+		{ID: "o/notag", Library: "", Downloads: 30},
+		{ID: "o/other", Library: "", Downloads: 20},
+		{ID: "o/untested", Library: "", Downloads: 10},
+	}
+	if err := s.UpsertModels(ctx, ups); err != nil {
+		t.Fatal(err)
+	}
+	probed := result("cpu", "pass", at(1))
+	probed.Task = "fill-mask"
+	record(t, s, "o/notag", probed)
+	refused := result("tpu", "skipped", at(2))
+	refused.Reason = compat.Ptr(compat.ReasonUnsupportedLibrary)
+	record(t, s, "o/other", refused)
+	record(t, s, "o/llm", result("tpu", "fail", at(3)))
+	sum, err := s.Summary(ctx, "tpu") // the tallies are the same whatever the target
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []store.TaskTally{
+		{Task: "", Library: "", Tested: false, LibraryRejected: false, Models: 1, Downloads: 10},
+		{Task: "", Library: "", Tested: true, LibraryRejected: true, Models: 1, Downloads: 20},
+		{Task: "fill-mask", Library: "", Tested: true, Models: 1, Downloads: 30},
+		{Task: "text-generation", Library: "transformers", Tested: false, Models: 1, Downloads: 50},
+		{Task: "text-generation", Library: "transformers", Tested: true, Models: 1, Downloads: 100},
+		{Task: "text-to-image", Library: "diffusers", Tested: false, Models: 1, Downloads: 70},
+	}
+	if mustJSON(t, sum.Tasks) != mustJSON(t, want) {
+		t.Errorf("tasks =\n%s\nwant\n%s", mustJSON(t, sum.Tasks), mustJSON(t, want))
+	}
+}
+
 func TestSummary(t *testing.T) {
 	s := storetest.MustOpen(t)
 	empty, err := s.Summary(ctx, "")

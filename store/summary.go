@@ -97,6 +97,10 @@ func summary(ctx context.Context, tx *sql.Tx, target compat.Target) (Summary, er
 		sum.LastScan = &scans[0]
 	}
 
+	if sum.Tasks, err = taskTallies(ctx, tx); err != nil {
+		return sum, err
+	}
+
 	var rt string
 	err = tx.QueryRowContext(ctx, sqlLatestRuntime, string(target)).Scan(&rt)
 	switch {
@@ -110,6 +114,24 @@ func summary(ctx context.Context, tx *sql.Tx, target compat.Target) (Summary, er
 		}
 	}
 	return sum, nil
+}
+
+// taskTallies counts the known models by task and library (any target).
+func taskTallies(ctx context.Context, tx *sql.Tx) ([]TaskTally, error) {
+	rows, err := tx.QueryContext(ctx, sqlTaskTallies)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []TaskTally{}
+	for rows.Next() {
+		var t TaskTally
+		if err := rows.Scan(&t.Task, &t.Library, &t.Tested, &t.LibraryRejected, &t.Models, &t.Downloads); err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	return out, rows.Err()
 }
 
 // maxFailureExamples is how many model ids a FailureGroup lists.

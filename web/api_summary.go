@@ -6,6 +6,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
+	"github.com/google-pytorch/torchtpu-scanner/internal/probe"
 	"github.com/google-pytorch/torchtpu-scanner/store"
 )
 
@@ -21,13 +22,46 @@ type summaryBody struct {
 	Runtime          *compat.Runtime       `json:"runtime"` // of the most recent result
 	Target           string                `json:"target"`
 	Scan             ScanState             `json:"scan_state"`
+	Coverage         coverageBody          `json:"coverage"`
 	Fit              fitSummary            `json:"readiness"` // models that fit one device per TPU generation
+}
+
+// coverageBody is which share of the listed transformers-backed models
+// (and of their downloads) falls in a task the harness exercises.
+type coverageBody struct {
+	Models           int      `json:"models"`  // transformers-backed models
+	Covered          int      `json:"covered"` // of them, in a task the harness exercises
+	Share            *float64 `json:"share"`   // covered ÷ models; null when none
+	Downloads        int64    `json:"downloads"`
+	CoveredDownloads int64    `json:"covered_downloads"`
+	DownloadShare    *float64 `json:"download_share"`
+}
+
+// taskCoverage is the coverage figure of the stored models' task tallies.
+// A model is transformers-backed by probe.TransformersModel; without a
+// library name (or for sentence-transformers) its config.json's
+// model_type is what decides, which the store knows only through the
+// model's newest result: preflight accepted it (a result other than
+// skipped unsupported_library) or not. An untested model without a
+// library name is left out until then.
+func taskCoverage(tallies []store.TaskTally) probe.TaskCoverage {
+	var c probe.TaskCoverage
+	for _, t := range tallies {
+		hasModelType := !t.LibraryRejected && (t.Library != "" || t.Tested)
+		c.Add(t.Library, hasModelType, t.Task, nil, t.Models, t.Downloads)
+	}
+	return c
+}
+
+func newCoverageBody(c probe.TaskCoverage) coverageBody {
+	return coverageBody{Models: c.Models, Covered: c.Covered, Share: c.Share(), Downloads: c.Downloads,
+		CoveredDownloads: c.CoveredDownloads, DownloadShare: c.DownloadShare()}
 }
 
 func newSummaryBody(sum store.Summary, target compat.Target, state ScanState) summaryBody {
 	b := summaryBody{Models: sum.Models, Tested: sum.Tested, Counts: sum.Counts, PassRate: sum.PassRate,
 		WeightedPassRate: sum.WeightedPassRate, Runtime: sum.Runtime, Target: string(target), Scan: state,
-		Fit: newFitSummary(sum.Fit)}
+		Fit: newFitSummary(sum.Fit), Coverage: newCoverageBody(taskCoverage(sum.Tasks))}
 	if sum.LastScan != nil {
 		sc := newScanJSON(*sum.LastScan)
 		b.LastScan = &sc

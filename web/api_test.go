@@ -298,7 +298,7 @@ func TestAPIScanSummaryKeys(t *testing.T) {
 	}
 
 	sum := decode[map[string]any](t, ts.get(t, "/api/v1/summary"))
-	if got, want := keys(sum), []string{"counts", "download_weighted_pass_rate", "last_scan", "models", "pass_rate",
+	if got, want := keys(sum), []string{"counts", "coverage", "download_weighted_pass_rate", "last_scan", "models", "pass_rate",
 		"readiness", "runtime", "scan_state", "target", "tested"}; !slices.Equal(got, want) {
 		t.Errorf("summary keys %v; want %v", got, want)
 	}

@@ -1,26 +1,104 @@
 package web
 
 import (
+	"slices"
+	"strconv"
+	"strings"
+
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
+	"github.com/google-pytorch/torchtpu-scanner/internal/probe"
 )
 
 // methodologyView is the data of templates/methodology.html.
 type methodologyView struct {
 	layout
-	Stages  []compat.Stage
-	Legend  []legendEntry
-	Classes []compat.FailureClass
-	Reasons []compat.Reason
-	Ready   readinessMethodology
+	Stages      []compat.Stage
+	Legend      []legendEntry
+	Classes     []compat.FailureClass
+	Reasons     []compat.Reason
+	Ready       readinessMethodology
+	Dtypes      []dtypeRow
+	Kinds       []kindRow
+	Families    []familyRow
+	Unsupported []unsupportedRow
 }
+
+// dtypeRow is one device dtype's numerics bounds (numerics.json).
+type dtypeRow struct {
+	Dtype, MaxAbs, Top1, RelError, Cosine string
+}
+
+// kindRow is one kind of output and the checks it gets.
+type kindRow struct {
+	Kind, About string
+	Checks      []string
+}
+
+// familyRow is one family of tasks (tasks.json): its pipeline tags, inputs,
+// compared outputs and whether it generates.
+type familyRow struct {
+	Name     string
+	Tags     []string
+	Inputs   string
+	Outputs  []string // "name (kind)"
+	Generate bool
+}
+
+// unsupportedRow is a pipeline tag the harness does not test, and why.
+type unsupportedRow struct{ Tag, Why string }
 
 // methodology serves GET /methodology: exactly what a pass means.
 func (s *Server) methodology(c *fiber.Ctx) error {
 	v := methodologyView{Stages: compat.Stages, Legend: legend(), Classes: compat.FailureClasses, Reasons: compat.Reasons,
 		Ready: newReadinessMethodology()}
+	v.Dtypes, v.Kinds = numericsRows(probe.Numerics)
+	v.Families, v.Unsupported = taskRows(probe.Tasks)
 	v.Canonical = "/methodology"
 	c.Set(fiber.HeaderCacheControl, "public, max-age=3600")
 	return s.render(c, "methodology", v)
+}
+
+// numericsRows lays out the numerics table: bounds per dtype, checks per kind.
+func numericsRows(t probe.NumericsTable) ([]dtypeRow, []kindRow) {
+	g := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+	var dtypes []dtypeRow
+	for _, d := range probe.NumericsDtypes {
+		b := t.Dtypes[d]
+		dtypes = append(dtypes, dtypeRow{Dtype: d, MaxAbs: g(b.Atol) + " + " + g(b.Rtol) + " · max |reference|",
+			Top1: g(b.Top1), RelError: g(b.RelError), Cosine: g(b.Cosine)})
+	}
+	var kinds []kindRow
+	for name, k := range t.Kinds {
+		kinds = append(kinds, kindRow{Kind: name, About: k.About, Checks: k.Checks})
+	}
+	slices.SortFunc(kinds, func(a, b kindRow) int { return strings.Compare(a.Kind, b.Kind) })
+	return dtypes, kinds
+}
+
+// taskRows lays out the task table: families with their tags (families
+// without a tag of their own, such as speech-seq2seq, which a tag's config
+// resolves to, are listed too), and the unsupported tags.
+func taskRows(t probe.TaskTable) ([]familyRow, []unsupportedRow) {
+	tags := map[string][]string{}
+	for tag, spec := range t.Tasks {
+		tags[spec.Family] = append(tags[spec.Family], tag)
+	}
+	var fams []familyRow
+	for name, f := range t.Families {
+		row := familyRow{Name: name, Tags: tags[name], Inputs: f.Inputs, Generate: f.Generate}
+		slices.Sort(row.Tags)
+		for _, o := range f.Outputs {
+			row.Outputs = append(row.Outputs, o[0]+" ("+o[1]+")")
+		}
+		fams = append(fams, row)
+	}
+	slices.SortFunc(fams, func(a, b familyRow) int { return strings.Compare(a.Name, b.Name) })
+	var un []unsupportedRow
+	for tag, why := range t.Unsupported {
+		un = append(un, unsupportedRow{tag, why})
+	}
+	slices.SortFunc(un, func(a, b unsupportedRow) int { return strings.Compare(a.Tag, b.Tag) })
+	return fams, un
 }

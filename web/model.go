@@ -176,6 +176,8 @@ func metricRows(m compat.Metrics) []metricRow {
 		{"Compiled step", ms(m.CompiledStepMS), m.CompiledStepMS != nil},
 		{"Time to first token", ms(m.TTFTMS), m.TTFTMS != nil},
 		{"Perplexity", g(m.Perplexity), m.Perplexity != nil},
+		{"Relative error vs CPU", g(m.RelError), m.RelError != nil},
+		{"Cosine similarity vs CPU", cosine(m.CosineSimilarity), m.CosineSimilarity != nil},
 		{"Parameters", paramCount(m.ParamCount), m.ParamCount != nil},
 	} {
 		if x.set {
@@ -197,4 +199,12 @@ func paramCount(p *int64) string {
 		return dash
 	}
 	return fmtCount(*p)
+}
+
+// cosine shows a cosine similarity with the digits that tell 0.9999 from 0.99.
+func cosine(p *float64) string {
+	if p == nil {
+		return dash
+	}
+	return strconv.FormatFloat(*p, 'f', 6, 64)
 }

@@ -89,6 +89,7 @@ type tableView struct {
 	NextURL   string
 	FirstURL  string
 	Summary   store.Summary
+	Coverage  coverageBody // of the summary's task tallies
 	Failures  []store.FailureGroup
 	State     ScanState
 	Progress  *scanProgress
@@ -146,7 +147,8 @@ func (s *Server) table(c *fiber.Ctx) error {
 	}
 
 	v := tableView{
-		Form: form, Summary: sum, Failures: fails, State: s.scanState(), Legend: legend(),
+		Form: form, Summary: sum, Coverage: newCoverageBody(taskCoverage(sum.Tasks)), Failures: fails,
+		State: s.scanState(), Legend: legend(),
 		Statuses: compat.Statuses, Targets: compat.Targets, Sorts: sortNames(), DefaultSort: store.DefaultSort, Target: q.Target,
 		Filtered: form.Q != "" || form.Status != "" || form.Task != "" || form.Org != "" || form.Hint != "",
 		Hints:    readiness.Codes, Fit: newFitSummary(sum.Fit),

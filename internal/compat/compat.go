@@ -274,6 +274,11 @@ type Metrics struct {
 	Perplexity     *float64 `json:"perplexity,omitempty"`
 	Tolerance      *float64 `json:"tolerance,omitempty"`
 	ParamCount     *int64   `json:"param_count,omitempty"`
+	// RelError is the largest relative error ||device - reference|| /
+	// ||reference|| over the dense outputs (boxes, masks, depth, audio, ...);
+	// CosineSimilarity the smallest over the embeddings (numerics.json).
+	RelError         *float64 `json:"rel_error,omitempty"`
+	CosineSimilarity *float64 `json:"cosine_similarity,omitempty"`
 	// Efficiency is how MFU and MBU were computed (or why not).
 	Efficiency *Efficiency `json:"efficiency,omitempty"`
 }

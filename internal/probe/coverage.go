@@ -21,16 +21,56 @@ func LoadListing(path string) ([]hub.ModelInfo, error) {
 	return l, nil
 }
 
-// Coverage counts how many models of a listing fall in a task the harness
-// supports (SupportedTask on their pipeline tag, or their architectures
-// when they have none), out of all of them.
-func Coverage(listing []hub.ModelInfo) (supported, total int) {
-	for _, m := range listing {
-		if SupportedTask(m.PipelineTag, architectures(m.Config)) {
-			supported++
-		}
+// TaskCoverage is which share of a set of transformers-backed models (and
+// of their downloads) falls in a task the harness exercises.
+type TaskCoverage struct {
+	Models           int   // transformers-backed models
+	Covered          int   // of them, those whose task the harness exercises
+	Downloads        int64 // the Models' downloads
+	CoveredDownloads int64 // the Covered ones' downloads
+}
+
+// Add counts n models with downloads in all: those of a transformers
+// library (TransformersModel) are counted, and covered when the harness
+// supports their pipeline tag (or, without one, their architectures).
+func (c *TaskCoverage) Add(library string, hasModelType bool, task string, architectures []string, n int, downloads int64) {
+	if !TransformersModel(library, hasModelType) {
+		return
 	}
-	return supported, len(listing)
+	c.Models += n
+	c.Downloads += downloads
+	if SupportedTask(task, architectures) {
+		c.Covered += n
+		c.CoveredDownloads += downloads
+	}
+}
+
+// Share is Covered ÷ Models, nil when there are none.
+func (c TaskCoverage) Share() *float64 {
+	if c.Models == 0 {
+		return nil
+	}
+	r := float64(c.Covered) / float64(c.Models)
+	return &r
+}
+
+// DownloadShare is CoveredDownloads ÷ Downloads, nil when there are none.
+func (c TaskCoverage) DownloadShare() *float64 {
+	if c.Downloads == 0 {
+		return nil
+	}
+	r := float64(c.CoveredDownloads) / float64(c.Downloads)
+	return &r
+}
+
+// Coverage is the task coverage of a Hub listing (with config expanded).
+func Coverage(listing []hub.ModelInfo) TaskCoverage {
+	var c TaskCoverage
+	for _, m := range listing {
+		mt, _ := m.Config["model_type"].(string)
+		c.Add(m.Library, mt != "", m.PipelineTag, architectures(m.Config), 1, m.Downloads)
+	}
+	return c
 }
 
 // ListedCandidate is what preflight can know of a model from its Hub

@@ -37,72 +37,20 @@ type Candidate struct {
 	Target compat.Target
 }
 
-// supportedTasks are the Hub pipeline tags the harness can smoke-test.
-// Keep in step with the harness's own table.
-var supportedTasks = map[string]bool{
-	"text-generation":              true,
-	"feature-extraction":           true,
-	"fill-mask":                    true,
-	"sentence-similarity":          true,
-	"text-classification":          true,
-	"token-classification":         true,
-	"text2text-generation":         true,
-	"translation":                  true,
-	"summarization":                true,
-	"image-classification":         true,
-	"image-feature-extraction":     true,
-	"automatic-speech-recognition": true,
-	"question-answering":           true,
-	"zero-shot-classification":     true,
-	"text-ranking":                 true,
-	"audio-classification":         true,
-}
-
-// SupportedTasks lists the supported pipeline tags, sorted.
-func SupportedTasks() []string {
-	out := make([]string, 0, len(supportedTasks))
-	for t := range supportedTasks {
-		out = append(out, t)
-	}
-	slices.Sort(out)
-	return out
-}
-
-// archSuffixes are the transformers class-name endings the harness knows a
-// task for, used when a model has no pipeline tag.
-var archSuffixes = []string{
-	"ForCausalLM", "LMHeadModel", "ForMaskedLM", "ForPreTraining",
-	"ForSequenceClassification", "ForTokenClassification",
-	"ForConditionalGeneration", "ForSpeechSeq2Seq", "ForCTC",
-	"ForImageClassification", "Model",
-}
-
-// SupportedTask reports whether the harness can test a model with this
-// Hub pipeline tag. A model without a tag ("") is decided by its
-// config.json architectures: a bare backbone (BertModel) or one of the
-// heads in archSuffixes is supported. A tag outside the supported set is
-// not, whatever the architecture (an image-text-to-text model's
-// …ForConditionalGeneration is not a seq2seq text model).
-func SupportedTask(pipelineTag string, architectures []string) bool {
-	if pipelineTag != "" {
-		return supportedTasks[pipelineTag]
-	}
-	for _, a := range architectures {
-		for _, suf := range archSuffixes {
-			// "Model" alone is not an architecture; "BertModel" is.
-			if strings.HasSuffix(a, suf) && len(a) > len(suf) {
-				return true
-			}
-		}
+// TransformersModel reports whether a model with this Hub library_name
+// loads with transformers' Auto classes (rule 4 of Preflight): library
+// transformers; or sentence-transformers, whose repositories carry a plain
+// transformers backbone, or no library name, when its config.json has a
+// model_type.
+func TransformersModel(library string, hasModelType bool) bool {
+	switch library {
+	case "transformers":
+		return true
+	case "sentence-transformers", "":
+		return hasModelType
 	}
 	return false
 }
-
-// transformersLibraries are the Hub library names whose models load with
-// transformers' Auto classes. sentence-transformers repositories carry a
-// plain transformers backbone (config.json with model_type), which is what
-// the feature-extraction and sentence-similarity tasks test.
-var transformersLibraries = map[string]bool{"transformers": true, "sentence-transformers": true}
 
 // Preflight decides whether a model is worth probing. It returns nil to go
 // ahead, or the Result that stands instead: status skipped with a reason,
@@ -140,9 +88,7 @@ func Preflight(c Candidate) *compat.Result {
 	}
 
 	switch lib := c.Library; {
-	case lib == "transformers":
-	case lib == "sentence-transformers" && (modelType != "" || configBroken):
-	case lib == "" && (modelType != "" || configBroken):
+	case TransformersModel(lib, modelType != "" || configBroken):
 	case lib == "":
 		return skipped(c, compat.ReasonUnsupportedLibrary, "no library_name on the Hub and no config.json with a model_type: not a transformers model")
 	default:
@@ -161,6 +107,9 @@ func Preflight(c Candidate) *compat.Result {
 		return skipped(c, compat.ReasonRemoteCode, "config.json has auto_map: its classes are custom code that needs trust_remote_code; the scanner runs no code from model repositories")
 	}
 	if archs := architectures(config); !SupportedTask(c.Task, archs) {
+		if why := UnsupportedWhy(c.Task); why != "" {
+			return skipped(c, compat.ReasonUnsupportedTask, fmt.Sprintf("pipeline tag %q is not one the harness tests: %s", c.Task, why))
+		}
 		if c.Task != "" {
 			return skipped(c, compat.ReasonUnsupportedTask, fmt.Sprintf("pipeline tag %q is not one the harness tests (supported: %s)", c.Task, strings.Join(SupportedTasks(), ", ")))
 		}

@@ -84,10 +84,13 @@ def main() -> int:
 
     import inspect
 
+    def to_dev(kw):
+        return {k: (v.to(dev, dtype=dtype) if v.is_floating_point() else v.to(dev)) if hasattr(v, "to") else v
+                for k, v in kw.items()}
+
     inputs, _ = ht.build_inputs(torch, family, model.config, set(inspect.signature(model.forward).parameters),
-                                a.seq_len, a.new_tokens, a.seed, type(model).__name__)
-    dinputs = {k: (v.to(dev, dtype=dtype) if v.is_floating_point() else v.to(dev)) if hasattr(v, "to") else v
-               for k, v in inputs.items()}
+                                a.seq_len, a.new_tokens, a.seed, type(model).__name__, model=model, to_device=to_dev)
+    dinputs = to_dev(inputs)
 
     def timed(fn, n):
         times = []

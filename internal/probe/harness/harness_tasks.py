@@ -1,83 +1,54 @@
-"""Which Hub tasks the harness can smoke-test, and how to build their inputs.
+"""Which Hub tasks the harness can smoke-test: the task table, a task for a model without one, the
+family of inputs and outputs for a task and a config, coverage of a Hub listing, and the arch-mode
+layer cut.
 
-Task families (inputs are built from config.json alone: no tokenizer, no
-processor, no downloaded data):
+The table is tasks.json (read by the scanner's Go preflight too: internal/probe/tasks.go): pipeline
+tag -> family; per family whether it generates, the Auto classes to try and the outputs compared with
+the CPU reference (their kinds and bounds are numerics.json, applied by harness_numerics.py). The
+inputs of every family are built from the config alone by harness_inputs.py (no tokenizer, no
+processor, no downloaded data): see its docstring for the table of inputs.
 
-| family          | pipeline tags                                                | inputs                                   | generate |
-|-----------------|--------------------------------------------------------------|------------------------------------------|----------|
-| causal-lm       | text-generation                                              | input_ids [1, S] (no padding, no mask)   | yes      |
-| text-encoder    | feature-extraction, fill-mask, sentence-similarity,          | input_ids [1, S] (+ token_type_ids)      | no       |
-|                 | text-classification, token-classification,                   |                                          |          |
-|                 | question-answering, zero-shot-classification, text-ranking   |                                          |          |
-| seq2seq         | text2text-generation, translation, summarization             | input_ids [1, S], decoder_input_ids      | yes      |
-| vision          | image-classification, image-feature-extraction               | pixel_values [1, C, H, W] from config    | no       |
-| speech-seq2seq  | automatic-speech-recognition (Whisper-style, num_mel_bins)   | input_features [1, mel, 3000]            | yes      |
-| speech-ctc      | automatic-speech-recognition (CTC), audio-classification     | input_values [1, 16000] (1 s @ 16 kHz)   | no       |
+A model without a pipeline tag gets its task from config.architectures[0]: the first of transformers'
+own MODEL_FOR_*_MAPPING_NAMES (in the order of tasks.json "mappings") that lists the class, else the
+first suffix of "arch_suffixes" it ends with, refined by the config (a ForConditionalGeneration with a
+vision tower is image-text-to-text, a bare ...Model with a vision config image-feature-extraction, ...).
+A tag of "unsupported" (transformers has no model class for it) is skipped with reason
+``unsupported_task``, naming the task.
 
-Everything else is skipped with reason ``unsupported_task``. Text inputs are a
-seeded random chunk of token ids repeated twice to fill exactly S tokens (so a
-trained LM can be checked for a sane perplexity on the repeated half, without a
-tokenizer).
-
-Run ``python harness_tasks.py coverage LISTING.json`` to print which share of a
-Hub listing (a JSON list of entries with pipeline_tag, library_name and
-config.architectures, optionally downloads) the harness covers.
+Run ``python harness_tasks.py coverage LISTING.json`` to print which share of a Hub listing (a JSON
+list of entries with pipeline_tag, library_name and config.architectures, optionally downloads) the
+harness covers, and ``python harness_tasks.py table`` for the table.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 
-# pipeline tag -> family. "speech" is resolved to speech-seq2seq or speech-ctc from the config.
-TASK_FAMILIES: dict[str, str] = {
-    "text-generation": "causal-lm",
-    "feature-extraction": "text-encoder",
-    "fill-mask": "text-encoder",
-    "sentence-similarity": "text-encoder",
-    "text-classification": "text-encoder",
-    "token-classification": "text-encoder",
-    "question-answering": "text-encoder",
-    "zero-shot-classification": "text-encoder",
-    "text-ranking": "text-encoder",
-    "text2text-generation": "seq2seq",
-    "translation": "seq2seq",
-    "summarization": "seq2seq",
-    "image-classification": "vision",
-    "image-feature-extraction": "vision",
-    "automatic-speech-recognition": "speech",
-    "audio-classification": "speech-ctc",
-}
+with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "tasks.json"), encoding="utf-8") as _fh:
+    TABLE = json.load(_fh)
 
-GENERATIVE_FAMILIES = {"causal-lm", "seq2seq", "speech-seq2seq"}
+# pipeline tag -> family. "speech" is resolved to speech-seq2seq or speech-ctc from the config.
+TASK_FAMILIES: dict[str, str] = {tag: spec["family"] for tag, spec in TABLE["tasks"].items()}
+FAMILIES: dict[str, dict] = TABLE["families"]
+UNSUPPORTED: dict[str, str] = TABLE["unsupported"]
+GENERATIVE_FAMILIES = {name for name, spec in FAMILIES.items() if spec["generate"]}
+# Auto classes per family, tried when config.architectures names no transformers class; per task first.
+AUTO_CLASSES: dict[str, tuple] = {name: tuple(spec["auto"]) for name, spec in FAMILIES.items()}
+TASK_AUTO_CLASSES: dict[str, tuple] = {tag: tuple(spec["auto"]) for tag, spec in TABLE["tasks"].items() if "auto" in spec}
+ARCH_SUFFIXES: list[tuple[str, str]] = [(s, t) for s, t in TABLE["arch_suffixes"]]
 
 # Libraries whose checkpoints are plain transformers models (config.json + safetensors).
 SUPPORTED_LIBRARIES = {"transformers", "sentence-transformers", ""}
 
+# The sub-configs a composite model may carry; each must be an object with at least a model_type or a size.
+SUB_CONFIGS = ("text_config", "vision_config", "audio_config")
+
 LAYER_KEYS = (
     "num_hidden_layers", "n_layer", "n_layers", "num_layers", "encoder_layers", "decoder_layers",
-    "num_encoder_layers", "num_decoder_layers",
+    "num_encoder_layers", "num_decoder_layers", "depth",
 )
-
-# Auto classes per family, tried when config.architectures names no transformers class.
-AUTO_CLASSES = {
-    "causal-lm": ("AutoModelForCausalLM",),
-    "text-encoder": ("AutoModel",),
-    "seq2seq": ("AutoModelForSeq2SeqLM",),
-    "vision": ("AutoModelForImageClassification", "AutoModel"),
-    "speech-seq2seq": ("AutoModelForSpeechSeq2Seq",),
-    "speech-ctc": ("AutoModelForCTC", "AutoModelForAudioClassification", "AutoModel"),
-}
-TASK_AUTO_CLASSES = {
-    "fill-mask": ("AutoModelForMaskedLM",),
-    "text-classification": ("AutoModelForSequenceClassification",),
-    "zero-shot-classification": ("AutoModelForSequenceClassification",),
-    "text-ranking": ("AutoModelForSequenceClassification",),
-    "token-classification": ("AutoModelForTokenClassification",),
-    "question-answering": ("AutoModelForQuestionAnswering",),
-    "image-feature-extraction": ("AutoModel",),
-    "audio-classification": ("AutoModelForAudioClassification",),
-}
 
 
 def _cfg_get(config, key, default=None):
@@ -92,54 +63,87 @@ def looks_like_vision(config) -> bool:
 
 
 def looks_like_audio(config) -> bool:
-    return _cfg_get(config, "feat_extract_norm") is not None or _cfg_get(config, "conv_dim") is not None
+    return (_cfg_get(config, "feat_extract_norm") is not None or _cfg_get(config, "conv_dim") is not None
+            or _cfg_get(config, "feature_projection_input_dim") is not None)
 
 
 def looks_like_whisper(config) -> bool:
     return bool(_cfg_get(config, "is_encoder_decoder")) and _cfg_get(config, "num_mel_bins") is not None
 
 
+def _has(config, key) -> bool:
+    return _cfg_get(config, key) is not None
+
+
+def multimodal(config) -> str:
+    """'vision', 'audio', 'vision+audio' or '' from the sub-configs a composite config carries."""
+    vision = any(_has(config, k) for k in ("vision_config", "visual", "vision_encoder_config"))
+    audio = any(_has(config, k) for k in ("audio_config", "audio_encoder_config"))
+    return "+".join(n for n, on in (("vision", vision), ("audio", audio)) if on)
+
+
+def _mapping_task(arch: str) -> str | None:
+    """The task of the first transformers MODEL_FOR_*_MAPPING_NAMES (tasks.json order) listing arch."""
+    try:
+        from transformers.models.auto import modeling_auto
+    except Exception:  # noqa: BLE001 - without transformers, the suffix rules decide
+        return None
+    for mapping, task in TABLE["mappings"]:
+        names = getattr(modeling_auto, mapping, None) or {}
+        for val in names.values():
+            if arch == val or (isinstance(val, (list, tuple)) and arch in val):
+                return task
+    return None
+
+
+def _suffix_task(arch: str) -> str | None:
+    for suffix, task in ARCH_SUFFIXES:
+        # "Model" alone is not an architecture; "BertModel" is.
+        if arch.endswith(suffix) and len(arch) > len(suffix):
+            return task
+    return None
+
+
 def infer_task(architectures, config=None) -> str | None:
     """A pipeline tag from config.architectures when the listing gave none."""
     arch = (architectures or [None])[0] or ""
-    enc_dec = bool(_cfg_get(config, "is_encoder_decoder")) if config is not None else False
-    if arch.endswith("ForCTC"):
-        return "automatic-speech-recognition"
-    if arch.endswith("ForAudioClassification") or (
-            arch.endswith("ForSequenceClassification") and config is not None and looks_like_audio(config)):
+    if not arch:
+        return None
+    task = _mapping_task(arch) or _suffix_task(arch)
+    if task is None or config is None:
+        return task
+    enc_dec = bool(_cfg_get(config, "is_encoder_decoder"))
+    mm = multimodal(config)
+    if task == "text2text-generation" and arch.endswith("ForConditionalGeneration"):
+        if looks_like_whisper(config):
+            return "automatic-speech-recognition"
+        if mm:
+            return "audio-text-to-text" if mm == "audio" else "image-text-to-text"
+        # T5/BART/Marian style; a decoder-only ...ForConditionalGeneration without towers is not known
+        return task if enc_dec else None
+    if task == "any-to-any" and mm == "audio":
+        return "audio-text-to-text"
+    if task == "text-generation" and enc_dec:
+        return "text2text-generation"
+    if task == "text-classification" and looks_like_audio(config):
         return "audio-classification"
-    if arch.endswith("ForSpeechSeq2Seq") or (arch.endswith("ForConditionalGeneration") and config is not None and looks_like_whisper(config)):
-        return "automatic-speech-recognition"
-    if arch.endswith("ForCausalLM") or arch.endswith("LMHeadModel"):
-        return "text2text-generation" if enc_dec else "text-generation"
-    if arch.endswith("ForConditionalGeneration"):
-        # T5/BART/Marian style; multimodal *ForConditionalGeneration (Llava, Qwen-VL) are not encoder-decoder.
-        return "text2text-generation" if enc_dec else None
-    if arch.endswith("ForMaskedLM"):
-        return "fill-mask"
-    if arch.endswith("ForPreTraining"):  # BERT/ELECTRA pre-training heads: a text encoder with extra heads
-        return "feature-extraction"
-    if arch.endswith("ForSequenceClassification"):
-        return "text-classification"
-    if arch.endswith("ForTokenClassification"):
-        return "token-classification"
-    if arch.endswith("ForQuestionAnswering"):
-        return "question-answering"
-    if arch.endswith("ForImageClassification"):
-        return "image-classification"
-    if arch.endswith("MTModel") and enc_dec:  # MarianMTModel
-        return "translation"
-    if arch.endswith("Model") or arch.endswith("EncoderModel"):
-        if config is not None and looks_like_vision(config):
+    if task == "feature-extraction":
+        if mm == "vision" and _has(config, "text_config"):
+            return "zero-shot-image-classification"
+        if looks_like_vision(config):
             return "image-feature-extraction"
-        return "feature-extraction"
-    return None
+    return task
+
+
+def _note(note: str, more: str) -> str:
+    return (note + "; " if note else "") + more
 
 
 def resolve_family(task: str | None, config) -> tuple[str | None, str | None, str]:
     """(task, family, note) for a pipeline tag and a config (object or dict).
 
-    family None means unsupported. The note explains any adjustment."""
+    family None means unsupported; the note then says why, naming the task. The note
+    otherwise explains any adjustment."""
     note = ""
     architectures = _cfg_get(config, "architectures") or []
     if not task:
@@ -149,31 +153,53 @@ def resolve_family(task: str | None, config) -> tuple[str | None, str | None, st
         note = f"task inferred from architectures: {task}"
     family = TASK_FAMILIES.get(task)
     if family is None:
-        return task, None, f"task {task!r} is not supported"
-    if family != "causal-lm" and _cfg_get(config, "text_config") is not None and (
-            _cfg_get(config, "vision_config") is not None or _cfg_get(config, "audio_config") is not None):
-        # CLIP/SigLIP-style dual encoders need paired text and image inputs
-        return task, None, f"multimodal model (text and vision/audio towers) for task {task!r} is not supported"
+        why = UNSUPPORTED.get(task)
+        return task, None, f"task {task!r} is not supported" + (f": {why}" if why else "")
+    family, more = _refine(task, family, config)
+    if more:
+        note = _note(note, more)
+    if family is None:
+        return task, None, note
+    return task, family, note
+
+
+def _refine(task: str, family: str, config) -> tuple[str | None, str]:
+    """The family a config really needs for a task's family, and a note (family None: unsupported)."""
+    mm = multimodal(config)
+    enc_dec = bool(_cfg_get(config, "is_encoder_decoder"))
+    model_type = _cfg_get(config, "model_type") or ""
     if family == "speech":
         if looks_like_whisper(config):
-            family = "speech-seq2seq"
-        elif _cfg_get(config, "is_encoder_decoder"):
-            return task, None, "encoder-decoder speech model without num_mel_bins is not supported"
-        else:
-            family = "speech-ctc"
-    elif family == "text-encoder" and looks_like_audio(config):
-        family = "speech-ctc"
-        note = (note + "; " if note else "") + "audio config: waveform inputs"
-    elif family == "text-encoder" and looks_like_vision(config):
-        family = "vision"
-        note = (note + "; " if note else "") + "vision config: image inputs"
-    elif family == "causal-lm" and _cfg_get(config, "is_encoder_decoder"):
-        family = "seq2seq"
-        note = (note + "; " if note else "") + "encoder-decoder config: seq2seq inputs"
-    elif family in ("seq2seq",) and not _cfg_get(config, "is_encoder_decoder"):
-        family = "causal-lm"
-        note = (note + "; " if note else "") + "decoder-only config: causal LM inputs"
-    return task, family, note
+            return "speech-seq2seq", ""
+        if enc_dec:
+            return None, f"encoder-decoder speech model without num_mel_bins is not supported (task {task!r})"
+        return "speech-ctc", ""
+    if family in ("text-encoder", "vision") and mm == "vision" and _has(config, "text_config"):
+        return "contrastive", "text and vision towers: paired image and text inputs"
+    if family == "text-encoder" and looks_like_audio(config):
+        if task in ("feature-extraction", "sentence-similarity"):
+            return "speech-encoder", "audio config: waveform inputs"
+        return "speech-ctc", "audio config: waveform inputs"
+    if family == "text-encoder" and looks_like_vision(config):
+        return "vision", "vision config: image inputs"
+    if family == "text-encoder" and mm:
+        return None, f"multimodal model ({mm} towers) for task {task!r} is not supported"
+    if family == "causal-lm" and enc_dec:
+        return "seq2seq", "encoder-decoder config: seq2seq inputs"
+    if family == "seq2seq" and not enc_dec:
+        return "causal-lm", "decoder-only config: causal LM inputs"
+    if family == "vlm" and mm == "audio":
+        return "audio-lm", "audio tower: audio inputs"
+    if family == "document" and model_type == "vision-encoder-decoder":
+        return "vlm", "vision encoder-decoder: image inputs"
+    if family == "table-qa" and model_type != "tapas":
+        if enc_dec:
+            return "seq2seq", "encoder-decoder table model: seq2seq inputs"
+        return None, f"table-question-answering model of type {model_type!r} is not supported (TAPAS or seq2seq)"
+    if family == "codec" and not (_has(config, "codebook_size") or _has(config, "codebook_dim")):
+        return None, (f"audio-to-audio model of type {model_type!r} is not an audio codec: only codecs "
+                      "(EnCodec, DAC, Mimi, ...) are supported")
+    return family, ""
 
 
 def task_support(pipeline_tag: str | None, library_name: str | None, architectures=None, config=None) -> dict:
@@ -182,9 +208,11 @@ def task_support(pipeline_tag: str | None, library_name: str | None, architectur
     if architectures is not None:
         cfg.setdefault("architectures", architectures)
     lib = (library_name or "").strip()
-    if lib not in SUPPORTED_LIBRARIES:
+    if lib not in SUPPORTED_LIBRARIES or (not lib and not cfg.get("model_type")):
+        # as the scanner's preflight: a model without a library name is transformers' when its
+        # config.json has a model_type
         return {"supported": False, "task": pipeline_tag, "family": None, "reason": "unsupported_library",
-                "note": f"library {lib!r}"}
+                "note": f"library {lib!r}" + ("" if lib else " and no config.json model_type")}
     if cfg.get("auto_map") and not cfg.get("model_type"):
         return {"supported": False, "task": pipeline_tag, "family": None, "reason": "remote_code", "note": "auto_map"}
     task, family, note = resolve_family(pipeline_tag or None, cfg)
@@ -194,7 +222,7 @@ def task_support(pipeline_tag: str | None, library_name: str | None, architectur
 
 
 def support_table() -> dict[str, dict]:
-    """The task-support table: pipeline tag -> {family, generate}."""
+    """The task-support table: pipeline tag -> {families, generate}."""
     out = {}
     for tag, fam in TASK_FAMILIES.items():
         fams = ["speech-seq2seq", "speech-ctc"] if fam == "speech" else [fam]
@@ -203,11 +231,12 @@ def support_table() -> dict[str, dict]:
 
 
 def coverage(entries: list[dict]) -> dict:
-    """Coverage of a Hub listing: counts and download-weighted shares, plus per-reason misses."""
-    total = len(entries)
-    covered = 0
-    dl_total = 0
-    dl_covered = 0
+    """Coverage of a Hub listing: counts and download-weighted shares, plus per-reason misses.
+
+    share and download_share are over every entry; transformers_share over the entries whose
+    library is transformers' (the scanner's coverage figure)."""
+    total = covered = backed = 0
+    dl_total = dl_covered = dl_backed = 0
     reasons: dict[str, int] = {}
     rows = []
     for e in entries:
@@ -219,7 +248,11 @@ def coverage(entries: list[dict]) -> dict:
         lib = e.get("library_name") or e.get("library") or ""
         sup = task_support(tag, lib, archs, cfg if isinstance(cfg, dict) else None)
         dls = int(e.get("downloads") or 0)
+        total += 1
         dl_total += dls
+        if sup["reason"] != "unsupported_library":
+            backed += 1
+            dl_backed += dls
         if sup["supported"]:
             covered += 1
             dl_covered += dls
@@ -232,9 +265,70 @@ def coverage(entries: list[dict]) -> dict:
         "covered": covered,
         "share": (covered / total) if total else None,
         "download_share": (dl_covered / dl_total) if dl_total else None,
+        "transformers_models": backed,
+        "transformers_share": (covered / backed) if backed else None,
+        "transformers_download_share": (dl_covered / dl_backed) if dl_backed else None,
         "missed_by_reason": reasons,
         "rows": rows,
     }
+
+
+def make_deterministic(config) -> list[str]:
+    """Switch off the config fields that make a forward random (tasks.json "deterministic": VITS's
+    sampling noise, SpeechT5's always-on prenet dropout), in config and its sub-configs; the changes."""
+    knobs = {k: v for k, v in TABLE["deterministic"].items() if k != "about"}
+    changes: list[str] = []
+    _set_knobs(config, knobs, changes, "", set())
+    return changes
+
+
+def _set_knobs(config, knobs, changes, prefix, seen):
+    if id(config) in seen:
+        return
+    seen.add(id(config))
+    attrs = _config_attrs(config)
+    for key, val in knobs.items():
+        if isinstance(attrs.get(key), (int, float)) and attrs[key] != val:
+            changes.append(f"{prefix}{key} {attrs[key]}->{val}")
+            setattr(config, key, val)
+    for key, val in attrs.items():
+        if _is_config(val):
+            _set_knobs(val, knobs, changes, f"{prefix}{key}.", seen)
+
+
+def check_subconfigs(raw: dict) -> str | None:
+    """Why config.json's sub-configs are malformed, naming the field; None when they are fine.
+
+    A text_config, vision_config or audio_config that is present must be a JSON object (or null);
+    an empty object stands for the sub-config class's defaults. Fields the family's inputs need
+    and that the loaded config leaves empty are checked after loading (check_inputs)."""
+    for key in SUB_CONFIGS:
+        if key not in raw or raw[key] is None:
+            continue
+        sub = raw[key]
+        if not isinstance(sub, dict):
+            return f"config.json: {key} is a {type(sub).__name__}, not an object"
+    return None
+
+
+def name_config_field(raw: dict, message: str) -> str | None:
+    """The field of config.json that transformers' config validation refused, with the sub-config
+    that holds it ("text_config.vocab_size is missing"); None when the message names no field or
+    the field is in no sub-config nor at the top level. message is the validation error's text."""
+    import re
+
+    m = re.search(r"field '([A-Za-z_][A-Za-z0-9_]*)'", message)
+    if not m:
+        return None
+    field = m.group(1)
+    places = [(key, raw[key]) for key in SUB_CONFIGS if isinstance(raw.get(key), dict)] + [("", raw)]
+    for where, obj in places:
+        if field in obj:
+            name = f"{where}.{field}" if where else field
+            if obj[field] is None:
+                return f"config.json: {name} is missing (null)"
+            return f"config.json: {name} is {obj[field]!r}, which transformers refuses"
+    return None
 
 
 # --- config shaping (arch mode) -------------------------------------------
@@ -255,14 +349,28 @@ def _reduce(config, layers, changes, prefix, seen):
         return
     seen.add(id(config))
     attrs = _config_attrs(config)
+    for key in FEATURE_INDEX_KEYS:  # backbones keep out_indices behind a property
+        if key not in attrs and f"_{key}" in attrs:
+            attrs[key] = attrs[f"_{key}"]
+    # staged backbones (Swin, ResNet, ...) count stages in num_layers: their depths are cut instead
+    stages = len(attrs["depths"]) if _int_list(attrs.get("depths")) else None
+    # a backbone that exposes k layers' features (out_indices, ...) keeps k distinct layers; a staged
+    # one's out_indices count stages, which are all kept
+    wanted = [len(v) for k, v in attrs.items() if k in FEATURE_INDEX_KEYS and _int_list(v)] if stages is None else []
+    layers_here = max([layers] + wanted)
     old_counts = {}
     for key in LAYER_KEYS:
         val = attrs.get(key)
-        if isinstance(val, int) and not isinstance(val, bool) and val > layers:
-            setattr(config, key, layers)
+        if stages is not None and val == stages:
+            continue
+        if isinstance(val, int) and not isinstance(val, bool) and val > layers_here:
+            setattr(config, key, layers_here)
             old_counts[key] = val
-            changes.append(f"{prefix}{key} {val}->{layers}")
+            changes.append(f"{prefix}{key} {val}->{layers_here}")
     olds = set(old_counts.values())
+    if olds:
+        _reindex(config, attrs, layers_here, changes, prefix)
+    layers = layers_here
     for key, val in attrs.items():
         if key in LAYER_KEYS or key.startswith("_"):
             continue
@@ -287,6 +395,39 @@ def _reduce(config, layers, changes, prefix, seen):
             _reduce(val, layers, changes, f"{prefix}{key}.", seen)
 
 
+# index lists over a model's layers that must stay distinct and in range: key -> first index
+FEATURE_INDEX_KEYS = {"out_indices": 1, "backbone_out_indices": 0, "deepstack_visual_indexes": 0}
+# index lists of layers that get special treatment (global attention, ...): kept where in range
+LAYER_SUBSET_KEYS = ("global_attn_indexes", "fullatt_block_indexes")
+
+
+def _int_list(val) -> bool:
+    return isinstance(val, (list, tuple)) and bool(val) and all(isinstance(i, int) and not isinstance(i, bool) for i in val)
+
+
+def _reindex(config, attrs, layers, changes, prefix):
+    """Keep layer index lists valid after a layer cut: feature indices become the last k layers,
+    special-layer subsets keep their entries in range (else the last layer)."""
+    for key, first in FEATURE_INDEX_KEYS.items():
+        val = attrs.get(key)
+        if _int_list(val) and max(val) > layers - 1 + first:
+            new = list(range(layers - len(val) + first, layers + first))
+            changes.append(f"{prefix}{key} {list(val)}->{new}")
+            if key == "out_indices" and isinstance(attrs.get("stage_names"), (list, tuple)):
+                # a backbone: its stage names follow its layers, its out_features its out_indices
+                setattr(config, "stage_names", ["stem"] + [f"stage{i}" for i in range(1, layers + 1)])
+                if hasattr(config, "set_output_features_output_indices"):
+                    config.set_output_features_output_indices(out_features=None, out_indices=new)
+                    continue
+            setattr(config, key, type(val)(new))
+    for key in LAYER_SUBSET_KEYS:
+        val = attrs.get(key)
+        if _int_list(val) and max(val) >= layers:
+            new = [i for i in val if i < layers] or [layers - 1]
+            setattr(config, key, type(val)(new))
+            changes.append(f"{prefix}{key} {list(val)}->{new}")
+
+
 def _is_config(val) -> bool:
     return hasattr(val, "to_dict") and hasattr(val, "model_type") and not isinstance(val, type)
 
@@ -298,146 +439,9 @@ def _config_attrs(config) -> dict:
         return {}
 
 
-# --- inputs --------------------------------------------------------------------
+# --- inputs (harness_inputs.py builds them; re-exported for the harness and bench_bare) ---
 
-def max_positions(config) -> int | None:
-    for key in ("max_position_embeddings", "n_positions", "max_seq_len", "seq_length", "n_ctx", "max_sequence_length"):
-        val = _cfg_get(config, key)
-        if isinstance(val, int) and val > 0:
-            return val
-    return None
-
-
-def text_length(config, seq_len: int, reserve: int = 0) -> int:
-    """The static text length: --seq-len, clamped so that seq + reserve fits the position table."""
-    mp = max_positions(config)
-    n = seq_len
-    if mp:
-        n = min(n, mp - reserve)
-        # BERT-style learned positions with a padding offset (RoBERTa: padding_idx + 1)
-        if _cfg_get(config, "model_type") in ("roberta", "xlm-roberta", "camembert", "longformer", "mpnet", "ibert"):
-            n = min(n, mp - 2 - reserve)
-    return max(2, n)
-
-
-def token_range(config) -> tuple[int, int]:
-    vocab = _cfg_get(config, "vocab_size") or 32000
-    lo = min(2000, vocab // 4)
-    hi = min(vocab, 30000)
-    if hi <= lo:
-        lo, hi = 0, vocab
-    return lo, hi
-
-
-def copy_pattern(torch, n: int, lo: int, hi: int, gen):
-    """n token ids: a random chunk repeated, so positions >= n//2 are predictable by copying."""
-    half = max(1, n // 2)
-    chunk = torch.randint(lo, hi, (half,), generator=gen)
-    ids = torch.cat([chunk, chunk, chunk])[:n]
-    return ids.unsqueeze(0), half
-
-
-def image_size(config) -> tuple[int, int]:
-    size = _cfg_get(config, "image_size") or 224
-    if isinstance(size, dict):
-        size = (size.get("height", 224), size.get("width", 224))
-    if isinstance(size, (list, tuple)):
-        return int(size[0]), int(size[-1])
-    return int(size), int(size)
-
-
-def decoder_start(config) -> int:
-    for key in ("decoder_start_token_id", "bos_token_id", "pad_token_id"):
-        val = _cfg_get(config, key)
-        if isinstance(val, int):
-            return val
-    return 0
-
-
-def _special(config, *keys):
-    for key in keys:
-        val = _cfg_get(config, key)
-        if isinstance(val, (list, tuple)) and val:
-            val = val[0]
-        if isinstance(val, int) and not isinstance(val, bool) and 0 <= val < (_cfg_get(config, "vocab_size") or 0):
-            return val
-    return None
-
-
-def build_inputs(torch, family: str, config, accepted: set[str], seq_len: int, new_tokens: int, seed: int,
-                 class_name: str = "") -> tuple[dict, dict]:
-    """CPU float32/int64 inputs for one static-shape forward, plus facts about them.
-
-    accepted: the parameter names of model.forward (to add token_type_ids/use_cache only where taken);
-    class_name: the model class (plain encoder-decoder *Model classes need decoder_input_ids)."""
-    gen = torch.Generator().manual_seed(seed)
-    info: dict = {}
-    inputs: dict = {}
-    if family in ("causal-lm", "text-encoder", "seq2seq"):
-        # composite (multimodal) configs keep vocab and positions in their text config
-        tcfg = config
-        if not isinstance(config, dict) and hasattr(config, "get_text_config"):
-            try:
-                tcfg = config.get_text_config(decoder=True)
-            except Exception:  # noqa: BLE001
-                tcfg = config
-        reserve = new_tokens if family == "causal-lm" else 0
-        n = text_length(tcfg, seq_len, reserve)
-        lo, hi = token_range(tcfg)
-        ids, half = copy_pattern(torch, n, lo, hi, gen)
-        if family == "text-encoder":
-            # encoders expect [CLS] ... [SEP] (BART-style classifiers require the eos)
-            first = _special(config, "cls_token_id", "bos_token_id")
-            last = _special(config, "sep_token_id", "eos_token_id")
-            if first is not None:
-                ids[0, 0] = first
-            if last is not None:
-                ids[0, -1] = last
-        inputs["input_ids"] = ids
-        # No padding: every position is a real token, so the attention mask would be all ones. It is
-        # left out (the model then builds its static causal / full mask itself), as TorchTPU's own
-        # benchmarks do, which avoids data-dependent mask checks in compiled graphs.
-        info.update(seq_len=n, copy_from=half)
-        if family == "text-encoder" and "token_type_ids" in accepted and (_cfg_get(config, "type_vocab_size") or 0) > 0:
-            inputs["token_type_ids"] = torch.zeros_like(ids)
-        if family == "seq2seq" or (family == "text-encoder" and _cfg_get(config, "is_encoder_decoder")
-                                   and "decoder_input_ids" in accepted and class_name.endswith("Model")):
-            d = max(2, min(new_tokens, n))
-            dec = torch.cat([torch.tensor([decoder_start(config)]), ids[0, : d - 1]]).unsqueeze(0)
-            inputs["decoder_input_ids"] = dec
-            info["decoder_len"] = d
-    elif family == "vision":
-        h, w = image_size(config)
-        c = _cfg_get(config, "num_channels") or 3
-        inputs["pixel_values"] = torch.randn(1, c, h, w, generator=gen)
-        info.update(image=[c, h, w])
-    elif family == "speech-seq2seq":
-        mel = _cfg_get(config, "num_mel_bins") or 80
-        frames = 2 * (_cfg_get(config, "max_source_positions") or 1500)
-        inputs["input_features"] = (torch.randn(1, mel, frames, generator=gen) * 0.5).clamp(-1.5, 1.5)
-        d = max(2, min(new_tokens, (_cfg_get(config, "max_target_positions") or 448) // 2))
-        lo, hi = token_range(config)
-        dec = torch.cat([torch.tensor([decoder_start(config)]), torch.randint(lo, hi, (d - 1,), generator=gen)])
-        inputs["decoder_input_ids"] = dec.unsqueeze(0)
-        info.update(mel=mel, frames=frames, decoder_len=d)
-    elif family == "speech-ctc":
-        samples = 16000
-        inputs["input_values"] = torch.randn(1, samples, generator=gen)
-        info.update(samples=samples)
-    else:
-        raise ValueError(f"unknown family {family}")
-    if "use_cache" in accepted and family in ("causal-lm", "seq2seq", "speech-seq2seq"):
-        inputs["use_cache"] = False
-    return inputs, info
-
-
-def generate_inputs(family: str, inputs: dict) -> dict:
-    """The subset of forward inputs that generate() takes as the prompt."""
-    if family in ("causal-lm", "seq2seq"):
-        return {"input_ids": inputs["input_ids"]}
-    if family == "speech-seq2seq":
-        return {"input_features": inputs["input_features"]}
-    return {}
+from harness_inputs import IncompleteConfig, build_inputs, check_inputs, generate_inputs  # noqa: E402,F401
 
 
 def _main(argv: list[str]) -> int:
@@ -457,6 +461,9 @@ def _main(argv: list[str]) -> int:
     print(f"covered {rep['covered']}/{rep['models']} models" + (f" ({share:.1%})" if share is not None else ""))
     if rep["download_share"] is not None:
         print(f"download-weighted coverage {rep['download_share']:.1%}")
+    if rep["transformers_share"] is not None:
+        print(f"covered {rep['covered']}/{rep['transformers_models']} transformers-backed models "
+              f"({rep['transformers_share']:.1%}, {rep['transformers_download_share']:.1%} of their downloads)")
     for reason, n in sorted(rep["missed_by_reason"].items(), key=lambda kv: -kv[1]):
         print(f"  missed {reason}: {n}")
     json.dump({k: v for k, v in rep.items() if k != "rows"}, sys.stderr)

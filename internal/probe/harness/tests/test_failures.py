@@ -177,3 +177,25 @@ def test_bad_arguments_exit_2(tmp_path):
                            str(tmp_path / "r.json")], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2
     assert not (tmp_path / "r.json").exists()
+
+
+def test_incomplete_subconfigs_fail_at_config_naming_the_field(tmp_path, run_inproc):
+    """Bad input: a composite config whose sub-configs are incomplete is the model's config error."""
+    clip = {"model_type": "clip", "architectures": ["CLIPModel"], "projection_dim": 16,
+            "text_config": {"model_type": "clip_text_model", "hidden_size": 32, "intermediate_size": 64,
+                            "num_hidden_layers": 1, "num_attention_heads": 4, "vocab_size": 256},
+            "vision_config": {"model_type": "clip_vision_model", "hidden_size": 32, "intermediate_size": 64,
+                              "num_hidden_layers": 1, "num_attention_heads": 4, "patch_size": 8, "image_size": None}}
+    cases = {
+        "null-image-size": (clip, "vision_config.image_size is missing"),
+        "string-tower": ({**clip, "vision_config": "clip_vision_model"}, "vision_config is a str, not an object"),
+        "null-text-vocab": ({**clip, "text_config": {**clip["text_config"], "vocab_size": None}},
+                            "text_config.vocab_size is missing"),
+    }
+    for name, (cfg, want) in cases.items():
+        d = write_config(tmp_path, name, cfg)
+        code, res = run_inproc(d, task="zero-shot-image-classification", mode="arch", extra=FAST)
+        assert code == 0
+        assert_contract_shape(res)
+        assert (res["status"], res["stage"], res["failure_class"]) == ("fail", "config", "config_error"), (name, res)
+        assert want in res["message"], (name, res["message"])
