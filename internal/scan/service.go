@@ -44,8 +44,10 @@ type Service struct {
 	// Hub is tried again; each further failure doubles it, up to 6 h.
 	RetryAfter time.Duration
 	retryIn    time.Duration
-	done       chan struct{}
-	stop       sync.Once
+	// after is the timer of retryLater's wait (time.After; tests replace it).
+	after func(time.Duration) <-chan time.Time
+	done  chan struct{}
+	stop  sync.Once
 }
 
 // NewService wraps a scanner; defaults are the options of every scan it
@@ -54,7 +56,7 @@ func NewService(s *Scanner, defaults Options, log *slog.Logger) *Service {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Service{scanner: s, defaults: defaults, log: log, queue: make(chan string, 1), done: make(chan struct{})}
+	return &Service{scanner: s, defaults: defaults, log: log, queue: make(chan string, 1), done: make(chan struct{}), after: time.After}
 }
 
 // hooks are the service's observers of the scans it runs: it follows the
@@ -97,24 +99,39 @@ func (s *Service) Request(trigger string) error {
 	}
 }
 
+// The waits before retrying a scan that could not reach the Hub: the first
+// (unless Service.RetryAfter sets it), doubled after each further failure,
+// up to the last.
+const (
+	firstHubRetry = 5 * time.Minute
+	maxHubRetry   = 6 * time.Hour
+)
+
+// nextRetryWait is the wait after a failure to reach the Hub, given the
+// previous wait (0 after a success) and the first one.
+func nextRetryWait(prev, first time.Duration) time.Duration {
+	if prev == 0 {
+		return first
+	}
+	return min(2*prev, maxHubRetry)
+}
+
 // retryLater queues a scan after a growing wait, so a Hub outage at start
 // does not leave the site empty until the next scheduled scan.
 func (s *Service) retryLater(ctx context.Context) {
 	s.mu.Lock()
-	switch {
-	case s.retryIn == 0 && s.RetryAfter > 0:
-		s.retryIn = s.RetryAfter
-	case s.retryIn == 0:
-		s.retryIn = 5 * time.Minute
-	default:
-		s.retryIn = min(2*s.retryIn, 6*time.Hour)
+	first := s.RetryAfter
+	if first <= 0 {
+		first = firstHubRetry
 	}
+	s.retryIn = nextRetryWait(s.retryIn, first)
 	wait := s.retryIn
 	s.mu.Unlock()
 	s.log.Info("the Hub could not be reached; retrying the scan later", "in", wait.String())
+	timer := s.after(wait)
 	go func() {
 		select {
-		case <-time.After(wait):
+		case <-timer:
 			if err := s.Request("retry"); err != nil {
 				s.log.Info("retry scan not queued", "reason", err)
 			}
