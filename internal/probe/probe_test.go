@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
+	"github.com/google-pytorch/torchtpu-scanner/internal/testenv"
 )
 
 // python3 is the real path of the system's python3 (not a pyenv shim,
@@ -37,7 +38,7 @@ func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard
 func standinRunner(t *testing.T, mod func(*Config)) *Runner {
 	t.Helper()
 	if python3 == "" {
-		t.Skip("no python3 on this host: the runner tests need one to run the stand-in harness")
+		testenv.Missing(t, "no python3 on this host: the runner tests need one to run the stand-in harness")
 	}
 	cfg := Config{
 		Python:        python3,
@@ -494,7 +495,7 @@ func TestNewRunner(t *testing.T) {
 		t.Error("missing python: want an error")
 	}
 	if python3 == "" {
-		t.Skip("no python3")
+		testenv.Missing(t, "no python3 on this host")
 	}
 	if _, err := NewRunner(Config{Python: python3, Script: "testdata/missing.py"}); err == nil {
 		t.Error("missing script: want an error")
