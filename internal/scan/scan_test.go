@@ -521,10 +521,7 @@ func TestServiceRetriesWhenTheHubIsDown(t *testing.T) {
 	f.hub.listErr = errors.New("GET http://127.0.0.1:9/api/models?sort=downloads&expand%5B%5D=sha: dial tcp: connection refused")
 	svc := NewService(f.s, Options{Mode: compat.ModeArch}, quiet)
 	svc.RetryAfter = 20 * time.Millisecond
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { svc.Run(ctx); close(done) }()
-	defer func() { cancel(); <-done }()
+	runService(t, svc)
 
 	if err := svc.Request("startup"); err != nil {
 		t.Fatal(err)

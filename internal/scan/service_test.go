@@ -26,6 +26,14 @@ func TestNextRetryWait(t *testing.T) {
 	}
 }
 
+// runService runs svc until the test ends.
+func runService(t *testing.T, svc *Service) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { svc.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+}
+
 // retryTimer is a fake of the service's timer: each wait the service asks
 // for arrives on waits, and fires when the test sends on its channel.
 type retryTimer struct {
@@ -70,10 +78,7 @@ func TestServiceHubDownBackoff(t *testing.T) {
 	setDown(true)
 	svc := NewService(f.s, Options{Mode: compat.ModeArch}, quiet)
 	waits := fakeTimer(svc)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { svc.Run(ctx); close(done) }()
-	defer func() { cancel(); <-done }()
+	runService(t, svc)
 
 	if err := svc.Request("startup"); err != nil {
 		t.Fatal(err)
@@ -129,10 +134,7 @@ func TestScheduledScanRuns(t *testing.T) {
 	if err := svc.Schedule("@every 1s"); err != nil { // robfig/cron's shortest interval
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { svc.Run(ctx); close(done) }()
-	defer func() { cancel(); <-done }()
+	runService(t, svc)
 	var scans []store.Scan
 	waitFor(t, func() bool {
 		var err error
