@@ -2,6 +2,7 @@
 #   make run    build, set up the Python environment, start the scanner (web UI + scheduled scans)
 #   make test   everything CI runs: Go tests, harness tests on real PyTorch, fuzz seeds, browser tests
 #   make bench  measured benchmarks (ratios against baselines in the same run)
+#   make mutation  mutation testing (gremlins) of the core packages; slow, not part of make test
 SHELL := /bin/bash
 GO ?= go
 BIN := bin/scanner
@@ -24,7 +25,7 @@ TEST_ENV = SCANNER_TEST_REQUIRE_ALL=1 SCANNER_PYTHON="$(PYTHON)" TORCHINDUCTOR_C
 # test-go, instead of a plain run).
 RACE_PKGS := ./store/... ./web/... ./internal/metrics/... ./internal/hub/... ./internal/scan/...
 
-.PHONY: all build run test test-go test-race test-python test-fuzz test-browser bench deps pyenv chromium vet clean help
+.PHONY: all build run test test-go test-race test-python test-fuzz test-browser bench mutation deps pyenv chromium vet clean help
 
 all: build
 
@@ -73,6 +74,13 @@ test-browser:
 
 bench: build pyenv
 	SCANNER_PYTHON="$(PYTHON)" scripts/bench.sh
+
+# Mutation testing: gremlins (from the Go module proxy) mutates each package
+# and runs its tests against every covered mutant, one worker at a time;
+# prints the efficacy per package. MUTATION_PKGS narrows it.
+MUTATION_PKGS ?= ./store ./web ./internal/hub ./internal/probe
+mutation:
+	scripts/mutation.sh $(MUTATION_PKGS)
 
 clean:
 	rm -rf bin artifacts
