@@ -82,13 +82,14 @@ type resultRow struct {
 	logTail      sql.NullString
 	task         sql.NullString
 	repro        sql.NullString
+	continuation sql.NullString
 }
 
 // dest is the Scan destinations, in the order of resultCols.
 func (r *resultRow) dest() []any {
 	return []any{&r.id, &r.scanID, &r.target, &r.status, &r.stage, &r.failureClass, &r.op, &r.reason,
 		&r.signature, &r.message, &r.mode, &r.revision, &r.testedAt, &r.durationS, &r.runtime, &r.metrics,
-		&r.stages, &r.logTail, &r.task, &r.repro}
+		&r.stages, &r.logTail, &r.task, &r.repro, &r.continuation}
 }
 
 // runtimes decodes runtime JSON, once per distinct text: the results of a
@@ -147,6 +148,11 @@ func (r *resultRow) result(rts runtimes) (*compat.Result, error) {
 			return nil, fmt.Errorf("result %d stages: %w", r.id.Int64, err)
 		}
 	}
+	if r.continuation.Valid {
+		if err := json.Unmarshal([]byte(r.continuation.String), &res.Continuation); err != nil {
+			return nil, fmt.Errorf("result %d continuation: %w", r.id.Int64, err)
+		}
+	}
 	return &res, nil
 }
 
@@ -179,10 +185,11 @@ type modelRow struct {
 	gated                  bool
 	tags                   sql.NullString
 	lastModified           sql.NullInt64
+	readiness              sql.NullString
 }
 
 func (m *modelRow) dest() []any {
-	return []any{&m.id, &m.task, &m.library, &m.downloads, &m.likes, &m.gated, &m.sha, &m.tags, &m.lastModified}
+	return []any{&m.id, &m.task, &m.library, &m.downloads, &m.likes, &m.gated, &m.sha, &m.tags, &m.lastModified, &m.readiness}
 }
 
 func (m *modelRow) model() (compat.Model, error) {
@@ -202,7 +209,9 @@ func (m *modelRow) model() (compat.Model, error) {
 			return out, fmt.Errorf("model %s tags: %w", m.id, err)
 		}
 	}
-	return out, nil
+	var err error
+	out.Readiness, err = decodeReadiness(m.id, m.readiness)
+	return out, err
 }
 
 // scanEvents reads rows of eventCols; it takes a query's two results.

@@ -79,7 +79,7 @@ func decodeCursor(s, sort string, reverse bool, filter uint64, keys []sortKey) (
 // filterHash identifies a query's filters, so a cursor is not used with others.
 func filterHash(q ModelQuery) uint64 {
 	h := fnv.New64a()
-	fmt.Fprintf(h, "%q|%q|%q|%q|", q.Q, q.Task, strings.ToLower(q.Org), q.Target)
+	fmt.Fprintf(h, "%q|%q|%q|%q|%q|", q.Q, q.Task, strings.ToLower(q.Org), q.Target, q.Hint)
 	st := slices.Clone(q.Status)
 	slices.Sort(st)
 	for _, s := range slices.Compact(st) {
@@ -132,6 +132,13 @@ func buildList(q ModelQuery) (listQuery, error) {
 		where = append(where, listWhereOrg)
 		args = append(args, q.Org)
 	}
+	if err := validHint(q.Hint); err != nil {
+		return listQuery{}, err
+	}
+	if q.Hint != "" {
+		where = append(where, listWhereHint)
+		args = append(args, q.Hint)
+	}
 	if len(q.Status) > 0 {
 		var in []string
 		for _, st := range q.Status {
@@ -167,7 +174,7 @@ func buildList(q ModelQuery) (listQuery, error) {
 	outerOrder = append(outerOrder, "page.id"+dir(idDesc))
 
 	join := ""
-	if q.Task != "" || q.Org != "" {
+	if q.Task != "" || q.Org != "" || q.Hint != "" {
 		join = listJoinModels
 	}
 	var b strings.Builder

@@ -78,16 +78,20 @@ func TestListModelsFilters(t *testing.T) {
 			}
 		})
 	}
-	// The result shown is the target's, and lists leave out the log tail.
+	// The result shown is the target's, and lists leave out the log tail
+	// and the continuation.
 	withLog := result("cuda", "fail", at(9))
 	withLog.LogTail = "long log"
+	withLog.Continuation = &compat.Continuation{Prompt: "p", Text: "long text"}
 	record(t, s, "gpt2", withLog)
 	got, _, err := s.ListModels(ctx, store.ModelQuery{Q: "gpt2", Target: "cuda"})
-	if err != nil || len(got) != 1 || got[0].Result == nil || got[0].Result.Status != "fail" || got[0].Result.LogTail != "" {
+	if err != nil || len(got) != 1 || got[0].Result == nil || got[0].Result.Status != "fail" || got[0].Result.LogTail != "" ||
+		got[0].Result.Continuation != nil {
 		t.Errorf("gpt2 on cuda = %+v, %v", got, err)
 	}
-	if m, err := s.GetModel(ctx, "gpt2", "cuda"); err != nil || m.Result.LogTail != "long log" {
-		t.Errorf("GetModel log tail = %+v, %v", m.Result, err)
+	if m, err := s.GetModel(ctx, "gpt2", "cuda"); err != nil || m.Result.LogTail != "long log" ||
+		m.Result.Continuation == nil || m.Result.Continuation.Text != "long text" {
+		t.Errorf("GetModel log tail and continuation = %+v, %v", m.Result, err)
 	}
 }
 

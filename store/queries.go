@@ -24,7 +24,7 @@ const (
 
 // Models and aliases.
 const (
-	modelCols = `m.id, m.task, m.library, m.downloads, m.likes, m.gated, m.sha, m.tags, m.last_modified`
+	modelCols = `m.id, m.task, m.library, m.downloads, m.likes, m.gated, m.sha, m.tags, m.last_modified, m.readiness`
 
 	// sqlUpsertModel writes a model; an unchanged row is left alone (no
 	// write, updated_at kept).
@@ -84,17 +84,19 @@ WHERE model_id = ?`
 const (
 	// resultCols are read from resultFrom.
 	resultCols = `r.id, r.scan_id, r.target, r.status, r.stage, r.failure_class, r.op, r.reason, r.signature, r.message,
-	r.mode, r.revision, r.tested_at, r.duration_s, r.runtime, r.metrics, r.stages, l.log_tail, r.task, r.repro`
+	r.mode, r.revision, r.tested_at, r.duration_s, r.runtime, r.metrics, r.stages, l.log_tail, r.task, r.repro,
+	r.continuation`
 	resultFrom = `results r LEFT JOIN result_logs l ON l.result_id = r.id`
 	logJoin    = ` LEFT JOIN result_logs l ON l.result_id = r.id`
-	// resultColsNoLog is resultCols without the log tail (and its join), for lists.
+	// resultColsNoLog is resultCols without the log tail (and its join)
+	// and the continuation, for lists.
 	resultColsNoLog = `r.id, r.scan_id, r.target, r.status, r.stage, r.failure_class, r.op, r.reason, r.signature, r.message,
-	r.mode, r.revision, r.tested_at, r.duration_s, r.runtime, r.metrics, r.stages, NULL, r.task, r.repro`
+	r.mode, r.revision, r.tested_at, r.duration_s, r.runtime, r.metrics, r.stages, NULL, r.task, r.repro, NULL`
 
 	sqlInsertResult = `INSERT INTO results (model_id, scan_id, target, status, stage, failure_class, op, reason, signature, message,
 	mode, revision, tested_at, duration_s, runtime, runtime_key, torch, torch_tpu, transformers, harness,
-	metrics, tokens_per_s, stages, task, repro)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	metrics, tokens_per_s, stages, task, repro, continuation)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT DO NOTHING
 RETURNING id`
 	sqlInsertLog       = `INSERT INTO result_logs (result_id, log_tail) VALUES (?, ?)`

@@ -283,6 +283,13 @@ func insertResult(ctx context.Context, tx *sql.Tx, modelID string, r compat.Resu
 		}
 		stages.Valid = true
 	}
+	var continuation sql.NullString
+	if r.Continuation != nil {
+		if continuation.String, err = jsonText(r.Continuation); err != nil {
+			return 0, err
+		}
+		continuation.Valid = true
+	}
 	var scanID sql.NullInt64
 	if r.ScanID != nil {
 		scanID = sql.NullInt64{Int64: *r.ScanID, Valid: true}
@@ -294,7 +301,7 @@ func insertResult(ctx context.Context, tx *sql.Tx, modelID string, r compat.Resu
 		nullStr(r.Op), nullStr(r.Reason), nullStr(r.Signature), nullStr(r.Message), nullStr(r.Mode),
 		r.Revision, unixNano(r.TestedAt), r.DurationS, runtimeJSON, key,
 		r.Runtime.Torch, r.Runtime.TorchTPU, r.Runtime.Transformers, r.Runtime.Harness,
-		metricsJSON, nullFloat(r.Metrics.TokensPerS), stages, r.Task, r.Repro,
+		metricsJSON, nullFloat(r.Metrics.TokensPerS), stages, r.Task, r.Repro, continuation,
 	).Scan(&id)
 	if err == nil {
 		if r.LogTail != "" {

@@ -86,6 +86,7 @@ type ModelQuery struct {
 	Status []compat.Status // any of these (untested = no result on Target)
 	Task   string
 	Org    string        // the id's part before "/"; "" for all
+	Hint   string        // a readiness hint code (readiness.Codes) the model has; "" for all
 	Target compat.Target // whose result is "current"; "" = the most recent on any target
 	Sort   string        // one of Sorts() (sort.go); "" = DefaultSort
 	Desc   *bool         // nil = the sort's natural direction (Sort.Desc)
@@ -102,6 +103,7 @@ type Summary struct {
 	WeightedPassRate *float64 // the pass rate weighted by downloads; nil when none
 	LastScan         *Scan
 	Runtime          *compat.Runtime // of the most recent result
+	Fit              Fit             // models that fit one device of each TPU generation
 }
 
 // FailureGroup is one root cause and what it blocks.

@@ -187,6 +187,8 @@ func TestResultRoundTrip(t *testing.T) {
 		Stages:  []compat.StageRun{{Stage: compat.StageEnv, OK: true, DurationS: 0.5}, {Stage: compat.StageForward, Note: "boom"}},
 		LogTail: "Traceback…\nRuntimeError: boom\n",
 		ScanID:  &scanID,
+		// Model text, stored as written (markup included: pages escape it).
+		Continuation: &compat.Continuation{Prompt: "The capital of France is", Text: " Paris.\n<b>\"Oui\"</b> é"},
 	}
 	bare := compat.Result{Target: compat.TargetCPU, Status: compat.StatusPass, TestedAt: at(2)}
 	for _, r := range []compat.Result{full, bare} {

@@ -86,6 +86,9 @@ func summary(ctx context.Context, tx *sql.Tx, target compat.Target) (Summary, er
 		sum.WeightedPassRate = &r
 	}
 
+	if sum.Fit, err = fit(ctx, tx); err != nil {
+		return sum, err
+	}
 	scans, err := listScans(ctx, tx, 1)
 	if err != nil {
 		return sum, err

@@ -21,11 +21,13 @@ type summaryBody struct {
 	Runtime          *compat.Runtime       `json:"runtime"` // of the most recent result
 	Target           string                `json:"target"`
 	Scan             ScanState             `json:"scan_state"`
+	Fit              fitSummary            `json:"readiness"` // models that fit one device per TPU generation
 }
 
 func newSummaryBody(sum store.Summary, target compat.Target, state ScanState) summaryBody {
 	b := summaryBody{Models: sum.Models, Tested: sum.Tested, Counts: sum.Counts, PassRate: sum.PassRate,
-		WeightedPassRate: sum.WeightedPassRate, Runtime: sum.Runtime, Target: string(target), Scan: state}
+		WeightedPassRate: sum.WeightedPassRate, Runtime: sum.Runtime, Target: string(target), Scan: state,
+		Fit: newFitSummary(sum.Fit)}
 	if sum.LastScan != nil {
 		sc := newScanJSON(*sum.LastScan)
 		b.LastScan = &sc

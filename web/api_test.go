@@ -323,7 +323,7 @@ func TestAPIScanSummaryKeys(t *testing.T) {
 
 	sum := decode[map[string]any](t, ts.get(t, "/api/v1/summary"))
 	if got, want := keys(sum), []string{"counts", "download_weighted_pass_rate", "last_scan", "models", "pass_rate",
-		"runtime", "scan_state", "target", "tested"}; !slices.Equal(got, want) {
+		"readiness", "runtime", "scan_state", "target", "tested"}; !slices.Equal(got, want) {
 		t.Errorf("summary keys %v; want %v", got, want)
 	}
 	if got := keys(sum["last_scan"].(map[string]any)); !slices.Equal(got, scanKeys) {

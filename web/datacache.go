@@ -26,7 +26,7 @@ func queryKey(q store.ModelQuery) string {
 	if q.Desc != nil {
 		desc = strconv.FormatBool(*q.Desc)
 	}
-	return fmt.Sprintf("%q|%q|%q|%q|%q|%q|%s|%d|%q", q.Q, fmt.Sprint(q.Status), q.Task, q.Org, q.Target, q.Sort, desc, q.Limit, q.Cursor)
+	return fmt.Sprintf("%q|%q|%q|%q|%q|%q|%s|%d|%q|%q", q.Q, fmt.Sprint(q.Status), q.Task, q.Org, q.Target, q.Sort, desc, q.Limit, q.Cursor, q.Hint)
 }
 
 // cachedList is ListModels through the cache. The models must not be modified.

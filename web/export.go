@@ -17,6 +17,9 @@ var csvColumns = []string{"id", "task", "library", "downloads", "likes", "gated"
 	"failure_class", "op", "reason", "signature", "mode", "tokens_per_s", "forward_ms", "peak_mem_bytes",
 	"tested_at", "revision", "torch", "torch_tpu", "transformers", "url"}
 
+// csvAllColumns are csvColumns and then readiness's (readiness.go).
+var csvAllColumns = append(csvColumns[:len(csvColumns):len(csvColumns)], readinessCSVColumns...)
+
 // maxExportRows bounds one export (the table is the most popular models).
 const maxExportRows = 100000
 
@@ -29,7 +32,7 @@ func (s *Server) exportCSV(c *fiber.Ctx) error {
 	}
 	ctx := c.UserContext()
 	var buf bytes.Buffer
-	writeCSVRow(&buf, csvColumns, nil)
+	writeCSVRow(&buf, csvAllColumns, nil)
 	q.Limit = maxLimit
 	for rows := 0; rows < maxExportRows; {
 		models, next, err := s.store.ListModels(ctx, q)
@@ -37,7 +40,7 @@ func (s *Server) exportCSV(c *fiber.Ctx) error {
 			return fmt.Errorf("web: export: %w", err)
 		}
 		for _, m := range models {
-			writeCSVRow(&buf, s.csvRecord(m), csvNumeric)
+			writeCSVRow(&buf, append(s.csvRecord(m), readinessCSV(m)...), csvNumeric)
 		}
 		rows += len(models)
 		if next == "" || len(models) == 0 {
@@ -54,9 +57,10 @@ func (s *Server) exportCSV(c *fiber.Ctx) error {
 // only they may start with '-'.
 var csvNumeric = func() map[int]bool {
 	m := map[int]bool{}
-	for i, c := range csvColumns {
+	for i, c := range csvAllColumns {
 		switch c {
-		case "downloads", "likes", "tokens_per_s", "forward_ms", "peak_mem_bytes":
+		case "downloads", "likes", "tokens_per_s", "forward_ms", "peak_mem_bytes", "params", "weights_bytes_bf16",
+			"kv_bytes_per_token", "min_devices_v5e", "min_devices_v5p", "min_devices_v6e", "min_devices_v7x", "mfu", "mbu":
 			m[i] = true
 		}
 	}

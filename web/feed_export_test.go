@@ -100,7 +100,7 @@ func TestExportCSV(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rows) != 1101 || strings.Join(rows[0], ",") != strings.Join(csvColumns, ",") {
+	if len(rows) != 1101 || strings.Join(rows[0], ",") != strings.Join(csvAllColumns, ",") {
 		t.Fatalf("%d rows, header %v", len(rows), rows[0])
 	}
 	seen := map[string]bool{}

@@ -43,6 +43,8 @@ type modelView struct {
 	History []compat.Result
 	Badges  []badgeSnippet
 	Charts  []modelCharts
+	// Readiness is the model's readiness block; nil when not computed.
+	Readiness *readinessView
 }
 
 // Model page history: the table shows the newest historyRows results, the
@@ -84,7 +86,8 @@ func (s *Server) modelPage(c *fiber.Ctx) error {
 		return fmt.Errorf("web: model page history: %w", err)
 	}
 
-	v := modelView{Model: m, Events: events, History: history[:min(len(history), historyRows)], Charts: historyCharts(history)}
+	v := modelView{Model: m, Events: events, History: history[:min(len(history), historyRows)], Charts: historyCharts(history),
+		Readiness: newReadinessView(m.Readiness)}
 	v.Canonical = modelPath(m.ID)
 	targets := []compat.Target{}
 	for _, r := range current {
@@ -151,12 +154,14 @@ func metricRows(m compat.Metrics) []metricRow {
 		}
 		return strconv.FormatFloat(*p, 'g', 4, 64)
 	}
+	eff := efficiencyRows(m) // MFU and MBU, next to the speed
 	rows := []metricRow{
 		{"Load", sec(m.LoadS)},
 		{"First forward", sec(m.FirstForwardS)},
 		{"Forward", ms(m.ForwardMS)},
 		{"Compile", sec(m.CompileS)},
 		{"Tokens per second", withUnit(fmtNum(m.TokensPerS, 1), " tok/s")},
+		eff[0], eff[1],
 		{"Peak memory", fmtBytes(m.PeakMemBytes)},
 		{"Max abs diff vs CPU", g(m.MaxAbsDiff)},
 		{"Top-1 agreement vs CPU", fmtPct(m.Top1Agreement)},

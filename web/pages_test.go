@@ -3,7 +3,10 @@ package web
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -235,7 +238,9 @@ func TestModelPage(t *testing.T) {
 		store.ModelUpsert{ID: "gpt2", Task: "text-generation", Downloads: 10})
 	ts.record(t, "Qwen/Qwen3-0.6B", passOn(compat.TargetTPU, testTime.Add(-48*time.Hour), 312))
 	ts.record(t, "Qwen/Qwen3-0.6B", failOn(compat.TargetTPU, testTime, "aten::_fft_r2c"))
-	ts.record(t, "Qwen/Qwen3-0.6B", passOn(compat.TargetCPU, testTime, 12))
+	cpu := passOn(compat.TargetCPU, testTime, 12)
+	cpu.Continuation = &compat.Continuation{Prompt: "The capital of France is", Text: " Paris, and Paris is"}
+	ts.record(t, "Qwen/Qwen3-0.6B", cpu)
 
 	r := ts.get(t, "/models/Qwen/Qwen3-0.6B")
 	if r.status != 200 {
@@ -260,6 +265,11 @@ func TestModelPage(t *testing.T) {
 		if !strings.Contains(r.body, htmlEscapeForCheck(want)) && !strings.Contains(r.body, want) {
 			t.Errorf("model page lacks %q", want)
 		}
+	}
+	// The continuation is shown for the result that has one (cpu), after its prompt.
+	if n := strings.Count(r.body, "<h4>Greedy continuation</h4>"); n != 1 ||
+		!strings.Contains(r.body, `<pre class="evidence short continuation"><span class="muted">The capital of France is</span> Paris, and Paris is</pre>`) {
+		t.Errorf("continuation shown %d times, or not after its prompt", n)
 	}
 	// Unmeasured metrics are dashes, never 0.
 	if !regexp.MustCompile(`<th scope="row">Compile</th><td class="num">—</td>`).MatchString(r.body) {
@@ -294,6 +304,43 @@ func TestModelPage(t *testing.T) {
 // htmlEscapeForCheck escapes what html/template escapes in text.
 func htmlEscapeForCheck(s string) string {
 	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&#34;", "'", "&#39;", "+", "&#43;").Replace(s)
+}
+
+// TestMethodologyStatesThePassageRule: the full-mode bounds the page
+// states are the harness's own (harness_inputs.py), so neither changes
+// alone.
+func TestMethodologyStatesThePassageRule(t *testing.T) {
+	src, err := os.ReadFile(filepath.Join("..", "internal", "probe", "harness", "harness_inputs.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	max := regexp.MustCompile(`(?m)^PASSAGE_PPL_MAX = ([0-9.]+)`).FindSubmatch(src)
+	rtol := regexp.MustCompile(`(?m)^PASSAGE_PPL_RTOL = \{"float32": ([0-9.e-]+), "float16": ([0-9.e-]+), "bfloat16": ([0-9.e-]+)\}`).FindSubmatch(src)
+	if max == nil || rtol == nil {
+		t.Fatal("harness_inputs.py: PASSAGE_PPL_MAX or PASSAGE_PPL_RTOL not found in the expected form")
+	}
+	pct := func(b []byte) string {
+		f, err := strconv.ParseFloat(string(b), 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strconv.FormatFloat(f*100, 'g', 6, 64) + " %"
+	}
+	bound, err := strconv.ParseFloat(string(max[1]), 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := newTestServer(t, 0, 0, Config{})
+	body := strings.Join(strings.Fields(ts.get(t, "/methodology").body), " ")
+	for _, want := range []string{
+		"perplexity below " + strconv.FormatFloat(bound, 'g', -1, 64),
+		"within " + pct(rtol[3]) + " of the float32 CPU reference's in bfloat16",
+		"(" + pct(rtol[2]) + " in float16, " + pct(rtol[1]) + " in float32)",
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("methodology lacks %q", want)
+		}
+	}
 }
 
 func TestMethodologyPage(t *testing.T) {

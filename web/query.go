@@ -10,6 +10,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
+	"github.com/google-pytorch/torchtpu-scanner/internal/readiness"
 	"github.com/google-pytorch/torchtpu-scanner/store"
 )
 
@@ -112,6 +113,9 @@ func parseModelQuery(c *fiber.Ctx) (store.ModelQuery, error) {
 	}
 	if q.Org = strings.TrimSpace(c.Query("org")); q.Org != "" && compat.ValidateModelNamespace(q.Org) != nil {
 		return q, fmt.Errorf("%w: invalid org %s", ErrBadRequest, quoteShort(q.Org))
+	}
+	if q.Hint = strings.TrimSpace(c.Query("hint")); q.Hint != "" && !readiness.ValidCode(q.Hint) {
+		return q, fmt.Errorf("%w: unknown hint %s (want %s)", ErrBadRequest, quoteShort(q.Hint), strings.Join(readiness.Codes, ", "))
 	}
 	var err error
 	if q.Target, err = parseTarget(c.Query("target")); err != nil {

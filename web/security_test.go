@@ -145,6 +145,7 @@ func TestHostileDataEscapedEverywhere(t *testing.T) {
 	r.Revision = hostile[1]
 	r.Repro = "scanner probe " + hostile[0]
 	r.Runtime.Torch = hostile[0]
+	r.Continuation = &compat.Continuation{Prompt: hostile[1], Text: hostile[0] + "\n" + hostile[1]}
 	ts.record(t, id, r)
 	ts.record(t, `x/<script>alert(1)</script>`, failOn(compat.TargetTPU, testTime, hostile[2]))
 
@@ -170,6 +171,9 @@ func TestHostileDataEscapedEverywhere(t *testing.T) {
 	page := ts.get(t, "/models/"+id)
 	if !strings.Contains(page.body, "<pre class=\"evidence\">&lt;script&gt;alert(1)&lt;/script&gt;") {
 		t.Errorf("log tail or message not escaped in <pre>")
+	}
+	if !strings.Contains(page.body, `<span class="muted">&#34;&gt;&lt;img src=x onerror=alert(1)&gt;</span>&lt;script&gt;alert(1)&lt;/script&gt;`) {
+		t.Errorf("continuation not shown escaped")
 	}
 	// SVG badge: the hostile stage is text, not markup.
 	badge := ts.get(t, "/badge/"+id+".svg")

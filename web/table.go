@@ -13,6 +13,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
+	"github.com/google-pytorch/torchtpu-scanner/internal/readiness"
 	"github.com/google-pytorch/torchtpu-scanner/store"
 )
 
@@ -44,14 +45,14 @@ func legend() []legendEntry {
 
 // tableForm is the filter form as the user filled it in.
 type tableForm struct {
-	Q, Status, Task, Org, Target, Sort, Order string
+	Q, Status, Task, Org, Target, Sort, Order, Hint string
 }
 
 // values encodes the form as a query string, without empty fields.
 func (f tableForm) values() url.Values {
 	v := url.Values{}
 	for k, x := range map[string]string{"q": f.Q, "status": f.Status, "task": f.Task, "org": f.Org,
-		"target": f.Target, "sort": f.Sort, "order": f.Order} {
+		"target": f.Target, "sort": f.Sort, "order": f.Order, "hint": f.Hint} {
 		if x != "" {
 			v.Set(k, x)
 		}
@@ -102,6 +103,8 @@ type tableView struct {
 	Headers     map[string]sortHeader
 	Tasks       []string
 	Target      compat.Target
+	Hints       []string   // readiness hint codes, for the filter
+	Fit         fitSummary // models that fit one device per TPU generation
 	// Body is the rendered "table-body" template (cached by query and data version).
 	Body template.HTML
 	// Trend and FailureChart are the body's charts.
@@ -120,7 +123,7 @@ func (s *Server) table(c *fiber.Ctx) error {
 		return err
 	}
 	ctx := c.UserContext()
-	form := tableForm{Q: q.Q, Task: q.Task, Org: q.Org, Target: string(q.Target), Sort: q.Sort, Order: c.Query("order")}
+	form := tableForm{Q: q.Q, Task: q.Task, Org: q.Org, Target: string(q.Target), Sort: q.Sort, Order: c.Query("order"), Hint: q.Hint}
 	if len(q.Status) > 0 {
 		form.Status = string(q.Status[0])
 		q.Status = q.Status[:1] // the form selects one; the API takes several
@@ -145,7 +148,8 @@ func (s *Server) table(c *fiber.Ctx) error {
 	v := tableView{
 		Form: form, Summary: sum, Failures: fails, State: s.scanState(), Legend: legend(),
 		Statuses: compat.Statuses, Targets: compat.Targets, Sorts: sortNames(), DefaultSort: store.DefaultSort, Target: q.Target,
-		Filtered: form.Q != "" || form.Status != "" || form.Task != "" || form.Org != "",
+		Filtered: form.Q != "" || form.Status != "" || form.Task != "" || form.Org != "" || form.Hint != "",
+		Hints:    readiness.Codes, Fit: newFitSummary(sum.Fit),
 	}
 	v.Canonical = "/"
 	tasks := map[string]bool{}

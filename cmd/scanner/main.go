@@ -72,7 +72,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	positional = append(positional, more...)
-	logger := newLogger(cfg, stderr)
+	// A scan's log lines go through its console, above the progress bar.
+	logOut, con := stderr, (*console)(nil)
+	if cmd == config.CmdScan {
+		con = newConsole(stderr)
+		logOut = con
+	}
+	logger := newLogger(cfg, logOut, con.tty())
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
@@ -83,7 +89,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case config.CmdServe:
 		return exitOn(stderr, serve(ctx, cfg, logger))
 	case config.CmdScan:
-		return exitOn(stderr, scanNow(ctx, cfg, logger, stderr))
+		return exitOn(stderr, scanNow(ctx, cfg, logger, con, stderr))
 	case config.CmdProbe:
 		if len(positional) != 1 {
 			fmt.Fprintln(stderr, "scanner probe: want exactly one MODEL id")
@@ -117,12 +123,14 @@ func exitOn(stderr io.Writer, err error) int {
 	return 1
 }
 
-func newLogger(cfg config.Config, w io.Writer) *slog.Logger {
+// newLogger writes to w at the configured level, or only warnings and
+// errors on a terminal that shows a progress bar (tty), unless -v.
+func newLogger(cfg config.Config, w io.Writer, tty bool) *slog.Logger {
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(cfg.LogLevel)); err != nil {
 		level = slog.LevelInfo
 	}
-	opts := &slog.HandlerOptions{Level: level}
+	opts := &slog.HandlerOptions{Level: logLevel(level, tty, cfg.Verbose)}
 	if cfg.LogFormat == "json" {
 		return slog.New(slog.NewJSONHandler(w, opts))
 	}
@@ -138,15 +146,14 @@ func serve(ctx context.Context, cfg config.Config, logger *slog.Logger) error {
 	return a.Serve(ctx)
 }
 
-func scanNow(ctx context.Context, cfg config.Config, logger *slog.Logger, stderr io.Writer) error {
+func scanNow(ctx context.Context, cfg config.Config, logger *slog.Logger, con *console, stderr io.Writer) error {
 	a, err := app.New(ctx, cfg, logger, version)
 	if err != nil {
 		return err
 	}
 	defer a.Close()
-	bar := newProgress(stderr)
-	sc, err := a.Scan(ctx, "cli", bar.update)
-	bar.finish()
+	sc, err := a.Scan(ctx, "cli", con.update)
+	con.finish()
 	if errors.Is(err, context.Canceled) {
 		return fmt.Errorf("scan %d interrupted after %d of %d models: what was measured is saved, and the next scan tests the rest", sc.ID, sc.Done, sc.Planned)
 	}

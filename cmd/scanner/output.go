@@ -3,67 +3,9 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
-	"strings"
-	"sync"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
-	"github.com/google-pytorch/torchtpu-scanner/internal/scan"
 )
-
-// progress shows a scan's progress: a bar redrawn in place on a terminal,
-// one plain line per model otherwise (logs, CI).
-type progress struct {
-	w   io.Writer
-	tty bool
-	mu  sync.Mutex
-	any bool
-}
-
-func newProgress(w io.Writer) *progress {
-	p := &progress{w: w}
-	if f, ok := w.(*os.File); ok {
-		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
-			p.tty = true
-		}
-	}
-	return p
-}
-
-func (p *progress) update(u scan.Progress) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	status := "unchanged"
-	if u.Result != nil {
-		status = string(u.Result.Status)
-	}
-	if !p.tty {
-		if u.ModelID != "" {
-			fmt.Fprintf(p.w, "[%d/%d] %s %s\n", u.Done, u.Planned, u.ModelID, status)
-		}
-		return
-	}
-	const width = 30
-	filled := 0
-	if u.Planned > 0 {
-		filled = width * u.Done / u.Planned
-	}
-	name := u.ModelID
-	if len(name) > 40 {
-		name = name[:37] + "..."
-	}
-	fmt.Fprintf(p.w, "\r\033[K[%s%s] %d/%d %s %s", strings.Repeat("#", filled), strings.Repeat(" ", width-filled),
-		u.Done, u.Planned, name, status)
-	p.any = true
-}
-
-func (p *progress) finish() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.tty && p.any {
-		fmt.Fprintln(p.w)
-	}
-}
 
 // printResult writes a Result for a person.
 func printResult(w io.Writer, id string, r compat.Result) {

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
-	"github.com/google-pytorch/torchtpu-scanner/internal/hub"
 	"github.com/google-pytorch/torchtpu-scanner/internal/hub/hubtest"
+	"github.com/google-pytorch/torchtpu-scanner/internal/proctest"
 	"github.com/google-pytorch/torchtpu-scanner/internal/testenv"
 	"github.com/google-pytorch/torchtpu-scanner/store"
 )
@@ -178,13 +178,10 @@ func TestSIGTERMMidProbe(t *testing.T) {
 	args := append(standinArgs(t, h, db, cache), "--probe-grace", "1s")
 	cmd, out := scannerProcess(t, args...)
 
-	pidFile := filepath.Join(hub.SnapshotDir(cache, "term/hang-model", h.SHA("term/hang-model")), "standin.pid")
-	var harnessPID int
+	// The runner's keeper and the harness it forked both have the model id
+	// in their command line; both ignore SIGTERM once under way.
 	deadline := time.Now().Add(60 * time.Second)
-	for harnessPID == 0 {
-		if b, err := os.ReadFile(pidFile); err == nil {
-			harnessPID, _ = strconv.Atoi(strings.TrimSpace(string(b)))
-		}
+	for ps := procsWith("term/hang-model"); len(ps) < 2 || !ignoreSIGTERM(ps); ps = procsWith("term/hang-model") {
 		if time.Now().After(deadline) {
 			t.Fatalf("the probe did not start:\n%s", out.String())
 		}
@@ -205,8 +202,8 @@ func TestSIGTERMMidProbe(t *testing.T) {
 	if took < time.Second {
 		t.Errorf("exited after %v, before the probe's 1 s grace", took)
 	}
-	if err := syscall.Kill(harnessPID, 0); err == nil {
-		t.Errorf("harness pid %d still alive after the scanner exited", harnessPID)
+	if left := procsWith("term/hang-model"); len(left) > 0 {
+		t.Errorf("harness processes %v still alive after the scanner exited", left)
 	}
 	if code := cmd.ProcessState.ExitCode(); code != 1 {
 		t.Errorf("exit code %d, want 1 (scan interrupted)", code)
@@ -233,6 +230,26 @@ func TestSIGTERMMidProbe(t *testing.T) {
 	if r, err := st.LatestResult(context.Background(), "term/next-model", compat.TargetCPU); err == nil && r.Status != compat.StatusPass {
 		t.Errorf("the other model was recorded as %s", r.Status)
 	}
+}
+
+// procsWith lists the live processes with s in their command line.
+var procsWith = proctest.With
+
+// ignoreSIGTERM reports whether every process of pids ignores SIGTERM (the
+// SigIgn mask of /proc/PID/status).
+func ignoreSIGTERM(pids []int) bool {
+	for _, pid := range pids {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+		if err != nil {
+			return false
+		}
+		_, rest, _ := strings.Cut(string(b), "\nSigIgn:\t")
+		mask, err := strconv.ParseUint(strings.Fields(rest + " x")[0], 16, 64)
+		if err != nil || mask&(1<<(syscall.SIGTERM-1)) == 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // runWithEnv runs the scanner in-process with the same environment the

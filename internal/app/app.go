@@ -120,7 +120,7 @@ func newRunner(cfg config.Config, log *slog.Logger) scan.Prober {
 	if py == "" {
 		py = probe.DefaultPython(cfg.CacheHome)
 	}
-	r, err := probe.NewRunner(probe.Config{Python: py, Script: cfg.Harness, Timeout: cfg.Timeout, Grace: cfg.ProbeGrace,
+	r, err := probe.NewRunner(probe.Config{Python: py, Script: cfg.Harness, Timeout: cfg.Timeout, Grace: cfg.ProbeGrace, NoLandlock: cfg.NoLandlock,
 		MemLimitBytes: memLimit(cfg.Devices, log), Logger: log})
 	if err != nil {
 		err = fmt.Errorf("no usable Python for the harness (%w); run `make pyenv` or pass --python", err)

@@ -10,6 +10,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/google-pytorch/torchtpu-scanner/internal/readiness"
 )
 
 // Status is the outcome of one probe of one model on one target.
@@ -262,12 +264,32 @@ type Metrics struct {
 	PeakMemBytes  *int64   `json:"peak_mem_bytes"`
 	MaxAbsDiff    *float64 `json:"max_abs_diff"`
 	Top1Agreement *float64 `json:"top1_agreement"`
+	// MFU and MBU: model FLOPs and weight bytes per second of a passing run
+	// ÷ the device's peaks (internal/probe/harness/harness_efficiency.py).
+	MFU *float64 `json:"mfu"`
+	MBU *float64 `json:"mbu"`
 	// Extensions beyond the contract.
 	CompiledStepMS *float64 `json:"compiled_step_ms,omitempty"`
 	TTFTMS         *float64 `json:"ttft_ms,omitempty"`
 	Perplexity     *float64 `json:"perplexity,omitempty"`
 	Tolerance      *float64 `json:"tolerance,omitempty"`
 	ParamCount     *int64   `json:"param_count,omitempty"`
+	// Efficiency is how MFU and MBU were computed (or why not).
+	Efficiency *Efficiency `json:"efficiency,omitempty"`
+}
+
+// Efficiency records the basis of MFU and MBU: the peaks used and the
+// model's FLOPs and weight bytes; Note says why a figure is null.
+type Efficiency struct {
+	Device              string   `json:"device,omitempty"` // devices.json key
+	PeakBF16FLOPS       *float64 `json:"peak_bf16_flops,omitempty"`
+	PeakHBMBytesPerS    *float64 `json:"peak_hbm_bytes_per_s,omitempty"`
+	Tokens              *int64   `json:"tokens,omitempty"`
+	FLOPsPerToken       *float64 `json:"flops_per_token,omitempty"`
+	WeightBytesPerToken *float64 `json:"weight_bytes_per_token,omitempty"`
+	ForwardTiming       string   `json:"forward_timing,omitempty"` // eager or compiled
+	Model               string   `json:"model,omitempty"`          // full, or reduced (arch mode)
+	Note                string   `json:"note,omitempty"`
 }
 
 // StageRun is the evidence of one stage: how it ended and how long it took.
@@ -301,20 +323,34 @@ type Result struct {
 	Stages  []StageRun `json:"stages,omitempty"`
 	LogTail string     `json:"log_tail,omitempty"`
 	ScanID  *int64     `json:"scan_id,omitempty"`
+	// Continuation is set for a causal LM probed in full mode with its own
+	// tokenizer; nil otherwise.
+	Continuation *Continuation `json:"continuation,omitempty"`
+}
+
+// Continuation is a causal LM's greedy continuation of the harness's fixed
+// prompt, decoded with the model's own tokenizer: text the model wrote,
+// escaped wherever it is shown.
+type Continuation struct {
+	Prompt string `json:"prompt"`
+	Text   string `json:"text"`
 }
 
 // Model is a Hub model as the scanner knows it, with its current result on
 // one target (nil when it has none yet).
 type Model struct {
-	ID        string  `json:"id"`
-	Task      string  `json:"task"`
-	Library   string  `json:"library"`
-	Downloads int64   `json:"downloads"`
-	Likes     int64   `json:"likes"`
-	Gated     bool    `json:"gated"`
-	SHA       string  `json:"sha"`
-	URL       string  `json:"url"`
-	Result    *Result `json:"result"`
+	ID        string `json:"id"`
+	Task      string `json:"task"`
+	Library   string `json:"library"`
+	Downloads int64  `json:"downloads"`
+	Likes     int64  `json:"likes"`
+	Gated     bool   `json:"gated"`
+	SHA       string `json:"sha"`
+	URL       string `json:"url"`
+	// Readiness is what config.json and the Hub's safetensors metadata
+	// say about running the model on TPUs; nil when not computed.
+	Readiness *readiness.Readiness `json:"readiness"`
+	Result    *Result              `json:"result"`
 	// Extensions beyond the contract.
 	Tags         []string  `json:"tags,omitempty"`
 	Aliases      []string  `json:"aliases,omitempty"`

@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -45,12 +46,14 @@ type Config struct {
 	Devices    int
 	Harness    string        // a harness script to run instead of the embedded one
 	ProbeGrace time.Duration // SIGTERM → SIGKILL grace of a probe being stopped
+	NoLandlock bool          // run the harness without Landlock (--landlock=false)
 	Revision   string        // probe only
 	JSON       bool          // probe only
 	Server     string        // check only
 	Since      string        // check only: a runtime key (compat.RuntimeRef.Key)
 	LogFormat  string        // "text" or "json"
 	LogLevel   string
+	Verbose    bool // scan on a terminal: info log lines too (else warnings and errors only)
 
 	// serve only
 	Addr       string
@@ -128,6 +131,7 @@ func Parse(cmd Command, args []string, env Env, out io.Writer) (Config, []string
 		fs.StringVar(&c.DB, "db", c.DB, "SQLite file, created with its folder [SCANNER_DB]")
 		fs.StringVar(&c.LogFormat, "log-format", c.LogFormat, "log format: text or json")
 		fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "log level: debug, info, warn, error")
+		fs.BoolVar(&c.Verbose, "v", c.Verbose, "scan on a terminal: show info log lines above the progress bar (default: warnings and errors only)")
 	}
 	hubFlags := func() {
 		fs.StringVar(&c.HubEndpoint, "hub-endpoint", c.HubEndpoint, "any Hub-compatible server or mirror [HF_ENDPOINT]")
@@ -139,6 +143,8 @@ func Parse(cmd Command, args []string, env Env, out io.Writer) (Config, []string
 		fs.DurationVar(&c.Timeout, "timeout", c.Timeout, "wall-clock limit per probe")
 		fs.DurationVar(&c.ProbeGrace, "probe-grace", c.ProbeGrace, "on shutdown or timeout, time a probe gets after SIGTERM before its process group is killed")
 		fs.StringVar(&c.Harness, "harness", c.Harness, "run this harness script instead of the embedded one (development, tests) [SCANNER_HARNESS]")
+		fs.BoolFunc("landlock", "confine the harness with Landlock where the kernel has it; false only on a host whose accelerator driver fails under it (the scanner says so) [SCANNER_LANDLOCK] (default true)",
+			func(v string) error { return c.setLandlock(v) })
 	}
 	scanFlags := func() {
 		fs.IntVar(&c.Limit, "limit", c.Limit, "how many popular models")
@@ -241,6 +247,21 @@ func (c *Config) fromEnv(env Env) error {
 	}
 	c.AdminToken = get("SCANNER_ADMIN_TOKEN")
 	c.PublicURL = get("SCANNER_PUBLIC_URL")
+	if v := get("SCANNER_LANDLOCK"); v != "" {
+		if err := c.setLandlock(v); err != nil {
+			return fmt.Errorf("SCANNER_LANDLOCK: %w", err)
+		}
+	}
+	return nil
+}
+
+// setLandlock reads the --landlock switch: true (the default) or false.
+func (c *Config) setLandlock(v string) error {
+	on, err := strconv.ParseBool(v)
+	if err != nil {
+		return fmt.Errorf("landlock: want true or false, got %q", v)
+	}
+	c.NoLandlock = !on
 	return nil
 }
 

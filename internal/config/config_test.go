@@ -173,3 +173,29 @@ func TestParseCheckSince(t *testing.T) {
 		})
 	}
 }
+
+func TestParseLandlock(t *testing.T) {
+	cases := []struct {
+		args    []string
+		env     map[string]string
+		off     bool
+		wantErr bool
+	}{
+		{nil, nil, false, false},
+		{[]string{"--landlock=false"}, nil, true, false},
+		{[]string{"--landlock"}, map[string]string{"SCANNER_LANDLOCK": "false"}, false, false},
+		{nil, map[string]string{"SCANNER_LANDLOCK": "0"}, true, false},
+		{[]string{"--landlock=maybe"}, nil, false, true},
+		{nil, map[string]string{"SCANNER_LANDLOCK": "off"}, false, true},
+	}
+	for _, c := range cases {
+		cfg, _, err := Parse(CmdProbe, append(c.args, "org/model"), envOf(c.env), io.Discard)
+		if (err != nil) != c.wantErr {
+			t.Errorf("%v %v: err %v, want error %v", c.args, c.env, err, c.wantErr)
+			continue
+		}
+		if err == nil && cfg.NoLandlock != c.off {
+			t.Errorf("%v %v: NoLandlock %v, want %v", c.args, c.env, cfg.NoLandlock, c.off)
+		}
+	}
+}

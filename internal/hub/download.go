@@ -24,7 +24,8 @@ import (
 //
 // Files must pass AllowedFile; sha must be a full commit id: downloads are
 // pinned, never "main". Files already in the snapshot are not requested
-// again. Like huggingface_hub, each file is first asked about with HEAD
+// again, once their blobs are checked against their hashes (verify.go: a
+// blob changed since it was downloaded is fetched again). Like huggingface_hub, each file is first asked about with HEAD
 // {endpoint}/{id}/resolve/{sha}/{file} (size, etag, CDN location), so the
 // size caps are checked before any content moves; then the content is
 // fetched, LFS files from the Hub's CDN without the token. Content is
@@ -35,6 +36,11 @@ import (
 // snapshots/<sha>/<file> by a relative symlink, as huggingface_hub does.
 // refs/main is written with sha when this client saw the Hub report sha as
 // main's head (ListModels, or ModelInfo at main).
+//
+// Each file is capped at the smaller of Options.MaxFileBytes and its
+// kind's cap (FileCap: a few MiB for JSON, more for tokenizers); the caps
+// are checked against the announced size before the transfer and against
+// the bytes as they come.
 //
 // Up to Options.Concurrency files are fetched at once; the first error
 // cancels the rest and is returned (an *Error for Hub answers, or one
@@ -64,8 +70,12 @@ func (c *Client) Download(ctx context.Context, id, sha string, files []string) (
 	snap := SnapshotDir(c.cacheDir, id, sha)
 	var todo []string
 	for _, f := range want {
-		if fi, err := os.Stat(pointerPath(snap, f)); err == nil && fi.Mode().IsRegular() {
-			d.used += fi.Size()
+		n, ok, err := d.cachedFile(snap, f) // checked against its hash (verify.go)
+		if err != nil {
+			return "", fmt.Errorf("hub: download %s/%s: %w", id, f, err)
+		}
+		if ok {
+			d.used += n
 			continue
 		}
 		todo = append(todo, f)
@@ -88,8 +98,9 @@ func (c *Client) Download(ctx context.Context, id, sha string, files []string) (
 			if err != nil {
 				return fmt.Errorf("hub: download %s/%s: %w", id, f, err)
 			}
-			if src.size > c.maxFile {
-				return fmt.Errorf("hub: download %s/%s: %d bytes, over the %d-byte file limit: %w", id, f, src.size, c.maxFile, ErrTooLarge)
+			src.max = min(c.maxFile, FileCap(f))
+			if src.size > src.max {
+				return fmt.Errorf("hub: download %s/%s: %d bytes, over the %d-byte limit for this file: %w", id, f, src.size, src.max, ErrTooLarge)
 			}
 			srcs[i] = src
 			return nil
@@ -183,6 +194,7 @@ func (d *download) each(ctx context.Context, files []string, fn func(ctx context
 type source struct {
 	etag    string   // normalized; the blob's name
 	size    int64    // announced size; -1 when unknown
+	max     int64    // the file's cap (FileCap within MaxFileBytes); 0: MaxFileBytes
 	url     *url.URL // content location: the CDN, or the (final) resolve URL
 	resolve *url.URL // the resolve URL, to ask again for a fresh CDN URL
 }
@@ -198,8 +210,8 @@ func (d *download) file(ctx context.Context, name string, src *source) error {
 	c := d.c
 	blob := filepath.Join(d.repo, "blobs", src.etag)
 	pointer := pointerPath(SnapshotDir(c.cacheDir, d.id, d.sha), name)
-	if fileExists(blob) {
-		return link(blob, pointer)
+	if done, err := d.linkCached(blob, pointer); done { // another revision's blob
+		return err
 	}
 	if err := os.MkdirAll(filepath.Dir(blob), 0o755); err != nil {
 		return err
@@ -209,8 +221,8 @@ func (d *download) file(ctx context.Context, name string, src *source) error {
 		return err
 	}
 	defer unlock()
-	if fileExists(blob) { // written by another process meanwhile
-		return link(blob, pointer)
+	if done, err := d.linkCached(blob, pointer); done { // written by another process meanwhile
+		return err
 	}
 	announced := src.size
 	n, err := d.fetch(ctx, src, blob+".incomplete")
@@ -226,6 +238,7 @@ func (d *download) file(ctx context.Context, name string, src *source) error {
 	if err := os.Rename(blob+".incomplete", blob); err != nil {
 		return err
 	}
+	d.markVerified(blob) // fetch checked it against its name
 	c.log.Debug("hub: downloaded", "model_id", d.id, "file", name, "bytes", n, "etag", src.etag)
 	return link(blob, pointer)
 }
@@ -333,9 +346,4 @@ func link(blob, pointer string) error {
 		return err
 	}
 	return nil
-}
-
-func fileExists(p string) bool {
-	fi, err := os.Stat(p)
-	return err == nil && fi.Mode().IsRegular()
 }

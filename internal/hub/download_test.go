@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -266,6 +267,38 @@ func TestDownloadSizeCaps(t *testing.T) {
 				t.Errorf("model.safetensors linked")
 			}
 		})
+	}
+}
+
+// TestDownloadKindCaps: a file over its kind's cap (FileCap) is refused
+// before any content moves, whatever MaxFileBytes allows, and a file within
+// its cap comes; the refusal names the file.
+func TestDownloadKindCaps(t *testing.T) {
+	capped := "chat_template.jinja"
+	limit := FileCap(capped)
+	repo := smallModel("acme/tiny")
+	repo.Files[capped] = bytes.Repeat([]byte("x"), int(limit)+1)
+	repo.Files["tokenizer_config.json"] = []byte(`{"model_max_length": 128}`)
+	e := newEnv(t, nil, repo)
+	sha := e.hub.SHA("acme/tiny")
+	_, err := e.c.Download(context.Background(), "acme/tiny", sha, []string{capped})
+	if !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), capped) {
+		t.Fatalf("err = %v, want ErrTooLarge naming %s", err, capped)
+	}
+	for _, r := range e.requests("", "/acme/tiny/resolve/") {
+		if r.Method != http.MethodHead {
+			t.Errorf("%s %s: content asked for although the announced size is over the cap", r.Method, r.Path)
+		}
+	}
+	snap := SnapshotDir(e.cache, "acme/tiny", sha)
+	if _, err := os.Lstat(filepath.Join(snap, capped)); !os.IsNotExist(err) {
+		t.Errorf("%s linked", capped)
+	}
+	if _, err := e.c.Download(context.Background(), "acme/tiny", sha, []string{"tokenizer_config.json"}); err != nil {
+		t.Fatalf("a file within its cap: %v", err)
+	}
+	if b, err := os.ReadFile(filepath.Join(snap, "tokenizer_config.json")); err != nil || string(b) != `{"model_max_length": 128}` {
+		t.Errorf("tokenizer_config.json: %q %v", b, err)
 	}
 }
 

@@ -147,7 +147,7 @@ func (d *download) receive(ctx context.Context, p *partial) error {
 		if err != nil {
 			return err
 		}
-		n, err := copyWithin(p.writer(), resp.Body, p.have, p.src.size, c.maxFile)
+		n, err := copyWithin(p.writer(), resp.Body, p.have, p.src.size, d.limit(p.src))
 		resp.Body.Close()
 		p.have += n
 		switch {
@@ -173,6 +173,15 @@ func (d *download) receive(ctx context.Context, p *partial) error {
 		}
 	}
 	return nil
+}
+
+// limit is the most bytes src's file may have: its cap, within the
+// client's MaxFileBytes.
+func (d *download) limit(src *source) int64 {
+	if src.max > 0 {
+		return min(src.max, d.c.maxFile)
+	}
+	return d.c.maxFile
 }
 
 // tries counts one fetch's setbacks: stuck is attempts in a row that moved
@@ -226,7 +235,7 @@ func (d *download) openRange(ctx context.Context, p *partial, tr *tries) (*http.
 			}
 			continue
 		}
-		ok, err := p.accept(resp, d.c.maxFile, tr)
+		ok, err := p.accept(resp, d.limit(p.src), tr)
 		if err != nil {
 			return nil, err
 		}

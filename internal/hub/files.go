@@ -2,9 +2,12 @@ package hub
 
 import (
 	"fmt"
+	"math"
 	"path"
 	"regexp"
 	"strings"
+
+	"github.com/google-pytorch/torchtpu-scanner/internal/probe/harness"
 )
 
 var commitRE = regexp.MustCompile(`^[0-9a-f]{40}$`)
@@ -72,8 +75,8 @@ var allowedNames = map[string]bool{
 //     sentence-transformers' config_sentence_transformers.json, ...);
 //   - tokenizers: "tokenizer*.json", vocab.txt, vocab.json, merges.txt,
 //     special_tokens_map.json, added_tokens.json, chat templates, "*.tiktoken"
-//     (text), and SentencePiece models (tokenizer.model, spiece.model,
-//     sentencepiece.bpe.model: protobuf, not pickle);
+//     (text), and SentencePiece models ("*.model": tokenizer.model,
+//     spiece.model, sentencepiece.bpe.model; protobuf, not pickle);
 //   - weights: "*.safetensors" and their "*.safetensors.index.json".
 //
 // Pickle-based or executable formats (.bin, .pt, .pth, .pkl, .ckpt, .h5,
@@ -95,8 +98,59 @@ func AllowedFile(name string) bool {
 		return true
 	case strings.HasSuffix(lower, ".tiktoken"):
 		return true
+	case strings.HasSuffix(lower, ".model") && lower != ".model":
+		// SentencePiece models are protobuf: loading one runs no code.
+		return true
 	}
 	return false
+}
+
+// Caps per kind of file, besides the input files' (harness.InputFileCap):
+// no configuration or index is anywhere near these sizes, so a larger one
+// is not what it claims to be. Weights have no cap of their kind: the
+// client's MaxFileBytes and MaxModelBytes bound them.
+const (
+	maxIndexBytes    = 64 << 20 // *.safetensors.index.json (tens of thousands of tensors)
+	maxJSONBytes     = 16 << 20 // config.json and other JSON
+	maxTiktokenBytes = 32 << 20 // *.tiktoken vocabularies (text)
+)
+
+// FileCap is the most bytes the scanner downloads of the repo file name,
+// by its kind: a tokenizer or processor file has its cap from the table
+// the harness reads too (internal/probe/harness/input_files.json: a few
+// MiB for JSON settings, more for tokenizer.json, vocabularies and
+// SentencePiece models); an index or other JSON has a cap of its own; the
+// weights are bounded only by the client's MaxFileBytes. Download applies
+// the smaller of FileCap and MaxFileBytes to every file.
+func FileCap(name string) int64 {
+	if c, ok := harness.InputFileCap(name); ok {
+		return c
+	}
+	lower := strings.ToLower(path.Base(name))
+	switch {
+	case strings.HasSuffix(lower, ".safetensors.index.json"):
+		return maxIndexBytes
+	case strings.HasSuffix(lower, ".json"):
+		return maxJSONBytes
+	case strings.HasSuffix(lower, ".tiktoken"):
+		return maxTiktokenBytes
+	}
+	return math.MaxInt64
+}
+
+// InputFiles picks the tokenizer and processor files out of a repo's files:
+// the top-level files of the table the harness reads
+// (internal/probe/harness/input_files.json) that AllowedFile accepts, in
+// listing order. A full-mode probe builds real inputs from them; each is
+// optional (the probe falls back to synthetic inputs without it).
+func InputFiles(siblings []Sibling) []string {
+	var files []string
+	for _, s := range siblings {
+		if _, ok := harness.InputFileCap(s.Name); ok && AllowedFile(s.Name) {
+			files = append(files, s.Name)
+		}
+	}
+	return files
 }
 
 var shardRE = regexp.MustCompile(`^model-\d+-of-\d+\.safetensors$`)

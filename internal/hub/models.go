@@ -51,25 +51,56 @@ type ModelInfo struct {
 	// ScanCache; nil when absent.
 	Config  map[string]any
 	Aliases []string // old ids this model was reached through (renames)
+	// Safetensors is the Hub's count of the checkpoint's tensor elements per
+	// dtype ("safetensors": {"parameters": {"BF16": n, …}}); nil when the
+	// Hub has none. Its "total" is not kept: readiness sums the dtypes.
+	Safetensors map[string]int64
 }
 
 // apiModel is the Hub's JSON for a model, in listings and model info.
 type apiModel struct {
-	ID            string         `json:"id"`
-	ModelID       string         `json:"modelId"`
-	SHA           string         `json:"sha"`
-	PipelineTag   string         `json:"pipeline_tag"`
-	Library       string         `json:"library_name"`
-	Tags          []string       `json:"tags"`
-	Gated         gatedField     `json:"gated"`
-	Private       bool           `json:"private"`
-	Disabled      bool           `json:"disabled"`
-	Downloads     int64          `json:"downloads"`
-	Likes         int64          `json:"likes"`
-	TrendingScore float64        `json:"trendingScore"`
-	LastModified  string         `json:"lastModified"`
-	Config        map[string]any `json:"config"`
-	Siblings      []apiSibling   `json:"siblings"`
+	ID            string           `json:"id"`
+	ModelID       string           `json:"modelId"`
+	SHA           string           `json:"sha"`
+	PipelineTag   string           `json:"pipeline_tag"`
+	Library       string           `json:"library_name"`
+	Tags          []string         `json:"tags"`
+	Gated         gatedField       `json:"gated"`
+	Private       bool             `json:"private"`
+	Disabled      bool             `json:"disabled"`
+	Downloads     int64            `json:"downloads"`
+	Likes         int64            `json:"likes"`
+	TrendingScore float64          `json:"trendingScore"`
+	LastModified  string           `json:"lastModified"`
+	Config        map[string]any   `json:"config"`
+	Siblings      []apiSibling     `json:"siblings"`
+	Safetensors   safetensorsField `json:"safetensors"`
+}
+
+// safetensorsField reads the Hub's "safetensors" object for its
+// "parameters" (elements per dtype). It never fails a listing: an object of
+// another shape, or counts that are not whole non-negative numbers, give no
+// (or fewer) counts.
+type safetensorsField map[string]int64
+
+func (f *safetensorsField) UnmarshalJSON(b []byte) error {
+	var v struct {
+		Parameters map[string]json.Number `json:"parameters"`
+	}
+	*f = nil
+	if json.Unmarshal(b, &v) != nil || len(v.Parameters) == 0 {
+		return nil
+	}
+	out := safetensorsField{}
+	for dtype, n := range v.Parameters {
+		if c, err := n.Int64(); err == nil && c >= 0 && len(dtype) <= 16 {
+			out[dtype] = c
+		}
+	}
+	if len(out) > 0 {
+		*f = out
+	}
+	return nil
 }
 
 type apiSibling struct {
@@ -120,6 +151,7 @@ func (m apiModel) info() ModelInfo {
 		Likes:         m.Likes,
 		TrendingScore: m.TrendingScore,
 		Config:        m.Config,
+		Safetensors:   m.Safetensors,
 	}
 	if t, err := time.Parse(time.RFC3339Nano, m.LastModified); err == nil {
 		mi.LastModified = t
@@ -166,7 +198,7 @@ const maxPage = 1000
 // huggingface_hub's ExpandModelProperty_T.
 var listExpand = []string{
 	"downloads", "likes", "trendingScore", "pipeline_tag", "library_name", "tags", "sha",
-	"gated", "lastModified", "private", "disabled", "config", "siblings",
+	"gated", "lastModified", "private", "disabled", "config", "siblings", "safetensors",
 }
 
 // sortParam maps ListOptions.Sort to the Hub's sort key.

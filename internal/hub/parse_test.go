@@ -2,6 +2,7 @@ package hub
 
 import (
 	"errors"
+	"math"
 	"net/http"
 	"path/filepath"
 	"slices"
@@ -217,12 +218,13 @@ func TestAllowedFile(t *testing.T) {
 		"spiece.model", "sentencepiece.bpe.model", "preprocessor_config.json", "processor_config.json",
 		"chat_template.jinja", "chat_template.json", "model.safetensors", "model-00001-of-00002.safetensors",
 		"model.safetensors.index.json", "modules.json", "sentence_bert_config.json", "config_sentence_transformers.json",
-		"1_Pooling/config.json", "text_encoder/model.safetensors", "qwen.tiktoken", "Config.JSON"}
+		"1_Pooling/config.json", "text_encoder/model.safetensors", "qwen.tiktoken", "Config.JSON",
+		"spm.model"} // DeBERTa-v3's SentencePiece model: any *.model is protobuf, never unpickled
 	refused := []string{"pytorch_model.bin", "model.pt", "model.pth", "model.ckpt", "tf_model.h5", "flax_model.msgpack",
 		"model.onnx", "modeling_custom.py", "configuration_x.py", "training_args.bin", "optimizer.pt", "scheduler.pkl",
 		"rng_state.pth", "model.gguf", "data.npy", "README.md", ".gitattributes", "../config.json", "/config.json",
 		"a//config.json", "./config.json", ".hidden/config.json", "dir\\config.json", "C:config.json", "config.json\n",
-		"random.json", "model.safetensors.bak", "evil.model", ""}
+		"random.json", "model.safetensors.bak", "model.pkl", "tokenizer.model.bin", ".model", ""}
 	for _, f := range allowed {
 		if !AllowedFile(f) {
 			t.Errorf("%q refused", f)
@@ -326,5 +328,49 @@ func TestBrief(t *testing.T) {
 		if got := Brief(tc.err); got != tc.want {
 			t.Errorf("Brief(%v)\n got %q\nwant %q", tc.err, got, tc.want)
 		}
+	}
+}
+
+// TestFileCap: every download has a cap of its kind (the input files'
+// from the table the harness reads), and the weights only the client's.
+func TestFileCap(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		lo, hi int64 // FileCap within [lo, hi]
+	}{
+		{"tokenizer.json", 16 << 20, 256 << 20},
+		{"tokenizer_config.json", 1 << 20, 8 << 20},
+		{"preprocessor_config.json", 1 << 20, 8 << 20},
+		{"chat_template.jinja", 64 << 10, 4 << 20},
+		{"vocab.txt", 1 << 20, 64 << 20},
+		{"spm.model", 1 << 20, 64 << 20},
+		{"config.json", 1 << 20, 32 << 20},
+		{"1_Pooling/config.json", 1 << 20, 32 << 20},
+		{"model.safetensors.index.json", 16 << 20, 128 << 20},
+		{"qwen.tiktoken", 1 << 20, 64 << 20},
+		{"model.safetensors", 1 << 40, math.MaxInt64},
+		{"model-00001-of-00002.safetensors", 1 << 40, math.MaxInt64},
+	} {
+		if got := FileCap(tt.name); got < tt.lo || got > tt.hi {
+			t.Errorf("FileCap(%q) = %d, want within [%d, %d]", tt.name, got, tt.lo, tt.hi)
+		}
+	}
+}
+
+func TestInputFiles(t *testing.T) {
+	var sibs []Sibling
+	for _, n := range []string{"config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json",
+		"special_tokens_map.json", "vocab.txt", "merges.txt", "spiece.model", "preprocessor_config.json",
+		"processor_config.json", "chat_template.jinja", "generation_config.json", "pytorch_model.bin",
+		"tokenization_evil.py", "onnx/tokenizer.json", "1_Pooling/config.json", "README.md", "tokenizer.pkl"} {
+		sibs = append(sibs, Sibling{Name: n})
+	}
+	want := []string{"tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt", "merges.txt",
+		"spiece.model", "preprocessor_config.json", "processor_config.json", "chat_template.jinja", "generation_config.json"}
+	if got := InputFiles(sibs); !slices.Equal(got, want) {
+		t.Errorf("InputFiles = %v\nwant %v", got, want)
+	}
+	if got := InputFiles(nil); got != nil {
+		t.Errorf("InputFiles(nil) = %v", got)
 	}
 }

@@ -25,7 +25,7 @@ var pinnedNames = map[string]bool{
 	"HF_HUB_OFFLINE": true, "TRANSFORMERS_OFFLINE": true, "HF_HUB_DISABLE_TELEMETRY": true,
 	"HF_DATASETS_OFFLINE": true, "PYTHONUNBUFFERED": true, "PYTHONDONTWRITEBYTECODE": true,
 	"PYTHONNOUSERSITE": true, "PYTHONPATH": true, "PYTHONHOME": true, "PYTHONSTARTUP": true,
-	"LD_PRELOAD": true, "TORCH_DEVICE_BACKEND_AUTOLOAD": true,
+	"LD_PRELOAD": true, "TORCH_DEVICE_BACKEND_AUTOLOAD": true, probeMarkVar: true,
 }
 
 // testOnlyNames switch the harness to its test seam (harness_testing.py

@@ -25,33 +25,9 @@ func (r *Runner) Env(ctx context.Context, target compat.Target) (compat.Target, 
 	if _, err := compat.ParseTarget(string(target)); err != nil {
 		return "", compat.Runtime{}, fmt.Errorf("env: %w", err)
 	}
-	wd, err := r.newWorkDir("env")
+	res, err := r.envResult(ctx, target, false)
 	if err != nil {
-		return "", compat.Runtime{}, fmt.Errorf("env: %w", err)
-	}
-	defer wd.remove()
-
-	ectx, cancel := context.WithTimeout(ctx, r.cfg.EnvTimeout)
-	defer cancel()
-	out := runProc(ectx, r.spec(wd, []string{"--env-only", "--result-file", wd.result, "--target", string(target)}))
-	switch {
-	case out.startErr != nil:
-		return "", compat.Runtime{}, fmt.Errorf("env: cannot start %s: %w", r.python, out.startErr)
-	case out.killed && ctx.Err() != nil:
-		return "", compat.Runtime{}, fmt.Errorf("env: %w", ctx.Err())
-	case out.killed:
-		return "", compat.Runtime{}, fmt.Errorf("env: harness --env-only ran past %s", r.cfg.EnvTimeout)
-	}
-	res, err := readResult(wd.result)
-	if errors.Is(err, os.ErrNotExist) {
-		how := fmt.Sprintf("exit status %d", out.state.ExitCode())
-		if sig, ok := signalOf(out.state); ok {
-			how = "killed by " + signalName(sig)
-		}
-		return "", compat.Runtime{}, fmt.Errorf("env: harness --env-only wrote no result (%s); last stderr: %s", how, lastLine(out.stderrTail))
-	}
-	if err != nil {
-		return "", compat.Runtime{}, fmt.Errorf("env: invalid result: %w", err)
+		return "", compat.Runtime{}, err
 	}
 	rt := res.Runtime
 	rt.Harness = r.harnessVersion(rt.Harness)
@@ -61,6 +37,11 @@ func (r *Runner) Env(ctx context.Context, target compat.Target) (compat.Target, 
 	}
 	if res.Status == compat.StatusError {
 		if res.FailureClass != nil && *res.FailureClass == compat.ClassDeviceUnavail && target != compat.TargetAuto {
+			if r.usableUnconfined(ctx, target) {
+				return target, rt, fmt.Errorf("env: target %s: %w: %w: the harness sees the device without Landlock "+
+					"but not inside it (%s); its driver needs files the confinement does not name: run with "+
+					"--landlock=false [SCANNER_LANDLOCK=false] on this host", target, ErrDeviceUnavailable, ErrConfinedDevice, msg)
+			}
 			return target, rt, fmt.Errorf("env: target %s: %w: %s", target, ErrDeviceUnavailable, msg)
 		}
 		return "", compat.Runtime{}, fmt.Errorf("env: harness reports an error: %s", msg)
@@ -97,4 +78,59 @@ func (r *Runner) cachedRuntime(target compat.Target) (compat.Runtime, bool) {
 	defer r.found.mu.Unlock()
 	rt, ok := r.found.envs[target]
 	return rt, ok
+}
+
+// ErrConfinedDevice: the target's device works for the harness only
+// without Landlock (first seen with CUDA on an H200 VM: cuInit error 304
+// under the confinement, fine without it).
+var ErrConfinedDevice = errors.New("device unusable under Landlock")
+
+// usableUnconfined reports whether an --env-only run without Landlock
+// finds target's device: asked only after a confined run did not, where
+// Landlock is in force, for an accelerator. It runs the harness's own
+// code on no model files.
+func (r *Runner) usableUnconfined(ctx context.Context, target compat.Target) bool {
+	if r.confine.off || landlockABI() <= 0 || target == compat.TargetCPU {
+		return false
+	}
+	res, err := r.envResult(ctx, target, true)
+	return err == nil && res.Status == compat.StatusPass && res.Target == target
+}
+
+// envResult runs the harness with --env-only for target, confined unless
+// unconfined, and reads its result.
+func (r *Runner) envResult(ctx context.Context, target compat.Target, unconfined bool) (compat.Result, error) {
+	wd, err := r.newWorkDir("env")
+	if err != nil {
+		return compat.Result{}, fmt.Errorf("env: %w", err)
+	}
+	defer wd.remove()
+
+	ectx, cancel := context.WithTimeout(ctx, r.cfg.EnvTimeout)
+	defer cancel()
+	spec := r.spec(ctx, wd, "", []string{"--env-only", "--result-file", wd.result, "--target", string(target)})
+	if unconfined {
+		spec.policy = nil
+	}
+	out := runProc(ectx, spec)
+	switch {
+	case out.startErr != nil:
+		return compat.Result{}, fmt.Errorf("env: cannot start %s: %w", r.python, out.startErr)
+	case out.killed && ctx.Err() != nil:
+		return compat.Result{}, fmt.Errorf("env: %w", ctx.Err())
+	case out.killed:
+		return compat.Result{}, fmt.Errorf("env: harness --env-only ran past %s", r.cfg.EnvTimeout)
+	}
+	res, err := readResult(wd.result)
+	if errors.Is(err, os.ErrNotExist) {
+		how := fmt.Sprintf("exit status %d", out.state.ExitCode())
+		if sig, ok := signalOf(out.state); ok {
+			how = "killed by " + signalName(sig)
+		}
+		return compat.Result{}, fmt.Errorf("env: harness --env-only wrote no result (%s); last stderr: %s", how, lastLine(out.stderrTail))
+	}
+	if err != nil {
+		return compat.Result{}, fmt.Errorf("env: invalid result: %w", err)
+	}
+	return res, nil
 }

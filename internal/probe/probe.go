@@ -14,6 +14,7 @@ package probe
 import (
 	"bufio"
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -89,6 +90,11 @@ type Config struct {
 	TempDir string
 	// Logger receives one line per probe; slog.Default() if nil.
 	Logger *slog.Logger
+	// NoLandlock runs the harness without its Landlock confinement (the
+	// limits, the scrubbed environment and the process group stay): for a
+	// host whose accelerator driver fails under it, which Env detects and
+	// names (ErrConfinedDevice).
+	NoLandlock bool
 }
 
 // Runner runs harness processes. Its methods are safe for concurrent use:
@@ -102,6 +108,7 @@ type Runner struct {
 	memLimit   uint64 // 0 = none
 	nofile     uint64 // 0 = inherited
 	log        *slog.Logger
+	confine    *confiner
 	found      *envCache // what Env found; shared with the ForDevice runners
 	pinned     bool      // a ForDevice runner: its processes see only device
 	device     int
@@ -150,6 +157,7 @@ func NewRunner(cfg Config) (*Runner, error) {
 	if r.log == nil {
 		r.log = slog.Default()
 	}
+	enableSubreaper(r.log)
 	if _, dropped := scrubEnv(nil, cfg.ExtraEnv, "", ""); len(dropped) > 0 {
 		r.log.Warn("probe: ExtraEnv entries refused (credentials, variables the runner pins, or test switches)",
 			"names", strings.Join(dropped, ","))
@@ -177,13 +185,15 @@ func NewRunner(cfg Config) (*Runner, error) {
 			return nil, fmt.Errorf("probe: script: %w", err)
 		}
 		r.script = abs
-		return r, nil
+	} else {
+		dir, script, err := extractHarness(cfg.TempDir)
+		if err != nil {
+			return nil, fmt.Errorf("probe: %w", err)
+		}
+		r.harnessDir, r.script, r.digest = dir, script, embeddedDigest()
 	}
-	dir, script, err := extractHarness(cfg.TempDir)
-	if err != nil {
-		return nil, fmt.Errorf("probe: %w", err)
-	}
-	r.harnessDir, r.script, r.digest = dir, script, embeddedDigest()
+	r.confine = &confiner{python: py, codeDir: filepath.Dir(r.script), log: r.log, off: cfg.NoLandlock}
+	logConfinement(r.log, cfg.NoLandlock)
 	return r, nil
 }
 
@@ -206,7 +216,7 @@ func (r *Runner) Close() error {
 // found a TPU. Closing it does nothing; close this runner when all are done.
 func (r *Runner) ForDevice(i int) *Runner {
 	return &Runner{cfg: r.cfg, python: r.python, script: r.script, digest: r.digest, memLimit: r.memLimit,
-		nofile: r.nofile, log: r.log.With("device", i), found: r.found, pinned: true, device: i}
+		nofile: r.nofile, log: r.log.With("device", i), confine: r.confine, found: r.found, pinned: true, device: i}
 }
 
 // deviceEnv is the pinning environment of a ForDevice runner, nil otherwise.
@@ -348,7 +358,7 @@ func (r *Runner) probe(ctx context.Context, p *probeRun) compat.Result {
 	}
 	pctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	out := runProc(pctx, r.spec(wd, req.args(wd.result)))
+	out := runProc(pctx, r.spec(ctx, wd, req.SnapshotDir, req.args(wd.result)))
 	p.wall = out.wall
 
 	if out.startErr != nil {
@@ -379,19 +389,30 @@ func (r *Runner) probe(ctx context.Context, p *probeRun) compat.Result {
 	return p.noResult(out)
 }
 
-// spec is the process that runs the harness with args in wd.
-func (r *Runner) spec(wd workDir, args []string) procSpec {
+// spec is the process that runs the harness with args in wd, on snapshot
+// ("" for none): the keeper with the limits, the scrubbed environment with
+// the run's mark, and the run's confinement.
+func (r *Runner) spec(ctx context.Context, wd workDir, snapshot string, args []string) procSpec {
 	extra := append(slices.Clone(r.cfg.ExtraEnv), r.deviceEnv()...)
 	env, _ := scrubEnv(r.cfg.Environ, extra, wd.home, wd.tmp) // refusals logged by NewRunner
-	argv := []string{"-I", "-u", "-B", "-c", preamble,
+	mark := rand.Text()
+	env = append(env, probeMarkVar+"="+mark)
+	argv := []string{"-I", "-u", "-B", "-c", keeper,
 		strconv.FormatUint(r.memLimit, 10), strconv.FormatUint(r.nofile, 10), r.script}
-	return procSpec{
-		python: r.python,
+	python, _ := r.confine.interpreter(ctx)
+	spec := procSpec{
+		python: python,
 		args:   append(argv, args...),
 		dir:    wd.cwd,
 		env:    env,
 		grace:  r.cfg.Grace,
+		mark:   mark,
 	}
+	if !r.confine.off {
+		pol := r.confine.policy(ctx, wd, snapshot, env)
+		spec.policy = &pol
+	}
+	return spec
 }
 
 // workDir is the private directory of one harness run.

@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/internal/testenv"
@@ -28,6 +29,9 @@ var python3 string
 func TestMain(m *testing.M) {
 	if out, err := exec.Command("python3", "-c", "import sys; print(sys.executable)").Output(); err == nil {
 		python3 = strings.TrimSpace(string(out))
+	}
+	if tag := os.Getenv(scannerTagVar); tag != "" {
+		os.Exit(miniScanner(tag, os.Getenv(scannerDirVar)))
 	}
 	os.Exit(m.Run())
 }
@@ -165,6 +169,20 @@ func TestProbeStandins(t *testing.T) {
 			}
 		}},
 		{behaviour: "abort-env", status: compat.StatusError, stage: compat.StageEnv, class: compat.ClassOther, msg: "before any model was loaded"},
+		{behaviour: "continuation", status: compat.StatusPass, stage: compat.StageGenerate, check: func(t *testing.T, res compat.Result) {
+			c := res.Continuation
+			if c == nil {
+				t.Fatal("continuation dropped")
+			}
+			wantHead := "<script>alert(1)</script>[31m\uFFFD ok\n"
+			if !strings.HasPrefix(c.Text, wantHead) || len(c.Text) > ContinuationTextMax || len(c.Text) < ContinuationTextMax-1 ||
+				!utf8.ValidString(c.Text) || !strings.HasSuffix(c.Text, "é") {
+				t.Errorf("text %q (%d bytes): want its head kept without control characters, cut whole at %d bytes", tail(c.Text), len(c.Text), ContinuationTextMax)
+			}
+			if c.Prompt != "P"+strings.Repeat("p", ContinuationPromptMax-1) {
+				t.Errorf("prompt %q", c.Prompt)
+			}
+		}},
 		{behaviour: "logtail", status: compat.StatusFail, stage: compat.StageForward, class: compat.ClassUnsupportedOp, check: func(t *testing.T, res compat.Result) {
 			if !strings.Contains(res.LogTail, "Traceback (harness's own)") || !strings.Contains(res.LogTail, "scanner-visible stderr line") {
 				t.Errorf("log tail %q: want the harness's own and the stderr tail", res.LogTail)
@@ -230,23 +248,11 @@ func waitGone(t *testing.T, pid int) {
 	t.Errorf("process %d outlived the probe", pid)
 }
 
-func readPid(t *testing.T, dir string) int {
-	t.Helper()
-	data, err := os.ReadFile(filepath.Join(dir, "grandchild.pid"))
-	if err != nil {
-		t.Fatalf("grandchild pid: %v", err)
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
-	if err != nil {
-		t.Fatalf("grandchild pid: %v", err)
-	}
-	return pid
-}
-
 func TestProbeTimeoutKillsGroup(t *testing.T) {
 	t.Parallel()
 	r := standinRunner(t, nil)
-	req := standinRequest(t, "hang")
+	tag := uniqueTag()
+	req := standinRequest(t, "hang."+tag)
 	req.Timeout = 1500 * time.Millisecond
 	start := time.Now()
 	res := r.Probe(context.Background(), req)
@@ -263,14 +269,19 @@ func TestProbeTimeoutKillsGroup(t *testing.T) {
 	if !strings.Contains(res.LogTail, "stage=load") {
 		t.Errorf("log tail %q lacks the harness's stderr", res.LogTail)
 	}
-	waitGone(t, readPid(t, req.SnapshotDir))
+	for _, pid := range childPids(t, res.LogTail, 1) {
+		waitGone(t, pid)
+	}
+	waitNoProcs(t, tag)
 }
 
 func TestProbeResultThenHang(t *testing.T) {
 	t.Parallel()
 	r := standinRunner(t, nil)
 	req := standinRequest(t, "hang-after-result")
-	req.Timeout = time.Second
+	// Long enough for the interpreter to start and write its result on a
+	// loaded 2-core machine; the hang after it is endless either way.
+	req.Timeout = 5 * time.Second
 	res := r.Probe(context.Background(), req)
 	if res.Status != compat.StatusPass || str(res.Stage) != "generate" {
 		t.Errorf("got %s/%s (%s): a result written before the hang stands", res.Status, str(res.Stage), str(res.Message))
@@ -298,13 +309,15 @@ func TestProbeRelativePaths(t *testing.T) {
 func TestProbeCancelIsNotHeldAgainstModel(t *testing.T) {
 	t.Parallel()
 	r := standinRunner(t, nil)
-	req := standinRequest(t, "hang")
+	tag := uniqueTag()
+	req := standinRequest(t, "hang."+tag)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() {
-		// Cancel once the harness is well under way.
+		// Cancel once the harness is well under way: the keeper, the
+		// harness and its child are running.
 		for range 500 {
-			if _, err := os.Stat(filepath.Join(req.SnapshotDir, "grandchild.pid")); err == nil {
+			if len(procsWith(tag)) >= 3 {
 				break
 			}
 			time.Sleep(10 * time.Millisecond)
@@ -318,7 +331,7 @@ func TestProbeCancelIsNotHeldAgainstModel(t *testing.T) {
 	if res.Signature != nil || res.FailureClass != nil {
 		t.Errorf("signature %q class %q: an interruption is no failure", str(res.Signature), str(res.FailureClass))
 	}
-	waitGone(t, readPid(t, req.SnapshotDir))
+	waitNoProcs(t, tag)
 }
 
 // TestProbeGarbage runs alone (no t.Parallel) so that the allocation
@@ -527,5 +540,33 @@ func TestNewRunner(t *testing.T) {
 	}
 	if _, err := os.Stat(r.harnessDir); !os.IsNotExist(err) {
 		t.Errorf("Close left %s", r.harnessDir)
+	}
+}
+
+// TestEnvNamesLandlockWhenItBreaksTheDevice: a device the harness sees only
+// without Landlock (CUDA on the H200 VM of the first device run: cuInit
+// error 304 under the confinement) is reported as such, with the switch
+// that helps; with --landlock=false the same host probes on it.
+func TestEnvNamesLandlockWhenItBreaksTheDevice(t *testing.T) {
+	t.Parallel()
+	if landlockABI() <= 0 {
+		t.Skip("this kernel has no Landlock")
+	}
+	env := append(os.Environ(), "TPU_STANDIN_CUDA_OUTSIDE_LANDLOCK=1")
+	r := standinRunner(t, func(c *Config) { c.Environ = env })
+	ctx := context.Background()
+	target, _, err := r.Env(ctx, compat.TargetCUDA)
+	if !errors.Is(err, ErrDeviceUnavailable) || !errors.Is(err, ErrConfinedDevice) || target != compat.TargetCUDA ||
+		!strings.Contains(err.Error(), "--landlock=false") {
+		t.Fatalf("Env(cuda) confined = %q, %v; want ErrConfinedDevice naming --landlock=false", target, err)
+	}
+	// A device missing with or without Landlock is plainly unavailable.
+	if _, _, err := r.Env(ctx, compat.TargetTPU); !errors.Is(err, ErrDeviceUnavailable) || errors.Is(err, ErrConfinedDevice) {
+		t.Errorf("Env(tpu) = %v; want ErrDeviceUnavailable alone", err)
+	}
+	off := standinRunner(t, func(c *Config) { c.Environ = env; c.NoLandlock = true })
+	target, rt, err := off.Env(ctx, compat.TargetCUDA)
+	if err != nil || target != compat.TargetCUDA || rt.Device != "standin GPU that Landlock breaks" {
+		t.Errorf("Env(cuda) with NoLandlock = %q, %+v, %v; want the device", target, rt, err)
 	}
 }

@@ -3,16 +3,19 @@ package probe
 import (
 	"bytes"
 	"context"
+	_ "embed"
 	"errors"
 	"io"
 	"os"
 	"os/exec"
 	"regexp"
+	"runtime"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 )
@@ -20,40 +23,22 @@ import (
 // LogTailMax is the most stderr a result keeps (Result.LogTail).
 const LogTailMax = 64 << 10
 
-// preambleExit is the exit status of the limits preamble when it cannot
-// apply the resource limits; the harness never ran.
-const preambleExit = 97
+// limitsExit is the exit status of the keeper when it cannot apply the
+// resource limits; the harness never ran.
+const limitsExit = 97
 
-// preamble is run with `python -I -u -B -c preamble DATA NOFILE SCRIPT ARGS…`.
-// Go cannot set resource limits on a child it execs, so the child sets its
-// own before it runs the harness: RLIMIT_DATA (not RLIMIT_AS: importing
-// torch alone maps ~4 GiB of address space, and CUDA and PJRT reserve far
-// more, while RLIMIT_DATA counts only writable private memory, which is what
-// allocations use), RLIMIT_NOFILE, and RLIMIT_CORE=0. Soft and hard limits
-// are both lowered, so the harness cannot raise them again. The harness's
-// directory goes first on sys.path (-I leaves it off), and it runs as
-// __main__ with its own argv.
-const preamble = `import os, resource as R, runpy, sys
-try:
-    def lim(res, v):
-        v = int(v)
-        if v <= 0:
-            return
-        soft, hard = R.getrlimit(res)
-        if hard != R.RLIM_INFINITY and v > hard:
-            v = hard
-        R.setrlimit(res, (v, v))
-    lim(R.RLIMIT_DATA, sys.argv[1])
-    lim(R.RLIMIT_NOFILE, sys.argv[2])
-    R.setrlimit(R.RLIMIT_CORE, (0, 0))
-except Exception as e:
-    sys.stderr.write("scanner preamble: cannot set resource limits: %r\n" % (e,))
-    sys.exit(97)
-script = os.path.abspath(sys.argv[3])
-sys.argv = [script] + sys.argv[4:]
-sys.path.insert(0, os.path.dirname(script))
-runpy.run_path(script, run_name="__main__")
-`
+// keeper is run with `python -I -u -B -c keeper DATA NOFILE SCRIPT ARGS…`:
+// it sets the harness's resource limits (Go cannot set limits on a child it
+// execs): RLIMIT_DATA (not RLIMIT_AS: importing torch alone maps ~4 GiB of
+// address space, and CUDA and PJRT reserve far more, while RLIMIT_DATA
+// counts only writable private memory, which is what allocations use),
+// RLIMIT_NOFILE, and RLIMIT_CORE=0, soft and hard, so the harness cannot
+// raise them again; then it forks the harness (SCRIPT as __main__, its
+// directory first on sys.path, which -I leaves off) and keeps its process
+// tree together until it ends (see keeper.py and proctree.go).
+//
+//go:embed keeper.py
+var keeper string
 
 // tailBuffer keeps the last max bytes written to it, in at most 2*max
 // bytes of memory.
@@ -176,6 +161,8 @@ type procSpec struct {
 	dir    string
 	env    []string
 	grace  time.Duration
+	policy *policy // what the process may touch (Landlock); nil: unconfined
+	mark   string  // the value of probeMarkVar in env: how its orphans are known
 }
 
 // procOutcome is how a harness process ended.
@@ -187,129 +174,211 @@ type procOutcome struct {
 	stdoutBytes int64            // total stdout (discarded)
 	lastStage   compat.Stage     // last stage named on stderr
 	wall        time.Duration    // from start to exit
-	rusage      *syscall.Rusage  // the leader's resource usage, if known
+	rusage      *syscall.Rusage  // the leader's resource usage (with its reaped children), if known
 	pid         int              // the leader's pid = the group's id
 }
 
-// runProc runs spec in its own process group until it exits or ctx is done.
-// On ctx done it sends SIGTERM to the whole group, then SIGKILL after the
-// grace period. When the leader has exited, anything left in its group is
-// killed, so no harness process outlives runProc. stdout is drained and
-// discarded; stderr's tail is kept. Memory use is bounded whatever the
-// harness prints.
+// runProc runs spec until it exits or ctx is done. The process runs in its
+// own process group, confined (spec.policy), and dies with the scanner
+// (Pdeathsig). On ctx done it sends SIGTERM to the whole group, and after
+// the grace period kills the whole tree. No process of the run outlives
+// runProc (see proctree.go). stdout is drained and discarded; stderr's tail
+// is kept. Memory use is bounded whatever the harness prints.
 func runProc(ctx context.Context, spec procSpec) procOutcome {
-	var out procOutcome
-	stdoutR, stdoutW, err := os.Pipe()
+	p, err := startProc(spec)
 	if err != nil {
-		out.startErr = err
-		return out
+		return procOutcome{startErr: err}
 	}
-	stderrR, stderrW, err := os.Pipe()
-	if err != nil {
-		stdoutR.Close()
-		stdoutW.Close()
-		out.startErr = err
-		return out
-	}
+	p.drain()
+	killed := p.wait(ctx)
+	return p.finish(killed)
+}
 
-	cmd := exec.CommandContext(ctx, spec.python, spec.args...)
-	cmd.Dir = spec.dir
-	cmd.Env = spec.env
-	cmd.Stdin = nil // /dev/null
-	cmd.Stdout = stdoutW
-	cmd.Stderr = stderrW
+// proc is one running harness process.
+type proc struct {
+	spec           procSpec
+	cmd            *exec.Cmd
+	start, end     time.Time
+	stdout, stderr *os.File      // read ends of the pipes
+	exited         chan struct{} // closed once the leader was waited for
+	tail           *tailBuffer
+	stages         *stageTracker
+	stdoutBytes    int64
+	readers        sync.WaitGroup
+}
+
+// startProc starts spec's process, confined by its policy.
+func startProc(spec procSpec) (*proc, error) {
+	fd, flags := -1, uint32(0)
+	if spec.policy != nil {
+		var err error
+		if fd, flags, err = spec.policy.ruleset(); err != nil {
+			return nil, err
+		}
+		if fd >= 0 {
+			defer unix.Close(fd)
+		}
+	}
+	stdoutR, stdoutW, stderrR, stderrW, devnull, err := stdio()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(spec.python, spec.args...)
+	cmd.Dir, cmd.Env = spec.dir, spec.env
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = devnull, stdoutW, stderrW
 	cmd.SysProcAttr = &syscall.SysProcAttr{
 		Setpgid: true,
-		// If the scanner itself dies, the leader dies with it (its group is
-		// then orphaned, but no longer holds the device through the leader).
+		// The keeper replaces it with SIGUSR1 once it runs (then it kills
+		// its tree before it dies).
 		Pdeathsig: syscall.SIGKILL,
 	}
-	var killed atomic.Bool
-	var cancelAt atomic.Int64
-	cmd.Cancel = func() error {
-		killed.Store(true)
-		cancelAt.Store(time.Now().UnixNano())
-		// The group id is the leader's pid (Setpgid with Pgid 0).
-		return syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
-	}
-	// After the grace period exec sends SIGKILL to the leader; the rest of
-	// the group is handled below.
-	cmd.WaitDelay = spec.grace
-
-	start := time.Now()
-	err = cmd.Start()
-	stdoutW.Close()
-	stderrW.Close()
+	p := &proc{spec: spec, cmd: cmd, stdout: stdoutR, stderr: stderrR, exited: make(chan struct{}),
+		tail: newTailBuffer(LogTailMax), stages: &stageTracker{}}
+	started := make(chan error, 1)
+	go p.run(fd, flags, started)
+	err = <-started
+	closeFiles(stdoutW, stderrW, devnull) // the child has its copies
 	if err != nil {
-		stdoutR.Close()
-		stderrR.Close()
-		out.startErr = err
-		return out
+		closeFiles(stdoutR, stderrR)
+		return nil, err
 	}
-	out.pid = cmd.Process.Pid
+	return p, nil
+}
 
-	tail := newTailBuffer(LogTailMax)
-	stages := &stageTracker{}
-	var wg sync.WaitGroup
-	wg.Add(2)
+// stdio opens the harness's stdout and stderr pipes and its stdin,
+// /dev/null.
+func stdio() (stdoutR, stdoutW, stderrR, stderrW, devnull *os.File, err error) {
+	if stdoutR, stdoutW, err = os.Pipe(); err != nil {
+		return
+	}
+	if stderrR, stderrW, err = os.Pipe(); err != nil {
+		closeFiles(stdoutR, stdoutW)
+		return
+	}
+	if devnull, err = os.Open(os.DevNull); err != nil {
+		closeFiles(stdoutR, stdoutW, stderrR, stderrW)
+	}
+	return
+}
+
+func closeFiles(files ...*os.File) {
+	for _, f := range files {
+		f.Close()
+	}
+}
+
+// run starts the process and waits for it on one OS thread, locked and
+// never unlocked (see confine.go): the Landlock domain and no_new_privs it
+// sets on that thread pass to the child, and the child's Pdeathsig fires
+// only when the thread exits, which it does only after the child.
+func (p *proc) run(fd int, flags uint32, started chan<- error) {
+	runtime.LockOSThread()
+	if fd >= 0 {
+		if err := restrictThread(fd, flags); err != nil {
+			started <- err
+			return
+		}
+	}
+	p.start = time.Now()
+	if err := p.cmd.Start(); err != nil {
+		started <- err
+		return
+	}
+	pid := p.cmd.Process.Pid
+	addLeader(pid)
+	started <- nil
+	_ = p.cmd.Wait() // the outcome is in ProcessState
+	p.end = time.Now()
+	removeLeader(pid)
+	close(p.exited)
+}
+
+// drain reads stdout (discarded, counted) and stderr (tail and stage kept)
+// until every writer is gone.
+func (p *proc) drain() {
+	p.readers.Add(2)
 	go func() {
-		defer wg.Done()
+		defer p.readers.Done()
 		buf := make([]byte, 32<<10)
-		n, _ := io.CopyBuffer(io.Discard, onlyReader{stdoutR}, buf)
-		out.stdoutBytes = n
+		p.stdoutBytes, _ = io.CopyBuffer(io.Discard, onlyReader{p.stdout}, buf)
 	}()
 	go func() {
-		defer wg.Done()
+		defer p.readers.Done()
 		buf := make([]byte, 32<<10)
 		for {
-			n, err := stderrR.Read(buf)
+			n, err := p.stderr.Read(buf)
 			if n > 0 {
-				tail.Write(buf[:n])
-				stages.Write(buf[:n])
+				p.tail.Write(buf[:n])
+				p.stages.Write(buf[:n])
 			}
 			if err != nil {
 				return
 			}
 		}
 	}()
+}
 
-	_ = cmd.Wait() // the outcome is in ProcessState
-	out.wall = time.Since(start)
-	out.state = cmd.ProcessState
-	out.killed = killed.Load()
-	if out.state != nil {
-		if ru, ok := out.state.SysUsage().(*syscall.Rusage); ok {
-			out.rusage = ru
-		}
+// wait waits for the leader to exit. When ctx is done first it sends
+// SIGTERM to the group and, after the grace period, kills the tree. It
+// reports whether the runner stopped the process.
+func (p *proc) wait(ctx context.Context) bool {
+	select {
+	case <-p.exited:
+		return false
+	case <-ctx.Done():
 	}
-
-	// Reap the rest of the group: after a cancel, give it what is left of
-	// the grace period to go by itself; else kill it at once.
-	pgid := out.pid
-	if out.killed {
-		deadline := time.Unix(0, cancelAt.Load()).Add(spec.grace)
-		for time.Now().Before(deadline) && syscall.Kill(-pgid, 0) == nil {
-			time.Sleep(20 * time.Millisecond)
-		}
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
+	select {
+	case <-p.exited:
+	case <-time.After(p.spec.grace):
+		p.kill()
 	}
-	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	return true
+}
 
-	// Every writer is dead now, unless one escaped the group (setsid); do
-	// not wait for such a one forever.
+// kill kills the leader's tree: the descendants first, while the leader
+// (the keeper, a subreaper) still collects the orphans, then the leader,
+// once it had a moment to reap them and exit by itself.
+func (p *proc) kill() {
+	pid := p.cmd.Process.Pid
+	killDescendants(pid, p.exited)
+	select {
+	case <-p.exited:
+	case <-time.After(time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.exited
+	}
+}
+
+// finish collects the outcome once the leader has exited. The keeper
+// killed its tree before it exited; what is left escaped it (the keeper was
+// killed itself): the rest of the group, and orphans with the run's mark
+// that came to this process, a subreaper.
+func (p *proc) finish(killed bool) procOutcome {
+	pid := p.cmd.Process.Pid
+	out := procOutcome{state: p.cmd.ProcessState, killed: killed, wall: p.end.Sub(p.start), pid: pid}
+	if ru, ok := out.state.SysUsage().(*syscall.Rusage); ok {
+		out.rusage = ru
+	}
+	_ = syscall.Kill(-pid, syscall.SIGKILL)
+	sweepOrphans(p.spec.mark)
+
+	// Every writer is dead now, unless one escaped everything; do not wait
+	// for such a one forever.
 	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
+	go func() { p.readers.Wait(); close(done) }()
 	select {
 	case <-done:
 	case <-time.After(2 * time.Second):
-		stdoutR.Close()
-		stderrR.Close()
+		p.stdout.Close()
+		p.stderr.Close()
 		<-done
 	}
-	stdoutR.Close()
-	stderrR.Close()
-
-	out.stderrTail = bytes.Clone(tail.Bytes())
-	out.lastStage = stages.Stage()
+	p.stdout.Close()
+	p.stderr.Close()
+	out.stdoutBytes = p.stdoutBytes
+	out.stderrTail = bytes.Clone(p.tail.Bytes())
+	out.lastStage = p.stages.Stage()
 	return out
 }
 

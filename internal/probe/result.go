@@ -159,6 +159,8 @@ func (p *probeRun) complete(res compat.Result, out procOutcome) compat.Result {
 		res.FailureClass = compat.Ptr(compat.ClassOther)
 	}
 	res.Runtime.Harness = p.r.harnessVersion(res.Runtime.Harness)
+	res.Continuation = cleanContinuation(res.Continuation)
+	res.Metrics.MFU, res.Metrics.MBU = efficiencyShare(res, res.Metrics.MFU), efficiencyShare(res, res.Metrics.MBU)
 	if res.Status != compat.StatusPass {
 		res.LogTail = mergeLogTail(res.LogTail, out.stderrTail)
 	} else {
@@ -235,7 +237,7 @@ func (p *probeRun) timeout(limit time.Duration, out procOutcome) compat.Result {
 // noResult classifies a harness that exited without writing a result.
 func (p *probeRun) noResult(out procOutcome) compat.Result {
 	st := out.state
-	if code := st.ExitCode(); code == preambleExit {
+	if code := st.ExitCode(); code == limitsExit {
 		return p.scannerError(compat.StageEnv,
 			"probe: could not apply resource limits to the harness; last stderr: "+lastLine(out.stderrTail),
 			out.stderrTail)
@@ -345,6 +347,47 @@ func cleanTail(b []byte, max int) string {
 		}
 		b = []byte(s)
 	}
+}
+
+// Caps of a stored continuation (compat.Continuation), in bytes.
+const (
+	ContinuationPromptMax = 256
+	ContinuationTextMax   = 2048
+)
+
+// cleanContinuation keeps what the harness reported of a continuation
+// within the caps (the start of each text: a continuation is read from its
+// beginning), as valid UTF-8 without control characters other than newline
+// and tab; nil when there is no text.
+func cleanContinuation(c *compat.Continuation) *compat.Continuation {
+	if c == nil {
+		return nil
+	}
+	out := &compat.Continuation{Prompt: cleanHead(c.Prompt, ContinuationPromptMax), Text: cleanHead(c.Text, ContinuationTextMax)}
+	if out.Text == "" {
+		return nil
+	}
+	return out
+}
+
+// cleanHead returns the first max bytes of s as valid UTF-8 (invalid bytes
+// become U+FFFD, a rune cut at the end is dropped) with control characters
+// other than newline and tab removed.
+func cleanHead(s string, max int) string {
+	s = strings.Map(func(r rune) rune {
+		if r == '\n' || r == '\t' || (r >= 0x20 && r != 0x7f && (r < 0x80 || r > 0x9f)) {
+			return r
+		}
+		return -1
+	}, strings.ToValidUTF8(s, "\uFFFD"))
+	if len(s) <= max {
+		return s
+	}
+	s = s[:max]
+	for len(s) > 0 && !utf8.ValidString(s) {
+		s = s[:len(s)-1]
+	}
+	return s
 }
 
 // mergeLogTail combines the harness's own log tail with the runner's tail

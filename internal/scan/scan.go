@@ -147,7 +147,11 @@ type job struct {
 	plan     Decision
 	weights  Weights
 	snapshot string
+	config   map[string]any // config.json as fetched; nil when not read
 	result   *compat.Result // set when preflight or fetching decided the outcome
+	// inputsNote says which tokenizer or processor files could not be
+	// fetched (full mode), for the probe's note; "" when none failed.
+	inputsNote string
 }
 
 // run is the state of one scan in progress.
@@ -259,10 +263,10 @@ func (r *run) execute(ctx context.Context) error {
 	return r.pipeline(ctx, models)
 }
 
-// prepare plans, fetches and preflights one model. It returns nil when the
-// model needs no retest, a job with result set when the outcome is already
-// known, or a job ready to probe.
-func (r *run) prepare(ctx context.Context, m hub.ModelInfo) *job {
+// prepareJob plans, fetches and preflights one model. It returns nil when
+// the model needs no retest, a job with result set when the outcome is
+// already known, or a job ready to probe.
+func (r *run) prepareJob(ctx context.Context, m hub.ModelInfo) *job {
 	j := &job{info: m}
 	if he := r.refusal(m.ID); he != nil {
 		return r.fetchFailed(j, he)
@@ -312,16 +316,14 @@ func (r *run) weightSizes(ctx context.Context, m hub.ModelInfo, w Weights) Weigh
 	return w
 }
 
-// fetch downloads config.json (and, in full mode, the weights) and runs
-// preflight again on what came.
+// fetch downloads config.json (and, in full mode, the weights and the
+// tokenizer and processor files) and runs preflight again on what came.
 func (r *run) fetch(ctx context.Context, j *job, cand probe.Candidate) *job {
 	m := j.info
 	files := []string{"config.json"}
-	if j.plan.Mode == compat.ModeFull && j.plan.Decline == "" {
+	full := j.plan.Mode == compat.ModeFull && j.plan.Decline == ""
+	if full {
 		files = append(files, j.weights.Files...)
-		if hasFile(m.Siblings, "generation_config.json") {
-			files = append(files, "generation_config.json")
-		}
 	}
 	dir := hub.SnapshotDir(r.s.CacheDir, m.ID, m.SHA)
 	if r.opts.Source != "cache" { // a cache source has its files already
@@ -329,9 +331,13 @@ func (r *run) fetch(ctx context.Context, j *job, cand probe.Candidate) *job {
 		if dir, err = r.s.Hub.Download(ctx, m.ID, m.SHA, files); err != nil {
 			return r.fetchFailed(j, err)
 		}
+		if full {
+			j.inputsNote = r.fetchInputs(ctx, m)
+		}
 	}
 	j.snapshot = dir
 	cand.Config, cand.ConfigErr = readConfig(filepath.Join(dir, "config.json"))
+	j.config = cand.Config
 	cand.Mode = j.plan.Mode
 	if res := probe.Preflight(cand); res != nil {
 		return r.decided(j, *res)
@@ -340,6 +346,45 @@ func (r *run) fetch(ctx context.Context, j *job, cand probe.Candidate) *job {
 		return r.declined(j)
 	}
 	return j
+}
+
+// fetchInputs downloads the model's tokenizer and processor files
+// (hub.InputFiles), each on its own: none is needed (the probe builds
+// synthetic inputs without them), so a file that is missing, refused or
+// over its cap (hub.FileCap) is logged and named in the returned note, and
+// never fails the model. The note is "" when every file came.
+func (r *run) fetchInputs(ctx context.Context, m hub.ModelInfo) string {
+	var missed []string
+	for _, f := range hub.InputFiles(m.Siblings) {
+		if _, err := r.s.Hub.Download(ctx, m.ID, m.SHA, []string{f}); err != nil {
+			if ctx.Err() != nil {
+				return ""
+			}
+			r.s.log().Warn("input file not fetched; the probe falls back to synthetic inputs if it needs it",
+				"model", m.ID, "file", f, "err", err)
+			missed = append(missed, f+" ("+inputFileProblem(err)+")")
+		}
+	}
+	if len(missed) == 0 {
+		return ""
+	}
+	return "input files not fetched: " + strings.Join(missed, ", ")
+}
+
+// inputFileProblem is the short reason an input file was not fetched.
+func inputFileProblem(err error) string {
+	var he *hub.Error
+	switch {
+	case errors.Is(err, hub.ErrTooLarge):
+		return "over its size cap"
+	case errors.Is(err, hub.ErrNotAllowed):
+		return "not an allowed file type"
+	case errors.Is(err, hub.ErrIntegrity):
+		return "failed its integrity check"
+	case errors.As(err, &he):
+		return fmt.Sprintf("the Hub answered %d", he.Status)
+	}
+	return "download failed"
 }
 
 // listingDecides reports whether a preflight verdict made from the listing
@@ -357,15 +402,6 @@ func listingDecides(res compat.Result, m hub.ModelInfo) bool {
 		return m.Library != "" && (m.Library != "sentence-transformers" || m.Config != nil)
 	case compat.ReasonUnsupportedTask:
 		return m.PipelineTag != "" || m.Config != nil
-	}
-	return false
-}
-
-func hasFile(sib []hub.Sibling, name string) bool {
-	for _, s := range sib {
-		if s.Name == name {
-			return true
-		}
 	}
 	return false
 }
@@ -420,7 +456,7 @@ func (r *run) probeOnce(ctx context.Context, p Prober, j *job) compat.Result {
 	res := p.Probe(ctx, probe.Request{
 		ModelID: j.info.ID, Revision: j.info.SHA, SnapshotDir: j.snapshot, Task: j.info.PipelineTag,
 		Target: r.target, Mode: j.plan.Mode, Timeout: r.opts.Timeout,
-		MemoryBudgetBytes: j.plan.Budget, PlanNote: j.plan.Reason + "; " + j.plan.ModeReason,
+		MemoryBudgetBytes: j.plan.Budget, PlanNote: planNote(j),
 	})
 	held := time.Since(start)
 	r.mu.Lock()
@@ -433,4 +469,15 @@ func (r *run) probeOnce(ctx context.Context, p Prober, j *job) compat.Result {
 		r.hooks.ProbeDone(res, held)
 	}
 	return res
+}
+
+// planNote is what the probe is told of its plan, for its config stage's
+// note: why it is retested, why in this mode, and which input files did
+// not come.
+func planNote(j *job) string {
+	note := j.plan.Reason + "; " + j.plan.ModeReason
+	if j.inputsNote != "" {
+		note += "; " + j.inputsNote
+	}
+	return note
 }

@@ -36,7 +36,7 @@ type fakeHub struct {
 
 	mu        sync.Mutex
 	downloads []string
-	files     map[string][]string // id → the files of its last download
+	files     map[string][]string // id → the files of its downloads, in order
 	events    []string            // "fetch:id" / "probe:id" in time order (shared with fakeProber)
 }
 
@@ -72,7 +72,7 @@ func (h *fakeHub) Download(ctx context.Context, id, sha string, files []string) 
 	if h.files == nil {
 		h.files = map[string][]string{}
 	}
-	h.files[id] = files
+	h.files[id] = append(h.files[id], files...)
 	h.events = append(h.events, "fetch:"+id)
 	h.mu.Unlock()
 	if d := h.delay + h.delays[id]; d > 0 {

@@ -32,6 +32,10 @@ type Store interface {
 	LatestResult(ctx context.Context, id string, target compat.Target) (compat.Result, error)
 	// RecordResult stores a result and, when the status changed, an event.
 	RecordResult(ctx context.Context, modelID string, r compat.Result) (store.RecordOutcome, error)
+	// SetReadiness stores a model's readiness (kept against a listing
+	// summary's for the same revision); store.ErrNotFound for an unknown
+	// model.
+	SetReadiness(ctx context.Context, u store.ReadinessUpdate) error
 	// RecordFlaky writes a flaky event: a change seen once that a rerun did
 	// not confirm; store.ErrNotFound for an unknown model.
 	RecordFlaky(ctx context.Context, modelID string, seen compat.Result, kept compat.Status) error

@@ -3,8 +3,9 @@
 It speaks the harness's command line and writes a passing arch-mode result
 on cpu after a pause; the model id says how to behave:
 
-  .../hang-*   writes its pid to MODEL_DIR/standin.pid, ignores SIGTERM and
-               sleeps (the scanner must kill its process group)
+  .../hang-*   ignores SIGTERM and sleeps (the scanner must kill it); the
+               tests find it by its command line
+  .../warn-*   passes, then exits 3 (the runner logs a warning)
   .../timed-*  passes like anything else, with a message that says when it ran and
                on which device: {"start": t, "end": t, "tpu_visible_devices": ...,
                "cuda_visible_devices": ...} (times from time.time())
@@ -52,8 +53,6 @@ if "--env-only" in sys.argv:
 
 model = arg("--model-id")
 if "/hang-" in model:
-    with open(os.path.join(arg("--model-dir"), "standin.pid"), "w") as f:
-        f.write(str(os.getpid()))
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     sys.stderr.write("stage=load start\n")
     sys.stderr.flush()
@@ -84,3 +83,5 @@ write({
                 "tokens_per_s": None, "peak_mem_bytes": None, "max_abs_diff": 0.0, "top1_agreement": 1.0},
     "repro": "",
 })
+if "/warn-" in model:
+    sys.exit(3)

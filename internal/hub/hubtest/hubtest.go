@@ -74,6 +74,10 @@ type Repo struct {
 	Files         map[string][]byte // path → content
 	LFS           map[string]bool   // files stored with LFS (served through the CDN)
 	RenamedFrom   []string          // old ids that answer 307 to ID
+	// Safetensors is the "safetensors" field's parameters (elements per
+	// dtype); nil derives them from the headers of the repo's
+	// *.safetensors files, as the Hub does (absent when none parses).
+	Safetensors map[string]int64
 }
 
 // Request is one request either server received, in arrival order.

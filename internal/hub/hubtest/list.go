@@ -220,6 +220,10 @@ func (h *Hub) modelJSON(rp *repo, fields []string, blobs bool) map[string]any {
 			if rp.Config != nil {
 				m["config"] = rp.Config
 			}
+		case "safetensors":
+			if st := rp.safetensors(); st != nil {
+				m["safetensors"] = st
+			}
 		case "siblings":
 			names := make([]string, 0, len(rp.files))
 			for n := range rp.files {

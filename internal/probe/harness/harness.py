@@ -46,12 +46,17 @@ Stages, in order, each timed in result.stages:
            (fit.json, which the scanner reads too), else arch. An arch model that
            does not fit even with --layers layers is skipped (too_large).
 * load     the model onto the device (load_s).
-* forward  batch 1, static shapes (--seq-len tokens / the config's image or audio size);
+* forward  batch 1, static shapes (--seq-len tokens / the config's image or audio size); in full
+           mode text and image inputs come from the model's own tokenizer / image processor where
+           its files allow (harness_inputs.py: a fixed passage, a fixed synthetic picture), else
+           the synthetic ones, and the stage's note says which;
            first call (first_forward_s) is the warm-up (on tpu, further warm-up calls until
            TorchTPU's executable cache stops missing, at most 20), then the median of --steps
            synchronised calls (forward_ms).
 * numerics the same weights in float32 on CPU as the reference: max_abs_diff, top-1
-           agreement, perplexity for causal LMs, against the tolerance table below.
+           agreement, perplexity for causal LMs, against the tolerance table below. A causal LM
+           that ran on the passage (full mode) needs its perplexity there below 100 and close to
+           the reference's (harness_inputs.passage_check) instead of the repeated-chunk bound.
 * compile  torch.compile(model, backend="tpu" on tpu / "inductor" on cuda and cpu
            (aot_eager on a cpu host without a C++ compiler), dynamic=False): compile_s is
            the first call; a second call with the same shapes must not compile a new dynamo
@@ -62,7 +67,9 @@ Stages, in order, each timed in result.stages:
 * generate causal LMs and seq2seq/speech-seq2seq: greedy --new-tokens with
            cache_implementation="static" where the model supports it (else its own cache,
            noted); one warm-up generate, then a measured one: ttft_ms and decode
-           tokens_per_s. On tpu/cuda transformers compiles the decode step itself.
+           tokens_per_s. On tpu/cuda transformers compiles the decode step itself. A causal LM
+           with its own tokenizer (full mode) continues a fixed prompt, and result.continuation
+           holds the prompt and the decoded text.
 
 Timing: the device is synchronised before every clock read (torch.tpu.synchronize() on tpu;
 elsewhere torch.accelerator.synchronize(), else torch.<device>.synchronize()); warm-up calls are
@@ -142,7 +149,9 @@ os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness_efficiency as he  # noqa: E402
 import harness_failures as hf  # noqa: E402
+import harness_inputs as hi  # noqa: E402
 import harness_tasks as ht  # noqa: E402
 
 HARNESS_VERSION = "0.1.0"
@@ -586,24 +595,60 @@ def safetensors_files(model_dir: str) -> tuple[list[str], list[str]]:
     return [], present
 
 
+# Caps on what a safetensors header may declare before it is trusted for a parameter count:
+# real checkpoints have at most a few hundred thousand tensors of at most a handful of
+# dimensions. Anything beyond is hostile or broken, and the count is then unknown.
+ST_MAX_HEADER_BYTES = 100 << 20   # the safetensors library's own limit
+ST_MAX_TENSORS = 1 << 20          # over all files (the largest MoE checkpoints: ~150 000)
+ST_MAX_DIMS = 16                  # per tensor
+ST_MAX_DIM = 1 << 48              # per dimension
+ST_MAX_ELEMENTS = 1 << 53         # per tensor, and in total
+
+
+def tensor_elements(shape) -> int | None:
+    """Element count of one shape, or None when it is not a list of at most ST_MAX_DIMS
+    integers in [0, ST_MAX_DIM] or the product passes ST_MAX_ELEMENTS. The running product
+    never exceeds ST_MAX_ELEMENTS * ST_MAX_DIM, so each step is constant time (no big
+    integers: a product of 80 000 huge dimensions was quadratic)."""
+    if not isinstance(shape, list) or len(shape) > ST_MAX_DIMS:
+        return None
+    count = 1
+    for dim in shape:
+        if type(dim) is not int or not 0 <= dim <= ST_MAX_DIM:
+            return None
+        count *= dim
+        if count > ST_MAX_ELEMENTS:
+            return None
+    return count
+
+
 def safetensors_params(files: list[str]) -> int | None:
-    """Total element count from the safetensors headers (reads a few KiB per file)."""
+    """Total element count from the safetensors headers (reads only the headers), or None when
+    a header is unreadable or passes the caps above. Linear in the header size."""
     total = 0
+    tensors = 0
     try:
         for f in files:
             with open(f, "rb") as fh:
                 (n,) = struct.unpack("<Q", fh.read(8))
-                if n > 100 << 20:
+                if n > ST_MAX_HEADER_BYTES:
                     return None
                 header = json.loads(fh.read(n))
+            if not isinstance(header, dict):
+                return None
+            tensors += len(header)
+            if tensors > ST_MAX_TENSORS + len(files):  # each file may add a __metadata__ entry
+                return None
             for key, meta in header.items():
                 if key == "__metadata__" or not isinstance(meta, dict):
                     continue
-                count = 1
-                for dim in meta.get("shape", []):
-                    count *= int(dim)
+                count = tensor_elements(meta.get("shape", []))
+                if count is None:
+                    return None
                 total += count
-    except (OSError, ValueError, struct.error):
+                if total > ST_MAX_ELEMENTS:
+                    return None
+    except (OSError, ValueError, RecursionError, struct.error):
         return None
     return total
 
@@ -657,6 +702,8 @@ class Probe:
         self.dev_inputs = None
         self.dev_out = None
         self.dtype = None
+        self.real = None  # harness_inputs.Inputs: where the forward inputs came from
+        self.continuation = None  # {"prompt", "text"} of a causal LM with its own tokenizer
 
     # stage bookkeeping
     @contextlib.contextmanager
@@ -983,6 +1030,10 @@ class Probe:
             cfg = self.model.config
             self.inputs_cpu, info = ht.build_inputs(torch, self.family, cfg, accepted, args.seq_len, args.new_tokens,
                                                     args.seed, type(self.model).__name__)
+            # full mode: the model's own tokenizer / image processor where its files allow (harness_inputs)
+            self.real = hi.build(torch, self.family, cfg, args.model_dir, self.mode, self.inputs_cpu, info)
+            self.inputs_cpu, info = self.real.tensors, self.real.info
+            notes.append(f"inputs: {self.real.note}")
             self.input_info = info
             notes.append("inputs " + ", ".join(f"{k}={list(v.shape)}" for k, v in self.inputs_cpu.items()
                                                 if hasattr(v, "shape")))
@@ -1094,7 +1145,13 @@ class Probe:
             if self.top1_note(cmp):
                 notes.append(self.top1_note(cmp))
             ok, why, key = self.verdict(cmp, "device vs reference")
-            if self.family == "causal-lm" and self.is_scores and cmp["finite"]:
+            if self.family == "causal-lm" and self.is_scores and cmp["finite"] and self.input_info.get("passage"):
+                chk = hi.passage_check(torch, dev_out, ref_out, self.inputs_cpu["input_ids"], dtype_name)
+                self.metrics["perplexity"] = finite_or_none(chk.ppl)
+                notes.append(chk.note)
+                if ok and not chk.ok:
+                    ok, why, key = False, chk.why, chk.key
+            elif self.family == "causal-lm" and self.is_scores and cmp["finite"]:
                 ppl = self.perplexity(dev_out)
                 self.metrics["perplexity"] = finite_or_none(ppl)
                 bound = dev_out.shape[-1] * PPL_FACTOR
@@ -1218,7 +1275,7 @@ class Probe:
             return
         with self.stage("generate") as notes:
             model = self.model
-            gin = self.forward_kwargs(ht.generate_inputs(self.family, self.inputs_cpu))
+            gin, prompt_len = self.generate_prompt(notes)
             n = args.new_tokens
             kw = dict(max_new_tokens=n, min_new_tokens=n, do_sample=False, num_beams=1)
             gc_ = getattr(model, "generation_config", None)
@@ -1258,9 +1315,13 @@ class Probe:
                 streamer = _TimingStreamer()
                 dev.sync()
                 t0 = time.perf_counter()
-                model.generate(**gin, **kw, streamer=streamer)
+                out = model.generate(**gin, **kw, streamer=streamer)
                 dev.sync()
                 t_end = time.perf_counter()
+            if prompt_len:
+                seqs = out if hasattr(out, "shape") else getattr(out, "sequences", None)
+                if seqs is not None:
+                    self.continuation = hi.continuation(self.real.tokenizer, seqs.cpu(), prompt_len)
             if streamer.t_first is not None:
                 self.metrics["ttft_ms"] = round((streamer.t_first - t0) * 1000, 4)
                 if streamer.tokens >= 2 and t_end > streamer.t_first:
@@ -1268,6 +1329,19 @@ class Probe:
             notes.append(f"{streamer.tokens} new tokens, cache={'static' if static else 'default'}")
             if streamer.tokens < n:
                 notes.append(f"generated {streamer.tokens} < {n} tokens")
+
+    def generate_prompt(self, notes) -> tuple[dict, int | None]:
+        """generate()'s device inputs, and the prompt's length when its continuation is reported: a causal LM
+        with its own tokenizer (full mode) continues harness_inputs.PROMPT; otherwise the prompt is the forward
+        inputs' (harness_tasks.generate_inputs)."""
+        tok = self.real.tokenizer if self.real is not None else None
+        if tok is not None and self.family == "causal-lm":
+            ids = hi.prompt_ids(self.torch, tok, self.model.config)
+            if ids is not None:
+                notes.append(f"prompt {hi.PROMPT!r} ({ids.shape[1]} tokens, the model's tokenizer)")
+                return self.forward_kwargs({"input_ids": ids}), int(ids.shape[1])
+            notes.append("the fixed prompt cannot be encoded: the forward inputs are the prompt")
+        return self.forward_kwargs(ht.generate_inputs(self.family, self.inputs_cpu)), None
 
     # --- driver ---
 
@@ -1301,11 +1375,14 @@ class Probe:
         res["mode"] = self.mode
         res["runtime"] = self.runtime
         res["metrics"] = {k: (finite_or_none(v) if isinstance(v, float) else v) for k, v in self.metrics.items()}
+        he.annotate(self, res)  # metrics.mfu, .mbu and .efficiency (harness_efficiency.py)
         rev = f" --revision {self.args.revision}" if self.args.revision else ""
         res["repro"] = (f"scanner probe {self.args.model_id or self.args.model_dir}{rev} --target {self.target}"
                         + (f" --mode {self.mode or self.args.mode}"))
         res["task"] = self.task
         res["stages"] = self.stages
+        if self.continuation is not None:
+            res["continuation"] = self.continuation
         res["duration_s"] = round(time.monotonic() - _T0, 3)
         return res
 

@@ -8,8 +8,16 @@ behaviour is the part of --model-id after "standin/":
   (--env-only)  detects cpu; any other target is device_unavailable, except with
                 TPU_STANDIN_DEVICE set (say "TPU v7"): then tpu (and auto) is that TPU
   env           writes a passing result whose message is the environment and rlimits as JSON
-  hang          names stage load, starts a grandchild sleeper that ignores SIGTERM
-                (pid in MODEL_DIR/grandchild.pid), ignores SIGTERM itself, sleeps
+  hang          names stage load, starts a child sleeper that ignores SIGTERM (its pid on
+                stderr: "child_pids=N"), ignores SIGTERM itself, sleeps
+  orphans       as hang, and also leaves a grandchild that called setsid() and ignores
+                SIGTERM, whose parent has exited ("child_pids=N,M" on stderr)
+  orphans-exit  starts the same two, then writes a passing result (message: child_pids=N,M)
+                and exits
+  orphans-killkeeper  starts the same two, then SIGKILLs its parent (the runner's keeper)
+  escape        tries to write into the snapshot, its blobs and the folders around them, to
+                read a file next to the cache, and to signal the scanner; writes a passing
+                result whose message is what each attempt got, as JSON
   hang-after-result  writes a passing result, then hangs (ignoring SIGTERM)
   segv          names stage forward, then SIGSEGV
   abort         names stage compile, then abort() (SIGABRT)
@@ -30,13 +38,17 @@ behaviour is the part of --model-id after "standin/":
   segv-after    writes a passing result, then SIGSEGV
   tpu           writes error/device_unavailable on a tpu request (as the real harness on a host without one)
   logtail       writes a failing result with a log_tail of its own, and other lines on stderr
+  continuation  writes a passing result with a continuation over the caps, with control
+                characters, markup and a lone surrogate in it
 """
 
+import errno
 import json
 import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 
 
@@ -90,6 +102,80 @@ def allocate():
         hold.append(bytearray(16 << 20))
 
 
+SLEEPER = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(300)"
+
+
+def sleeper():
+    """A child in the harness's process group that ignores SIGTERM; the model id is in its argv."""
+    return subprocess.Popen([sys.executable, "-c", SLEEPER, arg("--model-id")]).pid
+
+
+def setsid_orphan():
+    """A grandchild in a session of its own, ignoring SIGTERM, whose parent has exited."""
+    code = ("import os, sys\n"
+            "pid = os.fork()\n"
+            "if pid == 0:\n"
+            "    os.setsid()\n"
+            "    os.dup2(os.open(os.devnull, os.O_WRONLY), 1)\n"
+            "    os.execv(sys.executable, [sys.executable, '-c', sys.argv[1], sys.argv[2]])\n"
+            "print(pid)\n")
+    out = subprocess.run([sys.executable, "-c", code, SLEEPER, arg("--model-id")], stdout=subprocess.PIPE, text=True)
+    return int(out.stdout.strip())
+
+
+def attempt(fn):
+    try:
+        fn()
+        return "ok"
+    except OSError as e:
+        return errno.errorcode.get(e.errno, str(e.errno))
+
+
+def escape(model_dir):
+    """What each forbidden (and each allowed) access gets: "ok" or the errno's name."""
+    repo = os.path.dirname(os.path.dirname(model_dir))  # models--org--name
+    cache = os.path.dirname(repo)
+
+    def create(path):
+        with open(path, "w") as f:
+            f.write("planted")
+
+    def append(path):
+        with open(path, "a") as f:
+            f.write("tampered")
+
+    def read(path):
+        with open(path) as f:
+            f.read()
+
+    scanner = int(open("/proc/%d/stat" % os.getppid()).read().rsplit(")", 1)[1].split()[1])
+    return {
+        "read_snapshot_file": attempt(lambda: read(os.path.join(model_dir, "config.json"))),
+        "append_snapshot_file": attempt(lambda: append(os.path.join(model_dir, "config.json"))),
+        "create_in_snapshot": attempt(lambda: create(os.path.join(model_dir, "planted.json"))),
+        "create_in_blobs": attempt(lambda: create(os.path.join(repo, "blobs", "planted"))),
+        "create_in_cache": attempt(lambda: create(os.path.join(cache, "planted"))),
+        "read_next_to_cache": attempt(lambda: read(os.path.join(cache, "token"))),
+        "create_in_tmp": attempt(lambda: create(os.path.join("/tmp", "standin-planted-%d" % os.getpid()))),
+        "create_in_TMPDIR": attempt(lambda: create(os.path.join(os.environ["TMPDIR"], "ok"))),
+        "create_in_HOME": attempt(lambda: create(os.path.join(os.environ["HOME"], "ok"))),
+        "write_dev_null": attempt(lambda: append("/dev/null")),
+        "signal_scanner": attempt(lambda: os.kill(scanner, 0)),
+    }
+
+
+def confined():
+    """Whether Landlock stops this process creating a file in /tmp (outside its run folder),
+    as it stopped CUDA's driver on the H200 VM of the first device run."""
+    try:
+        fd, path = tempfile.mkstemp(dir="/tmp", prefix="standin-confined-")
+    except OSError:
+        return True
+    os.close(fd)
+    os.unlink(path)
+    return False
+
+
 def main():
     if "--env-only" in sys.argv:
         tpu = os.environ.get("TPU_STANDIN_DEVICE", "")
@@ -98,13 +184,15 @@ def main():
              "runtime": {"python": sys.version.split()[0], "torch": "0.0-standin",
                          "transformers": "0.0-standin", "torch_tpu": "", "harness": "",
                          "device": tpu if tpu and t == "tpu" else "standin " + t, "device_count": 1}}
-        if t != "cpu" and not (tpu and t == "tpu"):
+        if t == "cuda" and os.environ.get("TPU_STANDIN_CUDA_OUTSIDE_LANDLOCK") == "1" and not confined():
+            r["runtime"].update(device="standin GPU that Landlock breaks")
+        elif t != "cpu" and not (tpu and t == "tpu"):
             r["runtime"].update(device="", device_count=0)
             r.update(status="error", failure_class="device_unavailable",
                      message="target %s requested but not usable on this host" % t)
         write(r)
         return 0
-    what = arg("--model-id", "").split("/", 1)[-1]
+    what = arg("--model-id", "").split("/", 1)[-1].split(".", 1)[0]
     model_dir = arg("--model-dir")
     stage("env")
     if what == "pass":
@@ -119,13 +207,25 @@ def main():
         os.abort()
     elif what == "hang":
         stage("load")
-        child = subprocess.Popen([sys.executable, "-c",
-                                  "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(300)"])
-        with open(os.path.join(model_dir, "grandchild.pid.tmp"), "w") as f:
-            f.write(str(child.pid))
-        os.replace(os.path.join(model_dir, "grandchild.pid.tmp"), os.path.join(model_dir, "grandchild.pid"))
+        pids = [sleeper()]
+        sys.stderr.write("child_pids=%s\n" % ",".join(map(str, pids)))
+        sys.stderr.flush()
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         time.sleep(300)
+    elif what in ("orphans", "orphans-exit", "orphans-killkeeper"):
+        stage("load")
+        pids = [sleeper(), setsid_orphan()]
+        sys.stderr.write("child_pids=%s\n" % ",".join(map(str, pids)))
+        sys.stderr.flush()
+        if what == "orphans-exit":
+            write(base("pass", stage="generate", message="child_pids=%s" % ",".join(map(str, pids))))
+            return 0
+        if what == "orphans-killkeeper":
+            os.kill(os.getppid(), signal.SIGKILL)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        time.sleep(300)
+    elif what == "escape":
+        write(base("pass", stage="generate", message=json.dumps(escape(model_dir))))
     elif what == "hang-after-result":
         write(base("pass", stage="generate"))
         stage("teardown")
@@ -187,6 +287,9 @@ def main():
         sys.stderr.write("scanner-visible stderr line\n")
         write(base("fail", stage="forward", failure_class="unsupported_op", op="aten::_fft_r2c",
                    log_tail="Traceback (harness's own)\nNotImplementedError: aten::_fft_r2c\n"))
+    elif what == "continuation":
+        text = "<script>alert(1)</script>\x00\x1b[31m\ud800 ok\n" + "é" * 2000
+        write(base("pass", stage="generate", continuation={"prompt": "P\x07" + "p" * 400, "text": text}))
     else:
         sys.stderr.write("standin: unknown behaviour %r\n" % what)
         return 2

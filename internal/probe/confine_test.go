@@ -1,0 +1,146 @@
+package probe
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// requireLandlock skips, loudly (on stderr, which `go test` shows even
+// without -v), where the kernel has no Landlock: confinement cannot be
+// tested there, and the scanner runs the harness unconfined.
+func requireLandlock(t *testing.T) int {
+	t.Helper()
+	abi := landlockABI()
+	if abi <= 0 {
+		msg := "LANDLOCK UNSUPPORTED by this kernel: the harness's confinement is NOT tested here (and a scan runs it unconfined)"
+		fmt.Fprintf(os.Stderr, "\n*** %s: %s ***\n\n", t.Name(), msg)
+		t.Skip(msg)
+	}
+	return abi
+}
+
+// hubCache lays out one model in the Hub cache layout under a new folder,
+// with a file next to the cache (what a token file would be) and returns
+// the snapshot folder and the cache root.
+func hubCache(t *testing.T) (snapshot, cache string) {
+	t.Helper()
+	cache = filepath.Join(t.TempDir(), "hub")
+	repo := filepath.Join(cache, "models--standin--escape")
+	snapshot = filepath.Join(repo, "snapshots", strings.Repeat("a", 40))
+	for _, d := range []string{filepath.Join(repo, "blobs"), snapshot} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	blob := filepath.Join(repo, "blobs", strings.Repeat("b", 40))
+	if err := os.WriteFile(blob, []byte(`{"model_type": "llama"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join("..", "..", "blobs", filepath.Base(blob)), filepath.Join(snapshot, "config.json")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(cache, "token"), []byte("hf_secret"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return snapshot, cache
+}
+
+// TestHarnessIsConfined runs a stand-in harness that tries to write into
+// the model's snapshot, its blobs and the cache around them, to plant a
+// file in /tmp, to read a file next to the cache and to signal the
+// scanner: each is refused, while its own folders stay writable and the
+// snapshot readable.
+func TestHarnessIsConfined(t *testing.T) {
+	abi := requireLandlock(t)
+	t.Parallel()
+	r := standinRunner(t, nil)
+	snapshot, cache := hubCache(t)
+	req := standinRequest(t, "escape")
+	req.SnapshotDir = snapshot
+	res := r.Probe(context.Background(), req)
+	var got map[string]string
+	if err := json.Unmarshal([]byte(str(res.Message)), &got); err != nil {
+		t.Fatalf("status %s, message %q: %v", res.Status, str(res.Message), err)
+	}
+	want := map[string]string{
+		"read_snapshot_file":   "ok",
+		"append_snapshot_file": "EACCES",
+		"create_in_snapshot":   "EACCES",
+		"create_in_blobs":      "EACCES",
+		"create_in_cache":      "EACCES",
+		"read_next_to_cache":   "EACCES",
+		"create_in_tmp":        "EACCES",
+		"create_in_TMPDIR":     "ok",
+		"create_in_HOME":       "ok",
+		"write_dev_null":       "ok",
+		"signal_scanner":       "EPERM",
+	}
+	if abi < 6 { // signals are scoped from ABI 6 on
+		want["signal_scanner"] = "ok"
+	}
+	if len(got) != len(want) {
+		t.Errorf("the stand-in reported %d attempts, want %d: %v", len(got), len(want), got)
+	}
+	for k, w := range want {
+		if got[k] != w {
+			t.Errorf("%s: %q, want %q", k, got[k], w)
+		}
+	}
+	// And nothing was changed, whatever the stand-in believes.
+	if b, _ := os.ReadFile(filepath.Join(snapshot, "config.json")); string(b) != `{"model_type": "llama"}` {
+		t.Errorf("the blob was changed: %q", b)
+	}
+	planted, _ := filepath.Glob(filepath.Join(cache, "*", "*", "planted*"))
+	more, _ := filepath.Glob(filepath.Join(snapshot, "planted*"))
+	tmp, _ := filepath.Glob("/tmp/standin-planted-*")
+	if files := slices.Concat(planted, more, tmp); len(files) > 0 {
+		t.Errorf("the stand-in planted %v", files)
+		for _, f := range tmp {
+			os.Remove(f)
+		}
+	}
+}
+
+// TestPolicy: what one run may touch, independently of the kernel.
+func TestPolicy(t *testing.T) {
+	inductor := filepath.Join(t.TempDir(), "inductor")
+	c := &confiner{python: python3, codeDir: "/code", log: quietLogger(), exe: python3, interp: []string{"/venv"}}
+	c.once.Do(func() {}) // the interpreter's paths are given
+	wd := workDir{root: "/run/probe-1"}
+	snapshot := "/cache/models--a--b/snapshots/0123"
+	p := c.policy(context.Background(), wd, snapshot, []string{"PATH=/usr/bin:relative", "TORCHINDUCTOR_CACHE_DIR=" + inductor})
+	for _, tc := range []struct {
+		list []string
+		path string
+		in   bool
+	}{
+		{p.rw, "/run/probe-1", true},
+		{p.rw, "/dev/shm", true},
+		{p.rw, inductor, true},
+		{p.ro, snapshot, true},
+		{p.ro, "/cache/models--a--b/blobs", true},
+		{p.ro, "/code", true},
+		{p.ro, "/venv", true},
+		{p.ro, "/usr", true},
+		{p.ro, "/proc", true},
+		{p.ro, "relative", false},
+		{p.ro, "/cache", false},
+		{p.rw, "/cache/models--a--b/blobs", false},
+		{p.rw, snapshot, false},
+		{p.rw, "/tmp", false},
+		{p.devices, "/dev/null", true},
+	} {
+		if slices.Contains(tc.list, tc.path) != tc.in {
+			t.Errorf("%s in the list: %v, want %v", tc.path, !tc.in, tc.in)
+		}
+	}
+	if fi, err := os.Stat(inductor); err != nil || !fi.IsDir() {
+		t.Errorf("the inductor cache folder was not created (a rule needs it): %v", err)
+	}
+}

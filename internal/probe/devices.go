@@ -1,0 +1,96 @@
+package probe
+
+import (
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
+)
+
+// devicesJSON is the table of device peaks the harness reads for MFU and
+// MBU (harness/devices.json); the scanner reads the same file for the
+// methodology page.
+//
+//go:embed harness/devices.json
+var devicesJSON []byte
+
+// DevicePeak is one device of the peak table: what one device, as its
+// runtime exposes it, can do at most.
+type DevicePeak struct {
+	Key          string   `json:"key"`
+	Label        string   `json:"label"`
+	Target       string   `json:"target"` // tpu or cuda
+	Names        []string `json:"names"`  // runtime device names, normalised (NormalizeDeviceName)
+	Generation   string   `json:"generation,omitempty"`
+	BF16FLOPS    float64  `json:"bf16_flops"`      // dense bf16 FLOP/s
+	HBMBytesPerS float64  `json:"hbm_bytes_per_s"` // HBM bandwidth, bytes/s
+	HBMBytes     int64    `json:"hbm_bytes,omitempty"`
+	MXU          int64    `json:"mxu,omitempty"`
+	Source       string   `json:"source"`
+}
+
+// devicePeaks is the parsed table; the embedded file is checked by tests,
+// so a malformed one fails the build's tests, not a request.
+var devicePeaks = mustParseDevicePeaks(devicesJSON)
+
+func mustParseDevicePeaks(data []byte) []DevicePeak {
+	peaks, err := parseDevicePeaks(data)
+	if err != nil {
+		panic(err)
+	}
+	return peaks
+}
+
+func parseDevicePeaks(data []byte) ([]DevicePeak, error) {
+	var doc struct {
+		Devices []DevicePeak `json:"devices"`
+	}
+	if err := json.Unmarshal(data, &doc); err != nil {
+		return nil, fmt.Errorf("devices.json: %w", err)
+	}
+	if len(doc.Devices) == 0 {
+		return nil, fmt.Errorf("devices.json: no devices")
+	}
+	return doc.Devices, nil
+}
+
+// DevicePeaks returns the peak table, in its file's order. Callers must not
+// modify it.
+func DevicePeaks() []DevicePeak { return devicePeaks }
+
+// NormalizeDeviceName is how a runtime device name is compared with the
+// table's names: lowercased, with runs of white space collapsed to one
+// space. The harness's match_device does the same.
+func NormalizeDeviceName(name string) string {
+	return strings.Join(strings.Fields(strings.ToLower(name)), " ")
+}
+
+// MatchDevicePeak finds the table entry for a device the runtime names name
+// on target. Only an exact name matches: an unknown device gets no peak
+// rather than a guessed one.
+func MatchDevicePeak(target, name string) (DevicePeak, bool) {
+	n := NormalizeDeviceName(name)
+	for _, d := range devicePeaks {
+		if d.Target != target {
+			continue
+		}
+		for _, alias := range d.Names {
+			if alias == n {
+				return d, true
+			}
+		}
+	}
+	return DevicePeak{}, false
+}
+
+// efficiencyShare keeps an MFU or MBU the harness reported only where one
+// can exist: a passing run on an accelerator, a share in (0, 1]. Anything
+// else is null, never a guessed figure.
+func efficiencyShare(res compat.Result, v *float64) *float64 {
+	if v == nil || res.Status != compat.StatusPass || res.Target == compat.TargetCPU || !(*v > 0 && *v <= 1) {
+		return nil
+	}
+	return v
+}

@@ -1,0 +1,161 @@
+package probe
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
+	"github.com/google-pytorch/torchtpu-scanner/internal/proctest"
+)
+
+// uniqueTag makes a stand-in's model id unique ("standin/orphans.TAG"): the
+// id is in the argv of every process of the run, so procsWith finds them.
+func uniqueTag() string { return "t" + strings.ToLower(rand.Text()[:12]) }
+
+// procsWith lists the live processes with tag in their command line.
+var procsWith = proctest.With
+
+// waitNoProcs fails unless every process with tag in its command line is
+// gone within a few seconds; it kills the survivors.
+func waitNoProcs(t *testing.T, tag string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		if len(procsWith(tag)) == 0 {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	left := procsWith(tag)
+	for _, pid := range left {
+		cmd, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+		t.Errorf("process %d outlived the probe: %q", pid, bytes.ReplaceAll(cmd, []byte{0}, []byte{' '}))
+		syscall.Kill(pid, syscall.SIGKILL)
+	}
+}
+
+var childPidsRE = regexp.MustCompile(`child_pids=([0-9,]+)`)
+
+// childPids are the pids the stand-in reported on stderr; want is how many
+// it starts.
+func childPids(t *testing.T, logTail string, want int) []int {
+	t.Helper()
+	m := childPidsRE.FindStringSubmatch(logTail)
+	if m == nil {
+		t.Fatalf("the stand-in reported no child pids; log tail %q", logTail)
+	}
+	var pids []int
+	for _, s := range strings.Split(m[1], ",") {
+		pid, err := strconv.Atoi(s)
+		if err != nil || pid <= 1 {
+			t.Fatalf("bad child pid %q in %q", s, m[0])
+		}
+		pids = append(pids, pid)
+	}
+	if len(pids) != want {
+		t.Fatalf("%d child pids (%v), want %d", len(pids), pids, want)
+	}
+	return pids
+}
+
+// TestNoProcessOutlivesAProbe: whatever the harness leaves behind (a child
+// in its process group that ignores SIGTERM, a grandchild that called
+// setsid() and whose parent is gone), nothing of it outlives the probe,
+// whether the probe times out, ends normally, or the harness kills the
+// runner's keeper first.
+func TestNoProcessOutlivesAProbe(t *testing.T) {
+	tests := []struct {
+		behaviour string
+		timeout   time.Duration
+		status    compat.Status
+	}{
+		{"orphans", 4 * time.Second, compat.StatusTimeout},
+		{"orphans-exit", 30 * time.Second, compat.StatusPass},
+		{"orphans-killkeeper", 30 * time.Second, ""}, // the keeper died of SIGKILL: whatever the runner makes of it
+	}
+	for _, tc := range tests {
+		t.Run(tc.behaviour, func(t *testing.T) {
+			t.Parallel()
+			r := standinRunner(t, nil)
+			tag := uniqueTag()
+			req := standinRequest(t, tc.behaviour+"."+tag)
+			req.Timeout = tc.timeout
+			res := r.Probe(context.Background(), req)
+			if tc.status != "" && res.Status != tc.status {
+				t.Errorf("status %s (%s), want %s", res.Status, str(res.Message), tc.status)
+			}
+			pids := childPids(t, res.LogTail+str(res.Message), 2)
+			waitNoProcs(t, tag)
+			for _, pid := range pids {
+				waitGone(t, pid)
+			}
+		})
+	}
+}
+
+// The scanner-kill test re-runs this test binary as a scanner that probes
+// one stand-in and is then killed with SIGKILL.
+const (
+	scannerTagVar = "PROBE_TEST_SCANNER_TAG"
+	scannerDirVar = "PROBE_TEST_SCANNER_DIR"
+)
+
+// miniScanner probes "standin/orphans.TAG" with a long timeout: it runs
+// until the test kills it.
+func miniScanner(tag, dir string) int {
+	r, err := NewRunner(Config{Python: python3, Script: filepath.Join("testdata", "standin.py"),
+		Timeout: 5 * time.Minute, MemLimitBytes: 256 << 20, TempDir: dir, Logger: quietLogger()})
+	if err != nil {
+		return 3
+	}
+	snap, err := os.MkdirTemp(dir, "snapshot-")
+	if err != nil {
+		return 3
+	}
+	r.Probe(context.Background(), Request{ModelID: "standin/orphans." + tag, Revision: strings.Repeat("0", 40),
+		SnapshotDir: snap, Target: compat.TargetCPU, Mode: compat.ModeArch})
+	return 0
+}
+
+// TestNoProcessOutlivesAKilledScanner kills a scanner with SIGKILL while
+// its probe's harness runs with a child that ignores SIGTERM and a setsid()
+// grandchild: none of them survives it.
+func TestNoProcessOutlivesAKilledScanner(t *testing.T) {
+	if python3 == "" {
+		t.Skip("no python3 on this host: the runner tests need one to run the stand-in harness")
+	}
+	t.Parallel()
+	tag := uniqueTag()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), scannerTagVar+"="+tag, scannerDirVar+"="+t.TempDir())
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// The keeper, the harness, its child and the setsid grandchild.
+	deadline := time.Now().Add(30 * time.Second)
+	for len(procsWith(tag)) < 4 {
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatalf("the probe's processes did not all start (%v):\n%s", procsWith(tag), out.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Wait()
+	waitNoProcs(t, tag)
+}

@@ -1,0 +1,88 @@
+package readiness
+
+import "math"
+
+// Generation is one TPU generation as TorchTPU exposes it: the HBM of one
+// device and the width of its matrix unit (MXU), to which XLA pads matmul
+// dimensions.
+type Generation struct {
+	Name     string
+	HBMBytes int64
+	MXU      int64
+}
+
+// Generations are the TPU generations readiness counts devices for, oldest
+// first. HBM per device, as TorchTPU exposes it:
+//   - v5e: 16 GiB, one TensorCore per chip, 4 MXUs of 128×128
+//     (cloud.google.com/tpu/docs/v5e).
+//   - v5p: 95 GiB per chip, its two TensorCores one device (megacore)
+//     (cloud.google.com/tpu/docs/v5p; docs/tpu7x's comparison table: 95 GiB).
+//   - v6e: 32 GiB, one TensorCore with two 256×256 MXUs
+//     (cloud.google.com/tpu/docs/v6e).
+//   - v7x (Ironwood, TPU7x): 192 GiB per chip with two TensorCores, each its
+//     own device ("the Ironwood programming model lets you access two TPU
+//     devices", cloud.google.com/tpu/docs/tpu7x; torch_tpu's hardware.py gives
+//     v7 hosts a device axis of 2), so 96 GiB per device; 256-wide MXUs.
+//
+// MXU widths as jax/_src/tpu_info.py: 128 before v6, 256 from v6 on.
+// internal/probe/harness/devices.json carries the same HBM and MXU figures
+// for the harness; a test keeps the two in step.
+var Generations = []Generation{
+	{Name: "v5e", HBMBytes: 16 << 30, MXU: 128},
+	{Name: "v5p", HBMBytes: 95 << 30, MXU: 128},
+	{Name: "v6e", HBMBytes: 32 << 30, MXU: 256},
+	{Name: "v7x", HBMBytes: 96 << 30, MXU: 256},
+}
+
+// Headroom is the share added to what must fit: weights and KV cache plus
+// 10% for activations, compiler scratch and fragmentation.
+const Headroom = 0.10
+
+// MinDevices is how many devices of a generation hold need bytes (weights
+// plus the KV cache of one sequence) with Headroom, assuming they are
+// sharded evenly: ceil(need × 1.1 / HBM per device). It is the one rule for
+// "does it fit", used for min_devices, needs_sharding and the summary.
+func MinDevices(need int64, g Generation) int {
+	if need <= 0 {
+		return 1
+	}
+	// need × 11 / 10, rounded up, in integers: need is at most a few 10^14.
+	padded := (need*11 + 9) / 10
+	return int((padded + g.HBMBytes - 1) / g.HBMBytes)
+}
+
+// minDevices is MinDevices for every generation, keyed by name.
+func minDevices(need int64) map[string]int {
+	out := make(map[string]int, len(Generations))
+	for _, g := range Generations {
+		out[g.Name] = MinDevices(need, g)
+	}
+	return out
+}
+
+// generation finds a generation by name.
+func generation(name string) Generation {
+	for _, g := range Generations {
+		if g.Name == name {
+			return g
+		}
+	}
+	panic("readiness: no generation " + name)
+}
+
+// maxKVPerToken bounds the KV cache of one token: 1 GiB, far above any
+// real model's (GPT-3 175B's full multi-head cache is 4.5 MiB).
+const maxKVPerToken = 1 << 30
+
+// maxBytes bounds weights plus KV cache: beyond it the sizes are not a real
+// model's (it is far above maxParams × 2 bytes plus any real KV cache).
+const maxBytes = 1e16
+
+// toInt converts a computed count to int64 when it is finite and at most
+// limit.
+func toInt(x, limit float64) (int64, bool) {
+	if math.IsNaN(x) || math.IsInf(x, 0) || x < 0 || x > limit {
+		return 0, false
+	}
+	return int64(math.Round(x)), true
+}

@@ -1,0 +1,226 @@
+package web
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
+	"github.com/google-pytorch/torchtpu-scanner/internal/probe"
+	"github.com/google-pytorch/torchtpu-scanner/internal/readiness"
+	"github.com/google-pytorch/torchtpu-scanner/store"
+)
+
+// This file lays out readiness (internal/readiness) and MFU/MBU for the
+// pages, the CSV and the summary API. It formats; the rules are in
+// internal/readiness and harness_efficiency.py.
+
+// readyMark is the table's readiness marker.
+type readyMark struct {
+	Class string // the status chip class of its colour (palette.go)
+	Label string
+	Title string // the hint codes, for the tooltip
+}
+
+// levelLabels and levelTones are the markers' words and colours: the
+// status palette's, so they share its contrast checks.
+var (
+	levelLabels = map[readiness.Level]string{
+		readiness.LevelReady: "ready", readiness.LevelWarn: "needs work",
+		readiness.LevelBlocker: "blocked", readiness.LevelUnknown: "unknown",
+	}
+	levelTones = map[readiness.Level]tone{
+		readiness.LevelReady: tonePass, readiness.LevelWarn: toneWarn,
+		readiness.LevelBlocker: toneFail, readiness.LevelUnknown: toneNeutral,
+	}
+	severityTones = map[readiness.Severity]tone{
+		readiness.SeverityBlocker: toneFail, readiness.SeverityWarn: toneWarn, readiness.SeverityInfo: toneNeutral,
+	}
+)
+
+// markOf is the marker of a model's readiness (readiness.LevelOf decides).
+func markOf(r *readiness.Readiness) readyMark {
+	level := readiness.LevelOf(r)
+	m := readyMark{Class: "status st-" + string(levelTones[level]), Label: levelLabels[level]}
+	if r == nil {
+		m.Title = "readiness not computed yet"
+		return m
+	}
+	var codes []string
+	for _, h := range r.Hints {
+		codes = append(codes, words(h.Code))
+	}
+	m.Title = strings.Join(codes, ", ")
+	if m.Title == "" {
+		m.Title = "no hints"
+	}
+	return m
+}
+
+// chips is the table's "chips (v6e)" cell: v6e devices to hold the model,
+// or a dash when not known.
+func chips(r *readiness.Readiness) string {
+	if r == nil || r.MinDevices == nil {
+		return dash
+	}
+	return strconv.Itoa(r.MinDevices["v6e"])
+}
+
+// deviceCount is one generation's row of the readiness block.
+type deviceCount struct {
+	Name string
+	HBM  string
+	N    int
+}
+
+// hintView is one hint with the chip class of its severity.
+type hintView struct {
+	readiness.Hint
+	Class string
+}
+
+// readinessView is the model page's readiness block.
+type readinessView struct {
+	readiness.Readiness
+	Mark    readyMark
+	Devices []deviceCount
+	Context int64
+	Notes   []hintView
+}
+
+func newReadinessView(r *readiness.Readiness) *readinessView {
+	if r == nil {
+		return nil
+	}
+	v := &readinessView{Readiness: *r, Mark: markOf(r)}
+	for _, h := range r.Hints {
+		v.Notes = append(v.Notes, hintView{Hint: h, Class: "status st-" + string(severityTones[h.Severity])})
+	}
+	if r.ContextTokens != nil {
+		v.Context = *r.ContextTokens
+	}
+	if r.MinDevices != nil {
+		for _, g := range readiness.Generations {
+			v.Devices = append(v.Devices, deviceCount{Name: g.Name, HBM: fmtBytes(&g.HBMBytes), N: r.MinDevices[g.Name]})
+		}
+	}
+	return v
+}
+
+// fitShare is the summary's share of sized models that fit one device.
+type fitShare struct {
+	Generation string   `json:"generation"`
+	Models     int      `json:"models"` // that fit one device
+	Share      *float64 `json:"share"`  // of the models whose device count is known; null when none
+}
+
+// fitSummary is the summary's readiness headline.
+type fitSummary struct {
+	Known int        `json:"known"` // models whose min_devices is known
+	One   []fitShare `json:"one_device"`
+}
+
+func newFitSummary(f store.Fit) fitSummary {
+	out := fitSummary{Known: f.Known, One: []fitShare{}}
+	for _, g := range readiness.Generations {
+		s := fitShare{Generation: g.Name, Models: f.One[g.Name]}
+		if f.Known > 0 {
+			share := float64(s.Models) / float64(f.Known)
+			s.Share = &share
+		}
+		out.One = append(out.One, s)
+	}
+	return out
+}
+
+// efficiencyRows are MFU and MBU for the measurements table: the share and
+// the peak it is of, or a dash and why not.
+func efficiencyRows(m compat.Metrics) []metricRow {
+	e := m.Efficiency
+	why := ""
+	scope := ""
+	if e != nil {
+		why = e.Note
+		if e.Model == "reduced" {
+			scope = " · the reduced (arch) model's"
+		}
+	}
+	row := func(name string, v, peak *float64, unit string, scale float64) metricRow {
+		if v == nil {
+			if why != "" {
+				return metricRow{name, dash + " (" + why + ")"}
+			}
+			return metricRow{name, dash}
+		}
+		s := fmtPct(v)
+		if peak != nil {
+			s += " of " + strconv.FormatFloat(*peak/scale, 'f', -1, 64) + unit
+		}
+		if e != nil && e.Device != "" {
+			s += " (" + e.Device + ")"
+		}
+		return metricRow{name, s + scope}
+	}
+	var flops, bw *float64
+	if e != nil {
+		flops, bw = e.PeakBF16FLOPS, e.PeakHBMBytesPerS
+	}
+	return []metricRow{row("MFU", m.MFU, flops, " TFLOP/s", 1e12), row("MBU", m.MBU, bw, " GB/s", 1e9)}
+}
+
+// readinessCSVColumns are the CSV's readiness and efficiency columns, after
+// the others.
+var readinessCSVColumns = []string{"params", "params_source", "weights_bytes_bf16", "kv_bytes_per_token",
+	"min_devices_v5e", "min_devices_v5p", "min_devices_v6e", "min_devices_v7x", "hints", "mfu", "mbu"}
+
+// readinessCSV is a model's readiness and its result's MFU/MBU as cells of
+// readinessCSVColumns; empty cells where not computed.
+func readinessCSV(m compat.Model) []string {
+	num := func(p *int64) string {
+		if p == nil {
+			return ""
+		}
+		return strconv.FormatInt(*p, 10)
+	}
+	share := func(p *float64) string {
+		if p == nil {
+			return ""
+		}
+		return strconv.FormatFloat(*p, 'f', -1, 64)
+	}
+	out := make([]string, len(readinessCSVColumns))
+	if r := m.Readiness; r != nil {
+		out[0], out[2], out[3] = num(r.Params), num(r.WeightsBytesBF16), num(r.KVBytesPerToken)
+		if r.ParamsSource != nil {
+			out[1] = *r.ParamsSource
+		}
+		if r.MinDevices != nil {
+			for i, g := range readiness.Generations {
+				out[4+i] = strconv.Itoa(r.MinDevices[g.Name])
+			}
+		}
+		var codes []string
+		for _, h := range r.Hints {
+			codes = append(codes, h.Code)
+		}
+		out[8] = strings.Join(codes, " ")
+	}
+	if m.Result != nil {
+		out[9], out[10] = share(m.Result.Metrics.MFU), share(m.Result.Metrics.MBU)
+	}
+	return out
+}
+
+// readinessMethodology is what /methodology shows of the readiness rules
+// and the tables they use, with their sources.
+type readinessMethodology struct {
+	Generations []readiness.Generation
+	Rules       []readiness.Rule
+	Peaks       []probe.DevicePeak
+	MaxContext  int
+	HeadroomPct int
+}
+
+func newReadinessMethodology() readinessMethodology {
+	return readinessMethodology{Generations: readiness.Generations, Rules: readiness.Rules, Peaks: probe.DevicePeaks(),
+		MaxContext: readiness.MaxContext, HeadroomPct: int(readiness.Headroom * 100)}
+}
