@@ -21,8 +21,15 @@ if [ ! -x "$bin/gremlins" ]; then
   GOBIN="$bin" go install "github.com/go-gremlins/gremlins/cmd/gremlins@$version"
 fi
 [ $# -gt 0 ] || set -- ./store ./web ./internal/hub ./internal/probe
-out=$(mktemp -d)
-trap 'rm -rf "$out"' EXIT
+# MUTATION_OUT keeps gremlins' reports and logs (each mutant's position and
+# status) in that folder; otherwise they go with the run.
+if [ -n "${MUTATION_OUT:-}" ]; then
+  out=$MUTATION_OUT
+  mkdir -p "$out"
+else
+  out=$(mktemp -d)
+  trap 'rm -rf "$out"' EXIT
+fi
 # Tests that need the project's Python (real harness, MiniLM) run if it is
 # there; gremlins runs each package's tests with this environment.
 export SCANNER_PYTHON="${SCANNER_PYTHON:-$(scripts/pyenv.sh 2>/dev/null || true)}"
@@ -33,8 +40,11 @@ for pkg in "$@"; do
   # --exclude-files /: only the package's own files (paths are relative to
   # it), not its subpackages'; a mutant's tests get 10 times the time the
   # unmutated tests took (a busy host is slow; a mutant that hangs times out).
+  # MUTATION_EXCLUDE (a regexp of file names) leaves more files out, for a
+  # partial run.
   if ! (cd "$pkg" && "$bin/gremlins" unleash --workers 1 --timeout-coefficient 10 --exclude-files / \
-      --output "$out/$name.json" . >"$out/$name.log" 2>&1); then
+      ${MUTATION_EXCLUDE:+--exclude-files "$MUTATION_EXCLUDE"} \
+      --output "$out/$name.json" >"$out/$name.log" 2>&1); then
     echo "gremlins failed on $pkg:" >&2
     tail -20 "$out/$name.log" >&2
     status=1
