@@ -33,6 +33,24 @@ fi
 # Tests that need the project's Python (real harness, MiniLM) run if it is
 # there; gremlins runs each package's tests with this environment.
 export SCANNER_PYTHON="${SCANNER_PYTHON:-$(scripts/pyenv.sh 2>/dev/null || true)}"
+# go test exits 1 on a build failure as on a failing test, so gremlins
+# counts a mutant that does not compile (a string's + made -) as killed.
+# gremlins runs the go on PATH: this one exits 2 for a build failure, which
+# gremlins counts as not viable.
+realgo=$(command -v go)
+mkdir -p "$out/bin"
+cat >"$out/bin/go" <<EOF
+#!/usr/bin/env bash
+[ "\$1" = test ] || exec "$realgo" "\$@"
+log=\$(mktemp)
+"$realgo" "\$@" >"\$log" 2>&1
+rc=\$?
+grep -qE '\[(build|setup) failed\]' "\$log" && rc=2
+cat "\$log"; rm -f "\$log"
+exit \$rc
+EOF
+chmod +x "$out/bin/go"
+export PATH="$out/bin:$PATH"
 status=0
 for pkg in "$@"; do
   name=$(echo "${pkg#./}" | tr / _)
@@ -53,7 +71,7 @@ done
 python3 - "$out" "$@" <<'PY'
 import json, os, sys
 out, pkgs = sys.argv[1], sys.argv[2:]
-print(f"{'package':<18} {'killed':>6} {'lived':>6} {'timed out':>9} {'not covered':>11} {'efficacy':>9}  lived in")
+print(f"{'package':<18} {'killed':>6} {'lived':>6} {'timed out':>9} {'not viable':>10} {'not covered':>11} {'efficacy':>9}  lived in")
 for pkg in pkgs:
     name = pkg.removeprefix("./").replace("/", "_")
     try:
@@ -70,6 +88,6 @@ for pkg in pkgs:
             timed_out += m.get("status") == "TIMED OUT"
     where = ", ".join(f"{os.path.basename(k)} {v}" for k, v in sorted(lived.items(), key=lambda kv: -kv[1]))
     print(f"{pkg.removeprefix('./'):<18} {r.get('mutants_killed', 0):>6} {r.get('mutants_lived', 0):>6} "
-          f"{timed_out:>9} {r.get('mutants_not_covered', 0):>11} {r.get('test_efficacy', 0):>8.1f}%  {where}")
+          f"{timed_out:>9} {r.get('mutants_not_viable', 0):>10} {r.get('mutants_not_covered', 0):>11} {r.get('test_efficacy', 0):>8.1f}%  {where}")
 PY
 exit $status
