@@ -2,6 +2,7 @@
 #   make run    build, set up the Python environment, start the scanner (web UI + scheduled scans)
 #   make test   everything CI runs: Go tests, harness tests on real PyTorch, fuzz seeds, browser tests
 #   make bench  measured benchmarks (ratios against baselines in the same run)
+#   make mutation  mutation testing (gremlins) of the core packages; slow, not part of make test
 SHELL := /bin/bash
 GO ?= go
 BIN := bin/scanner
@@ -16,9 +17,15 @@ FUZZTIME ?= 20000x
 # Tests reuse compiled inductor kernels across runs (a probe passes
 # TORCHINDUCTOR_* through to the harness); scans leave it unset, so a
 # result's compile_s is a cold compile.
-TEST_ENV = SCANNER_PYTHON="$(PYTHON)" TORCHINDUCTOR_CACHE_DIR="$${XDG_CACHE_HOME:-$$HOME/.cache}/torchtpu-scanner/inductor-test"
+# SCANNER_TEST_REQUIRE_ALL=1 turns every test that would skip for want of an
+# interpreter, a browser or a package into a failure (internal/testenv,
+# harness tests/conftest.py): `make test` runs every test or fails.
+TEST_ENV = SCANNER_TEST_REQUIRE_ALL=1 SCANNER_PYTHON="$(PYTHON)" TORCHINDUCTOR_CACHE_DIR="$${XDG_CACHE_HOME:-$$HOME/.cache}/torchtpu-scanner/inductor-test"
+# The concurrent packages run their tests under the race detector (in
+# test-go, instead of a plain run).
+RACE_PKGS := ./store/... ./web/... ./internal/metrics/... ./internal/hub/... ./internal/scan/...
 
-.PHONY: all build run test test-go test-python test-fuzz test-browser bench deps pyenv chromium vet clean help
+.PHONY: all build run test test-go test-race test-python test-fuzz test-browser bench mutation deps pyenv chromium vet clean help
 
 all: build
 
@@ -47,9 +54,12 @@ vet:
 test: deps chromium vet test-python test-go test-fuzz test-browser
 	@echo "make test: all suites passed"
 
-test-go:
-	$(TEST_ENV) $(GO) test -count=1 -timeout 25m ./...
+test-go: test-race
+	$(TEST_ENV) $(GO) test -count=1 -timeout 25m $$($(GO) list ./... | grep -vxF "$$($(GO) list $(RACE_PKGS))")
 	@$(GO) test -count=1 -run '^TestCoverage$$' -v ./internal/probe | grep 'supported task' | sed 's/^ */coverage of the top-100 fixture: /'
+
+test-race:
+	$(TEST_ENV) $(GO) test -race -count=1 -timeout 25m $(RACE_PKGS)
 
 test-python:
 	cd internal/probe/harness && $(TEST_ENV) "$(PYTHON)" -m pytest -q -p no:cacheprovider tests
@@ -60,10 +70,17 @@ test-fuzz:
 
 test-browser:
 	mkdir -p "$(ARTIFACTS_DIR)"
-	ARTIFACTS_DIR="$(ARTIFACTS_DIR)" CHROMIUM=/usr/bin/chromium $(GO) test -count=1 -tags browser -timeout 10m ./web/browsertest/...
+	SCANNER_TEST_REQUIRE_ALL=1 ARTIFACTS_DIR="$(ARTIFACTS_DIR)" CHROMIUM=/usr/bin/chromium $(GO) test -count=1 -tags browser -timeout 10m ./web/browsertest/...
 
 bench: build pyenv
 	SCANNER_PYTHON="$(PYTHON)" scripts/bench.sh
+
+# Mutation testing: gremlins (from the Go module proxy) mutates each package
+# and runs its tests against every covered mutant, one worker at a time;
+# prints the efficacy per package. MUTATION_PKGS narrows it.
+MUTATION_PKGS ?= ./store ./web ./internal/hub ./internal/probe
+mutation:
+	scripts/mutation.sh $(MUTATION_PKGS)
 
 clean:
 	rm -rf bin artifacts

@@ -201,6 +201,9 @@ func TestListModelsCursorWalk(t *testing.T) {
 				match = append(match, m.ID)
 			}
 		}
+		if len(match) == 0 {
+			t.Fatalf("%s: no seeded model matches; the walk would prove nothing", fname)
+		}
 		for _, sort := range []string{"downloads", "likes", "status", "tested_at", "tokens_per_s", "id"} {
 			for _, desc := range []*bool{nil, compat.Ptr(true), compat.Ptr(false)} {
 				q := f

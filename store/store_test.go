@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -757,26 +758,31 @@ func TestBackupAndIntegrity(t *testing.T) {
 
 // TestConcurrentReadersAndWriter reads while one goroutine records results:
 // WAL readers and the single writer connection must never see "database is
-// locked" or any other error.
+// locked" or any other error. Each reader must have read while the writer
+// was between its first and last write (the overlap the test is about), and
+// the writes must all have landed.
 func TestConcurrentReadersAndWriter(t *testing.T) {
 	s := storetest.MustOpen(t)
 	ids := storetest.MustSeed(t, s, 200, 0)
 	const writes = 1000
+	statuses := []compat.Status{"pass", "fail", "oom", "pass"}
 	done := make(chan struct{})
+	var written atomic.Int64
 	var wg sync.WaitGroup
 	errs := make(chan error, 100)
 	wg.Go(func() {
 		defer close(done)
-		statuses := []compat.Status{"pass", "fail", "oom", "pass"}
 		for i := range writes {
 			r := result("tpu", statuses[i%len(statuses)], at(i))
 			if _, err := s.RecordResult(ctx, ids[i%len(ids)], r); err != nil {
 				errs <- fmt.Errorf("write %d: %w", i, err)
 				return
 			}
+			written.Add(1)
 		}
 	})
 	reads := make([]int, 4)
+	during := make([]int, 4) // reads that began after the first write and ended before the last
 	for g := range reads {
 		wg.Go(func() {
 			for i := 0; ; i++ {
@@ -785,6 +791,7 @@ func TestConcurrentReadersAndWriter(t *testing.T) {
 					return
 				default:
 				}
+				before := written.Load()
 				var err error
 				switch i % 4 {
 				case 0:
@@ -801,6 +808,9 @@ func TestConcurrentReadersAndWriter(t *testing.T) {
 					return
 				}
 				reads[g]++
+				if before > 0 && written.Load() < writes {
+					during[g]++
+				}
 				time.Sleep(500 * time.Microsecond) // leave the writer some CPU
 			}
 		})
@@ -810,9 +820,24 @@ func TestConcurrentReadersAndWriter(t *testing.T) {
 	for err := range errs {
 		t.Error(err)
 	}
+	t.Logf("reads per reader: %v, of which while the writer wrote: %v", reads, during)
+	for g, n := range during {
+		if n < 4 {
+			t.Errorf("reader %d read %d times while the writer wrote (of %d reads); want at least 4", g, n, reads[g])
+		}
+	}
+	if n := written.Load(); n != writes {
+		t.Fatalf("%d writes, want %d", n, writes)
+	}
+	// Model k's last result is write 800+k: pass for k%4 in {0, 3}, else fail or oom.
+	for st, want := range map[compat.Status]int{"pass": 100, "fail": 50, "oom": 50, "untested": 0} {
+		got, _, err := s.ListModels(ctx, store.ModelQuery{Target: "tpu", Status: []compat.Status{st}, Limit: 1000})
+		if err != nil || len(got) != want {
+			t.Errorf("%s: %d models, %v; want %d", st, len(got), err, want)
+		}
+	}
 	h, err := s.Events(ctx, 1000)
 	if err != nil || len(h) == 0 {
 		t.Errorf("Events = %d, %v", len(h), err)
 	}
-	t.Logf("reads per reader: %v", reads)
 }

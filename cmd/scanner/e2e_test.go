@@ -17,6 +17,7 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/internal/config"
 	"github.com/google-pytorch/torchtpu-scanner/internal/hub/hubtest"
+	"github.com/google-pytorch/torchtpu-scanner/internal/testenv"
 	"github.com/google-pytorch/torchtpu-scanner/store"
 )
 
@@ -74,7 +75,7 @@ func needPython(t *testing.T) string {
 	t.Helper()
 	py := os.Getenv("SCANNER_PYTHON")
 	if py == "" {
-		t.Skip("SCANNER_PYTHON is not set: `make test` sets it to the project's Python environment")
+		testenv.Missing(t, "SCANNER_PYTHON is not set: `make test` sets it to the project's Python environment")
 	}
 	return py
 }

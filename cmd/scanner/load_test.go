@@ -54,6 +54,9 @@ func TestServeUnderLoadWhileScanning(t *testing.T) {
 		return len(s.Scans) == 1 && s.Scans[0].Planned > 0
 	})
 
+	// The load window must overlap the scan's writes: models recorded
+	// before and after it show the scan advanced while the clients read.
+	doneBefore := scanDoneCount(t, base)
 	paths := []string{"/", "/api/v1/models?limit=50", "/api/v1/summary", "/badge/load/model-03.svg?target=cpu",
 		"/api/v1/models/load/model-01", "/feed.json", "/api/v1/failures", "/export.csv", "/models/load/model-02"}
 	var ok, bad atomic.Int64
@@ -84,6 +87,11 @@ func TestServeUnderLoadWhileScanning(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+	doneAfter := scanDoneCount(t, base)
+	if doneAfter <= doneBefore || doneBefore >= len(ids) {
+		t.Fatalf("the scan recorded %d models before the load and %d after: it did not write during the load window", doneBefore, doneAfter)
+	}
+	t.Logf("the scan recorded models %d to %d during the load window", doneBefore, doneAfter)
 	if bad.Load() > 0 {
 		t.Fatalf("%d of %d requests failed under load while scanning; first: %v", bad.Load(), bad.Load()+ok.Load(), firstErr.Load())
 	}
@@ -124,6 +132,21 @@ func TestServeUnderLoadWhileScanning(t *testing.T) {
 			t.Errorf("/metrics lacks %q", want)
 		}
 	}
+}
+
+// scanDoneCount is how many models the one scan has recorded so far.
+func scanDoneCount(t *testing.T, base string) int {
+	t.Helper()
+	var s struct {
+		Scans []struct {
+			Done int `json:"done"`
+		} `json:"scans"`
+	}
+	getJSON(t, base+"/api/v1/scans", &s)
+	if len(s.Scans) != 1 {
+		t.Fatalf("%d scans, want 1", len(s.Scans))
+	}
+	return s.Scans[0].Done
 }
 
 func waitUntil(t *testing.T, cond func() bool) {

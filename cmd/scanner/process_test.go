@@ -15,6 +15,7 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/internal/hub/hubtest"
 	"github.com/google-pytorch/torchtpu-scanner/internal/proctest"
+	"github.com/google-pytorch/torchtpu-scanner/internal/testenv"
 	"github.com/google-pytorch/torchtpu-scanner/store"
 )
 
@@ -49,7 +50,7 @@ func scannerProcess(t *testing.T, args ...string) (*exec.Cmd, *bytes.Buffer) {
 func standinArgs(t *testing.T, h *hubtest.Hub, db, cache string) []string {
 	t.Helper()
 	if _, err := exec.LookPath("python3"); err != nil {
-		t.Skip("python3 is needed for the stand-in harness")
+		testenv.Missing(t, "python3 is needed for the stand-in harness")
 	}
 	harness, err := filepath.Abs("testdata/standin_harness.py")
 	if err != nil {

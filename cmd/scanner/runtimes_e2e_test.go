@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/hub/hubtest"
+	"github.com/google-pytorch/torchtpu-scanner/internal/testenv"
 )
 
 // standinRuntime copies the stand-in harness into its own folder with a
@@ -50,7 +51,7 @@ func standinRuntime(t *testing.T, harness string, fail ...string) string {
 // `scanner check --since`.
 func TestRuntimeComparisonEndToEnd(t *testing.T) {
 	if _, err := exec.LookPath("python3"); err != nil {
-		t.Skip("python3 is needed for the stand-in harness")
+		testenv.Missing(t, "python3 is needed for the stand-in harness")
 	}
 	h := hubtest.New(t, llamaRepos("org/fixed", "org/broken", "org/steady", "org/new")...)
 	dir := t.TempDir()

@@ -11,6 +11,7 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/internal/config"
 	"github.com/google-pytorch/torchtpu-scanner/internal/metrics"
 	"github.com/google-pytorch/torchtpu-scanner/internal/probe"
+	"github.com/google-pytorch/torchtpu-scanner/internal/testenv"
 )
 
 func TestAPIRate(t *testing.T) {
@@ -29,7 +30,7 @@ func TestAPIRate(t *testing.T) {
 // or a runner that could not be built gives none.
 func TestDeviceProbers(t *testing.T) {
 	if _, err := exec.LookPath("python3"); err != nil {
-		t.Skip("python3 not on PATH")
+		testenv.Missing(t, "python3 not on PATH")
 	}
 	cfg := config.Defaults()
 	cfg.Python, cfg.Devices = "python3", 4

@@ -15,18 +15,20 @@ import (
 	"time"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/hub/hubtest"
+	"github.com/google-pytorch/torchtpu-scanner/internal/testenv"
 )
 
-// venvPython returns the project's Python, or skips the test when there is
-// none ($SCANNER_PYTHON, set by make test, or the completed venv).
+// venvPython returns the project's Python ($SCANNER_PYTHON, set by make
+// test, or the completed venv), or skips the test when there is none (fails
+// it under make test: testenv.Missing).
 func venvPython(t *testing.T) string {
 	t.Helper()
 	py := hubtest.FindPython()
 	if py == "" {
-		t.Skip("no project Python: set SCANNER_PYTHON to the venv's interpreter (make test does)")
+		testenv.Missing(t, "no project Python: set SCANNER_PYTHON to the venv's interpreter (make test does)")
 	}
 	if _, err := exec.LookPath(py); err != nil {
-		t.Skipf("project Python %s is not runnable: %v", py, err)
+		testenv.Missing(t, "project Python %s is not runnable: %v", py, err)
 	}
 	return py
 }
@@ -152,8 +154,7 @@ print(json.dumps({"config": cfg, "snapshot": snap, "refs": sorted(r.refs), "nb_f
 	}
 	t.Logf("huggingface_hub on the cache: %s", out)
 	if got.Skip != "" {
-		t.Logf("huggingface_hub not importable (%s): cache not cross-checked", got.Skip)
-		return
+		testenv.Missing(t, "huggingface_hub is not importable by %s (%s): the cache was not cross-checked", py, got.Skip)
 	}
 	snap := SnapshotDir(cache, id, sha)
 	if got.Config != filepath.Join(snap, "config.json") || got.Snapshot != snap {

@@ -19,6 +19,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
+	"github.com/google-pytorch/torchtpu-scanner/internal/testenv"
 )
 
 // python3 is the real path of the system's python3 (not a pyenv shim,
@@ -41,7 +42,7 @@ func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard
 func standinRunner(t *testing.T, mod func(*Config)) *Runner {
 	t.Helper()
 	if python3 == "" {
-		t.Skip("no python3 on this host: the runner tests need one to run the stand-in harness")
+		testenv.Missing(t, "no python3 on this host: the runner tests need one to run the stand-in harness")
 	}
 	cfg := Config{
 		Python:        python3,
@@ -139,6 +140,7 @@ func TestProbeStandins(t *testing.T) {
 		{behaviour: "oom-noresult", status: compat.StatusOOM, stage: compat.StageLoad, class: compat.ClassOOM, msg: "data limit was 256 MiB"},
 		{behaviour: "exit0", status: compat.StatusError, stage: compat.StageEnv, class: compat.ClassOther, msg: "harness wrote no result (exit status 0)"},
 		{behaviour: "badstatus", status: compat.StatusError, class: compat.ClassOther, msg: `status "passed"`},
+		{behaviour: "untested", status: compat.StatusError, class: compat.ClassOther, msg: `status "untested" is not a result status`},
 		{behaviour: "badstage", status: compat.StatusError, class: compat.ClassOther, msg: `stage "warmup"`},
 		{behaviour: "claimtpu", status: compat.StatusError, class: compat.ClassOther, msg: "target tpu on a cpu request", check: func(t *testing.T, res compat.Result) {
 			if res.Target != compat.TargetCPU {
@@ -506,7 +508,7 @@ func TestNewRunner(t *testing.T) {
 		t.Error("missing python: want an error")
 	}
 	if python3 == "" {
-		t.Skip("no python3")
+		testenv.Missing(t, "no python3 on this host")
 	}
 	if _, err := NewRunner(Config{Python: python3, Script: "testdata/missing.py"}); err == nil {
 		t.Error("missing script: want an error")

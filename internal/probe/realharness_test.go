@@ -11,6 +11,7 @@ import (
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/internal/config"
+	"github.com/google-pytorch/torchtpu-scanner/internal/testenv"
 )
 
 // tinyLlama is a config.json small enough for arch mode on a busy CPU.
@@ -37,17 +38,17 @@ func realRunner(t *testing.T, mod func(*Config)) *Runner {
 
 // projectPython is the interpreter of the real-harness tests:
 // $SCANNER_PYTHON, else the cached venv scripts/pyenv.sh builds; the test
-// is skipped without one.
+// is skipped without one (failed under make test: testenv.Missing).
 func projectPython(t *testing.T) string {
 	t.Helper()
 	py := os.Getenv("SCANNER_PYTHON")
 	if py == "" {
 		if py = DefaultPython(config.CacheHome(os.LookupEnv)); py == "python3" {
-			t.Skip("SCANNER_PYTHON is unset and the project's venv (scripts/pyenv.sh) is not built: skipping the real-harness tests")
+			testenv.Missing(t, "SCANNER_PYTHON is unset and the project's venv (scripts/pyenv.sh) is not built: skipping the real-harness tests")
 		}
 	}
 	if data, err := harnessFS.ReadFile("harness/" + harnessEntry); err != nil || strings.Contains(string(data), "PLACEHOLDER") {
-		t.Skip("the embedded harness is a placeholder: skipping the real-harness tests")
+		testenv.Missing(t, "the embedded harness is a placeholder: skipping the real-harness tests")
 	}
 	return py
 }

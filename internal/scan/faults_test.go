@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -51,25 +52,102 @@ func faultRepos(n int) []hubtest.Repo {
 	return repos
 }
 
+// served counts the requests whose path starts with prefix that the fake
+// Hub answered with status.
+func served(h *hubtest.Hub, method, prefix string, status int) int {
+	n := 0
+	for _, r := range h.Requests() {
+		if r.Method == method && strings.HasPrefix(r.Path, prefix) && r.Status == status {
+			n++
+		}
+	}
+	return n
+}
+
+// waitsWithin checks the client's waits against bounds, in order: the
+// backoff is 1, 2, 4 s with ±25% jitter; a 429 whose RateLimit header says
+// the window resets in t s waits t+1 s (huggingface_hub's rule).
+func waitsWithin(t *testing.T, waits []time.Duration, bounds ...[2]time.Duration) {
+	t.Helper()
+	if len(waits) != len(bounds) {
+		t.Fatalf("the client waited %v; want %d waits", waits, len(bounds))
+	}
+	for i, b := range bounds {
+		if waits[i] < b[0] || waits[i] > b[1] {
+			t.Errorf("wait %d was %v, want within [%v, %v] (all: %v)", i, waits[i], b[0], b[1], waits)
+		}
+	}
+}
+
+func exactly(d time.Duration) [2]time.Duration { return [2]time.Duration{d, d} }
+
+// backoff is the range of the client's backoff before try n+1.
+func backoff(n int) [2]time.Duration {
+	d := time.Second << (n - 1)
+	return [2]time.Duration{d * 3 / 4, d * 5 / 4}
+}
+
 // TestScanThroughHubFaults runs whole scans while the Hub misbehaves: the
 // scan rides out 429 storms, 5xx answers, slow and truncated transfers, and
-// records every model; a listing that is not JSON fails the scan cleanly
-// without blaming any model, and the next scan recovers.
+// records every model; each case checks that its faults were served and
+// that the client waited as promised. A listing that is not JSON fails the
+// scan cleanly without blaming any model, and the next scan recovers.
 func TestScanThroughHubFaults(t *testing.T) {
+	const listing, files = "/api/models", "/fault/"
 	tests := []struct {
 		name   string
 		faults func(h *hubtest.Hub)
 		fails  bool
+		check  func(t *testing.T, h *hubtest.Hub, waits []time.Duration)
 	}{
-		{"429 storm on the listing", func(h *hubtest.Hub) { h.Fault("/api/models", hubtest.Status429(2).Times(4)) }, false},
-		{"429 storm on downloads", func(h *hubtest.Hub) { h.Fault("/fault/", hubtest.Status429(1).Times(4)) }, false},
+		{"429 storm on the listing", func(h *hubtest.Hub) { h.Fault(listing, hubtest.Status429(2).Times(4)) }, false,
+			func(t *testing.T, h *hubtest.Hub, waits []time.Duration) {
+				if n := served(h, "GET", listing, 429); n != 4 {
+					t.Errorf("%d listing answers were 429, want 4", n)
+				}
+				waitsWithin(t, waits, exactly(3*time.Second), exactly(3*time.Second), exactly(3*time.Second), exactly(3*time.Second))
+			}},
+		{"429 storm on downloads", func(h *hubtest.Hub) { h.Fault(files, hubtest.Status429(1).Times(4)) }, false,
+			func(t *testing.T, h *hubtest.Hub, waits []time.Duration) {
+				if n := served(h, "HEAD", files, 429) + served(h, "GET", files, 429); n != 4 {
+					t.Errorf("%d file answers were 429, want 4", n)
+				}
+				waitsWithin(t, waits, exactly(2*time.Second), exactly(2*time.Second), exactly(2*time.Second), exactly(2*time.Second))
+			}},
 		{"5xx on the listing and downloads", func(h *hubtest.Hub) {
-			h.Fault("/api/models", hubtest.Status5xx(502).Times(2))
+			h.Fault(listing, hubtest.Status5xx(502).Times(2))
 			h.Fault("/fault/m-1/", hubtest.Status5xx(503).Times(3))
-		}, false},
-		{"slow answers", func(h *hubtest.Hub) { h.Fault("/fault/", hubtest.Slow(30*time.Millisecond).Times(-1)) }, false},
-		{"truncated transfer", func(h *hubtest.Hub) { h.Fault("/fault/m-2/resolve/", hubtest.Truncate(5).Times(2)) }, false},
-		{"malformed listing", func(h *hubtest.Hub) { h.Fault("/api/models", hubtest.MalformedJSON().Times(-1)) }, true},
+		}, false, func(t *testing.T, h *hubtest.Hub, waits []time.Duration) {
+			if n := served(h, "GET", listing, 502); n != 2 {
+				t.Errorf("%d listing answers were 502, want 2", n)
+			}
+			if n := served(h, "HEAD", "/fault/m-1/", 503) + served(h, "GET", "/fault/m-1/", 503); n != 3 {
+				t.Errorf("%d answers for m-1 were 503, want 3", n)
+			}
+			// The listing comes first, then m-1's three retries, each backoff doubling.
+			waitsWithin(t, waits, backoff(1), backoff(2), backoff(1), backoff(2), backoff(3))
+		}},
+		{"slow answers", func(h *hubtest.Hub) { h.Fault(files, hubtest.Slow(30*time.Millisecond).Times(-1)) }, false,
+			func(t *testing.T, h *hubtest.Hub, waits []time.Duration) {
+				if n := served(h, "HEAD", files, 200) + served(h, "GET", files, 200); n < 8 {
+					t.Errorf("%d slow file answers, want a HEAD and a GET for each of 4 models", n)
+				}
+				waitsWithin(t, waits) // slow is not broken: no retry
+			}},
+		{"truncated transfer", func(h *hubtest.Hub) { h.Fault("/fault/m-2/resolve/", hubtest.Truncate(5).Times(2)) }, false,
+			func(t *testing.T, h *hubtest.Hub, waits []time.Duration) {
+				// Each cut after 5 bytes is resumed from the bytes already on disk.
+				var ranges []string
+				for _, r := range h.Requests() {
+					if r.Method == "GET" && strings.HasPrefix(r.Path, "/fault/m-2/resolve/") {
+						ranges = append(ranges, fmt.Sprintf("%q %d", r.Range, r.Status))
+					}
+				}
+				if want := []string{`"" 200`, `"bytes=5-" 206`, `"bytes=10-" 206`}; !slices.Equal(ranges, want) {
+					t.Errorf("m-2 GETs (Range, status) %v, want %v", ranges, want)
+				}
+			}},
+		{"malformed listing", func(h *hubtest.Hub) { h.Fault(listing, hubtest.MalformedJSON()) }, true, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -86,12 +164,13 @@ func TestScanThroughHubFaults(t *testing.T) {
 						t.Errorf("a model was recorded although the listing failed")
 					}
 				}
-				return
+				// The fault was one answer: the next scan recovers.
+				sc, err = s.Run(context.Background(), Options{Mode: compat.ModeArch, Target: compat.TargetCPU}, Hooks{})
 			}
 			if err != nil {
 				t.Fatalf("scan: %v", err)
 			}
-			if sc.Done != 4 || sc.Probed != 4 {
+			if sc.Done != 4 || sc.Probed != 4 || sc.Status != store.ScanDone {
 				t.Fatalf("scan %+v", sc)
 			}
 			for i := range 4 {
@@ -100,7 +179,9 @@ func TestScanThroughHubFaults(t *testing.T) {
 					t.Errorf("fault/m-%d: %v %v", i, r.Status, err)
 				}
 			}
-			t.Logf("client waited %d times", len(*waits))
+			if tt.check != nil {
+				tt.check(t, h, *waits)
+			}
 		})
 	}
 }

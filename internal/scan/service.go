@@ -54,8 +54,10 @@ type Service struct {
 	waiting  bool    // a scan waits for another process's to end
 	resume   []int64 // scans left to their queued jobs by an earlier process
 	foreign  foreignCheck
-	done     chan struct{}
-	stop     sync.Once
+	// after is the timer of retryLater's wait (time.After; tests replace it).
+	after func(time.Duration) <-chan time.Time
+	done  chan struct{}
+	stop  sync.Once
 }
 
 // foreignCheck remembers, for a second, whether another process holds
@@ -87,7 +89,7 @@ func NewService(s *Scanner, defaults Options, log *slog.Logger) *Service {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Service{scanner: s, defaults: defaults, log: log, queue: make(chan string, 1), done: make(chan struct{})}
+	return &Service{scanner: s, defaults: defaults, log: log, queue: make(chan string, 1), done: make(chan struct{}), after: time.After}
 }
 
 // hooks are the service's observers of the scans it runs: it follows the
@@ -130,25 +132,40 @@ func (s *Service) Request(trigger string) error {
 	}
 }
 
+// The waits before retrying a scan that could not reach the Hub: the first
+// (unless Service.RetryAfter sets it), doubled after each further failure,
+// up to the last.
+const (
+	firstHubRetry = 5 * time.Minute
+	maxHubRetry   = 6 * time.Hour
+)
+
+// nextRetryWait is the wait after a failure to reach the Hub, given the
+// previous wait (0 after a success) and the first one.
+func nextRetryWait(prev, first time.Duration) time.Duration {
+	if prev == 0 {
+		return first
+	}
+	return min(2*prev, maxHubRetry)
+}
+
 // retryLater queues a scan after a growing wait, so a Hub outage (or a
 // fleet not up yet) at start does not leave the site empty until the next
 // scheduled scan.
 func (s *Service) retryLater(ctx context.Context, cause error) {
 	s.mu.Lock()
-	switch {
-	case s.retryIn == 0 && s.RetryAfter > 0:
-		s.retryIn = s.RetryAfter
-	case s.retryIn == 0:
-		s.retryIn = 5 * time.Minute
-	default:
-		s.retryIn = min(2*s.retryIn, 6*time.Hour)
+	first := s.RetryAfter
+	if first <= 0 {
+		first = firstHubRetry
 	}
+	s.retryIn = nextRetryWait(s.retryIn, first)
 	wait := s.retryIn
 	s.mu.Unlock()
 	s.log.Info("retrying the scan later", "in", wait.String(), "cause", hub.Brief(cause))
+	timer := s.after(wait)
 	go func() {
 		select {
-		case <-time.After(wait):
+		case <-timer:
 			if err := s.Request("retry"); err != nil {
 				s.log.Info("retry scan not queued", "reason", err)
 			}

@@ -29,6 +29,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
+	"github.com/google-pytorch/torchtpu-scanner/internal/testenv"
 	"github.com/google-pytorch/torchtpu-scanner/store"
 	"github.com/google-pytorch/torchtpu-scanner/store/storetest"
 	"github.com/google-pytorch/torchtpu-scanner/web"
@@ -86,7 +87,8 @@ func serveStore(t *testing.T, db *store.SQLite) string {
 }
 
 // newBrowser starts headless Chromium with a fresh profile and returns a
-// tab's context. It skips the test when Chromium is not installed.
+// tab's context. Without Chromium the test is skipped (failed under make
+// test: testenv.Missing).
 func newBrowser(t *testing.T) context.Context {
 	t.Helper()
 	chromiumPath := os.Getenv("CHROMIUM")
@@ -94,7 +96,7 @@ func newBrowser(t *testing.T) context.Context {
 		chromiumPath = defaultChromium
 	}
 	if _, err := os.Stat(chromiumPath); err != nil {
-		t.Skipf("browser tests need Chromium at %s (Debian: apt-get install chromium; `make test` installs it): %v", chromiumPath, err)
+		testenv.Missing(t, "browser tests need Chromium at %s (Debian: apt-get install chromium; `make test` installs it): %v", chromiumPath, err)
 	}
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(chromiumPath),

@@ -7,6 +7,9 @@ on cpu after a pause; the model id says how to behave:
                tests find it by its command line
   .../warn-*   passes, then exits 3 (the runner logs a warning)
   .../sleep-MS-*  sleeps MS milliseconds, then passes (the fleet benchmark)
+  .../timed-*  passes like anything else, with a message that says when it ran and
+               on which device: {"start": t, "end": t, "tpu_visible_devices": ...,
+               "cuda_visible_devices": ...} (times from time.time())
   anything else  sleeps 0.6 s, then passes
 
 A standin_runtime.json next to this script (tests copy the script to make
@@ -19,6 +22,8 @@ import os
 import signal
 import sys
 import time
+
+STARTED = time.time()
 
 
 def arg(name, default=None):
@@ -70,9 +75,14 @@ if model in FAIL:
         "repro": "",
     })
     sys.exit(0)
+message = None
+if "/timed-" in model:
+    message = json.dumps({"start": STARTED, "end": time.time(),
+                          "tpu_visible_devices": os.environ.get("TPU_VISIBLE_DEVICES"),
+                          "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES")})
 write({
     "target": "cpu", "status": "pass", "stage": "generate", "failure_class": None, "op": None,
-    "reason": None, "signature": None, "message": None, "mode": arg("--mode"),
+    "reason": None, "signature": None, "message": message, "mode": arg("--mode"),
     "revision": arg("--revision"), "tested_at": "", "duration_s": pause, "runtime": RUNTIME,
     "metrics": {"load_s": 0.1, "first_forward_s": 0.1, "forward_ms": 1.0, "compile_s": None,
                 "tokens_per_s": None, "peak_mem_bytes": None, "max_abs_diff": 0.0, "top1_agreement": 1.0},

@@ -28,6 +28,7 @@ behaviour is the part of --model-id after "standin/":
   garbage       prints 8 MiB of random bytes to stdout and to stderr, exits 1, no result
   exit0         exits 0 without a result
   badstatus     writes status "passed"
+  untested      writes status "untested" (a contract word, but never a result)
   badstage      writes stage "warmup"
   claimtpu      writes target tpu whatever was asked
   wrongmode     writes mode full whatever was asked
@@ -259,6 +260,8 @@ def main():
         return 0
     elif what == "badstatus":
         write(base("passed"))
+    elif what == "untested":
+        write(base("untested"))
     elif what == "badstage":
         write(base("fail", stage="warmup", failure_class="other"))
     elif what == "claimtpu":

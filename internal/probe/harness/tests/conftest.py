@@ -31,6 +31,15 @@ torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "2")))
 
 REVISION = "0123456789abcdef0123456789abcdef01234567"
 
+
+def require(missing: str) -> None:
+    """End a test that needs something the host lacks (a compiler, a package): a skip, or a
+    failure under `make test`, which sets SCANNER_TEST_REQUIRE_ALL=1 (the Go tests read the same
+    variable: internal/testenv)."""
+    if os.environ.get("SCANNER_TEST_REQUIRE_ALL") == "1":
+        pytest.fail(f"{missing} (SCANNER_TEST_REQUIRE_ALL=1: every test must run)")
+    pytest.skip(missing)
+
 # Fast flags for every run: few steps, short sequences.
 FAST = ["--seq-len", "32", "--new-tokens", "4", "--steps", "2"]
 

@@ -1,0 +1,153 @@
+package scan
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
+	"github.com/google-pytorch/torchtpu-scanner/store"
+)
+
+func TestNextRetryWait(t *testing.T) {
+	for _, tt := range []struct{ prev, first, want time.Duration }{
+		{0, 5 * time.Minute, 5 * time.Minute},
+		{0, 20 * time.Millisecond, 20 * time.Millisecond},
+		{5 * time.Minute, 5 * time.Minute, 10 * time.Minute},
+		{160 * time.Minute, 5 * time.Minute, 320 * time.Minute},
+		{320 * time.Minute, 5 * time.Minute, 6 * time.Hour},
+		{6 * time.Hour, 5 * time.Minute, 6 * time.Hour},
+	} {
+		if got := nextRetryWait(tt.prev, tt.first); got != tt.want {
+			t.Errorf("nextRetryWait(%v, %v) = %v, want %v", tt.prev, tt.first, got, tt.want)
+		}
+	}
+}
+
+// runService runs svc until the test ends.
+func runService(t *testing.T, svc *Service) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { svc.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+}
+
+// retryTimer is a fake of the service's timer: each wait the service asks
+// for arrives on waits, and fires when the test sends on its channel.
+type retryTimer struct {
+	d    time.Duration
+	fire chan time.Time
+}
+
+func fakeTimer(svc *Service) chan retryTimer {
+	waits := make(chan retryTimer, 16)
+	svc.after = func(d time.Duration) <-chan time.Time {
+		c := make(chan time.Time, 1)
+		waits <- retryTimer{d, c}
+		return c
+	}
+	return waits
+}
+
+func nextWait(t *testing.T, waits chan retryTimer) retryTimer {
+	t.Helper()
+	select {
+	case w := <-waits:
+		return w
+	case <-time.After(10 * time.Second):
+		t.Fatal("the service set no retry timer in 10 s")
+		return retryTimer{}
+	}
+}
+
+// TestServiceHubDownBackoff: while the Hub is down, the service retries
+// after 5 min, doubling each time up to 6 h; once a scan reaches the Hub
+// the wait starts again from 5 min.
+func TestServiceHubDownBackoff(t *testing.T) {
+	f := newFixture(t, model("a/1", "text-generation", "transformers"))
+	setDown := func(down bool) {
+		f.hub.mu.Lock()
+		defer f.hub.mu.Unlock()
+		f.hub.listErr = nil
+		if down {
+			f.hub.listErr = errors.New("dial tcp: connection refused")
+		}
+	}
+	setDown(true)
+	svc := NewService(f.s, Options{Mode: compat.ModeArch}, quiet)
+	waits := fakeTimer(svc)
+	runService(t, svc)
+
+	if err := svc.Request("startup"); err != nil {
+		t.Fatal(err)
+	}
+	m := time.Minute
+	want := []time.Duration{5 * m, 10 * m, 20 * m, 40 * m, 80 * m, 160 * m, 320 * m, 6 * time.Hour, 6 * time.Hour}
+	var last retryTimer
+	for i, d := range want {
+		last = nextWait(t, waits)
+		if last.d != d {
+			t.Fatalf("wait %d: %v, want %v (the sequence is %v)", i, last.d, d, want)
+		}
+		if i < len(want)-1 {
+			last.fire <- time.Now()
+		}
+	}
+	setDown(false)
+	last.fire <- time.Now() // the retry reaches the Hub
+	waitFor(t, func() bool { return f.status(t, "a/1") == compat.StatusPass })
+	waitFor(t, func() bool { return !svc.State().Running })
+	setDown(true)
+	if err := svc.Request("manual"); err != nil {
+		t.Fatal(err)
+	}
+	if w := nextWait(t, waits); w.d != 5*m {
+		t.Errorf("after a scan that reached the Hub, the next wait is %v, want 5m", w.d)
+	}
+	scans, err := f.store.ListScans(context.Background(), 20)
+	if err != nil || len(scans) != len(want)+2 {
+		t.Fatalf("%d scans (%v), want %d: startup, %d retries, manual", len(scans), err, len(want)+2, len(want))
+	}
+	// Newest first: the manual one, the retry that reached the Hub, the failed retries, the startup scan.
+	var triggers []string
+	for _, sc := range scans {
+		triggers = append(triggers, sc.Trigger)
+	}
+	wantTriggers := []string{"manual"}
+	for range want {
+		wantTriggers = append(wantTriggers, "retry")
+	}
+	wantTriggers = append(wantTriggers, "startup")
+	if !slices.Equal(triggers, wantTriggers) || scans[1].Status != store.ScanDone || scans[2].Status != store.ScanFailed {
+		t.Errorf("scans (newest first): triggers %v, want %v; the last retry %s, the one before %s",
+			triggers, wantTriggers, scans[1].Status, scans[2].Status)
+	}
+}
+
+// TestScheduledScanRuns: the cron schedule really starts a scan, which
+// runs to the end and records its models.
+func TestScheduledScanRuns(t *testing.T) {
+	f := newFixture(t, model("a/1", "text-generation", "transformers"))
+	svc := NewService(f.s, Options{Mode: compat.ModeArch}, quiet)
+	if err := svc.Schedule("@every 1s"); err != nil { // robfig/cron's shortest interval
+		t.Fatal(err)
+	}
+	runService(t, svc)
+	var scans []store.Scan
+	waitFor(t, func() bool {
+		var err error
+		scans, err = f.store.ListScans(context.Background(), 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(scans) > 0 && scans[len(scans)-1].Status == store.ScanDone
+	})
+	if first := scans[len(scans)-1]; first.Trigger != "schedule" || first.Done != 1 {
+		t.Errorf("first scan %+v: want a finished scheduled scan of 1 model", first)
+	}
+	if got := f.status(t, "a/1"); got != compat.StatusPass {
+		t.Errorf("a/1 is %s after the scheduled scan", got)
+	}
+}

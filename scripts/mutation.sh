@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# Mutation testing with gremlins: each package given (default: store, web,
+# internal/hub, internal/probe) is mutated and its tests run against every
+# covered mutant, then a table gives the efficacy per package (killed /
+# (killed + lived)) and where the lived mutants are.
+#
+# One worker and no --test-cpu: gremlins v0.6.0 passes --test-cpu N to go
+# test as the single argument "-cpu N", which go test rejects, so every
+# mutant "fails" its tests and counts as killed, falsely (issue 16); several
+# workers on a 2-core host make timing-based tests fail under load, which
+# also counts as killed.
+# gremlins comes from the Go module proxy at a pinned version and is kept
+# in the user's cache. Slow (minutes to hours per package); not part of
+# `make test`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+version=v0.6.0
+bin="${XDG_CACHE_HOME:-$HOME/.cache}/torchtpu-scanner/gremlins-$version"
+if [ ! -x "$bin/gremlins" ]; then
+  echo "installing gremlins $version into $bin" >&2
+  GOBIN="$bin" go install "github.com/go-gremlins/gremlins/cmd/gremlins@$version"
+fi
+[ $# -gt 0 ] || set -- ./store ./web ./internal/hub ./internal/probe
+# MUTATION_OUT keeps gremlins' reports and logs (each mutant's position and
+# status) in that folder; otherwise they go with the run.
+if [ -n "${MUTATION_OUT:-}" ]; then
+  out=$MUTATION_OUT
+  mkdir -p "$out"
+else
+  out=$(mktemp -d)
+  trap 'rm -rf "$out"' EXIT
+fi
+# Tests that need the project's Python (real harness, MiniLM) run if it is
+# there; gremlins runs each package's tests with this environment.
+export SCANNER_PYTHON="${SCANNER_PYTHON:-$(scripts/pyenv.sh 2>/dev/null || true)}"
+# go test exits 1 on a build failure as on a failing test, so gremlins
+# counts a mutant that does not compile (a string's + made -) as killed.
+# gremlins runs the go on PATH: this one exits 2 for a build failure, which
+# gremlins counts as not viable.
+realgo=$(command -v go)
+mkdir -p "$out/bin"
+cat >"$out/bin/go" <<EOF
+#!/usr/bin/env bash
+[ "\$1" = test ] || exec "$realgo" "\$@"
+log=\$(mktemp)
+"$realgo" "\$@" >"\$log" 2>&1
+rc=\$?
+grep -qE '\[(build|setup) failed\]' "\$log" && rc=2
+cat "\$log"; rm -f "\$log"
+exit \$rc
+EOF
+chmod +x "$out/bin/go"
+export PATH="$out/bin:$PATH"
+status=0
+for pkg in "$@"; do
+  name=$(echo "${pkg#./}" | tr / _)
+  echo "== gremlins unleash $pkg" >&2
+  # --exclude-files /: only the package's own files (paths are relative to
+  # it), not its subpackages'; a mutant's tests get 10 times the time the
+  # unmutated tests took (a busy host is slow; a mutant that hangs times out).
+  # MUTATION_EXCLUDE (a regexp of file names) leaves more files out, for a
+  # partial run.
+  if ! (cd "$pkg" && "$bin/gremlins" unleash --workers 1 --timeout-coefficient 10 --exclude-files / \
+      ${MUTATION_EXCLUDE:+--exclude-files "$MUTATION_EXCLUDE"} \
+      --output "$out/$name.json" >"$out/$name.log" 2>&1); then
+    echo "gremlins failed on $pkg:" >&2
+    tail -20 "$out/$name.log" >&2
+    status=1
+  fi
+done
+python3 - "$out" "$@" <<'PY'
+import json, os, sys
+out, pkgs = sys.argv[1], sys.argv[2:]
+print(f"{'package':<18} {'killed':>6} {'lived':>6} {'timed out':>9} {'not viable':>10} {'not covered':>11} {'efficacy':>9}  lived in")
+for pkg in pkgs:
+    name = pkg.removeprefix("./").replace("/", "_")
+    try:
+        with open(os.path.join(out, name + ".json")) as f:
+            r = json.load(f)
+    except (OSError, ValueError):
+        print(f"{pkg.removeprefix('./'):<18} (no result: see the log above)")
+        continue
+    lived, timed_out = {}, 0
+    for f in r.get("files", []):
+        for m in f.get("mutations", []):
+            if m.get("status") == "LIVED":
+                lived[f["file_name"]] = lived.get(f["file_name"], 0) + 1
+            timed_out += m.get("status") == "TIMED OUT"
+    where = ", ".join(f"{os.path.basename(k)} {v}" for k, v in sorted(lived.items(), key=lambda kv: -kv[1]))
+    print(f"{pkg.removeprefix('./'):<18} {r.get('mutants_killed', 0):>6} {r.get('mutants_lived', 0):>6} "
+          f"{timed_out:>9} {r.get('mutants_not_viable', 0):>10} {r.get('mutants_not_covered', 0):>11} {r.get('test_efficacy', 0):>8.1f}%  {where}")
+PY
+exit $status
