@@ -96,6 +96,21 @@ type Config struct {
 	WorkerToken string
 }
 
+// sizeCaches sets how long the change marker is trusted and how many
+// bytes each rendered-answer cache may hold.
+func (s *Server) sizeCaches() {
+	s.changed.ttl = time.Second
+	s.badges.maxBytes = 16 << 20
+	s.apiLists.maxBytes = 32 << 20
+	s.lists.maxBytes = 32 << 20
+	s.summaries.maxBytes = 1 << 20
+	s.failures.maxBytes = 4 << 20
+	s.tableBodies.maxBytes = 32 << 20
+	s.runtimes.maxBytes = 4 << 20
+	s.comparisons.maxBytes = 32 << 20
+	s.comparePages.maxBytes = 32 << 20
+}
+
 // Defaults of Config.
 const (
 	DefaultHubEndpoint = "https://huggingface.co"
@@ -187,16 +202,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.httpReqs = s.reg.Counter("scanner_http_requests_total", "HTTP requests served, by route and status code.", "route", "code")
 	s.httpTimes = s.reg.Histogram("scanner_http_request_duration_seconds", "Time to serve HTTP requests, by route.", nil, "route")
-	s.changed.ttl = time.Second
-	s.badges.maxBytes = 16 << 20
-	s.apiLists.maxBytes = 32 << 20
-	s.lists.maxBytes = 32 << 20
-	s.summaries.maxBytes = 1 << 20
-	s.failures.maxBytes = 4 << 20
-	s.tableBodies.maxBytes = 32 << 20
-	s.runtimes.maxBytes = 4 << 20
-	s.comparisons.maxBytes = 32 << 20
-	s.comparePages.maxBytes = 32 << 20
+	s.sizeCaches()
 
 	rate, burst := cfg.APIRate, cfg.APIBurst
 	if rate == 0 {

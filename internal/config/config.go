@@ -235,17 +235,7 @@ func Parse(cmd Command, args []string, env Env, out io.Writer) (Config, []string
 	if cmd == CmdCheck && c.Since != "" && !flagSet(fs, "target") {
 		target = string(compat.TargetAuto) // the --since runtime's target
 	}
-	// check selects results (auto: any target); the other commands ask
-	// for a target to probe on.
-	parseTarget := compat.ParseTarget
-	if cmd == CmdCheck {
-		parseTarget = compat.ParseTargetFilter
-	}
-	var err error
-	if c.Target, err = parseTarget(target); err != nil {
-		return c, nil, err
-	}
-	if c.Mode, err = compat.ParseMode(mode); err != nil {
+	if err := c.setTargetMode(cmd, target, mode); err != nil {
 		return c, nil, err
 	}
 	if c.CacheDir == "" {
@@ -303,6 +293,21 @@ func (c *Config) fromEnv(env Env) error {
 		}
 	}
 	return nil
+}
+
+// setTargetMode parses --target and --mode: check selects results (auto:
+// any target); the other commands ask for a target to probe on.
+func (c *Config) setTargetMode(cmd Command, target, mode string) error {
+	parseTarget := compat.ParseTarget
+	if cmd == CmdCheck {
+		parseTarget = compat.ParseTargetFilter
+	}
+	var err error
+	if c.Target, err = parseTarget(target); err != nil {
+		return err
+	}
+	c.Mode, err = compat.ParseMode(mode)
+	return err
 }
 
 // setLandlock reads the --landlock switch: true (the default) or false.

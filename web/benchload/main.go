@@ -76,24 +76,8 @@ func main() {
 	if path == "" {
 		path = filepath.Join(tmp, "scanner.db")
 	}
-	db, err := store.Open(ctx, path)
-	if err != nil {
-		log.Fatal(err)
-	}
+	db := openSeeded(ctx, path, *nModels, *nResults, *nRuntime)
 	defer db.Close()
-	sum, err := db.Summary(ctx, "")
-	if err != nil {
-		log.Fatal(err)
-	}
-	if sum.Models == 0 {
-		start := time.Now()
-		if _, err := storetest.SeedRuntimes(ctx, db, *nModels, *nResults, *nRuntime); err != nil {
-			log.Fatal(err)
-		}
-		fmt.Fprintf(os.Stderr, "seeded %d models, %d results in %s\n", *nModels, *nResults, time.Since(start).Round(time.Millisecond))
-	} else {
-		fmt.Fprintf(os.Stderr, "reusing %s (%d models)\n", path, sum.Models)
-	}
 
 	// The server under test, as `scanner serve` runs it (rate limit off:
 	// wrk is one client).
@@ -108,21 +92,7 @@ func main() {
 	bare.Use(func(c *fiber.Ctx) error { return c.SendString("ok") })
 	minimal := serve(bare.Listener)
 
-	// Badges of 1000 popular models, at random (cached after first use).
-	var paths []string
-	for i := 0; i < 1000 && i < *nModels; i++ {
-		paths = append(paths, "/badge/"+storetest.ModelID(rand.IntN(*nModels))+".svg")
-	}
-	script := filepath.Join(tmp, "badges.lua")
-	var lua strings.Builder
-	lua.WriteString("local paths = {")
-	for _, p := range paths {
-		lua.WriteString(strconv.Quote(p) + ",")
-	}
-	lua.WriteString("}\nrequest = function()\n  return wrk.format(nil, paths[math.random(#paths)])\nend\n")
-	if err := os.WriteFile(script, []byte(lua.String()), 0o644); err != nil {
-		log.Fatal(err)
-	}
+	script := badgeScript(tmp, *nModels)
 
 	run := func(name, url, script string, threads, conns int) result {
 		args := []string{"-t", strconv.Itoa(threads), "-c", strconv.Itoa(conns), "-d", dur.String(), "--latency"}
@@ -143,10 +113,6 @@ func main() {
 	// Warm up caches and connections.
 	run("warm-up", base+"/", script, *threads, *conns)
 
-	type endpoint struct {
-		name, url, script string
-		latencyTarget     bool
-	}
 	endpoints := []endpoint{
 		{"minimal fiber handler", minimal + "/", script, false}, // same Lua script: same wrk cost
 		{"badge /badge/{id}.svg (1000 ids)", base + "/", script, false},
@@ -158,44 +124,13 @@ func main() {
 		{"compare GET /compare (newest two)", base + "/compare", "", true},
 		{"model page with charts", base + "/models/" + storetest.ModelID(1), "", true},
 	}
-	type row struct{ load, single result }
 	rows := make([]row, len(endpoints))
 	for i, e := range endpoints {
 		rows[i].load = run(e.name, e.url, e.script, *threads, *conns)
 		rows[i].single = run(e.name, e.url, e.script, 1, 1)
 	}
 
-	minRPS := rows[0].load.rps
-	failed := false
-	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(w, "endpoint\treq/s (c=%d)\t× minimal\tp50\tp99\tp50 (1 client)\tp99 (1 client)\ttarget\t\n", *conns)
-	for i, r := range rows {
-		target, ok := "", true
-		switch {
-		case i == 1:
-			target = "req/s ≥ 0.70× minimal"
-			ok = r.load.rps >= 0.7*minRPS
-		case endpoints[i].latencyTarget:
-			target = "p50 (1 client) < 10ms"
-			ok = r.single.p50 < 10*time.Millisecond
-		}
-		if target != "" {
-			if ok {
-				target += ": ok"
-			} else {
-				target += ": MISSED"
-				failed = true
-			}
-		}
-		errs := strings.TrimSpace(r.load.errors + " " + r.single.errors)
-		if errs != "" {
-			target += " (errors: " + errs + ")"
-			failed = true
-		}
-		fmt.Fprintf(w, "%s\t%.0f\t%.2f\t%s\t%s\t%s\t%s\t%s\t\n", r.load.name, r.load.rps, r.load.rps/minRPS,
-			fmtDur(r.load.p50), fmtDur(r.load.p99), fmtDur(r.single.p50), fmtDur(r.single.p99), target)
-	}
-	w.Flush()
+	failed := report(endpoints, rows, *conns)
 	fmt.Println()
 	for _, p := range []string{"/", "/runtimes", "/compare"} {
 		fmt.Printf("GET %s right after a write (cache miss, median of 5): %s\n", p, fmtDur(afterWrite(ctx, db, base+p)))
@@ -296,4 +231,95 @@ func fmtDur(d time.Duration) string {
 		return fmt.Sprintf("%.0fµs", float64(d)/float64(time.Microsecond))
 	}
 	return fmt.Sprintf("%.2fms", float64(d)/float64(time.Millisecond))
+}
+
+// openSeeded opens the database at path, seeding it with nModels models and
+// nResults results over nRuntimes runtimes when it is empty.
+func openSeeded(ctx context.Context, path string, nModels, nResults, nRuntimes int) *store.SQLite {
+	db, err := store.Open(ctx, path)
+	if err != nil {
+		log.Fatal(err)
+	}
+	sum, err := db.Summary(ctx, "")
+	if err != nil {
+		log.Fatal(err)
+	}
+	if sum.Models == 0 {
+		start := time.Now()
+		if _, err := storetest.SeedRuntimes(ctx, db, nModels, nResults, nRuntimes); err != nil {
+			log.Fatal(err)
+		}
+		fmt.Fprintf(os.Stderr, "seeded %d models, %d results in %s\n", nModels, nResults, time.Since(start).Round(time.Millisecond))
+	} else {
+		fmt.Fprintf(os.Stderr, "reusing %s (%d models)\n", path, sum.Models)
+	}
+	return db
+}
+
+// badgeScript writes the wrk script that asks for the badges of 1000
+// popular models at random (cached after first use) and returns its path.
+func badgeScript(dir string, nModels int) string {
+	var paths []string
+	for i := 0; i < 1000 && i < nModels; i++ {
+		paths = append(paths, "/badge/"+storetest.ModelID(rand.IntN(nModels))+".svg")
+	}
+	script := filepath.Join(dir, "badges.lua")
+	var lua strings.Builder
+	lua.WriteString("local paths = {")
+	for _, p := range paths {
+		lua.WriteString(strconv.Quote(p) + ",")
+	}
+	lua.WriteString("}\nrequest = function()\n  return wrk.format(nil, paths[math.random(#paths)])\nend\n")
+	if err := os.WriteFile(script, []byte(lua.String()), 0o644); err != nil {
+		log.Fatal(err)
+	}
+	return script
+}
+
+// endpoint is one URL wrk loads; latencyTarget: its single-client median
+// must stay under 10 ms.
+type endpoint struct {
+	name, url, script string
+	latencyTarget     bool
+}
+
+// row is an endpoint's wrk results under load and with one client.
+type row struct{ load, single result }
+
+// report prints the table of rows (rows[0] is the minimal handler, rows[1]
+// the badges) with each target's verdict; it reports whether one was missed
+// or any request failed.
+func report(endpoints []endpoint, rows []row, conns int) bool {
+	minRPS := rows[0].load.rps
+	failed := false
+	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(w, "endpoint\treq/s (c=%d)\t× minimal\tp50\tp99\tp50 (1 client)\tp99 (1 client)\ttarget\t\n", conns)
+	for i, r := range rows {
+		target, ok := "", true
+		switch {
+		case i == 1:
+			target = "req/s ≥ 0.70× minimal"
+			ok = r.load.rps >= 0.7*minRPS
+		case endpoints[i].latencyTarget:
+			target = "p50 (1 client) < 10ms"
+			ok = r.single.p50 < 10*time.Millisecond
+		}
+		if target != "" {
+			if ok {
+				target += ": ok"
+			} else {
+				target += ": MISSED"
+				failed = true
+			}
+		}
+		errs := strings.TrimSpace(r.load.errors + " " + r.single.errors)
+		if errs != "" {
+			target += " (errors: " + errs + ")"
+			failed = true
+		}
+		fmt.Fprintf(w, "%s\t%.0f\t%.2f\t%s\t%s\t%s\t%s\t%s\t\n", r.load.name, r.load.rps, r.load.rps/minRPS,
+			fmtDur(r.load.p50), fmtDur(r.load.p99), fmtDur(r.single.p50), fmtDur(r.single.p99), target)
+	}
+	w.Flush()
+	return failed
 }
