@@ -170,7 +170,7 @@ func TestSlowDripHitsTheDeadline(t *testing.T) {
 var configCap = FileCap("config.json")
 
 func TestConfigCapIsSmall(t *testing.T) {
-	if configCap > 16<<20 || configCap < 1<<20 {
+	if configCap > 4<<20 || configCap < 1<<20 {
 		t.Errorf("config files are read whole: a cap of %d is not a few MiB", configCap)
 	}
 }
