@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 )
 
 // New keeps what Config gives (version, logger) and fills in only what it
@@ -94,5 +95,18 @@ func TestNewDefaultBodyLimit(t *testing.T) {
 	}
 	if code := post(1 << 10); code != http.StatusAccepted {
 		t.Errorf("1 KiB body: %d, want 202", code)
+	}
+}
+
+// The server drops slow or idle connections: a client cannot hold one open
+// forever (0 would mean no timeout), nor is a slow but honest one cut off
+// within a second.
+func TestNewConnectionTimeouts(t *testing.T) {
+	ts := newTestServer(t, 0, 0, Config{})
+	cfg := ts.App().Config()
+	for name, d := range map[string]time.Duration{"read": cfg.ReadTimeout, "write": cfg.WriteTimeout, "idle": cfg.IdleTimeout} {
+		if d < time.Second || d > 10*time.Minute {
+			t.Errorf("%s timeout %v, want between 1 s and 10 min", name, d)
+		}
 	}
 }
