@@ -4,6 +4,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/google-pytorch/torchtpu-scanner/store"
 )
 
 // The table's paging links: a next page keeps a chosen page size (and adds
@@ -62,5 +64,26 @@ func TestTableEmptyFilteredOrNot(t *testing.T) {
 		if r.status != 200 || !strings.Contains(r.body, filtered) || strings.Contains(r.body, none) || !strings.Contains(r.body, reset) {
 			t.Errorf("%s: %d, want %q and a reset link", q, r.status, filtered)
 		}
+	}
+}
+
+// The task filter suggests the tasks of the models shown (beyond the
+// common ones), and never an empty task.
+func TestTableTaskSuggestions(t *testing.T) {
+	ts := newTestServer(t, 0, 0, Config{})
+	ts.upsert(t, store.ModelUpsert{ID: "org/rare", SHA: "sha", Task: "rare-task"}, store.ModelUpsert{ID: "org/none", SHA: "sha"})
+	m := regexp.MustCompile(`<datalist id="tasks">(.*?)</datalist>`).FindStringSubmatch(ts.get(t, "/").body)
+	if m == nil {
+		t.Fatal("no task suggestions")
+	}
+	body := m[1]
+	if !strings.Contains(body, `<option value="rare-task">`) {
+		t.Error("the shown model's task is not suggested")
+	}
+	if !strings.Contains(body, `<option value="text-generation">`) {
+		t.Error("a common task is not suggested")
+	}
+	if strings.Contains(body, `<option value="">`) {
+		t.Error("an empty task is suggested")
 	}
 }
