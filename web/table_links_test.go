@@ -87,3 +87,19 @@ func TestTableTaskSuggestions(t *testing.T) {
 		t.Error("an empty task is suggested")
 	}
 }
+
+// The table's charts appear only with data to draw: an empty site shows
+// neither the pass rate by runtime nor the top failures, a site with
+// results shows both.
+func TestTableChartsOnlyWithData(t *testing.T) {
+	const trend, failures = "Pass rate by runtime", "Top failure signatures"
+	empty := newTestServer(t, 0, 0, Config{}).get(t, "/").body
+	if strings.Contains(empty, trend) || strings.Contains(empty, failures) {
+		t.Error("an empty site draws charts")
+	}
+	full := newTestServer(t, 30, 60, Config{}).get(t, "/").body
+	if !strings.Contains(full, trend) || !strings.Contains(full, failures) {
+		t.Errorf("a site with results lacks a chart: trend %v, failures %v",
+			strings.Contains(full, trend), strings.Contains(full, failures))
+	}
+}
