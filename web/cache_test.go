@@ -1,0 +1,122 @@
+package web
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+)
+
+// changedCache serves the store's change time for ttl, asks again after
+// it, always asks with ttl 0, and never keeps a failed answer.
+func TestChangedCacheTTL(t *testing.T) {
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	calls := 0
+	var failWith error
+	fetch := func(context.Context) (time.Time, error) {
+		calls++
+		if failWith != nil {
+			return time.Time{}, failWith
+		}
+		return t0.Add(time.Duration(calls) * time.Minute), nil
+	}
+	get := func(c *changedCache) (time.Time, error) { return c.get(context.Background(), fetch) }
+
+	c := &changedCache{ttl: time.Hour}
+	first, err := get(c)
+	if err != nil || !first.Equal(t0.Add(time.Minute)) {
+		t.Fatalf("first get: %v %v", first, err)
+	}
+	if again, _ := get(c); !again.Equal(first) || calls != 1 {
+		t.Errorf("within the ttl: %v after %d fetches, want the cached %v after 1", again, calls, first)
+	}
+	// An answer older than the ttl is asked for again.
+	c.cur.Store(&changedValue{value: first, fetched: time.Now().Add(-2 * time.Hour)})
+	if later, _ := get(c); !later.Equal(t0.Add(2*time.Minute)) || calls != 2 {
+		t.Errorf("after the ttl: %v after %d fetches, want a fresh %v", later, calls, t0.Add(2*time.Minute))
+	}
+
+	// ttl 0: every get sees the store.
+	calls = 0
+	c0 := &changedCache{}
+	for i := 1; i <= 3; i++ {
+		if v, _ := get(c0); !v.Equal(t0.Add(time.Duration(i) * time.Minute)) {
+			t.Errorf("ttl 0, get %d: %v", i, v)
+		}
+	}
+	if calls != 3 {
+		t.Errorf("ttl 0: %d fetches for 3 gets", calls)
+	}
+
+	// A failure is returned and not cached: the next get asks again.
+	calls = 0
+	cf := &changedCache{ttl: time.Hour}
+	failWith = errors.New("database is locked")
+	if v, err := get(cf); !errors.Is(err, failWith) || !v.IsZero() {
+		t.Errorf("failing fetch: %v %v", v, err)
+	}
+	failWith = nil
+	if v, err := get(cf); err != nil || !v.Equal(t0.Add(2*time.Minute)) || calls != 2 {
+		t.Errorf("after a failure: %v %v after %d fetches", v, err, calls)
+	}
+}
+
+// versioned serves a value only for the change time it was computed at,
+// never keeps a value over a tenth of its budget, and never holds more than
+// its budget however many keys come.
+func TestVersionedCache(t *testing.T) {
+	t1, t2 := time.Unix(100, 0), time.Unix(200, 0)
+	c := versioned[string, string]{maxBytes: 10_000}
+	if _, ok := c.get("a", t1); ok {
+		t.Fatal("empty cache hit")
+	}
+	c.put("a", t1, "A", 10)
+	if v, ok := c.get("a", t1); !ok || v != "A" {
+		t.Errorf("get after put: %q %v", v, ok)
+	}
+	if _, ok := c.get("a", t2); ok {
+		t.Error("value served for another change time")
+	}
+
+	// Over a tenth of the budget: not kept, and nothing else is lost.
+	c.put("big", t1, "B", 5_000)
+	if _, ok := c.get("big", t1); ok {
+		t.Error("a value of half the budget was kept")
+	}
+	if _, ok := c.get("a", t1); !ok {
+		t.Error("a refused value evicted the others")
+	}
+
+	// Many keys of nearly a tenth each (900 bytes): never more than the
+	// budget held at once (at most 11 of them), and the newest always held.
+	for i := range 200 {
+		key := fmt.Sprint("k", i)
+		c.put(key, t1, key, 900)
+		if _, ok := c.get(key, t1); !ok {
+			t.Fatalf("the newest value %s is not held", key)
+		}
+		held := 0
+		for j := range i + 1 {
+			if _, ok := c.get(fmt.Sprint("k", j), t1); ok {
+				held++
+			}
+		}
+		if held*900 > c.maxBytes {
+			t.Fatalf("after %d puts of 900 bytes each, %d held: over the budget of %d", i+1, held, c.maxBytes)
+		}
+	}
+
+	// Putting the same key again replaces it and does not count it twice.
+	r := versioned[string, int]{maxBytes: 10_000}
+	r.put("other", t1, 1, 500)
+	for i := range 100 {
+		r.put("same", t1, i, 500)
+	}
+	if v, ok := r.get("same", t1); !ok || v != 99 {
+		t.Errorf("replaced value: %d %v", v, ok)
+	}
+	if _, ok := r.get("other", t1); !ok {
+		t.Error("re-putting one key evicted another: its old sizes were counted")
+	}
+}
