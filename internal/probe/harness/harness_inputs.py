@@ -975,6 +975,9 @@ IMAGE_KEYS = frozenset({"pixel_values", "pixel_mask"})
 IMAGE_FILES = frozenset({"preprocessor_config.json", "processor_config.json"})
 NOT_TOKENIZER = IMAGE_FILES | {"generation_config.json", "chat_template.json", "chat_template.jinja"}
 
+AUDIO_KEYS = frozenset({"input_values", "input_features", "attention_mask"})
+TONE_HZ = 440.0  # the synthetic waveform: a pure tone at half amplitude
+
 IMAGE_SIZE = (240, 320)  # (height, width) of the synthetic picture: 4:3, so processors resize and crop
 
 
@@ -1002,7 +1005,7 @@ class Inputs:
     tensors: dict
     info: dict
     note: str
-    source: str = "synthetic"  # "passage", "image", "contrastive", "vlm" or "synthetic"
+    source: str = "synthetic"  # "passage", "image", "contrastive", "vlm", "audio" or "synthetic"
     tokenizer: object = None
     problems: list = field(default_factory=list)
 
@@ -1076,6 +1079,16 @@ def load_image_processor(vetted: Vetted):
     if not (vetted.present & IMAGE_FILES):
         raise InputProblem("no image processor files in the snapshot")
     return _from_pretrained("AutoImageProcessor", "image processor", vetted)
+
+
+def load_feature_extractor(vetted: Vetted):
+    """The model's own audio feature extractor (preprocessor_config.json); InputProblem when there is none."""
+    name = "preprocessor_config.json"
+    if name in vetted.refused:
+        raise InputProblem("feature extractor file refused: " + vetted.refused[name])
+    if name not in vetted.present:
+        raise InputProblem("no feature extractor file in the snapshot")
+    return _from_pretrained("AutoFeatureExtractor", "feature extractor", vetted)
 
 
 def load_processor(vetted: Vetted):
@@ -1326,12 +1339,46 @@ def _image_tokens(ids, config, made: dict, synthetic: dict, info: dict) -> int:
     return n
 
 
+def synthetic_tone(samples: int, rate: int):
+    """A fixed waveform: TONE_HZ at half amplitude, samples long at rate Hz (float32)."""
+    import numpy as np
+
+    t = np.arange(samples, dtype=np.float64) / rate
+    return (0.5 * np.sin(2 * np.pi * TONE_HZ * t)).astype(np.float32)
+
+
+def audio_inputs(torch, fe, synthetic: dict, info: dict) -> tuple[dict, dict, str]:
+    """The synthetic audio inputs replaced by the feature extractor's output for a fixed tone at its sampling
+    rate, as long as the synthetic clip (1 s at 16 kHz): the static shape must come out the same."""
+    rate = getattr(fe, "sampling_rate", None)
+    if not isinstance(rate, int) or rate <= 0:
+        raise InputProblem(f"the feature extractor names no sampling rate ({rate!r})")
+    key = "input_values" if "input_values" in synthetic else "input_features"
+    syn = synthetic[key]
+    samples = int(syn.shape[-1]) if key == "input_values" and syn.dim() == 2 else rate
+    try:
+        got = fe(synthetic_tone(samples, rate), sampling_rate=rate, return_tensors="pt")
+    except Exception as e:  # noqa: BLE001
+        raise InputProblem(f"the feature extractor failed on the tone: {short(e)}") from e
+    val = got.get(key) if hasattr(got, "get") else None
+    if not hasattr(val, "shape") or val.shape != syn.shape:
+        shape = list(val.shape) if hasattr(val, "shape") else type(val).__name__
+        raise InputProblem(f"the feature extractor made {key} {shape}; the model takes {list(syn.shape)}")
+    out = dict(synthetic)
+    out[key] = val.float()
+    info = dict(info, tone_hz=TONE_HZ, tone_samples=samples, sampling_rate=rate)
+    return out, info, (f"a {TONE_HZ:g} Hz tone, {samples} samples at {rate} Hz, through the model's feature "
+                       f"extractor ({type(fe).__name__}) -> {key} {list(val.shape)}")
+
+
 def _real_kind(family: str, keys: set[str]) -> str | None:
     """Which real inputs a family's synthetic inputs can be replaced by (None: none yet)."""
     if family == "contrastive":
         return "contrastive" if {"input_ids", "pixel_values"} <= keys <= TEXT_KEYS | IMAGE_KEYS else None
     if family == "vlm":
         return "vlm" if {"input_ids", "pixel_values"} <= keys else None
+    if family in ("speech-ctc", "speech-encoder"):
+        return "audio" if keys <= AUDIO_KEYS and keys & {"input_values", "input_features"} else None
     if "input_ids" in keys and keys <= TEXT_KEYS:
         return "text"
     if "pixel_values" in keys and keys <= IMAGE_KEYS:
@@ -1352,8 +1399,8 @@ def build(torch, family: str, config, model_dir: str, mode: str, synthetic: dict
     kind = _real_kind(family, keys)
     if kind is None:
         return Inputs(synthetic, info, f"synthetic (inputs {', '.join(sorted(keys))}: real inputs are built for "
-                                       "text-only, image-only, zero-shot image classification and vision-language "
-                                       "models)")
+                                       "text-only, image-only, zero-shot image classification, vision-language and "
+                                       "speech encoder models)")
     vetted = Vetted(model_dir)
     try:
         if kind == "text":
@@ -1364,6 +1411,9 @@ def build(torch, family: str, config, model_dir: str, mode: str, synthetic: dict
             proc = load_image_processor(vetted)
             tensors, new_info, note = image_inputs(torch, proc, synthetic, info)
             return Inputs(tensors, new_info, note, "image")
+        if kind == "audio":
+            tensors, new_info, note = audio_inputs(torch, load_feature_extractor(vetted), synthetic, info)
+            return Inputs(tensors, new_info, note, "audio")
         proc = load_processor(vetted)
         if kind == "contrastive":
             tensors, new_info, note = contrastive_inputs(torch, proc, config, synthetic, info)

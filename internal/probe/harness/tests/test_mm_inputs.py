@@ -1,12 +1,14 @@
-"""Full mode with real multimodal inputs (harness_inputs.py): zero-shot image classification (CLIP) gets
+"""Full mode with real multimodal inputs (harness_inputs.py): zero-shot image classification (CLIP, SigLIP) gets
 the fixed picture and the fixed labels through the model's own processor, a decoder-only vision-language
 model (LLaVA) the picture and the fixed question through its own processor (which expands the image
-tokens); a processor that is missing, malformed, over its cap or at odds with the model leaves the
-synthetic inputs, with the reason in the forward stage's note.
+tokens), a wav2vec2 CTC model a fixed tone through its own feature extractor; a processor that is missing,
+malformed, over its cap or at odds with the model leaves the synthetic inputs, with the reason in the
+forward stage's note.
 
 The processors are real transformers processors saved by the test from a tiny word-level tokenizer and a
 CLIP image processor (no downloads). Expected token ids come from the word list the test writes, the
-expected image-token count from the tiny vision tower's patch grid, both independently of harness_inputs.
+expected image-token count from the tiny vision tower's patch grid, the expected audio from the tone's
+formula and the feature extractor's documented normalisation, all independently of harness_inputs.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import pytest
 import torch
 
 import tiny_families
-from conftest import FAST, snapshot_layout
+from conftest import FAST, build_model_dir, snapshot_layout
 from tiny_families import CLIP_VISION
 
 import harness_inputs as hi
@@ -77,15 +79,21 @@ def image_processor():
     return tf.CLIPImageProcessor(size={"shortest_edge": SIDE}, crop_size={"height": SIDE, "width": SIDE})
 
 
-def clip_snapshot(base) -> str:
+def clip_snapshot(base, kind: str = "clip") -> str:
+    """A tiny CLIP (or SigLIP) with its own processor: the test tokenizer and an image processor at its size."""
     import transformers as tf
 
     def mutate(cfg):
         cfg.text_config.eos_token_id = PAD
         cfg.text_config.pad_token_id = PAD
 
-    snap = tiny_snapshot(base, "clip", mutate)
-    tf.CLIPProcessor(image_processor=image_processor(), tokenizer=tokenizer()).save_pretrained(snap)
+    snap = tiny_snapshot(base, kind, mutate)
+    if kind == "siglip":
+        proc = tf.SiglipProcessor(image_processor=tf.SiglipImageProcessor(size={"height": SIDE, "width": SIDE}),
+                                  tokenizer=tokenizer())
+    else:
+        proc = tf.CLIPProcessor(image_processor=image_processor(), tokenizer=tokenizer())
+    proc.save_pretrained(snap)
     return snap
 
 
@@ -109,13 +117,14 @@ def test_vocabulary_covers_the_fixed_texts():
 
 # --- zero-shot image classification ---------------------------------------------------------------
 
-def test_clip_full_mode_uses_its_processor(tmp_path, run_inproc):
-    snap = clip_snapshot(tmp_path)
+@pytest.mark.parametrize("kind,cls", [("clip", "CLIPProcessor"), ("siglip", "SiglipProcessor")])
+def test_zero_shot_full_mode_uses_its_processor(tmp_path, run_inproc, kind, cls):
+    snap = clip_snapshot(tmp_path, kind)
     assert "processor_config.json" in os.listdir(snap)
     code, res = run_inproc(snap, task="zero-shot-image-classification", extra=NO_COMPILE)
     assert res["status"] == "pass", res["message"]
     fwd = notes(res)["forward"]
-    assert f"and {len(hi.LABELS)} fixed labels through the model's processor (CLIPProcessor)" in fwd, fwd
+    assert f"and {len(hi.LABELS)} fixed labels through the model's processor ({cls})" in fwd, fwd
     assert f"pixel_values [1, 3, {SIDE}, {SIDE}]" in fwd, fwd
     assert f"input_ids [{len(hi.LABELS)}, " in fwd, fwd
 
@@ -200,3 +209,54 @@ def test_llava_bad_processor_falls_back(tmp_path, run_inproc, case):
     assert res["status"] == "pass", res["message"]
     fwd = notes(res)["forward"]
     assert "inputs: synthetic (" in fwd and why in fwd, fwd
+
+
+# --- speech ---------------------------------------------------------------------------------------
+
+def wav2vec2_snapshot(base, rate: int = 16000) -> str:
+    import transformers as tf
+
+    snap = build_model_dir(base, "wav2vec2")  # Wav2Vec2ForCTC
+    tf.Wav2Vec2FeatureExtractor(feature_size=1, sampling_rate=rate, padding_value=0.0, do_normalize=True,
+                                return_attention_mask=False).save_pretrained(snap)
+    return snap
+
+
+def test_wav2vec2_full_mode_uses_its_feature_extractor(tmp_path, run_inproc):
+    snap = wav2vec2_snapshot(tmp_path)
+    code, res = run_inproc(snap, task="automatic-speech-recognition", extra=NO_COMPILE)
+    assert res["status"] == "pass", res["message"]
+    fwd = notes(res)["forward"]
+    assert ("inputs: a 440 Hz tone, 16000 samples at 16000 Hz, through the model's feature extractor "
+            "(Wav2Vec2FeatureExtractor) -> input_values [1, 16000]") in fwd, fwd
+
+
+def test_wav2vec2_values_are_the_normalised_tone(tmp_path):
+    import math
+
+    import transformers as tf
+
+    snap = wav2vec2_snapshot(tmp_path)
+    config = tf.AutoConfig.from_pretrained(snap, local_files_only=True)
+    got = hi.build(torch, "speech-ctc", config, snap, "full", {"input_values": torch.zeros(1, 16000)}, {})
+    assert got.source == "audio", got.note
+    t = torch.arange(16000, dtype=torch.float64) / 16000
+    wave = 0.5 * torch.sin(2 * math.pi * 440 * t)
+    want = (wave - wave.mean()) / torch.sqrt(wave.var(unbiased=False) + 1e-7)
+    assert torch.allclose(got.tensors["input_values"][0].double(), want, atol=1e-4)
+
+
+def test_speech_feature_extractor_at_odds_falls_back(tmp_path, run_inproc):
+    """A feature extractor whose output is not the model's static shape leaves the synthetic clip."""
+    import transformers as tf
+
+    snap = build_model_dir(tmp_path, "wav2vec2")
+    tf.Wav2Vec2FeatureExtractor(feature_size=1, sampling_rate=8000, return_attention_mask=True).save_pretrained(snap)
+    config = tf.AutoConfig.from_pretrained(snap, local_files_only=True)
+    syn = {"input_features": torch.zeros(1, 100, 16)}
+    got = hi.build(torch, "speech-encoder", config, snap, "full", syn, {})
+    assert got.source == "synthetic" and "the feature extractor" in got.note, got.note
+    os.remove(os.path.join(snap, "preprocessor_config.json"))
+    code, res = run_inproc(snap, task="automatic-speech-recognition", extra=NO_COMPILE)
+    assert res["status"] == "pass", res["message"]
+    assert "inputs: synthetic (no feature extractor file in the snapshot)" in notes(res)["forward"]
