@@ -51,9 +51,10 @@ Stages, in order, each timed in result.stages:
 * load     the model onto the device (load_s).
 * forward  batch 1, static shapes (--seq-len tokens / the config's image or audio size): the
            synthetic inputs of each task family are built from the config alone; in full mode
-           text-only and image-only inputs come from the model's own tokenizer / image processor
-           where its files allow (harness_inputs.py: a fixed passage, a fixed synthetic picture),
-           and the stage's note says which;
+           text-only, image-only, zero-shot image classification and decoder-only vision-language
+           inputs come from the model's own tokenizer / image processor / processor where its
+           files allow (harness_inputs.py: a fixed passage, a fixed synthetic picture, fixed
+           candidate labels, a fixed question), and the stage's note says which;
            first call (first_forward_s) is the warm-up (on tpu, further warm-up calls until
            TorchTPU's executable cache stops missing, at most 20), then the median of --steps
            synchronised calls (forward_ms).
@@ -1050,7 +1051,9 @@ class Probe:
                                                     args.seed, type(self.model).__name__, model=self.model,
                                                     to_device=self.forward_kwargs)
             # full mode: the model's own tokenizer / image processor where its files allow (harness_inputs)
-            self.real = hi.build(torch, self.family, cfg, args.model_dir, self.mode, self.inputs_cpu, info)
+            reserve = args.new_tokens if hi.FAMILY_GENERATES.get(self.family) else 0
+            self.real = hi.build(torch, self.family, cfg, args.model_dir, self.mode, self.inputs_cpu, info,
+                                 accepted, reserve)
             self.inputs_cpu, info = self.real.tensors, self.real.info
             notes.append(f"inputs: {self.real.note}")
             self.input_info = info

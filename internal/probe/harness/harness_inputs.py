@@ -959,6 +959,10 @@ PASSAGE = (
     "people, for the people, shall not perish from the earth."
 )
 PROMPT = "The capital of France is"
+# Zero-shot image classification: the candidate labels the fixed picture is scored against.
+LABELS = ("a photo of a cat", "a photo of a dog", "a diagram of shapes")
+# Vision-language models: the question asked about the fixed picture (after the processor's image tokens).
+VLM_PROMPT = "What is shown in this picture?"
 
 PASSAGE_PPL_MAX = 100.0  # a pass needs the device's perplexity on the passage below this
 # The device's passage perplexity may differ from the float32 CPU reference's by this fraction.
@@ -970,6 +974,9 @@ IMAGE_KEYS = frozenset({"pixel_values", "pixel_mask"})
 # Input files that are not the tokenizer's: a problem with one of them leaves the tokenizer alone.
 IMAGE_FILES = frozenset({"preprocessor_config.json", "processor_config.json"})
 NOT_TOKENIZER = IMAGE_FILES | {"generation_config.json", "chat_template.json", "chat_template.jinja"}
+
+AUDIO_KEYS = frozenset({"input_values", "input_features", "attention_mask"})
+TONE_HZ = 440.0  # the synthetic waveform: a pure tone at half amplitude
 
 IMAGE_SIZE = (240, 320)  # (height, width) of the synthetic picture: 4:3, so processors resize and crop
 
@@ -998,7 +1005,7 @@ class Inputs:
     tensors: dict
     info: dict
     note: str
-    source: str = "synthetic"  # "passage", "image" or "synthetic"
+    source: str = "synthetic"  # "passage", "image", "contrastive", "vlm", "audio" or "synthetic"
     tokenizer: object = None
     problems: list = field(default_factory=list)
 
@@ -1071,16 +1078,47 @@ def load_image_processor(vetted: Vetted):
         raise InputProblem("processor files refused: " + "; ".join(refused))
     if not (vetted.present & IMAGE_FILES):
         raise InputProblem("no image processor files in the snapshot")
+    return _from_pretrained("AutoImageProcessor", "image processor", vetted)
+
+
+def load_feature_extractor(vetted: Vetted):
+    """The model's own audio feature extractor (preprocessor_config.json); InputProblem when there is none."""
+    name = "preprocessor_config.json"
+    if name in vetted.refused:
+        raise InputProblem("feature extractor file refused: " + vetted.refused[name])
+    if name not in vetted.present:
+        raise InputProblem("no feature extractor file in the snapshot")
+    return _from_pretrained("AutoFeatureExtractor", "feature extractor", vetted)
+
+
+def load_processor(vetted: Vetted):
+    """The model's own multimodal processor (tokenizer plus image processor, AutoProcessor) from the vetted
+    files; InputProblem when any input file was refused or the processor lacks either part."""
+    refused = vetted.problems()
+    if refused:
+        raise InputProblem("processor files refused: " + "; ".join(refused))
+    if not (vetted.present & IMAGE_FILES):
+        raise InputProblem("no processor files in the snapshot")
+    if not (vetted.present - NOT_TOKENIZER):
+        raise InputProblem("no tokenizer files in the snapshot")
+    proc = _from_pretrained("AutoProcessor", "processor", vetted)
+    if getattr(proc, "tokenizer", None) is None or getattr(proc, "image_processor", None) is None:
+        raise InputProblem(f"the processor ({type(proc).__name__}) lacks a tokenizer or an image processor")
+    return proc
+
+
+def _from_pretrained(auto: str, what: str, vetted: Vetted):
+    """transformers.<auto>.from_pretrained on the vetted folder (never remote code); InputProblem on failure."""
     try:
         import transformers
 
         with _quiet_transformers(transformers):
-            return transformers.AutoImageProcessor.from_pretrained(vetted.dir, local_files_only=True,
-                                                                   trust_remote_code=False)
+            return getattr(transformers, auto).from_pretrained(vetted.dir, local_files_only=True,
+                                                               trust_remote_code=False)
     except ImportError as e:
-        raise InputProblem(f"the image processor needs a package this environment lacks: {short(e, 160)}") from e
-    except Exception as e:  # noqa: BLE001
-        raise InputProblem(f"image processor not loadable: {short(e)}") from e
+        raise InputProblem(f"the {what} needs a package this environment lacks: {short(e, 160)}") from e
+    except Exception as e:  # noqa: BLE001 - any problem with the files means synthetic inputs
+        raise InputProblem(f"{what} not loadable: {short(e)}") from e
 
 
 @contextlib.contextmanager
@@ -1121,10 +1159,15 @@ def token_ids(tok, text: str, config, max_length: int | None = None) -> list[int
     ids = [int(i) for i in ids]
     if len(ids) < 2:
         raise InputProblem(f"the tokenizer made {len(ids)} token(s) of the text")
-    vocab = text_vocab_size(config)
-    if vocab is not None and (max(ids) >= vocab or min(ids) < 0):
-        raise InputProblem(f"the tokenizer's ids reach {max(ids)}, outside the model's vocab_size {vocab}")
+    check_vocab(ids, config)
     return ids
+
+
+def check_vocab(ids, config) -> None:
+    """InputProblem when a token id is one the model's embedding table cannot take."""
+    vocab = text_vocab_size(config)
+    if vocab is not None and ids and (max(ids) >= vocab or min(ids) < 0):
+        raise InputProblem(f"the tokenizer's ids reach {max(ids)}, outside the model's vocab_size {vocab}")
 
 
 def passage_inputs(torch, tok, config, synthetic: dict, info: dict) -> tuple[dict, dict, str]:
@@ -1173,10 +1216,7 @@ def image_inputs(torch, proc, synthetic: dict, info: dict) -> tuple[dict, dict, 
     except Exception as e:  # noqa: BLE001
         raise InputProblem(f"the image processor failed on the picture: {short(e)}") from e
     pv = got.get("pixel_values") if hasattr(got, "get") else None
-    syn = synthetic["pixel_values"]
-    if not hasattr(pv, "dim") or pv.dim() != syn.dim() or pv.shape[0] != 1 or pv.shape[1] != syn.shape[1]:
-        shape = list(pv.shape) if hasattr(pv, "shape") else type(pv).__name__
-        raise InputProblem(f"the image processor made pixel_values {shape}; the model takes {list(syn.shape)}")
+    check_pixels(pv, synthetic["pixel_values"], "image processor")
     out = dict(synthetic)
     for key in IMAGE_KEYS & set(synthetic):
         val = got.get(key)
@@ -1189,34 +1229,197 @@ def image_inputs(torch, proc, synthetic: dict, info: dict) -> tuple[dict, dict, 
                        f"({type(proc).__name__}) -> pixel_values {list(pv.shape)}")
 
 
+def check_pixels(pv, syn, who: str) -> None:
+    """InputProblem unless the processor's pixel_values have the synthetic ones' layout: as many dimensions,
+    the same batch and channels for images ([.., C, H, W]), the same patch width for flattened patches."""
+    ok = hasattr(pv, "dim") and pv.dim() == syn.dim()
+    if ok and pv.dim() <= 3:
+        ok = pv.shape[-1] == syn.shape[-1]
+    elif ok:
+        ok = pv.shape[0] == syn.shape[0] and pv.shape[-3] == syn.shape[-3]
+    if not ok:
+        shape = list(pv.shape) if hasattr(pv, "shape") else type(pv).__name__
+        raise InputProblem(f"the {who} made pixel_values {shape}; the model takes {list(syn.shape)}")
+
+
 def tensor_keys(inputs: dict) -> set[str]:
     return {k for k, v in inputs.items() if hasattr(v, "shape")}
 
 
-def build(torch, family: str, config, model_dir: str, mode: str, synthetic: dict, info: dict) -> Inputs:
+def contrastive_inputs(torch, proc, config, synthetic: dict, info: dict) -> tuple[dict, dict, str]:
+    """The fixed picture and LABELS through the model's processor, the labels padded to the synthetic length."""
+    n = int(synthetic["input_ids"].shape[1])
+    try:
+        got = proc(text=list(LABELS), images=synthetic_image(), padding="max_length", max_length=n, truncation=True,
+                   return_tensors="pt")
+    except Exception as e:  # noqa: BLE001
+        raise InputProblem(f"the processor failed on the picture and labels: {short(e)}") from e
+    ids, pv = got.get("input_ids"), got.get("pixel_values")
+    if not hasattr(ids, "shape") or list(ids.shape) != [len(LABELS), n]:
+        shape = list(ids.shape) if hasattr(ids, "shape") else type(ids).__name__
+        raise InputProblem(f"the processor made input_ids {shape} of the labels, not [{len(LABELS)}, {n}]")
+    check_vocab([int(i) for i in ids.reshape(-1).tolist()], config)
+    check_pixels(pv, synthetic["pixel_values"], "processor")
+    out = dict(synthetic, input_ids=ids.long(), pixel_values=pv.float())
+    if "attention_mask" in synthetic:
+        mask = got.get("attention_mask")
+        out["attention_mask"] = mask.long() if hasattr(mask, "shape") and mask.shape == ids.shape else torch.ones_like(ids)
+    info = dict(info, labels=len(LABELS), label_texts=list(LABELS), image=list(pv.shape[1:]), processed_image=True)
+    h, w = IMAGE_SIZE
+    return out, info, (f"a synthetic {w}x{h} picture and {len(LABELS)} fixed labels through the model's processor "
+                       f"({type(proc).__name__}) -> input_ids {list(ids.shape)}, pixel_values {list(pv.shape)}")
+
+
+def vlm_text(proc, config) -> str:
+    """VLM_PROMPT with the picture's place: by the processor's chat template, or after its image token."""
+    if getattr(proc, "chat_template", None):
+        messages = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": VLM_PROMPT}]}]
+        try:
+            text = proc.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+        except Exception as e:  # noqa: BLE001
+            raise InputProblem(f"the processor's chat template failed: {short(e)}") from e
+        text = text[0] if isinstance(text, list) and text else text
+        if not isinstance(text, str) or not text:
+            raise InputProblem("the processor's chat template wrote no text")
+        return text
+    if placeholder(config, "image") is None:  # the picture is not in the text (BLIP, ViLT)
+        return VLM_PROMPT
+    token = getattr(proc, "image_token", None)
+    if not isinstance(token, str) or not token:
+        raise InputProblem("the processor has no chat template and names no image token")
+    return f"{token}\n{VLM_PROMPT}"
+
+
+def vlm_inputs(torch, proc, config, synthetic: dict, info: dict, accepted, reserve: int) -> tuple[dict, dict, str]:
+    """The fixed picture and VLM_PROMPT through the model's processor (which expands the image tokens)."""
+    if "decoder_input_ids" in synthetic:
+        raise InputProblem("real inputs are built for decoder-only vision-language models")
+    try:
+        got = proc(images=synthetic_image(), text=vlm_text(proc, config), return_tensors="pt")
+    except Exception as e:  # noqa: BLE001
+        raise InputProblem(f"the processor failed on the picture and prompt: {short(e)}") from e
+    made = {k: v for k, v in got.items() if hasattr(v, "shape")}
+    missing = tensor_keys(synthetic) - set(made)
+    if missing:
+        raise InputProblem(f"the processor made no {', '.join(sorted(missing))}")
+    check_pixels(made["pixel_values"], synthetic["pixel_values"], "processor")
+    ids = made["input_ids"]
+    if ids.dim() != 2 or ids.shape[0] != 1:
+        raise InputProblem(f"the processor made input_ids {list(ids.shape)}, not [1, length]")
+    check_vocab([int(i) for i in ids[0].tolist()], config)
+    limit = max_positions(text_config(config))
+    if limit and ids.shape[1] + reserve > limit:
+        raise InputProblem(f"the prompt is {ids.shape[1]} tokens; the model takes {limit} with {reserve} to generate")
+    n_image = _image_tokens(ids, config, made, synthetic, info)
+    out = {k: v for k, v in synthetic.items() if not hasattr(v, "shape")}  # use_cache and the like
+    for key, val in made.items():
+        if key in synthetic or key in (accepted or ()):
+            out[key] = val.float() if val.is_floating_point() else val
+    info = dict(info, seq_len=int(ids.shape[1]), image_tokens=n_image, prompt=VLM_PROMPT, processed_image=True)
+    h, w = IMAGE_SIZE
+    return out, info, (f"a synthetic {w}x{h} picture and a fixed prompt through the model's processor "
+                       f"({type(proc).__name__}) -> input_ids {list(ids.shape)} with {n_image} image tokens, "
+                       f"pixel_values {list(made['pixel_values'].shape)}")
+
+
+def _image_tokens(ids, config, made: dict, synthetic: dict, info: dict) -> int:
+    """How many image placeholders the processor wrote; InputProblem when none where the model needs them, or
+    (for pixels shaped as the synthetic ones) not as many as the model's own count for one image."""
+    token = placeholder(config, "image")
+    if token is None:
+        return 0
+    n = int((ids == token).sum())
+    if n == 0:
+        raise InputProblem(f"the processor wrote no image token (id {token}) into the prompt")
+    same = all(made[k].shape == v.shape for k, v in synthetic.items() if hasattr(v, "shape") and k in made
+               and k.startswith("pixel_values"))
+    want = info.get("image_tokens")
+    if same and want and n != want:
+        raise InputProblem(f"the processor wrote {n} image tokens; the model fills {want} for this picture")
+    return n
+
+
+def synthetic_tone(samples: int, rate: int):
+    """A fixed waveform: TONE_HZ at half amplitude, samples long at rate Hz (float32)."""
+    import numpy as np
+
+    t = np.arange(samples, dtype=np.float64) / rate
+    return (0.5 * np.sin(2 * np.pi * TONE_HZ * t)).astype(np.float32)
+
+
+def audio_inputs(torch, fe, synthetic: dict, info: dict) -> tuple[dict, dict, str]:
+    """The synthetic audio inputs replaced by the feature extractor's output for a fixed tone at its sampling
+    rate, as long as the synthetic clip (1 s at 16 kHz): the static shape must come out the same."""
+    rate = getattr(fe, "sampling_rate", None)
+    if not isinstance(rate, int) or rate <= 0:
+        raise InputProblem(f"the feature extractor names no sampling rate ({rate!r})")
+    key = "input_values" if "input_values" in synthetic else "input_features"
+    syn = synthetic[key]
+    samples = int(syn.shape[-1]) if key == "input_values" and syn.dim() == 2 else rate
+    try:
+        got = fe(synthetic_tone(samples, rate), sampling_rate=rate, return_tensors="pt")
+    except Exception as e:  # noqa: BLE001
+        raise InputProblem(f"the feature extractor failed on the tone: {short(e)}") from e
+    val = got.get(key) if hasattr(got, "get") else None
+    if not hasattr(val, "shape") or val.shape != syn.shape:
+        shape = list(val.shape) if hasattr(val, "shape") else type(val).__name__
+        raise InputProblem(f"the feature extractor made {key} {shape}; the model takes {list(syn.shape)}")
+    out = dict(synthetic)
+    out[key] = val.float()
+    info = dict(info, tone_hz=TONE_HZ, tone_samples=samples, sampling_rate=rate)
+    return out, info, (f"a {TONE_HZ:g} Hz tone, {samples} samples at {rate} Hz, through the model's feature "
+                       f"extractor ({type(fe).__name__}) -> {key} {list(val.shape)}")
+
+
+def _real_kind(family: str, keys: set[str]) -> str | None:
+    """Which real inputs a family's synthetic inputs can be replaced by (None: none yet)."""
+    if family == "contrastive":
+        return "contrastive" if {"input_ids", "pixel_values"} <= keys <= TEXT_KEYS | IMAGE_KEYS else None
+    if family == "vlm":
+        return "vlm" if {"input_ids", "pixel_values"} <= keys else None
+    if family in ("speech-ctc", "speech-encoder"):
+        return "audio" if keys <= AUDIO_KEYS and keys & {"input_values", "input_features"} else None
+    if "input_ids" in keys and keys <= TEXT_KEYS:
+        return "text"
+    if "pixel_values" in keys and keys <= IMAGE_KEYS:
+        return "image"
+    return None
+
+
+def build(torch, family: str, config, model_dir: str, mode: str, synthetic: dict, info: dict,
+          accepted=None, reserve: int = 0) -> Inputs:
     """The forward inputs: real ones in full mode where the model's files allow, else the synthetic ones.
 
-    synthetic/info are build_inputs' answer for this model; the real inputs keep
-    its keys and static shapes (the passage truncated to its length)."""
+    synthetic/info are build_inputs' answer for this model; the real inputs keep its keys (text keeps its
+    static length, the passage truncated to it). accepted: model.forward's parameters (a vision-language
+    processor's extra outputs are passed where taken); reserve: tokens generate() adds after the prompt."""
     if mode != "full":
         return Inputs(synthetic, info, "synthetic (arch mode)")
     keys = tensor_keys(synthetic)
-    if "input_ids" in keys and keys <= TEXT_KEYS:
-        kind = "text"
-    elif "pixel_values" in keys and keys <= IMAGE_KEYS:
-        kind = "image"
-    else:
+    kind = _real_kind(family, keys)
+    if kind is None:
         return Inputs(synthetic, info, f"synthetic (inputs {', '.join(sorted(keys))}: real inputs are built for "
-                                       "text-only and image-only models)")
+                                       "text-only, image-only, zero-shot image classification, vision-language and "
+                                       "speech encoder models)")
     vetted = Vetted(model_dir)
     try:
         if kind == "text":
             tok = load_tokenizer(vetted)
             tensors, new_info, note = passage_inputs(torch, tok, config, synthetic, info)
             return Inputs(tensors, new_info, note, "passage", tok)
-        proc = load_image_processor(vetted)
-        tensors, new_info, note = image_inputs(torch, proc, synthetic, info)
-        return Inputs(tensors, new_info, note, "image")
+        if kind == "image":
+            proc = load_image_processor(vetted)
+            tensors, new_info, note = image_inputs(torch, proc, synthetic, info)
+            return Inputs(tensors, new_info, note, "image")
+        if kind == "audio":
+            tensors, new_info, note = audio_inputs(torch, load_feature_extractor(vetted), synthetic, info)
+            return Inputs(tensors, new_info, note, "audio")
+        proc = load_processor(vetted)
+        if kind == "contrastive":
+            tensors, new_info, note = contrastive_inputs(torch, proc, config, synthetic, info)
+        else:
+            tensors, new_info, note = vlm_inputs(torch, proc, config, synthetic, info, accepted, reserve)
+        return Inputs(tensors, new_info, note, kind, proc.tokenizer)
     except InputProblem as e:
         return Inputs(synthetic, info, f"synthetic ({e})", problems=[str(e)])
     finally:
