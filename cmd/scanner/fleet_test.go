@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -13,13 +12,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/fleet"
 	"github.com/google-pytorch/torchtpu-scanner/internal/hub/hubtest"
+	"github.com/google-pytorch/torchtpu-scanner/internal/proctest"
 	"github.com/google-pytorch/torchtpu-scanner/store"
 )
 
@@ -28,23 +27,8 @@ const (
 	fleetWorkerToken = "fleet-test-worker-token"
 )
 
-// syncBuffer is a process's output, safe to read while it writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+// syncBuffer is a process's output, safe to read while it is written.
+type syncBuffer struct{ proctest.Buffer }
 
 // logLines are the JSON log lines of a process whose msg is msg.
 func (s *syncBuffer) logLines(msg string) []map[string]any {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/hub/hubtest"
+	"github.com/google-pytorch/torchtpu-scanner/internal/proctest"
 )
 
 // waits records the waits a client asked for, without spending them.
@@ -33,23 +34,8 @@ func (w *waits) all() []time.Duration {
 	return slices.Clone(w.ds)
 }
 
-// syncBuffer is a log sink safe for concurrent writers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+// syncBuffer is a process's or a logger's output, safe to read while it is written.
+type syncBuffer = proctest.Buffer
 
 type env struct {
 	hub   *hubtest.Hub
