@@ -41,13 +41,22 @@ export SCANNER_PYTHON="${SCANNER_PYTHON:-$(scripts/pyenv.sh 2>/dev/null || true)
 # there (a second run of a package) takes a second, so every mutant would
 # time out.
 realgo=$(command -v go)
+root=$PWD
 mkdir -p "$out/bin"
 cat >"$out/bin/go" <<EOF
 #!/usr/bin/env bash
 [ "\$1" = test ] || exec "$realgo" "\$@"
-log=\$(mktemp)
 shift
-"$realgo" test -count=1 "\$@" >"\$log" 2>&1
+# A mutant's run (gremlins passes -failfast only there) runs the tests that
+# ran the mutated line (scripts/mutation_tests.py); the coverage run runs all.
+args=("\$@")
+if [[ " \$* " == *" -failfast "* && -n "\${MUTATION_MAP:-}" ]]; then
+  sel=\$(python3 "$root/scripts/mutation_tests.py" select "\$MUTATION_MAP" "\$MUTATION_PKGDIR")
+  echo "\${sel:-(all)}" >>"$out/selected.log"
+  [ -z "\$sel" ] || args=(-run "\$sel" "\$@")
+fi
+log=\$(mktemp)
+"$realgo" test -count=1 "\${args[@]}" >"\$log" 2>&1
 rc=\$?
 grep -qE '\[(build|setup) failed\]' "\$log" && rc=2
 cat "\$log"; rm -f "\$log"
@@ -55,10 +64,16 @@ exit \$rc
 EOF
 chmod +x "$out/bin/go"
 export PATH="$out/bin:$PATH"
+# Tests that run the package's code in a child process, whose coverage the
+# profile does not see: they run against every mutant of their package.
+export MUTATION_ALWAYS="${MUTATION_ALWAYS:-TestNoProcessOutlivesAKilledScanner}"
 status=0
 for pkg in "$@"; do
   name=$(echo "${pkg#./}" | tr / _)
   echo "== gremlins unleash $pkg" >&2
+  # Which tests ran each line, for choosing a mutant's tests.
+  python3 scripts/mutation_tests.py map "$realgo" "${pkg#./}" "$out/$name.map.json"
+  export MUTATION_MAP="$out/$name.map.json" MUTATION_PKGDIR="$root/${pkg#./}"
   # --exclude-files /: only the package's own files (paths are relative to
   # it), not its subpackages'; a mutant's tests get 10 times the time the
   # unmutated tests took (a busy host is slow; a mutant that hangs times out).

@@ -1,0 +1,122 @@
+#!/usr/bin/env python3
+"""Which tests can notice a mutant: per-test coverage for scripts/mutation.sh.
+
+A mutant can only be noticed by a test that runs its line, so running the
+package's other tests against it proves nothing and costs most of the time
+(internal/probe's tests take a minute; a mutant's usually a few seconds).
+
+  map GO PKGDIR OUT     build the package's test binary with coverage once,
+                        run each test alone, and write OUT: for each file of
+                        the package, which lines each test ran; which tests
+                        fail when run alone
+  select MAP PKGDIR     run in a mutant's working copy of the package (the
+                        current directory): find the mutated line by
+                        comparing with PKGDIR's files and print a -run
+                        regexp naming every test that ran that line; print
+                        nothing (run them all) when that cannot be decided:
+                        no single mutated line found, no test ran it, or one
+                        of those tests fails alone
+
+MUTATION_ALWAYS (a comma-separated list of test names) adds tests to every
+selection: tests that run the package's code in a child process, whose
+coverage the profile does not see.
+"""
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def build_map(go, pkgdir, out):
+    tmp = tempfile.mkdtemp(prefix="mutmap")
+    binary = os.path.join(tmp, "pkg.test")
+    subprocess.run([go, "test", "-c", "-cover", "-covermode=set", "-o", binary, "./" + pkgdir],
+                   check=True)
+    if not os.path.exists(binary):  # a package without tests
+        json.dump({"tests": [], "failed_alone": [], "lines": {}}, open(out, "w"))
+        return
+    listed = subprocess.run([binary, "-test.list", "."], cwd=pkgdir, check=True,
+                            capture_output=True, text=True).stdout.split()
+    tests = [t for t in listed if re.match(r"(Test|Fuzz|Example)", t)]
+    lines, failed = {}, []
+    start = time.monotonic()
+    for i, name in enumerate(tests):
+        prof = os.path.join(tmp, "cover.out")
+        r = subprocess.run([binary, "-test.run", "^" + re.escape(name) + "$", "-test.count=1",
+                            "-test.timeout=10m", "-test.coverprofile=" + prof],
+                           cwd=pkgdir, capture_output=True, text=True)
+        if r.returncode != 0:
+            failed.append(name)
+            print(f"mutation map: {pkgdir}: {name} fails when run alone; "
+                  "mutants it covers run every test", file=sys.stderr)
+        for file, first, last in covered_blocks(prof):
+            for n in range(first, last + 1):
+                lines.setdefault(file, {}).setdefault(str(n), []).append(name)
+        print(f"\rmutation map: {pkgdir}: {i + 1}/{len(tests)} tests, "
+              f"{time.monotonic() - start:.0f}s", end="", file=sys.stderr)
+    print(file=sys.stderr)
+    with open(out, "w") as f:
+        json.dump({"tests": tests, "failed_alone": failed, "lines": lines}, f)
+
+
+def covered_blocks(profile):
+    """(file name, first line, last line) of each block the profile ran."""
+    try:
+        f = open(profile)
+    except OSError:
+        return
+    with f:
+        for row in f:
+            m = re.match(r"(.+):(\d+)\.\d+,(\d+)\.\d+ \d+ (\d+)$", row.strip())
+            if m and int(m.group(4)) > 0:
+                yield os.path.basename(m.group(1)), int(m.group(2)), int(m.group(3))
+
+
+def mutated_line(pkgdir):
+    """(file, line) of the one line that differs from the original, or None."""
+    changed = []
+    for name in sorted(os.listdir(".")):
+        if not name.endswith(".go") or name.endswith("_test.go"):
+            continue
+        orig = os.path.join(pkgdir, name)
+        if not os.path.exists(orig):
+            return None
+        a, b = open(orig, "rb").read(), open(name, "rb").read()
+        if a == b:
+            continue
+        al, bl = a.split(b"\n"), b.split(b"\n")
+        if len(al) != len(bl):
+            return None
+        changed += [(name, i + 1) for i, (x, y) in enumerate(zip(al, bl)) if x != y]
+    return changed[0] if len(changed) == 1 else None
+
+
+def select(mapfile, pkgdir):
+    with open(mapfile) as f:
+        m = json.load(f)
+    where = mutated_line(pkgdir)
+    if where is None:
+        return ""
+    tests = set(m["lines"].get(where[0], {}).get(str(where[1]), []))
+    if not tests or tests & set(m["failed_alone"]):
+        return ""
+    tests |= {t for t in os.environ.get("MUTATION_ALWAYS", "").split(",") if t in m["tests"]}
+    return "^(" + "|".join(sorted(re.escape(t) for t in tests)) + ")$"
+
+
+def main(argv):
+    if argv[1:2] == ["map"] and len(argv) == 5:
+        build_map(argv[2], argv[3], argv[4])
+    elif argv[1:2] == ["select"] and len(argv) == 4:
+        print(select(argv[2], argv[3]))
+    else:
+        print(__doc__, file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
