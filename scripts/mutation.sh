@@ -53,7 +53,11 @@ args=("\$@")
 if [[ " \$* " == *" -failfast "* && -n "\${MUTATION_MAP:-}" ]]; then
   sel=\$(python3 "$root/scripts/mutation_tests.py" select "\$MUTATION_MAP" "\$MUTATION_PKGDIR")
   echo "\${sel:-(all)}" >>"$out/selected.log"
-  [ -z "\$sel" ] || args=(-run "\$sel" "\$@")
+  # -vet=off: a mutant that go vet flags has not been caught by a test.
+  # -ldflags=-s -w: no symbol table or DWARF; linking the test binary is most
+  # of a mutant's time (web: 10 s with them, 4 s without).
+  args=(-vet=off -ldflags="-s -w" "\$@")
+  [ -z "\$sel" ] || args=(-vet=off -ldflags="-s -w" -run "\$sel" "\$@")
 fi
 log=\$(mktemp)
 "$realgo" test -count=1 "\${args[@]}" >"\$log" 2>&1

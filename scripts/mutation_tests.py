@@ -43,7 +43,7 @@ def build_map(go, pkgdir, out):
     tests = [t for t in listed if re.match(r"(Test|Fuzz|Example)", t)]
     lines, failed = {}, []
     start = time.monotonic()
-    for i, name in enumerate(tests):
+    for name in tests:
         prof = os.path.join(tmp, "cover.out")
         r = subprocess.run([binary, "-test.run", "^" + re.escape(name) + "$", "-test.count=1",
                             "-test.timeout=10m", "-test.coverprofile=" + prof],
@@ -55,9 +55,8 @@ def build_map(go, pkgdir, out):
         for file, first, last in covered_blocks(prof):
             for n in range(first, last + 1):
                 lines.setdefault(file, {}).setdefault(str(n), []).append(name)
-        print(f"\rmutation map: {pkgdir}: {i + 1}/{len(tests)} tests, "
-              f"{time.monotonic() - start:.0f}s", end="", file=sys.stderr)
-    print(file=sys.stderr)
+    print(f"mutation map: {pkgdir}: {len(tests)} tests run one by one in "
+          f"{time.monotonic() - start:.0f}s", file=sys.stderr)
     with open(out, "w") as f:
         json.dump({"tests": tests, "failed_alone": failed, "lines": lines}, f)
 
@@ -87,10 +86,13 @@ def mutated_line(pkgdir):
         a, b = open(orig, "rb").read(), open(name, "rb").read()
         if a == b:
             continue
+        # gremlins writes the mutant with go/printer, which may realign a
+        # struct's fields: compare lines without their blanks.
         al, bl = a.split(b"\n"), b.split(b"\n")
         if len(al) != len(bl):
             return None
-        changed += [(name, i + 1) for i, (x, y) in enumerate(zip(al, bl)) if x != y]
+        changed += [(name, i + 1) for i, (x, y) in enumerate(zip(al, bl))
+                    if re.sub(rb"\s+", b"", x) != re.sub(rb"\s+", b"", y)]
     return changed[0] if len(changed) == 1 else None
 
 
