@@ -91,26 +91,5 @@ for pkg in "$@"; do
     status=1
   fi
 done
-python3 - "$out" "$@" <<'PY'
-import json, os, sys
-out, pkgs = sys.argv[1], sys.argv[2:]
-print(f"{'package':<18} {'killed':>6} {'lived':>6} {'timed out':>9} {'not viable':>10} {'not covered':>11} {'efficacy':>9}  lived in")
-for pkg in pkgs:
-    name = pkg.removeprefix("./").replace("/", "_")
-    try:
-        with open(os.path.join(out, name + ".json")) as f:
-            r = json.load(f)
-    except (OSError, ValueError):
-        print(f"{pkg.removeprefix('./'):<18} (no result: see the log above)")
-        continue
-    lived, timed_out = {}, 0
-    for f in r.get("files", []):
-        for m in f.get("mutations", []):
-            if m.get("status") == "LIVED":
-                lived[f["file_name"]] = lived.get(f["file_name"], 0) + 1
-            timed_out += m.get("status") == "TIMED OUT"
-    where = ", ".join(f"{os.path.basename(k)} {v}" for k, v in sorted(lived.items(), key=lambda kv: -kv[1]))
-    print(f"{pkg.removeprefix('./'):<18} {r.get('mutants_killed', 0):>6} {r.get('mutants_lived', 0):>6} "
-          f"{timed_out:>9} {r.get('mutants_not_viable', 0):>10} {r.get('mutants_not_covered', 0):>11} {r.get('test_efficacy', 0):>8.1f}%  {where}")
-PY
+python3 scripts/mutation_tests.py table "$out" "$@"
 exit $status

@@ -17,6 +17,9 @@ package's other tests against it proves nothing and costs most of the time
                         no single mutated line found, no test ran it, or one
                         of those tests fails alone
 
+  table OUT PKG...     the efficacy per package from gremlins' reports in
+                        OUT, and where the lived mutants are
+
 MUTATION_ALWAYS (a comma-separated list of test names) adds tests to every
 selection: tests that run the package's code in a child process, whose
 coverage the profile does not see.
@@ -109,11 +112,37 @@ def select(mapfile, pkgdir):
     return "^(" + "|".join(sorted(re.escape(t) for t in tests)) + ")$"
 
 
+def table(out, pkgs):
+    print(f"{'package':<18} {'killed':>6} {'lived':>6} {'timed out':>9} {'not viable':>10} "
+          f"{'not covered':>11} {'efficacy':>9}  lived in")
+    for pkg in pkgs:
+        pkg = pkg.removeprefix("./")
+        try:
+            with open(os.path.join(out, pkg.replace("/", "_") + ".json")) as f:
+                r = json.load(f)
+        except (OSError, ValueError):
+            print(f"{pkg:<18} (no result: see the log above)")
+            continue
+        lived, timed_out = {}, 0
+        for f in r.get("files", []):
+            for m in f.get("mutations", []):
+                if m.get("status") == "LIVED":
+                    lived[f["file_name"]] = lived.get(f["file_name"], 0) + 1
+                timed_out += m.get("status") == "TIMED OUT"
+        where = ", ".join(f"{os.path.basename(k)} {v}"
+                          for k, v in sorted(lived.items(), key=lambda kv: -kv[1]))
+        print(f"{pkg:<18} {r.get('mutants_killed', 0):>6} {r.get('mutants_lived', 0):>6} "
+              f"{timed_out:>9} {r.get('mutants_not_viable', 0):>10} "
+              f"{r.get('mutants_not_covered', 0):>11} {r.get('test_efficacy', 0):>8.1f}%  {where}")
+
+
 def main(argv):
     if argv[1:2] == ["map"] and len(argv) == 5:
         build_map(argv[2], argv[3], argv[4])
     elif argv[1:2] == ["select"] and len(argv) == 4:
         print(select(argv[2], argv[3]))
+    elif argv[1:2] == ["table"] and len(argv) >= 4:
+        table(argv[2], argv[3:])
     else:
         print(__doc__, file=sys.stderr)
         return 2
