@@ -17,6 +17,11 @@ package's other tests against it proves nothing and costs most of the time
                         no single mutated line found, no test ran it, or one
                         of those tests fails alone
 
+  recheck GO REPORT PKGDIR BASE OUT
+                        run each mutant gremlins' REPORT says lived against
+                        today's tests (PKGDIR's files as at commit BASE,
+                        the one gremlins ran on; with go test -overlay, the
+                        tree is not touched); one line per mutant in OUT
   table OUT PKG...     the efficacy per package from gremlins' reports in
                         OUT, and where the lived mutants are
 
@@ -103,13 +108,88 @@ def select(mapfile, pkgdir):
     with open(mapfile) as f:
         m = json.load(f)
     where = mutated_line(pkgdir)
-    if where is None:
-        return ""
-    tests = set(m["lines"].get(where[0], {}).get(str(where[1]), []))
+    return "" if where is None else tests_for(m, *where)
+
+
+def tests_for(m, file, line):
+    """A -run regexp naming the tests that ran file:line; "" for all."""
+    tests = set(m["lines"].get(file, {}).get(str(line), []))
     if not tests or tests & set(m["failed_alone"]):
         return ""
     tests |= {t for t in os.environ.get("MUTATION_ALWAYS", "").split(",") if t in m["tests"]}
     return "^(" + "|".join(sorted(re.escape(t) for t in tests)) + ")$"
+
+
+# gremlins v0.6.0's default mutations (internal/engine/mappings.go): the
+# token at a mutant's position and what it becomes.
+MUTATIONS = {
+    "ARITHMETIC_BASE": {"+": "-", "-": "+", "*": "/", "/": "*", "%": "*"},
+    "CONDITIONALS_BOUNDARY": {">=": ">", ">": ">=", "<=": "<", "<": "<="},
+    "CONDITIONALS_NEGATION": {"==": "!=", "!=": "==", ">=": "<", ">": "<=", "<=": ">", "<": ">="},
+    "INCREMENT_DECREMENT": {"++": "--", "--": "++"},
+    "INVERT_NEGATIVES": {"-": "+"},
+}
+
+
+def mutant_source(src, line, col, kind):
+    """src with the mutation applied at line:col (1-based, bytes), or None
+    when the token there is not one the mutation applies to."""
+    lines = src.split(b"\n")
+    text = lines[line - 1]
+    at = text[col - 1:]
+    for tok, repl in sorted(MUTATIONS.get(kind, {}).items(), key=lambda kv: -len(kv[0])):
+        if at.startswith(tok.encode()) and not (len(tok) == 1 and at[1:2] in (b"=", tok.encode(), b">")):
+            lines[line - 1] = text[:col - 1] + repl.encode() + at[len(tok):]
+            return b"\n".join(lines)
+    return None
+
+
+def recheck(go, report, pkgdir, base, out):
+    """Run every mutant the report says lived against today's tests (the
+    package's files must be as they were at commit base) and write the
+    outcome of each to out; print the efficacy before and after."""
+    mapfile = out + ".map.json"
+    build_map(go, pkgdir, mapfile)
+    with open(mapfile) as f:
+        m = json.load(f)
+    with open(report) as f:
+        r = json.load(f)
+    rows, killed_now = [], 0
+    tmp = tempfile.mkdtemp(prefix="recheck")
+    for f in r.get("files", []):
+        name = os.path.basename(f["file_name"])
+        path = os.path.join(pkgdir, name)
+        src = open(path, "rb").read()
+        then = subprocess.run(["git", "show", f"{base}:{path}"], capture_output=True).stdout
+        for mu in f.get("mutations", []):
+            if mu["status"] != "LIVED":
+                continue
+            where = f"{name}:{mu['line']}:{mu['column']} {mu['type']}"
+            mutant = mutant_source(src, mu["line"], mu["column"], mu["type"])
+            if src != then or mutant is None:
+                rows.append(f"{where} NOT RECHECKED ({'file changed since ' + base if src != then else 'no such token'})")
+                continue
+            with open(os.path.join(tmp, name), "wb") as g:
+                g.write(mutant)
+            with open(os.path.join(tmp, "overlay.json"), "w") as g:
+                json.dump({"Replace": {os.path.abspath(path): os.path.join(tmp, name)}}, g)
+            args = [go, "test", "-count=1", "-vet=off", "-ldflags=-s -w", "-failfast",
+                    "-overlay", os.path.join(tmp, "overlay.json")]
+            sel = tests_for(m, name, mu["line"])
+            args += ["-run", sel] if sel else []
+            p = subprocess.run(args + ["./" + pkgdir], capture_output=True, text=True)
+            status = ("LIVED" if p.returncode == 0 else
+                      "NOT VIABLE" if re.search(r"\[(build|setup) failed\]", p.stdout + p.stderr) else "KILLED")
+            killed_now += status == "KILLED"
+            rows.append(f"{where} {status}")
+            print(rows[-1], file=sys.stderr)
+    with open(out, "w") as g:
+        g.write("\n".join(rows) + "\n")
+    k, lv = r.get("mutants_killed", 0), r.get("mutants_lived", 0)
+    if k + lv:
+        print(f"{pkgdir}: efficacy {100 * k / (k + lv):.1f}% in the run, "
+              f"{100 * (k + killed_now) / (k + lv):.1f}% with today's tests "
+              f"({killed_now} of {lv} lived mutants now killed)")
 
 
 def table(out, pkgs):
@@ -141,6 +221,8 @@ def main(argv):
         build_map(argv[2], argv[3], argv[4])
     elif argv[1:2] == ["select"] and len(argv) == 4:
         print(select(argv[2], argv[3]))
+    elif argv[1:2] == ["recheck"] and len(argv) == 7:
+        recheck(*argv[2:])
     elif argv[1:2] == ["table"] and len(argv) >= 4:
         table(argv[2], argv[3:])
     else:
