@@ -52,7 +52,6 @@ shift
 args=("\$@")
 if [[ " \$* " == *" -failfast "* && -n "\${MUTATION_MAP:-}" ]]; then
   sel=\$(python3 "$root/scripts/mutation_tests.py" select "\$MUTATION_MAP" "\$MUTATION_PKGDIR")
-  echo "\${sel:-(all)}" >>"$out/selected.log"
   # -vet=off: a mutant that go vet flags has not been caught by a test.
   # -ldflags=-s -w: no symbol table or DWARF; linking the test binary is most
   # of a mutant's time (web: 10 s with them, 4 s without).
@@ -63,6 +62,9 @@ log=\$(mktemp)
 "$realgo" test -count=1 "\${args[@]}" >"\$log" 2>&1
 rc=\$?
 grep -qE '\[(build|setup) failed\]' "\$log" && rc=2
+# Which tests a mutant ran and which failed, to audit the kills (a test that
+# fails under load would count as one).
+[ -z "\${sel+x}" ] || echo "\$(basename "\$PWD") \${sel:-(all)} rc=\$rc \$(grep -oE -- '--- FAIL: [^ ]+' "\$log" | head -3 | tr '\n' ' ')" >>"$out/selected.log"
 cat "\$log"; rm -f "\$log"
 exit \$rc
 EOF

@@ -18,7 +18,8 @@ package's other tests against it proves nothing and costs most of the time
                         of those tests fails alone
 
   recheck GO REPORT PKGDIR BASE OUT
-                        run each mutant gremlins' REPORT says lived against
+                        run each mutant gremlins' REPORT(.json or .log: the
+                        path without them) says lived against
                         today's tests (PKGDIR's files as at commit BASE,
                         the one gremlins ran on; with go test -overlay, the
                         tree is not touched); one line per mutant in OUT
@@ -152,8 +153,9 @@ def recheck(go, report, pkgdir, base, out):
     build_map(go, pkgdir, mapfile)
     with open(mapfile) as f:
         m = json.load(f)
-    with open(report) as f:
-        r = json.load(f)
+    r = read_report(report)
+    if r is None:
+        sys.exit(f"no gremlins report or log at {report}.json/.log")
     rows, killed_now = [], 0
     tmp = tempfile.mkdtemp(prefix="recheck")
     for f in r.get("files", []):
@@ -192,15 +194,37 @@ def recheck(go, report, pkgdir, base, out):
               f"({killed_now} of {lv} lived mutants now killed)")
 
 
+def read_report(stem):
+    """gremlins' report stem.json, or, for a run that was stopped (the report
+    is written at its end), the same figures from its log stem.log."""
+    try:
+        with open(stem + ".json") as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        pass
+    try:
+        log = open(stem + ".log").read()
+    except OSError:
+        return None
+    files, counts = {}, {}
+    for st, kind, file, line, col in re.findall(
+            r"^\s*(KILLED|LIVED|NOT VIABLE|TIMED OUT|NOT COVERED|SKIPPED) (\w+) at (.+?):(\d+):(\d+)$", log, re.M):
+        files.setdefault(file, []).append({"type": kind, "status": st, "line": int(line), "column": int(col)})
+        counts[st] = counts.get(st, 0) + 1
+    k, lv = counts.get("KILLED", 0), counts.get("LIVED", 0)
+    return {"files": [{"file_name": f, "mutations": m} for f, m in files.items()],
+            "mutants_killed": k, "mutants_lived": lv, "mutants_not_viable": counts.get("NOT VIABLE", 0),
+            "mutants_not_covered": counts.get("NOT COVERED", 0),
+            "test_efficacy": 100 * k / (k + lv) if k + lv else 0, "partial": True}
+
+
 def table(out, pkgs):
     print(f"{'package':<18} {'killed':>6} {'lived':>6} {'timed out':>9} {'not viable':>10} "
           f"{'not covered':>11} {'efficacy':>9}  lived in")
     for pkg in pkgs:
         pkg = pkg.removeprefix("./")
-        try:
-            with open(os.path.join(out, pkg.replace("/", "_") + ".json")) as f:
-                r = json.load(f)
-        except (OSError, ValueError):
+        r = read_report(os.path.join(out, pkg.replace("/", "_")))
+        if r is None:
             print(f"{pkg:<18} (no result: see the log above)")
             continue
         lived, timed_out = {}, 0
