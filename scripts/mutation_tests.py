@@ -23,6 +23,10 @@ package's other tests against it proves nothing and costs most of the time
                         today's tests (PKGDIR's files as at commit BASE,
                         the one gremlins ran on; with go test -overlay, the
                         tree is not touched); one line per mutant in OUT
+  run GO DRYLOG MAP PKGDIR OUTLOG TIMEOUT
+                        gremlins' work without gremlins, for a package whose
+                        coverage run cannot pass under load: each mutant
+                        gremlins' --dry-run log lists, run with -overlay
   table OUT PKG...     the efficacy per package from gremlins' reports in
                         OUT, and where the lived mutants are
 
@@ -145,6 +149,56 @@ def mutant_source(src, line, col, kind):
     return None
 
 
+def run_mutant(go, pkgdir, m, name, line, mutant, tmp, timeout=None):
+    """KILLED, LIVED, NOT VIABLE or TIMED OUT: the tests that ran the line
+    against the package with name's source replaced by mutant."""
+    with open(os.path.join(tmp, name), "wb") as g:
+        g.write(mutant)
+    with open(os.path.join(tmp, "overlay.json"), "w") as g:
+        json.dump({"Replace": {os.path.abspath(os.path.join(pkgdir, name)): os.path.join(tmp, name)}}, g)
+    args = [go, "test", "-count=1", "-vet=off", "-ldflags=-s -w", "-failfast",
+            "-overlay", os.path.join(tmp, "overlay.json")]
+    sel = tests_for(m, name, line)
+    args += ["-run", sel] if sel else []
+    if os.environ.get("MUTATION_SKIP"):
+        args += ["-skip", os.environ["MUTATION_SKIP"]]
+    try:
+        p = subprocess.run(args + ["./" + pkgdir], capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return "TIMED OUT"
+    if p.returncode == 0:
+        return "LIVED"
+    if re.search(r"\[(build|setup) failed\]", p.stdout + p.stderr):
+        return "NOT VIABLE"
+    return "KILLED"
+
+
+def run(go, drylog, mapfile, pkgdir, outlog, timeout):
+    """gremlins' work without gremlins: every mutant its dry run (--dry-run)
+    listed as RUNNABLE, run against the tests that ran its line (per the
+    map), with one line per mutant in outlog in gremlins' own format. An
+    interrupted run goes on where it stopped."""
+    with open(mapfile) as f:
+        m = json.load(f)
+    done = set()
+    if os.path.exists(outlog):
+        done = {l.split(" at ")[-1].strip() + " " + l.split()[-3] for l in open(outlog) if " at " in l}
+    tmp = tempfile.mkdtemp(prefix="mutrun")
+    with open(outlog, "a") as out:
+        for st, kind, file, line, col in re.findall(
+                r"^\s*(RUNNABLE|NOT COVERED) (\w+) at (.+?):(\d+):(\d+)$", open(drylog).read(), re.M):
+            if f"{file}:{line}:{col} {kind}" in done:
+                continue
+            status = "NOT COVERED"
+            if st == "RUNNABLE":
+                src = open(os.path.join(pkgdir, file), "rb").read()
+                mutant = mutant_source(src, int(line), int(col), kind)
+                status = ("SKIPPED" if mutant is None else
+                          run_mutant(go, pkgdir, m, file, int(line), mutant, tmp, timeout))
+            out.write(f"{status:>12} {kind} at {file}:{line}:{col}\n")
+            out.flush()
+
+
 def recheck(go, report, pkgdir, base, out):
     """Run every mutant the report says lived against today's tests (the
     package's files must be as they were at commit base) and write the
@@ -171,17 +225,7 @@ def recheck(go, report, pkgdir, base, out):
             if src != then or mutant is None:
                 rows.append(f"{where} NOT RECHECKED ({'file changed since ' + base if src != then else 'no such token'})")
                 continue
-            with open(os.path.join(tmp, name), "wb") as g:
-                g.write(mutant)
-            with open(os.path.join(tmp, "overlay.json"), "w") as g:
-                json.dump({"Replace": {os.path.abspath(path): os.path.join(tmp, name)}}, g)
-            args = [go, "test", "-count=1", "-vet=off", "-ldflags=-s -w", "-failfast",
-                    "-overlay", os.path.join(tmp, "overlay.json")]
-            sel = tests_for(m, name, mu["line"])
-            args += ["-run", sel] if sel else []
-            p = subprocess.run(args + ["./" + pkgdir], capture_output=True, text=True)
-            status = ("LIVED" if p.returncode == 0 else
-                      "NOT VIABLE" if re.search(r"\[(build|setup) failed\]", p.stdout + p.stderr) else "KILLED")
+            status = run_mutant(go, pkgdir, m, name, mu["line"], mutant, tmp)
             killed_now += status == "KILLED"
             rows.append(f"{where} {status}")
             print(rows[-1], file=sys.stderr)
@@ -247,6 +291,8 @@ def main(argv):
         print(select(argv[2], argv[3]))
     elif argv[1:2] == ["recheck"] and len(argv) == 7:
         recheck(*argv[2:])
+    elif argv[1:2] == ["run"] and len(argv) == 8:
+        run(*argv[2:7], float(argv[7]))
     elif argv[1:2] == ["table"] and len(argv) >= 4:
         table(argv[2], argv[3:])
     else:
