@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/store"
 )
 
@@ -103,5 +104,90 @@ func TestCacheKeysOutliveTheirRequest(t *testing.T) {
 	slices.Sort(badges)
 	if want := []string{"svg fixed/model.svg cpu flat-square abc", "svg fixed/model.svg tpu flat xyz"}; !slices.Equal(badges, want) {
 		t.Errorf("badge keys %q, want %q", badges, want)
+	}
+}
+
+// The caches of decoded data count an estimate: the bytes of the key plus a
+// fixed cost for each item held (a model of a page, a model in one of a
+// comparison's lists). Whatever that cost is, it is the same for every
+// item, so that an entry counts in proportion to what it holds.
+func TestEstimatedCachesCountTheKeyAndEachItem(t *testing.T) {
+	ts := newTestServer(t, 0, 0, Config{})
+	ids := []string{"f1/model", "f2/model", "s1/model", "g1/model", "n1/model", "n2/model", "n3/model"}
+	for i, id := range ids {
+		ts.upsert(t, store.ModelUpsert{ID: id, Downloads: int64(1000 - i)})
+	}
+	at := func(r compat.Result, rt compat.Runtime, hours int) compat.Result {
+		r.Runtime, r.TestedAt = rt, testTime.Add(time.Duration(hours)*time.Hour)
+		return r
+	}
+	fail, pass := failOn("tpu", testTime, "aten::x"), passOn("tpu", testTime, 10)
+	// From v1 to v2: f1 and f2 fixed, g1 regressed, s1 still failing, n1-n3 new.
+	for id, r := range map[string]compat.Result{"f1/model": fail, "f2/model": fail, "s1/model": fail, "g1/model": pass} {
+		ts.record(t, id, at(r, rtV1, -48))
+	}
+	for id, r := range map[string]compat.Result{"f1/model": pass, "f2/model": pass, "s1/model": fail, "g1/model": fail,
+		"n1/model": pass, "n2/model": pass, "n3/model": fail} {
+		ts.record(t, id, at(r, rtV2, -1))
+	}
+	for _, path := range []string{
+		"/", "/?limit=3", "/?q=f", "/?q=nothing-matches",
+		"/api/v1/compare?base=" + keyV1 + "&head=" + keyV2,
+		"/api/v1/compare?base=" + keyV2 + "&head=" + keyV1,
+	} {
+		if r := ts.get(t, path); r.status != 200 {
+			t.Fatalf("%s: %d %s", path, r.status, r.body)
+		}
+	}
+	overhead := entryOverhead()
+	perItem(t, "list pages", &ts.lists, func(p listPage) int { return len(p.models) }, overhead, []int{0, 2, 3, 7})
+	lists := func(c *comparison) []int {
+		r := c.Result
+		return []int{len(r.Fixed), len(r.Regressed), len(r.New), len(r.StillFailing)}
+	}
+	var shapes [][]int
+	for _, e := range ts.comparisons.m {
+		shapes = append(shapes, lists(e.v))
+	}
+	slices.SortFunc(shapes, slices.Compare)
+	if want := [][]int{{1, 2, 0, 1}, {2, 1, 3, 1}}; !slices.EqualFunc(shapes, want, slices.Equal) {
+		t.Fatalf("comparisons (fixed, regressed, new, still failing) %v, want %v", shapes, want)
+	}
+	perItem(t, "comparisons", &ts.comparisons, func(c *comparison) int {
+		n := 0
+		for _, l := range lists(c) {
+			n += l
+		}
+		return n
+	}, overhead, []int{4, 7})
+}
+
+// perItem checks that every entry of c counts the overhead, its key's bytes
+// and one same cost per item (count of them), and that the entries held
+// counts items as wanted (so that the cost is seen over several counts).
+func perItem[V any](t *testing.T, name string, c *versioned[string, V], count func(V) int, overhead int, want []int) {
+	t.Helper()
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	var counts []int
+	cost := 0
+	for k, e := range c.m {
+		n, rest := count(e.v), e.size-overhead-len(k)
+		counts = append(counts, n)
+		switch {
+		case n == 0 && rest != 0:
+			t.Errorf("%s: %q holds nothing but counts %d bytes beyond its key", name, k, rest)
+		case n == 0:
+		case rest <= 0 || rest%n != 0:
+			t.Errorf("%s: %q holds %d items but counts %d bytes beyond its key: not a cost per item", name, k, n, rest)
+		case cost == 0:
+			cost = rest / n
+		case rest/n != cost:
+			t.Errorf("%s: %q counts %d bytes per item, another entry %d", name, k, rest/n, cost)
+		}
+	}
+	slices.Sort(counts)
+	if !slices.Equal(counts, want) {
+		t.Errorf("%s: entries hold %v items, want %v", name, counts, want)
 	}
 }
