@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/csv"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -134,5 +135,28 @@ func TestWriteCSVRow(t *testing.T) {
 	rec, err := csv.NewReader(&b).Read()
 	if err != nil || rec[0] != "'=1+1" || rec[7] != `say "hi"` {
 		t.Errorf("round trip: %q %v", rec, err)
+	}
+}
+
+// One export holds at most maxExportRows models however many pages the
+// store has left: the store here never runs out (a page of maxLimit models
+// and a next cursor, always).
+func TestExportCSVStopsAtItsCap(t *testing.T) {
+	ts := newTestServer(t, 0, 0, Config{})
+	pages := 0
+	page := make([]compat.Model, maxLimit)
+	for i := range page {
+		page[i] = compat.Model{ID: fmt.Sprintf("org/m%d", i)}
+	}
+	ts.Server.store = failingStore{Store: ts.db, list: func(_ context.Context, q store.ModelQuery) ([]compat.Model, string, error) {
+		pages++
+		return page, "more", nil
+	}}
+	r := ts.get(t, "/export.csv")
+	if r.status != 200 {
+		t.Fatalf("%d %.200s", r.status, r.body)
+	}
+	if rows := strings.Count(r.body, "\n") - 1; rows != maxExportRows || pages != maxExportRows/maxLimit {
+		t.Errorf("%d rows from %d pages, want %d rows from %d", rows, pages, maxExportRows, maxExportRows/maxLimit)
 	}
 }
