@@ -160,3 +160,39 @@ func TestExportCSVStopsAtItsCap(t *testing.T) {
 		t.Errorf("%d rows from %d pages, want %d rows from %d", rows, pages, maxExportRows, maxExportRows/maxLimit)
 	}
 }
+
+// A feed item's text says the change, the status move when there was one,
+// the message when there is one, then the revision and the runtime when
+// known; its HTML names the runtime only when known.
+func TestFeedEntryText(t *testing.T) {
+	boom, empty := "RuntimeError: boom", ""
+	rt := compat.Runtime{Torch: "2.9.0"}
+	for _, c := range []struct {
+		name     string
+		e        compat.Event
+		wantText string // after the title and its period
+		wantHTML string
+	}{
+		{"a move with a message on a runtime",
+			compat.Event{ModelID: "org/m", Target: "tpu", Kind: compat.EventRegression, FromStatus: compat.StatusPass, ToStatus: compat.StatusFail,
+				Revision: "abc", Runtime: rt, Message: &boom},
+			" Status pass → fail.\n\nRuntimeError: boom\n\nRevision abc · torch 2.9.0", "<p>Revision abc · torch 2.9.0</p>"},
+		{"first result, no message, no runtime",
+			compat.Event{ModelID: "org/m", Target: "tpu", Kind: compat.EventNew, ToStatus: compat.StatusPass, Revision: "abc"},
+			"\n\nRevision abc", "<p>Revision abc</p>"},
+		{"an empty message says nothing",
+			compat.Event{ModelID: "org/m", Target: "tpu", Kind: compat.EventNew, ToStatus: compat.StatusFail, Revision: "abc", Message: &empty},
+			"\n\nRevision abc", "<p>Revision abc</p>"},
+	} {
+		it, err := feedEntry("https://compat.example.org", c.e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := eventTitle(c.e) + "." + c.wantText; it.ContentText != want {
+			t.Errorf("%s: text %q, want %q", c.name, it.ContentText, want)
+		}
+		if !strings.HasSuffix(it.ContentHTML, c.wantHTML) {
+			t.Errorf("%s: HTML %q, want it to end in %q", c.name, it.ContentHTML, c.wantHTML)
+		}
+	}
+}
