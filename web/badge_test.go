@@ -123,6 +123,25 @@ func TestTextWidth(t *testing.T) {
 	}
 }
 
+// The edges of the tables: the first and last printable ASCII characters
+// have their widths, C0 and C1 controls and DEL none, and the first
+// character past the C1 controls (no-break space) is wide again.
+func TestTextWidthEdges(t *testing.T) {
+	for _, c := range []struct {
+		s     string
+		bold  bool
+		units float64 // thousandths of an em
+	}{
+		{" ", false, 351}, {"~", false, 818}, {" ", true, 341}, {"~", true, 867},
+		{"\x1f", false, 0}, {"\x7f", false, 0}, {"\u0080", false, 0}, {"\u009f", false, 0},
+		{"\u00a0", false, fallbackWidth}, {"·", false, 363}, {"·", true, 361},
+	} {
+		if got := textWidth(c.s, 1000, c.bold); got != c.units {
+			t.Errorf("width(%q, bold %v) = %v, want %v", c.s, c.bold, got, c.units)
+		}
+	}
+}
+
 func TestRenderSVGGolden(t *testing.T) {
 	pass := result(compat.StatusPass)
 	pass.Mode = compat.Ptr(compat.ModeFull)
