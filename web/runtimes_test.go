@@ -531,3 +531,40 @@ func TestRuntimeOptionsSelectTheComparedPair(t *testing.T) {
 		}
 	}
 }
+
+// A runtime's feed item lists only the kinds of change it has: no heading
+// for an empty list.
+func TestFeedRuntimeItemOmitsEmptyLists(t *testing.T) {
+	r := compare.Result{
+		Regressed: []compare.Item{{ID: "org/broken", BaseStatus: compat.StatusPass, HeadStatus: compat.StatusFail}},
+		Headline:  compare.Headline{Counts: map[compare.Kind]int{compare.Regressed: 1}},
+	}
+	cmp := &comparison{Base: store.RuntimeStats{Ref: rtV1.Ref("tpu")}, Head: store.RuntimeStats{Ref: rtV2.Ref("tpu")}, Result: r, Label: "torch_tpu 0.2.0"}
+	it, err := runtimeEntry("https://compat.example.org", cmp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(it.ContentText, "\n\nRegressed:\norg/broken: pass → fail") {
+		t.Errorf("the regression is not listed:\n%s", it.ContentText)
+	}
+	for _, absent := range []string{"Fixed:", "Newly tested:"} {
+		if strings.Contains(it.ContentText, absent) {
+			t.Errorf("an empty list has a heading %q:\n%s", absent, it.ContentText)
+		}
+	}
+}
+
+// byDate puts the newest first and keeps the order of items published at
+// the same time.
+func TestByDate(t *testing.T) {
+	items := []feedItem{{ID: "a", DatePublished: "2026-01-02T00:00:00Z"}, {ID: "b", DatePublished: "2026-01-01T00:00:00Z"},
+		{ID: "c", DatePublished: "2026-01-02T00:00:00Z"}, {ID: "d", DatePublished: "2026-01-03T00:00:00Z"}, {ID: "e", DatePublished: "2026-01-02T00:00:00Z"}}
+	byDate(items)
+	var got []string
+	for _, it := range items {
+		got = append(got, it.ID)
+	}
+	if want := []string{"d", "a", "c", "e", "b"}; !slices.Equal(got, want) {
+		t.Errorf("order %v, want %v", got, want)
+	}
+}
