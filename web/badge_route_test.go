@@ -1,6 +1,7 @@
 package web
 
 import (
+	"net/http"
 	"strings"
 	"testing"
 
@@ -73,6 +74,24 @@ func TestBadgeRoutes(t *testing.T) {
 	// Served from the cache: the same bytes.
 	if again := ts.get(t, "/badge/gpt2.svg?target=cpu"); again.body != after.body {
 		t.Error("cached badge differs")
+	}
+}
+
+// Badges are readable cross-origin by GET and HEAD only: a POST (never a
+// badge request) gets no Access-Control-Allow-Origin.
+func TestBadgeCORSByMethod(t *testing.T) {
+	ts := newTestServer(t, 0, 0, Config{})
+	for _, c := range []struct {
+		method string
+		cors   bool
+	}{{http.MethodGet, true}, {http.MethodHead, true}, {http.MethodPost, false}} {
+		r := ts.do(t, c.method, "/badge/gpt2.svg", nil)
+		if got := r.header.Get("Access-Control-Allow-Origin") == "*"; got != c.cors {
+			t.Errorf("%s: %d, CORS %v, want %v", c.method, r.status, got, c.cors)
+		}
+		if got := r.header.Get("Access-Control-Expose-Headers") != ""; got != c.cors {
+			t.Errorf("%s: exposes headers %v, want %v", c.method, got, c.cors)
+		}
 	}
 }
 
