@@ -95,7 +95,9 @@ func TestBadgeFor(t *testing.T) {
 
 func TestFormatTokensPerS(t *testing.T) {
 	for v, want := range map[float64]string{3.44: "3.4 tok/s", 312.4: "312 tok/s", 999.6: "1000 tok/s", 1234: "1.2k tok/s",
-		2.5e6: "2.5M tok/s", -1: "? tok/s", math.NaN(): "? tok/s"} {
+		2.5e6: "2.5M tok/s", -1: "? tok/s", math.NaN(): "? tok/s",
+		// each range starts at its bound
+		0: "0.0 tok/s", 10: "10 tok/s", 1000: "1.0k tok/s", 1e6: "1.0M tok/s"} {
 		if got := formatTokensPerS(v); got != want {
 			t.Errorf("formatTokensPerS(%v) = %q, want %q", v, got, want)
 		}
