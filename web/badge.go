@@ -72,6 +72,7 @@ func (s *Server) badge(c *fiber.Ctx) error {
 		e.etag = etagOf(changedTag(changed), kind, raw, string(target), string(style), label, strconv.FormatBool(targetOK))
 		// The key's strings point into the request's buffer: copy them to keep.
 		key.raw, key.label = strings.Clone(key.raw), strings.Clone(key.label)
+		key.target, key.style = compat.Target(strings.Clone(string(key.target))), badgeStyle(strings.Clone(string(key.style)))
 		s.badges.put(key, changed, e, len(e.body)+len(e.etag)+len(key.raw)+len(key.label))
 	}
 

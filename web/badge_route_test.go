@@ -1,6 +1,7 @@
 package web
 
 import (
+	"net/http"
 	"strings"
 	"testing"
 
@@ -76,11 +77,57 @@ func TestBadgeRoutes(t *testing.T) {
 	}
 }
 
+// Badges are readable cross-origin by GET and HEAD only: a POST (never a
+// badge request) gets no Access-Control-Allow-Origin.
+func TestBadgeCORSByMethod(t *testing.T) {
+	ts := newTestServer(t, 0, 0, Config{})
+	for _, c := range []struct {
+		method string
+		cors   bool
+	}{{http.MethodGet, true}, {http.MethodHead, true}, {http.MethodPost, false}} {
+		r := ts.do(t, c.method, "/badge/gpt2.svg", nil)
+		if got := r.header.Get("Access-Control-Allow-Origin") == "*"; got != c.cors {
+			t.Errorf("%s: %d, CORS %v, want %v", c.method, r.status, got, c.cors)
+		}
+		if got := r.header.Get("Access-Control-Expose-Headers") != ""; got != c.cors {
+			t.Errorf("%s: exposes headers %v, want %v", c.method, got, c.cors)
+		}
+	}
+}
+
+// When the database fails, a badge is still a badge of the asked kind:
+// an SVG image or an endpoint JSON saying "unavailable" under the asked
+// label, answered 503 and never cached.
 func TestBadgeStoreFailure(t *testing.T) {
 	ts := newTestServer(t, 0, 0, Config{})
 	ts.Server.store = failingStore{Store: ts.db, changed: failChanged}
-	r := ts.get(t, "/badge/gpt2.svg")
-	if r.status != 503 || !strings.Contains(r.body, "unavailable") || r.header.Get("Cache-Control") != "no-store" {
-		t.Errorf("%d %q %s", r.status, r.header.Get("Cache-Control"), r.body)
+	for _, c := range []struct {
+		path, ctype string
+		check       func(t *testing.T, r response)
+	}{
+		{"/badge/gpt2.svg", "image/svg+xml", func(t *testing.T, r response) {
+			if !strings.HasPrefix(r.body, "<svg") || !strings.Contains(r.body, `aria-label="TorchTPU: unavailable"`) {
+				t.Errorf("not an unavailable SVG badge: %s", r.body)
+			}
+		}},
+		{"/badge/gpt2.svg?style=for-the-badge&label=ready", "image/svg+xml", func(t *testing.T, r response) {
+			if !strings.Contains(r.body, `height="28"`) || !strings.Contains(r.body, `aria-label="ready: unavailable"`) {
+				t.Errorf("style or label lost: %s", r.body)
+			}
+		}},
+		{"/badge/gpt2.json?label=ready", "application/json", func(t *testing.T, r response) {
+			if e := decode[endpointBadge](t, r); e.SchemaVersion != 1 || e.Label != "ready" || e.Message != "unavailable" {
+				t.Errorf("endpoint badge %+v", e)
+			}
+		}},
+	} {
+		r := ts.get(t, c.path)
+		if r.status != 503 || r.header.Get("Cache-Control") != "no-store" {
+			t.Errorf("%s: %d %q", c.path, r.status, r.header.Get("Cache-Control"))
+		}
+		if ct := r.header.Get("Content-Type"); !strings.HasPrefix(ct, c.ctype) {
+			t.Errorf("%s: content type %q, want %s", c.path, ct, c.ctype)
+		}
+		c.check(t, r)
 	}
 }

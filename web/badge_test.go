@@ -95,7 +95,9 @@ func TestBadgeFor(t *testing.T) {
 
 func TestFormatTokensPerS(t *testing.T) {
 	for v, want := range map[float64]string{3.44: "3.4 tok/s", 312.4: "312 tok/s", 999.6: "1000 tok/s", 1234: "1.2k tok/s",
-		2.5e6: "2.5M tok/s", -1: "? tok/s", math.NaN(): "? tok/s"} {
+		2.5e6: "2.5M tok/s", -1: "? tok/s", math.NaN(): "? tok/s",
+		// each range starts at its bound
+		0: "0.0 tok/s", 10: "10 tok/s", 1000: "1.0k tok/s", 1e6: "1.0M tok/s"} {
 		if got := formatTokensPerS(v); got != want {
 			t.Errorf("formatTokensPerS(%v) = %q, want %q", v, got, want)
 		}
@@ -120,6 +122,25 @@ func TestTextWidth(t *testing.T) {
 	}
 	if textWidth("WWW", 11, false) <= textWidth("iii", 11, false) {
 		t.Error("W should be wider than i")
+	}
+}
+
+// The edges of the tables: the first and last printable ASCII characters
+// have their widths, C0 and C1 controls and DEL none, and the first
+// character past the C1 controls (no-break space) is wide again.
+func TestTextWidthEdges(t *testing.T) {
+	for _, c := range []struct {
+		s     string
+		bold  bool
+		units float64 // thousandths of an em
+	}{
+		{" ", false, 351}, {"~", false, 818}, {" ", true, 341}, {"~", true, 867},
+		{"\x1f", false, 0}, {"\x7f", false, 0}, {"\u0080", false, 0}, {"\u009f", false, 0},
+		{"\u00a0", false, fallbackWidth}, {"·", false, 363}, {"·", true, 361},
+	} {
+		if got := textWidth(c.s, 1000, c.bold); got != c.units {
+			t.Errorf("width(%q, bold %v) = %v, want %v", c.s, c.bold, got, c.units)
+		}
 	}
 }
 

@@ -120,3 +120,40 @@ func TestVersionedCache(t *testing.T) {
 		t.Error("re-putting one key evicted another: its old sizes were counted")
 	}
 }
+
+// The budget's edges: a value of exactly a tenth of the budget is kept (only
+// larger ones are refused), and the cache fills to exactly its budget before
+// it starts over. Sizes are given net of the cache's overhead per entry.
+func TestVersionedCacheBudgetEdges(t *testing.T) {
+	t1 := time.Unix(100, 0)
+	overhead := entryOverhead()
+	c := versioned[string, int]{maxBytes: 10_000}
+	c.put("tenth", t1, 1, 1_000-overhead)
+	if _, ok := c.get("tenth", t1); !ok {
+		t.Error("a value of exactly a tenth of the budget was refused")
+	}
+	c.put("over", t1, 2, 1_001-overhead)
+	if _, ok := c.get("over", t1); ok {
+		t.Error("a value over a tenth of the budget was kept")
+	}
+
+	full := versioned[string, int]{maxBytes: 10_000}
+	for i := range 10 {
+		full.put(fmt.Sprint("k", i), t1, i, 1_000-overhead)
+	}
+	for i := range 10 {
+		if _, ok := full.get(fmt.Sprint("k", i), t1); !ok {
+			t.Errorf("k%d lost while the cache held no more than its budget", i)
+		}
+	}
+	if full.bytes != full.maxBytes {
+		t.Errorf("ten values of a tenth each: %d bytes counted, want %d", full.bytes, full.maxBytes)
+	}
+	full.put("k10", t1, 10, 1_000-overhead)
+	if _, ok := full.get("k0", t1); ok {
+		t.Error("an eleventh tenth did not start the cache over")
+	}
+	if _, ok := full.get("k10", t1); !ok || full.bytes != 1_000 {
+		t.Errorf("after starting over: newest held %v, %d bytes counted", ok, full.bytes)
+	}
+}

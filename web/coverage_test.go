@@ -83,3 +83,46 @@ func TestMetricRowsShowFamilyNumerics(t *testing.T) {
 		}
 	}
 }
+
+// The other extensions (tolerance, compiled step, time to first token,
+// perplexity, parameters) show, each with its value, exactly when measured.
+func TestMetricRowsShowExtensionsWhenMeasured(t *testing.T) {
+	tol, step, ttft, ppl := 0.002, 12.5, 80.25, 7.5
+	params := int64(600_000_000)
+	measured := compat.Metrics{Tolerance: &tol, CompiledStepMS: &step, TTFTMS: &ttft, Perplexity: &ppl, ParamCount: &params}
+	want := map[string]string{"Tolerance": "0.002", "Compiled step": "12.5 ms", "Time to first token": "80.2", "Perplexity": "7.5",
+		"Parameters": "600"}
+	got := map[string]string{}
+	for _, r := range metricRows(measured) {
+		got[r.Name] = r.Value
+	}
+	for name, value := range want {
+		if v, ok := got[name]; !ok || !strings.Contains(v, value) {
+			t.Errorf("measured %s: row %q (shown %v), want it to hold %q", name, v, ok, value)
+		}
+	}
+	for _, r := range metricRows(compat.Metrics{}) {
+		if _, ok := want[r.Name]; ok {
+			t.Errorf("unmeasured %s shown as %q", r.Name, r.Value)
+		}
+	}
+}
+
+// containsTarget finds a target in a list, and only that target.
+func TestContainsTarget(t *testing.T) {
+	for _, c := range []struct {
+		ts   []compat.Target
+		t    compat.Target
+		want bool
+	}{
+		{nil, compat.TargetTPU, false},
+		{[]compat.Target{compat.TargetCPU}, compat.TargetTPU, false},
+		{[]compat.Target{compat.TargetCPU, compat.TargetCUDA}, compat.TargetTPU, false},
+		{[]compat.Target{compat.TargetCPU, compat.TargetTPU}, compat.TargetTPU, true},
+		{[]compat.Target{compat.TargetTPU}, compat.TargetTPU, true},
+	} {
+		if got := containsTarget(c.ts, c.t); got != c.want {
+			t.Errorf("containsTarget(%v, %s) = %v, want %v", c.ts, c.t, got, c.want)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
@@ -53,7 +54,7 @@ func (s *Server) cachedSummary(ctx context.Context, target compat.Target, change
 	if err != nil {
 		return store.Summary{}, err
 	}
-	s.summaries.put(key, changed, v, 2048)
+	s.summaries.put(strings.Clone(key), changed, v, 2048) // key may point into the request's buffer
 	return v, nil
 }
 

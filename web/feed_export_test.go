@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/csv"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -134,5 +135,64 @@ func TestWriteCSVRow(t *testing.T) {
 	rec, err := csv.NewReader(&b).Read()
 	if err != nil || rec[0] != "'=1+1" || rec[7] != `say "hi"` {
 		t.Errorf("round trip: %q %v", rec, err)
+	}
+}
+
+// One export holds at most maxExportRows models however many pages the
+// store has left: the store here never runs out (a page of maxLimit models
+// and a next cursor, always).
+func TestExportCSVStopsAtItsCap(t *testing.T) {
+	ts := newTestServer(t, 0, 0, Config{})
+	pages := 0
+	page := make([]compat.Model, maxLimit)
+	for i := range page {
+		page[i] = compat.Model{ID: fmt.Sprintf("org/m%d", i)}
+	}
+	ts.Server.store = failingStore{Store: ts.db, list: func(_ context.Context, q store.ModelQuery) ([]compat.Model, string, error) {
+		pages++
+		return page, "more", nil
+	}}
+	r := ts.get(t, "/export.csv")
+	if r.status != 200 {
+		t.Fatalf("%d %.200s", r.status, r.body)
+	}
+	if rows := strings.Count(r.body, "\n") - 1; rows != maxExportRows || pages != maxExportRows/maxLimit {
+		t.Errorf("%d rows from %d pages, want %d rows from %d", rows, pages, maxExportRows, maxExportRows/maxLimit)
+	}
+}
+
+// A feed item's text says the change, the status move when there was one,
+// the message when there is one, then the revision and the runtime when
+// known; its HTML names the runtime only when known.
+func TestFeedEntryText(t *testing.T) {
+	boom, empty := "RuntimeError: boom", ""
+	rt := compat.Runtime{Torch: "2.9.0"}
+	for _, c := range []struct {
+		name     string
+		e        compat.Event
+		wantText string // after the title and its period
+		wantHTML string
+	}{
+		{"a move with a message on a runtime",
+			compat.Event{ModelID: "org/m", Target: "tpu", Kind: compat.EventRegression, FromStatus: compat.StatusPass, ToStatus: compat.StatusFail,
+				Revision: "abc", Runtime: rt, Message: &boom},
+			" Status pass → fail.\n\nRuntimeError: boom\n\nRevision abc · torch 2.9.0", "<p>Revision abc · torch 2.9.0</p>"},
+		{"first result, no message, no runtime",
+			compat.Event{ModelID: "org/m", Target: "tpu", Kind: compat.EventNew, ToStatus: compat.StatusPass, Revision: "abc"},
+			"\n\nRevision abc", "<p>Revision abc</p>"},
+		{"an empty message says nothing",
+			compat.Event{ModelID: "org/m", Target: "tpu", Kind: compat.EventNew, ToStatus: compat.StatusFail, Revision: "abc", Message: &empty},
+			"\n\nRevision abc", "<p>Revision abc</p>"},
+	} {
+		it, err := feedEntry("https://compat.example.org", c.e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := eventTitle(c.e) + "." + c.wantText; it.ContentText != want {
+			t.Errorf("%s: text %q, want %q", c.name, it.ContentText, want)
+		}
+		if !strings.HasSuffix(it.ContentHTML, c.wantHTML) {
+			t.Errorf("%s: HTML %q, want it to end in %q", c.name, it.ContentHTML, c.wantHTML)
+		}
 	}
 }

@@ -55,6 +55,25 @@ func TestValidHost(t *testing.T) {
 	}
 }
 
+// validHost at its edges: every letter and digit range's first and last
+// character, a port with 0 and 9, a 63-character label (64 is too long) and
+// a host of exactly 262 characters (263 is too long).
+func TestValidHostEdges(t *testing.T) {
+	l63 := strings.Repeat("a", 63)
+	name256 := strings.Join([]string{l63, l63, l63, strings.Repeat("b", 62), "c"}, ".") // 256 characters
+	for h, want := range map[string]bool{
+		"a.z.A.Z.0.9.example.org": true, "example.org:8090": true, "example.org:9": true, "example.org:0": true,
+		"`.example.org": false, "{.example.org": false, "@.example.org": false, "[.example.org": false, "/.example.org": false,
+		"example.org:8/": false, "example.org:8;": false,
+		l63 + ".example.org": true, l63 + "a.example.org": false,
+		name256 + ":12345": true, name256 + ":123456": false, name256 + "a:12345": false,
+	} {
+		if got := validHost(h); got != want {
+			t.Errorf("validHost(%q) (%d characters) = %v, want %v", h, len(h), got, want)
+		}
+	}
+}
+
 // TestForwardedHeaders: without trusted proxies X-Forwarded-* change
 // nothing (the connection and its Host decide); from a trusted proxy they
 // set the feed's and the badge snippets' origin, but only ever to an http

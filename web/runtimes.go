@@ -87,7 +87,7 @@ func (s *Server) cachedRuntimes(ctx context.Context, target compat.Target, chang
 	if err != nil {
 		return nil, err
 	}
-	s.runtimes.put(key, changed, v, 256*len(v))
+	s.runtimes.put(strings.Clone(key), changed, v, 256*len(v)) // key may point into the request's buffer
 	return v, nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"reflect"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -102,6 +103,8 @@ func TestHeadline(t *testing.T) {
 			"torch_tpu 0.2.0 fixes 1 model (50.0 % of downloads), breaks 0"},
 		{compare.Headline{Counts: map[compare.Kind]int{compare.Fixed: 3, compare.Regressed: 1}},
 			"torch_tpu 0.2.0 fixes 3 models, breaks 1"}, // no downloads: no shares
+		{compare.Headline{Counts: map[compare.Kind]int{compare.Regressed: 2}, FixedShare: share(0), RegressedShare: share(0.25)},
+			"torch_tpu 0.2.0 fixes 0 models, breaks 2 (25.0 % of downloads)"}, // nothing fixed: no share of it
 	} {
 		if got := headline("torch_tpu 0.2.0", c.h); got != c.want {
 			t.Errorf("%q, want %q", got, c.want)
@@ -492,4 +495,76 @@ func TestComparisonCachedByRuntimeVersions(t *testing.T) {
 	r.Runtime, r.TestedAt = rtV2, testTime.Add(2*time.Hour)
 	ts.record(t, "new/model", r)
 	calls("a result on v2", 4) // both comparisons involve v2
+}
+
+// The compare page's two selects list every runtime and each marks the one
+// compared on its side; without a comparison neither marks any.
+func TestRuntimeOptionsSelectTheComparedPair(t *testing.T) {
+	v1, v2 := store.RuntimeStats{Ref: rtV1.Ref("tpu")}, store.RuntimeStats{Ref: rtV2.Ref("tpu")}
+	rts := []store.RuntimeStats{v2, v1}
+	selected := func(opts []runtimeOption) (keys []string) {
+		if len(opts) != len(rts) {
+			t.Errorf("%d options for %d runtimes", len(opts), len(rts))
+		}
+		for _, o := range opts {
+			if o.Selected {
+				keys = append(keys, o.Key)
+			}
+		}
+		return keys
+	}
+	for _, c := range []struct {
+		name             string
+		cmp              *comparison
+		wantBase, wantHd []string
+	}{
+		{"v1 to v2", &comparison{Base: v1, Head: v2}, []string{keyV1}, []string{keyV2}},
+		{"v2 to v1", &comparison{Base: v2, Head: v1}, []string{keyV2}, []string{keyV1}},
+		{"no comparison", nil, nil, nil},
+	} {
+		base, head := runtimeOptions(rts, c.cmp)
+		if got := selected(base); !slices.Equal(got, c.wantBase) {
+			t.Errorf("%s: base selects %v, want %v", c.name, got, c.wantBase)
+		}
+		if got := selected(head); !slices.Equal(got, c.wantHd) {
+			t.Errorf("%s: head selects %v, want %v", c.name, got, c.wantHd)
+		}
+	}
+}
+
+// A runtime's feed item lists only the kinds of change it has: no heading
+// for an empty list.
+func TestFeedRuntimeItemOmitsEmptyLists(t *testing.T) {
+	r := compare.Result{
+		Regressed: []compare.Item{{ID: "org/broken", BaseStatus: compat.StatusPass, HeadStatus: compat.StatusFail}},
+		Headline:  compare.Headline{Counts: map[compare.Kind]int{compare.Regressed: 1}},
+	}
+	cmp := &comparison{Base: store.RuntimeStats{Ref: rtV1.Ref("tpu")}, Head: store.RuntimeStats{Ref: rtV2.Ref("tpu")}, Result: r, Label: "torch_tpu 0.2.0"}
+	it, err := runtimeEntry("https://compat.example.org", cmp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(it.ContentText, "\n\nRegressed:\norg/broken: pass → fail") {
+		t.Errorf("the regression is not listed:\n%s", it.ContentText)
+	}
+	for _, absent := range []string{"Fixed:", "Newly tested:"} {
+		if strings.Contains(it.ContentText, absent) {
+			t.Errorf("an empty list has a heading %q:\n%s", absent, it.ContentText)
+		}
+	}
+}
+
+// byDate puts the newest first and keeps the order of items published at
+// the same time.
+func TestByDate(t *testing.T) {
+	items := []feedItem{{ID: "a", DatePublished: "2026-01-02T00:00:00Z"}, {ID: "b", DatePublished: "2026-01-01T00:00:00Z"},
+		{ID: "c", DatePublished: "2026-01-02T00:00:00Z"}, {ID: "d", DatePublished: "2026-01-03T00:00:00Z"}, {ID: "e", DatePublished: "2026-01-02T00:00:00Z"}}
+	byDate(items)
+	var got []string
+	for _, it := range items {
+		got = append(got, it.ID)
+	}
+	if want := []string{"d", "a", "c", "e", "b"}; !slices.Equal(got, want) {
+		t.Errorf("order %v, want %v", got, want)
+	}
 }

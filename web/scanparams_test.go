@@ -37,6 +37,10 @@ func TestParseScanParams(t *testing.T) {
 			`{"Trigger":"startup","Source":"hub","Limit":10,"Sort":"downloads","Target":"cpu","Mode":"full","Timeout":1500000000,"Force":false}`,
 			`{"trigger":"startup","source":"hub","limit":10,"sort":"downloads","tasks":[],"models":[],"target":"cpu",` +
 				`"mode":"full","timeout_s":1.5,"scan_timeout_s":null,"force":false,"devices":0,"memory_budget_bytes":null}`},
+		{"a scan timeout of 0 is none",
+			`{"Trigger":"cli","Source":"hub","Limit":1,"Sort":"downloads","Target":"auto","Mode":"auto","Timeout":0,"Force":false,"ScanTimeout":0}`,
+			`{"trigger":"cli","source":"hub","limit":1,"sort":"downloads","tasks":[],"models":[],"target":"auto",` +
+				`"mode":"auto","timeout_s":0,"scan_timeout_s":null,"force":false,"devices":0,"memory_budget_bytes":null}`},
 		{"the API's own form", full, full},
 	}
 	for _, tt := range tests {

@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -285,6 +287,37 @@ func TestRateLimiterRefills(t *testing.T) {
 	l.allow("c") // sweeps
 	if len(l.buckets) != 1 {
 		t.Errorf("idle buckets kept: %d", len(l.buckets))
+	}
+}
+
+// The sweep runs at most once a minute (and again at exactly a minute), and
+// forgets exactly the buckets idle long enough to have refilled: burst/rate
+// seconds (10 tokens at 2 a second: 5 s).
+func TestRateLimiterSweepEdges(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	now := t0
+	l := newRateLimiter(2, 10, func() time.Time { return now })
+	at := func(d time.Duration, key string) {
+		now = t0.Add(d)
+		if ok, _ := l.allow(key); !ok {
+			t.Fatalf("%s refused", key)
+		}
+	}
+	keys := func() []string { return slices.Sorted(maps.Keys(l.buckets)) }
+	at(0, "a") // the first request sweeps (nothing yet)
+	at(30*time.Second, "b")
+	if got := keys(); !slices.Equal(got, []string{"a", "b"}) {
+		t.Errorf("within a minute of the last sweep: %v, want a and b", got)
+	}
+	at(time.Minute, "c") // a minute after the last sweep: a and b idle for 60 s and 30 s, both full again
+	if got := keys(); !slices.Equal(got, []string{"c"}) {
+		t.Errorf("a minute after the last sweep: %v, want c alone", got)
+	}
+	at(2*time.Minute-5*time.Second, "d")
+	at(2*time.Minute-5*time.Second+time.Nanosecond, "e")
+	at(2*time.Minute, "f") // d idle exactly 5 s (full again), e a nanosecond less
+	if got := keys(); !slices.Equal(got, []string{"e", "f"}) {
+		t.Errorf("after the second sweep: %v, want e and f", got)
 	}
 }
 

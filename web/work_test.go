@@ -169,6 +169,15 @@ func TestWorkRoutesPassThroughAndMapErrors(t *testing.T) {
 	if len(work.called()) != n {
 		t.Errorf("bad bodies reached the dispatcher: %v", work.called()[n:])
 	}
+	// A body of exactly MaxBodyBytes is within the limit.
+	edge := res
+	edge.Result.LogTail = "x"
+	edge.Result.LogTail = strings.Repeat("x", 1+fleet.MaxBodyBytes-len(mustJSON(t, edge)))
+	if body := mustJSON(t, edge); len(body) != fleet.MaxBodyBytes {
+		t.Fatalf("edge body of %d bytes", len(body))
+	} else if r := ts.post(t, fleet.PathResult, testWorkerToken, body); r.status != 200 {
+		t.Errorf("a result of exactly %d bytes: %d %.200s", fleet.MaxBodyBytes, r.status, r.body)
+	}
 }
 
 func TestWorkRoutesAreNotRateLimitedLikeTheAPI(t *testing.T) {
