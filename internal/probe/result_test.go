@@ -1,0 +1,100 @@
+package probe
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestFormatBytes: each unit starts at exactly its size, and a GiB figure
+// keeps one decimal.
+func TestFormatBytes(t *testing.T) {
+	tests := []struct {
+		n    uint64
+		want string
+	}{
+		{0, "0 B"},
+		{1023, "1023 B"},
+		{1024, "1 KiB"},
+		{1<<20 - 1, "1023 KiB"},
+		{1 << 20, "1 MiB"},
+		{256 << 20, "256 MiB"},
+		{1<<30 - 1, "1023 MiB"},
+		{1 << 30, "1.0 GiB"},
+		{3 << 29, "1.5 GiB"},
+		{80 << 30, "80.0 GiB"},
+	}
+	for _, tt := range tests {
+		if got := formatBytes(tt.n); got != tt.want {
+			t.Errorf("formatBytes(%d) = %q, want %q", tt.n, got, tt.want)
+		}
+	}
+}
+
+// TestCleanHead: a continuation keeps printable text, spaces, newlines and
+// tabs; C0 and C1 control characters and DEL go, whatever their neighbours
+// (U+001F and U+00A0 sit just outside the removed ranges).
+func TestCleanHead(t *testing.T) {
+	tests := []struct {
+		in   string
+		max  int
+		want string
+	}{
+		{"a b\tc\nd", 100, "a b\tc\nd"},
+		{"x\x00\x1fy\x7fz", 100, "xyz"},
+		{"\u0080a\u009fb", 100, "ab"},
+		{"\u007e\u00a0\u00ff", 100, "\u007e\u00a0\u00ff"},
+		{" \x20", 100, "  "},
+		{"abcdef", 3, "abc"},
+		{"ab\u20ac", 4, "ab"}, // the euro sign (3 bytes) does not fit whole
+		{"ab\xffc", 100, "ab\uFFFDc"},
+	}
+	for _, tt := range tests {
+		if got := cleanHead(tt.in, tt.max); got != tt.want {
+			t.Errorf("cleanHead(%q, %d) = %q, want %q", tt.in, tt.max, got, tt.want)
+		}
+	}
+}
+
+// TestCleanTailCutRune: a rune cut at the start leaves at most three
+// continuation bytes, which are dropped; a run of five cannot be one cut
+// rune, so what is left of it shows as U+FFFD rather than vanish.
+func TestCleanTailCutRune(t *testing.T) {
+	tests := []struct {
+		in   string
+		max  int
+		want string
+	}{
+		{"\x80\x80\x80abc", 10, "abc"},
+		{"\x80\x80\x80\x80\x80abc", 10, "\uFFFDabc"},
+		{"\xf0\x9f\x98\x80ok", 5, "ok"}, // an emoji cut after its first byte
+		{"plain", 5, "plain"},
+	}
+	for _, tt := range tests {
+		if got := cleanTail([]byte(tt.in), tt.max); got != tt.want {
+			t.Errorf("cleanTail(%q, %d) = %q, want %q", tt.in, tt.max, got, tt.want)
+		}
+	}
+}
+
+// TestMergeLogTailBothLong: when the harness's tail and stderr differ and
+// both are long, the harness's part is at most half, the scanner's stderr
+// fills the rest, and the whole stays within LogTailMax.
+func TestMergeLogTailBothLong(t *testing.T) {
+	harness := "H" + strings.Repeat("h", LogTailMax)
+	stderr := strings.Repeat("s", LogTailMax) + "S"
+	got := mergeLogTail(harness, []byte(stderr))
+	const sep = "\n--- harness stderr (scanner) ---\n"
+	hp, sp, ok := strings.Cut(got, sep)
+	if !ok {
+		t.Fatalf("no separator in %q", tail(got))
+	}
+	if len(got) != LogTailMax {
+		t.Errorf("%d bytes, want the whole budget, %d", len(got), LogTailMax)
+	}
+	if len(hp) != LogTailMax/2 || strings.Trim(hp, "h") != "" {
+		t.Errorf("harness part: %d bytes, want the last %d of the harness's tail", len(hp), LogTailMax/2)
+	}
+	if want := LogTailMax - LogTailMax/2 - len(sep); len(sp) != want || !strings.HasSuffix(sp, "sS") {
+		t.Errorf("stderr part: %d bytes ending %q, want the last %d of stderr", len(sp), sp[max(0, len(sp)-2):], want)
+	}
+}
