@@ -1,8 +1,12 @@
 package probe
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 )
 
 // TestFormatBytes: each unit starts at exactly its size, and a GiB figure
@@ -96,5 +100,27 @@ func TestMergeLogTailBothLong(t *testing.T) {
 	}
 	if want := LogTailMax - LogTailMax/2 - len(sep); len(sp) != want || !strings.HasSuffix(sp, "sS") {
 		t.Errorf("stderr part: %d bytes ending %q, want the last %d of stderr", len(sp), sp[max(0, len(sp)-2):], want)
+	}
+}
+
+// TestReadResultSizeCap: a result file of exactly MaxResultBytes is read;
+// one byte more is refused, whatever it holds.
+func TestReadResultSizeCap(t *testing.T) {
+	body := `{"status": "pass", "task": "fill-mask"}`
+	for _, tt := range []struct {
+		size int
+		ok   bool
+	}{{MaxResultBytes, true}, {MaxResultBytes + 1, false}} {
+		path := filepath.Join(t.TempDir(), "result.json")
+		if err := os.WriteFile(path, []byte(body+strings.Repeat(" ", tt.size-len(body))), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		res, err := readResult(path)
+		if tt.ok && (err != nil || res.Status != compat.StatusPass || res.Task != "fill-mask") {
+			t.Errorf("%d bytes: %+v, %v; want the result", tt.size, res, err)
+		}
+		if !tt.ok && (err == nil || !strings.Contains(err.Error(), "larger than")) {
+			t.Errorf("%d bytes: error %v, want the size cap", tt.size, err)
+		}
 	}
 }
