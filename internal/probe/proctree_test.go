@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -158,4 +159,27 @@ func TestNoProcessOutlivesAKilledScanner(t *testing.T) {
 	}
 	cmd.Wait()
 	waitNoProcs(t, tag)
+}
+
+// TestDescendants: every live process below root, parents before their
+// children, through zombies (whose children are still alive), and nothing
+// outside root's tree.
+func TestDescendants(t *testing.T) {
+	procs := []procEntry{
+		{pid: 1, ppid: 0},
+		{pid: 10, ppid: 1}, // root
+		{pid: 11, ppid: 10},
+		{pid: 12, ppid: 10, zombie: true},
+		{pid: 13, ppid: 11},
+		{pid: 14, ppid: 12}, // child of a zombie: alive, listed
+		{pid: 20, ppid: 1},  // a sibling of root: not below it
+		{pid: 21, ppid: 20},
+	}
+	got := descendants(procs, 10)
+	if want := []int{11, 13, 14}; !slices.Equal(got, want) {
+		t.Errorf("descendants(10) = %v, want %v", got, want)
+	}
+	if got := descendants(procs, 13); len(got) != 0 {
+		t.Errorf("descendants of a leaf: %v, want none", got)
+	}
 }
