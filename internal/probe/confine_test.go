@@ -1,14 +1,19 @@
 package probe
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/google-pytorch/torchtpu-scanner/internal/testenv"
 )
 
 // requireLandlock skips, loudly (on stderr, which `go test` shows even
@@ -142,5 +147,69 @@ func TestPolicy(t *testing.T) {
 	}
 	if fi, err := os.Stat(inductor); err != nil || !fi.IsDir() {
 		t.Errorf("the inductor cache folder was not created (a rule needs it): %v", err)
+	}
+}
+
+// TestInterpreterPaths: the confiner asks the interpreter itself for its
+// executable and the folders it reads (its standard library is one), and
+// falls back to the interpreter and its installation folder when the
+// answer is unusable (not JSON, or a relative executable).
+func TestInterpreterPaths(t *testing.T) {
+	if python3 == "" {
+		testenv.Missing(t, "no python3 on this host")
+	}
+	out, err := exec.Command(python3, "-I", "-c", `import sys, sysconfig; print(sys.executable); print(sysconfig.get_paths()["stdlib"])`).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	exe, stdlib, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
+	c := &confiner{python: python3, log: quietLogger()}
+	gotExe, paths := c.interpreter(context.Background())
+	if gotExe != exe || !slices.Contains(paths, stdlib) {
+		t.Errorf("interpreter() = %q, %v; want %q and its standard library %q", gotExe, paths, exe, stdlib)
+	}
+
+	dir := t.TempDir()
+	for name, answer := range map[string]string{
+		"relative": `{"exe": "python", "paths": ["/from-the-answer"]}`,
+		"garbage":  `not json`,
+	} {
+		fake := filepath.Join(dir, name, "bin", "python")
+		if err := os.MkdirAll(filepath.Dir(fake), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(fake, []byte("#!/bin/sh\necho '"+answer+"'\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		c := &confiner{python: fake, log: quietLogger()}
+		gotExe, paths := c.interpreter(context.Background())
+		if gotExe != fake || slices.Contains(paths, "/from-the-answer") || !slices.Contains(paths, filepath.Join(dir, name)) {
+			t.Errorf("%s answer: interpreter() = %q, %v; want %q and its installation folder", name, gotExe, paths, fake)
+		}
+	}
+}
+
+// TestLogConfinement: the start-up line says whether harnesses run
+// confined, and whether signals are scoped (Landlock ABI 6 and later).
+func TestLogConfinement(t *testing.T) {
+	logged := func(off bool) string {
+		var buf bytes.Buffer
+		logConfinement(slog.New(slog.NewTextHandler(&buf, nil)), off)
+		return buf.String()
+	}
+	if got := logged(true); !strings.Contains(got, "Landlock is off") {
+		t.Errorf("off: logged %q", got)
+	}
+	var want string
+	switch abi := landlockABI(); {
+	case abi == 0:
+		want = "this kernel has no Landlock"
+	case abi < 6:
+		want = fmt.Sprintf("confined by Landlock ABI %d: writes only to its run folder; signals are not scoped", abi)
+	default:
+		want = fmt.Sprintf("confined by Landlock ABI %d: writes only to its run folder; signals outside the run are refused", abi)
+	}
+	if got := logged(false); !strings.Contains(got, want) {
+		t.Errorf("on: logged %q, want %q", got, want)
 	}
 }

@@ -2,9 +2,12 @@ package probe
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 )
@@ -121,6 +124,54 @@ func TestReadResultSizeCap(t *testing.T) {
 		}
 		if !tt.ok && (err == nil || !strings.Contains(err.Error(), "larger than")) {
 			t.Errorf("%d bytes: error %v, want the size cap", tt.size, err)
+		}
+	}
+}
+
+// exitState runs a shell that ends with script (an exit, or a signal it
+// sends itself) and returns how it ended.
+func exitState(t *testing.T, script string) *os.ProcessState {
+	t.Helper()
+	cmd := exec.Command("/bin/sh", "-c", script)
+	_ = cmd.Run()
+	if cmd.ProcessState == nil {
+		t.Fatalf("sh -c %q did not run", script)
+	}
+	return cmd.ProcessState
+}
+
+// TestNoResultMessages: what the runner says of a harness that wrote no
+// result names the data limit only when there is one, the peak memory of a
+// SIGKILLed harness in its own unit, and a flood of stdout only beyond 1 MiB.
+func TestNoResultMessages(t *testing.T) {
+	run := func(memLimit uint64) *probeRun {
+		r := &Runner{found: &envCache{}, digest: "sha256:000000000000", memLimit: memLimit}
+		return &probeRun{r: r, req: Request{ModelID: "org/m", Revision: "abc", Target: compat.TargetCPU, Mode: compat.ModeArch},
+			start: time.Now(), target: compat.TargetCPU}
+	}
+	oom := procOutcome{state: exitState(t, "exit 1"), stderrTail: []byte("stage=load\nMemoryError\n"), lastStage: compat.StageLoad}
+	if msg := str(run(0).noResult(oom).Message); !strings.Contains(msg, "out of memory") || strings.Contains(msg, "data limit") {
+		t.Errorf("no data limit: message %q names one", msg)
+	}
+	if msg := str(run(3 << 30).noResult(oom).Message); !strings.Contains(msg, "its data limit was 3.0 GiB") {
+		t.Errorf("a 3 GiB data limit: message %q", msg)
+	}
+
+	killed := procOutcome{state: exitState(t, "kill -KILL $$"), rusage: &syscall.Rusage{Maxrss: 3 << 20}, lastStage: compat.StageLoad}
+	res := run(0).noResult(killed)
+	if msg := str(res.Message); res.Status != compat.StatusCrash || !strings.Contains(msg, "peak RSS 3.0 GiB") {
+		t.Errorf("SIGKILL with a 3 GiB peak (getrusage counts KiB): %s, message %q", res.Status, msg)
+	}
+
+	for _, tt := range []struct {
+		stdout int64
+		want   string
+	}{{1 << 20, ""}, {1<<20 + 1, "; it printed 1 MiB to stdout"}, {5 << 20, "; it printed 5 MiB to stdout"}} {
+		out := procOutcome{state: exitState(t, "exit 3"), stdoutBytes: tt.stdout}
+		msg := str(run(0).noResult(out).Message)
+		if !strings.HasPrefix(msg, "harness wrote no result (exit status 3)") || strings.Contains(msg, "printed") != (tt.want != "") ||
+			!strings.HasSuffix(msg, tt.want) {
+			t.Errorf("%d bytes of stdout: message %q, want it to end %q", tt.stdout, msg, tt.want)
 		}
 	}
 }
