@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 
+	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
+
 	"github.com/google-pytorch/torchtpu-scanner/internal/testenv"
 )
 
@@ -211,5 +213,17 @@ func TestLogConfinement(t *testing.T) {
 	}
 	if got := logged(false); !strings.Contains(got, want) {
 		t.Errorf("on: logged %q, want %q", got, want)
+	}
+}
+
+// TestLandlockABI: the ABI the runner reports is the kernel's, 0 where the
+// kernel has none.
+func TestLandlockABI(t *testing.T) {
+	want, err := ll.LandlockGetABIVersion()
+	if err != nil {
+		want = 0
+	}
+	if got := landlockABI(); got != want {
+		t.Errorf("landlockABI() = %d, want the kernel's %d", got, want)
 	}
 }

@@ -570,3 +570,53 @@ func TestEnvNamesLandlockWhenItBreaksTheDevice(t *testing.T) {
 		t.Errorf("Env(cuda) with NoLandlock = %q, %+v, %v; want the device", target, rt, err)
 	}
 }
+
+// TestNewRunnerLogsAndFolders: the runner logs to the configured logger
+// (and warns there only when ExtraEnv entries were refused), and extracts
+// the harness under the configured temporary folder.
+func TestNewRunnerLogsAndFolders(t *testing.T) {
+	if python3 == "" {
+		testenv.Missing(t, "no python3 on this host")
+	}
+	for _, tt := range []struct {
+		extra []string
+		warn  bool
+	}{{nil, false}, {[]string{"OMP_NUM_THREADS=2"}, false}, {[]string{"OMP_NUM_THREADS=2", "HF_TOKEN=x"}, true}} {
+		var buf bytes.Buffer
+		tmp := t.TempDir()
+		r, err := NewRunner(Config{Python: python3, TempDir: tmp, MemLimitBytes: NoLimit, ExtraEnv: tt.extra,
+			Logger: slog.New(slog.NewTextHandler(&buf, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { r.Close() })
+		if !strings.HasPrefix(r.harnessDir, tmp+string(filepath.Separator)) {
+			t.Errorf("harness extracted to %q, want it under the configured %q", r.harnessDir, tmp)
+		}
+		logged := buf.String()
+		if !strings.Contains(logged, "probe: harness confined by Landlock") && !strings.Contains(logged, "probe: this kernel has no Landlock") {
+			t.Errorf("ExtraEnv %v: the configured logger got %q, want the confinement line", tt.extra, logged)
+		}
+		if refused := strings.Contains(logged, "ExtraEnv entries refused"); refused != tt.warn || (tt.warn && !strings.Contains(logged, "names=HF_TOKEN")) {
+			t.Errorf("ExtraEnv %v: logged %q, want a refusal warning %v", tt.extra, logged, tt.warn)
+		}
+	}
+}
+
+// TestProbeTimeoutTermsTheHarness: on a timeout the runner sends SIGTERM to
+// the harness's process group first, so a harness that SIGTERM ends is gone
+// at once, without waiting out the grace period before SIGKILL.
+func TestProbeTimeoutTermsTheHarness(t *testing.T) {
+	t.Parallel()
+	r := standinRunner(t, func(c *Config) { c.Grace = 30 * time.Second })
+	req := standinRequest(t, "sleep")
+	req.Timeout = 2 * time.Second
+	start := time.Now()
+	res := r.Probe(context.Background(), req)
+	if res.Status != compat.StatusTimeout {
+		t.Errorf("status %s (%s), want timeout", res.Status, str(res.Message))
+	}
+	if took := time.Since(start); took > 15*time.Second {
+		t.Errorf("the probe took %s: the harness did not get SIGTERM, or did not die of it", took)
+	}
+}

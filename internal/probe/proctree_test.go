@@ -79,10 +79,16 @@ func TestNoProcessOutlivesAProbe(t *testing.T) {
 		behaviour string
 		timeout   time.Duration
 		status    compat.Status
+		children  int // sleepers the stand-in reports (child_pids)
 	}{
-		{"orphans", 4 * time.Second, compat.StatusTimeout},
-		{"orphans-exit", 30 * time.Second, compat.StatusPass},
-		{"orphans-killkeeper", 30 * time.Second, ""}, // the keeper died of SIGKILL: whatever the runner makes of it
+		{"orphans", 4 * time.Second, compat.StatusTimeout, 2},
+		{"orphans-exit", 30 * time.Second, compat.StatusPass, 2},
+		{"orphans-killkeeper", 30 * time.Second, "", 2}, // the keeper died of SIGKILL: whatever the runner makes of it
+		// Processes without the run's mark, orphaned to the keeper: the runner
+		// kills the keeper's tree on a timeout (the one in a session of its
+		// own too), and the run's process group once the keeper is gone.
+		{"unmarked", 6 * time.Second, compat.StatusTimeout, 2},
+		{"unmarked-killkeeper", 30 * time.Second, "", 1},
 	}
 	for _, tc := range tests {
 		t.Run(tc.behaviour, func(t *testing.T) {
@@ -95,10 +101,16 @@ func TestNoProcessOutlivesAProbe(t *testing.T) {
 			if tc.status != "" && res.Status != tc.status {
 				t.Errorf("status %s (%s), want %s", res.Status, str(res.Message), tc.status)
 			}
-			pids := childPids(t, res.LogTail+str(res.Message), 2)
+			pids := childPids(t, res.LogTail+str(res.Message), tc.children)
 			waitNoProcs(t, tag)
 			for _, pid := range pids {
 				waitGone(t, pid)
+			}
+			if tc.behaviour == "orphans-killkeeper" {
+				// The setsid() grandchild came to the runner (a subreaper) when
+				// the keeper died; the runner's sweep killed it, and reaps it
+				// too: it does not stay a zombie of this process.
+				waitReaped(t, pids[1])
 			}
 		})
 	}
@@ -182,4 +194,24 @@ func TestDescendants(t *testing.T) {
 	if got := descendants(procs, 13); len(got) != 0 {
 		t.Errorf("descendants of a leaf: %v, want none", got)
 	}
+}
+
+// waitReaped fails unless pid, a child of this process once orphaned, is
+// gone altogether within a few seconds: not even a zombie (nobody but this
+// process would reap it).
+func waitReaped(t *testing.T, pid int) {
+	t.Helper()
+	deadline := time.Now().Add(3 * time.Second)
+	for time.Now().Before(deadline) {
+		stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		if err != nil {
+			return
+		}
+		i := bytes.LastIndexByte(stat, ')')
+		if f := bytes.Fields(stat[i+2:]); len(f) > 1 && string(f[1]) != strconv.Itoa(os.Getpid()) {
+			return // the pid was reused by a process that is not ours
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Errorf("process %d is still a child of this process: killed but never reaped", pid)
 }

@@ -1,6 +1,7 @@
 package probe
 
 import (
+	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -8,6 +9,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 )
@@ -172,6 +174,104 @@ func TestNoResultMessages(t *testing.T) {
 		if !strings.HasPrefix(msg, "harness wrote no result (exit status 3)") || strings.Contains(msg, "printed") != (tt.want != "") ||
 			!strings.HasSuffix(msg, tt.want) {
 			t.Errorf("%d bytes of stdout: message %q, want it to end %q", tt.stdout, msg, tt.want)
+		}
+	}
+}
+
+// TestNoResultCrashMessages: a harness killed by a signal is described with
+// its signal, its stage and its last stderr line; one that exited is
+// described by its exit status alone when it left no stderr; a death in the
+// env stage is the environment's, with the same details.
+func TestNoResultCrashMessages(t *testing.T) {
+	run := func(target compat.Target) *probeRun {
+		r := &Runner{found: &envCache{}, digest: "sha256:000000000000"}
+		return &probeRun{r: r, req: Request{ModelID: "org/m", Revision: "abc", Target: target, Mode: compat.ModeArch},
+			start: time.Now(), target: target}
+	}
+	segv := exitState(t, "kill -SEGV $$")
+	tests := []struct {
+		name string
+		p    *probeRun
+		out  procOutcome
+		msg  string
+		sig  string
+	}{
+		{"crash in a stage, with stderr", run(compat.TargetCPU),
+			procOutcome{state: segv, lastStage: compat.StageForward, stderrTail: []byte("stage=forward\nFatal Python error\n\n")},
+			"harness died of SIGSEGV during stage forward; last stderr: Fatal Python error", "crash:SIGSEGV"},
+		{"crash before any stage, no stderr", run(compat.TargetCPU), procOutcome{state: segv},
+			"harness died of SIGSEGV", "crash:SIGSEGV"},
+		{"exit without stderr", run(compat.TargetCPU), procOutcome{state: exitState(t, "exit 2")},
+			"harness wrote no result (exit status 2)", ""},
+		{"exit with stderr", run(compat.TargetCPU), procOutcome{state: exitState(t, "exit 2"), stderrTail: []byte("ImportError: no torch\n")},
+			"harness wrote no result (exit status 2); last stderr: ImportError: no torch", ""},
+		{"env death on tpu, with stderr", run(compat.TargetTPU),
+			procOutcome{state: exitState(t, "kill -ABRT $$"), lastStage: compat.StageEnv, stderrTail: []byte("F0000 pjrt_state.cc check failed\n")},
+			"harness died of SIGABRT during stage env, before any model was loaded; last stderr: F0000 pjrt_state.cc check failed",
+			"device_unavailable:SIGABRT"},
+		{"env death on cpu, no stderr", run(compat.TargetCPU),
+			procOutcome{state: exitState(t, "kill -ABRT $$"), lastStage: compat.StageEnv},
+			"harness died of SIGABRT during stage env, before any model was loaded", "other:SIGABRT"},
+	}
+	for _, tt := range tests {
+		res := tt.p.noResult(tt.out)
+		if str(res.Message) != tt.msg || str(res.Signature) != tt.sig {
+			t.Errorf("%s: message %q signature %q, want %q and %q", tt.name, str(res.Message), str(res.Signature), tt.msg, tt.sig)
+		}
+	}
+}
+
+// TestSignature: a signature names the stage when there is one.
+func TestSignature(t *testing.T) {
+	if got := signature("timeout", ""); got != "timeout" {
+		t.Errorf("no stage: %q", got)
+	}
+	if got := signature("oom", "load"); got != "oom:load" {
+		t.Errorf("stage load: %q", got)
+	}
+}
+
+// TestCleanTailManyInvalidBytes: invalid bytes become U+FFFD, three bytes
+// each, and the result is cut again to fit.
+func TestCleanTailManyInvalidBytes(t *testing.T) {
+	s := cleanTail(bytes.Repeat([]byte("\xffa"), 50), 100)
+	if len(s) > 100 || !utf8.ValidString(s) || !strings.HasSuffix(s, "\uFFFDa") {
+		t.Errorf("%d bytes, valid %v: %q", len(s), utf8.ValidString(s), s)
+	}
+}
+
+// TestCompleteAndBase: of a harness's result the runner fills only what the
+// harness left out (target, mode, task, a failure's class), and never
+// relabels what it reported; a result the runner makes up names the mode
+// only when the request resolved it.
+func TestCompleteAndBase(t *testing.T) {
+	run := func(target compat.Target, mode compat.Mode) *probeRun {
+		r := &Runner{found: &envCache{}, digest: "sha256:000000000000"}
+		return &probeRun{r: r, req: Request{ModelID: "org/m", Revision: "abc", Task: "text-generation", Target: compat.TargetAuto, Mode: mode},
+			start: time.Now(), target: target}
+	}
+	// The cached auto resolution said tpu, but the harness ran on cpu: cpu it is.
+	res := run(compat.TargetTPU, compat.ModeAuto).complete(compat.Result{Status: compat.StatusPass, Target: compat.TargetCPU, Task: "fill-mask"}, procOutcome{})
+	if res.Target != compat.TargetCPU || res.Task != "fill-mask" || res.Mode != nil || res.FailureClass != nil {
+		t.Errorf("harness said cpu, fill-mask, no mode: got %q, %q, mode %q, class %q", res.Target, res.Task, str(res.Mode), str(res.FailureClass))
+	}
+	if !strings.HasSuffix(res.Repro, "--target cpu --mode auto") {
+		t.Errorf("repro %q", res.Repro)
+	}
+	res = run(compat.TargetTPU, compat.ModeArch).complete(compat.Result{Status: compat.StatusFail}, procOutcome{})
+	if res.Target != compat.TargetTPU || res.Task != "text-generation" || str(res.Mode) != "arch" || str(res.FailureClass) != "other" {
+		t.Errorf("harness left all out: got %q, %q, mode %q, class %q", res.Target, res.Task, str(res.Mode), str(res.FailureClass))
+	}
+	numerics := compat.ClassNumericsMismatch
+	res = run(compat.TargetCPU, compat.ModeArch).complete(compat.Result{Status: compat.StatusFail, FailureClass: &numerics, Target: compat.TargetAuto}, procOutcome{})
+	if str(res.FailureClass) != "numerics_mismatch" || res.Target != compat.TargetCPU {
+		t.Errorf("a failure with its class, target unresolved: class %q target %q", str(res.FailureClass), res.Target)
+	}
+
+	for mode, want := range map[compat.Mode]string{compat.ModeAuto: "", compat.ModeArch: "arch", compat.ModeFull: "full"} {
+		res := run(compat.TargetCPU, mode).scannerError(compat.StageEnv, "boom", nil)
+		if str(res.Mode) != want || res.Target != compat.TargetCPU || str(res.Message) != "boom" {
+			t.Errorf("runner's own result on a %s request: mode %q target %q message %q, want mode %q", mode, str(res.Mode), res.Target, str(res.Message), want)
 		}
 	}
 }
