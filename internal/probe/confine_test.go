@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
 
@@ -225,5 +226,50 @@ func TestLandlockABI(t *testing.T) {
 	}
 	if got := landlockABI(); got != want {
 		t.Errorf("landlockABI() = %d, want the kernel's %d", got, want)
+	}
+}
+
+// TestTPUHost: a TPU host is known by its accelerator nodes (/dev/accel*,
+// /dev/vfio), not by any device node.
+func TestTPUHost(t *testing.T) {
+	for _, tt := range []struct {
+		devices []string
+		want    bool
+	}{
+		{devRW, false},
+		{append(slices.Clone(devRW), "/dev/nvidia0", "/dev/nvidia-caps"), false},
+		{append(slices.Clone(devRW), "/dev/accel0"), true},
+		{[]string{"/dev/vfio"}, true},
+		{[]string{"/dev/vfio/0"}, false},
+		{nil, false},
+	} {
+		if got := tpuHost(tt.devices); got != tt.want {
+			t.Errorf("tpuHost(%v) = %v, want %v", tt.devices, got, tt.want)
+		}
+	}
+}
+
+// TestConfinedStartsCloseTheRuleset: each confined start closes its
+// Landlock ruleset; a scanner that runs thousands of probes leaks no file
+// descriptors. Not parallel: it counts this process's descriptors.
+func TestConfinedStartsCloseTheRuleset(t *testing.T) {
+	requireLandlock(t)
+	fds := func() int {
+		d, err := os.ReadDir("/proc/self/fd")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(d)
+	}
+	spec := procSpec{python: "/bin/true", dir: t.TempDir(), grace: time.Second, policy: &policy{ro: systemRO, devices: devRW}}
+	runProc(context.Background(), spec) // the first start may open what stays open (the Go runtime's own)
+	before := fds()
+	for range 3 {
+		if out := runProc(context.Background(), spec); out.startErr != nil || !out.state.Success() {
+			t.Fatalf("confined /bin/true: %v, %v", out.startErr, out.state)
+		}
+	}
+	if after := fds(); after != before {
+		t.Errorf("%d open descriptors after three confined starts, %d before", after, before)
 	}
 }

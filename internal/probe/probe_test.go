@@ -535,6 +535,18 @@ func TestNewRunner(t *testing.T) {
 	if r.memLimit != 3<<30 || r.nofile != DefaultMaxOpenFiles || r.cfg.Timeout != DefaultTimeout {
 		t.Errorf("defaults: mem %d nofile %d timeout %s", r.memLimit, r.nofile, r.cfg.Timeout)
 	}
+	if r.cfg.EnvTimeout != DefaultEnvTimeout || r.cfg.Grace != DefaultGrace {
+		t.Errorf("defaults: env timeout %s grace %s", r.cfg.EnvTimeout, r.cfg.Grace)
+	}
+	given, err := NewRunner(Config{Python: python3, TempDir: tmp, Logger: quietLogger(), MemLimitBytes: 3 << 30,
+		Timeout: time.Minute, EnvTimeout: 2 * time.Minute, Grace: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if given.cfg.Timeout != time.Minute || given.cfg.EnvTimeout != 2*time.Minute || given.cfg.Grace != time.Second {
+		t.Errorf("given limits not kept: timeout %s env timeout %s grace %s", given.cfg.Timeout, given.cfg.EnvTimeout, given.cfg.Grace)
+	}
+	given.Close()
 	if err := r.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -618,5 +630,19 @@ func TestProbeTimeoutTermsTheHarness(t *testing.T) {
 	}
 	if took := time.Since(start); took > 15*time.Second {
 		t.Errorf("the probe took %s: the harness did not get SIGTERM, or did not die of it", took)
+	}
+}
+
+// TestEnvRemembersOnlyAuto: what Env(auto) resolved to is what later auto
+// probes use; an Env for a named target does not change it.
+func TestEnvRemembersOnlyAuto(t *testing.T) {
+	t.Parallel()
+	r := standinRunner(t, nil)
+	ctx := context.Background()
+	if _, _, err := r.Env(ctx, compat.TargetCPU); err != nil || r.autoTarget() != "" {
+		t.Fatalf("after Env(cpu): %v, auto resolved to %q, want nothing yet", err, r.autoTarget())
+	}
+	if _, _, err := r.Env(ctx, compat.TargetAuto); err != nil || r.autoTarget() != compat.TargetCPU {
+		t.Fatalf("after Env(auto): %v, auto resolved to %q, want cpu", err, r.autoTarget())
 	}
 }

@@ -275,3 +275,26 @@ func TestCompleteAndBase(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckSkippedAndUnresolved: a skipped result needs a reason; an
+// unresolved target or mode (auto) from the harness is dropped for the
+// runner's own.
+func TestCheckSkippedAndUnresolved(t *testing.T) {
+	p := &probeRun{req: Request{Target: compat.TargetAuto, Mode: compat.ModeAuto}}
+	gated := compat.ReasonGated
+	if err := p.check(&compat.Result{Status: compat.StatusSkipped, Reason: &gated}); err != nil {
+		t.Errorf("skipped with a reason: %v", err)
+	}
+	if err := p.check(&compat.Result{Status: compat.StatusSkipped}); err == nil {
+		t.Error("skipped without a reason: accepted")
+	}
+	auto := compat.ModeAuto
+	res := compat.Result{Status: compat.StatusPass, Target: compat.TargetAuto, Mode: &auto}
+	if err := p.check(&res); err != nil || res.Target != "" || res.Mode != nil {
+		t.Errorf("unresolved target and mode: %v, target %q mode %q, want both dropped", err, res.Target, str(res.Mode))
+	}
+	res = compat.Result{Status: compat.StatusPass, Target: compat.TargetCPU}
+	if err := p.check(&res); err != nil || res.Target != compat.TargetCPU {
+		t.Errorf("target cpu: %v, target %q, want it kept", err, res.Target)
+	}
+}
