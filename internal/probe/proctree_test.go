@@ -84,10 +84,8 @@ func TestNoProcessOutlivesAProbe(t *testing.T) {
 		{"orphans", 4 * time.Second, compat.StatusTimeout, 2},
 		{"orphans-exit", 30 * time.Second, compat.StatusPass, 2},
 		{"orphans-killkeeper", 30 * time.Second, "", 2}, // the keeper died of SIGKILL: whatever the runner makes of it
-		// Processes without the run's mark, orphaned to the keeper: the runner
-		// kills the keeper's tree on a timeout (the one in a session of its
-		// own too), and the run's process group once the keeper is gone.
-		{"unmarked", 6 * time.Second, compat.StatusTimeout, 2},
+		// A process without the run's mark, orphaned to the keeper, then to
+		// the runner: the run's process group is killed once the keeper is gone.
 		{"unmarked-killkeeper", 30 * time.Second, "", 1},
 	}
 	for _, tc := range tests {
@@ -193,6 +191,62 @@ func TestDescendants(t *testing.T) {
 	}
 	if got := descendants(procs, 13); len(got) != 0 {
 		t.Errorf("descendants of a leaf: %v, want none", got)
+	}
+}
+
+// TestNoUnmarkedProcessOutlivesACancelledProbe: processes that lack the
+// run's mark and were orphaned to the keeper (one in the run's process
+// group, one in a session of its own) die with the probe when it is
+// stopped: the runner kills the keeper's whole tree, not only the marked
+// processes and the group. The probe is stopped once they all run.
+func TestNoUnmarkedProcessOutlivesACancelledProbe(t *testing.T) {
+	t.Parallel()
+	r := standinRunner(t, nil)
+	tag := uniqueTag()
+	req := standinRequest(t, "unmarked."+tag)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan compat.Result, 1)
+	go func() { done <- r.Probe(ctx, req) }()
+	// Stop it once both sleepers run (exec'd, their launchers gone) and the
+	// harness ignores SIGTERM (it reported them first), so that only the
+	// runner can end them.
+	ready := func() bool {
+		sleepers := 0
+		for _, pid := range procsWith(tag) {
+			cmd, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+			argv := strings.Split(string(cmd), "\x00")
+			switch {
+			case len(argv) > 2 && argv[1] == "-c" && strings.HasPrefix(argv[2], "import signal, time;"):
+				sleepers++
+			case len(argv) > 2 && argv[1] == "-c": // a launcher
+				return false
+			default: // the keeper or the harness (python -I ...)
+				status, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+				m := regexp.MustCompile(`(?m)^SigIgn:\s*([0-9a-f]+)$`).FindSubmatch(status)
+				if m == nil {
+					return false
+				}
+				if ign, err := strconv.ParseUint(string(m[1]), 16, 64); err != nil || ign&(1<<(syscall.SIGTERM-1)) == 0 {
+					return false
+				}
+			}
+		}
+		return sleepers == 2
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for !ready() && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	cancel()
+	res := <-done
+	if res.Status != compat.StatusError || str(res.Message) != InterruptedMessage {
+		t.Errorf("status %s (%s), want error: interrupted", res.Status, str(res.Message))
+	}
+	pids := childPids(t, res.LogTail, 2)
+	waitNoProcs(t, tag)
+	for _, pid := range pids {
+		waitGone(t, pid)
 	}
 }
 
