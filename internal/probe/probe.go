@@ -154,7 +154,7 @@ func NewRunner(cfg Config) (*Runner, error) {
 		cfg.Environ = os.Environ()
 	}
 	r := &Runner{cfg: cfg, python: py, log: cfg.Logger, found: &envCache{}}
-	if r.log != nil {
+	if r.log == nil {
 		r.log = slog.Default()
 	}
 	enableSubreaper(r.log)

@@ -30,6 +30,9 @@ func TestMain(m *testing.M) {
 	if out, err := exec.Command("python3", "-c", "import sys; print(sys.executable)").Output(); err == nil {
 		python3 = strings.TrimSpace(string(out))
 	}
+	if os.Getenv(subreaperVar) != "" {
+		os.Exit(subreaperProcess())
+	}
 	if tag := os.Getenv(scannerTagVar); tag != "" {
 		os.Exit(miniScanner(tag, os.Getenv(scannerDirVar)))
 	}

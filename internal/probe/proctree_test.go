@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +16,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/internal/proctest"
@@ -120,6 +125,34 @@ const (
 	scannerTagVar = "PROBE_TEST_SCANNER_TAG"
 	scannerDirVar = "PROBE_TEST_SCANNER_DIR"
 )
+
+// subreaperVar makes the test binary a process that only becomes a child
+// subreaper, logging to stderr, and prints PR_GET_CHILD_SUBREAPER.
+const subreaperVar = "PROBE_TEST_SUBREAPER"
+
+func subreaperProcess() int {
+	enableSubreaper(slog.New(slog.NewTextHandler(os.Stderr, nil)))
+	var v int32
+	if err := unix.Prctl(unix.PR_GET_CHILD_SUBREAPER, uintptr(unsafe.Pointer(&v)), 0, 0, 0); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	fmt.Println(v)
+	return 0
+}
+
+// TestEnableSubreaper: the runner's process becomes a child subreaper (so
+// orphans of a killed keeper come to it), and says nothing when that works.
+func TestEnableSubreaper(t *testing.T) {
+	t.Parallel()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), subreaperVar+"=1")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil || strings.TrimSpace(stdout.String()) != "1" || stderr.Len() > 0 {
+		t.Errorf("subreaper: %v, PR_GET_CHILD_SUBREAPER %q, stderr %q; want 1 and nothing logged", err, stdout.String(), stderr.String())
+	}
+}
 
 // miniScanner probes "standin/orphans.TAG" with a long timeout: it runs
 // until the test kills it.
