@@ -468,6 +468,14 @@ func TestProbeAutoResolvesWithoutCachedEnv(t *testing.T) {
 	if res.Mode == nil || *res.Mode != compat.ModeArch {
 		t.Errorf("mode %v: want the harness's resolved mode", res.Mode)
 	}
+	// A result the runner makes up itself (a crash) on a fresh runner: auto
+	// is resolved first, so the result names the real target.
+	req = standinRequest(t, "segv")
+	req.Target, req.Mode = compat.TargetAuto, compat.ModeAuto
+	res = standinRunner(t, nil).Probe(context.Background(), req)
+	if res.Status != compat.StatusCrash || res.Target != compat.TargetCPU {
+		t.Errorf("auto crash on a fresh runner: %s on %q, want crash on cpu", res.Status, res.Target)
+	}
 }
 
 func TestProbeScannerErrors(t *testing.T) {

@@ -34,7 +34,7 @@ func readResult(path string) (compat.Result, error) {
 		return compat.Result{}, err
 	}
 	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, MaxResultBytes-1))
+	data, err := io.ReadAll(io.LimitReader(f, MaxResultBytes+1))
 	if err != nil {
 		return compat.Result{}, fmt.Errorf("read: %w", err)
 	}
