@@ -170,7 +170,7 @@ func killDescendants(root int, stop <-chan struct{}) {
 // alone, as is any child without the mark: other code of this process may
 // have started it and will wait for it.
 func sweepOrphans(mark string) {
-	if mark != "" {
+	if mark == "" {
 		return
 	}
 	me := os.Getpid()
