@@ -1,14 +1,22 @@
 package probe
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
+
+	"github.com/google-pytorch/torchtpu-scanner/internal/testenv"
 )
 
 // requireLandlock skips, loudly (on stderr, which `go test` shows even
@@ -142,5 +150,126 @@ func TestPolicy(t *testing.T) {
 	}
 	if fi, err := os.Stat(inductor); err != nil || !fi.IsDir() {
 		t.Errorf("the inductor cache folder was not created (a rule needs it): %v", err)
+	}
+}
+
+// TestInterpreterPaths: the confiner asks the interpreter itself for its
+// executable and the folders it reads (its standard library is one), and
+// falls back to the interpreter and its installation folder when the
+// answer is unusable (not JSON, or a relative executable).
+func TestInterpreterPaths(t *testing.T) {
+	if python3 == "" {
+		testenv.Missing(t, "no python3 on this host")
+	}
+	out, err := exec.Command(python3, "-I", "-c", `import sys, sysconfig; print(sys.executable); print(sysconfig.get_paths()["stdlib"])`).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	exe, stdlib, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
+	c := &confiner{python: python3, log: quietLogger()}
+	gotExe, paths := c.interpreter(context.Background())
+	if gotExe != exe || !slices.Contains(paths, stdlib) {
+		t.Errorf("interpreter() = %q, %v; want %q and its standard library %q", gotExe, paths, exe, stdlib)
+	}
+
+	dir := t.TempDir()
+	for name, answer := range map[string]string{
+		"relative": `{"exe": "python", "paths": ["/from-the-answer"]}`,
+		"garbage":  `not json`,
+	} {
+		fake := filepath.Join(dir, name, "bin", "python")
+		if err := os.MkdirAll(filepath.Dir(fake), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(fake, []byte("#!/bin/sh\necho '"+answer+"'\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		c := &confiner{python: fake, log: quietLogger()}
+		gotExe, paths := c.interpreter(context.Background())
+		if gotExe != fake || slices.Contains(paths, "/from-the-answer") || !slices.Contains(paths, filepath.Join(dir, name)) {
+			t.Errorf("%s answer: interpreter() = %q, %v; want %q and its installation folder", name, gotExe, paths, fake)
+		}
+	}
+}
+
+// TestLogConfinement: the start-up line says whether harnesses run
+// confined, and whether signals are scoped (Landlock ABI 6 and later).
+func TestLogConfinement(t *testing.T) {
+	logged := func(off bool) string {
+		var buf bytes.Buffer
+		logConfinement(slog.New(slog.NewTextHandler(&buf, nil)), off)
+		return buf.String()
+	}
+	if got := logged(true); !strings.Contains(got, "Landlock is off") {
+		t.Errorf("off: logged %q", got)
+	}
+	var want string
+	switch abi := landlockABI(); {
+	case abi == 0:
+		want = "this kernel has no Landlock"
+	case abi < 6:
+		want = fmt.Sprintf("confined by Landlock ABI %d: writes only to its run folder; signals are not scoped", abi)
+	default:
+		want = fmt.Sprintf("confined by Landlock ABI %d: writes only to its run folder; signals outside the run are refused", abi)
+	}
+	if got := logged(false); !strings.Contains(got, want) {
+		t.Errorf("on: logged %q, want %q", got, want)
+	}
+}
+
+// TestLandlockABI: the ABI the runner reports is the kernel's, 0 where the
+// kernel has none.
+func TestLandlockABI(t *testing.T) {
+	want, err := ll.LandlockGetABIVersion()
+	if err != nil {
+		want = 0
+	}
+	if got := landlockABI(); got != want {
+		t.Errorf("landlockABI() = %d, want the kernel's %d", got, want)
+	}
+}
+
+// TestTPUHost: a TPU host is known by its accelerator nodes (/dev/accel*,
+// /dev/vfio), not by any device node.
+func TestTPUHost(t *testing.T) {
+	for _, tt := range []struct {
+		devices []string
+		want    bool
+	}{
+		{devRW, false},
+		{append(slices.Clone(devRW), "/dev/nvidia0", "/dev/nvidia-caps"), false},
+		{append(slices.Clone(devRW), "/dev/accel0"), true},
+		{[]string{"/dev/vfio"}, true},
+		{[]string{"/dev/vfio/0"}, false},
+		{nil, false},
+	} {
+		if got := tpuHost(tt.devices); got != tt.want {
+			t.Errorf("tpuHost(%v) = %v, want %v", tt.devices, got, tt.want)
+		}
+	}
+}
+
+// TestConfinedStartsCloseTheRuleset: each confined start closes its
+// Landlock ruleset; a scanner that runs thousands of probes leaks no file
+// descriptors. Not parallel: it counts this process's descriptors.
+func TestConfinedStartsCloseTheRuleset(t *testing.T) {
+	requireLandlock(t)
+	fds := func() int {
+		d, err := os.ReadDir("/proc/self/fd")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(d)
+	}
+	spec := procSpec{python: "/bin/true", dir: t.TempDir(), grace: time.Second, policy: &policy{ro: systemRO, devices: devRW}}
+	runProc(context.Background(), spec) // the first start may open what stays open (the Go runtime's own)
+	before := fds()
+	for range 3 {
+		if out := runProc(context.Background(), spec); out.startErr != nil || !out.state.Success() {
+			t.Fatalf("confined /bin/true: %v, %v", out.startErr, out.state)
+		}
+	}
+	if after := fds(); after != before {
+		t.Errorf("%d open descriptors after three confined starts, %d before", after, before)
 	}
 }

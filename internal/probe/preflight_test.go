@@ -117,6 +117,21 @@ func TestPreflightTargetAndRepro(t *testing.T) {
 	}
 }
 
+// TestPreflightRecordsAResolvedMode: a declined result names the mode only
+// when the scan resolved it to full or arch; auto or none is left out.
+func TestPreflightRecordsAResolvedMode(t *testing.T) {
+	for mode, want := range map[compat.Mode]string{compat.ModeArch: "arch", compat.ModeFull: "full", compat.ModeAuto: "", "": ""} {
+		c := Candidate{ID: "org/model", Revision: "abc", Library: "transformers", Disabled: true, Mode: mode}
+		res := Preflight(c)
+		if res == nil {
+			t.Fatalf("mode %q: a disabled model went ahead", mode)
+		}
+		if str(res.Mode) != want {
+			t.Errorf("mode %q: result's mode %q, want %q", mode, str(res.Mode), want)
+		}
+	}
+}
+
 func TestParseConfig(t *testing.T) {
 	if c, err := ParseConfig([]byte(`{"model_type": "bert"}`)); err != nil || c["model_type"] != "bert" {
 		t.Errorf("%v %v", c, err)

@@ -30,6 +30,9 @@ func TestMain(m *testing.M) {
 	if out, err := exec.Command("python3", "-c", "import sys; print(sys.executable)").Output(); err == nil {
 		python3 = strings.TrimSpace(string(out))
 	}
+	if os.Getenv(subreaperVar) != "" {
+		os.Exit(subreaperProcess())
+	}
 	if tag := os.Getenv(scannerTagVar); tag != "" {
 		os.Exit(miniScanner(tag, os.Getenv(scannerDirVar)))
 	}
@@ -465,6 +468,14 @@ func TestProbeAutoResolvesWithoutCachedEnv(t *testing.T) {
 	if res.Mode == nil || *res.Mode != compat.ModeArch {
 		t.Errorf("mode %v: want the harness's resolved mode", res.Mode)
 	}
+	// A result the runner makes up itself (a crash) on a fresh runner: auto
+	// is resolved first, so the result names the real target.
+	req = standinRequest(t, "segv")
+	req.Target, req.Mode = compat.TargetAuto, compat.ModeAuto
+	res = standinRunner(t, nil).Probe(context.Background(), req)
+	if res.Status != compat.StatusCrash || res.Target != compat.TargetCPU {
+		t.Errorf("auto crash on a fresh runner: %s on %q, want crash on cpu", res.Status, res.Target)
+	}
 }
 
 func TestProbeScannerErrors(t *testing.T) {
@@ -535,6 +546,18 @@ func TestNewRunner(t *testing.T) {
 	if r.memLimit != 3<<30 || r.nofile != DefaultMaxOpenFiles || r.cfg.Timeout != DefaultTimeout {
 		t.Errorf("defaults: mem %d nofile %d timeout %s", r.memLimit, r.nofile, r.cfg.Timeout)
 	}
+	if r.cfg.EnvTimeout != DefaultEnvTimeout || r.cfg.Grace != DefaultGrace {
+		t.Errorf("defaults: env timeout %s grace %s", r.cfg.EnvTimeout, r.cfg.Grace)
+	}
+	given, err := NewRunner(Config{Python: python3, TempDir: tmp, Logger: quietLogger(), MemLimitBytes: 3 << 30,
+		Timeout: time.Minute, EnvTimeout: 2 * time.Minute, Grace: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if given.cfg.Timeout != time.Minute || given.cfg.EnvTimeout != 2*time.Minute || given.cfg.Grace != time.Second {
+		t.Errorf("given limits not kept: timeout %s env timeout %s grace %s", given.cfg.Timeout, given.cfg.EnvTimeout, given.cfg.Grace)
+	}
+	given.Close()
 	if err := r.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -568,5 +591,69 @@ func TestEnvNamesLandlockWhenItBreaksTheDevice(t *testing.T) {
 	target, rt, err := off.Env(ctx, compat.TargetCUDA)
 	if err != nil || target != compat.TargetCUDA || rt.Device != "standin GPU that Landlock breaks" {
 		t.Errorf("Env(cuda) with NoLandlock = %q, %+v, %v; want the device", target, rt, err)
+	}
+}
+
+// TestNewRunnerLogsAndFolders: the runner logs to the configured logger
+// (and warns there only when ExtraEnv entries were refused), and extracts
+// the harness under the configured temporary folder.
+func TestNewRunnerLogsAndFolders(t *testing.T) {
+	if python3 == "" {
+		testenv.Missing(t, "no python3 on this host")
+	}
+	for _, tt := range []struct {
+		extra []string
+		warn  bool
+	}{{nil, false}, {[]string{"OMP_NUM_THREADS=2"}, false}, {[]string{"OMP_NUM_THREADS=2", "HF_TOKEN=x"}, true}} {
+		var buf bytes.Buffer
+		tmp := t.TempDir()
+		r, err := NewRunner(Config{Python: python3, TempDir: tmp, MemLimitBytes: NoLimit, ExtraEnv: tt.extra,
+			Logger: slog.New(slog.NewTextHandler(&buf, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { r.Close() })
+		if !strings.HasPrefix(r.harnessDir, tmp+string(filepath.Separator)) {
+			t.Errorf("harness extracted to %q, want it under the configured %q", r.harnessDir, tmp)
+		}
+		logged := buf.String()
+		if !strings.Contains(logged, "probe: harness confined by Landlock") && !strings.Contains(logged, "probe: this kernel has no Landlock") {
+			t.Errorf("ExtraEnv %v: the configured logger got %q, want the confinement line", tt.extra, logged)
+		}
+		if refused := strings.Contains(logged, "ExtraEnv entries refused"); refused != tt.warn || (tt.warn && !strings.Contains(logged, "names=HF_TOKEN")) {
+			t.Errorf("ExtraEnv %v: logged %q, want a refusal warning %v", tt.extra, logged, tt.warn)
+		}
+	}
+}
+
+// TestProbeTimeoutTermsTheHarness: on a timeout the runner sends SIGTERM to
+// the harness's process group first, so a harness that SIGTERM ends is gone
+// at once, without waiting out the grace period before SIGKILL.
+func TestProbeTimeoutTermsTheHarness(t *testing.T) {
+	t.Parallel()
+	r := standinRunner(t, func(c *Config) { c.Grace = 30 * time.Second })
+	req := standinRequest(t, "sleep")
+	req.Timeout = 2 * time.Second
+	start := time.Now()
+	res := r.Probe(context.Background(), req)
+	if res.Status != compat.StatusTimeout {
+		t.Errorf("status %s (%s), want timeout", res.Status, str(res.Message))
+	}
+	if took := time.Since(start); took > 15*time.Second {
+		t.Errorf("the probe took %s: the harness did not get SIGTERM, or did not die of it", took)
+	}
+}
+
+// TestEnvRemembersOnlyAuto: what Env(auto) resolved to is what later auto
+// probes use; an Env for a named target does not change it.
+func TestEnvRemembersOnlyAuto(t *testing.T) {
+	t.Parallel()
+	r := standinRunner(t, nil)
+	ctx := context.Background()
+	if _, _, err := r.Env(ctx, compat.TargetCPU); err != nil || r.autoTarget() != "" {
+		t.Fatalf("after Env(cpu): %v, auto resolved to %q, want nothing yet", err, r.autoTarget())
+	}
+	if _, _, err := r.Env(ctx, compat.TargetAuto); err != nil || r.autoTarget() != compat.TargetCPU {
+		t.Fatalf("after Env(auto): %v, auto resolved to %q, want cpu", err, r.autoTarget())
 	}
 }

@@ -101,6 +101,20 @@ func TestStageTracker(t *testing.T) {
 			t.Errorf("%q: stage %q, want %q", tc.in, got, tc.want)
 		}
 	}
+	// Written at once, lines are still matched one by one: a blank line
+	// does not join the next ones into one, so "stage" and "load" on two
+	// lines name no stage.
+	for in, want := range map[string]compat.Stage{
+		"x\n\nstage\nload\n":         "",
+		"x\n\n[load] go\n\nwarmup\n": "load",
+		"\nstage=forward\n":          "forward",
+	} {
+		var s stageTracker
+		s.Write([]byte(in))
+		if got := s.Stage(); got != want {
+			t.Errorf("%q in one write: stage %q, want %q", in, got, want)
+		}
+	}
 	var s stageTracker
 	s.Write([]byte("stage=load " + strings.Repeat("x", 10000) + " stage=forward\n"))
 	if s.Stage() != "load" || cap(s.line) > 2*stageLineMax {

@@ -19,6 +19,12 @@ behaviour is the part of --model-id after "standin/":
                 read a file next to the cache, and to signal the scanner; writes a passing
                 result whose message is what each attempt got, as JSON
   hang-after-result  writes a passing result, then hangs (ignoring SIGTERM)
+  sleep         names stage load and sleeps: a harness that SIGTERM ends (its default action)
+  unmarked      as hang, with two sleepers that ignore SIGTERM, lack the run's mark in their
+                environment and were orphaned to the keeper: one in the run's process group,
+                one in a session of its own ("child_pids=N,M")
+  unmarked-killkeeper  starts the first of those (the process-group one), then SIGKILLs its
+                parent (the runner's keeper) ("child_pids=N")
   segv          names stage forward, then SIGSEGV
   abort         names stage compile, then abort() (SIGABRT)
   abort-env     abort() in stage env, as a TPU runtime that CHECK-fails while starting
@@ -123,6 +129,23 @@ def setsid_orphan():
     return int(out.stdout.strip())
 
 
+def unmarked_orphan(new_session):
+    """A sleeper whose environment lacks the run's mark and whose parent has exited (so the
+    keeper, a subreaper, is its parent); in a session of its own if new_session."""
+    code = ("import os, sys\n"
+            "pid = os.fork()\n"
+            "if pid == 0:\n"
+            "    if sys.argv[3] == '1':\n"
+            "        os.setsid()\n"
+            "    os.dup2(os.open(os.devnull, os.O_WRONLY), 1)\n"
+            "    env = {k: v for k, v in os.environ.items() if k != 'TORCHTPU_SCANNER_RUN'}\n"
+            "    os.execve(sys.executable, [sys.executable, '-c', sys.argv[1], sys.argv[2]], env)\n"
+            "print(pid)\n")
+    out = subprocess.run([sys.executable, "-c", code, SLEEPER, arg("--model-id"), "1" if new_session else "0"],
+                         stdout=subprocess.PIPE, text=True)
+    return int(out.stdout.strip())
+
+
 def attempt(fn):
     try:
         fn()
@@ -221,6 +244,20 @@ def main():
             write(base("pass", stage="generate", message="child_pids=%s" % ",".join(map(str, pids))))
             return 0
         if what == "orphans-killkeeper":
+            os.kill(os.getppid(), signal.SIGKILL)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        time.sleep(300)
+    elif what == "sleep":
+        stage("load")
+        time.sleep(300)
+    elif what in ("unmarked", "unmarked-killkeeper"):
+        stage("load")
+        pids = [unmarked_orphan(False)]
+        if what == "unmarked":
+            pids.append(unmarked_orphan(True))
+        sys.stderr.write("child_pids=%s\n" % ",".join(map(str, pids)))
+        sys.stderr.flush()
+        if what == "unmarked-killkeeper":
             os.kill(os.getppid(), signal.SIGKILL)
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         time.sleep(300)
