@@ -1,0 +1,55 @@
+package hub
+
+import (
+	"errors"
+	"testing"
+)
+
+// TestCapErrorMessage: a cap error says which file, how large it is when
+// that is known, and the cap, in units a person reads.
+func TestCapErrorMessage(t *testing.T) {
+	tests := []struct {
+		err  CapError
+		want string
+	}{
+		{CapError{File: "config.json", Size: 2 << 30, Cap: 4 << 20},
+			"config.json is 2.0 GiB, over the 4 MiB cap for a file of its kind"},
+		{CapError{File: "tokenizer.json", Size: 3<<20 + 1<<19, Cap: 1 << 20},
+			"tokenizer.json is 3.5 MiB, over the 1 MiB cap for a file of its kind"},
+		{CapError{File: "vocab.txt", Size: 1536, Cap: 1 << 10},
+			"vocab.txt is 1.5 KiB, over the 1.0 KiB cap for a file of its kind"},
+		{CapError{File: "merges.txt", Size: 513, Cap: 512},
+			"merges.txt is 513 bytes, over the 512 bytes cap for a file of its kind"},
+		{CapError{File: "config.json", Size: -1, Cap: 4 << 20},
+			"config.json is over the 4 MiB cap for a file of its kind"},
+	}
+	for _, tt := range tests {
+		if got := tt.err.Error(); got != tt.want {
+			t.Errorf("%+v:\n got %q\nwant %q", tt.err, got, tt.want)
+		}
+		if !errors.Is(&tt.err, ErrTooLarge) {
+			t.Errorf("%+v does not match ErrTooLarge", tt.err)
+		}
+	}
+}
+
+func TestSizeText(t *testing.T) {
+	for n, want := range map[int64]string{
+		0:                      "0 bytes",
+		1023:                   "1023 bytes",
+		1024:                   "1.0 KiB",
+		20070:                  "19.6 KiB",
+		1 << 20:                "1 MiB",
+		8 << 20:                "8 MiB",
+		1<<20 + 1<<19:          "1.5 MiB",
+		1<<20 + 1:              "1.0 MiB",
+		1 << 30:                "1.0 GiB",
+		5<<30 + 1<<29:          "5.5 GiB",
+		20 << 30:               "20.0 GiB",
+		DefaultMinTransferRate: "512.0 KiB",
+	} {
+		if got := sizeText(n); got != want {
+			t.Errorf("sizeText(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
