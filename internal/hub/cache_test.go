@@ -28,7 +28,8 @@ func TestWriteRef(t *testing.T) {
 // TestScanCacheSHA: a cached model's commit is refs/main when it names a
 // snapshot that is there, else the most recently written snapshot.
 func TestScanCacheSHA(t *testing.T) {
-	older, newer := strings.Repeat("1", 40), strings.Repeat("2", 40)
+	// The newer snapshot comes first by name: only the times tell them apart.
+	older, newer := strings.Repeat("2", 40), strings.Repeat("1", 40)
 	tests := []struct {
 		name string
 		ref  string // refs/main's content; "" for no refs/main
