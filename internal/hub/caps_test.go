@@ -22,6 +22,9 @@ func TestCapErrorMessage(t *testing.T) {
 			"merges.txt is 513 bytes, over the 512 bytes cap for a file of its kind"},
 		{CapError{File: "config.json", Size: -1, Cap: 4 << 20},
 			"config.json is over the 4 MiB cap for a file of its kind"},
+		// Only -1 stands for an unknown size: 0 is a size like any other.
+		{CapError{File: "vocab.json", Size: 0, Cap: 0},
+			"vocab.json is 0 bytes, over the 0 bytes cap for a file of its kind"},
 	}
 	for _, tt := range tests {
 		if got := tt.err.Error(); got != tt.want {
