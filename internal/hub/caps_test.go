@@ -1,8 +1,14 @@
 package hub
 
 import (
+	"context"
 	"errors"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
+
+	"github.com/google-pytorch/torchtpu-scanner/internal/hub/hubtest"
 )
 
 // TestCapErrorMessage: a cap error says which file, how large it is when
@@ -54,5 +60,52 @@ func TestSizeText(t *testing.T) {
 		if got := sizeText(n); got != want {
 			t.Errorf("sizeText(%d) = %q, want %q", n, got, want)
 		}
+	}
+}
+
+// TestModelCapCountsUnannouncedFiles: a file whose size the Hub did not
+// announce counts against MaxModelBytes once it has come, with all it
+// brought: a model over the limit is refused, and nothing of that file
+// stays in the cache.
+func TestModelCapCountsUnannouncedFiles(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		maxModel int64
+		ok       bool
+	}{
+		{"over the model limit", 2500, false},
+		{"within the model limit", 4000, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			repo := hubtest.Repo{ID: "acme/unsized", Files: map[string][]byte{
+				"config.json":    []byte(`{"model_type":"bert"}`),
+				"tokenizer.json": []byte("{}"),
+			}}
+			e := newEnv(t, func(o *Options) { o.MaxModelBytes = tt.maxModel }, repo)
+			e.hub.SetHugeFile("acme/unsized", "tokenizer.json", 3000, false)
+			sha := e.hub.SHA("acme/unsized")
+			snap, err := e.c.Download(context.Background(), "acme/unsized", sha, []string{"config.json", "tokenizer.json"})
+			if tt.ok {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if fi, err := os.Stat(filepath.Join(snap, "tokenizer.json")); err != nil || fi.Size() != 3000 {
+					t.Fatalf("tokenizer.json: %v %v", fi, err)
+				}
+				return
+			}
+			if _, isCap := IsCapError(err); !errors.Is(err, ErrTooLarge) || isCap {
+				t.Fatalf("err %v, want ErrTooLarge for the model, not a file's cap", err)
+			}
+			if _, err := os.Lstat(filepath.Join(SnapshotDir(e.cache, "acme/unsized", sha), "tokenizer.json")); !os.IsNotExist(err) {
+				t.Errorf("tokenizer.json linked (%v)", err)
+			}
+			blobs, _ := os.ReadDir(filepath.Join(RepoDir(e.cache, "acme/unsized"), "blobs"))
+			for _, b := range blobs {
+				if strings.HasPrefix(b.Name(), "huge-") {
+					t.Errorf("blob %s of the refused file stayed", b.Name())
+				}
+			}
+		})
 	}
 }
