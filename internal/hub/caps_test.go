@@ -109,3 +109,17 @@ func TestModelCapCountsUnannouncedFiles(t *testing.T) {
 		})
 	}
 }
+
+// TestReadCappedRefusesUnreadKinds: weights, and files the scanner does not
+// download, are never read whole: the refusal comes without looking at the
+// file, so it reports no size.
+func TestReadCappedRefusesUnreadKinds(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "absent")
+	for _, name := range []string{"model.safetensors", "pytorch_model.bin", "modeling_evil.py", "../config.json"} {
+		b, err := ReadCapped(missing, name)
+		ce, ok := IsCapError(err)
+		if b != nil || !ok || ce.File != name || ce.Size != -1 || ce.Cap != 0 {
+			t.Errorf("ReadCapped(%q) = %q, %v; want a CapError without a size", name, b, err)
+		}
+	}
+}
