@@ -29,3 +29,42 @@ func TestOpenPartialEmptyBlob(t *testing.T) {
 		}
 	}
 }
+
+// TestRestartForgetsTheBytes: a partial blob that starts over (a server
+// that ignored Range, a 416) hashes only the bytes written after it.
+func TestRestartForgetsTheBytes(t *testing.T) {
+	for _, etag := range []string{hubtest.SHA256(blob), hubtest.GitBlobSHA1(blob)} {
+		inc := filepath.Join(t.TempDir(), "blob.incomplete")
+		if err := os.WriteFile(inc, []byte("9876"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		src := &source{etag: etag, size: int64(len(blob))}
+		p, err := openPartial(inc, src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.restart(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.writer().Write(blob); err != nil {
+			t.Fatal(err)
+		}
+		p.have = int64(len(blob))
+		checked, err := verify(*src, p.have, p.sum(), p.f)
+		p.f.Close()
+		if !checked || err != nil {
+			t.Errorf("etag %s: after a restart verify = %v, %v; want the blob checked", etag, checked, err)
+		}
+	}
+}
+
+// TestDownloadLimit: a file's limit is its cap within MaxFileBytes; a
+// source without a cap has MaxFileBytes.
+func TestDownloadLimit(t *testing.T) {
+	d := &download{c: &Client{maxFile: 1000}}
+	for max, want := range map[int64]int64{0: 1000, 1: 1, 999: 999, 1000: 1000, 5000: 1000} {
+		if got := d.limit(&source{max: max}); got != want {
+			t.Errorf("limit with cap %d = %d, want %d", max, got, want)
+		}
+	}
+}
