@@ -123,3 +123,52 @@ func TestReadCappedRefusesUnreadKinds(t *testing.T) {
 		}
 	}
 }
+
+// TestDownloadAtTheLimits: a file of exactly MaxFileBytes, and a model of
+// exactly MaxModelBytes (fetched, or already cached), are within the
+// limits; one byte less of limit is not.
+func TestDownloadAtTheLimits(t *testing.T) {
+	r := smallModel("acme/tiny")
+	var total int64
+	for _, f := range smallFiles {
+		total += int64(len(r.Files[f]))
+	}
+	weights := int64(len(r.Files["model.safetensors"]))
+	for _, tt := range []struct {
+		name            string
+		maxFile, maxMod int64
+		ok              bool
+	}{
+		{"the largest file at MaxFileBytes", weights, 0, true},
+		{"the largest file one byte over MaxFileBytes", weights - 1, 0, false},
+		{"the model at MaxModelBytes", 0, total, true},
+		{"the model one byte over MaxModelBytes", 0, total - 1, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t, func(o *Options) { o.MaxFileBytes, o.MaxModelBytes = tt.maxFile, tt.maxMod }, r)
+			sha := e.hub.SHA("acme/tiny")
+			for range 2 { // the second time from the cache
+				_, err := e.c.Download(context.Background(), "acme/tiny", sha, smallFiles)
+				if tt.ok && err != nil || !tt.ok && !errors.Is(err, ErrTooLarge) {
+					t.Fatalf("err %v, want ok %v", err, tt.ok)
+				}
+			}
+		})
+	}
+}
+
+// TestDownloadNothingWritesNothing: a Download with no file to fetch asks
+// the Hub nothing and leaves the cache as it was.
+func TestDownloadNothingWritesNothing(t *testing.T) {
+	e := newEnv(t, nil, smallModel("acme/tiny"))
+	snap, err := e.c.Download(context.Background(), "acme/tiny", e.hub.SHA("acme/tiny"), nil)
+	if err != nil || snap != SnapshotDir(e.cache, "acme/tiny", e.hub.SHA("acme/tiny")) {
+		t.Fatalf("Download of no file = %q, %v", snap, err)
+	}
+	if entries, _ := os.ReadDir(e.cache); len(entries) != 0 {
+		t.Errorf("the cache holds %v after a Download of no file", entries)
+	}
+	if reqs := e.hub.Requests(); len(reqs) != 0 {
+		t.Errorf("requests %+v for no file", reqs)
+	}
+}
