@@ -213,6 +213,9 @@ func TestOversizedConfigRefused(t *testing.T) {
 			if announce && ce.Size != 2<<30 {
 				t.Errorf("size %d, want the announced 2 GiB", ce.Size)
 			}
+			if !announce && ce.Size != -1 {
+				t.Errorf("size %d, want -1: the stream was cut at the cap without a size", ce.Size)
+			}
 			if !strings.Contains(err.Error(), "config.json is") || !strings.Contains(err.Error(), sizeText(configCap)+" cap") {
 				t.Errorf("error %q does not say which file and which cap", err)
 			}
