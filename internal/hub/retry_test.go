@@ -178,3 +178,55 @@ func TestLocation(t *testing.T) {
 		}
 	}
 }
+
+// TestRateLimitWaitHook: OnRateLimitWait hears of the waits a 429 caused,
+// whatever told the wait (the backoff when the Hub said nothing), and of
+// no other retry's.
+func TestRateLimitWaitHook(t *testing.T) {
+	for _, tt := range []struct {
+		name       string
+		status     int
+		retryAfter string
+		wait       time.Duration
+		hooked     bool
+	}{
+		{"a bare 429", 429, "", 3 * time.Millisecond, true},
+		{"a 429 with Retry-After", 429, "2", 3 * time.Second, true},
+		{"a bare 503", 503, "", 3 * time.Millisecond, false},
+		{"a 503 with Retry-After", 503, "2", 3 * time.Second, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			first := true
+			s, _ := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
+				if first {
+					first = false
+					if tt.retryAfter != "" {
+						w.Header().Set("Retry-After", tt.retryAfter)
+					}
+					w.WriteHeader(tt.status)
+					return
+				}
+				w.Write([]byte(`{"id":"x/y"}`))
+			})
+			var waits, hooked []time.Duration
+			c, err := New(Options{
+				Endpoint:        s.URL,
+				Backoff:         func(int) time.Duration { return 3 * time.Millisecond },
+				Sleep:           func(ctx context.Context, d time.Duration) error { waits = append(waits, d); return ctx.Err() },
+				OnRateLimitWait: func(d time.Duration) { hooked = append(hooked, d) },
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := c.ModelInfo(context.Background(), "x/y", ""); err != nil {
+				t.Fatal(err)
+			}
+			if len(waits) != 1 || waits[0] != tt.wait {
+				t.Errorf("waits %v, want [%v]", waits, tt.wait)
+			}
+			if tt.hooked != (len(hooked) == 1) || len(hooked) > 1 || tt.hooked && hooked[0] != tt.wait {
+				t.Errorf("OnRateLimitWait heard %v, want it told: %v", hooked, tt.hooked)
+			}
+		})
+	}
+}
