@@ -3,6 +3,7 @@ package hub
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -151,6 +152,9 @@ func TestDownloadAtTheLimits(t *testing.T) {
 				_, err := e.c.Download(context.Background(), "acme/tiny", sha, smallFiles)
 				if tt.ok && err != nil || !tt.ok && !errors.Is(err, ErrTooLarge) {
 					t.Fatalf("err %v, want ok %v", err, tt.ok)
+				}
+				if want := fmt.Sprintf("%d more bytes would bring the model to %d, over the %d-byte model limit", total, total, total-1); tt.maxMod == total-1 && !strings.Contains(err.Error(), want) {
+					t.Errorf("err %q, want it to say %q", err, want)
 				}
 			}
 		})
