@@ -4,8 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -175,4 +179,41 @@ func TestDownloadNothingWritesNothing(t *testing.T) {
 	if reqs := e.hub.Requests(); len(reqs) != 0 {
 		t.Errorf("requests %+v for no file", reqs)
 	}
+}
+
+// TestCapLearntFromTheAnswer: a file whose HEAD announced no size, but
+// whose content answer does (Content-Length) and is over the file's cap,
+// is refused before its body is read, with that size.
+func TestCapLearntFromTheAnswer(t *testing.T) {
+	sha := strings.Repeat("a", 40)
+	const size = 5 << 20
+	limit := FileCap("config.json")
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("ETag", `"unsized-config"`)
+		w.Header().Set("X-Repo-Commit", sha)
+		if r.Method == http.MethodHead {
+			w.WriteHeader(http.StatusOK)
+			return
+		}
+		w.Header().Set("Content-Length", strconv.Itoa(size))
+		w.WriteHeader(http.StatusOK)
+		io.CopyN(w, zeros{}, size)
+	}))
+	t.Cleanup(s.Close)
+	c, err := New(Options{Endpoint: s.URL, CacheDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Download(context.Background(), "acme/tiny", sha, []string{"config.json"})
+	ce, ok := IsCapError(err)
+	if !ok || ce.File != "config.json" || ce.Size != size || ce.Cap != limit {
+		t.Fatalf("err %v, want a CapError of config.json at %d bytes over %d", err, size, limit)
+	}
+}
+
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) {
+	clear(p)
+	return len(p), nil
 }
