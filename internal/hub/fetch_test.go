@@ -168,6 +168,13 @@ func TestOpenRange(t *testing.T) {
 			status: 200, ranges: []string{"bytes=4-", ""}, kept: true},
 		{name: "206 of a file of another size: start over", have: 4, size: 10, cdn: first(plain, partOf("bytes 4-9/99")),
 			status: 200, ranges: []string{"bytes=4-", ""}, kept: true},
+		{name: "206 of an empty file: start over", have: 4, size: 10, cdn: first(plain, partOf("bytes 4-9/0")),
+			status: 200, ranges: []string{"bytes=4-", ""}, kept: true},
+		{name: "206 of a file of unknown size: the part continues", have: 4, size: 10, cdn: first(plain, func(w http.ResponseWriter) {
+			w.Header().Set("Content-Range", "bytes 4-9/*")
+			w.WriteHeader(http.StatusPartialContent)
+			w.Write(blob[4:])
+		}), status: 206, wantHave: 4, ranges: []string{"bytes=4-"}, kept: true},
 		{name: "206 without Content-Range: start over", have: 4, size: 10, cdn: first(plain, partOf("")),
 			status: 200, ranges: []string{"bytes=4-", ""}, kept: true},
 		{name: "always the wrong part: give up, discard", have: 4, size: 10,

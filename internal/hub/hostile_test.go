@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -123,19 +124,21 @@ func TestSlowDripHitsTheDeadline(t *testing.T) {
 	tests := []struct {
 		name, prefix string
 		call         func(ctx context.Context, e *env) error
+		msg          string // a regexp the error matches; "" for any
 	}{
 		{"listing page", "/api/models", func(ctx context.Context, e *env) error {
 			_, err := e.c.ListModels(ctx, ListOptions{Limit: 10})
 			return err
-		}},
+		}, ""},
 		{"model info", "/api/models/drip/model", func(ctx context.Context, e *env) error {
 			_, err := e.c.ModelInfo(ctx, "drip/model", "main")
 			return err
-		}},
+		}, ""},
 		{"file", "/drip/model/resolve/", func(ctx context.Context, e *env) error {
 			_, err := e.c.Download(ctx, "drip/model", e.hub.SHA("drip/model"), []string{"config.json"})
 			return err
-		}},
+		}, // the deadline is told to a hundredth of a second, and the rate that set it
+			`19\.6 KiB did not arrive within 1\.9\ds \(slower than 20\.0 KiB/s on average\)`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -148,6 +151,9 @@ func TestSlowDripHitsTheDeadline(t *testing.T) {
 			took := time.Since(start)
 			if !errors.Is(err, ErrDeadline) {
 				t.Fatalf("err %v after %s, want ErrDeadline", err, took)
+			}
+			if tt.msg != "" && !regexp.MustCompile(tt.msg).MatchString(err.Error()) {
+				t.Errorf("err %q does not match %q", err, tt.msg)
 			}
 			// The file's deadline is 1 s + 20 KB at 20 KB/s; API answers
 			// get 1 s per try.
@@ -206,6 +212,9 @@ func TestOversizedConfigRefused(t *testing.T) {
 			}
 			if announce && ce.Size != 2<<30 {
 				t.Errorf("size %d, want the announced 2 GiB", ce.Size)
+			}
+			if !announce && ce.Size != -1 {
+				t.Errorf("size %d, want -1: the stream was cut at the cap without a size", ce.Size)
 			}
 			if !strings.Contains(err.Error(), "config.json is") || !strings.Contains(err.Error(), sizeText(configCap)+" cap") {
 				t.Errorf("error %q does not say which file and which cap", err)

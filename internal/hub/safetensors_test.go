@@ -78,6 +78,9 @@ func TestSafetensorsField(t *testing.T) {
 		{`{"parameters": [{"BF16": 10}]}`, nil}, // an old list form
 		{`{"parameters": {"BF16": "ten"}}`, nil},
 		{`{"parameters": {}}`, nil},
+		{`{"parameters": {"BF16": -1, "F16": 1.5}}`, nil},                                                            // no count left: none, not an empty set
+		{`{"parameters": {"BF16": 0}}`, map[string]int64{"BF16": 0}},                                                 // a count of 0 is a count
+		{`{"parameters": {"F8_E4M3FNUZ_2345": 3, "F8_E4M3FNUZ_23456": 4}}`, map[string]int64{"F8_E4M3FNUZ_2345": 3}}, // dtype names up to 16 bytes
 		{`{"total": 5}`, nil},
 		{`null`, nil},
 		{`"x"`, nil},
