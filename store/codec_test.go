@@ -1,0 +1,69 @@
+package store_test
+
+import (
+	"database/sql"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
+	"github.com/google-pytorch/torchtpu-scanner/store"
+)
+
+// TestCorruptResultJSONIsAnError: a result whose stored JSON (runtime,
+// metrics, stages, continuation) no longer decodes is an error on every
+// read path, never a result shown with an empty runtime or metrics.
+func TestCorruptResultJSONIsAnError(t *testing.T) {
+	for _, column := range []string{"runtime", "metrics", "stages", "continuation"} {
+		t.Run(column, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "scanner.db")
+			s, err := store.Open(ctx, path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			upsert(t, s, "org/a", "org/b")
+			r := result("tpu", "pass", at(1))
+			r.Stages = []compat.StageRun{{Stage: compat.StageLoad, OK: true, DurationS: 1.5}}
+			r.Continuation = &compat.Continuation{Prompt: "p", Text: "t"}
+			record(t, s, "org/a", r)
+			record(t, s, "org/b", result("tpu", "fail", at(2)))
+			s.Close()
+
+			db, err := sql.Open("sqlite3", path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := db.Exec(`UPDATE results SET `+column+` = '{"not json' WHERE model_id = 'org/a'`)
+			if n, _ := res.RowsAffected(); err != nil || n != 1 {
+				t.Fatalf("corrupting %s: %d rows, %v", column, n, err)
+			}
+			db.Close()
+
+			s, err = store.Open(ctx, path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			// The other model's result still reads.
+			if h, err := s.History(ctx, "org/b", "tpu", 10); err != nil || len(h) != 1 || h[0].Status != "fail" {
+				t.Errorf("org/b history = %+v, %v", h, err)
+			}
+			reads := map[string]func() error{
+				"GetModel": func() error { _, err := s.GetModel(ctx, "org/a", "tpu"); return err },
+				"History":  func() error { _, err := s.History(ctx, "org/a", "tpu", 10); return err },
+				"ListModels": func() error {
+					_, _, err := s.ListModels(ctx, store.ModelQuery{Target: "tpu"})
+					return err
+				},
+			}
+			if column == "continuation" {
+				delete(reads, "ListModels") // lists leave the continuation out
+			}
+			for name, read := range reads {
+				if err := read(); err == nil || !strings.Contains(err.Error(), column) {
+					t.Errorf("%s with corrupt %s: %v; want an error naming %s", name, column, err, column)
+				}
+			}
+		})
+	}
+}
