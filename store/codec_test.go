@@ -33,7 +33,7 @@ func TestCorruptResultJSONIsAnError(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			res, err := db.Exec(`UPDATE results SET `+column+` = '{"not json' WHERE model_id = 'org/a'`)
+			res, err := db.Exec(`UPDATE results SET ` + column + ` = '{"not json' WHERE model_id = 'org/a'`)
 			if n, _ := res.RowsAffected(); err != nil || n != 1 {
 				t.Fatalf("corrupting %s: %d rows, %v", column, n, err)
 			}
