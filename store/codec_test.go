@@ -34,7 +34,10 @@ func TestCorruptResultJSONIsAnError(t *testing.T) {
 				t.Fatal(err)
 			}
 			res, err := db.Exec(`UPDATE results SET ` + column + ` = '{"not json' WHERE model_id = 'org/a'`)
-			if n, _ := res.RowsAffected(); err != nil || n != 1 {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n, err := res.RowsAffected(); err != nil || n != 1 {
 				t.Fatalf("corrupting %s: %d rows, %v", column, n, err)
 			}
 			db.Close()
