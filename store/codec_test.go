@@ -3,6 +3,7 @@ package store_test
 import (
 	"database/sql"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -68,5 +69,49 @@ func TestCorruptResultJSONIsAnError(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestModelTagsStoredAsDocumented: the models.tags column is a JSON array,
+// NULL when the model has no tags (nil or empty), as the schema says; the
+// tags read back either way.
+func TestModelTagsStoredAsDocumented(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "scanner.db")
+	s, err := store.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		id     string
+		tags   []string
+		stored sql.NullString
+	}{
+		{"org/none", nil, sql.NullString{}},
+		{"org/empty", []string{}, sql.NullString{}},
+		{"org/two", []string{"pytorch", "text-generation"}, sql.NullString{String: `["pytorch","text-generation"]`, Valid: true}},
+	}
+	for _, tt := range tests {
+		if err := s.UpsertModels(ctx, []store.ModelUpsert{{ID: tt.id, Task: "fill-mask", Tags: tt.tags}}); err != nil {
+			t.Fatal(err)
+		}
+		m, err := s.GetModel(ctx, tt.id, "")
+		if err != nil || !slices.Equal(m.Tags, tt.tags) || (len(tt.tags) == 0 && m.Tags != nil) {
+			t.Errorf("%s: tags %#v, %v; want %#v (nil when none)", tt.id, m.Tags, err, tt.tags)
+		}
+	}
+	s.Close()
+	db, err := sql.Open("sqlite3", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, tt := range tests {
+		var got sql.NullString
+		if err := db.QueryRow(`SELECT tags FROM models WHERE id = ?`, tt.id).Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		if got != tt.stored {
+			t.Errorf("%s: stored tags %+v; want %+v", tt.id, got, tt.stored)
+		}
 	}
 }
