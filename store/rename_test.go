@@ -12,7 +12,7 @@ import (
 // TestRenameKeepsWhatIsShown: when a model's old id is merged into its new
 // one (the Hub renamed it), the result shown on each target and on "any
 // target" (the newest; of two at the same time, the one recorded last) is
-// what it was before the rename.
+// what it was before the rename ("" = no result).
 func TestRenameKeepsWhatIsShown(t *testing.T) {
 	type rec struct {
 		target compat.Target
@@ -32,6 +32,7 @@ func TestRenameKeepsWhatIsShown(t *testing.T) {
 			map[compat.Target]compat.Status{"tpu": "fail", "cpu": "pass", "": "pass"}},
 		{"same time: tpu recorded last", []rec{{"cpu", "pass", at(5)}, {"tpu", "fail", at(5)}},
 			map[compat.Target]compat.Status{"tpu": "fail", "cpu": "pass", "": "fail"}},
+		{"never tested", nil, map[compat.Target]compat.Status{"tpu": "", "cpu": "", "": ""}},
 		{"an older result on the newest's target", []rec{{"cpu", "pass", at(4)}, {"tpu", "fail", at(3)}, {"cpu", "oom", at(1)}},
 			map[compat.Target]compat.Status{"tpu": "fail", "cpu": "pass", "": "pass"}},
 	}
