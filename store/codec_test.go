@@ -115,3 +115,49 @@ func TestModelTagsStoredAsDocumented(t *testing.T) {
 		}
 	}
 }
+
+// TestResultStagesStoredAsDocumented: the results.stages column is a JSON
+// array, NULL when the result has no stages, as the schema says; the stages
+// read back either way.
+func TestResultStagesStoredAsDocumented(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "scanner.db")
+	s, err := store.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	two := []compat.StageRun{{Stage: compat.StageLoad, OK: true, DurationS: 1.5}, {Stage: compat.StageForward, OK: false, DurationS: 0.25}}
+	tests := []struct {
+		id     string
+		stages []compat.StageRun
+		stored sql.NullString
+	}{
+		{"org/none", nil, sql.NullString{}},
+		{"org/empty", []compat.StageRun{}, sql.NullString{}},
+		{"org/two", two, sql.NullString{String: `[{"stage":"load","ok":true,"duration_s":1.5},{"stage":"forward","ok":false,"duration_s":0.25}]`, Valid: true}},
+	}
+	for _, tt := range tests {
+		upsert(t, s, tt.id)
+		r := result("cpu", "pass", at(1))
+		r.Stages = tt.stages
+		record(t, s, tt.id, r)
+		h, err := s.History(ctx, tt.id, "cpu", 1)
+		if err != nil || len(h) != 1 || !slices.Equal(h[0].Stages, tt.stages) || (len(tt.stages) == 0 && h[0].Stages != nil) {
+			t.Errorf("%s: stages read back %+v, %v; want %+v (nil when none)", tt.id, h, err, tt.stages)
+		}
+	}
+	s.Close()
+	db, err := sql.Open("sqlite3", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, tt := range tests {
+		var got sql.NullString
+		if err := db.QueryRow(`SELECT stages FROM results WHERE model_id = ?`, tt.id).Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		if got != tt.stored {
+			t.Errorf("%s: stored stages %+v; want %+v", tt.id, got, tt.stored)
+		}
+	}
+}
