@@ -141,8 +141,11 @@ func TestResultStagesStoredAsDocumented(t *testing.T) {
 		r.Stages = tt.stages
 		record(t, s, tt.id, r)
 		h, err := s.History(ctx, tt.id, "cpu", 1)
-		if err != nil || len(h) != 1 || !slices.Equal(h[0].Stages, tt.stages) || (len(tt.stages) == 0 && h[0].Stages != nil) {
-			t.Errorf("%s: stages read back %+v, %v; want %+v (nil when none)", tt.id, h, err, tt.stages)
+		if err != nil || len(h) != 1 {
+			t.Fatalf("%s: history %d results, %v", tt.id, len(h), err)
+		}
+		if got := h[0].Stages; !slices.Equal(got, tt.stages) || (len(tt.stages) == 0 && got != nil) {
+			t.Errorf("%s: stages read back %#v; want %#v (nil when none)", tt.id, got, tt.stages)
 		}
 	}
 	s.Close()
