@@ -59,3 +59,34 @@ func TestMarkInterruptedOnlyGoneOwners(t *testing.T) {
 		}
 	}
 }
+
+// TestOwnerGone: which recorded owners of a running scan are certainly
+// gone. Pids that name no single process (0 is the caller's process group,
+// negatives are groups too) and this very process (just started, so its
+// scans are from an earlier run) count as gone.
+func TestOwnerGone(t *testing.T) {
+	host, _ := os.Hostname()
+	live := exec.Command("sleep", "60")
+	if err := live.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { live.Process.Kill(); live.Wait() }()
+	tests := []struct {
+		owner string
+		gone  bool
+	}{
+		{"", true},
+		{"no-colon", true},
+		{host + ":not-a-pid", true},
+		{host + ":0", true},
+		{host + ":-1", true},
+		{fmt.Sprintf("%s:%d", host, os.Getpid()), true},
+		{fmt.Sprintf("%s:%d", host, live.Process.Pid), false},
+		{"other-host.example:1234", false},
+	}
+	for _, tt := range tests {
+		if got := ownerGone(tt.owner); got != tt.gone {
+			t.Errorf("ownerGone(%q) = %v; want %v", tt.owner, got, tt.gone)
+		}
+	}
+}

@@ -174,3 +174,40 @@ func TestSummaryFit(t *testing.T) {
 		}
 	}
 }
+
+// A readiness reads back as it was set, on GetModel and in lists; hints
+// read back as a list even when none were set (the contract's "hints": []).
+func TestReadinessRoundTrip(t *testing.T) {
+	s := storetest.MustOpen(t)
+	upsert(t, s, "org/a", "org/b", "org/c")
+	noHints := rd(3, [4]int{})
+	noHints.Hints = nil
+	tests := []struct {
+		id   string
+		set  readiness.Readiness
+		want string // JSON of the readiness read back
+	}{
+		{"org/a", rd(1, [4]int{2, 1, 1, 1}, readiness.HintMoEDynamicRouting, readiness.HintDimsNotAligned),
+			`{"params":1,"params_source":"safetensors","weights_bytes_bf16":null,"kv_bytes_per_token":null,` +
+				`"min_devices":{"v5e":2,"v5p":1,"v6e":1,"v7x":1},"hints":[` +
+				`{"code":"moe_dynamic_routing","severity":"info","text":"moe_dynamic_routing text"},` +
+				`{"code":"dims_not_aligned","severity":"info","text":"dims_not_aligned text"}]}`},
+		{"org/b", rd(2, [4]int{}),
+			`{"params":2,"params_source":"safetensors","weights_bytes_bf16":null,"kv_bytes_per_token":null,"min_devices":null,"hints":[]}`},
+		{"org/c", noHints,
+			`{"params":3,"params_source":"safetensors","weights_bytes_bf16":null,"kv_bytes_per_token":null,"min_devices":null,"hints":[]}`},
+	}
+	for _, tt := range tests {
+		setReadiness(t, s, tt.id, "sha-"+tt.id, 1, true, tt.set)
+		if got := mustJSON(t, readinessOf(t, s, tt.id)); got != tt.want {
+			t.Errorf("GetModel %s readiness:\n got %s\nwant %s", tt.id, got, tt.want)
+		}
+		models, _, err := s.ListModels(ctx, store.ModelQuery{Q: tt.id})
+		if err != nil || len(models) != 1 {
+			t.Fatalf("list %s: %d models, %v", tt.id, len(models), err)
+		}
+		if got := mustJSON(t, models[0].Readiness); got != tt.want {
+			t.Errorf("ListModels %s readiness:\n got %s\nwant %s", tt.id, got, tt.want)
+		}
+	}
+}

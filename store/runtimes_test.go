@@ -346,3 +346,25 @@ func BenchmarkRuntimes(b *testing.B) {
 		})
 	})
 }
+
+// A runtime's rates are nil when their denominator is 0: no model with a
+// verdict there (PassRate and WeightedPassRate), or verdicts only from
+// models with no downloads (WeightedPassRate).
+func TestRuntimeRatesWithoutDenominator(t *testing.T) {
+	s := storetest.MustOpen(t)
+	if err := s.UpsertModels(ctx, []store.ModelUpsert{{ID: "o/skipped", Downloads: 50}, {ID: "o/zero", Downloads: 0}}); err != nil {
+		t.Fatal(err)
+	}
+	record(t, s, "o/skipped", onRuntime("tpu", rtOld, "skipped", 0))
+	record(t, s, "o/zero", onRuntime("tpu", rtNew, "pass", 1))
+	got, err := s.Runtimes(ctx, "tpu")
+	if err != nil || len(got) != 2 {
+		t.Fatalf("runtimes: %+v, %v; want 2", got, err)
+	}
+	if g := got[1]; g.Ref != rtOld.Ref("tpu") || g.Models != 1 || g.Tested != 0 || g.PassRate != nil || g.WeightedPassRate != nil {
+		t.Errorf("skipped only: %+v, rates %v %v; want 1 model, 0 tested, no rates", g, g.PassRate, g.WeightedPassRate)
+	}
+	if g := got[0]; g.Ref != rtNew.Ref("tpu") || g.Tested != 1 || g.PassRate == nil || *g.PassRate != 1 || g.WeightedPassRate != nil {
+		t.Errorf("no downloads: %+v, rates %v %v; want pass rate 1, no weighted rate", g, g.PassRate, g.WeightedPassRate)
+	}
+}

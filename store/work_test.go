@@ -219,9 +219,9 @@ func TestExpiredLeasesRequeueThenFail(t *testing.T) {
 		*r.Message != fleet.LostMessage(3, "host-c") || r.Worker != "host-c" || r.Runtime.Key() != wrtA.Key() {
 		t.Errorf("lost-lease result %+v (message %v)", r, deref(r.Message))
 	}
-	st, _ := s.QueueStats(ctx)
-	if st.LostLeases != 3 || len(st.Open) != 0 {
-		t.Errorf("queue stats %+v", st)
+	st, err := s.QueueStats(ctx)
+	if err != nil || st.LostLeases != 3 || len(st.Open) != 0 {
+		t.Errorf("queue stats %+v, %v", st, err)
 	}
 	if again, _ := s.ExpireLeases(ctx, now.Add(time.Hour)); again.any() {
 		t.Errorf("a failed job expired again: %+v", again)
@@ -270,9 +270,9 @@ func TestRenewAndRelease(t *testing.T) {
 	if c != (JobCounts{Total: 3, Queued: 2, Leased: 1}) {
 		t.Errorf("counts %+v", c)
 	}
-	st, _ := s.QueueStats(ctx)
-	if st.LostLeases != 1 || len(st.Open) != 1 || st.Open[0] != (QueueDepth{Target: "cpu", RuntimeKey: wrtA.Key(), Queued: 2, Leased: 1}) {
-		t.Errorf("stats %+v: the give-back is not a lost lease, b's expiry is", st)
+	st, err := s.QueueStats(ctx)
+	if err != nil || st.LostLeases != 1 || len(st.Open) != 1 || st.Open[0] != (QueueDepth{Target: "cpu", RuntimeKey: wrtA.Key(), Queued: 2, Leased: 1}) {
+		t.Errorf("stats %+v, %v: the give-back is not a lost lease, b's expiry is", st, err)
 	}
 }
 
