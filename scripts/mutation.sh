@@ -75,7 +75,7 @@ chmod +x "$out/bin/go"
 export PATH="$out/bin:$PATH"
 # Tests that run the package's code in a child process, whose coverage the
 # profile does not see: they run against every mutant of their package.
-export MUTATION_ALWAYS="${MUTATION_ALWAYS:-TestNoProcessOutlivesAKilledScanner}"
+export MUTATION_ALWAYS="${MUTATION_ALWAYS:-TestNoProcessOutlivesAKilledScanner,TestEnableSubreaper}"
 export MUTATION_SKIP="${MUTATION_SKIP-^TestRealHarness}"
 status=0
 for pkg in "$@"; do

@@ -19,10 +19,10 @@ package's other tests against it proves nothing and costs most of the time
 
   recheck GO REPORT PKGDIR BASE OUT
                         run each mutant gremlins' REPORT(.json or .log: the
-                        path without them) says lived against
-                        today's tests (PKGDIR's files as at commit BASE,
-                        the one gremlins ran on; with go test -overlay, the
-                        tree is not touched); one line per mutant in OUT
+                        path without them) says lived against today's tests
+                        (BASE: the commit gremlins ran on; a line that moved
+                        since is found by its text); with go test -overlay,
+                        the tree is not touched; one line per mutant in OUT
   run GO DRYLOG MAP PKGDIR OUTLOG TIMEOUT
                         gremlins' work without gremlins, for a package whose
                         coverage run cannot pass under load: each mutant
@@ -53,7 +53,8 @@ def build_map(go, pkgdir, out):
         return
     listed = subprocess.run([binary, "-test.list", "."], cwd=pkgdir, check=True,
                             capture_output=True, text=True).stdout.split()
-    tests = [t for t in listed if re.match(r"(Test|Fuzz|Example)", t)]
+    skip = os.environ.get("MUTATION_SKIP")
+    tests = [t for t in listed if re.match(r"(Test|Fuzz|Example)", t) and not (skip and re.search(skip, t))]
     lines, failed = {}, []
     start = time.monotonic()
     for name in tests:
@@ -199,6 +200,17 @@ def run(go, drylog, mapfile, pkgdir, outlog, timeout):
             out.flush()
 
 
+def moved_line(then, now, line):
+    """Where line of the file as it was (then) is in the file now: the same
+    number if the file is unchanged, else the one line with the same text;
+    None if there is not exactly one."""
+    if then == now:
+        return line
+    text = then.split(b"\n")[line - 1]
+    found = [i + 1 for i, l in enumerate(now.split(b"\n")) if l == text]
+    return found[0] if len(found) == 1 else None
+
+
 def recheck(go, report, pkgdir, base, out):
     """Run every mutant the report says lived against today's tests (the
     package's files must be as they were at commit base) and write the
@@ -221,11 +233,12 @@ def recheck(go, report, pkgdir, base, out):
             if mu["status"] != "LIVED":
                 continue
             where = f"{name}:{mu['line']}:{mu['column']} {mu['type']}"
-            mutant = mutant_source(src, mu["line"], mu["column"], mu["type"])
-            if src != then or mutant is None:
-                rows.append(f"{where} NOT RECHECKED ({'file changed since ' + base if src != then else 'no such token'})")
+            line = moved_line(then, src, mu["line"])
+            mutant = line and mutant_source(src, line, mu["column"], mu["type"])
+            if not mutant:
+                rows.append(f"{where} NOT RECHECKED (its line changed since {base})")
                 continue
-            status = run_mutant(go, pkgdir, m, name, mu["line"], mutant, tmp)
+            status = run_mutant(go, pkgdir, m, name, line, mutant, tmp)
             killed_now += status == "KILLED"
             rows.append(f"{where} {status}")
             print(rows[-1], file=sys.stderr)
