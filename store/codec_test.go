@@ -100,17 +100,8 @@ func TestModelTagsStoredAsDocumented(t *testing.T) {
 		}
 	}
 	s.Close()
-	db, err := sql.Open("sqlite3", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
 	for _, tt := range tests {
-		var got sql.NullString
-		if err := db.QueryRow(`SELECT tags FROM models WHERE id = ?`, tt.id).Scan(&got); err != nil {
-			t.Fatal(err)
-		}
-		if got != tt.stored {
+		if got := storedColumn(t, path, `SELECT tags FROM models WHERE id = ?`, tt.id); got != tt.stored {
 			t.Errorf("%s: stored tags %+v; want %+v", tt.id, got, tt.stored)
 		}
 	}
@@ -149,18 +140,25 @@ func TestResultStagesStoredAsDocumented(t *testing.T) {
 		}
 	}
 	s.Close()
+	for _, tt := range tests {
+		if got := storedColumn(t, path, `SELECT stages FROM results WHERE model_id = ?`, tt.id); got != tt.stored {
+			t.Errorf("%s: stored stages %+v; want %+v", tt.id, got, tt.stored)
+		}
+	}
+}
+
+// storedColumn reads one column as stored, with the query given, straight
+// from the database file (not through the store).
+func storedColumn(t *testing.T, path, query, id string) sql.NullString {
+	t.Helper()
 	db, err := sql.Open("sqlite3", path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	for _, tt := range tests {
-		var got sql.NullString
-		if err := db.QueryRow(`SELECT stages FROM results WHERE model_id = ?`, tt.id).Scan(&got); err != nil {
-			t.Fatal(err)
-		}
-		if got != tt.stored {
-			t.Errorf("%s: stored stages %+v; want %+v", tt.id, got, tt.stored)
-		}
+	var got sql.NullString
+	if err := db.QueryRow(query, id).Scan(&got); err != nil {
+		t.Fatal(err)
 	}
+	return got
 }
