@@ -21,6 +21,7 @@ if [ ! -x "$bin/gremlins" ]; then
   GOBIN="$bin" go install "github.com/go-gremlins/gremlins/cmd/gremlins@$version"
 fi
 [ $# -gt 0 ] || set -- ./store ./web ./internal/hub ./internal/probe
+python3 scripts/mutation_tests.py selftest
 # MUTATION_OUT keeps gremlins' reports and logs (each mutant's position and
 # status) in that folder; otherwise they go with the run.
 if [ -n "${MUTATION_OUT:-}" ]; then

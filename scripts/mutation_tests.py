@@ -27,6 +27,7 @@ package's other tests against it proves nothing and costs most of the time
                         gremlins' work without gremlins, for a package whose
                         coverage run cannot pass under load: each mutant
                         gremlins' --dry-run log lists, run with -overlay
+  selftest              check the pure parts against cases worked out by hand
   table OUT PKG...     the efficacy per package from gremlins' reports in
                         OUT, and where the lived mutants are
 
@@ -297,6 +298,35 @@ def table(out, pkgs):
               f"{r.get('mutants_not_covered', 0):>11} {r.get('test_efficacy', 0):>8.1f}%  {where}")
 
 
+def selftest():
+    """The pure parts against cases worked out by hand; mutation.sh runs it
+    first, so a broken selector cannot make a run's figures wrong."""
+    os.environ.pop("MUTATION_ALWAYS", None)
+    src = b"package x\nfunc f(a, b int) bool { return a >= b && a-b > -1 }\n"
+    line = src.split(b"\n")[1]
+    cases = [  # (token to find, offset in it, type, the line after)
+        (b">=", 0, "CONDITIONALS_BOUNDARY", b"a > b && a-b > -1"),
+        (b">=", 0, "CONDITIONALS_NEGATION", b"a < b && a-b > -1"),
+        (b"a-b", 1, "ARITHMETIC_BASE", b"a >= b && a+b > -1"),
+        (b"-1", 0, "INVERT_NEGATIVES", b"a >= b && a-b > +1"),
+        (b"> -", 0, "CONDITIONALS_BOUNDARY", b"a >= b && a-b >= -1"),
+    ]
+    for tok, off, kind, want in cases:
+        got = mutant_source(src, 2, line.find(tok) + 1 + off, kind)
+        assert got and want in got.split(b"\n")[1], (tok, kind, got)
+    assert mutant_source(src, 2, line.find(b">=") + 1, "INCREMENT_DECREMENT") is None
+    assert moved_line(b"a\nb\nc", b"a\nb\nc", 2) == 2
+    assert moved_line(b"x\nx", b"x\nx", 2) == 2  # unchanged: the line itself, even if repeated
+    assert moved_line(b"a\nb\nc", b"z\na\nb\nc", 2) == 3
+    assert moved_line(b"a\nb\nc", b"b\nb", 2) is None
+    m = {"tests": ["TestA", "TestB", "TestC"], "failed_alone": ["TestC"],
+         "lines": {"f.go": {"3": ["TestA"], "4": ["TestA", "TestC"]}}}
+    assert tests_for(m, "f.go", 3) == "^(TestA)$"
+    assert tests_for(m, "f.go", 4) == ""  # a test that fails alone: run all
+    assert tests_for(m, "f.go", 5) == ""  # no test recorded: run all
+    print("mutation_tests.py: self-test passed", file=sys.stderr)
+
+
 def main(argv):
     if argv[1:2] == ["map"] and len(argv) == 5:
         build_map(argv[2], argv[3], argv[4])
@@ -306,6 +336,8 @@ def main(argv):
         recheck(*argv[2:])
     elif argv[1:2] == ["run"] and len(argv) == 8:
         run(*argv[2:7], float(argv[7]))
+    elif argv[1:2] == ["selftest"]:
+        selftest()
     elif argv[1:2] == ["table"] and len(argv) >= 4:
         table(argv[2], argv[3:])
     else:
