@@ -246,7 +246,9 @@ def recheck(go, report, pkgdir, base, out):
     with open(out, "w") as g:
         g.write("\n".join(rows) + "\n")
     k, lv = r.get("mutants_killed", 0), r.get("mutants_lived", 0)
-    if k + lv:
+    if k == 0:  # a list of lived mutants, not a run: no efficacy to give
+        print(f"{pkgdir}: {killed_now} of {lv} lived mutants now killed")
+    elif k + lv:
         print(f"{pkgdir}: efficacy {100 * k / (k + lv):.1f}% in the run, "
               f"{100 * (k + killed_now) / (k + lv):.1f}% with today's tests "
               f"({killed_now} of {lv} lived mutants now killed)")
