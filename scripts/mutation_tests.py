@@ -38,6 +38,7 @@ coverage the profile does not see.
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -164,13 +165,19 @@ def run_mutant(go, pkgdir, m, name, line, mutant, tmp, timeout=None):
     args += ["-run", sel] if sel else []
     if os.environ.get("MUTATION_SKIP"):
         args += ["-skip", os.environ["MUTATION_SKIP"]]
+    # In a session of its own, so that a mutant that hangs is ended with
+    # its test binary and the binary's children, not left running on.
+    p = subprocess.Popen(args + ["./" + pkgdir], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                         start_new_session=True)
     try:
-        p = subprocess.run(args + ["./" + pkgdir], capture_output=True, text=True, timeout=timeout)
+        out, _ = p.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.communicate()
         return "TIMED OUT"
     if p.returncode == 0:
         return "LIVED"
-    if re.search(r"\[(build|setup) failed\]", p.stdout + p.stderr):
+    if re.search(r"\[(build|setup) failed\]", out):
         return "NOT VIABLE"
     return "KILLED"
 
