@@ -158,13 +158,20 @@ func ids(ms []ModelInfo) []string {
 
 func TestListModelsSeveralTasks(t *testing.T) {
 	e := newEnv(t, nil, manyRepos(30)...)
-	got, err := e.c.ListModels(context.Background(), ListOptions{Limit: 4, PipelineTags: []string{"fill-mask", "image-classification"}})
+	var pages []int
+	got, err := e.c.ListModels(context.Background(), ListOptions{Limit: 4, PipelineTags: []string{"fill-mask", "image-classification"},
+		OnPage: func(n int) { pages = append(pages, n) }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := []string{"org/model-0001", "org/model-0002", "org/model-0004", "org/model-0005"}
 	if !slices.Equal(ids(got), want) {
 		t.Fatalf("got %v, want %v (top 4 of both tasks by downloads)", ids(got), want)
+	}
+	// Progress counts the models listed so far over both queries (one page
+	// of 4 each), before the merge keeps the top 4.
+	if !slices.Equal(pages, []int{4, 8}) {
+		t.Errorf("OnPage got %v, want [4 8]", pages)
 	}
 }
 
