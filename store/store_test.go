@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -736,10 +737,19 @@ func TestBackupAndIntegrity(t *testing.T) {
 		t.Fatalf("IntegrityCheck = %q, %v", ok, err)
 	}
 	path := filepath.Join(t.TempDir(), "backups", "copy.db")
-	for range 2 { // the second overwrites the first
-		if err := s.Backup(ctx, path); err != nil {
-			t.Fatal(err)
-		}
+	if err := s.Backup(ctx, path); err != nil {
+		t.Fatal(err)
+	}
+	// A backup killed half-way leaves its temporary copy: the next one
+	// starts afresh, and the second overwrites the first.
+	if err := os.WriteFile(path+".tmp", []byte("half a database"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Backup(ctx, path); err != nil {
+		t.Fatalf("Backup over a stale %s: %v", filepath.Base(path+".tmp"), err)
+	}
+	if _, err := os.Stat(path + ".tmp"); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the temporary copy is still there after the backup (%v)", err)
 	}
 	b, err := store.Open(ctx, path)
 	if err != nil {

@@ -128,6 +128,7 @@ type Client struct {
 	onWait   func(time.Duration)
 	sleep    func(context.Context, time.Duration) error
 	now      func() time.Time
+	maxJSON  int // the largest JSON answer read whole (maxJSON; tests lower it)
 
 	pacer pacer
 
@@ -170,6 +171,7 @@ func New(o Options) (*Client, error) {
 		onWait:   o.OnRateLimitWait,
 		sleep:    o.Sleep,
 		now:      time.Now,
+		maxJSON:  maxJSON,
 		mainSHA:  map[string]string{},
 	}
 	if c.log == nil {

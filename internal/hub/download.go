@@ -229,7 +229,7 @@ func (d *download) file(ctx context.Context, name string, src *source) error {
 	n, err := d.fetch(ctx, src, blob+".incomplete")
 	limit := d.limit(src)
 	if errors.Is(err, ErrTooLarge) && src.size >= 0 && src.size <= limit {
-		return err // the model's limit, not the file's
+		return err // announced at exactly the cap, and more came (below the cap that is ErrIntegrity): copyWithin says so
 	}
 	if errors.Is(err, ErrTooLarge) {
 		size := src.size

@@ -137,8 +137,26 @@ func TestDownloadRefsMainOnlyWhenMain(t *testing.T) {
 	if _, err := e.c.Download(ctx, "acme/tiny", old, []string{"config.json"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(filepath.Join(RepoDir(e.cache, "acme/tiny"), "refs", "main")); !os.IsNotExist(err) {
+	refsMain := filepath.Join(RepoDir(e.cache, "acme/tiny"), "refs", "main")
+	if _, err := os.Stat(refsMain); !os.IsNotExist(err) {
 		t.Fatalf("refs/main written for a commit that is not main (%v)", err)
+	}
+	// The info of a pinned commit says nothing about main.
+	if mi, err := e.c.ModelInfo(ctx, "acme/tiny", old); err != nil || mi.SHA != old {
+		t.Fatalf("ModelInfo at %s = %q, %v", old, mi.SHA, err)
+	}
+	if _, err := e.c.Download(ctx, "acme/tiny", old, []string{"config.json"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(refsMain); !os.IsNotExist(err) {
+		t.Fatalf("refs/main written after the info of a pinned commit (%v)", err)
+	}
+	// main's head, as ModelInfo(main) reported it, is main.
+	if _, err := e.c.Download(ctx, "acme/tiny", strings.Repeat("d", 40), []string{"config.json"}); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(refsMain); err != nil || string(b) != strings.Repeat("d", 40) {
+		t.Fatalf("refs/main = %q, %v; want main's head", b, err)
 	}
 }
 

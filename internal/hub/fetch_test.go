@@ -300,6 +300,8 @@ func TestCopyWithin(t *testing.T) {
 		{name: "broken before any byte", readErr: errStalled, size: 10, maxFile: 100, wantErr: errStalled},
 		{name: "more than announced: one byte more is read", body: "0123456789xyz", size: 10, maxFile: 100, wantN: 11, wantErr: ErrIntegrity},
 		{name: "more than announced after a resume", body: "456789x", have: 4, size: 10, maxFile: 100, wantN: 7, wantErr: ErrIntegrity},
+		{name: "more than announced after a resume: one byte more is read", body: "456789xyz", have: 4, size: 10, maxFile: 100, wantN: 7, wantErr: ErrIntegrity},
+		{name: "announced empty: one byte more is read", body: "xyz", size: 0, maxFile: 100, wantN: 1, wantErr: ErrIntegrity},
 		{name: "size unknown, over the cap", body: strings.Repeat("x", 30), size: -1, maxFile: 10, wantN: 11, wantErr: ErrTooLarge},
 		{name: "over the cap counts the bytes held", body: "56789x", have: 5, size: -1, maxFile: 10, wantN: 6, wantErr: ErrTooLarge},
 		{name: "the disk fails", body: "0123", size: 10, maxFile: 100, w: failingWriter{}, wantErr: errDiskFull},
@@ -411,6 +413,7 @@ func TestVerify(t *testing.T) {
 		{"fewer bytes than announced", hello, 6, helloGitSHA, 7, nil, false, ErrIntegrity},
 		{"more bytes than announced", hello, 6, helloSHA256, 5, sum(helloSHA256), false, ErrIntegrity},
 		{"another etag form: not checked", hello, 6, "abc-1", 6, nil, false, nil},
+		{"announced empty, bytes came: the size says so, whatever the etag", hello, 6, "abc-1", 0, nil, false, ErrIntegrity},
 		{"an upper-case hash is another form", hello, 6, strings.ToUpper(helloGitSHA), 6, nil, false, nil},
 	}
 	for _, tt := range tests {

@@ -399,12 +399,12 @@ func (c *Client) getJSON(ctx context.Context, u *url.URL, v any) (next string, e
 		return "", err
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxJSON+1))
+	body, err := io.ReadAll(io.LimitReader(resp.Body, int64(c.maxJSON)+1))
 	if err != nil {
 		return "", fmt.Errorf("read %s: %w", c.safeURL(final), err)
 	}
-	if len(body) > maxJSON {
-		return "", fmt.Errorf("%s: answer over %d bytes", c.safeURL(final), maxJSON)
+	if len(body) > c.maxJSON {
+		return "", fmt.Errorf("%s: answer over %d bytes", c.safeURL(final), c.maxJSON)
 	}
 	if err := json.Unmarshal(body, v); err != nil {
 		return "", fmt.Errorf("%s: malformed JSON from the Hub (%d bytes, starts %q): %w",
@@ -435,7 +435,7 @@ func (c *Client) ModelInfo(ctx context.Context, id, revision string) (ModelInfo,
 	if err != nil {
 		return ModelInfo{}, fmt.Errorf("hub: model info %s@%s: %w", id, rev, err)
 	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxJSON))
+	body, err := io.ReadAll(io.LimitReader(resp.Body, int64(c.maxJSON)))
 	resp.Body.Close()
 	if err != nil {
 		return ModelInfo{}, fmt.Errorf("hub: model info %s@%s: read: %w", id, rev, err)

@@ -3,6 +3,8 @@ package hub
 import (
 	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"slices"
 	"strconv"
@@ -158,13 +160,20 @@ func ids(ms []ModelInfo) []string {
 
 func TestListModelsSeveralTasks(t *testing.T) {
 	e := newEnv(t, nil, manyRepos(30)...)
-	got, err := e.c.ListModels(context.Background(), ListOptions{Limit: 4, PipelineTags: []string{"fill-mask", "image-classification"}})
+	var pages []int
+	got, err := e.c.ListModels(context.Background(), ListOptions{Limit: 4, PipelineTags: []string{"fill-mask", "image-classification"},
+		OnPage: func(n int) { pages = append(pages, n) }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := []string{"org/model-0001", "org/model-0002", "org/model-0004", "org/model-0005"}
 	if !slices.Equal(ids(got), want) {
 		t.Fatalf("got %v, want %v (top 4 of both tasks by downloads)", ids(got), want)
+	}
+	// Progress counts the models listed so far over both queries (one page
+	// of 4 each), before the merge keeps the top 4.
+	if !slices.Equal(pages, []int{4, 8}) {
+		t.Errorf("OnPage got %v, want [4 8]", pages)
 	}
 }
 
@@ -287,5 +296,47 @@ func TestModelInfoMalformedJSON(t *testing.T) {
 	_, err := e.c.ModelInfo(context.Background(), "acme/tiny", "")
 	if err == nil || !strings.Contains(err.Error(), "malformed JSON") {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// TestListingAnswerSizeCap: a listing answer of exactly the cap (maxJSON,
+// lowered here) is read; one byte more is refused as too large, and says
+// so (not as the malformed JSON its cut-off start would be).
+func TestListingAnswerSizeCap(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		size int
+		want string // "" for no error
+	}{
+		{"exactly the cap", 4096, ""},
+		{"one byte over", 4097, "answer over 4096 bytes"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			body := make([]byte, tc.size) // "[", spaces, "]": an empty listing
+			for i := range body {
+				body[i] = ' '
+			}
+			body[0], body[len(body)-1] = '[', ']'
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "application/json")
+				w.Write(body)
+			}))
+			defer srv.Close()
+			c, err := New(Options{Endpoint: srv.URL, CacheDir: t.TempDir()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.maxJSON != maxJSON {
+				t.Fatalf("a new client reads JSON answers up to %d bytes, want %d", c.maxJSON, maxJSON)
+			}
+			c.maxJSON = 4096
+			got, err := c.ListModels(context.Background(), ListOptions{Limit: 5})
+			switch {
+			case tc.want == "" && (err != nil || len(got) != 0):
+				t.Fatalf("ListModels = %d models, %v; want an empty listing", len(got), err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("ListModels error %v; want one saying %q", err, tc.want)
+			}
+		})
 	}
 }
