@@ -2,6 +2,7 @@ package probe
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -51,6 +52,12 @@ func (r *Runner) Env(ctx context.Context, target compat.Target) (compat.Target, 
 		return "", compat.Runtime{}, fmt.Errorf("env: harness reports %w", err)
 	}
 
+	if target == compat.TargetAuto && got == compat.TargetCPU && res.googleTPU && r.usableUnconfined(ctx, compat.TargetTPU) {
+		r.log.Warn("probe: target auto resolved to cpu, but the harness sees the TPU without Landlock: its runtime "+
+			"needs files the confinement does not name; run with --landlock=false [SCANNER_LANDLOCK=false] to probe "+
+			"on it, or --target tpu to fail instead of falling back", "why", res.note)
+	}
+
 	r.found.mu.Lock()
 	if r.found.envs == nil {
 		r.found.envs = map[compat.Target]compat.Runtime{}
@@ -97,12 +104,23 @@ func (r *Runner) usableUnconfined(ctx context.Context, target compat.Target) boo
 	return err == nil && res.Status == compat.StatusPass && res.Target == target
 }
 
+// envReply is the harness's --env-only answer: a Result, and the extra
+// fields of env_only in harness.py that the runner uses.
+type envReply struct {
+	compat.Result
+	// googleTPU: Google's torch_tpu is installed (the run may still have
+	// found no usable TPU).
+	googleTPU bool
+	// note says why auto resolved as it did.
+	note string
+}
+
 // envResult runs the harness with --env-only for target, confined unless
 // unconfined, and reads its result.
-func (r *Runner) envResult(ctx context.Context, target compat.Target, unconfined bool) (compat.Result, error) {
+func (r *Runner) envResult(ctx context.Context, target compat.Target, unconfined bool) (envReply, error) {
 	wd, err := r.newWorkDir("env")
 	if err != nil {
-		return compat.Result{}, fmt.Errorf("env: %w", err)
+		return envReply{}, fmt.Errorf("env: %w", err)
 	}
 	defer wd.remove()
 
@@ -115,11 +133,11 @@ func (r *Runner) envResult(ctx context.Context, target compat.Target, unconfined
 	out := runProc(ectx, spec)
 	switch {
 	case out.startErr != nil:
-		return compat.Result{}, fmt.Errorf("env: cannot start %s: %w", r.python, out.startErr)
+		return envReply{}, fmt.Errorf("env: cannot start %s: %w", r.python, out.startErr)
 	case out.killed && ctx.Err() != nil:
-		return compat.Result{}, fmt.Errorf("env: %w", ctx.Err())
+		return envReply{}, fmt.Errorf("env: %w", ctx.Err())
 	case out.killed:
-		return compat.Result{}, fmt.Errorf("env: harness --env-only ran past %s", r.cfg.EnvTimeout)
+		return envReply{}, fmt.Errorf("env: harness --env-only ran past %s", r.cfg.EnvTimeout)
 	}
 	res, err := readResult(wd.result)
 	if errors.Is(err, os.ErrNotExist) {
@@ -127,10 +145,17 @@ func (r *Runner) envResult(ctx context.Context, target compat.Target, unconfined
 		if sig, ok := signalOf(out.state); ok {
 			how = "killed by " + signalName(sig)
 		}
-		return compat.Result{}, fmt.Errorf("env: harness --env-only wrote no result (%s); last stderr: %s", how, lastLine(out.stderrTail))
+		return envReply{}, fmt.Errorf("env: harness --env-only wrote no result (%s); last stderr: %s", how, lastLine(out.stderrTail))
 	}
 	if err != nil {
-		return compat.Result{}, fmt.Errorf("env: invalid result: %w", err)
+		return envReply{}, fmt.Errorf("env: invalid result: %w", err)
 	}
-	return res, nil
+	var extra struct {
+		GoogleTPU bool   `json:"google_torch_tpu"`
+		Note      string `json:"note"`
+	}
+	if data, err := os.ReadFile(wd.result); err == nil { // readResult bounded its size
+		_ = json.Unmarshal(nanToNull(data), &extra) // it parsed as a Result: these are optional
+	}
+	return envReply{Result: res, googleTPU: extra.GoogleTPU, note: extra.Note}, nil
 }

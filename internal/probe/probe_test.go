@@ -657,3 +657,47 @@ func TestEnvRemembersOnlyAuto(t *testing.T) {
 		t.Fatalf("after Env(auto): %v, auto resolved to %q, want cpu", err, r.autoTarget())
 	}
 }
+
+// TestEnvAutoSaysWhenLandlockHidesTheTPU: auto falls back to cpu when no
+// TPU is usable, but a TPU the harness sees only without Landlock (Google's
+// torch_tpu installed, its runtime needing files the confinement does not
+// name) is named in a warning with the switch that helps, not lost quietly.
+// A host without torch_tpu costs no second run and gets no warning.
+func TestEnvAutoSaysWhenLandlockHidesTheTPU(t *testing.T) {
+	t.Parallel()
+	if landlockABI() <= 0 {
+		t.Skip("this kernel has no Landlock")
+	}
+	for _, tc := range []struct {
+		name        string
+		hidden, off bool
+		want        compat.Target
+		warn        bool
+	}{
+		{"confined", true, false, compat.TargetCPU, true},
+		{"landlock off", true, true, compat.TargetTPU, false},
+		{"no torch_tpu", false, false, compat.TargetCPU, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			env := os.Environ()
+			if tc.hidden {
+				env = append(env, "TPU_STANDIN_TPU_OUTSIDE_LANDLOCK=1")
+			}
+			var logged bytes.Buffer
+			r := standinRunner(t, func(c *Config) {
+				c.Environ, c.NoLandlock = env, tc.off
+				c.Logger = slog.New(slog.NewTextHandler(&logged, nil))
+			})
+			got, _, err := r.Env(context.Background(), compat.TargetAuto)
+			if err != nil || got != tc.want {
+				t.Fatalf("Env(auto) = %q, %v; want %q", got, err, tc.want)
+			}
+			warned := strings.Contains(logged.String(), `level=WARN msg="probe: target auto resolved to cpu, but the harness sees the TPU without Landlock`) &&
+				strings.Contains(logged.String(), "run with --landlock=false")
+			if warned != tc.warn {
+				t.Errorf("warned %v, want %v; log:\n%s", warned, tc.warn, logged.String())
+			}
+		})
+	}
+}

@@ -61,3 +61,30 @@ func TestStageTrackerMatchesOnlyALineStart(t *testing.T) {
 		}
 	}
 }
+
+// TestContainsFold: the stage tracker's prefilter finds the lower-case word
+// in any case, anywhere in the line (its very end included), and nowhere
+// else; a prefilter that says yes too often only costs time, so this is
+// checked here, not through the tracker.
+func TestContainsFold(t *testing.T) {
+	for _, tc := range []struct {
+		b    string
+		want bool
+	}{
+		{"stage", true},
+		{"STAGE", true},
+		{"the Stage: load", true},
+		{"at the very end: stage", true},
+		{"xstage", true},
+		{"", false},
+		{"stag", false},
+		{"stag e", false},
+		{"tage:", false},
+		{"no such word here", false},
+		{"stAgf", false},
+	} {
+		if got := containsFold([]byte(tc.b), "stage"); got != tc.want {
+			t.Errorf("containsFold(%q, \"stage\") = %v; want %v", tc.b, got, tc.want)
+		}
+	}
+}

@@ -1415,14 +1415,16 @@ def env_only(args) -> dict:
     """A Result-shaped object (status pass, stage env) whose target is where a probe
     would run and whose runtime block is the retest key's source. Extra fields:
     available_targets (tpu is looked for, and torch_tpu loaded, only when tpu or auto is asked),
-    device_memory_bytes, note (auto on cpu: why not tpu)."""
+    device_memory_bytes, note (auto on cpu: why not tpu), google_torch_tpu (Google's torch_tpu is
+    installed, whether or not it found a usable TPU; false when it was not looked for)."""
     runtime = {"python": platform.python_version(), "torch": "", "transformers": dist_version("transformers"),
                "torch_tpu": "", "harness": HARNESS_VERSION, "device": "", "device_count": 0,
                "libtpu": dist_version("libtpu", "libtpu-nightly")}
     out = {"target": "cpu" if args.target == "auto" else args.target, "status": "pass", "stage": "env",
            "failure_class": None, "op": None, "reason": None, "signature": None, "message": None, "mode": None,
            "revision": "", "tested_at": now_rfc3339(), "duration_s": 0.0, "runtime": runtime,
-           "metrics": {}, "repro": "", "available_targets": ["cpu"], "device_memory_bytes": None, "note": ""}
+           "metrics": {}, "repro": "", "available_targets": ["cpu"], "device_memory_bytes": None, "note": "",
+           "google_torch_tpu": False}
 
     def fail(cls, msg, sig):
         out.update(status="error", failure_class=cls, message=msg, signature=sig)
@@ -1438,6 +1440,7 @@ def env_only(args) -> dict:
     # as in a probe: only tpu and auto load torch_tpu, so available_targets names tpu only for those
     tpu = probe_torch_tpu(torch) if args.target in ("tpu", "auto") else None
     if tpu is not None:
+        out["google_torch_tpu"] = tpu["google"]
         out["note"] = tpu["note"] or (f"torch_tpu {tpu['version']}" if tpu["google"] else "")
         if tpu["available"]:
             out["available_targets"].insert(0, "tpu")

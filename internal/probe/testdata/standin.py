@@ -202,11 +202,16 @@ def confined():
 def main():
     if "--env-only" in sys.argv:
         tpu = os.environ.get("TPU_STANDIN_DEVICE", "")
+        # a TPU whose runtime, like CUDA's driver on the H200 VM, needs files Landlock does not name
+        google = os.environ.get("TPU_STANDIN_TPU_OUTSIDE_LANDLOCK") == "1"
+        if google and not confined():
+            tpu = "standin TPU that Landlock breaks"
         t = "tpu" if tpu and arg("--target", "auto") == "auto" else target()
         r = {"target": t, "status": "pass",
              "runtime": {"python": sys.version.split()[0], "torch": "0.0-standin",
                          "transformers": "0.0-standin", "torch_tpu": "", "harness": "",
-                         "device": tpu if tpu and t == "tpu" else "standin " + t, "device_count": 1}}
+                         "device": tpu if tpu and t == "tpu" else "standin " + t, "device_count": 1},
+             "google_torch_tpu": google and arg("--target", "auto") in ("tpu", "auto")}
         if t == "cuda" and os.environ.get("TPU_STANDIN_CUDA_OUTSIDE_LANDLOCK") == "1" and not confined():
             r["runtime"].update(device="standin GPU that Landlock breaks")
         elif t != "cpu" and not (tpu and t == "tpu"):

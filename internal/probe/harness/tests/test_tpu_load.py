@@ -58,7 +58,8 @@ def test_cpu_passes_and_never_loads_torch_tpu(tmp_path, run_inproc, fake_tpu_sit
     assert (code, res["status"], res["target"]) == (0, "pass", "cpu"), res["message"]
     assert res["runtime"]["torch_tpu"] == ""
     assert not [m for m in sys.modules if m.startswith("torch_tpu")], "a cpu run imported torch_tpu"
-    assert env_only(tmp_path, "cpu")["status"] == "pass"
+    env = env_only(tmp_path, "cpu")
+    assert (env["status"], env["google_torch_tpu"]) == ("pass", False)  # not looked for on cpu
     assert not [m for m in sys.modules if m.startswith("torch_tpu")], "--env-only --target cpu imported torch_tpu"
 
 
@@ -84,6 +85,7 @@ def test_auto_runs_on_cpu_saying_why(tmp_path, run_inproc, fake_tpu_site):
     env = env_only(tmp_path, "auto")
     assert (env["status"], env["target"]) == ("pass", "cpu")
     assert LOADER_TEXT in env["note"], env["note"]
+    assert env["google_torch_tpu"] is True  # installed though unusable: the runner asks once without Landlock
 
 
 # --- the runtime fails its first op: in a fresh interpreter, as the Go runner starts it ---------------
