@@ -701,3 +701,29 @@ func TestEnvAutoSaysWhenLandlockHidesTheTPU(t *testing.T) {
 		})
 	}
 }
+
+// TestEnvThatNeverAnswers: an --env-only run that hangs is ended at
+// EnvTimeout with an error that says so; cancelled by its caller first, its
+// error wraps the context's, so a shutdown is not mistaken for a slow host.
+func TestEnvThatNeverAnswers(t *testing.T) {
+	t.Parallel()
+	env := append(os.Environ(), "TPU_STANDIN_ENV_HANG=1")
+	t.Run("timeout", func(t *testing.T) {
+		t.Parallel()
+		r := standinRunner(t, func(c *Config) { c.Environ, c.EnvTimeout = env, 300*time.Millisecond })
+		_, _, err := r.Env(context.Background(), compat.TargetCPU)
+		if err == nil || !strings.Contains(err.Error(), "ran past 300ms") || errors.Is(err, context.Canceled) {
+			t.Fatalf("Env = %v; want an error saying it ran past 300ms", err)
+		}
+	})
+	t.Run("cancelled", func(t *testing.T) {
+		t.Parallel()
+		r := standinRunner(t, func(c *Config) { c.Environ, c.EnvTimeout = env, time.Minute })
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		defer cancel()
+		_, _, err := r.Env(ctx, compat.TargetCPU)
+		if !errors.Is(err, context.DeadlineExceeded) || strings.Contains(err.Error(), "ran past") {
+			t.Fatalf("Env = %v; want the caller's context error", err)
+		}
+	})
+}

@@ -201,6 +201,8 @@ def confined():
 
 def main():
     if "--env-only" in sys.argv:
+        if os.environ.get("TPU_STANDIN_ENV_HANG") == "1":  # a runtime that never answers
+            time.sleep(3600)
         tpu = os.environ.get("TPU_STANDIN_DEVICE", "")
         # a TPU whose runtime, like CUDA's driver on the H200 VM, needs files Landlock does not name
         google = os.environ.get("TPU_STANDIN_TPU_OUTSIDE_LANDLOCK") == "1"
