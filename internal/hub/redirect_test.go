@@ -145,3 +145,21 @@ func TestLink(t *testing.T) {
 		t.Errorf("snapshot folder %v: want the link only", entries)
 	}
 }
+
+// TestLinkOverAFolder: a snapshot path that is a folder (a repo whose file
+// and folder names clash) cannot become a link: the error says so, and the
+// temporary link is not left behind.
+func TestLinkOverAFolder(t *testing.T) {
+	repo := t.TempDir()
+	pointer := filepath.Join(repo, "snapshots", strings.Repeat("c", 40), "config.json")
+	if err := os.MkdirAll(filepath.Join(pointer, "inside"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := link(filepath.Join(repo, "blobs", "aaaa"), pointer); err == nil {
+		t.Fatal("link over a non-empty folder succeeded")
+	}
+	entries, _ := os.ReadDir(filepath.Dir(pointer))
+	if len(entries) != 1 || entries[0].Name() != "config.json" || !entries[0].IsDir() {
+		t.Errorf("snapshot folder holds %v; want only the folder config.json, no temporary link", entries)
+	}
+}
