@@ -304,6 +304,7 @@ func TestCopyWithin(t *testing.T) {
 		{name: "announced empty: one byte more is read", body: "xyz", size: 0, maxFile: 100, wantN: 1, wantErr: ErrIntegrity},
 		{name: "size unknown, over the cap", body: strings.Repeat("x", 30), size: -1, maxFile: 10, wantN: 11, wantErr: ErrTooLarge},
 		{name: "over the cap counts the bytes held", body: "56789x", have: 5, size: -1, maxFile: 10, wantN: 6, wantErr: ErrTooLarge},
+		{name: "over the cap after a resume: one byte more is read", body: "56789xyzw", have: 5, size: -1, maxFile: 10, wantN: 6, wantErr: ErrTooLarge},
 		{name: "the disk fails", body: "0123", size: 10, maxFile: 100, w: failingWriter{}, wantErr: errDiskFull},
 	}
 	for _, tt := range tests {
