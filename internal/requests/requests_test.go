@@ -53,7 +53,9 @@ func TestAdmit(t *testing.T) {
 			m.Siblings = []hub.Sibling{{Name: "model-00001-of-00003.safetensors", Size: 8 << 30}, {Name: "model-00002-of-00003.safetensors", Size: 8 << 30},
 				{Name: "model-00003-of-00003.safetensors", Size: 8 << 30}}
 		}), ReasonTooLarge, "its weights are 24.0 GiB, over the scanner's 20.0 GiB cap per model"},
-		{"a big file the checkpoint does not use", with(func(m *hub.ModelInfo) { m.Siblings = append(m.Siblings, hub.Sibling{Name: "onnx/model.safetensors", Size: 50 << 30}) }), "", ""},
+		{"a big file the checkpoint does not use", with(func(m *hub.ModelInfo) {
+			m.Siblings = append(m.Siblings, hub.Sibling{Name: "onnx/model.safetensors", Size: 50 << 30})
+		}), "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := Admit(tc.info, caps)
