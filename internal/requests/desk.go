@@ -1,6 +1,7 @@
 package requests
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"log/slog"
@@ -342,12 +343,13 @@ func (d *Desk) Claim(ctx context.Context, n int) (ids []int64, models []string, 
 }
 
 // Done records how the scan of claimed requests ended: a request whose
-// model got a result in that scan is done with its status; one whose scan
-// was stopped (shutdown) goes back to the queue; any other failed, with
-// why.
-func (d *Desk) Done(ctx context.Context, ids []int64, models []string, sc store.Scan, runErr error) {
+// model got a result in that scan is done with its status; when the scan
+// could not run (again: the Hub or the fleet unreachable, the scanner
+// stopping) the rest go back to the queue, in their places; any other
+// failed, with why.
+func (d *Desk) Done(ctx context.Context, ids []int64, models []string, sc store.Scan, runErr error, again bool) {
 	for i, id := range ids {
-		f := d.outcome(ctx, models[i], sc, runErr)
+		f := d.outcome(ctx, models[i], sc, runErr, again)
 		if err := d.cfg.Store.FinishRequest(ctx, id, f); err != nil {
 			d.log.Error("test request: recording its outcome", "request_id", id, "model", models[i], "err", err)
 			continue
@@ -356,15 +358,15 @@ func (d *Desk) Done(ctx context.Context, ids []int64, models []string, sc store.
 	}
 }
 
-func (d *Desk) outcome(ctx context.Context, model string, sc store.Scan, runErr error) store.RequestFinish {
+func (d *Desk) outcome(ctx context.Context, model string, sc store.Scan, runErr error, again bool) store.RequestFinish {
 	f := store.RequestFinish{ScanID: sc.ID}
 	res, err := d.cfg.Store.LatestResult(ctx, model, "")
 	if err == nil && res.ScanID != nil && *res.ScanID == sc.ID && sc.ID > 0 {
 		f.State, f.Status = store.RequestDone, res.Status
 		return f
 	}
-	if errors.Is(runErr, context.Canceled) {
-		f.State, f.Message = store.RequestQueued, "the scanner stopped before testing it; it keeps its place"
+	if again {
+		f.State, f.Message = store.RequestQueued, "not tested yet: "+cmp.Or(hub.Brief(runErr), "the scan did not run")+"; it keeps its place"
 		return f
 	}
 	f.State = store.RequestFailed

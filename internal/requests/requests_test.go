@@ -342,17 +342,17 @@ func TestClaimAndDone(t *testing.T) {
 		TestedAt: time.Now(), ScanID: &scanID, Runtime: compat.Runtime{Torch: "t"}}); err != nil {
 		t.Fatal(err)
 	}
-	d.Done(ctx, ids, models, store.Scan{ID: scanID}, nil)
+	d.Done(ctx, ids, models, store.Scan{ID: scanID}, nil, false)
 	if r, _ := d.Get(ctx, reqs[0].ID); r.State != store.RequestDone || r.Status != compat.StatusFail {
 		t.Errorf("the tested one: %+v", r)
 	}
 	if r, _ := d.Get(ctx, reqs[1].ID); r.State != store.RequestFailed || !strings.Contains(r.Message, "no result") {
 		t.Errorf("the one without a result: %+v", r)
 	}
-	// A scan stopped by a shutdown puts its requests back in the queue.
+	// A scan that could not run puts its requests back in the queue.
 	ids, models, _ = d.Claim(ctx, 5)
-	d.Done(ctx, ids, models, store.Scan{ID: scanID + 1}, context.Canceled)
-	if r, _ := d.Get(ctx, reqs[2].ID); r.State != store.RequestQueued || r.Position != 1 {
+	d.Done(ctx, ids, models, store.Scan{ID: scanID + 1}, errors.New("hub unreachable: list models"), true)
+	if r, _ := d.Get(ctx, reqs[2].ID); r.State != store.RequestQueued || r.Position != 1 || !strings.Contains(r.Message, "hub unreachable") {
 		t.Errorf("stopped: %+v", r)
 	}
 	if ids, _, _ := d.Claim(ctx, 5); len(ids) != 1 {
