@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compare"
+	"github.com/google-pytorch/torchtpu-scanner/internal/watch"
 )
 
 // feedRuntimes is how many of the newest runtimes the feed announces, each
@@ -117,6 +118,7 @@ func runtimeEntry(base string, cmp *comparison) (feedItem, error) {
 		DatePublished: cmp.Head.FirstSeen.UTC().Format(time.RFC3339),
 		DateModified:  cmp.Head.LastSeen.UTC().Format(time.RFC3339),
 		Tags:          []string{"runtime", target},
+		about:         watch.Item{Target: cmp.Head.Ref.Target, Kind: watch.KindRuntime},
 	}, nil
 }
 
