@@ -51,9 +51,6 @@ func askServer(t *testing.T, cfg Config, queueCap int) (*testServer, *hubtest.Hu
 		t.Fatal(err)
 	}
 	cfg.Store, cfg.Requests = db, desk
-	if cfg.RequestRate == 0 {
-		cfg.RequestRate = -1 // off, but where a test asks
-	}
 	ts := newTestServer(t, 0, 0, cfg)
 	ts.db = db
 	ts.upsert(t, store.ModelUpsert{ID: "org/tested"}, store.ModelUpsert{ID: "org/known"})

@@ -9,7 +9,6 @@
 package web
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -104,7 +103,7 @@ type Config struct {
 	// /api/v1/requests, the request pages and the "Request a test" form off.
 	Requests RequestDesk
 	// RequestRate is how many test requests one client (IP) may make per
-	// hour; 0 means DefaultRequestRate, negative turns the limit off.
+	// hour (--request-rate); 0 or less: no limit.
 	RequestRate int
 }
 
@@ -129,7 +128,6 @@ const (
 	DefaultAPIRate     = 20
 	DefaultAPIBurst    = 120
 	DefaultBodyLimit   = 64 << 10
-	DefaultRequestRate = 5
 )
 
 // Server is the web server. Create it with New.
@@ -235,7 +233,7 @@ func New(cfg Config) (*Server, error) {
 	if rate > 0 {
 		s.limiter = newRateLimiter(rate, burst, time.Now)
 	}
-	if perHour := cmp.Or(cfg.RequestRate, DefaultRequestRate); perHour > 0 {
+	if perHour := cfg.RequestRate; perHour > 0 {
 		s.askLimit = newRateLimiter(float64(perHour)/3600, perHour, time.Now)
 	}
 

@@ -17,10 +17,7 @@ import (
 // webhooks' sender (nil without webhooks), which Serve runs and stops.
 func (a *App) watch(ctx context.Context, wcfg *web.Config) (*webhook.Sender, error) {
 	wcfg.KnownIssues = a.cfg.KnownIssues
-	wcfg.RequestRate = a.cfg.RequestRate
-	if a.cfg.RequestRate == 0 {
-		wcfg.RequestRate = -1 // --request-rate 0: no per-client limit
-	}
+	wcfg.RequestRate = a.cfg.RequestRate // 0: no per-client limit
 	if a.cfg.RequestQueue > 0 {
 		desk, err := requests.New(requests.Config{
 			Store: a.Store, Hub: a.Hub, QueueCap: a.cfg.RequestQueue, Notify: a.Service.NotifyRequest,

@@ -38,7 +38,6 @@ type Hub interface {
 
 // Defaults of Config.
 const (
-	DefaultQueueCap       = 100
 	DefaultRefusals       = 100_000
 	DefaultRefusalTTL     = 24 * time.Hour
 	DefaultHubConcurrency = 4
@@ -50,8 +49,8 @@ type Config struct {
 	Store Store
 	Hub   Hub
 	Caps  Caps
-	// QueueCap is the most open (queued or running) requests; 0 means
-	// DefaultQueueCap.
+	// QueueCap is the most open (queued or running) requests (required:
+	// --request-queue).
 	QueueCap int
 	// Notify is told of each new request (the scan service's wake-up); nil: none.
 	Notify  func()
@@ -99,11 +98,8 @@ var outcomes = []string{"queued", "existing", "refused", "already_tested", "queu
 
 // New prepares a desk.
 func New(cfg Config) (*Desk, error) {
-	if cfg.Store == nil || cfg.Hub == nil {
-		return nil, errors.New("requests: Config.Store and Config.Hub are required")
-	}
-	if cfg.QueueCap <= 0 {
-		cfg.QueueCap = DefaultQueueCap
+	if cfg.Store == nil || cfg.Hub == nil || cfg.QueueCap <= 0 {
+		return nil, errors.New("requests: Config.Store, Config.Hub and a positive Config.QueueCap are required")
 	}
 	if cfg.Refusals <= 0 {
 		cfg.Refusals = DefaultRefusals
