@@ -41,8 +41,8 @@ type feedItem struct {
 	Tags          []string `json:"tags"`
 
 	// What the filters and the known issues look at (feed_watch.go).
-	about     watch.Item
-	signature string
+	about      watch.Item
+	signatures []string // the failure signatures the item shows
 }
 
 // feed serves GET /feed.json: status changes (regressions, fixes, new
@@ -120,6 +120,6 @@ func feedEntry(base string, e compat.Event) (feedItem, error) {
 		DatePublished: e.At.UTC().Format(time.RFC3339),
 		Tags:          []string{string(e.Kind), string(e.Target), string(e.ToStatus)},
 		about:         watch.Item{ModelID: e.ModelID, Target: e.Target, Kind: string(e.Kind)},
-		signature:     deref(e.Signature),
+		signatures:    nonEmpty(deref(e.Signature)),
 	}, nil
 }

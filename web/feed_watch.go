@@ -147,31 +147,57 @@ func filterItems(items []feedItem, f watch.Filter) []feedItem {
 	return kept
 }
 
-// knownHTML is the known-issue paragraph of an item about a signature.
+// knownHTML is the known-issue paragraph of an item about failure
+// signatures: one line per signature (named when there are several).
 var knownHTML = template.Must(template.New("known").Parse(
-	`<p>Known issue: {{with .}}<a href="{{.URL}}">{{.Title}}</a> ({{.State}}){{else}}not tracked yet{{end}}</p>`))
+	`{{range .}}<p>Known issue{{if .Named}} of <code>{{.Sig}}</code>{{end}}: {{with .Issue}}<a href="{{.URL}}">{{.Title}}</a> ({{.State}}){{else}}not tracked yet{{end}}</p>{{end}}`))
 
-// annotate adds to each item about a failure signature where that
-// signature is tracked, or that it is not tracked yet.
+// annotate adds to each item about failure signatures where each is
+// tracked, or that it is not tracked yet.
 func (s *Server) annotate(items []feedItem) error {
+	type line struct {
+		Sig   string
+		Named bool
+		Issue *compat.KnownIssue
+	}
 	for i := range items {
 		it := &items[i]
-		if it.signature == "" {
+		var lines []line
+		for _, sig := range it.signatures {
+			lines = append(lines, line{Sig: sig, Named: it.about.Kind == watch.KindRuntime, Issue: s.known.Match(sig)})
+		}
+		if len(lines) == 0 {
 			continue
 		}
-		is := s.known.Match(it.signature)
 		var h bytes.Buffer
-		if err := knownHTML.Execute(&h, is); err != nil {
+		if err := knownHTML.Execute(&h, lines); err != nil {
 			return err
 		}
 		it.ContentHTML += h.String()
-		if is != nil {
-			it.ContentText += "\n\nKnown issue: " + is.Title + " (" + is.State + ") " + is.URL
-		} else {
-			it.ContentText += "\n\nKnown issue: not tracked yet"
+		for _, l := range lines {
+			it.ContentText += "\n\nKnown issue"
+			if l.Named {
+				it.ContentText += " of " + l.Sig
+			}
+			if l.Issue != nil {
+				it.ContentText += ": " + l.Issue.Title + " (" + l.Issue.State + ") " + l.Issue.URL
+			} else {
+				it.ContentText += ": not tracked yet"
+			}
 		}
 	}
 	return nil
+}
+
+// nonEmpty is the distinct non-empty strings of ss, in order.
+func nonEmpty(ss ...string) []string {
+	var out []string
+	for _, x := range ss {
+		if x != "" && !slices.Contains(out, x) {
+			out = append(out, x)
+		}
+	}
+	return out
 }
 
 // feedTitle names the feed, and its filter when it has one.

@@ -64,6 +64,28 @@ func TestAKnownSignatureShowsItsLinkWhereverItIsShown(t *testing.T) {
 		}
 	}
 
+	// The feed: the regression's item and the new runtime's, which lists it.
+	_, items := feedItemsOf(t, ts.get(t, "/feed.json").body)
+	var sawRuntime, sawRegression bool
+	for _, it := range items {
+		html := it["content_html"].(string)
+		switch title := it["title"].(string); {
+		case strings.HasPrefix(title, "New runtime on tpu"):
+			sawRuntime = true
+			if !strings.Contains(html, `<p>Known issue of <code>unsupported_op:aten::_fft_r2c</code>: <a href="`+fftIssueURL+`">FFT ops &lt;missing&gt;</a> (open)</p>`) {
+				t.Errorf("runtime item:\n%s", html)
+			}
+		case strings.HasPrefix(title, "Regression: org/a"):
+			sawRegression = true
+			if !strings.Contains(html, `<p>Known issue: <a href="`+fftIssueURL+`">`) {
+				t.Errorf("regression item:\n%s", html)
+			}
+		}
+	}
+	if !sawRuntime || !sawRegression {
+		t.Errorf("feed items %v", titles(items))
+	}
+
 	// The API.
 	type known struct {
 		KnownIssue *compat.KnownIssue `json:"known_issue"`
