@@ -183,6 +183,7 @@ func TestParseWebhooksRefuses(t *testing.T) {
 		{"no secret", `[{"url": "https://a.example/h"}]`, "webhook #1 (a.example): secret is missing"},
 		{"short secret", `[{"url": "https://a.example/h", "secret": "short"}]`, "shorter than 16"},
 		{"bad filter", `[{"url": "https://a.example/h", "secret": "` + secret + `", "filters": {"kind": ["oops"]}}]`, `webhook #1 (a.example): filters: kind "oops"`},
+		{"runtime kind", `[{"url": "https://a.example/h", "secret": "` + secret + `", "filters": {"kind": ["fix", "runtime"]}}]`, `webhook #1 (a.example): filters: kind "runtime": a webhook is told of status changes`},
 		{"auto target", `[{"url": "https://a.example/h", "secret": "` + secret + `", "filters": {"target": "auto"}}]`, "filters: target"},
 		{"kind as a string", `[{"url": "https://a.example/h", "secret": "` + secret + `", "filters": {"kind": "fix"}}]`, `"kind": [kinds]`},
 		{"unknown field", `[{"url": "https://a.example/h", "secret": "` + secret + `", "events": ["x"]}]`, `unknown field "events"`},

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"slices"
 	"strings"
 	"unicode"
 )
@@ -143,6 +144,9 @@ func parseWebhook(raw json.RawMessage) (Webhook, error) {
 	}
 	if err := w.Filters.Validate(); err != nil {
 		return w, fmt.Errorf("filters: %w", err)
+	}
+	if slices.Contains(w.Filters.Kinds, KindRuntime) {
+		return w, fmt.Errorf("filters: kind %q: a webhook is told of status changes; new runtimes are in the feed only (/feed.atom?kind=runtime)", KindRuntime)
 	}
 	w.Filters.Models = dedupe(w.Filters.Models)
 	w.Filters.Kinds = dedupe(w.Filters.Kinds)
