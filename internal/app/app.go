@@ -229,6 +229,10 @@ func (a *App) Serve(ctx context.Context) error {
 	if a.Fleet != nil {
 		wcfg.Work, wcfg.WorkerToken = a.Fleet, a.cfg.WorkerToken
 	}
+	sender, err := a.watch(ctx, &wcfg)
+	if err != nil {
+		return err
+	}
 	srv, err := web.New(wcfg)
 	if err != nil {
 		return fmt.Errorf("web: %w", err)
@@ -249,10 +253,25 @@ func (a *App) Serve(ctx context.Context) error {
 		}
 		a.Service.Run(scanCtx)
 	}()
+	// The webhooks' deliveries: background work of their own, which reads
+	// what the scans write and never holds them up.
+	hooksCtx, stopHooks := context.WithCancel(context.Background())
+	hooksDone := make(chan struct{})
+	go func() {
+		defer close(hooksDone)
+		if sender != nil {
+			sender.Run(hooksCtx)
+		}
+	}()
+	stopBackground := func() {
+		stopScans()
+		<-scansDone
+		stopHooks()
+		<-hooksDone
+	}
 	if !a.cfg.NoSchedule {
 		if err := a.Service.Schedule(a.cfg.Schedule); err != nil {
-			stopScans()
-			<-scansDone
+			stopBackground()
 			ln.Close()
 			return err
 		}
@@ -267,9 +286,8 @@ func (a *App) Serve(ctx context.Context) error {
 	case <-ctx.Done():
 	case runErr = <-serveErr:
 	}
-	a.log.Info("shutting down: stopping scans")
-	stopScans()
-	<-scansDone
+	a.log.Info("shutting down: stopping scans and webhooks")
+	stopBackground()
 	if a.Fleet != nil {
 		a.Fleet.Close() // ends the workers' long polls; they retry until the next start
 	}

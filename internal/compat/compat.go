@@ -334,6 +334,19 @@ type Result struct {
 	// Worker is the host that produced the result under --dispatch
 	// workers ("" for a probe of the scanner's own process).
 	Worker string `json:"worker,omitempty"`
+	// KnownIssue is where the operator tracks the result's signature
+	// (--known-issues); nil when untracked. Never stored: the web layer
+	// sets it as it serves the result.
+	KnownIssue *KnownIssue `json:"known_issue"`
+}
+
+// KnownIssue is a tracked failure: its title, the URL of its tracking
+// issue and its state ("open", "fixed in torch_tpu 0.3.0", …), as the
+// operator wrote them in the known-issues file.
+type KnownIssue struct {
+	Title string `json:"title"`
+	URL   string `json:"url"`
+	State string `json:"state"`
 }
 
 // Continuation is a causal LM's greedy continuation of the harness's fixed
@@ -401,6 +414,9 @@ const (
 	EventFlaky      EventKind = "flaky"      // a change that did not reproduce on rerun
 )
 
+// EventKinds are the kinds of status change, in the site's order.
+var EventKinds = []EventKind{EventRegression, EventFix, EventNew, EventChange, EventFlaky}
+
 // ClassifyChange names the change from old to new status; old is "" for a
 // model's first result on a target.
 func ClassifyChange(old, new Status) EventKind {
@@ -430,4 +446,7 @@ type Event struct {
 	Signature  *string   `json:"signature,omitempty"`
 	Message    *string   `json:"message,omitempty"`
 	At         time.Time `json:"at"`
+	// KnownIssue is where the signature is tracked; set by the web layer
+	// as it serves the event, never stored.
+	KnownIssue *KnownIssue `json:"known_issue,omitempty"`
 }

@@ -23,6 +23,8 @@ import (
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/internal/fleet"
+	"github.com/google-pytorch/torchtpu-scanner/internal/knownissues"
+	"github.com/google-pytorch/torchtpu-scanner/internal/watch"
 )
 
 // Config is everything the scanner can be told.
@@ -79,6 +81,15 @@ type Config struct {
 	// headers are believed; from anyone else the connection decides the
 	// client's address, scheme and host.
 	TrustedProxies []string
+
+	// Watching, asking, knowing (serve; watch.go): the files as named, and
+	// what they hold, read and checked at load.
+	WebhooksFile    string
+	Webhooks        []watch.Webhook
+	KnownIssuesFile string
+	KnownIssues     knownissues.Table
+	RequestRate     int // test requests per client (IP) per hour; 0 = no limit
+	RequestQueue    int // the most open test requests; 0 turns requests off
 }
 
 // The values of --dispatch.
@@ -106,24 +117,26 @@ func (s *stringList) Set(v string) error {
 // Defaults returns the configuration before flags and environment.
 func Defaults() Config {
 	return Config{
-		DB:          filepath.Join("data", "scanner.db"),
-		HubEndpoint: "https://huggingface.co",
-		Target:      compat.TargetAuto,
-		Limit:       100,
-		Sort:        "downloads",
-		Mode:        compat.ModeAuto,
-		Timeout:     20 * time.Minute,
-		Source:      "hub",
-		Devices:     1,
-		ScanTimeout: 24 * time.Hour,
-		ProbeGrace:  10 * time.Second,
-		LogFormat:   "text",
-		LogLevel:    "info",
-		Addr:        ":8080",
-		Schedule:    "0 */6 * * *",
-		RateLimit:   600,
-		Dispatch:    DispatchLocal,
-		LeaseTTL:    fleet.DefaultLeaseTTL,
+		DB:           filepath.Join("data", "scanner.db"),
+		HubEndpoint:  "https://huggingface.co",
+		Target:       compat.TargetAuto,
+		Limit:        100,
+		Sort:         "downloads",
+		Mode:         compat.ModeAuto,
+		Timeout:      20 * time.Minute,
+		Source:       "hub",
+		Devices:      1,
+		ScanTimeout:  24 * time.Hour,
+		ProbeGrace:   10 * time.Second,
+		LogFormat:    "text",
+		LogLevel:     "info",
+		Addr:         ":8080",
+		Schedule:     "0 */6 * * *",
+		RateLimit:    600,
+		Dispatch:     DispatchLocal,
+		LeaseTTL:     fleet.DefaultLeaseTTL,
+		RequestRate:  DefaultRequestRate,
+		RequestQueue: DefaultRequestQueue,
 	}
 }
 
@@ -197,6 +210,7 @@ func Parse(cmd Command, args []string, env Env, out io.Writer) (Config, []string
 		fs.Var(&proxies, "trusted-proxies", "IPs or CIDRs of proxies whose X-Forwarded-* headers are believed, comma-separated [SCANNER_TRUSTED_PROXIES]")
 		fs.StringVar(&c.Dispatch, "dispatch", c.Dispatch, "who probes: local (this process) or workers (scanner worker processes lease the probes) [SCANNER_DISPATCH]")
 		fs.DurationVar(&c.LeaseTTL, "lease-ttl", c.LeaseTTL, "a worker's lease not renewed by a heartbeat within this goes back to the queue")
+		c.watchFlags(fs)
 	case CmdWorker:
 		c.Addr = "" // a worker listens only when asked (for its /healthz)
 		fs.StringVar(&c.LogFormat, "log-format", c.LogFormat, "log format: text or json")
@@ -237,6 +251,11 @@ func Parse(cmd Command, args []string, env Env, out io.Writer) (Config, []string
 	}
 	if err := c.setTargetMode(cmd, target, mode); err != nil {
 		return c, nil, err
+	}
+	if cmd == CmdServe {
+		if err := c.loadWatchFiles(); err != nil {
+			return c, nil, err
+		}
 	}
 	if c.CacheDir == "" {
 		c.CacheDir = defaultCacheDir(env)
@@ -286,6 +305,8 @@ func (c *Config) fromEnv(env Env) error {
 		c.Dispatch = v
 	}
 	c.WorkerToken = get("SCANNER_WORKER_TOKEN")
+	c.WebhooksFile = get("SCANNER_WEBHOOKS")
+	c.KnownIssuesFile = get("SCANNER_KNOWN_ISSUES")
 	c.Server = get("SCANNER_SERVER")
 	if v := get("SCANNER_LANDLOCK"); v != "" {
 		if err := c.setLandlock(v); err != nil {
@@ -441,6 +462,9 @@ func (c *Config) Validate(cmd Command) error {
 	}
 	if cmd == CmdServe || cmd == CmdWorker {
 		errs = append(errs, c.validateFleet(cmd)...)
+	}
+	if cmd == CmdServe {
+		errs = append(errs, c.validateWatch()...)
 	}
 	switch c.LogFormat {
 	case "text", "json":
