@@ -12,9 +12,10 @@ package scan
 //	need(params, target) = params × dtype bytes × copies × fit_factor + fit_slack
 //
 // where the dtype is what the harness runs the model in on that target
-// (float32 on cpu, bfloat16 on an accelerator) and copies counts the
-// model's copies in the budget's memory (2 on cpu: the run and its float32
-// reference; 1 on an accelerator, whose reference sits in host memory). A
+// (bfloat16) and copies counts the model's copies in the budget's memory,
+// in units of that dtype (3 on cpu: the bfloat16 run and its float32
+// reference, 2 + 4 bytes; 1 on an accelerator, whose reference sits in
+// host memory). A
 // model fits when need ≤ budget. Before the download only the checkpoint's
 // size B is known: it holds between B/4 (float32) and B/2 (16-bit)
 // parameters. Auto mode chooses full only when the larger count fits (it

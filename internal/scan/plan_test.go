@@ -69,11 +69,12 @@ func TestPlanRetest(t *testing.T) {
 
 // TestPlanMode has one row per mode rule. The needs below are the fit
 // formula worked by hand: a 1 GiB checkpoint holds 2^28 (float32) to 2^29
-// (16-bit) parameters; on cpu each takes 4 bytes twice (run + reference),
-// on tpu 2 bytes once; ×1.2, +512 MiB.
+// (16-bit) parameters; on cpu each takes 2 bytes three times (the
+// bfloat16 run, 2 bytes, and its float32 reference, 4), on tpu 2 bytes
+// once; ×1.2, +512 MiB.
 func TestPlanMode(t *testing.T) {
 	const (
-		cpuMost1G = 5690831667 // 2^29 × 4 × 2 × 1.2 + 2^29
+		cpuMost1G = 4402341478 // 2^29 × 2 × 3 × 1.2 + 2^29
 		tpuMost1G = 1825361100 // 2^29 × 2 × 1 × 1.2 + 2^29
 	)
 	ckpt := func(bytes int64) Weights { return Weights{Files: []string{"model.safetensors"}, Bytes: bytes} }
@@ -108,7 +109,7 @@ func TestPlanMode(t *testing.T) {
 		{"auto, not a transformers checkpoint", compat.ModeAuto, compat.TargetTPU, Weights{Files: []string{"adapter_model.safetensors"}, Bytes: gb}, 16 * gb, compat.ModeArch, "", false, "no safetensors checkpoint"},
 		{"auto on cpu, fits exactly", compat.ModeAuto, compat.TargetCPU, ckpt(gb), cpuMost1G, compat.ModeFull, "", false, "auto -> full"},
 		// The same weights and budget fit an accelerator (bf16, one copy)
-		// and not the cpu (float32, run and reference).
+		// and not the cpu (the bf16 run and its float32 reference).
 		{"auto on cpu, a byte short", compat.ModeAuto, compat.TargetCPU, ckpt(gb), cpuMost1G - 1, compat.ModeArch, "", false, "auto -> arch"},
 		{"auto on cuda, same budget", compat.ModeAuto, compat.TargetCUDA, ckpt(gb), cpuMost1G - 1, compat.ModeFull, "", false, "auto -> full"},
 	}
