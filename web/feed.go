@@ -65,6 +65,9 @@ func (s *Server) feed(c *fiber.Ctx) error {
 		Items:       []feedItem{},
 	}
 	for _, e := range events {
+		if !e.AboutVerdicts() { // the scanner's own errors are no news of a model (events from before they were left out)
+			continue
+		}
 		it, err := feedEntry(base, e)
 		if err != nil {
 			return fmt.Errorf("web: feed: %w", err)

@@ -150,7 +150,9 @@ func Plan(in Input) Decision {
 // retest holds the retest rules: a model is tested again unless its latest
 // result on this target has the same revision, the same runtime (torch,
 // torch_tpu, transformers, harness), a mode the scan accepts, and was not
-// the scanner's own error; --force retests anyway.
+// the scanner's own error (other than one the float32 CPU reference shares,
+// which repeats for that revision and runtime: compat.Result.Reproducible);
+// --force retests anyway.
 func retest(in Input) (bool, string) {
 	prev := in.Previous
 	switch {
@@ -158,7 +160,8 @@ func retest(in Input) (bool, string) {
 		return true, "untested on " + string(in.Target)
 	case in.Force:
 		return true, "--force"
-	case prev.Status == compat.StatusError:
+	case prev.Status == compat.StatusError && !prev.Reproducible():
+		// an error the float32 CPU reference shares repeats until the revision or the runtime changes: it stands
 		return true, "the last result was the scanner's error"
 	case prev.Status == compat.StatusUntested:
 		return true, "untested"

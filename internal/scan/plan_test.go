@@ -23,10 +23,16 @@ func prevResult(status compat.Status, sha string, rt compat.Runtime, mode compat
 	return r
 }
 
+func withSig(r *compat.Result, sig string) *compat.Result {
+	r.Signature = &sig
+	return r
+}
+
 // TestPlanRetest has one row per retest rule: a model is tested again
 // unless its latest result on this target has the same revision, the same
-// runtime and a mode the scan accepts, and was not the scanner's error;
-// --force retests anyway.
+// runtime and a mode the scan accepts, and was not the scanner's error
+// (one that the float32 CPU reference shares repeats, and stands like a
+// verdict); --force retests anyway.
 func TestPlanRetest(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -42,6 +48,13 @@ func TestPlanRetest(t *testing.T) {
 		{"new revision", prevResult(compat.StatusPass, "s0", runtimeA, compat.ModeArch), compat.ModeArch, false, true, "new revision s1 (was s0)"},
 		{"new runtime", prevResult(compat.StatusPass, "s1", runtimeB, compat.ModeArch), compat.ModeArch, false, true, "new runtime"},
 		{"the scanner's error", prevResult(compat.StatusError, "s1", runtimeA, compat.ModeArch), compat.ModeArch, false, true, "scanner's error"},
+		{"a missing package may be installed since", withSig(prevResult(compat.StatusError, "s1", runtimeA, compat.ModeArch),
+			"environment:missing_package:timm"), compat.ModeArch, false, true, "scanner's error"},
+		// an error the float32 CPU reference shares repeats until the revision or the runtime (the harness) changes
+		{"the reference shares it, unchanged", withSig(prevResult(compat.StatusError, "s1", runtimeA, compat.ModeArch),
+			"harness_inputs:IndexError: index out of range in self"), compat.ModeArch, false, false, "unchanged"},
+		{"the reference shares it, new runtime", withSig(prevResult(compat.StatusError, "s1", runtimeB, compat.ModeArch),
+			"harness_load:x"), compat.ModeArch, false, true, "new runtime"},
 		{"untested status", prevResult(compat.StatusUntested, "s1", runtimeA, ""), compat.ModeAuto, false, true, "untested"},
 		{"--force", prevResult(compat.StatusPass, "s1", runtimeA, compat.ModeArch), compat.ModeArch, true, true, "--force"},
 		{"full asked, arch result", prevResult(compat.StatusPass, "s1", runtimeA, compat.ModeArch), compat.ModeFull, false, true, "--mode full asked; the last result is arch"},
