@@ -40,7 +40,7 @@ Stages, in order, each timed in result.stages:
            class; a text/vision/audio sub-config that is not an object, has a field transformers
            refuses, or lacks a field the family's inputs need fails here (config_error naming the
            field); random forwards (sampling noise) are made deterministic for the comparison;
-           mode: full (real safetensors; bfloat16 on an accelerator, float32 on cpu),
+           mode: full (real safetensors; bfloat16 by default, on cpu too),
            arch (random weights from the config with layers cut to --layers, seeded).
            The scanner passes full or arch: its plan (internal/scan/plan.go) decided,
            and the harness executes (a full model that does not fit after all ends
@@ -76,6 +76,14 @@ Stages, in order, each timed in result.stages:
            tokens_per_s. On tpu/cuda transformers compiles the decode step itself. A causal LM
            with its own tokenizer (full mode) continues a fixed prompt, and result.continuation
            holds the prompt and the decoded text.
+
+Whose failure it is: a verdict comes only from what differs between the target and the float32 CPU
+reference (harness_reference.py). When load, forward, compile or generate fails on the target, the same
+stage runs on the reference with the same inputs (Probe.judge); harness_failures.arbitrate keeps the
+target's verdict when the reference passes, and makes a failure the reference shares the scanner's error
+(status error, signature harness_inputs:... or harness_load:...). A package transformers asks for and the
+environment lacks is error environment:missing_package:<pkg>. The cpu target runs bfloat16, so a cpu
+verdict compares it with the float32 reference too (the env note says what a verdict compares).
 
 Timing: the device is synchronised before every clock read (torch.tpu.synchronize() on tpu;
 elsewhere torch.accelerator.synchronize(), else torch.<device>.synchronize()); warm-up calls are
@@ -795,7 +803,7 @@ class Probe:
                                 self.dev.peak_scope == "process" else ""))
             if self.args.dtype != "auto":
                 self.dtype = getattr(torch, self.args.dtype)
-            else:  # float32 on cpu, bfloat16 on an accelerator: what the fit formula assumes
+            else:  # bfloat16 (on cpu too, against the float32 reference): what the fit formula assumes
                 self.dtype = getattr(torch, FIT["targets"][self.target]["dtype"])
             dtype_name = str(self.dtype).replace("torch.", "")
             self.dev.set_dtype(dtype_name)
@@ -1054,8 +1062,6 @@ class Probe:
     def stage_forward(self) -> None:
         args, torch = self.args, self.torch
         with self.stage("forward") as notes:
-            import inspect
-
             self.real = self.forward_inputs(self.model, self.forward_kwargs, notes)
             self.inputs_cpu, info = self.real.tensors, self.real.info
             self.input_info = info
@@ -1156,7 +1162,7 @@ class Probe:
         return float(torch.exp(nll))
 
     def stage_numerics(self) -> None:
-        args, torch = self.args, self.torch
+        torch = self.torch
         with self.stage("numerics") as notes:
             dtype_name = str(self.dtype).replace("torch.", "")
             refs = self.reference_outputs()
@@ -1577,7 +1583,8 @@ def parse_args(argv):
     # extensions (optional; the Go runner need not pass them)
     p.add_argument("--compile-backend", default="", help="torch.compile backend (default: tpu on tpu, inductor elsewhere)")
     p.add_argument("--dtype", choices=("auto", "float32", "bfloat16", "float16"), default="auto",
-                   help="device dtype (default: bfloat16 on an accelerator, float32 on cpu)")
+                   help="device dtype (default: bfloat16; on cpu too, so that a cpu verdict compares it with the "
+                        "float32 reference)")
     args = p.parse_args(argv)
     if not args.env_only and not args.model_dir:
         p.error("--model-dir is required (unless --env-only)")
