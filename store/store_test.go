@@ -272,7 +272,15 @@ func TestRecordResultEvents(t *testing.T) {
 		{"regression", []step{{"tpu", "pass", compat.EventNew, ""}, {"tpu", "oom", compat.EventRegression, "pass"}}},
 		{"fix", []step{{"tpu", "crash", compat.EventNew, ""}, {"tpu", "pass", compat.EventFix, "crash"}}},
 		{"change", []step{{"tpu", "fail", compat.EventNew, ""}, {"tpu", "timeout", compat.EventChange, "fail"}}},
-		{"pass to error is a change", []step{{"tpu", "pass", compat.EventNew, ""}, {"tpu", "error", compat.EventChange, "pass"}}},
+		// an error is the scanner's own: no event, and what follows is compared with what came before it
+		{"pass to error is no event", []step{{"tpu", "pass", compat.EventNew, ""}, {"tpu", "error", "", ""}}},
+		{"a first error is no event", []step{{"tpu", "error", "", ""}, {"tpu", "pass", compat.EventNew, ""}}},
+		{"back from an error to the same verdict", []step{{"tpu", "pass", compat.EventNew, ""}, {"tpu", "error", "", ""},
+			{"tpu", "error", "", ""}, {"tpu", "pass", "", ""}}},
+		{"a regression across an error", []step{{"tpu", "pass", compat.EventNew, ""}, {"tpu", "error", "", ""},
+			{"tpu", "fail", compat.EventRegression, "pass"}}},
+		{"a fix across an error", []step{{"tpu", "oom", compat.EventNew, ""}, {"tpu", "error", "", ""},
+			{"tpu", "pass", compat.EventFix, "oom"}}},
 		{"targets are separate", []step{{"tpu", "pass", compat.EventNew, ""}, {"cpu", "fail", compat.EventNew, ""}, {"tpu", "pass", "", ""}}},
 	}
 	for _, tt := range tests {

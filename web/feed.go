@@ -56,6 +56,9 @@ func (s *Server) feed(c *fiber.Ctx) error { return s.serveFeed(c, feedJSON) }
 func (s *Server) feedSource(ctx context.Context, base string, changed time.Time, events []compat.Event) ([]feedItem, error) {
 	items := []feedItem{}
 	for _, e := range events {
+		if !e.AboutVerdicts() { // the scanner's own errors are no news of a model (events from before they were left out)
+			continue
+		}
 		it, err := feedEntry(base, e)
 		if err != nil {
 			return nil, err

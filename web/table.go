@@ -25,7 +25,7 @@ var statusMeanings = map[compat.Status]string{
 	compat.StatusTimeout:  "the probe ran past its wall-clock limit and was killed",
 	compat.StatusCrash:    "the probe process died (signal, abort)",
 	compat.StatusSkipped:  "preflight declined to run it; the reason says why",
-	compat.StatusError:    "the scanner's own environment failed; never held against the model",
+	compat.StatusError:    "the scanner's own error (its environment, or a failure the float32 CPU reference shares); never held against the model",
 	compat.StatusUntested: "the model is known, no result yet",
 }
 

@@ -156,10 +156,11 @@ func verdict(d modelDetail, target compat.Target) (int, string) {
 	}
 	line := fmt.Sprintf("%s: %s on %s%s (%s)", d.ID, r.Status, r.Target, detail(*r), facts(*r))
 
-	// The newest status change on this target tells regressions apart.
+	// The newest status change on this target tells regressions apart (a
+	// change to or from the scanner's own error is none).
 	var newest *compat.Event
 	for i := range d.Events {
-		if d.Events[i].Target == r.Target {
+		if d.Events[i].Target == r.Target && d.Events[i].AboutVerdicts() {
 			newest = &d.Events[i]
 			break
 		}
@@ -171,7 +172,7 @@ func verdict(d modelDetail, target compat.Target) (int, string) {
 		}
 		return ExitPass, line
 	case compat.StatusError:
-		return ExitUntested, line + " — no verdict: the scanner's own environment failed"
+		return ExitUntested, line + " — no verdict: the scanner's own error, not the model's"
 	}
 	if newest != nil && newest.Kind == compat.EventRegression {
 		line += fmt.Sprintf(" — regression since %s (was %s)", newest.At.UTC().Format(time.DateOnly), newest.FromStatus)

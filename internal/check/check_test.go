@@ -63,6 +63,9 @@ func TestCheck(t *testing.T) {
 		ToStatus: compat.StatusPass, At: testedAt}
 	cpuRegression := regression
 	cpuRegression.Target = compat.TargetCPU
+	// an event of the scanner's own error, as written before such errors made none: no change of verdict
+	toError := compat.Event{Target: compat.TargetTPU, Kind: compat.EventChange, FromStatus: compat.StatusPass,
+		ToStatus: compat.StatusError, At: testedAt}
 
 	tests := []struct {
 		name     string
@@ -80,6 +83,8 @@ func TestCheck(t *testing.T) {
 			compat.TargetTPU, ExitNotPassing, "gpt2: fail on tpu at forward: unsupported_op aten::_fft_r2c (arch, 2026-11-30, torch_tpu 0.2.0)"},
 		{"regression", 0, &modelDetail{Model: compat.Model{ID: "gpt2", Result: failResult()}, Events: []compat.Event{regression, fix}},
 			compat.TargetTPU, ExitNotPassing, "gpt2: fail on tpu at forward: unsupported_op aten::_fft_r2c (arch, 2026-11-30, torch_tpu 0.2.0) — regression since 2026-11-30 (was pass)"},
+		{"a regression behind the scanner's error", 0, &modelDetail{Model: compat.Model{ID: "gpt2", Result: failResult()}, Events: []compat.Event{toError, regression}},
+			compat.TargetTPU, ExitNotPassing, "gpt2: fail on tpu at forward: unsupported_op aten::_fft_r2c (arch, 2026-11-30, torch_tpu 0.2.0) — regression since 2026-11-30 (was pass)"},
 		{"pass but newest change a regression", 0, &modelDetail{Model: compat.Model{ID: "gpt2", Result: passResult()}, Events: []compat.Event{regression}},
 			compat.TargetTPU, ExitNotPassing, "gpt2: pass on tpu (full, 2026-11-30, torch_tpu 0.2.0) — but the newest change is a regression"},
 		{"untested", 0, &modelDetail{Model: compat.Model{ID: "gpt2"}},
@@ -89,7 +94,7 @@ func TestCheck(t *testing.T) {
 			compat.TargetTPU, ExitNotPassing, "gpt2: skipped on tpu: remote_code (2026-11-30)"},
 		{"error is no verdict", 0, &modelDetail{Model: compat.Model{ID: "gpt2", Result: &compat.Result{Target: compat.TargetTPU, Status: compat.StatusError,
 			Message: compat.Ptr("no device\nsecond line"), TestedAt: testedAt}}},
-			compat.TargetTPU, ExitUntested, "gpt2: error on tpu: no device (2026-11-30) — no verdict: the scanner's own environment failed"},
+			compat.TargetTPU, ExitUntested, "gpt2: error on tpu: no device (2026-11-30) — no verdict: the scanner's own error, not the model's"},
 		{"unknown", 0, nil, compat.TargetTPU, ExitUntested, "gpt2: unknown to the scanner at "},
 		{"5xx", 503, nil, compat.TargetTPU, ExitUnreachable, "gpt2: server answered 503 Service Unavailable: boom"},
 		{"429", 429, nil, compat.TargetTPU, ExitUnreachable, "gpt2: server answered 429 Too Many Requests: boom"},

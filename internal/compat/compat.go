@@ -9,6 +9,7 @@ package compat
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/readiness"
@@ -432,6 +433,50 @@ func ClassifyChange(old, new Status) EventKind {
 	}
 }
 
+// VerdictChange decides whether a new result changes what is known of the
+// model, and how (ClassifyChange): last is the status of the model's newest
+// earlier result on the target that is not an error ("" for none), new the
+// new result's. An error is the scanner's own (its environment, its inputs:
+// the float32 CPU reference failed the same way) and no verdict: it makes no
+// change, and a result after it is compared with the one before it. The same
+// status as last makes none either.
+func VerdictChange(last, new Status) (EventKind, bool) {
+	if new == StatusError || new == last {
+		return "", false
+	}
+	return ClassifyChange(last, new), true
+}
+
+// Scanner-error signatures: a result of status error whose signature starts
+// with one of these is the scanner's own mistake that the float32 CPU
+// reference shares with the target, for a given revision and runtime
+// (harness_inputs: its inputs; harness_load: building the model; reference:
+// the reference itself); one starting with environment: is a package the
+// environment lacks (environment:missing_package:timm).
+const (
+	SignatureHarnessInputs = "harness_inputs:"
+	SignatureHarnessLoad   = "harness_load:"
+	SignatureReference     = "reference:"
+	SignatureEnvironment   = "environment:"
+)
+
+// Reproducible reports whether r is an error the same probe would repeat:
+// the scanner's own, shared by the float32 CPU reference, fixed only by a
+// new revision or a new runtime (a new harness), never by trying again. An
+// environment's error (a missing package, no device, an interrupted probe)
+// is not: the next scan may not meet it.
+func (r Result) Reproducible() bool {
+	if r.Status != StatusError || r.Signature == nil {
+		return false
+	}
+	for _, p := range []string{SignatureHarnessInputs, SignatureHarnessLoad, SignatureReference} {
+		if strings.HasPrefix(*r.Signature, p) {
+			return true
+		}
+	}
+	return false
+}
+
 // Event is one status change of one model on one target.
 type Event struct {
 	ID         int64     `json:"id"`
@@ -449,4 +494,12 @@ type Event struct {
 	// KnownIssue is where the signature is tracked; set by the web layer
 	// as it serves the event, never stored.
 	KnownIssue *KnownIssue `json:"known_issue,omitempty"`
+}
+
+// AboutVerdicts reports whether e is a change between verdicts (or skips):
+// neither side is an error. The store writes no other (VerdictChange);
+// events from before that rule may still name one, and the feed and the CI
+// gate leave them out.
+func (e Event) AboutVerdicts() bool {
+	return e.FromStatus != StatusError && e.ToStatus != StatusError
 }

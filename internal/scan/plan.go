@@ -12,9 +12,10 @@ package scan
 //	need(params, target) = params × dtype bytes × copies × fit_factor + fit_slack
 //
 // where the dtype is what the harness runs the model in on that target
-// (float32 on cpu, bfloat16 on an accelerator) and copies counts the
-// model's copies in the budget's memory (2 on cpu: the run and its float32
-// reference; 1 on an accelerator, whose reference sits in host memory). A
+// (bfloat16) and copies counts the model's copies in the budget's memory,
+// in units of that dtype (3 on cpu: the bfloat16 run and its float32
+// reference, 2 + 4 bytes; 1 on an accelerator, whose reference sits in
+// host memory). A
 // model fits when need ≤ budget. Before the download only the checkpoint's
 // size B is known: it holds between B/4 (float32) and B/2 (16-bit)
 // parameters. Auto mode chooses full only when the larger count fits (it
@@ -149,7 +150,9 @@ func Plan(in Input) Decision {
 // retest holds the retest rules: a model is tested again unless its latest
 // result on this target has the same revision, the same runtime (torch,
 // torch_tpu, transformers, harness), a mode the scan accepts, and was not
-// the scanner's own error; --force retests anyway.
+// the scanner's own error (other than one the float32 CPU reference shares,
+// which repeats for that revision and runtime: compat.Result.Reproducible);
+// --force retests anyway.
 func retest(in Input) (bool, string) {
 	prev := in.Previous
 	switch {
@@ -157,7 +160,8 @@ func retest(in Input) (bool, string) {
 		return true, "untested on " + string(in.Target)
 	case in.Force:
 		return true, "--force"
-	case prev.Status == compat.StatusError:
+	case prev.Status == compat.StatusError && !prev.Reproducible():
+		// an error the float32 CPU reference shares repeats until the revision or the runtime changes: it stands
 		return true, "the last result was the scanner's error"
 	case prev.Status == compat.StatusUntested:
 		return true, "untested"

@@ -65,6 +65,10 @@ def test_recompile_is_detected(tmp_path, run_inproc, monkeypatch):
     code, res = run_inproc(d, task="text-generation", extra=["--compile-backend", "aot_eager", "--no-generate"])
     assert (res["status"], res["stage"], res["failure_class"]) == ("fail", "compile", "recompile"), res["message"]
     assert res["metrics"]["compile_s"] is not None and res["metrics"]["compiled_step_ms"] is None
+    # the float32 cpu reference compiles the same model (aot_eager) and its second call compiles nothing: the
+    # recompile is the target's
+    compile_note = next(s for s in res["stages"] if s["stage"] == "compile")["note"]
+    assert "the float32 cpu reference passes the compile stage" in compile_note, compile_note
 
 
 def test_auto_map_with_unknown_model_type_is_skipped_remote_code(tmp_path, run_inproc):
