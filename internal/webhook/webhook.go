@@ -256,6 +256,9 @@ func (s *Sender) queueBatch(ctx context.Context, cursor *int64) (more bool, err 
 	var ds []store.NewDelivery
 	woken := map[*endpoint]bool{}
 	for _, e := range evs {
+		if !e.AboutVerdicts() { // the scanner's own errors are no news of a model (as in the feed)
+			continue
+		}
 		item := watch.Item{ModelID: e.ModelID, Target: e.Target, Kind: string(e.Kind)}
 		var body []byte
 		for _, ep := range s.eps {

@@ -499,3 +499,54 @@ func TestSendRefusesRedirectsAndReadsLittle(t *testing.T) {
 		t.Errorf("error %v", err)
 	}
 }
+
+// oldErrorEvents is a store whose events include ones from before the
+// store stopped writing changes that involve the scanner's own error.
+type oldErrorEvents struct {
+	Store
+	evs    []compat.Event
+	queued []store.NewDelivery
+}
+
+func (o *oldErrorEvents) EventsAfter(_ context.Context, after int64, _ int) ([]compat.Event, error) {
+	var out []compat.Event
+	for _, e := range o.evs {
+		if e.ID > after {
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
+
+func (o *oldErrorEvents) QueueDeliveries(_ context.Context, _ int64, ds []store.NewDelivery) error {
+	o.queued = append(o.queued, ds...)
+	return nil
+}
+
+func (o *oldErrorEvents) PendingDeliveries(context.Context) (map[string]int, error) { return nil, nil }
+
+// TestErrorEventsAreNoNews: an event into or out of the scanner's own error
+// is never delivered (the feed leaves them out too), a verdict change is.
+func TestErrorEventsAreNoNews(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	fake := &oldErrorEvents{evs: []compat.Event{
+		{ID: 1, ModelID: "org/a", Target: compat.TargetCPU, Kind: compat.EventRegression, FromStatus: compat.StatusPass, ToStatus: compat.StatusError, At: t0},
+		{ID: 2, ModelID: "org/a", Target: compat.TargetCPU, Kind: compat.EventFix, FromStatus: compat.StatusError, ToStatus: compat.StatusPass, At: t0},
+		{ID: 3, ModelID: "org/b", Target: compat.TargetCPU, Kind: compat.EventRegression, FromStatus: compat.StatusPass, ToStatus: compat.StatusFail, At: t0},
+	}}
+	s, err := New(Config{Store: fake, Webhooks: []watch.Webhook{{Name: "all", URL: "http://127.0.0.1:1/hook", Secret: secret}},
+		Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cursor int64
+	if _, err := s.queueBatch(context.Background(), &cursor); err != nil {
+		t.Fatal(err)
+	}
+	if cursor != 3 {
+		t.Errorf("cursor %d, want 3: every event is read past", cursor)
+	}
+	if len(fake.queued) != 1 || fake.queued[0].EventID != 3 {
+		t.Errorf("queued %+v, want only event 3 (pass -> fail)", fake.queued)
+	}
+}
