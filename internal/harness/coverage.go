@@ -1,24 +1,18 @@
-package probe
+package harness
 
-import (
-	"fmt"
-	"os"
-
-	"github.com/google-pytorch/torchtpu-scanner/internal/hub"
-)
-
-// LoadListing reads a saved Hub listing (GET /api/models with config
-// expanded) with the hub package's own parser.
-func LoadListing(path string) ([]hub.ModelInfo, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("listing: %w", err)
+// TransformersModel reports whether a model with this Hub library_name
+// loads with transformers' Auto classes, which is all the harness loads:
+// library transformers; or sentence-transformers, whose repositories carry
+// a plain transformers backbone, or no library name, when its config.json
+// has a model_type.
+func TransformersModel(library string, hasModelType bool) bool {
+	switch library {
+	case "transformers":
+		return true
+	case "sentence-transformers", "":
+		return hasModelType
 	}
-	l, err := hub.ParseModels(data)
-	if err != nil {
-		return nil, fmt.Errorf("listing: %s: %w", path, err)
-	}
-	return l, nil
+	return false
 }
 
 // TaskCoverage is which share of a set of transformers-backed models (and
@@ -61,24 +55,4 @@ func (c TaskCoverage) DownloadShare() *float64 {
 	}
 	r := float64(c.CoveredDownloads) / float64(c.Downloads)
 	return &r
-}
-
-// Coverage is the task coverage of a Hub listing (with config expanded).
-func Coverage(listing []hub.ModelInfo) TaskCoverage {
-	var c TaskCoverage
-	for _, m := range listing {
-		mt, _ := m.Config["model_type"].(string)
-		c.Add(m.Library, mt != "", m.PipelineTag, architectures(m.Config), 1, m.Downloads)
-	}
-	return c
-}
-
-// ListedCandidate is what preflight can know of a model from its Hub
-// listing alone: its tags, library, gating and the listing's excerpt of
-// config.json (the scan adds the mode, and config.json once downloaded).
-func ListedCandidate(m hub.ModelInfo, hasToken bool) Candidate {
-	return Candidate{
-		ID: m.ID, Revision: m.SHA, Task: m.PipelineTag, Library: m.Library, Tags: m.Tags,
-		Gated: m.Gated, HasToken: hasToken, Disabled: m.Disabled, Config: m.Config,
-	}
 }

@@ -1,19 +1,17 @@
-package probe
+package harness
 
 import (
 	_ "embed"
 	"encoding/json"
 	"fmt"
 	"strings"
-
-	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 )
 
 // devicesJSON is the table of device peaks the harness reads for MFU and
-// MBU (harness/devices.json); the scanner reads the same file for the
+// MBU (devices.json); the scanner reads the same file for the
 // methodology page.
 //
-//go:embed harness/devices.json
+//go:embed devices.json
 var devicesJSON []byte
 
 // DevicePeak is one device of the peak table: what one device, as its
@@ -83,14 +81,4 @@ func MatchDevicePeak(target, name string) (DevicePeak, bool) {
 		}
 	}
 	return DevicePeak{}, false
-}
-
-// efficiencyShare keeps an MFU or MBU the harness reported only where one
-// can exist: a passing run on an accelerator, a share in (0, 1]. Anything
-// else is null, never a guessed figure.
-func efficiencyShare(res compat.Result, v *float64) *float64 {
-	if v == nil || res.Status != compat.StatusPass || res.Target == compat.TargetCPU || !(*v > 0 && *v <= 1) {
-		return nil
-	}
-	return v
 }

@@ -1,11 +1,9 @@
-package probe
+package harness
 
 import (
 	"math"
 	"regexp"
 	"testing"
-
-	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 )
 
 // The table is well formed: positive peaks, a source for each, names that are
@@ -75,7 +73,7 @@ func TestMatchDevicePeak(t *testing.T) {
 
 // The harness normalises names the same way (harness_efficiency.py).
 func TestHarnessNormalizesLikeGo(t *testing.T) {
-	src, err := harnessFS.ReadFile("harness/harness_efficiency.py")
+	src, err := files.ReadFile("harness_efficiency.py")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,36 +86,6 @@ func TestParseDevicePeaksRejects(t *testing.T) {
 	for _, bad := range []string{``, `{}`, `{"devices": []}`, `{"devices": 3}`} {
 		if _, err := parseDevicePeaks([]byte(bad)); err == nil {
 			t.Errorf("%q: no error", bad)
-		}
-	}
-}
-
-// The runner keeps a harness's MFU/MBU only for a passing accelerator run
-// and a share in (0, 1].
-func TestEfficiencyShare(t *testing.T) {
-	v := func(f float64) *float64 { return &f }
-	pass := func(target compat.Target) compat.Result {
-		return compat.Result{Status: compat.StatusPass, Target: target}
-	}
-	tests := []struct {
-		res  compat.Result
-		in   *float64
-		want *float64
-	}{
-		{pass(compat.TargetTPU), v(0.42), v(0.42)},
-		{pass(compat.TargetCUDA), v(1), v(1)},
-		{pass(compat.TargetCPU), v(0.42), nil},
-		{compat.Result{Status: compat.StatusFail, Target: compat.TargetTPU}, v(0.42), nil},
-		{pass(compat.TargetTPU), v(1.5), nil},
-		{pass(compat.TargetTPU), v(0), nil},
-		{pass(compat.TargetTPU), v(-0.1), nil},
-		{pass(compat.TargetTPU), v(math.NaN()), nil},
-		{pass(compat.TargetTPU), nil, nil},
-	}
-	for _, tt := range tests {
-		got := efficiencyShare(tt.res, tt.in)
-		if (got == nil) != (tt.want == nil) || (got != nil && *got != *tt.want) {
-			t.Errorf("%s %s %v: got %v, want %v", tt.res.Status, tt.res.Target, tt.in, got, tt.want)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package probe
+package harness
 
 import (
 	"bytes"
@@ -7,10 +7,10 @@ import (
 	"testing"
 )
 
-// TestExtractHarness checks that the runner writes every file the harness
+// TestExtract checks that the runner gets every file the harness
 // reads next to harness.py: its modules and its data (the shared OOM table).
-func TestExtractHarness(t *testing.T) {
-	dir, script, err := extractHarness(t.TempDir())
+func TestExtract(t *testing.T) {
+	dir, script, err := Extract(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -24,7 +24,7 @@ func TestExtractHarness(t *testing.T) {
 	}
 	for _, name := range []string{"harness.py", "harness_failures.py", "harness_tasks.py", "harness_testing.py",
 		"oom_markers.json"} {
-		want, err := harnessFS.ReadFile("harness/" + name)
+		want, err := files.ReadFile(name)
 		if err != nil {
 			t.Errorf("%s is not embedded: %v", name, err)
 			continue

@@ -1,4 +1,4 @@
-package probe
+package harness
 
 import (
 	_ "embed"
@@ -9,7 +9,7 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 )
 
-// FitTable is harness/fit.json: the constants of the one fit formula. The
+// FitTable is fit.json: the constants of the one fit formula. The
 // scanner's plan (scan.Plan) applies the formula with them, and the harness
 // reads the same file (it is extracted with the harness), so the two
 // cannot disagree. The file's "about" says what each constant means.
@@ -43,7 +43,7 @@ type FitExample struct {
 	Need   int64         `json:"need"`
 }
 
-//go:embed harness/fit.json
+//go:embed fit.json
 var fitJSON []byte
 
 // Fit is the embedded table. It is part of the build: a table that does not
@@ -61,7 +61,7 @@ func mustParseFit(data []byte) FitTable {
 func parseFit(data []byte) (FitTable, error) {
 	var t FitTable
 	if err := json.Unmarshal(data, &t); err != nil {
-		return t, fmt.Errorf("probe: harness/fit.json: %w", err)
+		return t, fmt.Errorf("harness: fit.json: %w", err)
 	}
 	var errs []error
 	if t.FitFactor < 1 || t.FitSlackBytes < 0 {
@@ -80,7 +80,7 @@ func parseFit(data []byte) (FitTable, error) {
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
-		return t, fmt.Errorf("probe: harness/fit.json: %w", err)
+		return t, fmt.Errorf("harness: fit.json: %w", err)
 	}
 	return t, nil
 }

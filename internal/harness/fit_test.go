@@ -1,4 +1,4 @@
-package probe
+package harness
 
 import (
 	"regexp"
@@ -8,7 +8,7 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 )
 
-// TestFitTable: harness/fit.json parses into a table for every target, a
+// TestFitTable: fit.json parses into a table for every target, a
 // broken one is refused, and the harness takes its constants from the
 // file rather than keeping its own.
 func TestFitTable(t *testing.T) {
@@ -30,7 +30,7 @@ func TestFitTable(t *testing.T) {
 		t.Errorf("a table without cuda: %v, want an error naming it", err)
 	}
 
-	src, err := harnessFS.ReadFile("harness/" + harnessEntry)
+	src, err := files.ReadFile(Entry)
 	if err != nil {
 		t.Fatal(err)
 	}

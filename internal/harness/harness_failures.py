@@ -98,7 +98,7 @@ _DTYPE_PATTERNS = [
     re.compile(r"Got unsupported ScalarType (?P<dtype>\w+)"),
 ]
 
-# The out-of-memory markers, shared with the Go runner (internal/probe/oom.go): one table, oom_markers.json,
+# The out-of-memory markers, shared with the Go runner (internal/harness/oom.go, used by internal/probe): one table, oom_markers.json,
 # next to this file.
 OOM_TABLE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "oom_markers.json")
 

@@ -2,7 +2,7 @@
 family of inputs and outputs for a task and a config, coverage of a Hub listing, and the arch-mode
 layer cut.
 
-The table is tasks.json (read by the scanner's Go preflight too: internal/probe/tasks.go): pipeline
+The table is tasks.json (read by the scanner's Go preflight too: internal/harness/tasks.go): pipeline
 tag -> family; per family whether it generates, the Auto classes to try and the outputs compared with
 the CPU reference (their kinds and bounds are numerics.json, applied by harness_numerics.py). The
 inputs of every family are built from the config alone by harness_inputs.py (no tokenizer, no

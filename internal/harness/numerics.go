@@ -1,4 +1,4 @@
-package probe
+package harness
 
 import (
 	_ "embed"
@@ -8,7 +8,7 @@ import (
 	"slices"
 )
 
-// NumericsTable is harness/numerics.json: how the harness holds a device
+// NumericsTable is numerics.json: how the harness holds a device
 // output to the float32 CPU reference (harness_numerics.py applies it, the
 // methodology page prints it). The file's "about" says what each bound
 // means.
@@ -40,7 +40,7 @@ var NumericsDtypes = []string{"float32", "float16", "bfloat16"}
 // numericsChecks are the checks the harness knows.
 var numericsChecks = []string{"max_abs", "top1", "rel_error", "cosine"}
 
-//go:embed harness/numerics.json
+//go:embed numerics.json
 var numericsJSON []byte
 
 // Numerics is the embedded table; one that does not parse fails
@@ -58,7 +58,7 @@ func mustParseNumerics(data []byte) NumericsTable {
 func parseNumerics(data []byte) (NumericsTable, error) {
 	var t NumericsTable
 	if err := json.Unmarshal(data, &t); err != nil {
-		return t, fmt.Errorf("probe: harness/numerics.json: %w", err)
+		return t, fmt.Errorf("harness: numerics.json: %w", err)
 	}
 	var errs []error
 	for _, d := range NumericsDtypes {
@@ -81,7 +81,7 @@ func parseNumerics(data []byte) (NumericsTable, error) {
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
-		return t, fmt.Errorf("probe: harness/numerics.json: %w", err)
+		return t, fmt.Errorf("harness: numerics.json: %w", err)
 	}
 	return t, nil
 }

@@ -1,4 +1,4 @@
-package probe
+package harness
 
 import (
 	"encoding/json"
@@ -9,7 +9,7 @@ import (
 // oomTablePath is the out-of-memory table shared with the harness
 // (harness_failures.py reads the same file): the single place that decides
 // which error texts mean out of memory.
-const oomTablePath = "harness/oom_markers.json"
+const oomTablePath = "oom_markers.json"
 
 // oomTable is the shape of oom_markers.json.
 type oomTable struct {
@@ -47,7 +47,7 @@ func parseOOMTable(data []byte) (oomTable, []*regexp.Regexp, error) {
 // oomMarkers are what an allocation failure leaves on stderr, from the
 // embedded table (a broken table fails every test of the package).
 var oomMarkers = func() []*regexp.Regexp {
-	data, err := harnessFS.ReadFile(oomTablePath)
+	data, err := files.ReadFile(oomTablePath)
 	if err != nil {
 		panic(err)
 	}
@@ -58,10 +58,11 @@ var oomMarkers = func() []*regexp.Regexp {
 	return res
 }()
 
-// oomMarker returns the allocation-failure marker in the end of the stderr
+// OOMMarker returns the allocation-failure marker in the end of a stderr
 // tail (its last 8 KiB: an old warning further up does not count), or "".
-// The first pattern of the table that matches names it.
-func oomMarker(tail []byte) string {
+// The first pattern of the table that matches names it. The runner calls a
+// harness that died without a result out of memory by it.
+func OOMMarker(tail []byte) string {
 	end := tail[max(0, len(tail)-8<<10):]
 	for _, re := range oomMarkers {
 		if m := re.Find(end); m != nil {

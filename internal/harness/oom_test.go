@@ -1,4 +1,4 @@
-package probe
+package harness
 
 import (
 	"regexp"
@@ -7,10 +7,10 @@ import (
 )
 
 // TestOOMTableExamples holds the runner to the shared out-of-memory table's
-// own examples (harness/oom_markers.json); tests/test_signatures.py holds the
+// own examples (oom_markers.json); tests/test_signatures.py holds the
 // harness to the same ones, so Go and Python call the same texts OOM.
 func TestOOMTableExamples(t *testing.T) {
-	data, err := harnessFS.ReadFile(oomTablePath)
+	data, err := files.ReadFile(oomTablePath)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -22,12 +22,12 @@ func TestOOMTableExamples(t *testing.T) {
 		t.Fatalf("the table has %d oom and %d not_oom examples: want both", len(table.Examples.OOM), len(table.Examples.NotOOM))
 	}
 	for _, text := range table.Examples.OOM {
-		if oomMarker([]byte("Traceback (most recent call last):\n"+text+"\n")) == "" {
+		if OOMMarker([]byte("Traceback (most recent call last):\n"+text+"\n")) == "" {
 			t.Errorf("not called out of memory: %q", text)
 		}
 	}
 	for _, text := range table.Examples.NotOOM {
-		if m := oomMarker([]byte(text)); m != "" {
+		if m := OOMMarker([]byte(text)); m != "" {
 			t.Errorf("called out of memory (marker %q): %q", m, text)
 		}
 	}
@@ -42,7 +42,7 @@ func TestOOMTableExamples(t *testing.T) {
 	}
 }
 
-// TestOOMMarkerOnlyInTheTail checks the window oomMarker reads: the last
+// TestOOMMarkerOnlyInTheTail checks the window OOMMarker reads: the last
 // 8 KiB of the stderr tail, and the marker's own text as the runner quotes it.
 func TestOOMMarkerOnlyInTheTail(t *testing.T) {
 	old := "UserWarning: CUDA out of memory earlier, retried\n"
@@ -56,7 +56,7 @@ func TestOOMMarkerOnlyInTheTail(t *testing.T) {
 		{"none", "ValueError: bad config\n", ""},
 	}
 	for _, tc := range tests {
-		if got := oomMarker([]byte(tc.tail)); got != tc.want {
+		if got := OOMMarker([]byte(tc.tail)); got != tc.want {
 			t.Errorf("%s: marker %q, want %q", tc.name, got, tc.want)
 		}
 	}
@@ -65,7 +65,7 @@ func TestOOMMarkerOnlyInTheTail(t *testing.T) {
 // TestHarnessReadsTheOOMTable keeps the harness on the shared table: its
 // markers must be the ones loaded from oom_markers.json, not a list of its own.
 func TestHarnessReadsTheOOMTable(t *testing.T) {
-	src, err := harnessFS.ReadFile("harness/harness_failures.py")
+	src, err := files.ReadFile("harness_failures.py")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +77,7 @@ func TestHarnessReadsTheOOMTable(t *testing.T) {
 	if n := len(regexp.MustCompile(`(?m)^_OOM_PATTERNS\s*=`).FindAll(src, -1)); n != 1 {
 		t.Errorf("harness_failures.py assigns _OOM_PATTERNS %d times, want once (from the table)", n)
 	}
-	if _, err := harnessFS.ReadFile(oomTablePath); err != nil {
+	if _, err := files.ReadFile(oomTablePath); err != nil {
 		t.Errorf("the table is not embedded with the harness: %v", err)
 	}
 }

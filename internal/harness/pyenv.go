@@ -1,4 +1,4 @@
-package probe
+package harness
 
 import (
 	"crypto/sha256"
@@ -12,11 +12,11 @@ import (
 // Makefile's scripts/pyenv.sh keys its cached virtualenv on the same hash,
 // so the binary finds the environment `make` built without being told.
 //
-//go:embed harness/requirements.txt
+//go:embed requirements.txt
 var requirements []byte
 
 // RequirementsHash is the key of the cached environment: the first 16 hex
-// digits of the sha256 of harness/requirements.txt.
+// digits of the sha256 of requirements.txt.
 func RequirementsHash() string {
 	sum := sha256.Sum256(requirements)
 	return hex.EncodeToString(sum[:])[:16]

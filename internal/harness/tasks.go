@@ -1,4 +1,4 @@
-package probe
+package harness
 
 import (
 	_ "embed"
@@ -9,7 +9,7 @@ import (
 	"strings"
 )
 
-// TaskTable is harness/tasks.json: the one task table of the project. The
+// TaskTable is tasks.json: the one task table of the project. The
 // harness reads the same file (harness_tasks.py), so preflight, the
 // coverage figure and the harness cannot disagree on which pipeline tags
 // are tested. The file's "about" says what each part means.
@@ -39,7 +39,7 @@ type FamilySpec struct {
 	Inputs  string      `json:"inputs"`
 }
 
-//go:embed harness/tasks.json
+//go:embed tasks.json
 var tasksJSON []byte
 
 // Tasks is the embedded table. A table that does not parse fails
@@ -57,7 +57,7 @@ func mustParseTasks(data []byte) TaskTable {
 func parseTasks(data []byte) (TaskTable, error) {
 	var t TaskTable
 	if err := json.Unmarshal(data, &t); err != nil {
-		return t, fmt.Errorf("probe: harness/tasks.json: %w", err)
+		return t, fmt.Errorf("harness: tasks.json: %w", err)
 	}
 	var errs []error
 	if len(t.Tasks) == 0 || len(t.ArchSuffixes) == 0 {
@@ -77,7 +77,7 @@ func parseTasks(data []byte) (TaskTable, error) {
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
-		return t, fmt.Errorf("probe: harness/tasks.json: %w", err)
+		return t, fmt.Errorf("harness: tasks.json: %w", err)
 	}
 	return t, nil
 }

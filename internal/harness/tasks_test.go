@@ -1,4 +1,4 @@
-package probe
+package harness
 
 import (
 	"encoding/json"
@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// TestTaskTable checks the one task table (harness/tasks.json, read by the
+// TestTaskTable checks the one task table (tasks.json, read by the
 // harness too) and that it answers for the tasks the project promises,
 // written out here independently of the file.
 func TestTaskTable(t *testing.T) {
@@ -99,6 +99,45 @@ func TestNumericsTable(t *testing.T) {
 	} {
 		if _, err := parseNumerics([]byte(tc.json)); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: error %v, want one with %q", name, err, tc.want)
+		}
+	}
+}
+
+func TestSupportedTask(t *testing.T) {
+	tests := []struct {
+		tag   string
+		archs []string
+		want  bool
+	}{
+		{"text-generation", nil, true},
+		{"feature-extraction", nil, true},
+		{"automatic-speech-recognition", []string{"WhisperForConditionalGeneration"}, true},
+		{"image-feature-extraction", nil, true},
+		{"zero-shot-image-classification", []string{"CLIPModel"}, true},
+		{"image-text-to-text", []string{"Qwen2_5_VLForConditionalGeneration"}, true},
+		{"text-to-image", nil, false},
+		{"tabular-classification", nil, false},
+		{"text-ranking", []string{"BertForSequenceClassification"}, true},
+		{"question-answering", nil, true},
+		{"", []string{"GPT2LMHeadModel"}, true},
+		{"", []string{"BertModel"}, true},
+		{"", []string{"ElectraForPreTraining"}, true},
+		{"", []string{"Wav2Vec2ForCTC"}, true},
+		{"", []string{"T5ForConditionalGeneration"}, true},
+		{"", []string{"ViTForImageClassification"}, true},
+		{"", []string{"Model"}, false},
+		{"", []string{"DetrForObjectDetection"}, true},
+		{"", []string{"CLIPModel"}, true},
+		{"", []string{"SamModel"}, true},
+		{"", []string{"PatchTSTForPrediction"}, true},
+		{"", []string{"Florence2ForConditionalGeneration"}, true},
+		{"", []string{"SomethingWeird"}, false},
+		{"", []string{"StableDiffusionSafetyChecker"}, false},
+		{"", nil, false},
+	}
+	for _, tc := range tests {
+		if got := SupportedTask(tc.tag, tc.archs); got != tc.want {
+			t.Errorf("SupportedTask(%q, %v) = %v, want %v", tc.tag, tc.archs, got, tc.want)
 		}
 	}
 }

@@ -1,7 +1,7 @@
 // Package probe runs the Python smoke-test harness on one model and turns
 // whatever happens to it (a result, a hang, a crash, garbage) into a
-// compat.Result, and decides before that whether a model is worth running
-// at all (Preflight).
+// compat.Result. The harness it runs, and the tables it shares with the
+// scanner, are internal/harness.
 //
 // Each probe is one harness process in its own process group, in a fresh
 // working directory, with a scrubbed environment (no credentials, Hub
@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
+	"github.com/google-pytorch/torchtpu-scanner/internal/harness"
 )
 
 // NoLimit as Config.MemLimitBytes or Config.MaxOpenFiles turns that limit off.
@@ -186,11 +187,11 @@ func NewRunner(cfg Config) (*Runner, error) {
 		}
 		r.script = abs
 	} else {
-		dir, script, err := extractHarness(cfg.TempDir)
+		dir, script, err := harness.Extract(cfg.TempDir)
 		if err != nil {
 			return nil, fmt.Errorf("probe: %w", err)
 		}
-		r.harnessDir, r.script, r.digest = dir, script, embeddedDigest()
+		r.harnessDir, r.script, r.digest = dir, script, harness.Digest()
 	}
 	r.confine = &confiner{python: py, codeDir: filepath.Dir(r.script), log: r.log, off: cfg.NoLandlock}
 	logConfinement(r.log, cfg.NoLandlock)
@@ -242,7 +243,7 @@ type Request struct {
 	Target      compat.Target // "" means auto
 	// Mode is full or arch, as the scan's plan decided it (scan.Plan): the
 	// harness executes it. Auto ("" too) lets the harness choose by the
-	// same fit formula (harness/fit.json), for a probe run without a plan.
+	// same fit formula (internal/harness/fit.json), for a probe run without a plan.
 	Mode    compat.Mode
 	Timeout time.Duration // 0 means the Runner's
 

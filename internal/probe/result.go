@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
+	"github.com/google-pytorch/torchtpu-scanner/internal/harness"
 )
 
 // MaxResultBytes caps the result file the harness writes.
@@ -246,7 +247,7 @@ func (p *probeRun) noResult(out procOutcome) compat.Result {
 	if signalled && out.lastStage == compat.StageEnv {
 		return p.envDeath(signalName(sig), out)
 	}
-	if marker := oomMarker(out.stderrTail); marker != "" {
+	if marker := harness.OOMMarker(out.stderrTail); marker != "" {
 		how := fmt.Sprintf("exit status %d", st.ExitCode())
 		if signalled {
 			how = "killed by " + signalName(sig)
@@ -420,4 +421,14 @@ func formatBytes(n uint64) string {
 		return fmt.Sprintf("%d KiB", n>>10)
 	}
 	return fmt.Sprintf("%d B", n)
+}
+
+// efficiencyShare keeps an MFU or MBU the harness reported only where one
+// can exist: a passing run on an accelerator, a share in (0, 1]. Anything
+// else is null, never a guessed figure.
+func efficiencyShare(res compat.Result, v *float64) *float64 {
+	if v == nil || res.Status != compat.StatusPass || res.Target == compat.TargetCPU || !(*v > 0 && *v <= 1) {
+		return nil
+	}
+	return v
 }

@@ -2,6 +2,7 @@ package probe
 
 import (
 	"bytes"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -296,5 +297,35 @@ func TestCheckSkippedAndUnresolved(t *testing.T) {
 	res = compat.Result{Status: compat.StatusPass, Target: compat.TargetCPU}
 	if err := p.check(&res); err != nil || res.Target != compat.TargetCPU {
 		t.Errorf("target cpu: %v, target %q, want it kept", err, res.Target)
+	}
+}
+
+// The runner keeps a harness's MFU/MBU only for a passing accelerator run
+// and a share in (0, 1].
+func TestEfficiencyShare(t *testing.T) {
+	v := func(f float64) *float64 { return &f }
+	pass := func(target compat.Target) compat.Result {
+		return compat.Result{Status: compat.StatusPass, Target: target}
+	}
+	tests := []struct {
+		res  compat.Result
+		in   *float64
+		want *float64
+	}{
+		{pass(compat.TargetTPU), v(0.42), v(0.42)},
+		{pass(compat.TargetCUDA), v(1), v(1)},
+		{pass(compat.TargetCPU), v(0.42), nil},
+		{compat.Result{Status: compat.StatusFail, Target: compat.TargetTPU}, v(0.42), nil},
+		{pass(compat.TargetTPU), v(1.5), nil},
+		{pass(compat.TargetTPU), v(0), nil},
+		{pass(compat.TargetTPU), v(-0.1), nil},
+		{pass(compat.TargetTPU), v(math.NaN()), nil},
+		{pass(compat.TargetTPU), nil, nil},
+	}
+	for _, tt := range tests {
+		got := efficiencyShare(tt.res, tt.in)
+		if (got == nil) != (tt.want == nil) || (got != nil && *got != *tt.want) {
+			t.Errorf("%s %s %v: got %v, want %v", tt.res.Status, tt.res.Target, tt.in, got, tt.want)
+		}
 	}
 }

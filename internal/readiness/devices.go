@@ -25,7 +25,7 @@ type Generation struct {
 //     v7 hosts a device axis of 2), so 96 GiB per device; 256-wide MXUs.
 //
 // MXU widths as jax/_src/tpu_info.py: 128 before v6, 256 from v6 on.
-// internal/probe/harness/devices.json carries the same HBM and MXU figures
+// internal/harness/devices.json carries the same HBM and MXU figures
 // for the harness; a test keeps the two in step.
 var Generations = []Generation{
 	{Name: "v5e", HBMBytes: 16 << 30, MXU: 128},

@@ -6,8 +6,8 @@ package scan
 // the runner and the harness execute the decision (the harness still
 // reports an oom if the weights do not fit after all).
 //
-// The fit formula, with the constants of internal/probe/harness/fit.json
-// (probe.Fit), which the harness reads too:
+// The fit formula, with the constants of internal/harness/fit.json
+// (harness.Fit), which the harness reads too:
 //
 //	need(params, target) = params × dtype bytes × copies × fit_factor + fit_slack
 //
@@ -26,8 +26,8 @@ import (
 	"slices"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
+	"github.com/google-pytorch/torchtpu-scanner/internal/harness"
 	"github.com/google-pytorch/torchtpu-scanner/internal/hub"
-	"github.com/google-pytorch/torchtpu-scanner/internal/probe"
 )
 
 // torchOverhead is about what importing torch and transformers takes of a
@@ -74,12 +74,12 @@ func Budget(target compat.Target, rt compat.Runtime, h Host) (int64, string) {
 // Need is the fit formula: the bytes a model of params parameters takes in
 // the budget's memory on target.
 func Need(params int64, target compat.Target) int64 {
-	t, ok := probe.Fit.Targets[target]
+	t, ok := harness.Fit.Targets[target]
 	if !ok { // not a concrete target: count it as cpu, the costlier
-		t = probe.Fit.Targets[compat.TargetCPU]
+		t = harness.Fit.Targets[compat.TargetCPU]
 	}
-	whole := params * probe.Fit.DtypeBytes[t.Dtype] * t.Copies
-	return int64(float64(whole)*probe.Fit.FitFactor) + probe.Fit.FitSlackBytes
+	whole := params * harness.Fit.DtypeBytes[t.Dtype] * t.Copies
+	return int64(float64(whole)*harness.Fit.FitFactor) + harness.Fit.FitSlackBytes
 }
 
 // Weights are a model's safetensors weight files as listed.
@@ -97,7 +97,7 @@ func (w Weights) checkpoint() bool {
 // needRange is need for the fewest and the most parameters a checkpoint of
 // w.Bytes can hold.
 func (w Weights) needRange(target compat.Target) (least, most int64) {
-	b := probe.Fit.CheckpointBytesPerParam
+	b := harness.Fit.CheckpointBytesPerParam
 	return Need(w.Bytes/b.Max, target), Need(w.Bytes/b.Min, target)
 }
 
@@ -216,10 +216,3 @@ func chooseMode(in Input) (mode compat.Mode, decline compat.Reason, askSizes boo
 func gib(b int64) string { return fmt.Sprintf("%.2f GiB", float64(b)/(1<<30)) }
 
 func short(sha string) string { return sha[:min(len(sha), 12)] }
-
-func listOrNone(l []string) string {
-	if len(l) == 0 {
-		return "none"
-	}
-	return fmt.Sprint(l)
-}

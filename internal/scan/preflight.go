@@ -1,4 +1,4 @@
-package probe
+package scan
 
 import (
 	"encoding/json"
@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
+	"github.com/google-pytorch/torchtpu-scanner/internal/harness"
+	"github.com/google-pytorch/torchtpu-scanner/internal/hub"
 )
 
 // Candidate is what the scanner knows about a model before probing it:
@@ -37,19 +39,14 @@ type Candidate struct {
 	Target compat.Target
 }
 
-// TransformersModel reports whether a model with this Hub library_name
-// loads with transformers' Auto classes (rule 4 of Preflight): library
-// transformers; or sentence-transformers, whose repositories carry a plain
-// transformers backbone, or no library name, when its config.json has a
-// model_type.
-func TransformersModel(library string, hasModelType bool) bool {
-	switch library {
-	case "transformers":
-		return true
-	case "sentence-transformers", "":
-		return hasModelType
+// listedCandidate is what preflight can know of a model from its Hub
+// listing alone: its tags, library, gating and the listing's excerpt of
+// config.json (the scan adds the mode, and config.json once downloaded).
+func listedCandidate(m hub.ModelInfo, hasToken bool) Candidate {
+	return Candidate{
+		ID: m.ID, Revision: m.SHA, Task: m.PipelineTag, Library: m.Library, Tags: m.Tags,
+		Gated: m.Gated, HasToken: hasToken, Disabled: m.Disabled, Config: m.Config,
 	}
-	return false
 }
 
 // Preflight decides whether a model is worth probing. It returns nil to go
@@ -60,13 +57,13 @@ func TransformersModel(library string, hasModelType bool) bool {
 //  1. disabled by an operator → disabled
 //  2. gated and no token → gated
 //  3. tag custom_code → remote_code
-//  4. library: transformers, or sentence-transformers with a config.json
+//  4. library (harness.TransformersModel): transformers, or sentence-transformers with a config.json
 //     that has model_type; a model without library_name counts as
 //     transformers when its config.json has a model_type → else
 //     unsupported_library
 //  5. config.json present but not a JSON object → fail/config_error
 //  6. config.json with auto_map → remote_code
-//  7. SupportedTask(tag, architectures) false → unsupported_task
+//  7. harness.SupportedTask(tag, architectures) false → unsupported_task
 //
 // A --mode full that cannot run (no_safetensors, too_large) is declined by
 // the scan's plan (scan.Plan), after these rules.
@@ -88,7 +85,7 @@ func Preflight(c Candidate) *compat.Result {
 	}
 
 	switch lib := c.Library; {
-	case TransformersModel(lib, modelType != "" || configBroken):
+	case harness.TransformersModel(lib, modelType != "" || configBroken):
 	case lib == "":
 		return skipped(c, compat.ReasonUnsupportedLibrary, "no library_name on the Hub and no config.json with a model_type: not a transformers model")
 	default:
@@ -106,12 +103,12 @@ func Preflight(c Candidate) *compat.Result {
 	if _, ok := config["auto_map"]; ok {
 		return skipped(c, compat.ReasonRemoteCode, "config.json has auto_map: its classes are custom code that needs trust_remote_code; the scanner runs no code from model repositories")
 	}
-	if archs := architectures(config); !SupportedTask(c.Task, archs) {
-		if why := UnsupportedWhy(c.Task); why != "" {
+	if archs := architectures(config); !harness.SupportedTask(c.Task, archs) {
+		if why := harness.UnsupportedWhy(c.Task); why != "" {
 			return skipped(c, compat.ReasonUnsupportedTask, fmt.Sprintf("pipeline tag %q is not one the harness tests: %s", c.Task, why))
 		}
 		if c.Task != "" {
-			return skipped(c, compat.ReasonUnsupportedTask, fmt.Sprintf("pipeline tag %q is not one the harness tests (supported: %s)", c.Task, strings.Join(SupportedTasks(), ", ")))
+			return skipped(c, compat.ReasonUnsupportedTask, fmt.Sprintf("pipeline tag %q is not one the harness tests (supported: %s)", c.Task, strings.Join(harness.SupportedTasks(), ", ")))
 		}
 		return skipped(c, compat.ReasonUnsupportedTask, fmt.Sprintf("no pipeline tag, and no architecture the harness knows a task for (architectures: %s)", listOrNone(archs)))
 	}

@@ -1,15 +1,21 @@
-package probe
+package scan
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
+	"github.com/google-pytorch/torchtpu-scanner/internal/harness"
+	"github.com/google-pytorch/torchtpu-scanner/internal/hub"
+	"github.com/google-pytorch/torchtpu-scanner/internal/hub/hubtest"
 )
 
 func TestPreflight(t *testing.T) {
@@ -81,24 +87,24 @@ func TestPreflight(t *testing.T) {
 			res := Preflight(c)
 			if tc.status == "" {
 				if res != nil {
-					t.Fatalf("want go ahead, got %s %s: %s", res.Status, str(res.Reason), str(res.Message))
+					t.Fatalf("want go ahead, got %s %s: %s", res.Status, deref(res.Reason), deref(res.Message))
 				}
 				return
 			}
 			if res == nil {
 				t.Fatalf("want %s %s, got go ahead", tc.status, tc.reason)
 			}
-			if res.Status != tc.status || str(res.Reason) != string(tc.reason) {
-				t.Errorf("got %s %s, want %s %s", res.Status, str(res.Reason), tc.status, tc.reason)
+			if res.Status != tc.status || deref(res.Reason) != string(tc.reason) {
+				t.Errorf("got %s %s, want %s %s", res.Status, deref(res.Reason), tc.status, tc.reason)
 			}
-			if !strings.Contains(str(res.Message), tc.msg) || str(res.Message) == "" {
-				t.Errorf("message %q lacks %q", str(res.Message), tc.msg)
+			if !strings.Contains(deref(res.Message), tc.msg) || deref(res.Message) == "" {
+				t.Errorf("message %q lacks %q", deref(res.Message), tc.msg)
 			}
-			if res.Status == compat.StatusFail && (str(res.Stage) != "config" || str(res.FailureClass) != "config_error") {
-				t.Errorf("broken config: stage %q class %q, want config/config_error", str(res.Stage), str(res.FailureClass))
+			if res.Status == compat.StatusFail && (deref(res.Stage) != "config" || deref(res.FailureClass) != "config_error") {
+				t.Errorf("broken config: stage %q class %q, want config/config_error", deref(res.Stage), deref(res.FailureClass))
 			}
 			if res.Status == compat.StatusSkipped && (res.Stage != nil || res.FailureClass != nil || !res.Reason.Valid()) {
-				t.Errorf("skipped with stage %q class %q reason %q", str(res.Stage), str(res.FailureClass), str(res.Reason))
+				t.Errorf("skipped with stage %q class %q reason %q", deref(res.Stage), deref(res.FailureClass), deref(res.Reason))
 			}
 			if res.Revision != "abc" || res.TestedAt.IsZero() || res.Target != "" || res.Repro != "" {
 				t.Errorf("revision %q tested_at %v target %q repro %q", res.Revision, res.TestedAt, res.Target, res.Repro)
@@ -126,8 +132,8 @@ func TestPreflightRecordsAResolvedMode(t *testing.T) {
 		if res == nil {
 			t.Fatalf("mode %q: a disabled model went ahead", mode)
 		}
-		if str(res.Mode) != want {
-			t.Errorf("mode %q: result's mode %q, want %q", mode, str(res.Mode), want)
+		if deref(res.Mode) != want {
+			t.Errorf("mode %q: result's mode %q, want %q", mode, deref(res.Mode), want)
 		}
 	}
 }
@@ -143,56 +149,18 @@ func TestParseConfig(t *testing.T) {
 	}
 }
 
-func TestSupportedTask(t *testing.T) {
-	tests := []struct {
-		tag   string
-		archs []string
-		want  bool
-	}{
-		{"text-generation", nil, true},
-		{"feature-extraction", nil, true},
-		{"automatic-speech-recognition", []string{"WhisperForConditionalGeneration"}, true},
-		{"image-feature-extraction", nil, true},
-		{"zero-shot-image-classification", []string{"CLIPModel"}, true},
-		{"image-text-to-text", []string{"Qwen2_5_VLForConditionalGeneration"}, true},
-		{"text-to-image", nil, false},
-		{"tabular-classification", nil, false},
-		{"text-ranking", []string{"BertForSequenceClassification"}, true},
-		{"question-answering", nil, true},
-		{"", []string{"GPT2LMHeadModel"}, true},
-		{"", []string{"BertModel"}, true},
-		{"", []string{"ElectraForPreTraining"}, true},
-		{"", []string{"Wav2Vec2ForCTC"}, true},
-		{"", []string{"T5ForConditionalGeneration"}, true},
-		{"", []string{"ViTForImageClassification"}, true},
-		{"", []string{"Model"}, false},
-		{"", []string{"DetrForObjectDetection"}, true},
-		{"", []string{"CLIPModel"}, true},
-		{"", []string{"SamModel"}, true},
-		{"", []string{"PatchTSTForPrediction"}, true},
-		{"", []string{"Florence2ForConditionalGeneration"}, true},
-		{"", []string{"SomethingWeird"}, false},
-		{"", []string{"StableDiffusionSafetyChecker"}, false},
-		{"", nil, false},
-	}
-	for _, tc := range tests {
-		if got := SupportedTask(tc.tag, tc.archs); got != tc.want {
-			t.Errorf("SupportedTask(%q, %v) = %v, want %v", tc.tag, tc.archs, got, tc.want)
-		}
-	}
-}
-
 // TestCoverage reports which share of the hand-made top-100 listing falls
 // in a supported task, and what preflight makes of the rest.
 func TestCoverage(t *testing.T) {
-	listing, err := LoadListing(filepath.Join("testdata", "top100_listing.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	listing := topListing(t)
 	if len(listing) != 100 {
 		t.Fatalf("%d models in the listing, want 100", len(listing))
 	}
-	cov := Coverage(listing)
+	var cov harness.TaskCoverage
+	for _, m := range listing {
+		mt, _ := m.Config["model_type"].(string)
+		cov.Add(m.Library, mt != "", m.PipelineTag, architectures(m.Config), 1, m.Downloads)
+	}
 	t.Logf("supported task: %d of %d transformers-backed models (%.1f%%), %.1f%% of their downloads",
 		cov.Covered, cov.Models, 100**cov.Share(), 100**cov.DownloadShare())
 	// The floor of the issue: the harness exercises the task of at least 97% of the
@@ -209,10 +177,10 @@ func TestCoverage(t *testing.T) {
 	outcome := map[string][]string{}
 	for _, m := range listing {
 		key := "probe"
-		c := ListedCandidate(m, false)
+		c := listedCandidate(m, false)
 		c.Mode = compat.ModeAuto
 		if res := Preflight(c); res != nil {
-			key = string(res.Status) + " " + str(res.Reason)
+			key = string(res.Status) + " " + deref(res.Reason)
 		}
 		outcome[key] = append(outcome[key], m.ID)
 	}
@@ -227,4 +195,43 @@ func TestCoverage(t *testing.T) {
 	if len(outcome["probe"]) < 40 {
 		t.Errorf("only %d of the top 100 would be probed", len(outcome["probe"]))
 	}
+}
+
+// topListing serves the hand-made top-100 listing
+// (testdata/top100_listing.json) from the fake Hub and lists it with the
+// Hub client, as a scan does: the models as the scanner reads them.
+func topListing(t *testing.T) []hub.ModelInfo {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("testdata", "top100_listing.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var entries []struct {
+		ID          string         `json:"id"`
+		PipelineTag string         `json:"pipeline_tag"`
+		Library     string         `json:"library_name"`
+		Tags        []string       `json:"tags"`
+		Downloads   int64          `json:"downloads"`
+		Gated       any            `json:"gated"` // false, or "auto" / "manual"
+		Config      map[string]any `json:"config"`
+	}
+	if err := json.Unmarshal(data, &entries); err != nil {
+		t.Fatal(err)
+	}
+	repos := make([]hubtest.Repo, 0, len(entries))
+	for _, e := range entries {
+		gated, _ := e.Gated.(string)
+		repos = append(repos, hubtest.Repo{ID: e.ID, PipelineTag: e.PipelineTag, Library: e.Library, Tags: e.Tags,
+			Downloads: e.Downloads, Gated: gated, Config: e.Config})
+	}
+	h := hubtest.New(t, repos...)
+	client, err := hub.New(hub.Options{Endpoint: h.URL(), CacheDir: t.TempDir(), Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	listing, err := client.ListModels(context.Background(), hub.ListOptions{Limit: len(entries)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return listing
 }

@@ -377,9 +377,9 @@ func (r *run) prepareJob(ctx context.Context, m hub.ModelInfo) *job {
 	// Decline what the listing (and its excerpt of config.json) already
 	// rules out (gated, custom code, other libraries, tasks), before any
 	// download or further request.
-	listed := probe.ListedCandidate(m, r.s.HasToken)
+	listed := listedCandidate(m, r.s.HasToken)
 	listed.Mode = r.opts.Mode
-	if res := probe.Preflight(listed); res != nil && listingDecides(*res, m) {
+	if res := Preflight(listed); res != nil && listingDecides(*res, m) {
 		return r.decided(j, *res)
 	}
 	if j.plan.AskSizes && !m.FilesMetadata && r.opts.Source != "cache" {
@@ -410,7 +410,7 @@ func (r *run) weightSizes(ctx context.Context, m hub.ModelInfo, w Weights) Weigh
 
 // fetch downloads config.json (and, in full mode, the weights and the
 // tokenizer and processor files) and runs preflight again on what came.
-func (r *run) fetch(ctx context.Context, j *job, cand probe.Candidate) *job {
+func (r *run) fetch(ctx context.Context, j *job, cand Candidate) *job {
 	m := j.info
 	j.files = []string{"config.json"}
 	full := j.plan.Mode == compat.ModeFull && j.plan.Decline == ""
@@ -441,7 +441,7 @@ func (r *run) fetch(ctx context.Context, j *job, cand probe.Candidate) *job {
 	}
 	j.config = cand.Config
 	cand.Mode = j.plan.Mode
-	if res := probe.Preflight(cand); res != nil {
+	if res := Preflight(cand); res != nil {
 		return r.decided(j, *res)
 	}
 	if j.plan.Decline != "" {
@@ -527,7 +527,7 @@ func readConfig(path string) (map[string]any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read config.json: %w", err)
 	}
-	return probe.ParseConfig(b)
+	return ParseConfig(b)
 }
 
 // probe runs one model on a device, reruns once a result that would change

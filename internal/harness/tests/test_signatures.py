@@ -81,7 +81,7 @@ def _oom_table():
 
 def test_oom_table_examples():
     """The shared out-of-memory table's own examples (oom_markers.json), which the Go runner is held to as
-    well (internal/probe/oom_test.go): both languages call the same texts OOM."""
+    well (internal/harness/oom_test.go): both languages call the same texts OOM."""
     table = _oom_table()
     assert table["examples"]["oom"] and table["examples"]["not_oom"]
     for text in table["examples"]["oom"]:

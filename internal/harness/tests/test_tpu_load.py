@@ -1,6 +1,6 @@
 """torch_tpu that cannot load, or whose runtime fails its first op, on CPU (issue 15).
 
-The fake distribution in internal/probe/testdata/fake_torch_tpu/site is a real one: a dist-info with
+The fake distribution in internal/harness/testdata/fake_torch_tpu/site is a real one: a dist-info with
 a "torch.backends" entry point (torch_tpu = torch_tpu._loader:load, as Google's), found by
 importlib.metadata exactly as torch's autoload and the harness find it. TORCH_TPU_FAKE picks its
 behaviour (see its _loader.py): ``loader-raises`` makes load() raise; ``first-op-fails`` registers a
@@ -20,7 +20,7 @@ import torch
 import harness
 from conftest import HARNESS, build_model_dir, harness_args
 
-FAKE_DIR = os.path.join(os.path.dirname(harness.__file__), "..", "testdata", "fake_torch_tpu")
+FAKE_DIR = os.path.join(os.path.dirname(harness.__file__), "testdata", "fake_torch_tpu")
 FAKE_SITE = os.path.abspath(os.path.join(FAKE_DIR, "site"))
 
 # The fake's messages, written here independently of its source.
