@@ -5,6 +5,8 @@ import (
 	"sync"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/hub"
+	"github.com/google-pytorch/torchtpu-scanner/internal/probe"
+	"github.com/google-pytorch/torchtpu-scanner/internal/probestep"
 )
 
 const (
@@ -130,4 +132,51 @@ func (s *Scanner) proberFor(i int) Prober {
 		return s.DeviceProbers[i]
 	}
 	return s.Prober
+}
+
+// probe runs the probe step for one model on a device (a rerun confirms a
+// change of status) and returns the write of what stands, for the
+// recorder; nil when shutdown left nothing to write.
+func (r *run) probe(ctx, wctx context.Context, p Prober, j *job) func() {
+	out := probestep.Probe(ctx, p, r.stepRequest(j), r.s.log())
+	for _, run := range out.Runs {
+		r.mu.Lock()
+		r.busy += run.Held
+		r.mu.Unlock()
+		if r.hooks.ProbeDone != nil {
+			r.hooks.ProbeDone(run.Result, run.Held)
+		}
+	}
+	switch {
+	case out.Interrupted:
+		return nil
+	case out.Flaky:
+		return func() { r.recordFlaky(wctx, j, out.Result) }
+	}
+	return func() { r.record(wctx, j, out.Result, true) }
+}
+
+// stepRequest is the probe step of a job: its planned mode, budget and
+// note, against its previous status, stamped with the scan's runtime.
+func (r *run) stepRequest(j *job) probestep.Request {
+	req := probestep.Request{Request: probe.Request{
+		ModelID: j.info.ID, Revision: j.info.SHA, SnapshotDir: j.snapshot, Task: j.info.PipelineTag,
+		Target: r.target, Mode: j.plan.Mode, Timeout: r.opts.Timeout,
+		MemoryBudgetBytes: j.plan.Budget, PlanNote: planNote(j),
+	}, Runtime: r.runtime}
+	if j.previous != nil {
+		req.Previous = j.previous.Status
+	}
+	return req
+}
+
+// planNote is what the probe is told of its plan, for its config stage's
+// note: why it is retested, why in this mode, and which input files did
+// not come.
+func planNote(j *job) string {
+	note := j.plan.Reason + "; " + j.plan.ModeReason
+	if j.inputsNote != "" {
+		note += "; " + j.inputsNote
+	}
+	return note
 }

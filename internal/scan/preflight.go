@@ -176,3 +176,32 @@ func declined(c Candidate, status compat.Status) *compat.Result {
 	}
 	return res
 }
+
+// listingDecides reports whether a preflight verdict made from the listing
+// alone stands, or needs config.json (which may say otherwise) first.
+func listingDecides(res compat.Result, m hub.ModelInfo) bool {
+	if res.Status != compat.StatusSkipped || res.Reason == nil {
+		return false
+	}
+	switch *res.Reason {
+	case compat.ReasonGated, compat.ReasonDisabled, compat.ReasonRemoteCode:
+		return true
+	case compat.ReasonUnsupportedLibrary:
+		// sentence-transformers repos pass when their config has a
+		// model_type, which only config.json may tell.
+		return m.Library != "" && (m.Library != "sentence-transformers" || m.Config != nil)
+	case compat.ReasonUnsupportedTask:
+		return m.PipelineTag != "" || m.Config != nil
+	}
+	return false
+}
+
+// readConfig reads and parses config.json, never past its cap (a cache
+// filled by other tools may hold anything).
+func readConfig(path string) (map[string]any, error) {
+	b, err := hub.ReadCapped(path, "config.json")
+	if err != nil {
+		return nil, fmt.Errorf("read config.json: %w", err)
+	}
+	return ParseConfig(b)
+}
