@@ -273,6 +273,7 @@ func TestRecordResultEvents(t *testing.T) {
 		{"fix", []step{{"tpu", "crash", compat.EventNew, ""}, {"tpu", "pass", compat.EventFix, "crash"}}},
 		{"change", []step{{"tpu", "fail", compat.EventNew, ""}, {"tpu", "timeout", compat.EventChange, "fail"}}},
 		{"pass to error is a change", []step{{"tpu", "pass", compat.EventNew, ""}, {"tpu", "error", compat.EventChange, "pass"}}},
+		{"error to pass is new, not a fix", []step{{"tpu", "error", compat.EventNew, ""}, {"tpu", "pass", compat.EventNew, "error"}}},
 		{"targets are separate", []step{{"tpu", "pass", compat.EventNew, ""}, {"cpu", "fail", compat.EventNew, ""}, {"tpu", "pass", "", ""}}},
 	}
 	for _, tt := range tests {

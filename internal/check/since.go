@@ -43,7 +43,7 @@ func sinceVerdict(d modelDetail, ref compat.RuntimeRef, code int, line string) (
 	var head *compat.Result
 	for i := base - 1; i >= 0; i-- {
 		r := d.History[i]
-		if r.Target == ref.Target && compare.IsVerdict(r.Status) {
+		if r.Target == ref.Target && r.Status.IsVerdict() {
 			head = &d.History[i] // keep going: the newest verdict wins
 		}
 	}

@@ -18,7 +18,7 @@ func onRuntime(status compat.Status, tt string, day int) compat.Result {
 
 func TestCheckSince(t *testing.T) {
 	const v1 = "tpu~2.15.0~0.1.0~5.23.0~1"
-	pass1, fail1 := onRuntime("pass", "0.1.0", 0), onRuntime("fail", "0.1.0", 0)
+	pass1, fail1, err1 := onRuntime("pass", "0.1.0", 0), onRuntime("fail", "0.1.0", 0), onRuntime("error", "0.1.0", 0)
 	pass2, fail2, err2 := onRuntime("pass", "0.2.0", 1), onRuntime("fail", "0.2.0", 1), onRuntime("error", "0.2.0", 2)
 	crash3 := onRuntime("crash", "0.3.0", 3)
 	detail := func(current compat.Result, history ...compat.Result) *modelDetail {
@@ -43,6 +43,9 @@ func TestCheckSince(t *testing.T) {
 		{"still passing", detail(pass2, pass2, pass1), "", v1, ExitPass, "org/m: pass on tpu"},
 		{"failed then too", detail(fail2, fail2, fail1), "", v1, ExitNotPassing, "org/m: fail on tpu"},
 		{"fixed since", detail(pass2, pass2, fail1), "", v1, ExitPass, "org/m: pass on tpu"},
+		// The scanner's own error then, a pass now: a first verdict (the
+		// feed's event is new, compare's kind new), never a regression.
+		{"no verdict then, pass now", detail(pass2, pass2, err1), "", v1, ExitPass, "org/m: pass on tpu"},
 		{"the newest verdict counts", detail(pass2, pass2, crash3, pass1), "", v1, ExitPass, "org/m: pass on tpu"},
 		{"only the pinned runtime", detail(pass1, pass1), "tpu", v1, ExitPass, "org/m: pass on tpu"},
 		{"no result on the runtime", detail(pass2, pass2), "", v1, ExitPass, "no result on runtime tpu~2.15.0~0.1.0~5.23.0~1 to compare with"},

@@ -52,6 +52,11 @@ func (s Status) HeldAgainstModel() bool {
 	return false
 }
 
+// IsVerdict reports whether the status says something about the model:
+// pass, or a status held against it (as opposed to skipped, error,
+// untested, or no result at all).
+func (s Status) IsVerdict() bool { return s == StatusPass || s.HeldAgainstModel() }
+
 // Stage is one step of a probe, in the order they run.
 type Stage string
 
@@ -394,22 +399,31 @@ type EventKind string
 
 // The kinds of status change the feed carries.
 const (
-	EventNew        EventKind = "new"        // first result on a target
+	EventNew        EventKind = "new"        // a first verdict on a target: no result, or none that was a verdict, before
 	EventRegression EventKind = "regression" // was pass, now held against the model
 	EventFix        EventKind = "fix"        // was held against the model, now pass
 	EventChange     EventKind = "change"     // any other change of status
 	EventFlaky      EventKind = "flaky"      // a change that did not reproduce on rerun
 )
 
-// ClassifyChange names the change from old to new status; old is "" for a
+// ClassifyChange is the one rule for what a change of status from old to
+// new means, whoever shows it: the feed's events (store), a comparison of
+// two runtimes (compare.Classify) and `scanner check`. old is "" for a
 // model's first result on a target.
+//
+//   - new: the first result on a target, or the first verdict after
+//     results that were none (error, skipped): error → pass is new, not
+//     fix, as the scanner's own failure said nothing about the model
+//   - regression: pass → a status held against the model
+//   - fix: a status held against the model → pass
+//   - change: anything else (fail → oom, pass → error, ...)
 func ClassifyChange(old, new Status) EventKind {
 	switch {
-	case old == "" || old == StatusUntested:
+	case old == "" || old == StatusUntested || (!old.IsVerdict() && new.IsVerdict()):
 		return EventNew
-	case old == StatusPass && new != StatusPass && new.HeldAgainstModel():
+	case old == StatusPass && new.HeldAgainstModel():
 		return EventRegression
-	case old != StatusPass && new == StatusPass:
+	case old.HeldAgainstModel() && new == StatusPass:
 		return EventFix
 	default:
 		return EventChange
