@@ -14,10 +14,9 @@ Command line (the contract with the Go runner):
 DIR is a Hub-cache snapshot folder (config.json, and *.safetensors for full mode).
 The run is offline (HF_HUB_OFFLINE=1, TRANSFORMERS_OFFLINE=1 are set here too),
 never uses trust_remote_code and never unpickles weights: only *.safetensors are
-read, and a config with auto_map whose model_type transformers does not know
-natively is skipped (reason remote_code). When transformers implements the
-model_type natively, auto_map is ignored and the native code runs (that model
-does not *need* remote code).
+read, and a config that asks for code from its repository (auto_map: the table
+remote_code.json, which the scanner's preflight reads too) is skipped with reason
+remote_code, whatever its model_type.
 
 Exactly one Result JSON object (shape of shared/CONTRACT.md plus the extensions
 in internal/compat) is written atomically to --result-file; progress lines such
@@ -822,16 +821,13 @@ class Probe:
             if not isinstance(raw, dict):
                 raise hf.ConfigError("config.json is not a JSON object", "invalid config.json")
             import transformers
-            from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
 
             with contextlib.suppress(Exception):
                 transformers.utils.logging.disable_progress_bar()
-            model_type = raw.get("model_type")
-            if raw.get("auto_map"):
-                if model_type not in CONFIG_MAPPING_NAMES:
-                    raise hf.Skip("remote_code", f"config.json has auto_map and model_type {model_type!r} is not "
-                                  "implemented by transformers: it needs trust_remote_code")
-                notes.append(f"auto_map ignored: transformers implements {model_type!r} natively")
+            why = ht.needs_remote_code(raw)
+            if why:
+                raise hf.Skip("remote_code", f"{why}: it needs trust_remote_code, and the harness runs no code "
+                              "from model repositories")
             incomplete = ht.check_subconfigs(raw)
             if incomplete:
                 raise hf.ConfigError(incomplete, "incomplete sub-config")

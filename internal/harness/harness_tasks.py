@@ -26,8 +26,12 @@ import json
 import os
 import sys
 
-with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "tasks.json"), encoding="utf-8") as _fh:
+_HERE = os.path.dirname(os.path.abspath(__file__))
+with open(os.path.join(_HERE, "tasks.json"), encoding="utf-8") as _fh:
     TABLE = json.load(_fh)
+# Which models need code from their own repository: one table, read by the scanner's preflight too.
+with open(os.path.join(_HERE, "remote_code.json"), encoding="utf-8") as _fh:
+    REMOTE_CODE = json.load(_fh)
 
 # pipeline tag -> family. "speech" is resolved to speech-seq2seq or speech-ctc from the config.
 TASK_FAMILIES: dict[str, str] = {tag: spec["family"] for tag, spec in TABLE["tasks"].items()}
@@ -55,6 +59,19 @@ def _cfg_get(config, key, default=None):
     if isinstance(config, dict):
         return config.get(key, default)
     return getattr(config, key, default)
+
+
+def needs_remote_code(config, tags=()) -> str | None:
+    """Why a model needs code from its own repository (remote_code.json), else None: one of the table's
+    Hub tags, or one of its config.json keys with a value other than null, whatever the model_type. The
+    scanner's preflight applies the same table (internal/harness/remotecode.go)."""
+    for tag in REMOTE_CODE["tags"]:
+        if tag in tags:
+            return f"tagged {tag}"
+    for key in REMOTE_CODE["config_keys"]:
+        if _cfg_get(config, key) is not None:
+            return f"config.json has {key}"
+    return None
 
 
 def looks_like_vision(config) -> bool:
@@ -213,8 +230,9 @@ def task_support(pipeline_tag: str | None, library_name: str | None, architectur
         # config.json has a model_type
         return {"supported": False, "task": pipeline_tag, "family": None, "reason": "unsupported_library",
                 "note": f"library {lib!r}" + ("" if lib else " and no config.json model_type")}
-    if cfg.get("auto_map") and not cfg.get("model_type"):
-        return {"supported": False, "task": pipeline_tag, "family": None, "reason": "remote_code", "note": "auto_map"}
+    why = needs_remote_code(cfg)
+    if why:
+        return {"supported": False, "task": pipeline_tag, "family": None, "reason": "remote_code", "note": why}
     task, family, note = resolve_family(pipeline_tag or None, cfg)
     if family is None:
         return {"supported": False, "task": task, "family": None, "reason": "unsupported_task", "note": note}
