@@ -31,15 +31,7 @@ type DevicePeak struct {
 
 // devicePeaks is the parsed table; the embedded file is checked by tests,
 // so a malformed one fails the build's tests, not a request.
-var devicePeaks = mustParseDevicePeaks(devicesJSON)
-
-func mustParseDevicePeaks(data []byte) []DevicePeak {
-	peaks, err := parseDevicePeaks(data)
-	if err != nil {
-		panic(err)
-	}
-	return peaks
-}
+var devicePeaks = must(parseDevicePeaks(devicesJSON))
 
 func parseDevicePeaks(data []byte) ([]DevicePeak, error) {
 	var doc struct {

@@ -48,15 +48,7 @@ var fitJSON []byte
 
 // Fit is the embedded table. It is part of the build: a table that does not
 // parse fails TestFitTable, and panics at start-up rather than plan wrong.
-var Fit = mustParseFit(fitJSON)
-
-func mustParseFit(data []byte) FitTable {
-	t, err := parseFit(data)
-	if err != nil {
-		panic(err)
-	}
-	return t
-}
+var Fit = must(parseFit(fitJSON))
 
 func parseFit(data []byte) (FitTable, error) {
 	var t FitTable

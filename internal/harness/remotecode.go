@@ -30,15 +30,7 @@ var remoteCodeJSON []byte
 
 // RemoteCode is the embedded table; one that does not parse fails
 // TestRemoteCodeTable and panics at start-up.
-var RemoteCode = mustParseRemoteCode(remoteCodeJSON)
-
-func mustParseRemoteCode(data []byte) RemoteCodeTable {
-	t, err := parseRemoteCode(data)
-	if err != nil {
-		panic(err)
-	}
-	return t
-}
+var RemoteCode = must(parseRemoteCode(remoteCodeJSON))
 
 func parseRemoteCode(data []byte) (RemoteCodeTable, error) {
 	var t RemoteCodeTable
