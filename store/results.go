@@ -28,15 +28,10 @@ func resolveModel(ctx context.Context, q querier, id string) (string, error) {
 	return got, err
 }
 
-// validResult checks what the schema relies on.
+// validResult is compat.Result.Validate, as an ErrInvalid.
 func validResult(r compat.Result) error {
-	switch {
-	case !slices.Contains(compat.Targets, r.Target):
-		return fmt.Errorf("%w: result target %q (want tpu, cpu or cuda)", ErrInvalid, r.Target)
-	case !r.Status.Valid() || r.Status == compat.StatusUntested:
-		return fmt.Errorf("%w: result status %q", ErrInvalid, r.Status)
-	case r.TestedAt.IsZero():
-		return fmt.Errorf("%w: result without tested_at", ErrInvalid)
+	if err := r.Validate(); err != nil {
+		return fmt.Errorf("%w: result: %w", ErrInvalid, err)
 	}
 	return nil
 }

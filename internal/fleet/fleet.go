@@ -112,33 +112,24 @@ func Matches(jobTarget compat.Target, jobRuntimeKey string, w Worker) bool {
 var ErrBadResult = errors.New("invalid result")
 
 // CheckResult decides whether a posted result may be recorded for job
-// (leased under runtimeKey): valid contract values, the job's model,
-// revision, target and runtime. It does not judge the lease (Complete
-// does).
+// (leased under runtimeKey): a valid result (compat.Result.Validate), for
+// the job's model, revision, target and runtime. It does not judge the
+// lease (Complete does).
 func CheckResult(job Job, runtimeKey string, req ResultRequest) error {
 	res := req.Result
 	bad := func(format string, a ...any) error {
 		return fmt.Errorf("fleet: %w: %s", ErrBadResult, fmt.Sprintf(format, a...))
 	}
+	if err := res.Validate(); err != nil {
+		return bad("%v", err)
+	}
 	switch {
 	case req.ModelID != job.ModelID || compat.ValidateModelID(req.ModelID) != nil:
 		return bad("names model %q, the lease is for %q", req.ModelID, job.ModelID)
-	case !res.Status.Valid() || res.Status == compat.StatusUntested:
-		return bad("status %q", res.Status)
 	case job.Target.Admits(res.Target) != nil:
 		return bad("target %q, the job runs on %q", res.Target, job.Target)
 	case res.Revision != job.Revision:
 		return bad("revision %q, the job is %q", res.Revision, job.Revision)
-	case res.TestedAt.IsZero():
-		return bad("no tested_at")
-	case res.Stage != nil && !res.Stage.Valid():
-		return bad("stage %q", *res.Stage)
-	case res.FailureClass != nil && !res.FailureClass.Valid():
-		return bad("failure_class %q", *res.FailureClass)
-	case res.Reason != nil && !res.Reason.Valid():
-		return bad("reason %q", *res.Reason)
-	case res.Mode != nil && *res.Mode != compat.ModeFull && *res.Mode != compat.ModeArch:
-		return bad("mode %q", *res.Mode)
 	case res.Status != compat.StatusError && res.Runtime.Key() != runtimeKey:
 		// A scanner error may come before the harness reported anything.
 		return bad("runtime %q, the job was planned for %q", res.Runtime.Key(), runtimeKey)

@@ -157,6 +157,9 @@ func TestCheckResult(t *testing.T) {
 		{"unknown class", func(r *ResultRequest) { r.Result.FailureClass = compat.Ptr(compat.FailureClass("bad")) }, "failure_class"},
 		{"unknown reason", func(r *ResultRequest) { r.Result.Reason = compat.Ptr(compat.Reason("bored")) }, "reason"},
 		{"auto mode", func(r *ResultRequest) { r.Result.Mode = compat.Ptr(compat.ModeAuto) }, "mode"},
+		// compat.Result.Validate's rules the runner held alone before.
+		{"skip without a reason", func(r *ResultRequest) { r.Result.Status, r.Result.Stage = compat.StatusSkipped, nil }, "skipped without a reason"},
+		{"unknown stage in stages", func(r *ResultRequest) { r.Result.Stages = []compat.StageRun{{Stage: "warmup"}} }, "stages"},
 		{"other runtime", func(r *ResultRequest) { r.Result.Runtime = rtB }, "runtime"},
 		{"flaky without a change", func(r *ResultRequest) { r.Flaky = true }, "flaky"},
 	} {

@@ -371,7 +371,7 @@ func (r *Runner) probe(ctx context.Context, p *probeRun) compat.Result {
 	// harness writes it atomically, once, after its last stage.
 	res, err := readResult(wd.result)
 	if err == nil {
-		err = p.check(&res)
+		res, err = p.accept(res, out)
 	}
 	switch {
 	case err == nil:
@@ -379,7 +379,7 @@ func (r *Runner) probe(ctx context.Context, p *probeRun) compat.Result {
 			r.log.Warn("probe: harness wrote a result but did not exit cleanly",
 				"model_id", req.ModelID, "exit", out.state.String(), "killed", out.killed)
 		}
-		return p.complete(res, out)
+		return res
 	case out.killed && ctx.Err() != nil:
 		return p.interrupted(out.lastStage, out.stderrTail)
 	case out.killed:
