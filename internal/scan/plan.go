@@ -6,8 +6,8 @@ package scan
 // the runner and the harness execute the decision (the harness still
 // reports an oom if the weights do not fit after all).
 //
-// The fit formula, with the constants of internal/harness/fit.json
-// (harness.Fit), which the harness reads too:
+// The probe fit formula (ProbeNeed), with the constants of
+// internal/harness/fit.json (harness.Fit), which the harness reads too:
 //
 //	need(params, target) = params × dtype bytes × copies × fit_factor + fit_slack
 //
@@ -20,6 +20,10 @@ package scan
 // parameters. Auto mode chooses full only when the larger count fits (it
 // errs towards arch, never towards an oom); an explicit --mode full is
 // declined (too_large) only when even the smaller count does not fit.
+//
+// This is whether one smoke test fits where it runs, not whether a model
+// can be served on a TPU: that is readiness.MinDevices (weights and KV
+// cache in bf16 with its own headroom, over each generation's HBM).
 
 import (
 	"fmt"
@@ -71,9 +75,9 @@ func Budget(target compat.Target, rt compat.Runtime, h Host) (int64, string) {
 	return 0, string(target) + ": device memory unknown"
 }
 
-// Need is the fit formula: the bytes a model of params parameters takes in
-// the budget's memory on target.
-func Need(params int64, target compat.Target) int64 {
+// ProbeNeed is the probe fit formula: the bytes a model of params
+// parameters takes in a probe's memory budget on target.
+func ProbeNeed(params int64, target compat.Target) int64 {
 	t, ok := harness.Fit.Targets[target]
 	if !ok { // not a concrete target: count it as cpu, the costlier
 		t = harness.Fit.Targets[compat.TargetCPU]
@@ -98,7 +102,7 @@ func (w Weights) checkpoint() bool {
 // w.Bytes can hold.
 func (w Weights) needRange(target compat.Target) (least, most int64) {
 	b := harness.Fit.CheckpointBytesPerParam
-	return Need(w.Bytes/b.Max, target), Need(w.Bytes/b.Min, target)
+	return ProbeNeed(w.Bytes/b.Max, target), ProbeNeed(w.Bytes/b.Min, target)
 }
 
 // Input is everything Plan looks at.

@@ -187,8 +187,8 @@ func TestNeedMatchesTheFitTable(t *testing.T) {
 	seen := map[compat.Target]bool{}
 	for _, ex := range harness.Fit.Examples {
 		seen[ex.Target] = true
-		if got := Need(ex.Params, ex.Target); got != ex.Need {
-			t.Errorf("Need(%d, %s) = %d, fit.json says %d", ex.Params, ex.Target, got, ex.Need)
+		if got := ProbeNeed(ex.Params, ex.Target); got != ex.Need {
+			t.Errorf("ProbeNeed(%d, %s) = %d, fit.json says %d", ex.Params, ex.Target, got, ex.Need)
 		}
 	}
 	for _, target := range compat.Targets {
