@@ -335,7 +335,9 @@ func setCurrent(ctx context.Context, tx *sql.Tx, modelID string, target compat.T
 }
 
 // statusRank is a status's place in compat.Statuses, the site's order;
-// current.status_rank holds it (untested, 7, is the schema's default).
+// current.status_rank holds it. The schema's default (a row without a
+// result) is untested's rank; TestUntestedRankIsTheSchemaDefault holds the
+// two in step.
 func statusRank(s compat.Status) int {
 	if i := slices.Index(compat.Statuses, s); i >= 0 {
 		return i

@@ -86,28 +86,9 @@ func (s *Server) feed(c *fiber.Ctx) error {
 	return c.Send(body)
 }
 
-// verb says what a status means in a sentence: "Qwen/x fails on tpu".
-func verb(st compat.Status) string {
-	switch st {
-	case compat.StatusPass:
-		return "passes"
-	case compat.StatusFail:
-		return "fails"
-	case compat.StatusOOM:
-		return "runs out of memory"
-	case compat.StatusTimeout:
-		return "times out"
-	case compat.StatusCrash:
-		return "crashes"
-	case compat.StatusSkipped:
-		return "is skipped"
-	case compat.StatusError:
-		return "could not be tested"
-	case compat.StatusUntested:
-		return "is untested"
-	}
-	return "is " + string(st)
-}
+// verb says what a status means in a sentence: "Qwen/x fails on tpu"
+// (statusWords).
+func verb(st compat.Status) string { return wordOf(st).verb }
 
 // eventTitle is the one-line summary of a status change, e.g.
 // "Regression: org/model fails on tpu (forward, unsupported_op aten::_fft_r2c)".

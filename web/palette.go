@@ -19,18 +19,9 @@ const (
 	toneNeutral tone = "neutral" // skipped, error, untested, unknown: no verdict on the model
 )
 
-// toneOf maps a status word to its colour group. Anything unknown is neutral.
-func toneOf(s compat.Status) tone {
-	switch s {
-	case compat.StatusPass:
-		return tonePass
-	case compat.StatusFail:
-		return toneFail
-	case compat.StatusOOM, compat.StatusTimeout, compat.StatusCrash:
-		return toneWarn
-	}
-	return toneNeutral
-}
+// toneOf maps a status word to its colour group (statusWords). Anything
+// unknown is neutral.
+func toneOf(s compat.Status) tone { return wordOf(s).tone }
 
 // chip is the foreground and background of a status label on a page.
 type chip struct{ FG, BG string }

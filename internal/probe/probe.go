@@ -29,17 +29,17 @@ import (
 	"time"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
+	"github.com/google-pytorch/torchtpu-scanner/internal/config"
 	"github.com/google-pytorch/torchtpu-scanner/internal/harness"
 )
 
 // NoLimit as Config.MemLimitBytes or Config.MaxOpenFiles turns that limit off.
 const NoLimit = math.MaxUint64
 
-// Defaults of Config.
+// Defaults of Config that are the runner's own (a probe's timeout and grace
+// are config.DefaultTimeout and config.DefaultProbeGrace).
 const (
-	DefaultTimeout      = 20 * time.Minute
 	DefaultEnvTimeout   = 5 * time.Minute
-	DefaultGrace        = 10 * time.Second
 	DefaultMaxOpenFiles = 8192
 )
 
@@ -59,13 +59,14 @@ type Config struct {
 	// Script, when set, is run instead of the embedded harness (tests use
 	// stand-ins); its directory goes first on sys.path.
 	Script string
-	// Timeout is the wall-clock limit of one probe; DefaultTimeout if zero.
+	// Timeout is the wall-clock limit of one probe; config.DefaultTimeout
+	// if zero.
 	// Request.Timeout overrides it.
 	Timeout time.Duration
 	// EnvTimeout limits an Env run; DefaultEnvTimeout if zero.
 	EnvTimeout time.Duration
 	// Grace is the time between SIGTERM and SIGKILL when a probe is
-	// stopped; DefaultGrace if zero.
+	// stopped; config.DefaultProbeGrace if zero.
 	Grace time.Duration
 	// MemLimitBytes is the harness's RLIMIT_DATA (writable private memory:
 	// heap and anonymous maps); NoLimit means none. It must be set: the
@@ -137,13 +138,13 @@ func NewRunner(cfg Config) (*Runner, error) {
 		return nil, fmt.Errorf("probe: python: %w", err)
 	}
 	if cfg.Timeout <= 0 {
-		cfg.Timeout = DefaultTimeout
+		cfg.Timeout = config.DefaultTimeout
 	}
 	if cfg.EnvTimeout <= 0 {
 		cfg.EnvTimeout = DefaultEnvTimeout
 	}
 	if cfg.Grace <= 0 {
-		cfg.Grace = DefaultGrace
+		cfg.Grace = config.DefaultProbeGrace
 	}
 	if cfg.TempDir == "" {
 		cfg.TempDir = os.TempDir()
