@@ -289,7 +289,7 @@ func insertResult(ctx context.Context, tx *sql.Tx, modelID string, r compat.Resu
 	if r.ScanID != nil {
 		scanID = sql.NullInt64{Int64: *r.ScanID, Valid: true}
 	}
-	key := r.Runtime.Key()
+	key := r.Runtime.RetestKey()
 	var id int64
 	err = tx.QueryRowContext(ctx, sqlInsertResult,
 		modelID, scanID, string(r.Target), string(r.Status), nullStr(r.Stage), nullStr(r.FailureClass),

@@ -130,7 +130,7 @@ func (s *SQLite) SeeWorker(ctx context.Context, w fleet.Worker, now time.Time) e
 	if err != nil {
 		return fmt.Errorf("store: see worker: %w", err)
 	}
-	if _, err := s.w.ExecContext(ctx, sqlSeeWorker, w.ID, w.Host, w.Version, string(w.Target), w.Runtime.Key(), rt,
+	if _, err := s.w.ExecContext(ctx, sqlSeeWorker, w.ID, w.Host, w.Version, string(w.Target), w.Runtime.RetestKey(), rt,
 		w.Devices, int64(min(w.MemoryBytes, 1<<62)), unixNano(now)); err != nil {
 		return fmt.Errorf("store: see worker: %w", err)
 	}
@@ -212,7 +212,7 @@ func (s *SQLite) LeaseJobs(ctx context.Context, w fleet.Worker, max int, now tim
 		if err != nil {
 			return false, err
 		}
-		jobs, err := queryJobs(ctx, tx, sqlNextJobs, string(w.Target), w.Runtime.Key(), max)
+		jobs, err := queryJobs(ctx, tx, sqlNextJobs, string(w.Target), w.Runtime.RetestKey(), max)
 		if err != nil {
 			return false, err
 		}

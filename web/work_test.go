@@ -281,7 +281,7 @@ func TestWorkRoutesOverTheRealQueue(t *testing.T) {
 		t.Fatal(err)
 	}
 	job := fleet.Job{ModelID: "org/m", Revision: "sha", Target: compat.TargetCPU, Mode: compat.ModeArch, Files: []string{"config.json"}}
-	if err := d.Enqueue(ctx, scanID, []store.NewJob{{Rank: 0, RuntimeKey: rt.Key(), Job: job}}); err != nil {
+	if err := d.Enqueue(ctx, scanID, []store.NewJob{{Rank: 0, RuntimeKey: rt.RetestKey(), Job: job}}); err != nil {
 		t.Fatal(err)
 	}
 	leaseReq := mustJSON(t, fleet.LeaseRequest{Worker: w, Max: 1})

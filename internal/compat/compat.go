@@ -252,9 +252,11 @@ type Runtime struct {
 	DeviceMemGB *float64 `json:"device_memory_gib,omitempty"`
 }
 
-// Key is the part of the runtime that decides whether a model must be
-// retested: a change in any of these versions invalidates a result.
-func (r Runtime) Key() string {
+// RetestKey is the part of the runtime that decides whether a model must
+// be retested: a change in any of these versions invalidates a result. The
+// store and the fleet file results and jobs under it (their runtime_key);
+// the public name of a runtime, with its target, is RuntimeRef.Key.
+func (r Runtime) RetestKey() string {
 	return r.Torch + "|" + r.TorchTPU + "|" + r.Transformers + "|" + r.Harness
 }
 

@@ -62,10 +62,10 @@ func PlanGroup(fleet []Seen, target compat.Target, now time.Time, ttl time.Durat
 		if _, err := compat.ParseResultTarget(string(w.Target)); err != nil || !Live(w.LastSeen, now, ttl) {
 			continue
 		}
-		key := string(w.Target) + "|" + w.Runtime.Key()
+		key := string(w.Target) + "|" + w.Runtime.RetestKey()
 		g, ok := groups[key]
 		if !ok {
-			g = &Group{Target: w.Target, RuntimeKey: w.Runtime.Key(), MemoryBytes: w.MemoryBytes}
+			g = &Group{Target: w.Target, RuntimeKey: w.Runtime.RetestKey(), MemoryBytes: w.MemoryBytes}
 			groups[key] = g
 			order = append(order, key)
 		}
@@ -105,7 +105,7 @@ func PlanGroup(fleet []Seen, target compat.Target, now time.Time, ttl time.Durat
 // Matches reports whether job may be leased to w: same target, same
 // runtime key. The store's lease query filters by the same two columns.
 func Matches(jobTarget compat.Target, jobRuntimeKey string, w Worker) bool {
-	return jobTarget == w.Target && jobRuntimeKey == w.Runtime.Key()
+	return jobTarget == w.Target && jobRuntimeKey == w.Runtime.RetestKey()
 }
 
 // ErrBadResult is wrapped by CheckResult's refusals (400: the lease stays).
@@ -130,9 +130,9 @@ func CheckResult(job Job, runtimeKey string, req ResultRequest) error {
 		return bad("target %q, the job runs on %q", res.Target, job.Target)
 	case res.Revision != job.Revision:
 		return bad("revision %q, the job is %q", res.Revision, job.Revision)
-	case res.Status != compat.StatusError && res.Runtime.Key() != runtimeKey:
+	case res.Status != compat.StatusError && res.Runtime.RetestKey() != runtimeKey:
 		// A scanner error may come before the harness reported anything.
-		return bad("runtime %q, the job was planned for %q", res.Runtime.Key(), runtimeKey)
+		return bad("runtime %q, the job was planned for %q", res.Runtime.RetestKey(), runtimeKey)
 	case req.Flaky && req.Result.Status == job.Previous:
 		return bad("flaky, but the status is unchanged")
 	}

@@ -308,7 +308,7 @@ func (r *Runner) Probe(ctx context.Context, req Request) compat.Result {
 	}
 	p := &probeRun{r: r, req: req, start: start, target: req.Target}
 	res := r.probe(ctx, p)
-	r.log.Info("probe done", "model_id", req.ModelID, "revision", req.Revision,
+	r.log.Info("probe done", "model", req.ModelID, "revision", req.Revision,
 		"target", res.Target, "mode", derefMode(res.Mode), "status", res.Status,
 		"stage", derefStage(res.Stage), "duration_s", res.DurationS)
 	return res
@@ -378,7 +378,7 @@ func (r *Runner) probe(ctx context.Context, p *probeRun) compat.Result {
 	case err == nil:
 		if out.killed || !out.state.Success() {
 			r.log.Warn("probe: harness wrote a result but did not exit cleanly",
-				"model_id", req.ModelID, "exit", out.state.String(), "killed", out.killed)
+				"model", req.ModelID, "exit", out.state.String(), "killed", out.killed)
 		}
 		return res
 	case out.killed && ctx.Err() != nil:

@@ -167,8 +167,8 @@ func retest(in Input) (bool, string) {
 		return true, "untested"
 	case prev.Revision != in.SHA:
 		return true, fmt.Sprintf("new revision %s (was %s)", short(in.SHA), short(prev.Revision))
-	case prev.Runtime.Key() != in.Runtime.Key():
-		return true, fmt.Sprintf("new runtime %s (was %s)", in.Runtime.Key(), prev.Runtime.Key())
+	case prev.Runtime.RetestKey() != in.Runtime.RetestKey():
+		return true, fmt.Sprintf("new runtime %s (was %s)", in.Runtime.RetestKey(), prev.Runtime.RetestKey())
 	case !modeAccepts(in.Mode, prev.Mode):
 		return true, fmt.Sprintf("--mode %s asked; the last result is %s", in.Mode, *prev.Mode)
 	}

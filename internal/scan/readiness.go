@@ -9,10 +9,10 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/store"
 )
 
-// prepare prepares one model (prepareJob) and stores its readiness, so
+// prepare prepares one model (prepareEntry) and stores its readiness, so
 // that every listed model has one, tested, skipped, gated or unchanged.
-func (r *run) prepare(ctx context.Context, m hub.ModelInfo) *job {
-	j := r.prepareJob(ctx, m)
+func (r *run) prepare(ctx context.Context, m hub.ModelInfo) *entry {
+	j := r.prepareEntry(ctx, m)
 	if r.refusal(m.ID) == nil && ctx.Err() == nil {
 		var cfg map[string]any
 		if j != nil {

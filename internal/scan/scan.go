@@ -3,7 +3,7 @@
 // files (this file) and decide whether they are worth probing
 // (preflight.go), probe them one per device while the next are fetched
 // (pipeline.go: each probe is internal/probestep's one step), or hand them
-// to workers (dispatch.go), and record every outcome the moment it is known
+// to workers (fleet.go), and record every outcome the moment it is known
 // (record.go). The Service in service.go queues scans (manual, scheduled)
 // so that two never run at once.
 package scan
@@ -68,7 +68,7 @@ type Scanner struct {
 	// defaults to hub.ScanCache.
 	ListCache func(cacheDir string) ([]hub.ModelInfo, error)
 	// Fleet, when set, hands the probes to workers (serve --dispatch
-	// workers; dispatch.go): the scan plans against the runtime its
+	// workers; fleet.go): the scan plans against the runtime its
 	// workers report, queues every model to probe and ends when the queue
 	// is drained. Prober is then not used.
 	Fleet Fleet
@@ -93,8 +93,9 @@ func (s *Scanner) log() *slog.Logger {
 	return slog.Default()
 }
 
-// job is one model on its way through a scan.
-type job struct {
+// entry is one model of the listing on its way through a scan (a fleet
+// job, under --dispatch workers, is what newJob makes of it).
+type entry struct {
 	info     hub.ModelInfo
 	previous *compat.Result
 	plan     Decision
@@ -122,9 +123,9 @@ type run struct {
 	budgetOf string
 
 	mu        sync.Mutex
-	jobs      store.JobCounts       // the fleet's share of the scan (dispatch.go)
+	jobs      store.JobCounts       // the fleet's share of the scan (fleet.go)
 	queued    int                   // jobs this run queued
-	planned   bool                  // every model is decided or queued (dispatch)
+	planned   bool                  // every model is decided or queued (queueJobs)
 	resumed   bool                  // a scan an earlier process left to its queue
 	refusals  map[string]*hub.Error // Hub refusals of exact --model ids
 	done      int
@@ -231,16 +232,16 @@ func (r *run) execute(ctx context.Context) error {
 		return fmt.Errorf("scan: progress: %w", err)
 	}
 	if r.s.Fleet != nil {
-		return r.dispatch(ctx, models)
+		return r.queueJobs(ctx, models)
 	}
 	return r.pipeline(ctx, models)
 }
 
-// prepareJob plans, fetches and preflights one model. It returns nil when
-// the model needs no retest, a job with result set when the outcome is
-// already known, or a job ready to probe.
-func (r *run) prepareJob(ctx context.Context, m hub.ModelInfo) *job {
-	j := &job{info: m}
+// prepareEntry plans, fetches and preflights one model. It returns nil
+// when the model needs no retest, an entry with result set when the
+// outcome is already known, or an entry ready to probe.
+func (r *run) prepareEntry(ctx context.Context, m hub.ModelInfo) *entry {
+	j := &entry{info: m}
 	if he := r.refusal(m.ID); he != nil {
 		return r.fetchFailed(j, he)
 	}
@@ -291,7 +292,7 @@ func (r *run) weightSizes(ctx context.Context, m hub.ModelInfo, w Weights) Weigh
 
 // fetch downloads config.json (and, in full mode, the weights and the
 // tokenizer and processor files) and runs preflight again on what came.
-func (r *run) fetch(ctx context.Context, j *job, cand Candidate) *job {
+func (r *run) fetch(ctx context.Context, j *entry, cand Candidate) *entry {
 	m := j.info
 	j.files = []string{"config.json"}
 	full := j.plan.Mode == compat.ModeFull && j.plan.Decline == ""

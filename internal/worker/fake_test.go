@@ -138,7 +138,7 @@ func (f *fakeServer) grant(req fleet.LeaseRequest) []fleet.Lease {
 		if len(out) == req.Max {
 			break
 		}
-		if j.st.State != fleet.Queued || (!f.ignoreMatch && !fleet.Matches(j.job.Target, testRuntime.Key(), req.Worker)) {
+		if j.st.State != fleet.Queued || (!f.ignoreMatch && !fleet.Matches(j.job.Target, testRuntime.RetestKey(), req.Worker)) {
 			continue
 		}
 		id := fmt.Sprintf("lease-%d-%d", j.id, j.st.Attempts+1)
@@ -202,7 +202,7 @@ func (f *fakeServer) result(body []byte) (int, any) {
 	if j == nil {
 		return 409, map[string]string{"error": "lease not current"}
 	}
-	if err := fleet.CheckResult(j.job, testRuntime.Key(), req); err != nil {
+	if err := fleet.CheckResult(j.job, testRuntime.RetestKey(), req); err != nil {
 		return 400, map[string]string{"error": err.Error()}
 	}
 	st, err := fleet.Complete(j.st, req.LeaseID, now)
