@@ -107,7 +107,7 @@ func TestHostileIDsOnEveryRoute(t *testing.T) {
 			path := p.prefix + id + p.suffix
 			req := httptest.NewRequest("GET", "/", nil)
 			req.RequestURI = path // sent as written, not re-encoded
-			resp, err := ts.App().Test(req, 10_000)
+			resp, err := ts.app.Test(req, 10_000)
 			if err != nil && strings.Contains(id, " ") && strings.Contains(err.Error(), "error when reading request headers") {
 				continue // the HTTP parser refuses the request line (a connection gets 400)
 			}
@@ -379,7 +379,7 @@ func TestEveryRouteSurvivesHostileInput(t *testing.T) {
 		"&limit=%3Cscript%3E&cursor=%3Cscript%3Ealert(1)&style=%3Cscript%3E&label=%3Cscript%3Ealert(1)%3C/script%3E&task=%3Cscript%3E&org=%3Cimg%20src=x%3E" +
 		"&base=tpu~%3Cscript%3Ealert(1)%3C/script%3E~~~&head=%3Cimg%20src=x%3E"
 	tried := 0
-	for _, rt := range ts.App().GetRoutes(true) {
+	for _, rt := range ts.app.GetRoutes(true) {
 		if rt.Method != "GET" && rt.Method != "POST" {
 			continue
 		}

@@ -69,7 +69,7 @@ func (ts *testServer) post(t *testing.T, target, token string, body []byte) resp
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
-	resp, err := ts.App().Test(req, 10_000)
+	resp, err := ts.app.Test(req, 10_000)
 	if err != nil {
 		t.Fatalf("POST %s: %v", target, err)
 	}

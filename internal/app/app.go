@@ -47,9 +47,6 @@ type App struct {
 	Fleet   *dispatch.Dispatcher
 	Metrics *metrics.Registry
 	m       appMetrics
-
-	listener net.Listener
-	ready    chan struct{}
 }
 
 // New opens the database and builds every part from cfg. The caller must
@@ -58,7 +55,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, version strin
 	if log == nil {
 		log = slog.Default()
 	}
-	a := &App{cfg: cfg, log: log, version: version, Metrics: metrics.NewRegistry(), ready: make(chan struct{})}
+	a := &App{cfg: cfg, log: log, version: version, Metrics: metrics.NewRegistry()}
 	a.m = newAppMetrics(a.Metrics, version)
 
 	st, err := store.Open(ctx, cfg.DB)
@@ -238,7 +235,6 @@ func (a *App) Serve(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", a.cfg.Addr, err)
 	}
-	a.listener = ln
 	a.log.Info("serving", "addr", ln.Addr().String(), "db", a.cfg.DB, "hub", a.cfg.HubEndpoint, "schedule", schedule(a.cfg))
 
 	scanCtx, stopScans := context.WithCancel(context.Background())
@@ -261,7 +257,6 @@ func (a *App) Serve(ctx context.Context) error {
 	}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Listen(ln) }()
-	close(a.ready)
 
 	var runErr error
 	select {
@@ -307,12 +302,6 @@ func schedule(cfg config.Config) string {
 		return "off"
 	}
 	return cfg.Schedule
-}
-
-// Addr is the address Serve listens on, once it does (tests use port 0).
-func (a *App) Addr() string {
-	<-a.ready
-	return a.listener.Addr().String()
 }
 
 // Close releases the harness's files and the database.

@@ -4,7 +4,6 @@ import (
 	_ "embed"
 	"encoding/json"
 	"fmt"
-	"strings"
 )
 
 // devicesJSON is the table of device peaks the harness reads for MFU and
@@ -20,7 +19,7 @@ type DevicePeak struct {
 	Key          string   `json:"key"`
 	Label        string   `json:"label"`
 	Target       string   `json:"target"` // tpu or cuda
-	Names        []string `json:"names"`  // runtime device names, normalised (NormalizeDeviceName)
+	Names        []string `json:"names"`  // runtime device names, normalised (harness_efficiency.py match_device)
 	Generation   string   `json:"generation,omitempty"`
 	BF16FLOPS    float64  `json:"bf16_flops"`      // dense bf16 FLOP/s
 	HBMBytesPerS float64  `json:"hbm_bytes_per_s"` // HBM bandwidth, bytes/s
@@ -49,28 +48,3 @@ func parseDevicePeaks(data []byte) ([]DevicePeak, error) {
 // DevicePeaks returns the peak table, in its file's order. Callers must not
 // modify it.
 func DevicePeaks() []DevicePeak { return devicePeaks }
-
-// NormalizeDeviceName is how a runtime device name is compared with the
-// table's names: lowercased, with runs of white space collapsed to one
-// space. The harness's match_device does the same.
-func NormalizeDeviceName(name string) string {
-	return strings.Join(strings.Fields(strings.ToLower(name)), " ")
-}
-
-// MatchDevicePeak finds the table entry for a device the runtime names name
-// on target. Only an exact name matches: an unknown device gets no peak
-// rather than a guessed one.
-func MatchDevicePeak(target, name string) (DevicePeak, bool) {
-	n := NormalizeDeviceName(name)
-	for _, d := range devicePeaks {
-		if d.Target != target {
-			continue
-		}
-		for _, alias := range d.Names {
-			if alias == n {
-				return d, true
-			}
-		}
-	}
-	return DevicePeak{}, false
-}

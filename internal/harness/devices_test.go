@@ -3,6 +3,7 @@ package harness
 import (
 	"math"
 	"regexp"
+	"strings"
 	"testing"
 )
 
@@ -88,4 +89,31 @@ func TestParseDevicePeaksRejects(t *testing.T) {
 			t.Errorf("%q: no error", bad)
 		}
 	}
+}
+
+// NormalizeDeviceName is how the harness's match_device
+// (harness_efficiency.py) compares a runtime device name with the table's
+// names: lowercased, with runs of white space collapsed to one space. The
+// Go side matches no device itself; this and MatchDevicePeak hold the table
+// to the harness's rule.
+func NormalizeDeviceName(name string) string {
+	return strings.Join(strings.Fields(strings.ToLower(name)), " ")
+}
+
+// MatchDevicePeak finds the table entry for a device the runtime names name
+// on target, as match_device does. Only an exact name matches: an unknown
+// device gets no peak rather than a guessed one.
+func MatchDevicePeak(target, name string) (DevicePeak, bool) {
+	n := NormalizeDeviceName(name)
+	for _, d := range devicePeaks {
+		if d.Target != target {
+			continue
+		}
+		for _, alias := range d.Names {
+			if alias == n {
+				return d, true
+			}
+		}
+	}
+	return DevicePeak{}, false
 }

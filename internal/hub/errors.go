@@ -153,15 +153,6 @@ func (e *Error) Is(target error) bool {
 	return false
 }
 
-// ReasonOf returns the skip reason carried by err (an *Error anywhere in its
-// chain), or "" when err says nothing about the model.
-func ReasonOf(err error) compat.Reason {
-	if e, ok := errors.AsType[*Error](err); ok {
-		return e.Reason()
-	}
-	return ""
-}
-
 // maxErrorBody bounds how much of an error answer is read.
 const maxErrorBody = 64 << 10
 

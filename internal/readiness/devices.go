@@ -66,16 +66,6 @@ func minDevices(need int64) map[string]int {
 	return out
 }
 
-// generation finds a generation by name.
-func generation(name string) Generation {
-	for _, g := range Generations {
-		if g.Name == name {
-			return g
-		}
-	}
-	panic("readiness: no generation " + name)
-}
-
 // maxKVPerToken bounds the KV cache of one token: 1 GiB, far above any
 // real model's (GPT-3 175B's full multi-head cache is 4.5 MiB).
 const maxKVPerToken = 1 << 30
