@@ -59,7 +59,7 @@ ON CONFLICT (alias) DO UPDATE SET model_id = excluded.model_id WHERE model_id IS
 	sqlMergeEvents  = `UPDATE events SET model_id = ? WHERE model_id = ?`
 	sqlMergeAliases = `UPDATE model_aliases SET model_id = ? WHERE model_id = ?`
 	sqlDeleteModel  = `DELETE FROM models WHERE id = ?`
-	sqlResetCurrent = `UPDATE current SET result_id = NULL, status = NULL, status_rank = 7, untested = 1,
+	sqlResetCurrent = `UPDATE current SET result_id = NULL, status = NULL, status_rank = ?, untested = 1,
 	tested_at = 0, no_tokens = 1, tokens_per_s = 0, fail_key = NULL, failure_class = NULL, op = NULL
 WHERE model_id = ?`
 	// sqlNewestPerTarget is a model's newest result on each target.

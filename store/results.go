@@ -29,15 +29,10 @@ func resolveModel(ctx context.Context, q querier, id string) (string, error) {
 	return got, err
 }
 
-// validResult checks what the schema relies on.
+// validResult is compat.Result.Validate, as an ErrInvalid.
 func validResult(r compat.Result) error {
-	switch {
-	case !slices.Contains(compat.Targets, r.Target):
-		return fmt.Errorf("%w: result target %q (want tpu, cpu or cuda)", ErrInvalid, r.Target)
-	case !r.Status.Valid() || r.Status == compat.StatusUntested:
-		return fmt.Errorf("%w: result status %q", ErrInvalid, r.Status)
-	case r.TestedAt.IsZero():
-		return fmt.Errorf("%w: result without tested_at", ErrInvalid)
+	if err := r.Validate(); err != nil {
+		return fmt.Errorf("%w: result: %w", ErrInvalid, err)
 	}
 	return nil
 }
@@ -322,7 +317,7 @@ func insertResult(ctx context.Context, tx *sql.Tx, modelID string, r compat.Resu
 	if r.ScanID != nil {
 		scanID = sql.NullInt64{Int64: *r.ScanID, Valid: true}
 	}
-	key := r.Runtime.Key()
+	key := r.Runtime.RetestKey()
 	var id int64
 	err = tx.QueryRowContext(ctx, sqlInsertResult,
 		modelID, scanID, string(r.Target), string(r.Status), nullStr(r.Stage), nullStr(r.FailureClass),
@@ -368,7 +363,9 @@ func setCurrent(ctx context.Context, tx *sql.Tx, modelID string, target compat.T
 }
 
 // statusRank is a status's place in compat.Statuses, the site's order;
-// current.status_rank holds it (untested, 7, is the schema's default).
+// current.status_rank holds it. The schema's default (a row without a
+// result) is untested's rank; TestUntestedRankIsTheSchemaDefault holds the
+// two in step.
 func statusRank(s compat.Status) int {
 	if i := slices.Index(compat.Statuses, s); i >= 0 {
 		return i

@@ -40,9 +40,13 @@ func upsert(t *testing.T, s *store.SQLite, ids ...string) {
 	}
 }
 
-// result is a minimal result.
+// result is a minimal result (a skip names its reason, as compat.Result.Validate asks).
 func result(target compat.Target, status compat.Status, tested time.Time) compat.Result {
-	return compat.Result{Target: target, Status: status, Revision: "rev1", TestedAt: tested, Runtime: storetest.Runtime}
+	r := compat.Result{Target: target, Status: status, Revision: "rev1", TestedAt: tested, Runtime: storetest.Runtime}
+	if status == compat.StatusSkipped {
+		r.Reason = compat.Ptr(compat.ReasonUnsupportedTask)
+	}
+	return r
 }
 
 func record(t *testing.T, s *store.SQLite, id string, r compat.Result) store.RecordOutcome {
@@ -245,6 +249,9 @@ func TestRecordResultRejects(t *testing.T) {
 		"untested":     result(compat.TargetTPU, compat.StatusUntested, at(0)),
 		"bad status":   result(compat.TargetTPU, "great", at(0)),
 		"no tested_at": result(compat.TargetTPU, compat.StatusPass, time.Time{}),
+		// compat.Result.Validate's rules the store did not hold before.
+		"skip without a reason": {Target: compat.TargetTPU, Status: compat.StatusSkipped, TestedAt: at(0)},
+		"unknown stage":         {Target: compat.TargetTPU, Status: compat.StatusFail, TestedAt: at(0), Stage: compat.Ptr(compat.Stage("warmup"))},
 	} {
 		if _, err := s.RecordResult(ctx, "a/b", r); !errors.Is(err, store.ErrInvalid) {
 			t.Errorf("%s: err = %v; want ErrInvalid", name, err)

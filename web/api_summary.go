@@ -6,7 +6,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
-	"github.com/google-pytorch/torchtpu-scanner/internal/probe"
+	"github.com/google-pytorch/torchtpu-scanner/internal/harness"
 	"github.com/google-pytorch/torchtpu-scanner/store"
 )
 
@@ -38,14 +38,14 @@ type coverageBody struct {
 }
 
 // taskCoverage is the coverage figure of the stored models' task tallies.
-// A model is transformers-backed by probe.TransformersModel; without a
+// A model is transformers-backed by harness.TransformersModel; without a
 // library name (or for sentence-transformers) its config.json's
 // model_type is what decides, which the store knows only through the
 // model's newest result: preflight accepted it (a result other than
 // skipped unsupported_library) or not. An untested model without a
 // library name is left out until then.
-func taskCoverage(tallies []store.TaskTally) probe.TaskCoverage {
-	var c probe.TaskCoverage
+func taskCoverage(tallies []store.TaskTally) harness.TaskCoverage {
+	var c harness.TaskCoverage
 	for _, t := range tallies {
 		hasModelType := !t.LibraryRejected && (t.Library != "" || t.Tested)
 		c.Add(t.Library, hasModelType, t.Task, nil, t.Models, t.Downloads)
@@ -53,7 +53,7 @@ func taskCoverage(tallies []store.TaskTally) probe.TaskCoverage {
 	return c
 }
 
-func newCoverageBody(c probe.TaskCoverage) coverageBody {
+func newCoverageBody(c harness.TaskCoverage) coverageBody {
 	return coverageBody{Models: c.Models, Covered: c.Covered, Share: c.Share(), Downloads: c.Downloads,
 		CoveredDownloads: c.CoveredDownloads, DownloadShare: c.DownloadShare()}
 }

@@ -65,7 +65,7 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 		}
 
 		fromRoutes := map[string]bool{}
-		for _, rt := range s.App().GetRoutes(true) {
+		for _, rt := range s.app.GetRoutes(true) {
 			if rt.Method != "GET" && rt.Method != "POST" || pageRoutes[rt.Path] {
 				continue
 			}

@@ -310,7 +310,7 @@ func htmlEscapeForCheck(s string) string {
 // states are the harness's own (harness_inputs.py), so neither changes
 // alone.
 func TestMethodologyStatesThePassageRule(t *testing.T) {
-	src, err := os.ReadFile(filepath.Join("..", "internal", "probe", "harness", "harness_inputs.py"))
+	src, err := os.ReadFile(filepath.Join("..", "internal", "harness", "harness_inputs.py"))
 	if err != nil {
 		t.Fatal(err)
 	}

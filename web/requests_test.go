@@ -65,7 +65,7 @@ func (ts *testServer) send(t *testing.T, method, target, body string, header map
 	for k, v := range header {
 		req.Header.Set(k, v)
 	}
-	resp, err := ts.App().Test(req, 10_000)
+	resp, err := ts.app.Test(req, 10_000)
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, target, err)
 	}

@@ -291,9 +291,6 @@ func (s *Server) declareSeries() {
 	s.httpReqs.Declare([]string{"unmatched", "404"})
 }
 
-// App is the fiber application, for tests and for mounting.
-func (s *Server) App() *fiber.App { return s.app }
-
 // Listen serves HTTP on ln until Shutdown.
 func (s *Server) Listen(ln net.Listener) error {
 	if err := s.app.Listener(ln); err != nil {

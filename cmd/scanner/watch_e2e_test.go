@@ -33,7 +33,8 @@ func runServer(t *testing.T, args []string, env map[string]string) (base string,
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	a, err := app.New(ctx, cfg, slog.New(slog.DiscardHandler), "test")
+	serving := servingAddr{addr: make(chan string, 1)}
+	a, err := app.New(ctx, cfg, slog.New(serving), "test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +56,13 @@ func runServer(t *testing.T, args []string, env map[string]string) (base string,
 		})
 	}
 	t.Cleanup(stop)
-	return "http://" + a.Addr(), stop
+	select {
+	case addr := <-serving.addr:
+		return "http://" + addr, stop
+	case <-time.After(30 * time.Second):
+		t.Fatal("the server did not say where it serves within 30s")
+	}
+	return "", stop
 }
 
 func postJSON(t *testing.T, url string, body any, header map[string]string) (int, map[string]any) {

@@ -20,6 +20,7 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/internal/config"
 	"github.com/google-pytorch/torchtpu-scanner/internal/dispatch"
+	"github.com/google-pytorch/torchtpu-scanner/internal/harness"
 	"github.com/google-pytorch/torchtpu-scanner/internal/hub"
 	"github.com/google-pytorch/torchtpu-scanner/internal/metrics"
 	"github.com/google-pytorch/torchtpu-scanner/internal/probe"
@@ -29,7 +30,7 @@ import (
 )
 
 // RequirementsHash identifies the harness's pinned Python environment.
-func RequirementsHash() string { return probe.RequirementsHash() }
+func RequirementsHash() string { return harness.RequirementsHash() }
 
 // App is the whole scanner.
 type App struct {
@@ -46,9 +47,6 @@ type App struct {
 	Fleet   *dispatch.Dispatcher
 	Metrics *metrics.Registry
 	m       appMetrics
-
-	listener net.Listener
-	ready    chan struct{}
 }
 
 // New opens the database and builds every part from cfg. The caller must
@@ -57,7 +55,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, version strin
 	if log == nil {
 		log = slog.Default()
 	}
-	a := &App{cfg: cfg, log: log, version: version, Metrics: metrics.NewRegistry(), ready: make(chan struct{})}
+	a := &App{cfg: cfg, log: log, version: version, Metrics: metrics.NewRegistry()}
 	a.m = newAppMetrics(a.Metrics, version)
 
 	st, err := store.Open(ctx, cfg.DB)
@@ -153,7 +151,7 @@ func newHubClient(cfg config.Config, log *slog.Logger, m appMetrics) (*hub.Clien
 func newRunner(cfg config.Config, log *slog.Logger) scan.Prober {
 	py := cfg.Python
 	if py == "" {
-		py = probe.DefaultPython(cfg.CacheHome)
+		py = harness.DefaultPython(cfg.CacheHome)
 	}
 	r, err := probe.NewRunner(probe.Config{Python: py, Script: cfg.Harness, Timeout: cfg.Timeout, Grace: cfg.ProbeGrace, NoLandlock: cfg.NoLandlock,
 		MemLimitBytes: memLimit(cfg.Devices, log), Logger: log})
@@ -241,7 +239,6 @@ func (a *App) Serve(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", a.cfg.Addr, err)
 	}
-	a.listener = ln
 	a.log.Info("serving", "addr", ln.Addr().String(), "db", a.cfg.DB, "hub", a.cfg.HubEndpoint, "schedule", schedule(a.cfg))
 
 	scanCtx, stopScans := context.WithCancel(context.Background())
@@ -279,7 +276,6 @@ func (a *App) Serve(ctx context.Context) error {
 	}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Listen(ln) }()
-	close(a.ready)
 
 	var runErr error
 	select {
@@ -324,12 +320,6 @@ func schedule(cfg config.Config) string {
 		return "off"
 	}
 	return cfg.Schedule
-}
-
-// Addr is the address Serve listens on, once it does (tests use port 0).
-func (a *App) Addr() string {
-	<-a.ready
-	return a.listener.Addr().String()
 }
 
 // Close releases the harness's files and the database.

@@ -40,16 +40,11 @@ type modelDetail struct {
 //	Qwen/Qwen3-0.6B: pass on tpu (full, 2026-11-30, torch_tpu 0.2.0)
 //
 // target "" or auto means the model's most recent result on any target.
-// A nil httpClient means a client with a 30 s timeout. The context bounds
-// the whole request.
-func Check(ctx context.Context, serverURL, modelID string, target compat.Target, httpClient *http.Client) (code int, line string) {
-	return CheckSince(ctx, serverURL, modelID, target, "", httpClient)
-}
-
-// CheckSince is Check, and with since (a runtime key, see
-// compat.RuntimeRef.Key) also exit 1 when the model regressed since that
-// runtime (see sinceVerdict). An empty since is Check.
-func CheckSince(ctx context.Context, serverURL, modelID string, target compat.Target, since string, httpClient *http.Client) (code int, line string) {
+// With since (a runtime key, see compat.RuntimeRef.Key) it is also exit 1
+// when the model regressed since that runtime (see sinceVerdict); "" asks
+// nothing of the past. A nil httpClient means a client with a 30 s
+// timeout. The context bounds the whole request.
+func Check(ctx context.Context, serverURL, modelID string, target compat.Target, since string, httpClient *http.Client) (code int, line string) {
 	target, err := compat.ParseTargetFilter(string(target))
 	if err != nil {
 		return ExitUnreachable, fmt.Sprintf("%s: %v", modelID, err)

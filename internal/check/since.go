@@ -35,7 +35,7 @@ func sinceVerdict(d modelDetail, ref compat.RuntimeRef, code int, line string) (
 	for i, r := range d.History {
 		if r.Target == ref.Target && r.Runtime.Ref(r.Target).Key() == key {
 			any = true
-			if compare.IsVerdict(r.Status) {
+			if r.Status.IsVerdict() {
 				base = i
 				break
 			}
@@ -50,7 +50,7 @@ func sinceVerdict(d modelDetail, ref compat.RuntimeRef, code int, line string) (
 	var head *compat.Result
 	for i := base - 1; i >= 0; i-- {
 		r := d.History[i]
-		if r.Target == ref.Target && compare.IsVerdict(r.Status) {
+		if r.Target == ref.Target && r.Status.IsVerdict() {
 			head = &d.History[i] // keep going: the newest verdict wins
 		}
 	}

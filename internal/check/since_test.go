@@ -45,6 +45,9 @@ func TestCheckSince(t *testing.T) {
 		{"still passing", detail(pass2, pass2, pass1), "", v1, ExitPass, "org/m: pass on tpu"},
 		{"failed then too", detail(fail2, fail2, fail1), "", v1, ExitNotPassing, "org/m: fail on tpu"},
 		{"fixed since", detail(pass2, pass2, fail1), "", v1, ExitPass, "org/m: pass on tpu"},
+		// The scanner's own error then, a pass now: a first verdict (the
+		// feed's event is new, compare's kind new), never a regression.
+		{"no verdict then, pass now", detail(pass2, pass2, err1), "", v1, ExitPass, "org/m: pass on tpu"},
 		{"the newest verdict counts", detail(pass2, pass2, crash3, pass1), "", v1, ExitPass, "org/m: pass on tpu"},
 		{"only the pinned runtime", detail(pass1, pass1), "tpu", v1, ExitPass, "org/m: pass on tpu"},
 		{"no result on the runtime", detail(pass2, pass2), "", v1, ExitPass, "no result on runtime tpu~2.15.0~0.1.0~5.23.0~1 to compare with"},
@@ -60,7 +63,7 @@ func TestCheckSince(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var seen string
 			srv := server(t, 0, tt.detail, &seen)
-			code, line := CheckSince(context.Background(), srv.URL, "org/m", tt.target, tt.since, srv.Client())
+			code, line := Check(context.Background(), srv.URL, "org/m", tt.target, tt.since, srv.Client())
 			if code != tt.wantCode || !strings.Contains(line, tt.wantLine) {
 				t.Errorf("= %d %q\nwant %d and a line with %q", code, line, tt.wantCode, tt.wantLine)
 			}

@@ -53,6 +53,11 @@ func (s Status) HeldAgainstModel() bool {
 	return false
 }
 
+// IsVerdict reports whether the status says something about the model:
+// pass, or a status held against it (as opposed to skipped, error,
+// untested, or no result at all).
+func (s Status) IsVerdict() bool { return s == StatusPass || s.HeldAgainstModel() }
+
 // Stage is one step of a probe, in the order they run.
 type Stage string
 
@@ -248,9 +253,11 @@ type Runtime struct {
 	DeviceMemGB *float64 `json:"device_memory_gib,omitempty"`
 }
 
-// Key is the part of the runtime that decides whether a model must be
-// retested: a change in any of these versions invalidates a result.
-func (r Runtime) Key() string {
+// RetestKey is the part of the runtime that decides whether a model must
+// be retested: a change in any of these versions invalidates a result. The
+// store and the fleet file results and jobs under it (their runtime_key);
+// the public name of a runtime, with its target, is RuntimeRef.Key.
+func (r Runtime) RetestKey() string {
 	return r.Torch + "|" + r.TorchTPU + "|" + r.Transformers + "|" + r.Harness
 }
 
@@ -266,7 +273,7 @@ type Metrics struct {
 	MaxAbsDiff    *float64 `json:"max_abs_diff"`
 	Top1Agreement *float64 `json:"top1_agreement"`
 	// MFU and MBU: model FLOPs and weight bytes per second of a passing run
-	// ÷ the device's peaks (internal/probe/harness/harness_efficiency.py).
+	// ÷ the device's peaks (internal/harness/harness_efficiency.py).
 	MFU *float64 `json:"mfu"`
 	MBU *float64 `json:"mbu"`
 	// Extensions beyond the contract.
@@ -408,7 +415,7 @@ type EventKind string
 
 // The kinds of status change the feed carries.
 const (
-	EventNew        EventKind = "new"        // first result on a target
+	EventNew        EventKind = "new"        // a first verdict on a target: no result, or none that was a verdict, before
 	EventRegression EventKind = "regression" // was pass, now held against the model
 	EventFix        EventKind = "fix"        // was held against the model, now pass
 	EventChange     EventKind = "change"     // any other change of status
@@ -418,15 +425,24 @@ const (
 // EventKinds are the kinds of status change, in the site's order.
 var EventKinds = []EventKind{EventRegression, EventFix, EventNew, EventChange, EventFlaky}
 
-// ClassifyChange names the change from old to new status; old is "" for a
+// ClassifyChange is the one rule for what a change of status from old to
+// new means, whoever shows it: the feed's events (store), a comparison of
+// two runtimes (compare.Classify) and `scanner check`. old is "" for a
 // model's first result on a target.
+//
+//   - new: the first result on a target, or the first verdict after
+//     results that were none (error, skipped): error → pass is new, not
+//     fix, as the scanner's own failure said nothing about the model
+//   - regression: pass → a status held against the model
+//   - fix: a status held against the model → pass
+//   - change: anything else (fail → oom, pass → error, ...)
 func ClassifyChange(old, new Status) EventKind {
 	switch {
-	case old == "" || old == StatusUntested:
+	case old == "" || old == StatusUntested || (!old.IsVerdict() && new.IsVerdict()):
 		return EventNew
-	case old == StatusPass && new != StatusPass && new.HeldAgainstModel():
+	case old == StatusPass && new.HeldAgainstModel():
 		return EventRegression
-	case old != StatusPass && new == StatusPass:
+	case old.HeldAgainstModel() && new == StatusPass:
 		return EventFix
 	default:
 		return EventChange

@@ -4,6 +4,11 @@
 // environment for settings; the one other reader is the probe runner, which
 // hands the allow-listed accelerator variables (TPU_*, PJRT_*, CUDA_*,
 // PATH, ...) through to the harness unread (probe.Config.Environ).
+//
+// The defaults are set here once (Defaults, and the Default constants that
+// the packages receiving these settings fall back on when a caller leaves
+// one zero: the scan's options, the runner, the worker, the Hub listing),
+// as are the words --sort takes (Sorts).
 package config
 
 import (
@@ -15,6 +20,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -114,20 +120,35 @@ func (s *stringList) Set(v string) error {
 	return nil
 }
 
+// The defaults of the settings that packages below config fall back on too
+// (for a zero value), set once here.
+const (
+	DefaultLimit      = 100              // --limit: how many popular models
+	DefaultSort       = "downloads"      // --sort
+	DefaultTimeout    = 20 * time.Minute // --timeout: one probe's wall-clock limit
+	DefaultProbeGrace = 10 * time.Second // --probe-grace: SIGTERM to SIGKILL of a probe
+	DefaultDevices    = 1                // --devices
+	DefaultSource     = "hub"            // --source
+)
+
+// Sorts are the popularity orders --sort takes (internal/hub maps each to
+// the Hub's own key).
+var Sorts = []string{"downloads", "likes", "trending"}
+
 // Defaults returns the configuration before flags and environment.
 func Defaults() Config {
 	return Config{
 		DB:           filepath.Join("data", "scanner.db"),
 		HubEndpoint:  "https://huggingface.co",
 		Target:       compat.TargetAuto,
-		Limit:        100,
-		Sort:         "downloads",
+		Limit:        DefaultLimit,
+		Sort:         DefaultSort,
 		Mode:         compat.ModeAuto,
-		Timeout:      20 * time.Minute,
-		Source:       "hub",
-		Devices:      1,
+		Timeout:      DefaultTimeout,
+		Source:       DefaultSource,
+		Devices:      DefaultDevices,
 		ScanTimeout:  24 * time.Hour,
-		ProbeGrace:   10 * time.Second,
+		ProbeGrace:   DefaultProbeGrace,
 		LogFormat:    "text",
 		LogLevel:     "info",
 		Addr:         ":8080",
@@ -188,7 +209,7 @@ func Parse(cmd Command, args []string, env Env, out io.Writer) (Config, []string
 	}
 	scanFlags := func() {
 		fs.IntVar(&c.Limit, "limit", c.Limit, "how many popular models")
-		fs.StringVar(&c.Sort, "sort", c.Sort, "popularity order: downloads, likes or trending")
+		fs.StringVar(&c.Sort, "sort", c.Sort, "popularity order: "+strings.Join(Sorts, ", "))
 		fs.Var(&tasks, "task", "Hub pipeline tag to include (repeatable)")
 		fs.Var(&models, "model", "scan exactly this model id (repeatable)")
 		fs.BoolVar(&c.Force, "force", c.Force, "retest even where revision and runtime are unchanged")
@@ -423,10 +444,8 @@ func (c *Config) Validate(cmd Command) error {
 		if c.Limit < 1 || c.Limit > 100000 {
 			errs = append(errs, fmt.Errorf("--limit %d: want 1 to 100000", c.Limit))
 		}
-		switch c.Sort {
-		case "downloads", "likes", "trending":
-		default:
-			errs = append(errs, fmt.Errorf("--sort %q: want downloads, likes or trending", c.Sort))
+		if !slices.Contains(Sorts, c.Sort) {
+			errs = append(errs, fmt.Errorf("--sort %q: want one of %s", c.Sort, strings.Join(Sorts, ", ")))
 		}
 		switch c.Source {
 		case "hub", "cache":

@@ -17,7 +17,7 @@ import (
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/internal/hub"
-	"github.com/google-pytorch/torchtpu-scanner/internal/probe"
+	"github.com/google-pytorch/torchtpu-scanner/internal/preflight"
 )
 
 // Reasons a request is refused, the API's "reason".
@@ -92,7 +92,7 @@ func Admit(info hub.ModelInfo, caps Caps) *Refusal {
 	case info.Gated:
 		return refuse(ErrRefused, ReasonGated, "%s is gated on the Hub (its terms must be accepted first): the scanner tests public, ungated models only", info.ID)
 	}
-	if res := probe.Preflight(probe.ListedCandidate(info, false)); res != nil {
+	if res := preflight.Preflight(preflight.Listed(info, false)); res != nil {
 		reason := string(compat.ReasonUnsupportedTask)
 		if res.Reason != nil {
 			reason = string(*res.Reason)

@@ -6,8 +6,8 @@ package scan
 // the runner and the harness execute the decision (the harness still
 // reports an oom if the weights do not fit after all).
 //
-// The fit formula, with the constants of internal/probe/harness/fit.json
-// (probe.Fit), which the harness reads too:
+// The probe fit formula (ProbeNeed), with the constants of
+// internal/harness/fit.json (harness.Fit), which the harness reads too:
 //
 //	need(params, target) = params × dtype bytes × copies × fit_factor + fit_slack
 //
@@ -21,14 +21,19 @@ package scan
 // parameters. Auto mode chooses full only when the larger count fits (it
 // errs towards arch, never towards an oom); an explicit --mode full is
 // declined (too_large) only when even the smaller count does not fit.
+//
+// This is whether one smoke test fits where it runs, not whether a model
+// can be served on a TPU: that is readiness.MinDevices (weights and KV
+// cache in bf16 with its own headroom, over each generation's HBM).
 
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
+	"github.com/google-pytorch/torchtpu-scanner/internal/harness"
 	"github.com/google-pytorch/torchtpu-scanner/internal/hub"
-	"github.com/google-pytorch/torchtpu-scanner/internal/probe"
 )
 
 // torchOverhead is about what importing torch and transformers takes of a
@@ -72,15 +77,15 @@ func Budget(target compat.Target, rt compat.Runtime, h Host) (int64, string) {
 	return 0, string(target) + ": device memory unknown"
 }
 
-// Need is the fit formula: the bytes a model of params parameters takes in
-// the budget's memory on target.
-func Need(params int64, target compat.Target) int64 {
-	t, ok := probe.Fit.Targets[target]
+// ProbeNeed is the probe fit formula: the bytes a model of params
+// parameters takes in a probe's memory budget on target.
+func ProbeNeed(params int64, target compat.Target) int64 {
+	t, ok := harness.Fit.Targets[target]
 	if !ok { // not a concrete target: count it as cpu, the costlier
-		t = probe.Fit.Targets[compat.TargetCPU]
+		t = harness.Fit.Targets[compat.TargetCPU]
 	}
-	whole := params * probe.Fit.DtypeBytes[t.Dtype] * t.Copies
-	return int64(float64(whole)*probe.Fit.FitFactor) + probe.Fit.FitSlackBytes
+	whole := params * harness.Fit.DtypeBytes[t.Dtype] * t.Copies
+	return int64(float64(whole)*harness.Fit.FitFactor) + harness.Fit.FitSlackBytes
 }
 
 // Weights are a model's safetensors weight files as listed.
@@ -98,8 +103,8 @@ func (w Weights) checkpoint() bool {
 // needRange is need for the fewest and the most parameters a checkpoint of
 // w.Bytes can hold.
 func (w Weights) needRange(target compat.Target) (least, most int64) {
-	b := probe.Fit.CheckpointBytesPerParam
-	return Need(w.Bytes/b.Max, target), Need(w.Bytes/b.Min, target)
+	b := harness.Fit.CheckpointBytesPerParam
+	return ProbeNeed(w.Bytes/b.Max, target), ProbeNeed(w.Bytes/b.Min, target)
 }
 
 // Input is everything Plan looks at.
@@ -167,8 +172,8 @@ func retest(in Input) (bool, string) {
 		return true, "untested"
 	case prev.Revision != in.SHA:
 		return true, fmt.Sprintf("new revision %s (was %s)", short(in.SHA), short(prev.Revision))
-	case prev.Runtime.Key() != in.Runtime.Key():
-		return true, fmt.Sprintf("new runtime %s (was %s)", in.Runtime.Key(), prev.Runtime.Key())
+	case prev.Runtime.RetestKey() != in.Runtime.RetestKey():
+		return true, fmt.Sprintf("new runtime %s (was %s)", in.Runtime.RetestKey(), prev.Runtime.RetestKey())
 	case !modeAccepts(in.Mode, prev.Mode):
 		return true, fmt.Sprintf("--mode %s asked; the last result is %s", in.Mode, *prev.Mode)
 	}
@@ -225,5 +230,5 @@ func listOrNone(l []string) string {
 	if len(l) == 0 {
 		return "none"
 	}
-	return fmt.Sprint(l)
+	return strings.Join(l, ", ")
 }

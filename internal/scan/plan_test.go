@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
-	"github.com/google-pytorch/torchtpu-scanner/internal/probe"
+	"github.com/google-pytorch/torchtpu-scanner/internal/harness"
 )
 
 const gb = int64(1) << 30
@@ -199,10 +199,10 @@ func TestProbeMemLimit(t *testing.T) {
 // of harness/fit.json, which the harness's own test checks as well.
 func TestNeedMatchesTheFitTable(t *testing.T) {
 	seen := map[compat.Target]bool{}
-	for _, ex := range probe.Fit.Examples {
+	for _, ex := range harness.Fit.Examples {
 		seen[ex.Target] = true
-		if got := Need(ex.Params, ex.Target); got != ex.Need {
-			t.Errorf("Need(%d, %s) = %d, fit.json says %d", ex.Params, ex.Target, got, ex.Need)
+		if got := ProbeNeed(ex.Params, ex.Target); got != ex.Need {
+			t.Errorf("ProbeNeed(%d, %s) = %d, fit.json says %d", ex.Params, ex.Target, got, ex.Need)
 		}
 	}
 	for _, target := range compat.Targets {
