@@ -84,13 +84,15 @@ type resultRow struct {
 	repro        sql.NullString
 	continuation sql.NullString
 	worker       sql.NullString
+	modes        sql.NullString
+	precSens     sql.NullBool
 }
 
 // dest is the Scan destinations, in the order of resultCols.
 func (r *resultRow) dest() []any {
 	return []any{&r.id, &r.scanID, &r.target, &r.status, &r.stage, &r.failureClass, &r.op, &r.reason,
 		&r.signature, &r.message, &r.mode, &r.revision, &r.testedAt, &r.durationS, &r.runtime, &r.metrics,
-		&r.stages, &r.logTail, &r.task, &r.repro, &r.continuation, &r.worker}
+		&r.stages, &r.logTail, &r.task, &r.repro, &r.continuation, &r.worker, &r.modes, &r.precSens}
 }
 
 // runtimes decodes runtime JSON, once per distinct text: the results of a
@@ -133,6 +135,8 @@ func (r *resultRow) result(rts runtimes) (*compat.Result, error) {
 		Task:         r.task.String,
 		LogTail:      r.logTail.String,
 		Worker:       r.worker.String,
+
+		PrecisionSensitive: r.precSens.Bool,
 	}
 	if r.scanID.Valid {
 		id := r.scanID.Int64
@@ -153,6 +157,11 @@ func (r *resultRow) result(rts runtimes) (*compat.Result, error) {
 	if r.continuation.Valid {
 		if err := json.Unmarshal([]byte(r.continuation.String), &res.Continuation); err != nil {
 			return nil, fmt.Errorf("result %d continuation: %w", r.id.Int64, err)
+		}
+	}
+	if r.modes.Valid {
+		if err := json.Unmarshal([]byte(r.modes.String), &res.Modes); err != nil {
+			return nil, fmt.Errorf("result %d modes: %w", r.id.Int64, err)
 		}
 	}
 	return &res, nil

@@ -313,6 +313,16 @@ func insertResult(ctx context.Context, tx *sql.Tx, modelID string, r compat.Resu
 		}
 		continuation.Valid = true
 	}
+	var modes, trainStatus sql.NullString
+	if len(r.Modes) > 0 {
+		if modes.String, err = jsonText(r.Modes); err != nil {
+			return 0, err
+		}
+		modes.Valid = true
+	}
+	if tr := r.Train(); tr != nil {
+		trainStatus = sql.NullString{String: string(tr.Status), Valid: true}
+	}
 	var scanID sql.NullInt64
 	if r.ScanID != nil {
 		scanID = sql.NullInt64{Int64: *r.ScanID, Valid: true}
@@ -325,6 +335,7 @@ func insertResult(ctx context.Context, tx *sql.Tx, modelID string, r compat.Resu
 		r.Revision, unixNano(r.TestedAt), r.DurationS, runtimeJSON, key,
 		r.Runtime.Torch, r.Runtime.TorchTPU, r.Runtime.Transformers, r.Runtime.Harness,
 		metricsJSON, nullFloat(r.Metrics.TokensPerS), stages, r.Task, r.Repro, continuation, r.Worker,
+		modes, trainStatus, r.PrecisionSensitive,
 	).Scan(&id)
 	if err == nil {
 		if r.LogTail != "" {

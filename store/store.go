@@ -84,6 +84,7 @@ type ScanFinish struct {
 type ModelQuery struct {
 	Q      string          // substring of the id, case-insensitive
 	Status []compat.Status // any of these (untested = no result on Target)
+	Train  []compat.Status // the current result's train verdict is any of these (issue 25's matrix)
 	Task   string
 	Org    string        // the id's part before "/"; "" for all
 	Hint   string        // a readiness hint code (readiness.Codes) the model has; "" for all
