@@ -254,6 +254,9 @@ type Request struct {
 	// PlanNote says why the plan chose this probe; the harness notes it in
 	// its config stage.
 	PlanNote string
+	// NoTrain, when set, skips the train step with this reason (the
+	// plan's: the weights, gradients and AdamW state do not fit).
+	NoTrain string
 
 	// Harness knobs; zero leaves the harness's default.
 	Layers, SeqLen, NewTokens, Steps int
@@ -283,6 +286,9 @@ func (req Request) args(resultFile string) []string {
 	num("--memory-budget-bytes", req.MemoryBudgetBytes)
 	if req.PlanNote != "" {
 		a = append(a, "--plan-note", req.PlanNote)
+	}
+	if req.NoTrain != "" {
+		a = append(a, "--no-train", req.NoTrain)
 	}
 	if req.NoCompile {
 		a = append(a, "--no-compile")
