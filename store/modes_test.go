@@ -77,3 +77,49 @@ func TestModesRoundTripAndTheTrainFilter(t *testing.T) {
 		t.Error("train=untested accepted: a result either has a train verdict or not")
 	}
 }
+
+// A train regression is its own event, apart from the inference's: the
+// inference passes throughout, the train verdict goes pass → fail → error
+// (no verdict) → pass.
+func TestTrainRegressionIsItsOwnEvent(t *testing.T) {
+	s := storetest.MustOpen(t)
+	upsert(t, s, "a/m")
+	failed := withTrain(result("cpu", "pass", at(2)), compat.StatusFail)
+	tr := failed.Modes[compat.ModeTrain]
+	tr.Stage, tr.Signature = compat.Ptr("backward"), compat.Ptr("other:no backward")
+	failed.Modes[compat.ModeTrain] = tr
+
+	first := record(t, s, "a/m", withTrain(result("cpu", "pass", at(1)), compat.StatusPass))
+	if first.TrainEvent != nil {
+		t.Errorf("a first train verdict made a train event: %+v", first.TrainEvent)
+	}
+	out := record(t, s, "a/m", failed)
+	if out.Event != nil {
+		t.Errorf("the inference did not change, but an event was written: %+v", out.Event)
+	}
+	if ev := out.TrainEvent; ev == nil || ev.Kind != compat.EventTrainRegression || ev.FromStatus != "pass" ||
+		ev.ToStatus != "fail" || ev.Signature == nil || *ev.Signature != "other:no backward" {
+		t.Fatalf("train regression: %+v", out.TrainEvent)
+	}
+	if out := record(t, s, "a/m", withTrain(result("cpu", "pass", at(3)), compat.StatusError)); out.TrainEvent != nil {
+		t.Errorf("the scanner's error in the train step made an event: %+v", out.TrainEvent)
+	}
+	out = record(t, s, "a/m", withTrain(result("cpu", "pass", at(4)), compat.StatusPass))
+	if ev := out.TrainEvent; ev == nil || ev.Kind != compat.EventTrainFix || ev.FromStatus != "fail" {
+		t.Fatalf("train fix across an error: %+v", out.TrainEvent)
+	}
+	evs, err := s.ModelEvents(ctx, "a/m", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, e := range evs {
+		kinds = append(kinds, string(e.Kind))
+		if e.Kind == compat.EventTrainRegression && (e.Stage == nil || *e.Stage != "backward") {
+			t.Errorf("the train regression's stage is not the train step's: %v", e.Stage)
+		}
+	}
+	if got := mustJSON(t, kinds); got != `["train_fix","train_regression","new"]` {
+		t.Errorf("events newest first: %s", got)
+	}
+}

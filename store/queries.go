@@ -112,6 +112,12 @@ WHERE model_id = ? AND target = ? AND revision = ? AND runtime_key = ? AND teste
 	sqlLastVerdict = `SELECT status FROM results
 WHERE model_id = ?1 AND target = ?2 AND status <> 'error' AND (tested_at < ?3 OR (tested_at = ?3 AND id < ?4))
 ORDER BY tested_at DESC, id DESC LIMIT 1`
+	// sqlLastTrain is the train status of a model's newest result on a
+	// target before a given one that has a train verdict other than error.
+	sqlLastTrain = `SELECT train_status FROM results
+WHERE model_id = ?1 AND target = ?2 AND train_status IS NOT NULL AND train_status <> 'error'
+	AND (tested_at < ?3 OR (tested_at = ?3 AND id < ?4))
+ORDER BY tested_at DESC, id DESC LIMIT 1`
 	// sqlSetCurrent points a model's row on a target at a result.
 	sqlSetCurrent = `INSERT INTO current (target, model_id, result_id, status, status_rank, untested, tested_at,
 	no_tokens, tokens_per_s, fail_key, failure_class, op, downloads, likes)
@@ -150,7 +156,8 @@ WHERE c.target = ? AND c.untested = 0 ORDER BY c.tested_at DESC, c.model_id LIMI
 
 // Events.
 const (
-	eventCols = `e.id, e.model_id, e.target, e.kind, e.from_status, e.to_status, e.revision, e.runtime, e.signature, e.message, e.at, r.stage`
+	eventCols = `e.id, e.model_id, e.target, e.kind, e.from_status, e.to_status, e.revision, e.runtime, e.signature, e.message, e.at,
+	CASE WHEN e.kind IN ('train_regression', 'train_fix') THEN json_extract(r.modes, '$.train.stage') ELSE r.stage END`
 	// eventFrom joins an event to its result, for the stage it ended at.
 	eventFrom      = ` FROM events e LEFT JOIN results r ON r.id = e.result_id`
 	sqlInsertEvent = `INSERT INTO events (model_id, result_id, target, kind, from_status, to_status, revision, runtime, signature, message, at)

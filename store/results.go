@@ -197,6 +197,9 @@ func (rc *recorder) record(ctx context.Context, modelID string, r compat.Result)
 	if !moved {
 		return out, nil
 	}
+	if out.TrainEvent, err = trainEvent(ctx, rc.tx, id, resultID, r); err != nil {
+		return RecordOutcome{}, err
+	}
 	last := prev
 	if prev == compat.StatusError && r.Status != compat.StatusError {
 		// an error says nothing of the model: compare with the status before it
@@ -225,6 +228,34 @@ func (rc *recorder) record(ctx context.Context, modelID string, r compat.Result)
 	}
 	out.Event = &ev
 	return out, nil
+}
+
+// trainEvent writes the train verdict's regression or fix of result
+// resultID, the model's newest on its target, against the newest earlier
+// train verdict (compat.TrainChange); nil when there is none.
+func trainEvent(ctx context.Context, tx *sql.Tx, modelID string, resultID int64, r compat.Result) (*compat.Event, error) {
+	tr := r.Train()
+	if tr == nil || tr.Status == compat.StatusError {
+		return nil, nil
+	}
+	var last string
+	err := tx.QueryRowContext(ctx, sqlLastTrain, modelID, string(r.Target), unixNano(r.TestedAt), resultID).Scan(&last)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("last train verdict: %w", err)
+	}
+	kind, changed := compat.TrainChange(compat.Status(last), tr.Status)
+	if !changed {
+		return nil, nil
+	}
+	ev := compat.Event{ModelID: modelID, Target: r.Target, Kind: kind, FromStatus: compat.Status(last), ToStatus: tr.Status,
+		Revision: r.Revision, Runtime: r.Runtime, Signature: tr.Signature, Message: tr.Message, At: r.TestedAt.UTC()}
+	if tr.Stage != nil && tr.Status != compat.StatusPass {
+		ev.Stage = compat.Ptr(compat.Stage(*tr.Stage))
+	}
+	if ev.ID, err = insertEvent(ctx, tx, ev, &resultID); err != nil {
+		return nil, err
+	}
+	return &ev, nil
 }
 
 // lastVerdict is the status of the model's newest result on target before

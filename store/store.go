@@ -140,6 +140,9 @@ type FailureGroup struct {
 type RecordOutcome struct {
 	ResultID int64
 	Event    *compat.Event // nil when the status did not change
+	// TrainEvent is the train verdict's regression or fix, nil when none
+	// (compat.TrainChange).
+	TrainEvent *compat.Event
 	// Duplicate is true when the result had been recorded before (same
 	// model, target, revision, runtime key and scan): nothing was written,
 	// ResultID is the earlier row's and Event is nil.

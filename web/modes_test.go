@@ -4,6 +4,7 @@ import (
 	"encoding/csv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/store"
@@ -130,5 +131,26 @@ func TestTheTrainVerdictOnEverySurface(t *testing.T) {
 	}
 	if e := decode[endpointBadge](t, ts.get(t, "/badge/org/no-backward.json?mode=train")); e.Message != "failing · backward" {
 		t.Errorf("endpoint badge ?mode=train: %+v", e)
+	}
+}
+
+// The feed lists a train regression as its own kind of change, apart from
+// the inference's (which did not change), and ?kind= picks it.
+func TestTheFeedListsATrainRegressionApart(t *testing.T) {
+	ts := newTestServer(t, 0, 0, Config{})
+	ts.upsert(t, store.ModelUpsert{ID: "org/m"})
+	ts.record(t, "org/m", trained(passOn(compat.TargetTPU, testTime, 312), compat.Verdict{Status: compat.StatusPass}))
+	ts.record(t, "org/m", trained(passOn(compat.TargetTPU, testTime.Add(time.Hour), 312), compat.Verdict{
+		Status: compat.StatusFail, Stage: compat.Ptr("backward"), Signature: compat.Ptr("other:no_backward")}))
+	body := ts.get(t, "/feed.json").body
+	if !strings.Contains(body, "Train regression: org/m fails in the train step on tpu (backward, other no_backward)") {
+		t.Errorf("feed without the train regression:\n%s", body)
+	}
+	if strings.Contains(body, "Regression: org/m") {
+		t.Errorf("the inference did not regress, but the feed says so:\n%s", body)
+	}
+	if only := ts.get(t, "/feed.json?kind=train_regression").body; !strings.Contains(only, "Train regression") ||
+		strings.Contains(only, "New: org/m") {
+		t.Errorf("?kind=train_regression:\n%s", only)
 	}
 }

@@ -517,7 +517,34 @@ const (
 )
 
 // EventKinds are the kinds of status change, in the site's order.
-var EventKinds = []EventKind{EventRegression, EventFix, EventNew, EventChange, EventFlaky}
+var EventKinds = []EventKind{EventRegression, EventFix, EventNew, EventChange, EventFlaky, EventTrainRegression, EventTrainFix}
+
+// The train step's changes (Result.Modes["train"]), listed apart from the
+// inference's: a model whose inference still passes can stop training.
+const (
+	EventTrainRegression EventKind = "train_regression" // the train verdict was pass, now held against the model
+	EventTrainFix        EventKind = "train_fix"        // the train verdict was held against the model, now pass
+)
+
+// TrainChange decides whether a new train verdict makes a train event:
+// only a regression or a fix (ClassifyChange) between two train verdicts
+// does; last is the status of the newest earlier train verdict on the
+// target that is not an error ("" for none).
+func TrainChange(last, new Status) (EventKind, bool) {
+	switch ClassifyChange(last, new) {
+	case EventRegression:
+		return EventTrainRegression, true
+	case EventFix:
+		return EventTrainFix, true
+	}
+	return "", false
+}
+
+// Train reports whether e is a change of the train verdict, not of the
+// model's (inference) status.
+func (e Event) Train() bool {
+	return e.Kind == EventTrainRegression || e.Kind == EventTrainFix
+}
 
 // ClassifyChange is the one rule for what a change of status from old to
 // new means, whoever shows it: the feed's events (store), a comparison of
