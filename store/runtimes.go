@@ -135,12 +135,14 @@ func (s *SQLite) RuntimeResults(ctx context.Context, ref compat.RuntimeRef) ([]c
 			e     compare.Entry
 			sig   sql.NullString
 			class sql.NullString
+			train sql.NullString
 		)
-		if err := rows.Scan(&e.ID, &e.Downloads, &e.Status, &sig, &class); err != nil {
+		if err := rows.Scan(&e.ID, &e.Downloads, &e.Status, &sig, &class, &train); err != nil {
 			return nil, fmt.Errorf("store: runtime results: %w", err)
 		}
 		sh := shown{status: e.Status, signature: fromNullStr[string](sig), class: fromNullStr[compat.FailureClass](class)}
 		e.Signature = sh.failKey().String
+		e.TrainStatus = compat.Status(train.String)
 		out = append(out, e)
 	}
 	if err := rows.Err(); err != nil {
@@ -218,7 +220,8 @@ FROM runtimes rt JOIN runtime_current rc ON rc.runtime_id = rt.id
 WHERE ?1 = '' OR rt.target = ?1
 GROUP BY rt.id, rc.status`
 	// sqlRuntimeResults is each model's newest result on one runtime.
-	sqlRuntimeResults = `SELECT rc.model_id, rc.downloads, rc.status, rc.signature, rc.failure_class
+	sqlRuntimeResults = `SELECT rc.model_id, rc.downloads, rc.status, rc.signature, rc.failure_class, r.train_status
 FROM runtimes rt JOIN runtime_current rc ON rc.runtime_id = rt.id
+LEFT JOIN results r ON r.id = rc.result_id
 WHERE rt.target = ? AND rt.runtime_key = ?`
 )

@@ -158,6 +158,8 @@ type compareBody struct {
 	New          []compareItemJSON `json:"new"`
 	StillFailing []compareItemJSON `json:"still_failing"`
 	// Extensions.
+	TrainRegressed         []compareItemJSON    `json:"train_regressed"`
+	TrainFixed             []compareItemJSON    `json:"train_fixed"`
 	Headline               string               `json:"headline"`
 	Counts                 map[compare.Kind]int `json:"counts"`
 	FixedDownloadShare     *float64             `json:"fixed_download_share"`
@@ -188,8 +190,9 @@ func (s *Server) apiCompare(c *fiber.Ctx) error {
 	return c.JSON(compareBody{
 		Base: cmp.Base.Ref.Key(), Head: cmp.Head.Ref.Key(),
 		Fixed: s.knowItems(itemsJSON(r.Fixed)), Regressed: s.knowItems(itemsJSON(r.Regressed)), New: s.knowItems(itemsJSON(r.New)),
-		StillFailing: s.knowItems(itemsJSON(r.StillFailing)),
-		Headline:     headline(cmp.Label, r.Headline), Counts: r.Headline.Counts,
+		StillFailing:   s.knowItems(itemsJSON(r.StillFailing)),
+		TrainRegressed: itemsJSON(r.TrainRegressed), TrainFixed: itemsJSON(r.TrainFixed),
+		Headline: headline(cmp.Label, r.Headline), Counts: r.Headline.Counts,
 		FixedDownloadShare: r.Headline.FixedShare, RegressedDownloadShare: r.Headline.RegressedShare,
 		BaseRuntime: toRuntimeJSON(cmp.Base), HeadRuntime: toRuntimeJSON(cmp.Head),
 	})
@@ -263,6 +266,8 @@ func (s *Server) comparePage(c *fiber.Ctx) error {
 			{ID: "fixed", Title: "Fixed", Explain: "held against the model on base, pass on head", Items: r.Fixed},
 			{ID: "new", Title: "Newly tested", Explain: "a verdict on head, none on base", Items: r.New},
 			{ID: "still-failing", Title: "Still failing", Explain: "held against the model on both", Items: r.StillFailing},
+			{ID: "train-regressed", Title: "Train regressed", Explain: "the train step passed on base and is held against the model on head (statuses of the train step)", Items: r.TrainRegressed},
+			{ID: "train-fixed", Title: "Train fixed", Explain: "the train step was held against the model on base and passes on head", Items: r.TrainFixed},
 		} {
 			l.Total = len(l.Items)
 			if len(l.Items) > compareListMax {

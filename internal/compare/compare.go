@@ -17,6 +17,8 @@ type Entry struct {
 	Downloads int64
 	Status    compat.Status
 	Signature string // "" when the result has none
+	// TrainStatus is the result's train verdict ("" when it has none).
+	TrainStatus compat.Status
 }
 
 // Item is one model in a list of the comparison. BaseStatus is untested
@@ -94,6 +96,11 @@ type Result struct {
 	New          []Item
 	StillFailing []Item
 	Headline     Headline
+	// TrainRegressed and TrainFixed are the train verdict's regressions
+	// and fixes (compat.TrainChange), apart from the inference's: their
+	// items' statuses are the train verdicts.
+	TrainRegressed []Item
+	TrainFixed     []Item
 }
 
 // Compare compares head with base. Each slice holds at most one entry per
@@ -103,7 +110,7 @@ func Compare(base, head []Entry) Result {
 	baseBy := index(base)
 	headBy := index(head)
 	res := Result{Fixed: []Item{}, Regressed: []Item{}, New: []Item{}, StillFailing: []Item{},
-		Headline: Headline{Counts: map[Kind]int{}}}
+		TrainRegressed: []Item{}, TrainFixed: []Item{}, Headline: Headline{Counts: map[Kind]int{}}}
 	for _, k := range []Kind{Fixed, Regressed, New, StillFailing, StillPassing, NoVerdict, NotRetested} {
 		res.Headline.Counts[k] = 0
 	}
@@ -118,6 +125,15 @@ func Compare(base, head []Entry) Result {
 		it := Item{ID: id, Downloads: he.Downloads, BaseStatus: be.Status, HeadStatus: he.Status, Signature: he.Signature}
 		if !inBase || be.Status == "" {
 			it.BaseStatus = compat.StatusUntested
+		}
+		if inBase && be.TrainStatus != "" && he.TrainStatus != "" {
+			tr := Item{ID: id, Downloads: he.Downloads, BaseStatus: be.TrainStatus, HeadStatus: he.TrainStatus}
+			switch k, _ := compat.TrainChange(be.TrainStatus, he.TrainStatus); k {
+			case compat.EventTrainRegression:
+				res.TrainRegressed = append(res.TrainRegressed, tr)
+			case compat.EventTrainFix:
+				res.TrainFixed = append(res.TrainFixed, tr)
+			}
 		}
 		switch kind {
 		case Fixed:
@@ -148,7 +164,7 @@ func Compare(base, head []Entry) Result {
 		r := float64(h.RegressedDownloads) / float64(h.TotalDownloads)
 		h.FixedShare, h.RegressedShare = &f, &r
 	}
-	for _, l := range [][]Item{res.Fixed, res.Regressed, res.New, res.StillFailing} {
+	for _, l := range [][]Item{res.Fixed, res.Regressed, res.New, res.StillFailing, res.TrainRegressed, res.TrainFixed} {
 		sortItems(l)
 	}
 	return res

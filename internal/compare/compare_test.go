@@ -207,3 +207,36 @@ func TestCompareEdges(t *testing.T) {
 		}
 	})
 }
+
+// The train verdict's regressions and fixes are listed apart: a model whose
+// inference passes on both runtimes can regress in training, and one whose
+// inference regresses need not appear in the train lists.
+func TestCompareTrainApart(t *testing.T) {
+	base := []Entry{
+		{ID: "a", Downloads: 10, Status: "pass", TrainStatus: "pass"},
+		{ID: "b", Downloads: 20, Status: "pass", TrainStatus: "fail"},
+		{ID: "c", Downloads: 30, Status: "pass", TrainStatus: "pass"},
+		{ID: "d", Downloads: 40, Status: "pass"},                      // no train verdict on base
+		{ID: "e", Downloads: 50, Status: "pass", TrainStatus: "pass"}, // to the scanner's error: no change
+	}
+	head := []Entry{
+		{ID: "a", Downloads: 10, Status: "pass", TrainStatus: "fail"},
+		{ID: "b", Downloads: 20, Status: "pass", TrainStatus: "pass"},
+		{ID: "c", Downloads: 30, Status: "fail", TrainStatus: "pass"},
+		{ID: "d", Downloads: 40, Status: "pass", TrainStatus: "oom"},
+		{ID: "e", Downloads: 50, Status: "pass", TrainStatus: "error"},
+	}
+	r := Compare(base, head)
+	if len(r.TrainRegressed) != 1 || r.TrainRegressed[0] != (Item{ID: "a", Downloads: 10, BaseStatus: "pass", HeadStatus: "fail"}) {
+		t.Errorf("train regressed: %+v", r.TrainRegressed)
+	}
+	if len(r.TrainFixed) != 1 || r.TrainFixed[0].ID != "b" {
+		t.Errorf("train fixed: %+v", r.TrainFixed)
+	}
+	if len(r.Regressed) != 1 || r.Regressed[0].ID != "c" || r.Headline.Counts[StillPassing] != 4 {
+		t.Errorf("the inference lists changed: %+v %v", r.Regressed, r.Headline.Counts)
+	}
+	if empty := Compare(nil, nil); empty.TrainRegressed == nil || empty.TrainFixed == nil {
+		t.Error("train lists are nil, not empty")
+	}
+}
