@@ -261,6 +261,10 @@ type Request struct {
 	// Harness knobs; zero leaves the harness's default.
 	Layers, SeqLen, NewTokens, Steps int
 	NoCompile, NoGenerate            bool
+	// NoModes runs none of the verdict matrix's extra work (the train
+	// step, TorchTPU's eager modes, the second precision): make bench's
+	// baselines only.
+	NoModes bool
 }
 
 // args are the harness's command-line arguments for req.
@@ -292,6 +296,9 @@ func (req Request) args(resultFile string) []string {
 	}
 	if req.NoCompile {
 		a = append(a, "--no-compile")
+	}
+	if req.NoModes {
+		a = append(a, "--no-modes")
 	}
 	if req.NoGenerate {
 		a = append(a, "--no-generate")
