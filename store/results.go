@@ -28,15 +28,11 @@ func resolveModel(ctx context.Context, q querier, id string) (string, error) {
 	return got, err
 }
 
-// validResult checks what the schema relies on.
+// validResult checks a result as compat.Result.Validate does (the one
+// rule; its errors name the field), as ErrInvalid.
 func validResult(r compat.Result) error {
-	switch {
-	case !slices.Contains(compat.Targets, r.Target):
-		return fmt.Errorf("%w: result target %q (want tpu, cpu or cuda)", ErrInvalid, r.Target)
-	case !r.Status.Valid() || r.Status == compat.StatusUntested:
-		return fmt.Errorf("%w: result status %q", ErrInvalid, r.Status)
-	case r.TestedAt.IsZero():
-		return fmt.Errorf("%w: result without tested_at", ErrInvalid)
+	if err := r.Validate(); err != nil {
+		return fmt.Errorf("%w: result %w", ErrInvalid, err)
 	}
 	return nil
 }
@@ -164,8 +160,12 @@ func newRecorder(tx *sql.Tx) *recorder {
 	return &recorder{tx: tx, ids: map[string]string{}, current: map[curKey]*curRow{}}
 }
 
-// record is RecordResult inside the recorder's transaction.
+// record is RecordResult inside the recorder's transaction. The result's
+// free text is cleaned here, where it enters the store (compat.Result.Clean:
+// no terminal escapes, control characters or oversized text reach a page,
+// the feed or the CSV), and the result is validated.
 func (rc *recorder) record(ctx context.Context, modelID string, r compat.Result) (RecordOutcome, error) {
+	r = r.Clean()
 	if err := validResult(r); err != nil {
 		return RecordOutcome{}, err
 	}
@@ -302,6 +302,7 @@ func insertResult(ctx context.Context, tx *sql.Tx, modelID string, r compat.Resu
 		r.Revision, unixNano(r.TestedAt), r.DurationS, runtimeJSON, key,
 		r.Runtime.Torch, r.Runtime.TorchTPU, r.Runtime.Transformers, r.Runtime.Harness,
 		metricsJSON, nullFloat(r.Metrics.TokensPerS), stages, r.Task, r.Repro, continuation, r.Worker,
+		nullTimePtr(r.WorkerTestedAt),
 	).Scan(&id)
 	if err == nil {
 		if r.LogTail != "" {
@@ -398,6 +399,7 @@ func (s *SQLite) recordFlaky(ctx context.Context, tx *sql.Tx, modelID string, se
 	if err != nil {
 		return err
 	}
+	seen = seen.Clean()
 	at := seen.TestedAt
 	if at.IsZero() {
 		at = s.now()

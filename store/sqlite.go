@@ -244,7 +244,7 @@ func (s *SQLite) applyMigration(ctx context.Context, m migration) error {
 	if _, err := tx.ExecContext(ctx, m.sql); err != nil {
 		return fmt.Errorf("migration %s: %w", m.name, err)
 	}
-	if _, err := tx.ExecContext(ctx, sqlRecordMigration, m.version, m.name, s.now().UnixNano()); err != nil {
+	if _, err := tx.ExecContext(ctx, sqlRecordMigration, m.version, m.name, unixNano(s.now())); err != nil {
 		return fmt.Errorf("migration %s: %w", m.name, err)
 	}
 	if err := tx.Commit(); err != nil {
@@ -256,6 +256,6 @@ func (s *SQLite) applyMigration(ctx context.Context, m migration) error {
 // touch records that data changed, for Changed. The time only moves
 // forward, so that two changes in one clock tick still differ.
 func (s *SQLite) touch(ctx context.Context, tx *sql.Tx) error {
-	_, err := tx.ExecContext(ctx, sqlTouch, s.now().UnixNano())
+	_, err := tx.ExecContext(ctx, sqlTouch, unixNano(s.now()))
 	return err
 }

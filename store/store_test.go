@@ -190,6 +190,7 @@ func TestResultRoundTrip(t *testing.T) {
 		ScanID:  &scanID,
 		// Model text, stored as written (markup included: pages escape it).
 		Continuation: &compat.Continuation{Prompt: "The capital of France is", Text: " Paris.\n<b>\"Oui\"</b> é"},
+		Worker:       "tpu-worker-3", WorkerTestedAt: compat.Ptr(at(0).Add(-time.Second)),
 	}
 	bare := compat.Result{Target: compat.TargetCPU, Status: compat.StatusPass, TestedAt: at(2)}
 	for _, r := range []compat.Result{full, bare} {

@@ -284,7 +284,9 @@ func (s *SQLite) RenewLeases(ctx context.Context, workerID string, ids []string,
 // error wrapping fleet.ErrBadResult, and nothing changes), completes the
 // job (fleet.Complete: an error wrapping fleet.ErrLeaseNotCurrent for any
 // lease but the one holding the job now), and records the result (or, for
-// a flaky one, the flaky event) with the scan and the worker's host.
+// a flaky one, the flaky event) with the scan and the worker's host. The
+// result's tested_at is now, the server's time of receipt; the worker's
+// own becomes its worker_tested_at.
 func (s *SQLite) CompleteJob(ctx context.Context, req fleet.ResultRequest, now time.Time) (JobOutcome, error) {
 	var out JobOutcome
 	err := s.inTx(ctx, func(tx *sql.Tx) (bool, error) {
@@ -296,13 +298,16 @@ func (s *SQLite) CompleteJob(ctx context.Context, req fleet.ResultRequest, now t
 		} else if err != nil {
 			return false, err
 		}
-		if err := fleet.CheckResult(j.spec, j.runtimeKey, req); err != nil {
+		if err := fleet.CheckResult(j.spec, j.runtimeKey, req, now); err != nil {
 			return false, err
 		}
 		if j.st, err = fleet.Complete(j.st, req.LeaseID, now); err != nil {
 			return false, err
 		}
+		// The server's clock orders results (fleet.MaxClockSkew): tested_at
+		// is when it received this one; the worker's own time is kept.
 		res := req.Result
+		res.WorkerTestedAt, res.TestedAt = compat.Ptr(res.TestedAt.UTC()), now.UTC()
 		res.ScanID, res.Worker = compat.Ptr(j.scanID), j.lastWorker
 		out = JobOutcome{ScanID: j.scanID, ModelID: j.modelID, Result: res, Flaky: req.Flaky}
 		if err := s.recordJobResult(ctx, tx, j, &out); err != nil {

@@ -334,6 +334,11 @@ type Result struct {
 	// Worker is the host that produced the result under --dispatch
 	// workers ("" for a probe of the scanner's own process).
 	Worker string `json:"worker,omitempty"`
+	// WorkerTestedAt is the time the worker's own clock gave the result
+	// (its probe's start) under --dispatch workers; TestedAt is then when
+	// the server received it, so that no worker's clock orders results.
+	// Nil for a probe of the scanner's own process.
+	WorkerTestedAt *time.Time `json:"worker_tested_at,omitempty"`
 }
 
 // Continuation is a causal LM's greedy continuation of the harness's fixed

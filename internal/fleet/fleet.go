@@ -112,40 +112,74 @@ func Matches(jobTarget compat.Target, jobRuntimeKey string, w Worker) bool {
 var ErrBadResult = errors.New("invalid result")
 
 // CheckResult decides whether a posted result may be recorded for job
-// (leased under runtimeKey): valid contract values, the job's model,
-// revision, target and runtime. It does not judge the lease (Complete
-// does).
-func CheckResult(job Job, runtimeKey string, req ResultRequest) error {
+// (leased under runtimeKey) at now, the server's time: a valid result
+// (compat.Result.Validate: the vocabulary, every label and figure), the
+// job's model, revision, target and runtime (whatever its status: an
+// error's runtime too), a tested_at from the worker's clock within
+// ClockWindow, and "flaky" only where there is a status to keep. It does
+// not judge the lease (Complete does).
+func CheckResult(job Job, runtimeKey string, req ResultRequest, now time.Time) error {
 	res := req.Result
 	bad := func(format string, a ...any) error {
 		return fmt.Errorf("fleet: %w: %s", ErrBadResult, fmt.Sprintf(format, a...))
 	}
+	if req.ModelID != job.ModelID || compat.ValidateModelID(req.ModelID) != nil {
+		return bad("names model %q, the lease is for %q", clip(req.ModelID), job.ModelID)
+	}
+	if err := res.Validate(); err != nil {
+		return bad("%v", err)
+	}
+	from, to := ClockWindow(job, now)
 	switch {
-	case req.ModelID != job.ModelID || compat.ValidateModelID(req.ModelID) != nil:
-		return bad("names model %q, the lease is for %q", req.ModelID, job.ModelID)
-	case !res.Status.Valid() || res.Status == compat.StatusUntested:
-		return bad("status %q", res.Status)
 	case job.Target.Admits(res.Target) != nil:
 		return bad("target %q, the job runs on %q", res.Target, job.Target)
 	case res.Revision != job.Revision:
 		return bad("revision %q, the job is %q", res.Revision, job.Revision)
-	case res.TestedAt.IsZero():
-		return bad("no tested_at")
-	case res.Stage != nil && !res.Stage.Valid():
-		return bad("stage %q", *res.Stage)
-	case res.FailureClass != nil && !res.FailureClass.Valid():
-		return bad("failure_class %q", *res.FailureClass)
-	case res.Reason != nil && !res.Reason.Valid():
-		return bad("reason %q", *res.Reason)
-	case res.Mode != nil && *res.Mode != compat.ModeFull && *res.Mode != compat.ModeArch:
-		return bad("mode %q", *res.Mode)
-	case res.Status != compat.StatusError && res.Runtime.Key() != runtimeKey:
-		// A scanner error may come before the harness reported anything.
+	case res.Runtime.Key() != runtimeKey:
 		return bad("runtime %q, the job was planned for %q", res.Runtime.Key(), runtimeKey)
+	case res.TestedAt.Before(from) || res.TestedAt.After(to):
+		return bad("tested_at %s is outside %s to %s by the server's clock (a worker's clock may be off by %v at most)",
+			res.TestedAt.Format(time.RFC3339), from.Format(time.RFC3339), to.Format(time.RFC3339), MaxClockSkew)
+	case req.Flaky && job.Previous == "":
+		return bad("flaky, but the model has no status to keep (its first result)")
 	case req.Flaky && req.Result.Status == job.Previous:
 		return bad("flaky, but the status is unchanged")
 	}
 	return nil
+}
+
+// MaxClockSkew is how far a worker's clock may be ahead of or behind the
+// server's. The server records when it received a result (tested_at) and
+// keeps the worker's time beside it (worker_tested_at), so a worker's clock
+// never orders results; a result whose worker's time is further off is
+// refused.
+const MaxClockSkew = 5 * time.Minute
+
+// resultSlack is what a result may wait between its probe's end and its
+// delivery (retries while the server restarts) beyond a lease's life.
+const resultSlack = 30 * time.Minute
+
+// untimedJob is the longest a probe of a job without a timeout may take.
+const untimedJob = 24 * time.Hour
+
+// ClockWindow is when, by the server's clock at now, a result of job may
+// say it was tested (its probe's start): no later than MaxClockSkew ahead,
+// no earlier than a probe and its confirming rerun, each up to the job's
+// timeout, plus MaxClockSkew and resultSlack, ago.
+func ClockWindow(job Job, now time.Time) (from, to time.Time) {
+	probe := time.Duration(job.TimeoutS * float64(time.Second))
+	if probe <= 0 || probe > untimedJob {
+		probe = untimedJob
+	}
+	return now.Add(-(2*probe + MaxClockSkew + resultSlack)), now.Add(MaxClockSkew)
+}
+
+// clip keeps an error's quote of a worker's string short.
+func clip(s string) string {
+	if len(s) > 200 {
+		return s[:200] + "…"
+	}
+	return s
 }
 
 // ReleaseTimeout bounds the give-back of leases when a worker stops.

@@ -202,7 +202,7 @@ func (f *fakeServer) result(body []byte) (int, any) {
 	if j == nil {
 		return 409, map[string]string{"error": "lease not current"}
 	}
-	if err := fleet.CheckResult(j.job, testRuntime.Key(), req); err != nil {
+	if err := fleet.CheckResult(j.job, testRuntime.Key(), req, now); err != nil {
 		return 400, map[string]string{"error": err.Error()}
 	}
 	st, err := fleet.Complete(j.st, req.LeaseID, now)
