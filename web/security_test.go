@@ -9,6 +9,7 @@ import (
 	"maps"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"regexp"
 	"slices"
 	"strings"
@@ -364,6 +365,14 @@ func TestHealthReadyMetrics(t *testing.T) {
 	}
 	if r := ts.get(t, "/healthz"); r.status != 200 {
 		t.Errorf("healthz should not depend on the db: %d", r.status)
+	}
+	// The database file deleted under the server: not ready, and it says why.
+	ts.Server.store = ts.db
+	for _, suffix := range []string{"", "-wal", "-shm"} {
+		os.Remove(ts.db.Path() + suffix)
+	}
+	if r := ts.get(t, "/readyz"); r.status != 503 || !strings.Contains(r.body, "database file gone") {
+		t.Errorf("readyz with the database file deleted: %d %s", r.status, r.body)
 	}
 }
 

@@ -355,8 +355,10 @@ func (c scanControl) State() web.ScanState {
 }
 
 // Backup writes a consistent copy of the database (safe while serving).
+// It only reads the database, so a read-only one (a read-only volume, a
+// file this user may not write) is copied too.
 func Backup(ctx context.Context, cfg config.Config, path string) error {
-	st, err := store.Open(ctx, cfg.DB)
+	st, err := store.OpenReadOnly(ctx, cfg.DB)
 	if err != nil {
 		return fmt.Errorf("open database %s: %w", cfg.DB, err)
 	}
