@@ -14,10 +14,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
 	"time"
-	"unicode"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/internal/fleet"
@@ -117,28 +115,42 @@ func (d *Dispatcher) watch() <-chan struct{} {
 	return d.changed
 }
 
-// checkWorker refuses what no worker of ours sends.
+// checkWorker refuses what no worker of ours sends. Every string a worker
+// supplies is capped and free of control characters (compat.CheckLabel, the
+// rule for strings from outside), its runtime checked as a result's is
+// (compat.Runtime.Validate): the fleet listing, /metrics and runtime keys
+// stay small and safe to show.
 func checkWorker(w fleet.Worker) error {
-	bad := func(format string, a ...any) error {
-		return fmt.Errorf("%w: %s", ErrBadRequest, fmt.Sprintf(format, a...))
-	}
+	bad := func(err error) error { return fmt.Errorf("%w: worker %v", ErrBadRequest, err) }
 	switch {
-	case !printable(w.ID, 160) || !printable(w.Host, 253):
-		return bad("worker id and host: 1 to 160 and 253 printable characters")
-	case w.Devices < 1 || w.Devices > 64:
-		return bad("devices %d: want 1 to 64", w.Devices)
-	case !printable(w.Version, 200) && w.Version != "":
-		return bad("version")
+	case w.ID == "" || w.Host == "":
+		return fmt.Errorf("%w: a worker needs an id and a host", ErrBadRequest)
+	case w.Devices < 1 || w.Devices > maxDevices:
+		return fmt.Errorf("%w: devices %d: want 1 to %d", ErrBadRequest, w.Devices, maxDevices)
+	}
+	for _, f := range []struct {
+		field, s string
+		max      int
+	}{{"id", w.ID, maxWorkerID}, {"host", w.Host, compat.MaxHostBytes}, {"version", w.Version, compat.MaxVersionBytes}} {
+		if err := compat.CheckLabel(f.field, f.s, f.max); err != nil {
+			return bad(err)
+		}
+	}
+	if err := w.Runtime.Validate(); err != nil {
+		return bad(err)
 	}
 	if _, err := compat.ParseResultTarget(string(w.Target)); err != nil {
-		return bad("%v", err)
+		return fmt.Errorf("%w: %v", ErrBadRequest, err)
 	}
 	return nil
 }
 
-func printable(s string, maxLen int) bool {
-	return s != "" && len(s) <= maxLen && strings.IndexFunc(s, func(r rune) bool { return !unicode.IsPrint(r) }) < 0
-}
+// Caps of what a worker says about itself.
+const (
+	maxWorkerID = 160 // a host name and a random suffix
+	maxDevices  = 64
+	maxReason   = 200 // why a lease is given back, logged
+)
 
 // Register records a worker and tells it the timing.
 func (d *Dispatcher) Register(ctx context.Context, w fleet.Worker) (fleet.RegisterResponse, error) {
@@ -200,7 +212,7 @@ func (d *Dispatcher) Lease(ctx context.Context, req fleet.LeaseRequest) (fleet.L
 
 // Heartbeat renews a worker's leases and says which are lost.
 func (d *Dispatcher) Heartbeat(ctx context.Context, req fleet.HeartbeatRequest) (fleet.HeartbeatResponse, error) {
-	if !printable(req.WorkerID, 160) || len(req.Leases) > 64 {
+	if req.WorkerID == "" || compat.CheckLabel("worker_id", req.WorkerID, maxWorkerID) != nil || len(req.Leases) > maxDevices {
 		return fleet.HeartbeatResponse{}, fmt.Errorf("%w: heartbeat of %q with %d leases", ErrBadRequest, req.WorkerID, len(req.Leases))
 	}
 	now := d.now()
@@ -243,6 +255,9 @@ func (d *Dispatcher) Result(ctx context.Context, req fleet.ResultRequest) error 
 
 // Release gives a lease back (the worker is stopping).
 func (d *Dispatcher) Release(ctx context.Context, req fleet.ReleaseRequest) error {
+	if err := compat.CheckLabel("reason", req.Reason, maxReason); err != nil {
+		return fmt.Errorf("%w: release: %v", ErrBadRequest, err)
+	}
 	if err := d.st.ReleaseJob(ctx, req.WorkerID, req.LeaseID, d.now()); err != nil {
 		return err
 	}
