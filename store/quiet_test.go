@@ -24,7 +24,7 @@ func TestNothingToDoLeavesTheChangeTime(t *testing.T) {
 		call func() (int, error) // how many things it did (want 0)
 	}{
 		{"a poll with no job for the worker's runtime", func() (int, error) {
-			ls, err := s.LeaseJobs(ctx, worker("b", wrtB), 2, wt0, wttl)
+			ls, _, err := s.LeaseJobs(ctx, worker("b", wrtB), 2, wt0, wttl)
 			return len(ls), err
 		}},
 		{"cancelling orphan jobs with no orphan scan", func() (int, error) { return s.CancelOrphanJobs(ctx) }},
@@ -49,7 +49,7 @@ func TestNothingToDoLeavesTheChangeTime(t *testing.T) {
 	// A poll that leases moves it.
 	before, _ := s.Changed(ctx)
 	clock = clock.Add(time.Minute)
-	if ls, err := s.LeaseJobs(ctx, worker("a", wrtA), 1, wt0, wttl); err != nil || len(ls) != 1 {
+	if ls, _, err := s.LeaseJobs(ctx, worker("a", wrtA), 1, wt0, wttl); err != nil || len(ls) != 1 {
 		t.Fatalf("lease: %v, %v", ls, err)
 	}
 	if after, _ := s.Changed(ctx); !after.After(before) {

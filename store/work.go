@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
@@ -70,7 +71,10 @@ type JobOutcome struct {
 // Expired is what ExpireLeases did.
 type Expired struct {
 	Requeued int
-	Failed   []JobOutcome // jobs that lost their last lease: error results
+	// Keys are the targets and runtimes of the jobs queued again (each
+	// once): the long polls that could take them are woken.
+	Keys   []fleet.QueueKey
+	Failed []JobOutcome // jobs that lost their last lease: error results
 }
 
 // jobRow is a jobs row as scanned.
@@ -102,6 +106,11 @@ func scanJob(row interface{ Scan(...any) error }) (jobRow, error) {
 		j.st.ExpiresAt = fromNano(expires.Int64)
 	}
 	return j, nil
+}
+
+// key is what the job asks of the worker that takes it.
+func (j jobRow) key() fleet.QueueKey {
+	return fleet.QueueKey{Target: j.spec.Target, RuntimeKey: j.runtimeKey}
 }
 
 // save writes the job's state back.
@@ -200,18 +209,19 @@ func (s *SQLite) EnqueueJobs(ctx context.Context, scanID int64, jobs []NewJob) e
 
 // LeaseJobs grants w up to max queued jobs of its target and runtime, in
 // popularity order, until now+ttl. Leases past their expiry are taken back
-// first, in the same transaction.
-func (s *SQLite) LeaseJobs(ctx context.Context, w fleet.Worker, max int, now time.Time, ttl time.Duration) ([]fleet.Lease, error) {
+// first, in the same transaction; requeued are the queue keys of the jobs
+// that went back to the queue (other pollers may take them).
+func (s *SQLite) LeaseJobs(ctx context.Context, w fleet.Worker, max int, now time.Time, ttl time.Duration) (leases []fleet.Lease, requeued []fleet.QueueKey, err error) {
 	if err := s.SeeWorker(ctx, w, now); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	var leases []fleet.Lease
-	err := s.inTx(ctx, func(tx *sql.Tx) (bool, error) {
+	err = s.inTx(ctx, func(tx *sql.Tx) (bool, error) {
 		leases = nil
 		exp, err := s.expire(ctx, tx, now)
 		if err != nil {
 			return false, err
 		}
+		requeued = exp.Keys
 		jobs, err := queryJobs(ctx, tx, sqlNextJobs, string(w.Target), w.Runtime.Key(), max)
 		if err != nil {
 			return false, err
@@ -233,20 +243,23 @@ func (s *SQLite) LeaseJobs(ctx context.Context, w fleet.Worker, max int, now tim
 		return exp.any() || len(leases) > 0, nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("store: lease: %w", err)
+		return nil, nil, fmt.Errorf("store: lease: %w", err)
 	}
-	return leases, nil
+	return leases, requeued, nil
 }
 
 // RenewLeases extends the leases of workerID named in ids to now+ttl; the
-// others (expired, given back, another worker's) are lost.
-func (s *SQLite) RenewLeases(ctx context.Context, workerID string, ids []string, now time.Time, ttl time.Duration) (renewed, lost []string, err error) {
+// others (expired, given back, another worker's) are lost. Leases past
+// their expiry are taken back first; requeued are the queue keys of the
+// jobs that went back to the queue.
+func (s *SQLite) RenewLeases(ctx context.Context, workerID string, ids []string, now time.Time, ttl time.Duration) (renewed, lost []string, requeued []fleet.QueueKey, err error) {
 	err = s.inTx(ctx, func(tx *sql.Tx) (bool, error) {
 		renewed, lost = nil, nil
 		exp, err := s.expire(ctx, tx, now)
 		if err != nil {
 			return false, err
 		}
+		requeued = exp.Keys
 		if _, err := tx.ExecContext(ctx, sqlTouchWorker, unixNano(now), workerID); err != nil {
 			return false, err
 		}
@@ -274,9 +287,9 @@ func (s *SQLite) RenewLeases(ctx context.Context, workerID string, ids []string,
 		return exp.any(), nil
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("store: renew leases: %w", err)
+		return nil, nil, nil, fmt.Errorf("store: renew leases: %w", err)
 	}
-	return renewed, lost, nil
+	return renewed, lost, requeued, nil
 }
 
 // CompleteJob accepts the result of a current lease, once: in one
@@ -344,9 +357,10 @@ func (s *SQLite) recordJobResult(ctx context.Context, tx *sql.Tx, j jobRow, out 
 }
 
 // ReleaseJob gives a current lease of workerID back: the job is queued
-// again at once (not a lost lease). The error wraps
-// fleet.ErrLeaseNotCurrent for any other lease.
-func (s *SQLite) ReleaseJob(ctx context.Context, workerID, leaseID string, now time.Time) error {
+// again at once (not a lost lease); it returns the job's queue key. The
+// error wraps fleet.ErrLeaseNotCurrent for any other lease.
+func (s *SQLite) ReleaseJob(ctx context.Context, workerID, leaseID string, now time.Time) (fleet.QueueKey, error) {
+	var key fleet.QueueKey
 	err := s.inTx(ctx, func(tx *sql.Tx) (bool, error) {
 		j, err := scanJob(tx.QueryRowContext(ctx, sqlJobByLease, leaseID))
 		if errors.Is(err, sql.ErrNoRows) || (err == nil && j.st.WorkerID != workerID) {
@@ -357,12 +371,13 @@ func (s *SQLite) ReleaseJob(ctx context.Context, workerID, leaseID string, now t
 		if j.st, err = fleet.Release(j.st, leaseID, now); err != nil {
 			return false, err
 		}
+		key = j.key()
 		return true, j.save(ctx, tx, now)
 	})
 	if err != nil {
-		return fmt.Errorf("store: release job: %w", err)
+		return fleet.QueueKey{}, fmt.Errorf("store: release job: %w", err)
 	}
-	return nil
+	return key, nil
 }
 
 // ExpireLeases takes back every lease past its expiry at now: the job goes
@@ -399,6 +414,9 @@ func (s *SQLite) expire(ctx context.Context, tx *sql.Tx, now time.Time) (Expired
 		}
 		if j.st.State != fleet.Failed {
 			out.Requeued++
+			if k := j.key(); !slices.Contains(out.Keys, k) {
+				out.Keys = append(out.Keys, k)
+			}
 			continue
 		}
 		res, err := s.lostResult(ctx, tx, j, now)

@@ -22,7 +22,7 @@ func TestTheServerStampsAResultsTime(t *testing.T) {
 
 	// The fast worker's clock is 4 minutes ahead (within the skew allowed):
 	// its fail arrives at wt0+30s saying wt0+4m30s.
-	l, err := s.LeaseJobs(ctx, fast, 1, wt0, wttl)
+	l, _, err := s.LeaseJobs(ctx, fast, 1, wt0, wttl)
 	if err != nil || len(l) != 1 {
 		t.Fatal(l, err)
 	}
@@ -39,7 +39,7 @@ func TestTheServerStampsAResultsTime(t *testing.T) {
 	if err := s.EnqueueJobs(ctx, scan2, []NewJob{{RuntimeKey: wrtA.Key(), Job: l[0].Job}}); err != nil {
 		t.Fatal(err)
 	}
-	l2, err := s.LeaseJobs(ctx, slow, 1, wt0.Add(60*time.Second), wttl)
+	l2, _, err := s.LeaseJobs(ctx, slow, 1, wt0.Add(60*time.Second), wttl)
 	if err != nil || len(l2) != 1 {
 		t.Fatal(l2, err)
 	}
@@ -71,7 +71,7 @@ func TestTheServerStampsAResultsTime(t *testing.T) {
 	if err := s.EnqueueJobs(ctx, scan3, []NewJob{{RuntimeKey: wrtA.Key(), Job: l[0].Job}}); err != nil {
 		t.Fatal(err)
 	}
-	l3, _ := s.LeaseJobs(ctx, fast, 1, wt0.Add(3*time.Minute), wttl)
+	l3, _, _ := s.LeaseJobs(ctx, fast, 1, wt0.Add(3*time.Minute), wttl)
 	if len(l3) != 1 {
 		t.Fatal(l3)
 	}
@@ -91,7 +91,7 @@ func TestTheServerStampsAResultsTime(t *testing.T) {
 func TestAFlakyFirstResultDoesNotEatTheJob(t *testing.T) {
 	ctx := context.Background()
 	s, scanID := queueFixture(t, 1, "")
-	l, err := s.LeaseJobs(ctx, worker("a", wrtA), 1, wt0, wttl)
+	l, _, err := s.LeaseJobs(ctx, worker("a", wrtA), 1, wt0, wttl)
 	if err != nil || len(l) != 1 {
 		t.Fatal(l, err)
 	}

@@ -28,10 +28,10 @@ type Store interface {
 	SeeWorker(ctx context.Context, w fleet.Worker, now time.Time) error
 	Workers(ctx context.Context, limit int) ([]store.WorkerRecord, error)
 	EnqueueJobs(ctx context.Context, scanID int64, jobs []store.NewJob) error
-	LeaseJobs(ctx context.Context, w fleet.Worker, max int, now time.Time, ttl time.Duration) ([]fleet.Lease, error)
-	RenewLeases(ctx context.Context, workerID string, ids []string, now time.Time, ttl time.Duration) (renewed, lost []string, err error)
+	LeaseJobs(ctx context.Context, w fleet.Worker, max int, now time.Time, ttl time.Duration) ([]fleet.Lease, []fleet.QueueKey, error)
+	RenewLeases(ctx context.Context, workerID string, ids []string, now time.Time, ttl time.Duration) (renewed, lost []string, requeued []fleet.QueueKey, err error)
 	CompleteJob(ctx context.Context, req fleet.ResultRequest, now time.Time) (store.JobOutcome, error)
-	ReleaseJob(ctx context.Context, workerID, leaseID string, now time.Time) error
+	ReleaseJob(ctx context.Context, workerID, leaseID string, now time.Time) (fleet.QueueKey, error)
 	ExpireLeases(ctx context.Context, now time.Time) (store.Expired, error)
 	ScanJobs(ctx context.Context, scanID int64) (store.JobCounts, error)
 	QueueStats(ctx context.Context) (store.QueueStats, error)
@@ -71,11 +71,23 @@ type Dispatcher struct {
 	hooks Hooks
 	now   func() time.Time
 
-	mu      sync.Mutex
-	changed chan struct{} // closed (and replaced) at every change of the queue or fleet
+	mu sync.Mutex
+	// changed is closed (and replaced) at every change of the queue or
+	// fleet, for the few that wait on any (a scan's Wait, Group).
+	changed chan struct{}
+	// pollers are the long polls waiting for a job: a change of the queue
+	// wakes only those that could take it (wake).
+	pollers map[*poller]struct{}
 	closed  chan struct{}
 	stats   Stats
 	once    sync.Once
+}
+
+// poller is one long poll waiting for jobs.
+type poller struct {
+	w    fleet.Worker
+	free int           // jobs it asks for
+	wake chan struct{} // one buffered wake-up
 }
 
 // New returns a dispatcher over st.
@@ -90,7 +102,7 @@ func New(st Store, cfg Config) *Dispatcher {
 		cfg.Now = time.Now
 	}
 	return &Dispatcher{st: st, ttl: cfg.LeaseTTL, log: cfg.Logger, hooks: cfg.Hooks, now: cfg.Now,
-		changed: make(chan struct{}), closed: make(chan struct{})}
+		changed: make(chan struct{}), closed: make(chan struct{}), pollers: map[*poller]struct{}{}}
 }
 
 // LeaseTTL is the lease time to live.
@@ -106,6 +118,38 @@ func (d *Dispatcher) notify() {
 	close(d.changed)
 	d.changed = make(chan struct{})
 	d.mu.Unlock()
+}
+
+// wake wakes the long polls that could take a queued job of one of keys
+// (fleet.CanTake), and no other: a hundred idle workers of another runtime,
+// or with no room, sleep through it.
+func (d *Dispatcher) wake(keys ...fleet.QueueKey) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for p := range d.pollers {
+		for _, k := range keys {
+			if fleet.CanTake(k, p.w, p.free) {
+				select {
+				case p.wake <- struct{}{}:
+				default: // already woken
+				}
+				break
+			}
+		}
+	}
+}
+
+// addPoller registers a long poll until the returned func is called.
+func (d *Dispatcher) addPoller(w fleet.Worker, free int) (*poller, func()) {
+	p := &poller{w: w, free: free, wake: make(chan struct{}, 1)}
+	d.mu.Lock()
+	d.pollers[p] = struct{}{}
+	d.mu.Unlock()
+	return p, func() {
+		d.mu.Lock()
+		delete(d.pollers, p)
+		d.mu.Unlock()
+	}
 }
 
 // watch returns the channel the next change closes.
@@ -179,16 +223,22 @@ func (d *Dispatcher) Lease(ctx context.Context, req fleet.LeaseRequest) (fleet.L
 	wait := min(max(time.Duration(req.WaitS*float64(time.Second)), 0), fleet.MaxWait)
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
+	// Registered before the first query, so that no wake-up is missed.
+	p, done := d.addPoller(req.Worker, req.Max)
+	defer done()
 	for {
-		changed := d.watch()
 		select {
 		case <-d.closed:
 			return fleet.LeaseResponse{}, ErrClosed
 		default:
 		}
-		leases, err := d.st.LeaseJobs(ctx, req.Worker, req.Max, d.now(), d.ttl)
+		leases, requeued, err := d.st.LeaseJobs(ctx, req.Worker, req.Max, d.now(), d.ttl)
 		if err != nil {
 			return fleet.LeaseResponse{}, err
+		}
+		if len(requeued) > 0 {
+			d.notify()
+			d.wake(requeued...)
 		}
 		if len(leases) > 0 {
 			for _, l := range leases {
@@ -199,7 +249,7 @@ func (d *Dispatcher) Lease(ctx context.Context, req fleet.LeaseRequest) (fleet.L
 			return fleet.LeaseResponse{Leases: leases}, nil
 		}
 		select {
-		case <-changed:
+		case <-p.wake:
 		case <-timer.C:
 			return fleet.LeaseResponse{Leases: []fleet.Lease{}}, nil
 		case <-ctx.Done():
@@ -216,9 +266,13 @@ func (d *Dispatcher) Heartbeat(ctx context.Context, req fleet.HeartbeatRequest) 
 		return fleet.HeartbeatResponse{}, fmt.Errorf("%w: heartbeat of %q with %d leases", ErrBadRequest, req.WorkerID, len(req.Leases))
 	}
 	now := d.now()
-	renewed, lost, err := d.st.RenewLeases(ctx, req.WorkerID, req.Leases, now, d.ttl)
+	renewed, lost, requeued, err := d.st.RenewLeases(ctx, req.WorkerID, req.Leases, now, d.ttl)
 	if err != nil {
 		return fleet.HeartbeatResponse{}, err
+	}
+	if len(requeued) > 0 {
+		d.notify()
+		d.wake(requeued...)
 	}
 	if len(lost) > 0 {
 		d.log.Warn("heartbeat for lost leases", "worker_id", req.WorkerID, "lost", len(lost))
@@ -258,10 +312,12 @@ func (d *Dispatcher) Release(ctx context.Context, req fleet.ReleaseRequest) erro
 	if err := compat.CheckLabel("reason", req.Reason, maxReason); err != nil {
 		return fmt.Errorf("%w: release: %v", ErrBadRequest, err)
 	}
-	if err := d.st.ReleaseJob(ctx, req.WorkerID, req.LeaseID, d.now()); err != nil {
+	key, err := d.st.ReleaseJob(ctx, req.WorkerID, req.LeaseID, d.now())
+	if err != nil {
 		return err
 	}
 	d.log.Info("lease given back", "worker_id", req.WorkerID, "reason", req.Reason)
 	d.notify()
+	d.wake(key)
 	return nil
 }

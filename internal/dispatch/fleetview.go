@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
@@ -113,6 +114,7 @@ func (d *Dispatcher) sweep(ctx context.Context) {
 			}
 		}
 		d.notify()
+		d.wake(exp.Keys...)
 	}
 	st, err := d.Stats(ctx)
 	if err != nil {
@@ -172,6 +174,13 @@ func (d *Dispatcher) Enqueue(ctx context.Context, scanID int64, jobs []store.New
 		return err
 	}
 	d.notify()
+	var keys []fleet.QueueKey
+	for _, j := range jobs {
+		if k := (fleet.QueueKey{Target: j.Job.Target, RuntimeKey: j.RuntimeKey}); !slices.Contains(keys, k) {
+			keys = append(keys, k)
+		}
+	}
+	d.wake(keys...)
 	return nil
 }
 

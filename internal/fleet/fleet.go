@@ -108,6 +108,21 @@ func Matches(jobTarget compat.Target, jobRuntimeKey string, w Worker) bool {
 	return jobTarget == w.Target && jobRuntimeKey == w.Runtime.Key()
 }
 
+// QueueKey is what a queued job asks of the worker that takes it: its
+// target and runtime. (With sharded probes it will name the chips it
+// needs too; CanTake is the one place that judges it.)
+type QueueKey struct {
+	Target     compat.Target
+	RuntimeKey string
+}
+
+// CanTake reports whether a worker polling with room for free more jobs
+// could take a queued job of k: the rule that decides which long polls a
+// change of the queue wakes (dispatch), as Matches decides the lease.
+func CanTake(k QueueKey, w Worker, free int) bool {
+	return free > 0 && Matches(k.Target, k.RuntimeKey, w)
+}
+
 // ErrBadResult is wrapped by CheckResult's refusals (400: the lease stays).
 var ErrBadResult = errors.New("invalid result")
 

@@ -128,6 +128,25 @@ func TestMatches(t *testing.T) {
 	}
 }
 
+func TestCanTake(t *testing.T) {
+	w := Worker{Target: "tpu", Runtime: rtA, Devices: 4}
+	for _, tc := range []struct {
+		key  QueueKey
+		free int
+		want bool
+	}{
+		{QueueKey{"tpu", rtA.Key()}, 1, true},
+		{QueueKey{"tpu", rtA.Key()}, 4, true},
+		{QueueKey{"tpu", rtA.Key()}, 0, false}, // no room
+		{QueueKey{"tpu", rtB.Key()}, 4, false}, // another runtime
+		{QueueKey{"cpu", rtA.Key()}, 4, false}, // another target
+	} {
+		if got := CanTake(tc.key, w, tc.free); got != tc.want {
+			t.Errorf("CanTake(%v, free %d) = %v, want %v", tc.key, tc.free, got, tc.want)
+		}
+	}
+}
+
 func TestCheckResult(t *testing.T) {
 	job := Job{ModelID: "org/m", Revision: "abc", Target: "tpu", Mode: "full", Previous: compat.StatusPass, TimeoutS: 1200}
 	first := job
