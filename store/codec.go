@@ -290,10 +290,14 @@ func scanScan(row scanRow) (Scan, error) {
 		finished sql.NullInt64
 		busy     sql.NullFloat64
 		runtime  string
+		stalled  sql.NullInt64
 	)
 	if err := row.Scan(&s.ID, &s.Trigger, &status, &s.Target, &s.Params, &started, &finished,
-		&s.Planned, &s.Done, &s.Probed, &s.Unchanged, &s.Error, &busy, &runtime); err != nil {
+		&s.Planned, &s.Done, &s.Probed, &s.Unchanged, &s.Error, &busy, &runtime, &stalled, &s.FleetNote); err != nil {
 		return s, err
+	}
+	if stalled.Valid {
+		s.StalledSince = compat.Ptr(fromNano(stalled.Int64))
 	}
 	s.Status = ScanStatus(status)
 	s.StartedAt = fromNano(started)

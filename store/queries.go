@@ -157,7 +157,8 @@ RETURNING id`
 
 // Scans.
 const (
-	scanCols     = `id, triggered_by, status, target, params, started_at, finished_at, planned, done, probed, unchanged, error, device_busy, runtime`
+	scanCols = `id, triggered_by, status, target, params, started_at, finished_at, planned, done, probed, unchanged, error, device_busy, runtime,
+	stalled_since, fleet_note`
 	sqlStartScan = `INSERT INTO scans (triggered_by, status, target, params, started_at, planned, done, probed, unchanged, runtime)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`
 	sqlScanProgress    = `UPDATE scans SET planned = ?, done = ?, probed = ?, unchanged = ? WHERE id = ?`
@@ -165,7 +166,7 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`
 	sqlGetScan         = `SELECT ` + scanCols + ` FROM scans WHERE id = ?`
 	sqlListScans       = `SELECT ` + scanCols + ` FROM scans ORDER BY id DESC LIMIT ?`
 	sqlMarkInterrupted = `UPDATE scans SET status = 'interrupted', finished_at = ? WHERE id = ? AND status = 'running'`
-	sqlScanOwner       = `UPDATE scans SET owner = ? WHERE id = ?`
+	sqlScanOwner       = `UPDATE scans SET owner = ?, owner_seen = ? WHERE id = ?`
 )
 
 // Summary and failures.

@@ -12,12 +12,15 @@ import (
 func TestNothingToDoLeavesTheChangeTime(t *testing.T) {
 	ctx := context.Background()
 	s, scanID := queueFixture(t, 2, "")
-	// The fixture's scan belongs to a process on another host: it is no
-	// orphan (its jobs stay queued), and nothing is leased yet.
-	if _, err := s.w.ExecContext(ctx, sqlScanOwner, "other-host.example:1234", scanID); err != nil {
-		t.Fatal(err)
-	}
+	// The fixture's scan belongs to a live process on another host, which
+	// renews it: it is no orphan (its jobs stay queued), and nothing is
+	// leased yet.
 	clock := wt0
+	renew := func() {
+		if _, err := s.w.ExecContext(ctx, sqlScanOwner, "other-host.example:1234:b:i", unixNano(clock), scanID); err != nil {
+			t.Fatal(err)
+		}
+	}
 	s.SetClock(func() time.Time { return clock })
 	calls := []struct {
 		name string
@@ -36,6 +39,7 @@ func TestNothingToDoLeavesTheChangeTime(t *testing.T) {
 			t.Fatal(err)
 		}
 		clock = clock.Add(time.Minute)
+		renew()
 		if n, err := c.call(); err != nil || n != 0 {
 			t.Fatalf("%s: did %d, %v; want nothing", c.name, n, err)
 		}

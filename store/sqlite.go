@@ -118,6 +118,7 @@ type SQLite struct {
 	// roDSN opens the file read-only; set by OpenReadOnly, whose store
 	// has no writer.
 	roDSN string
+	me    Owner // the owner of the scans this process starts (owner.go)
 	now   func() time.Time
 }
 
@@ -140,7 +141,7 @@ func Open(ctx context.Context, path string) (*SQLite, error) {
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxLifetime(0)
 	w.SetConnMaxIdleTime(0)
-	s := &SQLite{path: path, now: time.Now}
+	s := &SQLite{path: path, now: time.Now, me: processOwner}
 	s.w = writer{DB: w, s: s}
 	if err := w.PingContext(ctx); err == nil { // the file exists now: remember which it is
 		s.id, err = statID(path)

@@ -494,6 +494,7 @@ func TestScans(t *testing.T) {
 		t.Errorf("GetScan:\n got %s\nwant %s", g, w)
 	}
 	now = at(9)
+	s.Restart() // b's process is gone: this is the next one
 	n, err := s.MarkInterrupted(ctx)
 	if err != nil || n != 1 {
 		t.Fatalf("MarkInterrupted = %d, %v; want 1", n, err)

@@ -26,8 +26,9 @@ type WorkerRecord struct {
 	fleet.Worker
 	FirstSeen time.Time
 	LastSeen  time.Time
-	JobsDone  int // results accepted from it
-	Busy      int // leases it holds now
+	Left      time.Time // when it said it was leaving; zero while it works
+	JobsDone  int       // results accepted from it
+	Busy      int       // leases it holds now
 }
 
 // NewJob is one probe a scan queues.
@@ -159,7 +160,8 @@ func (s *SQLite) Workers(ctx context.Context, limit int) ([]WorkerRecord, error)
 		var w WorkerRecord
 		var target, rt string
 		var mem, first, last int64
-		if err := rows.Scan(&w.ID, &w.Host, &w.Version, &target, &rt, &w.Devices, &mem, &first, &last,
+		var left sql.NullInt64
+		if err := rows.Scan(&w.ID, &w.Host, &w.Version, &target, &rt, &w.Devices, &mem, &first, &last, &left,
 			&w.JobsDone, &w.Busy); err != nil {
 			return nil, fmt.Errorf("store: workers: %w", err)
 		}
@@ -167,7 +169,7 @@ func (s *SQLite) Workers(ctx context.Context, limit int) ([]WorkerRecord, error)
 			return nil, fmt.Errorf("store: workers: %s runtime: %w", w.ID, err)
 		}
 		w.Target, w.MemoryBytes = compat.Target(target), uint64(max(mem, 0))
-		w.FirstSeen, w.LastSeen = fromNano(first), fromNano(last)
+		w.FirstSeen, w.LastSeen, w.Left = fromNano(first), fromNano(last), fromNullTime(left)
 		out = append(out, w)
 	}
 	if err := rows.Err(); err != nil {
@@ -176,8 +178,11 @@ func (s *SQLite) Workers(ctx context.Context, limit int) ([]WorkerRecord, error)
 	return out, nil
 }
 
-// EnqueueJobs queues jobs of scan scanID (each model once per scan). The
-// error wraps ErrInvalid for a job without a concrete target or a model.
+// EnqueueJobs queues jobs of scan scanID (each model once per scan). A job
+// whose probe a worker still runs for an ended scan (a deadline withdrew
+// the rest) is not queued again: the scan adopts that job (fleet.Adopts),
+// so the probe's result is recorded once, for it. The error wraps
+// ErrInvalid for a job without a concrete target or a model.
 func (s *SQLite) EnqueueJobs(ctx context.Context, scanID int64, jobs []NewJob) error {
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
@@ -192,6 +197,11 @@ func (s *SQLite) EnqueueJobs(ctx context.Context, scanID int64, jobs []NewJob) e
 		id, err := resolveModel(ctx, tx, j.Job.ModelID)
 		if err != nil {
 			return fmt.Errorf("store: enqueue: %w", err)
+		}
+		if adopted, err := adopt(ctx, tx, scanID, id, j); err != nil {
+			return fmt.Errorf("store: enqueue %s: %w", j.Job.ModelID, err)
+		} else if adopted {
+			continue
 		}
 		spec, err := jsonText(j.Job)
 		if err != nil {
@@ -357,8 +367,10 @@ func (s *SQLite) recordJobResult(ctx context.Context, tx *sql.Tx, j jobRow, out 
 }
 
 // ReleaseJob gives a current lease of workerID back: the job is queued
-// again at once (not a lost lease); it returns the job's queue key. The
-// error wraps fleet.ErrLeaseNotCurrent for any other lease.
+// again at once (not a lost lease), unless its scan ended (then it is
+// cancelled, fleet.Settle); it returns the key of the queue it went back
+// to (zero for none). The error wraps fleet.ErrLeaseNotCurrent for any
+// other lease.
 func (s *SQLite) ReleaseJob(ctx context.Context, workerID, leaseID string, now time.Time) (fleet.QueueKey, error) {
 	var key fleet.QueueKey
 	err := s.inTx(ctx, func(tx *sql.Tx) (bool, error) {
@@ -371,7 +383,12 @@ func (s *SQLite) ReleaseJob(ctx context.Context, workerID, leaseID string, now t
 		if j.st, err = fleet.Release(j.st, leaseID, now); err != nil {
 			return false, err
 		}
-		key = j.key()
+		if err := settle(ctx, tx, &j); err != nil {
+			return false, err
+		}
+		if j.st.State == fleet.Queued {
+			key = j.key()
+		}
 		return true, j.save(ctx, tx, now)
 	})
 	if err != nil {
@@ -409,10 +426,16 @@ func (s *SQLite) expire(ctx context.Context, tx *sql.Tx, now time.Time) (Expired
 		if j.st, expired = fleet.Expire(j.st, now); !expired {
 			continue
 		}
+		if err := settle(ctx, tx, &j); err != nil {
+			return out, err
+		}
 		if err := j.save(ctx, tx, now); err != nil {
 			return out, err
 		}
-		if j.st.State != fleet.Failed {
+		switch j.st.State {
+		case fleet.Cancelled: // its scan ended: not queued again
+			continue
+		case fleet.Queued:
 			out.Requeued++
 			if k := j.key(); !slices.Contains(out.Keys, k) {
 				out.Keys = append(out.Keys, k)
@@ -447,6 +470,7 @@ func (s *SQLite) lostResult(ctx context.Context, tx *sql.Tx, j jobRow, now time.
 	if err := json.Unmarshal([]byte(rtText), &rt); err != nil {
 		return compat.Result{}, fmt.Errorf("scan %d runtime: %w", j.scanID, err)
 	}
+	rt = jobRuntime(rt, j.runtimeKey)
 	return compat.Result{
 		Target: j.spec.Target, Status: compat.StatusError, FailureClass: compat.Ptr(compat.ClassOther),
 		Message: compat.Ptr(fleet.LostMessage(j.st.Lost, j.lastWorker)), Mode: compat.Ptr(j.spec.Mode),
@@ -524,20 +548,6 @@ func (s *SQLite) QueueStats(ctx context.Context) (QueueStats, error) {
 		return st, fmt.Errorf("store: queue stats: %w", err)
 	}
 	return st, nil
-}
-
-// CancelJobs ends the open jobs of scan scanID without results, and
-// returns how many.
-func (s *SQLite) CancelJobs(ctx context.Context, scanID int64) (int, error) {
-	res, err := s.w.ExecContext(ctx, sqlCancelJobs, unixNano(s.now()), scanID)
-	if err != nil {
-		return 0, fmt.Errorf("store: cancel jobs: %w", err)
-	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return 0, fmt.Errorf("store: cancel jobs: %w", err)
-	}
-	return int(n), nil
 }
 
 // queryJobs reads the jobs a query selects.

@@ -317,7 +317,7 @@ func TestStartUpResumesOrCancelsQueuedScans(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, id := range []int64{queued, plain} {
-		if _, err := s.w.ExecContext(ctx, sqlScanOwner, deadOwner, id); err != nil {
+		if _, err := s.w.ExecContext(ctx, sqlScanOwner, deadOwner, unixNano(wt0), id); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -332,7 +332,7 @@ func TestStartUpResumesOrCancelsQueuedScans(t *testing.T) {
 		t.Errorf("the resumed scan is %s", sc.Status)
 	}
 	// The same database, restarted again without workers.
-	if _, err := s.w.ExecContext(ctx, sqlScanOwner, deadOwner, queued); err != nil {
+	if _, err := s.w.ExecContext(ctx, sqlScanOwner, deadOwner, unixNano(wt0), queued); err != nil {
 		t.Fatal(err)
 	}
 	if n, err := s.CancelOrphanJobs(ctx); err != nil || n != 2 {

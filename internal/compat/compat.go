@@ -9,6 +9,7 @@ package compat
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/readiness"
@@ -251,6 +252,17 @@ type Runtime struct {
 // retested: a change in any of these versions invalidates a result.
 func (r Runtime) Key() string {
 	return r.Torch + "|" + r.TorchTPU + "|" + r.Transformers + "|" + r.Harness
+}
+
+// RuntimeOfKey is the runtime a Key names (its versions only: the device
+// and the other fields are not in the key); false for a string that is not
+// a key. Versions never hold "|" (Runtime.Validate), so this reverses Key.
+func RuntimeOfKey(key string) (Runtime, bool) {
+	f := strings.Split(key, "|")
+	if len(f) != 4 {
+		return Runtime{}, false
+	}
+	return Runtime{Torch: f[0], TorchTPU: f[1], Transformers: f[2], Harness: f[3]}, true
 }
 
 // Metrics are the measurements of a probe. Every field is nil unless it was

@@ -192,3 +192,16 @@ func TestClean(t *testing.T) {
 		t.Error("Clean touched a figure or the runtime")
 	}
 }
+
+func TestRuntimeOfKey(t *testing.T) {
+	rt := good().Runtime
+	got, ok := RuntimeOfKey(rt.Key())
+	if !ok || got.Key() != rt.Key() || got.Torch != rt.Torch || got.Harness != rt.Harness || got.Device != "" {
+		t.Errorf("RuntimeOfKey(%q) = %+v, %v", rt.Key(), got, ok)
+	}
+	for _, bad := range []string{"", "a|b", "a|b|c|d|e"} {
+		if _, ok := RuntimeOfKey(bad); ok {
+			t.Errorf("RuntimeOfKey(%q) accepted", bad)
+		}
+	}
+}

@@ -35,7 +35,11 @@ type Store interface {
 	ExpireLeases(ctx context.Context, now time.Time) (store.Expired, error)
 	ScanJobs(ctx context.Context, scanID int64) (store.JobCounts, error)
 	QueueStats(ctx context.Context) (store.QueueStats, error)
-	CancelJobs(ctx context.Context, scanID int64) (int, error)
+	WithdrawJobs(ctx context.Context, scanID int64) (int, error)
+	ScanQueueKeys(ctx context.Context, scanID int64) ([]fleet.QueueKey, error)
+	SetScanStall(ctx context.Context, scanID int64, since *time.Time, note string) error
+	ReplanJobs(ctx context.Context, scanID int64, target compat.Target, rt compat.Runtime, budget int64, note string) (int, error)
+	LeaveWorker(ctx context.Context, id string, now time.Time) error
 }
 
 var _ Store = (*store.SQLite)(nil)
@@ -307,6 +311,21 @@ func (d *Dispatcher) Result(ctx context.Context, req fleet.ResultRequest) error 
 	return nil
 }
 
+// Leave records that a worker is leaving (it stopped: a rollout, a
+// preemption): it is not live from now on. Its error wraps ErrBadRequest
+// for a worker id no worker sends, store.ErrNotFound for an unknown one.
+func (d *Dispatcher) Leave(ctx context.Context, req fleet.LeaveRequest) error {
+	if req.WorkerID == "" || compat.CheckLabel("worker_id", req.WorkerID, maxWorkerID) != nil {
+		return fmt.Errorf("%w: leave of worker %q", ErrBadRequest, req.WorkerID)
+	}
+	if err := d.st.LeaveWorker(ctx, req.WorkerID, d.now()); err != nil {
+		return err
+	}
+	d.log.Info("worker left", "worker_id", req.WorkerID)
+	d.notify()
+	return nil
+}
+
 // Release gives a lease back (the worker is stopping).
 func (d *Dispatcher) Release(ctx context.Context, req fleet.ReleaseRequest) error {
 	if err := compat.CheckLabel("reason", req.Reason, maxReason); err != nil {
@@ -318,6 +337,8 @@ func (d *Dispatcher) Release(ctx context.Context, req fleet.ReleaseRequest) erro
 	}
 	d.log.Info("lease given back", "worker_id", req.WorkerID, "reason", req.Reason)
 	d.notify()
-	d.wake(key)
+	if key != (fleet.QueueKey{}) { // else its scan ended: the job was cancelled
+		d.wake(key)
+	}
 	return nil
 }

@@ -142,7 +142,7 @@ func TestTheSweeperTakesLostLeasesBack(t *testing.T) {
 			t.Fatalf("lease %d: %+v %v", i, resp, err)
 		}
 	}
-	if err := f.d.Wait(ctx, f.scanID, nil); err != nil {
+	if err := f.d.Wait(ctx, f.scanID, time.Minute, nil); err != nil {
 		t.Fatal(err)
 	}
 	c, _ := f.st.ScanJobs(ctx, f.scanID)
@@ -170,7 +170,7 @@ func TestResultsDrainTheScan(t *testing.T) {
 	var mu sync.Mutex
 	waited := make(chan error, 1)
 	go func() {
-		waited <- f.d.Wait(ctx, f.scanID, func(c store.JobCounts) { mu.Lock(); seen = append(seen, c); mu.Unlock() })
+		waited <- f.d.Wait(ctx, f.scanID, time.Minute, func(c store.JobCounts) { mu.Lock(); seen = append(seen, c); mu.Unlock() })
 	}()
 	a := worker("a", 3)
 	resp, err := f.d.Lease(ctx, fleet.LeaseRequest{Worker: a, Max: 3, WaitS: 1})

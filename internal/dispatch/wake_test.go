@@ -102,13 +102,8 @@ func TestOnlyMatchingPollersWake(t *testing.T) {
 	if err := f.d.Enqueue(ctx, f.scanID, f.jobs[1:]); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case a := <-answers:
-		if a.id != "same" || a.leases != 1 || a.at.Sub(queued) > 5*time.Second {
-			t.Errorf("answer %+v: want the poller of the planned runtime, with the job, at once", a)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the matching poller was not woken")
+	if a := within(t, answers, 10*time.Second, "the matching poller to wake"); a.id != "same" || a.leases != 1 || a.at.Sub(queued) > 5*time.Second {
+		t.Errorf("answer %+v: want the poller of the planned runtime, with the job, at once", a)
 	}
 	time.Sleep(200 * time.Millisecond)
 	for _, id := range idle {
@@ -156,12 +151,19 @@ func TestAJobRequeuedByAnotherPollWakesItsTaker(t *testing.T) {
 	if _, err := f.d.Lease(ctx, fleet.LeaseRequest{Worker: other, Max: 1}); err != nil {
 		t.Fatal(err)
 	}
+	if n := within(t, taker, 10*time.Second, "the requeued job to wake its taker"); n != 1 || time.Since(start) > 5*time.Second {
+		t.Errorf("the taker got %d leases after %v", n, time.Since(start))
+	}
+}
+
+// within receives from c, failing the test when nothing comes within d.
+func within[T any](t *testing.T, c <-chan T, d time.Duration, what string) T {
+	t.Helper()
 	select {
-	case n := <-taker:
-		if n != 1 || time.Since(start) > 5*time.Second {
-			t.Errorf("the taker got %d leases after %v", n, time.Since(start))
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the job requeued by another poll did not wake the worker that can take it")
+	case v := <-c:
+		return v
+	case <-time.After(d):
+		t.Fatalf("timed out waiting for %s", what)
+		panic("unreachable")
 	}
 }

@@ -14,6 +14,9 @@ import (
 type Seen struct {
 	Worker
 	LastSeen time.Time
+	// Left is when it said it was leaving (SIGTERM: a rollout, a
+	// preemption); zero while it works.
+	Left time.Time
 }
 
 // Live reports whether a worker last seen at lastSeen still counts at now:
@@ -22,6 +25,28 @@ type Seen struct {
 // and two long polls means it is gone.
 func Live(lastSeen, now time.Time, ttl time.Duration) bool {
 	return now.Sub(lastSeen) <= max(ttl, 2*MaxWait)
+}
+
+// LiveAt reports whether the worker counts at now: it did not say it was
+// leaving, and it was heard from lately (Live).
+func (s Seen) LiveAt(now time.Time, ttl time.Duration) bool {
+	return s.Left.IsZero() && Live(s.LastSeen, now, ttl)
+}
+
+// Unserved returns the keys of queued jobs (each once, in order) that no
+// live worker of fleet can take at now (CanTake): what a rollout to
+// another runtime, or a fleet gone, leaves waiting.
+func Unserved(keys []QueueKey, fleet []Seen, now time.Time, ttl time.Duration) []QueueKey {
+	var out []QueueKey
+	for _, k := range keys {
+		if slices.Contains(out, k) || slices.ContainsFunc(fleet, func(s Seen) bool {
+			return s.LiveAt(now, ttl) && CanTake(k, s.Worker, max(s.Devices, 1))
+		}) {
+			continue
+		}
+		out = append(out, k)
+	}
+	return out
 }
 
 // HeartbeatInterval is how often a worker renews its leases: four chances
@@ -48,6 +73,10 @@ type Group struct {
 // ErrNoWorkers: no live worker can run a scan of the requested target.
 var ErrNoWorkers = errors.New("no live worker for this target")
 
+// ErrStalled: a scan's queued jobs matched no live worker (Unserved) for
+// longer than the scan waits for one.
+var ErrStalled = errors.New("no live worker could take the scan's queued jobs")
+
 // PlanGroup chooses the runtime a scan plans against: among the live
 // workers of the requested target (auto: tpu workers when any is live,
 // else cpu), the group of one target and runtime key with the most
@@ -59,7 +88,7 @@ func PlanGroup(fleet []Seen, target compat.Target, now time.Time, ttl time.Durat
 	var order []string
 	newest := map[string]time.Time{}
 	for _, w := range fleet {
-		if _, err := compat.ParseResultTarget(string(w.Target)); err != nil || !Live(w.LastSeen, now, ttl) {
+		if _, err := compat.ParseResultTarget(string(w.Target)); err != nil || !w.LiveAt(now, ttl) {
 			continue
 		}
 		key := string(w.Target) + "|" + w.Runtime.Key()

@@ -53,7 +53,9 @@ type Service struct {
 	LockPoll time.Duration
 	waiting  bool    // a scan waits for another process's to end
 	resume   []int64 // scans left to their queued jobs by an earlier process
-	foreign  foreignCheck
+	// resumed signals Run that Resume added scans (buffered, one).
+	resumed chan struct{}
+	foreign foreignCheck
 	// after is the timer of retryLater's wait (time.After; tests replace it).
 	after func(time.Duration) <-chan time.Time
 	done  chan struct{}
@@ -89,7 +91,8 @@ func NewService(s *Scanner, defaults Options, log *slog.Logger) *Service {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Service{scanner: s, defaults: defaults, log: log, queue: make(chan string, 1), done: make(chan struct{}), after: time.After}
+	return &Service{scanner: s, defaults: defaults, log: log, queue: make(chan string, 1), done: make(chan struct{}), after: time.After,
+		resumed: make(chan struct{}, 1)}
 }
 
 // hooks are the service's observers of the scans it runs: it follows the
@@ -174,13 +177,21 @@ func (s *Service) retryLater(ctx context.Context, cause error) {
 	}()
 }
 
-// Resume hands the service scans that an earlier server process left to
-// their queued jobs (store.ResumeScans): Run waits for them to drain, and
-// finishes their records, before it runs any new scan.
+// Resume hands the service scans that another server process left to
+// their queued jobs (store.ResumeScans: one that stopped, or fell silent):
+// Run waits for them to drain, and finishes their records, before it runs
+// any new scan; handed while Run runs, after the scan in flight.
 func (s *Service) Resume(ids []int64) {
+	if len(ids) == 0 {
+		return
+	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.resume = append(s.resume, ids...)
+	s.mu.Unlock()
+	select {
+	case s.resumed <- struct{}{}:
+	default: // Run will see them
+	}
 }
 
 // resumeAll finishes the scans handed to Resume, one at a time.
@@ -201,7 +212,7 @@ func (s *Service) resumeAll(ctx context.Context) {
 		s.state.Running = false
 		s.mu.Unlock()
 		if err != nil {
-			s.log.Error("resumed scan failed", "scan_id", id, "err", err)
+			s.logEnd(ctx, "resumed scan", sc, err)
 			continue
 		}
 		s.log.Info("resumed scan finished", "scan_id", sc.ID, "models", sc.Planned, "probed", sc.Probed)
@@ -258,6 +269,8 @@ func (s *Service) Run(ctx context.Context) {
 			return
 		case trigger := <-s.queue:
 			s.runOne(ctx, trigger)
+		case <-s.resumed:
+			s.resumeAll(ctx)
 		}
 	}
 }
@@ -286,7 +299,7 @@ func (s *Service) runOne(ctx context.Context, trigger string) {
 	}
 	s.mu.Unlock()
 	if err != nil {
-		s.log.Error("scan failed", "scan_id", sc.ID, "trigger", trigger, "err", err)
+		s.logEnd(ctx, "scan", sc, err, "trigger", trigger)
 		if (errors.Is(err, ErrHub) || errors.Is(err, fleet.ErrNoWorkers)) && ctx.Err() == nil {
 			s.retryLater(ctx, err)
 		}
@@ -296,6 +309,22 @@ func (s *Service) runOne(ctx context.Context, trigger string) {
 	s.retryIn = 0
 	s.mu.Unlock()
 	s.log.Info("scan finished", "scan_id", sc.ID, "trigger", trigger, "models", sc.Planned, "probed", sc.Probed, "unchanged", sc.Unchanged)
+}
+
+// logEnd logs a scan (what: "scan", "resumed scan") that ended with err:
+// stopped by a shutdown (the service's ctx ended) it was interrupted, not
+// failed (Info); past its deadline or stalled it was interrupted (Warn);
+// anything else failed (Error).
+func (s *Service) logEnd(ctx context.Context, what string, sc store.Scan, err error, kv ...any) {
+	kv = append([]any{"scan_id", sc.ID, "status", sc.Status, "err", err}, kv...)
+	switch {
+	case ctx.Err() != nil && errors.Is(err, context.Canceled):
+		s.log.Info(what+" interrupted by shutdown", kv...)
+	case errors.Is(err, ErrScanTimeout) || errors.Is(err, fleet.ErrStalled):
+		s.log.Warn(what+" interrupted", kv...)
+	default:
+		s.log.Error(what+" failed", kv...)
+	}
 }
 
 // runWhenFree runs a scan, first waiting (polling every LockPoll) while
