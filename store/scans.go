@@ -169,6 +169,7 @@ type orphan struct {
 	id       int64
 	owner    string // as recorded
 	openJobs int    // its jobs still queued or leased
+	jobs     int    // its jobs, whatever their state
 }
 
 // orphanScans lists the running scans whose process is gone (ownerGone).
@@ -183,7 +184,7 @@ func (s *SQLite) orphanScans(ctx context.Context, tx *sql.Tx) ([]orphan, error) 
 	for rows.Next() {
 		var o orphan
 		var seen int64
-		if err := rows.Scan(&o.id, &o.owner, &seen, &o.openJobs); err != nil {
+		if err := rows.Scan(&o.id, &o.owner, &seen, &o.openJobs, &o.jobs); err != nil {
 			return nil, err
 		}
 		if ownerGone(o.owner, fromNano(seen), now, s.me) {
@@ -193,11 +194,13 @@ func (s *SQLite) orphanScans(ctx context.Context, tx *sql.Tx) ([]orphan, error) 
 	return out, rows.Err()
 }
 
-// ResumeScans takes over the running scans whose process is gone while
-// their jobs are still queued or leased (a server of `--dispatch workers`
-// restarted mid-scan): it records this process as their owner and returns
-// their ids, oldest first, for the caller to wait until their queues
-// drain. Call it at start-up, before MarkInterrupted.
+// ResumeScans takes over the running scans whose process is gone after
+// they queued jobs for workers (a server of `--dispatch workers` restarted
+// mid-scan, or replaced under another host name): it records this process
+// as their owner and returns their ids, oldest first, for the caller to
+// wait until their queues drain and finish their records. A scan whose
+// jobs the workers all finished while it had no owner is taken over too:
+// it ends done, not interrupted. Call it before MarkInterrupted.
 func (s *SQLite) ResumeScans(ctx context.Context) ([]int64, error) {
 	var ids []int64
 	err := s.inTx(ctx, func(tx *sql.Tx) (bool, error) {
@@ -206,7 +209,7 @@ func (s *SQLite) ResumeScans(ctx context.Context) ([]int64, error) {
 			return false, err
 		}
 		for _, o := range orphans {
-			if o.openJobs == 0 {
+			if o.jobs == 0 {
 				continue
 			}
 			// Only if nobody adopted it meanwhile (another server on this

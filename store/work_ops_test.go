@@ -213,3 +213,28 @@ func TestALeavingWorkerIsNotLive(t *testing.T) {
 		t.Errorf("a worker polling again is still marked left: %+v", ws[0])
 	}
 }
+
+// TestAScanWhoseJobsFinishedWithoutAnOwnerIsResumed: the workers finished a
+// scan's every job while its server was gone (they served through the next
+// server before it could adopt the scan): the next server still takes the
+// scan over, so that it ends done, not interrupted.
+func TestAScanWhoseJobsFinishedWithoutAnOwnerIsResumed(t *testing.T) {
+	ctx := context.Background()
+	s, scanID := queueFixture(t, 1, "")
+	l, _, _ := s.LeaseJobs(ctx, worker("a", wrtA), 1, wt0, wttl)
+	done := resultFor(l[0], compat.StatusPass, wt0.Add(time.Second))
+	done.WorkerID = "a"
+	if _, err := s.CompleteJob(ctx, done, wt0.Add(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.w.ExecContext(ctx, sqlScanOwner, "old-pod:1:boot:instance", unixNano(wt0), scanID); err != nil {
+		t.Fatal(err)
+	}
+	ids, err := s.ResumeScans(ctx)
+	if err != nil || len(ids) != 1 || ids[0] != scanID {
+		t.Fatalf("resumed %v (%v), want [%d]", ids, err, scanID)
+	}
+	if n, _ := s.MarkInterrupted(ctx); n != 0 {
+		t.Errorf("marked %d interrupted: the adopted scan is this process's now", n)
+	}
+}

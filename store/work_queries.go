@@ -49,10 +49,12 @@ WHERE model_id = ? AND state = 'leased' AND scan_id <> ?2
 WHERE scan_id = ?4 AND target = ?5 AND state = 'queued' AND runtime_key <> ?1`
 	sqlReplanScan  = `UPDATE scans SET runtime = ?, stalled_since = NULL, fleet_note = ? WHERE id = ?`
 	sqlLeaveWorker = `UPDATE workers SET left_at = ? WHERE id = ?`
-	// sqlRunningScansJobs is every running scan with its owner and how
-	// many of its jobs are open.
+	// sqlRunningScansJobs is every running scan with its owner, its
+	// owner's last renewal, how many of its jobs are open and how many it
+	// has.
 	sqlRunningScansJobs = `SELECT s.id, s.owner, s.owner_seen,
-	(SELECT count(*) FROM jobs j WHERE j.scan_id = s.id AND j.state IN ('queued', 'leased'))
+	(SELECT count(*) FROM jobs j WHERE j.scan_id = s.id AND j.state IN ('queued', 'leased')),
+	(SELECT count(*) FROM jobs j WHERE j.scan_id = s.id)
 FROM scans s WHERE s.status = 'running'`
 	// sqlAdoptScan takes a running scan over from the owner found gone,
 	// unless someone else did meanwhile.
