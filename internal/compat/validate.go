@@ -58,14 +58,14 @@ const (
 
 // The ranges of the figures. Times are ≥ 0 and at most maxSeconds (the
 // longest any probe may run, with room); fractions are 0..1; an error
-// figure (a difference, a perplexity) may be any float32, the precision it
-// is measured in; every figure is finite.
+// figure (a difference, a perplexity) may be as large as the difference of
+// two float32s, the precision it is measured in; every figure is finite.
 const (
 	maxSeconds   = 1e7 // 115 days
 	maxRate      = 1e12
 	maxBytes     = 1 << 60
 	maxCount     = 1 << 53
-	maxFloat32   = math.MaxFloat32
+	maxError     = 2 * math.MaxFloat32
 	maxFLOPS     = 1e21
 	cosineSlack  = 1e-5 // a cosine computed in float32 may round past ±1
 	maxDevices   = 1 << 16
@@ -184,11 +184,11 @@ func (m Metrics) validate() error {
 	figures := []figure{
 		{"load_s", m.LoadS, 0, maxSeconds}, {"first_forward_s", m.FirstForwardS, 0, maxSeconds},
 		{"forward_ms", m.ForwardMS, 0, maxSeconds * 1e3}, {"compile_s", m.CompileS, 0, maxSeconds},
-		{"tokens_per_s", m.TokensPerS, 0, maxRate}, {"max_abs_diff", m.MaxAbsDiff, 0, maxFloat32},
+		{"tokens_per_s", m.TokensPerS, 0, maxRate}, {"max_abs_diff", m.MaxAbsDiff, 0, maxError},
 		{"top1_agreement", m.Top1Agreement, 0, 1}, {"mfu", m.MFU, 0, 1}, {"mbu", m.MBU, 0, 1},
 		{"compiled_step_ms", m.CompiledStepMS, 0, maxSeconds * 1e3}, {"ttft_ms", m.TTFTMS, 0, maxSeconds * 1e3},
-		{"perplexity", m.Perplexity, 0, maxFloat32}, {"tolerance", m.Tolerance, 0, maxFloat32},
-		{"rel_error", m.RelError, 0, maxFloat32},
+		{"perplexity", m.Perplexity, 0, maxError}, {"tolerance", m.Tolerance, 0, maxError},
+		{"rel_error", m.RelError, 0, maxError},
 		{"cosine_similarity", m.CosineSimilarity, -1 - cosineSlack, 1 + cosineSlack},
 		{"peak_mem_bytes", intFigure(m.PeakMemBytes), 0, maxBytes}, {"param_count", intFigure(m.ParamCount), 0, maxCount},
 	}
