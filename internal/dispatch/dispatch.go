@@ -1,9 +1,11 @@
 // Package dispatch is the server's side of the worker fleet (`scanner serve
 // --dispatch workers`): it answers the /api/v1/work/… requests (register,
-// lease with a long poll, heartbeat, result, release) from the durable
-// queue in the store, takes expired leases back on a timer, tells a scan
-// which runtime its workers run and when its queue is drained, and keeps
-// the fleet's figures for /metrics, /api/v1/workers and the site's notice.
+// lease with a long poll, heartbeat, result, release, leave) from the
+// durable queue in the store, wakes only the long polls a change of the
+// queue concerns, takes expired leases back on a timer, tells a scan which
+// runtime its workers run, when its queue is drained and when no live
+// worker can take it (a rollout), and keeps the fleet's figures for
+// /metrics, /api/v1/workers and the site's notice.
 //
 // The store decides nothing: every job transition is one of internal/fleet's
 // pure functions, applied in one transaction.
