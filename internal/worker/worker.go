@@ -172,9 +172,10 @@ func (w *Worker) Run(ctx context.Context) error {
 }
 
 // leave tells the server this worker is leaving, so that it is not planned
-// for while the server waits out its silence.
+// for while the server waits out its silence; within what is left of the
+// shutdown budget (w.final), so the worker still stops within it.
 func (w *Worker) leave() {
-	ctx, cancel := context.WithTimeout(context.Background(), fleet.ReleaseTimeout)
+	ctx, cancel := context.WithTimeout(w.final, fleet.ReleaseTimeout)
 	defer cancel()
 	if err := w.api.leave(ctx, w.cfg.ID); err != nil {
 		w.log.Warn("the server was not told this worker leaves; it notices its silence", "err", err)
