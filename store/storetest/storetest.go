@@ -3,9 +3,12 @@
 package storetest
 
 import (
+	"compress/gzip"
 	"context"
 	"fmt"
+	"io"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -186,4 +189,31 @@ func SeedResult(rng *rand.Rand, target compat.Target, at time.Time) compat.Resul
 		r.FailureClass = compat.Ptr(compat.ClassDeviceUnavail)
 	}
 	return r
+}
+
+// Unpack writes the gzip-compressed database file gz (a fixture in a
+// testdata folder) to a file in t.TempDir() and returns its path.
+func Unpack(t testing.TB, gz string) string {
+	t.Helper()
+	f, err := os.Open(gz)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "scanner.db")
+	out, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(out, zr); err != nil {
+		t.Fatal(err)
+	}
+	if err := out.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
