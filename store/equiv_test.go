@@ -716,6 +716,11 @@ func checkComparisons(t *testing.T, s *store.SQLite, r raw) {
 			if !reflect.DeepEqual(got, want) {
 				t.Errorf("compare %s → %s:\n got %s\nwant %s", base.Ref.Key(), head.Ref.Key(), jsonOf(got), jsonOf(want))
 			}
+			for _, limit := range []int{1, 4, 0} {
+				if got := pagedCompare(t, s, base.Ref, head.Ref, limit); !reflect.DeepEqual(got, want) {
+					t.Errorf("compare %s → %s in pages of %d:\n got %s\nwant %s", base.Ref.Key(), head.Ref.Key(), limit, jsonOf(got), jsonOf(want))
+				}
+			}
 		}
 	}
 }
@@ -732,6 +737,52 @@ func storeCompare(t *testing.T, s *store.SQLite, base, head compat.RuntimeRef) c
 		t.Fatal(err)
 	}
 	return compare.Compare(b, h)
+}
+
+// pagedCompare is the store's comparison of base and head read in pages
+// of limit models per list, each list followed to its end by its cursors.
+func pagedCompare(t *testing.T, s *store.SQLite, base, head compat.RuntimeRef, limit int) compare.Result {
+	t.Helper()
+	first, err := s.Compare(ctx, store.CompareQuery{Base: base, Head: head, Limit: limit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := first.Result
+	for kind, list := range map[compare.Kind]*[]compare.Item{compare.Fixed: &out.Fixed, compare.Regressed: &out.Regressed,
+		compare.New: &out.New, compare.StillFailing: &out.StillFailing} {
+		*list = slices.Clone(*list)
+		for pages, next := 0, first.Next[kind]; next != ""; pages++ {
+			if pages > first.Headline.Counts[kind] {
+				t.Fatalf("%s: more pages than models", kind)
+			}
+			p, err := s.Compare(ctx, store.CompareQuery{Base: base, Head: head, Limit: limit, Cursor: next})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(p.Headline, first.Headline) {
+				t.Errorf("%s: a later page's headline differs", kind)
+			}
+			for _, other := range compare.Listed {
+				if other != kind && (p.Next[other] != "" || len(listOf(p.Result, other)) > 0) {
+					t.Errorf("%s's next page has items or a cursor of %s", kind, other)
+				}
+			}
+			if len(listOf(p.Result, kind)) == 0 {
+				t.Fatalf("%s: an empty page behind a cursor", kind)
+			}
+			*list = append(*list, listOf(p.Result, kind)...)
+			next = p.Next[kind]
+		}
+		if got := len(*list); got != first.Headline.Counts[kind] {
+			t.Errorf("%s: %d items, its total says %d", kind, got, first.Headline.Counts[kind])
+		}
+	}
+	return out
+}
+
+func listOf(r compare.Result, k compare.Kind) []compare.Item {
+	return map[compare.Kind][]compare.Item{compare.Fixed: r.Fixed, compare.Regressed: r.Regressed, compare.New: r.New,
+		compare.StillFailing: r.StillFailing}[k]
 }
 
 func jsonOf(v any) string {

@@ -45,10 +45,14 @@ func (s *SQLite) UpsertModels(ctx context.Context, models []ModelUpsert) error {
 	}
 	defer tx.Rollback()
 	now := unixNano(s.now())
+	t := newTallier()
 	for _, m := range models {
-		if err := upsertModel(ctx, tx, m, now); err != nil {
+		if err := upsertModel(ctx, tx, t, m, now); err != nil {
 			return fmt.Errorf("store: upsert models: %s: %w", m.ID, err)
 		}
+	}
+	if err := t.flush(ctx, tx); err != nil {
+		return fmt.Errorf("store: upsert models: %w", err)
 	}
 	if err := s.touch(ctx, tx); err != nil {
 		return fmt.Errorf("store: upsert models: %w", err)
@@ -59,29 +63,82 @@ func (s *SQLite) UpsertModels(ctx context.Context, models []ModelUpsert) error {
 	return nil
 }
 
-func upsertModel(ctx context.Context, tx *sql.Tx, m ModelUpsert, now int64) error {
+// listedRow is what a listing sets of a models row.
+type listedRow struct {
+	task, library string
+	downloads     int64
+	likes         int64
+	gated         bool
+	sha           string
+	tags          sql.NullString
+	lastModified  sql.NullInt64
+}
+
+// upsertModel writes m unless its row holds the same already, and its
+// current rows' copies of downloads and likes; then m's aliases (merging
+// an alias that was a model of its own). The tallies follow: a model
+// whose results did not move (no merge) changes them by its downloads,
+// task and library alone, known without reading its results.
+func upsertModel(ctx context.Context, tx *sql.Tx, t *tallier, m ModelUpsert, now int64) error {
 	if m.ID == "" {
 		return fmt.Errorf("%w: model without id", ErrInvalid)
 	}
-	var tags sql.NullString
+	row := listedRow{task: m.Task, library: m.Library, downloads: m.Downloads, likes: m.Likes, gated: m.Gated,
+		sha: m.SHA, lastModified: nullTime(m.LastModified)}
 	if len(m.Tags) > 0 {
-		t, err := jsonText(m.Tags)
+		tags, err := jsonText(m.Tags)
 		if err != nil {
 			return err
 		}
-		tags = sql.NullString{String: t, Valid: true}
+		row.tags = sql.NullString{String: tags, Valid: true}
 	}
-	if _, err := tx.ExecContext(ctx, sqlUpsertModel, m.ID, orgOf(m.ID), m.Task, m.Library, m.Downloads, m.Likes,
-		m.Gated, m.SHA, tags, nullTime(m.LastModified), now, now); err != nil {
+	var old listedRow
+	err := tx.QueryRowContext(ctx, sqlListedRow, m.ID).Scan(&old.task, &old.library, &old.downloads, &old.likes,
+		&old.gated, &old.sha, &old.tags, &old.lastModified)
+	exists := err == nil
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return err
 	}
-	for _, t := range listTargets {
-		if _, err := tx.ExecContext(ctx, sqlEnsureCurrent, string(t), m.ID, m.Downloads, m.Likes); err != nil {
+	merging := false
+	for _, alias := range m.Aliases {
+		if alias == "" || strings.EqualFold(alias, m.ID) {
+			continue
+		}
+		var n int
+		if err := tx.QueryRowContext(ctx, sqlModelExists, alias).Scan(&n); err != nil {
+			return err
+		}
+		merging = merging || n > 0
+	}
+	changed := !exists || old != row
+	var before modelState
+	switch {
+	case merging:
+		if err := t.begin(ctx, tx, m.ID, nil); err != nil {
+			return err
+		}
+	case changed && exists:
+		if before, err = readModelState(ctx, tx, m.ID); err != nil {
+			return err
+		}
+		if err := t.begin(ctx, tx, m.ID, &before); err != nil {
+			return err
+		}
+	case changed:
+		if err := t.begin(ctx, tx, m.ID, &before); err != nil { // a new model: nothing before
 			return err
 		}
 	}
-	if _, err := tx.ExecContext(ctx, sqlRuntimeDownloads, m.ID, m.Downloads); err != nil {
-		return err
+	if changed {
+		if _, err := tx.ExecContext(ctx, sqlUpsertModel, m.ID, orgOf(m.ID), m.Task, m.Library, m.Downloads, m.Likes,
+			m.Gated, m.SHA, row.tags, row.lastModified, now, now); err != nil {
+			return err
+		}
+		for _, target := range listTargets {
+			if _, err := tx.ExecContext(ctx, sqlEnsureCurrent, string(target), m.ID, m.Downloads, m.Likes); err != nil {
+				return err
+			}
+		}
 	}
 	if _, err := tx.ExecContext(ctx, sqlDropAlias, m.ID); err != nil {
 		return err
@@ -95,7 +152,7 @@ func upsertModel(ctx context.Context, tx *sql.Tx, m ModelUpsert, now int64) erro
 			return err
 		}
 		if n > 0 {
-			if err := mergeModel(ctx, tx, alias, m.ID); err != nil {
+			if err := mergeModel(ctx, tx, t, alias, m.ID); err != nil {
 				return fmt.Errorf("merge %s: %w", alias, err)
 			}
 		}
@@ -103,11 +160,32 @@ func upsertModel(ctx context.Context, tx *sql.Tx, m ModelUpsert, now int64) erro
 			return err
 		}
 	}
+	switch {
+	case merging:
+		return t.end(ctx, tx, m.ID, nil)
+	case changed:
+		after := newModelState(m.Downloads, m.Task, m.Library)
+		if exists {
+			after = before.with(m.Downloads, m.Task, m.Library)
+			for _, target := range listTargets { // rows the listing just gave it
+				if _, ok := after.ranks[target]; !ok {
+					after.ranks[target] = statusRank(compat.StatusUntested)
+				}
+			}
+		}
+		return t.end(ctx, tx, m.ID, &after)
+	}
 	return nil
 }
 
 // mergeModel moves the history of model old to model into and deletes old.
-func mergeModel(ctx context.Context, tx *sql.Tx, old, into string) error {
+func mergeModel(ctx context.Context, tx *sql.Tx, t *tallier, old, into string) error {
+	if err := t.begin(ctx, tx, old, nil); err != nil {
+		return err
+	}
+	if err := addFit(ctx, tx, old, -1); err != nil {
+		return err
+	}
 	for _, q := range []string{sqlMergeResults, sqlMergeEvents, sqlMergeAliases} {
 		if _, err := tx.ExecContext(ctx, q, into, old); err != nil {
 			return err
@@ -119,7 +197,10 @@ func mergeModel(ctx context.Context, tx *sql.Tx, old, into string) error {
 	if err := rebuildCurrent(ctx, tx, into); err != nil {
 		return err
 	}
-	return rebuildRuntimeCurrent(ctx, tx, into)
+	if err := rebuildRuntimeCurrent(ctx, tx, into); err != nil {
+		return err
+	}
+	return t.end(ctx, tx, old, &modelState{}) // gone
 }
 
 // rebuildCurrent points a model's current rows at its newest results.

@@ -37,6 +37,8 @@ ON CONFLICT (id) DO UPDATE SET
 WHERE (task, library, downloads, likes, gated, sha, tags, last_modified)
 	IS NOT (excluded.task, excluded.library, excluded.downloads, excluded.likes, excluded.gated, excluded.sha, excluded.tags, excluded.last_modified)`
 	sqlModelExists = `SELECT count(*) FROM models WHERE id = ?`
+	// sqlListedRow is what a listing sets of a model's row.
+	sqlListedRow = `SELECT task, library, downloads, likes, gated, sha, tags, last_modified FROM models WHERE id = ?`
 	// sqlEnsureCurrent gives a model its row on a target, and keeps the
 	// row's copies of downloads and likes in step.
 	sqlEnsureCurrent = `INSERT INTO current (target, model_id, downloads, likes) VALUES (?, ?, ?, ?)
@@ -47,6 +49,14 @@ WHERE (downloads, likes) IS NOT (excluded.downloads, excluded.likes)`
 	sqlFillCurrent = `INSERT INTO current (target, model_id, downloads, likes)
 SELECT ?1, id, downloads, likes FROM models m
 WHERE NOT EXISTS (SELECT 1 FROM current c WHERE c.target = ?1 AND c.model_id = m.id)`
+	sqlCountModels = `SELECT count(*) FROM models`
+	// sqlTargetRows is how many current rows a target has.
+	sqlTargetRows = `SELECT count(*) FROM current WHERE target = ?`
+	// sqlDropStatusTallies and sqlCountStatusTallies count a target's
+	// current rows anew.
+	sqlDropStatusTallies  = `DELETE FROM status_tallies WHERE target = ?`
+	sqlCountStatusTallies = `INSERT INTO status_tallies (target, status_rank, models, downloads)
+SELECT target, status_rank, count(*), sum(downloads) FROM current WHERE target = ?1 GROUP BY status_rank`
 	// sqlDropAlias removes an alias that has become a model's own id.
 	sqlDropAlias   = `DELETE FROM model_aliases WHERE alias = ?`
 	sqlUpsertAlias = `INSERT INTO model_aliases (alias, model_id) VALUES (?, ?)
@@ -127,15 +137,11 @@ FROM ` + resultFrom + ` WHERE r.model_id = ? ORDER BY r.tested_at DESC, r.id DES
 	sqlHistoryTarget = `SELECT ` + resultCols + `
 FROM ` + resultFrom + ` WHERE r.model_id = ? AND r.target = ? ORDER BY r.tested_at DESC, r.id DESC LIMIT ?`
 
-	// sqlTaskTallies counts the models and sums their downloads per task
-	// (the pipeline tag, else the newest result's) and library, with
-	// whether they have a result and whether it refused their library.
-	sqlTaskTallies = `SELECT CASE WHEN m.task <> '' THEN m.task ELSE ifnull(r.task, '') END,
-m.library, r.id IS NOT NULL, ifnull(r.status = 'skipped' AND r.reason = 'unsupported_library', 0),
-count(*), ifnull(sum(m.downloads), 0)
-FROM current c JOIN models m ON m.id = c.model_id LEFT JOIN results r ON r.id = c.result_id
-WHERE c.target = ''
-GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4`
+	// sqlTaskTallies is the models and their downloads per task (the
+	// pipeline tag, else the newest result's) and library, with whether
+	// they have a result and whether it refused their library.
+	sqlTaskTallies = `SELECT task, library, tested, library_rejected, models, downloads FROM task_tallies
+WHERE models > 0 ORDER BY 1, 2, 3, 4`
 	// sqlLatestRuntime is the runtime of the newest result on a target
 	// ('' = any): the newest of the current ones.
 	sqlLatestRuntime = `SELECT r.runtime FROM current c JOIN results r ON r.id = c.result_id
@@ -169,8 +175,8 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`
 
 // Summary and failures.
 const (
-	// sqlStatusCounts counts models and sums downloads per status rank on a target.
-	sqlStatusCounts = `SELECT status_rank, count(*), sum(downloads) FROM current WHERE target = ? GROUP BY status_rank`
+	// sqlStatusCounts is the models and their downloads per status rank on a target.
+	sqlStatusCounts = `SELECT status_rank, models, downloads FROM status_tallies WHERE target = ? AND models > 0`
 	// sqlFailureGroups counts the models and sums the downloads per root
 	// cause on a target, most downloads first.
 	sqlFailureGroups = `SELECT fail_key, count(*), sum(downloads) FROM current

@@ -192,37 +192,62 @@ func (s *SQLite) migrate(ctx context.Context) error {
 	if have > len(ms) {
 		return fmt.Errorf("database schema version %d is newer than this binary's %d: run a newer scanner", have, len(ms))
 	}
-	return s.fillCurrent(ctx)
+	return s.settle(ctx)
 }
 
-// fillCurrent gives every model a current row on every target, so that a
-// target added to compat.Targets after models were stored lists them as
-// untested. It writes nothing when none is missing.
-func (s *SQLite) fillCurrent(ctx context.Context) error {
+// settle brings what the store keeps beside the rows in line with this
+// binary, writing only when something is missing: every model's current
+// row on every target (a target added to compat.Targets after models were
+// stored lists them as untested), and the kept comparisons of the
+// runtimes' order (a database just migrated has none).
+func (s *SQLite) settle(ctx context.Context) error {
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback()
-	var added int64
-	for _, t := range listTargets {
-		res, err := tx.ExecContext(ctx, sqlFillCurrent, string(t))
-		if err != nil {
-			return fmt.Errorf("fill current: %w", err)
-		}
-		n, err := res.RowsAffected()
-		if err != nil {
-			return fmt.Errorf("fill current: %w", err)
-		}
-		added += n
+	filled, err := fillCurrent(ctx, tx)
+	if err != nil {
+		return fmt.Errorf("fill current: %w", err)
 	}
-	if added == 0 {
+	built, err := settlePairs(ctx, tx)
+	if err != nil {
+		return err
+	}
+	if !filled && len(built) == 0 {
 		return nil
 	}
 	if err := s.touch(ctx, tx); err != nil {
 		return err
 	}
 	return tx.Commit()
+}
+
+// fillCurrent gives every model a row on each target that lacks some,
+// and counts that target's rows anew (its status tallies); it reports
+// whether it wrote. Counting a target's rows walks one index of its own.
+func fillCurrent(ctx context.Context, tx *sql.Tx) (bool, error) {
+	var models int64
+	if err := tx.QueryRowContext(ctx, sqlCountModels).Scan(&models); err != nil {
+		return false, err
+	}
+	filled := false
+	for _, t := range listTargets {
+		var rows int64
+		if err := tx.QueryRowContext(ctx, sqlTargetRows, string(t)).Scan(&rows); err != nil {
+			return false, err
+		}
+		if rows == models {
+			continue
+		}
+		for _, q := range []string{sqlFillCurrent, sqlDropStatusTallies, sqlCountStatusTallies} {
+			if _, err := tx.ExecContext(ctx, q, string(t)); err != nil {
+				return false, err
+			}
+		}
+		filled = true
+	}
+	return filled, nil
 }
 
 // applyMigration applies m in one transaction unless it is recorded as

@@ -144,7 +144,7 @@ func TestWriteCSVRow(t *testing.T) {
 func TestExportCSVStopsAtItsCap(t *testing.T) {
 	ts := newTestServer(t, 0, 0, Config{})
 	pages := 0
-	page := make([]compat.Model, maxLimit)
+	page := make([]compat.Model, exportPage)
 	for i := range page {
 		page[i] = compat.Model{ID: fmt.Sprintf("org/m%d", i)}
 	}
@@ -156,8 +156,8 @@ func TestExportCSVStopsAtItsCap(t *testing.T) {
 	if r.status != 200 {
 		t.Fatalf("%d %.200s", r.status, r.body)
 	}
-	if rows := strings.Count(r.body, "\n") - 1; rows != maxExportRows || pages != maxExportRows/maxLimit {
-		t.Errorf("%d rows from %d pages, want %d rows from %d", rows, pages, maxExportRows, maxExportRows/maxLimit)
+	if rows := strings.Count(r.body, "\n") - 1; rows != maxExportRows || pages != maxExportRows/exportPage {
+		t.Errorf("%d rows from %d pages, want %d rows from %d", rows, pages, maxExportRows, maxExportRows/exportPage)
 	}
 }
 

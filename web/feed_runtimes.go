@@ -37,7 +37,7 @@ func (s *Server) runtimeFeedItems(ctx context.Context, base string, changed time
 		if !ok {
 			continue // the target's first runtime: nothing to compare with
 		}
-		cmp, err := s.cachedCompare(ctx, prev, head)
+		cmp, err := s.cachedCompare(ctx, prev, head, feedListed, "", changed)
 		if err != nil {
 			return nil, err
 		}
@@ -82,16 +82,15 @@ func runtimeEntry(base string, cmp *comparison) (feedItem, error) {
 	fmt.Fprintf(&text, "%s on %s, compared with %s.", head, target, data.Base)
 	for _, l := range []struct {
 		title string
-		items []compare.Item
-	}{{"Regressed", r.Regressed}, {"Fixed", r.Fixed}, {"Newly tested", r.New}} {
+		kind  compare.Kind
+		items []compare.Item // the first feedListed
+	}{{"Regressed", compare.Regressed, r.Regressed}, {"Fixed", compare.Fixed, r.Fixed}, {"Newly tested", compare.New, r.New}} {
 		list := runtimeItemList{Title: l.title}
 		if len(l.items) > 0 {
 			fmt.Fprintf(&text, "\n\n%s:", l.title)
 		}
 		for i, it := range l.items {
 			if i == feedListed {
-				list.More = len(l.items) - feedListed
-				fmt.Fprintf(&text, "\nand %d more.", list.More)
 				break
 			}
 			m := runtimeItemModel{ID: it.ID, URL: base + modelPath(it.ID), From: string(it.BaseStatus), To: string(it.HeadStatus), Signature: it.Signature}
@@ -100,6 +99,10 @@ func runtimeEntry(base string, cmp *comparison) (feedItem, error) {
 			if m.Signature != "" {
 				text.WriteString(" (" + m.Signature + ")")
 			}
+		}
+		if more := r.Headline.Counts[l.kind] - min(len(l.items), feedListed); more > 0 {
+			list.More = more
+			fmt.Fprintf(&text, "\nand %d more.", list.More)
 		}
 		data.Lists = append(data.Lists, list)
 	}

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -454,20 +455,22 @@ func TestComparePageCache(t *testing.T) {
 	}
 }
 
-// countingStore counts RuntimeResults calls.
+// countingStore counts Compare calls and the list sizes asked.
 type countingStore struct {
 	Store
-	n atomic.Int64
+	n      atomic.Int64
+	limits sync.Map // limit → true
 }
 
-func (c *countingStore) RuntimeResults(ctx context.Context, ref compat.RuntimeRef) ([]compare.Entry, error) {
+func (c *countingStore) Compare(ctx context.Context, q store.CompareQuery) (store.ComparePage, error) {
 	c.n.Add(1)
-	return c.Store.RuntimeResults(ctx, ref)
+	c.limits.Store(q.Limit, true)
+	return c.Store.Compare(ctx, q)
 }
 
-// A comparison is cached until one of its two runtimes changes: a scan on a
-// new runtime leaves the feed's older comparisons alone.
-func TestComparisonCachedByRuntimeVersions(t *testing.T) {
+// The feed reads one short page of each runtime's comparison with the one
+// before it, once per change of the data.
+func TestFeedReadsOnePageOfEachComparison(t *testing.T) {
 	ts := twoRuntimes(t)
 	cs := &countingStore{Store: ts.db}
 	s, err := New(Config{Store: cs, Logger: discard, APIRate: -1})
@@ -481,20 +484,23 @@ func TestComparisonCachedByRuntimeVersions(t *testing.T) {
 			t.Fatalf("%s: feed %d", what, r.status)
 		}
 		if got := cs.n.Swap(0); got != want {
-			t.Errorf("%s: %d RuntimeResults reads, want %d", what, got, want)
+			t.Errorf("%s: %d comparisons read, want %d", what, got, want)
 		}
 	}
-	calls("first feed", 2) // v1 → v2
+	calls("first feed", 1) // v1 → v2
 	calls("unchanged", 0)  // cached
 	rtV3 := rtV2
 	rtV3.TorchTPU = "0.3.0"
 	r := passOn("tpu", testTime.Add(time.Hour), 90)
 	r.Runtime = rtV3
 	ts.record(t, "steady/model", r)
-	calls("a third runtime", 2) // v2 → v3 only; v1 → v2 still valid
-	r.Runtime, r.TestedAt = rtV2, testTime.Add(2*time.Hour)
-	ts.record(t, "new/model", r)
-	calls("a result on v2", 4) // both comparisons involve v2
+	calls("a third runtime", 2) // v1 → v2, v2 → v3
+	cs.limits.Range(func(k, _ any) bool {
+		if k != feedListed {
+			t.Errorf("the feed asked for pages of %v models, want %d", k, feedListed)
+		}
+		return true
+	})
 }
 
 // The compare page's two selects list every runtime and each marks the one
