@@ -472,11 +472,18 @@ WHERE h.runtime_id = ?2 AND (ifnull(b.status, ''), h.status) IN (VALUES %[2]s)`
 JOIN runtime_current h ON h.runtime_id = ?2 AND h.model_id = c.model_id
 LEFT JOIN runtime_current b ON b.runtime_id = ?1 AND b.model_id = c.model_id`
 	listAfter = ` AND (c.downloads < ? OR (c.downloads = ? AND c.model_id > ?))`
-	// sqlListGather reads a kept list's rows and sorts them.
-	sqlListGather = `SELECT ` + listCols + `
-FROM compare_items i CROSS JOIN current c ON c.target = '' AND c.model_id = i.model_id` + listJoin + `
+	// sqlListGather sorts a kept list's rows (their downloads alone),
+	// then reads the statuses of the page's.
+	sqlListGather = `WITH page AS MATERIALIZED (
+SELECT c.model_id, c.downloads
+FROM compare_items i CROSS JOIN current c ON c.target = '' AND c.model_id = i.model_id
 WHERE i.base_id = ?1 AND i.head_id = ?2 AND i.kind = ?3%[1]s
-ORDER BY c.downloads DESC, c.model_id LIMIT ?`
+ORDER BY c.downloads DESC, c.model_id LIMIT ?)
+SELECT page.model_id, page.downloads, b.status, b.signature, b.failure_class, h.status, h.signature, h.failure_class
+FROM page
+JOIN runtime_current h ON h.runtime_id = ?2 AND h.model_id = page.model_id
+LEFT JOIN runtime_current b ON b.runtime_id = ?1 AND b.model_id = page.model_id
+ORDER BY page.downloads DESC, page.model_id`
 	// sqlListWalkKept walks the models most downloaded first and keeps
 	// those of a kept list.
 	sqlListWalkKept = `SELECT ` + listCols + `

@@ -63,7 +63,7 @@ func TestCompareListPlans(t *testing.T) {
 			t.Errorf("%s: sorts %v:\n%s", name, sorts, joined)
 		}
 		for _, line := range plan {
-			if fullScan(line) {
+			if fullScan(line) && line != "SCAN page" { // the page gathered: limit rows
 				t.Errorf("%s: full scan %q:\n%s", name, line, joined)
 			}
 		}

@@ -168,8 +168,8 @@ func upsertModel(ctx context.Context, tx *sql.Tx, t *tallier, m ModelUpsert, now
 		if exists {
 			after = before.with(m.Downloads, m.Task, m.Library)
 			for _, target := range listTargets { // rows the listing just gave it
-				if _, ok := after.ranks[target]; !ok {
-					after.ranks[target] = statusRank(compat.StatusUntested)
+				if _, ok := after.rows[target]; !ok {
+					after.rows[target] = currentRow{rank: statusRank(compat.StatusUntested)}
 				}
 			}
 		}

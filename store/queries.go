@@ -52,11 +52,13 @@ WHERE NOT EXISTS (SELECT 1 FROM current c WHERE c.target = ?1 AND c.model_id = m
 	sqlCountModels = `SELECT count(*) FROM models`
 	// sqlTargetRows is how many current rows a target has.
 	sqlTargetRows = `SELECT count(*) FROM current WHERE target = ?`
-	// sqlDropStatusTallies and sqlCountStatusTallies count a target's
-	// current rows anew.
+	// These count a target's current rows anew.
 	sqlDropStatusTallies  = `DELETE FROM status_tallies WHERE target = ?`
 	sqlCountStatusTallies = `INSERT INTO status_tallies (target, status_rank, models, downloads)
 SELECT target, status_rank, count(*), sum(downloads) FROM current WHERE target = ?1 GROUP BY status_rank`
+	sqlDropFailTallies  = `DELETE FROM fail_tallies WHERE target = ?`
+	sqlCountFailTallies = `INSERT INTO fail_tallies (target, fail_key, models, downloads)
+SELECT target, fail_key, count(*), sum(downloads) FROM current WHERE target = ?1 AND fail_key IS NOT NULL GROUP BY fail_key`
 	// sqlDropAlias removes an alias that has become a model's own id.
 	sqlDropAlias   = `DELETE FROM model_aliases WHERE alias = ?`
 	sqlUpsertAlias = `INSERT INTO model_aliases (alias, model_id) VALUES (?, ?)
@@ -177,15 +179,15 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`
 const (
 	// sqlStatusCounts is the models and their downloads per status rank on a target.
 	sqlStatusCounts = `SELECT status_rank, models, downloads FROM status_tallies WHERE target = ? AND models > 0`
-	// sqlFailureGroups counts the models and sums the downloads per root
-	// cause on a target, most downloads first.
-	sqlFailureGroups = `SELECT fail_key, count(*), sum(downloads) FROM current
-WHERE target = ? AND fail_key IS NOT NULL
-GROUP BY fail_key ORDER BY 3 DESC, 1 LIMIT ?`
+	// sqlFailureGroups is the models and their downloads per root cause
+	// on a target (the fail tallies), most downloads first.
+	sqlFailureGroups = `SELECT fail_key, models, downloads FROM fail_tallies
+WHERE target = ? AND models > 0
+ORDER BY downloads DESC, fail_key LIMIT ?`
 	// sqlFailureExamples are a root cause's most downloaded models.
 	sqlFailureExamples = `SELECT model_id, failure_class, op, status FROM current
 WHERE target = ? AND fail_key = ? ORDER BY downloads DESC, model_id LIMIT ?`
-	sqlTotalDownloads = `SELECT ifnull(sum(downloads), 0) FROM current WHERE target = ?`
+	sqlTotalDownloads = `SELECT ifnull(sum(downloads), 0) FROM status_tallies WHERE target = ?`
 )
 
 // ListModels fragments: the page is chosen on current (and models, for

@@ -297,7 +297,7 @@ func TestRuntimesMigrationBackfill(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, q := range []string{`DROP TABLE compare_items`, `DROP TABLE compare_pairs`, `DROP TABLE runtime_pairs`,
-		`DROP TABLE runtime_tallies`, `DROP TABLE fit_tallies`, `DROP TABLE task_tallies`, `DROP TABLE status_tallies`,
+		`DROP TABLE runtime_tallies`, `DROP TABLE fit_tallies`, `DROP TABLE task_tallies`, `DROP TABLE fail_tallies`, `DROP TABLE status_tallies`,
 		`DROP TABLE runtime_current`, `DROP TABLE runtimes`,
 		`DELETE FROM schema_migrations WHERE name LIKE '%_runtimes.sql' OR name LIKE '%_scale.sql'`} {
 		if _, err := db.Exec(q); err != nil {

@@ -36,15 +36,22 @@ const (
 	readerParams = "_foreign_keys=on&_busy_timeout=5000&_txlock=deferred&_synchronous=NORMAL&_query_only=on" +
 		"&_stmt_cache_size=64&_cache_size=-8192"
 	backupParams = "_foreign_keys=on&_busy_timeout=5000&_txlock=deferred"
+	bulkParams   = "_foreign_keys=on&_busy_timeout=5000&_txlock=deferred&_synchronous=NORMAL&_query_only=on" +
+		"&_stmt_cache_size=16&_cache_size=-2048"
 	// Prepared statements are reused per connection (_stmt_cache_size). The
 	// writer may cache 32 MiB of pages (SQLite's default is 2), for the
 	// indexes a batch of results touches; readers read through mmap and
-	// cache 8 MiB each.
+	// cache 8 MiB each; the bulk readers (exports) map nothing and cache
+	// 2 MiB, so that reading every model costs the process no memory.
 )
 
 // maxReaders caps the read pool; more requests at once queue for a
 // connection in database/sql rather than fail.
 const maxReaders = 8
+
+// maxBulkReaders caps the pool of whole-table reads (exports): they take
+// turns a page at a time.
+const maxBulkReaders = 2
 
 // mmapSize is how much of the database file each connection reads through
 // memory mapping rather than read(2): the site's reads touch pages all over
@@ -53,9 +60,12 @@ const mmapSize = 256 << 20
 
 // openPool opens a pool whose connections have the DSN's settings and the
 // ones the DSN cannot carry (mmap_size), set by the connect hook.
-func openPool(dsn string) *sql.DB {
+func openPool(dsn string) *sql.DB { return openPoolMapping(dsn, mmapSize) }
+
+// openPoolMapping is openPool with the given mmap_size (0: none).
+func openPoolMapping(dsn string, mmap int) *sql.DB {
 	d := &sqlite3.SQLiteDriver{ConnectHook: func(c *sqlite3.SQLiteConn) error {
-		_, err := c.Exec(fmt.Sprintf("PRAGMA mmap_size = %d", mmapSize), nil)
+		_, err := c.Exec(fmt.Sprintf("PRAGMA mmap_size = %d", mmap), nil)
 		return err
 	}}
 	return sql.OpenDB(connector{dsn: dsn, driver: d})
@@ -113,6 +123,7 @@ func migrations() ([]migration, error) {
 type SQLite struct {
 	w    *sql.DB // exactly one connection
 	r    *sql.DB // readers
+	bulk *sql.DB // readers of whole tables (exports)
 	path string
 	now  func() time.Time
 }
@@ -146,6 +157,9 @@ func Open(ctx context.Context, path string) (*SQLite, error) {
 	r.SetMaxOpenConns(n)
 	r.SetMaxIdleConns(n)
 	s.r = r
+	s.bulk = openPoolMapping(path+"?"+bulkParams, 0)
+	s.bulk.SetMaxOpenConns(maxBulkReaders)
+	s.bulk.SetMaxIdleConns(maxBulkReaders)
 	if err := r.PingContext(ctx); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
@@ -156,12 +170,14 @@ func Open(ctx context.Context, path string) (*SQLite, error) {
 // Path is the database file.
 func (s *SQLite) Path() string { return s.path }
 
-// Close closes both pools, after letting SQLite refresh its query planner
+// Close closes the pools, after letting SQLite refresh its query planner
 // statistics (PRAGMA optimize), as it advises for long-lived connections.
 func (s *SQLite) Close() error {
 	var errs []error
-	if s.r != nil {
-		errs = append(errs, s.r.Close())
+	for _, db := range []*sql.DB{s.r, s.bulk} {
+		if db != nil {
+			errs = append(errs, db.Close())
+		}
 	}
 	_, err := s.w.Exec(sqlOptimize)
 	errs = append(errs, err, s.w.Close())
@@ -240,7 +256,7 @@ func fillCurrent(ctx context.Context, tx *sql.Tx) (bool, error) {
 		if rows == models {
 			continue
 		}
-		for _, q := range []string{sqlFillCurrent, sqlDropStatusTallies, sqlCountStatusTallies} {
+		for _, q := range []string{sqlFillCurrent, sqlDropStatusTallies, sqlCountStatusTallies, sqlDropFailTallies, sqlCountFailTallies} {
 			if _, err := tx.ExecContext(ctx, q, string(t)); err != nil {
 				return false, err
 			}

@@ -14,8 +14,8 @@ import (
 // runtimes and the comparisons' headlines add up, so that those answers
 // read a few rows whatever the number of models. They are kept in step by
 // one rule: a model contributes to them through its state (modelState:
-// its downloads, task and library, the status rank of each of its current
-// rows, its newest result on any target, and its status on each runtime);
+// its downloads, task and library, the status rank and root cause of each
+// of its current rows, its newest result on any target, and its status on each runtime);
 // a write reads the state of each model it touches before and after, and
 // adds the difference of the two contributions (tallier). Only the fit
 // tallies, which follow a model's readiness alone, are kept by SetReadiness
@@ -27,15 +27,21 @@ type modelState struct {
 	downloads int64
 	task      string
 	library   string
-	// ranks is the status rank of the model's current row on each target
-	// ('' = any target) it has one on.
-	ranks map[compat.Target]int
+	// rows are the model's current rows, by target ('' = any target).
+	rows map[compat.Target]currentRow
 	// newest is its newest result on any target (the current row on ''):
 	// what the task tallies read; tested false when none.
 	newest newestResult
 	// runtimes is the status of its newest result on each runtime, by
 	// runtime id.
 	runtimes map[int64]compat.Status
+}
+
+// currentRow is what the tallies read of a current row: its status rank,
+// and the root cause of a result held against the model ("" for none).
+type currentRow struct {
+	rank    int
+	failKey string
 }
 
 // newestResult is what the task tallies read of a model's newest result.
@@ -69,9 +75,9 @@ func taskKeyOf(st modelState) taskKey {
 // target, on no runtime.
 func newModelState(downloads int64, task, library string) modelState {
 	st := modelState{exists: true, downloads: downloads, task: task, library: library,
-		ranks: make(map[compat.Target]int, len(listTargets)), runtimes: map[int64]compat.Status{}}
+		rows: make(map[compat.Target]currentRow, len(listTargets)), runtimes: map[int64]compat.Status{}}
 	for _, t := range listTargets {
-		st.ranks[t] = statusRank(compat.StatusUntested)
+		st.rows[t] = currentRow{rank: statusRank(compat.StatusUntested)}
 	}
 	return st
 }
@@ -85,7 +91,7 @@ func (st modelState) with(downloads int64, task, library string) modelState {
 
 // readModelState reads a model's state; exists is false for an unknown id.
 func readModelState(ctx context.Context, tx *sql.Tx, id string) (modelState, error) {
-	st := modelState{ranks: map[compat.Target]int{}, runtimes: map[int64]compat.Status{}}
+	st := modelState{rows: map[compat.Target]currentRow{}, runtimes: map[int64]compat.Status{}}
 	err := tx.QueryRowContext(ctx, sqlStateModel, id).Scan(&st.downloads, &st.task, &st.library)
 	if err == sql.ErrNoRows {
 		return modelState{}, nil
@@ -101,14 +107,14 @@ func readModelState(ctx context.Context, tx *sql.Tx, id string) (modelState, err
 	for rows.Next() {
 		var (
 			target compat.Target
-			rank   int
+			row    currentRow
 			n      newestResult
 		)
-		if err := rows.Scan(&target, &rank, &n.tested, &n.task, &n.status, &n.reason); err != nil {
+		if err := rows.Scan(&target, &row.rank, &row.failKey, &n.tested, &n.task, &n.status, &n.reason); err != nil {
 			rows.Close()
 			return st, fmt.Errorf("model state: %w", err)
 		}
-		st.ranks[target] = rank
+		st.rows[target] = row
 		if target == "" {
 			st.newest = n
 		}
@@ -151,6 +157,11 @@ type statusKey struct {
 	rank   int
 }
 
+type failKey struct {
+	target compat.Target
+	key    string
+}
+
 type runtimeKey struct {
 	runtime int64
 	status  compat.Status
@@ -169,6 +180,7 @@ type tallier struct {
 	open     map[string]modelState // id → its state before the transaction touched it
 	order    []string              // ids in the order first touched
 	status   map[statusKey]*tally
+	fail     map[failKey]*tally
 	task     map[taskKey]*tally
 	runtime  map[runtimeKey]*tally
 	pairs    map[pairKey]*tally
@@ -179,7 +191,7 @@ type tallier struct {
 }
 
 func newTallier() *tallier {
-	return &tallier{open: map[string]modelState{}, status: map[statusKey]*tally{}, task: map[taskKey]*tally{},
+	return &tallier{open: map[string]modelState{}, status: map[statusKey]*tally{}, fail: map[failKey]*tally{}, task: map[taskKey]*tally{},
 		runtime: map[runtimeKey]*tally{}, pairs: map[pairKey]*tally{}, versions: map[int64]bool{},
 		moved: map[string]map[int64]bool{}, after: map[string]modelState{}}
 }
@@ -280,10 +292,13 @@ func (t *tallier) contribute(st modelState, sign int, other modelState) {
 	if !st.exists {
 		return
 	}
-	for target, rank := range st.ranks {
-		bump(t.status, statusKey{target, rank}, sign, st.downloads)
+	for target, row := range st.rows {
+		bump(t.status, statusKey{target, row.rank}, sign, st.downloads)
+		if row.failKey != "" {
+			bump(t.fail, failKey{target, row.failKey}, sign, st.downloads)
+		}
 	}
-	if _, ok := st.ranks[""]; ok {
+	if _, ok := st.rows[""]; ok {
 		bump(t.task, taskKeyOf(st), sign, st.downloads)
 	}
 	ids := slices.Sorted(maps.Keys(st.runtimes))
@@ -321,6 +336,11 @@ func (t *tallier) flush(ctx context.Context, tx *sql.Tx) error {
 	}
 	for k, v := range t.status {
 		if err := execTally(ctx, tx, sqlAddStatusTally, v, string(k.target), k.rank); err != nil {
+			return err
+		}
+	}
+	for k, v := range t.fail {
+		if err := execTally(ctx, tx, sqlAddFailTally, v, string(k.target), k.key); err != nil {
 			return err
 		}
 	}
@@ -402,12 +422,14 @@ const (
 	sqlStateModel = `SELECT downloads, task, library FROM models WHERE id = ?`
 	// sqlStateCurrent is a model's current rows, with its newest result's
 	// task, status and reason on the row of any target.
-	sqlStateCurrent = `SELECT c.target, c.status_rank, r.id IS NOT NULL, ifnull(r.task, ''), ifnull(r.status, ''), ifnull(r.reason, '')
+	sqlStateCurrent = `SELECT c.target, c.status_rank, ifnull(c.fail_key, ''), r.id IS NOT NULL, ifnull(r.task, ''), ifnull(r.status, ''), ifnull(r.reason, '')
 FROM current c LEFT JOIN results r ON c.target = '' AND r.id = c.result_id
 WHERE c.model_id = ?`
 	sqlStateRuntimes = `SELECT runtime_id, status FROM runtime_current WHERE model_id = ?`
 
 	sqlAddStatusTally = `INSERT INTO status_tallies (models, downloads, target, status_rank) VALUES (?, ?, ?, ?)
+ON CONFLICT DO UPDATE SET models = models + excluded.models, downloads = downloads + excluded.downloads`
+	sqlAddFailTally = `INSERT INTO fail_tallies (models, downloads, target, fail_key) VALUES (?, ?, ?, ?)
 ON CONFLICT DO UPDATE SET models = models + excluded.models, downloads = downloads + excluded.downloads`
 	sqlAddTaskTally = `INSERT INTO task_tallies (models, downloads, task, library, tested, library_rejected) VALUES (?, ?, ?, ?, ?, ?)
 ON CONFLICT DO UPDATE SET models = models + excluded.models, downloads = downloads + excluded.downloads`

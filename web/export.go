@@ -46,7 +46,7 @@ func (s *Server) exportCSV(c *fiber.Ctx) error {
 	// The page is written after the handler returns, when the request's
 	// context is no more; the export stops when the client goes away.
 	ctx := context.WithoutCancel(c.UserContext())
-	models, next, err := s.store.ListModels(ctx, q)
+	models, next, err := s.store.ExportModels(ctx, q)
 	if err != nil {
 		return fmt.Errorf("web: export: %w", err)
 	}
@@ -79,7 +79,7 @@ func (s *Server) writeExport(ctx context.Context, w io.Writer, q store.ModelQuer
 		}
 		q.Cursor = next
 		var err error
-		if models, next, err = s.store.ListModels(ctx, q); err != nil {
+		if models, next, err = s.store.ExportModels(ctx, q); err != nil {
 			s.log.Error("export cut short", "rows", rows, "err", err)
 			return err
 		}

@@ -21,6 +21,9 @@ type Store interface {
 	// store.ErrInvalid for a query it refuses (unknown sort, status or
 	// target; a cursor it did not make).
 	ListModels(ctx context.Context, q store.ModelQuery) ([]compat.Model, string, error)
+	// ExportModels is ListModels for an export's walk through every page:
+	// the same answer, read without growing the process's memory.
+	ExportModels(ctx context.Context, q store.ModelQuery) ([]compat.Model, string, error)
 	// GetModel is the model known as id (an alias too) with its current
 	// result on target ("" = any); store.ErrNotFound for an unknown model.
 	GetModel(ctx context.Context, id string, target compat.Target) (compat.Model, error)

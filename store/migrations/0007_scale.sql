@@ -28,6 +28,19 @@ CREATE TABLE status_tallies (
 INSERT INTO status_tallies (target, status_rank, models, downloads)
 SELECT target, status_rank, count(*), sum(downloads) FROM current GROUP BY target, status_rank;
 
+-- fail_tallies count the current rows held against their models (and sum
+-- their downloads) per target and root cause (current.fail_key): the
+-- failure groups.
+CREATE TABLE fail_tallies (
+	target    TEXT NOT NULL,
+	fail_key  TEXT NOT NULL,
+	models    INTEGER NOT NULL,
+	downloads INTEGER NOT NULL,
+	PRIMARY KEY (target, fail_key)
+) WITHOUT ROWID;
+INSERT INTO fail_tallies (target, fail_key, models, downloads)
+SELECT target, fail_key, count(*), sum(downloads) FROM current WHERE fail_key IS NOT NULL GROUP BY target, fail_key;
+
 -- task_tallies count the models and sum their downloads per task (the
 -- pipeline tag, else the task of the newest result on any target) and
 -- library, with whether they have a result and whether it refused their
