@@ -51,6 +51,12 @@ func (s *Server) feed(c *fiber.Ctx) error {
 	if notModified(c, etagOf(changedTag(changed), base, s.hubEndpoint)) {
 		return c.SendStatus(fiber.StatusNotModified)
 	}
+	// The body is cached until the data changes, by the base URL its
+	// links use and the query.
+	key := base + "?" + string(c.Request().URI().QueryString())
+	if body, ok := s.feeds.get(key, changed); ok {
+		return sendFeed(c, body)
+	}
 	events, err := s.store.Events(ctx, feedItems)
 	if err != nil {
 		return fmt.Errorf("web: feed: %w", err)
@@ -77,12 +83,18 @@ func (s *Server) feed(c *fiber.Ctx) error {
 	}
 	f.Items = append(f.Items, rtItems...)
 	byDate(f.Items)
-	c.Set(fiber.HeaderContentType, "application/feed+json; charset=utf-8")
-	c.Set(fiber.HeaderCacheControl, "max-age=60")
 	body, err := c.App().Config().JSONEncoder(f)
 	if err != nil {
 		return fmt.Errorf("web: feed: %w", err)
 	}
+	s.feeds.put(key, changed, body, len(body)+len(key))
+	return sendFeed(c, body)
+}
+
+// sendFeed sends a JSON Feed body.
+func sendFeed(c *fiber.Ctx, body []byte) error {
+	c.Set(fiber.HeaderContentType, "application/feed+json; charset=utf-8")
+	c.Set(fiber.HeaderCacheControl, "max-age=60")
 	return c.Send(body)
 }
 
