@@ -5,6 +5,9 @@ import (
 	"context"
 	"encoding/csv"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -194,5 +197,44 @@ func TestFeedEntryText(t *testing.T) {
 		if !strings.HasSuffix(it.ContentHTML, c.wantHTML) {
 			t.Errorf("%s: HTML %q, want it to end in %q", c.name, it.ContentHTML, c.wantHTML)
 		}
+	}
+}
+
+// An export is streamed: a store that fails after the first page cuts the
+// answer short (its chunked body never ends, which clients see as an
+// error) rather than sending a short CSV that looks whole; a store that
+// fails on the first page answers 500.
+func TestExportCSVCutShort(t *testing.T) {
+	ts := newTestServer(t, 0, 0, Config{})
+	page := []compat.Model{{ID: "org/a"}, {ID: "org/b"}}
+	calls := 0
+	ts.Server.store = failingStore{Store: ts.db, list: func(context.Context, store.ModelQuery) ([]compat.Model, string, error) {
+		calls++
+		if calls > 1 {
+			return nil, "", errBoom
+		}
+		return page, "more", nil
+	}}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go ts.Listen(ln)
+	defer ts.Shutdown(context.Background())
+	resp, err := http.Get("http://" + ln.Addr().String() + "/export.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 || err == nil {
+		t.Fatalf("status %d, body read error %v: want 200 and a body cut short", resp.StatusCode, err)
+	}
+	if !strings.Contains(string(body), "org/b") || calls != 2 {
+		t.Errorf("the first page was not sent before the failure (%d calls): %q", calls, body)
+	}
+	ts.Server.store = failingStore{Store: ts.db, list: failList}
+	if r := ts.get(t, "/export.csv"); r.status != 500 || strings.Contains(r.body, "secret") {
+		t.Errorf("first page failing: %d %s", r.status, r.body)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/url"
 	"reflect"
 	"regexp"
 	"slices"
@@ -572,5 +573,72 @@ func TestByDate(t *testing.T) {
 	}
 	if want := []string{"d", "a", "c", "e", "b"}; !slices.Equal(got, want) {
 		t.Errorf("order %v, want %v", got, want)
+	}
+}
+
+// A comparison's list longer than ?limit= comes in pages: each answer
+// says the list's total, and its cursor gives the next page of that list
+// alone, until the last; a cursor of another comparison, or none of this
+// store's, is refused.
+func TestAPIComparePages(t *testing.T) {
+	ts := newTestServer(t, 0, 0, Config{})
+	downloads := map[string]int64{"o/a": 50, "o/b": 40, "o/c": 40, "o/d": 40, "o/e": 30, "o/f": 20, "o/g": 10}
+	for id, d := range downloads {
+		ts.upsert(t, store.ModelUpsert{ID: id, Downloads: d})
+		for i, rt := range []compat.Runtime{rtV1, rtV2} {
+			r := passOn("tpu", testTime.Add(time.Duration(i)*time.Hour), 10)
+			if i == 1 {
+				r = failOn("tpu", testTime.Add(time.Hour), "aten::x")
+			}
+			r.Runtime = rt
+			ts.record(t, id, r)
+		}
+	}
+	want := []string{"o/a", "o/b", "o/c", "o/d", "o/e", "o/f", "o/g"} // most downloaded first, then by id
+	pair := "/api/v1/compare?base=" + keyV1 + "&head=" + keyV2
+	var got []string
+	next := ""
+	for page := 0; page == 0 || next != ""; page++ {
+		u := pair + "&limit=2"
+		if next != "" {
+			u += "&cursor=" + url.QueryEscape(next)
+		}
+		r := ts.get(t, u)
+		if r.status != 200 {
+			t.Fatalf("page %d: %d %s", page, r.status, r.body)
+		}
+		body := decode[compareBody](t, r)
+		if body.Counts[compare.Regressed] != 7 || len(body.Regressed) > 2 {
+			t.Fatalf("page %d: %d regressed of a total %d", page, len(body.Regressed), body.Counts[compare.Regressed])
+		}
+		for _, k := range []compare.Kind{compare.Fixed, compare.New, compare.StillFailing} {
+			if body.NextCursors[k] != nil {
+				t.Errorf("page %d: a cursor for the empty list %s", page, k)
+			}
+		}
+		for _, it := range body.Regressed {
+			got = append(got, it.ID)
+		}
+		next = ""
+		if c := body.NextCursors[compare.Regressed]; c != nil {
+			next = *c
+		}
+		if page > 7 {
+			t.Fatal("the cursors do not end")
+		}
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("regressed in pages: %v, want %v", got, want)
+	}
+	first := decode[compareBody](t, ts.get(t, pair+"&limit=2"))
+	cursor := url.QueryEscape(*first.NextCursors[compare.Regressed])
+	for _, u := range []string{
+		"/api/v1/compare?base=" + keyV2 + "&head=" + keyV1 + "&cursor=" + cursor, // another comparison
+		pair + "&cursor=bm90LWEtY3Vyc29y",                                        // not one of ours
+		pair + "&limit=0",
+	} {
+		if r := ts.get(t, u); r.status != 400 {
+			t.Errorf("%s: %d, want 400", u, r.status)
+		}
 	}
 }
