@@ -182,9 +182,9 @@ func itemsJSON(items []compare.Item) []compareItemJSON {
 }
 
 // compareAPILimit is how many models of each list one answer of
-// /api/v1/compare holds unless ?limit= says otherwise; a list with more
-// continues with its cursor.
-const compareAPILimit = maxLimit
+// /api/v1/compare holds unless ?limit= says otherwise (up to maxLimit); a
+// list with more continues with its cursor.
+const compareAPILimit = 100
 
 // apiCompare serves GET /api/v1/compare?base=&head=[&limit=][&cursor=]: the
 // models fixed, regressed, newly tested and still failing between two
