@@ -916,3 +916,70 @@ func TestEquivFixtureMigrates(t *testing.T) {
 	}
 	checkEquiv(t, s, path)
 }
+
+// TestAggregatesOnAGivenDatabase checks the database at $STORE_EQUIV_DB
+// (the Hub-scale benchmark's, say) as TestAggregatesMatchRecomputation
+// does, but for lists read in pages of 1000 and, of each comparison, its
+// headline and the first page of each list. It writes nothing the store
+// would not (opening it settles it).
+func TestAggregatesOnAGivenDatabase(t *testing.T) {
+	path := os.Getenv("STORE_EQUIV_DB")
+	if path == "" {
+		t.Skip("checks a given database only when STORE_EQUIV_DB names it")
+	}
+	s, err := store.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	r := readRaw(t, path)
+	for _, target := range []compat.Target{"", "tpu", "cpu", "cuda"} {
+		got, err := s.Summary(ctx, target)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got.LastScan = nil
+		if want := r.wantSummary(t, target); !reflect.DeepEqual(got, want) {
+			t.Errorf("Summary(%q):\n got %s\nwant %s", target, jsonOf(got), jsonOf(want))
+		}
+		if gotF, err := s.Failures(ctx, target, 1000); err != nil || !reflect.DeepEqual(gotF, r.wantFailures(target, 1000)) {
+			t.Errorf("Failures(%q) = %s, %v; want %s", target, jsonOf(gotF), err, jsonOf(r.wantFailures(target, 1000)))
+		}
+		gotR, err := s.Runtimes(ctx, target)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range gotR {
+			gotR[i].Version = 0
+		}
+		if want := r.wantRuntimes(target); !reflect.DeepEqual(gotR, want) {
+			t.Errorf("Runtimes(%q):\n got %s\nwant %s", target, jsonOf(gotR), jsonOf(want))
+		}
+	}
+	rts, err := s.Runtimes(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries := r.runtimeEntries()
+	for _, base := range rts {
+		for _, head := range rts {
+			if base.Ref == head.Ref {
+				continue
+			}
+			want := compare.Compare(entries[base.Ref.Key()], entries[head.Ref.Key()])
+			got, err := s.Compare(ctx, store.CompareQuery{Base: base.Ref, Head: head.Ref})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got.Headline, want.Headline) {
+				t.Errorf("compare %s → %s: headline %s, want %s", base.Ref.Key(), head.Ref.Key(), jsonOf(got.Headline), jsonOf(want.Headline))
+			}
+			for _, kind := range compare.Listed {
+				w := listOf(want, kind)
+				if g := listOf(got.Result, kind); !reflect.DeepEqual(g, w[:min(len(w), 100)]) {
+					t.Errorf("compare %s → %s: first page of %s differs", base.Ref.Key(), head.Ref.Key(), kind)
+				}
+			}
+		}
+	}
+}
