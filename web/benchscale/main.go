@@ -82,6 +82,7 @@ func main() {
 		wrkPath   = flag.String("wrk", "wrk", "the wrk binary")
 		strict    = flag.Bool("strict", false, "exit 1 when a goal is missed")
 		prepare   = flag.Bool("prepare", false, "make the database if it is missing, then exit")
+		given     = flag.String("db", "", "measure this database instead (made by the generator, or migrated from one)")
 	)
 	flag.Parse()
 	if _, err := exec.LookPath(*wrkPath); err != nil {
@@ -93,7 +94,9 @@ func main() {
 	ctx := context.Background()
 	nResults := *nModels * 9 / 10 * *nRuntimes
 	path := dbPath(*cacheDir, *nModels, *nRuntimes)
-	if _, err := os.Stat(path); err != nil {
+	if *given != "" {
+		path = *given
+	} else if _, err := os.Stat(path); err != nil {
 		generate(ctx, path, *nModels, nResults, *nRuntimes)
 	}
 	if *prepare {
