@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -33,6 +34,9 @@ type CompareQuery struct {
 	// of an earlier page: the next page of that one list (the others
 	// are then empty).
 	Cursor string
+	// Lists are the lists to read (nil = every one); the others are
+	// left empty, their totals counted all the same.
+	Lists []compare.Kind
 }
 
 // ComparePage is a page of a comparison: Result's lists hold the page,
@@ -147,7 +151,7 @@ func comparePage(ctx context.Context, tx *sql.Tx, q CompareQuery, limit int, cur
 		compare.New: &page.New, compare.StillFailing: &page.StillFailing}
 	for _, kind := range compare.Listed {
 		page.Next[kind] = ""
-		if cur != nil && cur.Kind != kind {
+		if (cur != nil && cur.Kind != kind) || (q.Lists != nil && !slices.Contains(q.Lists, kind)) {
 			continue
 		}
 		total := page.Headline.Counts[kind]

@@ -72,3 +72,42 @@ func TestCompareListPlans(t *testing.T) {
 		}
 	}
 }
+
+// A comparison read for some lists leaves the others empty, without
+// cursors, and counts them all the same.
+func TestCompareSomeLists(t *testing.T) {
+	s, err := store.Open(ctx, storetest.Unpack(t, equivFixtureDB))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	rts, err := s.Runtimes(ctx, "tpu")
+	if err != nil || len(rts) < 2 {
+		t.Fatalf("runtimes %v, %v", rts, err)
+	}
+	q := store.CompareQuery{Base: rts[1].Ref, Head: rts[0].Ref, Limit: 1}
+	all, err := s.Compare(ctx, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q.Lists = []compare.Kind{compare.New, compare.Fixed}
+	some, err := s.Compare(ctx, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(some.Headline, all.Headline) {
+		t.Errorf("headline %+v, want %+v", some.Headline, all.Headline)
+	}
+	for _, k := range compare.Listed {
+		asked := k == compare.New || k == compare.Fixed
+		if got, want := len(listOf(some.Result, k)), len(listOf(all.Result, k)); (asked && got != want) || (!asked && got != 0) {
+			t.Errorf("%s: %d items, want %d", k, got, map[bool]int{true: want}[asked])
+		}
+		if (asked && some.Next[k] != all.Next[k]) || (!asked && some.Next[k] != "") {
+			t.Errorf("%s: cursor %q", k, some.Next[k])
+		}
+	}
+	if all.Headline.Counts[compare.Regressed] == 0 || all.Headline.Counts[compare.New]+all.Headline.Counts[compare.Fixed] == 0 {
+		t.Errorf("the fixture's newest comparison should have lists: %v", all.Headline.Counts)
+	}
+}

@@ -276,17 +276,24 @@ func runEquivWorkload(t *testing.T, s *store.SQLite, path string, check bool) {
 // TestAggregatesMatchRecomputation: after every step of the workload, the
 // summary, failure groups, runtimes, comparisons and lists equal a
 // recomputation from the raw rows.
+// The listings run both ways: asking the database per model, and reading
+// every model at once (as a scan's listing of thousands does).
 func TestAggregatesMatchRecomputation(t *testing.T) {
-	path := t.TempDir() + "/scanner.db"
-	s, err := store.Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	runEquivWorkload(t, s, path, true)
-	rts, err := s.Runtimes(ctx, "")
-	if err != nil || len(rts) != len(equivRuntimes) {
-		t.Errorf("%d runtimes, %v; the workload has %d", len(rts), err, len(equivRuntimes))
+	for _, bulk := range []int{1 << 30, 2} {
+		t.Run(fmt.Sprintf("bulk listing from %d models", bulk), func(t *testing.T) {
+			defer store.SetBulkListing(bulk)()
+			path := t.TempDir() + "/scanner.db"
+			s, err := store.Open(ctx, path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			runEquivWorkload(t, s, path, true)
+			rts, err := s.Runtimes(ctx, "")
+			if err != nil || len(rts) != len(equivRuntimes) {
+				t.Errorf("%d runtimes, %v; the workload has %d", len(rts), err, len(equivRuntimes))
+			}
+		})
 	}
 }
 

@@ -10,6 +10,14 @@ import (
 
 // Hooks for the external tests.
 
+// SetBulkListing sets the size from which an upsert reads every model at
+// once, and returns the function that puts it back.
+func SetBulkListing(n int) func() {
+	old := bulkListing
+	bulkListing = n
+	return func() { bulkListing = old }
+}
+
 // SetClock replaces the store's clock.
 func (s *SQLite) SetClock(now func() time.Time) { s.now = now }
 
@@ -46,8 +54,7 @@ func (s *SQLite) ExplainNamed(ctx context.Context) (map[string][]string, error) 
 		"dup unscanned":   {sqlDuplicateUnscanned, id, target, "rev", "key", 1},
 		"list scans":      {sqlListScans, 10},
 		"state model":     {sqlStateModel, id},
-		"state current":   {sqlStateCurrent, id},
-		"state runtimes":  {sqlStateRuntimes, id},
+		"state rows":      {sqlStateRows, id, true},
 		"listed row":      {sqlListedRow, id},
 		"pair cells":      {sqlPairCells, 1, 2},
 		"runtime tally":   {sqlRuntimeTally, 1},

@@ -37,13 +37,21 @@ ON CONFLICT (id) DO UPDATE SET
 WHERE (task, library, downloads, likes, gated, sha, tags, last_modified)
 	IS NOT (excluded.task, excluded.library, excluded.downloads, excluded.likes, excluded.gated, excluded.sha, excluded.tags, excluded.last_modified)`
 	sqlModelExists = `SELECT count(*) FROM models WHERE id = ?`
-	// sqlListedRow is what a listing sets of a model's row.
-	sqlListedRow = `SELECT task, library, downloads, likes, gated, sha, tags, last_modified FROM models WHERE id = ?`
-	// sqlEnsureCurrent gives a model its row on a target, and keeps the
-	// row's copies of downloads and likes in step.
-	sqlEnsureCurrent = `INSERT INTO current (target, model_id, downloads, likes) VALUES (?, ?, ?, ?)
+	// sqlListedRow is what a listing sets of a model's row; sqlListedRows
+	// the same of every model, with its id.
+	sqlListedRow  = `SELECT task, library, downloads, likes, gated, sha, tags, last_modified FROM models WHERE id = ?`
+	sqlListedRows = `SELECT id, task, library, downloads, likes, gated, sha, tags, last_modified FROM models`
+	sqlAliases    = `SELECT alias FROM model_aliases`
+	// sqlEnsureCurrent gives a model its row on each target of a JSON
+	// array (?1), and keeps the rows' copies of downloads and likes in step.
+	sqlEnsureCurrent = `INSERT INTO current (target, model_id, downloads, likes)
+SELECT t.value, ?2, ?3, ?4 FROM json_each(?1) t WHERE true
 ON CONFLICT (target, model_id) DO UPDATE SET downloads = excluded.downloads, likes = excluded.likes
 WHERE (downloads, likes) IS NOT (excluded.downloads, excluded.likes)`
+	// sqlCurrentDownloads and sqlCurrentLikes keep a model's current rows'
+	// copies of one column in step.
+	sqlCurrentDownloads = `UPDATE current SET downloads = ?2 WHERE model_id = ?1 AND downloads <> ?2`
+	sqlCurrentLikes     = `UPDATE current SET likes = ?2 WHERE model_id = ?1 AND likes <> ?2`
 	// sqlFillCurrent gives every model a row on a target (a target new to
 	// this binary); it writes nothing when all have one.
 	sqlFillCurrent = `INSERT INTO current (target, model_id, downloads, likes)

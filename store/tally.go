@@ -91,52 +91,47 @@ func (st modelState) with(downloads int64, task, library string) modelState {
 
 // readModelState reads a model's state; exists is false for an unknown id.
 func readModelState(ctx context.Context, tx *sql.Tx, id string) (modelState, error) {
-	st := modelState{rows: map[compat.Target]currentRow{}, runtimes: map[int64]compat.Status{}}
-	err := tx.QueryRowContext(ctx, sqlStateModel, id).Scan(&st.downloads, &st.task, &st.library)
+	var r listedRow
+	err := tx.QueryRowContext(ctx, sqlStateModel, id).Scan(&r.downloads, &r.task, &r.library)
 	if err == sql.ErrNoRows {
 		return modelState{}, nil
 	}
 	if err != nil {
-		return st, fmt.Errorf("model state: %w", err)
+		return modelState{}, fmt.Errorf("model state: %w", err)
 	}
-	st.exists = true
-	rows, err := tx.QueryContext(ctx, sqlStateCurrent, id)
-	if err != nil {
-		return st, fmt.Errorf("model state: %w", err)
-	}
-	for rows.Next() {
-		var (
-			target compat.Target
-			row    currentRow
-			n      newestResult
-		)
-		if err := rows.Scan(&target, &row.rank, &row.failKey, &n.tested, &n.task, &n.status, &n.reason); err != nil {
-			rows.Close()
-			return st, fmt.Errorf("model state: %w", err)
-		}
-		st.rows[target] = row
-		if target == "" {
-			st.newest = n
-		}
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return st, fmt.Errorf("model state: %w", err)
-	}
-	rows, err = tx.QueryContext(ctx, sqlStateRuntimes, id)
+	return readModelStateOf(ctx, tx, id, &r, true)
+}
+
+// readModelStateOf reads the state of model id, whose row is r. Its
+// newest result's task is read only when withTask (else ""): the task
+// tallies read it only for a model without a task of its own.
+func readModelStateOf(ctx context.Context, tx *sql.Tx, id string, r *listedRow, withTask bool) (modelState, error) {
+	st := modelState{exists: true, downloads: r.downloads, task: r.task, library: r.library,
+		rows: map[compat.Target]currentRow{}, runtimes: map[int64]compat.Status{}}
+	rows, err := tx.QueryContext(ctx, sqlStateRows, id, withTask)
 	if err != nil {
 		return st, fmt.Errorf("model state: %w", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var (
-			rt     int64
-			status compat.Status
+			runtime int64
+			target  compat.Target
+			row     currentRow
+			n       newestResult
 		)
-		if err := rows.Scan(&rt, &status); err != nil {
+		if err := rows.Scan(&runtime, &target, &row.rank, &row.failKey, &n.tested, &n.task, &n.status, &n.reason); err != nil {
 			return st, fmt.Errorf("model state: %w", err)
 		}
-		st.runtimes[rt] = status
+		switch {
+		case runtime > 0:
+			st.runtimes[runtime] = n.status
+		case target == "":
+			st.newest = n
+			fallthrough
+		default:
+			st.rows[target] = row
+		}
 	}
 	return st, rows.Err()
 }
@@ -253,8 +248,16 @@ func (t *tallier) endAll(ctx context.Context, tx *sql.Tx) error {
 
 // diff adds after's contribution and takes away before's.
 func (t *tallier) diff(id string, before, after modelState) {
-	t.contribute(before, -1, after)
-	t.contribute(after, +1, before)
+	t.contribute(before, -1)
+	t.contribute(after, +1)
+	if maps.Equal(before.runtimes, after.runtimes) {
+		// The same statuses (a listing): its runtimes and pairs move by
+		// its downloads' change alone.
+		t.shiftRuntimes(after, after.downloads-before.downloads)
+	} else {
+		t.contributeRuntimes(before, -1, after)
+		t.contributeRuntimes(after, +1, before)
+	}
 	moved := map[int64]bool{}
 	for rt, st := range before.runtimes {
 		if a, ok := after.runtimes[rt]; !ok || a != st {
@@ -285,10 +288,8 @@ func (t *tallier) diff(id string, before, after modelState) {
 	}
 }
 
-// contribute adds st's contribution with sign. other is the state on the
-// other side of the change: pairs of runtimes whose statuses and downloads
-// are the same in both cancel out and are skipped.
-func (t *tallier) contribute(st modelState, sign int, other modelState) {
+// contribute adds st's current rows and task to the tallies with sign.
+func (t *tallier) contribute(st modelState, sign int) {
 	if !st.exists {
 		return
 	}
@@ -300,6 +301,30 @@ func (t *tallier) contribute(st modelState, sign int, other modelState) {
 	}
 	if _, ok := st.rows[""]; ok {
 		bump(t.task, taskKeyOf(st), sign, st.downloads)
+	}
+}
+
+// shiftRuntimes adds delta downloads to every runtime and pair tallies row
+// st counts in.
+func (t *tallier) shiftRuntimes(st modelState, delta int64) {
+	if delta == 0 {
+		return
+	}
+	ids := slices.Sorted(maps.Keys(st.runtimes))
+	for i, x := range ids {
+		bump(t.runtime, runtimeKey{x, st.runtimes[x]}, 0, 0).downloads += delta
+		for _, y := range ids[i+1:] {
+			bump(t.pairs, pairKey{x, y, st.runtimes[x], st.runtimes[y]}, 0, 0).downloads += delta
+		}
+	}
+}
+
+// contributeRuntimes adds st's runtime and pair tallies with sign. other
+// is the state on the other side of the change: pairs of runtimes whose
+// statuses and downloads are the same in both cancel out and are skipped.
+func (t *tallier) contributeRuntimes(st modelState, sign int, other modelState) {
+	if !st.exists {
+		return
 	}
 	ids := slices.Sorted(maps.Keys(st.runtimes))
 	same := func(rt int64) bool {
@@ -317,13 +342,15 @@ func (t *tallier) contribute(st modelState, sign int, other modelState) {
 	}
 }
 
-func bump[K comparable](m map[K]*tally, k K, sign int, downloads int64) {
+// bump adds sign models and sign × downloads to m's row k, and returns it.
+func bump[K comparable](m map[K]*tally, k K, sign int, downloads int64) *tally {
 	v := m[k]
 	if v == nil {
 		v = &tally{}
 		m[k] = v
 	}
 	v.add(sign, downloads)
+	return v
 }
 
 // flush writes the tallies' change, moves the versions of the runtimes
@@ -420,12 +447,18 @@ func (t *tallier) updateItems(ctx context.Context, tx *sql.Tx, built map[[2]int6
 // Tallies: see migrations/0007_scale.sql.
 const (
 	sqlStateModel = `SELECT downloads, task, library FROM models WHERE id = ?`
-	// sqlStateCurrent is a model's current rows, with its newest result's
-	// task, status and reason on the row of any target.
-	sqlStateCurrent = `SELECT c.target, c.status_rank, ifnull(c.fail_key, ''), r.id IS NOT NULL, ifnull(r.task, ''), ifnull(r.status, ''), ifnull(r.reason, '')
-FROM current c LEFT JOIN results r ON c.target = '' AND r.id = c.result_id
-WHERE c.model_id = ?`
-	sqlStateRuntimes = `SELECT runtime_id, status FROM runtime_current WHERE model_id = ?`
+	// sqlStateRows is a model's current rows (runtime 0), with its newest
+	// result's status on the row of any target, and that result's task
+	// (when ?2) and reason (when it is skipped: the only status whose
+	// reason the tallies read), then its status on each runtime
+	// (runtime > 0). The result is read only when needed: it is the
+	// largest table's.
+	sqlStateRows = `SELECT 0, c.target, c.status_rank, ifnull(c.fail_key, ''), c.result_id IS NOT NULL, ifnull(r.task, ''),
+	ifnull(c.status, ''), ifnull(r.reason, '')
+FROM current c LEFT JOIN results r ON c.target = '' AND (?2 OR c.status = 'skipped') AND r.id = c.result_id
+WHERE c.model_id = ?1
+UNION ALL
+SELECT runtime_id, '', 0, '', 0, '', status, '' FROM runtime_current WHERE model_id = ?1`
 
 	sqlAddStatusTally = `INSERT INTO status_tallies (models, downloads, target, status_rank) VALUES (?, ?, ?, ?)
 ON CONFLICT DO UPDATE SET models = models + excluded.models, downloads = downloads + excluded.downloads`

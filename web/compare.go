@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -87,20 +86,20 @@ type comparison struct {
 }
 
 // cachedCompare reads a page of the comparison of head with base, limit
-// models per list from cursor ("" = the first page of each), through the
-// cache (until the data changes).
-func (s *Server) cachedCompare(ctx context.Context, base, head store.RuntimeStats, limit int, cursor string, changed time.Time) (*comparison, error) {
-	key := base.Ref.Key() + " " + head.Ref.Key() + " " + strconv.Itoa(limit) + " " + cursor
+// models per list from cursor ("" = the first page of each) of the lists
+// asked (nil = all), through the cache (until the data changes).
+func (s *Server) cachedCompare(ctx context.Context, base, head store.RuntimeStats, limit int, cursor string, lists []compare.Kind, changed time.Time) (*comparison, error) {
+	key := fmt.Sprint(base.Ref.Key(), " ", head.Ref.Key(), " ", limit, " ", cursor, " ", lists)
 	if v, ok := s.comparisons.get(key, changed); ok {
 		return v, nil
 	}
-	p, err := s.store.Compare(ctx, store.CompareQuery{Base: base.Ref, Head: head.Ref, Limit: limit, Cursor: cursor})
+	p, err := s.store.Compare(ctx, store.CompareQuery{Base: base.Ref, Head: head.Ref, Limit: limit, Cursor: cursor, Lists: lists})
 	if err != nil {
 		return nil, err
 	}
 	v := &comparison{Base: base, Head: head, Result: p.Result, Next: p.Next, Label: runtimeLabel(&base.Ref, head.Ref)}
 	r := v.Result
-	s.comparisons.put(strings.Clone(key), changed, v, 160*(len(r.Fixed)+len(r.Regressed)+len(r.New)+len(r.StillFailing))+len(key))
+	s.comparisons.put(key, changed, v, 160*(len(r.Fixed)+len(r.Regressed)+len(r.New)+len(r.StillFailing))+len(key))
 	return v, nil
 }
 
@@ -121,7 +120,7 @@ func (s *Server) resolveCompare(c *fiber.Ctx, limit int, cursor string) (*compar
 	if err != nil {
 		return nil, rts, changed, err
 	}
-	cmp, err := s.cachedCompare(ctx, base, head, limit, cursor, changed)
+	cmp, err := s.cachedCompare(ctx, base, head, limit, cursor, nil, changed)
 	if err != nil {
 		return nil, rts, changed, fmt.Errorf("web: compare: %w", err)
 	}

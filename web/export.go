@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"strconv"
 	"strings"
 	"time"
@@ -53,11 +54,30 @@ func (s *Server) exportCSV(c *fiber.Ctx) error {
 	c.Set(fiber.HeaderContentType, "text/csv; charset=utf-8")
 	c.Set(fiber.HeaderContentDisposition, `attachment; filename="torchtpu-compat-`+time.Now().UTC().Format("2006-01-02")+`.csv"`)
 	pr, pw := io.Pipe()
+	out := pacedWriter{w: pw, conn: c.Context().Conn(), timeout: c.App().Config().WriteTimeout}
 	go func() {
-		pw.CloseWithError(s.writeExport(ctx, pw, q, models, next))
+		pw.CloseWithError(s.writeExport(ctx, out, q, models, next))
 	}()
 	c.Context().SetBodyStream(pr, -1) // chunked; fasthttp closes pr when done or gone
 	return nil
+}
+
+// pacedWriter gives each write to the connection the server's write
+// timeout anew: an export of any length is bounded per page rather than
+// whole, and a client that stops reading still times out.
+type pacedWriter struct {
+	w       io.Writer
+	conn    net.Conn
+	timeout time.Duration
+}
+
+func (p pacedWriter) Write(b []byte) (int, error) {
+	if p.conn != nil && p.timeout > 0 {
+		if err := p.conn.SetWriteDeadline(time.Now().Add(p.timeout)); err != nil {
+			return 0, err
+		}
+	}
+	return p.w.Write(b)
 }
 
 // writeExport writes the CSV of q's list to w, from its first page

@@ -238,3 +238,36 @@ func TestExportCSVCutShort(t *testing.T) {
 		t.Errorf("first page failing: %d %s", r.status, r.body)
 	}
 }
+
+// deadlineConn records the write deadlines set on it.
+type deadlineConn struct {
+	net.Conn
+	deadlines []time.Time
+}
+
+func (d *deadlineConn) SetWriteDeadline(t time.Time) error {
+	d.deadlines = append(d.deadlines, t)
+	return nil
+}
+
+// An export gives each page the server's write timeout anew, before the
+// page is written: a long export is not cut at the timeout, a stalled
+// client still is.
+func TestPacedWriterGivesEachPageTheTimeout(t *testing.T) {
+	conn := &deadlineConn{}
+	var out bytes.Buffer
+	w := pacedWriter{w: &out, conn: conn, timeout: time.Minute}
+	for _, page := range []string{"a,b\r\n", "c,d\r\n"} {
+		before := time.Now()
+		if _, err := w.Write([]byte(page)); err != nil {
+			t.Fatal(err)
+		}
+		last := conn.deadlines[len(conn.deadlines)-1]
+		if last.Before(before.Add(time.Minute)) || last.After(time.Now().Add(time.Minute)) {
+			t.Errorf("deadline %v, want a minute after the write", last)
+		}
+	}
+	if len(conn.deadlines) != 2 || out.String() != "a,b\r\nc,d\r\n" {
+		t.Errorf("%d deadlines, wrote %q", len(conn.deadlines), out.String())
+	}
+}

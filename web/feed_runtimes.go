@@ -19,6 +19,10 @@ const feedRuntimes = 10
 // feedListed is how many models of each list a runtime item names.
 const feedListed = 10
 
+// feedLists are the lists a runtime item names (the models still failing
+// it only counts).
+var feedLists = []compare.Kind{compare.Regressed, compare.Fixed, compare.New}
+
 // runtimeFeedItems are the feed's items for new runtimes: one per runtime
 // that has a predecessor on its target, newest first. An item's id and
 // date_published stay; its content follows the runtime's results as they
@@ -37,7 +41,7 @@ func (s *Server) runtimeFeedItems(ctx context.Context, base string, changed time
 		if !ok {
 			continue // the target's first runtime: nothing to compare with
 		}
-		cmp, err := s.cachedCompare(ctx, prev, head, feedListed, "", changed)
+		cmp, err := s.cachedCompare(ctx, prev, head, feedListed, "", feedLists, changed)
 		if err != nil {
 			return nil, err
 		}

@@ -269,6 +269,7 @@ func generate(ctx context.Context, path string, nModels, nResults, nRuntimes int
 type server struct {
 	cmd     *exec.Cmd
 	base    string
+	log     string // its log, removed when it stops
 	startUp time.Duration
 }
 
@@ -283,12 +284,16 @@ func startServer(bin, path string) *server {
 	// The rate limit off: the bench is one client asking much.
 	cmd := exec.Command(bin, "serve", "--db", path, "--no-schedule", "--addr", addr, "--log-format", "json", "--rate-limit", "0")
 	cmd.Env = append(os.Environ(), "SCANNER_ADMIN_TOKEN=", "SCANNER_WORKER_TOKEN=")
-	cmd.Stderr = io.Discard
+	logf, err := os.CreateTemp("", "benchscale-serve-*.log")
+	if err != nil {
+		log.Fatal(err)
+	}
+	cmd.Stderr = logf
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		log.Fatal(err)
 	}
-	s := &server{cmd: cmd, base: "http://" + addr}
+	s := &server{cmd: cmd, base: "http://" + addr, log: logf.Name()}
 	client := &http.Client{Timeout: time.Second}
 	for time.Since(start) < 60*time.Second {
 		resp, err := client.Get(s.base + "/readyz")
@@ -309,6 +314,7 @@ func startServer(bin, path string) *server {
 func (s *server) stop() {
 	s.cmd.Process.Signal(syscall.SIGTERM)
 	s.cmd.Wait()
+	os.Remove(s.log)
 }
 
 // memory reads the process's peak and current resident memory (bytes).
@@ -361,7 +367,8 @@ func exports(s *server) (peak [2]int64, median time.Duration, size int64) {
 			n, err := io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
 			if err != nil || resp.StatusCode != http.StatusOK {
-				log.Fatalf("export: %s, %v", resp.Status, err)
+				b, _ := os.ReadFile(s.log)
+				log.Fatalf("export: %s, %v; the server's log:\n%s", resp.Status, err, b)
 			}
 			mu.Lock()
 			times, size = append(times, time.Since(start)), n
