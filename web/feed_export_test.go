@@ -1,6 +1,7 @@
 package web
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/csv"
@@ -9,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -269,5 +271,75 @@ func TestPacedWriterGivesEachPageTheTimeout(t *testing.T) {
 	}
 	if len(conn.deadlines) != 2 || out.String() != "a,b\r\nc,d\r\n" {
 		t.Errorf("%d deadlines, wrote %q", len(conn.deadlines), out.String())
+	}
+}
+
+// An export reads the store only as fast as its client reads the answer:
+// a client that reads the first rows and stops holds the export to the
+// pages that fit in the connection's buffers, nowhere near the whole list
+// (an export built whole in memory would read every page first); once the
+// client reads on, the export runs to its end. The store never runs out
+// (a page of long ids and a next cursor, always); the client's receive
+// buffer is fixed small so the kernel cannot take the whole answer.
+func TestExportCSVReadsAsTheClientReads(t *testing.T) {
+	ts := newTestServer(t, 0, 0, Config{})
+	page := make([]compat.Model, exportPage)
+	for i := range page {
+		page[i] = compat.Model{ID: fmt.Sprintf("org/m%d-%s", i, strings.Repeat("x", 300))}
+	}
+	var pages atomic.Int64
+	ts.Server.store = failingStore{Store: ts.db, list: func(context.Context, store.ModelQuery) ([]compat.Model, string, error) {
+		pages.Add(1)
+		return page, "more", nil
+	}}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go ts.Listen(ln)
+	defer ts.Shutdown(context.Background())
+	conn, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if err := conn.(*net.TCPConn).SetReadBuffer(16 << 10); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.WriteString(conn, "GET /export.csv HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("%v %v", resp, err)
+	}
+	defer resp.Body.Close()
+	first := make([]byte, 64<<10)
+	if _, err := io.ReadFull(resp.Body, first); err != nil {
+		t.Fatal(err)
+	}
+	// Wait for the export to stall: no new page for half a second.
+	deadline := time.Now().Add(10 * time.Second)
+	for last := int64(-1); ; {
+		now := pages.Load()
+		if now == last || time.Now().After(deadline) {
+			break
+		}
+		last = now
+		time.Sleep(500 * time.Millisecond)
+	}
+	all := int64(maxExportRows / exportPage)
+	if got := pages.Load(); got < 1 || got > all/4 {
+		t.Fatalf("a client that read 64 KB and stopped: the export read %d pages of %d (want at most %d)", got, all, all/4)
+	}
+	if err := conn.(*net.TCPConn).SetReadBuffer(4 << 20); err != nil { // a small window reads the rest slowly
+		t.Fatal(err)
+	}
+	rest, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, rows := pages.Load(), bytes.Count(append(first, rest...), []byte("\r\n"))-1; got != all || rows != maxExportRows {
+		t.Errorf("reading on: %d pages of %d, %d rows of %d", got, all, rows, maxExportRows)
 	}
 }
