@@ -217,13 +217,7 @@ func TestExportCSVCutShort(t *testing.T) {
 		}
 		return page, "more", nil
 	}}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go ts.Listen(ln)
-	defer ts.Shutdown(context.Background())
-	resp, err := http.Get("http://" + ln.Addr().String() + "/export.csv")
+	resp, err := http.Get("http://" + listenOnLoopback(t, ts) + "/export.csv")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -292,13 +286,7 @@ func TestExportCSVReadsAsTheClientReads(t *testing.T) {
 		pages.Add(1)
 		return page, "more", nil
 	}}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go ts.Listen(ln)
-	defer ts.Shutdown(context.Background())
-	conn, err := net.Dial("tcp", ln.Addr().String())
+	conn, err := net.Dial("tcp", listenOnLoopback(t, ts))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -342,4 +330,17 @@ func TestExportCSVReadsAsTheClientReads(t *testing.T) {
 	if got, rows := pages.Load(), bytes.Count(append(first, rest...), []byte("\r\n"))-1; got != all || rows != maxExportRows {
 		t.Errorf("reading on: %d pages of %d, %d rows of %d", got, all, rows, maxExportRows)
 	}
+}
+
+// listenOnLoopback serves ts on a loopback port until the test ends and
+// returns its address.
+func listenOnLoopback(t *testing.T, ts *testServer) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go ts.Listen(ln)
+	t.Cleanup(func() { ts.Shutdown(context.Background()) })
+	return ln.Addr().String()
 }
