@@ -3,7 +3,7 @@
 # and keyed by a hash of requirements.txt. Prints the interpreter's path.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-req="$root/internal/probe/harness/requirements.txt"
+req="$root/internal/harness/requirements.txt"
 hash=$(sha256sum "$req" | cut -c1-16)
 base="${SCANNER_CACHE_HOME:-${XDG_CACHE_HOME:-$HOME/.cache}/torchtpu-scanner}"
 venv="$base/venv-$hash"

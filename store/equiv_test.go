@@ -444,7 +444,7 @@ func (r raw) wantSummary(t *testing.T, target compat.Target) store.Summary {
 			}
 		}
 		sum.Counts[st]++
-		if compare.IsVerdict(st) {
+		if st.IsVerdict() {
 			sum.Tested++
 			verdictDL += m.downloads
 			if st == compat.StatusPass {
@@ -593,7 +593,7 @@ func (r raw) wantRuntimes(target compat.Target) []store.RuntimeStats {
 		var passDL, verdictDL int64
 		for _, e := range entries[key] {
 			st.Models++
-			if compare.IsVerdict(e.Status) {
+			if e.Status.IsVerdict() {
 				st.Tested++
 				verdictDL += e.Downloads
 			}

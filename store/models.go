@@ -357,7 +357,7 @@ func mergeModel(ctx context.Context, tx *sql.Tx, t *tallier, old, into string) e
 
 // rebuildCurrent points a model's current rows at its newest results.
 func rebuildCurrent(ctx context.Context, tx *sql.Tx, id string) error {
-	if _, err := tx.ExecContext(ctx, sqlResetCurrent, id); err != nil {
+	if _, err := tx.ExecContext(ctx, sqlResetCurrent, statusRank(compat.StatusUntested), id); err != nil {
 		return err
 	}
 	rows, err := tx.QueryContext(ctx, sqlNewestPerTarget, id)

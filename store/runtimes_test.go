@@ -258,7 +258,7 @@ func TestRuntimesAfterRename(t *testing.T) {
 }
 
 // The migrations file the results recorded before them exactly as
-// recording files new ones: drop the tables of 0003 (runtimes) and of 0007
+// recording files new ones: drop the tables of 0003 (runtimes) and of the scale migration
 // (which reshapes 0003's and adds the tallies), reopen, and every answer is
 // the same.
 func TestRuntimesMigrationBackfill(t *testing.T) {

@@ -10,7 +10,7 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 )
 
-// The tallies (migrations/0007_scale.sql) hold what the summary, the
+// The tallies (migrations/*_scale.sql) hold what the summary, the
 // runtimes and the comparisons' headlines add up, so that those answers
 // read a few rows whatever the number of models. They are kept in step by
 // one rule: a model contributes to them through its state (modelState:
@@ -444,7 +444,7 @@ func (t *tallier) updateItems(ctx context.Context, tx *sql.Tx, built map[[2]int6
 	return nil
 }
 
-// Tallies: see migrations/0007_scale.sql.
+// Tallies: see migrations/*_scale.sql.
 const (
 	sqlStateModel = `SELECT downloads, task, library FROM models WHERE id = ?`
 	// sqlStateRows is a model's current rows (runtime 0), with its newest

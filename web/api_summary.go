@@ -6,7 +6,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
-	"github.com/google-pytorch/torchtpu-scanner/internal/probe"
+	"github.com/google-pytorch/torchtpu-scanner/internal/harness"
 	"github.com/google-pytorch/torchtpu-scanner/store"
 )
 
@@ -38,14 +38,14 @@ type coverageBody struct {
 }
 
 // taskCoverage is the coverage figure of the stored models' task tallies.
-// A model is transformers-backed by probe.TransformersModel; without a
+// A model is transformers-backed by harness.TransformersModel; without a
 // library name (or for sentence-transformers) its config.json's
 // model_type is what decides, which the store knows only through the
 // model's newest result: preflight accepted it (a result other than
 // skipped unsupported_library) or not. An untested model without a
 // library name is left out until then.
-func taskCoverage(tallies []store.TaskTally) probe.TaskCoverage {
-	var c probe.TaskCoverage
+func taskCoverage(tallies []store.TaskTally) harness.TaskCoverage {
+	var c harness.TaskCoverage
 	for _, t := range tallies {
 		hasModelType := !t.LibraryRejected && (t.Library != "" || t.Tested)
 		c.Add(t.Library, hasModelType, t.Task, nil, t.Models, t.Downloads)
@@ -53,7 +53,7 @@ func taskCoverage(tallies []store.TaskTally) probe.TaskCoverage {
 	return c
 }
 
-func newCoverageBody(c probe.TaskCoverage) coverageBody {
+func newCoverageBody(c harness.TaskCoverage) coverageBody {
 	return coverageBody{Models: c.Models, Covered: c.Covered, Share: c.Share(), Downloads: c.Downloads,
 		CoveredDownloads: c.CoveredDownloads, DownloadShare: c.DownloadShare()}
 }
@@ -98,6 +98,8 @@ type failureGroup struct {
 	Downloads     int64               `json:"downloads"`
 	DownloadShare float64             `json:"download_share"` // of all known models' downloads
 	Examples      []string            `json:"examples"`       // a few model ids
+	// KnownIssue is where the signature is tracked (--known-issues), null if not.
+	KnownIssue *compat.KnownIssue `json:"known_issue"`
 }
 
 // apiFailures serves GET /api/v1/failures: failure signatures with the
@@ -117,7 +119,8 @@ func (s *Server) apiFailures(c *fiber.Ctx) error {
 	}
 	out := failuresBody{Target: string(target), Failures: make([]failureGroup, len(groups))}
 	for i, g := range groups {
-		out.Failures[i] = failureGroup(g)
+		out.Failures[i] = failureGroup{Signature: g.Signature, FailureClass: g.FailureClass, Op: g.Op, Models: g.Models,
+			Downloads: g.Downloads, DownloadShare: g.DownloadShare, Examples: g.Examples, KnownIssue: s.known.Match(g.Signature)}
 	}
 	return c.JSON(out)
 }

@@ -8,7 +8,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
-	"github.com/google-pytorch/torchtpu-scanner/internal/probe"
+	"github.com/google-pytorch/torchtpu-scanner/internal/harness"
 )
 
 // methodologyView is the data of templates/methodology.html.
@@ -53,18 +53,18 @@ type unsupportedRow struct{ Tag, Why string }
 func (s *Server) methodology(c *fiber.Ctx) error {
 	v := methodologyView{Stages: compat.Stages, Legend: legend(), Classes: compat.FailureClasses, Reasons: compat.Reasons,
 		Ready: newReadinessMethodology()}
-	v.Dtypes, v.Kinds = numericsRows(probe.Numerics)
-	v.Families, v.Unsupported = taskRows(probe.Tasks)
+	v.Dtypes, v.Kinds = numericsRows(harness.Numerics)
+	v.Families, v.Unsupported = taskRows(harness.Tasks)
 	v.Canonical = "/methodology"
 	c.Set(fiber.HeaderCacheControl, "public, max-age=3600")
 	return s.render(c, "methodology", v)
 }
 
 // numericsRows lays out the numerics table: bounds per dtype, checks per kind.
-func numericsRows(t probe.NumericsTable) ([]dtypeRow, []kindRow) {
+func numericsRows(t harness.NumericsTable) ([]dtypeRow, []kindRow) {
 	g := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
 	var dtypes []dtypeRow
-	for _, d := range probe.NumericsDtypes {
+	for _, d := range harness.NumericsDtypes {
 		b := t.Dtypes[d]
 		dtypes = append(dtypes, dtypeRow{Dtype: d, MaxAbs: g(b.Atol) + " + " + g(b.Rtol) + " · max |reference|",
 			Top1: g(b.Top1), RelError: g(b.RelError), Cosine: g(b.Cosine)})
@@ -80,7 +80,7 @@ func numericsRows(t probe.NumericsTable) ([]dtypeRow, []kindRow) {
 // taskRows lays out the task table: families with their tags (families
 // without a tag of their own, such as speech-seq2seq, which a tag's config
 // resolves to, are listed too), and the unsupported tags.
-func taskRows(t probe.TaskTable) ([]familyRow, []unsupportedRow) {
+func taskRows(t harness.TaskTable) ([]familyRow, []unsupportedRow) {
 	tags := map[string][]string{}
 	for tag, spec := range t.Tasks {
 		tags[spec.Family] = append(tags[spec.Family], tag)

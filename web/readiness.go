@@ -5,7 +5,7 @@ import (
 	"strings"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
-	"github.com/google-pytorch/torchtpu-scanner/internal/probe"
+	"github.com/google-pytorch/torchtpu-scanner/internal/harness"
 	"github.com/google-pytorch/torchtpu-scanner/internal/readiness"
 	"github.com/google-pytorch/torchtpu-scanner/store"
 )
@@ -215,12 +215,12 @@ func readinessCSV(m compat.Model) []string {
 type readinessMethodology struct {
 	Generations []readiness.Generation
 	Rules       []readiness.Rule
-	Peaks       []probe.DevicePeak
+	Peaks       []harness.DevicePeak
 	MaxContext  int
 	HeadroomPct int
 }
 
 func newReadinessMethodology() readinessMethodology {
-	return readinessMethodology{Generations: readiness.Generations, Rules: readiness.Rules, Peaks: probe.DevicePeaks(),
-		MaxContext: readiness.MaxContext, HeadroomPct: int(readiness.Headroom * 100)}
+	return readinessMethodology{Generations: readiness.Generations, Rules: readiness.Rules, Peaks: harness.DevicePeaks(),
+		MaxContext: readiness.MaxContext, HeadroomPct: readiness.ServingHeadroomPct}
 }

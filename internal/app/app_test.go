@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/config"
+	"github.com/google-pytorch/torchtpu-scanner/internal/harness"
 	"github.com/google-pytorch/torchtpu-scanner/internal/metrics"
 	"github.com/google-pytorch/torchtpu-scanner/internal/probe"
 	"github.com/google-pytorch/torchtpu-scanner/internal/testenv"
@@ -72,7 +73,7 @@ func TestMetricsFromTheStart(t *testing.T) {
 		`scanner_probes_total{status="pass"} 0`, `scanner_probes_total{status="error"} 0`, `scanner_probe_duration_seconds_count{status="oom"} 0`,
 		`scanner_hub_requests_total{code="200"} 0`, `scanner_hub_requests_total{code="429"} 0`,
 		"scanner_hub_rate_limit_waits_total 0", "scanner_hub_rate_limit_wait_seconds_total 0",
-		`scanner_build_info{version="v1.2.3",goversion="` + runtime.Version() + `",requirements="` + probe.RequirementsHash() + `"} 1`,
+		`scanner_build_info{version="v1.2.3",goversion="` + runtime.Version() + `",requirements="` + harness.RequirementsHash() + `"} 1`,
 	} {
 		if !strings.Contains(out, want+"\n") {
 			t.Errorf("missing %s", want)

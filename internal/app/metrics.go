@@ -4,8 +4,8 @@ import (
 	"runtime"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
+	"github.com/google-pytorch/torchtpu-scanner/internal/harness"
 	"github.com/google-pytorch/torchtpu-scanner/internal/metrics"
-	"github.com/google-pytorch/torchtpu-scanner/internal/probe"
 	"github.com/google-pytorch/torchtpu-scanner/store"
 )
 
@@ -48,6 +48,6 @@ func newAppMetrics(r *metrics.Registry, version string) appMetrics {
 	m.probeSeconds.Declare(metrics.Each(statuses...)...)
 	m.hubRequests.Declare(metrics.Each(hubCodes...)...)
 	r.Gauge("scanner_build_info", "The running scanner: version, Go version and the harness's pinned requirements (always 1).",
-		"version", "goversion", "requirements").With(version, runtime.Version(), probe.RequirementsHash()).Set(1)
+		"version", "goversion", "requirements").With(version, runtime.Version(), harness.RequirementsHash()).Set(1)
 	return m
 }

@@ -11,12 +11,9 @@ import (
 	"os"
 	"time"
 
-	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/internal/config"
-	"github.com/google-pytorch/torchtpu-scanner/internal/fleet"
 	"github.com/google-pytorch/torchtpu-scanner/internal/metrics"
 	"github.com/google-pytorch/torchtpu-scanner/internal/probe"
-	"github.com/google-pytorch/torchtpu-scanner/internal/scan"
 	"github.com/google-pytorch/torchtpu-scanner/internal/worker"
 )
 
@@ -51,11 +48,6 @@ func RunWorker(ctx context.Context, cfg config.Config, log *slog.Logger, version
 	w, err := worker.New(worker.Config{
 		Server: cfg.Server, Token: cfg.WorkerToken, ID: worker.NewID(host), Host: host, Version: version,
 		Target: cfg.Target, Timeout: cfg.Timeout, ProbeGrace: cfg.ProbeGrace, MemoryBytes: mem, Logger: log,
-		FetchFailed: func(_ fleet.Job, err error) compat.Result { return scan.FetchFailed(err) },
-		FetchInputs: func(ctx context.Context, j fleet.Job) string {
-			return scan.FetchInputs(ctx, client, log, j.ModelID, j.Revision, j.InputFiles)
-		},
-		WouldChange: scan.WouldChange,
 	}, runner, probers, client)
 	if err != nil {
 		return err

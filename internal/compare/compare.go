@@ -47,26 +47,28 @@ const (
 	NotRetested  Kind = "not_retested"  // a result on base, none on head
 )
 
-// IsVerdict reports whether a status says something about the model: pass,
-// or a status held against it (as opposed to skipped, error, untested).
-func IsVerdict(s compat.Status) bool { return s == compat.StatusPass || s.HeldAgainstModel() }
-
-// Classify is the one rule of a comparison: where a model lands given its
-// status on base and on head, "" for no result on that runtime.
+// Classify is where a model lands in a comparison given its status on base
+// and on head, "" for no result on that runtime. A change between two
+// verdicts is what compat.ClassifyChange says it is (the feed and `scanner
+// check` read the same rule): new, fixed or regressed; the rest is still
+// passing or still failing, no verdict on head, or not retested.
 func Classify(base, head compat.Status) Kind {
 	switch {
 	case head == "":
 		return NotRetested
-	case !IsVerdict(head):
+	case !head.IsVerdict():
 		return NoVerdict
-	case !IsVerdict(base):
+	}
+	switch compat.ClassifyChange(base, head) {
+	case compat.EventNew:
 		return New
-	case base == compat.StatusPass && head == compat.StatusPass:
-		return StillPassing
-	case base == compat.StatusPass:
+	case compat.EventRegression:
 		return Regressed
-	case head == compat.StatusPass:
+	case compat.EventFix:
 		return Fixed
+	}
+	if head == compat.StatusPass {
+		return StillPassing
 	}
 	return StillFailing
 }
@@ -136,7 +138,7 @@ func Tally(cells []Cell) Headline {
 	for _, c := range cells {
 		kind := Classify(c.Base, c.Head)
 		h.Counts[kind] += c.Models
-		if IsVerdict(c.Head) || IsVerdict(c.Base) {
+		if c.Head.IsVerdict() || c.Base.IsVerdict() {
 			h.TotalDownloads += c.Downloads
 		}
 		switch kind {

@@ -7,7 +7,7 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/google-pytorch/torchtpu-scanner/internal/probe/harness"
+	"github.com/google-pytorch/torchtpu-scanner/internal/harness"
 )
 
 var commitRE = regexp.MustCompile(`^[0-9a-f]{40}$`)
@@ -117,7 +117,7 @@ const (
 
 // FileCap is the most bytes the scanner downloads of the repo file name,
 // by its kind: a tokenizer or processor file has its cap from the table
-// the harness reads too (internal/probe/harness/input_files.json: a few
+// the harness reads too (internal/harness/input_files.json: a few
 // MiB for JSON settings, more for tokenizer.json, vocabularies and
 // SentencePiece models), by its base name wherever it is; an index or
 // other JSON has a cap of its own, and so has every other file but the
@@ -142,7 +142,7 @@ func FileCap(name string) int64 {
 
 // InputFiles picks the tokenizer and processor files out of a repo's files:
 // the top-level files of the table the harness reads
-// (internal/probe/harness/input_files.json) that AllowedFile accepts, in
+// (internal/harness/input_files.json) that AllowedFile accepts, in
 // listing order. A full-mode probe builds real inputs from them; each is
 // optional (the probe falls back to synthetic inputs without it).
 func InputFiles(siblings []Sibling) []string {

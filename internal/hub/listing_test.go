@@ -1,9 +1,26 @@
 package hub
 
-import "testing"
+import (
+	"encoding/json"
+	"testing"
+)
+
+// parseModels decodes a JSON array of models in the Hub's /api/models
+// shape, field for field as ListModels reads a page.
+func parseModels(data []byte) ([]ModelInfo, error) {
+	var items []apiModel
+	if err := json.Unmarshal(data, &items); err != nil {
+		return nil, err
+	}
+	out := make([]ModelInfo, 0, len(items))
+	for _, it := range items {
+		out = append(out, it.info())
+	}
+	return out, nil
+}
 
 func TestParseModels(t *testing.T) {
-	got, err := ParseModels([]byte(`[
+	got, err := parseModels([]byte(`[
 	 {"id": "org/a", "pipeline_tag": "fill-mask", "library_name": "transformers", "tags": ["custom_code"],
 	  "downloads": 7, "gated": "manual", "config": {"model_type": "bert", "architectures": ["BertForMaskedLM"]},
 	  "siblings": [{"rfilename": "model.safetensors"}]},
@@ -24,7 +41,7 @@ func TestParseModels(t *testing.T) {
 	if b.ID != "org/b" || b.Gated {
 		t.Errorf("second model: %+v", b)
 	}
-	if _, err := ParseModels([]byte(`{"id": "not a list"}`)); err == nil {
+	if _, err := parseModels([]byte(`{"id": "not a list"}`)); err == nil {
 		t.Error("an object instead of a list: want an error")
 	}
 }

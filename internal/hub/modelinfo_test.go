@@ -54,7 +54,7 @@ func TestModelInfoIDs(t *testing.T) {
 // TestParseSiblingSizes: a sibling's size is its "size", else its LFS
 // pointer's.
 func TestParseSiblingSizes(t *testing.T) {
-	got, err := ParseModels([]byte(`[{"id": "org/a", "siblings": [
+	got, err := parseModels([]byte(`[{"id": "org/a", "siblings": [
 		{"rfilename": "a.safetensors", "lfs": {"sha256": "ab", "size": 70}},
 		{"rfilename": "b.safetensors", "size": 50, "lfs": {"sha256": "cd", "size": 60}},
 		{"rfilename": "config.json", "size": 9, "blobId": "ef"},

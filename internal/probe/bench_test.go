@@ -13,7 +13,7 @@ import (
 
 // BenchmarkHarnessOverhead measures what the harness's machinery costs: a
 // probe's wall time (process start, stages, result file, Go supervision)
-// against harness/bench_bare.py, a bare script that loads the same model and
+// against ../harness/bench_bare.py, a bare script that loads the same model and
 // runs the same forward, numerics reference and generate. Both run in the
 // same benchmark, alternating (probe, bare, bare, probe) so that a noisy
 // neighbour hits both alike. Target: probe ≤ 1.15 × bare.
@@ -34,7 +34,7 @@ func BenchmarkHarnessOverhead(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer r.Close()
-	bare, err := filepath.Abs("harness/bench_bare.py")
+	bare, err := filepath.Abs("../harness/bench_bare.py")
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -11,7 +11,7 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 )
 
-// The fake torch_tpu's messages (testdata/fake_torch_tpu/site/torch_tpu/_loader.py), written here
+// The fake torch_tpu's messages (../harness/testdata/fake_torch_tpu/site/torch_tpu/_loader.py), written here
 // independently of its source.
 const (
 	fakeLoaderText  = "libtpu.so: undefined symbol: _ZN3c1019fake_abi_mismatchEv"
@@ -20,12 +20,12 @@ const (
 
 // fakeTPURunner runs the embedded harness with an interpreter that sees the
 // fake torch_tpu distribution besides the project's environment (made by
-// testdata/fake_torch_tpu/mkpython.py: a venv layout whose .pth file adds
+// ../harness/testdata/fake_torch_tpu/mkpython.py: a venv layout whose .pth file adds
 // both, which python -I still reads), its behaviour set by TORCH_TPU_FAKE
 // through the runner's allow-listed environment.
 func fakeTPURunner(t *testing.T, mode string) *Runner {
 	t.Helper()
-	out, err := exec.Command(projectPython(t), "testdata/fake_torch_tpu/mkpython.py", t.TempDir()).Output()
+	out, err := exec.Command(projectPython(t), "../harness/testdata/fake_torch_tpu/mkpython.py", t.TempDir()).Output()
 	if err != nil {
 		t.Fatalf("mkpython.py: %v", err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/internal/config"
+	"github.com/google-pytorch/torchtpu-scanner/internal/harness"
 	"github.com/google-pytorch/torchtpu-scanner/internal/testenv"
 )
 
@@ -43,11 +44,11 @@ func projectPython(t *testing.T) string {
 	t.Helper()
 	py := os.Getenv("SCANNER_PYTHON")
 	if py == "" {
-		if py = DefaultPython(config.CacheHome(os.LookupEnv)); py == "python3" {
+		if py = harness.DefaultPython(config.CacheHome(os.LookupEnv)); py == "python3" {
 			testenv.Missing(t, "SCANNER_PYTHON is unset and the project's venv (scripts/pyenv.sh) is not built: skipping the real-harness tests")
 		}
 	}
-	if data, err := harnessFS.ReadFile("harness/" + harnessEntry); err != nil || strings.Contains(string(data), "PLACEHOLDER") {
+	if data, err := os.ReadFile(filepath.Join("..", "harness", harness.Entry)); err != nil || strings.Contains(string(data), "PLACEHOLDER") {
 		testenv.Missing(t, "the embedded harness is a placeholder: skipping the real-harness tests")
 	}
 	return py
@@ -116,7 +117,7 @@ func TestRealHarnessCPU(t *testing.T) {
 		t.Fatalf("got %s/%s/%s on %q (%s)\n%s", res.Status, str(res.Stage), str(res.FailureClass), res.Target,
 			str(res.Message), tail(res.LogTail))
 	}
-	if res.Metrics.ForwardMS == nil || res.Metrics.MaxAbsDiff == nil || len(res.Stages) == 0 || res.Runtime.Key() != rt.Key() {
+	if res.Metrics.ForwardMS == nil || res.Metrics.MaxAbsDiff == nil || len(res.Stages) == 0 || res.Runtime.RetestKey() != rt.RetestKey() {
 		t.Errorf("metrics %+v stages %d runtime %+v (env %+v)", res.Metrics, len(res.Stages), res.Runtime, rt)
 	}
 }

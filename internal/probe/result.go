@@ -3,7 +3,6 @@ package probe
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -13,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
+	"github.com/google-pytorch/torchtpu-scanner/internal/harness"
 )
 
 // MaxResultBytes caps the result file the harness writes.
@@ -104,28 +104,21 @@ type probeRun struct {
 	target compat.Target // the real target (auto resolved)
 }
 
-// check validates a harness result against the contract and the request.
+// accept checks a harness result against the request (check), fills in
+// the runner's part (complete) and validates what would be recorded
+// (compat.Result.Validate, the one check of a result).
+func (p *probeRun) accept(res compat.Result, out procOutcome) (compat.Result, error) {
+	if err := p.check(&res); err != nil {
+		return res, err
+	}
+	res = p.complete(res, out)
+	return res, res.Validate()
+}
+
+// check holds a harness result to the request: the target it ran on must
+// be one the request admits, and a mode the one it asked for. An
+// unresolved target or mode (auto) is dropped for the runner's own.
 func (p *probeRun) check(res *compat.Result) error {
-	if !res.Status.Valid() || res.Status == compat.StatusUntested {
-		return fmt.Errorf("status %q is not a result status", res.Status)
-	}
-	if res.Stage != nil && !res.Stage.Valid() {
-		return fmt.Errorf("stage %q is not a contract stage", *res.Stage)
-	}
-	if res.FailureClass != nil && !res.FailureClass.Valid() {
-		return fmt.Errorf("failure_class %q is not a contract failure class", *res.FailureClass)
-	}
-	if res.Reason != nil && !res.Reason.Valid() {
-		return fmt.Errorf("reason %q is not a contract reason", *res.Reason)
-	}
-	if res.Status == compat.StatusSkipped && res.Reason == nil {
-		return errors.New("status skipped without a reason")
-	}
-	for _, s := range res.Stages {
-		if !s.Stage.Valid() {
-			return fmt.Errorf("stages: %q is not a contract stage", s.Stage)
-		}
-	}
 	if res.Target == compat.TargetAuto {
 		res.Target = "" // unresolved (it failed before resolving): the runner's resolution stands
 	}
@@ -138,8 +131,6 @@ func (p *probeRun) check(res *compat.Result) error {
 		switch m := *res.Mode; {
 		case m == compat.ModeAuto:
 			res.Mode = nil // unresolved; filled below from the request if it can be
-		case m != compat.ModeFull && m != compat.ModeArch:
-			return fmt.Errorf("mode %q is not full or arch", m)
 		case p.req.Mode != compat.ModeAuto && m != p.req.Mode:
 			return fmt.Errorf("mode %s on a %s request", m, p.req.Mode)
 		}
@@ -246,7 +237,7 @@ func (p *probeRun) noResult(out procOutcome) compat.Result {
 	if signalled && out.lastStage == compat.StageEnv {
 		return p.envDeath(signalName(sig), out)
 	}
-	if marker := oomMarker(out.stderrTail); marker != "" {
+	if marker := harness.OOMMarker(out.stderrTail); marker != "" {
 		how := fmt.Sprintf("exit status %d", st.ExitCode())
 		if signalled {
 			how = "killed by " + signalName(sig)
@@ -420,4 +411,14 @@ func formatBytes(n uint64) string {
 		return fmt.Sprintf("%d KiB", n>>10)
 	}
 	return fmt.Sprintf("%d B", n)
+}
+
+// efficiencyShare keeps an MFU or MBU the harness reported only where one
+// can exist: a passing run on an accelerator, a share in (0, 1]. Anything
+// else is null, never a guessed figure.
+func efficiencyShare(res compat.Result, v *float64) *float64 {
+	if v == nil || res.Status != compat.StatusPass || res.Target == compat.TargetCPU || !(*v > 0 && *v <= 1) {
+		return nil
+	}
+	return v
 }

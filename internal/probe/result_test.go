@@ -2,6 +2,7 @@ package probe
 
 import (
 	"bytes"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -276,16 +277,18 @@ func TestCompleteAndBase(t *testing.T) {
 	}
 }
 
-// TestCheckSkippedAndUnresolved: a skipped result needs a reason; an
-// unresolved target or mode (auto) from the harness is dropped for the
-// runner's own.
+// TestCheckSkippedAndUnresolved: a skipped result needs a reason (the
+// runner accepts a result only when compat.Result.Validate does, once it
+// filled in its part); an unresolved target or mode (auto) from the
+// harness is dropped for the runner's own.
 func TestCheckSkippedAndUnresolved(t *testing.T) {
 	p := &probeRun{req: Request{Target: compat.TargetAuto, Mode: compat.ModeAuto}}
+	accepting := &probeRun{r: &Runner{digest: "sha256:000000000000"}, req: p.req, start: time.Now(), target: compat.TargetCPU}
 	gated := compat.ReasonGated
-	if err := p.check(&compat.Result{Status: compat.StatusSkipped, Reason: &gated}); err != nil {
+	if _, err := accepting.accept(compat.Result{Status: compat.StatusSkipped, Reason: &gated}, procOutcome{}); err != nil {
 		t.Errorf("skipped with a reason: %v", err)
 	}
-	if err := p.check(&compat.Result{Status: compat.StatusSkipped}); err == nil {
+	if _, err := accepting.accept(compat.Result{Status: compat.StatusSkipped}, procOutcome{}); err == nil {
 		t.Error("skipped without a reason: accepted")
 	}
 	auto := compat.ModeAuto
@@ -296,5 +299,35 @@ func TestCheckSkippedAndUnresolved(t *testing.T) {
 	res = compat.Result{Status: compat.StatusPass, Target: compat.TargetCPU}
 	if err := p.check(&res); err != nil || res.Target != compat.TargetCPU {
 		t.Errorf("target cpu: %v, target %q, want it kept", err, res.Target)
+	}
+}
+
+// The runner keeps a harness's MFU/MBU only for a passing accelerator run
+// and a share in (0, 1].
+func TestEfficiencyShare(t *testing.T) {
+	v := func(f float64) *float64 { return &f }
+	pass := func(target compat.Target) compat.Result {
+		return compat.Result{Status: compat.StatusPass, Target: target}
+	}
+	tests := []struct {
+		res  compat.Result
+		in   *float64
+		want *float64
+	}{
+		{pass(compat.TargetTPU), v(0.42), v(0.42)},
+		{pass(compat.TargetCUDA), v(1), v(1)},
+		{pass(compat.TargetCPU), v(0.42), nil},
+		{compat.Result{Status: compat.StatusFail, Target: compat.TargetTPU}, v(0.42), nil},
+		{pass(compat.TargetTPU), v(1.5), nil},
+		{pass(compat.TargetTPU), v(0), nil},
+		{pass(compat.TargetTPU), v(-0.1), nil},
+		{pass(compat.TargetTPU), v(math.NaN()), nil},
+		{pass(compat.TargetTPU), nil, nil},
+	}
+	for _, tt := range tests {
+		got := efficiencyShare(tt.res, tt.in)
+		if (got == nil) != (tt.want == nil) || (got != nil && *got != *tt.want) {
+			t.Errorf("%s %s %v: got %v, want %v", tt.res.Status, tt.res.Target, tt.in, got, tt.want)
+		}
 	}
 }

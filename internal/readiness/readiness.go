@@ -77,7 +77,7 @@ type Readiness struct {
 
 // Input is what readiness reads.
 type Input struct {
-	// Config is config.json as parsed (probe.ParseConfig), or the Hub's
+	// Config is config.json as parsed (scan.ParseConfig), or the Hub's
 	// summary of it from a listing; nil when unknown.
 	Config map[string]any
 	// Summary says Config is the Hub listing's summary of config.json

@@ -9,7 +9,7 @@ import (
 	"testing"
 )
 
-// loadConfig parses testdata/configs/NAME.json the way probe.ParseConfig
+// loadConfig parses testdata/configs/NAME.json the way scan.ParseConfig
 // does (encoding/json into map[string]any).
 func loadConfig(t testing.TB, name string) map[string]any {
 	t.Helper()

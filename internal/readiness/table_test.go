@@ -3,7 +3,7 @@ package readiness_test
 import (
 	"testing"
 
-	"github.com/google-pytorch/torchtpu-scanner/internal/probe"
+	"github.com/google-pytorch/torchtpu-scanner/internal/harness"
 	"github.com/google-pytorch/torchtpu-scanner/internal/readiness"
 )
 
@@ -13,7 +13,7 @@ func TestGenerationsMatchDeviceTable(t *testing.T) {
 	matched := 0
 	for _, g := range readiness.Generations {
 		found := false
-		for _, d := range probe.DevicePeaks() {
+		for _, d := range harness.DevicePeaks() {
 			if d.Target != "tpu" || d.Generation != g.Name {
 				continue
 			}
@@ -28,7 +28,7 @@ func TestGenerationsMatchDeviceTable(t *testing.T) {
 			t.Errorf("generation %s has no entry in devices.json", g.Name)
 		}
 	}
-	for _, d := range probe.DevicePeaks() {
+	for _, d := range harness.DevicePeaks() {
 		if d.Target == "tpu" && !hasGeneration(d.Generation) {
 			t.Errorf("devices.json %s names generation %q, which readiness does not count devices for", d.Key, d.Generation)
 		}

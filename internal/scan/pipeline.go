@@ -5,6 +5,8 @@ import (
 	"sync"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/hub"
+	"github.com/google-pytorch/torchtpu-scanner/internal/probe"
+	"github.com/google-pytorch/torchtpu-scanner/internal/probestep"
 )
 
 const (
@@ -33,7 +35,7 @@ func (r *run) pipeline(ctx context.Context, models []hub.ModelInfo) error {
 			write()
 		}
 	}()
-	queue := make(chan *job, lookahead*r.opts.Devices)
+	queue := make(chan *entry, lookahead*r.opts.Devices)
 	var wg sync.WaitGroup
 	for w := range r.opts.Devices {
 		wg.Add(1)
@@ -50,13 +52,13 @@ func (r *run) pipeline(ctx context.Context, models []hub.ModelInfo) error {
 		}()
 	}
 	slots, window, fetched := r.fetchAhead(ctx, models)
-dispatch:
+feed:
 	for i, m := range models {
-		var j *job
+		var j *entry
 		select {
 		case j = <-slots[i]:
 		case <-ctx.Done():
-			break dispatch
+			break feed
 		}
 		<-window
 		switch {
@@ -68,7 +70,7 @@ dispatch:
 			select {
 			case queue <- j:
 			case <-ctx.Done():
-				break dispatch
+				break feed
 			}
 		}
 	}
@@ -86,10 +88,10 @@ dispatch:
 // popularity order. At most fetchers + lookahead per device models are
 // prepared before their turn: the caller receives from window each time it
 // takes a slot's job. wait returns once every fetcher has stopped.
-func (r *run) fetchAhead(ctx context.Context, models []hub.ModelInfo) (slots []chan *job, window chan struct{}, wait func()) {
-	slots = make([]chan *job, len(models))
+func (r *run) fetchAhead(ctx context.Context, models []hub.ModelInfo) (slots []chan *entry, window chan struct{}, wait func()) {
+	slots = make([]chan *entry, len(models))
 	for i := range slots {
-		slots[i] = make(chan *job, 1)
+		slots[i] = make(chan *entry, 1)
 	}
 	window = make(chan struct{}, fetchers+lookahead*r.opts.Devices)
 	todo := make(chan int)
@@ -130,4 +132,51 @@ func (s *Scanner) proberFor(i int) Prober {
 		return s.DeviceProbers[i]
 	}
 	return s.Prober
+}
+
+// probe runs the probe step for one model on a device (a rerun confirms a
+// change of status) and returns the write of what stands, for the
+// recorder; nil when shutdown left nothing to write.
+func (r *run) probe(ctx, wctx context.Context, p Prober, j *entry) func() {
+	out := probestep.Probe(ctx, p, r.stepRequest(j), r.s.log())
+	for _, run := range out.Runs {
+		r.mu.Lock()
+		r.busy += run.Held
+		r.mu.Unlock()
+		if r.hooks.ProbeDone != nil {
+			r.hooks.ProbeDone(run.Result, run.Held)
+		}
+	}
+	switch {
+	case out.Interrupted:
+		return nil
+	case out.Flaky:
+		return func() { r.recordFlaky(wctx, j, out.Result) }
+	}
+	return func() { r.record(wctx, j, out.Result, true) }
+}
+
+// stepRequest is the probe step of an entry: its planned mode, budget and
+// note, against its previous status, stamped with the scan's runtime.
+func (r *run) stepRequest(j *entry) probestep.Request {
+	req := probestep.Request{Request: probe.Request{
+		ModelID: j.info.ID, Revision: j.info.SHA, SnapshotDir: j.snapshot, Task: j.info.PipelineTag,
+		Target: r.target, Mode: j.plan.Mode, Timeout: r.opts.Timeout,
+		MemoryBudgetBytes: j.plan.Budget, PlanNote: planNote(j),
+	}, Runtime: r.runtime}
+	if j.previous != nil {
+		req.Previous = j.previous.Status
+	}
+	return req
+}
+
+// planNote is what the probe is told of its plan, for its config stage's
+// note: why it is retested, why in this mode, and which input files did
+// not come.
+func planNote(j *entry) string {
+	note := j.plan.Reason + "; " + j.plan.ModeReason
+	if j.inputsNote != "" {
+		note += "; " + j.inputsNote
+	}
+	return note
 }

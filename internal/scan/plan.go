@@ -6,28 +6,34 @@ package scan
 // the runner and the harness execute the decision (the harness still
 // reports an oom if the weights do not fit after all).
 //
-// The fit formula, with the constants of internal/probe/harness/fit.json
-// (probe.Fit), which the harness reads too:
+// The probe fit formula (ProbeNeed), with the constants of
+// internal/harness/fit.json (harness.Fit), which the harness reads too:
 //
 //	need(params, target) = params × dtype bytes × copies × fit_factor + fit_slack
 //
 // where the dtype is what the harness runs the model in on that target
-// (float32 on cpu, bfloat16 on an accelerator) and copies counts the
-// model's copies in the budget's memory (2 on cpu: the run and its float32
-// reference; 1 on an accelerator, whose reference sits in host memory). A
+// (bfloat16) and copies counts the model's copies in the budget's memory,
+// in units of that dtype (3 on cpu: the bfloat16 run and its float32
+// reference, 2 + 4 bytes; 1 on an accelerator, whose reference sits in
+// host memory). A
 // model fits when need ≤ budget. Before the download only the checkpoint's
 // size B is known: it holds between B/4 (float32) and B/2 (16-bit)
 // parameters. Auto mode chooses full only when the larger count fits (it
 // errs towards arch, never towards an oom); an explicit --mode full is
 // declined (too_large) only when even the smaller count does not fit.
+//
+// This is whether one smoke test fits where it runs, not whether a model
+// can be served on a TPU: that is readiness.MinDevices (weights and KV
+// cache in bf16 with its own headroom, over each generation's HBM).
 
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
+	"github.com/google-pytorch/torchtpu-scanner/internal/harness"
 	"github.com/google-pytorch/torchtpu-scanner/internal/hub"
-	"github.com/google-pytorch/torchtpu-scanner/internal/probe"
 )
 
 // torchOverhead is about what importing torch and transformers takes of a
@@ -71,15 +77,15 @@ func Budget(target compat.Target, rt compat.Runtime, h Host) (int64, string) {
 	return 0, string(target) + ": device memory unknown"
 }
 
-// Need is the fit formula: the bytes a model of params parameters takes in
-// the budget's memory on target.
-func Need(params int64, target compat.Target) int64 {
-	t, ok := probe.Fit.Targets[target]
+// ProbeNeed is the probe fit formula: the bytes a model of params
+// parameters takes in a probe's memory budget on target.
+func ProbeNeed(params int64, target compat.Target) int64 {
+	t, ok := harness.Fit.Targets[target]
 	if !ok { // not a concrete target: count it as cpu, the costlier
-		t = probe.Fit.Targets[compat.TargetCPU]
+		t = harness.Fit.Targets[compat.TargetCPU]
 	}
-	whole := params * probe.Fit.DtypeBytes[t.Dtype] * t.Copies
-	return int64(float64(whole)*probe.Fit.FitFactor) + probe.Fit.FitSlackBytes
+	whole := params * harness.Fit.DtypeBytes[t.Dtype] * t.Copies
+	return int64(float64(whole)*harness.Fit.FitFactor) + harness.Fit.FitSlackBytes
 }
 
 // Weights are a model's safetensors weight files as listed.
@@ -97,8 +103,8 @@ func (w Weights) checkpoint() bool {
 // needRange is need for the fewest and the most parameters a checkpoint of
 // w.Bytes can hold.
 func (w Weights) needRange(target compat.Target) (least, most int64) {
-	b := probe.Fit.CheckpointBytesPerParam
-	return Need(w.Bytes/b.Max, target), Need(w.Bytes/b.Min, target)
+	b := harness.Fit.CheckpointBytesPerParam
+	return ProbeNeed(w.Bytes/b.Max, target), ProbeNeed(w.Bytes/b.Min, target)
 }
 
 // Input is everything Plan looks at.
@@ -149,7 +155,9 @@ func Plan(in Input) Decision {
 // retest holds the retest rules: a model is tested again unless its latest
 // result on this target has the same revision, the same runtime (torch,
 // torch_tpu, transformers, harness), a mode the scan accepts, and was not
-// the scanner's own error; --force retests anyway.
+// the scanner's own error (other than one the float32 CPU reference shares,
+// which repeats for that revision and runtime: compat.Result.Reproducible);
+// --force retests anyway.
 func retest(in Input) (bool, string) {
 	prev := in.Previous
 	switch {
@@ -157,14 +165,15 @@ func retest(in Input) (bool, string) {
 		return true, "untested on " + string(in.Target)
 	case in.Force:
 		return true, "--force"
-	case prev.Status == compat.StatusError:
+	case prev.Status == compat.StatusError && !prev.Reproducible():
+		// an error the float32 CPU reference shares repeats until the revision or the runtime changes: it stands
 		return true, "the last result was the scanner's error"
 	case prev.Status == compat.StatusUntested:
 		return true, "untested"
 	case prev.Revision != in.SHA:
 		return true, fmt.Sprintf("new revision %s (was %s)", short(in.SHA), short(prev.Revision))
-	case prev.Runtime.Key() != in.Runtime.Key():
-		return true, fmt.Sprintf("new runtime %s (was %s)", in.Runtime.Key(), prev.Runtime.Key())
+	case prev.Runtime.RetestKey() != in.Runtime.RetestKey():
+		return true, fmt.Sprintf("new runtime %s (was %s)", in.Runtime.RetestKey(), prev.Runtime.RetestKey())
 	case !modeAccepts(in.Mode, prev.Mode):
 		return true, fmt.Sprintf("--mode %s asked; the last result is %s", in.Mode, *prev.Mode)
 	}
@@ -221,5 +230,5 @@ func listOrNone(l []string) string {
 	if len(l) == 0 {
 		return "none"
 	}
-	return fmt.Sprint(l)
+	return strings.Join(l, ", ")
 }

@@ -8,31 +8,24 @@ import (
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/internal/hub"
+	"github.com/google-pytorch/torchtpu-scanner/internal/probe"
+	"github.com/google-pytorch/torchtpu-scanner/internal/probestep"
 	"github.com/google-pytorch/torchtpu-scanner/store"
 )
 
 // decided completes a result that preflight, the plan or a failed fetch
-// produced, without a probe.
-func (r *run) decided(j *job, res compat.Result) *job {
-	res.Target = r.target
-	res.Revision = j.info.SHA
-	res.Runtime = r.runtime
-	if res.TestedAt.IsZero() {
-		res.TestedAt = r.s.now().UTC()
-	}
-	if res.Repro == "" {
-		res.Repro = compat.Repro(j.info.ID, j.info.SHA, r.target, r.opts.Mode)
-	}
-	if res.Task == "" {
-		res.Task = j.info.PipelineTag
-	}
+// produced, without a probe: its repro is the scan's requested mode.
+func (r *run) decided(j *entry, res compat.Result) *entry {
+	req := probestep.Request{Request: probe.Request{ModelID: j.info.ID, Revision: j.info.SHA, Task: j.info.PipelineTag,
+		Target: r.target, Mode: r.opts.Mode}, Runtime: r.runtime}
+	req.Fill(&res, r.s.now())
 	j.result = &res
 	return j
 }
 
 // declined is the skip of a mode the plan refused (--mode full without a
 // safetensors checkpoint, or with one that does not fit).
-func (r *run) declined(j *job) *job {
+func (r *run) declined(j *entry) *entry {
 	return r.decided(j, compat.Result{
 		Status:  compat.StatusSkipped,
 		Reason:  compat.Ptr(j.plan.Decline),
@@ -41,64 +34,18 @@ func (r *run) declined(j *job) *job {
 	})
 }
 
-// fetchFailed turns a download failure into a result: the Hub's own answers
-// (gated, not found, disabled) are skips; anything else is the scanner's
-// environment failing, never held against the model.
-func (r *run) fetchFailed(j *job, err error) *job {
-	return r.decided(j, FetchFailed(err))
+// fetchFailed is the result of a model whose files could not be fetched
+// (probestep.FetchFailed).
+func (r *run) fetchFailed(j *entry, err error) *entry {
+	return r.decided(j, probestep.FetchFailed(err))
 }
 
-// FetchFailed is the result of a model whose files could not be fetched
-// (here, and on a worker): a repo file (not weights) over the cap of its
-// kind is a config_error (overCap); the Hub's own answers (gated, not
-// found, disabled) are skips; anything else is the scanner's environment
-// failing, never held against the model. The caller fills in the target,
-// revision and runtime.
-func FetchFailed(err error) compat.Result {
-	if ce, ok := hub.IsCapError(err); ok && !hub.IsWeightFile(ce.File) {
-		return overCap(ce)
-	}
-	var he *hub.Error
-	if errors.As(err, &he) {
-		if reason := he.Reason(); reason != "" {
-			return compat.Result{
-				Status:  compat.StatusSkipped,
-				Reason:  compat.Ptr(reason),
-				Message: compat.Ptr("hub: " + he.Error()),
-			}
-		}
-	}
-	return scannerErrorResult(compat.StageConfig, fmt.Errorf("fetch files: %w", err))
-}
-
-// overCap is the result of a repo file (not weights) over the cap of its
-// kind (hub.FileCap): the scanner refused to store or read it. It is an
-// error with a config_error class, which says which file and why, not a
-// verdict on the model's compatibility.
-func overCap(ce *hub.CapError) compat.Result {
-	return compat.Result{
-		Status:       compat.StatusError,
-		Stage:        compat.Ptr(compat.StageConfig),
-		FailureClass: compat.Ptr(compat.ClassConfigError),
-		Message:      compat.Ptr("refused: " + ce.Error()),
-	}
-}
-
-func (r *run) scannerError(j *job, stage compat.Stage, err error) *job {
-	return r.decided(j, scannerErrorResult(stage, err))
-}
-
-func scannerErrorResult(stage compat.Stage, err error) compat.Result {
-	return compat.Result{
-		Status:       compat.StatusError,
-		Stage:        compat.Ptr(stage),
-		FailureClass: compat.Ptr(compat.ClassOther),
-		Message:      compat.Ptr(err.Error()),
-	}
+func (r *run) scannerError(j *entry, stage compat.Stage, err error) *entry {
+	return r.decided(j, probestep.ScannerError(stage, err))
 }
 
 // record writes a result that stands.
-func (r *run) record(ctx context.Context, j *job, res compat.Result, probed bool) {
+func (r *run) record(ctx context.Context, j *entry, res compat.Result, probed bool) {
 	res.ScanID = compat.Ptr(r.scan.ID)
 	if _, err := r.s.Store.RecordResult(ctx, j.info.ID, res); err != nil {
 		r.s.log().Error("record result", "model", j.info.ID, "err", err)
@@ -110,7 +57,7 @@ func (r *run) record(ctx context.Context, j *job, res compat.Result, probed bool
 
 // recordFlaky writes a status change that its rerun did not confirm: a
 // flaky event, and the previous status stays.
-func (r *run) recordFlaky(ctx context.Context, j *job, res compat.Result) {
+func (r *run) recordFlaky(ctx context.Context, j *entry, res compat.Result) {
 	if err := r.s.Store.RecordFlaky(ctx, j.info.ID, res, j.previous.Status); err != nil {
 		r.s.log().Error("record flaky", "model", j.info.ID, "err", err)
 	}

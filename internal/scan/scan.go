@@ -1,9 +1,11 @@
 // Package scan is the scanner's orchestration: discover the models to test
 // (discover.go), plan which need a (re)test and how (plan.go), fetch their
-// files and run preflight (this file), probe them one per device while the
-// next are fetched (pipeline.go), and record every outcome the moment it is
-// known (record.go). The Service in service.go queues scans (manual,
-// scheduled) so that two never run at once.
+// files (this file) and decide whether they are worth probing
+// (preflight.go), probe them one per device while the next are fetched
+// (pipeline.go: each probe is internal/probestep's one step), or hand them
+// to workers (fleet.go), and record every outcome the moment it is known
+// (record.go). The Service in service.go queues scans (manual, scheduled)
+// so that two never run at once.
 package scan
 
 import (
@@ -19,7 +21,9 @@ import (
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/internal/hub"
+	"github.com/google-pytorch/torchtpu-scanner/internal/preflight"
 	"github.com/google-pytorch/torchtpu-scanner/internal/probe"
+	"github.com/google-pytorch/torchtpu-scanner/internal/probestep"
 	"github.com/google-pytorch/torchtpu-scanner/internal/scanlock"
 	"github.com/google-pytorch/torchtpu-scanner/store"
 )
@@ -40,100 +44,6 @@ type Prober interface {
 // ErrHub wraps a failure to reach or read the Hub; the scan as a whole
 // failed, and no model is blamed for it.
 var ErrHub = errors.New("hub unreachable")
-
-// ErrScanTimeout ends a scan that ran past Options.ScanTimeout; it also
-// matches context.DeadlineExceeded, so the scan is recorded interrupted.
-var ErrScanTimeout = errors.New("the scan ran past its deadline")
-
-// scanTimeout is the error of a scan cut by its deadline: it reads as
-// its cause (which names the flag) and matches both ErrScanTimeout and
-// context.DeadlineExceeded.
-type scanTimeout struct{ cause error }
-
-func (e scanTimeout) Error() string   { return e.cause.Error() }
-func (e scanTimeout) Unwrap() []error { return []error{e.cause, context.DeadlineExceeded} }
-
-// withDeadline bounds ctx by opts.ScanTimeout, whose expiry is the cause.
-func withDeadline(ctx context.Context, opts Options) (context.Context, context.CancelFunc) {
-	if opts.ScanTimeout <= 0 {
-		return context.WithCancel(ctx)
-	}
-	return context.WithTimeoutCause(ctx, opts.ScanTimeout,
-		fmt.Errorf("%w (--scan-timeout %s): what was measured is saved, and the next scan tests the rest", ErrScanTimeout, opts.ScanTimeout))
-}
-
-// timedOut turns err into a scanTimeout when ctx ended by its deadline.
-func timedOut(ctx context.Context, err error) error {
-	if cause := context.Cause(ctx); err != nil && errors.Is(cause, ErrScanTimeout) {
-		return scanTimeout{cause}
-	}
-	return err
-}
-
-// Options are one scan's parameters.
-type Options struct {
-	Trigger string        // "cli", "schedule", "manual", "startup"
-	Source  string        // "hub" (default) or "cache"
-	Limit   int           // how many popular models
-	Sort    string        // downloads, likes, trending
-	Tasks   []string      // pipeline tags to include (all when empty)
-	Models  []string      // exactly these ids (overrides the listing)
-	Target  compat.Target // requested target (auto resolves once per scan)
-	Mode    compat.Mode   // requested mode (Plan decides full or arch per model)
-	Timeout time.Duration // per probe
-	Force   bool          // retest even when nothing changed
-	Devices int           // probes at once, one per device
-	// ScanTimeout is the whole scan's deadline (0: none); a scan past it
-	// ends interrupted with ErrScanTimeout.
-	ScanTimeout time.Duration
-}
-
-// Progress is reported after every model that got an outcome.
-type Progress struct {
-	ScanID    int64
-	Planned   int
-	Done      int
-	Probed    int
-	Unchanged int
-	ModelID   string
-	Result    *compat.Result // nil when the model was unchanged
-}
-
-// Hooks let a caller observe scans (metrics, progress bars, the service's
-// state). Every field is optional.
-type Hooks struct {
-	Progress   func(Progress)
-	ProbeDone  func(r compat.Result, held time.Duration)
-	ScanDone   func(s store.Scan)
-	HubFailure func(err error) // the Hub could not be reached (nil: it could)
-}
-
-// then is h followed by o: each event reaches h's hook, then o's.
-func (h Hooks) then(o Hooks) Hooks {
-	return Hooks{
-		Progress:   chain(h.Progress, o.Progress),
-		ScanDone:   chain(h.ScanDone, o.ScanDone),
-		HubFailure: chain(h.HubFailure, o.HubFailure),
-		ProbeDone: func(r compat.Result, held time.Duration) {
-			if h.ProbeDone != nil {
-				h.ProbeDone(r, held)
-			}
-			if o.ProbeDone != nil {
-				o.ProbeDone(r, held)
-			}
-		},
-	}
-}
-
-func chain[T any](a, b func(T)) func(T) {
-	switch {
-	case a == nil:
-		return b
-	case b == nil:
-		return a
-	}
-	return func(v T) { a(v); b(v) }
-}
 
 // Scanner runs scans. Its fields are its dependencies, set once at
 // construction.
@@ -159,7 +69,7 @@ type Scanner struct {
 	// defaults to hub.ScanCache.
 	ListCache func(cacheDir string) ([]hub.ModelInfo, error)
 	// Fleet, when set, hands the probes to workers (serve --dispatch
-	// workers; dispatch.go): the scan plans against the runtime its
+	// workers; fleet.go): the scan plans against the runtime its
 	// workers report, queues every model to probe and ends when the queue
 	// is drained. Prober is then not used.
 	Fleet Fleet
@@ -184,8 +94,9 @@ func (s *Scanner) log() *slog.Logger {
 	return slog.Default()
 }
 
-// job is one model on its way through a scan.
-type job struct {
+// entry is one model of the listing on its way through a scan (a fleet
+// job, under --dispatch workers, is what newJob makes of it).
+type entry struct {
 	info     hub.ModelInfo
 	previous *compat.Result
 	plan     Decision
@@ -213,9 +124,9 @@ type run struct {
 	budgetOf string
 
 	mu        sync.Mutex
-	jobs      store.JobCounts       // the fleet's share of the scan (dispatch.go)
+	jobs      store.JobCounts       // the fleet's share of the scan (fleet.go)
 	queued    int                   // jobs this run queued
-	planned   bool                  // every model is decided or queued (dispatch)
+	planned   bool                  // every model is decided or queued (queueJobs)
 	resumed   bool                  // a scan an earlier process left to its queue
 	refusals  map[string]*hub.Error // Hub refusals of exact --model ids
 	done      int
@@ -277,34 +188,6 @@ func (s *Scanner) lock() (*scanlock.Lock, error) {
 	return l, nil
 }
 
-func withDefaults(o Options) Options {
-	if o.Trigger == "" {
-		o.Trigger = "cli"
-	}
-	if o.Source == "" {
-		o.Source = "hub"
-	}
-	if o.Limit <= 0 {
-		o.Limit = 100
-	}
-	if o.Sort == "" {
-		o.Sort = "downloads"
-	}
-	if o.Target == "" {
-		o.Target = compat.TargetAuto
-	}
-	if o.Mode == "" {
-		o.Mode = compat.ModeAuto
-	}
-	if o.Timeout <= 0 {
-		o.Timeout = 20 * time.Minute
-	}
-	if o.Devices <= 0 {
-		o.Devices = 1
-	}
-	return o
-}
-
 // environment resolves where this scan's probes run: this host's runner,
 // or the group of live workers it plans for (fleetEnvironment).
 func (s *Scanner) environment(ctx context.Context, opts Options) (compat.Target, compat.Runtime, Host, error) {
@@ -350,16 +233,16 @@ func (r *run) execute(ctx context.Context) error {
 		return fmt.Errorf("scan: progress: %w", err)
 	}
 	if r.s.Fleet != nil {
-		return r.dispatch(ctx, models)
+		return r.queueJobs(ctx, models)
 	}
 	return r.pipeline(ctx, models)
 }
 
-// prepareJob plans, fetches and preflights one model. It returns nil when
-// the model needs no retest, a job with result set when the outcome is
-// already known, or a job ready to probe.
-func (r *run) prepareJob(ctx context.Context, m hub.ModelInfo) *job {
-	j := &job{info: m}
+// prepareEntry plans, fetches and preflights one model. It returns nil
+// when the model needs no retest, an entry with result set when the
+// outcome is already known, or an entry ready to probe.
+func (r *run) prepareEntry(ctx context.Context, m hub.ModelInfo) *entry {
+	j := &entry{info: m}
 	if he := r.refusal(m.ID); he != nil {
 		return r.fetchFailed(j, he)
 	}
@@ -377,9 +260,9 @@ func (r *run) prepareJob(ctx context.Context, m hub.ModelInfo) *job {
 	// Decline what the listing (and its excerpt of config.json) already
 	// rules out (gated, custom code, other libraries, tasks), before any
 	// download or further request.
-	listed := probe.ListedCandidate(m, r.s.HasToken)
+	listed := preflight.Listed(m, r.s.HasToken)
 	listed.Mode = r.opts.Mode
-	if res := probe.Preflight(listed); res != nil && listingDecides(*res, m) {
+	if res := preflight.Preflight(listed); res != nil && preflight.ListingDecides(*res, m) {
 		return r.decided(j, *res)
 	}
 	if j.plan.AskSizes && !m.FilesMetadata && r.opts.Source != "cache" {
@@ -410,7 +293,7 @@ func (r *run) weightSizes(ctx context.Context, m hub.ModelInfo, w Weights) Weigh
 
 // fetch downloads config.json (and, in full mode, the weights and the
 // tokenizer and processor files) and runs preflight again on what came.
-func (r *run) fetch(ctx context.Context, j *job, cand probe.Candidate) *job {
+func (r *run) fetch(ctx context.Context, j *entry, cand preflight.Candidate) *entry {
 	m := j.info
 	j.files = []string{"config.json"}
 	full := j.plan.Mode == compat.ModeFull && j.plan.Decline == ""
@@ -431,170 +314,21 @@ func (r *run) fetch(ctx context.Context, j *job, cand probe.Candidate) *job {
 			return r.fetchFailed(j, err)
 		}
 		if full && r.s.Fleet == nil { // a worker fetches its own
-			j.inputsNote = r.fetchInputs(ctx, m)
+			j.inputsNote = probestep.FetchInputs(ctx, r.s.Hub, r.s.log(), m.ID, m.SHA, j.inputs)
 		}
 	}
 	j.snapshot = dir
-	cand.Config, cand.ConfigErr = readConfig(filepath.Join(dir, "config.json"))
-	if ce, ok := hub.IsCapError(cand.ConfigErr); ok {
-		return r.decided(j, overCap(ce))
+	cand.Config, cand.ConfigErr = preflight.ReadConfig(filepath.Join(dir, "config.json"))
+	if _, ok := hub.IsCapError(cand.ConfigErr); ok {
+		return r.decided(j, probestep.FetchFailed(cand.ConfigErr))
 	}
 	j.config = cand.Config
 	cand.Mode = j.plan.Mode
-	if res := probe.Preflight(cand); res != nil {
+	if res := preflight.Preflight(cand); res != nil {
 		return r.decided(j, *res)
 	}
 	if j.plan.Decline != "" {
 		return r.declined(j)
 	}
 	return j
-}
-
-// fetchInputs downloads the model's tokenizer and processor files
-// (hub.InputFiles), each on its own: none is needed (the probe builds
-// synthetic inputs without them), so a file that is missing, refused or
-// over its cap (hub.FileCap) is logged and named in the returned note, and
-// never fails the model. The note is "" when every file came.
-func (r *run) fetchInputs(ctx context.Context, m hub.ModelInfo) string {
-	return FetchInputs(ctx, r.s.Hub, r.s.log(), m.ID, m.SHA, hub.InputFiles(m.Siblings))
-}
-
-// Downloader fetches files of a repository at a revision into the Hub
-// cache; *hub.Client is the real one.
-type Downloader interface {
-	Download(ctx context.Context, id, sha string, files []string) (string, error)
-}
-
-// FetchInputs downloads a model's input files (here, and on a worker) as
-// fetchInputs says, and returns the note of those that did not come.
-func FetchInputs(ctx context.Context, dl Downloader, log *slog.Logger, id, sha string, files []string) string {
-	var missed []string
-	for _, f := range files {
-		if _, err := dl.Download(ctx, id, sha, []string{f}); err != nil {
-			if ctx.Err() != nil {
-				return ""
-			}
-			log.Warn("input file not fetched; the probe falls back to synthetic inputs if it needs it",
-				"model", id, "file", f, "err", err)
-			missed = append(missed, f+" ("+inputFileProblem(err)+")")
-		}
-	}
-	if len(missed) == 0 {
-		return ""
-	}
-	return "input files not fetched: " + strings.Join(missed, ", ")
-}
-
-// inputFileProblem is the short reason an input file was not fetched.
-func inputFileProblem(err error) string {
-	var he *hub.Error
-	switch {
-	case errors.Is(err, hub.ErrTooLarge):
-		return "over its size cap"
-	case errors.Is(err, hub.ErrNotAllowed):
-		return "not an allowed file type"
-	case errors.Is(err, hub.ErrIntegrity):
-		return "failed its integrity check"
-	case errors.As(err, &he):
-		return fmt.Sprintf("the Hub answered %d", he.Status)
-	}
-	return "download failed"
-}
-
-// listingDecides reports whether a preflight verdict made from the listing
-// alone stands, or needs config.json (which may say otherwise) first.
-func listingDecides(res compat.Result, m hub.ModelInfo) bool {
-	if res.Status != compat.StatusSkipped || res.Reason == nil {
-		return false
-	}
-	switch *res.Reason {
-	case compat.ReasonGated, compat.ReasonDisabled, compat.ReasonRemoteCode:
-		return true
-	case compat.ReasonUnsupportedLibrary:
-		// sentence-transformers repos pass when their config has a
-		// model_type, which only config.json may tell.
-		return m.Library != "" && (m.Library != "sentence-transformers" || m.Config != nil)
-	case compat.ReasonUnsupportedTask:
-		return m.PipelineTag != "" || m.Config != nil
-	}
-	return false
-}
-
-// readConfig reads and parses config.json, never past its cap (a cache
-// filled by other tools may hold anything).
-func readConfig(path string) (map[string]any, error) {
-	b, err := hub.ReadCapped(path, "config.json")
-	if err != nil {
-		return nil, fmt.Errorf("read config.json: %w", err)
-	}
-	return probe.ParseConfig(b)
-}
-
-// probe runs one model on a device, reruns once a result that would change
-// the model's status, and records what stands.
-// It returns the write of what stands, for the recorder (nil when there is
-// nothing to write).
-func (r *run) probe(ctx, wctx context.Context, p Prober, j *job) func() {
-	res := r.probeOnce(ctx, p, j)
-	if ctx.Err() != nil && res.Status == compat.StatusError {
-		// Shutting down: an interrupted probe says nothing about the model.
-		r.s.log().Info("probe interrupted", "model", j.info.ID)
-		return nil
-	}
-	if j.previous != nil && WouldChange(j.previous.Status, res.Status) {
-		again := r.probeOnce(ctx, p, j)
-		if ctx.Err() != nil && again.Status == compat.StatusError {
-			r.s.log().Info("rerun interrupted; the change stays unconfirmed", "model", j.info.ID)
-			return nil
-		}
-		if again.Status != res.Status {
-			r.s.log().Warn("flaky result: status change not confirmed by a rerun", "model", j.info.ID,
-				"kept", j.previous.Status, "first", res.Status, "rerun", again.Status)
-			return func() { r.recordFlaky(wctx, j, res) }
-		}
-		res = again
-	}
-	return func() { r.record(wctx, j, res, true) }
-}
-
-// WouldChange reports whether a new status would change what the model
-// shows, so that a rerun confirms it first (here, and on a worker);
-// errors (the scanner's environment) never count as a change worth
-// confirming, and neither do skips.
-func WouldChange(old, new compat.Status) bool {
-	if old == new || new == compat.StatusError || new == compat.StatusSkipped {
-		return false
-	}
-	return old == compat.StatusPass || old.HeldAgainstModel()
-}
-
-func (r *run) probeOnce(ctx context.Context, p Prober, j *job) compat.Result {
-	start := time.Now()
-	res := p.Probe(ctx, probe.Request{
-		ModelID: j.info.ID, Revision: j.info.SHA, SnapshotDir: j.snapshot, Task: j.info.PipelineTag,
-		Target: r.target, Mode: j.plan.Mode, Timeout: r.opts.Timeout,
-		MemoryBudgetBytes: j.plan.Budget, PlanNote: planNote(j),
-	})
-	held := time.Since(start)
-	r.mu.Lock()
-	r.busy += held
-	r.mu.Unlock()
-	if res.Task == "" {
-		res.Task = j.info.PipelineTag
-	}
-	if r.hooks.ProbeDone != nil {
-		r.hooks.ProbeDone(res, held)
-	}
-	return res
-}
-
-// planNote is what the probe is told of its plan, for its config stage's
-// note: why it is retested, why in this mode, and which input files did
-// not come.
-func planNote(j *job) string {
-	note := j.plan.Reason + "; " + j.plan.ModeReason
-	if j.inputsNote != "" {
-		note += "; " + j.inputsNote
-	}
-	return note
 }

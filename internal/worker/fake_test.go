@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -139,7 +138,7 @@ func (f *fakeServer) grant(req fleet.LeaseRequest) []fleet.Lease {
 		if len(out) == req.Max {
 			break
 		}
-		if j.st.State != fleet.Queued || (!f.ignoreMatch && !fleet.Matches(j.job.Target, testRuntime.Key(), req.Worker)) {
+		if j.st.State != fleet.Queued || (!f.ignoreMatch && !fleet.Matches(j.job.Target, testRuntime.RetestKey(), req.Worker)) {
 			continue
 		}
 		id := fmt.Sprintf("lease-%d-%d", j.id, j.st.Attempts+1)
@@ -203,7 +202,7 @@ func (f *fakeServer) result(body []byte) (int, any) {
 	if j == nil {
 		return 409, map[string]string{"error": "lease not current"}
 	}
-	if err := fleet.CheckResult(j.job, testRuntime.Key(), req); err != nil {
+	if err := fleet.CheckResult(j.job, testRuntime.RetestKey(), req); err != nil {
 		return 400, map[string]string{"error": err.Error()}
 	}
 	st, err := fleet.Complete(j.st, req.LeaseID, now)
@@ -328,13 +327,19 @@ func (p *fakeProber) callsOf(model string) int {
 	return p.calls[model]
 }
 
-type fakeFetcher struct{ fail map[string]error }
+// fakeFetcher fails the downloads of the models in fail, and of the
+// files in failFile (input files, each fetched on its own); a model's
+// files must start with config.json.
+type fakeFetcher struct{ fail, failFile map[string]error }
 
 func (f fakeFetcher) Download(ctx context.Context, id, sha string, files []string) (string, error) {
 	if err := f.fail[id]; err != nil {
 		return "", err
 	}
-	if len(files) == 0 || files[0] != "config.json" {
+	if len(files) == 1 && f.failFile[files[0]] != nil {
+		return "", f.failFile[files[0]]
+	}
+	if len(files) == 0 || (files[0] != "config.json" && len(files) > 1) {
 		return "", errors.New("no config.json asked for")
 	}
 	return "/nonexistent/snapshot/" + id, nil
@@ -360,16 +365,6 @@ func startWorker(t *testing.T, f *fakeServer, p *fakeProber, devices int, grace 
 		Server: f.srv.URL, Token: testToken, ID: NewID("test-host"), Host: "test-host", Version: "test",
 		Target: compat.TargetCPU, ProbeGrace: grace, Wait: 200 * time.Millisecond,
 		Logger: slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn})),
-		FetchFailed: func(j fleet.Job, err error) compat.Result {
-			return compat.Result{Status: compat.StatusSkipped, Reason: compat.Ptr(compat.ReasonGated), Message: compat.Ptr(err.Error())}
-		},
-		FetchInputs: func(_ context.Context, j fleet.Job) string {
-			if slices.Contains(j.InputFiles, "tokenizer.json") {
-				return "input files not fetched: tokenizer.json (over its size cap)"
-			}
-			return ""
-		},
-		WouldChange: func(old, new compat.Status) bool { return old != new && new != compat.StatusError },
 	}, p, probers, fetch)
 	if err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/internal/fleet"
 	"github.com/google-pytorch/torchtpu-scanner/internal/probe"
+	"github.com/google-pytorch/torchtpu-scanner/internal/probestep"
 )
 
 // runJob runs one leased job on device slot: fetch, probe (rerun to
@@ -38,17 +39,17 @@ func (w *Worker) runJob(hard context.Context, slot int, l fleet.Lease) {
 		w.post(h, w.scannerError(l.Job, err), false)
 		return
 	}
-	res, flaky := w.execute(ctx, slot, l.Job)
+	out := w.execute(ctx, slot, l.Job)
 	switch {
 	case h.lost.Load():
 		log.Info("job dropped: its lease was lost")
 		return
-	case hard.Err() != nil && res.Status == compat.StatusError:
+	case out.Interrupted:
 		// Stopped by shutdown: says nothing about the model.
 		w.giveBack(l, "worker stopping")
 		return
 	}
-	w.post(h, res, flaky)
+	w.post(h, out.Result, out.Flaky)
 }
 
 // checkJob refuses a job this worker cannot run as asked.
@@ -67,82 +68,46 @@ func checkJob(j fleet.Job, target compat.Target) error {
 	return nil
 }
 
-// execute fetches the job's files and probes it on device slot; a status
-// change is confirmed by a rerun (flaky: the rerun disagreed, and the first
-// result is returned).
-func (w *Worker) execute(ctx context.Context, slot int, j fleet.Job) (compat.Result, bool) {
+// execute fetches the job's files and runs the probe step on device slot
+// (probestep.Probe: a status change is confirmed by a rerun).
+func (w *Worker) execute(ctx context.Context, slot int, j fleet.Job) probestep.Outcome {
+	req := w.stepRequest(j)
 	dir, err := w.fetch.Download(ctx, j.ModelID, j.Revision, j.Files)
 	if err != nil {
 		if ctx.Err() != nil {
-			return w.scannerError(j, err), false
+			return probestep.Outcome{Result: w.scannerError(j, err), Interrupted: true}
 		}
-		res := w.cfg.FetchFailed(j, err)
-		w.complete(j, &res)
-		return res, false
+		res := probestep.FetchFailed(err)
+		req.Fill(&res, time.Now())
+		return probestep.Outcome{Result: res}
 	}
+	req.SnapshotDir = dir
+	if missed := probestep.FetchInputs(ctx, w.fetch, w.log, j.ModelID, j.Revision, j.InputFiles); missed != "" {
+		req.PlanNote += "; " + missed
+	}
+	return probestep.Probe(ctx, w.probers[slot], req, w.log)
+}
+
+// stepRequest is the probe step of a job, without its snapshot: its
+// timeout is the job's when shorter than this worker's, and a result
+// decided without a probe is stamped with the runtime this worker
+// registered, as a local scan stamps its own.
+func (w *Worker) stepRequest(j fleet.Job) probestep.Request {
 	timeout := w.cfg.Timeout
 	if jt := time.Duration(j.TimeoutS * float64(time.Second)); jt > 0 && jt < timeout {
 		timeout = jt
 	}
-	note := j.PlanNote
-	if w.cfg.FetchInputs != nil && len(j.InputFiles) > 0 {
-		if missed := w.cfg.FetchInputs(ctx, j); missed != "" {
-			note += "; " + missed
-		}
-	}
-	req := probe.Request{
-		ModelID: j.ModelID, Revision: j.Revision, SnapshotDir: dir, Task: j.Task,
-		Target: j.Target, Mode: j.Mode, Timeout: timeout, MemoryBudgetBytes: j.MemoryBudgetBytes, PlanNote: note,
-	}
-	p := w.probers[slot]
-	res := p.Probe(ctx, req)
-	w.complete(j, &res)
-	if j.Previous == "" || !w.cfg.WouldChange(j.Previous, res.Status) || ctx.Err() != nil {
-		return res, false
-	}
-	again := p.Probe(ctx, req)
-	w.complete(j, &again)
-	if ctx.Err() != nil && again.Status == compat.StatusError {
-		return again, false // interrupted: the caller gives the lease back
-	}
-	if again.Status != res.Status {
-		w.log.Warn("flaky result: status change not confirmed by a rerun", "model", j.ModelID,
-			"kept", j.Previous, "first", res.Status, "rerun", again.Status)
-		return res, true
-	}
-	return again, false
+	return probestep.Request{Request: probe.Request{
+		ModelID: j.ModelID, Revision: j.Revision, Task: j.Task, Target: j.Target, Mode: j.Mode,
+		Timeout: timeout, MemoryBudgetBytes: j.MemoryBudgetBytes, PlanNote: j.PlanNote,
+	}, Previous: j.Previous, Runtime: w.self.Runtime}
 }
 
-// complete fills what the runner leaves to its caller.
-func (w *Worker) complete(j fleet.Job, res *compat.Result) {
-	if res.Target == "" {
-		res.Target = j.Target
-	}
-	if res.Revision == "" {
-		res.Revision = j.Revision
-	}
-	if res.Task == "" {
-		res.Task = j.Task
-	}
-	if res.TestedAt.IsZero() {
-		res.TestedAt = time.Now().UTC()
-	}
-	if res.Repro == "" {
-		res.Repro = compat.Repro(j.ModelID, j.Revision, j.Target, j.Mode)
-	}
-	if res.Runtime == (compat.Runtime{}) {
-		// Decided without a probe (a fetch failure): the runtime this
-		// worker registered, as a local scan stamps its own.
-		res.Runtime = w.self.Runtime
-	}
-}
-
+// scannerError is the result of a job that failed on this worker, for a
+// reason that is the scanner's, never the model's.
 func (w *Worker) scannerError(j fleet.Job, err error) compat.Result {
-	res := compat.Result{
-		Status: compat.StatusError, Stage: compat.Ptr(compat.StageEnv), FailureClass: compat.Ptr(compat.ClassOther),
-		Message: compat.Ptr("worker " + w.cfg.Host + ": " + err.Error()),
-	}
-	w.complete(j, &res)
+	res := probestep.ScannerError(compat.StageEnv, fmt.Errorf("worker %s: %w", w.cfg.Host, err))
+	w.stepRequest(j).Fill(&res, time.Now())
 	return res
 }
 

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
+	"github.com/google-pytorch/torchtpu-scanner/internal/config"
 	"github.com/google-pytorch/torchtpu-scanner/internal/fleet"
 	"github.com/google-pytorch/torchtpu-scanner/internal/probe"
 )
@@ -55,17 +56,6 @@ type Config struct {
 	Wait   time.Duration
 	HTTP   *http.Client
 	Logger *slog.Logger
-	// FetchFailed turns a download failure into the job's result (the
-	// scan's rule: the Hub's own refusals are skips, anything else the
-	// scanner's error).
-	FetchFailed func(job fleet.Job, err error) compat.Result
-	// FetchInputs downloads a job's input files, each on its own, and
-	// returns the note of those that did not come ("" when all did); nil
-	// fetches none.
-	FetchInputs func(ctx context.Context, j fleet.Job) string
-	// WouldChange reports whether a new status would change what the model
-	// shows, so that it is confirmed by a rerun first (the scan's rule).
-	WouldChange func(old, new compat.Status) bool
 }
 
 // Worker leases and runs probes until its context ends.
@@ -114,13 +104,10 @@ func New(cfg Config, env Prober, probers []Prober, fetch Fetcher) (*Worker, erro
 		cfg.Wait = fleet.MaxWait
 	}
 	if cfg.ProbeGrace <= 0 {
-		cfg.ProbeGrace = probe.DefaultGrace
+		cfg.ProbeGrace = config.DefaultProbeGrace
 	}
 	if cfg.Timeout <= 0 {
-		cfg.Timeout = probe.DefaultTimeout
-	}
-	if cfg.FetchFailed == nil || cfg.WouldChange == nil {
-		return nil, errors.New("worker: FetchFailed and WouldChange are required")
+		cfg.Timeout = config.DefaultTimeout
 	}
 	log := cfg.Logger
 	if log == nil {

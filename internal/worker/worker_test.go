@@ -13,6 +13,7 @@ import (
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/internal/fleet"
+	"github.com/google-pytorch/torchtpu-scanner/internal/hub"
 )
 
 func TestWorkerDrainsTheQueueOnAllDevices(t *testing.T) {
@@ -236,7 +237,8 @@ func TestJobsThatCannotRunHereAreReportedNotProbed(t *testing.T) {
 	f := newFakeServer(t, 5*time.Second, gated, wrongTarget)
 	f.ignoreMatch = true // lease the tpu job to a cpu worker, as a buggy server would
 	p := &fakeProber{delay: 5 * time.Millisecond}
-	fetch := fakeFetcher{fail: map[string]error{"org/gated": errors.New("403 gated")}}
+	gatedErr := fmt.Errorf("download: %w", &hub.Error{Status: 403, Code: hub.CodeGatedRepo, Message: "Access to model org/gated is restricted"})
+	fetch := fakeFetcher{fail: map[string]error{"org/gated": gatedErr}}
 	_, stop := startWorker(t, f, p, 1, time.Second, fetch)
 	eventually(t, "two results", func() bool { acc, _, _, _ := f.snapshot(); return len(acc) == 2 })
 	if err := stop(); err != nil {
@@ -281,9 +283,7 @@ func TestCheckJob(t *testing.T) {
 func TestAWrongTokenChangesNothing(t *testing.T) {
 	f := newFakeServer(t, 5*time.Second, job("org/m"))
 	p := &fakeProber{delay: 5 * time.Millisecond}
-	w, err := New(Config{Server: f.srv.URL, Token: "wrong", ID: "w", Host: "h", Target: compat.TargetCPU,
-		FetchFailed: func(fleet.Job, error) compat.Result { return compat.Result{} },
-		WouldChange: func(a, b compat.Status) bool { return a != b }}, p, []Prober{p}, fakeFetcher{})
+	w, err := New(Config{Server: f.srv.URL, Token: "wrong", ID: "w", Host: "h", Target: compat.TargetCPU}, p, []Prober{p}, fakeFetcher{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -301,9 +301,7 @@ func TestAWrongTokenChangesNothing(t *testing.T) {
 
 func TestEnvFailureStopsTheStart(t *testing.T) {
 	f := newFakeServer(t, 5*time.Second)
-	w, err := New(Config{Server: f.srv.URL, Token: testToken, ID: "w", Host: "h", Target: compat.TargetTPU,
-		FetchFailed: func(fleet.Job, error) compat.Result { return compat.Result{} },
-		WouldChange: func(a, b compat.Status) bool { return a != b }}, &fakeProber{}, []Prober{&fakeProber{}}, fakeFetcher{})
+	w, err := New(Config{Server: f.srv.URL, Token: testToken, ID: "w", Host: "h", Target: compat.TargetTPU}, &fakeProber{}, []Prober{&fakeProber{}}, fakeFetcher{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -341,7 +339,8 @@ func TestTheProbeIsToldItsPlanAndMissingInputs(t *testing.T) {
 	plain.PlanNote = "new revision"
 	f := newFakeServer(t, 5*time.Second, j, plain)
 	p := &fakeProber{delay: 5 * time.Millisecond}
-	_, stop := startWorker(t, f, p, 1, time.Second, nil)
+	fetch := fakeFetcher{failFile: map[string]error{"tokenizer.json": fmt.Errorf("tokenizer.json: %w", hub.ErrTooLarge)}}
+	_, stop := startWorker(t, f, p, 1, time.Second, fetch)
 	eventually(t, "two results", func() bool { acc, _, _, _ := f.snapshot(); return len(acc) == 2 })
 	if err := stop(); err != nil {
 		t.Fatal(err)

@@ -1,0 +1,1617 @@
+#!/usr/bin/env python3
+"""Smoke-test one Hugging Face model on TorchTPU (or cpu/cuda) and write one Result JSON.
+
+Command line (the contract with the Go runner):
+
+    python harness.py --model-dir DIR --model-id ID --revision SHA
+                      --target {tpu,cpu,cuda,auto} --mode {full,arch,auto}
+                      --task PIPELINE_TAG_OR_EMPTY --result-file PATH
+                      [--seq-len 128] [--new-tokens 16] [--layers 2] [--seed 0]
+                      [--steps 5] [--memory-budget-bytes N] [--plan-note TEXT] [--no-compile] [--no-generate]
+                      [--compile-backend NAME] [--dtype {auto,float32,bfloat16,float16}]
+    python harness.py --env-only --result-file PATH [--target auto]
+
+DIR is a Hub-cache snapshot folder (config.json, and *.safetensors for full mode).
+The run is offline (HF_HUB_OFFLINE=1, TRANSFORMERS_OFFLINE=1 are set here too),
+never uses trust_remote_code and never unpickles weights: only *.safetensors are
+read, and a config that asks for code from its repository (auto_map: the table
+remote_code.json, which the scanner's preflight reads too) is skipped with reason
+remote_code, whatever its model_type.
+
+Exactly one Result JSON object (shape of shared/CONTRACT.md plus the extensions
+in internal/compat) is written atomically to --result-file; progress lines such
+as ``stage=load ok 1.23s`` go to stderr. The exit code is 0 whenever a Result was
+written, whatever the model did; 2 for bad arguments or an unwritable result file.
+
+Stages, in order, each timed in result.stages:
+
+* env      versions (python, torch, transformers, torch_tpu, libtpu), device name,
+           count and memory; torch_tpu must be Google's backend (torch_tpu._internal).
+           torch never autoloads device backends here (TORCH_DEVICE_BACKEND_AUTOLOAD=0):
+           torch_tpu is loaded through its torch.backends entry point for tpu and auto
+           only (cpu and cuda runs never load it), and a TPU is usable only when a tiny op
+           (torch.ones(1, device="tpu").add(1).cpu()) runs on it. ``--target auto`` is tpu
+           when a TPU is usable, else cpu with torch_tpu's reason in the note. A requested
+           tpu/cuda that is not usable gives status error, failure_class device_unavailable,
+           with torch_tpu's own message. float32 on tpu runs every later stage at
+           torch.tpu.precision(Precision.HIGHEST) (see precision_rule).
+* config   config.json via AutoConfig (trust_remote_code=False); task (tasks.json), family and model
+           class; a text/vision/audio sub-config that is not an object, has a field transformers
+           refuses, or lacks a field the family's inputs need fails here (config_error naming the
+           field); random forwards (sampling noise) are made deterministic for the comparison;
+           mode: full (real safetensors; bfloat16 by default, on cpu too),
+           arch (random weights from the config with layers cut to --layers, seeded).
+           The scanner passes full or arch: its plan (internal/scan/plan.go) decided,
+           and the harness executes (a full model that does not fit after all ends
+           in oom). auto is for running the harness by hand: full if a safetensors
+           checkpoint exists and fits the memory budget by the same fit formula
+           (fit.json, which the scanner reads too), else arch. An arch model that
+           does not fit even with --layers layers is skipped (too_large).
+* load     the model onto the device (load_s).
+* forward  batch 1, static shapes (--seq-len tokens / the config's image or audio size): the
+           synthetic inputs of each task family are built from the config alone; in full mode
+           text-only, image-only, zero-shot image classification and decoder-only vision-language
+           inputs come from the model's own tokenizer / image processor / processor where its
+           files allow (harness_inputs.py: a fixed passage, a fixed synthetic picture, fixed
+           candidate labels, a fixed question), and the stage's note says which;
+           first call (first_forward_s) is the warm-up (on tpu, further warm-up calls until
+           TorchTPU's executable cache stops missing, at most 20), then the median of --steps
+           synchronised calls (forward_ms).
+* numerics the same weights in float32 on CPU as the reference: max_abs_diff, top-1
+           agreement, perplexity for causal LMs, against the tolerance table below. A causal LM
+           that ran on the passage (full mode) needs its perplexity there below 100 and close to
+           the reference's (harness_inputs.passage_check) instead of the repeated-chunk bound.
+* compile  torch.compile(model, backend="tpu" on tpu / "inductor" on cuda and cpu
+           (aot_eager on a cpu host without a C++ compiler), dynamic=False): compile_s is
+           the first call; a second call with the same shapes must not compile a new dynamo
+           graph (failure_class recompile); on tpu TorchTPU's executable cache may still miss
+           for up to 20 more calls (the ceiling of TorchTPU's own benchmark warm-up) but
+           must then settle; then the median of --steps calls (compiled_step_ms), during which nothing
+           may compile; the compiled output must match eager within the same tolerance.
+* generate the families that generate (tasks.json: causal LMs, seq2seq, speech-seq2seq and the
+           image/video/audio-text-to-text LMs): greedy --new-tokens with
+           cache_implementation="static" where the model supports it (else its own cache,
+           noted); one warm-up generate, then a measured one: ttft_ms and decode
+           tokens_per_s. On tpu/cuda transformers compiles the decode step itself. A causal LM
+           with its own tokenizer (full mode) continues a fixed prompt, and result.continuation
+           holds the prompt and the decoded text.
+
+Whose failure it is: a verdict comes only from what differs between the target and the float32 CPU
+reference (harness_reference.py). When load, forward, compile or generate fails on the target, the same
+stage runs on the reference with the same inputs (Probe.judge); harness_failures.arbitrate keeps the
+target's verdict when the reference passes, and makes a failure the reference shares the scanner's error
+(status error, signature harness_inputs:... or harness_load:...). A package transformers asks for and the
+environment lacks is error environment:missing_package:<pkg>. The cpu target runs bfloat16, so a cpu
+verdict compares it with the float32 reference too (the env note says what a verdict compares).
+
+Timing: the device is synchronised before every clock read (torch.tpu.synchronize() on tpu;
+elsewhere torch.accelerator.synchronize(), else torch.<device>.synchronize()); warm-up calls are
+excluded. Peak device memory comes from the runtime's allocator statistics (torch.accelerator /
+torch.<device> max_memory_allocated), reset before load; on tpu it is never reset (TorchTPU's
+reset only warns), so it is the process's peak, which in a fresh process holding only the model
+is the model's peak. On cpu, or where the runtime reports none, it is null.
+Every metric that was not measured is null.
+
+Numerics tolerance table (device output vs the float32 CPU reference, over all positions; the
+table is numerics.json, which the /methodology page prints too; float32 on tpu uses the float32
+row at Precision.HIGHEST, the bfloat16 row where torch_tpu lacks that API):
+
+| device dtype | max_abs_diff allowed         | top-1 agreement at least | tie band (excluded from top-1) | rel_error at most | cosine at least |
+|--------------|------------------------------|--------------------------|--------------------------------|-------------------|-----------------|
+| float32      | 1e-4 + 1e-3 * max|reference| | 0.99                     | 1e-4 + 1e-4 * max|reference|   | 1e-3              | 0.9999          |
+| float16      | 1e-2 + 5e-2 * max|reference| | 0.95                     | 1e-2 + 5e-3 * max|reference|   | 2e-2              | 0.999           |
+| bfloat16     | 5e-2 + 2e-1 * max|reference| | 0.90                     | 5e-2 + 2e-2 * max|reference|   | 1e-1              | 0.99            |
+
+Which outputs are compared depends on the task family (tasks.json "outputs"), and each output's
+kind says which checks it gets besides max_abs_diff (harness_numerics.py): logits -> top-1
+agreement; embeddings -> cosine similarity of every vector (the smallest); boxes, masks, depth,
+image, audio, series -> relative error ||device - reference|| / ||reference||. The first output
+present is the primary one (metrics.max_abs_diff, top1_agreement, tolerance); metrics.rel_error
+is the largest over the dense outputs, metrics.cosine_similarity the smallest over the embeddings.
+metrics.tolerance is the absolute max_abs_diff bound used; metrics.top1_agreement is the plain
+share of positions whose argmax matches the reference. The top-1 requirement applies to the
+decisive positions: those where the reference's best score leads its runner-up by more than
+the tie band (a near-tie, e.g. the random head of an arch-mode model, cannot be called at that
+dtype's precision; the note gives both counts). The bounds are meant to catch broken kernels
+(garbage or a wrong op gives errors of the order of the signal, and a collapse of top-1
+agreement), not the ordinary rounding of 16-bit arithmetic: bfloat16 carries 8 significand
+bits, and its error grows with depth (a few percent of the logit range is normal for deep LMs;
+2-layer models measured here at ~1-2%). Causal LMs also need a finite, not
+absurd perplexity on the repeated half of the input (the input is a random chunk of token
+ids repeated, so a trained LM can copy it and scores far below the vocabulary size; random
+weights score about the vocabulary size): at most 10x the vocabulary size, i.e. no worse
+than ten times a uniform guess. All outputs must be finite.
+
+Test seam: the stages below carry no test code. When the environment variable
+HARNESS_TEST_INJECT is set (tests only; the Go runner never passes it on), new_probe() builds
+harness_testing's subclass of Probe instead, which injects what the variable asks:
+``STAGE:EXCEPTION:MESSAGE`` raises EXCEPTION(MESSAGE) in STAGE (in forward, from inside the
+model's forward via a hook on its first leaf module); ``numerics:perturb`` adds 1.0 to the
+device output before comparison; ``compile:recompile`` calls the compiled model a second
+time with one token fewer, forcing a real recompile; ``tpu:simulate`` runs the tpu path on a
+simulated TPU whose tensors stay on the CPU. Items are separated by ``;``. Unset, the module
+harness_testing is not even imported. See harness_testing.py.
+"""
+
+from __future__ import annotations
+
+import time
+
+_T0 = time.monotonic()
+
+import argparse  # noqa: E402
+import contextlib  # noqa: E402
+import datetime  # noqa: E402
+import importlib.metadata as _md  # noqa: E402
+import importlib.util  # noqa: E402
+import json  # noqa: E402
+import math  # noqa: E402
+import os  # noqa: E402
+import platform  # noqa: E402
+import shutil  # noqa: E402
+import statistics  # noqa: E402
+import struct  # noqa: E402
+import sys  # noqa: E402
+
+# Offline before anything from Hugging Face is imported.
+os.environ["HF_HUB_OFFLINE"] = "1"
+os.environ["TRANSFORMERS_OFFLINE"] = "1"
+# torch must not load device backends by itself: torch/__init__.py (_import_device_backends) calls every
+# "torch.backends" entry point inside `import torch` and turns any failure into a RuntimeError, so a
+# torch_tpu that cannot load (an ABI mismatch with the pinned torch, no libtpu) would make every probe,
+# cpu included, an import_error. The env stage loads torch_tpu itself, for tpu and auto only
+# (probe_torch_tpu). The Go runner pins the same value in the harness's environment (internal/probe/env.go).
+os.environ["TORCH_DEVICE_BACKEND_AUTOLOAD"] = "0"
+os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness_efficiency as he  # noqa: E402
+import harness_failures as hf  # noqa: E402
+import harness_inputs as hi  # noqa: E402
+import harness_numerics as hn  # noqa: E402
+import harness_reference as hr  # noqa: E402
+import harness_tasks as ht  # noqa: E402
+
+HARNESS_VERSION = "0.2.0"  # 0.2.0: the reference decides whose a failure is; bfloat16 on cpu
+
+STAGES = ("env", "config", "load", "forward", "numerics", "compile", "generate")
+
+# device dtype -> max_abs_diff bound atol + rtol * max|ref|; top-1 agreement >= top1 over the
+# positions where the reference's top-1 leads its runner-up by more than atol + tie_rtol * max|ref|;
+# rel_error and cosine bounds for dense and embedding outputs. The table is numerics.json.
+TOLERANCES = hn.TOLERANCES
+PPL_FACTOR = 10.0  # causal LMs: perplexity <= 10 * vocab_size (a uniform guess scores vocab_size)
+
+# Extra calls (after the first) allowed on tpu for TorchTPU's executable cache to settle. TorchTPU's own
+# e2e benchmark harness (examples/benchmarks/e2e/harness/measure.py: min_warmup_steps 10, max_warmup_steps
+# 20) warms up for at least 10 and at most 20 steps, until two consecutive steps leave its cache-miss count
+# (torch.tpu._get_cache_misses, torch_device_ops.py compile_count) unchanged. The harness takes the same
+# ceiling of 20 but stops at the first call that compiles nothing: it needs a settled cache to call a
+# recompile, not benchmark-grade timings, so it does not copy the minimum of 10.
+WARMUP_MAX_EXTRA = 20
+# The fit formula's constants, shared with the scanner's plan (internal/scan/plan.go).
+with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "fit.json"), encoding="utf-8") as _fh:
+    FIT = json.load(_fh)
+
+
+def fit_need(params: int, dtype_bytes: int, target: str) -> int:
+    """The fit formula (fit.json): bytes a model of params parameters takes in the budget's memory."""
+    copies = FIT["targets"][target]["copies"]
+    return int(params * dtype_bytes * copies * FIT["fit_factor"]) + FIT["fit_slack_bytes"]
+
+
+WEIGHT_SUFFIXES_PICKLE = (".bin", ".pt", ".pth", ".ckpt", ".pkl")
+
+
+def log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def now_rfc3339() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def finite_or_none(x):
+    if x is None:
+        return None
+    try:
+        x = float(x)
+    except (TypeError, ValueError):
+        return None
+    return x if math.isfinite(x) else None
+
+
+def dist_version(*names: str) -> str:
+    for name in names:
+        try:
+            return _md.version(name)
+        except _md.PackageNotFoundError:
+            continue
+        except Exception:  # noqa: BLE001 - broken metadata must not break the probe
+            continue
+    return ""
+
+
+def write_json_atomic(path: str, obj) -> None:
+    d = os.path.dirname(os.path.abspath(path)) or "."
+    os.makedirs(d, exist_ok=True)
+    tmp = os.path.join(d, f".{os.path.basename(path)}.tmp.{os.getpid()}")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        json.dump(obj, fh, indent=1, allow_nan=False)
+        fh.write("\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+# --- environment -----------------------------------------------------------------
+
+def cpu_name() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                if line.lower().startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "cpu"
+
+
+def host_memory() -> tuple[int | None, int | None]:
+    """(total, available) host RAM in bytes, honouring RLIMIT_AS and a cgroup v2 limit."""
+    total = avail = None
+    try:
+        with open("/proc/meminfo", encoding="utf-8") as fh:
+            info = {l.split(":")[0]: int(l.split()[1]) * 1024 for l in fh if l.split()[1:2] and l.split()[1].isdigit()}
+        total, avail = info.get("MemTotal"), info.get("MemAvailable")
+    except (OSError, ValueError, IndexError):
+        pass
+    limits = []
+    try:
+        import resource
+
+        for lim in (resource.RLIMIT_AS, resource.RLIMIT_DATA):
+            soft, _ = resource.getrlimit(lim)
+            if soft not in (resource.RLIM_INFINITY, -1) and soft > 0:
+                limits.append(soft)
+    except (ImportError, ValueError, OSError):
+        pass
+    try:
+        with open("/sys/fs/cgroup/memory.max", encoding="utf-8") as fh:
+            raw = fh.read().strip()
+        if raw.isdigit():
+            used = 0
+            try:
+                with open("/sys/fs/cgroup/memory.current", encoding="utf-8") as fh:
+                    used = int(fh.read().strip())
+            except (OSError, ValueError):
+                pass
+            limits.append(max(0, int(raw) - used))
+    except OSError:
+        pass
+    if limits:
+        avail = min([a for a in [avail] if a is not None] + limits)
+    return total, avail
+
+
+def torch_tpu_loader():
+    """The function torch itself would call to load torch_tpu: its "torch.backends" entry point
+    (torch_tpu build_files/entry_points.bzl: ``torch_tpu = torch_tpu._loader:load``; torch calls it in
+    torch/__init__.py _import_device_backends), else torch_tpu._loader.load. Resolving it imports
+    torch_tpu._loader, which imports torch_tpu's compiled extensions: an ABI mismatch between the pinned
+    torch and the torch_tpu build raises here (torch_tpu/_versioned_so_loader.py binds the glue eagerly)."""
+    try:
+        eps = list(_md.entry_points(group="torch.backends"))
+    except Exception:  # noqa: BLE001 - broken metadata elsewhere must not hide torch_tpu
+        eps = []
+    for ep in eps:
+        if ep.name == "torch_tpu" or ep.value.split(":")[0] == "torch_tpu._loader":
+            return ep.load()
+    from torch_tpu import _loader  # type: ignore
+
+    return _loader.load
+
+
+def tpu_first_op(torch) -> None:
+    """Prove the TPU runtime usable: one tiny op, materialised on the host, then is_initialized().
+
+    torch_tpu's device is lazy: loading it does not start the PjRt runtime (torch_tpu/_loader.py
+    _init_device_impl: "InitializePjRt ... can fail, so if you must handle that scenario, eagerly access
+    ... after loading"), and an error at that start is only logged (pjrt_state.cc GetClient/GetDevice
+    log and return null; tpu_hooks.cc ValidateDeviceIndex then warns "PJRT client not available"), to
+    resurface later at model.to("tpu") as the model's load_error. Work is deferred until materialised
+    (docs/notebooks/error_glossary.py: "Materialization triggers the error"), hence the .cpu().
+    torch.tpu.is_available() cannot decide this: before the runtime starts it is a PCI scan
+    (_device_module.py is_available -> device_count -> hardware.get_tpu_device_count) that says true
+    for a TPU another process holds. Nothing else of torch.tpu is called before this check:
+    current_device() goes straight to the runtime (the _get_current_device_id binding of torch_tpu's
+    device ops; issue 15 saw it abort the process when the runtime had failed, while the stored source
+    read here raises), and the runtime's own start CHECK-fails on some paths (pjrt_state.cc
+    InitializeInternal, ABSL_CHECK ... CRASH_OK): a death there is reported by the Go runner as an
+    environment error, never against the model (internal/probe/result.go noResult)."""
+    out = torch.ones(1, device="tpu").add(1).cpu()
+    if float(out.reshape(-1)[0]) != 2.0:
+        raise RuntimeError(f"the TPU computed 1 + 1 = {float(out.reshape(-1)[0])}")
+    is_initialized = getattr(torch.tpu, "is_initialized", None)
+    if is_initialized is not None and not is_initialized():
+        raise RuntimeError("torch.tpu.is_initialized() is False after an op ran on the TPU")
+
+
+def probe_torch_tpu(torch) -> dict:
+    """Load Google's torch_tpu (tpu and auto runs only) and say whether a TPU is usable.
+
+    available is true only when the tiny op of tpu_first_op ran on the device; note says why not,
+    carrying torch_tpu's own message."""
+    st = {"installed": False, "google": False, "version": "", "available": False, "note": ""}
+    try:
+        spec = importlib.util.find_spec("torch_tpu")
+    except (ImportError, ValueError):
+        spec = None
+    if spec is None:
+        st["note"] = "torch_tpu not installed"
+        return st
+    st["installed"] = True
+    try:
+        google = importlib.util.find_spec("torch_tpu._internal") is not None
+    except Exception as e:  # noqa: BLE001 - importing the package itself failed
+        st["note"] = f"torch_tpu failed to import: {hf.short_message(e, 500)}"
+        return st
+    if not google:
+        st["note"] = "an unrelated torch_tpu package is installed (no torch_tpu._internal): not Google's TorchTPU"
+        return st
+    st["google"] = True
+    st["version"] = dist_version("torch_tpu", "torch-tpu")
+    try:
+        torch_tpu_loader()()
+    except Exception as e:  # noqa: BLE001 - whatever the loader raises is the reason
+        st["note"] = f"torch_tpu failed to load: {hf.short_message(e, 500)}"
+        return st
+    if not hasattr(torch, "tpu"):  # _loader.load registers "tpu" only when its PCI scan counts a TPU
+        st["note"] = "torch_tpu found no TPU device"
+        return st
+    try:
+        tpu_first_op(torch)
+    except Exception as e:  # noqa: BLE001
+        st["note"] = f"the TPU runtime failed its first op (torch.ones(1, device='tpu').add(1).cpu()): " \
+                     f"{hf.short_message(e, 500)}"
+        return st
+    st["available"] = True
+    return st
+
+
+def resolve_target(requested: str, tpu: dict | None) -> tuple[str, str]:
+    """(the target a run uses, a note saying why) for a requested target and probe_torch_tpu's answer
+    (None when it was not asked: cpu and cuda runs never load torch_tpu). auto is tpu only when the
+    TPU ran its first op, else cpu with torch_tpu's reason."""
+    if requested != "auto":
+        return requested, ""
+    if tpu is not None and tpu["available"]:
+        return "tpu", "auto -> tpu"
+    return "cpu", "auto -> cpu" + (f" ({tpu['note']})" if tpu and tpu["note"] else "")
+
+
+def forget_tpu(torch) -> None:
+    """Unregister torch.tpu after auto fell back to cpu with torch_tpu loaded: torch.manual_seed seeds
+    every registered privateuse1 device module (torch/random.py _seed_custom_device calls its
+    manual_seed_all), which would reach the TPU runtime that just failed and blame the model for it."""
+    if hasattr(torch, "tpu"):
+        delattr(torch, "tpu")
+    sys.modules.pop("torch.tpu", None)
+
+
+def verdict_note(target: str, dtype_name: str) -> str:
+    """What a verdict on target compares: the run in dtype_name on target against the float32 CPU reference. On
+    cpu in float32 the run is the reference itself, so every failure is one the reference shares: no verdict."""
+    if target == "cpu" and dtype_name == "float32":
+        return ("verdict: float32 on cpu is the float32 cpu reference itself, so a failure is always one the "
+                "reference shares (the scanner's error, not a verdict)")
+    return f"verdict: {dtype_name} on {target} against the float32 cpu reference"
+
+
+def precision_rule(target: str, dtype_name: str, tpu_precision: bool) -> tuple[str, bool]:
+    """(the TOLERANCES row the device output is held to, whether the device steps run at
+    torch.tpu.precision(torch.tpu.Precision.HIGHEST)).
+
+    TorchTPU runs float32 matmuls natively as bfloat16 (torch_tpu/_internal/precision/precision.py: "On
+    TPU, float32 matrix multiplications are natively executed in bfloat16"; precision() raises them to
+    StableHLO's HIGH or HIGHEST). So float32 on tpu runs at HIGHEST and is held to the float32 row; a
+    torch_tpu without that API gets the bfloat16 row, since its float32 is bfloat16 underneath."""
+    if target != "tpu" or dtype_name != "float32":
+        return dtype_name, False
+    if tpu_precision:
+        return "float32", True
+    return "bfloat16", False
+
+
+class Device:
+    """One target: the same code path for tpu and cuda (device module, accelerator API)."""
+
+    def __init__(self, torch, target: str):
+        self.torch = torch
+        self.target = target
+        self.device = self.torch_device()
+        self.mod = getattr(torch, target, None) if target != "cpu" else None
+        self.name = cpu_name() if target == "cpu" else ""
+        self.count = 1
+        self.memory_bytes: int | None = None
+        self.memory_source = ""
+        self.sync_name = "none (cpu)"
+        self._sync = None
+        self._peak = None
+        self._reset_peak = None
+        self.peak_name = ""
+        # tpu: TorchTPU's reset of the peak statistics only warns (issue 15's reading of torch_tpu), so
+        # the harness never resets there and peak_mem_bytes is the process's peak; the process is fresh
+        # per model and puts nothing on the device but the model, its inputs and outputs (and the
+        # 4-byte tensor of tpu_first_op), so that is still the model's peak.
+        self.peak_scope = "process" if target == "tpu" else "since load"
+        self.highest = False  # device steps run at torch.tpu.precision(HIGHEST) (precision_rule)
+
+    def torch_device(self):
+        return self.torch.device({"cuda": "cuda:0"}.get(self.target, self.target))
+
+    def init(self) -> None:
+        torch = self.torch
+        if self.target == "cpu":
+            total, _ = host_memory()
+            self.memory_bytes = total
+            self.memory_source = "host RAM"
+            return
+        mod = self.mod
+        try:
+            self.name = str(mod.get_device_name(0))
+        except Exception:  # noqa: BLE001
+            self.name = self.target.upper()
+        try:
+            self.count = int(mod.device_count())
+        except Exception:  # noqa: BLE001
+            self.count = 1
+        try:
+            self.memory_bytes = int(mod.get_device_properties(0).total_memory)
+            self.memory_source = f"torch.{self.target}.get_device_properties"
+        except Exception:  # noqa: BLE001
+            self.memory_bytes = None
+        if self.memory_bytes is None and self.target == "tpu":  # HBM per device from the one device table
+            dev = he.match_device("tpu", self.name, he.load_table())
+            if dev and dev.get("hbm_bytes"):
+                self.memory_bytes, self.memory_source = int(dev["hbm_bytes"]), f"devices.json ({dev['key']})"
+        acc = getattr(torch, "accelerator", None)
+        for name, fn in self.sync_candidates(acc):
+            if fn is None:
+                continue
+            try:
+                fn()
+                self._sync, self.sync_name = fn, name
+                break
+            except Exception:  # noqa: BLE001
+                continue
+        # peak memory: allocator statistics where the runtime has them (TorchTPU's own benchmarks read
+        # torch.accelerator.max_memory_allocated: examples/benchmarks/e2e/harness/torch_device_ops.py)
+        for name, reset, peak in (
+            ("torch.accelerator", getattr(acc, "reset_peak_memory_stats", None), getattr(acc, "max_memory_allocated", None)),
+            (f"torch.{self.target}", getattr(mod, "reset_peak_memory_stats", None), getattr(mod, "max_memory_allocated", None)),
+        ):
+            if peak is None:
+                continue
+            if self.peak_scope == "process":
+                reset = None
+            try:
+                int(peak())
+                if reset is not None:
+                    reset()
+                self._peak, self._reset_peak, self.peak_name = peak, reset, name
+                break
+            except Exception:  # noqa: BLE001
+                continue
+
+    def sync_candidates(self, acc) -> list:
+        """(name, function) pairs to synchronise with, preferred first. On tpu torch.tpu.synchronize
+        (torch_tpu _device_module.py: waits for every stream of the device) comes first:
+        torch.accelerator.synchronize is a no-op while the accelerator is not initialised (torch 2.15
+        torch/accelerator/__init__.py). Elsewhere the accelerator API first, the device module as fallback."""
+        dev = (f"torch.{self.target}.synchronize", getattr(self.mod, "synchronize", None))
+        accel = ("torch.accelerator.synchronize", getattr(acc, "synchronize", None))
+        return [dev, accel] if self.target == "tpu" else [accel, dev]
+
+    def set_dtype(self, dtype_name: str) -> None:
+        """Decide, for the run's device dtype, whether device steps run at HIGHEST precision."""
+        has = self.target == "tpu" and hasattr(self.mod, "precision") and hasattr(self.mod, "Precision")
+        self.highest = precision_rule(self.target, dtype_name, has)[1]
+
+    def tolerance_row(self, dtype_name: str) -> str:
+        """The TOLERANCES row that holds this device's output in dtype_name (precision_rule)."""
+        return precision_rule(self.target, dtype_name, self.highest)[0]
+
+    def precision(self):
+        """The context device steps run in: torch.tpu.precision(HIGHEST) when set_dtype chose it."""
+        if self.highest:
+            return self.mod.precision(self.mod.Precision.HIGHEST)
+        return contextlib.nullcontext()
+
+    def sync(self) -> None:
+        if self._sync is not None:
+            self._sync()
+
+    def reset_peak(self) -> None:
+        if self._reset_peak is not None:
+            with contextlib.suppress(Exception):
+                self._reset_peak()
+
+    def compile_count(self) -> int | None:
+        """TorchTPU's executable-cache misses (XLA compilations so far), None elsewhere.
+
+        TorchTPU compiles in eager mode too, and may keep compiling for a few calls after the
+        first; its own benchmarks warm up until this count stops moving."""
+        fn = getattr(self.mod, "_get_cache_misses", None) if self.target == "tpu" else None
+        if fn is None:
+            return None
+        try:
+            return int(fn())
+        except Exception:  # noqa: BLE001
+            return None
+
+    def warm(self, call, max_extra: int) -> tuple[int, bool]:
+        """After a first call: call again until a call compiles nothing (tpu only).
+
+        Returns (calls that still compiled, settled). On cpu/cuda: (0, True) without calling."""
+        before = self.compile_count()
+        if before is None:
+            return 0, True
+        for i in range(max_extra):
+            call()
+            self.sync()
+            now = self.compile_count()
+            if now == before:
+                return i, True
+            before = now
+        return max_extra, False
+
+    def peak_bytes(self) -> int | None:
+        if self._peak is None:
+            return None
+        try:
+            val = int(self._peak())
+        except Exception:  # noqa: BLE001
+            return None
+        return val if val > 0 else None
+
+
+# --- safetensors (header only; never the pickle formats) ------------------------
+
+_ST_DTYPE_BYTES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U8": 1,
+                   "BOOL": 1, "F8_E4M3": 1, "F8_E5M2": 1, "U16": 2, "U32": 4, "U64": 8, "F8_E8M0": 1, "F4": 1}
+
+
+def safetensors_files(model_dir: str) -> tuple[list[str], list[str]]:
+    """(files from_pretrained will load, other *.safetensors present).
+
+    transformers loads model.safetensors or the shards named by model.safetensors.index.json;
+    other files (consolidated.safetensors of the original Mistral layout, adapters, ...) are not
+    a transformers checkpoint."""
+    try:
+        present = sorted(n for n in os.listdir(model_dir) if n.endswith(".safetensors"))
+    except OSError:
+        return [], []
+    idx = os.path.join(model_dir, "model.safetensors.index.json")
+    if os.path.isfile(idx):
+        try:
+            with open(idx, encoding="utf-8") as fh:
+                names = sorted(set(json.load(fh).get("weight_map", {}).values()))
+            files = [os.path.join(model_dir, n) for n in names]
+            if files and all(os.path.isfile(f) for f in files):
+                return files, [n for n in present if n not in names]
+        except (OSError, ValueError, AttributeError):
+            pass
+    if "model.safetensors" in present:
+        return [os.path.join(model_dir, "model.safetensors")], [n for n in present if n != "model.safetensors"]
+    return [], present
+
+
+# Caps on what a safetensors header may declare before it is trusted for a parameter count:
+# real checkpoints have at most a few hundred thousand tensors of at most a handful of
+# dimensions. Anything beyond is hostile or broken, and the count is then unknown.
+ST_MAX_HEADER_BYTES = 100 << 20   # the safetensors library's own limit
+ST_MAX_TENSORS = 1 << 20          # over all files (the largest MoE checkpoints: ~150 000)
+ST_MAX_DIMS = 16                  # per tensor
+ST_MAX_DIM = 1 << 48              # per dimension
+ST_MAX_ELEMENTS = 1 << 53         # per tensor, and in total
+
+
+def tensor_elements(shape) -> int | None:
+    """Element count of one shape, or None when it is not a list of at most ST_MAX_DIMS
+    integers in [0, ST_MAX_DIM] or the product passes ST_MAX_ELEMENTS. The running product
+    never exceeds ST_MAX_ELEMENTS * ST_MAX_DIM, so each step is constant time (no big
+    integers: a product of 80 000 huge dimensions was quadratic)."""
+    if not isinstance(shape, list) or len(shape) > ST_MAX_DIMS:
+        return None
+    count = 1
+    for dim in shape:
+        if type(dim) is not int or not 0 <= dim <= ST_MAX_DIM:
+            return None
+        count *= dim
+        if count > ST_MAX_ELEMENTS:
+            return None
+    return count
+
+
+def safetensors_params(files: list[str]) -> int | None:
+    """Total element count from the safetensors headers (reads only the headers), or None when
+    a header is unreadable or passes the caps above. Linear in the header size."""
+    total = 0
+    tensors = 0
+    try:
+        for f in files:
+            with open(f, "rb") as fh:
+                (n,) = struct.unpack("<Q", fh.read(8))
+                if n > ST_MAX_HEADER_BYTES:
+                    return None
+                header = json.loads(fh.read(n))
+            if not isinstance(header, dict):
+                return None
+            tensors += len(header)
+            if tensors > ST_MAX_TENSORS + len(files):  # each file may add a __metadata__ entry
+                return None
+            for key, meta in header.items():
+                if key == "__metadata__" or not isinstance(meta, dict):
+                    continue
+                count = tensor_elements(meta.get("shape", []))
+                if count is None:
+                    return None
+                total += count
+                if total > ST_MAX_ELEMENTS:
+                    return None
+    except (OSError, ValueError, RecursionError, struct.error):
+        return None
+    return total
+
+
+# --- the probe --------------------------------------------------------------------
+
+class _TimingStreamer:
+    """generate() streamer that timestamps the first generated token."""
+
+    def __init__(self):
+        self.puts = 0
+        self.tokens = 0
+        self.t_first = None
+
+    def put(self, value):
+        self.puts += 1
+        if self.puts == 1:  # the prompt (decoder prompt for encoder-decoders)
+            return
+        if self.t_first is None:
+            self.t_first = time.perf_counter()
+        self.tokens += int(value.numel()) if hasattr(value, "numel") else 1
+
+    def end(self):
+        pass
+
+
+class Probe:
+    device_cls = Device  # harness_testing's simulated TPU swaps in a subclass
+
+    def __init__(self, args):
+        self.args = args
+        self.torch = None
+        self.dev: Device | None = None
+        self.current = "env"
+        self.stages: list[dict] = []
+        self.mode = args.mode if args.mode in ("full", "arch") else None
+        self.task = args.task or ""
+        self.family = None
+        self.target = args.target if args.target != "auto" else "cpu"
+        self.runtime = {
+            "python": platform.python_version(), "torch": "", "transformers": "", "torch_tpu": "",
+            "harness": HARNESS_VERSION, "device": "", "device_count": 0,
+        }
+        self.metrics = dict.fromkeys(
+            ("load_s", "first_forward_s", "forward_ms", "compile_s", "tokens_per_s", "peak_mem_bytes",
+             "max_abs_diff", "top1_agreement", "compiled_step_ms", "ttft_ms", "perplexity", "tolerance",
+             "param_count", "rel_error", "cosine_similarity"))
+        self.model = None
+        self.reference = hr.Reference(self)  # the float32 CPU reference: numerics, and whose a failure is
+        self.inputs_cpu = None
+        self.dev_inputs = None
+        self.dev_out = None
+        self.dev_extra = {}  # the family's other compared outputs (harness_numerics.select)
+        self.load_kwargs = {}  # from_pretrained overrides (the config made deterministic)
+        self.out_kinds = {}
+        self.dtype = None
+        self.real = None  # harness_inputs.Inputs: where the forward inputs came from
+        self.continuation = None  # {"prompt", "text"} of a causal LM with its own tokenizer
+
+    # stage bookkeeping
+    @contextlib.contextmanager
+    def stage(self, name: str):
+        self.current = name
+        rec = {"stage": name, "ok": False, "duration_s": 0.0, "note": ""}
+        notes: list[str] = []
+        log(f"stage={name} start")
+        t = time.perf_counter()
+        try:
+            yield notes
+            rec["ok"] = True
+        except hf.Skip as s:
+            notes.append(f"skipped ({s.reason}): {s}")
+            raise
+        except BaseException as e:
+            notes.append(hf.short_message(e, 300))
+            raise
+        finally:
+            rec["duration_s"] = round(time.perf_counter() - t, 4)
+            rec["note"] = "; ".join(n for n in notes if n)[:1000]
+            if not rec["note"]:
+                del rec["note"]
+            self.stages.append(rec)
+            log(f"stage={name} {'ok' if rec['ok'] else 'FAILED'} {rec['duration_s']:.2f}s"
+                + (f" {rec.get('note', '')}" if rec.get("note") else ""))
+
+    def skip_stage(self, name: str, note: str) -> None:
+        self.stages.append({"stage": name, "ok": True, "skipped": True, "duration_s": 0.0, "note": note})
+        log(f"stage={name} skipped {note}")
+
+    # --- stages ---
+
+    def probe_tpu(self, torch) -> dict:
+        """Google's torch_tpu and whether a TPU is usable (probe_torch_tpu; harness_testing's
+        simulated TPU overrides this)."""
+        return probe_torch_tpu(torch)
+
+    def stage_env(self) -> None:
+        with self.stage("env") as notes:
+            try:
+                import torch
+            except Exception as e:  # noqa: BLE001
+                raise hf.EnvImportError(f"cannot import torch: {hf.short_message(e, 500)}", "torch") from e
+            self.torch = torch
+            self.runtime["torch"] = torch.__version__
+            self.runtime["transformers"] = dist_version("transformers")
+            requested = self.args.target
+            # cpu and cuda runs never load torch_tpu: with it loaded, even torch.manual_seed would start
+            # the TPU runtime (torch/random.py _seed_custom_device seeds the privateuse1 device module)
+            tpu = self.probe_tpu(torch) if requested in ("tpu", "auto") else None
+            self.target, why = resolve_target(requested, tpu)
+            if why:
+                notes.append(why)
+            if self.target == "cpu" and tpu is not None:
+                forget_tpu(torch)
+            elif tpu is not None and tpu["note"]:
+                notes.append(tpu["note"])
+            # torch_tpu/libtpu versions belong to tpu runs only (the runtime key of a cpu run has none)
+            if self.target == "tpu" and tpu is not None and tpu["google"]:
+                self.runtime["torch_tpu"] = tpu["version"]
+                self.runtime["libtpu"] = dist_version("libtpu", "libtpu-nightly")
+            elif tpu is not None and tpu["google"] and tpu["version"]:
+                notes.append(f"torch_tpu {tpu['version']} installed (not used)")
+            if self.target == "tpu" and not (tpu and tpu["available"]):
+                raise hf.DeviceUnavailable(f"target tpu requested but no TPU is usable: {tpu['note'] if tpu else ''}",
+                                           "tpu")
+            if self.target == "cuda" and not torch.cuda.is_available():
+                raise hf.DeviceUnavailable("target cuda requested but torch.cuda.is_available() is False", "cuda")
+            self.dev = self.device_cls(torch, self.target)
+            self.dev.init()
+            self.runtime["device"] = self.dev.name
+            self.runtime["device_count"] = self.dev.count
+            if self.dev.memory_bytes:
+                self.runtime["device_memory_gib"] = round(self.dev.memory_bytes / (1 << 30), 2)
+            notes.append(f"sync={self.dev.sync_name}")
+            if self.target != "cpu":
+                notes.append(f"peak_mem={self.dev.peak_name or 'not reported'}"
+                             + (" (the process's peak: not reset on tpu)" if self.dev.peak_name and
+                                self.dev.peak_scope == "process" else ""))
+            if self.args.dtype != "auto":
+                self.dtype = getattr(torch, self.args.dtype)
+            else:  # bfloat16 (on cpu too, against the float32 reference): what the fit formula assumes
+                self.dtype = getattr(torch, FIT["targets"][self.target]["dtype"])
+            dtype_name = str(self.dtype).replace("torch.", "")
+            self.dev.set_dtype(dtype_name)
+            notes.append(verdict_note(self.target, dtype_name))
+            if self.dev.highest:
+                notes.append("float32 on tpu: device steps at torch.tpu.precision(Precision.HIGHEST)")
+            elif self.dev.tolerance_row(dtype_name) != dtype_name:
+                notes.append(f"{dtype_name} on tpu without torch.tpu.precision: held to the "
+                             f"{self.dev.tolerance_row(dtype_name)} tolerance")
+
+    def memory_budget(self) -> tuple[int | None, str]:
+        # The scanner passes its plan's budget; the defaults below serve a harness run by hand.
+        if self.args.memory_budget_bytes:
+            return self.args.memory_budget_bytes, "--memory-budget-bytes"
+        if self.target == "cpu":
+            _, avail = host_memory()
+            return avail, "available host RAM"
+        return self.dev.memory_bytes, self.dev.memory_source or "unknown"
+
+    def bytes_needed(self, params: int) -> int:
+        return fit_need(params, self.torch.empty((), dtype=self.dtype).element_size(), self.target)
+
+    def stage_config(self) -> None:
+        args = self.args
+        with self.stage("config") as notes:
+            path = os.path.join(args.model_dir, "config.json")
+            if not os.path.isfile(path):
+                raise hf.ConfigError(f"no config.json in the model directory", "no config.json")
+            with open(path, encoding="utf-8") as fh:
+                try:
+                    raw = json.load(fh)
+                except ValueError as e:
+                    raise hf.ConfigError(f"config.json is not valid JSON: {e}", "invalid config.json") from e
+            if not isinstance(raw, dict):
+                raise hf.ConfigError("config.json is not a JSON object", "invalid config.json")
+            import transformers
+
+            with contextlib.suppress(Exception):
+                transformers.utils.logging.disable_progress_bar()
+            why = ht.needs_remote_code(raw)
+            if why:
+                raise hf.Skip("remote_code", f"{why}: it needs trust_remote_code, and the harness runs no code "
+                              "from model repositories")
+            incomplete = ht.check_subconfigs(raw)
+            if incomplete:
+                raise hf.ConfigError(incomplete, "incomplete sub-config")
+            config = self.load_config(transformers, raw)
+            det = ht.make_deterministic(config)
+            vocab = ht.legacy_text_vocab(config)
+            self.load_kwargs = {"config": config} if det or vocab else {}
+            if det:
+                notes.append("random forward made deterministic for the comparison: " + ", ".join(det))
+            if vocab:
+                notes.append("legacy config layout: " + ", ".join(vocab))
+            task, family, tnote = ht.resolve_family(args.task or None, config)
+            if task:
+                self.task = task
+            if tnote:
+                notes.append(tnote)
+            if family is None:
+                raise hf.Skip("unsupported_task", tnote or f"task {args.task!r} is not supported")
+            self.family = family
+            self.cls = self.resolve_class(transformers, config, task, family)
+            notes.append(f"task={task} family={family} class={self.cls.__name__}")
+            self.config = config
+
+            # mode
+            files, other_st = safetensors_files(args.model_dir)
+            pickles = [n for n in os.listdir(args.model_dir) if n.endswith(WEIGHT_SUFFIXES_PICKLE)]
+            why_none = "no *.safetensors"
+            if other_st:
+                why_none = (f"no transformers safetensors checkpoint (model.safetensors or an index); only "
+                            f"{', '.join(other_st[:3])}")
+            if pickles:
+                why_none += f"; pickle weights ({', '.join(sorted(pickles)[:3])}) are never loaded"
+            if args.plan_note:
+                notes.append(f"plan: {args.plan_note}")
+            budget, budget_src = self.memory_budget()
+            if args.mode == "full" and not files:
+                raise hf.Skip("no_safetensors", f"--mode full asked but the model directory has {why_none}")
+            mode = args.mode
+            if mode == "auto":  # a harness run by hand; the scanner's plan passes full or arch
+                if not files:
+                    mode = "arch"
+                    notes.append(f"auto -> arch: {why_none}")
+                else:
+                    params = safetensors_params(files)
+                    need = self.bytes_needed(params) if params else None
+                    if need is not None and budget is not None and need > budget:
+                        mode = "arch"
+                        notes.append(f"auto -> arch: ~{need / 2**30:.1f} GiB needed > {budget / 2**30:.1f} GiB "
+                                     f"budget ({budget_src})")
+                    else:
+                        mode = "full"
+                        notes.append("auto -> full" + (f": ~{need / 2**30:.2f} GiB of {budget / 2**30:.1f} GiB budget "
+                                                        f"({budget_src})" if need and budget else ""))
+            self.mode = mode
+            self.st_files = files
+            if mode == "arch":
+                self.arch_config = self.shrink_config(config, notes)
+                params = self.count_params_meta(self.arch_config)
+                if params is not None:
+                    need = self.bytes_needed(params)
+                    if budget is not None and need > budget:
+                        raise hf.Skip("too_large", f"even with {args.layers} layers the model needs ~{need / 2**30:.1f} "
+                                      f"GiB > {budget / 2**30:.1f} GiB budget ({budget_src})")
+            notes.append(f"mode={mode} dtype={str(self.dtype).replace('torch.', '')}")
+            self.check_config_inputs(self.arch_config if mode == "arch" else config)
+
+    def load_config(self, transformers, raw: dict):
+        """AutoConfig from the model directory; a value transformers' validation refuses is the
+        model's config_error naming the field (and the sub-config that holds it)."""
+        try:
+            return transformers.AutoConfig.from_pretrained(self.args.model_dir, trust_remote_code=False,
+                                                           local_files_only=True)
+        except Exception as e:  # huggingface_hub's StrictDataclassFieldValidationError, TypeError, ...
+            named = ht.name_config_field(raw, str(e))
+            if named is None:
+                raise
+            raise hf.ConfigError(named, "invalid config field") from e
+
+    def check_config_inputs(self, config) -> None:
+        """config_error naming the field when the config lacks what the family's inputs need."""
+        import inspect
+
+        try:
+            accepted = set(inspect.signature(self.cls.forward).parameters)
+        except (TypeError, ValueError):
+            accepted = set()
+        try:
+            ht.check_inputs(self.torch, self.family, config, self.cls.__name__, accepted)
+        except ht.IncompleteConfig as e:
+            raise hf.ConfigError(f"config.json cannot drive the {self.family} inputs: {e}",
+                                 f"incomplete config {e.field}") from e
+
+    def resolve_class(self, transformers, config, task, family):
+        arch = (getattr(config, "architectures", None) or [None])[0]
+        if arch:
+            try:
+                cls = getattr(transformers, arch, None)
+            except Exception:  # noqa: BLE001 - a lazy import that fails
+                cls = None
+            if isinstance(cls, type) and issubclass(cls, transformers.PreTrainedModel):
+                return cls
+        names = ht.TASK_AUTO_CLASSES.get(task, ()) + ht.AUTO_CLASSES[family]
+        for name in names:
+            auto = getattr(transformers, name)
+            try:
+                return auto._model_mapping[type(config)]
+            except (KeyError, ValueError):
+                continue
+        raise hf.ConfigError(f"no transformers model class for model_type {config.model_type!r} and task {task!r}",
+                             "no model class for model_type and task")
+
+    def shrink_config(self, config, notes):
+        import copy
+
+        cfg = copy.deepcopy(config)
+        changes = ht.reduce_layers(cfg, self.args.layers)
+        if getattr(cfg, "quantization_config", None) is not None:
+            with contextlib.suppress(Exception):
+                delattr(cfg, "quantization_config")
+            changes.append("quantization_config dropped (random weights)")
+        if changes:
+            notes.append("arch: " + ", ".join(changes[:8]) + (" ..." if len(changes) > 8 else ""))
+        return cfg
+
+    def count_params_meta(self, config) -> int | None:
+        torch = self.torch
+        try:
+            with torch.device("meta"):
+                m = self.cls._from_config(config, dtype=self.dtype)
+            n = sum(p.numel() for p in m.parameters())
+            del m
+            return n
+        except Exception as e:  # noqa: BLE001 - the real build in load will report it properly
+            log(f"note: meta-device size estimate failed: {hf.short_message(e, 200)}")
+            return None
+
+    def to_dtype_keep_fp32(self, model, dtype):
+        """Cast like from_pretrained(dtype=...) does, keeping _keep_in_fp32_modules(_strict) in float32."""
+        torch = self.torch
+        model.to(dtype=dtype)
+        keep = set()
+        if dtype in (torch.float16, torch.bfloat16):
+            keep |= set(getattr(model, "_keep_in_fp32_modules_strict", None) or ())
+        if dtype == torch.float16:
+            keep |= set(getattr(model, "_keep_in_fp32_modules", None) or ())
+        if keep:
+            for name, mod in model.named_modules():
+                if any(k in name.split(".") or name.endswith(k) for k in keep):
+                    mod.to(dtype=torch.float32)
+        return model
+
+    def stage_load(self) -> None:
+        args, torch = self.args, self.torch
+        with self.stage("load") as notes:
+            self.dev.reset_peak()
+            t = time.perf_counter()
+            if self.mode == "full":
+                model, info = self.cls.from_pretrained(
+                    args.model_dir, dtype=self.dtype, use_safetensors=True, trust_remote_code=False,
+                    local_files_only=True, output_loading_info=True, **self.load_kwargs)
+                missing = list((info or {}).get("missing_keys") or [])
+                if missing:
+                    notes.append(f"{len(missing)} weights missing from the checkpoint (initialised): "
+                                 + ", ".join(sorted(missing)[:3]))
+            else:
+                # the float32 reference first (the same seeded weights), the device's model a copy of it
+                ref = self.reference.model()
+                import copy
+
+                model = copy.deepcopy(ref)
+                if self.dtype != torch.float32:
+                    self.to_dtype_keep_fp32(model, self.dtype)
+            model.eval()
+            if self.target != "cpu":
+                model.to(self.dev.device)
+            self.dev.sync()
+            self.metrics["load_s"] = round(time.perf_counter() - t, 4)
+            self.metrics["param_count"] = int(sum(p.numel() for p in model.parameters()))
+            self.model = model
+            notes.append(f"params={self.metrics['param_count']}")
+
+    def apply_generation_config(self, model) -> None:
+        """Arch mode: the snapshot's generation_config.json, as from_pretrained would read it in full mode."""
+        gen_path = os.path.join(self.args.model_dir, "generation_config.json")
+        if os.path.isfile(gen_path) and model.can_generate():
+            with contextlib.suppress(Exception):
+                from transformers import GenerationConfig
+
+                model.generation_config = GenerationConfig.from_pretrained(self.args.model_dir, local_files_only=True)
+
+    def forward_kwargs(self, inputs):
+        torch = self.torch
+        out = {}
+        for k, v in inputs.items():
+            if hasattr(v, "to"):
+                if v.is_floating_point():
+                    v = v.to(self.dev.device, dtype=self.dtype)
+                else:
+                    v = v.to(self.dev.device)
+            out[k] = v
+        return out
+
+    def output_tensors(self, out) -> dict:
+        """name -> float CPU tensor of the outputs the family compares (harness_numerics.select; the
+        primary one first); remembers their kinds in self.out_kinds."""
+        sel = hn.select(out, self.family)
+        self.out_kinds = {name: kind for name, kind, _ in sel}
+        return {name: val.detach().float().cpu() for name, _, val in sel}
+
+    def stage_forward(self) -> None:
+        args, torch = self.args, self.torch
+        with self.stage("forward") as notes:
+            self.real = self.forward_inputs(self.model, self.forward_kwargs, notes)
+            self.inputs_cpu, info = self.real.tensors, self.real.info
+            self.input_info = info
+            notes.append("inputs " + ", ".join(f"{k}={list(v.shape)}" for k, v in self.inputs_cpu.items()
+                                                if hasattr(v, "shape")))
+            self.dev_inputs = self.forward_kwargs(self.inputs_cpu)
+            with torch.no_grad():
+                dev = self.dev
+                dev.sync()
+                t = time.perf_counter()
+                out = self.model(**self.dev_inputs)
+                dev.sync()
+                self.metrics["first_forward_s"] = round(time.perf_counter() - t, 4)
+                extra, settled = dev.warm(lambda: self.model(**self.dev_inputs), WARMUP_MAX_EXTRA)
+                if extra:
+                    notes.append(f"TorchTPU still compiled on {extra} warm-up call(s) after the first"
+                                 + ("" if settled else " and had not settled"))
+                c0 = dev.compile_count()
+                times = []
+                for _ in range(max(1, args.steps)):
+                    t = time.perf_counter()
+                    out = self.model(**self.dev_inputs)
+                    dev.sync()
+                    times.append(time.perf_counter() - t)
+                c1 = dev.compile_count()
+                if c0 is not None and c1 != c0:
+                    notes.append(f"TorchTPU compiled {c1 - c0} executable(s) during the timed eager steps")
+            self.metrics["forward_ms"] = round(statistics.median(times) * 1000, 4)
+            outs = self.output_tensors(out)
+            primary = next(iter(outs))
+            self.is_scores = self.out_kinds[primary] == "logits"
+            self.dev_out = outs.pop(primary)
+            self.dev_extra = outs
+            notes.append(f"output {list(self.dev_out.shape)}" + (f" ({primary}; also {', '.join(outs)})" if outs else ""))
+
+    def forward_inputs(self, model, to_device, notes: list) -> hi.Inputs:
+        """The forward inputs (CPU, float32 / int64) of model: the family's synthetic ones from the config and the
+        model's forward signature, replaced in full mode by the model's own tokenizer / processor where its files
+        allow (harness_inputs). to_device moves CPU inputs to model's device (None: model is on the CPU, float32),
+        for multimodal models asked how many placeholder tokens one image takes. The reference builds the same
+        inputs with this when the target failed before building them."""
+        import inspect
+
+        args, torch = self.args, self.torch
+        try:
+            accepted = set(inspect.signature(model.forward).parameters)
+        except (TypeError, ValueError):
+            accepted = set()
+        cfg = model.config
+        inputs, info = ht.build_inputs(torch, self.family, cfg, accepted, args.seq_len, args.new_tokens, args.seed,
+                                       type(model).__name__, model=model, to_device=to_device)
+        reserve = args.new_tokens if hi.FAMILY_GENERATES.get(self.family) else 0
+        real = hi.build(torch, self.family, cfg, args.model_dir, self.mode, inputs, info, accepted, reserve)
+        notes.append(f"inputs: {real.note}")
+        missing = hi.modalities_missing(accepted, cfg, real.tensors)
+        if missing:
+            notes.append(f"the forward takes {' and '.join(missing)} inputs the harness does not build")
+        return real
+
+    def compare(self, ref, dev, dtype_name: str) -> dict:
+        """The checks of the primary output's kind (harness_numerics) on dev vs ref, against the
+        tolerance row that holds this device's output (precision_rule)."""
+        return hn.compare(self.torch, ref, dev, self.tolerance_row(dtype_name), "logits" if self.is_scores else
+                          next(iter(self.out_kinds.values()), "embeddings"))
+
+    def tolerance_row(self, dtype_name: str) -> str:
+        return self.dev.tolerance_row(dtype_name) if self.dev else dtype_name
+
+    def compare_outputs(self, refs: dict, dev_primary, dtype_name: str, what: str) -> dict:
+        """Every compared output of the family against refs (name -> reference tensor, primary first);
+        dev_primary stands for the device's primary output, self.dev_extra for the others."""
+        devs = dict(self.dev_extra or {})
+        devs[next(iter(refs))] = dev_primary
+        return hn.compare_all(self.torch, refs, devs, self.out_kinds, self.tolerance_row(dtype_name), what)
+
+    @staticmethod
+    def verdict(cmp: dict, what: str) -> tuple[bool, str, str]:
+        return hn.verdict(cmp, what)
+
+    @staticmethod
+    def top1_note(cmp: dict) -> str:
+        if cmp.get("top1") is None:
+            return ""
+        dec = cmp.get("top1_decisive")
+        return (f"top-1 {cmp['top1']:.3f} over {cmp['positions']} positions, "
+                + (f"{dec:.3f} over the {cmp['decisive']} decisive ones" if dec is not None else "no decisive positions"))
+
+    def perplexity(self, logits) -> float | None:
+        torch = self.torch
+        start = self.input_info.get("copy_from")
+        ids = self.inputs_cpu["input_ids"]
+        if logits.dim() != 3 or start is None or ids.shape[1] < 2:
+            return None
+        # predict token t from position t-1, over the repeated part of the input
+        lp = torch.log_softmax(logits[0, start - 1:-1].float(), dim=-1)
+        tgt = ids[0, start:]
+        nll = -lp.gather(-1, tgt.unsqueeze(-1)).squeeze(-1).mean()
+        return float(torch.exp(nll))
+
+    def stage_numerics(self) -> None:
+        torch = self.torch
+        with self.stage("numerics") as notes:
+            dtype_name = str(self.dtype).replace("torch.", "")
+            refs = self.reference_outputs()
+            ref_out = next(iter(refs.values()))
+            self.reference.release()  # its memory, before compile (a later failure builds it again)
+            bad = [n for n, v in refs.items() if not bool(torch.isfinite(v).all())]
+            if bad:  # nothing to compare with: the harness's inputs make even the reference non-finite
+                raise hf.SharedFailure(hf.INPUTS_ORIGIN, f"the float32 cpu reference's {', '.join(bad)} is not finite "
+                                       "(nan/inf) on the harness's inputs: nothing to compare the target with",
+                                       "non-finite reference output")
+            dev_out = self.dev_out
+            cmps = self.compare_outputs(refs, dev_out, dtype_name, "device vs reference")
+            cmp = cmps["primary"]
+            self.metrics["max_abs_diff"] = finite_or_none(cmp["max_abs_diff"])
+            self.metrics["top1_agreement"] = finite_or_none(cmp["top1"])
+            self.metrics["tolerance"] = finite_or_none(cmp["tolerance"])
+            self.metrics["rel_error"] = finite_or_none(cmps["rel_error"])
+            self.metrics["cosine_similarity"] = finite_or_none(cmps["cosine"])
+            notes.append(f"{dtype_name} vs float32 cpu reference")
+            if self.top1_note(cmp):
+                notes.append(self.top1_note(cmp))
+            notes.extend(cmps["notes"])
+            ok, why, key = cmps["ok"], cmps["why"], cmps["key"]
+            if self.family == "causal-lm" and self.is_scores and cmp["finite"] and self.input_info.get("passage"):
+                chk = hi.passage_check(torch, dev_out, ref_out, self.inputs_cpu["input_ids"], dtype_name)
+                self.metrics["perplexity"] = finite_or_none(chk.ppl)
+                notes.append(chk.note)
+                if ok and not chk.ok and chk.key == hi.REFERENCE_TOO_KEY:  # the passage is the harness's choice
+                    raise hf.SharedFailure(hf.INPUTS_ORIGIN, chk.why, chk.key)
+                if ok and not chk.ok:
+                    ok, why, key = False, chk.why, chk.key
+            elif self.family == "causal-lm" and self.is_scores and cmp["finite"]:
+                ppl = self.perplexity(dev_out)
+                self.metrics["perplexity"] = finite_or_none(ppl)
+                bound = dev_out.shape[-1] * PPL_FACTOR
+                if ppl is not None:
+                    ref_ppl = self.perplexity(ref_out) if ref_out.shape == dev_out.shape else None
+                    notes.append(f"perplexity {ppl:.4g}" + (f" (reference {ref_ppl:.4g})" if ref_ppl is not None else "")
+                                 + f", bound {bound:.4g}")
+                    if ok and (not math.isfinite(ppl) or ppl > bound):
+                        if ref_ppl is not None and not (math.isfinite(ref_ppl) and ref_ppl <= bound):
+                            raise hf.SharedFailure(hf.INPUTS_ORIGIN, f"perplexity {ppl:.4g} is not finite or above "
+                                                   f"{bound:.4g}, and the float32 cpu reference's ({ref_ppl:.4g}) too",
+                                                   "perplexity of the reference too")
+                        ok, why, key = False, f"perplexity {ppl:.4g} is not finite or above {bound:.4g}", "perplexity"
+            if not ok:
+                raise hf.NumericsMismatch(why, key)
+
+    def reference_outputs(self) -> dict:
+        """name -> float32 CPU tensor of the outputs the family compares, from the reference on the forward inputs.
+        A reference that fails here (the target passed) leaves nothing to compare with: the scanner's error."""
+        try:
+            out = self.reference.outputs(self.inputs_cpu)
+            return {n: v.detach().float() for n, _, v in hn.select(out, self.family)}
+        except Exception as e:  # noqa: BLE001
+            self.reference.release()
+            c = hf.classify(e, "numerics")
+            raise hf.ReferenceFailed(f"the float32 cpu reference failed where the target passed: {c['message']}",
+                                     c["signature"], c["failure_class"]) from e
+
+    def compile_model(self, backend: str):
+        """torch.compile of the model with static shapes."""
+        return self.torch.compile(self.model, backend=backend, dynamic=False)
+
+    def compile_backend(self) -> tuple[str, str]:
+        if self.args.compile_backend:
+            return self.args.compile_backend, ""
+        if self.target == "tpu":
+            return "tpu", ""
+        if self.target == "cpu" and not any(shutil.which(c) for c in (os.environ.get("CXX", ""), "g++", "c++", "clang++") if c):
+            return "aot_eager", "inductor needs a C++ compiler and none was found: used aot_eager"
+        return "inductor", ""
+
+    def stage_compile(self) -> None:
+        args, torch = self.args, self.torch
+        if args.no_compile:
+            self.skip_stage("compile", "--no-compile")
+            return
+        with self.stage("compile") as notes:
+            backend, bnote = self.compile_backend()
+            if bnote:
+                notes.append(bnote)
+            import torch._dynamo  # noqa: F401
+            from torch._dynamo.utils import counters
+
+            def graph_breaks():
+                return sum(counters["graph_break"].values()) if "graph_break" in counters else 0
+
+            def graphs():
+                return int(counters["stats"]["unique_graphs"])
+
+            torch._dynamo.reset()
+            breaks0 = graph_breaks()
+            compiled = self.compile_model(backend)
+            dev = self.dev
+            with torch.no_grad():
+                g0 = graphs()
+                dev.sync()
+                t = time.perf_counter()
+                try:
+                    out = compiled(**self.dev_inputs)
+                    dev.sync()
+                except Exception as e:  # noqa: BLE001
+                    if backend == "inductor" and self.target == "cpu" and _toolchain_problem(e) and not args.compile_backend:
+                        notes.append(f"inductor unusable on this host ({hf.short_message(e, 160)}): used aot_eager")
+                        backend = "aot_eager"
+                        torch._dynamo.reset()
+                        compiled = self.compile_model(backend)
+                        g0 = graphs()
+                        t = time.perf_counter()
+                        out = compiled(**self.dev_inputs)
+                        dev.sync()
+                    else:
+                        raise
+                self.metrics["compile_s"] = round(time.perf_counter() - t, 4)
+                g1 = graphs()
+                compiled(**self.dev_inputs)
+                dev.sync()
+                g2 = graphs()
+                if g2 > g1:
+                    raise hf.RecompileDetected(
+                        f"second call with the same input shapes compiled {g2 - g1} new dynamo graph(s) "
+                        f"(backend={backend}, dynamic=False)", "second call with the same shapes recompiled")
+                # TorchTPU may still build executables for several calls (its own benchmarks warm up for
+                # 10 to 20 steps until the cache stops missing, see WARMUP_MAX_EXTRA); if it has not
+                # settled after WARMUP_MAX_EXTRA calls, or misses again during the timed steps, the model
+                # keeps recompiling.
+                c0 = dev.compile_count()
+                extra, settled = dev.warm(lambda: compiled(**self.dev_inputs), WARMUP_MAX_EXTRA)
+                c1 = dev.compile_count()
+                if extra:
+                    notes.append(f"TorchTPU still compiled on {extra} call(s) after the second")
+                if not settled:
+                    raise hf.RecompileDetected(
+                        f"TorchTPU kept compiling executables on {WARMUP_MAX_EXTRA} repeated calls with the same "
+                        "input shapes", "TorchTPU kept compiling on repeated calls")
+                times = []
+                for _ in range(max(1, args.steps)):
+                    t = time.perf_counter()
+                    out = compiled(**self.dev_inputs)
+                    dev.sync()
+                    times.append(time.perf_counter() - t)
+                if graphs() > g2 or (c1 is not None and dev.compile_count() != c1):
+                    raise hf.RecompileDetected("repeated calls with the same input shapes recompiled during the "
+                                               "timed steps", "repeated calls recompiled")
+            self.metrics["compiled_step_ms"] = round(statistics.median(times) * 1000, 4)
+            breaks = graph_breaks() - breaks0
+            notes.append(f"backend={backend} graphs={g1 - g0} graph_breaks={breaks}")
+            compiled_outs = self.output_tensors(out)
+            eager = {next(iter(compiled_outs)): self.dev_out, **(self.dev_extra or {})}
+            row = self.tolerance_row(str(self.dtype).replace("torch.", ""))
+            cmps = hn.compare_all(torch, eager, compiled_outs, self.out_kinds, row, "compiled vs eager")
+            cmp = cmps["primary"]
+            if cmp["max_abs_diff"] is not None:
+                notes.append(f"compiled vs eager max_abs_diff {cmp['max_abs_diff']:.3g}")
+            ok, why, key = cmps["ok"], cmps["why"], cmps["key"]
+            if not ok:
+                raise hf.NumericsMismatch(why, f"compiled vs eager {key}")
+            del compiled
+            torch._dynamo.reset()
+
+    def stage_generate(self) -> None:
+        args, torch = self.args, self.torch
+        if args.no_generate:
+            self.skip_stage("generate", "--no-generate")
+            return
+        if self.family not in ht.GENERATIVE_FAMILIES:
+            self.skip_stage("generate", f"not generative ({self.family})")
+            return
+        if not self.model.can_generate():
+            self.skip_stage("generate", f"{type(self.model).__name__} cannot generate")
+            return
+        with self.stage("generate") as notes:
+            model = self.model
+            gin, prompt_len = self.generate_prompt(notes)
+            gin = self.forward_kwargs(gin)
+            n = args.new_tokens
+            dev = self.dev
+            with torch.no_grad():
+                t = time.perf_counter()
+                kw, static = self.generate_once(model, gin, notes, compiled=not args.no_compile)
+                dev.sync()
+                notes.append(f"warm-up generate {time.perf_counter() - t:.3f}s")
+                streamer = _TimingStreamer()
+                dev.sync()
+                t0 = time.perf_counter()
+                out = model.generate(**gin, **kw, streamer=streamer)
+                dev.sync()
+                t_end = time.perf_counter()
+            if prompt_len:
+                seqs = out if hasattr(out, "shape") else getattr(out, "sequences", None)
+                if seqs is not None:
+                    self.continuation = hi.continuation(self.real.tokenizer, seqs.cpu(), prompt_len)
+            if streamer.t_first is not None:
+                self.metrics["ttft_ms"] = round((streamer.t_first - t0) * 1000, 4)
+                if streamer.tokens >= 2 and t_end > streamer.t_first:
+                    self.metrics["tokens_per_s"] = round((streamer.tokens - 1) / (t_end - streamer.t_first), 4)
+            notes.append(f"{streamer.tokens} new tokens, cache={'static' if static else 'default'}")
+            if streamer.tokens < n:
+                notes.append(f"generated {streamer.tokens} < {n} tokens")
+
+    def generate_once(self, model, gin: dict, notes: list, compiled: bool) -> tuple[dict, bool]:
+        """One greedy generate() of --new-tokens from gin (inputs on model's device): static cache where the model
+        supports it (falling back to its own cache when the static one fails with an unclassified error: the static
+        cache is the harness's choice); compiled=False keeps transformers from compiling the decode step. Returns the
+        settings that ran (for the measured call) and whether the cache was static. The reference runs the same."""
+        n = self.args.new_tokens
+        kw = dict(max_new_tokens=n, min_new_tokens=n, do_sample=False, num_beams=1)
+        gc_ = getattr(model, "generation_config", None)
+        if gc_ is not None and getattr(gc_, "pad_token_id", None) is None:
+            eos = getattr(gc_, "eos_token_id", None)
+            kw["pad_token_id"] = (eos[0] if isinstance(eos, (list, tuple)) and eos else eos) if eos is not None else 0
+        static = False
+        try:
+            static = bool(model._supports_default_dynamic_cache())
+        except Exception:  # noqa: BLE001
+            static = False
+        if static:
+            kw["cache_implementation"] = "static"
+        else:
+            notes.append("static cache not supported by this model: its own cache was used")
+        if not compiled:
+            kw["disable_compile"] = True
+        elif static and self.target != "cpu":
+            notes.append(f"decode step compiled by transformers (static cache on {self.target})")
+        try:
+            model.generate(**gin, **kw)
+        except Exception as e:  # noqa: BLE001
+            c = hf.classify(e, "generate")
+            if not (static and c["failure_class"] == "other"):
+                raise
+            notes.append(f"static cache failed ({hf.short_message(e, 160)}): fell back to the default cache")
+            kw.pop("cache_implementation", None)
+            static = False
+            model.generate(**gin, **kw)
+        return kw, static
+
+    def generate_prompt(self, notes) -> tuple[dict, int | None]:
+        """generate()'s inputs (on the CPU), and the prompt's length when its continuation is reported: a causal LM
+        with its own tokenizer (full mode) continues harness_inputs.PROMPT; otherwise the prompt is the forward
+        inputs' (harness_tasks.generate_inputs)."""
+        tok = self.real.tokenizer if self.real is not None else None
+        if tok is not None and self.family == "causal-lm":
+            ids = hi.prompt_ids(self.torch, tok, self.model.config)
+            if ids is not None:
+                notes.append(f"prompt {hi.PROMPT!r} ({ids.shape[1]} tokens, the model's tokenizer)")
+                return {"input_ids": ids}, int(ids.shape[1])
+            notes.append("the fixed prompt cannot be encoded: the forward inputs are the prompt")
+        return ht.generate_inputs(self.family, self.inputs_cpu), None
+
+    # --- whose failure ---
+
+    def judge(self, e: BaseException) -> dict:
+        """The classification of a failure in the current stage that stands: the target's failure, unless the
+        float32 CPU reference fails the same stage with the same inputs (harness_failures.arbitrate), then the
+        scanner's error. The reference runs only here, when the target failed (and in numerics, always)."""
+        stage = self.current
+        c = hf.classify(e, stage)
+        if c["status"] != "fail" or stage not in hf.ARBITRATED_STAGES:
+            return c
+        log(f"stage={stage} failed on the target: the same stage on the float32 cpu reference")
+        ref_exc, ran = self.reference.run_stage(stage)
+        self.reference.release()
+        ref = hf.classify(ref_exc, stage) if ref_exc is not None else None
+        out, note = hf.arbitrate(stage, c, ref, ran)
+        if note:
+            log(f"stage={stage} {note}")
+            rec = next((r for r in reversed(self.stages) if r["stage"] == stage), None)
+            if rec is not None:
+                rec["note"] = "; ".join(n for n in (note, rec.get("note", "")) if n)[:1000]
+        return out
+
+    # --- driver ---
+
+    def run(self) -> dict:
+        res = {
+            "target": self.target, "status": "error", "stage": None, "failure_class": None, "op": None, "reason": None,
+            "signature": None, "message": None, "mode": None, "revision": self.args.revision or "",
+            "tested_at": now_rfc3339(), "duration_s": 0.0,
+        }
+        try:
+            self.stage_env()
+            with self.dev.precision():  # HIGHEST for float32 on tpu (precision_rule), else nothing
+                self.stage_config()
+                self.stage_load()
+                self.stage_forward()
+                self.stage_numerics()
+                self.stage_compile()
+                self.stage_generate()
+            res["status"] = "pass"
+            ran = [s["stage"] for s in self.stages if s["ok"] and not s.get("skipped")]
+            res["stage"] = ran[-1] if ran else None
+        except hf.Skip as s:
+            res.update(status="skipped", stage=self.current, reason=s.reason, message=hf.truncate_bytes(str(s), 2048))
+        except Exception as e:  # noqa: BLE001 - every model failure becomes a Result
+            c = self.judge(e)
+            res.update(status=c["status"], stage=self.current, failure_class=c["failure_class"], op=c["op"],
+                       signature=c["signature"], message=c["message"], log_tail=c["log_tail"])
+        if self.dev is not None:
+            self.metrics["peak_mem_bytes"] = self.dev.peak_bytes()
+        res["target"] = self.target
+        res["mode"] = self.mode
+        res["runtime"] = self.runtime
+        res["metrics"] = {k: (finite_or_none(v) if isinstance(v, float) else v) for k, v in self.metrics.items()}
+        he.annotate(self, res)  # metrics.mfu, .mbu and .efficiency (harness_efficiency.py)
+        rev = f" --revision {self.args.revision}" if self.args.revision else ""
+        res["repro"] = (f"scanner probe {self.args.model_id or self.args.model_dir}{rev} --target {self.target}"
+                        + (f" --mode {self.mode or self.args.mode}"))
+        res["task"] = self.task
+        res["stages"] = self.stages
+        if self.continuation is not None:
+            res["continuation"] = self.continuation
+        res["duration_s"] = round(time.monotonic() - _T0, 3)
+        return res
+
+
+def _toolchain_problem(e: BaseException) -> bool:
+    text = "\n".join(str(x) for x in hf.exception_chain(e))
+    names = {type(x).__name__ for x in hf.exception_chain(e)}
+    return bool(names & {"CppCompileError", "InvalidCxxCompiler"}) or any(
+        s in text for s in ("InvalidCxxCompiler", "No working C compiler", "Python.h: No such file",
+                            "fatal error: ", "c++: not found", "g++: not found", "cannot find -l"))
+
+
+def env_only(args) -> dict:
+    """A Result-shaped object (status pass, stage env) whose target is where a probe
+    would run and whose runtime block is the retest key's source. Extra fields:
+    available_targets (tpu is looked for, and torch_tpu loaded, only when tpu or auto is asked),
+    device_memory_bytes, note (auto on cpu: why not tpu), google_torch_tpu (Google's torch_tpu is
+    installed, whether or not it found a usable TPU; false when it was not looked for)."""
+    runtime = {"python": platform.python_version(), "torch": "", "transformers": dist_version("transformers"),
+               "torch_tpu": "", "harness": HARNESS_VERSION, "device": "", "device_count": 0,
+               "libtpu": dist_version("libtpu", "libtpu-nightly")}
+    out = {"target": "cpu" if args.target == "auto" else args.target, "status": "pass", "stage": "env",
+           "failure_class": None, "op": None, "reason": None, "signature": None, "message": None, "mode": None,
+           "revision": "", "tested_at": now_rfc3339(), "duration_s": 0.0, "runtime": runtime,
+           "metrics": {}, "repro": "", "available_targets": ["cpu"], "device_memory_bytes": None, "note": "",
+           "google_torch_tpu": False}
+
+    def fail(cls, msg, sig):
+        out.update(status="error", failure_class=cls, message=msg, signature=sig)
+        out["duration_s"] = round(time.monotonic() - _T0, 3)
+        return out
+
+    try:
+        import torch
+    except Exception as e:  # noqa: BLE001
+        out["available_targets"] = []
+        return fail("import_error", f"cannot import torch: {hf.short_message(e, 500)}", "import_error:torch")
+    runtime["torch"] = torch.__version__
+    # as in a probe: only tpu and auto load torch_tpu, so available_targets names tpu only for those
+    tpu = probe_torch_tpu(torch) if args.target in ("tpu", "auto") else None
+    if tpu is not None:
+        out["google_torch_tpu"] = tpu["google"]
+        out["note"] = tpu["note"] or (f"torch_tpu {tpu['version']}" if tpu["google"] else "")
+        if tpu["available"]:
+            out["available_targets"].insert(0, "tpu")
+    with contextlib.suppress(Exception):
+        if torch.cuda.is_available():
+            out["available_targets"].append("cuda")
+    target, why = resolve_target(args.target, tpu)
+    if why and target == "cpu":
+        out["note"] = why
+    out["target"] = target
+    if target == "tpu" and tpu is not None and tpu["google"]:  # versions of the TPU stack on tpu runs only
+        runtime["torch_tpu"] = tpu["version"]
+    else:
+        runtime["libtpu"] = ""
+    if target not in out["available_targets"]:
+        return fail("device_unavailable", f"target {target} requested but not usable on this host"
+                    + (f": {tpu['note']}" if target == "tpu" and tpu and tpu["note"] else ""),
+                    f"device_unavailable:{target}")
+    dev = Device(torch, target)
+    with contextlib.suppress(Exception):
+        dev.init()
+    runtime["device"], runtime["device_count"] = dev.name, dev.count
+    out["device_memory_bytes"] = dev.memory_bytes
+    if dev.memory_bytes:
+        runtime["device_memory_gib"] = round(dev.memory_bytes / (1 << 30), 2)
+    out["duration_s"] = round(time.monotonic() - _T0, 3)
+    return out
+
+
+def new_probe(args) -> Probe:
+    """The Probe for this run: harness.Probe, or with HARNESS_TEST_INJECT set (tests only) the
+    fault-injecting subclass that harness_testing builds from it. This is the harness's one test
+    seam, chosen here at start-up; unset, harness_testing is never imported."""
+    spec = os.environ.get("HARNESS_TEST_INJECT", "")
+    if not spec:
+        return Probe(args)
+    import harness_testing
+
+    return harness_testing.with_faults(Probe, spec)(args)
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    p.add_argument("--model-dir")
+    p.add_argument("--model-id", default="")
+    p.add_argument("--revision", default="")
+    p.add_argument("--target", choices=("tpu", "cpu", "cuda", "auto"), default="auto")
+    p.add_argument("--mode", choices=("full", "arch", "auto"), default="auto",
+                   help="full or arch, as the scanner's plan decided; auto chooses by the fit formula (fit.json), "
+                        "for running the harness by hand")
+    p.add_argument("--task", default="")
+    p.add_argument("--result-file", required=True)
+    p.add_argument("--seq-len", type=int, default=128)
+    p.add_argument("--new-tokens", type=int, default=16)
+    p.add_argument("--layers", type=int, default=2)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--steps", type=int, default=5)
+    p.add_argument("--memory-budget-bytes", type=int, default=None,
+                   help="the model's memory budget (default: available host RAM on cpu, device memory elsewhere)")
+    p.add_argument("--plan-note", default="", help="why the scanner's plan chose this probe (noted in the config stage)")
+    p.add_argument("--no-compile", action="store_true")
+    p.add_argument("--no-generate", action="store_true")
+    p.add_argument("--env-only", action="store_true")
+    # extensions (optional; the Go runner need not pass them)
+    p.add_argument("--compile-backend", default="", help="torch.compile backend (default: tpu on tpu, inductor elsewhere)")
+    p.add_argument("--dtype", choices=("auto", "float32", "bfloat16", "float16"), default="auto",
+                   help="device dtype (default: bfloat16; on cpu too, so that a cpu verdict compares it with the "
+                        "float32 reference)")
+    args = p.parse_args(argv)
+    if not args.env_only and not args.model_dir:
+        p.error("--model-dir is required (unless --env-only)")
+    for name in ("seq_len", "new_tokens", "layers", "steps"):
+        if getattr(args, name) < 1:
+            p.error(f"--{name.replace('_', '-')} must be at least 1")
+    return args
+
+
+def main(argv=None) -> int:
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    if args.env_only:
+        out = env_only(args)
+        print(json.dumps(out))
+        try:
+            write_json_atomic(args.result_file, out)
+        except OSError as e:
+            log(f"cannot write {args.result_file}: {e}")
+            return 2
+        return 0
+    res = new_probe(args).run()
+    try:
+        write_json_atomic(args.result_file, res)
+    except (OSError, ValueError) as e:
+        log(f"cannot write the result to {args.result_file}: {e}")
+        return 2
+    log(f"result status={res['status']} stage={res['stage']}"
+        + (f" class={res['failure_class']}" if res["failure_class"] else "")
+        + (f" reason={res['reason']}" if res["reason"] else "") + f" {res['duration_s']:.2f}s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,272 @@
+"""The harness's test seam: injected failures and a simulated TPU, for tests only.
+
+harness.new_probe() reads the environment variable HARNESS_TEST_INJECT once, at start-up.
+Unset (always in production: the Go runner builds the harness's environment from an
+allow-list and refuses this variable), the run uses harness.Probe and this module is never
+imported. Set, the run uses with_faults(Probe, spec): a subclass of Probe whose overrides
+inject what the spec asks, so that the real stages in harness.py carry no test branches.
+
+The spec is a list of items separated by ``;``:
+
+``STAGE:EXCEPTION:MESSAGE``
+    raise EXCEPTION(MESSAGE) in STAGE (env, config, load, numerics, compile, generate: as the
+    stage starts; forward: from inside the model's forward, through a pre-hook on its first
+    leaf module). EXCEPTION is one of INJECTABLE (else RuntimeError); MESSAGE defaults to
+    "injected failure".
+``numerics:perturb``
+    the device output is shifted by 1.0 before the comparison with the reference.
+``compile:recompile``
+    the compiled model's second call gets one token fewer (2-d input_ids/masks), a real
+    recompile.
+``inputs:beyond-vocab``
+    a stand-in for an input error of the harness's own: the forward inputs' last token id is the
+    text vocabulary's size, one past the embedding (a placeholder id the model cannot embed). The
+    target and the float32 CPU reference both get it (they share the forward inputs), so both fail.
+``tpu:simulate`` / ``tpu:simulate-recompiling``
+    a simulated TPU: SimulatedTpu stands in for Google's torch_tpu (as ``torch.tpu``, with a
+    dynamo backend "tpu" that is aot_eager underneath) while tensors stay on the CPU. The
+    second variant's executable cache misses on every call (a model that keeps compiling).
+    Both are undone when the run ends.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import itertools
+
+INJECTABLE = {
+    "NotImplementedError": NotImplementedError,
+    "RuntimeError": RuntimeError,
+    "MemoryError": MemoryError,
+    "ImportError": ImportError,
+    "ValueError": ValueError,
+    "OSError": OSError,
+    "TypeError": TypeError,
+    "KeyError": KeyError,
+}
+
+SIMULATED_TPU_VERSION = "0.1.0.dev-simulated"
+
+
+@dataclasses.dataclass
+class Faults:
+    """What one HARNESS_TEST_INJECT spec asks for."""
+
+    raises: dict = dataclasses.field(default_factory=dict)  # stage -> (exception type, message)
+    perturb: bool = False
+    recompile: bool = False
+    beyond_vocab: bool = False
+    tpu: str = ""  # "", "simulate" or "simulate-recompiling"
+
+    def raise_in(self, stage: str) -> None:
+        if stage in self.raises:
+            exc_type, message = self.raises[stage]
+            raise exc_type(message)
+
+
+def parse(spec: str) -> Faults:
+    """The Faults of a spec (grammar in the module docstring); any other item raises in its stage."""
+    f = Faults()
+    for item in filter(None, (s.strip() for s in spec.split(";"))):
+        stage, _, rest = item.partition(":")
+        if (stage, rest) == ("numerics", "perturb"):
+            f.perturb = True
+        elif (stage, rest) == ("compile", "recompile"):
+            f.recompile = True
+        elif (stage, rest) == ("inputs", "beyond-vocab"):
+            f.beyond_vocab = True
+        elif stage == "tpu" and rest in ("simulate", "simulate-recompiling"):
+            f.tpu = rest
+        else:
+            exc_name, _, message = rest.partition(":")
+            f.raises[stage] = (INJECTABLE.get(exc_name, RuntimeError), message or "injected failure")
+    return f
+
+
+def with_faults(probe_cls: type, spec: str) -> type:
+    """probe_cls (harness.Probe) with the faults of spec injected."""
+    faults = parse(spec)
+    attrs = {"faults": faults}
+    if faults.tpu:
+        attrs["device_cls"] = type("SimulatedTpuDevice", (CpuTensors, probe_cls.device_cls), {})
+    return type("FaultyProbe", (FaultInjection, probe_cls), attrs)
+
+
+class FaultInjection:
+    """Overrides of Probe's methods; mixed in before Probe by with_faults."""
+
+    faults: Faults
+
+    def run(self) -> dict:
+        with SimulatedTpu.installed(self.faults.tpu):
+            return super().run()
+
+    @contextlib.contextmanager
+    def stage(self, name: str):
+        with super().stage(name) as notes:
+            if name != "forward":  # forward raises from inside the model, see stage_forward
+                self.faults.raise_in(name)
+            yield notes
+
+    def probe_tpu(self, torch) -> dict:
+        if not self.faults.tpu:
+            return super().probe_tpu(torch)
+        return {"installed": True, "google": True, "version": SIMULATED_TPU_VERSION, "available": True, "note": ""}
+
+    def stage_forward(self) -> None:
+        if "forward" not in self.faults.raises:
+            return super().stage_forward()
+        leaf = next((m for _, m in self.model.named_modules() if len(list(m.children())) == 0), self.model)
+
+        def _raise(*_a, **_k):
+            self.faults.raise_in("forward")
+
+        hook = leaf.register_forward_pre_hook(_raise)
+        try:
+            return super().stage_forward()
+        finally:
+            hook.remove()
+
+    def forward_inputs(self, model, to_device, notes):
+        real = super().forward_inputs(model, to_device, notes)
+        if self.faults.beyond_vocab:
+            ids = real.tensors["input_ids"].clone()
+            cfg = model.config.get_text_config(decoder=True) if hasattr(model.config, "get_text_config") else model.config
+            ids.view(-1)[-1] = int(cfg.vocab_size)
+            real.tensors = dict(real.tensors, input_ids=ids)
+        return real
+
+    def stage_numerics(self) -> None:
+        if not self.faults.perturb:
+            return super().stage_numerics()
+        eager = self.dev_out
+        self.dev_out = eager + 1.0
+        try:
+            return super().stage_numerics()
+        finally:
+            self.dev_out = eager
+
+    def compile_model(self, backend: str):
+        compiled = super().compile_model(backend)
+        if not self.faults.recompile:
+            return compiled
+        calls = itertools.count(1)
+
+        def second_call_one_token_fewer(**inputs):
+            if next(calls) == 2:
+                inputs = {k: (v[:, :-1] if hasattr(v, "dim") and v.dim() == 2 and k.endswith(("input_ids", "mask"))
+                              else v) for k, v in inputs.items()}
+            return compiled(**inputs)
+
+        return second_call_one_token_fewer
+
+
+class CpuTensors:
+    """Mixed in before harness.Device for a simulated TPU: its tensors stay on the CPU."""
+
+    def torch_device(self):
+        if self.target == "tpu":
+            return self.torch.device("cpu")
+        return super().torch_device()
+
+
+class SimulatedTpu:
+    """A stand-in for ``torch.tpu`` (the TorchTPU API surface the harness uses: device_count,
+    get_device_name, get_device_properties, synchronize, _get_cache_misses, is_initialized,
+    precision/Precision; no memory statistics). Class-level state, reset by installed(); tests
+    read it after a run."""
+
+    class Precision:  # torch_tpu/_internal/precision/precision.py binds StableHLO's three modes
+        DEFAULT, HIGH, HIGHEST = "DEFAULT", "HIGH", "HIGHEST"
+
+    misses = 0
+    keep_compiling = False
+    synced = 0
+    synced_at: dict = {}  # precision mode in force -> synchronize() calls made under it
+    modes: list = []  # the precision() stack
+    compiled_graphs: list = []  # node counts of the graphs the "tpu" backend compiled
+
+    @classmethod
+    def reset(cls, keep_compiling: bool = False) -> None:
+        cls.misses, cls.keep_compiling, cls.synced, cls.compiled_graphs = 3, keep_compiling, 0, []
+        cls.synced_at, cls.modes = {}, []
+
+    @classmethod
+    @contextlib.contextmanager
+    def precision(cls, mode):
+        cls.modes.append(mode)
+        try:
+            yield
+        finally:
+            cls.modes.pop()
+
+    @classmethod
+    def is_initialized(cls):
+        return True
+
+    @classmethod
+    def is_available(cls):
+        return True
+
+    @classmethod
+    def device_count(cls):
+        return 4
+
+    @classmethod
+    def get_device_name(cls, device=None):
+        return "TPU v6e"
+
+    @classmethod
+    def get_device_properties(cls, device=None):
+        raise RuntimeError("unrecognized TPU 'TPU v6e'; cannot determine device memory")
+
+    @classmethod
+    def synchronize(cls, device=None):
+        cls.synced += 1
+        mode = cls.modes[-1] if cls.modes else cls.Precision.DEFAULT
+        cls.synced_at[mode] = cls.synced_at.get(mode, 0) + 1
+
+    @classmethod
+    def _get_cache_misses(cls):
+        if cls.keep_compiling:
+            cls.misses += 1
+        return cls.misses
+
+    @classmethod
+    def backend(cls, gm, example_inputs):
+        """The dynamo backend "tpu": records the graph, compiles it with aot_eager."""
+        from torch._dynamo.backends import registry
+
+        cls.compiled_graphs.append(len(gm.graph.nodes))
+        return registry.lookup_backend("aot_eager")(gm, example_inputs)
+
+    @classmethod
+    @contextlib.contextmanager
+    def installed(cls, variant: str):
+        """torch.tpu and the "tpu" backend for the length of a run ("" installs nothing)."""
+        if not variant:
+            yield
+            return
+        import torch
+        from torch._dynamo.backends import registry
+
+        cls.reset(keep_compiling=variant == "simulate-recompiling")
+        with _entry(vars(torch), "tpu", cls), _entry(registry._BACKENDS, "tpu", None), \
+                _entry(registry._COMPILER_FNS, "tpu", cls.backend):
+            yield
+
+
+@contextlib.contextmanager
+def _entry(mapping: dict, key: str, value):
+    """mapping[key] is value for the length of the block, then as it was."""
+    missing = object()
+    old = mapping.get(key, missing)
+    mapping[key] = value
+    try:
+        yield
+    finally:
+        if old is missing:
+            mapping.pop(key, None)
+        else:
+            mapping[key] = old

@@ -1,0 +1,112 @@
+package harness
+
+import (
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// TaskTable is tasks.json: the one task table of the project. The
+// harness reads the same file (harness_tasks.py), so preflight, the
+// coverage figure and the harness cannot disagree on which pipeline tags
+// are tested. The file's "about" says what each part means.
+type TaskTable struct {
+	Tasks    map[string]TaskSpec   `json:"tasks"`
+	Families map[string]FamilySpec `json:"families"`
+	// ArchSuffixes maps a model without a pipeline tag to a task by the
+	// ending of its config.json architectures[0], first match wins.
+	ArchSuffixes [][2]string `json:"arch_suffixes"`
+	// Unsupported are the pipeline tags transformers has no model class
+	// for, with why (the methodology page lists them).
+	Unsupported map[string]string `json:"unsupported"`
+}
+
+// TaskSpec is one supported pipeline tag.
+type TaskSpec struct {
+	Family string `json:"family"`
+}
+
+// FamilySpec is one family of inputs and outputs.
+type FamilySpec struct {
+	Generate bool `json:"generate"`
+	// Outputs are [name, kind] pairs: the model outputs compared with the
+	// CPU reference, the first present being the primary one; the kinds
+	// are numerics.json's.
+	Outputs [][2]string `json:"outputs"`
+	Inputs  string      `json:"inputs"`
+}
+
+//go:embed tasks.json
+var tasksJSON []byte
+
+// Tasks is the embedded table. A table that does not parse fails
+// TestTaskTable, and panics at start-up rather than skip wrong.
+var Tasks = must(parseTasks(tasksJSON))
+
+func parseTasks(data []byte) (TaskTable, error) {
+	var t TaskTable
+	if err := json.Unmarshal(data, &t); err != nil {
+		return t, fmt.Errorf("harness: tasks.json: %w", err)
+	}
+	var errs []error
+	if len(t.Tasks) == 0 || len(t.ArchSuffixes) == 0 {
+		errs = append(errs, errors.New("no tasks or no arch_suffixes"))
+	}
+	for tag, spec := range t.Tasks {
+		if _, ok := t.Families[spec.Family]; !ok {
+			errs = append(errs, fmt.Errorf("task %s: family %q is not in families", tag, spec.Family))
+		}
+		if _, ok := t.Unsupported[tag]; ok {
+			errs = append(errs, fmt.Errorf("task %s is both supported and unsupported", tag))
+		}
+	}
+	for _, s := range t.ArchSuffixes {
+		if _, ok := t.Tasks[s[1]]; !ok || s[0] == "" {
+			errs = append(errs, fmt.Errorf("arch suffix %q: task %q is not a supported task", s[0], s[1]))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return t, fmt.Errorf("harness: tasks.json: %w", err)
+	}
+	return t, nil
+}
+
+// SupportedTasks lists the supported pipeline tags, sorted.
+func SupportedTasks() []string {
+	out := make([]string, 0, len(Tasks.Tasks))
+	for t := range Tasks.Tasks {
+		out = append(out, t)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// SupportedTask reports whether the harness can test a model with this
+// Hub pipeline tag. A model without a tag ("") is decided by its
+// config.json architectures: one ending in a suffix of the table
+// (BertModel, LlavaForConditionalGeneration, ...) is supported. A tag
+// outside the supported set is not, whatever the architecture.
+func SupportedTask(pipelineTag string, architectures []string) bool {
+	if pipelineTag != "" {
+		_, ok := Tasks.Tasks[pipelineTag]
+		return ok
+	}
+	for _, a := range architectures {
+		for _, s := range Tasks.ArchSuffixes {
+			// "Model" alone is not an architecture; "BertModel" is.
+			if strings.HasSuffix(a, s[0]) && len(a) > len(s[0]) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// UnsupportedWhy says why the harness does not test a pipeline tag: the
+// table's reason for a tag transformers has no model class for, else "".
+func UnsupportedWhy(pipelineTag string) string {
+	return Tasks.Unsupported[pipelineTag]
+}

@@ -1,0 +1,22 @@
+"""The fit formula's table (fit.json) is shared with the scanner's plan (internal/scan/plan.go).
+
+Go's TestNeedMatchesTheFitTable checks the same worked examples against the Go formula, so the
+two sides cannot drift apart.
+"""
+
+import harness
+
+
+def test_fit_need_reproduces_the_worked_examples():
+    examples = harness.FIT["examples"]
+    assert {e["target"] for e in examples} == {"cpu", "tpu", "cuda"}
+    for e in examples:
+        dtype = harness.FIT["targets"][e["target"]]["dtype"]
+        assert harness.fit_need(e["params"], harness.FIT["dtype_bytes"][dtype], e["target"]) == e["need"], e
+
+
+def test_the_table_names_the_harness_default_dtypes():
+    # --dtype auto runs bfloat16 everywhere (on cpu against the float32 reference, so that a cpu verdict compares
+    # two different runs, as on an accelerator); the plan predicts the same.
+    assert {t: v["dtype"] for t, v in harness.FIT["targets"].items()} == {
+        "cpu": "bfloat16", "tpu": "bfloat16", "cuda": "bfloat16"}
