@@ -10,7 +10,9 @@ const (
 	name       TEXT NOT NULL,
 	applied_at INTEGER NOT NULL
 )`
-	sqlSchemaVersion    = `SELECT ifnull(max(version), 0) FROM schema_migrations`
+	sqlSchemaVersion = `SELECT ifnull(max(version), 0) FROM schema_migrations`
+	// sqlWriteNothing needs the write lock and changes no row.
+	sqlWriteNothing     = `UPDATE schema_migrations SET version = version WHERE version < 0`
 	sqlMigrationApplied = `SELECT count(*) FROM schema_migrations WHERE version = ?`
 	sqlRecordMigration  = `INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`
 

@@ -233,13 +233,18 @@ func (s *SQLite) migrate(ctx context.Context) error {
 // binary, writing only when something is missing: every model's current
 // row on every target (a target added to compat.Targets after models were
 // stored lists them as untested), and the kept comparisons of the
-// runtimes' order (a database just migrated has none).
+// runtimes' order (a database just migrated has none). It first runs a
+// write that changes nothing, so that a database this process cannot
+// write fails here, at Open, even when nothing is missing.
 func (s *SQLite) settle(ctx context.Context) error {
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, sqlWriteNothing); err != nil {
+		return fmt.Errorf("write: %w", err)
+	}
 	filled, err := fillCurrent(ctx, tx)
 	if err != nil {
 		return fmt.Errorf("fill current: %w", err)
