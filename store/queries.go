@@ -59,9 +59,13 @@ WHERE (downloads, likes) IS NOT (excluded.downloads, excluded.likes)`
 	sqlFillCurrent = `INSERT INTO current (target, model_id, downloads, likes)
 SELECT ?1, id, downloads, likes FROM models m
 WHERE NOT EXISTS (SELECT 1 FROM current c WHERE c.target = ?1 AND c.model_id = m.id)`
-	sqlCountModels = `SELECT count(*) FROM models`
-	// sqlTargetRows is how many current rows a target has.
-	sqlTargetRows = `SELECT count(*) FROM current WHERE target = ?`
+	// sqlTalliedModels is how many models there are, and sqlTargetRows how
+	// many current rows a target has, both as the tallies count them (a
+	// model counts in one task tallies row, a current row in one status
+	// tallies row): a few rows each, where counting reads an index of
+	// every model.
+	sqlTalliedModels = `SELECT ifnull(sum(models), 0) FROM task_tallies`
+	sqlTargetRows    = `SELECT ifnull(sum(models), 0) FROM status_tallies WHERE target = ?`
 	// These count a target's current rows anew.
 	sqlDropStatusTallies  = `DELETE FROM status_tallies WHERE target = ?`
 	sqlCountStatusTallies = `INSERT INTO status_tallies (target, status_rank, models, downloads)

@@ -264,10 +264,12 @@ func (s *SQLite) settle(ctx context.Context) error {
 
 // fillCurrent gives every model a row on each target that lacks some,
 // and counts that target's rows anew (its status tallies); it reports
-// whether it wrote. Counting a target's rows walks one index of its own.
+// whether it wrote. It compares the tallies' counts (a few rows), so
+// that an Open does not walk every model; a target new to this binary has
+// no tallies and no rows.
 func fillCurrent(ctx context.Context, tx *sql.Tx) (bool, error) {
 	var models int64
-	if err := tx.QueryRowContext(ctx, sqlCountModels).Scan(&models); err != nil {
+	if err := tx.QueryRowContext(ctx, sqlTalliedModels).Scan(&models); err != nil {
 		return false, err
 	}
 	filled := false
