@@ -130,3 +130,19 @@ def test_a_tpu_run_uses_only_exported_public_torch_tpu(tmp_path, run_inproc, mon
     assert {"get_device_name", "precision", "Precision", "_get_cache_misses"} <= used, used
     bad = {n: verdict(n, registry) for n in used if verdict(n, registry) != "ok"}
     assert not bad, bad
+
+
+def test_the_pins_are_within_torch_tpus_requires_dist():
+    """The torch pin rule: torch-tpu's Requires-Dist decides (0.2.0 ships glue for torch 2.11 to 2.15).
+    requirements.txt's torch and libtpu pins, and what is installed, satisfy the installed torch-tpu's."""
+    from importlib import metadata
+
+    from packaging.requirements import Requirement
+
+    wants = {r.name: r.specifier for r in map(Requirement, metadata.requires("torch-tpu")) if r.marker is None}
+    with open(os.path.join(HARNESS_DIR, "requirements.txt"), encoding="utf-8") as fh:
+        pins = dict(l.split(";")[0].strip().split("==") for l in fh if "==" in l and not l.startswith("#"))
+    for name in ("torch", "libtpu"):
+        assert pins[name] in wants[name], (name, pins[name], str(wants[name]))
+        assert metadata.version(name) in wants[name], (name, metadata.version(name), str(wants[name]))
+    assert str(wants["torch"]) in ("<=2.15.0,>=2.11.0", ">=2.11.0,<=2.15.0"), str(wants["torch"])
