@@ -29,7 +29,6 @@ import harness_tpu as htpu
 from conftest import HARNESS, build_model_dir, harness_args, require
 
 FAKE_DIR = os.path.join(os.path.dirname(harness.__file__), "..", "testdata", "fake_torch_tpu")
-TCMALLOC = "/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4"
 
 # The fake's messages, written here independently of its source.
 LOADER_TEXT = "libtpu.so: undefined symbol: _ZN3c1019fake_abi_mismatchEv"
@@ -344,10 +343,13 @@ def test_a_runtime_waiting_for_the_metadata_server_ends_the_env_stage_in_time(fa
 
 
 def test_the_runtime_records_whether_tcmalloc_was_preloaded(tmp_path):
-    if not os.path.exists(TCMALLOC):
-        require(f"{TCMALLOC} (Debian's libtcmalloc-minimal4)")
+    import ctypes.util
+
+    tcmalloc = ctypes.util.find_library("tcmalloc_minimal")  # a soname LD_PRELOAD finds, as the runner's path
+    if not tcmalloc:
+        require("tcmalloc (Debian's and Ubuntu's libtcmalloc-minimal4)")
     got = {}
-    for preload in ("", TCMALLOC):
+    for preload in ("", tcmalloc):
         out = tmp_path / f"env-{bool(preload)}.json"
         env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
         if preload:
