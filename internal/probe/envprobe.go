@@ -52,11 +52,14 @@ func (r *Runner) Env(ctx context.Context, target compat.Target) (compat.Target, 
 		return "", compat.Runtime{}, fmt.Errorf("env: harness reports %w", err)
 	}
 
-	if target == compat.TargetAuto && got == compat.TargetCPU && res.googleTPU && !res.noChip() &&
-		r.usableUnconfined(ctx, compat.TargetTPU) {
-		r.log.Warn("probe: target auto resolved to cpu, but the harness sees the TPU without Landlock: its runtime "+
-			"needs files the confinement does not name; run with --landlock=false [SCANNER_LANDLOCK=false] to probe "+
-			"on it, or --target tpu to fail instead of falling back", "why", res.note)
+	if target == compat.TargetAuto && got == compat.TargetCPU {
+		if res.googleTPU && !res.noChip() && r.usableUnconfined(ctx, compat.TargetTPU) {
+			r.log.Warn("probe: target auto resolved to cpu, but the harness sees the TPU without Landlock: its runtime "+
+				"needs files the confinement does not name; run with --landlock=false [SCANNER_LANDLOCK=false] to probe "+
+				"on it, or --target tpu to fail instead of falling back", "why", res.note)
+		} else {
+			r.log.Info("probe: target auto runs on cpu", "why", res.note)
+		}
 	}
 
 	r.found.mu.Lock()

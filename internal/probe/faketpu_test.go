@@ -163,4 +163,7 @@ func TestRealHarnessNoTPUChip(t *testing.T) {
 	if target, rt, err := r.Env(ctx, compat.TargetAuto); err != nil || target != compat.TargetCPU || rt.TorchTPU != "" {
 		t.Errorf("Env(auto) = %q %+v %v", target, rt, err)
 	}
+	if !strings.Contains(logs.String(), `msg="probe: target auto runs on cpu" why="auto -> cpu (no TPU chip found on this host`) {
+		t.Errorf("Env(auto) did not say why it runs on cpu; log:\n%s", logs.String())
+	}
 }

@@ -1487,8 +1487,8 @@ def env_only(args) -> dict:
     else:
         runtime["libtpu"] = ""
     if target not in out["available_targets"]:
-        return fail("device_unavailable", f"target {target} requested but not usable on this host"
-                    + (f": {tpu['note']}" if target == "tpu" and tpu and tpu["note"] else ""),
+        return fail("device_unavailable", f"target {target} requested but not usable"
+                    + (f": {tpu['note']}" if target == "tpu" and tpu and tpu["note"] else " on this host"),
                     f"device_unavailable:{target}")
     dev = Device(torch, target)
     with contextlib.suppress(Exception):
