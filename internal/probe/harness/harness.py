@@ -34,8 +34,9 @@ Stages, in order, each timed in result.stages:
            the TPU check of harness_tpu.py decides: the PCI scan (no chip: no TPU, torch_tpu
            never imported), then, in a child process, torch_tpu loaded through its torch.backends
            entry point and a tiny op (torch.ones(1, device="tpu").add(1).cpu()); a child that
-           dies (libtpu's SIGABRT) or outlives --tpu-check-timeout (50 s; a libtpu waiting for
-           the metadata server) is an answer, with libtpu's last meaningful line. Only then does
+           dies (libtpu's SIGABRT) or outlives --tpu-check-timeout (50 s from loading torch_tpu to
+           the end of the op; a libtpu waiting for the metadata server) is an answer, with libtpu's
+           last meaningful line. Only then does
            this process load torch_tpu and run the op itself. ``--target auto`` is tpu when a
            TPU is usable, else cpu with the reason in the note. A requested tpu/cuda that is not
            usable gives status error, failure_class device_unavailable, with that reason. On tpu

@@ -42,6 +42,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 import urllib.request
 
 # torch_tpu/_internal/utils/hardware.py: Google's PCI vendor id and the device ids of its TPUs.
@@ -55,9 +56,13 @@ METADATA_SERVER = "169.254.169.254"
 METADATA_TPU_ENV_URL = f"http://{METADATA_SERVER}/computeMetadata/v1/instance/attributes/tpu-env"
 METADATA_TIMEOUT_S = 2.0
 
-# How long the child may take to import torch and torch_tpu, start the runtime and run one op. The env
-# stage ends within about a minute with it, also on a host whose libtpu waits for a metadata server.
+# How long the child may take from loading torch_tpu to the end of its first op (libtpu's start, where it
+# waits for a metadata server). The env stage ends within about a minute with it on a host that imports
+# torch in seconds; importing torch before that has its own allowance, IMPORT_TIMEOUT_S, so that a busy
+# host is not mistaken for a runtime that waits.
 CHECK_TIMEOUT_S = 50.0
+IMPORT_TIMEOUT_S = 120.0
+STEP_IMPORT = "importing torch"
 
 # The most of the child's stderr kept (its tail) and echoed to the harness's own stderr.
 STDERR_TAIL = 64 << 10
@@ -189,26 +194,46 @@ def signal_name(code: int) -> str:
         return f"signal {-code}"
 
 
-def run_check(python: str, timeout: float = CHECK_TIMEOUT_S, env=None) -> dict:
+def _steps(errpath: str) -> list:
+    """The child's progress lines so far ("[tpu check] STEP")."""
+    try:
+        with open(errpath, "rb") as fh:
+            text = fh.read().decode("utf-8", "replace")
+    except OSError:
+        return []
+    return re.findall(r"^\[tpu check\] (.+)$", text, re.M)
+
+
+def run_check(python: str, timeout: float = CHECK_TIMEOUT_S, env=None,
+              import_timeout: float = IMPORT_TIMEOUT_S) -> dict:
     """Run this file as the child with python; its answer, or how it ended without one.
 
-    The answer is the child's JSON (see child_main), plus "stderr" (its tail) and, when it wrote
-    nothing, "died" (the signal's name or "exit status N") or "timed_out" (it was killed after
-    timeout s), each with "step" (what it was doing, from its progress lines)."""
+    The child gets import_timeout s to import torch, then timeout s from loading torch_tpu to the end
+    of its first op. The answer is the child's JSON (see child_main), plus "stderr" (its tail) and,
+    when it wrote nothing, "died" (the signal's name or "exit status N") or "timed_out" (the limit it
+    ran past when it was killed), each with "step" (what it was doing, from its progress lines)."""
     with tempfile.TemporaryDirectory(prefix="tpu-check-") as tmp:
         result = os.path.join(tmp, "result.json")
         errpath = os.path.join(tmp, "stderr")
+        timed_out = 0.0
         with open(errpath, "wb") as err:
             p = subprocess.Popen([python, "-I", "-u", "-B", os.path.abspath(__file__), result],
                                  stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
                                  env=env, cwd=tmp)
-            try:
-                p.wait(timeout=timeout)
-                timed_out = False
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
-                timed_out = True
+            start, phase_start, importing = time.monotonic(), None, True
+            while p.poll() is None:
+                now = time.monotonic()
+                if importing and (_steps(errpath) or [STEP_IMPORT])[-1] != STEP_IMPORT:
+                    importing, phase_start = False, now
+                if importing and now - start > import_timeout:
+                    timed_out = import_timeout
+                elif not importing and now - phase_start > timeout:
+                    timed_out = timeout
+                if timed_out:
+                    p.kill()
+                    p.wait()
+                    break
+                time.sleep(0.1)
         with open(errpath, "rb") as fh:
             fh.seek(max(0, os.path.getsize(errpath) - STDERR_TAIL))
             stderr = fh.read().decode("utf-8", "replace")
@@ -216,11 +241,11 @@ def run_check(python: str, timeout: float = CHECK_TIMEOUT_S, env=None) -> dict:
         if not timed_out and os.path.exists(result):
             with open(result, encoding="utf-8") as fh:
                 out = json.load(fh)
+        steps = _steps(errpath)
     out["stderr"] = stderr
-    steps = re.findall(r"^\[tpu check\] (.+)$", stderr, re.M)
     out.setdefault("step", steps[-1] if steps else "starting")
     if timed_out:
-        out["timed_out"] = timeout
+        out["timed_out"] = timed_out
     elif "registered" not in out:
         out["died"] = signal_name(p.returncode) if p.returncode < 0 else f"exit status {p.returncode}"
     return out
@@ -229,6 +254,9 @@ def run_check(python: str, timeout: float = CHECK_TIMEOUT_S, env=None) -> dict:
 def describe(res: dict, timeout: float = CHECK_TIMEOUT_S) -> str:
     """Why run_check's answer is no usable TPU (res["available"] false), in one line."""
     last = libtpu_last_line(res.get("stderr", ""))
+    if res.get("timed_out") and res["step"] in (STEP_IMPORT, "starting"):
+        return (f"the TPU check did not import torch within {res['timed_out']:g} s: the host is too busy "
+                "to tell whether a TPU is usable")
     if res.get("timed_out"):
         return (f"the TPU check did not finish within {res['timed_out']:g} s ({res['step']}): libtpu waits for "
                 f"the GCE metadata server ({METADATA_SERVER}) on a host without one; set TPU_SKIP_MDS_QUERY=1 "
@@ -303,7 +331,7 @@ def child_main(result_path: str) -> int:
         os.replace(result_path + ".tmp", result_path)
         return 0
 
-    step("importing torch")
+    step(STEP_IMPORT)
     import torch
 
     step("loading torch_tpu")
