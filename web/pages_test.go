@@ -359,7 +359,7 @@ func TestMethodologyPage(t *testing.T) {
 	}
 	for _, want := range []string{"tolerance", "<code>arch</code>", "<code>full</code>", "<code>auto</code>",
 		"<code>tpu</code>", "<code>cpu</code>", "<code>cuda</code>", "skipped", "never held against the model", "--force", "retested",
-		`id="tpu"`, "up to 20 more calls", "Precision.HIGHEST", "torch.tpu.synchronize()", "peak of the whole probe process",
+		`id="tpu"`, "up to 20 more calls", "Precision.HIGHEST", "torch.accelerator.synchronize()", "peak of the whole probe process",
 		// the numerics bounds of numerics.json, per dtype and kind
 		"<td>bfloat16</td><td>0.05 &#43; 0.2 · max |reference|</td><td>0.9</td><td>0.1</td><td>0.99</td>",
 		"<dt><code>embeddings</code></dt>", "<code>cosine</code>", "<code>rel_error</code>",
@@ -397,5 +397,32 @@ func TestStaticAssets(t *testing.T) {
 		if r := ts.get(t, p); r.status != 404 {
 			t.Errorf("%s: %d, want 404", p, r.status)
 		}
+	}
+}
+
+// The table page is cached whole, until the data or the scheduler's state
+// changes: a scan that starts, moves on and ends shows at once.
+func TestTablePageCacheFollowsStateAndData(t *testing.T) {
+	ts := newTestServer(t, 5, 5, Config{})
+	idle := ts.get(t, "/").body
+	if again := ts.get(t, "/").body; again != idle {
+		t.Fatal("the same page twice differs")
+	}
+	id, err := ts.db.StartScan(t.Context(), store.Scan{Trigger: "manual", Target: "tpu", StartedAt: testTime})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts.scans.state = ScanState{Running: true, ScanID: id}
+	for _, done := range []int{2, 7} {
+		if err := ts.db.UpdateScanProgress(t.Context(), id, 10, done, done, 0); err != nil {
+			t.Fatal(err)
+		}
+		if r := ts.get(t, "/"); !strings.Contains(r.body, fmt.Sprintf("%d of 10 models done", done)) {
+			t.Errorf("progress %d not shown", done)
+		}
+	}
+	ts.scans.state = ScanState{}
+	if r := ts.get(t, "/"); strings.Contains(r.body, "models done") {
+		t.Error("the running scan's page outlived the scan")
 	}
 }

@@ -112,7 +112,7 @@ class Modes:
 
     def precision_name(self) -> str | None:
         """The matmul precision device steps run at: tpu only."""
-        if self.target != "tpu":
+        if self.target != "tpu" or self.dev is None:
             return None
         return "highest" if self.dev.highest else "default"
 
