@@ -4,6 +4,8 @@ import (
 	_ "embed"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -26,7 +28,30 @@ type DevicePeak struct {
 	HBMBytesPerS float64  `json:"hbm_bytes_per_s"` // HBM bandwidth, bytes/s
 	HBMBytes     int64    `json:"hbm_bytes,omitempty"`
 	MXU          int64    `json:"mxu,omitempty"`
-	Source       string   `json:"source"`
+	// Topologies are the device counts one host can run as one slice (a
+	// sharded probe's process counts) and the TORCH_TPU_TOPOLOGY of each;
+	// TPUs only.
+	Topologies map[string]string `json:"topologies,omitempty"`
+	Source     string            `json:"source"`
+}
+
+// SliceSizes are the device counts of Topologies, smallest first.
+func (d DevicePeak) SliceSizes() []int {
+	var out []int
+	for k := range d.Topologies {
+		if n, err := strconv.Atoi(k); err == nil && n > 0 {
+			out = append(out, n)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Topology is the TORCH_TPU_TOPOLOGY of a slice of n devices; false when
+// the table has none.
+func (d DevicePeak) Topology(n int) (string, bool) {
+	t, ok := d.Topologies[strconv.Itoa(n)]
+	return t, ok
 }
 
 // devicePeaks is the parsed table; the embedded file is checked by tests,

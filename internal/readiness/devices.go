@@ -60,14 +60,13 @@ func minDevices(need int64) map[string]int {
 	return out
 }
 
-// generation finds a generation by name.
+// generation finds a generation by name; the name is one of Generations'.
 func generation(name string) Generation {
-	for _, g := range Generations {
-		if g.Name == name {
-			return g
-		}
+	g, ok := GenerationNamed(name)
+	if !ok {
+		panic("readiness: no generation " + name)
 	}
-	panic("readiness: no generation " + name)
+	return g
 }
 
 // maxKVPerToken bounds the KV cache of one token: 1 GiB, far above any
@@ -85,4 +84,14 @@ func toInt(x, limit float64) (int64, bool) {
 		return 0, false
 	}
 	return int64(math.Round(x)), true
+}
+
+// GenerationNamed finds a generation by its name (v5e, v5p, v6e, v7x).
+func GenerationNamed(name string) (Generation, bool) {
+	for _, g := range Generations {
+		if g.Name == name {
+			return g, true
+		}
+	}
+	return Generation{}, false
 }
