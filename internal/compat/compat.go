@@ -334,7 +334,25 @@ type Result struct {
 	// Worker is the host that produced the result under --dispatch
 	// workers ("" for a probe of the scanner's own process).
 	Worker string `json:"worker,omitempty"`
+	// DevicesUsed is how many devices (chips) the probe ran on: 1 unless
+	// it was sharded over several, and then Sharding says how (nil
+	// otherwise, or when a sharded probe ended before it said).
+	DevicesUsed int       `json:"devices_used"`
+	Sharding    *Sharding `json:"sharding"`
 }
+
+// Sharding is how a sharded probe split the model over its devices.
+type Sharding string
+
+// The shardings: transformers' own tensor-parallel plan, or FSDP2
+// (fully_shard per layer) for a model class without one.
+const (
+	ShardingTP   Sharding = "tp"
+	ShardingFSDP Sharding = "fsdp"
+)
+
+// Valid reports whether s is tp or fsdp.
+func (s Sharding) Valid() bool { return s == ShardingTP || s == ShardingFSDP }
 
 // Continuation is a causal LM's greedy continuation of the harness's fixed
 // prompt, decoded with the model's own tokenizer: text the model wrote,

@@ -154,10 +154,15 @@ func containsFold(b []byte, w string) bool {
 	return false
 }
 
-// procSpec is one harness process to run.
+// procSpec is one harness process to run: the keeper, which applies
+// limits and runs script with args, once or once per rank (ranks, the
+// keeper's RANKS argument; "" for one process).
 type procSpec struct {
 	python string
-	args   []string // after the interpreter's own flags
+	script string
+	args   []string // the harness's
+	limits []string // the keeper's DATA and NOFILE
+	ranks  string
 	dir    string
 	env    []string
 	grace  time.Duration
@@ -176,6 +181,18 @@ type procOutcome struct {
 	wall        time.Duration    // from start to exit
 	rusage      *syscall.Rusage  // the leader's resource usage (with its reaped children), if known
 	pid         int              // the leader's pid = the group's id
+	// oomKiller says whether the kernel's out-of-memory killer killed a
+	// process while the probe ran ("yes", "no", "" when it cannot tell),
+	// oomWords the counter's readings.
+	oomKiller, oomWords string
+}
+
+// argv is the interpreter's command line: the keeper, its arguments, the
+// harness's.
+func (s procSpec) argv() []string {
+	a := append([]string{"-I", "-u", "-B", "-c", keeper}, s.limits...)
+	a = append(a, s.ranks, s.script)
+	return append(a, s.args...)
 }
 
 // runProc runs spec until it exits or ctx is done. The process runs in its
@@ -223,7 +240,7 @@ func startProc(spec procSpec) (*proc, error) {
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(spec.python, spec.args...)
+	cmd := exec.Command(spec.python, spec.argv()...)
 	cmd.Dir, cmd.Env = spec.dir, spec.env
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = devnull, stdoutW, stderrW
 	cmd.SysProcAttr = &syscall.SysProcAttr{
