@@ -9,6 +9,7 @@ Command line (the contract with the Go runner):
                       [--seq-len 128] [--new-tokens 16] [--layers 2] [--seed 0]
                       [--steps 5] [--memory-budget-bytes N] [--plan-note TEXT] [--no-compile] [--no-generate]
                       [--compile-backend NAME] [--dtype {auto,float32,bfloat16,float16}]
+                      [--devices N --sharding {auto,tp,fsdp} --collective-timeout-s S]
     python harness.py --env-only --result-file PATH [--target auto]
 
 DIR is a Hub-cache snapshot folder (config.json, and *.safetensors for full mode).
@@ -115,6 +116,18 @@ ids repeated, so a trained LM can copy it and scores far below the vocabulary si
 weights score about the vocabulary size): at most 10x the vocabulary size, i.e. no worse
 than ten times a uniform guess. All outputs must be finite.
 
+Sharded probes (--devices N > 1; harness_shard.py): the Go runner starts N copies of this harness, one
+per device (rank), with the rendezvous and device of each in its environment. Every stage runs on every
+rank: env joins the process group (gloo on cpu, TorchTPU's "tpu" backend on tpu); load shards the model
+(transformers' tensor-parallel plan where the model class has one and N divides its heads, else FSDP2
+fully_shard per block; result.sharding says which); forward times the group (the slowest rank) and
+profiles one step's collectives (metrics.collective_ms); numerics compares rank 0's gathered output with
+the unsharded float32 CPU reference, which rank 0 alone builds while the others wait for its word; compile
+and generate run on every rank. Rank 0 writes the one Result (devices_used N; peak_mem_bytes the largest
+rank's; mfu/mbu against N devices' peaks); a rank other than 0 writes its own only when it fails
+(result.rankR.json) and exits 3; a collective that times out waiting for a peer is status timeout, naming
+the rank that waited.
+
 Test seam: the stages below carry no test code. When the environment variable
 HARNESS_TEST_INJECT is set (tests only; the Go runner never passes it on), new_probe() builds
 harness_testing's subclass of Probe instead, which injects what the variable asks:
@@ -164,6 +177,7 @@ import harness_efficiency as he  # noqa: E402
 import harness_failures as hf  # noqa: E402
 import harness_inputs as hi  # noqa: E402
 import harness_numerics as hn  # noqa: E402
+import harness_shard as hs  # noqa: E402
 import harness_tasks as ht  # noqa: E402
 
 HARNESS_VERSION = "0.1.0"
@@ -183,6 +197,9 @@ PPL_FACTOR = 10.0  # causal LMs: perplexity <= 10 * vocab_size (a uniform guess 
 # ceiling of 20 but stops at the first call that compiles nothing: it needs a settled cache to call a
 # recompile, not benchmark-grade timings, so it does not copy the minimum of 10.
 WARMUP_MAX_EXTRA = 20
+# How long the ranks of a sharded probe wait for rank 0's numerics (it alone builds the reference); the
+# probe's own wall-clock limit ends it sooner.
+NUMERICS_WAIT_S = 24 * 3600
 # The fit formula's constants, shared with the scanner's plan (internal/scan/plan.go).
 with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "fit.json"), encoding="utf-8") as _fh:
     FIT = json.load(_fh)
@@ -331,11 +348,12 @@ def tpu_first_op(torch) -> None:
         raise RuntimeError("torch.tpu.is_initialized() is False after an op ran on the TPU")
 
 
-def probe_torch_tpu(torch) -> dict:
+def probe_torch_tpu(torch, world: int = 1) -> dict:
     """Load Google's torch_tpu (tpu and auto runs only) and say whether a TPU is usable.
 
     available is true only when the tiny op of tpu_first_op ran on the device; note says why not,
-    carrying torch_tpu's own message."""
+    carrying torch_tpu's own message. A rank of a sharded probe (world > 1) completes its launch
+    environment with set_tpu_launch_env before the runtime starts (harness_shard.launch_env)."""
     st = {"installed": False, "google": False, "version": "", "available": False, "note": ""}
     try:
         spec = importlib.util.find_spec("torch_tpu")
@@ -364,6 +382,8 @@ def probe_torch_tpu(torch) -> dict:
         st["note"] = "torch_tpu found no TPU device"
         return st
     try:
+        if world > 1:
+            st["launch"] = hs.launch_env(torch, world)
         tpu_first_op(torch)
     except Exception as e:  # noqa: BLE001
         st["note"] = f"the TPU runtime failed its first op (torch.ones(1, device='tpu').add(1).cpu()): " \
@@ -704,6 +724,9 @@ class Probe:
         self.dtype = None
         self.real = None  # harness_inputs.Inputs: where the forward inputs came from
         self.continuation = None  # {"prompt", "text"} of a causal LM with its own tokenizer
+        self.world = args.devices  # ranks of a sharded probe (harness_shard.py); 1 otherwise
+        self.rank = 0  # this process's, read in the env stage
+        self.sharding = None  # "tp" or "fsdp" once a sharded model is loaded
 
     # stage bookkeeping
     @contextlib.contextmanager
@@ -740,10 +763,11 @@ class Probe:
     def probe_tpu(self, torch) -> dict:
         """Google's torch_tpu and whether a TPU is usable (probe_torch_tpu; harness_testing's
         simulated TPU overrides this)."""
-        return probe_torch_tpu(torch)
+        return probe_torch_tpu(torch, self.world)
 
     def stage_env(self) -> None:
         with self.stage("env") as notes:
+            self.rank = hs.rank_of(self.world)
             try:
                 import torch
             except Exception as e:  # noqa: BLE001
@@ -762,6 +786,8 @@ class Probe:
                 forget_tpu(torch)
             elif tpu is not None and tpu["note"]:
                 notes.append(tpu["note"])
+            if tpu is not None and tpu.get("launch"):
+                notes.append(tpu["launch"])
             # torch_tpu/libtpu versions belong to tpu runs only (the runtime key of a cpu run has none)
             if self.target == "tpu" and tpu is not None and tpu["google"]:
                 self.runtime["torch_tpu"] = tpu["version"]
@@ -795,6 +821,10 @@ class Probe:
             elif self.dev.tolerance_row(dtype_name) != dtype_name:
                 notes.append(f"{dtype_name} on tpu without torch.tpu.precision: held to the "
                              f"{self.dev.tolerance_row(dtype_name)} tolerance")
+            if self.world > 1:
+                backend = hs.init(torch, self.target, self.world, self.rank, self.args.collective_timeout_s)
+                notes.append(f"rank {self.rank} of {self.world}, backend {backend}, collective timeout "
+                             f"{self.args.collective_timeout_s:g}s")
 
     def memory_budget(self) -> tuple[int | None, str]:
         # The scanner passes its plan's budget; the defaults below serve a harness run by hand.
@@ -985,10 +1015,17 @@ class Probe:
         with self.stage("load") as notes:
             self.dev.reset_peak()
             t = time.perf_counter()
+            shard_kwargs = {}
+            if self.world > 1:
+                self.sharding, why = hs.choose(args.sharding, self.cls,
+                                               self.config if self.mode == "full" else self.arch_config, self.world)
+                notes.append(f"sharded over {self.world} devices: {why}")
+                if self.mode == "full" and self.sharding == "tp":  # each rank loads its shards only
+                    shard_kwargs["distributed_config"] = hs.distributed_config(self.world)
             if self.mode == "full":
                 model, info = self.cls.from_pretrained(
                     args.model_dir, dtype=self.dtype, use_safetensors=True, trust_remote_code=False,
-                    local_files_only=True, output_loading_info=True, **self.load_kwargs)
+                    local_files_only=True, output_loading_info=True, **self.load_kwargs, **shard_kwargs)
                 missing = list((info or {}).get("missing_keys") or [])
                 if missing:
                     notes.append(f"{len(missing)} weights missing from the checkpoint (initialised): "
@@ -1001,6 +1038,9 @@ class Probe:
                 import copy
 
                 model = copy.deepcopy(ref)
+                if self.rank != 0:  # rank 0 alone compares with the reference
+                    self.ref_model = None
+                    del ref
                 if self.dtype != torch.float32:
                     self.to_dtype_keep_fp32(model, self.dtype)
                 gen_path = os.path.join(args.model_dir, "generation_config.json")
@@ -1010,7 +1050,11 @@ class Probe:
 
                         model.generation_config = GenerationConfig.from_pretrained(args.model_dir, local_files_only=True)
             model.eval()
-            if self.target != "cpu":
+            if self.sharding == "fsdp":  # fully_shard moves each shard to the mesh's device
+                model = hs.shard_fsdp(torch, model, self.target, self.world)
+            elif self.sharding == "tp" and "distributed_config" not in shard_kwargs:
+                model = hs.shard_tp(torch, model, self.target, self.world)
+            elif self.target != "cpu" and self.sharding is None:
                 model.to(self.dev.device)
             self.dev.sync()
             self.metrics["load_s"] = round(time.perf_counter() - t, 4)
@@ -1035,7 +1079,8 @@ class Probe:
         primary one first); remembers their kinds in self.out_kinds."""
         sel = hn.select(out, self.family)
         self.out_kinds = {name: kind for name, kind, _ in sel}
-        return {name: val.detach().float().cpu() for name, _, val in sel}
+        # a sharded output is gathered on every rank (a collective)
+        return {name: hs.full_tensor(val).detach().float().cpu() for name, _, val in sel}
 
     def stage_forward(self) -> None:
         args, torch = self.args, self.torch
@@ -1081,13 +1126,30 @@ class Probe:
                 c1 = dev.compile_count()
                 if c0 is not None and c1 != c0:
                     notes.append(f"TorchTPU compiled {c1 - c0} executable(s) during the timed eager steps")
+                if self.world > 1:
+                    notes.append(self.profile_collectives(lambda: self.model(**self.dev_inputs)))
             self.metrics["forward_ms"] = round(statistics.median(times) * 1000, 4)
+            if self.world > 1:  # the group's step is its slowest rank's
+                self.metrics["forward_ms"] = hs.largest(hs.gather(self.metrics["forward_ms"], self.world))
+                self.metrics["first_forward_s"] = hs.largest(hs.gather(self.metrics["first_forward_s"], self.world))
             outs = self.output_tensors(out)
             primary = next(iter(outs))
             self.is_scores = self.out_kinds[primary] == "logits"
             self.dev_out = outs.pop(primary)
             self.dev_extra = outs
             notes.append(f"output {list(self.dev_out.shape)}" + (f" ({primary}; also {', '.join(outs)})" if outs else ""))
+
+    def profile_collectives(self, step) -> str:
+        """One more step under torch.profiler: metrics.collective_ms is the time its collectives took on this
+        rank (harness_shard.collective_ms), null when the profiler names none."""
+        from torch.profiler import ProfilerActivity, profile
+
+        with profile(activities=[ProfilerActivity.CPU]) as prof:
+            step()
+            self.dev.sync()
+        ms = hs.collective_ms(prof)
+        self.metrics["collective_ms"] = ms
+        return f"collectives {ms:g} ms of a profiled step" if ms is not None else "the profiler named no collective"
 
     def compare(self, ref, dev, dtype_name: str) -> dict:
         """The checks of the primary output's kind (harness_numerics) on dev vs ref, against the
@@ -1130,6 +1192,39 @@ class Probe:
         return float(torch.exp(nll))
 
     def stage_numerics(self) -> None:
+        if self.world > 1:
+            return self.sharded_numerics()
+        self.numerics()
+
+    def sharded_numerics(self) -> None:
+        """Rank 0 compares its gathered output with the unsharded reference, alone; the other ranks wait for
+        its word through the rendezvous store (no collective: the reference may take long). A reference the
+        host cannot hold is skipped, said so, and nothing is compared."""
+        if self.rank != 0:
+            if hs.await_rank0("numerics", NUMERICS_WAIT_S) != "ok":
+                raise hs.RankStop("rank 0 failed numerics")
+            return
+        word = "fail"
+        try:
+            need = self.reference_need()
+            _, avail = host_memory()
+            if need is not None and avail is not None and need > avail:
+                self.skip_stage("numerics", f"the float32 reference needs ~{need / 2**30:.1f} GiB, over the host's "
+                                            f"{avail / 2**30:.1f} GiB available: not compared")
+            else:
+                self.numerics()
+            word = "ok"
+        finally:
+            hs.publish("numerics", word)
+
+    def reference_need(self) -> int | None:
+        """Host bytes of the float32 reference of a full-mode model (fit.json's factor and slack, one copy);
+        None in arch mode, where rank 0 holds the reduced reference already."""
+        if self.mode != "full" or not self.metrics.get("param_count"):
+            return None
+        return int(self.metrics["param_count"] * 4 * FIT["fit_factor"]) + FIT["fit_slack_bytes"]
+
+    def numerics(self) -> None:
         args, torch = self.args, self.torch
         with self.stage("numerics") as notes:
             dtype_name = str(self.dtype).replace("torch.", "")
@@ -1342,6 +1437,11 @@ class Probe:
                 self.metrics["ttft_ms"] = round((streamer.t_first - t0) * 1000, 4)
                 if streamer.tokens >= 2 and t_end > streamer.t_first:
                     self.metrics["tokens_per_s"] = round((streamer.tokens - 1) / (t_end - streamer.t_first), 4)
+            if self.world > 1:  # the group's: its slowest rank's
+                ttft = hs.gather(self.metrics["ttft_ms"], self.world)
+                tps = [v for v in hs.gather(self.metrics["tokens_per_s"], self.world) if v is not None]
+                self.metrics["ttft_ms"] = hs.largest(ttft)
+                self.metrics["tokens_per_s"] = min(tps) if len(tps) == self.world else None
             notes.append(f"{streamer.tokens} new tokens, cache={'static' if static else 'default'}")
             if streamer.tokens < n:
                 notes.append(f"generated {streamer.tokens} < {n} tokens")
@@ -1379,14 +1479,23 @@ class Probe:
             res["status"] = "pass"
             ran = [s["stage"] for s in self.stages if s["ok"] and not s.get("skipped")]
             res["stage"] = ran[-1] if ran else None
+        except hs.RankStop:
+            return None  # rank 0 failed and reports; this rank has nothing to say
         except hf.Skip as s:
             res.update(status="skipped", stage=self.current, reason=s.reason, message=hf.truncate_bytes(str(s), 2048))
         except Exception as e:  # noqa: BLE001 - every model failure becomes a Result
             c = hf.classify(e, self.current)
+            if self.world > 1 and hs.is_collective_timeout(e):
+                c = hs.timeout_class(e, self.current, self.rank, self.world, self.args.collective_timeout_s)
             res.update(status=c["status"], stage=self.current, failure_class=c["failure_class"], op=c["op"],
                        signature=c["signature"], message=c["message"], log_tail=c["log_tail"])
         if self.dev is not None:
             self.metrics["peak_mem_bytes"] = self.dev.peak_bytes()
+        if self.world > 1 and res["status"] == "pass":  # every rank is here: the group's last collectives
+            self.metrics["peak_mem_bytes"] = hs.largest(hs.gather(self.metrics["peak_mem_bytes"], self.world))
+            hs.finish(self.world)
+        res["devices_used"] = self.world
+        res["sharding"] = self.sharding
         res["target"] = self.target
         res["mode"] = self.mode
         res["runtime"] = self.runtime
@@ -1508,10 +1617,16 @@ def parse_args(argv):
     p.add_argument("--compile-backend", default="", help="torch.compile backend (default: tpu on tpu, inductor elsewhere)")
     p.add_argument("--dtype", choices=("auto", "float32", "bfloat16", "float16"), default="auto",
                    help="device dtype (default: bfloat16 on an accelerator, float32 on cpu)")
+    p.add_argument("--devices", type=int, default=1,
+                   help="devices a sharded probe runs on, one rank each (RANK etc. in the environment; harness_shard.py)")
+    p.add_argument("--sharding", choices=hs.SHARDINGS, default="auto",
+                   help="how a sharded probe splits the model: auto (tp where transformers has a plan), tp or fsdp")
+    p.add_argument("--collective-timeout-s", type=float, default=600.0,
+                   help="a sharded probe's collective waiting longer for a peer fails as a timeout")
     args = p.parse_args(argv)
     if not args.env_only and not args.model_dir:
         p.error("--model-dir is required (unless --env-only)")
-    for name in ("seq_len", "new_tokens", "layers", "steps"):
+    for name in ("seq_len", "new_tokens", "layers", "steps", "devices"):
         if getattr(args, name) < 1:
             p.error(f"--{name.replace('_', '-')} must be at least 1")
     return args
@@ -1528,7 +1643,15 @@ def main(argv=None) -> int:
             log(f"cannot write {args.result_file}: {e}")
             return 2
         return 0
-    res = new_probe(args).run()
+    probe = new_probe(args)
+    res = probe.run()
+    if probe.rank != 0:  # a rank of a sharded probe: it reports only its own failure
+        if res is None or res["status"] == "pass":
+            return 0
+        path = hs.rank_result_path(args.result_file, probe.rank)
+        write_json_atomic(path, res)
+        log(f"rank {probe.rank}: result status={res['status']} stage={res['stage']} written to {path}")
+        return hs.RANK_FAILED
     try:
         write_json_atomic(args.result_file, res)
     except (OSError, ValueError) as e:
@@ -1541,4 +1664,10 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    code = main()
+    if hs.left_in_group():
+        # a rank that failed leaves at once: a process group its peers left half-open must not hold its exit
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    sys.exit(code)
