@@ -95,7 +95,7 @@ func TestParseDevicePeaksRejects(t *testing.T) {
 
 // TestTopologies: every TPU lists the slices one host runs, each a
 // topology of three or four dimensions whose product is the device count
-// (torch_tpu's hardware.py tables, which tests/test_devices_table.py
+// (torch_tpu's hardware.py tables, which tests/test_sharding.py
 // compares with the installed torch_tpu); accelerators of other targets
 // list none.
 func TestTopologies(t *testing.T) {
