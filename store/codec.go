@@ -84,13 +84,15 @@ type resultRow struct {
 	repro        sql.NullString
 	continuation sql.NullString
 	worker       sql.NullString
+	devicesUsed  sql.NullInt64
+	sharding     sql.NullString
 }
 
 // dest is the Scan destinations, in the order of resultCols.
 func (r *resultRow) dest() []any {
 	return []any{&r.id, &r.scanID, &r.target, &r.status, &r.stage, &r.failureClass, &r.op, &r.reason,
 		&r.signature, &r.message, &r.mode, &r.revision, &r.testedAt, &r.durationS, &r.runtime, &r.metrics,
-		&r.stages, &r.logTail, &r.task, &r.repro, &r.continuation, &r.worker}
+		&r.stages, &r.logTail, &r.task, &r.repro, &r.continuation, &r.worker, &r.devicesUsed, &r.sharding}
 }
 
 // runtimes decodes runtime JSON, once per distinct text: the results of a
@@ -133,6 +135,8 @@ func (r *resultRow) result(rts runtimes) (*compat.Result, error) {
 		Task:         r.task.String,
 		LogTail:      r.logTail.String,
 		Worker:       r.worker.String,
+		DevicesUsed:  max(int(r.devicesUsed.Int64), 1),
+		Sharding:     fromNullStr[compat.Sharding](r.sharding),
 	}
 	if r.scanID.Valid {
 		id := r.scanID.Int64

@@ -37,6 +37,8 @@ func validResult(r compat.Result) error {
 		return fmt.Errorf("%w: result status %q", ErrInvalid, r.Status)
 	case r.TestedAt.IsZero():
 		return fmt.Errorf("%w: result without tested_at", ErrInvalid)
+	case r.DevicesUsed < 0 || r.DevicesUsed > 1024 || (r.Sharding != nil && (!r.Sharding.Valid() || r.DevicesUsed < 2)):
+		return fmt.Errorf("%w: result on %d devices, sharding %v", ErrInvalid, r.DevicesUsed, r.Sharding)
 	}
 	return nil
 }
@@ -302,6 +304,7 @@ func insertResult(ctx context.Context, tx *sql.Tx, modelID string, r compat.Resu
 		r.Revision, unixNano(r.TestedAt), r.DurationS, runtimeJSON, key,
 		r.Runtime.Torch, r.Runtime.TorchTPU, r.Runtime.Transformers, r.Runtime.Harness,
 		metricsJSON, nullFloat(r.Metrics.TokensPerS), stages, r.Task, r.Repro, continuation, r.Worker,
+		max(r.DevicesUsed, 1), nullStr(r.Sharding),
 	).Scan(&id)
 	if err == nil {
 		if r.LogTail != "" {

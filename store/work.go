@@ -188,7 +188,7 @@ func (s *SQLite) EnqueueJobs(ctx context.Context, scanID int64, jobs []NewJob) e
 		if err != nil {
 			return fmt.Errorf("store: enqueue: %w", err)
 		}
-		if _, err := tx.ExecContext(ctx, sqlInsertJob, scanID, j.Rank, id, string(j.Job.Target), j.RuntimeKey, spec, now); err != nil {
+		if _, err := tx.ExecContext(ctx, sqlInsertJob, scanID, j.Rank, id, string(j.Job.Target), j.RuntimeKey, spec, now, j.Job.Chips()); err != nil {
 			return fmt.Errorf("store: enqueue %s: %w", j.Job.ModelID, err)
 		}
 	}
@@ -198,10 +198,10 @@ func (s *SQLite) EnqueueJobs(ctx context.Context, scanID int64, jobs []NewJob) e
 	return nil
 }
 
-// LeaseJobs grants w up to max queued jobs of its target and runtime, in
-// popularity order, until now+ttl. Leases past their expiry are taken back
-// first, in the same transaction.
-func (s *SQLite) LeaseJobs(ctx context.Context, w fleet.Worker, max int, now time.Time, ttl time.Duration) ([]fleet.Lease, error) {
+// LeaseJobs grants w queued jobs it can hold (fleet.Holds) for free of its
+// devices, in popularity order, as fleet.Pick chooses, until now+ttl.
+// Leases past their expiry are taken back first, in the same transaction.
+func (s *SQLite) LeaseJobs(ctx context.Context, w fleet.Worker, free int, now time.Time, ttl time.Duration) ([]fleet.Lease, error) {
 	if err := s.SeeWorker(ctx, w, now); err != nil {
 		return nil, err
 	}
@@ -212,13 +212,20 @@ func (s *SQLite) LeaseJobs(ctx context.Context, w fleet.Worker, max int, now tim
 		if err != nil {
 			return false, err
 		}
-		jobs, err := queryJobs(ctx, tx, sqlNextJobs, string(w.Target), w.Runtime.Key(), max)
+		// Each job needs a device at least: free of them, and the one
+		// that may wait for its devices, are the most Pick takes.
+		jobs, err := queryJobs(ctx, tx, sqlNextJobs, string(w.Target), w.Runtime.Key(), max(w.Devices, 1), free+1)
 		if err != nil {
 			return false, err
 		}
-		for _, j := range jobs {
-			if !fleet.Matches(j.spec.Target, j.runtimeKey, w) {
-				return false, fmt.Errorf("job %d (%s, %s) does not match worker %s", j.id, j.spec.Target, j.runtimeKey, w.ID)
+		need := make([]int, len(jobs))
+		for i, j := range jobs {
+			need[i] = j.spec.Chips()
+		}
+		for _, i := range fleet.Pick(need, free) {
+			j := jobs[i]
+			if !fleet.Holds(j.spec, j.runtimeKey, w) {
+				return false, fmt.Errorf("job %d (%s, %s, %d devices) does not match worker %s", j.id, j.spec.Target, j.runtimeKey, j.spec.Chips(), w.ID)
 			}
 			if j.st, err = fleet.Grant(j.st, newLeaseID(), w.ID, now, ttl); err != nil {
 				return false, err

@@ -14,12 +14,14 @@ ON CONFLICT (id) DO UPDATE SET host = excluded.host, version = excluded.version,
 	(SELECT count(*) FROM jobs j WHERE j.state = 'leased' AND j.worker_id = w.id)
 FROM workers w ORDER BY w.last_seen DESC, w.id LIMIT ?`
 
-	sqlInsertJob = `INSERT INTO jobs (scan_id, rank, model_id, target, runtime_key, spec, state, updated_at)
-VALUES (?, ?, ?, ?, ?, ?, 'queued', ?)`
+	sqlInsertJob = `INSERT INTO jobs (scan_id, rank, model_id, target, runtime_key, spec, state, updated_at, devices)
+VALUES (?, ?, ?, ?, ?, ?, 'queued', ?, ?)`
 	// jobCols are read by scanJob.
-	jobCols     = `id, scan_id, model_id, runtime_key, spec, state, lease_id, worker_id, expires_at, attempts, lost, last_worker`
+	jobCols = `id, scan_id, model_id, runtime_key, spec, state, lease_id, worker_id, expires_at, attempts, lost, last_worker`
+	// sqlNextJobs are the queued jobs a worker can hold (fleet.Holds: its
+	// target, runtime and at most its devices), in queue order.
 	sqlNextJobs = `SELECT ` + jobCols + ` FROM jobs
-WHERE state = 'queued' AND target = ? AND runtime_key = ? ORDER BY scan_id, rank LIMIT ?`
+WHERE state = 'queued' AND target = ? AND runtime_key = ? AND devices <= ? ORDER BY scan_id, rank LIMIT ?`
 	sqlJobByLease = `SELECT ` + jobCols + ` FROM jobs WHERE lease_id = ?`
 	sqlDueJobs    = `SELECT ` + jobCols + ` FROM jobs WHERE state = 'leased' AND expires_at <= ? ORDER BY id`
 	sqlSetJob     = `UPDATE jobs SET state = ?, lease_id = ?, worker_id = ?, expires_at = ?, attempts = ?, lost = ?,

@@ -203,6 +203,17 @@ func (p *Pool) releaseLocked(devices []int) {
 	p.assignLocked()
 }
 
+// Available is how many devices a probe asking now could start on: the
+// free devices, or none while a probe waits (they are its, or reserved).
+func (p *Pool) Available() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.waiting) > 0 {
+		return 0
+	}
+	return len(p.busy) - count(p.busy, 0, len(p.busy))
+}
+
 // Busy is how many devices are held now.
 func (p *Pool) Busy() int {
 	p.mu.Lock()

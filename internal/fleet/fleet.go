@@ -108,6 +108,39 @@ func Matches(jobTarget compat.Target, jobRuntimeKey string, w Worker) bool {
 	return jobTarget == w.Target && jobRuntimeKey == w.Runtime.Key()
 }
 
+// Holds is the one rule of whether worker w can hold job, queued under
+// runtimeKey: it Matches, and w has at least the devices the job is
+// sharded over. The store's lease query filters by the same columns
+// (target, runtime_key, devices); whoever wakes waiting workers for a job
+// asks Holds too.
+func Holds(job Job, runtimeKey string, w Worker) bool {
+	return Matches(job.Target, runtimeKey, w) && job.Chips() <= max(w.Devices, 1)
+}
+
+// Pick chooses which of a worker's candidate jobs (in queue order, each
+// needing chips[i] devices, every one of them held by the worker) to lease
+// to it now that free of its devices are free: in order, each that fits
+// what is left; the first that does not fit ends the picking, and is
+// picked itself only when nothing was picked before it (the worker then
+// holds its lease until its devices free up, and takes nothing else
+// meanwhile), so that a sharded job is never passed over for the
+// one-device jobs behind it.
+func Pick(chips []int, free int) []int {
+	var out []int
+	for i, n := range chips {
+		if n <= free {
+			out = append(out, i)
+			free -= n
+			continue
+		}
+		if len(out) == 0 {
+			out = append(out, i)
+		}
+		break
+	}
+	return out
+}
+
 // ErrBadResult is wrapped by CheckResult's refusals (400: the lease stays).
 var ErrBadResult = errors.New("invalid result")
 

@@ -294,3 +294,48 @@ func TestWorkerViewHasNoSecrets(t *testing.T) {
 		}
 	}
 }
+
+// TestHolds: a worker holds a job of its target and runtime that needs no
+// more devices than it has.
+func TestHolds(t *testing.T) {
+	w := Worker{Target: "tpu", Runtime: rtA, Devices: 4}
+	for _, tc := range []struct {
+		job  Job
+		key  string
+		want bool
+	}{
+		{Job{Target: "tpu"}, rtA.Key(), true},
+		{Job{Target: "tpu", Devices: 4}, rtA.Key(), true},
+		{Job{Target: "tpu", Devices: 8}, rtA.Key(), false},
+		{Job{Target: "tpu", Devices: 2}, rtB.Key(), false},
+		{Job{Target: "cpu", Devices: 2}, rtA.Key(), false},
+	} {
+		if got := Holds(tc.job, tc.key, w); got != tc.want {
+			t.Errorf("Holds(%s on %d devices, %q) on 4 devices = %v, want %v", tc.job.Target, tc.job.Devices, tc.key, got, tc.want)
+		}
+	}
+	if one := (Worker{Target: "tpu", Runtime: rtA, Devices: 1}); Holds(Job{Target: "tpu", Devices: 2}, rtA.Key(), one) {
+		t.Error("a worker of one device holds a job of two")
+	}
+}
+
+// TestPick: jobs in queue order while they fit the free devices; the first
+// that does not fit ends the picking, and is picked when it comes first.
+func TestPick(t *testing.T) {
+	for _, tc := range []struct {
+		chips []int
+		free  int
+		want  []int
+	}{
+		{[]int{1, 1, 1}, 2, []int{0, 1}},
+		{[]int{2, 1, 1}, 2, []int{0}},
+		{[]int{1, 2, 1}, 2, []int{0}}, // the 2-device job is not passed over for the one behind it
+		{[]int{2, 1}, 1, []int{0}},    // it comes first: leased, the worker waits for its devices
+		{[]int{1, 1, 2, 1}, 4, []int{0, 1, 2}},
+		{nil, 2, nil},
+	} {
+		if got := Pick(tc.chips, tc.free); !slices.Equal(got, tc.want) {
+			t.Errorf("Pick(%v, %d) = %v, want %v", tc.chips, tc.free, got, tc.want)
+		}
+	}
+}
