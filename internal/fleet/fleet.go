@@ -177,6 +177,11 @@ func CheckResult(job Job, runtimeKey string, req ResultRequest) error {
 		return bad("runtime %q, the job was planned for %q", res.Runtime.Key(), runtimeKey)
 	case req.Flaky && req.Result.Status == job.Previous:
 		return bad("flaky, but the status is unchanged")
+	case res.Status.HeldAgainstModel() || res.Status == compat.StatusPass:
+		// a verdict comes from a probe on the job's devices
+		if max(res.DevicesUsed, 1) != job.Chips() || (res.Sharding != nil && !res.Sharding.Valid()) {
+			return bad("%d devices (sharding %v), the job runs on %d", res.DevicesUsed, res.Sharding, job.Chips())
+		}
 	}
 	return nil
 }

@@ -159,11 +159,26 @@ func TestCheckResult(t *testing.T) {
 		{"auto mode", func(r *ResultRequest) { r.Result.Mode = compat.Ptr(compat.ModeAuto) }, "mode"},
 		{"other runtime", func(r *ResultRequest) { r.Result.Runtime = rtB }, "runtime"},
 		{"flaky without a change", func(r *ResultRequest) { r.Flaky = true }, "flaky"},
+		{"one device said", func(r *ResultRequest) { r.Result.DevicesUsed = 1 }, ""},
+		{"a verdict on more devices than the job's", func(r *ResultRequest) {
+			r.Result.DevicesUsed, r.Result.Sharding = 2, compat.Ptr(compat.ShardingTP)
+		}, "devices"},
+		{"a skip of a job says one device", func(r *ResultRequest) {
+			r.Result.Status, r.Result.Reason, r.Result.DevicesUsed = compat.StatusSkipped, compat.Ptr(compat.ReasonGated), 1
+		}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			req := good()
 			tc.change(&req)
 			err := CheckResult(job, rtA.Key(), req)
+			sharded := job
+			sharded.Devices = 2
+			if tc.name == "one device said" {
+				// the same result for a job sharded over two: not its probe
+				if e := CheckResult(sharded, rtA.Key(), req); !errors.Is(e, ErrBadResult) {
+					t.Errorf("a one-device verdict for a two-device job: %v", e)
+				}
+			}
 			if tc.bad == "" {
 				if err != nil {
 					t.Fatalf("refused: %v", err)

@@ -324,7 +324,7 @@ func (p *fakeProber) Probe(ctx context.Context, req probe.Request) compat.Result
 		st = p.status(req.ModelID, call)
 	}
 	return compat.Result{Target: req.Target, Status: st, Stage: compat.Ptr(compat.StageGenerate), Mode: compat.Ptr(req.Mode),
-		Revision: req.Revision, TestedAt: time.Now().UTC(), Runtime: testRuntime}
+		Revision: req.Revision, TestedAt: time.Now().UTC(), Runtime: testRuntime, DevicesUsed: max(req.Devices, 1)}
 }
 
 func (p *fakeProber) callsOf(model string) int {
