@@ -34,36 +34,37 @@ type Config struct {
 	// CacheHome is the scanner's own cache folder, where scripts/pyenv.sh
 	// keeps the harness's Python environment (venv-<hash>); the default
 	// --python is its interpreter.
-	CacheHome string
-	Target    compat.Target
-	Python    string
-	Limit     int
-	Sort      string
-	Tasks     []string
-	Models    []string
-	Mode      compat.Mode
-	Timeout   time.Duration
-	Force     bool
-	Source    string // "hub" or "cache"
-	Devices   int
-	// DeviceMemory is one device's memory for the plan, in bytes
-	// (--device-memory; 0: the device's own): a model that needs more is
-	// sharded over several devices when the host has them.
-	DeviceMemory int64
-	Harness      string        // a harness script to run instead of the embedded one
-	ProbeGrace   time.Duration // SIGTERM → SIGKILL grace of a probe being stopped
-	NoLandlock   bool          // run the harness without Landlock (--landlock=false)
-	Revision     string        // probe only
-	JSON         bool          // probe only
-	Server       string        // check only
-	Since        string        // check only: a runtime key (compat.RuntimeRef.Key)
-	LogFormat    string        // "text" or "json"
-	LogLevel     string
-	Verbose      bool // scan on a terminal: info log lines too (else warnings and errors only)
+	CacheHome  string
+	Target     compat.Target
+	Python     string
+	Limit      int
+	Sort       string
+	Tasks      []string
+	Models     []string
+	Mode       compat.Mode
+	Timeout    time.Duration
+	Force      bool
+	Source     string // "hub" or "cache"
+	Devices    int
+	Harness    string        // a harness script to run instead of the embedded one
+	ProbeGrace time.Duration // SIGTERM → SIGKILL grace of a probe being stopped
+	NoLandlock bool          // run the harness without Landlock (--landlock=false)
+	Revision   string        // probe only
+	JSON       bool          // probe only
+	Server     string        // check only
+	Since      string        // check only: a runtime key (compat.RuntimeRef.Key)
+	LogFormat  string        // "text" or "json"
+	LogLevel   string
+	Verbose    bool // scan on a terminal: info log lines too (else warnings and errors only)
 
 	// ScanTimeout is a whole scan's deadline; a scan past it ends
 	// interrupted, and the next scan tests what it left.
 	ScanTimeout time.Duration
+
+	// DeviceMemory is one device's memory for the plan, in bytes
+	// (--device-memory; 0: the device's own): a model that needs more is
+	// sharded over several devices when the host has them.
+	DeviceMemory int64
 
 	// serve only
 	Addr       string
