@@ -281,6 +281,10 @@ type Metrics struct {
 	CosineSimilarity *float64 `json:"cosine_similarity,omitempty"`
 	// Efficiency is how MFU and MBU were computed (or why not).
 	Efficiency *Efficiency `json:"efficiency,omitempty"`
+	// CollectiveMS is the time a sharded probe's rank 0 spent in
+	// collectives during one profiled forward step (torch.profiler's c10d
+	// ops); nil when not sharded or not profiled.
+	CollectiveMS *float64 `json:"collective_ms,omitempty"`
 }
 
 // Efficiency records the basis of MFU and MBU: the peaks used and the
@@ -295,6 +299,9 @@ type Efficiency struct {
 	ForwardTiming       string   `json:"forward_timing,omitempty"` // eager or compiled
 	Model               string   `json:"model,omitempty"`          // full, or reduced (arch mode)
 	Note                string   `json:"note,omitempty"`
+	// Devices is how many devices' peaks a sharded probe is measured
+	// against (the peaks above are theirs together); 0 for one.
+	Devices int `json:"devices,omitempty"`
 }
 
 // StageRun is the evidence of one stage: how it ended and how long it took.
