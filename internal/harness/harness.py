@@ -1281,6 +1281,9 @@ class Probe:
             return self.args.compile_backend, ""
         if self.target == "tpu":
             return "tpu", ""
+        if self.target == "cpu" and self.world > 1:
+            return "aot_eager", ("a sharded probe on cpu compiles with aot_eager (graph capture and AOT autograd, no "
+                                 "code generation): inductor's C++ code generation of the sharded graphs takes minutes")
         if self.target == "cpu" and not any(shutil.which(c) for c in (os.environ.get("CXX", ""), "g++", "c++", "clang++") if c):
             return "aot_eager", "inductor needs a C++ compiler and none was found: used aot_eager"
         return "inductor", ""

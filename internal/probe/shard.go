@@ -84,22 +84,21 @@ type Launch struct {
 // from LOCAL_RANK; that function derives the process bounds, port and
 // addresses from these. The harness calls set_tpu_launch_env too, which
 // never overwrites a variable that is set. On cuda a rank sees its GPU as
-// CUDA_VISIBLE_DEVICES. OMP_NUM_THREADS splits the probe's threads.
+// CUDA_VISIBLE_DEVICES. As DeviceEnv does for a one-device probe, a rank
+// is pinned the same way whatever the target (a cpu run loads neither
+// runtime), so that a host's devices are accounted for alike.
+// OMP_NUM_THREADS splits the probe's threads.
 func RankEnv(l Launch, rank int) []string {
 	env := []string{
 		"RANK=" + strconv.Itoa(rank), "LOCAL_RANK=" + strconv.Itoa(rank), "WORLD_SIZE=" + strconv.Itoa(l.Ranks),
 		"MASTER_ADDR=127.0.0.1", "MASTER_PORT=" + strconv.Itoa(l.MasterPort),
 		"OMP_NUM_THREADS=" + strconv.Itoa(max(1, l.Threads/max(l.Ranks, 1))),
 	}
-	chip := ""
 	if rank < len(l.Chips) {
-		chip = strconv.Itoa(l.Chips[rank])
+		chip := strconv.Itoa(l.Chips[rank])
+		env = append(env, "TPU_VISIBLE_DEVICES="+chip, "TPU_VISIBLE_CHIPS="+chip, "CUDA_VISIBLE_DEVICES="+chip)
 	}
-	switch l.Target {
-	case compat.TargetTPU:
-		if chip != "" {
-			env = append(env, "TPU_VISIBLE_DEVICES="+chip, "TPU_VISIBLE_CHIPS="+chip)
-		}
+	if l.Target == compat.TargetTPU {
 		addrs := make([]string, len(l.SlicePorts))
 		for i, p := range l.SlicePorts {
 			addrs[i] = "localhost:" + strconv.Itoa(p)
@@ -111,10 +110,6 @@ func RankEnv(l Launch, rank int) []string {
 			}
 		}
 		env = append(env, "TORCH_TPU_XPROF_SESSION_ID="+l.Session)
-	case compat.TargetCUDA:
-		if chip != "" {
-			env = append(env, "CUDA_VISIBLE_DEVICES="+chip)
-		}
 	}
 	return env
 }

@@ -27,24 +27,27 @@ func TestRankEnv(t *testing.T) {
 		{"a v6e slice of chips 4 to 7", Launch{Target: compat.TargetTPU, Ranks: 4, Chips: []int{4, 5, 6, 7}, Device: "TPU v6e",
 			MasterPort: 4242, SlicePorts: []int{9001, 9002, 9003, 9004}, Session: "77", Threads: 2}, 2, []string{
 			"RANK=2", "LOCAL_RANK=2", "WORLD_SIZE=4", "MASTER_ADDR=127.0.0.1", "MASTER_PORT=4242", "OMP_NUM_THREADS=1",
-			"TPU_VISIBLE_DEVICES=6", "TPU_VISIBLE_CHIPS=6",
+			"TPU_VISIBLE_DEVICES=6", "TPU_VISIBLE_CHIPS=6", "CUDA_VISIBLE_DEVICES=6",
 			"TORCH_TPU_SLICEBUILDER_ADDRESSES=localhost:9001,localhost:9002,localhost:9003,localhost:9004",
 			"TORCH_TPU_TOPOLOGY=2,2,1", "TORCH_TPU_XPROF_SESSION_ID=77"}},
 		// v7's slices count devices (two per chip): 2 devices are one chip.
 		{"v7, two devices", Launch{Target: compat.TargetTPU, Ranks: 2, Chips: []int{0, 1}, Device: "TPU v7",
 			MasterPort: 1, SlicePorts: []int{5, 6}, Session: "s", Threads: 1}, 0, []string{
 			"RANK=0", "LOCAL_RANK=0", "WORLD_SIZE=2", "MASTER_ADDR=127.0.0.1", "MASTER_PORT=1", "OMP_NUM_THREADS=1",
-			"TPU_VISIBLE_DEVICES=0", "TPU_VISIBLE_CHIPS=0", "TORCH_TPU_SLICEBUILDER_ADDRESSES=localhost:5,localhost:6",
-			"TORCH_TPU_TOPOLOGY=1,1,1,2", "TORCH_TPU_XPROF_SESSION_ID=s"}},
+			"TPU_VISIBLE_DEVICES=0", "TPU_VISIBLE_CHIPS=0", "CUDA_VISIBLE_DEVICES=0",
+			"TORCH_TPU_SLICEBUILDER_ADDRESSES=localhost:5,localhost:6", "TORCH_TPU_TOPOLOGY=1,1,1,2", "TORCH_TPU_XPROF_SESSION_ID=s"}},
 		// No topology for an unknown TPU: set_tpu_launch_env detects it in the rank.
 		{"an unknown TPU", Launch{Target: compat.TargetTPU, Ranks: 2, Chips: []int{2, 3}, Device: "TPU v9",
 			MasterPort: 1, SlicePorts: []int{5, 6}, Session: "s", Threads: 4}, 1, []string{
 			"RANK=1", "LOCAL_RANK=1", "WORLD_SIZE=2", "MASTER_ADDR=127.0.0.1", "MASTER_PORT=1", "OMP_NUM_THREADS=2",
-			"TPU_VISIBLE_DEVICES=3", "TPU_VISIBLE_CHIPS=3", "TORCH_TPU_SLICEBUILDER_ADDRESSES=localhost:5,localhost:6",
-			"TORCH_TPU_XPROF_SESSION_ID=s"}},
+			"TPU_VISIBLE_DEVICES=3", "TPU_VISIBLE_CHIPS=3", "CUDA_VISIBLE_DEVICES=3",
+			"TORCH_TPU_SLICEBUILDER_ADDRESSES=localhost:5,localhost:6", "TORCH_TPU_XPROF_SESSION_ID=s"}},
 		{"cuda", Launch{Target: compat.TargetCUDA, Ranks: 2, Chips: []int{6, 7}, MasterPort: 3, Threads: 1}, 1, []string{
 			"RANK=1", "LOCAL_RANK=1", "WORLD_SIZE=2", "MASTER_ADDR=127.0.0.1", "MASTER_PORT=3", "OMP_NUM_THREADS=1",
-			"CUDA_VISIBLE_DEVICES=7"}},
+			"TPU_VISIBLE_DEVICES=7", "TPU_VISIBLE_CHIPS=7", "CUDA_VISIBLE_DEVICES=7"}},
+		{"cpu on chips 2 and 3", Launch{Target: compat.TargetCPU, Ranks: 2, Chips: []int{2, 3}, MasterPort: 3, Threads: 2}, 0, []string{
+			"RANK=0", "LOCAL_RANK=0", "WORLD_SIZE=2", "MASTER_ADDR=127.0.0.1", "MASTER_PORT=3", "OMP_NUM_THREADS=1",
+			"TPU_VISIBLE_DEVICES=2", "TPU_VISIBLE_CHIPS=2", "CUDA_VISIBLE_DEVICES=2"}},
 	}
 	for _, tt := range tests {
 		if got := RankEnv(tt.l, tt.rank); !slices.Equal(got, tt.want) {
