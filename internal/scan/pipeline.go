@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/chips"
+	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/internal/hub"
 	"github.com/google-pytorch/torchtpu-scanner/internal/probe"
 	"github.com/google-pytorch/torchtpu-scanner/internal/probestep"
@@ -140,7 +141,8 @@ func (r *run) schedule(ctx context.Context, queue <-chan *job, record func(func(
 		ticket, err := pool.Ask(max(j.plan.Devices, 1))
 		if err != nil { // the plan never asks for more devices than the host has
 			<-inflight
-			r.s.log().Error("scheduling", "model", j.info.ID, "err", err)
+			res := *r.scannerError(j, compat.StageEnv, err).result
+			record(func() { r.record(wctx, j, res, false) })
 			continue
 		}
 		wg.Add(1)
