@@ -214,8 +214,13 @@ def fit_need(params: int, dtype_bytes: int, target: str) -> int:
 WEIGHT_SUFFIXES_PICKLE = (".bin", ".pt", ".pth", ".ckpt", ".pkl")
 
 
+# "[rank R] " for a rank of a sharded probe: the ranks share stderr, and the Go runner follows each rank's
+# stage by it (internal/probe/proc.go stageTracker).
+LOG_PREFIX = ""
+
+
 def log(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
+    print(LOG_PREFIX + msg, file=sys.stderr, flush=True)
 
 
 def now_rfc3339() -> str:
@@ -766,6 +771,9 @@ class Probe:
         return probe_torch_tpu(torch, self.world)
 
     def stage_env(self) -> None:
+        global LOG_PREFIX
+        if self.world > 1:
+            LOG_PREFIX = f"[rank {os.environ.get('RANK', '?')}] "
         with self.stage("env") as notes:
             self.rank = hs.rank_of(self.world)
             try:

@@ -177,8 +177,6 @@ while len(statuses) < len(ranks):
 killed = sorted(r for r in range(len(ranks)) if r not in statuses)
 kill_tree()
 if spec:
-    if decisive is None and ends:
-        decisive = ends[0]["rank"]
     report = {"ranks": len(ranks), "ends": ends, "decisive": decisive, "killed": killed}
     try:
         tmp = spec["status"] + ".tmp"

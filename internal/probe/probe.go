@@ -431,16 +431,21 @@ func (p *probeRun) outcome(ctx context.Context, wd workDir, out procOutcome, tim
 	result := wd.result
 	if req.ranks() > 1 && !out.killed {
 		// A rank other than 0 ended the probe: its failure is the
-		// probe's, whatever rank 0 made of losing its peer.
-		rep, err := readKeeperReport(wd.status)
-		if err != nil {
-			return p.scannerError("", "probe: the ranks' keeper left no report: "+err.Error(), out.stderrTail)
-		}
-		if rank, ok := rep.failedRank(); ok {
-			return p.rankFailed(rank, rep, rankResultFile(wd.result, rank), out)
+		// probe's, whatever rank 0 made of losing its peer. Without a
+		// report (the keeper itself was killed) the keeper's end is what
+		// is known, as for one process.
+		if rep, err := readKeeperReport(wd.status); err == nil {
+			if rank, ok := rep.failedRank(); ok {
+				return p.rankFailed(rank, rep, rankResultFile(wd.result, rank), out)
+			}
+		} else if !errors.Is(err, os.ErrNotExist) {
+			r.log.Warn("probe: the ranks' keeper report is unreadable", "model_id", req.ModelID, "err", err)
 		}
 	}
 
+	if st, ok := out.rankStages[0]; ok && req.ranks() > 1 { // rank 0's own stage
+		out.lastStage = st
+	}
 	// A valid result stands even if the process then failed to exit (a
 	// crash in interpreter teardown, a worker thread that never ends): the
 	// harness writes it atomically, once, after its last stage.

@@ -277,6 +277,9 @@ func (p *probeRun) rankFailed(rank int, rep keeperReport, resultFile string, out
 	if end, ok := rep.end(rank); ok {
 		ru = &syscall.Rusage{Maxrss: int64(end.MaxRSSBytes / 1024)}
 	}
+	if st, ok := out.rankStages[rank]; ok { // the ranks share stderr: this rank's own stage
+		out.lastStage = st
+	}
 	return p.died(who, ru, out)
 }
 

@@ -229,10 +229,15 @@ func (k keeperReport) end(r int) (rankEnd, bool) {
 	return rankEnd{}, false
 }
 
-// failedRank is the rank other than 0 whose end ended the probe; false
-// when rank 0 ended it (or the report says nothing).
+// failedRank is the rank other than 0 whose failure ended the probe (it
+// died, or exited other than 0); false when rank 0 ended it, or the report
+// says no rank failed.
 func (k keeperReport) failedRank() (int, bool) {
 	if k.Decisive == nil || *k.Decisive == 0 {
+		return 0, false
+	}
+	e, ok := k.end(*k.Decisive)
+	if !ok || (e.Signal == nil && (e.Exit == nil || *e.Exit == 0)) {
 		return 0, false
 	}
 	return *k.Decisive, true

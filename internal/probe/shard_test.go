@@ -192,3 +192,39 @@ func TestShardedRequestChecks(t *testing.T) {
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
+
+// TestStageTrackerFollowsEachRank: the ranks of a sharded probe share
+// stderr; a line that starts with "[rank N]" moves rank N's stage, and
+// every stage line moves the last one.
+func TestStageTrackerFollowsEachRank(t *testing.T) {
+	var s stageTracker
+	s.Write([]byte("[rank 1] stage=forward start\n[rank 0] stage=env start\nstage=load start\n  [rank 12] stage=compile ok\n"))
+	if s.Stage() != compat.StageCompile || s.ranks[1] != compat.StageForward || s.ranks[0] != compat.StageEnv ||
+		s.ranks[12] != compat.StageCompile || len(s.ranks) != 3 {
+		t.Errorf("last %q, ranks %v", s.Stage(), s.ranks)
+	}
+}
+
+// TestFailedRank: only a rank other than 0 that died or exited other than 0
+// ends the probe as its own failure.
+func TestFailedRank(t *testing.T) {
+	one, zero, nine := 1, 0, 9
+	tests := []struct {
+		name string
+		rep  keeperReport
+		rank int
+		ok   bool
+	}{
+		{"rank 1 killed", keeperReport{Decisive: &one, Ends: []rankEnd{{Rank: 1, Signal: &nine}}}, 1, true},
+		{"rank 1 exited 3", keeperReport{Decisive: &one, Ends: []rankEnd{{Rank: 1, Exit: compat.Ptr(3)}}}, 1, true},
+		{"rank 1 exited 0", keeperReport{Decisive: &one, Ends: []rankEnd{{Rank: 1, Exit: &zero}}}, 0, false},
+		{"rank 1 decisive, no end", keeperReport{Decisive: &one}, 0, false},
+		{"rank 0 ended it", keeperReport{Decisive: &zero, Ends: []rankEnd{{Rank: 0, Signal: &nine}}}, 0, false},
+		{"nothing said", keeperReport{}, 0, false},
+	}
+	for _, tt := range tests {
+		if rank, ok := tt.rep.failedRank(); rank != tt.rank || ok != tt.ok {
+			t.Errorf("%s: %d %v, want %d %v", tt.name, rank, ok, tt.rank, tt.ok)
+		}
+	}
+}

@@ -87,7 +87,9 @@ def write(result, path=None):
 
 
 def stage(s):
-    sys.stderr.write("[standin] stage=%s\n" % s)
+    # the ranks of a sharded probe share stderr: each says whose line it is, as the harness does
+    who = "[rank %s]" % os.environ["RANK"] if int(os.environ.get("WORLD_SIZE", "1")) > 1 else "[standin]"
+    sys.stderr.write("%s stage=%s\n" % (who, s))
     sys.stderr.flush()
 
 
