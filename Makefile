@@ -23,7 +23,7 @@ FUZZTIME ?= 20000x
 TEST_ENV = SCANNER_TEST_REQUIRE_ALL=1 SCANNER_PYTHON="$(PYTHON)" TORCHINDUCTOR_CACHE_DIR="$${XDG_CACHE_HOME:-$$HOME/.cache}/torchtpu-scanner/inductor-test"
 # The concurrent packages run their tests under the race detector (in
 # test-go, instead of a plain run).
-RACE_PKGS := ./store/... ./web/... ./internal/metrics/... ./internal/hub/... ./internal/scan/...
+RACE_PKGS := ./store/... ./web/... ./internal/metrics/... ./internal/hub/... ./internal/scan/... ./internal/webhook/... ./internal/requests/...
 
 .PHONY: all build run test test-go test-race test-python test-fuzz test-browser bench mutation deps pyenv chromium vet clean help
 
@@ -56,7 +56,7 @@ test: deps chromium vet test-python test-go test-fuzz test-browser
 
 test-go: test-race
 	$(TEST_ENV) $(GO) test -count=1 -timeout 25m $$($(GO) list ./... | grep -vxF "$$($(GO) list $(RACE_PKGS))")
-	@$(GO) test -count=1 -run '^TestCoverage$$' -v ./internal/scan | grep 'supported task' | sed 's/^ */coverage of the top-100 fixture: /'
+	@$(GO) test -count=1 -run '^TestCoverage$$' -v ./internal/preflight | grep 'supported task' | sed 's/^ */coverage of the top-100 fixture: /'
 
 test-race:
 	$(TEST_ENV) $(GO) test -race -count=1 -timeout 25m $(RACE_PKGS)

@@ -124,7 +124,7 @@ func mergeModel(ctx context.Context, tx *sql.Tx, old, into string) error {
 
 // rebuildCurrent points a model's current rows at its newest results.
 func rebuildCurrent(ctx context.Context, tx *sql.Tx, id string) error {
-	if _, err := tx.ExecContext(ctx, sqlResetCurrent, id); err != nil {
+	if _, err := tx.ExecContext(ctx, sqlResetCurrent, statusRank(compat.StatusUntested), id); err != nil {
 		return err
 	}
 	rows, err := tx.QueryContext(ctx, sqlNewestPerTarget, id)

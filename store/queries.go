@@ -59,7 +59,7 @@ ON CONFLICT (alias) DO UPDATE SET model_id = excluded.model_id WHERE model_id IS
 	sqlMergeEvents  = `UPDATE events SET model_id = ? WHERE model_id = ?`
 	sqlMergeAliases = `UPDATE model_aliases SET model_id = ? WHERE model_id = ?`
 	sqlDeleteModel  = `DELETE FROM models WHERE id = ?`
-	sqlResetCurrent = `UPDATE current SET result_id = NULL, status = NULL, status_rank = 7, untested = 1,
+	sqlResetCurrent = `UPDATE current SET result_id = NULL, status = NULL, status_rank = ?, untested = 1,
 	tested_at = 0, no_tokens = 1, tokens_per_s = 0, fail_key = NULL, failure_class = NULL, op = NULL
 WHERE model_id = ?`
 	// sqlNewestPerTarget is a model's newest result on each target.
@@ -107,6 +107,11 @@ WHERE model_id = ? AND target = ? AND revision = ? AND runtime_key = ? AND scan_
 WHERE model_id = ? AND target = ? AND revision = ? AND runtime_key = ? AND tested_at = ? AND scan_id IS NULL`
 
 	sqlGetCurrent = `SELECT result_id, status, tested_at FROM current WHERE target = ? AND model_id = ?`
+	// sqlLastVerdict is the status of a model's newest result on a target
+	// before a given one (tested_at ?3, id ?4) that is not an error.
+	sqlLastVerdict = `SELECT status FROM results
+WHERE model_id = ?1 AND target = ?2 AND status <> 'error' AND (tested_at < ?3 OR (tested_at = ?3 AND id < ?4))
+ORDER BY tested_at DESC, id DESC LIMIT 1`
 	// sqlSetCurrent points a model's row on a target at a result.
 	sqlSetCurrent = `INSERT INTO current (target, model_id, result_id, status, status_rank, untested, tested_at,
 	no_tokens, tokens_per_s, fail_key, failure_class, op, downloads, likes)

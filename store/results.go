@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 )
@@ -28,17 +29,10 @@ func resolveModel(ctx context.Context, q querier, id string) (string, error) {
 	return got, err
 }
 
-// validResult checks what the schema relies on.
+// validResult is compat.Result.Validate, as an ErrInvalid.
 func validResult(r compat.Result) error {
-	switch {
-	case !slices.Contains(compat.Targets, r.Target):
-		return fmt.Errorf("%w: result target %q (want tpu, cpu or cuda)", ErrInvalid, r.Target)
-	case !r.Status.Valid() || r.Status == compat.StatusUntested:
-		return fmt.Errorf("%w: result status %q", ErrInvalid, r.Status)
-	case r.TestedAt.IsZero():
-		return fmt.Errorf("%w: result without tested_at", ErrInvalid)
-	case r.DevicesUsed < 0 || r.DevicesUsed > 1024 || (r.Sharding != nil && (!r.Sharding.Valid() || r.DevicesUsed < 2)):
-		return fmt.Errorf("%w: result on %d devices, sharding %v", ErrInvalid, r.DevicesUsed, r.Sharding)
+	if err := r.Validate(); err != nil {
+		return fmt.Errorf("%w: result: %w", ErrInvalid, err)
 	}
 	return nil
 }
@@ -49,9 +43,11 @@ func validResult(r compat.Result) error {
 //
 // In one transaction it inserts the result, makes it the model's current
 // result on its target (and on "any target") unless that one is newer, and,
-// when that changes the status shown on the target or is the target's first
-// result, writes an event classified by compat.ClassifyChange. A result
-// older than the current one (recorded out of order) is kept as history only.
+// when that changes what is known of the model on the target
+// (compat.VerdictChange: an error, the scanner's own, never does, and a
+// result after one is compared with the status before it), writes an event.
+// A result older than the current one (recorded out of order) is kept as
+// history only.
 //
 // Recording the same probe twice (same model, target, revision, runtime key
 // and scan; or, outside a scan, the same tested_at) writes nothing and
@@ -198,14 +194,25 @@ func (rc *recorder) record(ctx context.Context, modelID string, r compat.Result)
 	if _, _, err := rc.advance(ctx, id, "", resultID, r); err != nil {
 		return RecordOutcome{}, err
 	}
-	if !moved || (prev != "" && prev == r.Status) {
+	if !moved {
+		return out, nil
+	}
+	last := prev
+	if prev == compat.StatusError && r.Status != compat.StatusError {
+		// an error says nothing of the model: compare with the status before it
+		if last, err = lastVerdict(ctx, rc.tx, id, r.Target, resultID, r.TestedAt); err != nil {
+			return RecordOutcome{}, err
+		}
+	}
+	kind, changed := compat.VerdictChange(last, r.Status)
+	if !changed {
 		return out, nil
 	}
 	ev := compat.Event{
 		ModelID:    id,
 		Target:     r.Target,
-		Kind:       compat.ClassifyChange(prev, r.Status),
-		FromStatus: prev,
+		Kind:       kind,
+		FromStatus: last,
 		ToStatus:   r.Status,
 		Revision:   r.Revision,
 		Runtime:    r.Runtime,
@@ -218,6 +225,20 @@ func (rc *recorder) record(ctx context.Context, modelID string, r compat.Result)
 	}
 	out.Event = &ev
 	return out, nil
+}
+
+// lastVerdict is the status of the model's newest result on target before
+// result resultID (tested at `at`) that is not an error; "" if none.
+func lastVerdict(ctx context.Context, tx *sql.Tx, modelID string, target compat.Target, resultID int64, at time.Time) (compat.Status, error) {
+	var st string
+	err := tx.QueryRowContext(ctx, sqlLastVerdict, modelID, string(target), unixNano(at), resultID).Scan(&st)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("last verdict: %w", err)
+	}
+	return compat.Status(st), nil
 }
 
 // advance makes result resultID (r) the model's current one on target
@@ -296,7 +317,7 @@ func insertResult(ctx context.Context, tx *sql.Tx, modelID string, r compat.Resu
 	if r.ScanID != nil {
 		scanID = sql.NullInt64{Int64: *r.ScanID, Valid: true}
 	}
-	key := r.Runtime.Key()
+	key := r.Runtime.RetestKey()
 	var id int64
 	err = tx.QueryRowContext(ctx, sqlInsertResult,
 		modelID, scanID, string(r.Target), string(r.Status), nullStr(r.Stage), nullStr(r.FailureClass),
@@ -343,7 +364,9 @@ func setCurrent(ctx context.Context, tx *sql.Tx, modelID string, target compat.T
 }
 
 // statusRank is a status's place in compat.Statuses, the site's order;
-// current.status_rank holds it (untested, 7, is the schema's default).
+// current.status_rank holds it. The schema's default (a row without a
+// result) is untested's rank; TestUntestedRankIsTheSchemaDefault holds the
+// two in step.
 func statusRank(s compat.Status) int {
 	if i := slices.Index(compat.Statuses, s); i >= 0 {
 		return i

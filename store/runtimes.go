@@ -90,7 +90,7 @@ type runtimeAcc struct {
 
 func (a *runtimeAcc) add(status compat.Status, n int, downloads int64) {
 	a.st.Models += n
-	if compare.IsVerdict(status) {
+	if status.IsVerdict() {
 		a.withVerdict += n
 		a.verdictDL += downloads
 	}

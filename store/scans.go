@@ -254,22 +254,18 @@ func (s *SQLite) ResumeScans(ctx context.Context) ([]int64, error) {
 // and returns how many; MarkInterrupted then marks those scans. Call it at
 // start-up, before MarkInterrupted.
 func (s *SQLite) CancelOrphanJobs(ctx context.Context) (int, error) {
-	var n int64
+	var n int
 	err := s.inTx(ctx, func(tx *sql.Tx) (bool, error) {
 		orphans, err := orphanScans(ctx, tx)
 		if err != nil {
 			return false, err
 		}
-		now := unixNano(s.now())
+		now := s.now()
 		for _, o := range orphans {
 			if o.openJobs == 0 {
 				continue
 			}
-			res, err := tx.ExecContext(ctx, sqlCancelJobs, now, o.id)
-			if err != nil {
-				return false, err
-			}
-			k, err := res.RowsAffected()
+			k, err := cancelScanJobs(ctx, tx, o.id, now)
 			if err != nil {
 				return false, err
 			}
@@ -280,5 +276,5 @@ func (s *SQLite) CancelOrphanJobs(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("store: cancel orphan jobs: %w", err)
 	}
-	return int(n), nil
+	return n, nil
 }

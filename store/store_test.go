@@ -40,9 +40,13 @@ func upsert(t *testing.T, s *store.SQLite, ids ...string) {
 	}
 }
 
-// result is a minimal result.
+// result is a minimal result (a skip names its reason, as compat.Result.Validate asks).
 func result(target compat.Target, status compat.Status, tested time.Time) compat.Result {
-	return compat.Result{Target: target, Status: status, Revision: "rev1", TestedAt: tested, Runtime: storetest.Runtime}
+	r := compat.Result{Target: target, Status: status, Revision: "rev1", TestedAt: tested, Runtime: storetest.Runtime}
+	if status == compat.StatusSkipped {
+		r.Reason = compat.Ptr(compat.ReasonUnsupportedTask)
+	}
+	return r
 }
 
 func record(t *testing.T, s *store.SQLite, id string, r compat.Result) store.RecordOutcome {
@@ -246,6 +250,9 @@ func TestRecordResultRejects(t *testing.T) {
 		"untested":     result(compat.TargetTPU, compat.StatusUntested, at(0)),
 		"bad status":   result(compat.TargetTPU, "great", at(0)),
 		"no tested_at": result(compat.TargetTPU, compat.StatusPass, time.Time{}),
+		// compat.Result.Validate's rules the store did not hold before.
+		"skip without a reason": {Target: compat.TargetTPU, Status: compat.StatusSkipped, TestedAt: at(0)},
+		"unknown stage":         {Target: compat.TargetTPU, Status: compat.StatusFail, TestedAt: at(0), Stage: compat.Ptr(compat.Stage("warmup"))},
 	} {
 		if _, err := s.RecordResult(ctx, "a/b", r); !errors.Is(err, store.ErrInvalid) {
 			t.Errorf("%s: err = %v; want ErrInvalid", name, err)
@@ -273,7 +280,15 @@ func TestRecordResultEvents(t *testing.T) {
 		{"regression", []step{{"tpu", "pass", compat.EventNew, ""}, {"tpu", "oom", compat.EventRegression, "pass"}}},
 		{"fix", []step{{"tpu", "crash", compat.EventNew, ""}, {"tpu", "pass", compat.EventFix, "crash"}}},
 		{"change", []step{{"tpu", "fail", compat.EventNew, ""}, {"tpu", "timeout", compat.EventChange, "fail"}}},
-		{"pass to error is a change", []step{{"tpu", "pass", compat.EventNew, ""}, {"tpu", "error", compat.EventChange, "pass"}}},
+		// an error is the scanner's own: no event, and what follows is compared with what came before it
+		{"pass to error is no event", []step{{"tpu", "pass", compat.EventNew, ""}, {"tpu", "error", "", ""}}},
+		{"a first error is no event", []step{{"tpu", "error", "", ""}, {"tpu", "pass", compat.EventNew, ""}}},
+		{"back from an error to the same verdict", []step{{"tpu", "pass", compat.EventNew, ""}, {"tpu", "error", "", ""},
+			{"tpu", "error", "", ""}, {"tpu", "pass", "", ""}}},
+		{"a regression across an error", []step{{"tpu", "pass", compat.EventNew, ""}, {"tpu", "error", "", ""},
+			{"tpu", "fail", compat.EventRegression, "pass"}}},
+		{"a fix across an error", []step{{"tpu", "oom", compat.EventNew, ""}, {"tpu", "error", "", ""},
+			{"tpu", "pass", compat.EventFix, "oom"}}},
 		{"targets are separate", []step{{"tpu", "pass", compat.EventNew, ""}, {"cpu", "fail", compat.EventNew, ""}, {"tpu", "pass", "", ""}}},
 	}
 	for _, tt := range tests {

@@ -130,7 +130,7 @@ func (s *SQLite) SeeWorker(ctx context.Context, w fleet.Worker, now time.Time) e
 	if err != nil {
 		return fmt.Errorf("store: see worker: %w", err)
 	}
-	if _, err := s.w.ExecContext(ctx, sqlSeeWorker, w.ID, w.Host, w.Version, string(w.Target), w.Runtime.Key(), rt,
+	if _, err := s.w.ExecContext(ctx, sqlSeeWorker, w.ID, w.Host, w.Version, string(w.Target), w.Runtime.RetestKey(), rt,
 		w.Devices, int64(min(w.MemoryBytes, 1<<62)), unixNano(now)); err != nil {
 		return fmt.Errorf("store: see worker: %w", err)
 	}
@@ -214,7 +214,7 @@ func (s *SQLite) LeaseJobs(ctx context.Context, w fleet.Worker, free int, now ti
 		}
 		// Each job needs a device at least: free of them, and the one
 		// that may wait for its devices, are the most Pick takes.
-		jobs, err := queryJobs(ctx, tx, sqlNextJobs, string(w.Target), w.Runtime.Key(), max(w.Devices, 1), free+1)
+		jobs, err := queryJobs(ctx, tx, sqlNextJobs, string(w.Target), w.Runtime.RetestKey(), max(w.Devices, 1), free+1)
 		if err != nil {
 			return false, err
 		}
@@ -513,15 +513,32 @@ func (s *SQLite) QueueStats(ctx context.Context) (QueueStats, error) {
 // CancelJobs ends the open jobs of scan scanID without results, and
 // returns how many.
 func (s *SQLite) CancelJobs(ctx context.Context, scanID int64) (int, error) {
-	res, err := s.w.ExecContext(ctx, sqlCancelJobs, unixNano(s.now()), scanID)
+	var n int
+	err := s.inTx(ctx, func(tx *sql.Tx) (bool, error) {
+		var err error
+		n, err = cancelScanJobs(ctx, tx, scanID, s.now())
+		return n > 0, err
+	})
 	if err != nil {
 		return 0, fmt.Errorf("store: cancel jobs: %w", err)
 	}
-	n, err := res.RowsAffected()
+	return n, nil
+}
+
+// cancelScanJobs ends the open jobs of scan scanID inside tx, each by
+// fleet.Cancel, and returns how many.
+func cancelScanJobs(ctx context.Context, tx *sql.Tx, scanID int64, now time.Time) (int, error) {
+	open, err := queryJobs(ctx, tx, sqlOpenScanJobs, scanID)
 	if err != nil {
-		return 0, fmt.Errorf("store: cancel jobs: %w", err)
+		return 0, err
 	}
-	return int(n), nil
+	for _, j := range open {
+		j.st = fleet.Cancel(j.st)
+		if err := j.save(ctx, tx, now); err != nil {
+			return 0, err
+		}
+	}
+	return len(open), nil
 }
 
 // queryJobs reads the jobs a query selects.

@@ -30,9 +30,8 @@ WHERE state = 'queued' AND target = ? AND runtime_key = ? AND devices <= ? ORDER
 	sqlScanJobs    = `SELECT state, count(*) FROM jobs WHERE scan_id = ? GROUP BY state`
 	sqlOpenJobs    = `SELECT target, runtime_key, state, count(*) FROM jobs
 WHERE state IN ('queued', 'leased') GROUP BY target, runtime_key, state`
-	sqlLostLeases = `SELECT coalesce(sum(lost), 0) FROM jobs`
-	sqlCancelJobs = `UPDATE jobs SET state = 'cancelled', lease_id = NULL, worker_id = NULL, expires_at = NULL, updated_at = ?
-WHERE scan_id = ? AND state IN ('queued', 'leased')`
+	sqlLostLeases   = `SELECT coalesce(sum(lost), 0) FROM jobs`
+	sqlOpenScanJobs = `SELECT ` + jobCols + ` FROM jobs WHERE scan_id = ? AND state IN ('queued', 'leased') ORDER BY id`
 	// sqlRunningScansJobs is every running scan with its owner and how
 	// many of its jobs are open.
 	sqlRunningScansJobs = `SELECT s.id, s.owner,

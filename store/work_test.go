@@ -48,7 +48,7 @@ func queueFixture(t *testing.T, n int, prev compat.Status) (*SQLite, int64) {
 	}
 	var jobs []NewJob
 	for i := n - 1; i >= 0; i-- {
-		jobs = append(jobs, NewJob{Rank: i, RuntimeKey: wrtA.Key(), Job: fleet.Job{
+		jobs = append(jobs, NewJob{Rank: i, RuntimeKey: wrtA.RetestKey(), Job: fleet.Job{
 			ModelID: fmt.Sprintf("q/m%d", i), Revision: fmt.Sprintf("sha%d", i), Target: compat.TargetCPU,
 			Mode: compat.ModeArch, Files: []string{"config.json"}, TimeoutS: 60, Previous: prev,
 		}})
@@ -105,7 +105,7 @@ func TestLeasesGoInPopularityOrderToMatchingWorkers(t *testing.T) {
 		t.Fatalf("workers %+v (%v)", ws, err)
 	}
 	for _, w := range ws {
-		if w.ID == "a" && (w.Busy != 2 || w.Host != "host-a" || w.Runtime.Key() != wrtA.Key() || w.MemoryBytes != 8<<30) {
+		if w.ID == "a" && (w.Busy != 2 || w.Host != "host-a" || w.Runtime.RetestKey() != wrtA.RetestKey() || w.MemoryBytes != 8<<30) {
 			t.Errorf("worker a: %+v", w)
 		}
 	}
@@ -217,7 +217,7 @@ func TestExpiredLeasesRequeueThenFail(t *testing.T) {
 	}
 	r := h[0]
 	if r.Status != compat.StatusError || r.Status.HeldAgainstModel() || r.Message == nil ||
-		*r.Message != fleet.LostMessage(3, "host-c") || r.Worker != "host-c" || r.Runtime.Key() != wrtA.Key() {
+		*r.Message != fleet.LostMessage(3, "host-c") || r.Worker != "host-c" || r.Runtime.RetestKey() != wrtA.RetestKey() {
 		t.Errorf("lost-lease result %+v (message %v)", r, deref(r.Message))
 	}
 	st, err := s.QueueStats(ctx)
@@ -272,7 +272,7 @@ func TestRenewAndRelease(t *testing.T) {
 		t.Errorf("counts %+v", c)
 	}
 	st, err := s.QueueStats(ctx)
-	if err != nil || st.LostLeases != 1 || len(st.Open) != 1 || st.Open[0] != (QueueDepth{Target: "cpu", RuntimeKey: wrtA.Key(), Queued: 2, Leased: 1}) {
+	if err != nil || st.LostLeases != 1 || len(st.Open) != 1 || st.Open[0] != (QueueDepth{Target: "cpu", RuntimeKey: wrtA.RetestKey(), Queued: 2, Leased: 1}) {
 		t.Errorf("stats %+v, %v: the give-back is not a lost lease, b's expiry is", st, err)
 	}
 }
@@ -377,7 +377,7 @@ func TestShardedJobsGoToWorkersThatHoldThem(t *testing.T) {
 	s, scanID := queueFixture(t, 0, "")
 	var jobs []NewJob
 	for i, devices := range []int{2, 1, 1, 2, 1} {
-		jobs = append(jobs, NewJob{Rank: i, RuntimeKey: wrtA.Key(), Job: fleet.Job{ModelID: fmt.Sprintf("q/s%d", i),
+		jobs = append(jobs, NewJob{Rank: i, RuntimeKey: wrtA.RetestKey(), Job: fleet.Job{ModelID: fmt.Sprintf("q/s%d", i),
 			Revision: "r", Target: compat.TargetCPU, Mode: compat.ModeArch, TimeoutS: 60, Devices: devices}})
 	}
 	var ups []ModelUpsert

@@ -116,10 +116,15 @@ func (s *Server) apiModel(c *fiber.Ctx) error {
 	if d.Events == nil {
 		d.Events = []compat.Event{}
 	}
+	s.knowResults(d.History)
+	s.knowResults(d.Results)
+	s.knowEvents(d.Events)
 	return c.JSON(d)
 }
 
-// fillModel sets the fields the web layer owns: the Hub link.
+// fillModel sets the fields the web layer owns: the Hub link, and where
+// its result's signature is tracked.
 func (s *Server) fillModel(m *compat.Model) {
 	m.URL = s.hubModelURL(m.ID)
+	s.knowResult(m.Result)
 }

@@ -98,6 +98,8 @@ type failureGroup struct {
 	Downloads     int64               `json:"downloads"`
 	DownloadShare float64             `json:"download_share"` // of all known models' downloads
 	Examples      []string            `json:"examples"`       // a few model ids
+	// KnownIssue is where the signature is tracked (--known-issues), null if not.
+	KnownIssue *compat.KnownIssue `json:"known_issue"`
 }
 
 // apiFailures serves GET /api/v1/failures: failure signatures with the
@@ -117,7 +119,8 @@ func (s *Server) apiFailures(c *fiber.Ctx) error {
 	}
 	out := failuresBody{Target: string(target), Failures: make([]failureGroup, len(groups))}
 	for i, g := range groups {
-		out.Failures[i] = failureGroup(g)
+		out.Failures[i] = failureGroup{Signature: g.Signature, FailureClass: g.FailureClass, Op: g.Op, Models: g.Models,
+			Downloads: g.Downloads, DownloadShare: g.DownloadShare, Examples: g.Examples, KnownIssue: s.known.Match(g.Signature)}
 	}
 	return c.JSON(out)
 }

@@ -337,7 +337,7 @@ func TestAPIScanSummaryKeys(t *testing.T) {
 		t.Fatal("no failure groups")
 	}
 	for _, g := range fails.Failures {
-		if got, want := keys(g), []string{"download_share", "downloads", "examples", "failure_class", "models", "op",
+		if got, want := keys(g), []string{"download_share", "downloads", "examples", "failure_class", "known_issue", "models", "op",
 			"signature"}; !slices.Equal(got, want) {
 			t.Errorf("failure group keys %v; want %v", got, want)
 		}

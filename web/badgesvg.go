@@ -73,7 +73,7 @@ func badgeFor(m *compat.Model, target compat.Target, label string) badge {
 	}
 	r := m.Result
 	if r == nil {
-		return badge{Label: label, Message: "untested", Tone: toneNeutral}
+		return badge{Label: label, Message: wordOf(compat.StatusUntested).badge, Tone: toneOf(compat.StatusUntested)}
 	}
 	b := badge{Label: label, Tone: toneOf(r.Status)}
 	stage := func(word string) string {
@@ -82,9 +82,9 @@ func badgeFor(m *compat.Model, target compat.Target, label string) badge {
 		}
 		return word
 	}
-	switch r.Status {
-	case compat.StatusPass:
-		b.Message = "passing"
+	b.Message = wordOf(r.Status).badge
+	switch {
+	case r.Status == compat.StatusPass:
 		if r.Mode != nil && *r.Mode == compat.ModeArch {
 			// Random weights, fewer layers: the architecture's ops run; the
 			// checkpoint was not tested, and the speed is the reduced
@@ -93,25 +93,12 @@ func badgeFor(m *compat.Model, target compat.Target, label string) badge {
 		} else if r.Metrics.TokensPerS != nil {
 			b.Message += " · " + formatTokensPerS(*r.Metrics.TokensPerS)
 		}
-	case compat.StatusFail:
-		b.Message = stage("failing")
-	case compat.StatusOOM:
-		b.Message = stage("out of memory")
-	case compat.StatusTimeout:
-		b.Message = stage("timeout")
-	case compat.StatusCrash:
-		b.Message = stage("crash")
-	case compat.StatusSkipped:
-		b.Message = "skipped"
+	case r.Status.HeldAgainstModel():
+		b.Message = stage(b.Message)
+	case r.Status == compat.StatusSkipped:
 		if r.Reason != nil && *r.Reason != "" {
 			b.Message += " · " + strings.ReplaceAll(string(*r.Reason), "_", " ")
 		}
-	case compat.StatusError:
-		b.Message = "scan error"
-	case compat.StatusUntested:
-		b.Message = "untested"
-	default:
-		b.Message = string(r.Status)
 	}
 	b.Message = cleanText(b.Message, 64)
 	return b

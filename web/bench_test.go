@@ -16,7 +16,7 @@ func benchServe(b *testing.B, nModels, nResults int, path string) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	h := s.App().Handler()
+	h := s.app.Handler()
 	var ctx fasthttp.RequestCtx
 	ctx.Request.SetRequestURI(path)
 	h(&ctx)

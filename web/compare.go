@@ -145,6 +145,8 @@ type compareItemJSON struct {
 	BaseStatus compat.Status `json:"base_status"`
 	HeadStatus compat.Status `json:"head_status"`
 	Signature  *string       `json:"signature"`
+	// KnownIssue is where the signature is tracked (--known-issues).
+	KnownIssue *compat.KnownIssue `json:"known_issue"`
 }
 
 // compareBody is GET /api/v1/compare.
@@ -185,8 +187,9 @@ func (s *Server) apiCompare(c *fiber.Ctx) error {
 	r := cmp.Result
 	return c.JSON(compareBody{
 		Base: cmp.Base.Ref.Key(), Head: cmp.Head.Ref.Key(),
-		Fixed: itemsJSON(r.Fixed), Regressed: itemsJSON(r.Regressed), New: itemsJSON(r.New), StillFailing: itemsJSON(r.StillFailing),
-		Headline: headline(cmp.Label, r.Headline), Counts: r.Headline.Counts,
+		Fixed: s.knowItems(itemsJSON(r.Fixed)), Regressed: s.knowItems(itemsJSON(r.Regressed)), New: s.knowItems(itemsJSON(r.New)),
+		StillFailing: s.knowItems(itemsJSON(r.StillFailing)),
+		Headline:     headline(cmp.Label, r.Headline), Counts: r.Headline.Counts,
 		FixedDownloadShare: r.Headline.FixedShare, RegressedDownloadShare: r.Headline.RegressedShare,
 		BaseRuntime: toRuntimeJSON(cmp.Base), HeadRuntime: toRuntimeJSON(cmp.Head),
 	})

@@ -11,6 +11,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/valyala/fasthttp"
 
+	"github.com/google-pytorch/torchtpu-scanner/internal/requests"
 	"github.com/google-pytorch/torchtpu-scanner/store"
 )
 
@@ -34,8 +35,17 @@ func statusOf(err error) int {
 	switch {
 	case errors.Is(err, ErrNotFound), errors.Is(err, store.ErrNotFound):
 		return http.StatusNotFound
-	case errors.Is(err, ErrBadRequest), errors.Is(err, store.ErrBadCursor), errors.Is(err, store.ErrInvalid):
+	case errors.Is(err, ErrBadRequest), errors.Is(err, store.ErrBadCursor), errors.Is(err, store.ErrInvalid),
+		errors.Is(err, requests.ErrInvalid):
 		return http.StatusBadRequest
+	case errors.Is(err, requests.ErrRefused):
+		return http.StatusUnprocessableEntity
+	case errors.Is(err, requests.ErrAlreadyTested):
+		return http.StatusConflict
+	case errors.Is(err, requests.ErrQueueFull):
+		return http.StatusTooManyRequests
+	case errors.Is(err, requests.ErrHubUnavailable):
+		return http.StatusServiceUnavailable
 	case errors.Is(err, ErrUnauthorized):
 		return http.StatusUnauthorized
 	case errors.Is(err, ErrForbidden), errors.Is(err, ErrWritesDisabled):
@@ -55,6 +65,9 @@ func statusOf(err error) int {
 // publicMessage is what the client may read about err: the error text for
 // client errors, a generic sentence for server errors (details go to the log).
 func publicMessage(err error, status int) string {
+	if requests.ReasonOf(err) != "" {
+		return err.Error() // a test request's refusal is written for the public
+	}
 	if status >= 500 {
 		if status == http.StatusServiceUnavailable {
 			return "the service is temporarily unavailable, try again shortly"
@@ -91,6 +104,9 @@ func (s *Server) handleError(c *fiber.Ctx, err error) error {
 	msg := publicMessage(err, status)
 	c.Status(status)
 	if wantsJSON(c.Path()) || c.Method() != fiber.MethodGet && c.Method() != fiber.MethodHead {
+		if reason := requests.ReasonOf(err); reason != "" {
+			return c.JSON(fiber.Map{"error": msg, "reason": reason})
+		}
 		return c.JSON(fiber.Map{"error": msg})
 	}
 	if rerr := s.render(c, "error", errorPage{Status: status, Title: http.StatusText(status), Message: msg}); rerr != nil {

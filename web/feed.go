@@ -2,6 +2,7 @@ package web
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"html/template"
 	"strconv"
@@ -10,7 +11,9 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/google-pytorch/torchtpu-scanner/internal/changetext"
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
+	"github.com/google-pytorch/torchtpu-scanner/internal/watch"
 )
 
 // feedItems is how many status changes the feed carries.
@@ -36,120 +39,44 @@ type feedItem struct {
 	DatePublished string   `json:"date_published"`
 	DateModified  string   `json:"date_modified,omitempty"`
 	Tags          []string `json:"tags"`
+
+	// What the filters and the known issues look at (feed_watch.go).
+	about      watch.Item
+	signatures []string // the failure signatures the item shows
 }
 
 // feed serves GET /feed.json: status changes (regressions, fixes, new
 // results, flaky results) and new runtimes (each compared with the one
-// before it), newest first, with stable ids.
-func (s *Server) feed(c *fiber.Ctx) error {
-	ctx := c.UserContext()
-	changed, err := s.store.Changed(ctx)
-	if err != nil {
-		return fmt.Errorf("web: feed: %w", err)
-	}
-	base := s.base(c)
-	if notModified(c, etagOf(changedTag(changed), base, s.hubEndpoint)) {
-		return c.SendStatus(fiber.StatusNotModified)
-	}
-	events, err := s.store.Events(ctx, feedItems)
-	if err != nil {
-		return fmt.Errorf("web: feed: %w", err)
-	}
-	f := jsonFeed{
-		Version:     "https://jsonfeed.org/version/1.1",
-		Title:       "TorchTPU compatibility: status changes",
-		HomePageURL: base + "/",
-		FeedURL:     base + "/feed.json",
-		Description: "Regressions, fixes and new results of popular Hugging Face models on TorchTPU.",
-		Language:    "en",
-		Items:       []feedItem{},
-	}
+// before it), newest first, with stable ids; ?model=&org=&target=&kind=
+// filter it, and /feed.atom is the same as Atom (feed_watch.go).
+func (s *Server) feed(c *fiber.Ctx) error { return s.serveFeed(c, feedJSON) }
+
+// feedSource is the feed before its filters (feed_watch.go): the status
+// changes given and the new runtimes, newest first.
+func (s *Server) feedSource(ctx context.Context, base string, changed time.Time, events []compat.Event) ([]feedItem, error) {
+	items := []feedItem{}
 	for _, e := range events {
+		if !e.AboutVerdicts() { // the scanner's own errors are no news of a model (events from before they were left out)
+			continue
+		}
 		it, err := feedEntry(base, e)
 		if err != nil {
-			return fmt.Errorf("web: feed: %w", err)
+			return nil, err
 		}
-		f.Items = append(f.Items, it)
+		items = append(items, it)
 	}
 	rtItems, err := s.runtimeFeedItems(ctx, base, changed)
 	if err != nil {
-		return fmt.Errorf("web: feed runtimes: %w", err)
+		return nil, fmt.Errorf("runtimes: %w", err)
 	}
-	f.Items = append(f.Items, rtItems...)
-	byDate(f.Items)
-	c.Set(fiber.HeaderContentType, "application/feed+json; charset=utf-8")
-	c.Set(fiber.HeaderCacheControl, "max-age=60")
-	body, err := c.App().Config().JSONEncoder(f)
-	if err != nil {
-		return fmt.Errorf("web: feed: %w", err)
-	}
-	return c.Send(body)
+	items = append(items, rtItems...)
+	byDate(items)
+	return items, nil
 }
 
-// verb says what a status means in a sentence: "Qwen/x fails on tpu".
-func verb(st compat.Status) string {
-	switch st {
-	case compat.StatusPass:
-		return "passes"
-	case compat.StatusFail:
-		return "fails"
-	case compat.StatusOOM:
-		return "runs out of memory"
-	case compat.StatusTimeout:
-		return "times out"
-	case compat.StatusCrash:
-		return "crashes"
-	case compat.StatusSkipped:
-		return "is skipped"
-	case compat.StatusError:
-		return "could not be tested"
-	case compat.StatusUntested:
-		return "is untested"
-	}
-	return "is " + string(st)
-}
-
-// eventTitle is the one-line summary of a status change, e.g.
-// "Regression: org/model fails on tpu (forward, unsupported_op aten::_fft_r2c)".
-func eventTitle(e compat.Event) string {
-	var parts []string
-	if e.Stage != nil && *e.Stage != "" && e.ToStatus != compat.StatusPass {
-		parts = append(parts, string(*e.Stage))
-	}
-	if e.Signature != nil && *e.Signature != "" {
-		parts = append(parts, strings.Replace(*e.Signature, ":", " ", 1))
-	}
-	why := ""
-	if len(parts) > 0 {
-		why = " (" + strings.Join(parts, ", ") + ")"
-	}
-	on := " on " + string(e.Target)
-	switch e.Kind {
-	case compat.EventRegression:
-		return "Regression: " + e.ModelID + " " + verb(e.ToStatus) + on + why
-	case compat.EventFix:
-		return "Fixed: " + e.ModelID + " " + verb(e.ToStatus) + on + wasStatus(e)
-	case compat.EventNew:
-		return "New: " + e.ModelID + " " + verb(e.ToStatus) + on + why
-	case compat.EventFlaky:
-		return "Flaky: " + e.ModelID + on + ": " + string(e.ToStatus) + " did not reproduce" + keptStatus(e)
-	}
-	return "Changed: " + e.ModelID + " " + verb(e.ToStatus) + on + wasStatus(e) + why
-}
-
-func wasStatus(e compat.Event) string {
-	if e.FromStatus == "" {
-		return ""
-	}
-	return " (was " + string(e.FromStatus) + ")"
-}
-
-func keptStatus(e compat.Event) string {
-	if e.FromStatus == "" {
-		return ""
-	}
-	return " (kept " + string(e.FromStatus) + ")"
-}
+// eventTitle is the one-line summary of a status change
+// (internal/changetext owns the wording; webhooks say the same).
+func eventTitle(e compat.Event) string { return changetext.Title(e) }
 
 // eventHTML is the HTML body of a feed item; html/template escapes every
 // value that came from the Hub or a probe.
@@ -195,5 +122,7 @@ func feedEntry(base string, e compat.Event) (feedItem, error) {
 		ContentHTML:   h.String(),
 		DatePublished: e.At.UTC().Format(time.RFC3339),
 		Tags:          []string{string(e.Kind), string(e.Target), string(e.ToStatus)},
+		about:         watch.Item{ModelID: e.ModelID, Target: e.Target, Kind: string(e.Kind)},
+		signatures:    nonEmpty(deref(e.Signature)),
 	}, nil
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compare"
+	"github.com/google-pytorch/torchtpu-scanner/internal/watch"
 )
 
 // feedRuntimes is how many of the newest runtimes the feed announces, each
@@ -79,6 +80,7 @@ func runtimeEntry(base string, cmp *comparison) (feedItem, error) {
 		Lists                       []runtimeItemList
 	}{Headline: head, Target: target, Base: fmtVersions(cmp.Base.Ref), URL: page}
 	var text strings.Builder
+	var sigs []string // the signatures the item shows, for their known issues (feed_watch.go)
 	fmt.Fprintf(&text, "%s on %s, compared with %s.", head, target, data.Base)
 	for _, l := range []struct {
 		title string
@@ -96,6 +98,7 @@ func runtimeEntry(base string, cmp *comparison) (feedItem, error) {
 			}
 			m := runtimeItemModel{ID: it.ID, URL: base + modelPath(it.ID), From: string(it.BaseStatus), To: string(it.HeadStatus), Signature: it.Signature}
 			list.Items = append(list.Items, m)
+			sigs = append(sigs, m.Signature)
 			fmt.Fprintf(&text, "\n%s: %s → %s", m.ID, m.From, m.To)
 			if m.Signature != "" {
 				text.WriteString(" (" + m.Signature + ")")
@@ -117,6 +120,8 @@ func runtimeEntry(base string, cmp *comparison) (feedItem, error) {
 		DatePublished: cmp.Head.FirstSeen.UTC().Format(time.RFC3339),
 		DateModified:  cmp.Head.LastSeen.UTC().Format(time.RFC3339),
 		Tags:          []string{"runtime", target},
+		about:         watch.Item{Target: cmp.Head.Ref.Target, Kind: watch.KindRuntime},
+		signatures:    nonEmpty(sigs...),
 	}, nil
 }
 

@@ -48,7 +48,7 @@ func FuzzRequest(f *testing.F) {
 			return // refused with 431 before routing (TestListenAndShutdown)
 		}
 		req := httptest.NewRequest("GET", u.RequestURI(), nil)
-		resp, err := s.App().Test(req, -1)
+		resp, err := s.app.Test(req, -1)
 		if err != nil {
 			t.Fatalf("GET %q: %v", target, err)
 		}

@@ -45,6 +45,10 @@ type modelView struct {
 	Charts  []modelCharts
 	// Readiness is the model's readiness block; nil when not computed.
 	Readiness *readinessView
+	// Without a result: the model's open test request, else the form to
+	// ask for one (nil when requests are off).
+	Request *store.TestRequest
+	Form    *requestForm
 }
 
 // Model page history: the table shows the newest historyRows results, the
@@ -66,6 +70,9 @@ func (s *Server) modelPage(c *fiber.Ctx) error {
 	m, err := s.store.GetModel(ctx, id, "")
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
+			if s.requests != nil && compat.ValidateModelID(id) == nil {
+				return s.unknownModel(c, id)
+			}
 			return fmt.Errorf("%w: the scanner does not know model %s", ErrNotFound, quoteShort(id))
 		}
 		return fmt.Errorf("web: model page: %w", err)
@@ -89,6 +96,15 @@ func (s *Server) modelPage(c *fiber.Ctx) error {
 	v := modelView{Model: m, Events: events, History: history[:min(len(history), historyRows)], Charts: historyCharts(history),
 		Readiness: newReadinessView(m.Readiness)}
 	v.Canonical = modelPath(m.ID)
+	v.Feeds = modelFeeds(m.ID)
+	if len(current) == 0 {
+		if v.Request, err = s.requestFor(ctx, m.ID); err != nil {
+			return err
+		}
+		if v.Request == nil {
+			v.Form = s.form(m.ID)
+		}
+	}
 	targets := []compat.Target{}
 	for _, r := range current {
 		v.Current = append(v.Current, resultView{Result: r, Metrics: metricRows(r.Metrics)})

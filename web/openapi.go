@@ -14,13 +14,14 @@ var openapiJSON []byte
 
 // loadOpenAPI checks the embedded OpenAPI document and drops the
 // operations the server does not serve: the scan request without a
-// ScanControl, the worker protocol without workers and their token.
-func loadOpenAPI(withScanRequests, withWork bool) ([]byte, error) {
+// ScanControl, the worker protocol without workers and their token, the
+// test requests without a desk.
+func loadOpenAPI(withScanRequests, withWork, withTestRequests bool) ([]byte, error) {
 	var doc map[string]any
 	if err := json.Unmarshal(openapiJSON, &doc); err != nil {
 		return nil, fmt.Errorf("web: openapi.json: %w", err)
 	}
-	if withScanRequests && withWork {
+	if withScanRequests && withWork && withTestRequests {
 		return openapiJSON, nil
 	}
 	paths, _ := doc["paths"].(map[string]any)
@@ -28,7 +29,7 @@ func loadOpenAPI(withScanRequests, withWork bool) ([]byte, error) {
 		delete(scans, "post")
 	}
 	for p := range paths {
-		if strings.HasPrefix(p, "/api/v1/work/") && !withWork {
+		if strings.HasPrefix(p, "/api/v1/work/") && !withWork || strings.HasPrefix(p, "/api/v1/requests") && !withTestRequests {
 			delete(paths, p)
 		}
 	}

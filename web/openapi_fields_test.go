@@ -11,6 +11,7 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/internal/fleet"
 	"github.com/google-pytorch/torchtpu-scanner/internal/readiness"
+	"github.com/google-pytorch/torchtpu-scanner/internal/webhook"
 )
 
 // jsonFields are the JSON object keys encoding/json writes for a struct
@@ -94,6 +95,9 @@ func TestOpenAPISchemasMatchTheJSON(t *testing.T) {
 		{"WorkerView", reflect.TypeFor[fleet.WorkerView]()},
 		{"Job", reflect.TypeFor[fleet.Job]()},
 		{"Lease", reflect.TypeFor[fleet.Lease]()},
+		{"KnownIssue", reflect.TypeFor[compat.KnownIssue]()},
+		{"TestRequest", reflect.TypeFor[requestJSON]()},
+		{"WebhookPayload", reflect.TypeFor[webhook.Payload]()},
 	} {
 		s, ok := doc.Components.Schemas[tc.schema]
 		if !ok {

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"encoding/json"
 	"regexp"
 	"slices"
@@ -8,13 +9,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google-pytorch/torchtpu-scanner/store"
 	"github.com/google-pytorch/torchtpu-scanner/store/storetest"
 )
 
 // pageRoutes are the routes that serve HTML or assets, not API: they are
 // not in the OpenAPI document.
 var pageRoutes = map[string]bool{"/": true, "/methodology": true, "/models/*": true, "/static/:name": true,
-	"/runtimes": true, "/compare": true}
+	"/runtimes": true, "/compare": true, "/requests": true, "/requests/:id": true}
 
 // docPaths maps a fiber route to the OpenAPI paths it serves.
 func docPaths(route string) []string {
@@ -27,12 +29,26 @@ func docPaths(route string) []string {
 	return []string{regexp.MustCompile(`:(\w+)`).ReplaceAllString(route, "{$1}")}
 }
 
+// noDesk is a RequestDesk that knows no request.
+type noDesk struct{}
+
+func (noDesk) Ask(context.Context, string) (store.TestRequest, bool, error) {
+	return store.TestRequest{}, false, store.ErrNotFound
+}
+func (noDesk) Get(context.Context, int64) (store.TestRequest, error) {
+	return store.TestRequest{}, store.ErrNotFound
+}
+func (noDesk) Open(context.Context, string) (store.TestRequest, error) {
+	return store.TestRequest{}, store.ErrNotFound
+}
+
 func TestOpenAPIMatchesRoutes(t *testing.T) {
 	for _, withScans := range []bool{true, false} {
 		cfg := Config{Store: storetest.MustOpen(t), Logger: discard}
 		if withScans {
 			cfg.Scans = &fakeScans{}
 			cfg.Work, cfg.WorkerToken = &fakeWork{}, "wt" // the worker protocol's routes too
+			cfg.Requests = noDesk{}                       // and the test requests
 		}
 		s, err := New(cfg)
 		if err != nil {
@@ -49,7 +65,7 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 		}
 
 		fromRoutes := map[string]bool{}
-		for _, rt := range s.App().GetRoutes(true) {
+		for _, rt := range s.app.GetRoutes(true) {
 			if rt.Method != "GET" && rt.Method != "POST" || pageRoutes[rt.Path] {
 				continue
 			}

@@ -310,7 +310,7 @@ func htmlEscapeForCheck(s string) string {
 // states are the harness's own (harness_inputs.py), so neither changes
 // alone.
 func TestMethodologyStatesThePassageRule(t *testing.T) {
-	src, err := os.ReadFile(filepath.Join("..", "internal", "probe", "harness", "harness_inputs.py"))
+	src, err := os.ReadFile(filepath.Join("..", "internal", "harness", "harness_inputs.py"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -366,7 +366,11 @@ func TestMethodologyPage(t *testing.T) {
 		// the task families of tasks.json, and the tags transformers has no class for
 		`<td><code>contrastive</code></td><td><code>zero-shot-image-classification</code></td>`,
 		"<code>image-text-to-text</code>", "<code>visual-document-retrieval</code>", "pred_boxes (boxes)",
-		"<dt><code>text-to-image</code></dt><dd>diffusion pipelines", "names the missing field"} {
+		"<dt><code>text-to-image</code></dt><dd>diffusion pipelines", "names the missing field",
+		// whose failure it is: the reference decides, and a cpu verdict compares bfloat16 with it
+		`<p id="reference-rule">When a stage fails on the target, the same stage runs on the float32 CPU reference with the same inputs`,
+		"<code>harness_inputs:…</code>", "<code>environment:missing_package:timm</code>",
+		"a bfloat16 run compared with the float32 CPU reference"} {
 		if !strings.Contains(r.body, want) {
 			t.Errorf("methodology lacks %q", want)
 		}

@@ -2,8 +2,6 @@ package web
 
 import (
 	"fmt"
-	"math"
-	"strconv"
 	"strings"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
@@ -19,18 +17,9 @@ const (
 	toneNeutral tone = "neutral" // skipped, error, untested, unknown: no verdict on the model
 )
 
-// toneOf maps a status word to its colour group. Anything unknown is neutral.
-func toneOf(s compat.Status) tone {
-	switch s {
-	case compat.StatusPass:
-		return tonePass
-	case compat.StatusFail:
-		return toneFail
-	case compat.StatusOOM, compat.StatusTimeout, compat.StatusCrash:
-		return toneWarn
-	}
-	return toneNeutral
-}
+// toneOf maps a status word to its colour group (statusWords). Anything
+// unknown is neutral.
+func toneOf(s compat.Status) tone { return wordOf(s).tone }
 
 // chip is the foreground and background of a status label on a page.
 type chip struct{ FG, BG string }
@@ -91,40 +80,4 @@ func statusCSS() string {
 		fmt.Fprintf(&b, ".chart .t-%s { fill: var(--%s-fg); }\n", t, t) // status bands, bars (web/chart)
 	}
 	return b.String()
-}
-
-// relativeLuminance is WCAG 2's relative luminance of a #rrggbb colour.
-func relativeLuminance(hex string) (float64, error) {
-	h := strings.TrimPrefix(hex, "#")
-	if len(h) != 6 {
-		return 0, fmt.Errorf("colour %q: want #rrggbb", hex)
-	}
-	v, err := strconv.ParseUint(h, 16, 32)
-	if err != nil {
-		return 0, fmt.Errorf("colour %q: %w", hex, err)
-	}
-	ch := func(c uint64) float64 {
-		x := float64(c) / 255
-		if x <= 0.03928 {
-			return x / 12.92
-		}
-		return math.Pow((x+0.055)/1.055, 2.4)
-	}
-	return 0.2126*ch(v>>16&0xff) + 0.7152*ch(v>>8&0xff) + 0.0722*ch(v&0xff), nil
-}
-
-// contrastRatio is WCAG 2's contrast ratio of two #rrggbb colours (1 to 21).
-func contrastRatio(a, b string) (float64, error) {
-	la, err := relativeLuminance(a)
-	if err != nil {
-		return 0, err
-	}
-	lb, err := relativeLuminance(b)
-	if err != nil {
-		return 0, err
-	}
-	if la < lb {
-		la, lb = lb, la
-	}
-	return (la + 0.05) / (lb + 0.05), nil
 }

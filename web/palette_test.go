@@ -1,6 +1,9 @@
 package web
 
 import (
+	"fmt"
+	"math"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -82,4 +85,40 @@ func TestStatusCSSUsesPalette(t *testing.T) {
 	if !strings.Contains(css, "prefers-color-scheme: dark") {
 		t.Error("no dark mode")
 	}
+}
+
+// relativeLuminance is WCAG 2's relative luminance of a #rrggbb colour.
+func relativeLuminance(hex string) (float64, error) {
+	h := strings.TrimPrefix(hex, "#")
+	if len(h) != 6 {
+		return 0, fmt.Errorf("colour %q: want #rrggbb", hex)
+	}
+	v, err := strconv.ParseUint(h, 16, 32)
+	if err != nil {
+		return 0, fmt.Errorf("colour %q: %w", hex, err)
+	}
+	ch := func(c uint64) float64 {
+		x := float64(c) / 255
+		if x <= 0.03928 {
+			return x / 12.92
+		}
+		return math.Pow((x+0.055)/1.055, 2.4)
+	}
+	return 0.2126*ch(v>>16&0xff) + 0.7152*ch(v>>8&0xff) + 0.0722*ch(v&0xff), nil
+}
+
+// contrastRatio is WCAG 2's contrast ratio of two #rrggbb colours (1 to 21).
+func contrastRatio(a, b string) (float64, error) {
+	la, err := relativeLuminance(a)
+	if err != nil {
+		return 0, err
+	}
+	lb, err := relativeLuminance(b)
+	if err != nil {
+		return 0, err
+	}
+	if la < lb {
+		la, lb = lb, la
+	}
+	return (la + 0.05) / (lb + 0.05), nil
 }

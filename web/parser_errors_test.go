@@ -35,7 +35,7 @@ func TestHeadersTooLargeAnswerInTheRouteForm(t *testing.T) {
 		t.Fatal(err)
 	}
 	go ts.Listen(ln)
-	t.Cleanup(func() { ts.App().Shutdown() })
+	t.Cleanup(func() { ts.app.Shutdown() })
 	for _, tt := range []struct {
 		path, ctype string
 	}{

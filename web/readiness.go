@@ -222,5 +222,5 @@ type readinessMethodology struct {
 
 func newReadinessMethodology() readinessMethodology {
 	return readinessMethodology{Generations: readiness.Generations, Rules: readiness.Rules, Peaks: harness.DevicePeaks(),
-		MaxContext: readiness.MaxContext, HeadroomPct: int(readiness.Headroom * 100)}
+		MaxContext: readiness.MaxContext, HeadroomPct: readiness.ServingHeadroomPct}
 }

@@ -19,6 +19,10 @@ func (s *Server) routes(app *fiber.App) {
 	app.Get("/runtimes", s.runtimesPage)
 	app.Get("/compare", s.comparePage)
 	app.Get("/static/:name", s.asset)
+	if s.requests != nil {
+		app.Post("/requests", s.formAsk) // the "Request a test" form (requests.go)
+		app.Get("/requests/:id", s.requestPage)
+	}
 
 	// Badges: /badge/{id}.svg and /badge/{id}.json (CORS set by secure).
 	app.Get("/badge/*", s.badge)
@@ -39,11 +43,16 @@ func (s *Server) routes(app *fiber.App) {
 	if s.scans != nil {
 		api.Post("/scans", s.apiRequestScan)
 	}
+	if s.requests != nil {
+		api.Post("/requests", s.apiAsk)
+		api.Get("/requests/:id", s.apiRequest)
+	}
 	api.Get("/openapi.json", s.apiOpenAPI)
 	api.Get("/workers", s.apiWorkers)
 
 	// Feeds and exports.
 	app.Get("/feed.json", cors, s.feed)
+	app.Get("/feed.atom", cors, s.feedAtomPath)
 	app.Get("/export.csv", cors, s.exportCSV)
 
 	// Operations.

@@ -23,6 +23,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/google-pytorch/torchtpu-scanner/internal/knownissues"
 	"github.com/google-pytorch/torchtpu-scanner/internal/metrics"
 	"github.com/google-pytorch/torchtpu-scanner/store"
 )
@@ -94,6 +95,16 @@ type Config struct {
 	// WorkerToken guards /api/v1/work/… (Authorization: Bearer …); empty
 	// turns those routes off (404).
 	WorkerToken string
+
+	// KnownIssues maps failure signatures to where they are tracked
+	// (--known-issues); the zero table knows none.
+	KnownIssues knownissues.Table
+	// Requests takes test requests (requests.Desk); nil turns POST
+	// /api/v1/requests, the request pages and the "Request a test" form off.
+	Requests RequestDesk
+	// RequestRate is how many test requests one client (IP) may make per
+	// hour (--request-rate); 0 or less: no limit.
+	RequestRate int
 }
 
 // sizeCaches sets how long the change marker is trusted and how many
@@ -155,6 +166,11 @@ type Server struct {
 
 	shutdownOnce sync.Once
 	shutdownErr  error
+
+	known     knownissues.Table
+	requests  RequestDesk
+	askLimit  *rateLimiter // test requests per client; nil when off
+	formToken formTokens   // the request form's anti-forgery tokens
 }
 
 // New prepares a server: it parses the templates, hashes the assets and
@@ -174,6 +190,9 @@ func New(cfg Config) (*Server, error) {
 		version:     cfg.Version,
 		log:         cfg.Logger,
 		reg:         cfg.Metrics,
+		known:       cfg.KnownIssues,
+		requests:    cfg.Requests,
+		formToken:   newFormTokens(time.Now),
 	}
 	if s.hubEndpoint == "" {
 		s.hubEndpoint = DefaultHubEndpoint
@@ -214,6 +233,9 @@ func New(cfg Config) (*Server, error) {
 	if rate > 0 {
 		s.limiter = newRateLimiter(rate, burst, time.Now)
 	}
+	if perHour := cfg.RequestRate; perHour > 0 {
+		s.askLimit = newRateLimiter(float64(perHour)/3600, perHour, time.Now)
+	}
 
 	if s.assets, err = loadAssets(); err != nil {
 		return nil, err
@@ -221,7 +243,7 @@ func New(cfg Config) (*Server, error) {
 	if s.pages, err = parsePages(s.funcs()); err != nil {
 		return nil, err
 	}
-	if s.openapi, err = loadOpenAPI(s.scans != nil, s.work != nil && s.workerToken != ""); err != nil {
+	if s.openapi, err = loadOpenAPI(s.scans != nil, s.work != nil && s.workerToken != "", s.requests != nil); err != nil {
 		return nil, err
 	}
 
@@ -268,9 +290,6 @@ func (s *Server) declareSeries() {
 	}
 	s.httpReqs.Declare([]string{"unmatched", "404"})
 }
-
-// App is the fiber application, for tests and for mounting.
-func (s *Server) App() *fiber.App { return s.app }
 
 // Listen serves HTTP on ln until Shutdown.
 func (s *Server) Listen(ln net.Listener) error {

@@ -103,7 +103,7 @@ func TestNewDefaultBodyLimit(t *testing.T) {
 // within a second.
 func TestNewConnectionTimeouts(t *testing.T) {
 	ts := newTestServer(t, 0, 0, Config{})
-	cfg := ts.App().Config()
+	cfg := ts.app.Config()
 	for name, d := range map[string]time.Duration{"read": cfg.ReadTimeout, "write": cfg.WriteTimeout, "idle": cfg.IdleTimeout} {
 		if d < time.Second || d > 10*time.Minute {
 			t.Errorf("%s timeout %v, want between 1 s and 10 min", name, d)

@@ -102,7 +102,7 @@ func (ts *testServer) do(t *testing.T, method, target string, header map[string]
 	if h, ok := header["Host"]; ok {
 		req.Host = h
 	}
-	resp, err := ts.App().Test(req, 10_000)
+	resp, err := ts.app.Test(req, 10_000)
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, target, err)
 	}

@@ -17,18 +17,6 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/store"
 )
 
-// statusMeanings is the legend of the status words (from the contract).
-var statusMeanings = map[compat.Status]string{
-	compat.StatusPass:     "every stage ran and the numerics matched the CPU reference within tolerance",
-	compat.StatusFail:     "a stage failed; the stage and the failure class say where and why",
-	compat.StatusOOM:      "the device ran out of memory",
-	compat.StatusTimeout:  "the probe ran past its wall-clock limit and was killed",
-	compat.StatusCrash:    "the probe process died (signal, abort)",
-	compat.StatusSkipped:  "preflight declined to run it; the reason says why",
-	compat.StatusError:    "the scanner's own environment failed; never held against the model",
-	compat.StatusUntested: "the model is known, no result yet",
-}
-
 // legendEntry is one status word and its meaning.
 type legendEntry struct {
 	Status  compat.Status
@@ -38,7 +26,7 @@ type legendEntry struct {
 func legend() []legendEntry {
 	out := make([]legendEntry, len(compat.Statuses))
 	for i, st := range compat.Statuses {
-		out[i] = legendEntry{st, statusMeanings[st]}
+		out[i] = legendEntry{st, wordOf(st).meaning}
 	}
 	return out
 }
@@ -234,20 +222,21 @@ func (s *Server) tableCharts(ctx context.Context, v *tableView, changed time.Tim
 	return nil
 }
 
-// sortHeaders builds the links of the sortable column headers: a click
-// sorts by the column, a second click reverses it.
+// sortHeaders builds the links of the sortable column headers, one per
+// store order (store.Sorts; the table shows those it has a column for): a
+// click sorts by the column, a second click reverses it.
 func sortHeaders(f tableForm) map[string]sortHeader {
 	cur := f.Sort
 	if cur == "" {
 		cur = store.DefaultSort
 	}
 	out := map[string]sortHeader{}
-	for _, key := range []string{"id", "downloads", "status", "tokens_per_s", "tested_at"} {
+	for _, o := range store.Sorts() {
+		key := o.Name
 		h := sortHeader{Aria: "none"}
 		order := ""
 		if key == cur {
-			natural, _ := store.LookupSort(key)
-			desc := natural.Desc
+			desc := o.Desc
 			if f.Order != "" {
 				desc = f.Order == "desc"
 			}

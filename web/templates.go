@@ -22,7 +22,7 @@ var templateFS embed.FS
 
 // pageNames are the pages; each is templates/{name}.html on top of
 // templates/layout.html.
-var pageNames = []string{"table", "model", "methodology", "error", "runtimes", "compare"}
+var pageNames = []string{"table", "model", "methodology", "error", "runtimes", "compare", "request"}
 
 // pages holds the parsed page templates.
 type pages struct {
@@ -35,7 +35,7 @@ func parsePages(funcs template.FuncMap) (*pages, error) {
 	p := &pages{t: map[string]*template.Template{}}
 	for _, name := range pageNames {
 		t, err := template.New("layout.html").Funcs(funcs).Option("missingkey=error").
-			ParseFS(templateFS, "templates/layout.html", "templates/readiness.html", "templates/"+name+".html")
+			ParseFS(templateFS, "templates/layout.html", "templates/readiness.html", "templates/watch.html", "templates/"+name+".html")
 		if err != nil {
 			return nil, fmt.Errorf("web: template %s: %w", name, err)
 		}
@@ -55,6 +55,13 @@ type layout struct {
 	Refresh int
 	// Canonical is the page's canonical path, "" for none.
 	Canonical string
+	// Feeds are the page's own feeds (a model's), besides the site's.
+	Feeds []feedLink
+}
+
+// feedLink is a feed a page links in its head.
+type feedLink struct {
+	Name, Type, Title, Href string
 }
 
 // render executes page name with data and sends it as HTML, keeping the
@@ -115,6 +122,7 @@ func (s *Server) funcs() template.FuncMap {
 		"giga":       func(f float64) float64 { return f / 1e9 },
 		"versions":   fmtVersions,
 		"sub":        func(a, b int) int { return a - b },
+		"known":      s.knownIssue,
 	}
 }
 

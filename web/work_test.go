@@ -69,7 +69,7 @@ func (ts *testServer) post(t *testing.T, target, token string, body []byte) resp
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
-	resp, err := ts.App().Test(req, 10_000)
+	resp, err := ts.app.Test(req, 10_000)
 	if err != nil {
 		t.Fatalf("POST %s: %v", target, err)
 	}
@@ -281,7 +281,7 @@ func TestWorkRoutesOverTheRealQueue(t *testing.T) {
 		t.Fatal(err)
 	}
 	job := fleet.Job{ModelID: "org/m", Revision: "sha", Target: compat.TargetCPU, Mode: compat.ModeArch, Files: []string{"config.json"}}
-	if err := d.Enqueue(ctx, scanID, []store.NewJob{{Rank: 0, RuntimeKey: rt.Key(), Job: job}}); err != nil {
+	if err := d.Enqueue(ctx, scanID, []store.NewJob{{Rank: 0, RuntimeKey: rt.RetestKey(), Job: job}}); err != nil {
 		t.Fatal(err)
 	}
 	leaseReq := mustJSON(t, fleet.LeaseRequest{Worker: w, Max: 1})

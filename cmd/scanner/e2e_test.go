@@ -252,7 +252,8 @@ func startServer(t *testing.T, args []string, env map[string]string) string {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	a, err := app.New(ctx, cfg, slog.New(slog.DiscardHandler), "test")
+	serving := servingAddr{addr: make(chan string, 1)}
+	a, err := app.New(ctx, cfg, slog.New(serving), "test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -270,7 +271,39 @@ func startServer(t *testing.T, args []string, env map[string]string) string {
 		}
 		a.Close()
 	})
-	return "http://" + a.Addr()
+	select {
+	case addr := <-serving.addr:
+		return "http://" + addr
+	case err := <-done:
+		t.Fatalf("serve ended before it served: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the server did not say where it serves within 30s")
+	}
+	return ""
+}
+
+// servingAddr is a log handler that hands on the address of the app's
+// "serving" line (the port it chose for 127.0.0.1:0) and drops the rest.
+type servingAddr struct{ addr chan string }
+
+func (h servingAddr) Enabled(context.Context, slog.Level) bool { return true }
+func (h servingAddr) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h servingAddr) WithGroup(string) slog.Handler            { return h }
+func (h servingAddr) Handle(_ context.Context, r slog.Record) error {
+	if r.Message != "serving" {
+		return nil
+	}
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key == "addr" {
+			select {
+			case h.addr <- a.Value.String():
+			default:
+			}
+			return false
+		}
+		return true
+	})
+	return nil
 }
 
 func get(t *testing.T, url string, want int) string {

@@ -105,7 +105,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, "scanner check: want exactly one MODEL id")
 			return 2
 		}
-		code, line := check.CheckSince(ctx, cfg.Server, positional[0], cfg.Target, cfg.Since, nil)
+		code, line := check.Check(ctx, cfg.Server, positional[0], cfg.Target, cfg.Since, nil)
 		fmt.Fprintln(stdout, termsafe.Line(line))
 		return code
 	case config.CmdWorker:

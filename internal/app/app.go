@@ -47,9 +47,6 @@ type App struct {
 	Fleet   *dispatch.Dispatcher
 	Metrics *metrics.Registry
 	m       appMetrics
-
-	listener net.Listener
-	ready    chan struct{}
 }
 
 // New opens the database and builds every part from cfg. The caller must
@@ -58,7 +55,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, version strin
 	if log == nil {
 		log = slog.Default()
 	}
-	a := &App{cfg: cfg, log: log, version: version, Metrics: metrics.NewRegistry(), ready: make(chan struct{})}
+	a := &App{cfg: cfg, log: log, version: version, Metrics: metrics.NewRegistry()}
 	a.m = newAppMetrics(a.Metrics, version)
 
 	st, err := store.Open(ctx, cfg.DB)
@@ -230,6 +227,10 @@ func (a *App) Serve(ctx context.Context) error {
 	if a.Fleet != nil {
 		wcfg.Work, wcfg.WorkerToken = a.Fleet, a.cfg.WorkerToken
 	}
+	sender, err := a.watch(ctx, &wcfg)
+	if err != nil {
+		return err
+	}
 	srv, err := web.New(wcfg)
 	if err != nil {
 		return fmt.Errorf("web: %w", err)
@@ -238,7 +239,6 @@ func (a *App) Serve(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", a.cfg.Addr, err)
 	}
-	a.listener = ln
 	a.log.Info("serving", "addr", ln.Addr().String(), "db", a.cfg.DB, "hub", a.cfg.HubEndpoint, "schedule", schedule(a.cfg))
 
 	scanCtx, stopScans := context.WithCancel(context.Background())
@@ -250,10 +250,25 @@ func (a *App) Serve(ctx context.Context) error {
 		}
 		a.Service.Run(scanCtx)
 	}()
+	// The webhooks' deliveries: background work of their own, which reads
+	// what the scans write and never holds them up.
+	hooksCtx, stopHooks := context.WithCancel(context.Background())
+	hooksDone := make(chan struct{})
+	go func() {
+		defer close(hooksDone)
+		if sender != nil {
+			sender.Run(hooksCtx)
+		}
+	}()
+	stopBackground := func() {
+		stopScans()
+		<-scansDone
+		stopHooks()
+		<-hooksDone
+	}
 	if !a.cfg.NoSchedule {
 		if err := a.Service.Schedule(a.cfg.Schedule); err != nil {
-			stopScans()
-			<-scansDone
+			stopBackground()
 			ln.Close()
 			return err
 		}
@@ -261,16 +276,14 @@ func (a *App) Serve(ctx context.Context) error {
 	}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Listen(ln) }()
-	close(a.ready)
 
 	var runErr error
 	select {
 	case <-ctx.Done():
 	case runErr = <-serveErr:
 	}
-	a.log.Info("shutting down: stopping scans")
-	stopScans()
-	<-scansDone
+	a.log.Info("shutting down: stopping scans and webhooks")
+	stopBackground()
 	if a.Fleet != nil {
 		a.Fleet.Close() // ends the workers' long polls; they retry until the next start
 	}
@@ -307,12 +320,6 @@ func schedule(cfg config.Config) string {
 		return "off"
 	}
 	return cfg.Schedule
-}
-
-// Addr is the address Serve listens on, once it does (tests use port 0).
-func (a *App) Addr() string {
-	<-a.ready
-	return a.listener.Addr().String()
 }
 
 // Close releases the harness's files and the database.

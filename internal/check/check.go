@@ -40,16 +40,11 @@ type modelDetail struct {
 //	Qwen/Qwen3-0.6B: pass on tpu (full, 2026-11-30, torch_tpu 0.2.0)
 //
 // target "" or auto means the model's most recent result on any target.
-// A nil httpClient means a client with a 30 s timeout. The context bounds
-// the whole request.
-func Check(ctx context.Context, serverURL, modelID string, target compat.Target, httpClient *http.Client) (code int, line string) {
-	return CheckSince(ctx, serverURL, modelID, target, "", httpClient)
-}
-
-// CheckSince is Check, and with since (a runtime key, see
-// compat.RuntimeRef.Key) also exit 1 when the model regressed since that
-// runtime (see sinceVerdict). An empty since is Check.
-func CheckSince(ctx context.Context, serverURL, modelID string, target compat.Target, since string, httpClient *http.Client) (code int, line string) {
+// With since (a runtime key, see compat.RuntimeRef.Key) it is also exit 1
+// when the model regressed since that runtime (see sinceVerdict); "" asks
+// nothing of the past. A nil httpClient means a client with a 30 s
+// timeout. The context bounds the whole request.
+func Check(ctx context.Context, serverURL, modelID string, target compat.Target, since string, httpClient *http.Client) (code int, line string) {
 	target, err := compat.ParseTargetFilter(string(target))
 	if err != nil {
 		return ExitUnreachable, fmt.Sprintf("%s: %v", modelID, err)
@@ -156,10 +151,11 @@ func verdict(d modelDetail, target compat.Target) (int, string) {
 	}
 	line := fmt.Sprintf("%s: %s on %s%s (%s)", d.ID, r.Status, r.Target, detail(*r), facts(*r))
 
-	// The newest status change on this target tells regressions apart.
+	// The newest status change on this target tells regressions apart (a
+	// change to or from the scanner's own error is none).
 	var newest *compat.Event
 	for i := range d.Events {
-		if d.Events[i].Target == r.Target {
+		if d.Events[i].Target == r.Target && d.Events[i].AboutVerdicts() {
 			newest = &d.Events[i]
 			break
 		}
@@ -171,7 +167,7 @@ func verdict(d modelDetail, target compat.Target) (int, string) {
 		}
 		return ExitPass, line
 	case compat.StatusError:
-		return ExitUntested, line + " — no verdict: the scanner's own environment failed"
+		return ExitUntested, line + " — no verdict: the scanner's own error, not the model's"
 	}
 	if newest != nil && newest.Kind == compat.EventRegression {
 		line += fmt.Sprintf(" — regression since %s (was %s)", newest.At.UTC().Format(time.DateOnly), newest.FromStatus)

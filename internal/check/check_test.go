@@ -63,6 +63,9 @@ func TestCheck(t *testing.T) {
 		ToStatus: compat.StatusPass, At: testedAt}
 	cpuRegression := regression
 	cpuRegression.Target = compat.TargetCPU
+	// an event of the scanner's own error, as written before such errors made none: no change of verdict
+	toError := compat.Event{Target: compat.TargetTPU, Kind: compat.EventChange, FromStatus: compat.StatusPass,
+		ToStatus: compat.StatusError, At: testedAt}
 
 	tests := []struct {
 		name     string
@@ -80,6 +83,8 @@ func TestCheck(t *testing.T) {
 			compat.TargetTPU, ExitNotPassing, "gpt2: fail on tpu at forward: unsupported_op aten::_fft_r2c (arch, 2026-11-30, torch_tpu 0.2.0)"},
 		{"regression", 0, &modelDetail{Model: compat.Model{ID: "gpt2", Result: failResult()}, Events: []compat.Event{regression, fix}},
 			compat.TargetTPU, ExitNotPassing, "gpt2: fail on tpu at forward: unsupported_op aten::_fft_r2c (arch, 2026-11-30, torch_tpu 0.2.0) — regression since 2026-11-30 (was pass)"},
+		{"a regression behind the scanner's error", 0, &modelDetail{Model: compat.Model{ID: "gpt2", Result: failResult()}, Events: []compat.Event{toError, regression}},
+			compat.TargetTPU, ExitNotPassing, "gpt2: fail on tpu at forward: unsupported_op aten::_fft_r2c (arch, 2026-11-30, torch_tpu 0.2.0) — regression since 2026-11-30 (was pass)"},
 		{"pass but newest change a regression", 0, &modelDetail{Model: compat.Model{ID: "gpt2", Result: passResult()}, Events: []compat.Event{regression}},
 			compat.TargetTPU, ExitNotPassing, "gpt2: pass on tpu (full, 2026-11-30, torch_tpu 0.2.0) — but the newest change is a regression"},
 		{"untested", 0, &modelDetail{Model: compat.Model{ID: "gpt2"}},
@@ -89,7 +94,7 @@ func TestCheck(t *testing.T) {
 			compat.TargetTPU, ExitNotPassing, "gpt2: skipped on tpu: remote_code (2026-11-30)"},
 		{"error is no verdict", 0, &modelDetail{Model: compat.Model{ID: "gpt2", Result: &compat.Result{Target: compat.TargetTPU, Status: compat.StatusError,
 			Message: compat.Ptr("no device\nsecond line"), TestedAt: testedAt}}},
-			compat.TargetTPU, ExitUntested, "gpt2: error on tpu: no device (2026-11-30) — no verdict: the scanner's own environment failed"},
+			compat.TargetTPU, ExitUntested, "gpt2: error on tpu: no device (2026-11-30) — no verdict: the scanner's own error, not the model's"},
 		{"unknown", 0, nil, compat.TargetTPU, ExitUntested, "gpt2: unknown to the scanner at "},
 		{"5xx", 503, nil, compat.TargetTPU, ExitUnreachable, "gpt2: server answered 503 Service Unavailable: boom"},
 		{"429", 429, nil, compat.TargetTPU, ExitUnreachable, "gpt2: server answered 429 Too Many Requests: boom"},
@@ -98,7 +103,7 @@ func TestCheck(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var seen string
 			srv := server(t, tt.status, tt.detail, &seen)
-			code, line := Check(context.Background(), srv.URL+"/", "gpt2", tt.target, srv.Client())
+			code, line := Check(context.Background(), srv.URL+"/", "gpt2", tt.target, "", srv.Client())
 			if code != tt.wantCode {
 				t.Errorf("code = %d, want %d (%s)", code, tt.wantCode, line)
 			}
@@ -122,7 +127,7 @@ func TestCheck(t *testing.T) {
 func TestCheckTwoPartIDAndAuto(t *testing.T) {
 	var seen string
 	srv := server(t, 0, &modelDetail{Model: compat.Model{ID: "Qwen/Qwen3-0.6B", Result: passResult()}}, &seen)
-	code, _ := Check(context.Background(), srv.URL, "Qwen/Qwen3-0.6B", compat.TargetAuto, nil)
+	code, _ := Check(context.Background(), srv.URL, "Qwen/Qwen3-0.6B", compat.TargetAuto, "", nil)
 	if code != ExitPass || seen != "/api/v1/models/Qwen/Qwen3-0.6B" {
 		t.Fatalf("code %d, path %q", code, seen)
 	}
@@ -135,7 +140,7 @@ func TestCheckUnreachable(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	ln.Close() // nothing listens there now
-	code, line := Check(context.Background(), "http://"+addr, "gpt2", compat.TargetTPU, nil)
+	code, line := Check(context.Background(), "http://"+addr, "gpt2", compat.TargetTPU, "", nil)
 	if code != ExitUnreachable || !strings.Contains(line, "unreachable") {
 		t.Fatalf("code %d, line %q", code, line)
 	}
@@ -146,16 +151,16 @@ func TestCheckGarbageAndBadInput(t *testing.T) {
 		_, _ = w.Write([]byte("<html>a proxy's login page</html>"))
 	}))
 	defer srv.Close()
-	if code, line := Check(context.Background(), srv.URL, "gpt2", compat.TargetTPU, nil); code != ExitUnreachable {
+	if code, line := Check(context.Background(), srv.URL, "gpt2", compat.TargetTPU, "", nil); code != ExitUnreachable {
 		t.Errorf("garbage: code %d, %q", code, line)
 	}
-	if code, _ := Check(context.Background(), "ftp://x", "gpt2", compat.TargetTPU, nil); code != ExitUnreachable {
+	if code, _ := Check(context.Background(), "ftp://x", "gpt2", compat.TargetTPU, "", nil); code != ExitUnreachable {
 		t.Errorf("bad scheme: code %d", code)
 	}
-	if code, _ := Check(context.Background(), srv.URL, "../etc/passwd", compat.TargetTPU, nil); code != ExitUnreachable {
+	if code, _ := Check(context.Background(), srv.URL, "../etc/passwd", compat.TargetTPU, "", nil); code != ExitUnreachable {
 		t.Errorf("bad id: code %d", code)
 	}
-	if code, line := Check(context.Background(), srv.URL, "gpt2", "gpu", nil); code != ExitUnreachable || !strings.Contains(line, "unknown target") {
+	if code, line := Check(context.Background(), srv.URL, "gpt2", "gpu", "", nil); code != ExitUnreachable || !strings.Contains(line, "unknown target") {
 		t.Errorf("bad target: code %d, %q", code, line)
 	}
 }
@@ -167,7 +172,7 @@ func TestCheckContextCancelled(t *testing.T) {
 	defer close(block)
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	if code, _ := Check(ctx, srv.URL, "gpt2", compat.TargetTPU, nil); code != ExitUnreachable {
+	if code, _ := Check(ctx, srv.URL, "gpt2", compat.TargetTPU, "", nil); code != ExitUnreachable {
 		t.Fatalf("code %d", code)
 	}
 }

@@ -22,28 +22,35 @@ func sinceTarget(since string, target *compat.Target) (compat.RuntimeRef, error)
 }
 
 // sinceVerdict adds --since to a verdict (code, line). The model's newest
-// result on runtime ref is the base; the newest result after it that is a
-// verdict (pass, or held against the model) is the head. When the head is
-// a regression from the base (compare.Classify), the check fails (exit 1)
-// and says so; otherwise the verdict stands, noting what was compared.
+// verdict (pass, or held against the model) on runtime ref is the base (an
+// error there, the scanner's own, is none); the newest verdict after it is
+// the head. When the head is a regression from the base
+// (compare.Classify), the check fails (exit 1) and says so; otherwise the
+// verdict stands, noting what was compared.
 // History is the server's, newest first (GET /api/v1/models/{id} keeps the
 // newest 100 results): a base older than that is not found.
 func sinceVerdict(d modelDetail, ref compat.RuntimeRef, code int, line string) (int, string) {
 	key := ref.Key()
-	base := -1
+	base, any := -1, false
 	for i, r := range d.History {
 		if r.Target == ref.Target && r.Runtime.Ref(r.Target).Key() == key {
-			base = i
-			break
+			any = true
+			if r.Status.IsVerdict() {
+				base = i
+				break
+			}
 		}
 	}
-	if base < 0 {
+	switch {
+	case base < 0 && any:
+		return code, line + " — no verdict on runtime " + key + " to compare with (only the scanner's own errors)"
+	case base < 0:
 		return code, line + " — no result on runtime " + key + " to compare with"
 	}
 	var head *compat.Result
 	for i := base - 1; i >= 0; i-- {
 		r := d.History[i]
-		if r.Target == ref.Target && compare.IsVerdict(r.Status) {
+		if r.Target == ref.Target && r.Status.IsVerdict() {
 			head = &d.History[i] // keep going: the newest verdict wins
 		}
 	}

@@ -21,6 +21,8 @@ func TestCheckSince(t *testing.T) {
 	pass1, fail1 := onRuntime("pass", "0.1.0", 0), onRuntime("fail", "0.1.0", 0)
 	pass2, fail2, err2 := onRuntime("pass", "0.2.0", 1), onRuntime("fail", "0.2.0", 1), onRuntime("error", "0.2.0", 2)
 	crash3 := onRuntime("crash", "0.3.0", 3)
+	err1 := onRuntime("error", "0.1.0", 0)
+	err1.TestedAt = err1.TestedAt.Add(time.Hour) // a retest on the pinned runtime that the scanner itself failed
 	detail := func(current compat.Result, history ...compat.Result) *modelDetail {
 		c := current
 		return &modelDetail{Model: compat.Model{ID: "org/m", Result: &c}, History: history}
@@ -43,9 +45,17 @@ func TestCheckSince(t *testing.T) {
 		{"still passing", detail(pass2, pass2, pass1), "", v1, ExitPass, "org/m: pass on tpu"},
 		{"failed then too", detail(fail2, fail2, fail1), "", v1, ExitNotPassing, "org/m: fail on tpu"},
 		{"fixed since", detail(pass2, pass2, fail1), "", v1, ExitPass, "org/m: pass on tpu"},
+		// The scanner's own error then, a pass now: a first verdict (the
+		// feed's event is new, compare's kind new), never a regression.
+		{"no verdict then, pass now", detail(pass2, pass2, err1), "", v1, ExitPass, "org/m: pass on tpu"},
 		{"the newest verdict counts", detail(pass2, pass2, crash3, pass1), "", v1, ExitPass, "org/m: pass on tpu"},
 		{"only the pinned runtime", detail(pass1, pass1), "tpu", v1, ExitPass, "org/m: pass on tpu"},
 		{"no result on the runtime", detail(pass2, pass2), "", v1, ExitPass, "no result on runtime tpu~2.15.0~0.1.0~5.23.0~1 to compare with"},
+		// The scanner's own error on the pinned runtime is no base: its verdict there is.
+		{"an error on the pinned runtime is no base", detail(fail2, fail2, err1, pass1), "", v1, ExitNotPassing,
+			"regressed since tpu~2.15.0~0.1.0~5.23.0~1: pass there, fail on"},
+		{"only errors on the pinned runtime", detail(fail2, fail2, err1), "", v1, ExitNotPassing,
+			"no verdict on runtime tpu~2.15.0~0.1.0~5.23.0~1 to compare with (only the scanner's own errors)"},
 		{"a malformed key", detail(pass2, pass2), "", "tpu~0.1.0", ExitUntested, "--since: invalid runtime key"},
 		{"a target that is not the runtime's", detail(pass2, pass2), "cpu", v1, ExitUntested, "--since names a tpu runtime, but --target is cpu"},
 	}
@@ -53,7 +63,7 @@ func TestCheckSince(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var seen string
 			srv := server(t, 0, tt.detail, &seen)
-			code, line := CheckSince(context.Background(), srv.URL, "org/m", tt.target, tt.since, srv.Client())
+			code, line := Check(context.Background(), srv.URL, "org/m", tt.target, tt.since, srv.Client())
 			if code != tt.wantCode || !strings.Contains(line, tt.wantLine) {
 				t.Errorf("= %d %q\nwant %d and a line with %q", code, line, tt.wantCode, tt.wantLine)
 			}

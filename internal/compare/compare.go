@@ -46,26 +46,28 @@ const (
 	NotRetested  Kind = "not_retested"  // a result on base, none on head
 )
 
-// IsVerdict reports whether a status says something about the model: pass,
-// or a status held against it (as opposed to skipped, error, untested).
-func IsVerdict(s compat.Status) bool { return s == compat.StatusPass || s.HeldAgainstModel() }
-
-// Classify is the one rule of a comparison: where a model lands given its
-// status on base and on head, "" for no result on that runtime.
+// Classify is where a model lands in a comparison given its status on base
+// and on head, "" for no result on that runtime. A change between two
+// verdicts is what compat.ClassifyChange says it is (the feed and `scanner
+// check` read the same rule): new, fixed or regressed; the rest is still
+// passing or still failing, no verdict on head, or not retested.
 func Classify(base, head compat.Status) Kind {
 	switch {
 	case head == "":
 		return NotRetested
-	case !IsVerdict(head):
+	case !head.IsVerdict():
 		return NoVerdict
-	case !IsVerdict(base):
+	}
+	switch compat.ClassifyChange(base, head) {
+	case compat.EventNew:
 		return New
-	case base == compat.StatusPass && head == compat.StatusPass:
-		return StillPassing
-	case base == compat.StatusPass:
+	case compat.EventRegression:
 		return Regressed
-	case head == compat.StatusPass:
+	case compat.EventFix:
 		return Fixed
+	}
+	if head == compat.StatusPass {
+		return StillPassing
 	}
 	return StillFailing
 }
@@ -110,7 +112,7 @@ func Compare(base, head []Entry) Result {
 		be, inBase := baseBy[id]
 		kind := Classify(be.Status, he.Status)
 		h.Counts[kind]++
-		if IsVerdict(he.Status) || (inBase && IsVerdict(be.Status)) {
+		if he.Status.IsVerdict() || (inBase && be.Status.IsVerdict()) {
 			h.TotalDownloads += he.Downloads
 		}
 		it := Item{ID: id, Downloads: he.Downloads, BaseStatus: be.Status, HeadStatus: he.Status, Signature: he.Signature}
@@ -137,7 +139,7 @@ func Compare(base, head []Entry) Result {
 			continue
 		}
 		h.Counts[NotRetested]++
-		if IsVerdict(be.Status) {
+		if be.Status.IsVerdict() {
 			h.TotalDownloads += be.Downloads
 		}
 	}

@@ -73,6 +73,35 @@ func TestClassifyEveryPair(t *testing.T) {
 	}
 }
 
+// TestClassifyFollowsTheFeed: a comparison and the feed name every change
+// between two statuses the same (compat.ClassifyChange is their one rule):
+// fixed is a fix, regressed a regression, new a new event, and a model
+// still passing or failing is no fix, regression or new verdict.
+func TestClassifyFollowsTheFeed(t *testing.T) {
+	feed := map[Kind]compat.EventKind{Fixed: compat.EventFix, Regressed: compat.EventRegression, New: compat.EventNew,
+		StillPassing: compat.EventChange, StillFailing: compat.EventChange}
+	n := 0
+	for _, b := range append([]compat.Status{""}, compat.Statuses...) {
+		for _, h := range compat.Statuses {
+			k := Classify(b, h)
+			want, ok := feed[k]
+			if !ok {
+				continue // no verdict on head: no kind of change to agree on
+			}
+			n++
+			if got := compat.ClassifyChange(b, h); got != want {
+				t.Errorf("%q → %q: compare says %s, the feed %s", b, h, k, got)
+			}
+		}
+	}
+	if n != 9*5 { // every base (8 words and none) to every verdict (5)
+		t.Errorf("%d pairs compared, want 45", n)
+	}
+	if k, e := Classify(compat.StatusError, compat.StatusPass), compat.ClassifyChange(compat.StatusError, compat.StatusPass); k != New || e != compat.EventNew {
+		t.Errorf("error → pass: compare %s, feed %s; want new in both", k, e)
+	}
+}
+
 func TestCompare(t *testing.T) {
 	base := []Entry{
 		{ID: "org/fixed-big", Downloads: 900, Status: "fail", Signature: "unsupported_op:aten::_fft_r2c"},

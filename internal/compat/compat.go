@@ -9,6 +9,7 @@ package compat
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/readiness"
@@ -51,6 +52,11 @@ func (s Status) HeldAgainstModel() bool {
 	}
 	return false
 }
+
+// IsVerdict reports whether the status says something about the model:
+// pass, or a status held against it (as opposed to skipped, error,
+// untested, or no result at all).
+func (s Status) IsVerdict() bool { return s == StatusPass || s.HeldAgainstModel() }
 
 // Stage is one step of a probe, in the order they run.
 type Stage string
@@ -247,9 +253,11 @@ type Runtime struct {
 	DeviceMemGB *float64 `json:"device_memory_gib,omitempty"`
 }
 
-// Key is the part of the runtime that decides whether a model must be
-// retested: a change in any of these versions invalidates a result.
-func (r Runtime) Key() string {
+// RetestKey is the part of the runtime that decides whether a model must
+// be retested: a change in any of these versions invalidates a result. The
+// store and the fleet file results and jobs under it (their runtime_key);
+// the public name of a runtime, with its target, is RuntimeRef.Key.
+func (r Runtime) RetestKey() string {
 	return r.Torch + "|" + r.TorchTPU + "|" + r.Transformers + "|" + r.Harness
 }
 
@@ -346,6 +354,19 @@ type Result struct {
 	// otherwise, or when a sharded probe ended before it said).
 	DevicesUsed int       `json:"devices_used"`
 	Sharding    *Sharding `json:"sharding"`
+	// KnownIssue is where the operator tracks the result's signature
+	// (--known-issues); nil when untracked. Never stored: the web layer
+	// sets it as it serves the result.
+	KnownIssue *KnownIssue `json:"known_issue"`
+}
+
+// KnownIssue is a tracked failure: its title, the URL of its tracking
+// issue and its state ("open", "fixed in torch_tpu 0.3.0", …), as the
+// operator wrote them in the known-issues file.
+type KnownIssue struct {
+	Title string `json:"title"`
+	URL   string `json:"url"`
+	State string `json:"state"`
 }
 
 // Sharding is how a sharded probe split the model over its devices.
@@ -419,26 +440,82 @@ type EventKind string
 
 // The kinds of status change the feed carries.
 const (
-	EventNew        EventKind = "new"        // first result on a target
+	EventNew        EventKind = "new"        // a first verdict on a target: no result, or none that was a verdict, before
 	EventRegression EventKind = "regression" // was pass, now held against the model
 	EventFix        EventKind = "fix"        // was held against the model, now pass
 	EventChange     EventKind = "change"     // any other change of status
 	EventFlaky      EventKind = "flaky"      // a change that did not reproduce on rerun
 )
 
-// ClassifyChange names the change from old to new status; old is "" for a
+// EventKinds are the kinds of status change, in the site's order.
+var EventKinds = []EventKind{EventRegression, EventFix, EventNew, EventChange, EventFlaky}
+
+// ClassifyChange is the one rule for what a change of status from old to
+// new means, whoever shows it: the feed's events (store), a comparison of
+// two runtimes (compare.Classify) and `scanner check`. old is "" for a
 // model's first result on a target.
+//
+//   - new: the first result on a target, or the first verdict after
+//     results that were none (error, skipped): error → pass is new, not
+//     fix, as the scanner's own failure said nothing about the model
+//   - regression: pass → a status held against the model
+//   - fix: a status held against the model → pass
+//   - change: anything else (fail → oom, pass → error, ...)
 func ClassifyChange(old, new Status) EventKind {
 	switch {
-	case old == "" || old == StatusUntested:
+	case old == "" || old == StatusUntested || (!old.IsVerdict() && new.IsVerdict()):
 		return EventNew
-	case old == StatusPass && new != StatusPass && new.HeldAgainstModel():
+	case old == StatusPass && new.HeldAgainstModel():
 		return EventRegression
-	case old != StatusPass && new == StatusPass:
+	case old.HeldAgainstModel() && new == StatusPass:
 		return EventFix
 	default:
 		return EventChange
 	}
+}
+
+// VerdictChange decides whether a new result changes what is known of the
+// model, and how (ClassifyChange): last is the status of the model's newest
+// earlier result on the target that is not an error ("" for none), new the
+// new result's. An error is the scanner's own (its environment, its inputs:
+// the float32 CPU reference failed the same way) and no verdict: it makes no
+// change, and a result after it is compared with the one before it. The same
+// status as last makes none either.
+func VerdictChange(last, new Status) (EventKind, bool) {
+	if new == StatusError || new == last {
+		return "", false
+	}
+	return ClassifyChange(last, new), true
+}
+
+// Scanner-error signatures: a result of status error whose signature starts
+// with one of these is the scanner's own mistake that the float32 CPU
+// reference shares with the target, for a given revision and runtime
+// (harness_inputs: its inputs; harness_load: building the model; reference:
+// the reference itself); one starting with environment: is a package the
+// environment lacks (environment:missing_package:timm).
+const (
+	SignatureHarnessInputs = "harness_inputs:"
+	SignatureHarnessLoad   = "harness_load:"
+	SignatureReference     = "reference:"
+	SignatureEnvironment   = "environment:"
+)
+
+// Reproducible reports whether r is an error the same probe would repeat:
+// the scanner's own, shared by the float32 CPU reference, fixed only by a
+// new revision or a new runtime (a new harness), never by trying again. An
+// environment's error (a missing package, no device, an interrupted probe)
+// is not: the next scan may not meet it.
+func (r Result) Reproducible() bool {
+	if r.Status != StatusError || r.Signature == nil {
+		return false
+	}
+	for _, p := range []string{SignatureHarnessInputs, SignatureHarnessLoad, SignatureReference} {
+		if strings.HasPrefix(*r.Signature, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // Event is one status change of one model on one target.
@@ -455,4 +532,15 @@ type Event struct {
 	Signature  *string   `json:"signature,omitempty"`
 	Message    *string   `json:"message,omitempty"`
 	At         time.Time `json:"at"`
+	// KnownIssue is where the signature is tracked; set by the web layer
+	// as it serves the event, never stored.
+	KnownIssue *KnownIssue `json:"known_issue,omitempty"`
+}
+
+// AboutVerdicts reports whether e is a change between verdicts (or skips):
+// neither side is an error. The store writes no other (VerdictChange);
+// events from before that rule may still name one, and the feed and the CI
+// gate leave them out.
+func (e Event) AboutVerdicts() bool {
+	return e.FromStatus != StatusError && e.ToStatus != StatusError
 }

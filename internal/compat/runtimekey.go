@@ -7,9 +7,9 @@ import (
 )
 
 // RuntimeRef names a runtime as the site compares them: the target a result
-// ran on and the versions that decide a retest (the fields of Runtime.Key).
+// ran on and the versions that decide a retest (the fields of Runtime.RetestKey).
 // Two results belong to the same runtime exactly when their targets and
-// their Runtime.Key are equal.
+// their Runtime.RetestKey are equal.
 type RuntimeRef struct {
 	Target       Target
 	Torch        string
@@ -23,9 +23,9 @@ func (r Runtime) Ref(t Target) RuntimeRef {
 	return RuntimeRef{Target: t, Torch: r.Torch, TorchTPU: r.TorchTPU, Transformers: r.Transformers, Harness: r.Harness}
 }
 
-// RetestKey is Runtime.Key of the versions: what the store files results under.
+// RetestKey is Runtime.RetestKey of the versions: what the store files results under.
 func (r RuntimeRef) RetestKey() string {
-	return Runtime{Torch: r.Torch, TorchTPU: r.TorchTPU, Transformers: r.Transformers, Harness: r.Harness}.Key()
+	return Runtime{Torch: r.Torch, TorchTPU: r.TorchTPU, Transformers: r.Transformers, Harness: r.Harness}.RetestKey()
 }
 
 // MaxRuntimeKey bounds the length of a runtime key that ParseRuntimeKey accepts.

@@ -69,7 +69,7 @@ func TestParseRuntimeKeyRejects(t *testing.T) {
 }
 
 // The key names exactly what decides a retest, plus the target: two
-// runtimes share a key when, and only when, their targets and Runtime.Key
+// runtimes share a key when, and only when, their targets and Runtime.RetestKey
 // are equal. Fields that do not decide a retest (python, device) do not
 // change it.
 func TestRuntimeKeyFollowsRetestKey(t *testing.T) {
@@ -89,13 +89,13 @@ func TestRuntimeKeyFollowsRetestKey(t *testing.T) {
 	for name, change := range variants {
 		other := base
 		change(&other)
-		sameRetest := other.Key() == base.Key()
+		sameRetest := other.RetestKey() == base.RetestKey()
 		sameRef := other.Ref(TargetTPU).Key() == base.Ref(TargetTPU).Key()
 		if sameRetest != sameRef {
-			t.Errorf("%s: Runtime.Key equal %v, runtime key equal %v", name, sameRetest, sameRef)
+			t.Errorf("%s: Runtime.RetestKey equal %v, runtime key equal %v", name, sameRetest, sameRef)
 		}
-		if other.Ref(TargetTPU).RetestKey() != other.Key() {
-			t.Errorf("%s: RetestKey %q, Runtime.Key %q", name, other.Ref(TargetTPU).RetestKey(), other.Key())
+		if other.Ref(TargetTPU).RetestKey() != other.RetestKey() {
+			t.Errorf("%s: RetestKey %q, Runtime.RetestKey %q", name, other.Ref(TargetTPU).RetestKey(), other.RetestKey())
 		}
 		matched++
 	}

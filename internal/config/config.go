@@ -4,6 +4,11 @@
 // environment for settings; the one other reader is the probe runner, which
 // hands the allow-listed accelerator variables (TPU_*, PJRT_*, CUDA_*,
 // PATH, ...) through to the harness unread (probe.Config.Environ).
+//
+// The defaults are set here once (Defaults, and the Default constants that
+// the packages receiving these settings fall back on when a caller leaves
+// one zero: the scan's options, the runner, the worker, the Hub listing),
+// as are the words --sort takes (Sorts).
 package config
 
 import (
@@ -15,6 +20,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -23,6 +29,8 @@ import (
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/internal/fleet"
+	"github.com/google-pytorch/torchtpu-scanner/internal/knownissues"
+	"github.com/google-pytorch/torchtpu-scanner/internal/watch"
 )
 
 // Config is everything the scanner can be told.
@@ -84,6 +92,15 @@ type Config struct {
 	// headers are believed; from anyone else the connection decides the
 	// client's address, scheme and host.
 	TrustedProxies []string
+
+	// Watching, asking, knowing (serve; watch.go): the files as named, and
+	// what they hold, read and checked at load.
+	WebhooksFile    string
+	Webhooks        []watch.Webhook
+	KnownIssuesFile string
+	KnownIssues     knownissues.Table
+	RequestRate     int // test requests per client (IP) per hour; 0 = no limit
+	RequestQueue    int // the most open test requests; 0 turns requests off
 }
 
 // The values of --dispatch.
@@ -108,27 +125,44 @@ func (s *stringList) Set(v string) error {
 	return nil
 }
 
+// The defaults of the settings that packages below config fall back on too
+// (for a zero value), set once here.
+const (
+	DefaultLimit      = 100              // --limit: how many popular models
+	DefaultSort       = "downloads"      // --sort
+	DefaultTimeout    = 20 * time.Minute // --timeout: one probe's wall-clock limit
+	DefaultProbeGrace = 10 * time.Second // --probe-grace: SIGTERM to SIGKILL of a probe
+	DefaultDevices    = 1                // --devices
+	DefaultSource     = "hub"            // --source
+)
+
+// Sorts are the popularity orders --sort takes (internal/hub maps each to
+// the Hub's own key).
+var Sorts = []string{"downloads", "likes", "trending"}
+
 // Defaults returns the configuration before flags and environment.
 func Defaults() Config {
 	return Config{
-		DB:          filepath.Join("data", "scanner.db"),
-		HubEndpoint: "https://huggingface.co",
-		Target:      compat.TargetAuto,
-		Limit:       100,
-		Sort:        "downloads",
-		Mode:        compat.ModeAuto,
-		Timeout:     20 * time.Minute,
-		Source:      "hub",
-		Devices:     1,
-		ScanTimeout: 24 * time.Hour,
-		ProbeGrace:  10 * time.Second,
-		LogFormat:   "text",
-		LogLevel:    "info",
-		Addr:        ":8080",
-		Schedule:    "0 */6 * * *",
-		RateLimit:   600,
-		Dispatch:    DispatchLocal,
-		LeaseTTL:    fleet.DefaultLeaseTTL,
+		DB:           filepath.Join("data", "scanner.db"),
+		HubEndpoint:  "https://huggingface.co",
+		Target:       compat.TargetAuto,
+		Limit:        DefaultLimit,
+		Sort:         DefaultSort,
+		Mode:         compat.ModeAuto,
+		Timeout:      DefaultTimeout,
+		Source:       DefaultSource,
+		Devices:      DefaultDevices,
+		ScanTimeout:  24 * time.Hour,
+		ProbeGrace:   DefaultProbeGrace,
+		LogFormat:    "text",
+		LogLevel:     "info",
+		Addr:         ":8080",
+		Schedule:     "0 */6 * * *",
+		RateLimit:    600,
+		Dispatch:     DispatchLocal,
+		LeaseTTL:     fleet.DefaultLeaseTTL,
+		RequestRate:  DefaultRequestRate,
+		RequestQueue: DefaultRequestQueue,
 	}
 }
 
@@ -189,7 +223,7 @@ func Parse(cmd Command, args []string, env Env, out io.Writer) (Config, []string
 	}
 	scanFlags := func() {
 		fs.IntVar(&c.Limit, "limit", c.Limit, "how many popular models")
-		fs.StringVar(&c.Sort, "sort", c.Sort, "popularity order: downloads, likes or trending")
+		fs.StringVar(&c.Sort, "sort", c.Sort, "popularity order: "+strings.Join(Sorts, ", "))
 		fs.Var(&tasks, "task", "Hub pipeline tag to include (repeatable)")
 		fs.Var(&models, "model", "scan exactly this model id (repeatable)")
 		fs.BoolVar(&c.Force, "force", c.Force, "retest even where revision and runtime are unchanged")
@@ -211,6 +245,7 @@ func Parse(cmd Command, args []string, env Env, out io.Writer) (Config, []string
 		fs.Var(&proxies, "trusted-proxies", "IPs or CIDRs of proxies whose X-Forwarded-* headers are believed, comma-separated [SCANNER_TRUSTED_PROXIES]")
 		fs.StringVar(&c.Dispatch, "dispatch", c.Dispatch, "who probes: local (this process) or workers (scanner worker processes lease the probes) [SCANNER_DISPATCH]")
 		fs.DurationVar(&c.LeaseTTL, "lease-ttl", c.LeaseTTL, "a worker's lease not renewed by a heartbeat within this goes back to the queue")
+		c.watchFlags(fs)
 	case CmdWorker:
 		c.Addr = "" // a worker listens only when asked (for its /healthz)
 		fs.StringVar(&c.LogFormat, "log-format", c.LogFormat, "log format: text or json")
@@ -252,6 +287,11 @@ func Parse(cmd Command, args []string, env Env, out io.Writer) (Config, []string
 	}
 	if err := c.setTargetMode(cmd, target, mode); err != nil {
 		return c, nil, err
+	}
+	if cmd == CmdServe {
+		if err := c.loadWatchFiles(); err != nil {
+			return c, nil, err
+		}
 	}
 	if c.CacheDir == "" {
 		c.CacheDir = defaultCacheDir(env)
@@ -301,6 +341,8 @@ func (c *Config) fromEnv(env Env) error {
 		c.Dispatch = v
 	}
 	c.WorkerToken = get("SCANNER_WORKER_TOKEN")
+	c.WebhooksFile = get("SCANNER_WEBHOOKS")
+	c.KnownIssuesFile = get("SCANNER_KNOWN_ISSUES")
 	c.Server = get("SCANNER_SERVER")
 	if v := get("SCANNER_LANDLOCK"); v != "" {
 		if err := c.setLandlock(v); err != nil {
@@ -420,10 +462,8 @@ func (c *Config) Validate(cmd Command) error {
 		if c.Limit < 1 || c.Limit > 100000 {
 			errs = append(errs, fmt.Errorf("--limit %d: want 1 to 100000", c.Limit))
 		}
-		switch c.Sort {
-		case "downloads", "likes", "trending":
-		default:
-			errs = append(errs, fmt.Errorf("--sort %q: want downloads, likes or trending", c.Sort))
+		if !slices.Contains(Sorts, c.Sort) {
+			errs = append(errs, fmt.Errorf("--sort %q: want one of %s", c.Sort, strings.Join(Sorts, ", ")))
 		}
 		switch c.Source {
 		case "hub", "cache":
@@ -459,6 +499,9 @@ func (c *Config) Validate(cmd Command) error {
 	}
 	if cmd == CmdServe || cmd == CmdWorker {
 		errs = append(errs, c.validateFleet(cmd)...)
+	}
+	if cmd == CmdServe {
+		errs = append(errs, c.validateWatch()...)
 	}
 	switch c.LogFormat {
 	case "text", "json":

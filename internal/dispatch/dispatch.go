@@ -149,7 +149,7 @@ func (d *Dispatcher) Register(ctx context.Context, w fleet.Worker) (fleet.Regist
 		return fleet.RegisterResponse{}, err
 	}
 	d.log.Info("worker registered", "worker_id", w.ID, "host", w.Host, "target", w.Target, "devices", w.Devices,
-		"runtime", w.Runtime.Key(), "device", w.Runtime.Device)
+		"runtime", w.Runtime.RetestKey(), "device", w.Runtime.Device)
 	d.notify()
 	return fleet.RegisterResponse{LeaseTTLS: d.ttl.Seconds(), HeartbeatS: fleet.HeartbeatInterval(d.ttl).Seconds(),
 		MaxWaitS: fleet.MaxWait.Seconds()}, nil

@@ -47,7 +47,7 @@ func newFixture(t *testing.T, n int, ttl time.Duration) *fixture {
 	for i := range n {
 		id := fmt.Sprintf("d/m%d", i)
 		ups = append(ups, store.ModelUpsert{ID: id, SHA: "sha"})
-		f.jobs = append(f.jobs, store.NewJob{Rank: i, RuntimeKey: rt.Key(), Job: fleet.Job{ModelID: id, Revision: "sha",
+		f.jobs = append(f.jobs, store.NewJob{Rank: i, RuntimeKey: rt.RetestKey(), Job: fleet.Job{ModelID: id, Revision: "sha",
 			Target: compat.TargetCPU, Mode: compat.ModeArch, Files: []string{"config.json"}}})
 	}
 	if err := st.UpsertModels(ctx, ups); err != nil {
@@ -224,7 +224,7 @@ func TestGroupWaitsForAWorker(t *testing.T) {
 		}
 	}()
 	g, _, err := f.d.Group(ctx, compat.TargetAuto, 20*time.Second)
-	if err != nil || g.Target != compat.TargetCPU || g.RuntimeKey != rt.Key() || g.Devices != 4 || g.MemoryBytes != 8<<30 {
+	if err != nil || g.Target != compat.TargetCPU || g.RuntimeKey != rt.RetestKey() || g.Devices != 4 || g.MemoryBytes != 8<<30 {
 		t.Errorf("group %+v %v", g, err)
 	}
 }

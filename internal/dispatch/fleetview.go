@@ -48,7 +48,7 @@ func (d *Dispatcher) Stats(ctx context.Context) (Stats, error) {
 	for _, r := range recs {
 		v := fleet.WorkerView{ID: r.ID, Host: r.Host, Target: r.Target, Device: r.Runtime.Device, Devices: r.Devices,
 			Runtime: r.Runtime, LastSeen: r.LastSeen, Live: fleet.Live(r.LastSeen, now, d.ttl), Busy: r.Busy,
-			JobsDone: r.JobsDone, Planned: planned[string(r.Target)+"|"+r.Runtime.Key()]}
+			JobsDone: r.JobsDone, Planned: planned[string(r.Target)+"|"+r.Runtime.RetestKey()]}
 		if v.Live {
 			st.Live++
 			if v.Busy > 0 {

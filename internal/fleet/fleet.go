@@ -62,10 +62,10 @@ func PlanGroup(fleet []Seen, target compat.Target, now time.Time, ttl time.Durat
 		if _, err := compat.ParseResultTarget(string(w.Target)); err != nil || !Live(w.LastSeen, now, ttl) {
 			continue
 		}
-		key := string(w.Target) + "|" + w.Runtime.Key()
+		key := string(w.Target) + "|" + w.Runtime.RetestKey()
 		g, ok := groups[key]
 		if !ok {
-			g = &Group{Target: w.Target, RuntimeKey: w.Runtime.Key(), MemoryBytes: w.MemoryBytes}
+			g = &Group{Target: w.Target, RuntimeKey: w.Runtime.RetestKey(), MemoryBytes: w.MemoryBytes}
 			groups[key] = g
 			order = append(order, key)
 		}
@@ -105,7 +105,7 @@ func PlanGroup(fleet []Seen, target compat.Target, now time.Time, ttl time.Durat
 // Matches reports whether job may be leased to w: same target, same
 // runtime key. The store's lease query filters by the same two columns.
 func Matches(jobTarget compat.Target, jobRuntimeKey string, w Worker) bool {
-	return jobTarget == w.Target && jobRuntimeKey == w.Runtime.Key()
+	return jobTarget == w.Target && jobRuntimeKey == w.Runtime.RetestKey()
 }
 
 // Holds is the one rule of whether worker w can hold job, queued under
@@ -145,36 +145,27 @@ func Pick(chips []int, free int) []int {
 var ErrBadResult = errors.New("invalid result")
 
 // CheckResult decides whether a posted result may be recorded for job
-// (leased under runtimeKey): valid contract values, the job's model,
-// revision, target and runtime. It does not judge the lease (Complete
-// does).
+// (leased under runtimeKey): a valid result (compat.Result.Validate), for
+// the job's model, revision, target and runtime. It does not judge the
+// lease (Complete does).
 func CheckResult(job Job, runtimeKey string, req ResultRequest) error {
 	res := req.Result
 	bad := func(format string, a ...any) error {
 		return fmt.Errorf("fleet: %w: %s", ErrBadResult, fmt.Sprintf(format, a...))
 	}
+	if err := res.Validate(); err != nil {
+		return bad("%v", err)
+	}
 	switch {
 	case req.ModelID != job.ModelID || compat.ValidateModelID(req.ModelID) != nil:
 		return bad("names model %q, the lease is for %q", req.ModelID, job.ModelID)
-	case !res.Status.Valid() || res.Status == compat.StatusUntested:
-		return bad("status %q", res.Status)
 	case job.Target.Admits(res.Target) != nil:
 		return bad("target %q, the job runs on %q", res.Target, job.Target)
 	case res.Revision != job.Revision:
 		return bad("revision %q, the job is %q", res.Revision, job.Revision)
-	case res.TestedAt.IsZero():
-		return bad("no tested_at")
-	case res.Stage != nil && !res.Stage.Valid():
-		return bad("stage %q", *res.Stage)
-	case res.FailureClass != nil && !res.FailureClass.Valid():
-		return bad("failure_class %q", *res.FailureClass)
-	case res.Reason != nil && !res.Reason.Valid():
-		return bad("reason %q", *res.Reason)
-	case res.Mode != nil && *res.Mode != compat.ModeFull && *res.Mode != compat.ModeArch:
-		return bad("mode %q", *res.Mode)
-	case res.Status != compat.StatusError && res.Runtime.Key() != runtimeKey:
+	case res.Status != compat.StatusError && res.Runtime.RetestKey() != runtimeKey:
 		// A scanner error may come before the harness reported anything.
-		return bad("runtime %q, the job was planned for %q", res.Runtime.Key(), runtimeKey)
+		return bad("runtime %q, the job was planned for %q", res.Runtime.RetestKey(), runtimeKey)
 	case req.Flaky && req.Result.Status == job.Previous:
 		return bad("flaky, but the status is unchanged")
 	case res.Status.HeldAgainstModel() || res.Status == compat.StatusPass:

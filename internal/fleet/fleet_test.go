@@ -71,21 +71,21 @@ func TestPlanGroup(t *testing.T) {
 		err         error
 	}{
 		{"one group", []Seen{seen("a", "tpu", rtA, 8, 0), seen("b", "tpu", rtA, 8, time.Second)}, "tpu",
-			rtA.Key(), []string{"a", "b"}, 0, nil},
+			rtA.RetestKey(), []string{"a", "b"}, 0, nil},
 		{"most devices win", []Seen{seen("a", "tpu", rtA, 4, 0), seen("b", "tpu", rtB, 8, 0)}, "tpu",
-			rtB.Key(), []string{"b"}, 1, nil},
+			rtB.RetestKey(), []string{"b"}, 1, nil},
 		{"devices summed over workers", []Seen{seen("a", "tpu", rtA, 4, 0), seen("c", "tpu", rtA, 4, 0), seen("b", "tpu", rtB, 6, 0)}, "tpu",
-			rtA.Key(), []string{"a", "c"}, 1, nil},
+			rtA.RetestKey(), []string{"a", "c"}, 1, nil},
 		{"tie goes to the newest", []Seen{seen("a", "tpu", rtA, 8, 10*time.Second), seen("b", "tpu", rtB, 8, time.Second)}, "tpu",
-			rtB.Key(), []string{"b"}, 1, nil},
+			rtB.RetestKey(), []string{"b"}, 1, nil},
 		{"gone workers do not count", []Seen{seen("a", "tpu", rtA, 8, 0), seen("b", "tpu", rtB, 64, time.Hour)}, "tpu",
-			rtA.Key(), []string{"a"}, 0, nil},
+			rtA.RetestKey(), []string{"a"}, 0, nil},
 		{"auto prefers tpu", []Seen{seen("c", "cpu", rtC, 16, 0), seen("a", "tpu", rtA, 1, 0)}, "auto",
-			rtA.Key(), []string{"a"}, 1, nil},
+			rtA.RetestKey(), []string{"a"}, 1, nil},
 		{"auto falls back to cpu", []Seen{seen("c", "cpu", rtC, 1, 0)}, "auto",
-			rtC.Key(), []string{"c"}, 0, nil},
+			rtC.RetestKey(), []string{"c"}, 0, nil},
 		{"explicit cpu ignores tpu", []Seen{seen("c", "cpu", rtC, 1, 0), seen("a", "tpu", rtA, 8, 0)}, "cpu",
-			rtC.Key(), []string{"c"}, 1, nil},
+			rtC.RetestKey(), []string{"c"}, 1, nil},
 		{"no worker of the target", []Seen{seen("c", "cpu", rtC, 1, 0)}, "tpu", "", nil, 1, ErrNoWorkers},
 		{"empty fleet", nil, "auto", "", nil, 0, ErrNoWorkers},
 		{"auto is never a worker's target", []Seen{seen("x", "auto", rtC, 1, 0)}, "auto", "", nil, 0, ErrNoWorkers},
@@ -98,8 +98,8 @@ func TestPlanGroup(t *testing.T) {
 			if g.RuntimeKey != tc.wantKey || !slices.Equal(g.Workers, tc.wantWorkers) || len(others) != tc.wantOthers {
 				t.Errorf("group %q %v, %d others; want %q %v, %d", g.RuntimeKey, g.Workers, len(others), tc.wantKey, tc.wantWorkers, tc.wantOthers)
 			}
-			if err == nil && g.Runtime.Key() != g.RuntimeKey {
-				t.Errorf("group runtime %q does not have the group's key %q", g.Runtime.Key(), g.RuntimeKey)
+			if err == nil && g.Runtime.RetestKey() != g.RuntimeKey {
+				t.Errorf("group runtime %q does not have the group's key %q", g.Runtime.RetestKey(), g.RuntimeKey)
 			}
 			for _, o := range others {
 				if o.RuntimeKey == g.RuntimeKey && o.Target == g.Target {
@@ -117,9 +117,9 @@ func TestMatches(t *testing.T) {
 		key    string
 		want   bool
 	}{
-		{"tpu", rtA.Key(), true},
-		{"tpu", rtB.Key(), false},
-		{"cpu", rtA.Key(), false},
+		{"tpu", rtA.RetestKey(), true},
+		{"tpu", rtB.RetestKey(), false},
+		{"cpu", rtA.RetestKey(), false},
 		{"tpu", "", false},
 	} {
 		if got := Matches(tc.target, tc.key, w); got != tc.want {
@@ -157,6 +157,9 @@ func TestCheckResult(t *testing.T) {
 		{"unknown class", func(r *ResultRequest) { r.Result.FailureClass = compat.Ptr(compat.FailureClass("bad")) }, "failure_class"},
 		{"unknown reason", func(r *ResultRequest) { r.Result.Reason = compat.Ptr(compat.Reason("bored")) }, "reason"},
 		{"auto mode", func(r *ResultRequest) { r.Result.Mode = compat.Ptr(compat.ModeAuto) }, "mode"},
+		// compat.Result.Validate's rules the runner held alone before.
+		{"skip without a reason", func(r *ResultRequest) { r.Result.Status, r.Result.Stage = compat.StatusSkipped, nil }, "skipped without a reason"},
+		{"unknown stage in stages", func(r *ResultRequest) { r.Result.Stages = []compat.StageRun{{Stage: "warmup"}} }, "stages"},
 		{"other runtime", func(r *ResultRequest) { r.Result.Runtime = rtB }, "runtime"},
 		{"flaky without a change", func(r *ResultRequest) { r.Flaky = true }, "flaky"},
 		{"one device said", func(r *ResultRequest) { r.Result.DevicesUsed = 1 }, ""},
@@ -170,12 +173,12 @@ func TestCheckResult(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			req := good()
 			tc.change(&req)
-			err := CheckResult(job, rtA.Key(), req)
+			err := CheckResult(job, rtA.RetestKey(), req)
 			sharded := job
 			sharded.Devices = 2
 			if tc.name == "one device said" {
 				// the same result for a job sharded over two: not its probe
-				if e := CheckResult(sharded, rtA.Key(), req); !errors.Is(e, ErrBadResult) {
+				if e := CheckResult(sharded, rtA.RetestKey(), req); !errors.Is(e, ErrBadResult) {
 					t.Errorf("a one-device verdict for a two-device job: %v", e)
 				}
 			}
@@ -319,17 +322,17 @@ func TestHolds(t *testing.T) {
 		key  string
 		want bool
 	}{
-		{Job{Target: "tpu"}, rtA.Key(), true},
-		{Job{Target: "tpu", Devices: 4}, rtA.Key(), true},
-		{Job{Target: "tpu", Devices: 8}, rtA.Key(), false},
-		{Job{Target: "tpu", Devices: 2}, rtB.Key(), false},
-		{Job{Target: "cpu", Devices: 2}, rtA.Key(), false},
+		{Job{Target: "tpu"}, rtA.RetestKey(), true},
+		{Job{Target: "tpu", Devices: 4}, rtA.RetestKey(), true},
+		{Job{Target: "tpu", Devices: 8}, rtA.RetestKey(), false},
+		{Job{Target: "tpu", Devices: 2}, rtB.RetestKey(), false},
+		{Job{Target: "cpu", Devices: 2}, rtA.RetestKey(), false},
 	} {
 		if got := Holds(tc.job, tc.key, w); got != tc.want {
 			t.Errorf("Holds(%s on %d devices, %q) on 4 devices = %v, want %v", tc.job.Target, tc.job.Devices, tc.key, got, tc.want)
 		}
 	}
-	if one := (Worker{Target: "tpu", Runtime: rtA, Devices: 1}); Holds(Job{Target: "tpu", Devices: 2}, rtA.Key(), one) {
+	if one := (Worker{Target: "tpu", Runtime: rtA, Devices: 1}); Holds(Job{Target: "tpu", Devices: 2}, rtA.RetestKey(), one) {
 		t.Error("a worker of one device holds a job of two")
 	}
 }

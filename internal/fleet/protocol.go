@@ -70,7 +70,7 @@ type Worker struct {
 	Version string `json:"version"` // the scanner build
 	// Target is the concrete target its probes run on (never auto), and
 	// Runtime what its harness reported for it: a job is leased only to a
-	// worker whose target and Runtime.Key() are the job's.
+	// worker whose target and Runtime.RetestKey() are the job's.
 	Target  compat.Target  `json:"target"`
 	Runtime compat.Runtime `json:"runtime"`
 	Devices int            `json:"devices"` // probes it runs at once

@@ -22,7 +22,7 @@ type DevicePeak struct {
 	Key          string   `json:"key"`
 	Label        string   `json:"label"`
 	Target       string   `json:"target"` // tpu or cuda
-	Names        []string `json:"names"`  // runtime device names, normalised (NormalizeDeviceName)
+	Names        []string `json:"names"`  // runtime device names, normalised (harness_efficiency.py match_device)
 	Generation   string   `json:"generation,omitempty"`
 	BF16FLOPS    float64  `json:"bf16_flops"`      // dense bf16 FLOP/s
 	HBMBytesPerS float64  `json:"hbm_bytes_per_s"` // HBM bandwidth, bytes/s
@@ -56,15 +56,7 @@ func (d DevicePeak) Topology(n int) (string, bool) {
 
 // devicePeaks is the parsed table; the embedded file is checked by tests,
 // so a malformed one fails the build's tests, not a request.
-var devicePeaks = mustParseDevicePeaks(devicesJSON)
-
-func mustParseDevicePeaks(data []byte) []DevicePeak {
-	peaks, err := parseDevicePeaks(data)
-	if err != nil {
-		panic(err)
-	}
-	return peaks
-}
+var devicePeaks = must(parseDevicePeaks(devicesJSON))
 
 func parseDevicePeaks(data []byte) ([]DevicePeak, error) {
 	var doc struct {
@@ -83,26 +75,26 @@ func parseDevicePeaks(data []byte) ([]DevicePeak, error) {
 // modify it.
 func DevicePeaks() []DevicePeak { return devicePeaks }
 
-// NormalizeDeviceName is how a runtime device name is compared with the
-// table's names: lowercased, with runs of white space collapsed to one
-// space. The harness's match_device does the same.
+// NormalizeDeviceName is how the harness's match_device
+// (harness_efficiency.py) compares a runtime device name with the table's
+// names: lowercased, with runs of white space collapsed to one space.
 func NormalizeDeviceName(name string) string {
 	return strings.Join(strings.Fields(strings.ToLower(name)), " ")
 }
 
 // MatchDevicePeak finds the table entry for a device the runtime names name
-// on target. Only an exact name matches: an unknown device gets no peak
-// rather than a guessed one.
+// on target, as match_device does. Only an exact name matches: an unknown
+// device gets no peak rather than a guessed one. The plan (a sharded
+// probe's generation), the runner (a slice's topology) and the web's chips
+// column use it.
 func MatchDevicePeak(target, name string) (DevicePeak, bool) {
 	n := NormalizeDeviceName(name)
 	for _, d := range devicePeaks {
 		if d.Target != target {
 			continue
 		}
-		for _, alias := range d.Names {
-			if alias == n {
-				return d, true
-			}
+		if slices.Contains(d.Names, n) {
+			return d, true
 		}
 	}
 	return DevicePeak{}, false

@@ -19,6 +19,16 @@ import (
 //go:embed *.py *.json
 var files embed.FS
 
+// must is a table parsed at start-up: the embedded files are part of the
+// build, and one that does not parse fails its package's tests and panics
+// at start-up rather than decide wrong.
+func must[T any](t T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return t
+}
+
 // names lists the embedded harness files, sorted.
 func names() ([]string, error) {
 	var out []string

@@ -9,10 +9,13 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 )
 
-// FitTable is fit.json: the constants of the one fit formula. The
-// scanner's plan (scan.Plan) applies the formula with them, and the harness
-// reads the same file (it is extracted with the harness), so the two
-// cannot disagree. The file's "about" says what each constant means.
+// FitTable is fit.json: the constants of the probe fit formula, whether
+// one smoke test's weights fit the memory budget where it runs. The
+// scanner's plan (scan.ProbeNeed, scan.Plan) applies the formula with them,
+// and the harness reads the same file (it is extracted with the harness),
+// so the two cannot disagree. The file's "about" says what each constant
+// means. (Whether a model can be served on a TPU generation is another
+// question: readiness.MinDevices.)
 type FitTable struct {
 	FitFactor     float64                     `json:"fit_factor"`
 	FitSlackBytes int64                       `json:"fit_slack_bytes"`
@@ -48,15 +51,7 @@ var fitJSON []byte
 
 // Fit is the embedded table. It is part of the build: a table that does not
 // parse fails TestFitTable, and panics at start-up rather than plan wrong.
-var Fit = mustParseFit(fitJSON)
-
-func mustParseFit(data []byte) FitTable {
-	t, err := parseFit(data)
-	if err != nil {
-		panic(err)
-	}
-	return t
-}
+var Fit = must(parseFit(fitJSON))
 
 func parseFit(data []byte) (FitTable, error) {
 	var t FitTable

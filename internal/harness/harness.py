@@ -15,10 +15,9 @@ Command line (the contract with the Go runner):
 DIR is a Hub-cache snapshot folder (config.json, and *.safetensors for full mode).
 The run is offline (HF_HUB_OFFLINE=1, TRANSFORMERS_OFFLINE=1 are set here too),
 never uses trust_remote_code and never unpickles weights: only *.safetensors are
-read, and a config with auto_map whose model_type transformers does not know
-natively is skipped (reason remote_code). When transformers implements the
-model_type natively, auto_map is ignored and the native code runs (that model
-does not *need* remote code).
+read, and a config that asks for code from its repository (auto_map: the table
+remote_code.json, which the scanner's preflight reads too) is skipped with reason
+remote_code, whatever its model_type.
 
 Exactly one Result JSON object (shape of shared/CONTRACT.md plus the extensions
 in internal/compat) is written atomically to --result-file; progress lines such
@@ -41,7 +40,7 @@ Stages, in order, each timed in result.stages:
            class; a text/vision/audio sub-config that is not an object, has a field transformers
            refuses, or lacks a field the family's inputs need fails here (config_error naming the
            field); random forwards (sampling noise) are made deterministic for the comparison;
-           mode: full (real safetensors; bfloat16 on an accelerator, float32 on cpu),
+           mode: full (real safetensors; bfloat16 by default, on cpu too),
            arch (random weights from the config with layers cut to --layers, seeded).
            The scanner passes full or arch: its plan (internal/scan/plan.go) decided,
            and the harness executes (a full model that does not fit after all ends
@@ -77,6 +76,14 @@ Stages, in order, each timed in result.stages:
            tokens_per_s. On tpu/cuda transformers compiles the decode step itself. A causal LM
            with its own tokenizer (full mode) continues a fixed prompt, and result.continuation
            holds the prompt and the decoded text.
+
+Whose failure it is: a verdict comes only from what differs between the target and the float32 CPU
+reference (harness_reference.py). When load, forward, compile or generate fails on the target, the same
+stage runs on the reference with the same inputs (Probe.judge); harness_failures.arbitrate keeps the
+target's verdict when the reference passes, and makes a failure the reference shares the scanner's error
+(status error, signature harness_inputs:... or harness_load:...). A package transformers asks for and the
+environment lacks is error environment:missing_package:<pkg>. The cpu target runs bfloat16, so a cpu
+verdict compares it with the float32 reference too (the env note says what a verdict compares).
 
 Timing: the device is synchronised before every clock read (torch.tpu.synchronize() on tpu;
 elsewhere torch.accelerator.synchronize(), else torch.<device>.synchronize()); warm-up calls are
@@ -148,7 +155,6 @@ _T0 = time.monotonic()
 import argparse  # noqa: E402
 import contextlib  # noqa: E402
 import datetime  # noqa: E402
-import gc  # noqa: E402
 import importlib.metadata as _md  # noqa: E402
 import importlib.util  # noqa: E402
 import json  # noqa: E402
@@ -178,9 +184,10 @@ import harness_failures as hf  # noqa: E402
 import harness_inputs as hi  # noqa: E402
 import harness_numerics as hn  # noqa: E402
 import harness_shard as hs  # noqa: E402
+import harness_reference as hr  # noqa: E402
 import harness_tasks as ht  # noqa: E402
 
-HARNESS_VERSION = "0.1.0"
+HARNESS_VERSION = "0.2.0"  # 0.2.0: the reference decides whose a failure is; bfloat16 on cpu
 
 STAGES = ("env", "config", "load", "forward", "numerics", "compile", "generate")
 
@@ -416,6 +423,15 @@ def forget_tpu(torch) -> None:
     if hasattr(torch, "tpu"):
         delattr(torch, "tpu")
     sys.modules.pop("torch.tpu", None)
+
+
+def verdict_note(target: str, dtype_name: str) -> str:
+    """What a verdict on target compares: the run in dtype_name on target against the float32 CPU reference. On
+    cpu in float32 the run is the reference itself, so every failure is one the reference shares: no verdict."""
+    if target == "cpu" and dtype_name == "float32":
+        return ("verdict: float32 on cpu is the float32 cpu reference itself, so a failure is always one the "
+                "reference shares (the scanner's error, not a verdict)")
+    return f"verdict: {dtype_name} on {target} against the float32 cpu reference"
 
 
 def precision_rule(target: str, dtype_name: str, tpu_precision: bool) -> tuple[str, bool]:
@@ -719,7 +735,7 @@ class Probe:
              "max_abs_diff", "top1_agreement", "compiled_step_ms", "ttft_ms", "perplexity", "tolerance",
              "param_count", "rel_error", "cosine_similarity"))
         self.model = None
-        self.ref_model = None
+        self.reference = hr.Reference(self)  # the float32 CPU reference: numerics, and whose a failure is
         self.inputs_cpu = None
         self.dev_inputs = None
         self.dev_out = None
@@ -820,10 +836,11 @@ class Probe:
                                 self.dev.peak_scope == "process" else ""))
             if self.args.dtype != "auto":
                 self.dtype = getattr(torch, self.args.dtype)
-            else:  # float32 on cpu, bfloat16 on an accelerator: what the fit formula assumes
+            else:  # bfloat16 (on cpu too, against the float32 reference): what the fit formula assumes
                 self.dtype = getattr(torch, FIT["targets"][self.target]["dtype"])
             dtype_name = str(self.dtype).replace("torch.", "")
             self.dev.set_dtype(dtype_name)
+            notes.append(verdict_note(self.target, dtype_name))
             if self.dev.highest:
                 notes.append("float32 on tpu: device steps at torch.tpu.precision(Precision.HIGHEST)")
             elif self.dev.tolerance_row(dtype_name) != dtype_name:
@@ -860,24 +877,24 @@ class Probe:
             if not isinstance(raw, dict):
                 raise hf.ConfigError("config.json is not a JSON object", "invalid config.json")
             import transformers
-            from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
 
             with contextlib.suppress(Exception):
                 transformers.utils.logging.disable_progress_bar()
-            model_type = raw.get("model_type")
-            if raw.get("auto_map"):
-                if model_type not in CONFIG_MAPPING_NAMES:
-                    raise hf.Skip("remote_code", f"config.json has auto_map and model_type {model_type!r} is not "
-                                  "implemented by transformers: it needs trust_remote_code")
-                notes.append(f"auto_map ignored: transformers implements {model_type!r} natively")
+            why = ht.needs_remote_code(raw)
+            if why:
+                raise hf.Skip("remote_code", f"{why}: it needs trust_remote_code, and the harness runs no code "
+                              "from model repositories")
             incomplete = ht.check_subconfigs(raw)
             if incomplete:
                 raise hf.ConfigError(incomplete, "incomplete sub-config")
             config = self.load_config(transformers, raw)
             det = ht.make_deterministic(config)
-            self.load_kwargs = {"config": config} if det else {}
+            vocab = ht.legacy_text_vocab(config)
+            self.load_kwargs = {"config": config} if det or vocab else {}
             if det:
                 notes.append("random forward made deterministic for the comparison: " + ", ".join(det))
+            if vocab:
+                notes.append("legacy config layout: " + ", ".join(vocab))
             task, family, tnote = ht.resolve_family(args.task or None, config)
             if task:
                 self.task = task
@@ -1039,24 +1056,16 @@ class Probe:
                     notes.append(f"{len(missing)} weights missing from the checkpoint (initialised): "
                                  + ", ".join(sorted(missing)[:3]))
             else:
-                torch.manual_seed(args.seed)
-                ref = self.cls._from_config(self.arch_config, dtype=torch.float32)
-                ref.eval()
-                self.ref_model = ref
+                # the float32 reference first (the same seeded weights), the device's model a copy of it
+                ref = self.reference.model()
                 import copy
 
                 model = copy.deepcopy(ref)
                 if self.rank != 0:  # rank 0 alone compares with the reference
-                    self.ref_model = None
                     del ref
+                    self.reference.release()
                 if self.dtype != torch.float32:
                     self.to_dtype_keep_fp32(model, self.dtype)
-                gen_path = os.path.join(args.model_dir, "generation_config.json")
-                if os.path.isfile(gen_path) and model.can_generate():
-                    with contextlib.suppress(Exception):
-                        from transformers import GenerationConfig
-
-                        model.generation_config = GenerationConfig.from_pretrained(args.model_dir, local_files_only=True)
             model.eval()
             if self.sharding == "fsdp":  # fully_shard moves each shard to the mesh's device
                 model = hs.shard_fsdp(torch, model, self.target, self.world)
@@ -1069,6 +1078,15 @@ class Probe:
             self.metrics["param_count"] = int(sum(p.numel() for p in model.parameters()))
             self.model = model
             notes.append(f"params={self.metrics['param_count']}")
+
+    def apply_generation_config(self, model) -> None:
+        """Arch mode: the snapshot's generation_config.json, as from_pretrained would read it in full mode."""
+        gen_path = os.path.join(self.args.model_dir, "generation_config.json")
+        if os.path.isfile(gen_path) and model.can_generate():
+            with contextlib.suppress(Exception):
+                from transformers import GenerationConfig
+
+                model.generation_config = GenerationConfig.from_pretrained(self.args.model_dir, local_files_only=True)
 
     def forward_kwargs(self, inputs):
         torch = self.torch
@@ -1093,22 +1111,8 @@ class Probe:
     def stage_forward(self) -> None:
         args, torch = self.args, self.torch
         with self.stage("forward") as notes:
-            import inspect
-
-            try:
-                accepted = set(inspect.signature(self.model.forward).parameters)
-            except (TypeError, ValueError):
-                accepted = set()
-            cfg = self.model.config
-            self.inputs_cpu, info = ht.build_inputs(torch, self.family, cfg, accepted, args.seq_len, args.new_tokens,
-                                                    args.seed, type(self.model).__name__, model=self.model,
-                                                    to_device=self.forward_kwargs)
-            # full mode: the model's own tokenizer / image processor where its files allow (harness_inputs)
-            reserve = args.new_tokens if hi.FAMILY_GENERATES.get(self.family) else 0
-            self.real = hi.build(torch, self.family, cfg, args.model_dir, self.mode, self.inputs_cpu, info,
-                                 accepted, reserve)
+            self.real = self.forward_inputs(self.model, self.forward_kwargs, notes)
             self.inputs_cpu, info = self.real.tensors, self.real.info
-            notes.append(f"inputs: {self.real.note}")
             self.input_info = info
             notes.append("inputs " + ", ".join(f"{k}={list(v.shape)}" for k, v in self.inputs_cpu.items()
                                                 if hasattr(v, "shape")))
@@ -1158,6 +1162,30 @@ class Probe:
         ms = hs.collective_ms(prof)
         self.metrics["collective_ms"] = ms
         return f"collectives {ms:g} ms of a profiled step" if ms is not None else "the profiler named no collective"
+
+    def forward_inputs(self, model, to_device, notes: list) -> hi.Inputs:
+        """The forward inputs (CPU, float32 / int64) of model: the family's synthetic ones from the config and the
+        model's forward signature, replaced in full mode by the model's own tokenizer / processor where its files
+        allow (harness_inputs). to_device moves CPU inputs to model's device (None: model is on the CPU, float32),
+        for multimodal models asked how many placeholder tokens one image takes. The reference builds the same
+        inputs with this when the target failed before building them."""
+        import inspect
+
+        args, torch = self.args, self.torch
+        try:
+            accepted = set(inspect.signature(model.forward).parameters)
+        except (TypeError, ValueError):
+            accepted = set()
+        cfg = model.config
+        inputs, info = ht.build_inputs(torch, self.family, cfg, accepted, args.seq_len, args.new_tokens, args.seed,
+                                       type(model).__name__, model=model, to_device=to_device)
+        reserve = args.new_tokens if hi.FAMILY_GENERATES.get(self.family) else 0
+        real = hi.build(torch, self.family, cfg, args.model_dir, self.mode, inputs, info, accepted, reserve)
+        notes.append(f"inputs: {real.note}")
+        missing = hi.modalities_missing(accepted, cfg, real.tensors)
+        if missing:
+            notes.append(f"the forward takes {' and '.join(missing)} inputs the harness does not build")
+        return real
 
     def compare(self, ref, dev, dtype_name: str) -> dict:
         """The checks of the primary output's kind (harness_numerics) on dev vs ref, against the
@@ -1225,6 +1253,13 @@ class Probe:
         finally:
             hs.publish("numerics", word)
 
+    def reference_fits(self) -> bool:
+        """Whether every rank of a sharded probe can build the float32 reference in host memory at once (a failed
+        stage arbitrated on each rank): False when its size is not known."""
+        need = self.reference_need()
+        _, avail = host_memory()
+        return need is not None and avail is not None and need * self.world <= avail
+
     def reference_need(self) -> int | None:
         """Host bytes of the float32 reference of a full-mode model (fit.json's factor and slack, one copy);
         None in arch mode, where rank 0 holds the reduced reference already."""
@@ -1233,21 +1268,17 @@ class Probe:
         return int(self.metrics["param_count"] * 4 * FIT["fit_factor"]) + FIT["fit_slack_bytes"]
 
     def numerics(self) -> None:
-        args, torch = self.args, self.torch
+        torch = self.torch
         with self.stage("numerics") as notes:
             dtype_name = str(self.dtype).replace("torch.", "")
-            if self.mode == "full":
-                ref = self.cls.from_pretrained(args.model_dir, dtype=torch.float32, use_safetensors=True,
-                                               trust_remote_code=False, local_files_only=True, **self.load_kwargs)
-                ref.eval()
-            else:
-                ref = self.ref_model
-            with torch.no_grad():
-                refs = {n: v.detach().float() for n, _, v in hn.select(ref(**self.inputs_cpu), self.family)}
+            refs = self.reference_outputs()
             ref_out = next(iter(refs.values()))
-            self.ref_model = None
-            del ref
-            gc.collect()
+            self.reference.release()  # its memory, before compile (a later failure builds it again)
+            bad = [n for n, v in refs.items() if not bool(torch.isfinite(v).all())]
+            if bad:  # nothing to compare with: the harness's inputs make even the reference non-finite
+                raise hf.SharedFailure(hf.INPUTS_ORIGIN, f"the float32 cpu reference's {', '.join(bad)} is not finite "
+                                       "(nan/inf) on the harness's inputs: nothing to compare the target with",
+                                       "non-finite reference output")
             dev_out = self.dev_out
             cmps = self.compare_outputs(refs, dev_out, dtype_name, "device vs reference")
             cmp = cmps["primary"]
@@ -1265,6 +1296,8 @@ class Probe:
                 chk = hi.passage_check(torch, dev_out, ref_out, self.inputs_cpu["input_ids"], dtype_name)
                 self.metrics["perplexity"] = finite_or_none(chk.ppl)
                 notes.append(chk.note)
+                if ok and not chk.ok and chk.key == hi.REFERENCE_TOO_KEY:  # the passage is the harness's choice
+                    raise hf.SharedFailure(hf.INPUTS_ORIGIN, chk.why, chk.key)
                 if ok and not chk.ok:
                     ok, why, key = False, chk.why, chk.key
             elif self.family == "causal-lm" and self.is_scores and cmp["finite"]:
@@ -1276,9 +1309,25 @@ class Probe:
                     notes.append(f"perplexity {ppl:.4g}" + (f" (reference {ref_ppl:.4g})" if ref_ppl is not None else "")
                                  + f", bound {bound:.4g}")
                     if ok and (not math.isfinite(ppl) or ppl > bound):
+                        if ref_ppl is not None and not (math.isfinite(ref_ppl) and ref_ppl <= bound):
+                            raise hf.SharedFailure(hf.INPUTS_ORIGIN, f"perplexity {ppl:.4g} is not finite or above "
+                                                   f"{bound:.4g}, and the float32 cpu reference's ({ref_ppl:.4g}) too",
+                                                   "perplexity of the reference too")
                         ok, why, key = False, f"perplexity {ppl:.4g} is not finite or above {bound:.4g}", "perplexity"
             if not ok:
                 raise hf.NumericsMismatch(why, key)
+
+    def reference_outputs(self) -> dict:
+        """name -> float32 CPU tensor of the outputs the family compares, from the reference on the forward inputs.
+        A reference that fails here (the target passed) leaves nothing to compare with: the scanner's error."""
+        try:
+            out = self.reference.outputs(self.inputs_cpu)
+            return {n: v.detach().float() for n, _, v in hn.select(out, self.family)}
+        except Exception as e:  # noqa: BLE001
+            self.reference.release()
+            c = hf.classify(e, "numerics")
+            raise hf.ReferenceFailed(f"the float32 cpu reference failed where the target passed: {c['message']}",
+                                     c["signature"], c["failure_class"]) from e
 
     def compile_model(self, backend: str):
         """torch.compile of the model with static shapes."""
@@ -1398,40 +1447,12 @@ class Probe:
         with self.stage("generate") as notes:
             model = self.model
             gin, prompt_len = self.generate_prompt(notes)
+            gin = self.forward_kwargs(gin)
             n = args.new_tokens
-            kw = dict(max_new_tokens=n, min_new_tokens=n, do_sample=False, num_beams=1)
-            gc_ = getattr(model, "generation_config", None)
-            if gc_ is not None and getattr(gc_, "pad_token_id", None) is None:
-                eos = getattr(gc_, "eos_token_id", None)
-                kw["pad_token_id"] = (eos[0] if isinstance(eos, (list, tuple)) and eos else eos) if eos is not None else 0
-            static = False
-            try:
-                static = bool(model._supports_default_dynamic_cache())
-            except Exception:  # noqa: BLE001
-                static = False
-            if static:
-                kw["cache_implementation"] = "static"
-            else:
-                notes.append("static cache not supported by this model: its own cache was used")
-            if args.no_compile:
-                kw["disable_compile"] = True
-            elif static and self.target != "cpu":
-                notes.append(f"decode step compiled by transformers (static cache on {self.target})")
             dev = self.dev
             with torch.no_grad():
                 t = time.perf_counter()
-                try:
-                    model.generate(**gin, **kw)
-                except Exception as e:  # noqa: BLE001
-                    c = hf.classify(e, "generate")
-                    if static and c["failure_class"] == "other":  # the static cache is the harness's choice
-                        notes.append(f"static cache failed ({hf.short_message(e, 160)}): fell back to the default cache")
-                        kw.pop("cache_implementation", None)
-                        static = False
-                        t = time.perf_counter()
-                        model.generate(**gin, **kw)
-                    else:
-                        raise
+                kw, static = self.generate_once(model, gin, notes, compiled=not args.no_compile)
                 dev.sync()
                 notes.append(f"warm-up generate {time.perf_counter() - t:.3f}s")
                 streamer = _TimingStreamer()
@@ -1457,8 +1478,44 @@ class Probe:
             if streamer.tokens < n:
                 notes.append(f"generated {streamer.tokens} < {n} tokens")
 
+    def generate_once(self, model, gin: dict, notes: list, compiled: bool) -> tuple[dict, bool]:
+        """One greedy generate() of --new-tokens from gin (inputs on model's device): static cache where the model
+        supports it (falling back to its own cache when the static one fails with an unclassified error: the static
+        cache is the harness's choice); compiled=False keeps transformers from compiling the decode step. Returns the
+        settings that ran (for the measured call) and whether the cache was static. The reference runs the same."""
+        n = self.args.new_tokens
+        kw = dict(max_new_tokens=n, min_new_tokens=n, do_sample=False, num_beams=1)
+        gc_ = getattr(model, "generation_config", None)
+        if gc_ is not None and getattr(gc_, "pad_token_id", None) is None:
+            eos = getattr(gc_, "eos_token_id", None)
+            kw["pad_token_id"] = (eos[0] if isinstance(eos, (list, tuple)) and eos else eos) if eos is not None else 0
+        static = False
+        try:
+            static = bool(model._supports_default_dynamic_cache())
+        except Exception:  # noqa: BLE001
+            static = False
+        if static:
+            kw["cache_implementation"] = "static"
+        else:
+            notes.append("static cache not supported by this model: its own cache was used")
+        if not compiled:
+            kw["disable_compile"] = True
+        elif static and self.target != "cpu":
+            notes.append(f"decode step compiled by transformers (static cache on {self.target})")
+        try:
+            model.generate(**gin, **kw)
+        except Exception as e:  # noqa: BLE001
+            c = hf.classify(e, "generate")
+            if not (static and c["failure_class"] == "other"):
+                raise
+            notes.append(f"static cache failed ({hf.short_message(e, 160)}): fell back to the default cache")
+            kw.pop("cache_implementation", None)
+            static = False
+            model.generate(**gin, **kw)
+        return kw, static
+
     def generate_prompt(self, notes) -> tuple[dict, int | None]:
-        """generate()'s device inputs, and the prompt's length when its continuation is reported: a causal LM
+        """generate()'s inputs (on the CPU), and the prompt's length when its continuation is reported: a causal LM
         with its own tokenizer (full mode) continues harness_inputs.PROMPT; otherwise the prompt is the forward
         inputs' (harness_tasks.generate_inputs)."""
         tok = self.real.tokenizer if self.real is not None else None
@@ -1466,9 +1523,35 @@ class Probe:
             ids = hi.prompt_ids(self.torch, tok, self.model.config)
             if ids is not None:
                 notes.append(f"prompt {hi.PROMPT!r} ({ids.shape[1]} tokens, the model's tokenizer)")
-                return self.forward_kwargs({"input_ids": ids}), int(ids.shape[1])
+                return {"input_ids": ids}, int(ids.shape[1])
             notes.append("the fixed prompt cannot be encoded: the forward inputs are the prompt")
-        return self.forward_kwargs(ht.generate_inputs(self.family, self.inputs_cpu)), None
+        return ht.generate_inputs(self.family, self.inputs_cpu), None
+
+    # --- whose failure ---
+
+    def judge(self, e: BaseException) -> dict:
+        """The classification of a failure in the current stage that stands: the target's failure, unless the
+        float32 CPU reference fails the same stage with the same inputs (harness_failures.arbitrate), then the
+        scanner's error. The reference runs only here, when the target failed (and in numerics, always)."""
+        stage = self.current
+        c = hf.classify(e, stage)
+        if c["status"] != "fail" or stage not in hf.ARBITRATED_STAGES:
+            return c
+        if self.world > 1 and self.mode == "full" and not self.reference_fits():
+            log(f"stage={stage} failed on the target; the float32 cpu reference of a sharded full-mode model is not "
+                "run on this host (its size unknown or over the memory available to the ranks)")
+            return c
+        log(f"stage={stage} failed on the target: the same stage on the float32 cpu reference")
+        ref_exc, ran = self.reference.run_stage(stage)
+        self.reference.release()
+        ref = hf.classify(ref_exc, stage) if ref_exc is not None else None
+        out, note = hf.arbitrate(stage, c, ref, ran)
+        if note:
+            log(f"stage={stage} {note}")
+            rec = next((r for r in reversed(self.stages) if r["stage"] == stage), None)
+            if rec is not None:
+                rec["note"] = "; ".join(n for n in (note, rec.get("note", "")) if n)[:1000]
+        return out
 
     # --- driver ---
 
@@ -1495,9 +1578,10 @@ class Probe:
         except hf.Skip as s:
             res.update(status="skipped", stage=self.current, reason=s.reason, message=hf.truncate_bytes(str(s), 2048))
         except Exception as e:  # noqa: BLE001 - every model failure becomes a Result
-            c = hf.classify(e, self.current)
-            if self.world > 1 and hs.is_collective_timeout(e):
+            if self.world > 1 and hs.is_collective_timeout(e):  # a peer's, not the model's: nothing to arbitrate
                 c = hs.timeout_class(e, self.current, self.rank, self.world, self.args.collective_timeout_s)
+            else:
+                c = self.judge(e)
             res.update(status=c["status"], stage=self.current, failure_class=c["failure_class"], op=c["op"],
                        signature=c["signature"], message=c["message"], log_tail=c["log_tail"])
         if self.dev is not None:
@@ -1627,7 +1711,8 @@ def parse_args(argv):
     # extensions (optional; the Go runner need not pass them)
     p.add_argument("--compile-backend", default="", help="torch.compile backend (default: tpu on tpu, inductor elsewhere)")
     p.add_argument("--dtype", choices=("auto", "float32", "bfloat16", "float16"), default="auto",
-                   help="device dtype (default: bfloat16 on an accelerator, float32 on cpu)")
+                   help="device dtype (default: bfloat16; on cpu too, so that a cpu verdict compares it with the "
+                        "float32 reference)")
     p.add_argument("--devices", type=int, default=1,
                    help="devices a sharded probe runs on, one rank each (RANK etc. in the environment; harness_shard.py)")
     p.add_argument("--sharding", choices=hs.SHARDINGS, default="auto",

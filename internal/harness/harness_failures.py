@@ -16,6 +16,13 @@ that groups one root cause across many models:
 * ``<class>:<normalised message>``         anything else: the first line of the
   message with addresses, hex, numbers, paths, quoted names/ids, shapes and
   model class names replaced by placeholders.
+
+Not every failure is a verdict on the model. A package missing from the environment
+(transformers' "requires the timm library") is status error with
+``environment:missing_package:timm``; and arbitrate(...) decides, from the float32 CPU
+reference's run of the same stage with the same inputs, whose failure a stage's is: the
+reference passes, the failure is the target's (the verdict stands); the reference fails too,
+it is the scanner's (status error, ``harness_load:…`` or ``harness_inputs:…``).
 """
 
 from __future__ import annotations
@@ -68,6 +75,29 @@ class ConfigError(HarnessFailure):
 
 class LoadError(HarnessFailure):
     failure_class = "load_error"
+
+
+class SharedFailure(HarnessFailure):
+    """A check the float32 CPU reference fails too (a non-finite reference output, a perplexity the reference
+    cannot reach either): not a verdict on the model. detail is the normalised key after the origin."""
+
+    status = "error"
+
+    def __init__(self, origin: str, message: str, detail: str, failure_class: str = "other"):
+        super().__init__(message, detail)
+        self.origin = origin
+        self.failure_class = failure_class
+
+
+class ReferenceFailed(HarnessFailure):
+    """The float32 CPU reference itself failed while the target passed: the comparison cannot be made, and
+    that is the scanner's problem (its reference), never the model's verdict."""
+
+    status = "error"
+
+    def __init__(self, message: str, detail: str, failure_class: str = "other"):
+        super().__init__(message, detail)
+        self.failure_class = failure_class
 
 
 class Skip(Exception):
@@ -205,10 +235,17 @@ def classify(exc: BaseException, stage: str) -> dict:
     chain = exception_chain(exc)
     text = "\n".join(f"{type(e).__name__}: {e}" for e in chain)
     op = None
+    if isinstance(exc, SharedFailure):
+        return _pack("error", exc.failure_class, None, f"{exc.origin}:{exc.detail}", exc)
+    if isinstance(exc, ReferenceFailed):
+        return _pack("error", exc.failure_class, None, f"{REFERENCE_ORIGIN}:{exc.detail}", exc)
     if isinstance(exc, HarnessFailure):
         status, cls = exc.status, exc.failure_class
         detail = exc.detail or normalize_message(short_message(exc))
         return _pack(status, cls, None, f"{cls}:{detail}", exc)
+    pkg = missing_package(exc)
+    if pkg is not None:  # the environment lacks a package transformers (or the model's code) asks for
+        return _pack("error", "import_error", None, f"{ENVIRONMENT_ORIGIN}:missing_package:{pkg}", exc)
     if is_oom(exc, text):
         return _pack("oom", "oom", None, f"oom:{stage}", exc)
     op = find_op(text)
@@ -234,6 +271,97 @@ def classify(exc: BaseException, stage: str) -> dict:
     cls = {"config": "config_error", "load": "load_error", "env": "other"}.get(stage, "other")
     status = "error" if stage == "env" else "fail"
     return _pack(status, cls, None, f"{cls}:{normalize_message(_first_line(chain))}", exc)
+
+
+# --- missing packages ----------------------------------------------------------
+
+# transformers' own words for a package it needs and cannot import (utils/import_utils.py *_IMPORT_ERROR:
+# "{0} requires the timm library but it was not found in your environment. You can install it with pip:
+# `pip install timm`"; dynamic_module_utils.check_imports: "This modeling file requires the following packages
+# that were not found in your environment: einops. Run `pip install einops`").
+_PIP_INSTALL = re.compile(r"`?pip install (?:-U )?(?P<pkg>[A-Za-z0-9][A-Za-z0-9._\-]*)")
+_REQUIRES_LIBRARY = re.compile(r"requires the (?P<pkg>[A-Za-z0-9][A-Za-z0-9._\-]*) library but it was not found")
+_NOT_FOUND_PACKAGES = re.compile(r"requires the following packages that were not found in your environment: "
+                                 r"(?P<pkg>[A-Za-z0-9][A-Za-z0-9._\-]*)")
+_PACKAGE_NAME = re.compile(r"^[a-z0-9][a-z0-9._\-]{0,63}$")
+
+
+def missing_package(exc: BaseException, find_spec=None) -> str | None:
+    """The package the environment lacks, when an ImportError in the chain says one is missing: transformers'
+    own message (the name it tells pip to install, else the library it names), or a ModuleNotFoundError for a
+    top-level module that cannot be found (find_spec, importlib.util.find_spec by default). None otherwise
+    (an ImportError of a package that is installed but broken is the model's import_error)."""
+    if find_spec is None:
+        import importlib.util
+
+        find_spec = importlib.util.find_spec
+    for e in exception_chain(exc):
+        if not isinstance(e, ImportError):
+            continue
+        text = str(e)
+        for pat in (_PIP_INSTALL, _NOT_FOUND_PACKAGES, _REQUIRES_LIBRARY):
+            m = pat.search(text)
+            if m:
+                name = m.group("pkg").strip(".`'\"").lower()
+                if _PACKAGE_NAME.match(name):
+                    return name
+        name = getattr(e, "name", None)
+        if isinstance(e, ModuleNotFoundError) and isinstance(name, str) and name:
+            top = name.split(".")[0]
+            try:
+                absent = find_spec(top) is None
+            except (ImportError, ValueError):
+                absent = True
+            if absent and _PACKAGE_NAME.match(top.lower()):
+                return top.lower()
+    return None
+
+
+# --- whose failure it is -----------------------------------------------------------------
+
+# Signature origins of a failure that is not a verdict on the model (status error).
+ENVIRONMENT_ORIGIN = "environment"   # a package missing from the harness's environment
+INPUTS_ORIGIN = "harness_inputs"     # the stage fails on the float32 CPU reference too, with the same inputs
+LOAD_ORIGIN = "harness_load"         # building the model fails on the float32 CPU reference too
+REFERENCE_ORIGIN = "reference"       # the float32 CPU reference failed while the target passed
+# The stages whose failure on the target is run again on the float32 CPU reference (numerics compares with the
+# reference it already ran; env and config run no model).
+ARBITRATED_STAGES = ("load", "forward", "compile", "generate")
+
+
+def arbitrate(stage: str, device: dict, reference: dict | None, reference_ran: bool = True) -> tuple[dict, str]:
+    """Whose failure it is: (the classification that stands, a note saying why).
+
+    device is classify() of the failure on the target in stage; reference is classify() of the float32 CPU
+    reference's failure in the same stage with the same inputs, None when the reference passed it;
+    reference_ran is False when the reference was not run (a stage it does not arbitrate) or could not run.
+
+    * a device outcome that is not a verdict (oom, error) stands: the reference does not decide those;
+    * the reference passes: the failure is the target's, the verdict stands;
+    * the reference could not run (not run, or out of host memory): the verdict stands, and the note says so;
+    * the reference fails the same stage: not a verdict on the model. Status error, the reference's class, and
+      the signature names the scanner's part: ``harness_load:…`` (building the model), ``harness_inputs:…``
+      (running the harness's inputs), or the reference's own ``environment:missing_package:…``."""
+    if device["status"] != "fail" or stage not in ARBITRATED_STAGES:
+        return device, ""
+    if not reference_ran:
+        return device, "the float32 cpu reference could not run this stage: the failure stands as the target's"
+    if reference is None:
+        return device, f"the float32 cpu reference passes the {stage} stage with the same inputs: the failure is the target's"
+    if reference["status"] == "oom":
+        return device, ("the float32 cpu reference ran out of host memory in this stage: the failure stands as the "
+                        "target's")
+    if reference["status"] == "error":  # a missing package, or a harness check of its own
+        out = dict(reference)
+    else:
+        origin = LOAD_ORIGIN if stage == "load" else INPUTS_ORIGIN
+        detail = reference["signature"].split(":", 1)[1] if ":" in reference["signature"] else reference["signature"]
+        out = dict(reference, status="error", op=None, signature=f"{origin}:{detail}"[:SIGNATURE_LIMIT])
+    out["message"] = truncate_bytes(
+        f"not a verdict on the model: the float32 cpu reference fails the {stage} stage too, with the same "
+        f"{'model' if stage == 'load' else 'inputs'} ({reference['message']}); on the target: {device['message']}",
+        MESSAGE_LIMIT)
+    return out, f"the float32 cpu reference fails the {stage} stage too: the scanner's error, not the model's"
 
 
 def _first_line(chain: list[BaseException]) -> str:

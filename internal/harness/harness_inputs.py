@@ -452,7 +452,23 @@ def _dense_vision(ctx: Ctx) -> dict:
         n = _get(config, "task_seq_len") or 77
         tcfg = _get(config, "text_config") or config
         inputs["task_inputs"], _ = random_text(ctx.torch, ctx.gen, tcfg, n, set())
+    inputs.update(_prompt_text(ctx))
     return inputs
+
+
+def _prompt_text(ctx: Ctx) -> dict:
+    """One text prompt, input_ids [1, S] (+ attention_mask), for an image model whose forward takes text too and
+    whose config has a text tower (CLIPSeg: "a photo of a cat" segments the cat); {} otherwise."""
+    tkey, tcfg = sub_config(ctx.config, "text_config")
+    if not ctx.takes("input_ids") or tcfg is None:
+        return {}
+    n = text_length(tcfg, min(ctx.seq_len, 16))
+    ids, _ = random_text(ctx.torch, ctx.gen, tcfg, n, special_ids(ctx.config, tcfg), tkey)
+    out = {"input_ids": ids}
+    if ctx.takes("attention_mask"):
+        out["attention_mask"] = ctx.torch.ones_like(ids)
+    ctx.info.update(seq_len=n, prompts=1)
+    return out
 
 
 def _video(ctx: Ctx) -> dict:
@@ -508,6 +524,29 @@ def _contrastive(ctx: Ctx) -> dict:
         inputs.update(_pixels(ctx, vcfg, size=image_size(vcfg, vkey, default=None), where=vkey))
         inputs.pop("pixel_mask", None)
     ctx.info.update(seq_len=n, labels=2)
+    return inputs
+
+
+def _audio_contrastive(ctx: Ctx) -> dict:
+    """CLAP: one audio clip as its feature extractor writes it, input_features [1, channels, frames, mel bins]
+    (4 channels, the fused views, when the audio tower fuses; frames the longest the tower takes, spec_size x
+    spec_size / mel bins) with is_longer, and two candidate label texts input_ids [2, S]."""
+    torch, config = ctx.torch, ctx.config
+    tkey, tcfg = sub_config(config, "text_config", required="text_config")
+    akey, acfg = sub_config(config, "audio_config", required="audio_config")
+    n = text_length(tcfg, min(ctx.seq_len, 64))
+    rows = [random_text(torch, ctx.gen, tcfg, n, special_ids(config, tcfg), tkey)[0] for _ in range(2)]
+    inputs = {"input_ids": torch.cat(rows)}
+    if ctx.takes("attention_mask"):
+        inputs["attention_mask"] = torch.ones(2, n, dtype=torch.long)
+    mel = need_int(acfg, "num_mel_bins", akey)
+    spec = need_int(acfg, "spec_size", akey, minimum=mel)
+    frames = spec * (spec // mel)
+    views = 4 if _get(acfg, "enable_fusion") else 1
+    inputs["input_features"] = (ctx.randn(1, views, frames, mel) * 0.5).clamp(-1.5, 1.5)
+    if ctx.takes("is_longer"):
+        inputs["is_longer"] = torch.zeros(1, 1, dtype=torch.bool)
+    ctx.info.update(seq_len=n, labels=2, audio=[views, frames, mel])
     return inputs
 
 
@@ -888,6 +927,7 @@ BUILDERS = {
     "image-to-image": _dense_vision,
     "keypoints": _keypoints, "mask-generation": _mask_generation,
     "contrastive": _contrastive, "zero-shot-detection": _zero_shot_detection,
+    "audio-contrastive": _audio_contrastive,
     "vlm": _vlm, "retrieval": _vlm, "video-lm": lambda ctx: _vlm(ctx, video=True),
     "document": _document,
     "speech-seq2seq": _speech_seq2seq, "speech-ctc": _speech, "speech-encoder": _speech,
@@ -916,6 +956,36 @@ def build_inputs(torch, family: str, config, accepted: set[str], seq_len: int, n
     if "use_cache" in ctx.accepted and FAMILY_GENERATES.get(family):
         inputs["use_cache"] = False
     return inputs, ctx.info
+
+
+# The modalities of a forward's inputs: a forward that takes a key of a modality, of a model whose config has that
+# modality's tower, gets an input of it (CLIPSeg segments the image by a text prompt; CLAP scores a clip against
+# texts). tests/test_families.py checks every family's inputs against its tiny model's forward with this.
+MODALITY_KEYS = {
+    "text": ("input_ids",),
+    "vision": ("pixel_values", "pixel_values_videos", "flattened_patches", "image"),
+    "audio": ("input_features", "input_values"),
+}
+_TOWER_KEYS = {
+    "text": ("text_config", "vocab_size", "text_encoder"),
+    "vision": ("vision_config", "visual", "vision_encoder_config", "backbone_config", "image_size", "input_size",
+               "num_channels", "vq_config", "backbone"),
+    "audio": ("audio_config", "audio_encoder_config", "num_mel_bins", "feat_extract_norm", "conv_dim",
+              "feature_projection_input_dim", "sampling_rate"),
+}
+
+
+def modalities_missing(accepted, config, inputs: dict) -> list[str]:
+    """The modalities model.forward takes (accepted: its parameters) and its config has a tower for, of which inputs
+    carry none; [] when every one it takes is given."""
+    accepted = set(accepted or ())
+    missing = []
+    for modality, keys in MODALITY_KEYS.items():
+        takes = accepted & set(keys)
+        tower = any(_get(config, k) is not None for k in _TOWER_KEYS[modality])
+        if takes and tower and not (set(inputs) & set(keys)):
+            missing.append(modality)
+    return missing
 
 
 def check_inputs(torch, family: str, config, class_name: str = "", accepted=None) -> None:
@@ -961,12 +1031,19 @@ PASSAGE = (
 PROMPT = "The capital of France is"
 # Zero-shot image classification: the candidate labels the fixed picture is scored against.
 LABELS = ("a photo of a cat", "a photo of a dog", "a diagram of shapes")
+# Text-prompted segmentation (CLIPSeg): what to segment in the fixed picture.
+PROMPTED_SEGMENT = ("a photo of a cat",)
+# Audio-text models (CLAP): the candidate labels the fixed tone is scored against.
+AUDIO_LABELS = ("a pure tone", "a dog barking", "people talking")
 # Vision-language models: the question asked about the fixed picture (after the processor's image tokens).
 VLM_PROMPT = "What is shown in this picture?"
 
 PASSAGE_PPL_MAX = 100.0  # a pass needs the device's perplexity on the passage below this
 # The device's passage perplexity may differ from the float32 CPU reference's by this fraction.
 PASSAGE_PPL_RTOL = {"float32": 1e-3, "float16": 0.05, "bfloat16": 0.1}
+# The passage check's key when the float32 CPU reference misses the bound too: the passage (the harness's choice of
+# English text) is what the model does not predict, not a verdict on the target (harness.py raises SharedFailure).
+REFERENCE_TOO_KEY = "passage perplexity of the model itself"
 CONTINUATION_MAX_CHARS = 2000  # a guard on the result file; the scanner keeps 2048 bytes
 
 TEXT_KEYS = frozenset({"input_ids", "token_type_ids", "attention_mask", "decoder_input_ids"})
@@ -1005,7 +1082,7 @@ class Inputs:
     tensors: dict
     info: dict
     note: str
-    source: str = "synthetic"  # "passage", "image", "contrastive", "vlm", "audio" or "synthetic"
+    source: str = "synthetic"  # "passage", "image", "contrastive", "prompted-image", "audio-text", "vlm", "audio" or "synthetic"
     tokenizer: object = None
     problems: list = field(default_factory=list)
 
@@ -1091,9 +1168,10 @@ def load_feature_extractor(vetted: Vetted):
     return _from_pretrained("AutoFeatureExtractor", "feature extractor", vetted)
 
 
-def load_processor(vetted: Vetted):
-    """The model's own multimodal processor (tokenizer plus image processor, AutoProcessor) from the vetted
-    files; InputProblem when any input file was refused or the processor lacks either part."""
+def load_processor(vetted: Vetted, part: str = "image_processor"):
+    """The model's own multimodal processor (tokenizer plus image processor, or with part "feature_extractor" plus
+    audio feature extractor; AutoProcessor) from the vetted files; InputProblem when any input file was refused or
+    the processor lacks either part."""
     refused = vetted.problems()
     if refused:
         raise InputProblem("processor files refused: " + "; ".join(refused))
@@ -1102,8 +1180,9 @@ def load_processor(vetted: Vetted):
     if not (vetted.present - NOT_TOKENIZER):
         raise InputProblem("no tokenizer files in the snapshot")
     proc = _from_pretrained("AutoProcessor", "processor", vetted)
-    if getattr(proc, "tokenizer", None) is None or getattr(proc, "image_processor", None) is None:
-        raise InputProblem(f"the processor ({type(proc).__name__}) lacks a tokenizer or an image processor")
+    if getattr(proc, "tokenizer", None) is None or getattr(proc, part, None) is None:
+        raise InputProblem(f"the processor ({type(proc).__name__}) lacks a tokenizer or an "
+                           f"{part.replace('_', ' ')}")
     return proc
 
 
@@ -1246,28 +1325,78 @@ def tensor_keys(inputs: dict) -> set[str]:
     return {k for k, v in inputs.items() if hasattr(v, "shape")}
 
 
-def contrastive_inputs(torch, proc, config, synthetic: dict, info: dict) -> tuple[dict, dict, str]:
-    """The fixed picture and LABELS through the model's processor, the labels padded to the synthetic length."""
+def label_ids(ids, rows: int, n: int, config, what: str):
+    """The [rows, n] input_ids a tokenizer or processor made of fixed texts, as int64; InputProblem (what, with {}
+    for the shape it made) unless of that shape and within the model's vocabulary."""
+    if not hasattr(ids, "shape") or list(ids.shape) != [rows, n]:
+        shape = list(ids.shape) if hasattr(ids, "shape") else type(ids).__name__
+        raise InputProblem(what.format(shape) + f", not [{rows}, {n}]")
+    check_vocab([int(i) for i in ids.reshape(-1).tolist()], config)
+    return ids.long()
+
+
+def label_mask(torch, mask, ids):
+    """The attention mask the tokenizer made for ids, else all ones."""
+    return mask.long() if hasattr(mask, "shape") and mask.shape == ids.shape else torch.ones_like(ids)
+
+
+def contrastive_inputs(torch, proc, config, synthetic: dict, info: dict, texts=LABELS) -> tuple[dict, dict, str]:
+    """The fixed picture and texts (LABELS: zero-shot classification; one PROMPTED_SEGMENT: a text-prompted
+    segmenter) through the model's processor, the texts padded to the synthetic length."""
     n = int(synthetic["input_ids"].shape[1])
+    what = f"{len(texts)} fixed labels" if len(texts) > 1 else "a fixed prompt"
     try:
-        got = proc(text=list(LABELS), images=synthetic_image(), padding="max_length", max_length=n, truncation=True,
+        got = proc(text=list(texts), images=synthetic_image(), padding="max_length", max_length=n, truncation=True,
                    return_tensors="pt")
     except Exception as e:  # noqa: BLE001
-        raise InputProblem(f"the processor failed on the picture and labels: {short(e)}") from e
-    ids, pv = got.get("input_ids"), got.get("pixel_values")
-    if not hasattr(ids, "shape") or list(ids.shape) != [len(LABELS), n]:
-        shape = list(ids.shape) if hasattr(ids, "shape") else type(ids).__name__
-        raise InputProblem(f"the processor made input_ids {shape} of the labels, not [{len(LABELS)}, {n}]")
-    check_vocab([int(i) for i in ids.reshape(-1).tolist()], config)
+        raise InputProblem(f"the processor failed on the picture and {what}: {short(e)}") from e
+    ids = label_ids(got.get("input_ids"), len(texts), n, config, f"the processor made input_ids {{}} of {what}")
+    pv = got.get("pixel_values")
     check_pixels(pv, synthetic["pixel_values"], "processor")
-    out = dict(synthetic, input_ids=ids.long(), pixel_values=pv.float())
+    out = dict(synthetic, input_ids=ids, pixel_values=pv.float())
     if "attention_mask" in synthetic:
-        mask = got.get("attention_mask")
-        out["attention_mask"] = mask.long() if hasattr(mask, "shape") and mask.shape == ids.shape else torch.ones_like(ids)
-    info = dict(info, labels=len(LABELS), label_texts=list(LABELS), image=list(pv.shape[1:]), processed_image=True)
+        out["attention_mask"] = label_mask(torch, got.get("attention_mask"), ids)
+    info = dict(info, labels=len(texts), label_texts=list(texts), image=list(pv.shape[1:]), processed_image=True)
     h, w = IMAGE_SIZE
-    return out, info, (f"a synthetic {w}x{h} picture and {len(LABELS)} fixed labels through the model's processor "
+    return out, info, (f"a synthetic {w}x{h} picture and {what} through the model's processor "
                        f"({type(proc).__name__}) -> input_ids {list(ids.shape)}, pixel_values {list(pv.shape)}")
+
+
+def audio_text_inputs(torch, proc, config, synthetic: dict, info: dict) -> tuple[dict, dict, str]:
+    """CLAP: the fixed tone (1 s at the feature extractor's rate) through the model's own feature extractor
+    (input_features, is_longer), and AUDIO_LABELS through its own tokenizer, padded to the synthetic length. The
+    features must have the synthetic ones' layout: as many fused views and mel bins, at most as many frames (the
+    longest clip the audio tower takes)."""
+    fe, tok = proc.feature_extractor, proc.tokenizer
+    rate = getattr(fe, "sampling_rate", None)
+    if not isinstance(rate, int) or rate <= 0:
+        raise InputProblem(f"the feature extractor names no sampling rate ({rate!r})")
+    n = int(synthetic["input_ids"].shape[1])
+    try:
+        text = tok(list(AUDIO_LABELS), padding="max_length", max_length=n, truncation=True, return_tensors="pt")
+        got = fe(synthetic_tone(rate, rate), sampling_rate=rate, return_tensors="pt")
+    except Exception as e:  # noqa: BLE001
+        raise InputProblem(f"the processor failed on the tone and labels: {short(e)}") from e
+    ids = label_ids(text.get("input_ids"), len(AUDIO_LABELS), n, config, "the tokenizer made input_ids {} of the labels")
+    feats = got.get("input_features")
+    syn = synthetic["input_features"]
+    if not hasattr(feats, "shape") or feats.dim() != syn.dim() or feats.shape[:2] != syn.shape[:2] or \
+            feats.shape[-1] != syn.shape[-1] or feats.shape[-2] > syn.shape[-2]:
+        shape = list(feats.shape) if hasattr(feats, "shape") else type(feats).__name__
+        raise InputProblem(f"the feature extractor made input_features {shape}; the model takes {list(syn.shape[:2])} "
+                           f"views of at most {syn.shape[-2]} frames of {syn.shape[-1]} mel bins")
+    out = dict(synthetic, input_ids=ids, input_features=feats.float())
+    if "attention_mask" in synthetic:
+        out["attention_mask"] = label_mask(torch, text.get("attention_mask"), ids)
+    if "is_longer" in synthetic:
+        longer = got.get("is_longer")
+        out["is_longer"] = longer.bool().reshape(1, 1) if hasattr(longer, "shape") and longer.numel() == 1 else \
+            synthetic["is_longer"]
+    info = dict(info, labels=len(AUDIO_LABELS), label_texts=list(AUDIO_LABELS), tone_hz=TONE_HZ, sampling_rate=rate,
+                audio=list(feats.shape[1:]))
+    return out, info, (f"a {TONE_HZ:g} Hz tone, {rate} samples at {rate} Hz, through the model's feature extractor "
+                       f"({type(fe).__name__}) -> input_features {list(feats.shape)}, and {len(AUDIO_LABELS)} fixed "
+                       f"labels through its tokenizer ({type(tok).__name__}) -> input_ids {list(ids.shape)}")
 
 
 def vlm_text(proc, config) -> str:
@@ -1375,6 +1504,10 @@ def _real_kind(family: str, keys: set[str]) -> str | None:
     """Which real inputs a family's synthetic inputs can be replaced by (None: none yet)."""
     if family == "contrastive":
         return "contrastive" if {"input_ids", "pixel_values"} <= keys <= TEXT_KEYS | IMAGE_KEYS else None
+    if family == "audio-contrastive":
+        return "audio-text" if {"input_ids", "input_features"} <= keys <= TEXT_KEYS | AUDIO_KEYS | {"is_longer"} else None
+    if family in ("segmentation", "detection", "depth") and {"input_ids", "pixel_values"} <= keys <= TEXT_KEYS | IMAGE_KEYS:
+        return "prompted-image"
     if family == "vlm":
         return "vlm" if {"input_ids", "pixel_values"} <= keys else None
     if family in ("speech-ctc", "speech-encoder"):
@@ -1399,8 +1532,8 @@ def build(torch, family: str, config, model_dir: str, mode: str, synthetic: dict
     kind = _real_kind(family, keys)
     if kind is None:
         return Inputs(synthetic, info, f"synthetic (inputs {', '.join(sorted(keys))}: real inputs are built for "
-                                       "text-only, image-only, zero-shot image classification, vision-language and "
-                                       "speech encoder models)")
+                                       "text-only, image-only, zero-shot image classification, text-prompted "
+                                       "segmentation, audio-text, vision-language and speech encoder models)")
     vetted = Vetted(model_dir)
     try:
         if kind == "text":
@@ -1414,9 +1547,15 @@ def build(torch, family: str, config, model_dir: str, mode: str, synthetic: dict
         if kind == "audio":
             tensors, new_info, note = audio_inputs(torch, load_feature_extractor(vetted), synthetic, info)
             return Inputs(tensors, new_info, note, "audio")
+        if kind == "audio-text":
+            proc = load_processor(vetted, "feature_extractor")
+            tensors, new_info, note = audio_text_inputs(torch, proc, config, synthetic, info)
+            return Inputs(tensors, new_info, note, kind, proc.tokenizer)
         proc = load_processor(vetted)
         if kind == "contrastive":
             tensors, new_info, note = contrastive_inputs(torch, proc, config, synthetic, info)
+        elif kind == "prompted-image":
+            tensors, new_info, note = contrastive_inputs(torch, proc, config, synthetic, info, PROMPTED_SEGMENT)
         else:
             tensors, new_info, note = vlm_inputs(torch, proc, config, synthetic, info, accepted, reserve)
         return Inputs(tensors, new_info, note, kind, proc.tokenizer)
@@ -1485,7 +1624,7 @@ def verdict(ppl, ref, rtol: float) -> tuple[bool, str, str]:
         if ref is not None and ref >= PASSAGE_PPL_MAX:
             return False, (f"perplexity {_g(ppl)} on the passage is not below {PASSAGE_PPL_MAX:g}, and the float32 "
                            f"cpu reference's is {_g(ref)}: the model itself (its weights or its tokenizer) does not "
-                           "predict English text"), "passage perplexity of the model itself"
+                           "predict English text"), REFERENCE_TOO_KEY
         return False, (f"perplexity {_g(ppl)} on the passage is not below {PASSAGE_PPL_MAX:g} (float32 cpu reference "
                        f"{_g(ref)})"), "passage perplexity"
     if ref is not None and math.isfinite(ref) and abs(ppl - ref) > rtol * ref:

@@ -26,8 +26,12 @@ import json
 import os
 import sys
 
-with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "tasks.json"), encoding="utf-8") as _fh:
+_HERE = os.path.dirname(os.path.abspath(__file__))
+with open(os.path.join(_HERE, "tasks.json"), encoding="utf-8") as _fh:
     TABLE = json.load(_fh)
+# Which models need code from their own repository: one table, read by the scanner's preflight too.
+with open(os.path.join(_HERE, "remote_code.json"), encoding="utf-8") as _fh:
+    REMOTE_CODE = json.load(_fh)
 
 # pipeline tag -> family. "speech" is resolved to speech-seq2seq or speech-ctc from the config.
 TASK_FAMILIES: dict[str, str] = {tag: spec["family"] for tag, spec in TABLE["tasks"].items()}
@@ -55,6 +59,19 @@ def _cfg_get(config, key, default=None):
     if isinstance(config, dict):
         return config.get(key, default)
     return getattr(config, key, default)
+
+
+def needs_remote_code(config, tags=()) -> str | None:
+    """Why a model needs code from its own repository (remote_code.json), else None: one of the table's
+    Hub tags, or one of its config.json keys with a value other than null, whatever the model_type. The
+    scanner's preflight applies the same table (internal/harness/remotecode.go)."""
+    for tag in REMOTE_CODE["tags"]:
+        if tag in tags:
+            return f"tagged {tag}"
+    for key in REMOTE_CODE["config_keys"]:
+        if _cfg_get(config, key) is not None:
+            return f"config.json has {key}"
+    return None
 
 
 def looks_like_vision(config) -> bool:
@@ -176,6 +193,8 @@ def _refine(task: str, family: str, config) -> tuple[str | None, str]:
         return "speech-ctc", ""
     if family in ("text-encoder", "vision") and mm == "vision" and _has(config, "text_config"):
         return "contrastive", "text and vision towers: paired image and text inputs"
+    if family == "text-encoder" and mm == "audio" and _has(config, "text_config"):
+        return "audio-contrastive", "text and audio towers: paired audio and text inputs"
     if family == "text-encoder" and looks_like_audio(config):
         if task in ("feature-extraction", "sentence-similarity"):
             return "speech-encoder", "audio config: waveform inputs"
@@ -213,8 +232,9 @@ def task_support(pipeline_tag: str | None, library_name: str | None, architectur
         # config.json has a model_type
         return {"supported": False, "task": pipeline_tag, "family": None, "reason": "unsupported_library",
                 "note": f"library {lib!r}" + ("" if lib else " and no config.json model_type")}
-    if cfg.get("auto_map") and not cfg.get("model_type"):
-        return {"supported": False, "task": pipeline_tag, "family": None, "reason": "remote_code", "note": "auto_map"}
+    why = needs_remote_code(cfg)
+    if why:
+        return {"supported": False, "task": pipeline_tag, "family": None, "reason": "remote_code", "note": why}
     task, family, note = resolve_family(pipeline_tag or None, cfg)
     if family is None:
         return {"supported": False, "task": task, "family": None, "reason": "unsupported_task", "note": note}
@@ -282,6 +302,35 @@ def make_deterministic(config) -> list[str]:
     return changes
 
 
+PLACEHOLDER_KEYS = ("image_token_id", "image_token_index", "video_token_id", "video_token_index", "audio_token_id",
+                    "audio_token_index")
+
+
+def legacy_text_vocab(config) -> list[str]:
+    """Give a composite config's text tower the vocabulary its placeholder tokens need, where the config keeps it at
+    the top level (the layout of configs written for transformers 4, e.g. a top-level vocab_size 32064 and a
+    text_config without one, which transformers 5 reads as its text model's default, 32000): when an image, video or
+    audio placeholder id lies beyond text_config.vocab_size and the top-level vocab_size covers every placeholder,
+    text_config.vocab_size becomes the top-level one. Without it the model cannot embed its own placeholders on any
+    device (and a checkpoint of that vocabulary does not load). The changes, for the config stage's note."""
+    if not hasattr(config, "get_text_config"):
+        return []
+    try:
+        text = config.get_text_config(decoder=True)
+    except Exception:  # noqa: BLE001
+        return []
+    top = _config_attrs(config).get("vocab_size")
+    vocab = getattr(text, "vocab_size", None)
+    ids = [v for k in PLACEHOLDER_KEYS for v in [_config_attrs(config).get(k)] if isinstance(v, int) and v >= 0]
+    if text is config or not ids or not isinstance(vocab, int) or not isinstance(top, int) or isinstance(top, bool):
+        return []
+    if max(ids) < vocab or max(ids) >= top or top <= vocab:
+        return []
+    text.vocab_size = top
+    return [f"text vocab_size {vocab}->{top} (the config's top-level vocab_size: its placeholder id {max(ids)} lies "
+            f"beyond {vocab})"]
+
+
 def _set_knobs(config, knobs, changes, prefix, seen):
     if id(config) in seen:
         return
@@ -338,13 +387,38 @@ def reduce_layers(config, layers: int) -> list[str]:
 
     Lists whose length equalled the old count (layer_types, ...) are truncated
     with it, per-stage `depths` are clamped, and MoE knobs are adjusted so that
-    at least one sparse layer remains. Returns a list of changes for the note."""
+    at least one sparse layer remains. A list of a sub-config's layers kept by its
+    parent (TOWER_INDEX_KEYS: CLIPSeg's extract_layers) keeps as many distinct
+    layers, the last ones of the cut tower. Returns a list of changes for the note."""
     changes: list[str] = []
-    _reduce(config, layers, changes, "", set())
+    floors = _reduce_tower_indices(config, layers, changes)
+    _reduce(config, layers, changes, "", set(), floors)
     return changes
 
 
-def _reduce(config, layers, changes, prefix, seen):
+def _reduce_tower_indices(config, layers: int, changes: list[str]) -> dict[int, int]:
+    """Re-index config's lists of a sub-config's layers (TOWER_INDEX_KEYS) for the cut; returns the layers each
+    such sub-config keeps at least (by id), for _reduce."""
+    floors: dict[int, int] = {}
+    attrs = _config_attrs(config)
+    for key, sub_key in TOWER_INDEX_KEYS.items():
+        val, sub = attrs.get(key), attrs.get(sub_key)
+        if not _int_list(val) or not _is_config(sub):
+            continue
+        sub_attrs = _config_attrs(sub)
+        count_key = next((k for k in LAYER_KEYS if isinstance(sub_attrs.get(k), int) and not isinstance(sub_attrs.get(k), bool)), None)
+        if count_key is None:
+            continue
+        keep = min(sub_attrs[count_key], max(layers, len(val)))
+        floors[id(sub)] = keep
+        new = list(range(keep - len(val), keep))
+        if max(val) > keep - 1:
+            setattr(config, key, type(val)(new))
+            changes.append(f"{key} {list(val)}->{new}")
+    return floors
+
+
+def _reduce(config, layers, changes, prefix, seen, floors):
     if id(config) in seen:
         return
     seen.add(id(config))
@@ -357,6 +431,8 @@ def _reduce(config, layers, changes, prefix, seen):
     # a backbone that exposes k layers' features (out_indices, ...) keeps k distinct layers; a staged
     # one's out_indices count stages, which are all kept
     wanted = [len(v) for k, v in attrs.items() if k in FEATURE_INDEX_KEYS and _int_list(v)] if stages is None else []
+    if id(config) in floors:  # its parent keeps this many of its layers (TOWER_INDEX_KEYS)
+        wanted.append(floors[id(config)])
     layers_here = max([layers] + wanted)
     old_counts = {}
     for key in LAYER_KEYS:
@@ -392,11 +468,14 @@ def _reduce(config, layers, changes, prefix, seen):
             setattr(config, "mlp_only_layers", [i for i in mol if i < layers])
     for key, val in attrs.items():
         if _is_config(val):
-            _reduce(val, layers, changes, f"{prefix}{key}.", seen)
+            _reduce(val, layers, changes, f"{prefix}{key}.", seen, floors)
 
 
 # index lists over a model's layers that must stay distinct and in range: key -> first index
 FEATURE_INDEX_KEYS = {"out_indices": 1, "backbone_out_indices": 0, "deepstack_visual_indexes": 0}
+# index lists of a config over the layers of one of its sub-configs: key -> the sub-config (CLIPSeg's decoder
+# reads extract_layers of its vision tower: hidden_states[i + 1] for each i)
+TOWER_INDEX_KEYS = {"extract_layers": "vision_config"}
 # index lists of layers that get special treatment (global attention, ...): kept where in range
 LAYER_SUBSET_KEYS = ("global_attn_indexes", "fullatt_block_indexes")
 

@@ -21,6 +21,10 @@ The spec is a list of items separated by ``;``:
 ``rankR:kill:STAGE`` / ``rankR:hang:STAGE``
     in a sharded probe, rank R SIGKILLs itself (as the kernel's OOM killer would) or hangs (sleeps
     for good) as STAGE starts; the other ranks run on.
+``inputs:beyond-vocab``
+    a stand-in for an input error of the harness's own: the forward inputs' last token id is the
+    text vocabulary's size, one past the embedding (a placeholder id the model cannot embed). The
+    target and the float32 CPU reference both get it (they share the forward inputs), so both fail.
 ``tpu:simulate`` / ``tpu:simulate-recompiling``
     a simulated TPU: SimulatedTpu stands in for Google's torch_tpu (as ``torch.tpu``, with a
     dynamo backend "tpu" that is aot_eager underneath) while tensors stay on the CPU. The
@@ -58,6 +62,7 @@ class Faults:
     raises: dict = dataclasses.field(default_factory=dict)  # stage -> (exception type, message)
     perturb: bool = False
     recompile: bool = False
+    beyond_vocab: bool = False
     tpu: str = ""  # "", "simulate" or "simulate-recompiling"
     ranks: dict = dataclasses.field(default_factory=dict)  # (rank, stage) -> "kill" or "hang"
 
@@ -85,6 +90,8 @@ def parse(spec: str) -> Faults:
             f.perturb = True
         elif (stage, rest) == ("compile", "recompile"):
             f.recompile = True
+        elif (stage, rest) == ("inputs", "beyond-vocab"):
+            f.beyond_vocab = True
         elif stage == "tpu" and rest in ("simulate", "simulate-recompiling"):
             f.tpu = rest
         elif stage.startswith("rank") and stage[4:].isdigit() and rest.partition(":")[0] in ("kill", "hang"):
@@ -140,6 +147,15 @@ class FaultInjection:
             return super().stage_forward()
         finally:
             hook.remove()
+
+    def forward_inputs(self, model, to_device, notes):
+        real = super().forward_inputs(model, to_device, notes)
+        if self.faults.beyond_vocab:
+            ids = real.tensors["input_ids"].clone()
+            cfg = model.config.get_text_config(decoder=True) if hasattr(model.config, "get_text_config") else model.config
+            ids.view(-1)[-1] = int(cfg.vocab_size)
+            real.tensors = dict(real.tensors, input_ids=ids)
+        return real
 
     def stage_numerics(self) -> None:
         if not self.faults.perturb:

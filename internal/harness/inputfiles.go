@@ -60,13 +60,7 @@ func ParseInputTable(data []byte) (InputTable, error) {
 
 // Inputs is the embedded table; a table that does not parse panics at
 // start-up (and fails the package's tests) rather than fetch wrong.
-var Inputs = func() InputTable {
-	t, err := ParseInputTable(inputFilesJSON)
-	if err != nil {
-		panic(err)
-	}
-	return t
-}()
+var Inputs = must(ParseInputTable(inputFilesJSON))
 
 // Cap returns the cap of the repo file name when it is an input file, and
 // whether it is one. Only top-level files count, matched by their exact

@@ -45,15 +45,7 @@ var numericsJSON []byte
 
 // Numerics is the embedded table; one that does not parse fails
 // TestNumericsTable and panics at start-up.
-var Numerics = mustParseNumerics(numericsJSON)
-
-func mustParseNumerics(data []byte) NumericsTable {
-	t, err := parseNumerics(data)
-	if err != nil {
-		panic(err)
-	}
-	return t
-}
+var Numerics = must(parseNumerics(numericsJSON))
 
 func parseNumerics(data []byte) (NumericsTable, error) {
 	var t NumericsTable

@@ -44,15 +44,7 @@ var tasksJSON []byte
 
 // Tasks is the embedded table. A table that does not parse fails
 // TestTaskTable, and panics at start-up rather than skip wrong.
-var Tasks = mustParseTasks(tasksJSON)
-
-func mustParseTasks(data []byte) TaskTable {
-	t, err := parseTasks(data)
-	if err != nil {
-		panic(err)
-	}
-	return t
-}
+var Tasks = must(parseTasks(tasksJSON))
 
 func parseTasks(data []byte) (TaskTable, error) {
 	var t TaskTable

@@ -198,7 +198,7 @@ func TestErrorMapping(t *testing.T) {
 			if !errors.As(err, &he) {
 				t.Fatalf("err = %v (%T), want *Error", err, err)
 			}
-			if he.Status != tt.status || he.Code != tt.code || he.Reason() != tt.reason || ReasonOf(err) != tt.reason {
+			if he.Status != tt.status || he.Code != tt.code || he.Reason() != tt.reason || reasonOf(err) != tt.reason {
 				t.Fatalf("got status %d code %q reason %q, want %d %q %q", he.Status, he.Code, he.Reason(), tt.status, tt.code, tt.reason)
 			}
 			if !errors.Is(err, tt.sentinel) {
@@ -220,7 +220,7 @@ func TestRateLimitedError(t *testing.T) {
 	e := newEnv(t, nil, smallModel("acme/tiny"))
 	e.hub.Fault("/api/models/", hubtest.Status429(1).Times(-1))
 	_, err := e.c.ModelInfo(context.Background(), "acme/tiny", "")
-	if !errors.Is(err, ErrRateLimited) || ReasonOf(err) != "" {
+	if !errors.Is(err, ErrRateLimited) || reasonOf(err) != "" {
 		t.Fatalf("err = %v", err)
 	}
 	if w := e.waits.all(); len(w) != maxTries-1 || w[0] != 2*time.Second {

@@ -251,7 +251,7 @@ func (d *download) file(ctx context.Context, name string, src *source) error {
 		return err
 	}
 	d.markVerified(blob) // fetch checked it against its name
-	c.log.Debug("hub: downloaded", "model_id", d.id, "file", name, "bytes", n, "etag", src.etag)
+	c.log.Debug("hub: downloaded", "model", d.id, "file", name, "bytes", n, "etag", src.etag)
 	return link(blob, pointer)
 }
 

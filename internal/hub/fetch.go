@@ -59,7 +59,7 @@ func (d *download) fetch(ctx context.Context, src *source, inc string) (int64, e
 		return 0, err
 	}
 	if !checked {
-		d.c.log.Debug("hub: etag is neither sha256 nor git sha1, content not verified", "model_id", d.id, "etag", src.etag)
+		d.c.log.Debug("hub: etag is neither sha256 nor git sha1, content not verified", "model", d.id, "etag", src.etag)
 	}
 	return p.have, nil
 }
@@ -182,7 +182,7 @@ func (d *download) receive(ctx context.Context, p *partial) error {
 			return fmt.Errorf("transfer broken at byte %d of %d, giving up: %w", p.have, p.src.size, err)
 		}
 		wait := c.backoff(tr.attempt())
-		c.log.Warn("hub: transfer broken, resuming", "model_id", d.id, "url", c.safeURL(p.src.url),
+		c.log.Warn("hub: transfer broken, resuming", "model", d.id, "url", c.safeURL(p.src.url),
 			"at_byte", p.have, "size", p.src.size, "wait", wait, "error", c.redact(err.Error()))
 		if err := c.sleep(ctx, wait); err != nil {
 			return err

@@ -3,6 +3,7 @@ package hub
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/internal/hub/hubtest"
 	"github.com/google-pytorch/torchtpu-scanner/internal/proctest"
 )
@@ -120,4 +122,13 @@ func smallModel(id string) hubtest.Repo {
 		},
 		LFS: map[string]bool{"model.safetensors": true, "pytorch_model.bin": true},
 	}
+}
+
+// reasonOf is the skip reason carried by err (an *Error anywhere in its
+// chain), or "" when err says nothing about the model.
+func reasonOf(err error) compat.Reason {
+	if e, ok := errors.AsType[*Error](err); ok {
+		return e.Reason()
+	}
+	return ""
 }

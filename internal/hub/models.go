@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
+	"github.com/google-pytorch/torchtpu-scanner/internal/config"
 )
 
 // Sibling is one file of a model repo, from the "siblings" of a listing or
@@ -174,10 +175,10 @@ func (m apiModel) info() ModelInfo {
 
 // ListOptions select and order the models ListModels returns.
 type ListOptions struct {
-	// Sort is "downloads" (default), "likes" or "trending" (the Hub's
-	// trendingScore), always descending.
+	// Sort is one of config.Sorts ("" for config.DefaultSort): downloads,
+	// likes or trending (the Hub's trendingScore), always descending.
 	Sort string
-	// Limit is how many models to return (default 100).
+	// Limit is how many models to return (config.DefaultLimit when zero).
 	Limit int
 	// PipelineTags keeps models with any of these tasks; none keeps all.
 	PipelineTags []string
@@ -186,9 +187,6 @@ type ListOptions struct {
 	// OnPage is called after each page with the number of models so far.
 	OnPage func(got int)
 }
-
-// DefaultListLimit is ListOptions.Limit's default, as the contract's --limit.
-const DefaultListLimit = 100
 
 // maxPage is the most models the Hub returns in one page.
 const maxPage = 1000
@@ -203,16 +201,17 @@ var listExpand = []string{
 
 // sortParam maps ListOptions.Sort to the Hub's sort key.
 func sortParam(s string) (string, error) {
-	switch strings.ToLower(strings.TrimSpace(s)) {
-	case "", "downloads":
-		return "downloads", nil
-	case "likes":
-		return "likes", nil
-	case "trending", "trendingscore", "trending_score":
-		return "trendingScore", nil
+	if s == "" {
+		s = config.DefaultSort
 	}
-	return "", fmt.Errorf("hub: unknown sort %q (want downloads, likes or trending)", s)
+	if key, ok := sortKeys[s]; ok {
+		return key, nil
+	}
+	return "", fmt.Errorf("hub: unknown sort %q (want one of %s)", s, strings.Join(config.Sorts, ", "))
 }
+
+// sortKeys maps each of config.Sorts to the Hub's sort key.
+var sortKeys = map[string]string{"downloads": "downloads", "likes": "likes", "trending": "trendingScore"}
 
 // ListModels returns the top models by o.Sort, at most o.Limit, in the Hub's
 // order, without duplicates and without ids that are not Hub ids (each
@@ -230,7 +229,7 @@ func (c *Client) ListModels(ctx context.Context, o ListOptions) ([]ModelInfo, er
 	}
 	limit := o.Limit
 	if limit <= 0 {
-		limit = DefaultListLimit
+		limit = config.DefaultLimit
 	}
 	warned := map[string]bool{}
 	var tags []string

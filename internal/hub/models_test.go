@@ -282,7 +282,7 @@ func TestModelInfoRevision(t *testing.T) {
 		t.Fatalf("pinned info: %+v, %v", mi.SHA, err)
 	}
 	_, err = e.c.ModelInfo(context.Background(), "acme/tiny", "no-such-branch")
-	if !errors.Is(err, ErrNotFound) || ReasonOf(err) != "not_found" {
+	if !errors.Is(err, ErrNotFound) || reasonOf(err) != "not_found" {
 		t.Fatalf("unknown revision: %v", err)
 	}
 	if _, err := e.c.ModelInfo(context.Background(), "../etc", ""); err == nil {

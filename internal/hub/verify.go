@@ -93,7 +93,7 @@ func (d *download) reusable(blob string) (bool, error) {
 	}
 	if !ok {
 		d.c.log.Warn("hub: a cached file does not match its hash; downloading it again",
-			"model_id", d.id, "blob", filepath.Base(blob))
+			"model", d.id, "blob", filepath.Base(blob))
 		os.Remove(mark)
 		if err := os.Remove(blob); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return false, err

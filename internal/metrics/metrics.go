@@ -76,7 +76,6 @@ type family struct {
 	kind    kind
 	labels  []string
 	buckets []float64 // histograms only
-	fn      func() float64
 
 	mu     sync.RWMutex
 	series map[string]*series
@@ -108,7 +107,7 @@ func (a *atomicFloat) add(d float64) {
 	}
 }
 
-func (r *Registry) register(name, help string, k kind, buckets []float64, fn func() float64, labels []string) *family {
+func (r *Registry) register(name, help string, k kind, buckets []float64, labels []string) *family {
 	if !nameRE.MatchString(name) {
 		panic(fmt.Sprintf("metrics: invalid metric name %q", name))
 	}
@@ -120,12 +119,12 @@ func (r *Registry) register(name, help string, k kind, buckets []float64, fn fun
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if f, ok := r.families[name]; ok {
-		if f.kind != k || !slices.Equal(f.labels, labels) || !slices.Equal(f.buckets, buckets) || fn != nil || f.fn != nil {
+		if f.kind != k || !slices.Equal(f.labels, labels) || !slices.Equal(f.buckets, buckets) {
 			panic(fmt.Sprintf("metrics: %s registered twice with different kind, labels or buckets", name))
 		}
 		return f
 	}
-	f := &family{name: name, help: help, kind: k, labels: slices.Clone(labels), buckets: buckets, fn: fn,
+	f := &family{name: name, help: help, kind: k, labels: slices.Clone(labels), buckets: buckets,
 		series: map[string]*series{}}
 	r.families[name] = f
 	if k != kindGauge && len(labels) == 0 {
@@ -167,7 +166,7 @@ type Counter struct{ s *series }
 
 // Counter registers a counter. By convention its name ends in _total.
 func (r *Registry) Counter(name, help string, labels ...string) *CounterVec {
-	return &CounterVec{r.register(name, help, kindCounter, nil, nil, labels)}
+	return &CounterVec{r.register(name, help, kindCounter, nil, labels)}
 }
 
 // With returns the series for the label values, in the order of the labels.
@@ -214,16 +213,7 @@ type Gauge struct{ s *series }
 
 // Gauge registers a gauge.
 func (r *Registry) Gauge(name, help string, labels ...string) *GaugeVec {
-	return &GaugeVec{r.register(name, help, kindGauge, nil, nil, labels)}
-}
-
-// GaugeFunc registers an unlabelled gauge whose value is read from fn at
-// every WriteText. fn must be safe for concurrent use and quick.
-func (r *Registry) GaugeFunc(name, help string, fn func() float64) {
-	if fn == nil {
-		panic("metrics: GaugeFunc " + name + " with a nil func")
-	}
-	r.register(name, help, kindGauge, nil, fn, nil)
+	return &GaugeVec{r.register(name, help, kindGauge, nil, labels)}
 }
 
 // With returns the series for the label values, in the order of the labels.
@@ -231,18 +221,6 @@ func (v *GaugeVec) With(values ...string) Gauge { return Gauge{v.f.with(values)}
 
 // Set sets the gauge to x.
 func (g Gauge) Set(x float64) { g.s.val.store(x) }
-
-// Add adds d (which may be negative).
-func (g Gauge) Add(d float64) { g.s.val.add(d) }
-
-// Inc adds one.
-func (g Gauge) Inc() { g.s.val.add(1) }
-
-// Dec subtracts one.
-func (g Gauge) Dec() { g.s.val.add(-1) }
-
-// Value returns the current value.
-func (g Gauge) Value() float64 { return g.s.val.load() }
 
 // HistogramVec is a histogram family with labels.
 type HistogramVec struct{ f *family }
@@ -266,7 +244,7 @@ func (r *Registry) Histogram(name, help string, buckets []float64, labels ...str
 			panic(fmt.Sprintf("metrics: %s: invalid or duplicate bucket %v", name, x))
 		}
 	}
-	return &HistogramVec{r.register(name, help, kindHistogram, b, nil, labels)}
+	return &HistogramVec{r.register(name, help, kindHistogram, b, labels)}
 }
 
 // With returns the series for the label values, in the order of the labels.
@@ -319,10 +297,6 @@ func (r *Registry) WriteText(w io.Writer) error {
 func (f *family) write(w *bufio.Writer) {
 	fmt.Fprintf(w, "# HELP %s %s\n", f.name, escapeHelp(f.help))
 	fmt.Fprintf(w, "# TYPE %s %s\n", f.name, f.kind)
-	if f.fn != nil {
-		fmt.Fprintf(w, "%s %s\n", f.name, formatFloat(f.fn()))
-		return
-	}
 	f.mu.RLock()
 	all := make([]*series, 0, len(f.series))
 	for _, s := range f.series {

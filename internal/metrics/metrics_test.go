@@ -16,7 +16,6 @@ func TestWriteText(t *testing.T) {
 	probes.With(`we"ird\`+"\n", "cpu").Inc()
 	busy := r.Gauge("scanner_device_busy_fraction", "Device busy.")
 	busy.With().Set(0.25)
-	r.GaugeFunc("scanner_queue", "Queued scans.", func() float64 { return 1 })
 	h := r.Histogram("scanner_probe_duration_seconds", "Probe wall time.", []float64{10, 1, 100}, "target")
 	for _, v := range []float64{0.5, 1, 5, 1000} {
 		h.With("tpu").Observe(v)
@@ -42,9 +41,6 @@ scanner_probe_duration_seconds_count{target="tpu"} 4
 scanner_probes_total{status="fail",target="tpu"} 2
 scanner_probes_total{status="pass",target="tpu"} 1
 scanner_probes_total{status="we\"ird\\\n",target="cpu"} 1
-# HELP scanner_queue Queued scans.
-# TYPE scanner_queue gauge
-scanner_queue 1
 `
 	if got := b.String(); got != want {
 		t.Errorf("WriteText:\n%s\nwant:\n%s", got, want)

@@ -13,7 +13,7 @@ import (
 // Env runs the harness with --env-only (and --target) and reports where a
 // probe for target would run and with what software: auto resolves to tpu
 // when Google's torch_tpu and a TPU are present, else cpu. The runtime is
-// the retest key's source (compat.Runtime.Key). A target whose device is
+// the retest key's source (compat.Runtime.RetestKey). A target whose device is
 // not usable here (tpu on a host without one) returns that target, the
 // host's runtime as far as the harness got, and an error wrapping
 // ErrDeviceUnavailable. Runtime.Harness is HarnessDigest() when the harness

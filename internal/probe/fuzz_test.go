@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 )
@@ -59,11 +60,11 @@ func FuzzResultFile(f *testing.F) {
 		if err != nil {
 			return
 		}
-		p := &probeRun{r: r, req: Request{ModelID: "m", Revision: "r", Target: compat.TargetCPU, Mode: compat.ModeAuto}, target: compat.TargetCPU}
-		if err := p.check(&res); err != nil {
+		p := &probeRun{r: r, req: Request{ModelID: "m", Revision: "r", Target: compat.TargetCPU, Mode: compat.ModeAuto}, start: time.Now(), target: compat.TargetCPU}
+		res, err = p.accept(res, procOutcome{stderrTail: data})
+		if err != nil {
 			return
 		}
-		res = p.complete(res, procOutcome{stderrTail: data})
 		if !contractResultStatuses[string(res.Status)] || res.Target != compat.TargetCPU ||
 			!inContract(contractStages, res.Stage) || !inContract(contractClasses, res.FailureClass) ||
 			!inContract(contractReasons, res.Reason) || len(res.LogTail) > LogTailMax {

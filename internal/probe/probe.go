@@ -30,17 +30,17 @@ import (
 	"time"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
+	"github.com/google-pytorch/torchtpu-scanner/internal/config"
 	"github.com/google-pytorch/torchtpu-scanner/internal/harness"
 )
 
 // NoLimit as Config.MemLimitBytes or Config.MaxOpenFiles turns that limit off.
 const NoLimit = math.MaxUint64
 
-// Defaults of Config.
+// Defaults of Config that are the runner's own (a probe's timeout and grace
+// are config.DefaultTimeout and config.DefaultProbeGrace).
 const (
-	DefaultTimeout      = 20 * time.Minute
 	DefaultEnvTimeout   = 5 * time.Minute
-	DefaultGrace        = 10 * time.Second
 	DefaultMaxOpenFiles = 8192
 )
 
@@ -60,13 +60,14 @@ type Config struct {
 	// Script, when set, is run instead of the embedded harness (tests use
 	// stand-ins); its directory goes first on sys.path.
 	Script string
-	// Timeout is the wall-clock limit of one probe; DefaultTimeout if zero.
+	// Timeout is the wall-clock limit of one probe; config.DefaultTimeout
+	// if zero.
 	// Request.Timeout overrides it.
 	Timeout time.Duration
 	// EnvTimeout limits an Env run; DefaultEnvTimeout if zero.
 	EnvTimeout time.Duration
 	// Grace is the time between SIGTERM and SIGKILL when a probe is
-	// stopped; DefaultGrace if zero.
+	// stopped; config.DefaultProbeGrace if zero.
 	Grace time.Duration
 	// MemLimitBytes is the harness's RLIMIT_DATA (writable private memory:
 	// heap and anonymous maps); NoLimit means none. It must be set: the
@@ -141,13 +142,13 @@ func NewRunner(cfg Config) (*Runner, error) {
 		return nil, fmt.Errorf("probe: python: %w", err)
 	}
 	if cfg.Timeout <= 0 {
-		cfg.Timeout = DefaultTimeout
+		cfg.Timeout = config.DefaultTimeout
 	}
 	if cfg.EnvTimeout <= 0 {
 		cfg.EnvTimeout = DefaultEnvTimeout
 	}
 	if cfg.Grace <= 0 {
-		cfg.Grace = DefaultGrace
+		cfg.Grace = config.DefaultProbeGrace
 	}
 	if cfg.RankGrace <= 0 {
 		cfg.RankGrace = DefaultRankGrace
@@ -351,7 +352,7 @@ func (r *Runner) Probe(ctx context.Context, req Request) compat.Result {
 	}
 	p := &probeRun{r: r, req: req, start: start, target: req.Target}
 	res := r.probe(ctx, p)
-	r.log.Info("probe done", "model_id", req.ModelID, "revision", req.Revision,
+	r.log.Info("probe done", "model", req.ModelID, "revision", req.Revision,
 		"target", res.Target, "mode", derefMode(res.Mode), "status", res.Status,
 		"stage", derefStage(res.Stage), "duration_s", res.DurationS)
 	return res
@@ -451,15 +452,15 @@ func (p *probeRun) outcome(ctx context.Context, wd workDir, out procOutcome, tim
 	// harness writes it atomically, once, after its last stage.
 	res, err := readResult(result)
 	if err == nil {
-		err = p.check(&res)
+		res, err = p.accept(res, out)
 	}
 	switch {
 	case err == nil:
 		if out.killed || !out.state.Success() {
 			r.log.Warn("probe: harness wrote a result but did not exit cleanly",
-				"model_id", req.ModelID, "exit", out.state.String(), "killed", out.killed)
+				"model", req.ModelID, "exit", out.state.String(), "killed", out.killed)
 		}
-		return p.complete(res, out)
+		return res
 	case out.killed && ctx.Err() != nil:
 		return p.interrupted(out.lastStage, out.stderrTail)
 	case out.killed:

@@ -19,6 +19,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
+	"github.com/google-pytorch/torchtpu-scanner/internal/config"
 	"github.com/google-pytorch/torchtpu-scanner/internal/testenv"
 )
 
@@ -543,10 +544,10 @@ func TestNewRunner(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(r.harnessDir, "fit.json")); err != nil {
 		t.Errorf("fit table not extracted with the harness: %v", err)
 	}
-	if r.memLimit != 3<<30 || r.nofile != DefaultMaxOpenFiles || r.cfg.Timeout != DefaultTimeout {
+	if r.memLimit != 3<<30 || r.nofile != DefaultMaxOpenFiles || r.cfg.Timeout != config.DefaultTimeout {
 		t.Errorf("defaults: mem %d nofile %d timeout %s", r.memLimit, r.nofile, r.cfg.Timeout)
 	}
-	if r.cfg.EnvTimeout != DefaultEnvTimeout || r.cfg.Grace != DefaultGrace {
+	if r.cfg.EnvTimeout != DefaultEnvTimeout || r.cfg.Grace != config.DefaultProbeGrace {
 		t.Errorf("defaults: env timeout %s grace %s", r.cfg.EnvTimeout, r.cfg.Grace)
 	}
 	given, err := NewRunner(Config{Python: python3, TempDir: tmp, Logger: quietLogger(), MemLimitBytes: 3 << 30,

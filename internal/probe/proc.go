@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	_ "embed"
-	"errors"
 	"io"
 	"os"
 	"os/exec"
@@ -445,9 +444,4 @@ func signalName(s syscall.Signal) string {
 		return n
 	}
 	return "signal " + strconv.Itoa(int(s))
-}
-
-// errNoStart reports whether err is "the interpreter does not exist".
-func errNoStart(err error) bool {
-	return errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist)
 }

@@ -117,7 +117,7 @@ func TestRealHarnessCPU(t *testing.T) {
 		t.Fatalf("got %s/%s/%s on %q (%s)\n%s", res.Status, str(res.Stage), str(res.FailureClass), res.Target,
 			str(res.Message), tail(res.LogTail))
 	}
-	if res.Metrics.ForwardMS == nil || res.Metrics.MaxAbsDiff == nil || len(res.Stages) == 0 || res.Runtime.Key() != rt.Key() {
+	if res.Metrics.ForwardMS == nil || res.Metrics.MaxAbsDiff == nil || len(res.Stages) == 0 || res.Runtime.RetestKey() != rt.RetestKey() {
 		t.Errorf("metrics %+v stages %d runtime %+v (env %+v)", res.Metrics, len(res.Stages), res.Runtime, rt)
 	}
 }

@@ -277,16 +277,18 @@ func TestCompleteAndBase(t *testing.T) {
 	}
 }
 
-// TestCheckSkippedAndUnresolved: a skipped result needs a reason; an
-// unresolved target or mode (auto) from the harness is dropped for the
-// runner's own.
+// TestCheckSkippedAndUnresolved: a skipped result needs a reason (the
+// runner accepts a result only when compat.Result.Validate does, once it
+// filled in its part); an unresolved target or mode (auto) from the
+// harness is dropped for the runner's own.
 func TestCheckSkippedAndUnresolved(t *testing.T) {
 	p := &probeRun{req: Request{Target: compat.TargetAuto, Mode: compat.ModeAuto}}
+	accepting := &probeRun{r: &Runner{digest: "sha256:000000000000"}, req: p.req, start: time.Now(), target: compat.TargetCPU}
 	gated := compat.ReasonGated
-	if err := p.check(&compat.Result{Status: compat.StatusSkipped, Reason: &gated}); err != nil {
+	if _, err := accepting.accept(compat.Result{Status: compat.StatusSkipped, Reason: &gated}, procOutcome{}); err != nil {
 		t.Errorf("skipped with a reason: %v", err)
 	}
-	if err := p.check(&compat.Result{Status: compat.StatusSkipped}); err == nil {
+	if _, err := accepting.accept(compat.Result{Status: compat.StatusSkipped}, procOutcome{}); err == nil {
 		t.Error("skipped without a reason: accepted")
 	}
 	auto := compat.ModeAuto

@@ -34,20 +34,26 @@ var Generations = []Generation{
 	{Name: "v7x", HBMBytes: 96 << 30, MXU: 256},
 }
 
-// Headroom is the share added to what must fit: weights and KV cache plus
-// 10% for activations, compiler scratch and fragmentation.
-const Headroom = 0.10
+// ServingHeadroomPct is the share, in percent, added to what serving a
+// model needs (weights and KV cache): activations, compiler scratch and
+// fragmentation.
+const ServingHeadroomPct = 10
 
-// MinDevices is how many devices of a generation hold need bytes (weights
-// plus the KV cache of one sequence) with Headroom, assuming they are
-// sharded evenly: ceil(need × 1.1 / HBM per device). It is the one rule for
-// "does it fit", used for min_devices, needs_sharding and the summary.
+// MinDevices is how many devices of a generation serve a model: hold need
+// bytes (weights plus the KV cache of one sequence) with ServingHeadroomPct
+// more, sharded evenly: ceil(need × 1.1 / HBM per device). It is
+// readiness's answer to "does it fit on a TPU", used for min_devices,
+// needs_sharding and the summary's one-device share. It is not the scan's
+// probe fit (scan.ProbeNeed with internal/harness/fit.json), which asks
+// another question: whether one smoke test's weights, in the dtype and
+// copies it runs them in, fit the memory of the host or device it runs on.
 func MinDevices(need int64, g Generation) int {
 	if need <= 0 {
 		return 1
 	}
-	// need × 11 / 10, rounded up, in integers: need is at most a few 10^14.
-	padded := (need*11 + 9) / 10
+	// need × (100 + pct) / 100, rounded up, in integers: need is at most a
+	// few 10^14.
+	padded := (need*(100+ServingHeadroomPct) + 99) / 100
 	return int((padded + g.HBMBytes - 1) / g.HBMBytes)
 }
 
@@ -58,15 +64,6 @@ func minDevices(need int64) map[string]int {
 		out[g.Name] = MinDevices(need, g)
 	}
 	return out
-}
-
-// generation finds a generation by name; the name is one of Generations'.
-func generation(name string) Generation {
-	g, ok := GenerationNamed(name)
-	if !ok {
-		panic("readiness: no generation " + name)
-	}
-	return g
 }
 
 // maxKVPerToken bounds the KV cache of one token: 1 GiB, far above any

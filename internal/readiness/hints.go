@@ -9,7 +9,9 @@ import (
 // hints applies every rule, most severe first.
 func hints(s *shape, in Input, r *Readiness, gaps []string) []Hint {
 	out := []Hint{}
-	if _, ok := in.Config["auto_map"]; ok {
+	// The rule of internal/harness/remote_code.json (which readiness, below
+	// compat, cannot import): its test in internal/harness holds the two in step.
+	if v, ok := in.Config["auto_map"]; ok && v != nil {
 		out = append(out, remoteCodeHint(s))
 	}
 	if s.quant != nil {
@@ -59,9 +61,9 @@ func shardingHint(r *Readiness) (Hint, bool) {
 		kv = fmt.Sprintf(" and the KV cache of one %d-token sequence (%s)", *r.ContextTokens, gib(*r.KVBytesContext))
 	}
 	return Hint{Code: HintNeedsSharding, Severity: SeverityWarn, Text: fmt.Sprintf(
-		"The bf16 weights (%s)%s, with 10%% headroom, need %d v6e devices of 32 GiB: shard the weights and the KV "+
+		"The bf16 weights (%s)%s, with %d%% headroom, need %d v6e devices of 32 GiB: shard the weights and the KV "+
 			"cache across %d devices (tensor parallelism), or use v5p (%d) or v7x (%d).",
-		gib(*r.WeightsBytesBF16), kv, n, n, r.MinDevices["v5p"], r.MinDevices["v7x"])}, true
+		gib(*r.WeightsBytesBF16), kv, ServingHeadroomPct, n, n, r.MinDevices["v5p"], r.MinDevices["v7x"])}, true
 }
 
 func moeHint(st *stack) Hint {

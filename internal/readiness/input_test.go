@@ -296,3 +296,13 @@ func FuzzCompute(f *testing.F) {
 		}
 	})
 }
+
+// generation finds a generation by name.
+func generation(name string) Generation {
+	for _, g := range Generations {
+		if g.Name == name {
+			return g
+		}
+	}
+	panic("readiness: no generation " + name)
+}

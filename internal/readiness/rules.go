@@ -1,6 +1,9 @@
 package readiness
 
-import "slices"
+import (
+	"fmt"
+	"slices"
+)
 
 // Rule documents one hint for the methodology page: when it fires and what
 // it tells the user to do. The code that fires it is in hints.go and
@@ -24,7 +27,7 @@ var Rules = []Rule{
 		"quantization_config names a method that loads off CUDA only by dequantizing to bf16 (fine-grained FP8, MXFP4), or one with no TPU kernels known (torchao, quanto, compressed-tensors, ...).",
 		"Expect the bf16 footprint min_devices counts, not the quantized one; prefer the unquantized checkpoint."},
 	{HintNeedsSharding, SeverityWarn,
-		"The bf16 weights plus the KV cache of one sequence, with 10% headroom, need more than one v6e device (32 GiB).",
+		fmt.Sprintf("The bf16 weights plus the KV cache of one sequence, with %d%% headroom, need more than one v6e device (32 GiB).", ServingHeadroomPct),
 		"Shard the weights and the KV cache across that many devices (tensor parallelism), or use a generation with more HBM per device (v5p, v7x)."},
 	{HintMoEDynamicRouting, SeverityWarn,
 		"The model is a mixture of experts (num_local_experts, num_experts or n_routed_experts of 2 or more): which experts a token uses depends on the data, while XLA compiles static shapes.",

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
+	"github.com/google-pytorch/torchtpu-scanner/internal/config"
 )
 
 // Options are one scan's parameters.
@@ -30,30 +31,34 @@ type Options struct {
 	ScanTimeout time.Duration
 }
 
+// withDefaults fills what the caller left zero from config.Defaults (the
+// app passes the configured options whole; tests and a resumed scan's
+// stored options may leave some out).
 func withDefaults(o Options) Options {
+	d := config.Defaults()
 	if o.Trigger == "" {
 		o.Trigger = "cli"
 	}
 	if o.Source == "" {
-		o.Source = "hub"
+		o.Source = d.Source
 	}
 	if o.Limit <= 0 {
-		o.Limit = 100
+		o.Limit = d.Limit
 	}
 	if o.Sort == "" {
-		o.Sort = "downloads"
+		o.Sort = d.Sort
 	}
 	if o.Target == "" {
-		o.Target = compat.TargetAuto
+		o.Target = d.Target
 	}
 	if o.Mode == "" {
-		o.Mode = compat.ModeAuto
+		o.Mode = d.Mode
 	}
 	if o.Timeout <= 0 {
-		o.Timeout = 20 * time.Minute
+		o.Timeout = d.Timeout
 	}
 	if o.Devices <= 0 {
-		o.Devices = 1
+		o.Devices = d.Devices
 	}
 	return o
 }

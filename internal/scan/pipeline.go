@@ -40,7 +40,7 @@ func (r *run) pipeline(ctx context.Context, models []hub.ModelInfo) error {
 			write()
 		}
 	}()
-	queue := make(chan *job, lookahead*r.opts.Devices)
+	queue := make(chan *entry, lookahead*r.opts.Devices)
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
@@ -48,13 +48,13 @@ func (r *run) pipeline(ctx context.Context, models []hub.ModelInfo) error {
 		r.schedule(ctx, queue, func(write func()) { records <- write })
 	}()
 	slots, window, fetched := r.fetchAhead(ctx, models)
-dispatch:
+feed:
 	for i, m := range models {
-		var j *job
+		var j *entry
 		select {
 		case j = <-slots[i]:
 		case <-ctx.Done():
-			break dispatch
+			break feed
 		}
 		<-window
 		switch {
@@ -66,7 +66,7 @@ dispatch:
 			select {
 			case queue <- j:
 			case <-ctx.Done():
-				break dispatch
+				break feed
 			}
 		}
 	}
@@ -84,10 +84,10 @@ dispatch:
 // popularity order. At most fetchers + lookahead per device models are
 // prepared before their turn: the caller receives from window each time it
 // takes a slot's job. wait returns once every fetcher has stopped.
-func (r *run) fetchAhead(ctx context.Context, models []hub.ModelInfo) (slots []chan *job, window chan struct{}, wait func()) {
-	slots = make([]chan *job, len(models))
+func (r *run) fetchAhead(ctx context.Context, models []hub.ModelInfo) (slots []chan *entry, window chan struct{}, wait func()) {
+	slots = make([]chan *entry, len(models))
 	for i := range slots {
-		slots[i] = make(chan *job, 1)
+		slots[i] = make(chan *entry, 1)
 	}
 	window = make(chan struct{}, fetchers+lookahead*r.opts.Devices)
 	todo := make(chan int)
@@ -127,7 +127,7 @@ func (r *run) fetchAhead(ctx context.Context, models []hub.ModelInfo) (slots []c
 // are asked for or running at once, so that later jobs can fill devices a
 // waiting sharded probe does not need, without taking the whole queue. It
 // returns once every job it took is done (stopping, it takes no more).
-func (r *run) schedule(ctx context.Context, queue <-chan *job, record func(func())) {
+func (r *run) schedule(ctx context.Context, queue <-chan *entry, record func(func())) {
 	pool := chips.NewPool(r.opts.Devices)
 	inflight := make(chan struct{}, 2*r.opts.Devices)
 	var wg sync.WaitGroup
@@ -174,7 +174,7 @@ func (s *Scanner) proberFor(held []int) Prober {
 // probe runs the probe step for one model on the devices held (a rerun
 // confirms a change of status) and returns the write of what stands, for
 // the recorder; nil when shutdown left nothing to write.
-func (r *run) probe(ctx, wctx context.Context, held []int, j *job) func() {
+func (r *run) probe(ctx, wctx context.Context, held []int, j *entry) func() {
 	req := r.stepRequest(j)
 	if len(held) > 1 {
 		req.Devices, req.Chips = len(held), held
@@ -197,9 +197,9 @@ func (r *run) probe(ctx, wctx context.Context, held []int, j *job) func() {
 	return func() { r.record(wctx, j, out.Result, true) }
 }
 
-// stepRequest is the probe step of a job: its planned mode, budget and
+// stepRequest is the probe step of an entry: its planned mode, budget and
 // note, against its previous status, stamped with the scan's runtime.
-func (r *run) stepRequest(j *job) probestep.Request {
+func (r *run) stepRequest(j *entry) probestep.Request {
 	req := probestep.Request{Request: probe.Request{
 		ModelID: j.info.ID, Revision: j.info.SHA, SnapshotDir: j.snapshot, Task: j.info.PipelineTag,
 		Target: r.target, Mode: j.plan.Mode, Timeout: r.opts.Timeout,
@@ -214,7 +214,7 @@ func (r *run) stepRequest(j *job) probestep.Request {
 // planNote is what the probe is told of its plan, for its config stage's
 // note: why it is retested, why in this mode, how it is sharded, and which
 // input files did not come.
-func planNote(j *job) string {
+func planNote(j *entry) string {
 	note := j.plan.Reason + "; " + j.plan.ModeReason
 	if j.plan.ShardReason != "" {
 		note += "; " + j.plan.ShardReason

@@ -6,15 +6,16 @@ package scan
 // the runner and the harness execute the decision (the harness still
 // reports an oom if the weights do not fit after all).
 //
-// The fit formula, with the constants of internal/harness/fit.json
-// (harness.Fit), which the harness reads too:
+// The probe fit formula (ProbeNeed), with the constants of
+// internal/harness/fit.json (harness.Fit), which the harness reads too:
 //
 //	need(params, target) = params × dtype bytes × copies × fit_factor + fit_slack
 //
 // where the dtype is what the harness runs the model in on that target
-// (float32 on cpu, bfloat16 on an accelerator) and copies counts the
-// model's copies in the budget's memory (2 on cpu: the run and its float32
-// reference; 1 on an accelerator, whose reference sits in host memory). A
+// (bfloat16) and copies counts the model's copies in the budget's memory,
+// in units of that dtype (3 on cpu: the bfloat16 run and its float32
+// reference, 2 + 4 bytes; 1 on an accelerator, whose reference sits in
+// host memory). A
 // model fits when need ≤ budget. Before the download only the checkpoint's
 // size B is known: it holds between B/4 (float32) and B/2 (16-bit)
 // parameters. Auto mode chooses full only when the larger count fits (it
@@ -35,10 +36,15 @@ package scan
 // has no device memory of its own, so only --device-memory shards there.
 // A sharded probe's memory budget is M devices' on an accelerator; on cpu
 // the ranks share the host, and the budget stays the host's.
+//
+// This is whether one smoke test fits where it runs, not whether a model
+// can be served on a TPU: that is readiness.MinDevices (weights and KV
+// cache in bf16 with its own headroom, over each generation's HBM).
 
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/internal/harness"
@@ -137,9 +143,9 @@ func Budget(target compat.Target, rt compat.Runtime, h Host) (int64, string) {
 	return 0, string(target) + ": device memory unknown"
 }
 
-// Need is the fit formula: the bytes a model of params parameters takes in
-// the budget's memory on target.
-func Need(params int64, target compat.Target) int64 {
+// ProbeNeed is the probe fit formula: the bytes a model of params
+// parameters takes in a probe's memory budget on target.
+func ProbeNeed(params int64, target compat.Target) int64 {
 	t, ok := harness.Fit.Targets[target]
 	if !ok { // not a concrete target: count it as cpu, the costlier
 		t = harness.Fit.Targets[compat.TargetCPU]
@@ -164,7 +170,7 @@ func (w Weights) checkpoint() bool {
 // w.Bytes can hold.
 func (w Weights) needRange(target compat.Target) (least, most int64) {
 	b := harness.Fit.CheckpointBytesPerParam
-	return Need(w.Bytes/b.Max, target), Need(w.Bytes/b.Min, target)
+	return ProbeNeed(w.Bytes/b.Max, target), ProbeNeed(w.Bytes/b.Min, target)
 }
 
 // Input is everything Plan looks at.
@@ -266,7 +272,9 @@ func shard(in Input) (int, string) {
 // retest holds the retest rules: a model is tested again unless its latest
 // result on this target has the same revision, the same runtime (torch,
 // torch_tpu, transformers, harness), a mode the scan accepts, and was not
-// the scanner's own error; --force retests anyway.
+// the scanner's own error (other than one the float32 CPU reference shares,
+// which repeats for that revision and runtime: compat.Result.Reproducible);
+// --force retests anyway.
 func retest(in Input) (bool, string) {
 	prev := in.Previous
 	switch {
@@ -274,14 +282,15 @@ func retest(in Input) (bool, string) {
 		return true, "untested on " + string(in.Target)
 	case in.Force:
 		return true, "--force"
-	case prev.Status == compat.StatusError:
+	case prev.Status == compat.StatusError && !prev.Reproducible():
+		// an error the float32 CPU reference shares repeats until the revision or the runtime changes: it stands
 		return true, "the last result was the scanner's error"
 	case prev.Status == compat.StatusUntested:
 		return true, "untested"
 	case prev.Revision != in.SHA:
 		return true, fmt.Sprintf("new revision %s (was %s)", short(in.SHA), short(prev.Revision))
-	case prev.Runtime.Key() != in.Runtime.Key():
-		return true, fmt.Sprintf("new runtime %s (was %s)", in.Runtime.Key(), prev.Runtime.Key())
+	case prev.Runtime.RetestKey() != in.Runtime.RetestKey():
+		return true, fmt.Sprintf("new runtime %s (was %s)", in.Runtime.RetestKey(), prev.Runtime.RetestKey())
 	case !modeAccepts(in.Mode, prev.Mode):
 		return true, fmt.Sprintf("--mode %s asked; the last result is %s", in.Mode, *prev.Mode)
 	}
@@ -341,3 +350,10 @@ func size(b int64) string {
 }
 
 func short(sha string) string { return sha[:min(len(sha), 12)] }
+
+func listOrNone(l []string) string {
+	if len(l) == 0 {
+		return "none"
+	}
+	return strings.Join(l, ", ")
+}

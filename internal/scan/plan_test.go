@@ -25,10 +25,16 @@ func prevResult(status compat.Status, sha string, rt compat.Runtime, mode compat
 	return r
 }
 
+func withSig(r *compat.Result, sig string) *compat.Result {
+	r.Signature = &sig
+	return r
+}
+
 // TestPlanRetest has one row per retest rule: a model is tested again
 // unless its latest result on this target has the same revision, the same
-// runtime and a mode the scan accepts, and was not the scanner's error;
-// --force retests anyway.
+// runtime and a mode the scan accepts, and was not the scanner's error
+// (one that the float32 CPU reference shares repeats, and stands like a
+// verdict); --force retests anyway.
 func TestPlanRetest(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -44,6 +50,13 @@ func TestPlanRetest(t *testing.T) {
 		{"new revision", prevResult(compat.StatusPass, "s0", runtimeA, compat.ModeArch), compat.ModeArch, false, true, "new revision s1 (was s0)"},
 		{"new runtime", prevResult(compat.StatusPass, "s1", runtimeB, compat.ModeArch), compat.ModeArch, false, true, "new runtime"},
 		{"the scanner's error", prevResult(compat.StatusError, "s1", runtimeA, compat.ModeArch), compat.ModeArch, false, true, "scanner's error"},
+		{"a missing package may be installed since", withSig(prevResult(compat.StatusError, "s1", runtimeA, compat.ModeArch),
+			"environment:missing_package:timm"), compat.ModeArch, false, true, "scanner's error"},
+		// an error the float32 CPU reference shares repeats until the revision or the runtime (the harness) changes
+		{"the reference shares it, unchanged", withSig(prevResult(compat.StatusError, "s1", runtimeA, compat.ModeArch),
+			"harness_inputs:IndexError: index out of range in self"), compat.ModeArch, false, false, "unchanged"},
+		{"the reference shares it, new runtime", withSig(prevResult(compat.StatusError, "s1", runtimeB, compat.ModeArch),
+			"harness_load:x"), compat.ModeArch, false, true, "new runtime"},
 		{"untested status", prevResult(compat.StatusUntested, "s1", runtimeA, ""), compat.ModeAuto, false, true, "untested"},
 		{"--force", prevResult(compat.StatusPass, "s1", runtimeA, compat.ModeArch), compat.ModeArch, true, true, "--force"},
 		{"full asked, arch result", prevResult(compat.StatusPass, "s1", runtimeA, compat.ModeArch), compat.ModeFull, false, true, "--mode full asked; the last result is arch"},
@@ -71,11 +84,12 @@ func TestPlanRetest(t *testing.T) {
 
 // TestPlanMode has one row per mode rule. The needs below are the fit
 // formula worked by hand: a 1 GiB checkpoint holds 2^28 (float32) to 2^29
-// (16-bit) parameters; on cpu each takes 4 bytes twice (run + reference),
-// on tpu 2 bytes once; ×1.2, +512 MiB.
+// (16-bit) parameters; on cpu each takes 2 bytes three times (the
+// bfloat16 run, 2 bytes, and its float32 reference, 4), on tpu 2 bytes
+// once; ×1.2, +512 MiB.
 func TestPlanMode(t *testing.T) {
 	const (
-		cpuMost1G = 5690831667 // 2^29 × 4 × 2 × 1.2 + 2^29
+		cpuMost1G = 4402341478 // 2^29 × 2 × 3 × 1.2 + 2^29
 		tpuMost1G = 1825361100 // 2^29 × 2 × 1 × 1.2 + 2^29
 	)
 	ckpt := func(bytes int64) Weights { return Weights{Files: []string{"model.safetensors"}, Bytes: bytes} }
@@ -110,7 +124,7 @@ func TestPlanMode(t *testing.T) {
 		{"auto, not a transformers checkpoint", compat.ModeAuto, compat.TargetTPU, Weights{Files: []string{"adapter_model.safetensors"}, Bytes: gb}, 16 * gb, compat.ModeArch, "", false, "no safetensors checkpoint"},
 		{"auto on cpu, fits exactly", compat.ModeAuto, compat.TargetCPU, ckpt(gb), cpuMost1G, compat.ModeFull, "", false, "auto -> full"},
 		// The same weights and budget fit an accelerator (bf16, one copy)
-		// and not the cpu (float32, run and reference).
+		// and not the cpu (the bf16 run and its float32 reference).
 		{"auto on cpu, a byte short", compat.ModeAuto, compat.TargetCPU, ckpt(gb), cpuMost1G - 1, compat.ModeArch, "", false, "auto -> arch"},
 		{"auto on cuda, same budget", compat.ModeAuto, compat.TargetCUDA, ckpt(gb), cpuMost1G - 1, compat.ModeFull, "", false, "auto -> full"},
 	}
@@ -191,8 +205,8 @@ func TestNeedMatchesTheFitTable(t *testing.T) {
 	seen := map[compat.Target]bool{}
 	for _, ex := range harness.Fit.Examples {
 		seen[ex.Target] = true
-		if got := Need(ex.Params, ex.Target); got != ex.Need {
-			t.Errorf("Need(%d, %s) = %d, fit.json says %d", ex.Params, ex.Target, got, ex.Need)
+		if got := ProbeNeed(ex.Params, ex.Target); got != ex.Need {
+			t.Errorf("ProbeNeed(%d, %s) = %d, fit.json says %d", ex.Params, ex.Target, got, ex.Need)
 		}
 	}
 	for _, target := range compat.Targets {

@@ -5,14 +5,15 @@ import (
 	"path/filepath"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/hub"
+	"github.com/google-pytorch/torchtpu-scanner/internal/preflight"
 	"github.com/google-pytorch/torchtpu-scanner/internal/readiness"
 	"github.com/google-pytorch/torchtpu-scanner/store"
 )
 
-// prepare prepares one model (prepareJob) and stores its readiness, so
+// prepare prepares one model (prepareEntry) and stores its readiness, so
 // that every listed model has one, tested, skipped, gated or unchanged.
-func (r *run) prepare(ctx context.Context, m hub.ModelInfo) *job {
-	j := r.prepareJob(ctx, m)
+func (r *run) prepare(ctx context.Context, m hub.ModelInfo) *entry {
+	j := r.prepareEntry(ctx, m)
 	if r.refusal(m.ID) == nil && ctx.Err() == nil {
 		var cfg map[string]any
 		if j != nil {
@@ -32,7 +33,7 @@ func (r *run) prepare(ctx context.Context, m hub.ModelInfo) *job {
 func (r *run) readinessInput(m hub.ModelInfo, cfg map[string]any) (in readiness.Input, full bool) {
 	in.Safetensors = m.Safetensors
 	if cfg == nil && m.SHA != "" {
-		cfg, _ = readConfig(filepath.Join(hub.SnapshotDir(r.s.CacheDir, m.ID, m.SHA), "config.json"))
+		cfg, _ = preflight.ReadConfig(filepath.Join(hub.SnapshotDir(r.s.CacheDir, m.ID, m.SHA), "config.json"))
 	}
 	switch {
 	case cfg != nil:

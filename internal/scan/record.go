@@ -15,7 +15,7 @@ import (
 
 // decided completes a result that preflight, the plan or a failed fetch
 // produced, without a probe: its repro is the scan's requested mode.
-func (r *run) decided(j *job, res compat.Result) *job {
+func (r *run) decided(j *entry, res compat.Result) *entry {
 	req := probestep.Request{Request: probe.Request{ModelID: j.info.ID, Revision: j.info.SHA, Task: j.info.PipelineTag,
 		Target: r.target, Mode: r.opts.Mode}, Runtime: r.runtime}
 	req.Fill(&res, r.s.now())
@@ -25,7 +25,7 @@ func (r *run) decided(j *job, res compat.Result) *job {
 
 // declined is the skip of a mode the plan refused (--mode full without a
 // safetensors checkpoint, or with one that does not fit).
-func (r *run) declined(j *job) *job {
+func (r *run) declined(j *entry) *entry {
 	return r.decided(j, compat.Result{
 		Status:  compat.StatusSkipped,
 		Reason:  compat.Ptr(j.plan.Decline),
@@ -36,16 +36,16 @@ func (r *run) declined(j *job) *job {
 
 // fetchFailed is the result of a model whose files could not be fetched
 // (probestep.FetchFailed).
-func (r *run) fetchFailed(j *job, err error) *job {
+func (r *run) fetchFailed(j *entry, err error) *entry {
 	return r.decided(j, probestep.FetchFailed(err))
 }
 
-func (r *run) scannerError(j *job, stage compat.Stage, err error) *job {
+func (r *run) scannerError(j *entry, stage compat.Stage, err error) *entry {
 	return r.decided(j, probestep.ScannerError(stage, err))
 }
 
 // record writes a result that stands.
-func (r *run) record(ctx context.Context, j *job, res compat.Result, probed bool) {
+func (r *run) record(ctx context.Context, j *entry, res compat.Result, probed bool) {
 	res.ScanID = compat.Ptr(r.scan.ID)
 	if _, err := r.s.Store.RecordResult(ctx, j.info.ID, res); err != nil {
 		r.s.log().Error("record result", "model", j.info.ID, "err", err)
@@ -57,7 +57,7 @@ func (r *run) record(ctx context.Context, j *job, res compat.Result, probed bool
 
 // recordFlaky writes a status change that its rerun did not confirm: a
 // flaky event, and the previous status stays.
-func (r *run) recordFlaky(ctx context.Context, j *job, res compat.Result) {
+func (r *run) recordFlaky(ctx context.Context, j *entry, res compat.Result) {
 	if err := r.s.Store.RecordFlaky(ctx, j.info.ID, res, j.previous.Status); err != nil {
 		r.s.log().Error("record flaky", "model", j.info.ID, "err", err)
 	}

@@ -3,7 +3,7 @@
 // files (this file) and decide whether they are worth probing
 // (preflight.go), probe them one per device while the next are fetched
 // (pipeline.go: each probe is internal/probestep's one step), or hand them
-// to workers (dispatch.go), and record every outcome the moment it is known
+// to workers (fleet.go), and record every outcome the moment it is known
 // (record.go). The Service in service.go queues scans (manual, scheduled)
 // so that two never run at once.
 package scan
@@ -21,6 +21,7 @@ import (
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/internal/hub"
+	"github.com/google-pytorch/torchtpu-scanner/internal/preflight"
 	"github.com/google-pytorch/torchtpu-scanner/internal/probe"
 	"github.com/google-pytorch/torchtpu-scanner/internal/probestep"
 	"github.com/google-pytorch/torchtpu-scanner/internal/readiness"
@@ -70,7 +71,7 @@ type Scanner struct {
 	// defaults to hub.ScanCache.
 	ListCache func(cacheDir string) ([]hub.ModelInfo, error)
 	// Fleet, when set, hands the probes to workers (serve --dispatch
-	// workers; dispatch.go): the scan plans against the runtime its
+	// workers; fleet.go): the scan plans against the runtime its
 	// workers report, queues every model to probe and ends when the queue
 	// is drained. Prober is then not used.
 	Fleet Fleet
@@ -95,8 +96,9 @@ func (s *Scanner) log() *slog.Logger {
 	return slog.Default()
 }
 
-// job is one model on its way through a scan.
-type job struct {
+// entry is one model of the listing on its way through a scan (a fleet
+// job, under --dispatch workers, is what newJob makes of it).
+type entry struct {
 	info     hub.ModelInfo
 	previous *compat.Result
 	plan     Decision
@@ -125,9 +127,9 @@ type run struct {
 	devices  Devices // the host's, for sharding (DevicesOf)
 
 	mu        sync.Mutex
-	jobs      store.JobCounts       // the fleet's share of the scan (dispatch.go)
+	jobs      store.JobCounts       // the fleet's share of the scan (fleet.go)
 	queued    int                   // jobs this run queued
-	planned   bool                  // every model is decided or queued (dispatch)
+	planned   bool                  // every model is decided or queued (queueJobs)
 	resumed   bool                  // a scan an earlier process left to its queue
 	refusals  map[string]*hub.Error // Hub refusals of exact --model ids
 	done      int
@@ -236,16 +238,16 @@ func (r *run) execute(ctx context.Context) error {
 		return fmt.Errorf("scan: progress: %w", err)
 	}
 	if r.s.Fleet != nil {
-		return r.dispatch(ctx, models)
+		return r.queueJobs(ctx, models)
 	}
 	return r.pipeline(ctx, models)
 }
 
-// prepareJob plans, fetches and preflights one model. It returns nil when
-// the model needs no retest, a job with result set when the outcome is
-// already known, or a job ready to probe.
-func (r *run) prepareJob(ctx context.Context, m hub.ModelInfo) *job {
-	j := &job{info: m}
+// prepareEntry plans, fetches and preflights one model. It returns nil
+// when the model needs no retest, an entry with result set when the
+// outcome is already known, or an entry ready to probe.
+func (r *run) prepareEntry(ctx context.Context, m hub.ModelInfo) *entry {
+	j := &entry{info: m}
 	if he := r.refusal(m.ID); he != nil {
 		return r.fetchFailed(j, he)
 	}
@@ -264,9 +266,9 @@ func (r *run) prepareJob(ctx context.Context, m hub.ModelInfo) *job {
 	// Decline what the listing (and its excerpt of config.json) already
 	// rules out (gated, custom code, other libraries, tasks), before any
 	// download or further request.
-	listed := listedCandidate(m, r.s.HasToken)
+	listed := preflight.Listed(m, r.s.HasToken)
 	listed.Mode = r.opts.Mode
-	if res := Preflight(listed); res != nil && listingDecides(*res, m) {
+	if res := preflight.Preflight(listed); res != nil && preflight.ListingDecides(*res, m) {
 		return r.decided(j, *res)
 	}
 	if j.plan.AskSizes && !m.FilesMetadata && r.opts.Source != "cache" {
@@ -298,7 +300,7 @@ func (r *run) weightSizes(ctx context.Context, m hub.ModelInfo, w Weights) Weigh
 // fetch downloads config.json, plans again with the model's sizes from it
 // (sharding: readiness.ShardOf), runs preflight again on it, and, in full
 // mode, downloads the weights and the tokenizer and processor files.
-func (r *run) fetch(ctx context.Context, j *job, cand Candidate, in Input) *job {
+func (r *run) fetch(ctx context.Context, j *entry, cand preflight.Candidate, in Input) *entry {
 	m := j.info
 	dir := hub.SnapshotDir(r.s.CacheDir, m.ID, m.SHA)
 	local := r.opts.Source != "cache" // a cache source has its files already
@@ -309,7 +311,7 @@ func (r *run) fetch(ctx context.Context, j *job, cand Candidate, in Input) *job 
 		}
 	}
 	j.snapshot = dir
-	cand.Config, cand.ConfigErr = readConfig(filepath.Join(dir, "config.json"))
+	cand.Config, cand.ConfigErr = preflight.ReadConfig(filepath.Join(dir, "config.json"))
 	if _, ok := hub.IsCapError(cand.ConfigErr); ok {
 		return r.decided(j, probestep.FetchFailed(cand.ConfigErr))
 	}
@@ -321,7 +323,7 @@ func (r *run) fetch(ctx context.Context, j *job, cand Candidate, in Input) *job 
 		}
 	}
 	cand.Mode = j.plan.Mode
-	if res := Preflight(cand); res != nil {
+	if res := preflight.Preflight(cand); res != nil {
 		return r.decided(j, *res)
 	}
 	if j.plan.Decline != "" {

@@ -58,6 +58,17 @@ type Service struct {
 	after func(time.Duration) <-chan time.Time
 	done  chan struct{}
 	stop  sync.Once
+
+	// Test requests (requests.go): run when the service is idle.
+	requests   Requests
+	nudge      chan struct{}
+	pauseUntil time.Time     // no request scan before (the Hub or the fleet was unreachable)
+	pauseFor   time.Duration // the last such pause
+	// RequestPoll is how often the service looks for queued requests
+	// besides being told (NotifyRequest); default 1 minute.
+	RequestPoll time.Duration
+	// RequestBatch is how many requests one scan takes; default 8.
+	RequestBatch int
 }
 
 // foreignCheck remembers, for a second, whether another process holds
@@ -89,7 +100,8 @@ func NewService(s *Scanner, defaults Options, log *slog.Logger) *Service {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Service{scanner: s, defaults: defaults, log: log, queue: make(chan string, 1), done: make(chan struct{}), after: time.After}
+	return &Service{scanner: s, defaults: defaults, log: log, queue: make(chan string, 1), done: make(chan struct{}), after: time.After,
+		nudge: make(chan struct{}, 1)}
 }
 
 // hooks are the service's observers of the scans it runs: it follows the
@@ -251,6 +263,13 @@ func (s *Service) Schedule(spec string) error {
 func (s *Service) Run(ctx context.Context) {
 	defer s.stopSchedule()
 	s.resumeAll(ctx)
+	var poll <-chan time.Time
+	if s.requests != nil {
+		t := time.NewTicker(s.requestPoll())
+		defer t.Stop()
+		poll = t.C
+		s.NotifyRequest() // requests left queued by an earlier process
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -258,6 +277,13 @@ func (s *Service) Run(ctx context.Context) {
 			return
 		case trigger := <-s.queue:
 			s.runOne(ctx, trigger)
+			if s.requests != nil {
+				s.NotifyRequest() // the scheduled scan's models are done: requests next
+			}
+		case <-s.nudge:
+			s.runRequests(ctx)
+		case <-poll:
+			s.runRequests(ctx)
 		}
 	}
 }
@@ -265,6 +291,22 @@ func (s *Service) Run(ctx context.Context) {
 func (s *Service) runOne(ctx context.Context, trigger string) {
 	opts := s.defaults
 	opts.Trigger = trigger
+	sc, err := s.runScan(ctx, opts)
+	if err != nil {
+		if (errors.Is(err, ErrHub) || errors.Is(err, fleet.ErrNoWorkers)) && ctx.Err() == nil {
+			s.retryLater(ctx, err)
+		}
+		return
+	}
+	s.mu.Lock()
+	s.retryIn = 0
+	s.mu.Unlock()
+	s.log.Info("scan finished", "scan_id", sc.ID, "trigger", trigger, "models", sc.Planned, "probed", sc.Probed, "unchanged", sc.Unchanged)
+}
+
+// runScan runs one scan with opts, keeping the service's state; a failed
+// scan is logged (and returned).
+func (s *Service) runScan(ctx context.Context, opts Options) (sc store.Scan, err error) {
 	s.mu.Lock()
 	s.state.Queued = len(s.queue) > 0
 	s.state.Running = true
@@ -277,25 +319,19 @@ func (s *Service) runOne(ctx context.Context, trigger string) {
 	defer func() {
 		if p := recover(); p != nil {
 			s.log.Error("scan panicked", "panic", p)
+			err = fmt.Errorf("scan: panic: %v", p)
 		}
 	}()
-	sc, err := s.runWhenFree(ctx, opts)
+	sc, err = s.runWhenFree(ctx, opts)
 	s.mu.Lock()
 	if sc.ID > 0 {
 		s.state.ScanID = sc.ID
 	}
 	s.mu.Unlock()
 	if err != nil {
-		s.log.Error("scan failed", "scan_id", sc.ID, "trigger", trigger, "err", err)
-		if (errors.Is(err, ErrHub) || errors.Is(err, fleet.ErrNoWorkers)) && ctx.Err() == nil {
-			s.retryLater(ctx, err)
-		}
-		return
+		s.log.Error("scan failed", "scan_id", sc.ID, "trigger", opts.Trigger, "err", err)
 	}
-	s.mu.Lock()
-	s.retryIn = 0
-	s.mu.Unlock()
-	s.log.Info("scan finished", "scan_id", sc.ID, "trigger", trigger, "models", sc.Planned, "probed", sc.Probed, "unchanged", sc.Unchanged)
+	return sc, err
 }
 
 // runWhenFree runs a scan, first waiting (polling every LockPoll) while

@@ -137,7 +137,7 @@ func (f *fakeServer) grant(req fleet.LeaseRequest) []fleet.Lease {
 	var cands []*fakeJob
 	var need []int
 	for _, j := range f.jobs {
-		if j.st.State == fleet.Queued && (f.ignoreMatch || fleet.Holds(j.job, testRuntime.Key(), req.Worker)) {
+		if j.st.State == fleet.Queued && (f.ignoreMatch || fleet.Holds(j.job, testRuntime.RetestKey(), req.Worker)) {
 			cands, need = append(cands, j), append(need, j.job.Chips())
 		}
 	}
@@ -204,7 +204,7 @@ func (f *fakeServer) result(body []byte) (int, any) {
 	if j == nil {
 		return 409, map[string]string{"error": "lease not current"}
 	}
-	if err := fleet.CheckResult(j.job, testRuntime.Key(), req); err != nil {
+	if err := fleet.CheckResult(j.job, testRuntime.RetestKey(), req); err != nil {
 		return 400, map[string]string{"error": err.Error()}
 	}
 	st, err := fleet.Complete(j.st, req.LeaseID, now)

@@ -20,6 +20,7 @@ import (
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/chips"
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
+	"github.com/google-pytorch/torchtpu-scanner/internal/config"
 	"github.com/google-pytorch/torchtpu-scanner/internal/fleet"
 	"github.com/google-pytorch/torchtpu-scanner/internal/probe"
 )
@@ -104,10 +105,10 @@ func New(cfg Config, env Prober, probers []Prober, fetch Fetcher) (*Worker, erro
 		cfg.Wait = fleet.MaxWait
 	}
 	if cfg.ProbeGrace <= 0 {
-		cfg.ProbeGrace = probe.DefaultGrace
+		cfg.ProbeGrace = config.DefaultProbeGrace
 	}
 	if cfg.Timeout <= 0 {
-		cfg.Timeout = probe.DefaultTimeout
+		cfg.Timeout = config.DefaultTimeout
 	}
 	log := cfg.Logger
 	if log == nil {

@@ -65,6 +65,10 @@ def test_recompile_is_detected(tmp_path, run_inproc, monkeypatch):
     code, res = run_inproc(d, task="text-generation", extra=["--compile-backend", "aot_eager", "--no-generate"])
     assert (res["status"], res["stage"], res["failure_class"]) == ("fail", "compile", "recompile"), res["message"]
     assert res["metrics"]["compile_s"] is not None and res["metrics"]["compiled_step_ms"] is None
+    # the float32 cpu reference compiles the same model (aot_eager) and its second call compiles nothing: the
+    # recompile is the target's
+    compile_note = next(s for s in res["stages"] if s["stage"] == "compile")["note"]
+    assert "the float32 cpu reference passes the compile stage" in compile_note, compile_note
 
 
 def test_auto_map_with_unknown_model_type_is_skipped_remote_code(tmp_path, run_inproc):
@@ -79,14 +83,17 @@ def test_auto_map_with_unknown_model_type_is_skipped_remote_code(tmp_path, run_i
     assert res["failure_class"] is None
 
 
-def test_auto_map_with_a_native_model_type_runs_the_native_code(tmp_path, run_inproc):
+def test_auto_map_with_a_native_model_type_is_skipped_remote_code_too(tmp_path, run_inproc):
+    """One rule with the scanner's preflight (remote_code.json): the repository asks for its own code, so a
+    native class of the same model_type does not stand in for it."""
     def add_auto_map(cfg):
         cfg.auto_map = {"AutoModelForCausalLM": "modeling_x.XForCausalLM"}
 
     d = build_model_dir(tmp_path, "llama", mutate=add_auto_map)
     code, res = run_inproc(d, task="text-generation", extra=FAST)
-    assert res["status"] == "pass", res["message"]
-    assert "auto_map ignored" in res["stages"][1]["note"]
+    assert code == 0
+    assert (res["status"], res["stage"], res["reason"]) == ("skipped", "config", "remote_code"), res["message"]
+    assert "auto_map" in res["message"]
 
 
 def test_target_tpu_without_tpu_is_an_environment_error(tmp_path, run_subproc):

@@ -1,5 +1,10 @@
 """A tiny real model of every task family through the harness on CPU (tiny_families.py).
 
+Each family's inputs are also checked against its tiny model's forward signature
+(test_inputs_fit_the_forward): every key is a parameter of the forward, every modality the
+forward takes (text, vision, audio) and the config has a tower for is given, and the forward runs;
+test_every_family_has_its_inputs_checked lists the families so checked.
+
 Each runs in arch mode (config.json only, seeded random weights, as a scan does for a model too
 large to download) without compile; the models of the families most likely to break compile on
 their own (a vision-language model, a detector, a dual encoder, a mask generator) also run the
@@ -9,6 +14,8 @@ code paths are plain PyTorch modules of the same kinds (vision and text transfor
 covered by these compile runs and the text families' compile tests in test_models.py.
 """
 
+import inspect
+import json
 import os
 
 import pytest
@@ -26,6 +33,10 @@ EXPECT = {
     "siglip": ("contrastive", ["input_ids=[2,", "pixel_values=[1, 3, 32, 32]"], ["top1_agreement", "cosine_similarity"], False),
     "owlvit": ("zero-shot-detection", ["input_ids=[2, 16]", "pixel_values=[1, 3, 32, 32]"], ["top1_agreement", "rel_error"], False),
     "detr": ("detection", ["pixel_values=[1, 3, 224, 224]", "pixel_mask"], ["top1_agreement", "rel_error"], False),
+    "detr_timm": ("detection", ["pixel_values=[1, 3, 224, 224]", "pixel_mask"], ["top1_agreement", "rel_error"], False),
+    "clipseg": ("segmentation", ["input_ids=[1, 16]", "pixel_values=[1, 3, 32, 32]"], ["rel_error"], False),
+    "clap": ("audio-contrastive", ["input_ids=[2, 32]", "input_features=[1, 4, 256, 16]", "is_longer=[1, 1]"],
+             ["top1_agreement", "cosine_similarity"], False),
     "segformer": ("segmentation", ["pixel_values=[1, 3, 32, 32]"], ["rel_error"], False),
     "sam": ("mask-generation", ["pixel_values=[1, 3, 64, 64]", "input_points=[1, 1, 1, 2]"], ["rel_error"], False),
     "dpt": ("depth", ["pixel_values=[1, 3, 32, 32]"], ["rel_error"], False),
@@ -40,6 +51,7 @@ EXPECT = {
     "layoutlmv3": ("document", ["bbox=[1,", "pixel_values=[1, 3, 32, 32]"], ["top1_agreement"], False),
     "colpali": ("retrieval", ["pixel_values=[1, 3, 32, 32]", "input_ids=[1,"], ["cosine_similarity"], False),
     "llava_next_video": ("video-lm", ["pixel_values_videos=[1, 4, 3, 32, 32]"], ["top1_agreement"], True),
+    "llava_next_video_legacy": ("video-lm", ["pixel_values_videos=[1, 4, 3, 32, 32]"], ["top1_agreement"], True),
     "qwen2_vl_video": ("video-lm", ["pixel_values_videos=[", "video_grid_thw=[1, 3]"], ["top1_agreement"], True),
     "llava_any": ("vlm", ["pixel_values=[1, 3, 32, 32]"], ["top1_agreement"], True),
     "vits": ("tts", ["input_ids=[1,"], ["rel_error"], False),
@@ -68,7 +80,12 @@ def config_dirs(tmp_path_factory):
     out = {}
     for name, (_, factory) in TINY.items():
         staging = base / f"stage-{name}"
-        factory().save_pretrained(str(staging))
+        cfg = factory()
+        if isinstance(cfg, dict):  # the config.json as written
+            staging.mkdir()
+            (staging / "config.json").write_text(json.dumps(cfg))
+        else:
+            cfg.save_pretrained(str(staging))
         out[name] = snapshot_layout(str(staging), str(base / f"models--tiny--{name}"))
     return out
 
@@ -96,11 +113,13 @@ def check(res, name):
     m = res["metrics"]
     for key in ["max_abs_diff", "tolerance", "forward_ms", "load_s"] + metrics:
         assert m[key] is not None, key
-    assert m["max_abs_diff"] == 0.0  # float32 cpu vs float32 cpu: the same function, measured
+    # bfloat16 on cpu against the float32 cpu reference: measured, within the bfloat16 bound (numerics.json)
+    assert "verdict: bfloat16 on cpu against the float32 cpu reference" in st["env"]["note"]
+    assert 0.0 <= m["max_abs_diff"] <= m["tolerance"]
     if m["rel_error"] is not None:
-        assert m["rel_error"] == 0.0
+        assert m["rel_error"] <= 0.1
     if m["cosine_similarity"] is not None:
-        assert m["cosine_similarity"] > 0.999999
+        assert m["cosine_similarity"] >= 0.99
     if generates:
         assert not st["generate"].get("skipped"), st["generate"]
         assert m["tokens_per_s"] > 0
@@ -151,3 +170,81 @@ def test_random_forward_is_made_deterministic(config_dirs, run_inproc):
     code, res = run_inproc(config_dirs["vits"], task="text-to-speech", mode="arch", extra=ARCH)
     assert res["status"] == "pass", res["message"]
     assert "noise_scale 0.667->0.0" in stage_map(res)["config"]["note"]
+
+
+# --- the inputs of every family against its model's forward signature ---------------------------------
+
+# The text, vision and speech families' tiny models (conftest.tiny_config), by pipeline tag.
+PLAIN = {"llama": "text-generation", "bert": "fill-mask", "t5": "translation", "vit": "image-classification",
+         "whisper": "automatic-speech-recognition", "wav2vec2": "automatic-speech-recognition"}
+SIGNATURE_CHECKED: dict[str, list[str]] = {}  # family -> the tiny models whose inputs fit their forward
+
+
+def _tiny_model(name):
+    """(config, pipeline tag, model) of a tiny model, seeded random weights, float32, eval."""
+    import torch
+    import transformers
+
+    from conftest import tiny_config
+
+    if name in PLAIN:
+        cfg, tag = tiny_config(name), PLAIN[name]
+    else:
+        tag, factory = TINY[name]
+        cfg = factory()
+        if isinstance(cfg, dict):
+            cfg = transformers.AutoConfig.for_model(**cfg)
+    import harness_tasks as ht
+
+    ht.make_deterministic(cfg)  # as the harness's config stage prepares it
+    ht.legacy_text_vocab(cfg)
+    torch.manual_seed(0)
+    model = getattr(transformers, cfg.architectures[0])(cfg).eval()
+    return cfg, tag, model
+
+
+@pytest.mark.parametrize("name", sorted(TINY) + sorted(PLAIN))
+def test_inputs_fit_the_forward(name):
+    """The harness's inputs of the model's family are what its forward takes: each key a parameter of the forward
+    (or the forward takes **kwargs), every modality it takes given (a text prompt for CLIPSeg, a clip's
+    input_features and texts for CLAP), and the forward accepts them."""
+    import torch
+
+    import harness_inputs as hi
+    import harness_tasks as ht
+
+    cfg, tag, model = _tiny_model(name)
+    _, family, _ = ht.resolve_family(tag, cfg)
+    assert family is not None, (name, tag)
+    params = inspect.signature(model.forward).parameters
+    accepted = set(params)
+    inputs, _ = ht.build_inputs(torch, family, model.config, accepted, 32, 4, 0, type(model).__name__, model=model)
+    takes_any = any(p.kind == p.VAR_KEYWORD for p in params.values())
+    strays = sorted(k for k in inputs if k not in accepted)
+    assert takes_any or not strays, (name, strays)
+    assert hi.modalities_missing(accepted, model.config, inputs) == [], (name, sorted(inputs), sorted(accepted))
+    taken = [m for m, keys in hi.MODALITY_KEYS.items() if set(keys) & set(inputs)]
+    assert taken or family in ("time-series", "decision"), (name, sorted(inputs))
+    with torch.no_grad():
+        out = model(**inputs)
+    assert out is not None
+    SIGNATURE_CHECKED.setdefault(family, []).append(name)
+
+
+def test_every_family_has_its_inputs_checked():
+    """The coverage of the check above: every family of the task table (less "speech", resolved to speech-seq2seq
+    or speech-ctc) has a tiny model whose inputs were checked against its forward signature. Runs after it
+    (pytest keeps file order); on its own it checks them itself."""
+    import harness_tasks as ht
+
+    if not SIGNATURE_CHECKED:
+        for name in sorted(TINY) + sorted(PLAIN):
+            test_inputs_fit_the_forward(name)
+    want = set(ht.FAMILIES) - {"speech"}
+    checked = set(SIGNATURE_CHECKED)
+    print("families whose inputs were checked against their forward signature:")
+    for family in sorted(checked):
+        print(f"  {family}: {', '.join(sorted(SIGNATURE_CHECKED[family]))}")
+    assert checked == want, (sorted(want - checked), sorted(checked - want))
+    # the families of the issue: CLAP's audio and text, CLIPSeg's text and image
+    assert "clap" in SIGNATURE_CHECKED["audio-contrastive"] and "clipseg" in SIGNATURE_CHECKED["segmentation"]

@@ -204,7 +204,7 @@ def test_minilm_full_mode_runs_the_passage_through_its_own_tokenizer(minilm_full
                            extra=NO_COMPILE)
     assert res["status"] == "pass", res["message"]
     assert f"inputs: the passage, {SEQ} of its {total} tokens, by the model's tokenizer" in notes(res)["forward"]
-    assert res["metrics"]["max_abs_diff"] == 0.0
+    assert 0 < res["metrics"]["max_abs_diff"] <= res["metrics"]["tolerance"]  # bfloat16 vs the float32 reference
     assert "continuation" not in res  # an encoder generates nothing
 
 
@@ -230,14 +230,14 @@ def test_trained_lm_passes_on_the_passage_and_continues_the_prompt(trained_lm, r
 
 
 def test_random_lm_fails_the_passage_rule(random_lm, run_inproc):
-    """Random weights score about the vocabulary size on the passage: not below 100, on the reference too,
-    so the failure says the model itself does not predict English."""
+    """Random weights score about the vocabulary size on the passage: not below 100, on the reference too. The
+    passage is the harness's choice the model does not predict: the scanner's error, not a verdict."""
     snap, tk = random_lm
     code, res = run_inproc(snap, task="text-generation", extra=NO_COMPILE)
-    assert (res["status"], res["stage"], res["failure_class"]) == ("fail", "numerics", "numerics_mismatch"), res
+    assert (res["status"], res["stage"]) == ("error", "numerics"), res
     assert "not below 100" in res["message"] and "the model itself" in res["message"]
     assert res["metrics"]["perplexity"] > 100
-    assert res["signature"].startswith("numerics_mismatch:")
+    assert res["signature"] == "harness_inputs:passage perplexity of the model itself"
     assert "continuation" not in res  # it never reached generate
 
 

@@ -29,7 +29,8 @@ NO_COMPILE = ["--no-compile"]
 SEQ = int(FAST[FAST.index("--seq-len") + 1])
 SPECIAL = ["[UNK]", "<|endoftext|>", "<image>"]
 # Every word of the labels and the question, so that nothing encodes to [UNK].
-WORDS = sorted({w.strip("?") for text in (*hi.LABELS, hi.VLM_PROMPT) for w in text.split()} | {"?"})
+WORDS = sorted({w.strip("?") for text in (*hi.LABELS, *hi.AUDIO_LABELS, *hi.PROMPTED_SEGMENT, hi.VLM_PROMPT)
+                for w in text.split()} | {"?"})
 VOCAB = {w: i for i, w in enumerate(SPECIAL + WORDS)}
 PAD = VOCAB["<|endoftext|>"]
 IMAGE = VOCAB["<image>"]
@@ -129,24 +130,28 @@ def test_zero_shot_full_mode_uses_its_processor(tmp_path, run_inproc, kind, cls)
     assert f"input_ids [{len(hi.LABELS)}, " in fwd, fwd
 
 
-def test_clip_labels_are_the_tokenizers(tmp_path):
-    """Each label's ids are its words' ids, padded with the pad token to the synthetic length."""
+@pytest.mark.parametrize("family,source,texts", [("contrastive", "contrastive", hi.LABELS),
+                                                 ("segmentation", "prompted-image", hi.PROMPTED_SEGMENT)])
+def test_texts_are_the_tokenizers(tmp_path, family, source, texts):
+    """Each label's (or the prompt's) ids are its words' ids, padded with the pad token to the synthetic length."""
     import transformers as tf
 
-    snap = clip_snapshot(tmp_path)
+    snap = clip_snapshot(tmp_path) if family == "contrastive" else clipseg_snapshot(tmp_path)
     config = tf.AutoConfig.from_pretrained(snap, local_files_only=True)
     n = 12
-    syn = {"input_ids": torch.zeros(2, n, dtype=torch.long), "attention_mask": torch.ones(2, n, dtype=torch.long),
+    rows = 2 if family == "contrastive" else 1
+    syn = {"input_ids": torch.zeros(rows, n, dtype=torch.long), "attention_mask": torch.ones(rows, n, dtype=torch.long),
            "pixel_values": torch.zeros(1, 3, SIDE, SIDE)}
-    got = hi.build(torch, "contrastive", config, snap, "full", syn, {"labels": 2})
-    assert got.source == "contrastive", got.note
-    for row, label in enumerate(hi.LABELS):
+    got = hi.build(torch, family, config, snap, "full", syn, {"labels": rows})
+    assert got.source == source, got.note
+    for row, label in enumerate(texts):
         ids = words(label)
         want = ids + [PAD] * (n - len(ids))
         assert got.tensors["input_ids"][row].tolist() == want
         assert got.tensors["attention_mask"][row].tolist() == [1] * len(ids) + [0] * (n - len(ids))
+    assert got.tensors["input_ids"].shape[0] == len(texts)
     assert list(got.tensors["pixel_values"].shape) == [1, 3, SIDE, SIDE]
-    assert got.info["labels"] == len(hi.LABELS)
+    assert got.info["labels"] == len(texts)
 
 
 def test_clip_without_processor_files_falls_back(tmp_path, run_inproc):
@@ -260,3 +265,92 @@ def test_speech_feature_extractor_at_odds_falls_back(tmp_path, run_inproc):
     code, res = run_inproc(snap, task="automatic-speech-recognition", extra=NO_COMPILE)
     assert res["status"] == "pass", res["message"]
     assert "inputs: synthetic (no feature extractor file in the snapshot)" in notes(res)["forward"]
+
+
+# --- text-prompted segmentation and audio-text (CLIPSeg, CLAP) ------------------------------------
+
+def clipseg_snapshot(base) -> str:
+    """A tiny CLIPSeg with its own processor: the test tokenizer and an image processor at its size."""
+    import transformers as tf
+
+    def mutate(cfg):
+        cfg.text_config.eos_token_id = PAD
+        cfg.text_config.pad_token_id = PAD
+
+    snap = tiny_snapshot(base, "clipseg", mutate)
+    tf.CLIPSegProcessor(image_processor=tf.ViTImageProcessor(size={"height": SIDE, "width": SIDE}),
+                        tokenizer=tokenizer()).save_pretrained(snap)
+    return snap
+
+
+def test_clipseg_full_mode_gets_the_prompt_and_the_picture(tmp_path, run_inproc):
+    """CLIPSeg segments the picture by a text prompt: both through its own processor (the issue's "You have to
+    specify input_ids" came from giving it the image alone)."""
+    snap = clipseg_snapshot(tmp_path)
+    code, res = run_inproc(snap, task="image-segmentation", extra=NO_COMPILE)
+    assert res["status"] == "pass", (res["message"], res.get("log_tail", "")[-1500:])
+    fwd = notes(res)["forward"]
+    n = 16  # the synthetic prompt length of a text-prompted segmenter (harness_inputs._prompt_text)
+    assert (f"a fixed prompt through the model's processor (CLIPSegProcessor) -> input_ids [1, {n}], "
+            f"pixel_values [1, 3, {SIDE}, {SIDE}]") in fwd, fwd
+
+
+CLAP_RATE, CLAP_HOP = 16000, 160
+CLAP_FRAMES = CLAP_RATE // CLAP_HOP + 1  # 1 s at the rate, one frame per hop and one more (a centred STFT)
+
+
+def clap_snapshot(base, mel: int = 16) -> str:
+    """A tiny CLAP (fused) with its own processor: the test tokenizer and a CLAP feature extractor of 1 s clips."""
+    import transformers as tf
+
+    def mutate(cfg):
+        cfg.text_config.pad_token_id = PAD
+
+    snap = tiny_snapshot(base, "clap", mutate)
+    fe = tf.ClapFeatureExtractor(feature_size=mel, sampling_rate=CLAP_RATE, hop_length=CLAP_HOP, max_length_s=1,
+                                 fft_window_size=400, truncation="fusion", padding="repeatpad")
+    tf.ClapProcessor(feature_extractor=fe, tokenizer=tokenizer()).save_pretrained(snap)
+    return snap
+
+
+def test_clap_full_mode_gets_features_and_texts(tmp_path, run_inproc):
+    """CLAP scores a clip against texts: the feature extractor's input_features (four fused views) and the
+    tokenizer's labels (the issue's "unexpected keyword argument 'input_values'" came from speech inputs)."""
+    snap = clap_snapshot(tmp_path)
+    code, res = run_inproc(snap, task="feature-extraction", extra=NO_COMPILE)
+    assert res["status"] == "pass", (res["message"], res.get("log_tail", "")[-1500:])
+    assert "family=audio-contrastive" in notes(res)["config"]
+    fwd = notes(res)["forward"]
+    assert (f"through the model's feature extractor (ClapFeatureExtractor) -> input_features [1, 4, {CLAP_FRAMES}, 16], "
+            f"and {len(hi.AUDIO_LABELS)} fixed labels through its tokenizer") in fwd, fwd
+    assert res["metrics"]["cosine_similarity"] is not None and res["metrics"]["top1_agreement"] is not None
+
+
+def test_clap_labels_are_the_tokenizers(tmp_path):
+    import transformers as tf
+
+    snap = clap_snapshot(tmp_path)
+    config = tf.AutoConfig.from_pretrained(snap, local_files_only=True)
+    n = 12
+    syn = {"input_ids": torch.zeros(2, n, dtype=torch.long), "attention_mask": torch.ones(2, n, dtype=torch.long),
+           "input_features": torch.zeros(1, 4, 256, 16), "is_longer": torch.zeros(1, 1, dtype=torch.bool)}
+    got = hi.build(torch, "audio-contrastive", config, snap, "full", syn, {})
+    assert got.source == "audio-text", got.note
+    for row, label in enumerate(hi.AUDIO_LABELS):
+        ids = words(label)
+        assert got.tensors["input_ids"][row].tolist() == ids + [PAD] * (n - len(ids))
+    assert list(got.tensors["input_features"].shape) == [1, 4, CLAP_FRAMES, 16]
+    # no clip is longer than the window, so the fusing feature extractor flags one at random (of one: this one;
+    # transformers' feature_extraction_clap.py: "if no audio is longer than 10s, then randomly select one")
+    assert got.tensors["is_longer"].tolist() == [[True]]
+
+
+def test_clap_feature_extractor_at_odds_falls_back(tmp_path):
+    """Features of other mel bins than the audio tower's leave the synthetic clip, saying why."""
+    import transformers as tf
+
+    snap = clap_snapshot(tmp_path, mel=8)
+    config = tf.AutoConfig.from_pretrained(snap, local_files_only=True)
+    syn = {"input_ids": torch.zeros(2, 12, dtype=torch.long), "input_features": torch.zeros(1, 4, 256, 16)}
+    got = hi.build(torch, "audio-contrastive", config, snap, "full", syn, {})
+    assert got.source == "synthetic" and "the feature extractor made input_features [1, 4, " in got.note, got.note

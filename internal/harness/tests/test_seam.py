@@ -25,10 +25,10 @@ def test_with_the_variable_the_probe_injects(monkeypatch):
 
 def test_parse():
     f = harness_testing.parse("forward:NotImplementedError:Could not run 'aten::foo': x;compile:recompile;"
-                              "config:Bogus;tpu:simulate-recompiling;;")
+                              "config:Bogus;tpu:simulate-recompiling;inputs:beyond-vocab;;")
     assert f.raises == {"forward": (NotImplementedError, "Could not run 'aten::foo': x"),
                         "config": (RuntimeError, "injected failure")}
-    assert (f.perturb, f.recompile, f.tpu) == (False, True, "simulate-recompiling")
+    assert (f.perturb, f.recompile, f.tpu, f.beyond_vocab) == (False, True, "simulate-recompiling", True)
     assert harness_testing.parse("") == harness_testing.Faults()
 
 

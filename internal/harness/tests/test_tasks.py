@@ -59,6 +59,20 @@ def test_every_family_has_inputs_and_outputs():
         assert spec["outputs"] and all(kind in hn.KINDS for _, kind in spec["outputs"]), name
 
 
+def test_remote_code_table_examples():
+    """The harness applies remote_code.json as the scanner's preflight does (internal/harness/remotecode_test.go
+    checks the same examples on the Go side)."""
+    remote = plain = 0
+    for ex in ht.REMOTE_CODE["examples"]:
+        assert (ht.needs_remote_code(ex["config"], ex.get("tags") or ()) or "") == ex["remote"], ex
+        remote, plain = remote + bool(ex["remote"]), plain + (not ex["remote"])
+    assert remote and plain
+    # written here independently of the file: auto_map beside a model_type transformers implements natively
+    assert ht.needs_remote_code({"model_type": "llama", "auto_map": {"AutoModel": "m.M"}}) == "config.json has auto_map"
+    llama = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "auto_map": {"AutoModel": "m.M"}}
+    assert ht.task_support("text-generation", "transformers", config=llama)["reason"] == "remote_code"
+
+
 def test_task_support_entries():
     assert ht.task_support("text-generation", "transformers", ["LlamaForCausalLM"])["supported"]
     assert ht.task_support("sentence-similarity", "sentence-transformers", ["BertModel"])["family"] == "text-encoder"

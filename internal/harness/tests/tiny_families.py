@@ -2,7 +2,8 @@
 
 Sizes are the smallest the classes accept (hidden 16-32, one or two layers, small images), so
 that a model builds and runs in well under a second on CPU. TINY maps a name to (pipeline tag,
-factory); the factory returns the config. test_families.py runs each through the harness.
+factory); the factory returns the config (or, where the file's own layout matters, the
+config.json dict). test_families.py runs each through the harness.
 """
 
 from __future__ import annotations
@@ -49,6 +50,37 @@ def detr():
                             decoder_layers=1, encoder_attention_heads=4, decoder_attention_heads=4,
                             encoder_ffn_dim=64, decoder_ffn_dim=64, num_queries=8, num_labels=4,
                             architectures=["DetrForObjectDetection"])
+
+
+def detr_timm():
+    """facebook/detr-resnet-50's config.json layout (use_timm_backbone, a timm backbone by name,
+    use_pretrained_backbone true, no backbone_config), as a dict (the file as written; transformers 5 would save
+    it as a backbone_config), with a timm resnet18 for speed: transformers builds a TimmBackbone, which needs timm."""
+    return dict(model_type="detr", use_timm_backbone=True, backbone="resnet18", use_pretrained_backbone=True,
+                num_channels=3, dilation=False, backbone_config=None, d_model=32, encoder_layers=1, decoder_layers=1,
+                encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=64, decoder_ffn_dim=64,
+                num_queries=8, id2label={str(i): f"L{i}" for i in range(4)}, architectures=["DetrForObjectDetection"])
+
+
+def clipseg():
+    """CIDAS/clipseg-rd64-refined's layout: a CLIP text and vision tower, a decoder reading vision layers
+    extract_layers [3, 6, 9] of 12 (arch mode cuts the tower: the harness keeps 3 layers and re-indexes)."""
+    return _tf().CLIPSegConfig(
+        text_config=dict(CLIP_TEXT, max_position_embeddings=77),
+        vision_config=dict(CLIP_VISION, num_hidden_layers=12), projection_dim=16, reduce_dim=16,
+        extract_layers=[3, 6, 9], decoder_num_attention_heads=2, decoder_intermediate_size=32,
+        architectures=["CLIPSegForImageSegmentation"])
+
+
+def clap(fusion=True):
+    """laion/clap-htsat-fused's layout: a HTSAT (Swin) audio tower with fusion, a RoBERTa text tower."""
+    return _tf().ClapConfig(
+        audio_config=dict(spec_size=64, num_mel_bins=16, window_size=4, patch_size=4, patch_stride=[4, 4],
+                          depths=[1, 1], num_attention_heads=[1, 2], patch_embeds_hidden_size=16, hidden_size=32,
+                          projection_hidden_size=32, enable_fusion=fusion, projection_dim=16),
+        text_config=dict(hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=4,
+                         vocab_size=256, max_position_embeddings=64, projection_hidden_size=32),
+        projection_dim=16, architectures=["ClapModel"])
 
 
 def segformer():
@@ -146,6 +178,18 @@ def llava_next_video():
                                       spatial_pool_stride=2, architectures=["LlavaNextVideoForConditionalGeneration"])
 
 
+def llava_next_video_legacy():
+    """llava-hf/LLaVA-NeXT-Video-7B-hf's layout for transformers 4: the vocabulary (32064) at the top level, a
+    text_config without one (transformers 5 reads 32000, its llama default) and placeholders 32000 (video) and
+    32001 (image): beyond the text embedding unless the top-level vocab_size is applied."""
+    cfg = _tf().LlavaNextVideoConfig(text_config=dict(model_type="llama", **{k: v for k, v in TXT.items() if k != "vocab_size"}),
+                                     vision_config=dict(model_type="clip_vision_model", **CLIP_VISION),
+                                     image_token_id=32001, video_token_id=32000, image_grid_pinpoints=[[32, 32]],
+                                     spatial_pool_stride=2, architectures=["LlavaNextVideoForConditionalGeneration"])
+    cfg.vocab_size = 32064
+    return cfg
+
+
 def vits():
     return _tf().VitsConfig(vocab_size=32, hidden_size=16, num_hidden_layers=1, num_attention_heads=2, ffn_dim=32,
                             flow_size=8, spectrogram_bins=9, upsample_initial_channel=16, upsample_rates=[4, 4],
@@ -228,6 +272,9 @@ TINY = {
     "siglip": ("zero-shot-image-classification", siglip),
     "owlvit": ("zero-shot-object-detection", owlvit),
     "detr": ("object-detection", detr),
+    "detr_timm": ("object-detection", detr_timm),
+    "clipseg": ("image-segmentation", clipseg),
+    "clap": ("feature-extraction", clap),
     "segformer": ("image-segmentation", segformer),
     "sam": ("mask-generation", sam),
     "dpt": ("depth-estimation", dpt),
@@ -242,6 +289,7 @@ TINY = {
     "layoutlmv3": ("document-question-answering", layoutlmv3),
     "colpali": ("visual-document-retrieval", colpali),
     "llava_next_video": ("video-text-to-text", llava_next_video),
+    "llava_next_video_legacy": ("video-text-to-text", llava_next_video_legacy),
     "qwen2_vl_video": ("video-text-to-text", qwen2_vl),
     "llava_any": ("any-to-any", llava),
     "vits": ("text-to-speech", vits),

@@ -1,11 +1,15 @@
-package scan
+// Package preflight decides, before any probe, whether a model is worth
+// probing: gated, custom code, other libraries, tasks the harness does not
+// test, a broken config.json. It is a pure rule over the tables the harness
+// reads too (internal/harness); a scan asks it of every listed model, and
+// the front desk of test requests (internal/requests) of every request.
+package preflight
 
 import (
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
-	"slices"
 	"strings"
 	"time"
 
@@ -39,10 +43,10 @@ type Candidate struct {
 	Target compat.Target
 }
 
-// listedCandidate is what preflight can know of a model from its Hub
+// Listed is what preflight can know of a model from its Hub
 // listing alone: its tags, library, gating and the listing's excerpt of
 // config.json (the scan adds the mode, and config.json once downloaded).
-func listedCandidate(m hub.ModelInfo, hasToken bool) Candidate {
+func Listed(m hub.ModelInfo, hasToken bool) Candidate {
 	return Candidate{
 		ID: m.ID, Revision: m.SHA, Task: m.PipelineTag, Library: m.Library, Tags: m.Tags,
 		Gated: m.Gated, HasToken: hasToken, Disabled: m.Disabled, Config: m.Config,
@@ -56,13 +60,14 @@ func listedCandidate(m hub.ModelInfo, hasToken bool) Candidate {
 //
 //  1. disabled by an operator → disabled
 //  2. gated and no token → gated
-//  3. tag custom_code → remote_code
+//  3. a tag of harness.RemoteCode (custom_code) → remote_code
 //  4. library (harness.TransformersModel): transformers, or sentence-transformers with a config.json
 //     that has model_type; a model without library_name counts as
 //     transformers when its config.json has a model_type → else
 //     unsupported_library
 //  5. config.json present but not a JSON object → fail/config_error
-//  6. config.json with auto_map → remote_code
+//  6. config.json with a key of harness.RemoteCode (auto_map) → remote_code,
+//     whatever its model_type (the harness applies the same table)
 //  7. harness.SupportedTask(tag, architectures) false → unsupported_task
 //
 // A --mode full that cannot run (no_safetensors, too_large) is declined by
@@ -80,8 +85,8 @@ func Preflight(c Candidate) *compat.Result {
 		return skipped(c, compat.ReasonDisabled, "disabled by the scanner's operator")
 	case c.Gated && !c.HasToken:
 		return skipped(c, compat.ReasonGated, "gated on the Hub and the scanner has no token to accept its terms with")
-	case slices.Contains(c.Tags, "custom_code"):
-		return skipped(c, compat.ReasonRemoteCode, "needs trust_remote_code (tagged custom_code); the scanner runs no code from model repositories")
+	case harness.RemoteCode.Tag(c.Tags) != "":
+		return remoteCode(c, harness.RemoteCode.Why(c.Tags, nil))
 	}
 
 	switch lib := c.Library; {
@@ -100,8 +105,8 @@ func Preflight(c Candidate) *compat.Result {
 		res.Signature = compat.Ptr("config_error:config.json")
 		return res
 	}
-	if _, ok := config["auto_map"]; ok {
-		return skipped(c, compat.ReasonRemoteCode, "config.json has auto_map: its classes are custom code that needs trust_remote_code; the scanner runs no code from model repositories")
+	if why := harness.RemoteCode.Why(nil, config); why != "" {
+		return remoteCode(c, why)
 	}
 	if archs := architectures(config); !harness.SupportedTask(c.Task, archs) {
 		if why := harness.UnsupportedWhy(c.Task); why != "" {
@@ -128,6 +133,16 @@ func ParseConfig(data []byte) (map[string]any, error) {
 	return cfg, nil
 }
 
+// ReadConfig reads and parses config.json, never past its cap (a cache
+// filled by other tools may hold anything).
+func ReadConfig(path string) (map[string]any, error) {
+	b, err := hub.ReadCapped(path, "config.json")
+	if err != nil {
+		return nil, fmt.Errorf("read config.json: %w", err)
+	}
+	return ParseConfig(b)
+}
+
 // architectures reads config.json's "architectures" list.
 func architectures(config map[string]any) []string {
 	raw, _ := config["architectures"].([]any)
@@ -145,6 +160,11 @@ func listOrNone(l []string) string {
 		return "none"
 	}
 	return strings.Join(l, ", ")
+}
+
+// remoteCode is the skip of a model that needs code from its repository.
+func remoteCode(c Candidate, why string) *compat.Result {
+	return skipped(c, compat.ReasonRemoteCode, why+": it needs trust_remote_code, and the scanner runs no code from model repositories")
 }
 
 // skipped is a preflight result with status skipped.
@@ -177,9 +197,9 @@ func declined(c Candidate, status compat.Status) *compat.Result {
 	return res
 }
 
-// listingDecides reports whether a preflight verdict made from the listing
+// ListingDecides reports whether a preflight verdict made from the listing
 // alone stands, or needs config.json (which may say otherwise) first.
-func listingDecides(res compat.Result, m hub.ModelInfo) bool {
+func ListingDecides(res compat.Result, m hub.ModelInfo) bool {
 	if res.Status != compat.StatusSkipped || res.Reason == nil {
 		return false
 	}

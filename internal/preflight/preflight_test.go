@@ -1,4 +1,4 @@
-package scan
+package preflight
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sort"
@@ -177,7 +178,7 @@ func TestCoverage(t *testing.T) {
 	outcome := map[string][]string{}
 	for _, m := range listing {
 		key := "probe"
-		c := listedCandidate(m, false)
+		c := Listed(m, false)
 		c.Mode = compat.ModeAuto
 		if res := Preflight(c); res != nil {
 			key = string(res.Status) + " " + deref(res.Reason)
@@ -234,4 +235,13 @@ func topListing(t *testing.T) []hub.ModelInfo {
 		t.Fatal(err)
 	}
 	return listing
+}
+
+var quiet = slog.New(slog.DiscardHandler)
+
+func deref[T ~string](p *T) string {
+	if p == nil {
+		return ""
+	}
+	return string(*p)
 }

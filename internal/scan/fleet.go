@@ -55,10 +55,10 @@ func (s *Scanner) fleetEnvironment(ctx context.Context, opts Options) (compat.Ta
 	return g.Target, g.Runtime, Host{MemoryBytes: g.MemoryBytes, Probes: g.PerWorker, DeviceMemory: opts.DeviceMemory}, nil
 }
 
-// dispatch plans and preflights the models (fetching config.json ahead, as
+// queueJobs plans and preflights the models (fetching config.json ahead, as
 // the pipeline does), records what needs no probe, and queues the rest for
 // the workers; then it waits until the queue is drained.
-func (r *run) dispatch(ctx context.Context, models []hub.ModelInfo) error {
+func (r *run) queueJobs(ctx context.Context, models []hub.ModelInfo) error {
 	wctx := context.WithoutCancel(ctx)
 	slots, window, fetched := r.fetchAhead(ctx, models)
 	var batch []store.NewJob
@@ -78,7 +78,7 @@ func (r *run) dispatch(ctx context.Context, models []hub.ModelInfo) error {
 	var err error
 plan:
 	for i, m := range models {
-		var j *job
+		var j *entry
 		select {
 		case j = <-slots[i]:
 		default:
@@ -120,12 +120,12 @@ plan:
 }
 
 // newJob is the job of model i of the listing.
-func (r *run) newJob(rank int, j *job) store.NewJob {
+func (r *run) newJob(rank int, j *entry) store.NewJob {
 	var prev compat.Status
 	if j.previous != nil {
 		prev = j.previous.Status
 	}
-	return store.NewJob{Rank: rank, RuntimeKey: r.runtime.Key(), Job: fleet.Job{
+	return store.NewJob{Rank: rank, RuntimeKey: r.runtime.RetestKey(), Job: fleet.Job{
 		ModelID: j.info.ID, Revision: j.info.SHA, Task: j.info.PipelineTag, Target: r.target, Mode: j.plan.Mode,
 		Files: j.files, InputFiles: j.inputs, PlanNote: planNote(j), MemoryBudgetBytes: j.plan.Budget,
 		TimeoutS: r.opts.Timeout.Seconds(), Previous: prev, Devices: j.plan.Devices,

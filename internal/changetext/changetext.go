@@ -1,0 +1,74 @@
+// Package changetext words a status change for people: the one-line title
+// the feed, its Atom form and the webhooks all show.
+package changetext
+
+import (
+	"strings"
+
+	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
+)
+
+// verb says what a status means in a sentence: "Qwen/x fails on tpu".
+func verb(st compat.Status) string {
+	switch st {
+	case compat.StatusPass:
+		return "passes"
+	case compat.StatusFail:
+		return "fails"
+	case compat.StatusOOM:
+		return "runs out of memory"
+	case compat.StatusTimeout:
+		return "times out"
+	case compat.StatusCrash:
+		return "crashes"
+	case compat.StatusSkipped:
+		return "is skipped"
+	case compat.StatusError:
+		return "could not be tested"
+	case compat.StatusUntested:
+		return "is untested"
+	}
+	return "is " + string(st)
+}
+
+// Title is the one-line summary of a status change, e.g.
+// "Regression: org/model fails on tpu (forward, unsupported_op aten::_fft_r2c)".
+func Title(e compat.Event) string {
+	var parts []string
+	if e.Stage != nil && *e.Stage != "" && e.ToStatus != compat.StatusPass {
+		parts = append(parts, string(*e.Stage))
+	}
+	if e.Signature != nil && *e.Signature != "" {
+		parts = append(parts, strings.Replace(*e.Signature, ":", " ", 1))
+	}
+	why := ""
+	if len(parts) > 0 {
+		why = " (" + strings.Join(parts, ", ") + ")"
+	}
+	on := " on " + string(e.Target)
+	switch e.Kind {
+	case compat.EventRegression:
+		return "Regression: " + e.ModelID + " " + verb(e.ToStatus) + on + why
+	case compat.EventFix:
+		return "Fixed: " + e.ModelID + " " + verb(e.ToStatus) + on + wasStatus(e)
+	case compat.EventNew:
+		return "New: " + e.ModelID + " " + verb(e.ToStatus) + on + why
+	case compat.EventFlaky:
+		return "Flaky: " + e.ModelID + on + ": " + string(e.ToStatus) + " did not reproduce" + keptStatus(e)
+	}
+	return "Changed: " + e.ModelID + " " + verb(e.ToStatus) + on + wasStatus(e) + why
+}
+
+func wasStatus(e compat.Event) string {
+	if e.FromStatus == "" {
+		return ""
+	}
+	return " (was " + string(e.FromStatus) + ")"
+}
+
+func keptStatus(e compat.Event) string {
+	if e.FromStatus == "" {
+		return ""
+	}
+	return " (kept " + string(e.FromStatus) + ")"
+}

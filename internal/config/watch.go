@@ -1,0 +1,82 @@
+package config
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/google-pytorch/torchtpu-scanner/internal/knownissues"
+	"github.com/google-pytorch/torchtpu-scanner/internal/watch"
+)
+
+// Defaults of the test requests (serve).
+const (
+	DefaultRequestRate  = 5   // per client per hour
+	DefaultRequestQueue = 100 // open requests
+	maxRequestQueue     = 100_000
+)
+
+// watchFlags are serve's flags for watching (webhooks), asking (test
+// requests) and knowing (known issues).
+func (c *Config) watchFlags(fs *flag.FlagSet) {
+	fs.StringVar(&c.WebhooksFile, "webhooks", c.WebhooksFile, "JSON list of outgoing webhooks, [{\"url\", \"secret\", \"filters\"}]: each status change is POSTed, signed [SCANNER_WEBHOOKS]")
+	fs.StringVar(&c.KnownIssuesFile, "known-issues", c.KnownIssuesFile, "JSON object mapping failure signatures (exact, or a prefix ending in *) to {\"title\", \"url\", \"state\"} [SCANNER_KNOWN_ISSUES]")
+	fs.IntVar(&c.RequestRate, "request-rate", c.RequestRate, "test requests (POST /api/v1/requests, the \"Request a test\" form) one client may make per hour (0 = no limit)")
+	fs.IntVar(&c.RequestQueue, "request-queue", c.RequestQueue, "the most test requests waiting at once (0 turns test requests off)")
+}
+
+// loadWatchFiles reads and checks the webhooks and known-issues files; an
+// error names the flag, the file and the entry at fault.
+func (c *Config) loadWatchFiles() error {
+	var errs []error
+	if c.WebhooksFile != "" {
+		b, err := readCapped(c.WebhooksFile, watch.MaxWebhooksFileBytes)
+		if err == nil {
+			c.Webhooks, err = watch.ParseWebhooks(b)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("--webhooks %s: %w", c.WebhooksFile, err))
+		}
+	}
+	if c.KnownIssuesFile != "" {
+		b, err := readCapped(c.KnownIssuesFile, knownissues.MaxFileBytes)
+		if err == nil {
+			c.KnownIssues, err = knownissues.Parse(b)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("--known-issues %s: %w", c.KnownIssuesFile, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// readCapped reads a file of at most limit bytes.
+func readCapped(path string, limit int) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, int64(limit)+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > limit {
+		return nil, fmt.Errorf("over the %d-byte cap", limit)
+	}
+	return b, nil
+}
+
+// validateWatch checks the test requests' settings.
+func (c *Config) validateWatch() []error {
+	var errs []error
+	if c.RequestRate < 0 {
+		errs = append(errs, fmt.Errorf("--request-rate %d: want 0 (no limit) or more", c.RequestRate))
+	}
+	if c.RequestQueue < 0 || c.RequestQueue > maxRequestQueue {
+		errs = append(errs, fmt.Errorf("--request-queue %d: want 0 (requests off) to %d", c.RequestQueue, maxRequestQueue))
+	}
+	return errs
+}

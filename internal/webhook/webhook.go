@@ -1,0 +1,499 @@
+// Package webhook tells the operator's endpoints (--webhooks FILE) of each
+// status change: every change that passes an endpoint's filters is stored
+// as a delivery in SQLite and POSTed as JSON, signed with the endpoint's
+// secret (X-Scanner-Signature: sha256=<hex HMAC-SHA256 of the body>), and
+// tried again with growing waits until the endpoint answers 2xx or the
+// delivery is a day old.
+//
+// The Sender is background work of `scanner serve`: it reads the events
+// the scans write (a cursor over their ids, kept in the database), so a
+// scan never waits for an endpoint, and a restart neither loses nor
+// repeats a delivery that was acknowledged. Run takes a context and
+// returns when everything it started has stopped.
+package webhook
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google-pytorch/torchtpu-scanner/internal/changetext"
+	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
+	"github.com/google-pytorch/torchtpu-scanner/internal/metrics"
+	"github.com/google-pytorch/torchtpu-scanner/internal/watch"
+	"github.com/google-pytorch/torchtpu-scanner/store"
+)
+
+// SignatureHeader carries "sha256=" and the hex HMAC-SHA256 of the body
+// with the endpoint's secret.
+const SignatureHeader = "X-Scanner-Signature"
+
+// DeliveryHeader carries the delivery's id: the same on every try of one
+// delivery, so an endpoint can drop a repeat.
+const DeliveryHeader = "X-Scanner-Delivery"
+
+// Defaults of Config.
+const (
+	DefaultPoll         = 5 * time.Second
+	DefaultFirstBackoff = 10 * time.Second
+	DefaultMaxBackoff   = 10 * time.Minute
+	DefaultExpiry       = 24 * time.Hour
+	DefaultTimeout      = 10 * time.Second
+	// DefaultShutdownGrace is how long a POST in flight may go on once Run's
+	// context ends.
+	DefaultShutdownGrace = 2 * time.Second
+	// maxResponseBytes caps what is read of an endpoint's answer.
+	maxResponseBytes = 64 << 10
+	// keepDone is how long delivered and expired deliveries stay in the
+	// database (for inspection) before they are forgotten.
+	keepDone = 7 * 24 * time.Hour
+	batch    = 100
+)
+
+// Store is what the sender reads and writes; *store.SQLite is the real one.
+type Store interface {
+	StartWebhookCursor(ctx context.Context) (int64, error)
+	EventsAfter(ctx context.Context, afterID int64, limit int) ([]compat.Event, error)
+	QueueDeliveries(ctx context.Context, cursor int64, ds []store.NewDelivery) error
+	DueDeliveries(ctx context.Context, endpoint string, now time.Time, limit int) ([]store.Delivery, error)
+	NextDelivery(ctx context.Context, endpoint string) (time.Time, bool, error)
+	DeliveryDone(ctx context.Context, id int64, at time.Time) error
+	DeliveryFailed(ctx context.Context, id int64, next time.Time, why string) error
+	ExpireDeliveries(ctx context.Context, before, forget time.Time) (map[string]int, error)
+	PendingDeliveries(ctx context.Context) (map[string]int, error)
+}
+
+var _ Store = (*store.SQLite)(nil)
+
+// Config is what a Sender needs.
+type Config struct {
+	Webhooks []watch.Webhook
+	Store    Store
+	// BaseURL is the site's public URL, for the links in payloads; ""
+	// leaves them as paths.
+	BaseURL string
+	// Known says where a signature is tracked (--known-issues); nil: nowhere.
+	Known   func(sig string) *compat.KnownIssue
+	Metrics *metrics.Registry // nil: a private one
+	Logger  *slog.Logger      // nil: slog.Default()
+	Version string
+	// Client sends the POSTs; nil: one with Timeout that follows no redirect.
+	Client *http.Client
+	// The zero values take the defaults above.
+	Poll          time.Duration // how often new events are looked for (Notify is sooner)
+	FirstBackoff  time.Duration // the wait after an endpoint's first failure, doubled after each more
+	MaxBackoff    time.Duration
+	Expiry        time.Duration // a delivery older than this is given up
+	Timeout       time.Duration // one POST, answer included
+	ShutdownGrace time.Duration
+	Now           func() time.Time
+}
+
+// Sender delivers changes to the webhooks. Create it with New.
+type Sender struct {
+	cfg    Config
+	log    *slog.Logger
+	client *http.Client
+	now    func() time.Time
+	notify chan struct{}
+	eps    []*endpoint
+
+	delivered, failed, expired *metrics.CounterVec
+	pending                    *metrics.GaugeVec
+}
+
+// endpoint is one webhook and its wake-up.
+type endpoint struct {
+	w    watch.Webhook
+	key  string
+	wake chan struct{}
+}
+
+// New checks cfg and prepares a sender.
+func New(cfg Config) (*Sender, error) {
+	if cfg.Store == nil {
+		return nil, errors.New("webhook: Config.Store is required")
+	}
+	for _, w := range cfg.Webhooks {
+		if u, err := url.Parse(w.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, fmt.Errorf("webhook %s: want an http(s) URL", w.Label())
+		}
+	}
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&cfg.Poll, DefaultPoll)
+	def(&cfg.FirstBackoff, DefaultFirstBackoff)
+	def(&cfg.MaxBackoff, DefaultMaxBackoff)
+	def(&cfg.Expiry, DefaultExpiry)
+	def(&cfg.Timeout, DefaultTimeout)
+	def(&cfg.ShutdownGrace, DefaultShutdownGrace)
+	cfg.BaseURL = strings.TrimRight(cfg.BaseURL, "/")
+	s := &Sender{cfg: cfg, log: cfg.Logger, client: cfg.Client, now: cfg.Now, notify: make(chan struct{}, 1)}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if s.client == nil {
+		s.client = newClient(cfg.Timeout)
+	}
+	reg := cfg.Metrics
+	if reg == nil {
+		reg = metrics.NewRegistry()
+	}
+	s.delivered = reg.Counter("scanner_webhook_deliveries_total", "Changes delivered to a webhook (a 2xx answer), by webhook.", "webhook")
+	s.failed = reg.Counter("scanner_webhook_failures_total", "Tries of a webhook delivery that failed (no answer, not 2xx), by webhook.", "webhook")
+	s.expired = reg.Counter("scanner_webhook_expired_total", "Webhook deliveries given up a day after the change, by webhook.", "webhook")
+	s.pending = reg.Gauge("scanner_webhook_pending", "Webhook deliveries waiting for a (next) try, by webhook.", "webhook")
+	for _, w := range cfg.Webhooks {
+		s.eps = append(s.eps, &endpoint{w: w, key: w.Key(), wake: make(chan struct{}, 1)})
+		for _, c := range []*metrics.CounterVec{s.delivered, s.failed, s.expired} {
+			c.Declare([]string{w.Label()})
+		}
+		s.pending.With(w.Label()).Set(0)
+	}
+	return s, nil
+}
+
+// newClient is an HTTP client that follows no redirect (a webhook's URL
+// is the operator's, and a 3xx is no delivery) and gives up after timeout.
+func newClient(timeout time.Duration) *http.Client {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxResponseHeaderBytes = 64 << 10
+	tr.ResponseHeaderTimeout = timeout
+	return &http.Client{
+		Timeout:       timeout,
+		Transport:     tr,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+}
+
+// Notify says that new events may be there (a scan recorded a result); it
+// never blocks.
+func (s *Sender) Notify() {
+	select {
+	case s.notify <- struct{}{}:
+	default:
+	}
+}
+
+// Run queues and delivers changes until ctx ends, then waits for its
+// goroutines: a POST in flight gets ShutdownGrace to finish (and, if it
+// does, is recorded as delivered).
+func (s *Sender) Run(ctx context.Context) {
+	if len(s.eps) == 0 {
+		return
+	}
+	// hard outlives ctx by the grace: what was sent is still recorded.
+	hard, cancelHard := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelHard()
+	stop := context.AfterFunc(ctx, func() { time.AfterFunc(s.cfg.ShutdownGrace, cancelHard) })
+	defer stop()
+
+	var wg sync.WaitGroup
+	for _, ep := range s.eps {
+		wg.Go(func() { s.deliver(ctx, hard, ep) })
+	}
+	s.queue(ctx)
+	wg.Wait()
+}
+
+// queue turns new events into deliveries, one per event and matching
+// webhook, and gives up deliveries past their expiry.
+func (s *Sender) queue(ctx context.Context) {
+	cursor, err := s.cfg.Store.StartWebhookCursor(ctx)
+	for err != nil {
+		s.log.Error("webhooks: reading the cursor", "err", err)
+		if !s.sleep(ctx, nil, s.cfg.Poll) {
+			return
+		}
+		cursor, err = s.cfg.Store.StartWebhookCursor(ctx)
+	}
+	var swept time.Time
+	for {
+		more, err := s.queueBatch(ctx, &cursor)
+		if err != nil && ctx.Err() == nil {
+			s.log.Error("webhooks: queueing deliveries", "err", err)
+		}
+		if now := s.now(); now.Sub(swept) >= time.Minute {
+			swept = now
+			s.sweep(ctx, now)
+		}
+		if more {
+			continue
+		}
+		if !s.sleep(ctx, s.notify, s.cfg.Poll) {
+			return
+		}
+	}
+}
+
+// queueBatch queues the deliveries of the next events after cursor; more
+// says whether there may be more.
+func (s *Sender) queueBatch(ctx context.Context, cursor *int64) (more bool, err error) {
+	evs, err := s.cfg.Store.EventsAfter(ctx, *cursor, batch)
+	if err != nil || len(evs) == 0 {
+		return false, err
+	}
+	var ds []store.NewDelivery
+	woken := map[*endpoint]bool{}
+	for _, e := range evs {
+		if !e.AboutVerdicts() { // the scanner's own errors are no news of a model (as in the feed)
+			continue
+		}
+		item := watch.Item{ModelID: e.ModelID, Target: e.Target, Kind: string(e.Kind)}
+		var body []byte
+		for _, ep := range s.eps {
+			if !ep.w.Filters.Match(item) {
+				continue
+			}
+			if body == nil {
+				if body, err = json.Marshal(s.payload(e)); err != nil {
+					return false, fmt.Errorf("event %d: %w", e.ID, err)
+				}
+			}
+			ds = append(ds, store.NewDelivery{Endpoint: ep.key, EventID: e.ID, Body: body})
+			woken[ep] = true
+		}
+	}
+	last := evs[len(evs)-1].ID
+	if err := s.cfg.Store.QueueDeliveries(ctx, last, ds); err != nil {
+		return false, err
+	}
+	*cursor = last
+	for ep := range woken {
+		wake(ep.wake)
+	}
+	s.updatePending(ctx)
+	return len(evs) == batch, nil
+}
+
+// sweep gives up deliveries older than the expiry.
+func (s *Sender) sweep(ctx context.Context, now time.Time) {
+	gone, err := s.cfg.Store.ExpireDeliveries(ctx, now.Add(-s.cfg.Expiry), now.Add(-keepDone))
+	if err != nil {
+		if ctx.Err() == nil {
+			s.log.Error("webhooks: expiring deliveries", "err", err)
+		}
+		return
+	}
+	for _, ep := range s.eps {
+		if n := gone[ep.key]; n > 0 {
+			s.expired.With(ep.w.Label()).Add(float64(n))
+			s.log.Warn("webhook deliveries given up after a day without success", "webhook", ep.w.Label(), "deliveries", n)
+		}
+	}
+	s.updatePending(ctx)
+}
+
+func (s *Sender) updatePending(ctx context.Context) {
+	p, err := s.cfg.Store.PendingDeliveries(ctx)
+	if err != nil {
+		return
+	}
+	for _, ep := range s.eps {
+		s.pending.With(ep.w.Label()).Set(float64(p[ep.key]))
+	}
+}
+
+// deliver sends one endpoint's deliveries, oldest first. After a failure
+// the endpoint as a whole waits (FirstBackoff, doubling up to MaxBackoff)
+// before its next try, so a dead endpoint costs one try per wait.
+func (s *Sender) deliver(ctx, hard context.Context, ep *endpoint) {
+	fails := 0
+	for ctx.Err() == nil {
+		due, err := s.cfg.Store.DueDeliveries(ctx, ep.key, s.now(), batch)
+		if err != nil {
+			if ctx.Err() == nil {
+				s.log.Error("webhooks: reading deliveries", "webhook", ep.w.Label(), "err", err)
+			}
+			s.sleep(ctx, ep.wake, s.cfg.Poll)
+			continue
+		}
+		failed := false
+		for _, d := range due {
+			if ctx.Err() != nil {
+				return
+			}
+			if err := s.send(hard, ep.w, d); err != nil {
+				fails++
+				failed = true
+				wait := backoff(fails, s.cfg.FirstBackoff, s.cfg.MaxBackoff)
+				s.failed.With(ep.w.Label()).Inc()
+				s.log.Warn("webhook delivery failed; trying again later", "webhook", ep.w.Label(), "event_id", d.EventID,
+					"attempts", d.Attempts+1, "retry_in", wait.String(), "err", err)
+				if err := s.cfg.Store.DeliveryFailed(hard, d.ID, s.now().Add(wait), err.Error()); err != nil {
+					s.log.Error("webhooks: recording a failed delivery", "webhook", ep.w.Label(), "err", err)
+				}
+				s.sleep(ctx, nil, wait)
+				break
+			}
+			fails = 0
+			s.delivered.With(ep.w.Label()).Inc()
+			if err := s.cfg.Store.DeliveryDone(hard, d.ID, s.now()); err != nil {
+				s.log.Error("webhooks: recording a delivery", "webhook", ep.w.Label(), "err", err)
+			}
+		}
+		if failed || len(due) == batch {
+			continue
+		}
+		s.updatePending(ctx)
+		wait := s.cfg.Poll
+		if next, ok, err := s.cfg.Store.NextDelivery(ctx, ep.key); err == nil && ok {
+			wait = min(max(next.Sub(s.now()), 0), wait)
+		}
+		s.sleep(ctx, ep.wake, wait)
+	}
+}
+
+// send POSTs one delivery: nil when the endpoint answered 2xx.
+func (s *Sender) send(ctx context.Context, w watch.Webhook, d store.Delivery) error {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.URL, bytes.NewReader(d.Body))
+	if err != nil {
+		return errors.New("the webhook's URL cannot be requested")
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "torchtpu-scanner/"+s.cfg.Version+" (webhook)")
+	req.Header.Set(SignatureHeader, Sign([]byte(w.Secret), d.Body))
+	req.Header.Set(DeliveryHeader, strconv.FormatInt(d.ID, 10))
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return bare(err)
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxResponseBytes))
+	resp.Body.Close()
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return fmt.Errorf("answered %d %s", resp.StatusCode, http.StatusText(resp.StatusCode))
+	}
+	return nil
+}
+
+// bare is a request's error without its URL, which may be a credential
+// (a Slack webhook's path is).
+func bare(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return errors.New("no answer within the timeout")
+	}
+	return errors.New(strings.ReplaceAll(err.Error(), "\n", " "))
+}
+
+// Sign is the value of SignatureHeader for body: "sha256=" and the hex
+// HMAC-SHA256 of body with secret.
+func Sign(secret, body []byte) string {
+	m := hmac.New(sha256.New, secret)
+	m.Write(body)
+	return "sha256=" + hex.EncodeToString(m.Sum(nil))
+}
+
+// Verify reports whether header is body's signature with secret (for
+// receivers in Go, and tests).
+func Verify(secret, body []byte, header string) bool {
+	return hmac.Equal([]byte(header), []byte(Sign(secret, body)))
+}
+
+// backoff is the wait after the n-th failure in a row (from 1): first,
+// doubled each time, at most most, less up to a tenth at random (so that
+// endpoints that failed together do not retry together).
+func backoff(n int, first, most time.Duration) time.Duration {
+	d := first
+	for i := 1; i < n && d < most; i++ {
+		d *= 2
+	}
+	d = min(d, most)
+	return d - time.Duration(rand.Int64N(int64(d)/10+1))
+}
+
+// sleep waits d, or until wake (when not nil) has something, or ctx ends;
+// false when ctx ended.
+func (s *Sender) sleep(ctx context.Context, wake <-chan struct{}, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-wake:
+	case <-t.C:
+	}
+	return true
+}
+
+func wake(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
+// Payload is the JSON body of a delivery: one status change.
+type Payload struct {
+	// ID is the change's id, the same as its JSON Feed and Atom entry's.
+	ID     string           `json:"id"`
+	Kind   compat.EventKind `json:"kind"`
+	Model  string           `json:"model"`
+	Target compat.Target    `json:"target"`
+	// Title is the change in one line; Text adds the link (and the known
+	// issue), for endpoints that show a plain "text" (Slack, Discord).
+	Title      string             `json:"title"`
+	Text       string             `json:"text"`
+	URL        string             `json:"url"`
+	Date       time.Time          `json:"date"`
+	KnownIssue *compat.KnownIssue `json:"known_issue"`
+	Event      compat.Event       `json:"event"`
+}
+
+// payload is event e as a delivery's body.
+func (s *Sender) payload(e compat.Event) Payload {
+	var known *compat.KnownIssue
+	if s.cfg.Known != nil && e.Signature != nil {
+		known = s.cfg.Known(*e.Signature)
+	}
+	return NewPayload(s.cfg.BaseURL, e, known)
+}
+
+// NewPayload is event e as a delivery's body, its links under base.
+func NewPayload(base string, e compat.Event, known *compat.KnownIssue) Payload {
+	id := strconv.FormatInt(e.ID, 10)
+	page := base + modelPath(e.ModelID) + "#event-" + id
+	title := changetext.Title(e)
+	text := title + "\n" + page
+	if known != nil {
+		text += "\nKnown issue: " + known.Title + " (" + known.State + ") " + known.URL
+	}
+	e.KnownIssue = known
+	return Payload{ID: base + "/events/" + id, Kind: e.Kind, Model: e.ModelID, Target: e.Target, Title: title, Text: text,
+		URL: page, Date: e.At.UTC(), KnownIssue: known, Event: e}
+}
+
+// modelPath is the site's path of a model page, each part of the id
+// path-escaped (as web's pages are addressed).
+func modelPath(id string) string {
+	parts := strings.Split(id, "/")
+	for i, p := range parts {
+		parts[i] = url.PathEscape(p)
+	}
+	return "/models/" + strings.Join(parts, "/")
+}
