@@ -18,21 +18,7 @@ import (
 // same benchmark, alternating (probe, bare, bare, probe) so that a noisy
 // neighbour hits both alike. Target: probe ≤ 1.15 × bare.
 func BenchmarkHarnessOverhead(b *testing.B) {
-	py := os.Getenv("SCANNER_PYTHON")
-	if py == "" {
-		b.Skip("SCANNER_PYTHON is not set (make bench sets it)")
-	}
-	dir := b.TempDir()
-	cfg := `{"architectures":["LlamaForCausalLM"],"model_type":"llama","hidden_size":64,"intermediate_size":128,` +
-		`"num_attention_heads":4,"num_key_value_heads":2,"num_hidden_layers":2,"vocab_size":256,"max_position_embeddings":256,` +
-		`"bos_token_id":1,"eos_token_id":2}`
-	if err := os.WriteFile(filepath.Join(dir, "config.json"), []byte(cfg), 0o644); err != nil {
-		b.Fatal(err)
-	}
-	r, err := NewRunner(Config{Python: py, MemLimitBytes: 8 << 30})
-	if err != nil {
-		b.Fatal(err)
-	}
+	py, dir, r := benchLlama(b)
 	defer r.Close()
 	bare, err := filepath.Abs("../harness/bench_bare.py")
 	if err != nil {
@@ -79,21 +65,7 @@ func BenchmarkHarnessOverhead(b *testing.B) {
 // one). It reports each one's wall time, forward step and decode speed (the
 // group's: its slowest rank), and the sharded step's time in collectives.
 func BenchmarkShardedProbe(b *testing.B) {
-	py := os.Getenv("SCANNER_PYTHON")
-	if py == "" {
-		b.Skip("SCANNER_PYTHON is not set (make bench sets it)")
-	}
-	dir := b.TempDir()
-	cfg := `{"architectures":["LlamaForCausalLM"],"model_type":"llama","hidden_size":64,"intermediate_size":128,` +
-		`"num_attention_heads":4,"num_key_value_heads":2,"num_hidden_layers":2,"vocab_size":256,"max_position_embeddings":256,` +
-		`"bos_token_id":1,"eos_token_id":2}`
-	if err := os.WriteFile(filepath.Join(dir, "config.json"), []byte(cfg), 0o644); err != nil {
-		b.Fatal(err)
-	}
-	r, err := NewRunner(Config{Python: py, MemLimitBytes: 8 << 30})
-	if err != nil {
-		b.Fatal(err)
-	}
+	_, dir, r := benchLlama(b)
 	defer r.Close()
 	ctx := context.Background()
 	type figures struct{ wall, forwardMS, tokensPerS, collectiveMS float64 }
@@ -131,4 +103,26 @@ func BenchmarkShardedProbe(b *testing.B) {
 			avg(two, wall), avg(two, wall)/avg(one, wall), avg(two, fwd), avg(two, fwd)/avg(one, fwd), avg(two, tps),
 			avg(two, tps)/avg(one, tps), avg(two, coll))
 	}
+}
+
+// benchLlama is the benchmarks' tiny Llama (its config.json in a temporary
+// directory) and a runner of the real harness; it skips without
+// SCANNER_PYTHON.
+func benchLlama(b *testing.B) (py, dir string, r *Runner) {
+	py = os.Getenv("SCANNER_PYTHON")
+	if py == "" {
+		b.Skip("SCANNER_PYTHON is not set (make bench sets it)")
+	}
+	dir = b.TempDir()
+	cfg := `{"architectures":["LlamaForCausalLM"],"model_type":"llama","hidden_size":64,"intermediate_size":128,` +
+		`"num_attention_heads":4,"num_key_value_heads":2,"num_hidden_layers":2,"vocab_size":256,"max_position_embeddings":256,` +
+		`"bos_token_id":1,"eos_token_id":2}`
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), []byte(cfg), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	r, err := NewRunner(Config{Python: py, MemLimitBytes: 8 << 30})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return py, dir, r
 }

@@ -138,17 +138,22 @@ def test_sharded_float32_logits_match_the_unsharded_reference(tmp_path, kind, sh
     model = build_model_dir(tmp_path, kind, full=False)
     out = tmp_path / "result.json"
     procs = launch_ranks(model, out, "", ["--dtype", "float32"])
-    try:
-        errs = [p.communicate(timeout=300)[1] for p in procs]
-    finally:
-        for p in procs:
-            p.kill()
-            p.wait()
+    errs = wait_ranks(procs)
     assert [p.returncode for p in procs] == [0, 0], [e[-1500:] for e in errs]
     res = json.loads(out.read_text())
     assert res["status"] == "pass" and res["devices_used"] == 2 and res["sharding"] == sharding, res
     diff = res["metrics"]["max_abs_diff"]
     assert diff is not None and diff < 1e-5, diff
+
+
+def wait_ranks(procs) -> list:
+    """Each rank's stderr once it exits (300 s at most); no rank outlives the test."""
+    try:
+        return [p.communicate(timeout=300)[1] for p in procs]
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
 
 
 def test_a_rank_that_hangs_is_a_collective_timeout(tmp_path):
@@ -179,12 +184,7 @@ def test_every_rank_reports_its_own_failure(tmp_path):
     out = tmp_path / "result.json"
     procs = launch_ranks(model, out, "load:NotImplementedError:Could not run 'aten::standin' with arguments from the "
                                      "'CPU' backend", [])
-    try:
-        errs = [p.communicate(timeout=300)[1] for p in procs]
-    finally:
-        for p in procs:
-            p.kill()
-            p.wait()
+    errs = wait_ranks(procs)
     assert [p.returncode for p in procs] == [0, hs.RANK_FAILED], [e[-1500:] for e in errs]
     for path in (out, tmp_path / "result.rank1.json"):
         res = json.loads(path.read_text())
