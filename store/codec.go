@@ -4,6 +4,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
@@ -12,7 +13,26 @@ import (
 // Times are stored as Unix nanoseconds and come back in UTC; the zero time
 // is stored as NULL where a column allows it.
 
-func unixNano(t time.Time) int64 { return t.UnixNano() }
+// unixNano is every conversion of a time to the stored nanoseconds. Past
+// what int64 nanoseconds hold (1678 to 2262) time.UnixNano wraps (2300
+// would read back as 1715); here such a time saturates at the nearest end
+// instead, so nothing stored ever moves to the other side of the range.
+// Results are refused before that (compat.Result.Validate).
+func unixNano(t time.Time) int64 {
+	switch {
+	case t.Before(minStorable):
+		return math.MinInt64
+	case t.After(maxStorable):
+		return math.MaxInt64
+	}
+	return t.UnixNano()
+}
+
+// The instants int64 nanoseconds since 1970 can hold.
+var (
+	minStorable = time.Unix(0, math.MinInt64)
+	maxStorable = time.Unix(0, math.MaxInt64)
+)
 
 func fromNano(ns int64) time.Time { return time.Unix(0, ns).UTC() }
 
@@ -20,7 +40,14 @@ func nullTime(t time.Time) sql.NullInt64 {
 	if t.IsZero() {
 		return sql.NullInt64{}
 	}
-	return sql.NullInt64{Int64: t.UnixNano(), Valid: true}
+	return sql.NullInt64{Int64: unixNano(t), Valid: true}
+}
+
+func nullTimePtr(t *time.Time) sql.NullInt64 {
+	if t == nil {
+		return sql.NullInt64{}
+	}
+	return nullTime(*t)
 }
 
 func fromNullTime(n sql.NullInt64) time.Time {
@@ -86,13 +113,15 @@ type resultRow struct {
 	worker       sql.NullString
 	devicesUsed  sql.NullInt64
 	sharding     sql.NullString
+	workerTested sql.NullInt64
 }
 
 // dest is the Scan destinations, in the order of resultCols.
 func (r *resultRow) dest() []any {
 	return []any{&r.id, &r.scanID, &r.target, &r.status, &r.stage, &r.failureClass, &r.op, &r.reason,
 		&r.signature, &r.message, &r.mode, &r.revision, &r.testedAt, &r.durationS, &r.runtime, &r.metrics,
-		&r.stages, &r.logTail, &r.task, &r.repro, &r.continuation, &r.worker, &r.devicesUsed, &r.sharding}
+		&r.stages, &r.logTail, &r.task, &r.repro, &r.continuation, &r.worker, &r.workerTested,
+		&r.devicesUsed, &r.sharding}
 }
 
 // runtimes decodes runtime JSON, once per distinct text: the results of a
@@ -141,6 +170,9 @@ func (r *resultRow) result(rts runtimes) (*compat.Result, error) {
 	if r.scanID.Valid {
 		id := r.scanID.Int64
 		res.ScanID = &id
+	}
+	if r.workerTested.Valid {
+		res.WorkerTestedAt = compat.Ptr(fromNano(r.workerTested.Int64))
 	}
 	var err error
 	if res.Runtime, err = rts.decode(r.runtime.String); err != nil {
@@ -263,10 +295,14 @@ func scanScan(row scanRow) (Scan, error) {
 		finished sql.NullInt64
 		busy     sql.NullFloat64
 		runtime  string
+		stalled  sql.NullInt64
 	)
 	if err := row.Scan(&s.ID, &s.Trigger, &status, &s.Target, &s.Params, &started, &finished,
-		&s.Planned, &s.Done, &s.Probed, &s.Unchanged, &s.Error, &busy, &runtime); err != nil {
+		&s.Planned, &s.Done, &s.Probed, &s.Unchanged, &s.Error, &busy, &runtime, &stalled, &s.FleetNote); err != nil {
 		return s, err
+	}
+	if stalled.Valid {
+		s.StalledSince = compat.Ptr(fromNano(stalled.Int64))
 	}
 	s.Status = ScanStatus(status)
 	s.StartedAt = fromNano(started)

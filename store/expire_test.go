@@ -15,7 +15,7 @@ import (
 func TestExpireLeasesCountsRequeued(t *testing.T) {
 	ctx := context.Background()
 	s, scanID := queueFixture(t, 3, "")
-	if l, err := s.LeaseJobs(ctx, worker("a", wrtA), 2, wt0, wttl); err != nil || len(l) != 2 {
+	if l, _, err := s.LeaseJobs(ctx, worker("a", wrtA), 2, wt0, wttl); err != nil || len(l) != 2 {
 		t.Fatalf("lease: %+v, %v", l, err)
 	}
 	before, _ := s.Changed(ctx)
@@ -39,7 +39,7 @@ func loseLeases(t *testing.T, s *SQLite) time.Time {
 	ctx := context.Background()
 	now := wt0
 	for i := range fleet.MaxLostLeases {
-		if l, err := s.LeaseJobs(ctx, worker(fmt.Sprintf("w%d", i), wrtA), 1, now, wttl); err != nil || len(l) != 1 {
+		if l, _, err := s.LeaseJobs(ctx, worker(fmt.Sprintf("w%d", i), wrtA), 1, now, wttl); err != nil || len(l) != 1 {
 			t.Fatalf("lease %d: %+v, %v", i, l, err)
 		}
 		now = now.Add(wttl)

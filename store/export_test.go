@@ -11,6 +11,11 @@ import (
 // SetClock replaces the store's clock.
 func (s *SQLite) SetClock(now func() time.Time) { s.now = now }
 
+// Restart makes the store act as a new process of this program on this
+// machine (the same pid, as a restarted container's, another instance):
+// the scans it started before are an earlier process's.
+func (s *SQLite) Restart() { s.me = thisProcess() }
+
 // ExplainList returns the query plan of ListModels(q), one detail per line.
 func (s *SQLite) ExplainList(ctx context.Context, q ModelQuery) ([]string, error) {
 	lq, err := buildList(q)

@@ -12,19 +12,22 @@ import (
 func TestNothingToDoLeavesTheChangeTime(t *testing.T) {
 	ctx := context.Background()
 	s, scanID := queueFixture(t, 2, "")
-	// The fixture's scan belongs to a process on another host: it is no
-	// orphan (its jobs stay queued), and nothing is leased yet.
-	if _, err := s.w.ExecContext(ctx, sqlScanOwner, "other-host.example:1234", scanID); err != nil {
-		t.Fatal(err)
-	}
+	// The fixture's scan belongs to a live process on another host, which
+	// renews it: it is no orphan (its jobs stay queued), and nothing is
+	// leased yet.
 	clock := wt0
+	renew := func() {
+		if _, err := s.w.ExecContext(ctx, sqlScanOwner, "other-host.example:1234:b:i", unixNano(clock), scanID); err != nil {
+			t.Fatal(err)
+		}
+	}
 	s.SetClock(func() time.Time { return clock })
 	calls := []struct {
 		name string
 		call func() (int, error) // how many things it did (want 0)
 	}{
 		{"a poll with no job for the worker's runtime", func() (int, error) {
-			ls, err := s.LeaseJobs(ctx, worker("b", wrtB), 2, wt0, wttl)
+			ls, _, err := s.LeaseJobs(ctx, worker("b", wrtB), 2, wt0, wttl)
 			return len(ls), err
 		}},
 		{"cancelling orphan jobs with no orphan scan", func() (int, error) { return s.CancelOrphanJobs(ctx) }},
@@ -36,6 +39,7 @@ func TestNothingToDoLeavesTheChangeTime(t *testing.T) {
 			t.Fatal(err)
 		}
 		clock = clock.Add(time.Minute)
+		renew()
 		if n, err := c.call(); err != nil || n != 0 {
 			t.Fatalf("%s: did %d, %v; want nothing", c.name, n, err)
 		}
@@ -49,7 +53,7 @@ func TestNothingToDoLeavesTheChangeTime(t *testing.T) {
 	// A poll that leases moves it.
 	before, _ := s.Changed(ctx)
 	clock = clock.Add(time.Minute)
-	if ls, err := s.LeaseJobs(ctx, worker("a", wrtA), 1, wt0, wttl); err != nil || len(ls) != 1 {
+	if ls, _, err := s.LeaseJobs(ctx, worker("a", wrtA), 1, wt0, wttl); err != nil || len(ls) != 1 {
 		t.Fatalf("lease: %v, %v", ls, err)
 	}
 	if after, _ := s.Changed(ctx); !after.After(before) {

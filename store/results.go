@@ -29,10 +29,11 @@ func resolveModel(ctx context.Context, q querier, id string) (string, error) {
 	return got, err
 }
 
-// validResult is compat.Result.Validate, as an ErrInvalid.
+// validResult checks a result as compat.Result.Validate does (the one
+// rule; its errors name the field), as ErrInvalid.
 func validResult(r compat.Result) error {
 	if err := r.Validate(); err != nil {
-		return fmt.Errorf("%w: result: %w", ErrInvalid, err)
+		return fmt.Errorf("%w: result %w", ErrInvalid, err)
 	}
 	return nil
 }
@@ -162,8 +163,12 @@ func newRecorder(tx *sql.Tx) *recorder {
 	return &recorder{tx: tx, ids: map[string]string{}, current: map[curKey]*curRow{}}
 }
 
-// record is RecordResult inside the recorder's transaction.
+// record is RecordResult inside the recorder's transaction. The result's
+// free text is cleaned here, where it enters the store (compat.Result.Clean:
+// no terminal escapes, control characters or oversized text reach a page,
+// the feed or the CSV), and the result is validated.
 func (rc *recorder) record(ctx context.Context, modelID string, r compat.Result) (RecordOutcome, error) {
+	r = r.Clean()
 	if err := validResult(r); err != nil {
 		return RecordOutcome{}, err
 	}
@@ -325,6 +330,7 @@ func insertResult(ctx context.Context, tx *sql.Tx, modelID string, r compat.Resu
 		r.Revision, unixNano(r.TestedAt), r.DurationS, runtimeJSON, key,
 		r.Runtime.Torch, r.Runtime.TorchTPU, r.Runtime.Transformers, r.Runtime.Harness,
 		metricsJSON, nullFloat(r.Metrics.TokensPerS), stages, r.Task, r.Repro, continuation, r.Worker,
+		nullTimePtr(r.WorkerTestedAt),
 		max(r.DevicesUsed, 1), nullStr(r.Sharding),
 	).Scan(&id)
 	if err == nil {
@@ -424,6 +430,7 @@ func (s *SQLite) recordFlaky(ctx context.Context, tx *sql.Tx, modelID string, se
 	if err != nil {
 		return err
 	}
+	seen = seen.Clean()
 	at := seen.TestedAt
 	if at.IsZero() {
 		at = s.now()

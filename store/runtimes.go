@@ -31,9 +31,11 @@ type RuntimeStats struct {
 	WeightedPassRate *float64
 }
 
-// Runtimes lists every runtime with results on target ("" = all targets),
-// newest first (by first result, then by key); empty when none. The error
-// wraps ErrInvalid for an unknown target.
+// Runtimes lists every runtime with a verdict on target ("" = all
+// targets), newest first (by first result, then by key); empty when none.
+// A runtime whose results are only errors and skips measured nothing and is
+// not listed, so that it never becomes compare's default head or the feed's
+// "new runtime". The error wraps ErrInvalid for an unknown target.
 func (s *SQLite) Runtimes(ctx context.Context, target compat.Target) ([]RuntimeStats, error) {
 	if err := validTarget(target, true); err != nil {
 		return nil, fmt.Errorf("store: runtimes: %w", err)
@@ -70,6 +72,9 @@ func (s *SQLite) Runtimes(ctx context.Context, target compat.Target) ([]RuntimeS
 	}
 	out := make([]RuntimeStats, 0, len(byKey))
 	for _, a := range byKey {
+		if a.withVerdict == 0 {
+			continue // errors and skips measured nothing: not a public runtime
+		}
 		out = append(out, a.stats())
 	}
 	sort.Slice(out, func(i, j int) bool {

@@ -347,9 +347,9 @@ func BenchmarkRuntimes(b *testing.B) {
 	})
 }
 
-// A runtime's rates are nil when their denominator is 0: no model with a
-// verdict there (PassRate and WeightedPassRate), or verdicts only from
-// models with no downloads (WeightedPassRate).
+// A runtime's weighted rate is nil when its denominator is 0: verdicts
+// only from models with no downloads. (A runtime without a verdict is not
+// listed at all: TestRuntimesNeedAVerdict.)
 func TestRuntimeRatesWithoutDenominator(t *testing.T) {
 	s := storetest.MustOpen(t)
 	if err := s.UpsertModels(ctx, []store.ModelUpsert{{ID: "o/skipped", Downloads: 50}, {ID: "o/zero", Downloads: 0}}); err != nil {
@@ -358,13 +358,34 @@ func TestRuntimeRatesWithoutDenominator(t *testing.T) {
 	record(t, s, "o/skipped", onRuntime("tpu", rtOld, "skipped", 0))
 	record(t, s, "o/zero", onRuntime("tpu", rtNew, "pass", 1))
 	got, err := s.Runtimes(ctx, "tpu")
-	if err != nil || len(got) != 2 {
-		t.Fatalf("runtimes: %+v, %v; want 2", got, err)
-	}
-	if g := got[1]; g.Ref != rtOld.Ref("tpu") || g.Models != 1 || g.Tested != 0 || g.PassRate != nil || g.WeightedPassRate != nil {
-		t.Errorf("skipped only: %+v, rates %v %v; want 1 model, 0 tested, no rates", g, g.PassRate, g.WeightedPassRate)
+	if err != nil || len(got) != 1 {
+		t.Fatalf("runtimes: %+v, %v; want 1 (the skipped-only one has no verdict)", got, err)
 	}
 	if g := got[0]; g.Ref != rtNew.Ref("tpu") || g.Tested != 1 || g.PassRate == nil || *g.PassRate != 1 || g.WeightedPassRate != nil {
 		t.Errorf("no downloads: %+v, rates %v %v; want pass rate 1, no weighted rate", g, g.PassRate, g.WeightedPassRate)
+	}
+}
+
+// TestRuntimesNeedAVerdict: a runtime is public (the runtimes list, and so
+// compare's default head and the feed's "new runtime" item) only once a
+// verdict was measured on it. An error result carrying any runtime ("torch
+// 99.0.0" from a broken worker) or skips alone never make one.
+func TestRuntimesNeedAVerdict(t *testing.T) {
+	s := storetest.MustOpen(t)
+	upsert(t, s, "o/a", "o/b", "o/c")
+	bogus := compat.Runtime{Torch: "99.0.0", Transformers: "5.23.0", Harness: "1", Device: "cpu"}
+	errRes := onRuntime("cpu", bogus, "error", 0)
+	errRes.FailureClass = compat.Ptr(compat.ClassDeviceUnavail)
+	record(t, s, "o/a", errRes)
+	record(t, s, "o/b", onRuntime("cpu", bogus, "skipped", 1))
+	record(t, s, "o/c", onRuntime("cpu", rtCPU, "pass", 2))
+	got, err := s.Runtimes(ctx, "")
+	if err != nil || len(got) != 1 || got[0].Ref != rtCPU.Ref("cpu") {
+		t.Fatalf("runtimes %+v (%v): want only the runtime with a verdict", got, err)
+	}
+	record(t, s, "o/c", onRuntime("cpu", bogus, "fail", 3))
+	got, _ = s.Runtimes(ctx, "cpu")
+	if len(got) != 2 || got[1].Ref != bogus.Ref("cpu") || got[1].Models != 3 || got[1].Tested != 1 {
+		t.Errorf("after a verdict on it: %+v; want it listed, with its 3 models and 1 verdict", got)
 	}
 }

@@ -3,12 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
-	"os"
-	"strconv"
-	"strings"
-	"syscall"
 )
 
 // StartScan opens a scan record with status running and returns its id.
@@ -32,7 +27,7 @@ func (s *SQLite) StartScan(ctx context.Context, sc Scan) (int64, error) {
 		unixNano(sc.StartedAt), sc.Planned, sc.Done, sc.Probed, sc.Unchanged, runtimeJSON).Scan(&id); err != nil {
 		return 0, fmt.Errorf("store: start scan: %w", err)
 	}
-	if _, err := tx.ExecContext(ctx, sqlScanOwner, processOwner(), id); err != nil {
+	if _, err := tx.ExecContext(ctx, sqlScanOwner, s.me.String(), unixNano(s.now()), id); err != nil {
 		return 0, fmt.Errorf("store: start scan: %w", err)
 	}
 	if err := s.touch(ctx, tx); err != nil {
@@ -42,31 +37,6 @@ func (s *SQLite) StartScan(ctx context.Context, sc Scan) (int64, error) {
 		return 0, fmt.Errorf("store: start scan: %w", err)
 	}
 	return id, nil
-}
-
-// processOwner names this process as "host:pid".
-func processOwner() string {
-	host, _ := os.Hostname()
-	return fmt.Sprintf("%s:%d", host, os.Getpid())
-}
-
-// ownerGone reports whether the process that started a scan is certainly
-// gone: a scan of this host whose pid no longer runs (or is this very
-// process, which has just started), or one with no recorded owner. A scan
-// of another host is left alone: its process cannot be checked from here.
-func ownerGone(owner string) bool {
-	host, pidText, ok := strings.Cut(owner, ":")
-	if owner == "" || !ok {
-		return true
-	}
-	if me, _ := os.Hostname(); host != me {
-		return false
-	}
-	pid, err := strconv.Atoi(pidText)
-	if err != nil || pid <= 0 || pid == os.Getpid() {
-		return true
-	}
-	return errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
 }
 
 // UpdateScanProgress sets a scan's counters. The error wraps ErrNotFound
@@ -157,17 +127,18 @@ func listScans(ctx context.Context, q querier, limit int) ([]Scan, error) {
 
 // MarkInterrupted marks interrupted, with finished_at now, every running
 // scan whose process is gone (see ownerGone), and returns how many it
-// marked. A scan that another live process on this host (a `scanner scan`
-// next to `scanner serve`) runs on the same file is left running, and so
-// is a scan whose jobs are still queued for workers (see ResumeScans and
-// CancelOrphanJobs). Call it at start-up.
+// marked. A scan that another live process (a `scanner scan` next to
+// `scanner serve`, another server on this database) runs and renews is
+// left running, and so is a scan whose jobs are still queued for workers
+// (see ResumeScans and CancelOrphanJobs). Call it at start-up, and now and
+// then (an owner may fall silent any time).
 func (s *SQLite) MarkInterrupted(ctx context.Context) (int, error) {
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
 		return 0, fmt.Errorf("store: mark interrupted: %w", err)
 	}
 	defer tx.Rollback()
-	orphans, err := orphanScans(ctx, tx)
+	orphans, err := s.orphanScans(ctx, tx)
 	if err != nil {
 		return 0, fmt.Errorf("store: mark interrupted: %w", err)
 	}
@@ -196,50 +167,62 @@ func (s *SQLite) MarkInterrupted(ctx context.Context) (int, error) {
 // orphan is a running scan whose process is gone.
 type orphan struct {
 	id       int64
-	openJobs int // its jobs still queued or leased
+	owner    string // as recorded
+	openJobs int    // its jobs still queued or leased
+	jobs     int    // its jobs, whatever their state
 }
 
-// orphanScans lists the running scans whose process is gone.
-func orphanScans(ctx context.Context, tx *sql.Tx) ([]orphan, error) {
+// orphanScans lists the running scans whose process is gone (ownerGone).
+func (s *SQLite) orphanScans(ctx context.Context, tx *sql.Tx) ([]orphan, error) {
 	rows, err := tx.QueryContext(ctx, sqlRunningScansJobs)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
+	now := s.now()
 	var out []orphan
 	for rows.Next() {
 		var o orphan
-		var owner string
-		if err := rows.Scan(&o.id, &owner, &o.openJobs); err != nil {
+		var seen int64
+		if err := rows.Scan(&o.id, &o.owner, &seen, &o.openJobs, &o.jobs); err != nil {
 			return nil, err
 		}
-		if ownerGone(owner) {
+		if ownerGone(o.owner, fromNano(seen), now, s.me) {
 			out = append(out, o)
 		}
 	}
 	return out, rows.Err()
 }
 
-// ResumeScans takes over the running scans whose process is gone while
-// their jobs are still queued or leased (a server of `--dispatch workers`
-// restarted mid-scan): it records this process as their owner and returns
-// their ids, oldest first, for the caller to wait until their queues
-// drain. Call it at start-up, before MarkInterrupted.
+// ResumeScans takes over the running scans whose process is gone after
+// they queued jobs for workers (a server of `--dispatch workers` restarted
+// mid-scan, or replaced under another host name): it records this process
+// as their owner and returns their ids, oldest first, for the caller to
+// wait until their queues drain and finish their records. A scan whose
+// jobs the workers all finished while it had no owner is taken over too:
+// it ends done, not interrupted. Call it before MarkInterrupted.
 func (s *SQLite) ResumeScans(ctx context.Context) ([]int64, error) {
 	var ids []int64
 	err := s.inTx(ctx, func(tx *sql.Tx) (bool, error) {
-		orphans, err := orphanScans(ctx, tx)
+		orphans, err := s.orphanScans(ctx, tx)
 		if err != nil {
 			return false, err
 		}
 		for _, o := range orphans {
-			if o.openJobs == 0 {
+			if o.jobs == 0 {
 				continue
 			}
-			if _, err := tx.ExecContext(ctx, sqlAdoptScan, processOwner(), o.id); err != nil {
+			// Only if nobody adopted it meanwhile (another server on this
+			// database): the owner must still be the one found gone.
+			res, err := tx.ExecContext(ctx, sqlAdoptScan, s.me.String(), unixNano(s.now()), o.id, o.owner)
+			if err != nil {
 				return false, err
 			}
-			ids = append(ids, o.id)
+			if n, err := res.RowsAffected(); err != nil {
+				return false, err
+			} else if n == 1 {
+				ids = append(ids, o.id)
+			}
 		}
 		return false, nil
 	})
@@ -256,7 +239,7 @@ func (s *SQLite) ResumeScans(ctx context.Context) ([]int64, error) {
 func (s *SQLite) CancelOrphanJobs(ctx context.Context) (int, error) {
 	var n int
 	err := s.inTx(ctx, func(tx *sql.Tx) (bool, error) {
-		orphans, err := orphanScans(ctx, tx)
+		orphans, err := s.orphanScans(ctx, tx)
 		if err != nil {
 			return false, err
 		}

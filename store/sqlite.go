@@ -111,10 +111,15 @@ func migrations() ([]migration, error) {
 // for the lock among themselves, and a pool of query-only readers, which
 // WAL mode lets run while the writer writes.
 type SQLite struct {
-	w    *sql.DB // exactly one connection
+	w    writer  // exactly one connection
 	r    *sql.DB // readers
 	path string
-	now  func() time.Time
+	id   fileID // the file opened (file.go)
+	// roDSN opens the file read-only; set by OpenReadOnly, whose store
+	// has no writer.
+	roDSN string
+	me    Owner // the owner of the scans this process starts (owner.go)
+	now   func() time.Time
 }
 
 // Open opens (creating it and its folder if needed) the database at path,
@@ -136,9 +141,20 @@ func Open(ctx context.Context, path string) (*SQLite, error) {
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxLifetime(0)
 	w.SetConnMaxIdleTime(0)
-	s := &SQLite{w: w, path: path, now: time.Now}
+	s := &SQLite{path: path, now: time.Now, me: processOwner}
+	s.w = writer{DB: w, s: s}
+	if err := w.PingContext(ctx); err == nil { // the file exists now: remember which it is
+		s.id, err = statID(path)
+		if err != nil {
+			w.Close()
+			return nil, fmt.Errorf("store: open %s: %w", path, err)
+		}
+	}
 	if err := s.migrate(ctx); err != nil {
 		w.Close()
+		if ro := readOnly(path); ro != nil {
+			return nil, fmt.Errorf("store: open %s: %w (the server writes it; scanner backup can still read it)", path, ro)
+		}
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
 	r := openPool(path + "?" + readerParams)
@@ -163,8 +179,10 @@ func (s *SQLite) Close() error {
 	if s.r != nil {
 		errs = append(errs, s.r.Close())
 	}
-	_, err := s.w.Exec(sqlOptimize)
-	errs = append(errs, err, s.w.Close())
+	if s.w.DB != nil {
+		_, err := s.w.Exec(sqlOptimize)
+		errs = append(errs, err, s.w.Close())
+	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("store: close: %w", err)
 	}
@@ -244,7 +262,7 @@ func (s *SQLite) applyMigration(ctx context.Context, m migration) error {
 	if _, err := tx.ExecContext(ctx, m.sql); err != nil {
 		return fmt.Errorf("migration %s: %w", m.name, err)
 	}
-	if _, err := tx.ExecContext(ctx, sqlRecordMigration, m.version, m.name, s.now().UnixNano()); err != nil {
+	if _, err := tx.ExecContext(ctx, sqlRecordMigration, m.version, m.name, unixNano(s.now())); err != nil {
 		return fmt.Errorf("migration %s: %w", m.name, err)
 	}
 	if err := tx.Commit(); err != nil {
@@ -256,6 +274,6 @@ func (s *SQLite) applyMigration(ctx context.Context, m migration) error {
 // touch records that data changed, for Changed. The time only moves
 // forward, so that two changes in one clock tick still differ.
 func (s *SQLite) touch(ctx context.Context, tx *sql.Tx) error {
-	_, err := tx.ExecContext(ctx, sqlTouch, s.now().UnixNano())
+	_, err := tx.ExecContext(ctx, sqlTouch, unixNano(s.now()))
 	return err
 }

@@ -71,6 +71,13 @@ type Scan struct {
 	// nil until the scan finishes.
 	DeviceBusy *float64
 	Runtime    compat.Runtime
+	// StalledSince is when the scan's queued jobs stopped matching any
+	// live worker (--dispatch workers: a rollout to another runtime, a
+	// fleet gone); nil while they match.
+	StalledSince *time.Time
+	// FleetNote says what the fleet did about a stall: waiting, re-planned
+	// for the runtime the fleet runs now, or ended; "" when nothing.
+	FleetNote string
 }
 
 // ScanFinish is how a scan ended.

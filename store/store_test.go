@@ -194,7 +194,8 @@ func TestResultRoundTrip(t *testing.T) {
 		ScanID:  &scanID,
 		// Model text, stored as written (markup included: pages escape it).
 		Continuation: &compat.Continuation{Prompt: "The capital of France is", Text: " Paris.\n<b>\"Oui\"</b> é"},
-		DevicesUsed:  4, Sharding: compat.Ptr(compat.ShardingTP),
+		Worker:       "tpu-worker-3", WorkerTestedAt: compat.Ptr(at(0).Add(-time.Second)),
+		DevicesUsed: 4, Sharding: compat.Ptr(compat.ShardingTP),
 	}
 	bare := compat.Result{Target: compat.TargetCPU, Status: compat.StatusPass, TestedAt: at(2), DevicesUsed: 1}
 	for _, r := range []compat.Result{full, bare} {
@@ -509,6 +510,7 @@ func TestScans(t *testing.T) {
 		t.Errorf("GetScan:\n got %s\nwant %s", g, w)
 	}
 	now = at(9)
+	s.Restart() // b's process is gone: this is the next one
 	n, err := s.MarkInterrupted(ctx)
 	if err != nil || n != 1 {
 		t.Fatalf("MarkInterrupted = %d, %v; want 1", n, err)

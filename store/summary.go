@@ -295,7 +295,11 @@ func (s *SQLite) Backup(ctx context.Context, path string) error {
 	}
 	// The readers are query-only, which VACUUM INTO refuses; the writer
 	// would hold up writes for the copy's duration. A connection of its own:
-	db := openPool(s.path + "?" + backupParams)
+	dsn := s.path + "?" + backupParams
+	if s.roDSN != "" {
+		dsn = s.roDSN
+	}
+	db := openPool(dsn)
 	defer db.Close()
 	if _, err := db.ExecContext(ctx, sqlBackup, tmp); err != nil {
 		os.Remove(tmp)

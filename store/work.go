@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
@@ -25,8 +26,9 @@ type WorkerRecord struct {
 	fleet.Worker
 	FirstSeen time.Time
 	LastSeen  time.Time
-	JobsDone  int // results accepted from it
-	Busy      int // leases it holds now
+	Left      time.Time // when it said it was leaving; zero while it works
+	JobsDone  int       // results accepted from it
+	Busy      int       // leases it holds now
 }
 
 // NewJob is one probe a scan queues.
@@ -70,7 +72,10 @@ type JobOutcome struct {
 // Expired is what ExpireLeases did.
 type Expired struct {
 	Requeued int
-	Failed   []JobOutcome // jobs that lost their last lease: error results
+	// Keys are the targets and runtimes of the jobs queued again (each
+	// once): the long polls that could take them are woken.
+	Keys   []fleet.QueueKey
+	Failed []JobOutcome // jobs that lost their last lease: error results
 }
 
 // jobRow is a jobs row as scanned.
@@ -103,6 +108,9 @@ func scanJob(row interface{ Scan(...any) error }) (jobRow, error) {
 	}
 	return j, nil
 }
+
+// key is what the job asks of the worker that takes it.
+func (j jobRow) key() fleet.QueueKey { return j.spec.Key(j.runtimeKey) }
 
 // save writes the job's state back.
 func (j jobRow) save(ctx context.Context, tx *sql.Tx, now time.Time) error {
@@ -150,7 +158,8 @@ func (s *SQLite) Workers(ctx context.Context, limit int) ([]WorkerRecord, error)
 		var w WorkerRecord
 		var target, rt string
 		var mem, first, last int64
-		if err := rows.Scan(&w.ID, &w.Host, &w.Version, &target, &rt, &w.Devices, &mem, &first, &last,
+		var left sql.NullInt64
+		if err := rows.Scan(&w.ID, &w.Host, &w.Version, &target, &rt, &w.Devices, &mem, &first, &last, &left,
 			&w.JobsDone, &w.Busy); err != nil {
 			return nil, fmt.Errorf("store: workers: %w", err)
 		}
@@ -158,7 +167,7 @@ func (s *SQLite) Workers(ctx context.Context, limit int) ([]WorkerRecord, error)
 			return nil, fmt.Errorf("store: workers: %s runtime: %w", w.ID, err)
 		}
 		w.Target, w.MemoryBytes = compat.Target(target), uint64(max(mem, 0))
-		w.FirstSeen, w.LastSeen = fromNano(first), fromNano(last)
+		w.FirstSeen, w.LastSeen, w.Left = fromNano(first), fromNano(last), fromNullTime(left)
 		out = append(out, w)
 	}
 	if err := rows.Err(); err != nil {
@@ -167,8 +176,11 @@ func (s *SQLite) Workers(ctx context.Context, limit int) ([]WorkerRecord, error)
 	return out, nil
 }
 
-// EnqueueJobs queues jobs of scan scanID (each model once per scan). The
-// error wraps ErrInvalid for a job without a concrete target or a model.
+// EnqueueJobs queues jobs of scan scanID (each model once per scan). A job
+// whose probe a worker still runs for an ended scan (a deadline withdrew
+// the rest) is not queued again: the scan adopts that job (fleet.Adopts),
+// so the probe's result is recorded once, for it. The error wraps
+// ErrInvalid for a job without a concrete target or a model.
 func (s *SQLite) EnqueueJobs(ctx context.Context, scanID int64, jobs []NewJob) error {
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
@@ -183,6 +195,11 @@ func (s *SQLite) EnqueueJobs(ctx context.Context, scanID int64, jobs []NewJob) e
 		id, err := resolveModel(ctx, tx, j.Job.ModelID)
 		if err != nil {
 			return fmt.Errorf("store: enqueue: %w", err)
+		}
+		if adopted, err := adopt(ctx, tx, scanID, id, j); err != nil {
+			return fmt.Errorf("store: enqueue %s: %w", j.Job.ModelID, err)
+		} else if adopted {
+			continue
 		}
 		spec, err := jsonText(j.Job)
 		if err != nil {
@@ -200,18 +217,20 @@ func (s *SQLite) EnqueueJobs(ctx context.Context, scanID int64, jobs []NewJob) e
 
 // LeaseJobs grants w queued jobs it can hold (fleet.Holds) for free of its
 // devices, in popularity order, as fleet.Pick chooses, until now+ttl.
-// Leases past their expiry are taken back first, in the same transaction.
-func (s *SQLite) LeaseJobs(ctx context.Context, w fleet.Worker, free int, now time.Time, ttl time.Duration) ([]fleet.Lease, error) {
+// Leases past their expiry are taken back first, in the same transaction;
+// requeued are the queue keys of the jobs that went back to the queue
+// (other pollers may take them).
+func (s *SQLite) LeaseJobs(ctx context.Context, w fleet.Worker, free int, now time.Time, ttl time.Duration) (leases []fleet.Lease, requeued []fleet.QueueKey, err error) {
 	if err := s.SeeWorker(ctx, w, now); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	var leases []fleet.Lease
-	err := s.inTx(ctx, func(tx *sql.Tx) (bool, error) {
+	err = s.inTx(ctx, func(tx *sql.Tx) (bool, error) {
 		leases = nil
 		exp, err := s.expire(ctx, tx, now)
 		if err != nil {
 			return false, err
 		}
+		requeued = exp.Keys
 		// Each job needs a device at least: free of them, and the one
 		// that may wait for its devices, are the most Pick takes.
 		jobs, err := queryJobs(ctx, tx, sqlNextJobs, string(w.Target), w.Runtime.RetestKey(), max(w.Devices, 1), free+1)
@@ -224,7 +243,7 @@ func (s *SQLite) LeaseJobs(ctx context.Context, w fleet.Worker, free int, now ti
 		}
 		for _, i := range fleet.Pick(need, free) {
 			j := jobs[i]
-			if !fleet.Holds(j.spec, j.runtimeKey, w) {
+			if !fleet.Holds(j.key(), w) {
 				return false, fmt.Errorf("job %d (%s, %s, %d devices) does not match worker %s", j.id, j.spec.Target, j.runtimeKey, j.spec.Chips(), w.ID)
 			}
 			if j.st, err = fleet.Grant(j.st, newLeaseID(), w.ID, now, ttl); err != nil {
@@ -240,20 +259,23 @@ func (s *SQLite) LeaseJobs(ctx context.Context, w fleet.Worker, free int, now ti
 		return exp.any() || len(leases) > 0, nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("store: lease: %w", err)
+		return nil, nil, fmt.Errorf("store: lease: %w", err)
 	}
-	return leases, nil
+	return leases, requeued, nil
 }
 
 // RenewLeases extends the leases of workerID named in ids to now+ttl; the
-// others (expired, given back, another worker's) are lost.
-func (s *SQLite) RenewLeases(ctx context.Context, workerID string, ids []string, now time.Time, ttl time.Duration) (renewed, lost []string, err error) {
+// others (expired, given back, another worker's) are lost. Leases past
+// their expiry are taken back first; requeued are the queue keys of the
+// jobs that went back to the queue.
+func (s *SQLite) RenewLeases(ctx context.Context, workerID string, ids []string, now time.Time, ttl time.Duration) (renewed, lost []string, requeued []fleet.QueueKey, err error) {
 	err = s.inTx(ctx, func(tx *sql.Tx) (bool, error) {
 		renewed, lost = nil, nil
 		exp, err := s.expire(ctx, tx, now)
 		if err != nil {
 			return false, err
 		}
+		requeued = exp.Keys
 		if _, err := tx.ExecContext(ctx, sqlTouchWorker, unixNano(now), workerID); err != nil {
 			return false, err
 		}
@@ -281,9 +303,9 @@ func (s *SQLite) RenewLeases(ctx context.Context, workerID string, ids []string,
 		return exp.any(), nil
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("store: renew leases: %w", err)
+		return nil, nil, nil, fmt.Errorf("store: renew leases: %w", err)
 	}
-	return renewed, lost, nil
+	return renewed, lost, requeued, nil
 }
 
 // CompleteJob accepts the result of a current lease, once: in one
@@ -291,7 +313,9 @@ func (s *SQLite) RenewLeases(ctx context.Context, workerID string, ids []string,
 // error wrapping fleet.ErrBadResult, and nothing changes), completes the
 // job (fleet.Complete: an error wrapping fleet.ErrLeaseNotCurrent for any
 // lease but the one holding the job now), and records the result (or, for
-// a flaky one, the flaky event) with the scan and the worker's host.
+// a flaky one, the flaky event) with the scan and the worker's host. The
+// result's tested_at is now, the server's time of receipt; the worker's
+// own becomes its worker_tested_at.
 func (s *SQLite) CompleteJob(ctx context.Context, req fleet.ResultRequest, now time.Time) (JobOutcome, error) {
 	var out JobOutcome
 	err := s.inTx(ctx, func(tx *sql.Tx) (bool, error) {
@@ -303,13 +327,16 @@ func (s *SQLite) CompleteJob(ctx context.Context, req fleet.ResultRequest, now t
 		} else if err != nil {
 			return false, err
 		}
-		if err := fleet.CheckResult(j.spec, j.runtimeKey, req); err != nil {
+		if err := fleet.CheckResult(j.spec, j.runtimeKey, req, now); err != nil {
 			return false, err
 		}
 		if j.st, err = fleet.Complete(j.st, req.LeaseID, now); err != nil {
 			return false, err
 		}
+		// The server's clock orders results (fleet.MaxClockSkew): tested_at
+		// is when it received this one; the worker's own time is kept.
 		res := req.Result
+		res.WorkerTestedAt, res.TestedAt = compat.Ptr(res.TestedAt.UTC()), now.UTC()
 		res.ScanID, res.Worker = compat.Ptr(j.scanID), j.lastWorker
 		out = JobOutcome{ScanID: j.scanID, ModelID: j.modelID, Result: res, Flaky: req.Flaky}
 		if err := s.recordJobResult(ctx, tx, j, &out); err != nil {
@@ -346,9 +373,12 @@ func (s *SQLite) recordJobResult(ctx context.Context, tx *sql.Tx, j jobRow, out 
 }
 
 // ReleaseJob gives a current lease of workerID back: the job is queued
-// again at once (not a lost lease). The error wraps
-// fleet.ErrLeaseNotCurrent for any other lease.
-func (s *SQLite) ReleaseJob(ctx context.Context, workerID, leaseID string, now time.Time) error {
+// again at once (not a lost lease), unless its scan ended (then it is
+// cancelled, fleet.Settle); it returns the key of the queue it went back
+// to (zero for none). The error wraps fleet.ErrLeaseNotCurrent for any
+// other lease.
+func (s *SQLite) ReleaseJob(ctx context.Context, workerID, leaseID string, now time.Time) (fleet.QueueKey, error) {
+	var key fleet.QueueKey
 	err := s.inTx(ctx, func(tx *sql.Tx) (bool, error) {
 		j, err := scanJob(tx.QueryRowContext(ctx, sqlJobByLease, leaseID))
 		if errors.Is(err, sql.ErrNoRows) || (err == nil && j.st.WorkerID != workerID) {
@@ -359,12 +389,18 @@ func (s *SQLite) ReleaseJob(ctx context.Context, workerID, leaseID string, now t
 		if j.st, err = fleet.Release(j.st, leaseID, now); err != nil {
 			return false, err
 		}
+		if err := settle(ctx, tx, &j); err != nil {
+			return false, err
+		}
+		if j.st.State == fleet.Queued {
+			key = j.key()
+		}
 		return true, j.save(ctx, tx, now)
 	})
 	if err != nil {
-		return fmt.Errorf("store: release job: %w", err)
+		return fleet.QueueKey{}, fmt.Errorf("store: release job: %w", err)
 	}
-	return nil
+	return key, nil
 }
 
 // ExpireLeases takes back every lease past its expiry at now: the job goes
@@ -396,11 +432,20 @@ func (s *SQLite) expire(ctx context.Context, tx *sql.Tx, now time.Time) (Expired
 		if j.st, expired = fleet.Expire(j.st, now); !expired {
 			continue
 		}
+		if err := settle(ctx, tx, &j); err != nil {
+			return out, err
+		}
 		if err := j.save(ctx, tx, now); err != nil {
 			return out, err
 		}
-		if j.st.State != fleet.Failed {
+		switch j.st.State {
+		case fleet.Cancelled: // its scan ended: not queued again
+			continue
+		case fleet.Queued:
 			out.Requeued++
+			if k := j.key(); !slices.Contains(out.Keys, k) {
+				out.Keys = append(out.Keys, k)
+			}
 			continue
 		}
 		res, err := s.lostResult(ctx, tx, j, now)
@@ -431,6 +476,7 @@ func (s *SQLite) lostResult(ctx context.Context, tx *sql.Tx, j jobRow, now time.
 	if err := json.Unmarshal([]byte(rtText), &rt); err != nil {
 		return compat.Result{}, fmt.Errorf("scan %d runtime: %w", j.scanID, err)
 	}
+	rt = jobRuntime(rt, j.runtimeKey)
 	return compat.Result{
 		Target: j.spec.Target, Status: compat.StatusError, FailureClass: compat.Ptr(compat.ClassOther),
 		Message: compat.Ptr(fleet.LostMessage(j.st.Lost, j.lastWorker)), Mode: compat.Ptr(j.spec.Mode),
@@ -508,21 +554,6 @@ func (s *SQLite) QueueStats(ctx context.Context) (QueueStats, error) {
 		return st, fmt.Errorf("store: queue stats: %w", err)
 	}
 	return st, nil
-}
-
-// CancelJobs ends the open jobs of scan scanID without results, and
-// returns how many.
-func (s *SQLite) CancelJobs(ctx context.Context, scanID int64) (int, error) {
-	var n int
-	err := s.inTx(ctx, func(tx *sql.Tx) (bool, error) {
-		var err error
-		n, err = cancelScanJobs(ctx, tx, scanID, s.now())
-		return n > 0, err
-	})
-	if err != nil {
-		return 0, fmt.Errorf("store: cancel jobs: %w", err)
-	}
-	return n, nil
 }
 
 // cancelScanJobs ends the open jobs of scan scanID inside tx, each by

@@ -6,11 +6,11 @@ const (
 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9)
 ON CONFLICT (id) DO UPDATE SET host = excluded.host, version = excluded.version, target = excluded.target,
 	runtime_key = excluded.runtime_key, runtime = excluded.runtime, devices = excluded.devices,
-	memory_bytes = excluded.memory_bytes, last_seen = max(last_seen, excluded.last_seen)`
+	memory_bytes = excluded.memory_bytes, last_seen = max(last_seen, excluded.last_seen), left_at = NULL`
 	sqlTouchWorker = `UPDATE workers SET last_seen = max(last_seen, ?) WHERE id = ?`
 	sqlWorkerDone  = `UPDATE workers SET jobs_done = jobs_done + 1, last_seen = max(last_seen, ?) WHERE id = ?`
 	sqlListWorkers = `SELECT w.id, w.host, w.version, w.target, w.runtime, w.devices, w.memory_bytes,
-	w.first_seen, w.last_seen, w.jobs_done,
+	w.first_seen, w.last_seen, w.left_at, w.jobs_done,
 	(SELECT count(*) FROM jobs j WHERE j.state = 'leased' AND j.worker_id = w.id)
 FROM workers w ORDER BY w.last_seen DESC, w.id LIMIT ?`
 
@@ -32,10 +32,31 @@ WHERE state = 'queued' AND target = ? AND runtime_key = ? AND devices <= ? ORDER
 WHERE state IN ('queued', 'leased') GROUP BY target, runtime_key, state`
 	sqlLostLeases   = `SELECT coalesce(sum(lost), 0) FROM jobs`
 	sqlOpenScanJobs = `SELECT ` + jobCols + ` FROM jobs WHERE scan_id = ? AND state IN ('queued', 'leased') ORDER BY id`
-	// sqlRunningScansJobs is every running scan with its owner and how
-	// many of its jobs are open.
-	sqlRunningScansJobs = `SELECT s.id, s.owner,
-	(SELECT count(*) FROM jobs j WHERE j.scan_id = s.id AND j.state IN ('queued', 'leased'))
+	// sqlWithdrawJobs ends a scan's queued jobs; leased ones may finish.
+	sqlWithdrawJobs = `UPDATE jobs SET state = 'cancelled', updated_at = ? WHERE scan_id = ? AND state = 'queued'`
+	sqlScanStatus   = `SELECT status FROM scans WHERE id = ?`
+	// sqlInFlightElsewhere is a model's leased jobs of scans that ended.
+	sqlInFlightElsewhere = `SELECT ` + jobCols + ` FROM jobs
+WHERE model_id = ? AND state = 'leased' AND scan_id <> ?2
+	AND scan_id IN (SELECT id FROM scans WHERE status <> 'running')`
+	sqlAdoptJob      = `UPDATE jobs SET scan_id = ?, rank = ? WHERE id = ?`
+	sqlScanQueueKeys = `SELECT DISTINCT target, runtime_key, devices FROM jobs WHERE scan_id = ? AND state = 'queued' ORDER BY target, runtime_key, devices`
+	sqlScanStall     = `UPDATE scans SET stalled_since = ?, fleet_note = ? WHERE id = ?`
+	// sqlReplanJobs moves a scan's queued jobs of a target to another
+	// runtime key and memory budget.
+	sqlReplanJobs = `UPDATE jobs SET runtime_key = ?1, spec = json_set(spec, '$.memory_budget_bytes', ?2), updated_at = ?3
+WHERE scan_id = ?4 AND target = ?5 AND state = 'queued' AND runtime_key <> ?1`
+	sqlReplanScan  = `UPDATE scans SET runtime = ?, stalled_since = NULL, fleet_note = ? WHERE id = ?`
+	sqlLeaveWorker = `UPDATE workers SET left_at = ? WHERE id = ?`
+	// sqlRunningScansJobs is every running scan with its owner, its
+	// owner's last renewal, how many of its jobs are open and how many it
+	// has.
+	sqlRunningScansJobs = `SELECT s.id, s.owner, s.owner_seen,
+	(SELECT count(*) FROM jobs j WHERE j.scan_id = s.id AND j.state IN ('queued', 'leased')),
+	(SELECT count(*) FROM jobs j WHERE j.scan_id = s.id)
 FROM scans s WHERE s.status = 'running'`
-	sqlAdoptScan = `UPDATE scans SET owner = ? WHERE id = ? AND status = 'running'`
+	// sqlAdoptScan takes a running scan over from the owner found gone,
+	// unless someone else did meanwhile.
+	sqlAdoptScan  = `UPDATE scans SET owner = ?, owner_seen = ? WHERE id = ? AND status = 'running' AND owner = ?`
+	sqlRenewOwner = `UPDATE scans SET owner_seen = ? WHERE id = ? AND status = 'running' AND owner = ?`
 )

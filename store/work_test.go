@@ -73,15 +73,15 @@ func resultFor(l fleet.Lease, st compat.Status, at time.Time) fleet.ResultReques
 func TestLeasesGoInPopularityOrderToMatchingWorkers(t *testing.T) {
 	ctx := context.Background()
 	s, scanID := queueFixture(t, 5, "")
-	if l, err := s.LeaseJobs(ctx, worker("b", wrtB), 5, wt0, wttl); err != nil || len(l) != 0 {
+	if l, _, err := s.LeaseJobs(ctx, worker("b", wrtB), 5, wt0, wttl); err != nil || len(l) != 0 {
 		t.Fatalf("a worker of another runtime got %d leases (%v)", len(l), err)
 	}
 	other := worker("t", wrtA)
 	other.Target = compat.TargetTPU
-	if l, err := s.LeaseJobs(ctx, other, 5, wt0, wttl); err != nil || len(l) != 0 {
+	if l, _, err := s.LeaseJobs(ctx, other, 5, wt0, wttl); err != nil || len(l) != 0 {
 		t.Fatalf("a worker of another target got %d leases (%v)", len(l), err)
 	}
-	got, err := s.LeaseJobs(ctx, worker("a", wrtA), 2, wt0, wttl)
+	got, _, err := s.LeaseJobs(ctx, worker("a", wrtA), 2, wt0, wttl)
 	if err != nil || len(got) != 2 {
 		t.Fatalf("leases %v, %v", got, err)
 	}
@@ -115,7 +115,7 @@ func TestAResultIsAcceptedOnceForTheCurrentLease(t *testing.T) {
 	ctx := context.Background()
 	s, scanID := queueFixture(t, 2, "")
 	a := worker("a", wrtA)
-	leases, err := s.LeaseJobs(ctx, a, 1, wt0, wttl)
+	leases, _, err := s.LeaseJobs(ctx, a, 1, wt0, wttl)
 	if err != nil || len(leases) != 1 {
 		t.Fatal(leases, err)
 	}
@@ -180,7 +180,7 @@ func TestExpiredLeasesRequeueThenFail(t *testing.T) {
 	now := wt0
 	var first fleet.Lease
 	for i, id := range []string{"a", "b", "c"} {
-		l, err := s.LeaseJobs(ctx, worker(id, wrtA), 1, now, wttl)
+		l, _, err := s.LeaseJobs(ctx, worker(id, wrtA), 1, now, wttl)
 		if err != nil || len(l) != 1 || l[0].Attempt != i+1 {
 			t.Fatalf("lease %d: %+v %v", i, l, err)
 		}
@@ -189,7 +189,7 @@ func TestExpiredLeasesRequeueThenFail(t *testing.T) {
 		}
 		now = now.Add(wttl) // nobody renews
 		if i < 2 {
-			if _, err := s.LeaseJobs(ctx, worker("z", wrtB), 1, now, wttl); err != nil { // any poll takes expired leases back
+			if _, _, err := s.LeaseJobs(ctx, worker("z", wrtB), 1, now, wttl); err != nil { // any poll takes expired leases back
 				t.Fatal(err)
 			}
 			if c, _ := s.ScanJobs(ctx, scanID); c.Queued != 1 {
@@ -240,13 +240,13 @@ func TestRenewAndRelease(t *testing.T) {
 	ctx := context.Background()
 	s, scanID := queueFixture(t, 3, "")
 	a, b := worker("a", wrtA), worker("b", wrtA)
-	la, _ := s.LeaseJobs(ctx, a, 2, wt0, wttl)
-	lb, _ := s.LeaseJobs(ctx, b, 1, wt0, wttl)
+	la, _, _ := s.LeaseJobs(ctx, a, 2, wt0, wttl)
+	lb, _, _ := s.LeaseJobs(ctx, b, 1, wt0, wttl)
 	if len(la) != 2 || len(lb) != 1 {
 		t.Fatal(la, lb)
 	}
 	before, _ := s.Changed(ctx)
-	renewed, lost, err := s.RenewLeases(ctx, "a", []string{la[0].ID, la[1].ID, lb[0].ID, "nope"}, wt0.Add(50*time.Second), wttl)
+	renewed, lost, _, err := s.RenewLeases(ctx, "a", []string{la[0].ID, la[1].ID, lb[0].ID, "nope"}, wt0.Add(50*time.Second), wttl)
 	if err != nil || len(renewed) != 2 || len(lost) != 2 {
 		t.Fatalf("renewed %v lost %v (%v)", renewed, lost, err)
 	}
@@ -254,17 +254,17 @@ func TestRenewAndRelease(t *testing.T) {
 		t.Error("a heartbeat moved the change time")
 	}
 	// b did not renew: at wt0+1m its lease is gone, a's (renewed) are not.
-	renewed, lost, _ = s.RenewLeases(ctx, "b", []string{lb[0].ID}, wt0.Add(wttl), wttl)
+	renewed, lost, _, _ = s.RenewLeases(ctx, "b", []string{lb[0].ID}, wt0.Add(wttl), wttl)
 	if len(renewed) != 0 || len(lost) != 1 {
 		t.Errorf("b's expired lease renewed: %v %v", renewed, lost)
 	}
-	if err := s.ReleaseJob(ctx, "b", la[0].ID, wt0.Add(wttl)); !errors.Is(err, fleet.ErrLeaseNotCurrent) {
+	if _, err := s.ReleaseJob(ctx, "b", la[0].ID, wt0.Add(wttl)); !errors.Is(err, fleet.ErrLeaseNotCurrent) {
 		t.Errorf("release of another worker's lease: %v", err)
 	}
-	if err := s.ReleaseJob(ctx, "a", la[0].ID, wt0.Add(wttl)); err != nil {
-		t.Fatal(err)
+	if key, err := s.ReleaseJob(ctx, "a", la[0].ID, wt0.Add(wttl)); err != nil || key != (fleet.QueueKey{Target: compat.TargetCPU, RuntimeKey: wrtA.RetestKey(), Chips: 1}) {
+		t.Fatalf("release: key %v, %v", key, err)
 	}
-	if err := s.ReleaseJob(ctx, "a", la[0].ID, wt0.Add(wttl)); !errors.Is(err, fleet.ErrLeaseNotCurrent) {
+	if _, err := s.ReleaseJob(ctx, "a", la[0].ID, wt0.Add(wttl)); !errors.Is(err, fleet.ErrLeaseNotCurrent) {
 		t.Errorf("a second release: %v", err)
 	}
 	c, _ := s.ScanJobs(ctx, scanID)
@@ -284,7 +284,7 @@ func TestAFlakyJobResultKeepsTheStatus(t *testing.T) {
 		TestedAt: wt0.Add(-time.Hour), Runtime: wrtA}); err != nil {
 		t.Fatal(err)
 	}
-	l, _ := s.LeaseJobs(ctx, worker("a", wrtA), 1, wt0, wttl)
+	l, _, _ := s.LeaseJobs(ctx, worker("a", wrtA), 1, wt0, wttl)
 	req := resultFor(l[0], compat.StatusCrash, wt0)
 	req.WorkerID, req.Flaky = "a", true
 	out, err := s.CompleteJob(ctx, req, wt0)
@@ -318,7 +318,7 @@ func TestStartUpResumesOrCancelsQueuedScans(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, id := range []int64{queued, plain} {
-		if _, err := s.w.ExecContext(ctx, sqlScanOwner, deadOwner, id); err != nil {
+		if _, err := s.w.ExecContext(ctx, sqlScanOwner, deadOwner, unixNano(wt0), id); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -333,7 +333,7 @@ func TestStartUpResumesOrCancelsQueuedScans(t *testing.T) {
 		t.Errorf("the resumed scan is %s", sc.Status)
 	}
 	// The same database, restarted again without workers.
-	if _, err := s.w.ExecContext(ctx, sqlScanOwner, deadOwner, queued); err != nil {
+	if _, err := s.w.ExecContext(ctx, sqlScanOwner, deadOwner, unixNano(wt0), queued); err != nil {
 		t.Fatal(err)
 	}
 	if n, err := s.CancelOrphanJobs(ctx); err != nil || n != 2 {
@@ -399,24 +399,24 @@ func TestShardedJobsGoToWorkersThatHoldThem(t *testing.T) {
 	}
 	one := worker("one", wrtA)
 	one.Devices = 1
-	got, err := s.LeaseJobs(ctx, one, 1, wt0, wttl)
+	got, _, err := s.LeaseJobs(ctx, one, 1, wt0, wttl)
 	if err != nil || !slices.Equal(ids(got), []string{"q/s1"}) {
 		t.Fatalf("a one-device worker got %v (%v), want q/s1, never q/s0 of two devices", ids(got), err)
 	}
 	two := worker("two", wrtA)
-	if got, err = s.LeaseJobs(ctx, two, 1, wt0, wttl); err != nil || !slices.Equal(ids(got), []string{"q/s0"}) {
+	if got, _, err = s.LeaseJobs(ctx, two, 1, wt0, wttl); err != nil || !slices.Equal(ids(got), []string{"q/s0"}) {
 		t.Fatalf("a two-device worker with one free got %v (%v), want the two-device job ahead", ids(got), err)
 	}
 	if got[0].Job.Devices != 2 {
 		t.Errorf("lease of q/s0 carries %d devices, want 2", got[0].Job.Devices)
 	}
-	if got, err = s.LeaseJobs(ctx, two, 2, wt0, wttl); err != nil || !slices.Equal(ids(got), []string{"q/s2"}) {
+	if got, _, err = s.LeaseJobs(ctx, two, 2, wt0, wttl); err != nil || !slices.Equal(ids(got), []string{"q/s2"}) {
 		t.Fatalf("with two free: %v (%v), want q/s2 (q/s3 needs two, behind it)", ids(got), err)
 	}
-	if got, err = s.LeaseJobs(ctx, one, 1, wt0, wttl); err != nil || !slices.Equal(ids(got), []string{"q/s4"}) {
+	if got, _, err = s.LeaseJobs(ctx, one, 1, wt0, wttl); err != nil || !slices.Equal(ids(got), []string{"q/s4"}) {
 		t.Fatalf("the one-device worker next got %v (%v), want q/s4 (q/s3 is not for it)", ids(got), err)
 	}
-	if got, err = s.LeaseJobs(ctx, one, 1, wt0, wttl); err != nil || len(got) != 0 {
+	if got, _, err = s.LeaseJobs(ctx, one, 1, wt0, wttl); err != nil || len(got) != 0 {
 		t.Fatalf("the one-device worker got %v (%v) with only a two-device job left", ids(got), err)
 	}
 }

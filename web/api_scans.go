@@ -31,13 +31,18 @@ type scanJSON struct {
 	Error      string           `json:"error,omitempty"`
 	DeviceBusy *float64         `json:"device_busy_fraction"`
 	Runtime    compat.Runtime   `json:"runtime"`
+	// StalledSince and FleetNote (extensions, --dispatch workers): since
+	// when no live worker can take the scan's queued jobs, and what the
+	// fleet did about it (waiting, re-planned for another runtime).
+	StalledSince *time.Time `json:"stalled_since,omitempty"`
+	FleetNote    string     `json:"fleet_note,omitempty"`
 }
 
 func newScanJSON(sc store.Scan) scanJSON {
 	return scanJSON{ID: sc.ID, Trigger: sc.Trigger, Status: sc.Status, Target: sc.Target,
 		Params: parseScanParams(sc.Params), StartedAt: sc.StartedAt, FinishedAt: sc.FinishedAt,
 		Planned: sc.Planned, Done: sc.Done, Probed: sc.Probed, Unchanged: sc.Unchanged,
-		Error: sc.Error, DeviceBusy: sc.DeviceBusy, Runtime: sc.Runtime}
+		Error: sc.Error, DeviceBusy: sc.DeviceBusy, Runtime: sc.Runtime, StalledSince: sc.StalledSince, FleetNote: sc.FleetNote}
 }
 
 // scanBody is one scan with its progress as a fraction (extension), as

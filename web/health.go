@@ -18,11 +18,18 @@ func (s *Server) healthz(c *fiber.Ctx) error {
 	return c.JSON(fiber.Map{"status": "ok", "version": s.version})
 }
 
-// readyz serves GET /readyz: the database answers. 503 when it does not.
+// readyz serves GET /readyz: the database file is the one the server
+// opened and it answers. 503 when not: a database deleted or replaced
+// under the server says so ("database file gone"), as every write fails.
 func (s *Server) readyz(c *fiber.Ctx) error {
 	c.Set(fiber.HeaderCacheControl, "no-store")
 	ctx, cancel := context.WithTimeout(c.UserContext(), readyTimeout)
 	defer cancel()
+	if err := s.store.CheckFile(); err != nil {
+		s.log.Error("readyz: the database file was deleted or replaced; restart the scanner", "err", err)
+		return c.Status(fiber.StatusServiceUnavailable).JSON(fiber.Map{"status": "unavailable",
+			"error": "database file gone: it was deleted or replaced while the scanner ran; writes are refused until a restart"})
+	}
 	// Changed is the cheapest query of the Store interface.
 	if _, err := s.store.Changed(ctx); err != nil {
 		s.log.Warn("readyz: database not ready", "err", err)

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"regexp"
 	"slices"
 	"strings"
@@ -147,9 +148,15 @@ func TestHostileDataEscapedEverywhere(t *testing.T) {
 	r := failOn(compat.TargetTPU, testTime, hostile[1])
 	r.Message = compat.Ptr(strings.Join(hostile, "\n"))
 	r.LogTail = strings.Join(hostile, "\n")
-	// A hostile stage cannot be stored: compat.Result.Validate refuses a
-	// word outside the contract's (the label below carries the markup).
-	r.Revision = hostile[1]
+	// A stage outside the contract, or a revision with spaces, is refused
+	// where results enter the store (compat.Result.Validate); the pure
+	// badge renderer's own test draws a hostile stage.
+	bad := r
+	bad.Stage = compat.Ptr(compat.Stage(hostile[0]))
+	if _, err := ts.db.RecordResult(context.Background(), id, bad); !errors.Is(err, store.ErrInvalid) {
+		t.Errorf("a hostile stage was stored: %v", err)
+	}
+	r.Revision = hostile[0]
 	r.Repro = "scanner probe " + hostile[0]
 	r.Runtime.Torch = hostile[0]
 	r.Continuation = &compat.Continuation{Prompt: hostile[1], Text: hostile[0] + "\n" + hostile[1]}
@@ -366,6 +373,14 @@ func TestHealthReadyMetrics(t *testing.T) {
 	}
 	if r := ts.get(t, "/healthz"); r.status != 200 {
 		t.Errorf("healthz should not depend on the db: %d", r.status)
+	}
+	// The database file deleted under the server: not ready, and it says why.
+	ts.Server.store = ts.db
+	for _, suffix := range []string{"", "-wal", "-shm"} {
+		os.Remove(ts.db.Path() + suffix)
+	}
+	if r := ts.get(t, "/readyz"); r.status != 503 || !strings.Contains(r.body, "database file gone") {
+		t.Errorf("readyz with the database file deleted: %d %s", r.status, r.body)
 	}
 }
 

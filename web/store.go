@@ -16,6 +16,10 @@ type Store interface {
 	// Changed is the time of the last data change; the caches of pages,
 	// lists and badges are keyed by it.
 	Changed(ctx context.Context) (time.Time, error)
+	// CheckFile is nil while the database file is the one the store
+	// opened; its error wraps store.ErrGone once the file was deleted or
+	// replaced (every write then fails: /readyz says so).
+	CheckFile() error
 
 	// ListModels returns one page of the table, the API list or the CSV,
 	// and the next page's cursor ("" after the last). Its error wraps

@@ -26,6 +26,9 @@ type WorkControl interface {
 	Heartbeat(ctx context.Context, req fleet.HeartbeatRequest) (fleet.HeartbeatResponse, error)
 	Result(ctx context.Context, req fleet.ResultRequest) error
 	Release(ctx context.Context, req fleet.ReleaseRequest) error
+	// Leave records that a worker is leaving (store.ErrNotFound, 404,
+	// for an unknown one).
+	Leave(ctx context.Context, req fleet.LeaveRequest) error
 	// Workers is the fleet for GET /api/v1/workers.
 	Workers(ctx context.Context) ([]fleet.WorkerView, error)
 }
@@ -55,6 +58,9 @@ func (s *Server) workRoutes(app *fiber.App) {
 	}))
 	app.Post(fleet.PathRelease, auth, workHandler(s, func(ctx context.Context, r fleet.ReleaseRequest) (any, error) {
 		return fiber.Map{"status": "released"}, s.work.Release(ctx, r)
+	}))
+	app.Post(fleet.PathLeave, auth, workHandler(s, func(ctx context.Context, r fleet.LeaveRequest) (any, error) {
+		return fiber.Map{"status": "left"}, s.work.Leave(ctx, r)
 	}))
 }
 

@@ -56,6 +56,9 @@ func (f *fakeWork) Result(_ context.Context, r fleet.ResultRequest) error {
 func (f *fakeWork) Release(_ context.Context, r fleet.ReleaseRequest) error {
 	return f.call("release " + r.LeaseID)
 }
+func (f *fakeWork) Leave(_ context.Context, r fleet.LeaveRequest) error {
+	return f.call("leave " + r.WorkerID)
+}
 func (f *fakeWork) Workers(context.Context) ([]fleet.WorkerView, error) {
 	return f.views, f.call("workers")
 }
@@ -100,7 +103,7 @@ func TestWorkRoutesNeedTheirToken(t *testing.T) {
 		{"admin-token", http.StatusForbidden}, // the admin token is not the workers'
 		{testWorkerToken + "x", http.StatusForbidden},
 	} {
-		for _, path := range []string{fleet.PathRegister, fleet.PathLease, fleet.PathHeartbeat, fleet.PathResult, fleet.PathRelease} {
+		for _, path := range []string{fleet.PathRegister, fleet.PathLease, fleet.PathHeartbeat, fleet.PathResult, fleet.PathRelease, fleet.PathLeave} {
 			if r := ts.post(t, path, tc.token, body); r.status != tc.want || !strings.Contains(r.body, `"error"`) {
 				t.Errorf("%s with token %q: %d %s, want %d", path, tc.token, r.status, r.body, tc.want)
 			}
@@ -138,7 +141,10 @@ func TestWorkRoutesPassThroughAndMapErrors(t *testing.T) {
 	if r := ts.post(t, fleet.PathResult, testWorkerToken, mustJSON(t, res)); r.status != 200 {
 		t.Errorf("result: %d %s", r.status, r.body)
 	}
-	want := []string{"lease w 2", "result L1 pass"}
+	if r := ts.post(t, fleet.PathLeave, testWorkerToken, mustJSON(t, fleet.LeaveRequest{WorkerID: "w"})); r.status != 200 {
+		t.Errorf("leave: %d %s", r.status, r.body)
+	}
+	want := []string{"lease w 2", "result L1 pass", "leave w"}
 	if c := work.called(); strings.Join(c, ",") != strings.Join(want, ",") {
 		t.Errorf("calls %v, want %v", c, want)
 	}
@@ -150,6 +156,8 @@ func TestWorkRoutesPassThroughAndMapErrors(t *testing.T) {
 		{fmt.Errorf("store: %w: other model", fleet.ErrBadResult), http.StatusBadRequest},
 		{fmt.Errorf("%w: devices", dispatch.ErrBadRequest), http.StatusBadRequest},
 		{dispatch.ErrClosed, http.StatusServiceUnavailable},
+		{fmt.Errorf("store: %w", store.ErrGone), http.StatusServiceUnavailable}, // workers retry until a restart
+		{fmt.Errorf("store: worker %q: %w", "w", store.ErrNotFound), http.StatusNotFound},
 		{fmt.Errorf("disk I/O error"), http.StatusInternalServerError},
 	} {
 		work.err = tc.err
@@ -335,5 +343,31 @@ func TestWorkRoutesOverTheRealQueue(t *testing.T) {
 	h, err := db.History(ctx, "org/m", "", 10)
 	if err != nil || len(h) != 1 || h[0].Worker != "host-1" || h[0].Status != compat.StatusPass {
 		t.Errorf("history %+v (%v): want exactly one pass by host-1", h, err)
+	}
+}
+
+// TestAStalledScanSaysSoOnTheAPI: /api/v1/scans/{id} says since when no
+// live worker can take the scan's jobs, and what the fleet does about it.
+func TestAStalledScanSaysSoOnTheAPI(t *testing.T) {
+	ts := newTestServer(t, 0, 0, Config{})
+	id, err := ts.db.StartScan(context.Background(), store.Scan{Trigger: "manual", Target: "tpu", StartedAt: testTime})
+	if err != nil {
+		t.Fatal(err)
+	}
+	since := testTime.Add(time.Minute)
+	if err := ts.db.SetScanStall(context.Background(), id, &since, "no live worker runs tpu runtime 2.15.0|0.2.0|5.23.0|h"); err != nil {
+		t.Fatal(err)
+	}
+	r := ts.get(t, fmt.Sprintf("/api/v1/scans/%d", id))
+	body := decode[map[string]any](t, r)
+	if body["stalled_since"] != since.Format(time.RFC3339Nano) || !strings.Contains(fmt.Sprint(body["fleet_note"]), "no live worker runs tpu") {
+		t.Errorf("stalled scan: %s", r.body)
+	}
+	if err := ts.db.SetScanStall(context.Background(), id, nil, ""); err != nil {
+		t.Fatal(err)
+	}
+	r = ts.get(t, fmt.Sprintf("/api/v1/scans/%d", id))
+	if strings.Contains(r.body, "stalled_since") || strings.Contains(r.body, "fleet_note") {
+		t.Errorf("a scan no longer stalled: %s", r.body)
 	}
 }

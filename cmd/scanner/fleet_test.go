@@ -48,7 +48,18 @@ func (s *syncBuffer) logLines(msg string) []map[string]any {
 // environment variables.
 func fleetProcess(t testing.TB, env []string, args ...string) (*exec.Cmd, *syncBuffer) {
 	t.Helper()
+	return fleetProcessIn(t, nil, env, args...)
+}
+
+// fleetProcessIn is fleetProcess through the command prefix wrap (which
+// runs its last argument with the rest, as unshare … sh -c 'exec "$0" "$@"'
+// does); nil runs the scanner itself.
+func fleetProcessIn(t testing.TB, wrap []string, env []string, args ...string) (*exec.Cmd, *syncBuffer) {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], args...)
+	if len(wrap) > 0 {
+		cmd = exec.Command(wrap[0], append(append(wrap[1:len(wrap):len(wrap)], os.Args[0]), args...)...)
+	}
 	cmd.Env = append(append(os.Environ(), "SCANNER_TEST_MAIN=1", "HF_TOKEN="), env...)
 	out := &syncBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
@@ -68,10 +79,17 @@ func fleetProcess(t testing.TB, env []string, args ...string) (*exec.Cmd, *syncB
 // returns its base URL.
 func fleetServer(t testing.TB, h *hubtest.Hub, db, cache string, extra ...string) (*exec.Cmd, *syncBuffer, string) {
 	t.Helper()
+	return fleetServerIn(t, nil, h, db, cache, extra...)
+}
+
+// fleetServerIn is fleetServer through the command prefix wrap (see
+// fleetProcessIn).
+func fleetServerIn(t testing.TB, wrap []string, h *hubtest.Hub, db, cache string, extra ...string) (*exec.Cmd, *syncBuffer, string) {
+	t.Helper()
 	args := append([]string{"serve", "--dispatch", "workers", "--no-schedule", "--addr", "127.0.0.1:0",
 		"--db", db, "--hub-endpoint", h.URL(), "--cache-dir", cache, "--target", "cpu", "--mode", "arch", "--rate-limit", "0",
 		"--log-format", "json"}, extra...)
-	cmd, out := fleetProcess(t, []string{"SCANNER_ADMIN_TOKEN=" + fleetAdminToken, "SCANNER_WORKER_TOKEN=" + fleetWorkerToken}, args...)
+	cmd, out := fleetProcessIn(t, wrap, []string{"SCANNER_ADMIN_TOKEN=" + fleetAdminToken, "SCANNER_WORKER_TOKEN=" + fleetWorkerToken}, args...)
 	var base string
 	waitFleet(t, 30*time.Second, "the server to listen", out, func() bool {
 		if l := out.logLines("serving"); len(l) > 0 {
@@ -281,41 +299,8 @@ func TestFleetSurvivesAKilledWorker(t *testing.T) {
 // survive in SQLite, the workers reconnect, and the same scan completes
 // with exactly one result per model.
 func TestFleetSurvivesAServerRestart(t *testing.T) {
-	if _, err := exec.LookPath("python3"); err != nil {
-		t.Skip("python3 is needed for the stand-in harness")
-	}
-	harness, err := filepath.Abs("testdata/standin_harness.py")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var repos []hubtest.Repo
-	for i := range 8 {
-		repos = append(repos, configRepo(fmt.Sprintf("restart/sleep-700-model-%d", i), "llama", "text-generation", int64(1000-i)))
-	}
-	h := hubtest.New(t, repos...)
-	dir := t.TempDir()
-	db := filepath.Join(dir, "scanner.db")
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	args := []string{"--addr", addr, "--lease-ttl", "5s", "--limit", "8"}
-	first, firstOut, base := fleetServer(t, h, db, filepath.Join(dir, "server-hub"), args...)
-	var workers []*exec.Cmd
-	for i := range 2 {
-		cmd, _, _ := fleetWorker(t, h, base, "python3", harness, filepath.Join(dir, fmt.Sprintf("w%d", i)))
-		workers = append(workers, cmd)
-	}
-	requestScan(t, base)
-	waitFleet(t, 60*time.Second, "two results", firstOut, func() bool { return len(firstOut.logLines("result recorded")) >= 2 })
-	if err := first.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	first.Wait()
-
-	_, secondOut, base2 := fleetServer(t, h, db, filepath.Join(dir, "server-hub"), args...)
+	k := killServerMidScan(t, "restart", standinHarness(t))
+	_, secondOut, base2 := fleetServer(t, k.hub, k.db, k.serverCache, k.args...)
 	sb := scanDone(t, base2, 3*time.Minute, secondOut)
 	if s := sb.Scans[0]; s.Status != "done" || s.Planned != 8 || s.Done != 8 || s.Probed != 8 {
 		t.Errorf("the resumed scan: %+v\n%s", s, lastLines(secondOut.String(), 30))
@@ -323,27 +308,69 @@ func TestFleetSurvivesAServerRestart(t *testing.T) {
 	if len(secondOut.logLines("resuming a scan left to its queue")) != 1 {
 		t.Errorf("the restarted server did not resume the scan:\n%s", lastLines(secondOut.String(), 30))
 	}
-	for _, w := range workers {
-		w.Process.Signal(syscall.SIGTERM)
-		if err := w.Wait(); err != nil {
-			t.Errorf("worker after SIGTERM: %v", err)
-		}
-	}
-	st, err := store.Open(context.Background(), db)
+	stopGracefully(t, "worker", k.workers...)
+	st, err := store.Open(context.Background(), k.db)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.Close()
 	scans, err := st.ListScans(context.Background(), 10)
+	st.Close()
 	if err != nil || len(scans) != 1 {
 		t.Errorf("scans %+v (%v): want the one scan, resumed", scans, err)
 	}
-	for _, r := range repos {
-		if hist, err := st.History(context.Background(), r.ID, "", 10); err != nil || len(hist) != 1 || hist[0].Status != "pass" {
-			t.Errorf("%s: %d results (%v)", r.ID, len(hist), err)
-		}
+	everyModelOnce(t, k.db, k.repos)
+}
+
+// killed is a fleet whose server was killed mid-scan.
+type killed struct {
+	hub             *hubtest.Hub
+	repos           []hubtest.Repo
+	db, serverCache string
+	args            []string // the server's flags: its address is fixed, to start the next on it
+	workers         []*exec.Cmd
+	at              time.Time // when the server was killed
+}
+
+// killServerMidScan starts a server for workers on a fixed loopback
+// address and two workers of harness, scans 8 models of 0.7 s, and kills
+// the server with SIGKILL after two results.
+func killServerMidScan(t *testing.T, prefix, harness string) killed {
+	t.Helper()
+	k := killed{repos: sleepRepos(prefix, 700, 8)}
+	k.hub = hubtest.New(t, k.repos...)
+	dir := t.TempDir()
+	k.db, k.serverCache = filepath.Join(dir, "scanner.db"), filepath.Join(dir, "server-hub")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
 	}
-	if ok, err := st.IntegrityCheck(context.Background()); err != nil || ok != "ok" {
-		t.Errorf("integrity: %q %v", ok, err)
+	addr := ln.Addr().String()
+	ln.Close()
+	k.args = []string{"--addr", addr, "--lease-ttl", "5s", "--limit", "8"}
+	first, firstOut, base := fleetServer(t, k.hub, k.db, k.serverCache, k.args...)
+	for i := range 2 {
+		cmd, _, _ := fleetWorker(t, k.hub, base, "python3", harness, filepath.Join(dir, fmt.Sprintf("w%d", i)))
+		k.workers = append(k.workers, cmd)
+	}
+	requestScan(t, base)
+	waitFleet(t, 60*time.Second, "two results", firstOut, func() bool { return len(firstOut.logLines("result recorded")) >= 2 })
+	if err := first.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	first.Wait()
+	k.at = time.Now()
+	return k
+}
+
+// stopGracefully sends SIGTERM to each process and checks it exits 0.
+func stopGracefully(t *testing.T, what string, cmds ...*exec.Cmd) {
+	t.Helper()
+	for _, c := range cmds {
+		c.Process.Signal(syscall.SIGTERM)
+	}
+	for _, c := range cmds {
+		if err := c.Wait(); err != nil {
+			t.Errorf("%s after SIGTERM: %v", what, err)
+		}
 	}
 }

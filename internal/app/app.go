@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
@@ -93,27 +94,38 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, version strin
 		},
 	}
 	if a.Fleet != nil {
-		a.Scanner.Fleet = a.Fleet
+		a.Scanner.Fleet, a.Scanner.FleetWait = a.Fleet, cfg.WorkerWait
 	}
 	a.Service = scan.NewService(a.Scanner, scanOptions(cfg), log)
 	a.Service.Resume(resumed)
 	return a, nil
 }
 
-// startUp settles what an earlier process left: under --dispatch workers
-// it builds the dispatcher and resumes the scans whose jobs are still
-// queued (returned); otherwise it cancels such jobs. Then the scans left
-// running by a dead process are marked interrupted.
+// startUp settles what an earlier process left (settle); under --dispatch
+// workers it first builds the dispatcher.
 func (a *App) startUp(ctx context.Context) ([]int64, error) {
-	var resumed []int64
 	if a.cfg.Dispatch == config.DispatchWorkers {
 		a.Fleet = a.newDispatcher()
+	}
+	return a.settle(ctx)
+}
+
+// settle takes over what another process left: under --dispatch workers it
+// resumes the scans whose owner is gone while their jobs are still queued
+// (returned); otherwise it cancels such jobs. Then the scans left running
+// by a gone owner are marked interrupted. At start-up, and every
+// store.OwnerBeat while serving (watchOrphans): an owner may fall silent
+// any time (another server on this database, a container recreated under
+// a new host name).
+func (a *App) settle(ctx context.Context) ([]int64, error) {
+	var resumed []int64
+	if a.Fleet != nil {
 		var err error
 		if resumed, err = a.Store.ResumeScans(ctx); err != nil {
 			return nil, fmt.Errorf("resume scans: %w", err)
 		}
 		if len(resumed) > 0 {
-			a.log.Info("scans left to their queued jobs by an earlier process are resumed", "scans", resumed)
+			a.log.Info("scans left to their queued jobs by a process that is gone are resumed", "scans", resumed)
 		}
 	} else if n, err := a.Store.CancelOrphanJobs(ctx); err != nil {
 		return nil, fmt.Errorf("cancel orphan jobs: %w", err)
@@ -123,9 +135,27 @@ func (a *App) startUp(ctx context.Context) ([]int64, error) {
 	if n, err := a.Store.MarkInterrupted(ctx); err != nil {
 		return nil, fmt.Errorf("mark interrupted scans: %w", err)
 	} else if n > 0 {
-		a.log.Warn("scans left running by an earlier process marked interrupted", "scans", n)
+		a.log.Warn("scans left running by a process that is gone marked interrupted", "scans", n)
 	}
 	return resumed, nil
+}
+
+// watchOrphans settles, every store.OwnerBeat until ctx ends, what a
+// process that fell silent left running, handing the scans it resumes to
+// the service.
+func (a *App) watchOrphans(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(store.OwnerBeat):
+		}
+		resumed, err := a.settle(ctx)
+		if err != nil && ctx.Err() == nil {
+			a.log.Error("orphaned scans", "err", err)
+		}
+		a.Service.Resume(resumed)
+	}
 }
 
 func newHubClient(cfg config.Config, log *slog.Logger, m appMetrics) (*hub.Client, error) {
@@ -245,10 +275,13 @@ func (a *App) Serve(ctx context.Context) error {
 	scansDone := make(chan struct{})
 	go func() {
 		defer close(scansDone)
+		var bg sync.WaitGroup
 		if a.Fleet != nil {
-			go a.Fleet.Run(scanCtx) // takes expired leases back
+			bg.Go(func() { a.Fleet.Run(scanCtx) }) // takes expired leases back
 		}
+		bg.Go(func() { a.watchOrphans(scanCtx) })
 		a.Service.Run(scanCtx)
+		bg.Wait()
 	}()
 	// The webhooks' deliveries: background work of their own, which reads
 	// what the scans write and never holds them up.
@@ -362,8 +395,10 @@ func (c scanControl) State() web.ScanState {
 }
 
 // Backup writes a consistent copy of the database (safe while serving).
+// It only reads the database, so a read-only one (a read-only volume, a
+// file this user may not write) is copied too.
 func Backup(ctx context.Context, cfg config.Config, path string) error {
-	st, err := store.Open(ctx, cfg.DB)
+	st, err := store.OpenReadOnly(ctx, cfg.DB)
 	if err != nil {
 		return fmt.Errorf("open database %s: %w", cfg.DB, err)
 	}

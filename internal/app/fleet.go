@@ -19,11 +19,13 @@ type fleetMetrics struct {
 	lastSeen *metrics.GaugeVec   // unix time a worker was last heard from, by host
 	workers  *metrics.GaugeVec   // live and busy workers
 	desired  *metrics.GaugeVec   // the scaling hint
+	stalled  *metrics.GaugeVec   // queued jobs no live worker can take
 
 	mu       sync.Mutex
 	lostSeen int64                // the store's lost-lease count at the last sweep
 	depthSet map[[3]string]bool   // depth series ever set, zeroed when they drain
-	seenSet  map[string]time.Time // hosts ever reported
+	seenSet  map[string]time.Time // hosts with a last-seen series, as it stands
+	heard    map[string]time.Time // hosts with any series, last heard from (forgotten after workerForget)
 }
 
 func newFleetMetrics(r *metrics.Registry) *fleetMetrics {
@@ -34,8 +36,10 @@ func newFleetMetrics(r *metrics.Registry) *fleetMetrics {
 		lastSeen: r.Gauge("scanner_work_worker_last_seen_seconds", "Unix time a worker was last heard from, by host.", "worker"),
 		workers:  r.Gauge("scanner_work_workers", "Workers heard from within their liveness window (live), and of those the ones holding a lease (busy).", "state"),
 		desired:  r.Gauge("scanner_work_desired_workers", "Scaling hint: workers of the planned size that would hold every open job at once (0 when the queue is empty)."),
+		stalled:  r.Gauge("scanner_work_stalled_jobs", "Queued jobs that no live worker can take (no worker of their target and runtime: a rollout to another runtime, a fleet gone)."),
 		depthSet: map[[3]string]bool{},
 		seenSet:  map[string]time.Time{},
+		heard:    map[string]time.Time{},
 	}
 	m.lost.With().Add(0) // the series exists from the start, at 0
 	return m
@@ -43,7 +47,17 @@ func newFleetMetrics(r *metrics.Registry) *fleetMetrics {
 
 // result counts one recorded result.
 func (m *fleetMetrics) result(o store.JobOutcome) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	m.results.With(o.Result.Worker, string(o.Result.Status)).Inc()
+	m.hear(o.Result.Worker, o.Result.TestedAt)
+}
+
+// hear notes that host was heard from at t. m.mu is held.
+func (m *fleetMetrics) hear(host string, t time.Time) {
+	if h, ok := m.heard[host]; !ok || t.After(h) {
+		m.heard[host] = t
+	}
 }
 
 // stats takes a sweep's figures.
@@ -69,15 +83,31 @@ func (m *fleetMetrics) stats(st dispatch.Stats) {
 		m.depthSet[k] = true
 	}
 	for _, w := range st.Workers {
-		if t, ok := m.seenSet[w.Host]; !ok || w.LastSeen.After(t) {
+		m.hear(w.Host, w.LastSeen)
+		if t, ok := m.seenSet[w.Host]; (!ok || w.LastSeen.After(t)) && st.At.Sub(w.LastSeen) <= workerForget {
 			m.seenSet[w.Host] = w.LastSeen
 			m.lastSeen.With(w.Host).Set(float64(w.LastSeen.UnixNano()) / 1e9)
+		}
+	}
+	// Hosts gone for longer than workerForget (a rollout replaced them)
+	// leave the export, or it would grow with every host ever seen.
+	for host, t := range m.heard {
+		if st.At.Sub(t) > workerForget {
+			m.lastSeen.Forget("worker", host)
+			m.results.Forget("worker", host)
+			delete(m.seenSet, host)
+			delete(m.heard, host)
 		}
 	}
 	m.workers.With("live").Set(float64(st.Live))
 	m.workers.With("busy").Set(float64(st.Busy))
 	m.desired.With().Set(float64(st.Desired))
+	m.stalled.With().Set(float64(st.Stalled))
 }
+
+// workerForget is how long a worker host's series stay on /metrics after
+// it was last heard from.
+const workerForget = time.Hour
 
 // newDispatcher builds the work queue's dispatcher with its metrics.
 func (a *App) newDispatcher() *dispatch.Dispatcher {

@@ -2,6 +2,7 @@ package app
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -53,5 +54,48 @@ func TestFleetMetrics(t *testing.T) {
 	m.result(store.JobOutcome{Result: compat.Result{Worker: "tpu-0", Status: compat.StatusPass}})
 	if out = sweep(9); !strings.Contains(out, `scanner_work_results_total{worker="tpu-0",status="pass"} 1`) {
 		t.Errorf("results per worker missing:\n%s", out)
+	}
+}
+
+// TestFleetMetricsForgetGoneWorkers: /metrics does not grow with every
+// worker host ever seen (rollouts replace them all): the series of a host
+// not heard from for workerForget go, while a live one's stay.
+func TestFleetMetricsForgetGoneWorkers(t *testing.T) {
+	reg := metrics.NewRegistry()
+	m := newFleetMetrics(reg)
+	now := time.Unix(1_800_000_000, 0).UTC()
+	var workers []fleet.WorkerView
+	for i := range 50 {
+		workers = append(workers, fleet.WorkerView{Host: fmt.Sprintf("old-%d", i), LastSeen: now.Add(-workerForget - time.Minute)})
+		m.result(store.JobOutcome{Result: compat.Result{Worker: fmt.Sprintf("old-%d", i), Status: compat.StatusPass,
+			TestedAt: now.Add(-workerForget - time.Hour)}})
+	}
+	workers = append(workers, fleet.WorkerView{Host: "new-0", LastSeen: now.Add(-time.Minute)})
+	m.result(store.JobOutcome{Result: compat.Result{Worker: "new-0", Status: compat.StatusFail, TestedAt: now}})
+	// A host only a result named (a job that lost its last lease) is
+	// forgotten too.
+	m.result(store.JobOutcome{Result: compat.Result{Worker: "lost-0", Status: compat.StatusError, TestedAt: now.Add(-2 * workerForget)}})
+	m.stats(dispatch.Stats{At: now, Workers: workers, Stalled: 3})
+	var b bytes.Buffer
+	if err := reg.WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	if strings.Contains(out, `worker="old-`) || strings.Contains(out, `worker="lost-0"`) {
+		t.Errorf("series of hosts gone for over %v are still exported:\n%s", workerForget, out)
+	}
+	for _, want := range []string{`scanner_work_worker_last_seen_seconds{worker="new-0"}`,
+		`scanner_work_results_total{worker="new-0",status="fail"} 1`, `scanner_work_stalled_jobs 3`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("missing %s in\n%s", want, out)
+		}
+	}
+	// A host that went quiet is forgotten at a later sweep, even once it
+	// is no longer in the listing.
+	m.stats(dispatch.Stats{At: now.Add(workerForget + 2*time.Minute)})
+	b.Reset()
+	_ = reg.WriteText(&b)
+	if strings.Contains(b.String(), `worker="new-0"`) {
+		t.Errorf("new-0, silent for over %v, is still exported", workerForget)
 	}
 }

@@ -261,6 +261,17 @@ func (r Runtime) RetestKey() string {
 	return r.Torch + "|" + r.TorchTPU + "|" + r.Transformers + "|" + r.Harness
 }
 
+// RuntimeOfKey is the runtime a RetestKey names (its versions only: the device
+// and the other fields are not in the key); false for a string that is not
+// a key. Versions never hold "|" (Runtime.Validate), so this reverses Key.
+func RuntimeOfKey(key string) (Runtime, bool) {
+	f := strings.Split(key, "|")
+	if len(f) != 4 {
+		return Runtime{}, false
+	}
+	return Runtime{Torch: f[0], TorchTPU: f[1], Transformers: f[2], Harness: f[3]}, true
+}
+
 // Metrics are the measurements of a probe. Every field is nil unless it was
 // really measured.
 type Metrics struct {
@@ -354,6 +365,11 @@ type Result struct {
 	// otherwise, or when a sharded probe ended before it said).
 	DevicesUsed int       `json:"devices_used"`
 	Sharding    *Sharding `json:"sharding"`
+	// WorkerTestedAt is the time the worker's own clock gave the result
+	// (its probe's start) under --dispatch workers; TestedAt is then when
+	// the server received it, so that no worker's clock orders results.
+	// Nil for a probe of the scanner's own process.
+	WorkerTestedAt *time.Time `json:"worker_tested_at,omitempty"`
 	// KnownIssue is where the operator tracks the result's signature
 	// (--known-issues); nil when untracked. Never stored: the web layer
 	// sets it as it serves the result.

@@ -87,6 +87,11 @@ type Config struct {
 	Dispatch    string        // "local" (this process probes) or "workers"
 	LeaseTTL    time.Duration // a lease not renewed within it goes back to the queue
 	WorkerToken string        // SCANNER_WORKER_TOKEN: the work routes' token
+	// WorkerWait is how long a scan waits for a live worker that can take
+	// its jobs: at its start (else it fails and is retried), and whenever
+	// its queued jobs match none (a rollout: then they are re-planned for
+	// the runtime the fleet runs, or the scan ends).
+	WorkerWait time.Duration
 
 	// TrustedProxies are the addresses (IPs or CIDRs) whose X-Forwarded-*
 	// headers are believed; from anyone else the connection decides the
@@ -163,6 +168,7 @@ func Defaults() Config {
 		LeaseTTL:     fleet.DefaultLeaseTTL,
 		RequestRate:  DefaultRequestRate,
 		RequestQueue: DefaultRequestQueue,
+		WorkerWait:   10 * time.Minute,
 	}
 }
 
@@ -246,6 +252,7 @@ func Parse(cmd Command, args []string, env Env, out io.Writer) (Config, []string
 		fs.StringVar(&c.Dispatch, "dispatch", c.Dispatch, "who probes: local (this process) or workers (scanner worker processes lease the probes) [SCANNER_DISPATCH]")
 		fs.DurationVar(&c.LeaseTTL, "lease-ttl", c.LeaseTTL, "a worker's lease not renewed by a heartbeat within this goes back to the queue")
 		c.watchFlags(fs)
+		fs.DurationVar(&c.WorkerWait, "worker-wait", c.WorkerWait, "how long a scan waits for a live worker that can take its jobs (at its start; after a rollout, before it re-plans them for the fleet's new runtime)")
 	case CmdWorker:
 		c.Addr = "" // a worker listens only when asked (for its /healthz)
 		fs.StringVar(&c.LogFormat, "log-format", c.LogFormat, "log format: text or json")
@@ -419,6 +426,9 @@ func (c *Config) validateFleet(cmd Command) []error {
 		}
 		if c.LeaseTTL < fleet.MinLeaseTTL {
 			errs = append(errs, fmt.Errorf("--lease-ttl %v: want at least %v", c.LeaseTTL, fleet.MinLeaseTTL))
+		}
+		if c.WorkerWait <= 0 {
+			errs = append(errs, fmt.Errorf("--worker-wait %v: want a positive duration", c.WorkerWait))
 		}
 		return errs
 	}

@@ -21,14 +21,14 @@ func TestParseFleet(t *testing.T) {
 	}{
 		{name: "serve dispatches locally by default", cmd: CmdServe, env: map[string]string{"HOME": "/h"},
 			check: func(t *testing.T, c Config) {
-				if c.Dispatch != DispatchLocal || c.LeaseTTL != 2*time.Minute || c.WorkerToken != "" {
+				if c.Dispatch != DispatchLocal || c.LeaseTTL != 2*time.Minute || c.WorkerToken != "" || c.WorkerWait != 10*time.Minute {
 					t.Errorf("%+v", c)
 				}
 			}},
-		{name: "serve for workers", cmd: CmdServe, args: []string{"--dispatch", "workers", "--lease-ttl", "30s"},
+		{name: "serve for workers", cmd: CmdServe, args: []string{"--dispatch", "workers", "--lease-ttl", "30s", "--worker-wait", "3m"},
 			env: map[string]string{"HOME": "/h", "SCANNER_WORKER_TOKEN": " wt "},
 			check: func(t *testing.T, c Config) {
-				if c.Dispatch != DispatchWorkers || c.LeaseTTL != 30*time.Second || c.WorkerToken != "wt" {
+				if c.Dispatch != DispatchWorkers || c.LeaseTTL != 30*time.Second || c.WorkerToken != "wt" || c.WorkerWait != 3*time.Minute {
 					t.Errorf("%+v", c)
 				}
 			}},
@@ -41,6 +41,7 @@ func TestParseFleet(t *testing.T) {
 		{name: "workers without their token", cmd: CmdServe, args: []string{"--dispatch", "workers"}, wantErr: "SCANNER_WORKER_TOKEN"},
 		{name: "unknown dispatch", cmd: CmdServe, args: []string{"--dispatch", "cloud"}, wantErr: "--dispatch"},
 		{name: "lease ttl too short", cmd: CmdServe, args: []string{"--lease-ttl", "1s"}, wantErr: "--lease-ttl"},
+		{name: "no worker wait", cmd: CmdServe, args: []string{"--worker-wait", "0s"}, wantErr: "--worker-wait"},
 		{name: "worker", cmd: CmdWorker, env: worker,
 			args: []string{"--devices", "8", "--target", "tpu", "--timeout", "5m", "--probe-grace", "30s", "--cache-dir", "/c", "--addr", ":8081", "--python", "/py"},
 			check: func(t *testing.T, c Config) {

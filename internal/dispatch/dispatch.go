@@ -1,9 +1,11 @@
 // Package dispatch is the server's side of the worker fleet (`scanner serve
 // --dispatch workers`): it answers the /api/v1/work/… requests (register,
-// lease with a long poll, heartbeat, result, release) from the durable
-// queue in the store, takes expired leases back on a timer, tells a scan
-// which runtime its workers run and when its queue is drained, and keeps
-// the fleet's figures for /metrics, /api/v1/workers and the site's notice.
+// lease with a long poll, heartbeat, result, release, leave) from the
+// durable queue in the store, wakes only the long polls a change of the
+// queue concerns, takes expired leases back on a timer, tells a scan which
+// runtime its workers run, when its queue is drained and when no live
+// worker can take it (a rollout), and keeps the fleet's figures for
+// /metrics, /api/v1/workers and the site's notice.
 //
 // The store decides nothing: every job transition is one of internal/fleet's
 // pure functions, applied in one transaction.
@@ -14,10 +16,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
 	"time"
-	"unicode"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/internal/fleet"
@@ -30,14 +30,18 @@ type Store interface {
 	SeeWorker(ctx context.Context, w fleet.Worker, now time.Time) error
 	Workers(ctx context.Context, limit int) ([]store.WorkerRecord, error)
 	EnqueueJobs(ctx context.Context, scanID int64, jobs []store.NewJob) error
-	LeaseJobs(ctx context.Context, w fleet.Worker, max int, now time.Time, ttl time.Duration) ([]fleet.Lease, error)
-	RenewLeases(ctx context.Context, workerID string, ids []string, now time.Time, ttl time.Duration) (renewed, lost []string, err error)
+	LeaseJobs(ctx context.Context, w fleet.Worker, max int, now time.Time, ttl time.Duration) ([]fleet.Lease, []fleet.QueueKey, error)
+	RenewLeases(ctx context.Context, workerID string, ids []string, now time.Time, ttl time.Duration) (renewed, lost []string, requeued []fleet.QueueKey, err error)
 	CompleteJob(ctx context.Context, req fleet.ResultRequest, now time.Time) (store.JobOutcome, error)
-	ReleaseJob(ctx context.Context, workerID, leaseID string, now time.Time) error
+	ReleaseJob(ctx context.Context, workerID, leaseID string, now time.Time) (fleet.QueueKey, error)
 	ExpireLeases(ctx context.Context, now time.Time) (store.Expired, error)
 	ScanJobs(ctx context.Context, scanID int64) (store.JobCounts, error)
 	QueueStats(ctx context.Context) (store.QueueStats, error)
-	CancelJobs(ctx context.Context, scanID int64) (int, error)
+	WithdrawJobs(ctx context.Context, scanID int64) (int, error)
+	ScanQueueKeys(ctx context.Context, scanID int64) ([]fleet.QueueKey, error)
+	SetScanStall(ctx context.Context, scanID int64, since *time.Time, note string) error
+	ReplanJobs(ctx context.Context, scanID int64, target compat.Target, rt compat.Runtime, budget int64, note string) (int, error)
+	LeaveWorker(ctx context.Context, id string, now time.Time) error
 }
 
 var _ Store = (*store.SQLite)(nil)
@@ -73,11 +77,23 @@ type Dispatcher struct {
 	hooks Hooks
 	now   func() time.Time
 
-	mu      sync.Mutex
-	changed chan struct{} // closed (and replaced) at every change of the queue or fleet
+	mu sync.Mutex
+	// changed is closed (and replaced) at every change of the queue or
+	// fleet, for the few that wait on any (a scan's Wait, Group).
+	changed chan struct{}
+	// pollers are the long polls waiting for a job: a change of the queue
+	// wakes only those that could take it (wake).
+	pollers map[*poller]struct{}
 	closed  chan struct{}
 	stats   Stats
 	once    sync.Once
+}
+
+// poller is one long poll waiting for jobs.
+type poller struct {
+	w    fleet.Worker
+	free int           // jobs it asks for
+	wake chan struct{} // one buffered wake-up
 }
 
 // New returns a dispatcher over st.
@@ -92,7 +108,7 @@ func New(st Store, cfg Config) *Dispatcher {
 		cfg.Now = time.Now
 	}
 	return &Dispatcher{st: st, ttl: cfg.LeaseTTL, log: cfg.Logger, hooks: cfg.Hooks, now: cfg.Now,
-		changed: make(chan struct{}), closed: make(chan struct{})}
+		changed: make(chan struct{}), closed: make(chan struct{}), pollers: map[*poller]struct{}{}}
 }
 
 // LeaseTTL is the lease time to live.
@@ -110,6 +126,38 @@ func (d *Dispatcher) notify() {
 	d.mu.Unlock()
 }
 
+// wake wakes the long polls that could take a queued job of one of keys
+// (fleet.CanTake), and no other: a hundred idle workers of another runtime,
+// or with no room, sleep through it.
+func (d *Dispatcher) wake(keys ...fleet.QueueKey) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for p := range d.pollers {
+		for _, k := range keys {
+			if fleet.CanTake(k, p.w, p.free) {
+				select {
+				case p.wake <- struct{}{}:
+				default: // already woken
+				}
+				break
+			}
+		}
+	}
+}
+
+// addPoller registers a long poll until the returned func is called.
+func (d *Dispatcher) addPoller(w fleet.Worker, free int) (*poller, func()) {
+	p := &poller{w: w, free: free, wake: make(chan struct{}, 1)}
+	d.mu.Lock()
+	d.pollers[p] = struct{}{}
+	d.mu.Unlock()
+	return p, func() {
+		d.mu.Lock()
+		delete(d.pollers, p)
+		d.mu.Unlock()
+	}
+}
+
 // watch returns the channel the next change closes.
 func (d *Dispatcher) watch() <-chan struct{} {
 	d.mu.Lock()
@@ -117,28 +165,42 @@ func (d *Dispatcher) watch() <-chan struct{} {
 	return d.changed
 }
 
-// checkWorker refuses what no worker of ours sends.
+// checkWorker refuses what no worker of ours sends. Every string a worker
+// supplies is capped and free of control characters (compat.CheckLabel, the
+// rule for strings from outside), its runtime checked as a result's is
+// (compat.Runtime.Validate): the fleet listing, /metrics and runtime keys
+// stay small and safe to show.
 func checkWorker(w fleet.Worker) error {
-	bad := func(format string, a ...any) error {
-		return fmt.Errorf("%w: %s", ErrBadRequest, fmt.Sprintf(format, a...))
-	}
+	bad := func(err error) error { return fmt.Errorf("%w: worker %v", ErrBadRequest, err) }
 	switch {
-	case !printable(w.ID, 160) || !printable(w.Host, 253):
-		return bad("worker id and host: 1 to 160 and 253 printable characters")
-	case w.Devices < 1 || w.Devices > 64:
-		return bad("devices %d: want 1 to 64", w.Devices)
-	case !printable(w.Version, 200) && w.Version != "":
-		return bad("version")
+	case w.ID == "" || w.Host == "":
+		return fmt.Errorf("%w: a worker needs an id and a host", ErrBadRequest)
+	case w.Devices < 1 || w.Devices > maxDevices:
+		return fmt.Errorf("%w: devices %d: want 1 to %d", ErrBadRequest, w.Devices, maxDevices)
+	}
+	for _, f := range []struct {
+		field, s string
+		max      int
+	}{{"id", w.ID, maxWorkerID}, {"host", w.Host, compat.MaxHostBytes}, {"version", w.Version, compat.MaxVersionBytes}} {
+		if err := compat.CheckLabel(f.field, f.s, f.max); err != nil {
+			return bad(err)
+		}
+	}
+	if err := w.Runtime.Validate(); err != nil {
+		return bad(err)
 	}
 	if _, err := compat.ParseResultTarget(string(w.Target)); err != nil {
-		return bad("%v", err)
+		return fmt.Errorf("%w: %v", ErrBadRequest, err)
 	}
 	return nil
 }
 
-func printable(s string, maxLen int) bool {
-	return s != "" && len(s) <= maxLen && strings.IndexFunc(s, func(r rune) bool { return !unicode.IsPrint(r) }) < 0
-}
+// Caps of what a worker says about itself.
+const (
+	maxWorkerID = 160 // a host name and a random suffix
+	maxDevices  = 64
+	maxReason   = 200 // why a lease is given back, logged
+)
 
 // Register records a worker and tells it the timing.
 func (d *Dispatcher) Register(ctx context.Context, w fleet.Worker) (fleet.RegisterResponse, error) {
@@ -167,16 +229,22 @@ func (d *Dispatcher) Lease(ctx context.Context, req fleet.LeaseRequest) (fleet.L
 	wait := min(max(time.Duration(req.WaitS*float64(time.Second)), 0), fleet.MaxWait)
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
+	// Registered before the first query, so that no wake-up is missed.
+	p, done := d.addPoller(req.Worker, req.Max)
+	defer done()
 	for {
-		changed := d.watch()
 		select {
 		case <-d.closed:
 			return fleet.LeaseResponse{}, ErrClosed
 		default:
 		}
-		leases, err := d.st.LeaseJobs(ctx, req.Worker, req.Max, d.now(), d.ttl)
+		leases, requeued, err := d.st.LeaseJobs(ctx, req.Worker, req.Max, d.now(), d.ttl)
 		if err != nil {
 			return fleet.LeaseResponse{}, err
+		}
+		if len(requeued) > 0 {
+			d.notify()
+			d.wake(requeued...)
 		}
 		if len(leases) > 0 {
 			for _, l := range leases {
@@ -187,7 +255,7 @@ func (d *Dispatcher) Lease(ctx context.Context, req fleet.LeaseRequest) (fleet.L
 			return fleet.LeaseResponse{Leases: leases}, nil
 		}
 		select {
-		case <-changed:
+		case <-p.wake:
 		case <-timer.C:
 			return fleet.LeaseResponse{Leases: []fleet.Lease{}}, nil
 		case <-ctx.Done():
@@ -200,13 +268,17 @@ func (d *Dispatcher) Lease(ctx context.Context, req fleet.LeaseRequest) (fleet.L
 
 // Heartbeat renews a worker's leases and says which are lost.
 func (d *Dispatcher) Heartbeat(ctx context.Context, req fleet.HeartbeatRequest) (fleet.HeartbeatResponse, error) {
-	if !printable(req.WorkerID, 160) || len(req.Leases) > 64 {
+	if req.WorkerID == "" || compat.CheckLabel("worker_id", req.WorkerID, maxWorkerID) != nil || len(req.Leases) > maxDevices {
 		return fleet.HeartbeatResponse{}, fmt.Errorf("%w: heartbeat of %q with %d leases", ErrBadRequest, req.WorkerID, len(req.Leases))
 	}
 	now := d.now()
-	renewed, lost, err := d.st.RenewLeases(ctx, req.WorkerID, req.Leases, now, d.ttl)
+	renewed, lost, requeued, err := d.st.RenewLeases(ctx, req.WorkerID, req.Leases, now, d.ttl)
 	if err != nil {
 		return fleet.HeartbeatResponse{}, err
+	}
+	if len(requeued) > 0 {
+		d.notify()
+		d.wake(requeued...)
 	}
 	if len(lost) > 0 {
 		d.log.Warn("heartbeat for lost leases", "worker_id", req.WorkerID, "lost", len(lost))
@@ -241,12 +313,34 @@ func (d *Dispatcher) Result(ctx context.Context, req fleet.ResultRequest) error 
 	return nil
 }
 
+// Leave records that a worker is leaving (it stopped: a rollout, a
+// preemption): it is not live from now on. Its error wraps ErrBadRequest
+// for a worker id no worker sends, store.ErrNotFound for an unknown one.
+func (d *Dispatcher) Leave(ctx context.Context, req fleet.LeaveRequest) error {
+	if req.WorkerID == "" || compat.CheckLabel("worker_id", req.WorkerID, maxWorkerID) != nil {
+		return fmt.Errorf("%w: leave of worker %q", ErrBadRequest, req.WorkerID)
+	}
+	if err := d.st.LeaveWorker(ctx, req.WorkerID, d.now()); err != nil {
+		return err
+	}
+	d.log.Info("worker left", "worker_id", req.WorkerID)
+	d.notify()
+	return nil
+}
+
 // Release gives a lease back (the worker is stopping).
 func (d *Dispatcher) Release(ctx context.Context, req fleet.ReleaseRequest) error {
-	if err := d.st.ReleaseJob(ctx, req.WorkerID, req.LeaseID, d.now()); err != nil {
+	if err := compat.CheckLabel("reason", req.Reason, maxReason); err != nil {
+		return fmt.Errorf("%w: release: %v", ErrBadRequest, err)
+	}
+	key, err := d.st.ReleaseJob(ctx, req.WorkerID, req.LeaseID, d.now())
+	if err != nil {
 		return err
 	}
 	d.log.Info("lease given back", "worker_id", req.WorkerID, "reason", req.Reason)
 	d.notify()
+	if key != (fleet.QueueKey{}) { // else its scan ended: the job was cancelled
+		d.wake(key)
+	}
 	return nil
 }

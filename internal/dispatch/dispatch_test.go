@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -141,7 +142,7 @@ func TestTheSweeperTakesLostLeasesBack(t *testing.T) {
 			t.Fatalf("lease %d: %+v %v", i, resp, err)
 		}
 	}
-	if err := f.d.Wait(ctx, f.scanID, nil); err != nil {
+	if err := f.d.Wait(ctx, f.scanID, time.Minute, nil); err != nil {
 		t.Fatal(err)
 	}
 	c, _ := f.st.ScanJobs(ctx, f.scanID)
@@ -169,7 +170,7 @@ func TestResultsDrainTheScan(t *testing.T) {
 	var mu sync.Mutex
 	waited := make(chan error, 1)
 	go func() {
-		waited <- f.d.Wait(ctx, f.scanID, func(c store.JobCounts) { mu.Lock(); seen = append(seen, c); mu.Unlock() })
+		waited <- f.d.Wait(ctx, f.scanID, time.Minute, func(c store.JobCounts) { mu.Lock(); seen = append(seen, c); mu.Unlock() })
 	}()
 	a := worker("a", 3)
 	resp, err := f.d.Lease(ctx, fleet.LeaseRequest{Worker: a, Max: 3, WaitS: 1})
@@ -240,6 +241,14 @@ func TestBadRequestsAreRefused(t *testing.T) {
 		"no devices":      {ID: "x", Host: "h", Target: "cpu"},
 		"control chars":   {ID: "x\n", Host: "h", Target: "cpu", Devices: 1},
 		"too many device": {ID: "x", Host: "h", Target: "cpu", Devices: 65},
+		// Every string a worker supplies is capped and checked like a
+		// Hub's: its runtime by the result's own rule.
+		"1 MB device name": {ID: "x", Host: "h", Target: "cpu", Devices: 1, Runtime: compat.Runtime{Device: strings.Repeat("d", 1<<20)}},
+		"ESC in torch":     {ID: "x", Host: "h", Target: "cpu", Devices: 1, Runtime: compat.Runtime{Torch: "2.15\x1b[2J"}},
+		"long harness":     {ID: "x", Host: "h", Target: "cpu", Devices: 1, Runtime: compat.Runtime{Harness: strings.Repeat("h", 4096)}},
+		"bidi host":        {ID: "x", Host: "h\u202e", Target: "cpu", Devices: 1},
+		"C1 in version":    {ID: "x", Host: "h", Target: "cpu", Devices: 1, Version: "v\u0085"},
+		"long id":          {ID: strings.Repeat("i", 161), Host: "h", Target: "cpu", Devices: 1},
 	} {
 		if _, err := f.d.Register(ctx, w); !errors.Is(err, ErrBadRequest) {
 			t.Errorf("%s: register %v", name, err)
@@ -254,8 +263,11 @@ func TestBadRequestsAreRefused(t *testing.T) {
 	if _, err := f.d.Heartbeat(ctx, fleet.HeartbeatRequest{WorkerID: ""}); !errors.Is(err, ErrBadRequest) {
 		t.Errorf("heartbeat without a worker: %v", err)
 	}
+	if err := f.d.Release(ctx, fleet.ReleaseRequest{WorkerID: "a", LeaseID: "x", Reason: strings.Repeat("r", 1<<20)}); !errors.Is(err, ErrBadRequest) {
+		t.Errorf("a release with a 1 MB reason: %v", err)
+	}
 	ws, _ := f.st.Workers(ctx, 0)
 	if len(ws) != 0 {
-		t.Errorf("a refused worker was recorded: %+v", ws)
+		t.Errorf("%d refused workers were recorded (%s first)", len(ws), ws[0].ID)
 	}
 }

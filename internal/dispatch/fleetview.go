@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
@@ -21,6 +23,9 @@ type Stats struct {
 	// Desired is the scaling hint (fleet.DesiredWorkers): workers of the
 	// planned group's size that would hold every open job at once.
 	Desired int
+	// Stalled is the queued jobs no live worker can take (fleet.Unserved):
+	// a rollout to another runtime, a fleet gone.
+	Stalled int
 }
 
 // maxWorkers bounds the fleet listing.
@@ -45,9 +50,15 @@ func (d *Dispatcher) Stats(ctx context.Context) (Stats, error) {
 	}
 	st := Stats{At: now, Queue: q, Workers: make([]fleet.WorkerView, 0, len(recs))}
 	perWorker := 1
-	for _, r := range recs {
+	seen := fleetOf(recs)
+	for _, o := range q.Open {
+		if o.Queued > 0 && len(fleet.Unserved([]fleet.QueueKey{{Target: o.Target, RuntimeKey: o.RuntimeKey}}, seen, now, d.ttl)) > 0 {
+			st.Stalled += o.Queued
+		}
+	}
+	for i, r := range recs {
 		v := fleet.WorkerView{ID: r.ID, Host: r.Host, Target: r.Target, Device: r.Runtime.Device, Devices: r.Devices,
-			Runtime: r.Runtime, LastSeen: r.LastSeen, Live: fleet.Live(r.LastSeen, now, d.ttl), Busy: r.Busy,
+			Runtime: r.Runtime, LastSeen: r.LastSeen, Live: seen[i].LiveAt(now, d.ttl), Busy: r.Busy,
 			JobsDone: r.JobsDone, Planned: planned[string(r.Target)+"|"+r.Runtime.RetestKey()]}
 		if v.Live {
 			st.Live++
@@ -113,6 +124,7 @@ func (d *Dispatcher) sweep(ctx context.Context) {
 			}
 		}
 		d.notify()
+		d.wake(exp.Keys...)
 	}
 	st, err := d.Stats(ctx)
 	if err != nil {
@@ -144,11 +156,7 @@ func (d *Dispatcher) Group(ctx context.Context, target compat.Target, wait time.
 		if err != nil {
 			return fleet.Group{}, nil, err
 		}
-		seen := make([]fleet.Seen, 0, len(recs))
-		for _, r := range recs {
-			seen = append(seen, fleet.Seen{Worker: r.Worker, LastSeen: r.LastSeen})
-		}
-		g, others, err := fleet.PlanGroup(seen, target, d.now(), d.ttl)
+		g, others, err := fleet.PlanGroup(fleetOf(recs), target, d.now(), d.ttl)
 		if !errors.Is(err, fleet.ErrNoWorkers) {
 			return g, others, err
 		}
@@ -163,6 +171,15 @@ func (d *Dispatcher) Group(ctx context.Context, target compat.Target, wait time.
 	}
 }
 
+// fleetOf is the workers as the fleet's decisions see them.
+func fleetOf(recs []store.WorkerRecord) []fleet.Seen {
+	seen := make([]fleet.Seen, 0, len(recs))
+	for _, r := range recs {
+		seen = append(seen, fleet.Seen{Worker: r.Worker, LastSeen: r.LastSeen, Left: r.Left})
+	}
+	return seen
+}
+
 // Enqueue queues a scan's jobs and wakes the workers waiting for work.
 func (d *Dispatcher) Enqueue(ctx context.Context, scanID int64, jobs []store.NewJob) error {
 	if len(jobs) == 0 {
@@ -172,16 +189,28 @@ func (d *Dispatcher) Enqueue(ctx context.Context, scanID int64, jobs []store.New
 		return err
 	}
 	d.notify()
+	var keys []fleet.QueueKey
+	for _, j := range jobs {
+		if k := j.Job.Key(j.RuntimeKey); !slices.Contains(keys, k) {
+			keys = append(keys, k)
+		}
+	}
+	d.wake(keys...)
 	return nil
 }
 
 // Wait returns when scan scanID has no open job, calling progress with
 // its counts whenever they may have changed; ctx's error when it ends
-// first (the jobs stay queued).
-func (d *Dispatcher) Wait(ctx context.Context, scanID int64, progress func(store.JobCounts)) error {
+// first (the jobs stay queued). While no live worker can take its queued
+// jobs (fleet.Unserved: a rollout to another runtime, a fleet gone) the
+// scan is stalled: Wait logs it, records it on the scan (stalled_since,
+// fleet_note) and, once it lasted longer than bound, returns an error
+// wrapping fleet.ErrStalled for the scan to re-plan or end.
+func (d *Dispatcher) Wait(ctx context.Context, scanID int64, bound time.Duration, progress func(store.JobCounts)) error {
 	poll := time.NewTicker(2 * time.Second)
 	defer poll.Stop()
 	var last store.JobCounts
+	var stalled *time.Time
 	for first := true; ; first = false {
 		changed := d.watch()
 		c, err := d.st.ScanJobs(ctx, scanID)
@@ -193,7 +222,10 @@ func (d *Dispatcher) Wait(ctx context.Context, scanID int64, progress func(store
 		}
 		last = c
 		if c.Open() == 0 {
-			return nil
+			return d.clearStall(ctx, scanID, stalled)
+		}
+		if stalled, err = d.checkStall(ctx, scanID, stalled, bound); err != nil {
+			return err
 		}
 		select {
 		case <-changed:
@@ -204,9 +236,79 @@ func (d *Dispatcher) Wait(ctx context.Context, scanID int64, progress func(store
 	}
 }
 
-// Cancel ends a scan's open jobs without results.
-func (d *Dispatcher) Cancel(ctx context.Context, scanID int64) (int, error) {
-	n, err := d.st.CancelJobs(ctx, scanID)
+// checkStall updates scan scanID's stall, stalled since *since (nil: not
+// stalled), and returns it; the error wraps fleet.ErrStalled once the
+// stall lasted longer than bound.
+func (d *Dispatcher) checkStall(ctx context.Context, scanID int64, since *time.Time, bound time.Duration) (*time.Time, error) {
+	keys, err := d.st.ScanQueueKeys(ctx, scanID)
+	if err != nil {
+		return since, err
+	}
+	var unserved []fleet.QueueKey
+	if len(keys) > 0 {
+		recs, err := d.st.Workers(ctx, maxWorkers)
+		if err != nil {
+			return since, err
+		}
+		unserved = fleet.Unserved(keys, fleetOf(recs), d.now(), d.ttl)
+	}
+	if len(unserved) == 0 {
+		return nil, d.clearStall(ctx, scanID, since)
+	}
+	now := d.now()
+	if since == nil {
+		since = &now
+		note := fmt.Sprintf("no live worker runs %s; waiting up to %v for one (then the jobs are re-planned for the runtime the fleet runs)",
+			keyList(unserved), bound)
+		d.log.Warn("no live worker can take the scan's queued jobs", "scan_id", scanID, "needs", keyList(unserved),
+			"waiting", bound.String())
+		if err := d.st.SetScanStall(ctx, scanID, since, note); err != nil {
+			return since, err
+		}
+	}
+	if now.Sub(*since) > bound {
+		return since, fmt.Errorf("dispatch: scan %d: %w: none runs %s since %s (%v)", scanID, fleet.ErrStalled,
+			keyList(unserved), since.UTC().Format(time.RFC3339), bound)
+	}
+	return since, nil
+}
+
+// clearStall clears a stall recorded on the scan (since is not nil).
+func (d *Dispatcher) clearStall(ctx context.Context, scanID int64, since *time.Time) error {
+	if since == nil {
+		return nil
+	}
+	d.log.Info("the scan's queued jobs have a live worker again", "scan_id", scanID)
+	return d.st.SetScanStall(ctx, scanID, nil, "")
+}
+
+// keyList names queue keys for people: "cpu runtime 2.15.0|…".
+func keyList(keys []fleet.QueueKey) string {
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		parts = append(parts, string(k.Target)+" runtime "+k.RuntimeKey)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// Replan moves scan scanID's queued jobs that no worker can take to the
+// group the fleet runs now (its runtime, and budget for their memory),
+// records note on the scan, and wakes that group's long polls. It returns
+// how many jobs moved.
+func (d *Dispatcher) Replan(ctx context.Context, scanID int64, g fleet.Group, budget int64, note string) (int, error) {
+	n, err := d.st.ReplanJobs(ctx, scanID, g.Target, g.Runtime, budget, note)
+	if err != nil {
+		return 0, err
+	}
+	d.notify()
+	d.wake(fleet.QueueKey{Target: g.Target, RuntimeKey: g.RuntimeKey})
+	return n, nil
+}
+
+// Withdraw ends a scan's queued jobs without results (the scan ended
+// before its queue drained); its leased jobs may still finish.
+func (d *Dispatcher) Withdraw(ctx context.Context, scanID int64) (int, error) {
+	n, err := d.st.WithdrawJobs(ctx, scanID)
 	if err == nil && n > 0 {
 		d.notify()
 	}

@@ -14,6 +14,9 @@ import (
 type Seen struct {
 	Worker
 	LastSeen time.Time
+	// Left is when it said it was leaving (SIGTERM: a rollout, a
+	// preemption); zero while it works.
+	Left time.Time
 }
 
 // Live reports whether a worker last seen at lastSeen still counts at now:
@@ -22,6 +25,28 @@ type Seen struct {
 // and two long polls means it is gone.
 func Live(lastSeen, now time.Time, ttl time.Duration) bool {
 	return now.Sub(lastSeen) <= max(ttl, 2*MaxWait)
+}
+
+// LiveAt reports whether the worker counts at now: it did not say it was
+// leaving, and it was heard from lately (Live).
+func (s Seen) LiveAt(now time.Time, ttl time.Duration) bool {
+	return s.Left.IsZero() && Live(s.LastSeen, now, ttl)
+}
+
+// Unserved returns the keys of queued jobs (each once, in order) that no
+// live worker of fleet can take at now (CanTake): what a rollout to
+// another runtime, or a fleet gone, leaves waiting.
+func Unserved(keys []QueueKey, fleet []Seen, now time.Time, ttl time.Duration) []QueueKey {
+	var out []QueueKey
+	for _, k := range keys {
+		if slices.Contains(out, k) || slices.ContainsFunc(fleet, func(s Seen) bool {
+			return s.LiveAt(now, ttl) && CanTake(k, s.Worker, max(s.Devices, 1))
+		}) {
+			continue
+		}
+		out = append(out, k)
+	}
+	return out
 }
 
 // HeartbeatInterval is how often a worker renews its leases: four chances
@@ -48,6 +73,10 @@ type Group struct {
 // ErrNoWorkers: no live worker can run a scan of the requested target.
 var ErrNoWorkers = errors.New("no live worker for this target")
 
+// ErrStalled: a scan's queued jobs matched no live worker (Unserved) for
+// longer than the scan waits for one.
+var ErrStalled = errors.New("no live worker could take the scan's queued jobs")
+
 // PlanGroup chooses the runtime a scan plans against: among the live
 // workers of the requested target (auto: tpu workers when any is live,
 // else cpu), the group of one target and runtime key with the most
@@ -59,7 +88,7 @@ func PlanGroup(fleet []Seen, target compat.Target, now time.Time, ttl time.Durat
 	var order []string
 	newest := map[string]time.Time{}
 	for _, w := range fleet {
-		if _, err := compat.ParseResultTarget(string(w.Target)); err != nil || !Live(w.LastSeen, now, ttl) {
+		if _, err := compat.ParseResultTarget(string(w.Target)); err != nil || !w.LiveAt(now, ttl) {
 			continue
 		}
 		key := string(w.Target) + "|" + w.Runtime.RetestKey()
@@ -108,13 +137,35 @@ func Matches(jobTarget compat.Target, jobRuntimeKey string, w Worker) bool {
 	return jobTarget == w.Target && jobRuntimeKey == w.Runtime.RetestKey()
 }
 
-// Holds is the one rule of whether worker w can hold job, queued under
-// runtimeKey: it Matches, and w has at least the devices the job is
+// QueueKey is what a queued job asks of the worker that takes it: its
+// target, its runtime, and the devices it is sharded over (Job.Chips; 0
+// reads as one). Holds is the one place that judges it.
+type QueueKey struct {
+	Target     compat.Target
+	RuntimeKey string
+	Chips      int
+}
+
+// Key is the queue key of job, queued under runtimeKey.
+func (j Job) Key(runtimeKey string) QueueKey {
+	return QueueKey{Target: j.Target, RuntimeKey: runtimeKey, Chips: j.Chips()}
+}
+
+// Holds is the one rule of whether worker w can hold a job of k: it
+// Matches (target and runtime), and w has at least the devices the job is
 // sharded over. The store's lease query filters by the same columns
-// (target, runtime_key, devices); whoever wakes waiting workers for a job
-// asks Holds too.
-func Holds(job Job, runtimeKey string, w Worker) bool {
-	return Matches(job.Target, runtimeKey, w) && job.Chips() <= max(w.Devices, 1)
+// (target, runtime_key, devices), and asserts Holds on what it grants;
+// CanTake (which long polls a change of the queue wakes) and Unserved (what
+// no live worker can take) ask it too.
+func Holds(k QueueKey, w Worker) bool {
+	return Matches(k.Target, k.RuntimeKey, w) && max(k.Chips, 1) <= max(w.Devices, 1)
+}
+
+// CanTake reports whether a worker polling with free of its devices free
+// could take a queued job of k: it Holds it, and has a device free (a
+// sharded job waits on a worker for the rest of its devices: Pick).
+func CanTake(k QueueKey, w Worker, free int) bool {
+	return free > 0 && Holds(k, w)
 }
 
 // Pick chooses which of a worker's candidate jobs (in queue order, each
@@ -145,27 +196,36 @@ func Pick(chips []int, free int) []int {
 var ErrBadResult = errors.New("invalid result")
 
 // CheckResult decides whether a posted result may be recorded for job
-// (leased under runtimeKey): a valid result (compat.Result.Validate), for
-// the job's model, revision, target and runtime. It does not judge the
-// lease (Complete does).
-func CheckResult(job Job, runtimeKey string, req ResultRequest) error {
+// (leased under runtimeKey) at now, the server's time: a valid result
+// (compat.Result.Validate: the vocabulary, every label and figure), the
+// job's model, revision, target and runtime (whatever its status: an
+// error's runtime too), a tested_at from the worker's clock within
+// ClockWindow, and "flaky" only where there is a status to keep. It does
+// not judge the lease (Complete does).
+func CheckResult(job Job, runtimeKey string, req ResultRequest, now time.Time) error {
 	res := req.Result
 	bad := func(format string, a ...any) error {
 		return fmt.Errorf("fleet: %w: %s", ErrBadResult, fmt.Sprintf(format, a...))
 	}
+	if req.ModelID != job.ModelID || compat.ValidateModelID(req.ModelID) != nil {
+		return bad("names model %q, the lease is for %q", clip(req.ModelID), job.ModelID)
+	}
 	if err := res.Validate(); err != nil {
 		return bad("%v", err)
 	}
+	from, to := ClockWindow(job, now)
 	switch {
-	case req.ModelID != job.ModelID || compat.ValidateModelID(req.ModelID) != nil:
-		return bad("names model %q, the lease is for %q", req.ModelID, job.ModelID)
 	case job.Target.Admits(res.Target) != nil:
 		return bad("target %q, the job runs on %q", res.Target, job.Target)
 	case res.Revision != job.Revision:
 		return bad("revision %q, the job is %q", res.Revision, job.Revision)
-	case res.Status != compat.StatusError && res.Runtime.RetestKey() != runtimeKey:
-		// A scanner error may come before the harness reported anything.
+	case res.Runtime.RetestKey() != runtimeKey:
 		return bad("runtime %q, the job was planned for %q", res.Runtime.RetestKey(), runtimeKey)
+	case res.TestedAt.Before(from) || res.TestedAt.After(to):
+		return bad("tested_at %s is outside %s to %s by the server's clock (a worker's clock may be off by %v at most)",
+			res.TestedAt.Format(time.RFC3339), from.Format(time.RFC3339), to.Format(time.RFC3339), MaxClockSkew)
+	case req.Flaky && job.Previous == "":
+		return bad("flaky, but the model has no status to keep (its first result)")
 	case req.Flaky && req.Result.Status == job.Previous:
 		return bad("flaky, but the status is unchanged")
 	case res.Status.HeldAgainstModel() || res.Status == compat.StatusPass:
@@ -175,6 +235,40 @@ func CheckResult(job Job, runtimeKey string, req ResultRequest) error {
 		}
 	}
 	return nil
+}
+
+// MaxClockSkew is how far a worker's clock may be ahead of or behind the
+// server's. The server records when it received a result (tested_at) and
+// keeps the worker's time beside it (worker_tested_at), so a worker's clock
+// never orders results; a result whose worker's time is further off is
+// refused.
+const MaxClockSkew = 5 * time.Minute
+
+// resultSlack is what a result may wait between its probe's end and its
+// delivery (retries while the server restarts) beyond a lease's life.
+const resultSlack = 30 * time.Minute
+
+// untimedJob is the longest a probe of a job without a timeout may take.
+const untimedJob = 24 * time.Hour
+
+// ClockWindow is when, by the server's clock at now, a result of job may
+// say it was tested (its probe's start): no later than MaxClockSkew ahead,
+// no earlier than a probe and its confirming rerun, each up to the job's
+// timeout, plus MaxClockSkew and resultSlack, ago.
+func ClockWindow(job Job, now time.Time) (from, to time.Time) {
+	probe := time.Duration(job.TimeoutS * float64(time.Second))
+	if probe <= 0 || probe > untimedJob {
+		probe = untimedJob
+	}
+	return now.Add(-(2*probe + MaxClockSkew + resultSlack)), now.Add(MaxClockSkew)
+}
+
+// clip keeps an error's quote of a worker's string short.
+func clip(s string) string {
+	if len(s) > 200 {
+		return s[:200] + "…"
+	}
+	return s
 }
 
 // ReleaseTimeout bounds the give-back of leases when a worker stops.

@@ -128,8 +128,32 @@ func TestMatches(t *testing.T) {
 	}
 }
 
+func TestCanTake(t *testing.T) {
+	w := Worker{Target: "tpu", Runtime: rtA, Devices: 4}
+	for _, tc := range []struct {
+		key  QueueKey
+		free int
+		want bool
+	}{
+		{QueueKey{"tpu", rtA.RetestKey(), 1}, 1, true},
+		{QueueKey{"tpu", rtA.RetestKey(), 1}, 4, true},
+		{QueueKey{"tpu", rtA.RetestKey(), 1}, 0, false}, // no room
+		{QueueKey{"tpu", rtB.RetestKey(), 1}, 4, false}, // another runtime
+		{QueueKey{"cpu", rtA.RetestKey(), 1}, 4, false}, // another target
+		{QueueKey{"tpu", rtA.RetestKey(), 4}, 1, true},  // it waits on w for the rest of its devices (Pick)
+		{QueueKey{"tpu", rtA.RetestKey(), 8}, 4, false}, // more devices than w has
+		{QueueKey{"tpu", rtA.RetestKey(), 0}, 1, true},  // 0 reads as one device
+	} {
+		if got := CanTake(tc.key, w, tc.free); got != tc.want {
+			t.Errorf("CanTake(%v, free %d) = %v, want %v", tc.key, tc.free, got, tc.want)
+		}
+	}
+}
+
 func TestCheckResult(t *testing.T) {
-	job := Job{ModelID: "org/m", Revision: "abc", Target: "tpu", Mode: "full", Previous: compat.StatusPass}
+	job := Job{ModelID: "org/m", Revision: "abc", Target: "tpu", Mode: "full", Previous: compat.StatusPass, TimeoutS: 1200}
+	first := job
+	first.Previous = ""
 	good := func() ResultRequest {
 		return ResultRequest{LeaseID: "L", ModelID: "org/m", Result: compat.Result{
 			Target: "tpu", Status: "pass", Stage: compat.Ptr(compat.StageGenerate), Mode: compat.Ptr(compat.ModeFull),
@@ -142,9 +166,17 @@ func TestCheckResult(t *testing.T) {
 		bad    string // "" = accepted
 	}{
 		{"valid", func(*ResultRequest) {}, ""},
+		{"scanner error on the job's runtime", func(r *ResultRequest) {
+			r.Result.Status, r.Result.FailureClass = compat.StatusError, compat.Ptr(compat.ClassDeviceUnavail)
+		}, ""},
+		// An error's runtime is checked as any result's (it would else
+		// become a public runtime).
 		{"scanner error without runtime", func(r *ResultRequest) {
 			r.Result.Status, r.Result.Runtime = compat.StatusError, compat.Runtime{}
-		}, ""},
+		}, "runtime"},
+		{"scanner error on another runtime", func(r *ResultRequest) {
+			r.Result.Status, r.Result.Runtime = compat.StatusError, compat.Runtime{Torch: "99.0.0", Device: "cpu"}
+		}, "runtime"},
 		{"flaky change", func(r *ResultRequest) { r.Result.Status, r.Flaky = compat.StatusFail, true }, ""},
 		{"another model", func(r *ResultRequest) { r.ModelID = "org/other" }, "names model"},
 		{"no model", func(r *ResultRequest) { r.ModelID = "" }, "names model"},
@@ -169,16 +201,27 @@ func TestCheckResult(t *testing.T) {
 		{"a skip of a job says one device", func(r *ResultRequest) {
 			r.Result.Status, r.Result.Reason, r.Result.DevicesUsed = compat.StatusSkipped, compat.Ptr(compat.ReasonGated), 1
 		}, ""},
+		// Figures and strings by the one rule, compat.Result.Validate.
+		{"mfu 1e300", func(r *ResultRequest) { r.Result.Metrics.MFU = compat.Ptr(1e300) }, "metrics.mfu"},
+		{"negative duration", func(r *ResultRequest) { r.Result.DurationS = -1 }, "duration_s"},
+		{"a 1 MB device", func(r *ResultRequest) { r.Result.Runtime.Device = strings.Repeat("d", 1<<20) }, "runtime.device"},
+		// The worker's clock: within MaxClockSkew ahead of the server's,
+		// and no older than the job could take.
+		{"an hour ahead", func(r *ResultRequest) { r.Result.TestedAt = t0.Add(time.Hour) }, "tested_at"},
+		{"a minute ahead", func(r *ResultRequest) { r.Result.TestedAt = t0.Add(time.Minute) }, ""},
+		{"a probe and its rerun ago", func(r *ResultRequest) { r.Result.TestedAt = t0.Add(-40 * time.Minute) }, ""},
+		{"a day ago", func(r *ResultRequest) { r.Result.TestedAt = t0.Add(-24 * time.Hour) }, "tested_at"},
+		{"in 2300", func(r *ResultRequest) { r.Result.TestedAt = time.Date(2300, 1, 1, 0, 0, 0, 0, time.UTC) }, "tested_at"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			req := good()
 			tc.change(&req)
-			err := CheckResult(job, rtA.RetestKey(), req)
+			err := CheckResult(job, rtA.RetestKey(), req, t0)
 			sharded := job
 			sharded.Devices = 2
 			if tc.name == "one device said" {
 				// the same result for a job sharded over two: not its probe
-				if e := CheckResult(sharded, rtA.RetestKey(), req); !errors.Is(e, ErrBadResult) {
+				if e := CheckResult(sharded, rtA.RetestKey(), req, t0); !errors.Is(e, ErrBadResult) {
 					t.Errorf("a one-device verdict for a two-device job: %v", e)
 				}
 			}
@@ -192,6 +235,39 @@ func TestCheckResult(t *testing.T) {
 				t.Fatalf("err = %v, want ErrBadResult about %q", err, tc.bad)
 			}
 		})
+	}
+}
+
+// TestAFlakyFirstResultIsRefused: a model without a status has nothing a
+// rerun could keep, so "flaky" on its first result is refused (400, the
+// lease stays) and the real result that follows is taken.
+func TestAFlakyFirstResultIsRefused(t *testing.T) {
+	job := Job{ModelID: "org/m", Revision: "abc", Target: "tpu", Mode: "full", TimeoutS: 60}
+	req := ResultRequest{LeaseID: "L", ModelID: "org/m", Flaky: true, Result: compat.Result{
+		Target: "tpu", Status: "fail", Mode: compat.Ptr(compat.ModeFull), Revision: "abc", TestedAt: t0, Runtime: rtA,
+	}}
+	if err := CheckResult(job, rtA.RetestKey(), req, t0); !errors.Is(err, ErrBadResult) || !strings.Contains(err.Error(), "flaky") {
+		t.Errorf("flaky first result: %v, want ErrBadResult about flaky", err)
+	}
+	req.Flaky = false
+	if err := CheckResult(job, rtA.RetestKey(), req, t0); err != nil {
+		t.Errorf("the real first result: %v", err)
+	}
+}
+
+func TestClockWindow(t *testing.T) {
+	for _, tc := range []struct {
+		timeoutS      float64
+		before, after time.Duration
+	}{
+		{1200, 2*20*time.Minute + MaxClockSkew + resultSlack, MaxClockSkew},
+		{60, 2*time.Minute + MaxClockSkew + resultSlack, MaxClockSkew},
+		{0, 2*untimedJob + MaxClockSkew + resultSlack, MaxClockSkew}, // a job without its own timeout
+	} {
+		from, to := ClockWindow(Job{TimeoutS: tc.timeoutS}, t0)
+		if !from.Equal(t0.Add(-tc.before)) || !to.Equal(t0.Add(tc.after)) {
+			t.Errorf("timeout %vs: window %v to %v, want %v to %v", tc.timeoutS, from, to, t0.Add(-tc.before), t0.Add(tc.after))
+		}
 	}
 }
 
@@ -328,11 +404,11 @@ func TestHolds(t *testing.T) {
 		{Job{Target: "tpu", Devices: 2}, rtB.RetestKey(), false},
 		{Job{Target: "cpu", Devices: 2}, rtA.RetestKey(), false},
 	} {
-		if got := Holds(tc.job, tc.key, w); got != tc.want {
+		if got := Holds(tc.job.Key(tc.key), w); got != tc.want {
 			t.Errorf("Holds(%s on %d devices, %q) on 4 devices = %v, want %v", tc.job.Target, tc.job.Devices, tc.key, got, tc.want)
 		}
 	}
-	if one := (Worker{Target: "tpu", Runtime: rtA, Devices: 1}); Holds(Job{Target: "tpu", Devices: 2}, rtA.RetestKey(), one) {
+	if one := (Worker{Target: "tpu", Runtime: rtA, Devices: 1}); Holds(Job{Target: "tpu", Devices: 2}.Key(rtA.RetestKey()), one) {
 		t.Error("a worker of one device holds a job of two")
 	}
 }

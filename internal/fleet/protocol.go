@@ -15,7 +15,7 @@
 // queue; a job that lost MaxLostLeases leases is recorded as an `error`
 // (the fleet's fault, never the model's). On SIGTERM a worker takes no new
 // lease, lets its probes finish within its grace, gives back the leases of
-// those that did not, and exits.
+// those that did not, says it is leaving, and exits.
 package fleet
 
 import (
@@ -32,6 +32,7 @@ const (
 	PathHeartbeat = "/api/v1/work/heartbeat"
 	PathResult    = "/api/v1/work/result"
 	PathRelease   = "/api/v1/work/release"
+	PathLeave     = "/api/v1/work/leave"
 )
 
 // PathWorkers is the public fleet listing (GET, no token, no addresses).
@@ -174,6 +175,15 @@ type ReleaseRequest struct {
 	WorkerID string `json:"worker_id"`
 	LeaseID  string `json:"lease_id"`
 	Reason   string `json:"reason,omitempty"`
+}
+
+// LeaveRequest says a worker is leaving (SIGTERM: a rollout, a
+// preemption), after its probes ended and its leases were given back: it
+// is no longer live, so that a scan waiting for workers, or one whose jobs
+// need another runtime, learns at once rather than after the worker's
+// silence.
+type LeaveRequest struct {
+	WorkerID string `json:"worker_id"`
 }
 
 // WorkerView is one worker as GET /api/v1/workers shows it: no tokens, no

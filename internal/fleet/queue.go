@@ -124,6 +124,27 @@ func Cancel(js JobState) JobState {
 	return js
 }
 
+// Settle is where a job that lost or gave back its lease goes: back to the
+// queue (as Expire and Release left it) while its scan runs; once its scan
+// has ended (a deadline or a stall withdrew what was queued), cancelled, so
+// that it is never leased again. A failed job keeps its error, a leased one
+// may still finish.
+func Settle(js JobState, scanRunning bool) JobState {
+	if js.State == Queued && !scanRunning {
+		return Cancel(js)
+	}
+	return js
+}
+
+// Adopts reports whether a scan about to queue job (for runtime key) takes
+// over old instead, a job of an ended scan still leased for runtime
+// oldKey: the same probe (model, revision, target, mode, runtime), whose
+// result then counts once, for the new scan.
+func Adopts(old Job, oldKey string, job Job, key string) bool {
+	return old.ModelID == job.ModelID && old.Revision == job.Revision && old.Target == job.Target &&
+		old.Mode == job.Mode && oldKey == key
+}
+
 // LostMessage is the message of the error result recorded for a job that
 // lost every lease it was given.
 func LostMessage(lost int, lastWorker string) string {

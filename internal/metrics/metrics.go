@@ -158,8 +158,31 @@ func (f *family) with(values []string) *series {
 	return s
 }
 
+// forget removes every series whose label named label has value, and
+// returns how many: a series of something gone for good (a worker host
+// replaced by a rollout) leaves the export instead of growing it forever.
+func (f *family) forget(label, value string) int {
+	i := slices.Index(f.labels, label)
+	if i < 0 {
+		panic(fmt.Sprintf("metrics: %s has no label %q", f.name, label))
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := 0
+	for k, s := range f.series {
+		if s.values[i] == value {
+			delete(f.series, k)
+			n++
+		}
+	}
+	return n
+}
+
 // CounterVec is a counter family with labels.
 type CounterVec struct{ f *family }
+
+// Forget removes the series whose label has value (see family.forget).
+func (v *CounterVec) Forget(label, value string) int { return v.f.forget(label, value) }
 
 // Counter is one series of a counter: a value that only goes up.
 type Counter struct{ s *series }
@@ -218,6 +241,9 @@ func (r *Registry) Gauge(name, help string, labels ...string) *GaugeVec {
 
 // With returns the series for the label values, in the order of the labels.
 func (v *GaugeVec) With(values ...string) Gauge { return Gauge{v.f.with(values)} }
+
+// Forget removes the series whose label has value (see family.forget).
+func (v *GaugeVec) Forget(label, value string) int { return v.f.forget(label, value) }
 
 // Set sets the gauge to x.
 func (g Gauge) Set(x float64) { g.s.val.store(x) }

@@ -141,3 +141,40 @@ func TestZeroFromTheStart(t *testing.T) {
 		}
 	}
 }
+
+// TestForget: the series of a label value gone for good leave the export;
+// the others stay, and one used again starts anew.
+func TestForget(t *testing.T) {
+	r := NewRegistry()
+	c := r.Counter("jobs_total", "Jobs.", "worker", "status")
+	g := r.Gauge("seen_seconds", "Seen.", "worker")
+	c.With("a", "pass").Add(3)
+	c.With("a", "fail").Inc()
+	c.With("b", "pass").Inc()
+	g.With("a").Set(5)
+	g.With("b").Set(6)
+	if n := c.Forget("worker", "a"); n != 2 {
+		t.Errorf("forgot %d counter series, want 2", n)
+	}
+	if n := g.Forget("worker", "a"); n != 1 {
+		t.Errorf("forgot %d gauge series, want 1", n)
+	}
+	var b strings.Builder
+	if err := r.WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	if strings.Contains(out, `worker="a"`) || !strings.Contains(out, `jobs_total{worker="b",status="pass"} 1`) ||
+		!strings.Contains(out, `seen_seconds{worker="b"} 6`) {
+		t.Errorf("after forgetting a:\n%s", out)
+	}
+	if c.With("a", "pass").Inc(); c.With("a", "pass").Value() != 1 {
+		t.Error("a forgotten series used again does not start anew")
+	}
+	defer func() {
+		if recover() == nil {
+			t.Error("Forget of a label the family lacks did not panic")
+		}
+	}()
+	c.Forget("host", "a")
+}

@@ -143,9 +143,9 @@ func TestProbeStandins(t *testing.T) {
 		{behaviour: "oom", status: compat.StatusOOM, stage: compat.StageLoad, class: compat.ClassOOM, msg: "MemoryError"},
 		{behaviour: "oom-noresult", status: compat.StatusOOM, stage: compat.StageLoad, class: compat.ClassOOM, msg: "data limit was 256 MiB"},
 		{behaviour: "exit0", status: compat.StatusError, stage: compat.StageEnv, class: compat.ClassOther, msg: "harness wrote no result (exit status 0)"},
-		{behaviour: "badstatus", status: compat.StatusError, class: compat.ClassOther, msg: `status "passed"`},
-		{behaviour: "untested", status: compat.StatusError, class: compat.ClassOther, msg: `status "untested" is not a result status`},
-		{behaviour: "badstage", status: compat.StatusError, class: compat.ClassOther, msg: `stage "warmup"`},
+		{behaviour: "badstatus", status: compat.StatusError, class: compat.ClassOther, msg: `status: "passed"`},
+		{behaviour: "untested", status: compat.StatusError, class: compat.ClassOther, msg: `status: "untested" is not a result status`},
+		{behaviour: "badstage", status: compat.StatusError, class: compat.ClassOther, msg: `stage: "warmup"`},
 		{behaviour: "claimtpu", status: compat.StatusError, class: compat.ClassOther, msg: "target tpu on a cpu request", check: func(t *testing.T, res compat.Result) {
 			if res.Target != compat.TargetCPU {
 				t.Errorf("target %q: a cpu request's result is never labelled tpu", res.Target)

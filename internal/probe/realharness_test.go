@@ -120,4 +120,9 @@ func TestRealHarnessCPU(t *testing.T) {
 	if res.Metrics.ForwardMS == nil || res.Metrics.MaxAbsDiff == nil || len(res.Stages) == 0 || res.Runtime.RetestKey() != rt.RetestKey() {
 		t.Errorf("metrics %+v stages %d runtime %+v (env %+v)", res.Metrics, len(res.Stages), res.Runtime, rt)
 	}
+	// What the real harness reports passes the one rule the store and the
+	// fleet hold every result to.
+	if err := res.Validate(); err != nil {
+		t.Errorf("the real harness's result is refused: %v", err)
+	}
 }

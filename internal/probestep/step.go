@@ -14,6 +14,7 @@ package probestep
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -88,12 +89,23 @@ func Probe(ctx context.Context, p Prober, req Request, log *slog.Logger) Outcome
 	return out
 }
 
-// run probes once, fills the result in and notes the run.
+// run probes once, fills the result in and notes the run. A result that
+// compat.Result.Validate refuses (an absurd figure, an oversized string)
+// could be recorded nowhere: it becomes the scanner's error, naming the
+// field, never held against the model.
 func (o *Outcome) run(ctx context.Context, p Prober, req Request) compat.Result {
 	start := time.Now()
 	res := p.Probe(ctx, req.Request)
 	held := time.Since(start)
 	req.Fill(&res, time.Now())
+	if err := res.Validate(); err != nil {
+		stage := compat.StageEnv
+		if res.Stage != nil && res.Stage.Valid() {
+			stage = *res.Stage
+		}
+		res = ScannerError(stage, fmt.Errorf("the harness reported a result the scanner cannot record: %w", err))
+		req.Fill(&res, time.Now())
+	}
 	o.Runs = append(o.Runs, Run{Result: res, Held: held})
 	return res
 }

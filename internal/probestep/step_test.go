@@ -201,3 +201,32 @@ func deref[T ~string](p *T) string {
 	}
 	return string(*p)
 }
+
+// figures is a prober whose harness reports an absurd figure.
+type figures struct{ mfu float64 }
+
+func (f figures) Probe(ctx context.Context, req probe.Request) compat.Result {
+	return compat.Result{Status: compat.StatusPass, Stage: compat.Ptr(compat.StageGenerate), Metrics: compat.Metrics{MFU: &f.mfu},
+		Runtime: compat.Runtime{Torch: "2.15.0", Harness: "h"}}
+}
+
+// TestAnInvalidResultIsTheScannersError: a result the harness reported that
+// compat.Result.Validate refuses (mfu 1e300) would be refused by the store
+// (locally) or the server (on a worker, whose lease would then expire three
+// times): the step makes it the scanner's error, naming the field, never
+// held against the model.
+func TestAnInvalidResultIsTheScannersError(t *testing.T) {
+	req := Request{Request: probe.Request{ModelID: "org/m", Revision: "abc", Target: compat.TargetCPU, Mode: compat.ModeArch},
+		Runtime: compat.Runtime{Torch: "2.15.0", Harness: "h"}}
+	out := Probe(context.Background(), figures{mfu: 1e300}, req, quiet)
+	r := out.Result
+	if r.Status != compat.StatusError || !strings.Contains(deref(r.Message), "metrics.mfu") || r.Metrics.MFU != nil {
+		t.Errorf("result %s %q, mfu %v: want the scanner's error naming metrics.mfu, without the figure", r.Status, deref(r.Message), r.Metrics.MFU)
+	}
+	if err := r.Validate(); err != nil {
+		t.Errorf("the error result is itself invalid: %v", err)
+	}
+	if ok := Probe(context.Background(), figures{mfu: 0.4}, req, quiet).Result; ok.Status != compat.StatusPass {
+		t.Errorf("a valid result became %s", ok.Status)
+	}
+}

@@ -27,23 +27,34 @@ type Fleet interface {
 	Group(ctx context.Context, target compat.Target, wait time.Duration) (fleet.Group, []fleet.Group, error)
 	// Enqueue queues jobs of the scan.
 	Enqueue(ctx context.Context, scanID int64, jobs []store.NewJob) error
-	// Wait returns when the scan has no open job, reporting its counts.
-	Wait(ctx context.Context, scanID int64, progress func(store.JobCounts)) error
-	// Cancel ends the scan's open jobs without results.
-	Cancel(ctx context.Context, scanID int64) (int, error)
+	// Wait returns when the scan has no open job, reporting its counts;
+	// an error wrapping fleet.ErrStalled once no live worker could take
+	// its queued jobs for longer than bound.
+	Wait(ctx context.Context, scanID int64, bound time.Duration, progress func(store.JobCounts)) error
+	// Replan moves the scan's queued jobs that no worker can take to
+	// group g's runtime, with budget, and records note on the scan.
+	Replan(ctx context.Context, scanID int64, g fleet.Group, budget int64, note string) (int, error)
+	// Withdraw ends the scan's queued jobs without results; its leased
+	// ones may still finish.
+	Withdraw(ctx context.Context, scanID int64) (int, error)
 }
 
 // defaultFleetWait is how long a scan waits for a live worker.
 const defaultFleetWait = 10 * time.Minute
 
+// fleetWait is how long a scan waits for a live worker that can take its
+// jobs: at its start, and whenever its queued jobs match none.
+func (s *Scanner) fleetWait() time.Duration {
+	if s.FleetWait > 0 {
+		return s.FleetWait
+	}
+	return defaultFleetWait
+}
+
 // fleetEnvironment is the target and runtime of the workers the scan
 // plans for, and their hosts' figures for the memory budget.
 func (s *Scanner) fleetEnvironment(ctx context.Context, opts Options) (compat.Target, compat.Runtime, Host, error) {
-	wait := s.FleetWait
-	if wait <= 0 {
-		wait = defaultFleetWait
-	}
-	g, others, err := s.Fleet.Group(ctx, opts.Target, wait)
+	g, others, err := s.Fleet.Group(ctx, opts.Target, s.fleetWait())
 	if err != nil {
 		return "", compat.Runtime{}, Host{}, fmt.Errorf("scan: workers: %w", err)
 	}
@@ -133,32 +144,68 @@ func (r *run) newJob(rank int, j *entry) store.NewJob {
 }
 
 // drain waits until the scan's queue is drained, reporting progress as
-// the workers' results come in.
+// the workers' results come in. When no live worker can take its queued
+// jobs for longer than the fleet wait (a rollout to another runtime), it
+// re-plans them for the runtime the fleet runs now (same target, that
+// fleet's memory budget), or, with no worker of the target left at all,
+// ends the scan with that reason (an error wrapping fleet.ErrStalled and
+// fleet.ErrNoWorkers: the service retries later).
 func (r *run) drain(ctx context.Context) error {
 	wctx := context.WithoutCancel(ctx)
-	return r.s.Fleet.Wait(ctx, r.scan.ID, func(c store.JobCounts) {
-		r.mu.Lock()
-		r.jobs = c
-		if r.resumed {
-			// Every planned model was either decided by the earlier
-			// process (and counted) or queued.
-			r.done = max(r.scan.Planned-c.Total, 0)
+	for {
+		err := r.s.Fleet.Wait(ctx, r.scan.ID, r.s.fleetWait(), func(c store.JobCounts) {
+			r.mu.Lock()
+			r.jobs = c
+			if r.resumed {
+				// Every planned model was either decided by the earlier
+				// process (and counted) or queued.
+				r.done = max(r.scan.Planned-c.Total, 0)
+			}
+			p := r.progressLocked()
+			r.mu.Unlock()
+			r.report(wctx, p)
+		})
+		if !errors.Is(err, fleet.ErrStalled) {
+			return err
 		}
-		p := r.progressLocked()
-		r.mu.Unlock()
-		r.report(wctx, p)
-	})
+		if err := r.replan(ctx, err); err != nil {
+			return err
+		}
+	}
+}
+
+// replan moves the stalled queued jobs to the group of live workers of the
+// scan's target, or says why it cannot.
+func (r *run) replan(ctx context.Context, stall error) error {
+	g, _, err := r.s.Fleet.Group(ctx, r.target, 0)
+	if err != nil {
+		return fmt.Errorf("scan: %w; %w", stall, err)
+	}
+	budget, _ := Budget(g.Target, g.Runtime, Host{MemoryBytes: g.MemoryBytes, Probes: g.PerWorker})
+	note := fmt.Sprintf("re-planned for %s runtime %s at %s: no live worker could take the queued jobs for %v (a rollout)",
+		g.Target, g.RuntimeKey, r.s.now().UTC().Format(time.RFC3339), r.s.fleetWait())
+	n, err := r.s.Fleet.Replan(ctx, r.scan.ID, g, budget, note)
+	if err != nil {
+		return fmt.Errorf("scan: re-plan: %w", err)
+	}
+	r.s.log().Warn("queued jobs re-planned for the runtime the fleet runs now", "scan_id", r.scan.ID, "jobs", n,
+		"runtime", g.RuntimeKey, "workers", len(g.Workers), "cause", stall.Error())
+	r.mu.Lock()
+	r.runtime = g.Runtime
+	r.mu.Unlock()
+	return nil
 }
 
 // leftQueued reports whether a scan that ended with runErr leaves its jobs
 // in the queue for the next server process (this one is stopping), rather
 // than ending: its record stays running, and store.ResumeScans hands it to
-// the next process. Only a scan whose every model was decided or queued
-// is left so (a resumed scan counts what is not queued as done); one
-// stopped while still planning is interrupted, as a local scan is, and
-// its jobs are cancelled.
+// the next process. Only a shutdown leaves a scan so, never its deadline
+// or a stall (the scan ends there, its queued jobs withdrawn), and only a
+// scan whose every model was decided or queued (a resumed scan counts what
+// is not queued as done); one stopped while still planning is interrupted,
+// as a local scan is.
 func (r *run) leftQueued(runErr error) bool {
-	if r.s.Fleet == nil || !(errors.Is(runErr, context.Canceled) || errors.Is(runErr, context.DeadlineExceeded)) {
+	if r.s.Fleet == nil || !errors.Is(runErr, context.Canceled) || errors.Is(runErr, ErrScanTimeout) {
 		return false
 	}
 	r.mu.Lock()
@@ -189,8 +236,13 @@ func (s *Scanner) Resume(ctx context.Context, scanID int64, hooks Hooks) (store.
 	if err := json.Unmarshal([]byte(sc.Params), &opts); err != nil {
 		s.log().Warn("resume: the scan's options are unreadable", "scan_id", scanID, "err", err)
 	}
-	r := &run{s: s, opts: withDefaults(opts), hooks: s.Hooks.then(hooks), scan: sc,
+	opts = withDefaults(opts)
+	r := &run{s: s, opts: opts, hooks: s.Hooks.then(hooks), scan: sc,
 		target: compat.Target(sc.Target), runtime: sc.Runtime, unchanged: sc.Unchanged, planned: true, resumed: true}
+	defer s.keepOwner(scanID)()
+	// The scan's deadline runs from its start, not from its resumption.
+	ctx, cancel := withDeadlineFrom(ctx, sc.StartedAt, opts)
+	defer cancel()
 	s.log().Info("resuming a scan left to its queue", "scan_id", scanID, "planned", sc.Planned)
-	return r.finish(r.drain(ctx))
+	return r.finish(timedOut(ctx, r.drain(ctx)))
 }

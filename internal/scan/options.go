@@ -77,10 +77,16 @@ func (e scanTimeout) Unwrap() []error { return []error{e.cause, context.Deadline
 
 // withDeadline bounds ctx by opts.ScanTimeout, whose expiry is the cause.
 func withDeadline(ctx context.Context, opts Options) (context.Context, context.CancelFunc) {
+	return withDeadlineFrom(ctx, time.Now(), opts)
+}
+
+// withDeadlineFrom bounds ctx by opts.ScanTimeout counted from start (a
+// resumed scan's deadline runs from its first start).
+func withDeadlineFrom(ctx context.Context, start time.Time, opts Options) (context.Context, context.CancelFunc) {
 	if opts.ScanTimeout <= 0 {
 		return context.WithCancel(ctx)
 	}
-	return context.WithTimeoutCause(ctx, opts.ScanTimeout,
+	return context.WithDeadlineCause(ctx, start.Add(opts.ScanTimeout),
 		fmt.Errorf("%w (--scan-timeout %s): what was measured is saved, and the next scan tests the rest", ErrScanTimeout, opts.ScanTimeout))
 }
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
+	"github.com/google-pytorch/torchtpu-scanner/internal/fleet"
 	"github.com/google-pytorch/torchtpu-scanner/internal/hub"
 	"github.com/google-pytorch/torchtpu-scanner/internal/probe"
 	"github.com/google-pytorch/torchtpu-scanner/internal/probestep"
@@ -113,17 +114,19 @@ func (r *run) finish(runErr error) (store.Scan, error) {
 		return r.leaveQueued(ctx, runErr)
 	}
 	if r.s.Fleet != nil && runErr != nil {
-		// The scan ends here: its jobs must not outlive it.
-		if n, err := r.s.Fleet.Cancel(ctx, r.scan.ID); err != nil {
+		// The scan ends here: its queued jobs must not outlive it. Those a
+		// worker holds may finish (their results are recorded, once) or
+		// expire; the next scan adopts a probe still in flight.
+		if n, err := r.s.Fleet.Withdraw(ctx, r.scan.ID); err != nil {
 			runErr = errors.Join(runErr, err)
 		} else if n > 0 {
-			r.s.log().Warn("queued jobs cancelled with their scan", "scan_id", r.scan.ID, "jobs", n)
+			r.s.log().Warn("queued jobs withdrawn with their scan", "scan_id", r.scan.ID, "jobs", n)
 		}
 	}
 	f := store.ScanFinish{Status: store.ScanDone, Error: r.scan.Error}
 	switch {
 	case runErr == nil:
-	case errors.Is(runErr, context.Canceled) || errors.Is(runErr, context.DeadlineExceeded):
+	case errors.Is(runErr, context.Canceled) || errors.Is(runErr, context.DeadlineExceeded) || errors.Is(runErr, fleet.ErrStalled):
 		f.Status, f.Error = store.ScanInterrupted, "interrupted: "+hub.Brief(runErr)
 	default:
 		// The record is read on the page and the API; the log has the

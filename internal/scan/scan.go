@@ -75,9 +75,13 @@ type Scanner struct {
 	// workers report, queues every model to probe and ends when the queue
 	// is drained. Prober is then not used.
 	Fleet Fleet
-	// FleetWait is how long a scan waits for a live worker; 10 minutes
-	// when zero.
+	// FleetWait is how long a scan waits for a live worker that can take
+	// its jobs (at its start, and whenever its queued jobs match none);
+	// 10 minutes when zero.
 	FleetWait time.Duration
+	// OwnerBeat is how often a running scan renews its owner's claim on
+	// it (store.OwnerBeat when zero).
+	OwnerBeat time.Duration
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
@@ -168,6 +172,7 @@ func (s *Scanner) Run(ctx context.Context, opts Options, hooks Hooks) (store.Sca
 		return sc, fmt.Errorf("scan: start: %w", err)
 	}
 	sc.ID = id
+	defer s.keepOwner(id)()
 	if err := lock.SetScan(id); err != nil {
 		s.log().Warn("scan lock: the scan id is not recorded for other processes", "err", err)
 	}

@@ -53,7 +53,9 @@ type Service struct {
 	LockPoll time.Duration
 	waiting  bool    // a scan waits for another process's to end
 	resume   []int64 // scans left to their queued jobs by an earlier process
-	foreign  foreignCheck
+	// resumed signals Run that Resume added scans (buffered, one).
+	resumed chan struct{}
+	foreign foreignCheck
 	// after is the timer of retryLater's wait (time.After; tests replace it).
 	after func(time.Duration) <-chan time.Time
 	done  chan struct{}
@@ -101,7 +103,7 @@ func NewService(s *Scanner, defaults Options, log *slog.Logger) *Service {
 		log = slog.Default()
 	}
 	return &Service{scanner: s, defaults: defaults, log: log, queue: make(chan string, 1), done: make(chan struct{}), after: time.After,
-		nudge: make(chan struct{}, 1)}
+		nudge: make(chan struct{}, 1), resumed: make(chan struct{}, 1)}
 }
 
 // hooks are the service's observers of the scans it runs: it follows the
@@ -186,13 +188,21 @@ func (s *Service) retryLater(ctx context.Context, cause error) {
 	}()
 }
 
-// Resume hands the service scans that an earlier server process left to
-// their queued jobs (store.ResumeScans): Run waits for them to drain, and
-// finishes their records, before it runs any new scan.
+// Resume hands the service scans that another server process left to
+// their queued jobs (store.ResumeScans: one that stopped, or fell silent):
+// Run waits for them to drain, and finishes their records, before it runs
+// any new scan; handed while Run runs, after the scan in flight.
 func (s *Service) Resume(ids []int64) {
+	if len(ids) == 0 {
+		return
+	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.resume = append(s.resume, ids...)
+	s.mu.Unlock()
+	select {
+	case s.resumed <- struct{}{}:
+	default: // Run will see them
+	}
 }
 
 // resumeAll finishes the scans handed to Resume, one at a time.
@@ -213,7 +223,7 @@ func (s *Service) resumeAll(ctx context.Context) {
 		s.state.Running = false
 		s.mu.Unlock()
 		if err != nil {
-			s.log.Error("resumed scan failed", "scan_id", id, "err", err)
+			s.logEnd(ctx, "resumed scan", sc, err)
 			continue
 		}
 		s.log.Info("resumed scan finished", "scan_id", sc.ID, "models", sc.Planned, "probed", sc.Probed)
@@ -284,6 +294,8 @@ func (s *Service) Run(ctx context.Context) {
 			s.runRequests(ctx)
 		case <-poll:
 			s.runRequests(ctx)
+		case <-s.resumed:
+			s.resumeAll(ctx)
 		}
 	}
 }
@@ -329,9 +341,25 @@ func (s *Service) runScan(ctx context.Context, opts Options) (sc store.Scan, err
 	}
 	s.mu.Unlock()
 	if err != nil {
-		s.log.Error("scan failed", "scan_id", sc.ID, "trigger", opts.Trigger, "err", err)
+		s.logEnd(ctx, "scan", sc, err, "trigger", opts.Trigger)
 	}
 	return sc, err
+}
+
+// logEnd logs a scan (what: "scan", "resumed scan") that ended with err:
+// stopped by a shutdown (the service's ctx ended) it was interrupted, not
+// failed (Info); past its deadline or stalled it was interrupted (Warn);
+// anything else failed (Error).
+func (s *Service) logEnd(ctx context.Context, what string, sc store.Scan, err error, kv ...any) {
+	kv = append([]any{"scan_id", sc.ID, "status", sc.Status, "err", err}, kv...)
+	switch {
+	case ctx.Err() != nil && errors.Is(err, context.Canceled):
+		s.log.Info(what+" interrupted by shutdown", kv...)
+	case errors.Is(err, ErrScanTimeout) || errors.Is(err, fleet.ErrStalled):
+		s.log.Warn(what+" interrupted", kv...)
+	default:
+		s.log.Error(what+" failed", kv...)
+	}
 }
 
 // runWhenFree runs a scan, first waiting (polling every LockPoll) while

@@ -23,6 +23,9 @@ type Store interface {
 	// GetScan reads the scan's record back; store.ErrNotFound for an
 	// unknown scan.
 	GetScan(ctx context.Context, id int64) (store.Scan, error)
+	// RenewScanOwner renews this process's claim on a running scan
+	// (store.ErrNotOwner when another took it over).
+	RenewScanOwner(ctx context.Context, id int64) error
 
 	// UpsertModels stores what the Hub said about the listed models (and
 	// the old ids it redirected from).

@@ -22,8 +22,11 @@ var (
 	// ErrRejected (400): the server refuses this request as it is;
 	// sending it again cannot help.
 	ErrRejected = errors.New("request rejected")
-	// ErrUnauthorized (401, 403): the worker token is missing or wrong.
+	// ErrUnauthorized (401, 403): the worker token is missing or wrong;
+	// errNoToken and errWrongToken say which.
 	ErrUnauthorized = errors.New("worker token refused")
+	errNoToken      = fmt.Errorf("%w: none was sent", ErrUnauthorized)
+	errWrongToken   = fmt.Errorf("%w: it is not the server's", ErrUnauthorized)
 	// ErrDisabled (404): the server has no work routes (no
 	// SCANNER_WORKER_TOKEN, or --dispatch local).
 	ErrDisabled = errors.New("server has no work routes")
@@ -72,6 +75,33 @@ func (c *client) release(ctx context.Context, req fleet.ReleaseRequest) error {
 	return c.post(ctx, fleet.PathRelease, req, nil, fleet.ReleaseTimeout)
 }
 
+func (c *client) leave(ctx context.Context, workerID string) error {
+	return c.post(ctx, fleet.PathLeave, fleet.LeaveRequest{WorkerID: workerID}, nil, fleet.ReleaseTimeout)
+}
+
+// dispatchMode asks the server's public fleet listing how it dispatches
+// ("local" or "workers"); "" when the answer is not a scanner's.
+func (c *client) dispatchMode(ctx context.Context) string {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+fleet.PathWorkers+"?limit=1", nil)
+	if err != nil {
+		return ""
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return ""
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Dispatch string `json:"dispatch"`
+	}
+	if resp.StatusCode != http.StatusOK || json.NewDecoder(io.LimitReader(resp.Body, fleet.MaxBodyBytes)).Decode(&body) != nil {
+		return ""
+	}
+	return body.Dispatch
+}
+
 // post sends body as JSON and decodes a 200 answer into out (when not nil).
 func (c *client) post(ctx context.Context, path string, body, out any, timeout time.Duration) error {
 	b, err := json.Marshal(body)
@@ -114,8 +144,10 @@ func statusError(code int) error {
 		return nil
 	case code == http.StatusConflict:
 		return ErrConflict
-	case code == http.StatusUnauthorized || code == http.StatusForbidden:
-		return ErrUnauthorized
+	case code == http.StatusUnauthorized:
+		return errNoToken
+	case code == http.StatusForbidden:
+		return errWrongToken
 	case code == http.StatusNotFound:
 		return ErrDisabled
 	case code == http.StatusBadRequest || code == http.StatusRequestEntityTooLarge:

@@ -37,6 +37,7 @@ type fakeServer struct {
 	jobs     []*fakeJob
 	accepted map[string][]fleet.ResultRequest // model → accepted results
 	released []string                         // lease ids given back
+	left     []string                         // workers that said they are leaving
 	posts    map[string]int                   // model → result posts seen
 	workers  map[string]fleet.Worker
 
@@ -62,6 +63,7 @@ func newFakeServer(t *testing.T, ttl time.Duration, jobs ...fleet.Job) *fakeServ
 	mux.HandleFunc("POST "+fleet.PathHeartbeat, f.handle(f.heartbeat))
 	mux.HandleFunc("POST "+fleet.PathResult, f.handle(f.result))
 	mux.HandleFunc("POST "+fleet.PathRelease, f.handle(f.release))
+	mux.HandleFunc("POST "+fleet.PathLeave, f.handle(f.leave))
 	f.srv = httptest.NewServer(mux)
 	t.Cleanup(f.srv.Close)
 	return f
@@ -82,8 +84,12 @@ func (f *fakeServer) handle(h handlerFunc) http.HandlerFunc {
 			http.Error(w, "restarting", http.StatusServiceUnavailable)
 			return
 		}
-		if r.Header.Get("Authorization") != "Bearer "+testToken {
-			http.Error(w, "bad token", http.StatusUnauthorized)
+		switch auth := r.Header.Get("Authorization"); {
+		case strings.TrimSpace(strings.TrimPrefix(auth, "Bearer")) == "":
+			http.Error(w, "send Authorization: Bearer <worker token>", http.StatusUnauthorized)
+			return
+		case auth != "Bearer "+testToken:
+			http.Error(w, "wrong worker token", http.StatusForbidden)
 			return
 		}
 		body, _ := io.ReadAll(io.LimitReader(r.Body, fleet.MaxBodyBytes+1))
@@ -137,7 +143,7 @@ func (f *fakeServer) grant(req fleet.LeaseRequest) []fleet.Lease {
 	var cands []*fakeJob
 	var need []int
 	for _, j := range f.jobs {
-		if j.st.State == fleet.Queued && (f.ignoreMatch || fleet.Holds(j.job, testRuntime.RetestKey(), req.Worker)) {
+		if j.st.State == fleet.Queued && (f.ignoreMatch || fleet.Holds(j.job.Key(testRuntime.RetestKey()), req.Worker)) {
 			cands, need = append(cands, j), append(need, j.job.Chips())
 		}
 	}
@@ -204,7 +210,7 @@ func (f *fakeServer) result(body []byte) (int, any) {
 	if j == nil {
 		return 409, map[string]string{"error": "lease not current"}
 	}
-	if err := fleet.CheckResult(j.job, testRuntime.RetestKey(), req); err != nil {
+	if err := fleet.CheckResult(j.job, testRuntime.RetestKey(), req, now); err != nil {
 		return 400, map[string]string{"error": err.Error()}
 	}
 	st, err := fleet.Complete(j.st, req.LeaseID, now)
@@ -234,6 +240,23 @@ func (f *fakeServer) release(body []byte) (int, any) {
 	j.st = st
 	f.released = append(f.released, req.LeaseID)
 	return 200, nil
+}
+
+func (f *fakeServer) leave(body []byte) (int, any) {
+	var req fleet.LeaveRequest
+	if json.Unmarshal(body, &req) != nil {
+		return 400, nil
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.left = append(f.left, req.WorkerID)
+	return 200, map[string]string{"status": "left"}
+}
+
+func (f *fakeServer) leavers() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.left...)
 }
 
 // expireNow makes every held lease expire (a worker cut off for a TTL).

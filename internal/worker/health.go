@@ -8,7 +8,12 @@ import (
 
 // Health is what GET /healthz of a worker says.
 type Health struct {
-	Status      string     `json:"status"` // "ok", or "starting" while the device is being probed
+	// Status is "ok", "starting" while the device is being probed, or
+	// "misconfigured" (503) once the server refused the worker (a wrong
+	// or missing token, no work routes, not a scanner) for longer than
+	// Config.MisconfiguredAfter; Error then says what is wrong.
+	Status      string     `json:"status"`
+	Error       string     `json:"error,omitempty"`
 	ID          string     `json:"id"`
 	Running     int64      `json:"running"`  // probes running now
 	Accepted    int64      `json:"accepted"` // results the server took
@@ -18,7 +23,8 @@ type Health struct {
 
 // HealthHandler serves GET /healthz: 200 while the worker runs, whether or
 // not the server answers (a worker waiting out a server restart is
-// healthy: restarting it would not help).
+// healthy: restarting it would not help); 503 once the server has refused
+// its setup for longer than Config.MisconfiguredAfter.
 func (w *Worker) HealthHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(rw http.ResponseWriter, r *http.Request) {
@@ -32,6 +38,10 @@ func (w *Worker) HealthHandler() http.Handler {
 		}
 		rw.Header().Set("Content-Type", "application/json")
 		rw.Header().Set("Cache-Control", "no-store")
+		if reason := w.misconfigured(time.Now()); reason != "" {
+			h.Status, h.Error = "misconfigured", reason
+			rw.WriteHeader(http.StatusServiceUnavailable)
+		}
 		_ = json.NewEncoder(rw).Encode(h)
 	})
 	return mux

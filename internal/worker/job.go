@@ -165,12 +165,12 @@ func (w *Worker) post(h *heldLease, res compat.Result, flaky bool) {
 			w.log.Error("result rejected as invalid; its lease will expire", "model", l.Job.ModelID, "err", err)
 			return
 		}
-		w.seen(false)
 		if h.lost.Load() || pctx.Err() != nil {
+			w.seen(false)
 			w.log.Error("result not delivered", "model", l.Job.ModelID, "err", err)
 			return
 		}
-		w.log.Warn("result: server not reachable; retrying", "model", l.Job.ModelID, "err", err, "attempt", n+1)
+		w.failed(pctx, "result of "+l.Job.ModelID, err, n)
 		if sleep(pctx, fleet.Backoff(n, rand.Float64())) != nil {
 			return
 		}

@@ -54,9 +54,12 @@ type Config struct {
 	// the server plans cpu budgets from it.
 	MemoryBytes uint64
 	// Wait is the long poll asked for; fleet.MaxWait when zero.
-	Wait   time.Duration
-	HTTP   *http.Client
-	Logger *slog.Logger
+	Wait time.Duration
+	// MisconfiguredAfter is how long the server may refuse the worker
+	// (401, 403, 404) before its /healthz fails; 2 minutes when zero.
+	MisconfiguredAfter time.Duration
+	HTTP               *http.Client
+	Logger             *slog.Logger
 }
 
 // Worker leases and runs probes until its context ends.
@@ -82,6 +85,7 @@ type Worker struct {
 	running   atomic.Int64 // probes running now
 	serverUp  atomic.Bool
 	resolving atomic.Bool
+	misconf   atomic.Pointer[misconfig] // what the server's refusals say is wrong; nil while it answers
 }
 
 // heldLease is a lease this worker holds: its probe is cancelled if the
@@ -109,6 +113,9 @@ func New(cfg Config, env Prober, probers []Prober, fetch Fetcher) (*Worker, erro
 	}
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = config.DefaultTimeout
+	}
+	if cfg.MisconfiguredAfter <= 0 {
+		cfg.MisconfiguredAfter = defaultMisconfiguredAfter
 	}
 	log := cfg.Logger
 	if log == nil {
@@ -161,8 +168,20 @@ func (w *Worker) Run(ctx context.Context) error {
 	jobs.Wait()
 	stopBeats()
 	bg.Wait()
+	w.leave()
 	w.log.Info("worker stopped", "results_accepted", w.done.Load())
 	return nil
+}
+
+// leave tells the server this worker is leaving, so that it is not planned
+// for while the server waits out its silence; within what is left of the
+// shutdown budget (w.final), so the worker still stops within it.
+func (w *Worker) leave() {
+	ctx, cancel := context.WithTimeout(w.final, fleet.ReleaseTimeout)
+	defer cancel()
+	if err := w.api.leave(ctx, w.cfg.ID); err != nil {
+		w.log.Warn("the server was not told this worker leaves; it notices its silence", "err", err)
+	}
 }
 
 // registerLoop registers until the server answers; false when ctx ended.
@@ -175,11 +194,10 @@ func (w *Worker) registerLoop(ctx context.Context) bool {
 			w.log.Info("registered", "lease_ttl_s", reg.LeaseTTLS, "heartbeat_s", reg.HeartbeatS)
 			return true
 		}
-		w.seen(false)
+		w.failed(ctx, "register", err, n)
 		if ctx.Err() != nil {
 			return false
 		}
-		w.log.Warn("register: server not reachable; retrying", "err", err, "attempt", n+1)
 		if sleep(ctx, fleet.Backoff(n, rand.Float64())) != nil {
 			return false
 		}
@@ -206,6 +224,7 @@ func (w *Worker) seen(ok bool) {
 	w.serverUp.Store(ok)
 	if ok {
 		w.lastOK.Store(time.Now().UnixNano())
+		w.misconf.Store(nil)
 	}
 }
 
@@ -229,11 +248,10 @@ func (w *Worker) leaseLoop(ctx, hard context.Context, jobs *sync.WaitGroup) {
 		}
 		leases, err := w.api.lease(ctx, w.self, free, w.cfg.Wait)
 		if err != nil {
-			w.seen(false)
+			w.failed(ctx, "lease", err, failures)
 			if ctx.Err() != nil {
 				return
 			}
-			w.log.Warn("lease: server not reachable; retrying", "err", err, "attempt", failures+1)
 			if sleep(ctx, fleet.Backoff(failures, rand.Float64())) != nil {
 				return
 			}
@@ -283,8 +301,7 @@ func (w *Worker) heartbeatLoop(ctx context.Context) {
 		}
 		resp, err := w.api.heartbeat(ctx, w.cfg.ID, ids)
 		if err != nil {
-			w.seen(false)
-			w.log.Warn("heartbeat failed", "err", err, "leases", len(ids))
+			w.failed(ctx, "heartbeat", err, 0)
 			continue
 		}
 		w.seen(true)

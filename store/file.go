@@ -1,0 +1,162 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+)
+
+// This file is what the store knows about its file: that it is still the
+// file it opened (a database deleted or replaced under a running server
+// takes writes nobody can read again), and why a file cannot be written
+// (a read-only database said so, and read for a backup).
+
+// ErrGone is wrapped by every write, and by CheckFile, once the database file
+// was deleted or replaced while this process had it open.
+var ErrGone = errors.New("the database file was deleted or replaced while the scanner had it open (writes would be lost: restart the scanner)")
+
+// ErrReadOnly is wrapped by Open's error for a database this process
+// cannot write; OpenReadOnly reads one.
+var ErrReadOnly = errors.New("the database is read-only")
+
+// fileID is a file's identity: its device and inode.
+type fileID struct{ dev, ino uint64 }
+
+func statID(path string) (fileID, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return fileID{}, err
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return fileID{}, fmt.Errorf("%s: no device and inode", path)
+	}
+	return fileID{dev: uint64(st.Dev), ino: st.Ino}, nil
+}
+
+// CheckFile reports, wrapping ErrGone, when the file at the store's path
+// is no longer the one it opened (deleted, or replaced by another); nil
+// while it is. Every write checks it first; /readyz asks it.
+func (s *SQLite) CheckFile() error {
+	id, err := statID(s.path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("store: %s: %w (it was deleted)", s.path, ErrGone)
+	case err != nil:
+		return fmt.Errorf("store: %s: %w", s.path, err)
+	case id != s.id:
+		return fmt.Errorf("store: %s: %w (it was replaced by another file)", s.path, ErrGone)
+	}
+	return nil
+}
+
+// writer is the store's one write connection: every transaction and
+// statement it starts first checks the file is still the one opened, so
+// that nothing is written into a deleted or replaced database.
+type writer struct {
+	*sql.DB
+	s *SQLite
+}
+
+func (w writer) BeginTx(ctx context.Context, opts *sql.TxOptions) (*sql.Tx, error) {
+	if err := w.check(); err != nil {
+		return nil, err
+	}
+	return w.DB.BeginTx(ctx, opts)
+}
+
+func (w writer) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if err := w.check(); err != nil {
+		return nil, err
+	}
+	return w.DB.ExecContext(ctx, query, args...)
+}
+
+func (w writer) check() error {
+	if w.DB == nil {
+		return fmt.Errorf("store: %s: %w (opened for reading)", w.s.path, ErrReadOnly)
+	}
+	return w.s.CheckFile()
+}
+
+// readOnly explains why a database that failed to open may be read-only
+// (nil when nothing says so): SQLite reports a read-only file system as
+// "unable to open database file: no such file or directory".
+func readOnly(path string) error {
+	dir := filepath.Dir(path)
+	var st syscall.Statfs_t
+	switch {
+	case syscall.Statfs(dir, &st) == nil && st.Flags&stRdOnly != 0:
+		return fmt.Errorf("%w: the file system holding %s is mounted read-only", ErrReadOnly, dir)
+	case syscall.Access(path, 2) != nil && fileExists(path): // W_OK
+		return fmt.Errorf("%w: this user may not write %s", ErrReadOnly, path)
+	case syscall.Access(dir, 3) != nil: // W_OK|X_OK
+		return fmt.Errorf("%w: this user may not write its folder %s (SQLite keeps its -wal and -shm files there)", ErrReadOnly, dir)
+	}
+	return nil
+}
+
+// stRdOnly is ST_RDONLY, statfs's flag of a read-only mount.
+const stRdOnly = 1
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+// OpenReadOnly opens the database at path for reading only, as it is (no
+// migration), even on a read-only file system: for `scanner backup` of a
+// database no process may write. It refuses a schema newer than this
+// binary's. Every write of the store it returns fails with ErrReadOnly.
+func OpenReadOnly(ctx context.Context, path string) (*SQLite, error) {
+	if _, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	s := &SQLite{path: path, now: time.Now, roDSN: readOnlyDSN(abs)}
+	s.w = writer{s: s}
+	if s.id, err = statID(path); err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	r := openPool(s.roDSN)
+	r.SetMaxOpenConns(2)
+	s.r = r
+	ms, err := migrations()
+	if err != nil {
+		r.Close()
+		return nil, err
+	}
+	var have int
+	if err := r.QueryRowContext(ctx, sqlSchemaVersion).Scan(&have); err != nil {
+		r.Close()
+		return nil, fmt.Errorf("store: open %s read-only: %w", path, err)
+	}
+	if have > len(ms) {
+		r.Close()
+		return nil, fmt.Errorf("store: open %s: database schema version %d is newer than this binary's %d: run a newer scanner", path, have, len(ms))
+	}
+	return s, nil
+}
+
+// readOnlyDSN is the URI that opens abs read-only. Where its folder cannot
+// be written and it has no WAL file, SQLite could not create the -shm file
+// a WAL database needs to be read: the file is then opened immutable (it
+// cannot change, nothing waits in a WAL). A WAL that is there is read.
+func readOnlyDSN(abs string) string {
+	u := url.URL{Scheme: "file", Path: abs}
+	q := "mode=ro&_busy_timeout=5000"
+	if syscall.Access(filepath.Dir(abs), 3) != nil && !fileExists(abs+"-wal") {
+		q += "&immutable=1"
+	}
+	return u.String() + "?" + q
+}
