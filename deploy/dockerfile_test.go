@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google-pytorch/torchtpu-scanner/internal/probe"
 	"github.com/moby/patternmatcher"
 	"github.com/moby/patternmatcher/ignorefile"
 	corev1 "k8s.io/api/core/v1"
@@ -341,5 +342,58 @@ func TestBuildContextBuilds(t *testing.T) {
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build in the Docker build context: %v\n%s", err, out)
+	}
+}
+
+// TestDockerfileInstallsTorchTPUFromPyPIAndTCMalloc: the harness's
+// environment gets Google's TorchTPU the way every environment does, from
+// requirements.txt through PyPI (no private index, no credentials), checked
+// by importing it; the torch pin rule is written down; and the image
+// installs the tcmalloc the runner preloads, at a path it looks at.
+func TestDockerfileInstallsTorchTPUFromPyPIAndTCMalloc(t *testing.T) {
+	ins := parseDockerfile(t)
+	final := ins[len(ins)-1].stage
+	var fromPyPI, imports, tcmalloc bool
+	for _, in := range ins {
+		switch {
+		case in.cmd == "RUN" && strings.Contains(in.args, "pip install") && strings.Contains(in.args, "-r /tmp/requirements.txt"):
+			fromPyPI = strings.Contains(in.args, "https://pypi.org/simple")
+		case in.cmd == "RUN" && strings.Contains(in.args, "__import__('torch_tpu')"):
+			imports = strings.Contains(in.args, "TORCH_DEVICE_BACKEND_AUTOLOAD=0")
+		case in.cmd == "RUN" && in.stage == final && strings.Contains(in.args, "apt-get install"):
+			tcmalloc = tcmalloc || strings.Contains(in.args, "libtcmalloc-minimal4")
+		}
+		if in.cmd == "ARG" || in.cmd == "RUN" {
+			for _, private := range []string{"TORCH_TPU_INDEX_URL", "pkg.dev", "oauth2accesstoken", "type=secret"} {
+				if strings.Contains(in.args, private) {
+					t.Errorf("line %d: %s: torch-tpu is on PyPI, no private index or credentials are needed", in.line, private)
+				}
+			}
+		}
+	}
+	if !fromPyPI || !imports || !tcmalloc {
+		t.Errorf("requirements from PyPI %v, torch_tpu imported without autoload %v, tcmalloc installed in the image %v",
+			fromPyPI, imports, tcmalloc)
+	}
+	req, err := os.ReadFile(filepath.Join(repoRoot, "internal", "harness", "requirements.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pin := range []string{"torch-tpu==", "libtpu=="} {
+		if !regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(pin) + `\S+ ; sys_platform == "linux" and platform_machine == "x86_64"`).Match(req) {
+			t.Errorf("requirements.txt has no %s pin for Linux x86_64", pin)
+		}
+	}
+	doc, err := os.ReadFile(dockerfile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(doc), "torch-tpu's Requires-Dist decides") {
+		t.Error("the Dockerfile does not state the torch pin rule (torch-tpu's Requires-Dist decides)")
+	}
+	// Debian's libtcmalloc-minimal4 on amd64, where the runner looks first
+	const deb = "/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4"
+	if !slices.Contains(probe.TCMallocPaths, deb) {
+		t.Errorf("probe.TCMallocPaths %v lacks %s, where the image's libtcmalloc-minimal4 puts it", probe.TCMallocPaths, deb)
 	}
 }

@@ -20,7 +20,26 @@ if [ -x "$venv/bin/python" ] && [ -f "$venv/.complete" ]; then
   echo "$venv/bin/python"
   exit 0
 fi
-py="${PYTHON:-python3}"
+# The pins (numpy, torch, transformers, torch-tpu) need Python 3.11 or newer. $PYTHON when set, else the
+# first of python3, python3.14 ... python3.11 that is new enough (Ubuntu 22.04, a TPU VM's, has 3.10 as
+# python3 and python3.11 as a package). Refuse an older one here, in one line, not deep inside pip.
+new_enough() { "$1" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; }
+py="${PYTHON:-}"
+if [ -z "$py" ]; then
+  for c in python3 python3.14 python3.13 python3.12 python3.11; do
+    if command -v "$c" >/dev/null 2>&1 && new_enough "$c"; then py=$c; break; fi
+  done
+  py="${py:-python3}"
+fi
+ver=$("$py" -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null) || ver=""
+if [ -z "$ver" ] || ! new_enough "$py"; then
+  echo "pyenv: the harness needs Python >= 3.11, but ${py} is ${ver:-not a working Python}: install python3.11 and python3.11-venv (Ubuntu 22.04: sudo apt-get install python3.11 python3.11-venv), or name a newer interpreter with PYTHON=" >&2
+  exit 1
+fi
+if ! "$py" -c 'import ensurepip, venv' 2>/dev/null; then
+  echo "pyenv: ${py} (Python ${ver}) cannot create a virtual environment: install python${ver}-venv (Debian/Ubuntu: sudo apt-get install python${ver}-venv)" >&2
+  exit 1
+fi
 echo "pyenv: creating $venv (first run downloads torch, several GB)" >&2
 rm -rf "$venv.tmp"
 "$py" -m venv "$venv.tmp"

@@ -139,6 +139,9 @@ func (rs runtimes) decode(text string) (compat.Runtime, error) {
 	if rt.DeviceMemGB != nil { // no pointer shared between results
 		rt.DeviceMemGB = compat.Ptr(*rt.DeviceMemGB)
 	}
+	if rt.TCMalloc != nil {
+		rt.TCMalloc = compat.Ptr(*rt.TCMalloc)
+	}
 	return rt, nil
 }
 

@@ -359,7 +359,7 @@ func TestMethodologyPage(t *testing.T) {
 	}
 	for _, want := range []string{"tolerance", "<code>arch</code>", "<code>full</code>", "<code>auto</code>",
 		"<code>tpu</code>", "<code>cpu</code>", "<code>cuda</code>", "skipped", "never held against the model", "--force", "retested",
-		`id="tpu"`, "up to 20 more calls", "Precision.HIGHEST", "torch.tpu.synchronize()", "peak of the whole probe process",
+		`id="tpu"`, "up to 20 more calls", "Precision.HIGHEST", "torch.accelerator.synchronize()", "peak of the whole probe process",
 		// the numerics bounds of numerics.json, per dtype and kind
 		"<td>bfloat16</td><td>0.05 &#43; 0.2 · max |reference|</td><td>0.9</td><td>0.1</td><td>0.99</td>",
 		"<dt><code>embeddings</code></dt>", "<code>cosine</code>", "<code>rel_error</code>",

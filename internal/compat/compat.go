@@ -251,6 +251,10 @@ type Runtime struct {
 	// Extensions beyond the contract.
 	LibTPU      string   `json:"libtpu,omitempty"`
 	DeviceMemGB *float64 `json:"device_memory_gib,omitempty"`
+	// TCMalloc: whether tcmalloc was the harness's allocator (the runner
+	// preloads it where installed; TorchTPU's host performance needs it);
+	// nil when not known. Not part of Key: it never forces a retest.
+	TCMalloc *bool `json:"tcmalloc,omitempty"`
 }
 
 // RetestKey is the part of the runtime that decides whether a model must

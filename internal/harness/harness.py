@@ -9,8 +9,9 @@ Command line (the contract with the Go runner):
                       [--seq-len 128] [--new-tokens 16] [--layers 2] [--seed 0]
                       [--steps 5] [--memory-budget-bytes N] [--plan-note TEXT] [--no-compile] [--no-generate]
                       [--compile-backend NAME] [--dtype {auto,float32,bfloat16,float16}]
+                      [--host-root DIR] [--tpu-check-timeout S]
                       [--devices N --sharding {auto,tp,fsdp} --collective-timeout-s S]
-    python harness.py --env-only --result-file PATH [--target auto]
+    python harness.py --env-only --result-file PATH [--target auto] [--host-root DIR] [--tpu-check-timeout S]
 
 DIR is a Hub-cache snapshot folder (config.json, and *.safetensors for full mode).
 The run is offline (HF_HUB_OFFLINE=1, TRANSFORMERS_OFFLINE=1 are set here too),
@@ -26,15 +27,21 @@ written, whatever the model did; 2 for bad arguments or an unwritable result fil
 
 Stages, in order, each timed in result.stages:
 
-* env      versions (python, torch, transformers, torch_tpu, libtpu), device name,
-           count and memory; torch_tpu must be Google's backend (torch_tpu._internal).
-           torch never autoloads device backends here (TORCH_DEVICE_BACKEND_AUTOLOAD=0):
-           torch_tpu is loaded through its torch.backends entry point for tpu and auto
-           only (cpu and cuda runs never load it), and a TPU is usable only when a tiny op
-           (torch.ones(1, device="tpu").add(1).cpu()) runs on it. ``--target auto`` is tpu
-           when a TPU is usable, else cpu with torch_tpu's reason in the note. A requested
-           tpu/cuda that is not usable gives status error, failure_class device_unavailable,
-           with torch_tpu's own message. float32 on tpu runs every later stage at
+* env      versions (python, torch, transformers, torch_tpu, libtpu), whether tcmalloc is the
+           allocator, device name, count and memory; torch_tpu must be Google's backend
+           (torch_tpu._internal). torch never autoloads device backends here
+           (TORCH_DEVICE_BACKEND_AUTOLOAD=0): for tpu and auto only (cpu and cuda runs never look),
+           the TPU check of harness_tpu.py decides: the PCI scan (no chip: no TPU, torch_tpu
+           never imported), then, in a child process, torch_tpu loaded through its torch.backends
+           entry point and a tiny op (torch.ones(1, device="tpu").add(1).cpu()); a child that
+           dies (libtpu's SIGABRT) or outlives --tpu-check-timeout (50 s from loading torch_tpu to
+           the end of the op; a libtpu waiting for the metadata server) is an answer, with libtpu's
+           last meaningful line. Only then does
+           this process load torch_tpu and run the op itself. ``--target auto`` is tpu when a
+           TPU is usable, else cpu with the reason in the note. A requested tpu/cuda that is not
+           usable gives status error, failure_class device_unavailable, with that reason. On tpu
+           only torch_tpu 0.2.0's public API: torch.accelerator for sync, count and peak memory,
+           torch.tpu for the name, HBM and precision. float32 on tpu runs every later stage at
            torch.tpu.precision(Precision.HIGHEST) (see precision_rule).
 * config   config.json via AutoConfig (trust_remote_code=False); task (tasks.json), family and model
            class; a text/vision/audio sub-config that is not an object, has a field transformers
@@ -85,8 +92,8 @@ target's verdict when the reference passes, and makes a failure the reference sh
 environment lacks is error environment:missing_package:<pkg>. The cpu target runs bfloat16, so a cpu
 verdict compares it with the float32 reference too (the env note says what a verdict compares).
 
-Timing: the device is synchronised before every clock read (torch.tpu.synchronize() on tpu;
-elsewhere torch.accelerator.synchronize(), else torch.<device>.synchronize()); warm-up calls are
+Timing: the device is synchronised before every clock read (torch.accelerator.synchronize(); off tpu
+torch.<device>.synchronize() where the accelerator API fails); warm-up calls are
 excluded. Peak device memory comes from the runtime's allocator statistics (torch.accelerator /
 torch.<device> max_memory_allocated), reset before load; on tpu it is never reset (TorchTPU's
 reset only warns), so it is the process's peak, which in a fresh process holding only the model
@@ -161,6 +168,7 @@ import json  # noqa: E402
 import math  # noqa: E402
 import os  # noqa: E402
 import platform  # noqa: E402
+import re  # noqa: E402
 import shutil  # noqa: E402
 import statistics  # noqa: E402
 import struct  # noqa: E402
@@ -186,6 +194,7 @@ import harness_numerics as hn  # noqa: E402
 import harness_shard as hs  # noqa: E402
 import harness_reference as hr  # noqa: E402
 import harness_tasks as ht  # noqa: E402
+import harness_tpu as htpu  # noqa: E402
 
 HARNESS_VERSION = "0.2.0"  # 0.2.0: the reference decides whose a failure is; bfloat16 on cpu
 
@@ -281,7 +290,8 @@ def cpu_name() -> str:
 
 
 def host_memory() -> tuple[int | None, int | None]:
-    """(total, available) host RAM in bytes, honouring RLIMIT_AS and a cgroup v2 limit."""
+    """(total, available) host RAM in bytes, honouring RLIMIT_AS and a cgroup v2 limit (total is the
+    smaller of MemTotal and the cgroup's memory.max, as the Go runner's probe.PhysicalMemory)."""
     total = avail = None
     try:
         with open("/proc/meminfo", encoding="utf-8") as fh:
@@ -303,6 +313,7 @@ def host_memory() -> tuple[int | None, int | None]:
         with open("/sys/fs/cgroup/memory.max", encoding="utf-8") as fh:
             raw = fh.read().strip()
         if raw.isdigit():
+            total = min(total, int(raw)) if total else int(raw)
             used = 0
             try:
                 with open("/sys/fs/cgroup/memory.current", encoding="utf-8") as fh:
@@ -317,86 +328,81 @@ def host_memory() -> tuple[int | None, int | None]:
     return total, avail
 
 
-def torch_tpu_loader():
-    """The function torch itself would call to load torch_tpu: its "torch.backends" entry point
-    (torch_tpu build_files/entry_points.bzl: ``torch_tpu = torch_tpu._loader:load``; torch calls it in
-    torch/__init__.py _import_device_backends), else torch_tpu._loader.load. Resolving it imports
-    torch_tpu._loader, which imports torch_tpu's compiled extensions: an ABI mismatch between the pinned
-    torch and the torch_tpu build raises here (torch_tpu/_versioned_so_loader.py binds the glue eagerly)."""
+def tcmalloc_loaded() -> bool:
+    """Whether tcmalloc is this process's allocator (the Go runner preloads it where installed), the way
+    torch_tpu checks it (torch_tpu/_tcmalloc_check.py): a libtcmalloc mapped into the process."""
     try:
-        eps = list(_md.entry_points(group="torch.backends"))
-    except Exception:  # noqa: BLE001 - broken metadata elsewhere must not hide torch_tpu
-        eps = []
-    for ep in eps:
-        if ep.name == "torch_tpu" or ep.value.split(":")[0] == "torch_tpu._loader":
-            return ep.load()
-    from torch_tpu import _loader  # type: ignore
-
-    return _loader.load
+        with open("/proc/self/maps", encoding="utf-8", errors="replace") as fh:
+            return re.search(r"/libtcmalloc[._-]", fh.read()) is not None
+    except OSError:
+        return False
 
 
-def tpu_first_op(torch) -> None:
-    """Prove the TPU runtime usable: one tiny op, materialised on the host, then is_initialized().
-
-    torch_tpu's device is lazy: loading it does not start the PjRt runtime (torch_tpu/_loader.py
-    _init_device_impl: "InitializePjRt ... can fail, so if you must handle that scenario, eagerly access
-    ... after loading"), and an error at that start is only logged (pjrt_state.cc GetClient/GetDevice
-    log and return null; tpu_hooks.cc ValidateDeviceIndex then warns "PJRT client not available"), to
-    resurface later at model.to("tpu") as the model's load_error. Work is deferred until materialised
-    (docs/notebooks/error_glossary.py: "Materialization triggers the error"), hence the .cpu().
-    torch.tpu.is_available() cannot decide this: before the runtime starts it is a PCI scan
-    (_device_module.py is_available -> device_count -> hardware.get_tpu_device_count) that says true
-    for a TPU another process holds. Nothing else of torch.tpu is called before this check:
-    current_device() goes straight to the runtime (the _get_current_device_id binding of torch_tpu's
-    device ops; issue 15 saw it abort the process when the runtime had failed, while the stored source
-    read here raises), and the runtime's own start CHECK-fails on some paths (pjrt_state.cc
-    InitializeInternal, ABSL_CHECK ... CRASH_OK): a death there is reported by the Go runner as an
-    environment error, never against the model (internal/probe/result.go noResult)."""
-    out = torch.ones(1, device="tpu").add(1).cpu()
-    if float(out.reshape(-1)[0]) != 2.0:
-        raise RuntimeError(f"the TPU computed 1 + 1 = {float(out.reshape(-1)[0])}")
-    is_initialized = getattr(torch.tpu, "is_initialized", None)
-    if is_initialized is not None and not is_initialized():
-        raise RuntimeError("torch.tpu.is_initialized() is False after an op ran on the TPU")
-
-
-def probe_torch_tpu(torch, world: int = 1) -> dict:
-    """Load Google's torch_tpu (tpu and auto runs only) and say whether a TPU is usable.
-
-    available is true only when the tiny op of tpu_first_op ran on the device; note says why not,
-    carrying torch_tpu's own message. A rank of a sharded probe (world > 1) completes its launch
-    environment with set_tpu_launch_env before the runtime starts (harness_shard.launch_env)."""
-    st = {"installed": False, "google": False, "version": "", "available": False, "note": ""}
+def torch_tpu_dist() -> tuple[bool, bool, str]:
+    """(installed, Google's, version) of torch_tpu, from its files and metadata alone: importing it would
+    bind its compiled glue to this process (harness_tpu's docstring says why that is avoided). Google's
+    package has the torch_tpu._internal package; an unrelated one of the same name does not."""
     try:
-        spec = importlib.util.find_spec("torch_tpu")
+        spec = importlib.util.find_spec("torch_tpu")  # a top-level package: found, not imported
     except (ImportError, ValueError):
         spec = None
     if spec is None:
+        return False, False, ""
+    google = any(os.path.isdir(os.path.join(d, "_internal")) for d in (spec.submodule_search_locations or []))
+    return True, google, dist_version("torch_tpu", "torch-tpu")
+
+
+# How long the env stage's TPU check may take (--tpu-check-timeout; harness_tpu.run_check).
+TPU_CHECK_TIMEOUT_S = htpu.CHECK_TIMEOUT_S
+
+
+def probe_torch_tpu(torch, host_root: str = "/", timeout: float = TPU_CHECK_TIMEOUT_S, world: int = 1) -> dict:
+    """Google's torch_tpu (tpu and auto runs only): is a TPU usable here? (harness_tpu's docstring.)
+
+    available is true only when the first op ran, in a child process (harness_tpu.run_check) and then
+    in this one; note says why not, with torch_tpu's or libtpu's own words; chips is the PCI scan's
+    count (None when it was not made). This process imports torch_tpu only after the child ran the op,
+    so a cpu fallback runs without it. A rank of a sharded probe (world > 1) completes its launch environment
+    with set_tpu_launch_env before its own runtime starts (harness_shard.launch_env); the child's check runs
+    with the environment the runner gave the rank."""
+    st = {"installed": False, "google": False, "version": "", "available": False, "note": "", "chips": None}
+    st["installed"], st["google"], st["version"] = torch_tpu_dist()
+    if not st["installed"]:
         st["note"] = "torch_tpu not installed"
         return st
-    st["installed"] = True
-    try:
-        google = importlib.util.find_spec("torch_tpu._internal") is not None
-    except Exception as e:  # noqa: BLE001 - importing the package itself failed
-        st["note"] = f"torch_tpu failed to import: {hf.short_message(e, 500)}"
-        return st
-    if not google:
+    if not st["google"]:
         st["note"] = "an unrelated torch_tpu package is installed (no torch_tpu._internal): not Google's TorchTPU"
         return st
-    st["google"] = True
-    st["version"] = dist_version("torch_tpu", "torch-tpu")
-    try:
-        torch_tpu_loader()()
+    scan = htpu.scan_pci(host_root)
+    st["chips"] = scan.chips
+    if scan.none():
+        st["note"] = f"no TPU chip found on this host: {scan.describe()} (torch_tpu {st['version']} installed)"
+        return st
+    extra = htpu.runtime_env(os.environ, scan.chips, htpu.metadata_has_tpu_env)
+    if extra:
+        os.environ.update(extra)  # for the child and for this process's own runtime
+        log(f"no GCE metadata server with tpu-env at {htpu.METADATA_SERVER}: libtpu runs as one host ("
+            + " ".join(f"{k}={v}" for k, v in sorted(extra.items())) + ")")
+    res = htpu.run_check(sys.executable, timeout=timeout, env=dict(os.environ))
+    for line in res["stderr"].splitlines()[-40:]:
+        if line.strip():
+            log(f"[tpu check] {line}" if not line.startswith("[tpu check]") else line)
+    if not res.get("available"):
+        if res.get("registered") is False and not res.get("message"):
+            st["note"] = (f"no TPU chip found on this host: torch_tpu {st['version']} registered no tpu device, "
+                          f"while {scan.describe()}")
+        else:
+            st["note"] = htpu.describe(res, timeout)
+        return st
+    try:  # the child ran the op: now this process
+        htpu.torch_tpu_loader()()
     except Exception as e:  # noqa: BLE001 - whatever the loader raises is the reason
         st["note"] = f"torch_tpu failed to load: {hf.short_message(e, 500)}"
         return st
-    if not hasattr(torch, "tpu"):  # _loader.load registers "tpu" only when its PCI scan counts a TPU
-        st["note"] = "torch_tpu found no TPU device"
-        return st
     try:
-        if world > 1:
+        if world > 1:  # a rank completes its launch environment before its runtime starts
             st["launch"] = hs.launch_env(torch, world)
-        tpu_first_op(torch)
+        htpu.first_op(torch)
     except Exception as e:  # noqa: BLE001
         st["note"] = f"the TPU runtime failed its first op (torch.ones(1, device='tpu').add(1).cpu()): " \
                      f"{hf.short_message(e, 500)}"
@@ -417,9 +423,10 @@ def resolve_target(requested: str, tpu: dict | None) -> tuple[str, str]:
 
 
 def forget_tpu(torch) -> None:
-    """Unregister torch.tpu after auto fell back to cpu with torch_tpu loaded: torch.manual_seed seeds
-    every registered privateuse1 device module (torch/random.py _seed_custom_device calls its
-    manual_seed_all), which would reach the TPU runtime that just failed and blame the model for it."""
+    """Unregister torch.tpu after auto fell back to cpu: torch.manual_seed seeds every registered
+    privateuse1 device module (torch/random.py _seed_custom_device calls its manual_seed_all), which
+    would reach the TPU runtime that just failed and blame the model for it. (torch_tpu is loaded here
+    only when the TPU check's child ran its op and this process's own first op then failed.)"""
     if hasattr(torch, "tpu"):
         delattr(torch, "tpu")
     sys.modules.pop("torch.tpu", None)
@@ -450,13 +457,17 @@ def precision_rule(target: str, dtype_name: str, tpu_precision: bool) -> tuple[s
 
 
 class Device:
-    """One target: the same code path for tpu and cuda (device module, accelerator API)."""
+    """One target: the same code path for tpu and cuda (torch.accelerator for sync, count and peak memory;
+    the device module for the name and the memory size)."""
 
     def __init__(self, torch, target: str):
         self.torch = torch
         self.target = target
         self.device = self.torch_device()
         self.mod = getattr(torch, target, None) if target != "cpu" else None
+        # torch.tpu, on tpu only: only what torch_tpu 0.2.0 exports and does not keep internal for this torch
+        # (get_device_name, get_device_properties, precision, Precision; tests/test_tpu_api.py checks it).
+        self.tpu = self.mod if target == "tpu" else None
         self.name = cpu_name() if target == "cpu" else ""
         self.count = 1
         self.memory_bytes: int | None = None
@@ -469,7 +480,7 @@ class Device:
         # tpu: TorchTPU's reset of the peak statistics only warns (issue 15's reading of torch_tpu), so
         # the harness never resets there and peak_mem_bytes is the process's peak; the process is fresh
         # per model and puts nothing on the device but the model, its inputs and outputs (and the
-        # 4-byte tensor of tpu_first_op), so that is still the model's peak.
+        # 4-byte tensor of the first op), so that is still the model's peak.
         self.peak_scope = "process" if target == "tpu" else "since load"
         self.highest = False  # device steps run at torch.tpu.precision(HIGHEST) (precision_rule)
 
@@ -485,15 +496,12 @@ class Device:
             return
         mod = self.mod
         try:
-            self.name = str(mod.get_device_name(0))
+            self.name = str(self.tpu.get_device_name() if self.tpu is not None else mod.get_device_name(0))
         except Exception:  # noqa: BLE001
             self.name = self.target.upper()
         try:
-            self.count = int(mod.device_count())
-        except Exception:  # noqa: BLE001
-            self.count = 1
-        try:
-            self.memory_bytes = int(mod.get_device_properties(0).total_memory)
+            props = self.tpu.get_device_properties() if self.tpu is not None else mod.get_device_properties(0)
+            self.memory_bytes = int(props.total_memory)
             self.memory_source = f"torch.{self.target}.get_device_properties"
         except Exception:  # noqa: BLE001
             self.memory_bytes = None
@@ -501,7 +509,13 @@ class Device:
             dev = he.match_device("tpu", self.name, he.load_table())
             if dev and dev.get("hbm_bytes"):
                 self.memory_bytes, self.memory_source = int(dev["hbm_bytes"]), f"devices.json ({dev['key']})"
-        acc = getattr(torch, "accelerator", None)
+        acc = self.accelerator()
+        if acc is not None:
+            with contextlib.suppress(Exception):
+                self.count = int(acc.device_count())
+        elif self.tpu is None:
+            with contextlib.suppress(Exception):
+                self.count = int(mod.device_count())
         for name, fn in self.sync_candidates(acc):
             if fn is None:
                 continue
@@ -513,10 +527,12 @@ class Device:
                 continue
         # peak memory: allocator statistics where the runtime has them (TorchTPU's own benchmarks read
         # torch.accelerator.max_memory_allocated: examples/benchmarks/e2e/harness/torch_device_ops.py)
-        for name, reset, peak in (
-            ("torch.accelerator", getattr(acc, "reset_peak_memory_stats", None), getattr(acc, "max_memory_allocated", None)),
-            (f"torch.{self.target}", getattr(mod, "reset_peak_memory_stats", None), getattr(mod, "max_memory_allocated", None)),
-        ):
+        candidates = [("torch.accelerator", getattr(acc, "reset_peak_memory_stats", None),
+                       getattr(acc, "max_memory_allocated", None))]
+        if self.tpu is None:
+            candidates.append((f"torch.{self.target}", getattr(mod, "reset_peak_memory_stats", None),
+                               getattr(mod, "max_memory_allocated", None)))
+        for name, reset, peak in candidates:
             if peak is None:
                 continue
             if self.peak_scope == "process":
@@ -530,18 +546,30 @@ class Device:
             except Exception:  # noqa: BLE001
                 continue
 
+    def accelerator(self):
+        """torch.accelerator when its current accelerator is this target (torch gives a registered
+        privateuse1 backend, torch_tpu's "tpu", precedence), else None."""
+        acc = getattr(self.torch, "accelerator", None)
+        try:
+            cur = acc.current_accelerator()
+        except Exception:  # noqa: BLE001 - no accelerator API, or none available
+            return None
+        return acc if cur is not None and getattr(cur, "type", None) == self.target else None
+
     def sync_candidates(self, acc) -> list:
-        """(name, function) pairs to synchronise with, preferred first. On tpu torch.tpu.synchronize
-        (torch_tpu _device_module.py: waits for every stream of the device) comes first:
-        torch.accelerator.synchronize is a no-op while the accelerator is not initialised (torch 2.15
-        torch/accelerator/__init__.py). Elsewhere the accelerator API first, the device module as fallback."""
-        dev = (f"torch.{self.target}.synchronize", getattr(self.mod, "synchronize", None))
+        """(name, function) pairs to synchronise with, preferred first: torch.accelerator.synchronize (on
+        tpu the only one: torch.tpu.synchronize is internal to TorchTPU with torch >= 2.11 and raises
+        when user code calls it, torch_tpu _device_module.py; torch.accelerator.synchronize is a no-op
+        only before the accelerator is initialised, and the first op initialised it), then, elsewhere,
+        the device module's."""
         accel = ("torch.accelerator.synchronize", getattr(acc, "synchronize", None))
-        return [dev, accel] if self.target == "tpu" else [accel, dev]
+        if self.tpu is not None:
+            return [accel]
+        return [accel, (f"torch.{self.target}.synchronize", getattr(self.mod, "synchronize", None))]
 
     def set_dtype(self, dtype_name: str) -> None:
         """Decide, for the run's device dtype, whether device steps run at HIGHEST precision."""
-        has = self.target == "tpu" and hasattr(self.mod, "precision") and hasattr(self.mod, "Precision")
+        has = self.tpu is not None and hasattr(self.tpu, "precision") and hasattr(self.tpu, "Precision")
         self.highest = precision_rule(self.target, dtype_name, has)[1]
 
     def tolerance_row(self, dtype_name: str) -> str:
@@ -551,7 +579,7 @@ class Device:
     def precision(self):
         """The context device steps run in: torch.tpu.precision(HIGHEST) when set_dtype chose it."""
         if self.highest:
-            return self.mod.precision(self.mod.Precision.HIGHEST)
+            return self.tpu.precision(self.tpu.Precision.HIGHEST)
         return contextlib.nullcontext()
 
     def sync(self) -> None:
@@ -568,7 +596,9 @@ class Device:
 
         TorchTPU compiles in eager mode too, and may keep compiling for a few calls after the
         first; its own benchmarks warm up until this count stops moving."""
-        fn = getattr(self.mod, "_get_cache_misses", None) if self.target == "tpu" else None
+        # torch.tpu._get_cache_misses: a private name torch_tpu's registry serves through its private
+        # fallback (public_api.py), the count TorchTPU's own benchmarks read (torch_device_ops.py)
+        fn = getattr(self.tpu, "_get_cache_misses", None) if self.tpu is not None else None
         if fn is None:
             return None
         try:
@@ -728,7 +758,7 @@ class Probe:
         self.target = args.target if args.target != "auto" else "cpu"
         self.runtime = {
             "python": platform.python_version(), "torch": "", "transformers": "", "torch_tpu": "",
-            "harness": HARNESS_VERSION, "device": "", "device_count": 0,
+            "harness": HARNESS_VERSION, "device": "", "device_count": 0, "tcmalloc": tcmalloc_loaded(),
         }
         self.metrics = dict.fromkeys(
             ("load_s", "first_forward_s", "forward_ms", "compile_s", "tokens_per_s", "peak_mem_bytes",
@@ -784,7 +814,7 @@ class Probe:
     def probe_tpu(self, torch) -> dict:
         """Google's torch_tpu and whether a TPU is usable (probe_torch_tpu; harness_testing's
         simulated TPU overrides this)."""
-        return probe_torch_tpu(torch, self.world)
+        return probe_torch_tpu(torch, self.args.host_root, self.args.tpu_check_timeout, self.world)
 
     def stage_env(self) -> None:
         global LOG_PREFIX
@@ -818,6 +848,8 @@ class Probe:
                 self.runtime["libtpu"] = dist_version("libtpu", "libtpu-nightly")
             elif tpu is not None and tpu["google"] and tpu["version"]:
                 notes.append(f"torch_tpu {tpu['version']} installed (not used)")
+            if self.runtime["tcmalloc"]:
+                notes.append("tcmalloc preloaded")
             if self.target == "tpu" and not (tpu and tpu["available"]):
                 raise hf.DeviceUnavailable(f"target tpu requested but no TPU is usable: {tpu['note'] if tpu else ''}",
                                            "tpu")
@@ -1623,12 +1655,12 @@ def env_only(args) -> dict:
     installed, whether or not it found a usable TPU; false when it was not looked for)."""
     runtime = {"python": platform.python_version(), "torch": "", "transformers": dist_version("transformers"),
                "torch_tpu": "", "harness": HARNESS_VERSION, "device": "", "device_count": 0,
-               "libtpu": dist_version("libtpu", "libtpu-nightly")}
+               "libtpu": dist_version("libtpu", "libtpu-nightly"), "tcmalloc": tcmalloc_loaded()}
     out = {"target": "cpu" if args.target == "auto" else args.target, "status": "pass", "stage": "env",
            "failure_class": None, "op": None, "reason": None, "signature": None, "message": None, "mode": None,
            "revision": "", "tested_at": now_rfc3339(), "duration_s": 0.0, "runtime": runtime,
            "metrics": {}, "repro": "", "available_targets": ["cpu"], "device_memory_bytes": None, "note": "",
-           "google_torch_tpu": False}
+           "google_torch_tpu": False, "tpu_chips": None}
 
     def fail(cls, msg, sig):
         out.update(status="error", failure_class=cls, message=msg, signature=sig)
@@ -1642,9 +1674,10 @@ def env_only(args) -> dict:
         return fail("import_error", f"cannot import torch: {hf.short_message(e, 500)}", "import_error:torch")
     runtime["torch"] = torch.__version__
     # as in a probe: only tpu and auto load torch_tpu, so available_targets names tpu only for those
-    tpu = probe_torch_tpu(torch) if args.target in ("tpu", "auto") else None
+    tpu = probe_torch_tpu(torch, args.host_root, args.tpu_check_timeout) if args.target in ("tpu", "auto") else None
     if tpu is not None:
         out["google_torch_tpu"] = tpu["google"]
+        out["tpu_chips"] = tpu["chips"]
         out["note"] = tpu["note"] or (f"torch_tpu {tpu['version']}" if tpu["google"] else "")
         if tpu["available"]:
             out["available_targets"].insert(0, "tpu")
@@ -1660,8 +1693,8 @@ def env_only(args) -> dict:
     else:
         runtime["libtpu"] = ""
     if target not in out["available_targets"]:
-        return fail("device_unavailable", f"target {target} requested but not usable on this host"
-                    + (f": {tpu['note']}" if target == "tpu" and tpu and tpu["note"] else ""),
+        return fail("device_unavailable", f"target {target} requested but not usable"
+                    + (f": {tpu['note']}" if target == "tpu" and tpu and tpu["note"] else " on this host"),
                     f"device_unavailable:{target}")
     dev = Device(torch, target)
     with contextlib.suppress(Exception):
@@ -1713,6 +1746,9 @@ def parse_args(argv):
     p.add_argument("--dtype", choices=("auto", "float32", "bfloat16", "float16"), default="auto",
                    help="device dtype (default: bfloat16; on cpu too, so that a cpu verdict compares it with the "
                         "float32 reference)")
+    p.add_argument("--host-root", default="/", help="where the TPU check's PCI scan finds sys/ and dev/ (tests)")
+    p.add_argument("--tpu-check-timeout", type=float, default=TPU_CHECK_TIMEOUT_S,
+                   help="seconds the TPU check (a child process) may take to run its first op")
     p.add_argument("--devices", type=int, default=1,
                    help="devices a sharded probe runs on, one rank each (RANK etc. in the environment; harness_shard.py)")
     p.add_argument("--sharding", choices=hs.SHARDINGS, default="auto",

@@ -26,8 +26,9 @@ The spec is a list of items separated by ``;``:
     text vocabulary's size, one past the embedding (a placeholder id the model cannot embed). The
     target and the float32 CPU reference both get it (they share the forward inputs), so both fail.
 ``tpu:simulate`` / ``tpu:simulate-recompiling``
-    a simulated TPU: SimulatedTpu stands in for Google's torch_tpu (as ``torch.tpu``, with a
-    dynamo backend "tpu" that is aot_eager underneath) while tensors stay on the CPU. The
+    a simulated TPU: SimulatedTpu stands in for Google's torch_tpu (as ``torch.tpu``, with
+    SimulatedAccelerator as the device's ``torch.accelerator`` and a dynamo backend "tpu" that is
+    aot_eager underneath) while tensors stay on the CPU. The
     second variant's executable cache misses on every call (a model that keeps compiling).
     Both are undone when the run ends.
 """
@@ -108,7 +109,7 @@ def with_faults(probe_cls: type, spec: str) -> type:
     faults = parse(spec)
     attrs = {"faults": faults}
     if faults.tpu:
-        attrs["device_cls"] = type("SimulatedTpuDevice", (CpuTensors, probe_cls.device_cls), {})
+        attrs["device_cls"] = type("SimulatedTpuDevice", (OnSimulatedAccelerator, CpuTensors, probe_cls.device_cls), {})
     return type("FaultyProbe", (FaultInjection, probe_cls), attrs)
 
 
@@ -132,7 +133,8 @@ class FaultInjection:
     def probe_tpu(self, torch) -> dict:
         if not self.faults.tpu:
             return super().probe_tpu(torch)
-        return {"installed": True, "google": True, "version": SIMULATED_TPU_VERSION, "available": True, "note": ""}
+        return {"installed": True, "google": True, "version": SIMULATED_TPU_VERSION, "available": True, "note": "",
+                "chips": 4}
 
     def stage_forward(self) -> None:
         if "forward" not in self.faults.raises:
@@ -191,15 +193,52 @@ class CpuTensors:
         return super().torch_device()
 
 
-class SimulatedTpu:
-    """A stand-in for ``torch.tpu`` (the TorchTPU API surface the harness uses: device_count,
-    get_device_name, get_device_properties, synchronize, _get_cache_misses, is_initialized,
-    precision/Precision; no memory statistics). Class-level state, reset by installed(); tests
-    read it after a run."""
+class _RecordingMeta(type):
+    """Records every public or private name looked up on the class (SimulatedTpu.used), the way a
+    test sees which torch.tpu attributes the harness touched."""
+
+    def __getattribute__(cls, name):
+        if not name.startswith("__") and name not in ("used", "reset", "installed", "backend", "misses",
+                                                      "keep_compiling", "synced", "synced_at", "modes",
+                                                      "compiled_graphs", "call", "compiling"):
+            type.__getattribute__(cls, "used").add(name)
+        return type.__getattribute__(cls, name)
+
+
+def _internal(name: str, prefer: str):
+    """A torch.tpu function that torch_tpu 0.2.0 keeps internal with torch >= 2.11: calling it from
+    user code raises (torch_tpu/_internal/utils/annotations.py internal_or_experimental, strict)."""
+
+    def call(*_a, **_k):
+        raise RuntimeError(f"{name} is internal to TorchTPU and can only be called by the PyTorch framework "
+                           f"(torch and torch_tpu). Use {prefer} instead.")
+
+    return staticmethod(call)
+
+
+class OnSimulatedAccelerator:
+    """Mixed in before harness.Device for a simulated TPU: its torch.accelerator is SimulatedAccelerator
+    (torch's own stays as it is: dynamo asks it for devices), unless the real one is on "tpu"."""
+
+    def accelerator(self):
+        acc = super().accelerator()
+        if acc is None and self.target == "tpu":
+            return SimulatedAccelerator
+        return acc
+
+
+class SimulatedTpu(metaclass=_RecordingMeta):
+    """A stand-in for ``torch.tpu`` with torch_tpu 0.2.0's surface (the exports the harness may use:
+    get_device_name, get_device_properties, is_initialized, precision/Precision, and the private
+    _get_cache_misses; device_count, synchronize, is_available and current_device raise as the real
+    internal ones do), next to SimulatedAccelerator as the device's ``torch.accelerator``
+    (device_count, synchronize; no memory statistics). Class-level state, reset by installed(); tests read it after
+    a run, and ``used`` names every attribute the harness looked up."""
 
     class Precision:  # torch_tpu/_internal/precision/precision.py binds StableHLO's three modes
         DEFAULT, HIGH, HIGHEST = "DEFAULT", "HIGH", "HIGHEST"
 
+    used: set = set()
     misses = 0
     keep_compiling = False
     synced = 0
@@ -207,10 +246,16 @@ class SimulatedTpu:
     modes: list = []  # the precision() stack
     compiled_graphs: list = []  # node counts of the graphs the "tpu" backend compiled
 
+    device_count = _internal("device_count", "torch.accelerator.device_count")
+    synchronize = _internal("synchronize", "torch.accelerator.synchronize")
+    is_available = _internal("is_available", "torch.accelerator.is_available")
+    current_device = _internal("current_device", "torch.accelerator.current_device_index")
+
     @classmethod
     def reset(cls, keep_compiling: bool = False) -> None:
         cls.misses, cls.keep_compiling, cls.synced, cls.compiled_graphs = 3, keep_compiling, 0, []
         cls.synced_at, cls.modes = {}, []
+        type.__getattribute__(cls, "used").clear()
 
     @classmethod
     @contextlib.contextmanager
@@ -226,26 +271,12 @@ class SimulatedTpu:
         return True
 
     @classmethod
-    def is_available(cls):
-        return True
-
-    @classmethod
-    def device_count(cls):
-        return 4
-
-    @classmethod
     def get_device_name(cls, device=None):
         return "TPU v6e"
 
     @classmethod
     def get_device_properties(cls, device=None):
         raise RuntimeError("unrecognized TPU 'TPU v6e'; cannot determine device memory")
-
-    @classmethod
-    def synchronize(cls, device=None):
-        cls.synced += 1
-        mode = cls.modes[-1] if cls.modes else cls.Precision.DEFAULT
-        cls.synced_at[mode] = cls.synced_at.get(mode, 0) + 1
 
     @classmethod
     def _get_cache_misses(cls):
@@ -275,6 +306,38 @@ class SimulatedTpu:
         with _entry(vars(torch), "tpu", cls), _entry(registry._BACKENDS, "tpu", None), \
                 _entry(registry._COMPILER_FNS, "tpu", cls.backend):
             yield
+
+
+class SimulatedAccelerator:
+    """``torch.accelerator`` as a simulated TPU's Device sees it: the current accelerator is "tpu", four
+    devices, synchronize counted on SimulatedTpu (under the precision mode in force), and no memory
+    statistics (max_memory_allocated raises, as a runtime without them)."""
+
+    class _Tpu:
+        type = "tpu"
+
+    @staticmethod
+    def current_accelerator(check_available=False):
+        return SimulatedAccelerator._Tpu()
+
+    @staticmethod
+    def device_count():
+        return 4
+
+    @staticmethod
+    def synchronize(device=None):
+        tpu = SimulatedTpu
+        tpu.synced += 1
+        mode = tpu.modes[-1] if tpu.modes else tpu.Precision.DEFAULT
+        tpu.synced_at[mode] = tpu.synced_at.get(mode, 0) + 1
+
+    @staticmethod
+    def max_memory_allocated(device=None):
+        raise RuntimeError("no memory statistics on the simulated TPU")
+
+    @staticmethod
+    def reset_peak_memory_stats(device=None):
+        raise RuntimeError("no memory statistics on the simulated TPU")
 
 
 @contextlib.contextmanager

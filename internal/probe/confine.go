@@ -87,7 +87,8 @@ type policy struct {
 // for its paths.
 type confiner struct {
 	python  string
-	codeDir string // the harness's directory
+	codeDir string   // the harness's directory
+	read    []string // more paths it may read: the preloaded tcmalloc, Config.HostRoot
 	log     *slog.Logger
 	off     bool // Config.NoLandlock: runs are not confined
 
@@ -137,7 +138,7 @@ print(json.dumps({"exe": sys.executable, "paths": [sys.prefix, sys.base_prefix, 
 // harness's environment.
 func (c *confiner) policy(ctx context.Context, wd workDir, snapshot string, env []string) policy {
 	p := policy{
-		ro:      append(slices.Clone(systemRO), c.codeDir),
+		ro:      append(append(slices.Clone(systemRO), c.codeDir), c.read...),
 		rw:      []string{wd.root, "/dev/shm"},
 		devices: devRW,
 	}

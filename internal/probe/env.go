@@ -1,6 +1,7 @@
 package probe
 
 import (
+	"os"
 	"runtime"
 	"strconv"
 	"strings"
@@ -77,8 +78,10 @@ func defaultThreads() string {
 // (operator additions, which may override inherited ones but not the pinned
 // ones). Credentials (isSecretName) and the harness's test switches
 // (testOnlyNames) are dropped from both; dropped lists
-// the names of extra entries that were refused.
-func scrubEnv(parent, extra []string, home, tmp string) (env, dropped []string) {
+// the names of extra entries that were refused. preload, when set, is the
+// one LD_PRELOAD the harness gets (tcmalloc, FindTCMalloc); the parent's
+// never passes.
+func scrubEnv(parent, extra []string, home, tmp, preload string) (env, dropped []string) {
 	vars := map[string]string{}
 	order := []string{}
 	set := func(k, v string) {
@@ -139,6 +142,13 @@ func scrubEnv(parent, extra []string, home, tmp string) (env, dropped []string) 
 		// and every Python process the harness starts.
 		{"TORCH_DEVICE_BACKEND_AUTOLOAD", "0"},
 	}
+	if preload != "" {
+		// torch_tpu warns that TorchTPU's host performance suffers under
+		// glibc's allocator and asks for tcmalloc preloaded
+		// (torch_tpu/_tcmalloc_check.py); the harness records whether it
+		// is (Runtime.TCMalloc).
+		pinned = append(pinned, [2]string{"LD_PRELOAD", preload})
+	}
 	for _, p := range pinned {
 		set(p[0], p[1])
 	}
@@ -147,4 +157,28 @@ func scrubEnv(parent, extra []string, home, tmp string) (env, dropped []string) 
 		env = append(env, k+"="+vars[k])
 	}
 	return env, dropped
+}
+
+// TCMallocPaths are where distributions install tcmalloc's shared library,
+// most used first: Debian's and Ubuntu's libtcmalloc-minimal4 (the image
+// installs it, deploy/Dockerfile) and libgoogle-perftools4, on x86_64 and
+// arm64, then RPM distributions' gperftools-libs.
+var TCMallocPaths = []string{
+	"/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4",
+	"/usr/lib/x86_64-linux-gnu/libtcmalloc.so.4",
+	"/usr/lib/aarch64-linux-gnu/libtcmalloc_minimal.so.4",
+	"/usr/lib/aarch64-linux-gnu/libtcmalloc.so.4",
+	"/usr/lib64/libtcmalloc_minimal.so.4",
+	"/usr/lib64/libtcmalloc.so.4",
+}
+
+// FindTCMalloc is the first of paths that is a regular file (links
+// followed), "" when none is: the library the harness preloads.
+func FindTCMalloc(paths []string) string {
+	for _, p := range paths {
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
+			return p
+		}
+	}
+	return ""
 }

@@ -38,7 +38,7 @@ func (r *Runner) Env(ctx context.Context, target compat.Target) (compat.Target, 
 	}
 	if res.Status == compat.StatusError {
 		if res.FailureClass != nil && *res.FailureClass == compat.ClassDeviceUnavail && target != compat.TargetAuto {
-			if r.usableUnconfined(ctx, target) {
+			if !res.noChip() && r.usableUnconfined(ctx, target) {
 				return target, rt, fmt.Errorf("env: target %s: %w: %w: the harness sees the device without Landlock "+
 					"but not inside it (%s); its driver needs files the confinement does not name: run with "+
 					"--landlock=false [SCANNER_LANDLOCK=false] on this host", target, ErrDeviceUnavailable, ErrConfinedDevice, msg)
@@ -52,10 +52,14 @@ func (r *Runner) Env(ctx context.Context, target compat.Target) (compat.Target, 
 		return "", compat.Runtime{}, fmt.Errorf("env: harness reports %w", err)
 	}
 
-	if target == compat.TargetAuto && got == compat.TargetCPU && res.googleTPU && r.usableUnconfined(ctx, compat.TargetTPU) {
-		r.log.Warn("probe: target auto resolved to cpu, but the harness sees the TPU without Landlock: its runtime "+
-			"needs files the confinement does not name; run with --landlock=false [SCANNER_LANDLOCK=false] to probe "+
-			"on it, or --target tpu to fail instead of falling back", "why", res.note)
+	if target == compat.TargetAuto && got == compat.TargetCPU {
+		if res.googleTPU && !res.noChip() && r.usableUnconfined(ctx, compat.TargetTPU) {
+			r.log.Warn("probe: target auto resolved to cpu, but the harness sees the TPU without Landlock: its runtime "+
+				"needs files the confinement does not name; run with --landlock=false [SCANNER_LANDLOCK=false] to probe "+
+				"on it, or --target tpu to fail instead of falling back", "why", res.note)
+		} else {
+			r.log.Info("probe: target auto runs on cpu", "why", res.note)
+		}
 	}
 
 	r.found.mu.Lock()
@@ -68,7 +72,8 @@ func (r *Runner) Env(ctx context.Context, target compat.Target) (compat.Target, 
 	}
 	r.found.mu.Unlock()
 	r.log.Info("probe env", "requested", target, "target", got, "device", rt.Device, "device_count", rt.DeviceCount,
-		"torch", rt.Torch, "torch_tpu", rt.TorchTPU, "transformers", rt.Transformers, "harness", rt.Harness)
+		"torch", rt.Torch, "torch_tpu", rt.TorchTPU, "libtpu", rt.LibTPU, "transformers", rt.Transformers, "harness", rt.Harness,
+		"tcmalloc", rt.TCMalloc != nil && *rt.TCMalloc)
 	return got, rt, nil
 }
 
@@ -101,7 +106,9 @@ func (r *Runner) usableUnconfined(ctx context.Context, target compat.Target) boo
 		return false
 	}
 	res, err := r.envResult(ctx, target, true)
-	return err == nil && res.Status == compat.StatusPass && res.Target == target
+	usable := err == nil && res.Status == compat.StatusPass && res.Target == target
+	r.log.Info("probe: asked the harness again without Landlock", "target", target, "usable", usable)
+	return usable
 }
 
 // envReply is the harness's --env-only answer: a Result, and the extra
@@ -113,7 +120,15 @@ type envReply struct {
 	googleTPU bool
 	// note says why auto resolved as it did.
 	note string
+	// tpuChips is the count of the harness's PCI scan (TPU chips torch_tpu
+	// can use), nil when it did not scan (cpu, cuda, no torch_tpu).
+	tpuChips *int
 }
+
+// noChip: the harness's PCI scan found no TPU chip. Landlock hides no PCI
+// device (the harness may read /sys and stat /dev), so asking again
+// without it would find none either.
+func (e envReply) noChip() bool { return e.tpuChips != nil && *e.tpuChips == 0 }
 
 // envResult runs the harness with --env-only for target, confined unless
 // unconfined, and reads its result.
@@ -153,9 +168,10 @@ func (r *Runner) envResult(ctx context.Context, target compat.Target, unconfined
 	var extra struct {
 		GoogleTPU bool   `json:"google_torch_tpu"`
 		Note      string `json:"note"`
+		TPUChips  *int   `json:"tpu_chips"`
 	}
 	if data, err := os.ReadFile(wd.result); err == nil { // readResult bounded its size
 		_ = json.Unmarshal(nanToNull(data), &extra) // it parsed as a Result: these are optional
 	}
-	return envReply{Result: res, googleTPU: extra.GoogleTPU, note: extra.Note}, nil
+	return envReply{Result: res, googleTPU: extra.GoogleTPU, note: extra.Note, tpuChips: extra.TPUChips}, nil
 }

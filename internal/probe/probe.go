@@ -101,7 +101,19 @@ type Config struct {
 	// host whose accelerator driver fails under it, which Env detects and
 	// names (ErrConfinedDevice).
 	NoLandlock bool
+	// TCMalloc is the tcmalloc library preloaded into the harness
+	// (LD_PRELOAD; torch_tpu asks for it): "" finds the first of
+	// TCMallocPaths (none installed: no preload), NoTCMalloc preloads
+	// nothing. The harness records whether it ran with it (Runtime.TCMalloc).
+	TCMalloc string
+	// HostRoot stands for / in the harness's TPU check (its PCI scan reads
+	// sys/bus/pci/devices and dev/vfio under it): tests give it a fake tree
+	// with a chip. "" is /.
+	HostRoot string
 }
+
+// NoTCMalloc as Config.TCMalloc preloads nothing.
+const NoTCMalloc = "none"
 
 // Runner runs harness processes. Its methods are safe for concurrent use:
 // the scanner runs one probe per device at a time. Close removes its files.
@@ -114,6 +126,7 @@ type Runner struct {
 	memLimit   uint64 // 0 = none
 	nofile     uint64 // 0 = inherited
 	log        *slog.Logger
+	preload    string // LD_PRELOAD of the harness (tcmalloc), "" for none
 	confine    *confiner
 	found      *envCache // what Env found; shared with the ForDevice runners
 	pinned     bool      // a ForDevice runner: its processes see only device
@@ -162,12 +175,26 @@ func NewRunner(cfg Config) (*Runner, error) {
 	if cfg.Environ == nil {
 		cfg.Environ = os.Environ()
 	}
+	if cfg.HostRoot != "" {
+		if cfg.HostRoot, err = filepath.Abs(cfg.HostRoot); err != nil {
+			return nil, fmt.Errorf("probe: host root: %w", err)
+		}
+	}
 	r := &Runner{cfg: cfg, python: py, log: cfg.Logger, found: &envCache{}}
 	if r.log == nil {
 		r.log = slog.Default()
 	}
 	enableSubreaper(r.log)
-	if _, dropped := scrubEnv(nil, cfg.ExtraEnv, "", ""); len(dropped) > 0 {
+	switch cfg.TCMalloc {
+	case "":
+		r.preload = FindTCMalloc(TCMallocPaths)
+	case NoTCMalloc:
+	default:
+		if r.preload, err = filepath.Abs(cfg.TCMalloc); err != nil {
+			return nil, fmt.Errorf("probe: tcmalloc: %w", err)
+		}
+	}
+	if _, dropped := scrubEnv(nil, cfg.ExtraEnv, "", "", ""); len(dropped) > 0 {
 		r.log.Warn("probe: ExtraEnv entries refused (credentials, variables the runner pins, or test switches)",
 			"names", strings.Join(dropped, ","))
 	}
@@ -202,6 +229,11 @@ func NewRunner(cfg Config) (*Runner, error) {
 		r.harnessDir, r.script, r.digest = dir, script, harness.Digest()
 	}
 	r.confine = &confiner{python: py, codeDir: filepath.Dir(r.script), log: r.log, off: cfg.NoLandlock}
+	for _, p := range []string{r.preload, cfg.HostRoot} {
+		if p != "" {
+			r.confine.read = append(r.confine.read, p)
+		}
+	}
 	logConfinement(r.log, cfg.NoLandlock)
 	return r, nil
 }
@@ -225,7 +257,8 @@ func (r *Runner) Close() error {
 // found a TPU. Closing it does nothing; close this runner when all are done.
 func (r *Runner) ForDevice(i int) *Runner {
 	return &Runner{cfg: r.cfg, python: r.python, script: r.script, digest: r.digest, memLimit: r.memLimit,
-		nofile: r.nofile, log: r.log.With("device", i), confine: r.confine, found: r.found, pinned: true, device: i}
+		nofile: r.nofile, log: r.log.With("device", i), preload: r.preload, confine: r.confine, found: r.found,
+		pinned: true, device: i}
 }
 
 // deviceEnv is the pinning environment of a ForDevice runner, nil otherwise.
@@ -485,9 +518,12 @@ func (r *Runner) spec(ctx context.Context, wd workDir, snapshot string, args []s
 	case len(chips) == 0:
 		extra = append(extra, r.deviceEnv()...)
 	}
-	env, _ := scrubEnv(r.cfg.Environ, extra, wd.home, wd.tmp) // refusals logged by NewRunner
+	env, _ := scrubEnv(r.cfg.Environ, extra, wd.home, wd.tmp, r.preload) // refusals logged by NewRunner
 	mark := rand.Text()
 	env = append(env, probeMarkVar+"="+mark)
+	if r.cfg.HostRoot != "" {
+		args = append(slices.Clone(args), "--host-root", r.cfg.HostRoot)
+	}
 	python, _ := r.confine.interpreter(ctx)
 	spec := procSpec{
 		python: python,
@@ -536,13 +572,21 @@ func (r *Runner) newWorkDir(kind string) (workDir, error) {
 
 func (wd workDir) remove() { os.RemoveAll(wd.root) }
 
-// PhysicalMemory is MemTotal of /proc/meminfo, in bytes.
-func PhysicalMemory() (uint64, error) {
-	f, err := os.Open("/proc/meminfo")
+// PhysicalMemory is the memory this process may use, in bytes: MemTotal of
+// /proc/meminfo, or its cgroup's memory limit where that is lower (a pod's
+// or container's limit: v2 memory.max, v1 memory.limit_in_bytes). Each
+// probe's data limit and the cpu budget are shares of it (scan.ProbeMemLimit).
+func PhysicalMemory() (uint64, error) { return memoryLimit("/") }
+
+// memoryLimit is PhysicalMemory with root standing for / (tests give it a
+// fake tree): the smaller of root/proc/meminfo's MemTotal and cgroupLimit.
+func memoryLimit(root string) (uint64, error) {
+	f, err := os.Open(filepath.Join(root, "proc", "meminfo"))
 	if err != nil {
 		return 0, fmt.Errorf("meminfo: %w", err)
 	}
 	defer f.Close()
+	var total uint64
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		if rest, ok := strings.CutPrefix(sc.Text(), "MemTotal:"); ok {
@@ -550,10 +594,78 @@ func PhysicalMemory() (uint64, error) {
 			if err != nil {
 				return 0, fmt.Errorf("meminfo: %w", err)
 			}
-			return kb << 10, nil
+			total = kb << 10
+			break
 		}
 	}
-	return 0, errors.New("meminfo: no MemTotal")
+	if total == 0 {
+		return 0, errors.New("meminfo: no MemTotal")
+	}
+	if lim := cgroupLimit(root); lim > 0 && lim < total {
+		return lim, nil
+	}
+	return total, nil
+}
+
+// cgroupNoLimit: a cgroup v1 limit at or above it is "no limit" (v1 writes
+// the largest page-aligned int64, 9223372036854771712, for none).
+const cgroupNoLimit = 1 << 62
+
+// cgroupLimit is the memory limit of this process's cgroup under root, 0
+// for none: the smallest limit of its cgroup and the cgroup's ancestors
+// (each bounds it), read from root/proc/self/cgroup and the cgroup file
+// systems under root/sys/fs/cgroup: v2 ("0::/path", memory.max, "max" for
+// none) and v1 (the memory controller's "N:memory:/path",
+// memory/…/memory.limit_in_bytes). In a container the process's cgroup is
+// often the mount's own root (a cgroup namespace shows "/", a v1 bind
+// mount shows the host's path, absent under the mount): the mount's root
+// counts too.
+func cgroupLimit(root string) uint64 {
+	data, err := os.ReadFile(filepath.Join(root, "proc", "self", "cgroup"))
+	if err != nil {
+		return 0
+	}
+	var best uint64
+	take := func(path string, none string) {
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			return
+		}
+		v := strings.TrimSpace(string(raw))
+		if v == none {
+			return
+		}
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil || n == 0 || n >= cgroupNoLimit {
+			return
+		}
+		if best == 0 || n < best {
+			best = n
+		}
+	}
+	walk := func(mount, cg, file, none string) {
+		cg = filepath.Clean("/" + cg)
+		for {
+			take(filepath.Join(mount, cg, file), none)
+			if cg == "/" {
+				return
+			}
+			cg = filepath.Dir(cg)
+		}
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		switch {
+		case parts[0] == "0" && parts[1] == "":
+			walk(filepath.Join(root, "sys", "fs", "cgroup"), parts[2], "memory.max", "max")
+		case slices.Contains(strings.Split(parts[1], ","), "memory"):
+			walk(filepath.Join(root, "sys", "fs", "cgroup", "memory"), parts[2], "memory.limit_in_bytes", "")
+		}
+	}
+	return best
 }
 
 func derefMode(m *compat.Mode) string {

@@ -106,6 +106,10 @@ func TestRealHarnessCPU(t *testing.T) {
 	if target != compat.TargetCPU || !strings.HasPrefix(rt.Torch, "2.") || rt.Transformers == "" || rt.Harness == "" {
 		t.Errorf("Env(auto) = %q %+v", target, rt)
 	}
+	// tcmalloc is preloaded where installed, and the harness says whether it ran with it
+	if want := FindTCMalloc(TCMallocPaths) != ""; rt.TCMalloc == nil || *rt.TCMalloc != want {
+		t.Errorf("Env(auto) runtime tcmalloc %v, want %v (installed: %q)", rt.TCMalloc, want, FindTCMalloc(TCMallocPaths))
+	}
 	if _, _, err := r.Env(ctx, compat.TargetTPU); !errors.Is(err, ErrDeviceUnavailable) {
 		t.Errorf("Env(tpu) error %v, want ErrDeviceUnavailable", err)
 	}

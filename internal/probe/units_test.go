@@ -20,7 +20,7 @@ func TestScrubEnv(t *testing.T) {
 	}
 	extra := []string{"OMP_NUM_THREADS=2", "HF_HUB_OFFLINE=0", "API_KEY=x", "XLA_FLAGS=g", "bogus",
 		"HARNESS_TEST_INJECT=tpu:simulate", "TORCH_DEVICE_BACKEND_AUTOLOAD=1"}
-	env, dropped := scrubEnv(parent, extra, "/h", "/t")
+	env, dropped := scrubEnv(parent, extra, "/h", "/t", "")
 	got := map[string]string{}
 	for _, kv := range env {
 		k, v, _ := strings.Cut(kv, "=")
@@ -50,7 +50,7 @@ func TestScrubEnv(t *testing.T) {
 	if !slices.Equal(dropped, []string{"HF_HUB_OFFLINE", "API_KEY", "bogus", "HARNESS_TEST_INJECT", "TORCH_DEVICE_BACKEND_AUTOLOAD"}) {
 		t.Errorf("dropped %v", dropped)
 	}
-	env, _ = scrubEnv(nil, nil, "/h", "/t")
+	env, _ = scrubEnv(nil, nil, "/h", "/t", "")
 	if !slices.Contains(env, "PATH=/usr/local/bin:/usr/bin:/bin") || !slices.Contains(env, "OMP_NUM_THREADS="+defaultThreads()) {
 		t.Errorf("defaults missing: %v", env)
 	}

@@ -24,6 +24,11 @@ sys.path.insert(0, HARNESS_DIR)
 os.environ.setdefault("OMP_NUM_THREADS", "2")
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
+# As in the harness (and its runner): torch must not load torch_tpu, which every environment now has,
+# inside `import torch` below. Loaded, it makes this test process's first backward start libtpu, which
+# on a host without the GCE metadata server retries its topology keys for many minutes
+# (harness_tpu.py's docstring).
+os.environ["TORCH_DEVICE_BACKEND_AUTOLOAD"] = "0"
 
 import torch  # noqa: E402
 

@@ -1,13 +1,16 @@
 """The tpu code path, simulated on CPU (there is no TPU here).
 
-HARNESS_TEST_INJECT=tpu:simulate (harness_testing.SimulatedTpu) stands in for Google's torch_tpu:
-a ``torch.tpu`` device module with the TorchTPU API surface the harness uses (device_count,
-get_device_name, get_device_properties, synchronize, _get_cache_misses; no memory statistics)
-and a dynamo backend registered as "tpu" (aot_eager underneath), while tensors stay on the CPU.
-This exercises the target resolution, runtime block, memory table, bfloat16 policy, float32 at
-HIGHEST precision, synchronisation order, peak memory scope, backend choice and TorchTPU's
-recompile detection and warm-up ceiling. Loading torch_tpu itself (the entry point, the first op)
-is tested with a fake distribution in test_tpu_load.py.
+HARNESS_TEST_INJECT=tpu:simulate (harness_testing.SimulatedTpu) stands in for Google's torch_tpu
+0.2.0 on a chip, which this host lacks: a ``torch.tpu`` device module with its public surface
+(get_device_name, get_device_properties, is_initialized, precision/Precision, the private
+_get_cache_misses; device_count and synchronize raise, as the real ones, internal with this torch,
+do), a ``torch.accelerator`` whose accelerator is "tpu" (device_count, synchronize; no memory
+statistics) and a dynamo backend registered as "tpu" (aot_eager underneath), while tensors stay on
+the CPU. This exercises the target resolution, runtime block, memory table, bfloat16 policy, float32
+at HIGHEST precision, synchronisation, peak memory scope, backend choice and TorchTPU's recompile
+detection and warm-up ceiling. Finding and loading torch_tpu (the PCI scan, the entry point, the
+first op) is tested with the real package and a fake distribution in test_tpu_load.py; that the
+harness uses only what 0.2.0 exports, in test_tpu_api.py.
 """
 
 import pytest
@@ -36,7 +39,7 @@ def test_auto_resolves_to_tpu_and_uses_the_tpu_path(tmp_path, run_inproc, fake_t
     assert m["peak_mem_bytes"] is None  # the fake runtime reports no memory statistics: null, not 0
     assert m["tokens_per_s"] > 0 and m["compile_s"] is not None
     notes = {s["stage"]: s.get("note", "") for s in res["stages"]}
-    assert "sync=torch.tpu.synchronize" in notes["env"]  # preferred on tpu (Device.sync_candidates)
+    assert "sync=torch.accelerator.synchronize" in notes["env"]  # the only one on tpu (Device.sync_candidates)
     assert "dtype=bfloat16" in notes["config"]
     assert "bfloat16 vs float32" in notes["numerics"]
     assert "backend=tpu" in notes["compile"]
@@ -147,10 +150,17 @@ def test_float32_on_tpu_without_precision_gets_bfloat16_bounds(tmp_path, run_inp
 
 
 class FakeAccelerator:
-    """torch.accelerator's sync and memory calls, counted."""
+    """torch.accelerator's sync and memory calls, counted, for an accelerator of type kind."""
 
-    def __init__(self):
+    def __init__(self, kind):
         self.syncs = self.resets = 0
+        self.kind = kind
+
+    def current_accelerator(self):
+        return torch.device(self.kind) if self.kind != "tpu" else type("Tpu", (), {"type": "tpu"})()
+
+    def device_count(self):
+        return 8
 
     def synchronize(self):
         self.syncs += 1
@@ -162,8 +172,8 @@ class FakeAccelerator:
         self.resets += 1
 
 
-def test_tpu_syncs_with_torch_tpu_and_never_resets_the_peak(monkeypatch):
-    acc = FakeAccelerator()
+def test_tpu_syncs_and_counts_with_torch_accelerator_and_never_resets_the_peak(monkeypatch):
+    acc = FakeAccelerator("tpu")
     monkeypatch.setattr(torch, "accelerator", acc)
     monkeypatch.setattr(torch, "tpu", SimulatedTpu, raising=False)
     SimulatedTpu.reset()
@@ -171,15 +181,27 @@ def test_tpu_syncs_with_torch_tpu_and_never_resets_the_peak(monkeypatch):
     dev.init()
     dev.reset_peak()
     dev.sync()
-    assert dev.sync_name == "torch.tpu.synchronize" and acc.syncs == 0 and SimulatedTpu.synced == 2
+    assert (dev.sync_name, acc.syncs, dev.count) == ("torch.accelerator.synchronize", 2, 8)
     assert (dev.peak_name, dev.peak_scope, acc.resets, dev.peak_bytes()) == ("torch.accelerator", "process", 0, 1234)
+    assert not {"synchronize", "device_count"} & SimulatedTpu.used, SimulatedTpu.used
+
+
+def test_tpu_without_torch_accelerator_on_it_neither_syncs_nor_counts_with_torch_tpu(monkeypatch):
+    """torch.tpu.synchronize and device_count raise with torch >= 2.11: never a fallback on tpu."""
+    monkeypatch.setattr(torch, "accelerator", FakeAccelerator("cuda"))
+    monkeypatch.setattr(torch, "tpu", SimulatedTpu, raising=False)
+    SimulatedTpu.reset()
+    dev = type("OnCpu", (harness_testing.CpuTensors, harness.Device), {})(torch, "tpu")  # no simulated accelerator
+    dev.init()
+    assert (dev.sync_name, dev.count, dev.peak_name) == ("none (cpu)", 1, "")
+    assert not {"synchronize", "device_count"} & SimulatedTpu.used, SimulatedTpu.used
 
 
 def test_other_accelerators_sync_with_torch_accelerator_and_reset_the_peak(monkeypatch):
-    acc = FakeAccelerator()
+    acc = FakeAccelerator("cuda")
     monkeypatch.setattr(torch, "accelerator", acc)
     dev = harness.Device(torch, "cuda")
     dev.init()
     dev.reset_peak()
-    assert dev.sync_name == "torch.accelerator.synchronize" and acc.syncs == 1
+    assert dev.sync_name == "torch.accelerator.synchronize" and acc.syncs == 1 and dev.count == 8
     assert (dev.peak_scope, acc.resets) == ("since load", 2)

@@ -4,7 +4,10 @@
 
 DEST gets a virtual-environment layout: pyvenv.cfg, bin/python (a symlink to this interpreter's
 real binary) and lib/pythonX.Y/site-packages, whose scanner-fake-tpu.pth adds this interpreter's
-site-packages (through site.addsitedir, so their own .pth files run too) and site/. The Go runner
+site-packages (through site.addsitedir, so their own .pth files run too) and puts site/ before them
+all: the project's environment has Google's real torch_tpu, and the fake must be the one found
+(``import torch_tpu``, and importlib.metadata's entry points and version, which keep the first
+distribution of a name on sys.path). The Go runner
 starts the harness with ``python -I``, which ignores PYTHONPATH and the user site but still reads
 pyvenv.cfg and .pth files, so this is how a test shows a distribution to the real runner. Used by
 internal/probe's fake-torch_tpu tests and the harness's tests/test_tpu_load.py.
@@ -29,8 +32,8 @@ def make(dest: str) -> str:
     paths = sysconfig.get_paths()
     dirs = dict.fromkeys([paths["purelib"], paths["platlib"]])
     with open(os.path.join(site_dir, "scanner-fake-tpu.pth"), "w", encoding="utf-8") as fh:
-        fh.write("import site; " + "; ".join(f"site.addsitedir({d!r})" for d in dirs) + "\n")
-        fh.write(FAKE_SITE + "\n")
+        fh.write("import site, sys; " + "; ".join(f"site.addsitedir({d!r})" for d in dirs)
+                 + f"; sys.path.insert(0, {FAKE_SITE!r})\n")
     python = os.path.join(dest, "bin", "python")
     if not os.path.lexists(python):
         os.symlink(real, python)
