@@ -26,6 +26,12 @@ echo "== Web: badge, API list page, table, runtimes, compare and model pages (wi
 go run ./web/benchload
 
 echo
+echo "== Hub scale: 100 000 models, 20 rounds of results (1.8 M; made once by storetest.SeedScale through the store's API and"
+echo "   cached under \$SCANNER_CACHE_HOME/bench, keyed by the migrations and the generator), served by bin/scanner serve;"
+echo "   every public route after a write and cached (wrk, 1 and 16 clients) beside a minimal fiber handler, exports, start-up, a listing"
+go run ./web/benchscale -scanner bin/scanner
+
+echo
 echo "== Harness overhead: a probe's wall time vs a bare script doing the same load, forward and generate"
 go test ./internal/probe -run '^$' -bench BenchmarkHarnessOverhead -benchtime=1x -count=1 -timeout 30m | grep -E 'Benchmark|overhead|bare'
 

@@ -4,9 +4,19 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/google-pytorch/torchtpu-scanner/internal/compare"
 )
 
 // Hooks for the external tests.
+
+// SetBulkListing sets the size from which an upsert reads every model at
+// once, and returns the function that puts it back.
+func SetBulkListing(n int) func() {
+	old := bulkListing
+	bulkListing = n
+	return func() { bulkListing = old }
+}
 
 // SetClock replaces the store's clock.
 func (s *SQLite) SetClock(now func() time.Time) { s.now = now }
@@ -48,6 +58,15 @@ func (s *SQLite) ExplainNamed(ctx context.Context) (map[string][]string, error) 
 		"dup in scan":     {sqlDuplicateInScan, id, target, "rev", "key", 1},
 		"dup unscanned":   {sqlDuplicateUnscanned, id, target, "rev", "key", 1},
 		"list scans":      {sqlListScans, 10},
+		"state model":     {sqlStateModel, id},
+		"state rows":      {sqlStateRows, id, true},
+		"listed row":      {sqlListedRow, id},
+		"pair cells":      {sqlPairCells, 1, 2},
+		"runtime tally":   {sqlRuntimeTally, 1},
+		"runtime id":      {sqlRuntimeID, target, "key"},
+		"pair kept":       {sqlPairKept, 1, 2},
+		"target rows":     {sqlTargetRows, target},
+		"fit of":          {sqlFitOf, id},
 	}
 	out := map[string][]string{}
 	for name, q := range queries {
@@ -58,6 +77,64 @@ func (s *SQLite) ExplainNamed(ctx context.Context) (map[string][]string, error) 
 		out[name] = plan
 	}
 	return out, nil
+}
+
+// ExplainCompareLists returns the plans of the three ways of reading a
+// page of a comparison's list (gather, walk kept, walk), after a cursor.
+func (s *SQLite) ExplainCompareLists(ctx context.Context) (map[string][]string, error) {
+	out := map[string][]string{}
+	kind := compare.Fixed
+	for name, q := range map[string]string{"gather": sqlListGather, "walk kept": sqlListWalkKept, "walk": kindPairsSQL(sqlListWalk, kind)} {
+		args := []any{1, 2}
+		if name == "walk" {
+			args = append(args, kindPairArgs(kind)...)
+		} else {
+			args = append(args, string(kind))
+		}
+		args = append(args, 10, 10, "org/model", 51)
+		plan, err := s.explain(ctx, fmt.Sprintf(q, listAfter), args...)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		out[name] = plan
+	}
+	return out, nil
+}
+
+// KeptPairs are the kept comparisons, as (base, head) runtime ids.
+func (s *SQLite) KeptPairs(ctx context.Context) ([][2]int64, error) {
+	tx, err := s.r.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback()
+	return keptPairs(ctx, tx)
+}
+
+// ListAll reads a whole list of the comparison p (base, head) in pages of
+// limit, one way: a kept list's rows sorted (gather), a walk keeping a
+// kept list's (kept), or a walk classifying each model.
+func (s *SQLite) ListAll(ctx context.Context, p [2]int64, kind compare.Kind, kept, gather bool, limit int) ([]compare.Item, error) {
+	tx, err := s.r.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback()
+	var all []compare.Item
+	var cur *compareCursor
+	for range 1000 {
+		items, more, err := listPage(ctx, tx, p, kind, kept, gather, limit, cur)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, items...)
+		if !more {
+			return all, nil
+		}
+		last := items[len(items)-1]
+		cur = &compareCursor{Kind: kind, Downloads: last.Downloads, ID: last.ID}
+	}
+	return nil, fmt.Errorf("more than 1000 pages")
 }
 
 func (s *SQLite) explain(ctx context.Context, query string, args ...any) ([]string, error) {

@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -247,11 +248,23 @@ func keysetAfter(keys []sortKey, idDesc bool, c cursor) (string, []any) {
 // ErrBadCursor (and ErrInvalid) for a cursor not made by this store for
 // the same sort, direction and filters.
 func (s *SQLite) ListModels(ctx context.Context, q ModelQuery) ([]compat.Model, string, error) {
+	return listModels(ctx, s.r, q)
+}
+
+// ExportModels is ListModels for reading every page of a list (an
+// export): the same answer, read through readers of their own that map
+// no memory and cache little, so that a whole-table read leaves the
+// process's memory as it was.
+func (s *SQLite) ExportModels(ctx context.Context, q ModelQuery) ([]compat.Model, string, error) {
+	return listModels(ctx, s.bulk, q)
+}
+
+func listModels(ctx context.Context, db *sql.DB, q ModelQuery) ([]compat.Model, string, error) {
 	lq, err := buildList(q)
 	if err != nil {
 		return nil, "", fmt.Errorf("store: list models: %w", err)
 	}
-	rows, err := s.r.QueryContext(ctx, lq.sql, lq.args...)
+	rows, err := db.QueryContext(ctx, lq.sql, lq.args...)
 	if err != nil {
 		return nil, "", fmt.Errorf("store: list models: %w", err)
 	}

@@ -327,9 +327,11 @@ func TestQueryPlans(t *testing.T) {
 	}
 }
 
-// fullScan reports a plan line that reads a whole table without an index.
+// fullScan reports a plan line that reads a whole table without an index
+// (a list of constants, or the JSON of one row, are no table).
 func fullScan(line string) bool {
-	return strings.HasPrefix(line, "SCAN ") && !strings.Contains(line, " USING ") && !strings.HasPrefix(line, "SCAN (subquery")
+	return strings.HasPrefix(line, "SCAN ") && !strings.Contains(line, " USING ") && !strings.HasPrefix(line, "SCAN (subquery") &&
+		!strings.HasSuffix(line, "VALUES CLAUSE") && !strings.Contains(line, "VIRTUAL TABLE")
 }
 
 // The benchmark's data set is the web's: 10 000 models, 100 000 results.

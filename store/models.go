@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -23,6 +24,15 @@ func orgOf(id string) string {
 // listTargets are the targets that current has a row for per model:
 // every concrete one, and "" for "any target".
 var listTargets = append([]compat.Target{""}, compat.Targets...)
+
+// listTargetsJSON is listTargets as a JSON array, for sqlEnsureCurrent.
+var listTargetsJSON = func() string {
+	b, err := json.Marshal(listTargets)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}()
 
 // validTarget accepts a concrete target, or "" where any is allowed.
 func validTarget(t compat.Target, allowAny bool) error {
@@ -45,10 +55,18 @@ func (s *SQLite) UpsertModels(ctx context.Context, models []ModelUpsert) error {
 	}
 	defer tx.Rollback()
 	now := unixNano(s.now())
+	t := newTallier()
+	l, err := newListing(ctx, tx, len(models))
+	if err != nil {
+		return fmt.Errorf("store: upsert models: %w", err)
+	}
 	for _, m := range models {
-		if err := upsertModel(ctx, tx, m, now); err != nil {
+		if err := upsertModel(ctx, tx, t, l, m, now); err != nil {
 			return fmt.Errorf("store: upsert models: %s: %w", m.ID, err)
 		}
+	}
+	if err := t.flush(ctx, tx); err != nil {
+		return fmt.Errorf("store: upsert models: %w", err)
 	}
 	if err := s.touch(ctx, tx); err != nil {
 		return fmt.Errorf("store: upsert models: %w", err)
@@ -59,47 +77,253 @@ func (s *SQLite) UpsertModels(ctx context.Context, models []ModelUpsert) error {
 	return nil
 }
 
-func upsertModel(ctx context.Context, tx *sql.Tx, m ModelUpsert, now int64) error {
+// listedRow is what a listing sets of a models row.
+type listedRow struct {
+	task, library string
+	downloads     int64
+	likes         int64
+	gated         bool
+	sha           string
+	tags          sql.NullString
+	lastModified  sql.NullInt64
+}
+
+func (r *listedRow) dest() []any {
+	return []any{&r.task, &r.library, &r.downloads, &r.likes, &r.gated, &r.sha, &r.tags, &r.lastModified}
+}
+
+// bulkListing is the size from which an upsert reads every model's listed
+// row and every alias at once (a scan's listing), rather than asking per
+// model: one pass over the models instead of a lookup each.
+var bulkListing = 1000 // a variable for the tests, which set it lower
+
+// listing answers an upsert's questions about what is stored: a model's
+// listed row, and whether an id may be an alias. Small upserts ask the
+// database per model; large ones hold every model and alias, kept in step
+// with the upsert's own writes.
+type listing struct {
+	rows    map[string]listedRow // by id; nil: ask the database
+	aliases map[string]bool      // aliases, ASCII-lowercased (NOCASE); nil: ask the database
+}
+
+func newListing(ctx context.Context, tx *sql.Tx, n int) (*listing, error) {
+	l := &listing{}
+	if n < bulkListing {
+		return l, nil
+	}
+	l.rows, l.aliases = map[string]listedRow{}, map[string]bool{}
+	rows, err := tx.QueryContext(ctx, sqlListedRows)
+	if err != nil {
+		return nil, err
+	}
+	for rows.Next() {
+		var (
+			id string
+			r  listedRow
+		)
+		if err := rows.Scan(append([]any{&id}, r.dest()...)...); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		l.rows[id] = r
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	rows, err = tx.QueryContext(ctx, sqlAliases)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var a string
+		if err := rows.Scan(&a); err != nil {
+			return nil, err
+		}
+		l.aliases[asciiLower(a)] = true
+	}
+	return l, rows.Err()
+}
+
+// row is model id's listed row; false when there is no such model.
+func (l *listing) row(ctx context.Context, tx *sql.Tx, id string) (listedRow, bool, error) {
+	if l.rows != nil {
+		r, ok := l.rows[id]
+		return r, ok, nil
+	}
+	var r listedRow
+	err := tx.QueryRowContext(ctx, sqlListedRow, id).Scan(r.dest()...)
+	if errors.Is(err, sql.ErrNoRows) {
+		return r, false, nil
+	}
+	return r, err == nil, err
+}
+
+// exists reports whether id is a model's id.
+func (l *listing) exists(ctx context.Context, tx *sql.Tx, id string) (bool, error) {
+	if l.rows != nil {
+		_, ok := l.rows[id]
+		return ok, nil
+	}
+	var n int
+	err := tx.QueryRowContext(ctx, sqlModelExists, id).Scan(&n)
+	return n > 0, err
+}
+
+// mayBeAlias reports whether id may be an alias (in any ASCII case).
+func (l *listing) mayBeAlias(id string) bool { return l.aliases == nil || l.aliases[asciiLower(id)] }
+
+func (l *listing) setRow(id string, r listedRow) {
+	if l.rows != nil {
+		l.rows[id] = r
+	}
+}
+
+func (l *listing) dropRow(id string) {
+	if l.rows != nil {
+		delete(l.rows, id)
+	}
+}
+
+func (l *listing) addAlias(a string) {
+	if l.aliases != nil {
+		l.aliases[asciiLower(a)] = true
+	}
+}
+
+// asciiLower folds ASCII letters only, as SQLite's NOCASE collation does.
+func asciiLower(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
+}
+
+// upsertModel writes m unless its row holds the same already, and its
+// current rows' copies of downloads and likes; then m's aliases (merging
+// an alias that was a model of its own). The tallies follow: a model
+// whose results did not move (no merge) changes them by its downloads,
+// task and library alone.
+func upsertModel(ctx context.Context, tx *sql.Tx, t *tallier, l *listing, m ModelUpsert, now int64) error {
 	if m.ID == "" {
 		return fmt.Errorf("%w: model without id", ErrInvalid)
 	}
-	var tags sql.NullString
+	row := listedRow{task: m.Task, library: m.Library, downloads: m.Downloads, likes: m.Likes, gated: m.Gated,
+		sha: m.SHA, lastModified: nullTime(m.LastModified)}
 	if len(m.Tags) > 0 {
-		t, err := jsonText(m.Tags)
+		tags, err := jsonText(m.Tags)
 		if err != nil {
 			return err
 		}
-		tags = sql.NullString{String: t, Valid: true}
+		row.tags = sql.NullString{String: tags, Valid: true}
 	}
-	if _, err := tx.ExecContext(ctx, sqlUpsertModel, m.ID, orgOf(m.ID), m.Task, m.Library, m.Downloads, m.Likes,
-		m.Gated, m.SHA, tags, nullTime(m.LastModified), now, now); err != nil {
+	old, exists, err := l.row(ctx, tx, m.ID)
+	if err != nil {
 		return err
 	}
-	for _, t := range listTargets {
-		if _, err := tx.ExecContext(ctx, sqlEnsureCurrent, string(t), m.ID, m.Downloads, m.Likes); err != nil {
+	merging := false
+	for _, alias := range m.Aliases {
+		if alias == "" || strings.EqualFold(alias, m.ID) {
+			continue
+		}
+		is, err := l.exists(ctx, tx, alias)
+		if err != nil {
+			return err
+		}
+		merging = merging || is
+	}
+	changed := !exists || old != row
+	var before modelState
+	switch {
+	case merging:
+		if err := t.begin(ctx, tx, m.ID, nil); err != nil {
+			return err
+		}
+	case changed && exists:
+		if before, err = readModelStateOf(ctx, tx, m.ID, &old, old.task == "" || m.Task == ""); err != nil {
+			return err
+		}
+		if err := t.begin(ctx, tx, m.ID, &before); err != nil {
+			return err
+		}
+	case changed:
+		if err := t.begin(ctx, tx, m.ID, &before); err != nil { // a new model: nothing before
 			return err
 		}
 	}
-	if _, err := tx.ExecContext(ctx, sqlRuntimeDownloads, m.ID, m.Downloads); err != nil {
-		return err
+	if changed {
+		if _, err := tx.ExecContext(ctx, sqlUpsertModel, m.ID, orgOf(m.ID), m.Task, m.Library, m.Downloads, m.Likes,
+			m.Gated, m.SHA, row.tags, row.lastModified, now, now); err != nil {
+			return err
+		}
+		if err := listCurrent(ctx, tx, m, exists, old, before); err != nil {
+			return err
+		}
+		l.setRow(m.ID, row)
 	}
-	if _, err := tx.ExecContext(ctx, sqlDropAlias, m.ID); err != nil {
-		return err
+	if l.mayBeAlias(m.ID) {
+		if _, err := tx.ExecContext(ctx, sqlDropAlias, m.ID); err != nil {
+			return err
+		}
 	}
 	for _, alias := range m.Aliases {
 		if alias == "" || strings.EqualFold(alias, m.ID) {
 			continue
 		}
-		var n int
-		if err := tx.QueryRowContext(ctx, sqlModelExists, alias).Scan(&n); err != nil {
+		is, err := l.exists(ctx, tx, alias)
+		if err != nil {
 			return err
 		}
-		if n > 0 {
-			if err := mergeModel(ctx, tx, alias, m.ID); err != nil {
+		if is {
+			if err := mergeModel(ctx, tx, t, alias, m.ID); err != nil {
 				return fmt.Errorf("merge %s: %w", alias, err)
 			}
+			l.dropRow(alias)
 		}
 		if _, err := tx.ExecContext(ctx, sqlUpsertAlias, alias, m.ID); err != nil {
+			return err
+		}
+		l.addAlias(alias)
+	}
+	switch {
+	case merging:
+		return t.end(ctx, tx, m.ID, nil)
+	case changed:
+		after := newModelState(m.Downloads, m.Task, m.Library)
+		if exists {
+			after = before.with(m.Downloads, m.Task, m.Library)
+			for _, target := range listTargets { // rows the listing just gave it
+				if _, ok := after.rows[target]; !ok {
+					after.rows[target] = currentRow{rank: statusRank(compat.StatusUntested)}
+				}
+			}
+		}
+		return t.end(ctx, tx, m.ID, &after)
+	}
+	return nil
+}
+
+// listCurrent keeps model m's current rows in step with its listing: a
+// row on every target, with copies of its downloads and likes. A model
+// known before (old, its row; before, its state) with a row on every
+// target has only the copies that changed rewritten, each by itself, so
+// that only the indexes holding that column move.
+func listCurrent(ctx context.Context, tx *sql.Tx, m ModelUpsert, exists bool, old listedRow, before modelState) error {
+	if !exists || len(before.rows) < len(listTargets) {
+		_, err := tx.ExecContext(ctx, sqlEnsureCurrent, listTargetsJSON, m.ID, m.Downloads, m.Likes)
+		return err
+	}
+	if old.downloads != m.Downloads {
+		if _, err := tx.ExecContext(ctx, sqlCurrentDownloads, m.ID, m.Downloads); err != nil {
+			return err
+		}
+	}
+	if old.likes != m.Likes {
+		if _, err := tx.ExecContext(ctx, sqlCurrentLikes, m.ID, m.Likes); err != nil {
 			return err
 		}
 	}
@@ -107,7 +331,13 @@ func upsertModel(ctx context.Context, tx *sql.Tx, m ModelUpsert, now int64) erro
 }
 
 // mergeModel moves the history of model old to model into and deletes old.
-func mergeModel(ctx context.Context, tx *sql.Tx, old, into string) error {
+func mergeModel(ctx context.Context, tx *sql.Tx, t *tallier, old, into string) error {
+	if err := t.begin(ctx, tx, old, nil); err != nil {
+		return err
+	}
+	if err := addFit(ctx, tx, old, -1); err != nil {
+		return err
+	}
 	for _, q := range []string{sqlMergeResults, sqlMergeEvents, sqlMergeAliases} {
 		if _, err := tx.ExecContext(ctx, q, into, old); err != nil {
 			return err
@@ -119,7 +349,10 @@ func mergeModel(ctx context.Context, tx *sql.Tx, old, into string) error {
 	if err := rebuildCurrent(ctx, tx, into); err != nil {
 		return err
 	}
-	return rebuildRuntimeCurrent(ctx, tx, into)
+	if err := rebuildRuntimeCurrent(ctx, tx, into); err != nil {
+		return err
+	}
+	return t.end(ctx, tx, old, &modelState{}) // gone
 }
 
 // rebuildCurrent points a model's current rows at its newest results.

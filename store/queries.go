@@ -10,7 +10,9 @@ const (
 	name       TEXT NOT NULL,
 	applied_at INTEGER NOT NULL
 )`
-	sqlSchemaVersion    = `SELECT ifnull(max(version), 0) FROM schema_migrations`
+	sqlSchemaVersion = `SELECT ifnull(max(version), 0) FROM schema_migrations`
+	// sqlWriteNothing needs the write lock and changes no row.
+	sqlWriteNothing     = `UPDATE schema_migrations SET version = version WHERE version < 0`
 	sqlMigrationApplied = `SELECT count(*) FROM schema_migrations WHERE version = ?`
 	sqlRecordMigration  = `INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`
 
@@ -37,16 +39,40 @@ ON CONFLICT (id) DO UPDATE SET
 WHERE (task, library, downloads, likes, gated, sha, tags, last_modified)
 	IS NOT (excluded.task, excluded.library, excluded.downloads, excluded.likes, excluded.gated, excluded.sha, excluded.tags, excluded.last_modified)`
 	sqlModelExists = `SELECT count(*) FROM models WHERE id = ?`
-	// sqlEnsureCurrent gives a model its row on a target, and keeps the
-	// row's copies of downloads and likes in step.
-	sqlEnsureCurrent = `INSERT INTO current (target, model_id, downloads, likes) VALUES (?, ?, ?, ?)
+	// sqlListedRow is what a listing sets of a model's row; sqlListedRows
+	// the same of every model, with its id.
+	sqlListedRow  = `SELECT task, library, downloads, likes, gated, sha, tags, last_modified FROM models WHERE id = ?`
+	sqlListedRows = `SELECT id, task, library, downloads, likes, gated, sha, tags, last_modified FROM models`
+	sqlAliases    = `SELECT alias FROM model_aliases`
+	// sqlEnsureCurrent gives a model its row on each target of a JSON
+	// array (?1), and keeps the rows' copies of downloads and likes in step.
+	sqlEnsureCurrent = `INSERT INTO current (target, model_id, downloads, likes)
+SELECT t.value, ?2, ?3, ?4 FROM json_each(?1) t WHERE true
 ON CONFLICT (target, model_id) DO UPDATE SET downloads = excluded.downloads, likes = excluded.likes
 WHERE (downloads, likes) IS NOT (excluded.downloads, excluded.likes)`
+	// sqlCurrentDownloads and sqlCurrentLikes keep a model's current rows'
+	// copies of one column in step.
+	sqlCurrentDownloads = `UPDATE current SET downloads = ?2 WHERE model_id = ?1 AND downloads <> ?2`
+	sqlCurrentLikes     = `UPDATE current SET likes = ?2 WHERE model_id = ?1 AND likes <> ?2`
 	// sqlFillCurrent gives every model a row on a target (a target new to
 	// this binary); it writes nothing when all have one.
 	sqlFillCurrent = `INSERT INTO current (target, model_id, downloads, likes)
 SELECT ?1, id, downloads, likes FROM models m
 WHERE NOT EXISTS (SELECT 1 FROM current c WHERE c.target = ?1 AND c.model_id = m.id)`
+	// sqlTalliedModels is how many models there are, and sqlTargetRows how
+	// many current rows a target has, both as the tallies count them (a
+	// model counts in one task tallies row, a current row in one status
+	// tallies row): a few rows each, where counting reads an index of
+	// every model.
+	sqlTalliedModels = `SELECT ifnull(sum(models), 0) FROM task_tallies`
+	sqlTargetRows    = `SELECT ifnull(sum(models), 0) FROM status_tallies WHERE target = ?`
+	// These count a target's current rows anew.
+	sqlDropStatusTallies  = `DELETE FROM status_tallies WHERE target = ?`
+	sqlCountStatusTallies = `INSERT INTO status_tallies (target, status_rank, models, downloads)
+SELECT target, status_rank, count(*), sum(downloads) FROM current WHERE target = ?1 GROUP BY status_rank`
+	sqlDropFailTallies  = `DELETE FROM fail_tallies WHERE target = ?`
+	sqlCountFailTallies = `INSERT INTO fail_tallies (target, fail_key, models, downloads)
+SELECT target, fail_key, count(*), sum(downloads) FROM current WHERE target = ?1 AND fail_key IS NOT NULL GROUP BY fail_key`
 	// sqlDropAlias removes an alias that has become a model's own id.
 	sqlDropAlias   = `DELETE FROM model_aliases WHERE alias = ?`
 	sqlUpsertAlias = `INSERT INTO model_aliases (alias, model_id) VALUES (?, ?)
@@ -133,15 +159,11 @@ FROM ` + resultFrom + ` WHERE r.model_id = ? ORDER BY r.tested_at DESC, r.id DES
 	sqlHistoryTarget = `SELECT ` + resultCols + `
 FROM ` + resultFrom + ` WHERE r.model_id = ? AND r.target = ? ORDER BY r.tested_at DESC, r.id DESC LIMIT ?`
 
-	// sqlTaskTallies counts the models and sums their downloads per task
-	// (the pipeline tag, else the newest result's) and library, with
-	// whether they have a result and whether it refused their library.
-	sqlTaskTallies = `SELECT CASE WHEN m.task <> '' THEN m.task ELSE ifnull(r.task, '') END,
-m.library, r.id IS NOT NULL, ifnull(r.status = 'skipped' AND r.reason = 'unsupported_library', 0),
-count(*), ifnull(sum(m.downloads), 0)
-FROM current c JOIN models m ON m.id = c.model_id LEFT JOIN results r ON r.id = c.result_id
-WHERE c.target = ''
-GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4`
+	// sqlTaskTallies is the models and their downloads per task (the
+	// pipeline tag, else the newest result's) and library, with whether
+	// they have a result and whether it refused their library.
+	sqlTaskTallies = `SELECT task, library, tested, library_rejected, models, downloads FROM task_tallies
+WHERE models > 0 ORDER BY 1, 2, 3, 4`
 	// sqlLatestRuntime is the runtime of the newest result on a target
 	// ('' = any): the newest of the current ones.
 	sqlLatestRuntime = `SELECT r.runtime FROM current c JOIN results r ON r.id = c.result_id
@@ -176,17 +198,17 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`
 
 // Summary and failures.
 const (
-	// sqlStatusCounts counts models and sums downloads per status rank on a target.
-	sqlStatusCounts = `SELECT status_rank, count(*), sum(downloads) FROM current WHERE target = ? GROUP BY status_rank`
-	// sqlFailureGroups counts the models and sums the downloads per root
-	// cause on a target, most downloads first.
-	sqlFailureGroups = `SELECT fail_key, count(*), sum(downloads) FROM current
-WHERE target = ? AND fail_key IS NOT NULL
-GROUP BY fail_key ORDER BY 3 DESC, 1 LIMIT ?`
+	// sqlStatusCounts is the models and their downloads per status rank on a target.
+	sqlStatusCounts = `SELECT status_rank, models, downloads FROM status_tallies WHERE target = ? AND models > 0`
+	// sqlFailureGroups is the models and their downloads per root cause
+	// on a target (the fail tallies), most downloads first.
+	sqlFailureGroups = `SELECT fail_key, models, downloads FROM fail_tallies
+WHERE target = ? AND models > 0
+ORDER BY downloads DESC, fail_key LIMIT ?`
 	// sqlFailureExamples are a root cause's most downloaded models.
 	sqlFailureExamples = `SELECT model_id, failure_class, op, status FROM current
 WHERE target = ? AND fail_key = ? ORDER BY downloads DESC, model_id LIMIT ?`
-	sqlTotalDownloads = `SELECT ifnull(sum(downloads), 0) FROM current WHERE target = ?`
+	sqlTotalDownloads = `SELECT ifnull(sum(downloads), 0) FROM status_tallies WHERE target = ?`
 )
 
 // ListModels fragments: the page is chosen on current (and models, for

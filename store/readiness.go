@@ -48,6 +48,9 @@ func (s *SQLite) SetReadiness(ctx context.Context, u ReadinessUpdate) error {
 		return fmt.Errorf("store: set readiness: %w", err)
 	}
 	defer tx.Rollback()
+	if err := addFit(ctx, tx, u.ModelID, -1); err != nil {
+		return fmt.Errorf("store: set readiness: %w", err)
+	}
 	res, err := tx.ExecContext(ctx, sqlSetReadiness, body, u.SHA, u.Version, u.Full, u.ModelID)
 	if err != nil {
 		return fmt.Errorf("store: set readiness: %w", err)
@@ -65,6 +68,9 @@ func (s *SQLite) SetReadiness(ctx context.Context, u ReadinessUpdate) error {
 			return fmt.Errorf("store: set readiness: model %s: %w", u.ModelID, ErrNotFound)
 		}
 		return nil // kept: nothing changed
+	}
+	if err := addFit(ctx, tx, u.ModelID, +1); err != nil {
+		return fmt.Errorf("store: set readiness: %w", err)
 	}
 	if err := s.touch(ctx, tx); err != nil {
 		return fmt.Errorf("store: set readiness: %w", err)
@@ -105,33 +111,72 @@ type Fit struct {
 	One   map[string]int // generation → models that need one device
 }
 
-// sqlFitCounts counts, over the listed models, those with min_devices and,
-// per generation, those needing a single device. Generation names are the
-// readiness package's constants (letters and digits), so they are safe in
-// the JSON paths.
-var sqlFitCounts = func() string {
-	var b strings.Builder
-	b.WriteString("SELECT count(*)")
-	for _, g := range readiness.Generations {
-		fmt.Fprintf(&b, ", coalesce(sum(readiness ->> '$.min_devices.%s' = 1), 0)", g.Name)
-	}
-	b.WriteString(" FROM models WHERE readiness ->> '$.min_devices' IS NOT NULL")
-	return b.String()
-}()
-
-// fit reads the Fit counts.
+// fit reads the Fit counts (the fit tallies).
 func fit(ctx context.Context, tx *sql.Tx) (Fit, error) {
 	f := Fit{One: make(map[string]int, len(readiness.Generations))}
-	counts := make([]int, len(readiness.Generations))
-	dest := []any{&f.Known}
-	for i := range counts {
-		dest = append(dest, &counts[i])
+	for _, g := range readiness.Generations {
+		f.One[g.Name] = 0
 	}
-	if err := tx.QueryRowContext(ctx, sqlFitCounts).Scan(dest...); err != nil {
+	rows, err := tx.QueryContext(ctx, sqlFitTallies)
+	if err != nil {
 		return f, fmt.Errorf("fit: %w", err)
 	}
-	for i, g := range readiness.Generations {
-		f.One[g.Name] = counts[i]
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			gen string
+			n   int
+		)
+		if err := rows.Scan(&gen, &n); err != nil {
+			return f, fmt.Errorf("fit: %w", err)
+		}
+		if gen == "" {
+			f.Known = n
+		} else if _, ok := f.One[gen]; ok {
+			f.One[gen] = n
+		}
 	}
-	return f, nil
+	return f, rows.Err()
 }
+
+// addFit adds model id's readiness to the fit tallies (sign +1) or takes
+// it away (-1): one to ” when its min_devices are known, and one to each
+// generation it needs a single device of.
+func addFit(ctx context.Context, tx *sql.Tx, id string, sign int) error {
+	rows, err := tx.QueryContext(ctx, sqlFitOf, id)
+	if err != nil {
+		return fmt.Errorf("fit: %w", err)
+	}
+	var gens []string
+	for rows.Next() {
+		var g string
+		if err := rows.Scan(&g); err != nil {
+			rows.Close()
+			return fmt.Errorf("fit: %w", err)
+		}
+		gens = append(gens, g)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("fit: %w", err)
+	}
+	for _, g := range gens {
+		if _, err := tx.ExecContext(ctx, sqlAddFit, g, sign); err != nil {
+			return fmt.Errorf("fit: %w", err)
+		}
+	}
+	return nil
+}
+
+const (
+	sqlFitTallies = `SELECT generation, models FROM fit_tallies`
+	// sqlFitOf is what a model's readiness adds to the fit tallies: ''
+	// when its min_devices are known, and each generation it needs one
+	// device of (as the migration's backfill counts them).
+	sqlFitOf = `SELECT '' FROM models WHERE id = ?1 AND readiness ->> '$.min_devices' IS NOT NULL
+UNION ALL
+SELECT d.key FROM models m, json_each(m.readiness, '$.min_devices') d
+WHERE m.id = ?1 AND m.readiness ->> '$.min_devices' IS NOT NULL AND d.value = 1`
+	sqlAddFit = `INSERT INTO fit_tallies (generation, models) VALUES (?, ?)
+ON CONFLICT DO UPDATE SET models = models + excluded.models`
+)

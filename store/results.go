@@ -115,6 +115,7 @@ type recorder struct {
 	ids     map[string]string // id as asked → the model's id
 	current map[curKey]*curRow
 	order   []curKey // first-touched order, for flush
+	tallies *tallier // the touched models' states before, for the tallies
 }
 
 type curKey struct {
@@ -160,7 +161,7 @@ func (sh shown) failKey() sql.NullString {
 }
 
 func newRecorder(tx *sql.Tx) *recorder {
-	return &recorder{tx: tx, ids: map[string]string{}, current: map[curKey]*curRow{}}
+	return &recorder{tx: tx, ids: map[string]string{}, current: map[curKey]*curRow{}, tallies: newTallier()}
 }
 
 // record is RecordResult inside the recorder's transaction. The result's
@@ -180,6 +181,9 @@ func (rc *recorder) record(ctx context.Context, modelID string, r compat.Result)
 		}
 		rc.ids[modelID] = id
 	}
+	if err := rc.tallies.begin(ctx, rc.tx, id, nil); err != nil {
+		return RecordOutcome{}, err
+	}
 	resultID, err := insertResult(ctx, rc.tx, id, r)
 	if errors.Is(err, errDuplicate) {
 		return RecordOutcome{ResultID: resultID, Duplicate: true}, nil
@@ -191,6 +195,7 @@ func (rc *recorder) record(ctx context.Context, modelID string, r compat.Result)
 	if err := recordRuntime(ctx, rc.tx, id, resultID, r); err != nil {
 		return RecordOutcome{}, err
 	}
+	rc.tallies.newRuns = true
 
 	prev, moved, err := rc.advance(ctx, id, r.Target, resultID, r)
 	if err != nil {
@@ -275,7 +280,7 @@ func (rc *recorder) advance(ctx context.Context, modelID string, target compat.T
 	return prev, true, nil
 }
 
-// flush writes the current rows that moved.
+// flush writes the current rows that moved, and the tallies' change.
 func (rc *recorder) flush(ctx context.Context) error {
 	for _, k := range rc.order {
 		cur := rc.current[k]
@@ -287,7 +292,10 @@ func (rc *recorder) flush(ctx context.Context) error {
 		}
 		cur.dirty = false
 	}
-	return nil
+	if err := rc.tallies.endAll(ctx, rc.tx); err != nil {
+		return err
+	}
+	return rc.tallies.flush(ctx, rc.tx)
 }
 
 // errDuplicate says insertResult found the probe already recorded.

@@ -78,10 +78,7 @@ func (s *SQLite) Runtimes(ctx context.Context, target compat.Target) ([]RuntimeS
 		out = append(out, a.stats())
 	}
 	sort.Slice(out, func(i, j int) bool {
-		if !out[i].FirstSeen.Equal(out[j].FirstSeen) {
-			return out[i].FirstSeen.After(out[j].FirstSeen)
-		}
-		return out[i].Ref.Key() < out[j].Ref.Key()
+		return runtimeNewer(out[i].FirstSeen.UnixNano(), out[i].Ref, out[j].FirstSeen.UnixNano(), out[j].Ref)
 	})
 	return out, nil
 }
@@ -193,37 +190,33 @@ ON CONFLICT (target, runtime_key) DO UPDATE SET
 RETURNING id`
 	// sqlUpsertRuntimeCurrent makes a result its model's newest on a
 	// runtime unless a newer one is there.
-	sqlUpsertRuntimeCurrent = `INSERT INTO runtime_current (runtime_id, model_id, result_id, tested_at, status, signature, failure_class, downloads)
-SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, downloads FROM models WHERE id = ?2
+	sqlUpsertRuntimeCurrent = `INSERT INTO runtime_current (runtime_id, model_id, result_id, tested_at, status, signature, failure_class)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
 ON CONFLICT (runtime_id, model_id) DO UPDATE SET
 	result_id = excluded.result_id, tested_at = excluded.tested_at, status = excluded.status,
 	signature = excluded.signature, failure_class = excluded.failure_class
 WHERE (excluded.tested_at, excluded.result_id) > (runtime_current.tested_at, runtime_current.result_id)`
-	// sqlRuntimeDownloads keeps a model's copies of its downloads in step.
-	sqlRuntimeDownloads     = `UPDATE runtime_current SET downloads = ?2 WHERE model_id = ?1 AND downloads <> ?2`
 	sqlDeleteRuntimeCurrent = `DELETE FROM runtime_current WHERE model_id = ?`
 	// sqlRebuildRuntimeCurrent files a model's newest result on each runtime.
-	sqlRebuildRuntimeCurrent = `INSERT INTO runtime_current (runtime_id, model_id, result_id, tested_at, status, signature, failure_class, downloads)
-SELECT rt.id, x.model_id, x.id, x.tested_at, x.status, x.signature, x.failure_class, m.downloads
+	sqlRebuildRuntimeCurrent = `INSERT INTO runtime_current (runtime_id, model_id, result_id, tested_at, status, signature, failure_class)
+SELECT rt.id, x.model_id, x.id, x.tested_at, x.status, x.signature, x.failure_class
 FROM (
 	SELECT r.id, r.model_id, r.target, r.runtime_key, r.tested_at, r.status, r.signature, r.failure_class,
 		row_number() OVER (PARTITION BY r.target, r.runtime_key ORDER BY r.tested_at DESC, r.id DESC) AS n
 	FROM results r WHERE r.model_id = ?1
 ) x
 JOIN runtimes rt ON rt.target = x.target AND rt.runtime_key = x.runtime_key
-JOIN models m ON m.id = x.model_id
 WHERE x.n = 1`
 
-	// sqlRuntimeStatuses counts, per runtime and status of the models'
-	// newest results there, the models and their downloads. ?1 is a
-	// target, '' for all.
+	// sqlRuntimeStatuses is, per runtime and status of the models'
+	// newest results there, the models and their downloads (the runtime
+	// tallies). ?1 is a target, '' for all.
 	sqlRuntimeStatuses = `SELECT rt.target, rt.torch, rt.torch_tpu, rt.transformers, rt.harness, rt.first_seen, rt.last_seen,
-	rt.version, rc.status, count(*), sum(rc.downloads)
-FROM runtimes rt JOIN runtime_current rc ON rc.runtime_id = rt.id
-WHERE ?1 = '' OR rt.target = ?1
-GROUP BY rt.id, rc.status`
+	rt.version, t.status, t.models, t.downloads
+FROM runtimes rt JOIN runtime_tallies t ON t.runtime_id = rt.id
+WHERE (?1 = '' OR rt.target = ?1) AND t.models > 0`
 	// sqlRuntimeResults is each model's newest result on one runtime.
-	sqlRuntimeResults = `SELECT rc.model_id, rc.downloads, rc.status, rc.signature, rc.failure_class
-FROM runtimes rt JOIN runtime_current rc ON rc.runtime_id = rt.id
+	sqlRuntimeResults = `SELECT rc.model_id, m.downloads, rc.status, rc.signature, rc.failure_class
+FROM runtimes rt JOIN runtime_current rc ON rc.runtime_id = rt.id JOIN models m ON m.id = rc.model_id
 WHERE rt.target = ? AND rt.runtime_key = ?`
 )

@@ -257,8 +257,10 @@ func TestRuntimesAfterRename(t *testing.T) {
 	}
 }
 
-// The migration files the results recorded before it exactly as recording
-// files new ones: drop the tables, reopen, and every answer is the same.
+// The migrations file the results recorded before them exactly as
+// recording files new ones: drop the tables of 0003 (runtimes) and of the scale migration
+// (which reshapes 0003's and adds the tallies), reopen, and every answer is
+// the same.
 func TestRuntimesMigrationBackfill(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "scanner.db")
 	s, err := store.Open(ctx, path)
@@ -294,8 +296,10 @@ func TestRuntimesMigrationBackfill(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, q := range []string{`DROP TABLE runtime_current`, `DROP TABLE runtimes`,
-		`DELETE FROM schema_migrations WHERE name LIKE '%_runtimes.sql'`} {
+	for _, q := range []string{`DROP TABLE compare_items`, `DROP TABLE compare_pairs`, `DROP TABLE runtime_pairs`,
+		`DROP TABLE runtime_tallies`, `DROP TABLE fit_tallies`, `DROP TABLE task_tallies`, `DROP TABLE fail_tallies`, `DROP TABLE status_tallies`,
+		`DROP TABLE runtime_current`, `DROP TABLE runtimes`,
+		`DELETE FROM schema_migrations WHERE name LIKE '%_runtimes.sql' OR name LIKE '%_scale.sql'`} {
 		if _, err := db.Exec(q); err != nil {
 			t.Fatal(q, err)
 		}

@@ -36,15 +36,22 @@ const (
 	readerParams = "_foreign_keys=on&_busy_timeout=5000&_txlock=deferred&_synchronous=NORMAL&_query_only=on" +
 		"&_stmt_cache_size=64&_cache_size=-8192"
 	backupParams = "_foreign_keys=on&_busy_timeout=5000&_txlock=deferred"
+	bulkParams   = "_foreign_keys=on&_busy_timeout=5000&_txlock=deferred&_synchronous=NORMAL&_query_only=on" +
+		"&_stmt_cache_size=16&_cache_size=-2048"
 	// Prepared statements are reused per connection (_stmt_cache_size). The
 	// writer may cache 32 MiB of pages (SQLite's default is 2), for the
 	// indexes a batch of results touches; readers read through mmap and
-	// cache 8 MiB each.
+	// cache 8 MiB each; the bulk readers (exports) map nothing and cache
+	// 2 MiB, so that reading every model costs the process no memory.
 )
 
 // maxReaders caps the read pool; more requests at once queue for a
 // connection in database/sql rather than fail.
 const maxReaders = 8
+
+// maxBulkReaders caps the pool of whole-table reads (exports): they take
+// turns a page at a time.
+const maxBulkReaders = 2
 
 // mmapSize is how much of the database file each connection reads through
 // memory mapping rather than read(2): the site's reads touch pages all over
@@ -53,9 +60,12 @@ const mmapSize = 256 << 20
 
 // openPool opens a pool whose connections have the DSN's settings and the
 // ones the DSN cannot carry (mmap_size), set by the connect hook.
-func openPool(dsn string) *sql.DB {
+func openPool(dsn string) *sql.DB { return openPoolMapping(dsn, mmapSize) }
+
+// openPoolMapping is openPool with the given mmap_size (0: none).
+func openPoolMapping(dsn string, mmap int) *sql.DB {
 	d := &sqlite3.SQLiteDriver{ConnectHook: func(c *sqlite3.SQLiteConn) error {
-		_, err := c.Exec(fmt.Sprintf("PRAGMA mmap_size = %d", mmapSize), nil)
+		_, err := c.Exec(fmt.Sprintf("PRAGMA mmap_size = %d", mmap), nil)
 		return err
 	}}
 	return sql.OpenDB(connector{dsn: dsn, driver: d})
@@ -113,6 +123,7 @@ func migrations() ([]migration, error) {
 type SQLite struct {
 	w    writer  // exactly one connection
 	r    *sql.DB // readers
+	bulk *sql.DB // readers of whole tables (exports)
 	path string
 	id   fileID // the file opened (file.go)
 	// roDSN opens the file read-only; set by OpenReadOnly, whose store
@@ -162,6 +173,9 @@ func Open(ctx context.Context, path string) (*SQLite, error) {
 	r.SetMaxOpenConns(n)
 	r.SetMaxIdleConns(n)
 	s.r = r
+	s.bulk = openPoolMapping(path+"?"+bulkParams, 0)
+	s.bulk.SetMaxOpenConns(maxBulkReaders)
+	s.bulk.SetMaxIdleConns(maxBulkReaders)
 	if err := r.PingContext(ctx); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
@@ -172,12 +186,14 @@ func Open(ctx context.Context, path string) (*SQLite, error) {
 // Path is the database file.
 func (s *SQLite) Path() string { return s.path }
 
-// Close closes both pools, after letting SQLite refresh its query planner
+// Close closes the pools, after letting SQLite refresh its query planner
 // statistics (PRAGMA optimize), as it advises for long-lived connections.
 func (s *SQLite) Close() error {
 	var errs []error
-	if s.r != nil {
-		errs = append(errs, s.r.Close())
+	for _, db := range []*sql.DB{s.r, s.bulk} {
+		if db != nil {
+			errs = append(errs, db.Close())
+		}
 	}
 	if s.w.DB != nil {
 		_, err := s.w.Exec(sqlOptimize)
@@ -210,37 +226,69 @@ func (s *SQLite) migrate(ctx context.Context) error {
 	if have > len(ms) {
 		return fmt.Errorf("database schema version %d is newer than this binary's %d: run a newer scanner", have, len(ms))
 	}
-	return s.fillCurrent(ctx)
+	return s.settle(ctx)
 }
 
-// fillCurrent gives every model a current row on every target, so that a
-// target added to compat.Targets after models were stored lists them as
-// untested. It writes nothing when none is missing.
-func (s *SQLite) fillCurrent(ctx context.Context) error {
+// settle brings what the store keeps beside the rows in line with this
+// binary, writing only when something is missing: every model's current
+// row on every target (a target added to compat.Targets after models were
+// stored lists them as untested), and the kept comparisons of the
+// runtimes' order (a database just migrated has none). It first runs a
+// write that changes nothing, so that a database this process cannot
+// write fails here, at Open, even when nothing is missing.
+func (s *SQLite) settle(ctx context.Context) error {
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback()
-	var added int64
-	for _, t := range listTargets {
-		res, err := tx.ExecContext(ctx, sqlFillCurrent, string(t))
-		if err != nil {
-			return fmt.Errorf("fill current: %w", err)
-		}
-		n, err := res.RowsAffected()
-		if err != nil {
-			return fmt.Errorf("fill current: %w", err)
-		}
-		added += n
+	if _, err := tx.ExecContext(ctx, sqlWriteNothing); err != nil {
+		return fmt.Errorf("write: %w", err)
 	}
-	if added == 0 {
+	filled, err := fillCurrent(ctx, tx)
+	if err != nil {
+		return fmt.Errorf("fill current: %w", err)
+	}
+	built, err := settlePairs(ctx, tx)
+	if err != nil {
+		return err
+	}
+	if !filled && len(built) == 0 {
 		return nil
 	}
 	if err := s.touch(ctx, tx); err != nil {
 		return err
 	}
 	return tx.Commit()
+}
+
+// fillCurrent gives every model a row on each target that lacks some,
+// and counts that target's rows anew (its status tallies); it reports
+// whether it wrote. It compares the tallies' counts (a few rows), so
+// that an Open does not walk every model; a target new to this binary has
+// no tallies and no rows.
+func fillCurrent(ctx context.Context, tx *sql.Tx) (bool, error) {
+	var models int64
+	if err := tx.QueryRowContext(ctx, sqlTalliedModels).Scan(&models); err != nil {
+		return false, err
+	}
+	filled := false
+	for _, t := range listTargets {
+		var rows int64
+		if err := tx.QueryRowContext(ctx, sqlTargetRows, string(t)).Scan(&rows); err != nil {
+			return false, err
+		}
+		if rows == models {
+			continue
+		}
+		for _, q := range []string{sqlFillCurrent, sqlDropStatusTallies, sqlCountStatusTallies, sqlDropFailTallies, sqlCountFailTallies} {
+			if _, err := tx.ExecContext(ctx, q, string(t)); err != nil {
+				return false, err
+			}
+		}
+		filled = true
+	}
+	return filled, nil
 }
 
 // applyMigration applies m in one transaction unless it is recorded as

@@ -131,7 +131,8 @@ func TestOpenRefusesNewerSchema(t *testing.T) {
 }
 
 // TestOpenFillsCurrent: a model without a current row on a target (a
-// target added to compat after it was stored) gets one on the next Open.
+// target added to compat after it was stored: no rows there, no tallies)
+// gets one on the next Open, and the target's tallies count it.
 func TestOpenFillsCurrent(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "scanner.db")
 	s, err := store.Open(ctx, path)
@@ -144,8 +145,11 @@ func TestOpenFillsCurrent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.Exec(`DELETE FROM current WHERE target = 'cuda'`); err != nil {
-		t.Fatal(err)
+	for _, q := range []string{`DELETE FROM current WHERE target = 'cuda'`, `DELETE FROM status_tallies WHERE target = 'cuda'`,
+		`DELETE FROM fail_tallies WHERE target = 'cuda'`} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatal(err)
+		}
 	}
 	db.Close()
 	s, err = store.Open(ctx, path)
@@ -156,6 +160,10 @@ func TestOpenFillsCurrent(t *testing.T) {
 	ms, _, err := s.ListModels(ctx, store.ModelQuery{Target: "cuda", Status: []compat.Status{"untested"}})
 	if err != nil || len(ms) != 30 {
 		t.Errorf("untested on cuda after reopen: %d, %v; want 30", len(ms), err)
+	}
+	sum, err := s.Summary(ctx, "cuda")
+	if err != nil || sum.Models != 30 || sum.Counts[compat.StatusUntested] != 30 {
+		t.Errorf("cuda's summary after reopen: %+v, %v; want 30 untested", sum, err)
 	}
 }
 

@@ -46,8 +46,15 @@ func TestSummaryUnknownStatusRank(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.Exec(`UPDATE current SET status_rank = ? WHERE model_id = 'o/b' AND target = 'tpu'`, len(compat.Statuses)); err != nil {
-		t.Fatal(err)
+	// As that binary would write it: the row and its status tallies.
+	for _, q := range []string{
+		`UPDATE current SET status_rank = ?1 WHERE model_id = 'o/b' AND target = 'tpu'`,
+		`UPDATE status_tallies SET models = models - 1, downloads = downloads - 900 WHERE target = 'tpu' AND status_rank = 1`,
+		`INSERT INTO status_tallies (target, status_rank, models, downloads) VALUES ('tpu', ?1, 1, 900)`,
+	} {
+		if _, err := db.Exec(q, len(compat.Statuses)); err != nil {
+			t.Fatal(q, err)
+		}
 	}
 	db.Close()
 	s, err = store.Open(ctx, path)

@@ -39,3 +39,5 @@ func BenchmarkTable(b *testing.B) { benchServe(b, 2000, 10000, "/") }
 func BenchmarkModelPage(b *testing.B) {
 	benchServe(b, 2000, 10000, "/models/"+storetest.ModelID(7))
 }
+
+func BenchmarkFeed(b *testing.B) { benchServe(b, 2000, 10000, "/feed.json") }

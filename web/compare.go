@@ -72,39 +72,41 @@ func pickPair(rts []store.RuntimeStats, baseKey, headKey string) (base, head sto
 	return base, head, err
 }
 
-// comparison is two runtimes and what changed between them. Read only.
+// comparison is two runtimes and a page of what changed between them.
+// Read only.
 type comparison struct {
 	Base, Head store.RuntimeStats
-	Result     compare.Result
+	// Result's lists are a page of each (or of the one list a cursor
+	// continues); its headline counts the whole comparison.
+	Result compare.Result
+	// Next is each list's next page's cursor, "" after its last.
+	Next map[compare.Kind]string
 	// Label names head by what changed since base ("torch_tpu 0.2.0").
 	Label string
 }
 
-// cachedCompare compares head with base through the cache. A comparison
-// is kept while both runtimes' versions stay (a write to any other runtime
-// leaves it valid), so the feed's older comparisons survive a scan.
-func (s *Server) cachedCompare(ctx context.Context, base, head store.RuntimeStats) (*comparison, error) {
-	key := base.Ref.Key() + "@" + strconv.FormatInt(base.Version, 10) + " " + head.Ref.Key() + "@" + strconv.FormatInt(head.Version, 10)
-	if v, ok := s.comparisons.get(key, time.Time{}); ok {
+// cachedCompare reads a page of the comparison of head with base, limit
+// models per list from cursor ("" = the first page of each) of the lists
+// asked (nil = all), through the cache (until the data changes).
+func (s *Server) cachedCompare(ctx context.Context, base, head store.RuntimeStats, limit int, cursor string, lists []compare.Kind, changed time.Time) (*comparison, error) {
+	key := fmt.Sprint(base.Ref.Key(), " ", head.Ref.Key(), " ", limit, " ", cursor, " ", lists)
+	if v, ok := s.comparisons.get(key, changed); ok {
 		return v, nil
 	}
-	b, err := s.store.RuntimeResults(ctx, base.Ref)
+	p, err := s.store.Compare(ctx, store.CompareQuery{Base: base.Ref, Head: head.Ref, Limit: limit, Cursor: cursor, Lists: lists})
 	if err != nil {
 		return nil, err
 	}
-	h, err := s.store.RuntimeResults(ctx, head.Ref)
-	if err != nil {
-		return nil, err
-	}
-	v := &comparison{Base: base, Head: head, Result: compare.Compare(b, h), Label: runtimeLabel(&base.Ref, head.Ref)}
+	v := &comparison{Base: base, Head: head, Result: p.Result, Next: p.Next, Label: runtimeLabel(&base.Ref, head.Ref)}
 	r := v.Result
-	s.comparisons.put(key, time.Time{}, v, 160*(len(r.Fixed)+len(r.Regressed)+len(r.New)+len(r.StillFailing))+len(key))
+	s.comparisons.put(key, changed, v, 160*(len(r.Fixed)+len(r.Regressed)+len(r.New)+len(r.StillFailing))+len(key))
 	return v, nil
 }
 
-// resolveCompare reads ?base= and ?head= and compares them.
-// It also returns every runtime and the data version it read.
-func (s *Server) resolveCompare(c *fiber.Ctx) (*comparison, []store.RuntimeStats, time.Time, error) {
+// resolveCompare reads ?base= and ?head= and reads a page of their
+// comparison, limit models per list from cursor. It also returns every
+// runtime and the data version it read.
+func (s *Server) resolveCompare(c *fiber.Ctx, limit int, cursor string) (*comparison, []store.RuntimeStats, time.Time, error) {
 	ctx := c.UserContext()
 	changed, err := s.store.Changed(ctx)
 	if err != nil {
@@ -118,7 +120,7 @@ func (s *Server) resolveCompare(c *fiber.Ctx) (*comparison, []store.RuntimeStats
 	if err != nil {
 		return nil, rts, changed, err
 	}
-	cmp, err := s.cachedCompare(ctx, base, head)
+	cmp, err := s.cachedCompare(ctx, base, head, limit, cursor, nil, changed)
 	if err != nil {
 		return nil, rts, changed, fmt.Errorf("web: compare: %w", err)
 	}
@@ -164,6 +166,9 @@ type compareBody struct {
 	RegressedDownloadShare *float64             `json:"regressed_download_share"`
 	BaseRuntime            runtimeJSON          `json:"base_runtime"`
 	HeadRuntime            runtimeJSON          `json:"head_runtime"`
+	// NextCursors continue each list (?cursor=): null after its last
+	// page. Counts has each list's total.
+	NextCursors map[compare.Kind]*string `json:"next_cursors"`
 }
 
 func itemsJSON(items []compare.Item) []compareItemJSON {
@@ -177,15 +182,33 @@ func itemsJSON(items []compare.Item) []compareItemJSON {
 	return out
 }
 
-// apiCompare serves GET /api/v1/compare?base=&head=: the models fixed,
-// regressed, newly tested and still failing between two runtimes.
+// compareAPILimit is how many models of each list one answer of
+// /api/v1/compare holds unless ?limit= says otherwise (up to maxLimit); a
+// list with more continues with its cursor.
+const compareAPILimit = 100
+
+// apiCompare serves GET /api/v1/compare?base=&head=[&limit=][&cursor=]: the
+// models fixed, regressed, newly tested and still failing between two
+// runtimes, a page of each list (or the next page of the list ?cursor=
+// continues).
 func (s *Server) apiCompare(c *fiber.Ctx) error {
-	cmp, _, _, err := s.resolveCompare(c)
+	limit, err := parseLimit(c.Query("limit"), compareAPILimit)
+	if err != nil {
+		return err
+	}
+	cmp, _, _, err := s.resolveCompare(c, limit, c.Query("cursor"))
 	if err != nil {
 		return err
 	}
 	r := cmp.Result
-	return c.JSON(compareBody{
+	next := map[compare.Kind]*string{}
+	for _, k := range compare.Listed {
+		next[k] = nil
+		if cur := cmp.Next[k]; cur != "" {
+			next[k] = &cur
+		}
+	}
+	return c.JSON(compareBody{NextCursors: next,
 		Base: cmp.Base.Ref.Key(), Head: cmp.Head.Ref.Key(),
 		Fixed: s.knowItems(itemsJSON(r.Fixed)), Regressed: s.knowItems(itemsJSON(r.Regressed)), New: s.knowItems(itemsJSON(r.New)),
 		StillFailing: s.knowItems(itemsJSON(r.StillFailing)),
@@ -195,11 +218,13 @@ func (s *Server) apiCompare(c *fiber.Ctx) error {
 	})
 }
 
-// compareListMax is how many models each list shows on the page (the API has all).
+// compareListMax is how many models each list shows on the page (the API
+// pages through all).
 const compareListMax = 200
 
 // compareList is one list of the comparison page.
 type compareList struct {
+	Kind               compare.Kind
 	ID, Title, Explain string
 	Items              []compare.Item
 	Total              int
@@ -229,7 +254,7 @@ type compareView struct {
 // comparePage serves GET /compare?base=&head=. A comparison's page is
 // cached like the table's body, until the data changes.
 func (s *Server) comparePage(c *fiber.Ctx) error {
-	cmp, rts, changed, err := s.resolveCompare(c)
+	cmp, rts, changed, err := s.resolveCompare(c, compareListMax, "")
 	var key string
 	if cmp != nil {
 		key = cmp.Base.Ref.Key() + " " + cmp.Head.Ref.Key()
@@ -259,15 +284,12 @@ func (s *Server) comparePage(c *fiber.Ctx) error {
 		v.APIURL = "/api/v1/compare?base=" + cmp.Base.Ref.Key() + "&head=" + cmp.Head.Ref.Key()
 		v.Canonical = compareURL(cmp.Base.Ref.Key(), cmp.Head.Ref.Key())
 		for _, l := range []compareList{
-			{ID: "regressed", Title: "Regressed", Explain: "passed on base, held against the model on head", Items: r.Regressed},
-			{ID: "fixed", Title: "Fixed", Explain: "held against the model on base, pass on head", Items: r.Fixed},
-			{ID: "new", Title: "Newly tested", Explain: "a verdict on head, none on base", Items: r.New},
-			{ID: "still-failing", Title: "Still failing", Explain: "held against the model on both", Items: r.StillFailing},
+			{Kind: compare.Regressed, ID: "regressed", Title: "Regressed", Explain: "passed on base, held against the model on head", Items: r.Regressed},
+			{Kind: compare.Fixed, ID: "fixed", Title: "Fixed", Explain: "held against the model on base, pass on head", Items: r.Fixed},
+			{Kind: compare.New, ID: "new", Title: "Newly tested", Explain: "a verdict on head, none on base", Items: r.New},
+			{Kind: compare.StillFailing, ID: "still-failing", Title: "Still failing", Explain: "held against the model on both", Items: r.StillFailing},
 		} {
-			l.Total = len(l.Items)
-			if len(l.Items) > compareListMax {
-				l.Items = l.Items[:compareListMax]
-			}
+			l.Total = r.Headline.Counts[l.Kind]
 			v.Lists = append(v.Lists, l)
 		}
 	}

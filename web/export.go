@@ -2,7 +2,10 @@ package web
 
 import (
 	"bytes"
+	"context"
 	"fmt"
+	"io"
+	"net"
 	"strconv"
 	"strings"
 	"time"
@@ -10,6 +13,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
+	"github.com/google-pytorch/torchtpu-scanner/store"
 )
 
 // csvColumns is the header of /export.csv.
@@ -23,34 +27,83 @@ var csvAllColumns = append(csvColumns[:len(csvColumns):len(csvColumns)], readine
 // maxExportRows bounds one export (the table is the most popular models).
 const maxExportRows = 100000
 
+// exportPage is how many models an export reads from the store at a time:
+// an export holds one page, whatever the size of the table.
+const exportPage = 250
+
 // exportCSV serves GET /export.csv: the current table (same filters and
 // sort as / and /api/v1/models, every page), safe to open in a spreadsheet.
+// It is streamed a page at a time, so that its memory stays one page
+// however many models it has. The first page is read before the answer
+// starts, so that a refused query or a failing store answers with its
+// status; a store failure later cuts the answer short (its chunked body
+// never ends), which clients see as an error, and is logged.
 func (s *Server) exportCSV(c *fiber.Ctx) error {
 	q, err := parseModelQuery(c)
 	if err != nil {
 		return err
 	}
-	ctx := c.UserContext()
-	var buf bytes.Buffer
-	writeCSVRow(&buf, csvAllColumns, nil)
-	q.Limit = maxLimit
-	for rows := 0; rows < maxExportRows; {
-		models, next, err := s.store.ListModels(ctx, q)
-		if err != nil {
-			return fmt.Errorf("web: export: %w", err)
-		}
-		for _, m := range models {
-			writeCSVRow(&buf, append(s.csvRecord(m), readinessCSV(m)...), csvNumeric)
-		}
-		rows += len(models)
-		if next == "" || len(models) == 0 {
-			break
-		}
-		q.Cursor = next
+	q.Limit = exportPage
+	// The page is written after the handler returns, when the request's
+	// context is no more; the export stops when the client goes away.
+	ctx := context.WithoutCancel(c.UserContext())
+	models, next, err := s.store.ExportModels(ctx, q)
+	if err != nil {
+		return fmt.Errorf("web: export: %w", err)
 	}
 	c.Set(fiber.HeaderContentType, "text/csv; charset=utf-8")
 	c.Set(fiber.HeaderContentDisposition, `attachment; filename="torchtpu-compat-`+time.Now().UTC().Format("2006-01-02")+`.csv"`)
-	return c.Send(buf.Bytes())
+	pr, pw := io.Pipe()
+	out := pacedWriter{w: pw, conn: c.Context().Conn(), timeout: c.App().Config().WriteTimeout}
+	go func() {
+		pw.CloseWithError(s.writeExport(ctx, out, q, models, next))
+	}()
+	c.Context().SetBodyStream(pr, -1) // chunked; fasthttp closes pr when done or gone
+	return nil
+}
+
+// pacedWriter gives each write to the connection the server's write
+// timeout anew: an export of any length is bounded per page rather than
+// whole, and a client that stops reading still times out.
+type pacedWriter struct {
+	w       io.Writer
+	conn    net.Conn
+	timeout time.Duration
+}
+
+func (p pacedWriter) Write(b []byte) (int, error) {
+	if p.conn != nil && p.timeout > 0 {
+		if err := p.conn.SetWriteDeadline(time.Now().Add(p.timeout)); err != nil {
+			return 0, err
+		}
+	}
+	return p.w.Write(b)
+}
+
+// writeExport writes the CSV of q's list to w, from its first page
+// (models, next) on, at most maxExportRows rows.
+func (s *Server) writeExport(ctx context.Context, w io.Writer, q store.ModelQuery, models []compat.Model, next string) error {
+	var buf bytes.Buffer
+	writeCSVRow(&buf, csvAllColumns, nil)
+	for rows := 0; ; {
+		for _, m := range models[:min(len(models), maxExportRows-rows)] {
+			writeCSVRow(&buf, append(s.csvRecord(m), readinessCSV(m)...), csvNumeric)
+		}
+		rows += len(models)
+		if _, err := w.Write(buf.Bytes()); err != nil {
+			return err // the client went away
+		}
+		buf.Reset()
+		if next == "" || len(models) == 0 || rows >= maxExportRows {
+			return nil
+		}
+		q.Cursor = next
+		var err error
+		if models, next, err = s.store.ExportModels(ctx, q); err != nil {
+			s.log.Error("export cut short", "rows", rows, "err", err)
+			return err
+		}
+	}
 }
 
 // csvNumeric marks the columns that hold numbers we formatted ourselves;

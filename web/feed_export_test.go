@@ -1,11 +1,16 @@
 package web
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/csv"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -144,7 +149,7 @@ func TestWriteCSVRow(t *testing.T) {
 func TestExportCSVStopsAtItsCap(t *testing.T) {
 	ts := newTestServer(t, 0, 0, Config{})
 	pages := 0
-	page := make([]compat.Model, maxLimit)
+	page := make([]compat.Model, exportPage)
 	for i := range page {
 		page[i] = compat.Model{ID: fmt.Sprintf("org/m%d", i)}
 	}
@@ -156,8 +161,8 @@ func TestExportCSVStopsAtItsCap(t *testing.T) {
 	if r.status != 200 {
 		t.Fatalf("%d %.200s", r.status, r.body)
 	}
-	if rows := strings.Count(r.body, "\n") - 1; rows != maxExportRows || pages != maxExportRows/maxLimit {
-		t.Errorf("%d rows from %d pages, want %d rows from %d", rows, pages, maxExportRows, maxExportRows/maxLimit)
+	if rows := strings.Count(r.body, "\n") - 1; rows != maxExportRows || pages != maxExportRows/exportPage {
+		t.Errorf("%d rows from %d pages, want %d rows from %d", rows, pages, maxExportRows, maxExportRows/exportPage)
 	}
 }
 
@@ -195,4 +200,147 @@ func TestFeedEntryText(t *testing.T) {
 			t.Errorf("%s: HTML %q, want it to end in %q", c.name, it.ContentHTML, c.wantHTML)
 		}
 	}
+}
+
+// An export is streamed: a store that fails after the first page cuts the
+// answer short (its chunked body never ends, which clients see as an
+// error) rather than sending a short CSV that looks whole; a store that
+// fails on the first page answers 500.
+func TestExportCSVCutShort(t *testing.T) {
+	ts := newTestServer(t, 0, 0, Config{})
+	page := []compat.Model{{ID: "org/a"}, {ID: "org/b"}}
+	calls := 0
+	ts.Server.store = failingStore{Store: ts.db, list: func(context.Context, store.ModelQuery) ([]compat.Model, string, error) {
+		calls++
+		if calls > 1 {
+			return nil, "", errBoom
+		}
+		return page, "more", nil
+	}}
+	resp, err := http.Get("http://" + listenOnLoopback(t, ts) + "/export.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 || err == nil {
+		t.Fatalf("status %d, body read error %v: want 200 and a body cut short", resp.StatusCode, err)
+	}
+	if !strings.Contains(string(body), "org/b") || calls != 2 {
+		t.Errorf("the first page was not sent before the failure (%d calls): %q", calls, body)
+	}
+	ts.Server.store = failingStore{Store: ts.db, list: failList}
+	if r := ts.get(t, "/export.csv"); r.status != 500 || strings.Contains(r.body, "secret") {
+		t.Errorf("first page failing: %d %s", r.status, r.body)
+	}
+}
+
+// deadlineConn records the write deadlines set on it.
+type deadlineConn struct {
+	net.Conn
+	deadlines []time.Time
+}
+
+func (d *deadlineConn) SetWriteDeadline(t time.Time) error {
+	d.deadlines = append(d.deadlines, t)
+	return nil
+}
+
+// An export gives each page the server's write timeout anew, before the
+// page is written: a long export is not cut at the timeout, a stalled
+// client still is.
+func TestPacedWriterGivesEachPageTheTimeout(t *testing.T) {
+	conn := &deadlineConn{}
+	var out bytes.Buffer
+	w := pacedWriter{w: &out, conn: conn, timeout: time.Minute}
+	for _, page := range []string{"a,b\r\n", "c,d\r\n"} {
+		before := time.Now()
+		if _, err := w.Write([]byte(page)); err != nil {
+			t.Fatal(err)
+		}
+		last := conn.deadlines[len(conn.deadlines)-1]
+		if last.Before(before.Add(time.Minute)) || last.After(time.Now().Add(time.Minute)) {
+			t.Errorf("deadline %v, want a minute after the write", last)
+		}
+	}
+	if len(conn.deadlines) != 2 || out.String() != "a,b\r\nc,d\r\n" {
+		t.Errorf("%d deadlines, wrote %q", len(conn.deadlines), out.String())
+	}
+}
+
+// An export reads the store only as fast as its client reads the answer:
+// a client that reads the first rows and stops holds the export to the
+// pages that fit in the connection's buffers, nowhere near the whole list
+// (an export built whole in memory would read every page first); once the
+// client reads on, the export runs to its end. The store never runs out
+// (a page of long ids and a next cursor, always); the client's receive
+// buffer is fixed small so the kernel cannot take the whole answer.
+func TestExportCSVReadsAsTheClientReads(t *testing.T) {
+	ts := newTestServer(t, 0, 0, Config{})
+	page := make([]compat.Model, exportPage)
+	for i := range page {
+		page[i] = compat.Model{ID: fmt.Sprintf("org/m%d-%s", i, strings.Repeat("x", 300))}
+	}
+	var pages atomic.Int64
+	ts.Server.store = failingStore{Store: ts.db, list: func(context.Context, store.ModelQuery) ([]compat.Model, string, error) {
+		pages.Add(1)
+		return page, "more", nil
+	}}
+	conn, err := net.Dial("tcp", listenOnLoopback(t, ts))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if err := conn.(*net.TCPConn).SetReadBuffer(16 << 10); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.WriteString(conn, "GET /export.csv HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("%v %v", resp, err)
+	}
+	defer resp.Body.Close()
+	first := make([]byte, 64<<10)
+	if _, err := io.ReadFull(resp.Body, first); err != nil {
+		t.Fatal(err)
+	}
+	// Wait for the export to stall: no new page for half a second.
+	deadline := time.Now().Add(10 * time.Second)
+	for last := int64(-1); ; {
+		now := pages.Load()
+		if now == last || time.Now().After(deadline) {
+			break
+		}
+		last = now
+		time.Sleep(500 * time.Millisecond)
+	}
+	all := int64(maxExportRows / exportPage)
+	if got := pages.Load(); got < 1 || got > all/4 {
+		t.Fatalf("a client that read 64 KB and stopped: the export read %d pages of %d (want at most %d)", got, all, all/4)
+	}
+	if err := conn.(*net.TCPConn).SetReadBuffer(4 << 20); err != nil { // a small window reads the rest slowly
+		t.Fatal(err)
+	}
+	rest, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, rows := pages.Load(), bytes.Count(append(first, rest...), []byte("\r\n"))-1; got != all || rows != maxExportRows {
+		t.Errorf("reading on: %d pages of %d, %d rows of %d", got, all, rows, maxExportRows)
+	}
+}
+
+// listenOnLoopback serves ts on a loopback port until the test ends and
+// returns its address.
+func listenOnLoopback(t *testing.T, ts *testServer) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go ts.Listen(ln)
+	t.Cleanup(func() { ts.Shutdown(context.Background()) })
+	return ln.Addr().String()
 }

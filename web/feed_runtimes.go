@@ -20,6 +20,10 @@ const feedRuntimes = 10
 // feedListed is how many models of each list a runtime item names.
 const feedListed = 10
 
+// feedLists are the lists a runtime item names (the models still failing
+// it only counts).
+var feedLists = []compare.Kind{compare.Regressed, compare.Fixed, compare.New}
+
 // runtimeFeedItems are the feed's items for new runtimes: one per runtime
 // that has a predecessor on its target, newest first. An item's id and
 // date_published stay; its content follows the runtime's results as they
@@ -38,7 +42,7 @@ func (s *Server) runtimeFeedItems(ctx context.Context, base string, changed time
 		if !ok {
 			continue // the target's first runtime: nothing to compare with
 		}
-		cmp, err := s.cachedCompare(ctx, prev, head)
+		cmp, err := s.cachedCompare(ctx, prev, head, feedListed, "", feedLists, changed)
 		if err != nil {
 			return nil, err
 		}
@@ -84,16 +88,15 @@ func runtimeEntry(base string, cmp *comparison) (feedItem, error) {
 	fmt.Fprintf(&text, "%s on %s, compared with %s.", head, target, data.Base)
 	for _, l := range []struct {
 		title string
-		items []compare.Item
-	}{{"Regressed", r.Regressed}, {"Fixed", r.Fixed}, {"Newly tested", r.New}} {
+		kind  compare.Kind
+		items []compare.Item // the first feedListed
+	}{{"Regressed", compare.Regressed, r.Regressed}, {"Fixed", compare.Fixed, r.Fixed}, {"Newly tested", compare.New, r.New}} {
 		list := runtimeItemList{Title: l.title}
 		if len(l.items) > 0 {
 			fmt.Fprintf(&text, "\n\n%s:", l.title)
 		}
 		for i, it := range l.items {
 			if i == feedListed {
-				list.More = len(l.items) - feedListed
-				fmt.Fprintf(&text, "\nand %d more.", list.More)
 				break
 			}
 			m := runtimeItemModel{ID: it.ID, URL: base + modelPath(it.ID), From: string(it.BaseStatus), To: string(it.HeadStatus), Signature: it.Signature}
@@ -103,6 +106,10 @@ func runtimeEntry(base string, cmp *comparison) (feedItem, error) {
 			if m.Signature != "" {
 				text.WriteString(" (" + m.Signature + ")")
 			}
+		}
+		if more := r.Headline.Counts[l.kind] - min(len(l.items), feedListed); more > 0 {
+			list.More = more
+			fmt.Fprintf(&text, "\nand %d more.", list.More)
 		}
 		data.Lists = append(data.Lists, list)
 	}

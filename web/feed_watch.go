@@ -60,6 +60,12 @@ func (s *Server) serveFeed(c *fiber.Ctx, format feedFormat) error {
 	if notModified(c, etagOf(changedTag(changed), base, s.hubEndpoint, fmt.Sprint(format), f.Query())) {
 		return c.SendStatus(fiber.StatusNotModified)
 	}
+	// The body is cached until the data changes, by its format, the base
+	// URL its links use and the filter.
+	key := fmt.Sprint(format) + " " + base + "?" + f.Query()
+	if body, ok := s.feeds.get(key, changed); ok {
+		return sendFeed(c, format, body)
+	}
 	events, f, err := s.feedEvents(ctx, f)
 	if err != nil {
 		return fmt.Errorf("web: feed: %w", err)
@@ -75,14 +81,11 @@ func (s *Server) serveFeed(c *fiber.Ctx, format feedFormat) error {
 	if err := s.annotate(items); err != nil {
 		return fmt.Errorf("web: feed: %w", err)
 	}
-	c.Set(fiber.HeaderCacheControl, "max-age=60")
 	var body []byte
 	switch format {
 	case feedAtom:
-		c.Set(fiber.HeaderContentType, "application/atom+xml; charset=utf-8")
 		body, err = atomDoc(base, f, changed, items)
 	default:
-		c.Set(fiber.HeaderContentType, "application/feed+json; charset=utf-8")
 		body, err = c.App().Config().JSONEncoder(jsonFeed{
 			Version:     "https://jsonfeed.org/version/1.1",
 			Title:       feedTitle(f),
@@ -95,6 +98,18 @@ func (s *Server) serveFeed(c *fiber.Ctx, format feedFormat) error {
 	}
 	if err != nil {
 		return fmt.Errorf("web: feed: %w", err)
+	}
+	s.feeds.put(key, changed, body, len(body)+len(key))
+	return sendFeed(c, format, body)
+}
+
+// sendFeed sends a feed's body in format.
+func sendFeed(c *fiber.Ctx, format feedFormat, body []byte) error {
+	c.Set(fiber.HeaderCacheControl, "max-age=60")
+	if format == feedAtom {
+		c.Set(fiber.HeaderContentType, "application/atom+xml; charset=utf-8")
+	} else {
+		c.Set(fiber.HeaderContentType, "application/feed+json; charset=utf-8")
 	}
 	return c.Send(body)
 }

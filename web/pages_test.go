@@ -399,3 +399,30 @@ func TestStaticAssets(t *testing.T) {
 		}
 	}
 }
+
+// The table page is cached whole, until the data or the scheduler's state
+// changes: a scan that starts, moves on and ends shows at once.
+func TestTablePageCacheFollowsStateAndData(t *testing.T) {
+	ts := newTestServer(t, 5, 5, Config{})
+	idle := ts.get(t, "/").body
+	if again := ts.get(t, "/").body; again != idle {
+		t.Fatal("the same page twice differs")
+	}
+	id, err := ts.db.StartScan(t.Context(), store.Scan{Trigger: "manual", Target: "tpu", StartedAt: testTime})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts.scans.state = ScanState{Running: true, ScanID: id}
+	for _, done := range []int{2, 7} {
+		if err := ts.db.UpdateScanProgress(t.Context(), id, 10, done, done, 0); err != nil {
+			t.Fatal(err)
+		}
+		if r := ts.get(t, "/"); !strings.Contains(r.body, fmt.Sprintf("%d of 10 models done", done)) {
+			t.Errorf("progress %d not shown", done)
+		}
+	}
+	ts.scans.state = ScanState{}
+	if r := ts.get(t, "/"); strings.Contains(r.body, "models done") {
+		t.Error("the running scan's page outlived the scan")
+	}
+}

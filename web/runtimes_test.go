@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/url"
 	"reflect"
 	"regexp"
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -454,20 +456,22 @@ func TestComparePageCache(t *testing.T) {
 	}
 }
 
-// countingStore counts RuntimeResults calls.
+// countingStore counts Compare calls and the list sizes asked.
 type countingStore struct {
 	Store
-	n atomic.Int64
+	n      atomic.Int64
+	limits sync.Map // limit → true
 }
 
-func (c *countingStore) RuntimeResults(ctx context.Context, ref compat.RuntimeRef) ([]compare.Entry, error) {
+func (c *countingStore) Compare(ctx context.Context, q store.CompareQuery) (store.ComparePage, error) {
 	c.n.Add(1)
-	return c.Store.RuntimeResults(ctx, ref)
+	c.limits.Store(q.Limit, true)
+	return c.Store.Compare(ctx, q)
 }
 
-// A comparison is cached until one of its two runtimes changes: a scan on a
-// new runtime leaves the feed's older comparisons alone.
-func TestComparisonCachedByRuntimeVersions(t *testing.T) {
+// The feed reads one short page of each runtime's comparison with the one
+// before it, once per change of the data.
+func TestFeedReadsOnePageOfEachComparison(t *testing.T) {
 	ts := twoRuntimes(t)
 	cs := &countingStore{Store: ts.db}
 	s, err := New(Config{Store: cs, Logger: discard, APIRate: -1})
@@ -481,20 +485,23 @@ func TestComparisonCachedByRuntimeVersions(t *testing.T) {
 			t.Fatalf("%s: feed %d", what, r.status)
 		}
 		if got := cs.n.Swap(0); got != want {
-			t.Errorf("%s: %d RuntimeResults reads, want %d", what, got, want)
+			t.Errorf("%s: %d comparisons read, want %d", what, got, want)
 		}
 	}
-	calls("first feed", 2) // v1 → v2
+	calls("first feed", 1) // v1 → v2
 	calls("unchanged", 0)  // cached
 	rtV3 := rtV2
 	rtV3.TorchTPU = "0.3.0"
 	r := passOn("tpu", testTime.Add(time.Hour), 90)
 	r.Runtime = rtV3
 	ts.record(t, "steady/model", r)
-	calls("a third runtime", 2) // v2 → v3 only; v1 → v2 still valid
-	r.Runtime, r.TestedAt = rtV2, testTime.Add(2*time.Hour)
-	ts.record(t, "new/model", r)
-	calls("a result on v2", 4) // both comparisons involve v2
+	calls("a third runtime", 2) // v1 → v2, v2 → v3
+	cs.limits.Range(func(k, _ any) bool {
+		if k != feedListed {
+			t.Errorf("the feed asked for pages of %v models, want %d", k, feedListed)
+		}
+		return true
+	})
 }
 
 // The compare page's two selects list every runtime and each marks the one
@@ -566,5 +573,72 @@ func TestByDate(t *testing.T) {
 	}
 	if want := []string{"d", "a", "c", "e", "b"}; !slices.Equal(got, want) {
 		t.Errorf("order %v, want %v", got, want)
+	}
+}
+
+// A comparison's list longer than ?limit= comes in pages: each answer
+// says the list's total, and its cursor gives the next page of that list
+// alone, until the last; a cursor of another comparison, or none of this
+// store's, is refused.
+func TestAPIComparePages(t *testing.T) {
+	ts := newTestServer(t, 0, 0, Config{})
+	downloads := map[string]int64{"o/a": 50, "o/b": 40, "o/c": 40, "o/d": 40, "o/e": 30, "o/f": 20, "o/g": 10}
+	for id, d := range downloads {
+		ts.upsert(t, store.ModelUpsert{ID: id, Downloads: d})
+		for i, rt := range []compat.Runtime{rtV1, rtV2} {
+			r := passOn("tpu", testTime.Add(time.Duration(i)*time.Hour), 10)
+			if i == 1 {
+				r = failOn("tpu", testTime.Add(time.Hour), "aten::x")
+			}
+			r.Runtime = rt
+			ts.record(t, id, r)
+		}
+	}
+	want := []string{"o/a", "o/b", "o/c", "o/d", "o/e", "o/f", "o/g"} // most downloaded first, then by id
+	pair := "/api/v1/compare?base=" + keyV1 + "&head=" + keyV2
+	var got []string
+	next := ""
+	for page := 0; page == 0 || next != ""; page++ {
+		u := pair + "&limit=2"
+		if next != "" {
+			u += "&cursor=" + url.QueryEscape(next)
+		}
+		r := ts.get(t, u)
+		if r.status != 200 {
+			t.Fatalf("page %d: %d %s", page, r.status, r.body)
+		}
+		body := decode[compareBody](t, r)
+		if body.Counts[compare.Regressed] != 7 || len(body.Regressed) > 2 {
+			t.Fatalf("page %d: %d regressed of a total %d", page, len(body.Regressed), body.Counts[compare.Regressed])
+		}
+		for _, k := range []compare.Kind{compare.Fixed, compare.New, compare.StillFailing} {
+			if body.NextCursors[k] != nil {
+				t.Errorf("page %d: a cursor for the empty list %s", page, k)
+			}
+		}
+		for _, it := range body.Regressed {
+			got = append(got, it.ID)
+		}
+		next = ""
+		if c := body.NextCursors[compare.Regressed]; c != nil {
+			next = *c
+		}
+		if page > 7 {
+			t.Fatal("the cursors do not end")
+		}
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("regressed in pages: %v, want %v", got, want)
+	}
+	first := decode[compareBody](t, ts.get(t, pair+"&limit=2"))
+	cursor := url.QueryEscape(*first.NextCursors[compare.Regressed])
+	for _, u := range []string{
+		"/api/v1/compare?base=" + keyV2 + "&head=" + keyV1 + "&cursor=" + cursor, // another comparison
+		pair + "&cursor=bm90LWEtY3Vyc29y",                                        // not one of ours
+		pair + "&limit=0",
+	} {
+		if r := ts.get(t, u); r.status != 400 {
+			t.Errorf("%s: %d, want 400", u, r.status)
+		}
 	}
 }

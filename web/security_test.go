@@ -45,6 +45,14 @@ func (f failingStore) ListModels(ctx context.Context, q store.ModelQuery) ([]com
 	return f.Store.ListModels(ctx, q)
 }
 
+// ExportModels fails as ListModels does.
+func (f failingStore) ExportModels(ctx context.Context, q store.ModelQuery) ([]compat.Model, string, error) {
+	if f.list != nil {
+		return f.list(ctx, q)
+	}
+	return f.Store.ExportModels(ctx, q)
+}
+
 func failChanged(context.Context) (time.Time, error) { return time.Time{}, errBoom }
 func failList(context.Context, store.ModelQuery) ([]compat.Model, string, error) {
 	return nil, "", errBoom

@@ -117,6 +117,8 @@ func (s *Server) sizeCaches() {
 	s.summaries.maxBytes = 1 << 20
 	s.failures.maxBytes = 4 << 20
 	s.tableBodies.maxBytes = 32 << 20
+	s.tablePages.maxBytes = 32 << 20
+	s.feeds.maxBytes = 16 << 20
 	s.runtimes.maxBytes = 4 << 20
 	s.comparisons.maxBytes = 32 << 20
 	s.comparePages.maxBytes = 32 << 20
@@ -157,6 +159,8 @@ type Server struct {
 	summaries    versioned[string, store.Summary]
 	failures     versioned[string, []store.FailureGroup]
 	tableBodies  versioned[string, template.HTML]
+	tablePages   versioned[string, []byte]
+	feeds        versioned[string, []byte]
 	runtimes     versioned[string, []store.RuntimeStats]
 	comparisons  versioned[string, *comparison]
 	comparePages versioned[string, []byte]

@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/google-pytorch/torchtpu-scanner/internal/compare"
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/store"
 )
@@ -26,6 +25,9 @@ type Store interface {
 	// store.ErrInvalid for a query it refuses (unknown sort, status or
 	// target; a cursor it did not make).
 	ListModels(ctx context.Context, q store.ModelQuery) ([]compat.Model, string, error)
+	// ExportModels is ListModels for an export's walk through every page:
+	// the same answer, read without growing the process's memory.
+	ExportModels(ctx context.Context, q store.ModelQuery) ([]compat.Model, string, error)
 	// GetModel is the model known as id (an alias too) with its current
 	// result on target ("" = any); store.ErrNotFound for an unknown model.
 	GetModel(ctx context.Context, id string, target compat.Target) (compat.Model, error)
@@ -50,9 +52,11 @@ type Store interface {
 	// Runtimes lists the runtimes with results on target ("" = all), newest
 	// first; empty when none; store.ErrInvalid for an unknown target.
 	Runtimes(ctx context.Context, target compat.Target) ([]store.RuntimeStats, error)
-	// RuntimeResults is each model's newest result on one runtime; empty
-	// when it has none.
-	RuntimeResults(ctx context.Context, ref compat.RuntimeRef) ([]compare.Entry, error)
+	// Compare is a page of the comparison of two runtimes: a page of each
+	// list (or of the one list a cursor continues) and the whole
+	// comparison's headline; store.ErrNotFound for a runtime without
+	// results, store.ErrInvalid for a cursor it did not make for them.
+	Compare(ctx context.Context, q store.CompareQuery) (store.ComparePage, error)
 
 	// ListScans is the newest scans first; GetScan one scan,
 	// store.ErrNotFound for an unknown id.

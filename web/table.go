@@ -121,6 +121,14 @@ func (s *Server) table(c *fiber.Ctx) error {
 	if err != nil {
 		return fmt.Errorf("web: table: %w", err)
 	}
+	// The whole page is cached until the data or the scheduler's state
+	// changes (a running scan's progress is a write).
+	state := s.scanState()
+	pageKey := queryKey(q) + "|" + c.Query("order") + "|" + fmt.Sprintf("%+v", state)
+	if page, ok := s.tablePages.get(pageKey, changed); ok {
+		c.Set(fiber.HeaderContentType, fiber.MIMETextHTMLCharsetUTF8)
+		return c.Send(page)
+	}
 	models, next, err := s.cachedList(ctx, q, changed)
 	if err != nil {
 		return fmt.Errorf("web: table: %w", err)
@@ -136,7 +144,7 @@ func (s *Server) table(c *fiber.Ctx) error {
 
 	v := tableView{
 		Form: form, Summary: sum, Coverage: newCoverageBody(taskCoverage(sum.Tasks)), Failures: fails,
-		State: s.scanState(), Legend: legend(),
+		State: state, Legend: legend(),
 		Statuses: compat.Statuses, Targets: compat.Targets, Sorts: sortNames(), DefaultSort: store.DefaultSort, Target: q.Target,
 		Filtered: form.Q != "" || form.Status != "" || form.Task != "" || form.Org != "" || form.Hint != "",
 		Hints:    readiness.Codes, Fit: newFitSummary(sum.Fit),
@@ -199,7 +207,13 @@ func (s *Server) table(c *fiber.Ctx) error {
 			v.Progress = &scanProgress{ID: sc.ID, Planned: sc.Planned, Done: sc.Done}
 		}
 	}
-	return s.render(c, "table", v)
+	page, err := s.renderPage("table", v)
+	if err != nil {
+		return err
+	}
+	s.tablePages.put(pageKey, changed, page, len(page)+len(pageKey))
+	c.Set(fiber.HeaderContentType, fiber.MIMETextHTMLCharsetUTF8)
+	return c.Send(page)
 }
 
 // tableCharts draws the table's charts: the pass rate by runtime of its

@@ -6,6 +6,7 @@
 package compare
 
 import (
+	"slices"
 	"sort"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
@@ -96,51 +97,57 @@ type Result struct {
 	Headline     Headline
 }
 
-// Compare compares head with base. Each slice holds at most one entry per
-// model (the first wins when an id repeats); a model's downloads are head's
-// entry's, else base's.
-func Compare(base, head []Entry) Result {
-	baseBy := index(base)
-	headBy := index(head)
-	res := Result{Fixed: []Item{}, Regressed: []Item{}, New: []Item{}, StillFailing: []Item{},
-		Headline: Headline{Counts: map[Kind]int{}}}
-	for _, k := range []Kind{Fixed, Regressed, New, StillFailing, StillPassing, NoVerdict, NotRetested} {
-		res.Headline.Counts[k] = 0
+// Listed are the kinds whose models a comparison lists, in the order of
+// Result's lists; the others are only counted.
+var Listed = []Kind{Fixed, Regressed, New, StillFailing}
+
+// IsListed reports whether a comparison lists the models of kind k.
+func IsListed(k Kind) bool { return slices.Contains(Listed, k) }
+
+// ItemOf is the list item of a model whose entries on base and head are
+// given (a zero base for no result there): BaseStatus untested without a
+// base result, and the signature base's for a fix (what was fixed), head's
+// otherwise.
+func ItemOf(id string, downloads int64, base, head Entry) Item {
+	it := Item{ID: id, Downloads: downloads, BaseStatus: base.Status, HeadStatus: head.Status, Signature: head.Signature}
+	if base.Status == "" {
+		it.BaseStatus = compat.StatusUntested
 	}
-	h := &res.Headline
-	for id, he := range headBy {
-		be, inBase := baseBy[id]
-		kind := Classify(be.Status, he.Status)
-		h.Counts[kind]++
-		if he.Status.IsVerdict() || (inBase && be.Status.IsVerdict()) {
-			h.TotalDownloads += he.Downloads
-		}
-		it := Item{ID: id, Downloads: he.Downloads, BaseStatus: be.Status, HeadStatus: he.Status, Signature: he.Signature}
-		if !inBase || be.Status == "" {
-			it.BaseStatus = compat.StatusUntested
+	if Classify(base.Status, head.Status) == Fixed {
+		it.Signature = base.Signature
+	}
+	return it
+}
+
+// Cell is how many models, and their downloads, have status Base on base
+// and Head on head ("" for no result on that runtime).
+type Cell struct {
+	Base, Head compat.Status
+	Models     int
+	Downloads  int64
+}
+
+// Tally is the headline of a comparison whose models are counted in
+// cells (a pair of statuses may repeat): what Compare's headline says
+// without its lists.
+func Tally(cells []Cell) Headline {
+	h := Headline{Counts: make(map[Kind]int, 7)}
+	for _, k := range []Kind{Fixed, Regressed, New, StillFailing, StillPassing, NoVerdict, NotRetested} {
+		h.Counts[k] = 0
+	}
+	for _, c := range cells {
+		kind := Classify(c.Base, c.Head)
+		h.Counts[kind] += c.Models
+		if c.Head.IsVerdict() || c.Base.IsVerdict() {
+			h.TotalDownloads += c.Downloads
 		}
 		switch kind {
 		case Fixed:
-			it.Signature = be.Signature
-			res.Fixed = append(res.Fixed, it)
-			h.FixedDownloads += it.Downloads
+			h.FixedDownloads += c.Downloads
 		case Regressed:
-			res.Regressed = append(res.Regressed, it)
-			h.RegressedDownloads += it.Downloads
+			h.RegressedDownloads += c.Downloads
 		case New:
-			res.New = append(res.New, it)
-			h.NewDownloads += it.Downloads
-		case StillFailing:
-			res.StillFailing = append(res.StillFailing, it)
-		}
-	}
-	for id, be := range baseBy {
-		if _, ok := headBy[id]; ok {
-			continue
-		}
-		h.Counts[NotRetested]++
-		if be.Status.IsVerdict() {
-			h.TotalDownloads += be.Downloads
+			h.NewDownloads += c.Downloads
 		}
 	}
 	if h.TotalDownloads > 0 {
@@ -148,6 +155,38 @@ func Compare(base, head []Entry) Result {
 		r := float64(h.RegressedDownloads) / float64(h.TotalDownloads)
 		h.FixedShare, h.RegressedShare = &f, &r
 	}
+	return h
+}
+
+// Compare compares head with base. Each slice holds at most one entry per
+// model (the first wins when an id repeats); a model's downloads are head's
+// entry's, else base's.
+func Compare(base, head []Entry) Result {
+	baseBy := index(base)
+	headBy := index(head)
+	res := Result{Fixed: []Item{}, Regressed: []Item{}, New: []Item{}, StillFailing: []Item{}}
+	cells := make([]Cell, 0, len(headBy)+len(baseBy))
+	for id, he := range headBy {
+		be := baseBy[id]
+		cells = append(cells, Cell{Base: be.Status, Head: he.Status, Models: 1, Downloads: he.Downloads})
+		it := ItemOf(id, he.Downloads, be, he)
+		switch Classify(be.Status, he.Status) {
+		case Fixed:
+			res.Fixed = append(res.Fixed, it)
+		case Regressed:
+			res.Regressed = append(res.Regressed, it)
+		case New:
+			res.New = append(res.New, it)
+		case StillFailing:
+			res.StillFailing = append(res.StillFailing, it)
+		}
+	}
+	for id, be := range baseBy {
+		if _, ok := headBy[id]; !ok {
+			cells = append(cells, Cell{Base: be.Status, Models: 1, Downloads: be.Downloads})
+		}
+	}
+	res.Headline = Tally(cells)
 	for _, l := range [][]Item{res.Fixed, res.Regressed, res.New, res.StillFailing} {
 		sortItems(l)
 	}

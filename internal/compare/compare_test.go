@@ -207,3 +207,53 @@ func TestCompareEdges(t *testing.T) {
 		}
 	})
 }
+
+// Tally counts cells as Compare counts models: written out by hand for
+// cells of several models each, a pair of statuses given twice, and models
+// on one runtime alone ("" on the other).
+func TestTally(t *testing.T) {
+	h := Tally([]Cell{
+		{Base: "fail", Head: "pass", Models: 3, Downloads: 300},    // fixed
+		{Base: "oom", Head: "pass", Models: 1, Downloads: 100},     // fixed
+		{Base: "pass", Head: "crash", Models: 2, Downloads: 50},    // regressed
+		{Base: "", Head: "fail", Models: 4, Downloads: 40},         // new
+		{Base: "error", Head: "pass", Models: 1, Downloads: 7},     // new
+		{Base: "pass", Head: "pass", Models: 5, Downloads: 1000},   // still passing
+		{Base: "fail", Head: "fail", Models: 1, Downloads: 1},      // still failing
+		{Base: "pass", Head: "error", Models: 1, Downloads: 11},    // no verdict, base's verdict counts
+		{Base: "skipped", Head: "error", Models: 1, Downloads: 13}, // no verdict, none counts
+		{Base: "pass", Head: "", Models: 2, Downloads: 20},         // not retested, base's verdict counts
+		{Base: "skipped", Head: "", Models: 1, Downloads: 17},      // not retested, none counts
+	})
+	want := map[Kind]int{Fixed: 4, Regressed: 2, New: 5, StillFailing: 1, StillPassing: 5, NoVerdict: 2, NotRetested: 3}
+	if !reflect.DeepEqual(h.Counts, want) {
+		t.Errorf("counts %v, want %v", h.Counts, want)
+	}
+	if h.FixedDownloads != 400 || h.RegressedDownloads != 50 || h.NewDownloads != 47 {
+		t.Errorf("downloads fixed %d regressed %d new %d, want 400, 50, 47", h.FixedDownloads, h.RegressedDownloads, h.NewDownloads)
+	}
+	if total := int64(300 + 100 + 50 + 40 + 7 + 1000 + 1 + 11 + 20); h.TotalDownloads != total {
+		t.Errorf("total downloads %d, want %d", h.TotalDownloads, total)
+	}
+	if h.FixedShare == nil || *h.FixedShare != 400.0/1529 {
+		t.Errorf("fixed share %v", h.FixedShare)
+	}
+}
+
+// ItemOf: base's status untested without a base result, base's signature
+// for a fix and head's otherwise.
+func TestItemOf(t *testing.T) {
+	for _, c := range []struct {
+		base, head Entry
+		want       Item
+	}{
+		{Entry{Status: "fail", Signature: "old"}, Entry{Status: "pass"}, Item{"m", 5, "fail", "pass", "old"}},
+		{Entry{Status: "pass"}, Entry{Status: "crash", Signature: "new"}, Item{"m", 5, "pass", "crash", "new"}},
+		{Entry{}, Entry{Status: "fail", Signature: "new"}, Item{"m", 5, "untested", "fail", "new"}},
+		{Entry{Status: "oom", Signature: "old"}, Entry{Status: "fail", Signature: "new"}, Item{"m", 5, "oom", "fail", "new"}},
+	} {
+		if got := ItemOf("m", 5, c.base, c.head); got != c.want {
+			t.Errorf("ItemOf(%+v, %+v) = %+v, want %+v", c.base, c.head, got, c.want)
+		}
+	}
+}

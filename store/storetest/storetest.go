@@ -3,9 +3,12 @@
 package storetest
 
 import (
+	"compress/gzip"
 	"context"
 	"fmt"
+	"io"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -56,13 +59,13 @@ func ModelID(i int) string {
 	return fmt.Sprintf("org%02d/model-%05d", i%40, i)
 }
 
-// Seed fills s with nModels models (ModelID(0)…) and nResults results in
-// one transaction each, deterministically. Downloads and likes repeat (ties
-// for cursor tests); every 10th model stays untested; the results go round
-// the others, on tpu except every 4th round on cpu, a minute apart from
-// Epoch, with a mix of every recorded status and unmeasured metrics nil.
-// It returns the model ids. Tests call MustSeed; programs (web/benchload)
-// call Seed.
+// Seed fills s with nModels models (ModelID(0)…) in one transaction and
+// nResults results in transactions of SeedBatch, deterministically.
+// Downloads and likes repeat (ties for cursor tests); every 10th model
+// stays untested; the results go round the others, on tpu except every 4th
+// round on cpu, a minute apart from Epoch, with a mix of every recorded
+// status and unmeasured metrics nil. It returns the model ids. Tests call
+// MustSeed; programs (web/benchload, web/benchscale) call Seed or SeedScale.
 func Seed(ctx context.Context, s *store.SQLite, nModels, nResults int) ([]string, error) {
 	return SeedRuntimes(ctx, s, nModels, nResults, 1)
 }
@@ -71,6 +74,15 @@ func Seed(ctx context.Context, s *store.SQLite, nModels, nResults int) ([]string
 // torch_tpu releases (0.1.0, 0.2.0, …; at least 1) in time order: the
 // first nResults/nRuntimes results report the first, and so on.
 func SeedRuntimes(ctx context.Context, s *store.SQLite, nModels, nResults, nRuntimes int) ([]string, error) {
+	return SeedScale(ctx, s, nModels, nResults, nRuntimes, nil)
+}
+
+// SeedBatch is how many results Seed records per transaction.
+const SeedBatch = 20000
+
+// SeedScale is SeedRuntimes that calls progress (when not nil) with the
+// number of results recorded after each transaction.
+func SeedScale(ctx context.Context, s *store.SQLite, nModels, nResults, nRuntimes int, progress func(done int)) ([]string, error) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	ids := make([]string, nModels)
 	ups := make([]store.ModelUpsert, nModels)
@@ -100,21 +112,28 @@ func SeedRuntimes(ctx context.Context, s *store.SQLite, nModels, nResults, nRunt
 	if len(tested) == 0 || nResults == 0 {
 		return ids, nil
 	}
-	recs := make([]store.Record, nResults)
-	for j := range recs {
+	recs := make([]store.Record, 0, min(nResults, SeedBatch))
+	for j := range nResults {
 		target := compat.TargetTPU
 		if (j/len(tested))%4 == 3 { // every 4th round of the models
 			target = compat.TargetCPU
 		}
-		recs[j] = store.Record{ModelID: tested[j%len(tested)], Result: SeedResult(rng, target, Epoch.Add(time.Duration(j)*time.Minute))}
+		rec := store.Record{ModelID: tested[j%len(tested)], Result: SeedResult(rng, target, Epoch.Add(time.Duration(j)*time.Minute))}
 		if nRuntimes > 1 && target == compat.TargetTPU {
-			recs[j].Result.Runtime.TorchTPU = fmt.Sprintf("0.%d.0", 1+j*nRuntimes/nResults)
+			rec.Result.Runtime.TorchTPU = fmt.Sprintf("0.%d.0", 1+j*nRuntimes/nResults)
 		}
-		recs[j].Result.Revision = fmt.Sprintf("%040x", j%len(tested))
-		recs[j].Result.Repro = compat.Repro(recs[j].ModelID, recs[j].Result.Revision, target, compat.ModeFull)
-	}
-	if _, err := s.RecordResults(ctx, recs); err != nil {
-		return nil, fmt.Errorf("seed results: %w", err)
+		rec.Result.Revision = fmt.Sprintf("%040x", j%len(tested))
+		rec.Result.Repro = compat.Repro(rec.ModelID, rec.Result.Revision, target, compat.ModeFull)
+		recs = append(recs, rec)
+		if len(recs) == cap(recs) || j == nResults-1 {
+			if _, err := s.RecordResults(ctx, recs); err != nil {
+				return nil, fmt.Errorf("seed results: %w", err)
+			}
+			recs = recs[:0]
+			if progress != nil {
+				progress(j + 1)
+			}
+		}
 	}
 	return ids, nil
 }
@@ -186,4 +205,31 @@ func SeedResult(rng *rand.Rand, target compat.Target, at time.Time) compat.Resul
 		r.FailureClass = compat.Ptr(compat.ClassDeviceUnavail)
 	}
 	return r
+}
+
+// Unpack writes the gzip-compressed database file gz (a fixture in a
+// testdata folder) to a file in t.TempDir() and returns its path.
+func Unpack(t testing.TB, gz string) string {
+	t.Helper()
+	f, err := os.Open(gz)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "scanner.db")
+	out, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(out, zr); err != nil {
+		t.Fatal(err)
+	}
+	if err := out.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

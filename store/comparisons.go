@@ -1,0 +1,505 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/google-pytorch/torchtpu-scanner/internal/compare"
+	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
+)
+
+// A comparison of two runtimes (internal/compare) is read here a page at
+// a time: its headline from the tallies (the runtime pairs and the two
+// runtimes' tallies), each list most downloaded first from a cursor. The
+// lists of the comparisons the site shows most (each runtime with the one
+// before it on its target: the feed's and the default) are kept in
+// compare_items, so that a page of a short list is read from its own
+// rows; a list of any other comparison, or a long one, is read by walking
+// the models most downloaded first and keeping those of the list.
+
+// CompareQuery asks for a page of the comparison of Head with Base.
+type CompareQuery struct {
+	Base, Head compat.RuntimeRef
+	// Limit is the number of models per list: 0 = 100, capped at 1000.
+	Limit int
+	// Cursor is "" for the first page of every list, else a Next cursor
+	// of an earlier page: the next page of that one list (the others
+	// are then empty).
+	Cursor string
+	// Lists are the lists to read (nil = every one); the others are
+	// left empty, their totals counted all the same.
+	Lists []compare.Kind
+}
+
+// ComparePage is a page of a comparison: Result's lists hold the page,
+// its Headline counts the whole comparison (Counts has each list's total).
+type ComparePage struct {
+	compare.Result
+	// Next is the cursor of each list's next page, "" after its last.
+	Next map[compare.Kind]string
+}
+
+// compareCursor is the decoded form of a Next cursor: the list, the
+// comparison, and the last model shown (its downloads and id).
+type compareCursor struct {
+	Kind      compare.Kind `json:"k"`
+	Base      string       `json:"b"`
+	Head      string       `json:"h"`
+	Downloads int64        `json:"d"`
+	ID        string       `json:"id"`
+}
+
+func (c compareCursor) encode() string {
+	b, _ := json.Marshal(c) // strings and numbers only: cannot fail
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func decodeCompareCursor(s string, q CompareQuery) (compareCursor, error) {
+	bad := func(why string) (compareCursor, error) {
+		return compareCursor{}, fmt.Errorf("%w: %w: %s", ErrInvalid, ErrBadCursor, why)
+	}
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		return bad("not base64")
+	}
+	var c compareCursor
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&c); err != nil {
+		return bad("not a comparison cursor")
+	}
+	if !compare.IsListed(c.Kind) {
+		return bad("no such list")
+	}
+	if c.Base != q.Base.Key() || c.Head != q.Head.Key() {
+		return bad("made for another comparison")
+	}
+	return c, nil
+}
+
+// Compare returns a page of the comparison of q.Head with q.Base (each
+// model's newest result on each). The error wraps ErrNotFound when a
+// runtime has no results, ErrInvalid for a ref without a concrete target
+// or base equal to head, and ErrBadCursor (and ErrInvalid) for a cursor
+// not made for this comparison.
+func (s *SQLite) Compare(ctx context.Context, q CompareQuery) (ComparePage, error) {
+	for _, r := range []compat.RuntimeRef{q.Base, q.Head} {
+		if err := validTarget(r.Target, false); err != nil {
+			return ComparePage{}, fmt.Errorf("store: compare: %w", err)
+		}
+	}
+	if q.Base == q.Head {
+		return ComparePage{}, fmt.Errorf("store: compare: %w: base and head are the same runtime", ErrInvalid)
+	}
+	var cur *compareCursor
+	if q.Cursor != "" {
+		c, err := decodeCompareCursor(q.Cursor, q)
+		if err != nil {
+			return ComparePage{}, fmt.Errorf("store: compare: %w", err)
+		}
+		cur = &c
+	}
+	tx, err := s.r.BeginTx(ctx, nil) // one snapshot
+	if err != nil {
+		return ComparePage{}, fmt.Errorf("store: compare: %w", err)
+	}
+	defer tx.Rollback()
+	page, err := comparePage(ctx, tx, q, clampLimit(q.Limit, 100), cur)
+	if err != nil {
+		return ComparePage{}, fmt.Errorf("store: compare: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return ComparePage{}, fmt.Errorf("store: compare: %w", err)
+	}
+	return page, nil
+}
+
+func comparePage(ctx context.Context, tx *sql.Tx, q CompareQuery, limit int, cur *compareCursor) (ComparePage, error) {
+	var ids [2]int64
+	for i, r := range []compat.RuntimeRef{q.Base, q.Head} {
+		err := tx.QueryRowContext(ctx, sqlRuntimeID, string(r.Target), r.RetestKey()).Scan(&ids[i])
+		if errors.Is(err, sql.ErrNoRows) {
+			return ComparePage{}, fmt.Errorf("no results on runtime %s: %w", r.Key(), ErrNotFound)
+		}
+		if err != nil {
+			return ComparePage{}, err
+		}
+	}
+	cells, err := compareCells(ctx, tx, ids[0], ids[1])
+	if err != nil {
+		return ComparePage{}, err
+	}
+	page := ComparePage{Result: compare.Result{Fixed: []compare.Item{}, Regressed: []compare.Item{}, New: []compare.Item{},
+		StillFailing: []compare.Item{}, Headline: compare.Tally(cells)}, Next: map[compare.Kind]string{}}
+	var kept int
+	if err := tx.QueryRowContext(ctx, sqlPairKept, ids[0], ids[1]).Scan(&kept); err != nil {
+		return page, err
+	}
+	var models int64
+	if err := tx.QueryRowContext(ctx, sqlModelCount).Scan(&models); err != nil {
+		return page, err
+	}
+	lists := map[compare.Kind]*[]compare.Item{compare.Fixed: &page.Fixed, compare.Regressed: &page.Regressed,
+		compare.New: &page.New, compare.StillFailing: &page.StillFailing}
+	for _, kind := range compare.Listed {
+		page.Next[kind] = ""
+		if (cur != nil && cur.Kind != kind) || (q.Lists != nil && !slices.Contains(q.Lists, kind)) {
+			continue
+		}
+		total := page.Headline.Counts[kind]
+		if total == 0 {
+			continue
+		}
+		// A short list of a kept comparison is read from its rows and
+		// sorted (a row's cost each); otherwise the models are walked most
+		// downloaded first, which costs about (limit+1) × models ÷ total
+		// rows of about the same cost (measured at 10 000 models).
+		gather := kept > 0 && int64(total)*int64(total) <= int64(limit+1)*max(models, 1)
+		items, more, err := listPage(ctx, tx, ids, kind, kept > 0, gather, limit, cur)
+		if err != nil {
+			return page, err
+		}
+		*lists[kind] = items
+		if more {
+			last := items[len(items)-1]
+			page.Next[kind] = compareCursor{Kind: kind, Base: q.Base.Key(), Head: q.Head.Key(), Downloads: last.Downloads, ID: last.ID}.encode()
+		}
+	}
+	return page, nil
+}
+
+// compareCells counts the models of the comparison by their status on
+// base and on head ("" for none): the pair's tallies for the models with
+// a result on both, each runtime's tallies less those for the others.
+func compareCells(ctx context.Context, tx *sql.Tx, base, head int64) ([]compare.Cell, error) {
+	x, y := min(base, head), max(base, head)
+	rows, err := tx.QueryContext(ctx, sqlPairCells, x, y)
+	if err != nil {
+		return nil, err
+	}
+	var cells []compare.Cell
+	for rows.Next() {
+		var (
+			xs, ys compat.Status
+			c      compare.Cell
+		)
+		if err := rows.Scan(&xs, &ys, &c.Models, &c.Downloads); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		c.Base, c.Head = xs, ys
+		if base != x {
+			c.Base, c.Head = ys, xs
+		}
+		cells = append(cells, c)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	baseAlone, err := runtimeTally(ctx, tx, base)
+	if err != nil {
+		return nil, err
+	}
+	headAlone, err := runtimeTally(ctx, tx, head)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range cells {
+		baseAlone[c.Base] = baseAlone[c.Base].less(c)
+		headAlone[c.Head] = headAlone[c.Head].less(c)
+	}
+	for st, v := range baseAlone {
+		cells = append(cells, compare.Cell{Base: st, Models: v.models, Downloads: v.downloads})
+	}
+	for st, v := range headAlone {
+		cells = append(cells, compare.Cell{Head: st, Models: v.models, Downloads: v.downloads})
+	}
+	return cells, nil
+}
+
+// less is t without the models of c.
+func (t tally) less(c compare.Cell) tally {
+	return tally{models: t.models - c.Models, downloads: t.downloads - c.Downloads}
+}
+
+// runtimeTally is a runtime's tallies by status.
+func runtimeTally(ctx context.Context, tx *sql.Tx, rt int64) (map[compat.Status]tally, error) {
+	rows, err := tx.QueryContext(ctx, sqlRuntimeTally, rt)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[compat.Status]tally{}
+	for rows.Next() {
+		var (
+			st compat.Status
+			v  tally
+		)
+		if err := rows.Scan(&st, &v.models, &v.downloads); err != nil {
+			return nil, err
+		}
+		out[st] = v
+	}
+	return out, rows.Err()
+}
+
+// listPage reads up to limit models of one list after cur (nil = from
+// the top), and whether there are more.
+func listPage(ctx context.Context, tx *sql.Tx, ids [2]int64, kind compare.Kind, kept, gather bool, limit int, cur *compareCursor) ([]compare.Item, bool, error) {
+	var (
+		query string
+		args  = []any{ids[0], ids[1]}
+	)
+	switch {
+	case gather:
+		query, args = sqlListGather, append(args, string(kind))
+	case kept:
+		query, args = sqlListWalkKept, append(args, string(kind))
+	default:
+		query, args = kindPairsSQL(sqlListWalk, kind), append(args, kindPairArgs(kind)...)
+	}
+	after := ""
+	if cur != nil {
+		after = listAfter
+		args = append(args, cur.Downloads, cur.Downloads, cur.ID)
+	}
+	args = append(args, limit+1)
+	rows, err := tx.QueryContext(ctx, fmt.Sprintf(query, after), args...)
+	if err != nil {
+		return nil, false, err
+	}
+	defer rows.Close()
+	items := make([]compare.Item, 0, min(limit, 128))
+	for rows.Next() {
+		if len(items) == limit {
+			return items, true, nil
+		}
+		var (
+			id               string
+			downloads        int64
+			base, head       sql.NullString
+			bSig, bCls, hSig sql.NullString
+			hCls             sql.NullString
+		)
+		if err := rows.Scan(&id, &downloads, &base, &bSig, &bCls, &head, &hSig, &hCls); err != nil {
+			return nil, false, err
+		}
+		items = append(items, compare.ItemOf(id, downloads, entryOf(base, bSig, bCls), entryOf(head, hSig, hCls)))
+	}
+	return items, false, rows.Err()
+}
+
+// entryOf is a runtime_current row as a comparison entry (zero for none).
+func entryOf(status, sig, class sql.NullString) compare.Entry {
+	if !status.Valid {
+		return compare.Entry{}
+	}
+	st := compat.Status(status.String)
+	sh := shown{status: st, signature: fromNullStr[string](sig), class: fromNullStr[compat.FailureClass](class)}
+	return compare.Entry{Status: st, Signature: sh.failKey().String}
+}
+
+// kindPairs are the statuses on base ("" for none) and head of the models
+// a listed kind has: compare.Classify's answer, asked once for every pair
+// of recordable statuses.
+var kindPairs = func() map[compare.Kind][][2]compat.Status {
+	out := map[compare.Kind][][2]compat.Status{}
+	var recordable []compat.Status
+	for _, st := range compat.Statuses {
+		if st != compat.StatusUntested {
+			recordable = append(recordable, st)
+		}
+	}
+	for _, b := range append([]compat.Status{""}, recordable...) {
+		for _, h := range recordable {
+			if k := compare.Classify(b, h); compare.IsListed(k) {
+				out[k] = append(out[k], [2]compat.Status{b, h})
+			}
+		}
+	}
+	return out
+}()
+
+// kindPairsSQL puts kind's status pairs into query's %[2]s, as the
+// parameters kindPairArgs gives.
+func kindPairsSQL(query string, kind compare.Kind) string {
+	vals := strings.TrimSuffix(strings.Repeat("(?, ?), ", len(kindPairs[kind])), ", ")
+	return strings.Replace(query, "%[2]s", vals, 1)
+}
+
+func kindPairArgs(kind compare.Kind) []any {
+	var args []any
+	for _, p := range kindPairs[kind] {
+		args = append(args, string(p[0]), string(p[1]))
+	}
+	return args
+}
+
+// keptPairs are the comparisons whose lists are kept, as (base, head) ids.
+func keptPairs(ctx context.Context, tx *sql.Tx) ([][2]int64, error) {
+	rows, err := tx.QueryContext(ctx, sqlKeptPairs)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out [][2]int64
+	for rows.Next() {
+		var p [2]int64
+		if err := rows.Scan(&p[0], &p[1]); err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, rows.Err()
+}
+
+// settlePairs makes the kept comparisons each runtime and the one before
+// it on its target (in the order of Runtimes), dropping the others and
+// building the new ones whole; it returns those it built.
+func settlePairs(ctx context.Context, tx *sql.Tx) (map[[2]int64]bool, error) {
+	rows, err := tx.QueryContext(ctx, sqlRuntimeOrder)
+	if err != nil {
+		return nil, fmt.Errorf("kept comparisons: %w", err)
+	}
+	var rts []orderedRuntime
+	for rows.Next() {
+		var r orderedRuntime
+		if err := rows.Scan(&r.id, &r.ref.Target, &r.ref.Torch, &r.ref.TorchTPU, &r.ref.Transformers, &r.ref.Harness, &r.first); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("kept comparisons: %w", err)
+		}
+		rts = append(rts, r)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("kept comparisons: %w", err)
+	}
+	sort.Slice(rts, func(i, j int) bool { return runtimeNewer(rts[i].first, rts[i].ref, rts[j].first, rts[j].ref) })
+	want := map[[2]int64]bool{}
+	newestOn := map[compat.Target]int64{} // the runtime last seen on each target, walking newest first
+	for _, r := range rts {
+		if head, ok := newestOn[r.ref.Target]; ok {
+			want[[2]int64{r.id, head}] = true
+		}
+		newestOn[r.ref.Target] = r.id
+	}
+	have, err := keptPairs(ctx, tx)
+	if err != nil {
+		return nil, fmt.Errorf("kept comparisons: %w", err)
+	}
+	for _, p := range have {
+		if want[p] {
+			delete(want, p)
+			continue
+		}
+		if _, err := tx.ExecContext(ctx, sqlDropPair, p[0], p[1]); err != nil {
+			return nil, fmt.Errorf("kept comparisons: %w", err)
+		}
+	}
+	for p := range want {
+		if _, err := tx.ExecContext(ctx, sqlAddPair, p[0], p[1]); err != nil {
+			return nil, fmt.Errorf("kept comparisons: %w", err)
+		}
+		for _, kind := range compare.Listed {
+			args := append([]any{p[0], p[1], string(kind)}, kindPairArgs(kind)...)
+			if _, err := tx.ExecContext(ctx, kindPairsSQL(sqlBuildItems, kind), args...); err != nil {
+				return nil, fmt.Errorf("kept comparisons: %w", err)
+			}
+		}
+	}
+	return want, nil
+}
+
+// setItem files model id in the kept comparison p (base, head) by its
+// state: in the list of its kind, or in none.
+func setItem(ctx context.Context, tx *sql.Tx, p [2]int64, id string, st modelState) error {
+	base, head := st.runtimes[p[0]], st.runtimes[p[1]]
+	if kind := compare.Classify(base, head); st.exists && compare.IsListed(kind) {
+		_, err := tx.ExecContext(ctx, sqlSetItem, p[0], p[1], id, string(kind))
+		return err
+	}
+	_, err := tx.ExecContext(ctx, sqlDropItem, p[0], p[1], id)
+	return err
+}
+
+// orderedRuntime is a runtime as the order of Runtimes sees it.
+type orderedRuntime struct {
+	id    int64
+	ref   compat.RuntimeRef
+	first int64
+}
+
+// runtimeNewer is the order of Runtimes: the newest first result first,
+// then by key.
+func runtimeNewer(aFirst int64, a compat.RuntimeRef, bFirst int64, b compat.RuntimeRef) bool {
+	if aFirst != bFirst {
+		return aFirst > bFirst
+	}
+	return a.Key() < b.Key()
+}
+
+// Comparisons.
+const (
+	sqlRuntimeID    = `SELECT id FROM runtimes WHERE target = ? AND runtime_key = ?`
+	sqlModelCount   = `SELECT ifnull(sum(models), 0) FROM status_tallies WHERE target = ''`
+	sqlPairCells    = `SELECT x_status, y_status, models, downloads FROM runtime_pairs WHERE x_id = ? AND y_id = ? AND models > 0`
+	sqlRuntimeTally = `SELECT status, models, downloads FROM runtime_tallies WHERE runtime_id = ? AND models > 0`
+	sqlPairKept     = `SELECT count(*) FROM compare_pairs WHERE base_id = ? AND head_id = ?`
+	sqlKeptPairs    = `SELECT base_id, head_id FROM compare_pairs`
+	sqlRuntimeOrder = `SELECT id, target, torch, torch_tpu, transformers, harness, first_seen FROM runtimes`
+	sqlAddPair      = `INSERT INTO compare_pairs (base_id, head_id) VALUES (?, ?)`
+	sqlDropPair     = `DELETE FROM compare_pairs WHERE base_id = ? AND head_id = ?`
+	sqlSetItem      = `INSERT INTO compare_items (base_id, head_id, model_id, kind) VALUES (?, ?, ?, ?)
+ON CONFLICT DO UPDATE SET kind = excluded.kind WHERE kind <> excluded.kind`
+	sqlDropItem = `DELETE FROM compare_items WHERE base_id = ? AND head_id = ? AND model_id = ?`
+	// sqlBuildItems files every model of one kind (?3) of a kept
+	// comparison (?1 base, ?2 head): each has a result on head.
+	sqlBuildItems = `INSERT INTO compare_items (base_id, head_id, model_id, kind)
+SELECT ?1, ?2, h.model_id, ?3
+FROM runtime_current h LEFT JOIN runtime_current b ON b.runtime_id = ?1 AND b.model_id = h.model_id
+WHERE h.runtime_id = ?2 AND (ifnull(b.status, ''), h.status) IN (VALUES %[2]s)`
+
+	// The pages of a list: each row is a model, its downloads, and its
+	// status, signature and failure class on base and on head. %[1]s is
+	// listAfter after the first page. The downloads are those the
+	// current rows copy (the models', kept in step).
+	listCols = `c.model_id, c.downloads, b.status, b.signature, b.failure_class, h.status, h.signature, h.failure_class`
+	listJoin = `
+JOIN runtime_current h ON h.runtime_id = ?2 AND h.model_id = c.model_id
+LEFT JOIN runtime_current b ON b.runtime_id = ?1 AND b.model_id = c.model_id`
+	listAfter = ` AND (c.downloads < ? OR (c.downloads = ? AND c.model_id > ?))`
+	// sqlListGather sorts a kept list's rows (their downloads alone),
+	// then reads the statuses of the page's.
+	sqlListGather = `WITH page AS MATERIALIZED (
+SELECT c.model_id, c.downloads
+FROM compare_items i CROSS JOIN current c ON c.target = '' AND c.model_id = i.model_id
+WHERE i.base_id = ?1 AND i.head_id = ?2 AND i.kind = ?3%[1]s
+ORDER BY c.downloads DESC, c.model_id LIMIT ?)
+SELECT page.model_id, page.downloads, b.status, b.signature, b.failure_class, h.status, h.signature, h.failure_class
+FROM page
+JOIN runtime_current h ON h.runtime_id = ?2 AND h.model_id = page.model_id
+LEFT JOIN runtime_current b ON b.runtime_id = ?1 AND b.model_id = page.model_id
+ORDER BY page.downloads DESC, page.model_id`
+	// sqlListWalkKept walks the models most downloaded first and keeps
+	// those of a kept list.
+	sqlListWalkKept = `SELECT ` + listCols + `
+FROM current c CROSS JOIN compare_items i ON i.base_id = ?1 AND i.head_id = ?2 AND i.model_id = c.model_id` + listJoin + `
+WHERE c.target = '' AND i.kind = ?3%[1]s
+ORDER BY c.downloads DESC, c.model_id LIMIT ?`
+	// sqlListWalk walks the models most downloaded first and keeps those
+	// whose statuses on base and head are one of the kind's pairs.
+	sqlListWalk = `SELECT ` + listCols + `
+FROM current c CROSS JOIN runtime_current h ON h.runtime_id = ?2 AND h.model_id = c.model_id
+LEFT JOIN runtime_current b ON b.runtime_id = ?1 AND b.model_id = c.model_id
+WHERE c.target = '' AND (ifnull(b.status, ''), h.status) IN (VALUES %[2]s)%[1]s
+ORDER BY c.downloads DESC, c.model_id LIMIT ?`
+)

@@ -1,0 +1,634 @@
+// Command benchscale measures the scanner at Hub scale: a database of
+// 100 000 models and 20 runtimes (1.8 M results), made by the project's own
+// generator (storetest.SeedScale) through the store's API, served by the
+// real `scanner serve` process beside a minimal fiber handler in this one.
+//
+//	go run ./web/benchscale [-models 100000] [-runtimes 20] [-d 3s] [-misses 15] [-scanner bin/scanner] [-prepare]
+//
+// It prints, against the goals of issue 28:
+//   - each public route's median and p99 on a cache miss (the first request
+//     after a write), one client: goal median < 50 ms;
+//   - each route cached, with 1 and 16 clients (wrk), beside the minimal
+//     handler's: goal for the table, median (1 client) ≤ 3× the minimal's;
+//   - 16 concurrent /export.csv: the server's peak resident memory before
+//     and after: goal a rise < 100 MB;
+//   - start-up: `scanner serve` from exec to its first /readyz: goal < 200 ms;
+//   - a listing of every model with a tenth's downloads changed
+//     (UpsertModels): goal < 5 s.
+//
+// The database is cached between runs in $SCANNER_CACHE_HOME/bench (default
+// ~/.cache/torchtpu-scanner/bench), keyed by the migrations, the generator
+// and the size, so that a schema change makes a new one; making it takes
+// tens of minutes. The bench's writes put back what they change.
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"math"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
+	"github.com/google-pytorch/torchtpu-scanner/internal/readiness"
+	"github.com/google-pytorch/torchtpu-scanner/store"
+	"github.com/google-pytorch/torchtpu-scanner/store/storetest"
+)
+
+// genVersion names what the bench adds to the generator's data (readiness);
+// change it when that changes, to make a new database.
+const genVersion = "1"
+
+// The goals of issue 28.
+const (
+	goalMiss        = 50 * time.Millisecond
+	goalTableRatio  = 3.0
+	goalExportRise  = 100 << 20
+	goalStartUp     = 200 * time.Millisecond
+	goalUpsert      = 5 * time.Second
+	exportsAtOnce   = 16
+	changedFraction = 10 // one model in this many gets new downloads
+)
+
+func main() {
+	var (
+		nModels   = flag.Int("models", 100000, "models")
+		nRuntimes = flag.Int("runtimes", 20, "rounds of results (tpu runtimes but every 4th round, on cpu)")
+		dur       = flag.Duration("d", 3*time.Second, "duration of each wrk run")
+		misses    = flag.Int("misses", 15, "requests after a write per route")
+		scanner   = flag.String("scanner", "bin/scanner", "the scanner binary to serve with")
+		cacheDir  = flag.String("cache", "", "where the database is kept (default $SCANNER_CACHE_HOME/bench)")
+		wrkPath   = flag.String("wrk", "wrk", "the wrk binary")
+		strict    = flag.Bool("strict", false, "exit 1 when a goal is missed")
+		prepare   = flag.Bool("prepare", false, "make the database if it is missing, then exit")
+		given     = flag.String("db", "", "measure this database instead (made by the generator, or migrated from one)")
+	)
+	flag.Parse()
+	if _, err := exec.LookPath(*wrkPath); err != nil {
+		log.Fatalf("benchscale needs wrk (Debian: apt-get install wrk): %v", err)
+	}
+	if _, err := os.Stat(*scanner); err != nil {
+		log.Fatalf("benchscale serves with %s (make build): %v", *scanner, err)
+	}
+	ctx := context.Background()
+	nResults := *nModels * 9 / 10 * *nRuntimes
+	path := dbPath(*cacheDir, *nModels, *nRuntimes)
+	if *given != "" {
+		path = *given
+	} else if _, err := os.Stat(path); err != nil {
+		generate(ctx, path, *nModels, nResults, *nRuntimes)
+	}
+	if *prepare {
+		fmt.Println(path)
+		return
+	}
+	st, _ := os.Stat(path)
+	fmt.Printf("database: %s (%d models, %d results, %.1f GB)\n", path, *nModels, nResults, float64(st.Size())/1e9)
+	fmt.Println("load:", loadAvg(), "·", runtime.NumCPU(), "CPUs")
+
+	db, err := store.Open(ctx, path)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer db.Close()
+	var failed bool
+	report := func(name string, ok bool) string {
+		if ok {
+			return name + ": ok"
+		}
+		failed = true
+		return name + ": MISSED"
+	}
+
+	// Start-up, three times; the last server stays for the rest.
+	var starts []time.Duration
+	var srv *server
+	for i := range 3 {
+		if srv != nil {
+			srv.stop()
+		}
+		srv = startServer(*scanner, path)
+		starts = append(starts, srv.startUp)
+		_ = i
+	}
+	defer srv.stop()
+	slices.Sort(starts)
+	fmt.Printf("\nstart-up (scanner serve, exec to first /readyz 200), median of 3: %s  [%s]\n",
+		fmtDur(starts[1]), report("goal < 200ms", starts[1] < goalStartUp))
+
+	// Exports on the fresh server: its peak memory before and after.
+	exportRise, exportTime, exportBytes := exports(srv)
+	fmt.Printf("%d concurrent /export.csv: peak RSS %s → %s (rise %s), each %s for %.1f MB  [%s]\n", exportsAtOnce,
+		fmtMB(exportRise[0]), fmtMB(exportRise[1]), fmtMB(exportRise[1]-exportRise[0]), fmtDur(exportTime),
+		float64(exportBytes)/1e6, report("goal rise < 100 MB", exportRise[1]-exportRise[0] < goalExportRise))
+
+	// The minimal handler, in this process.
+	bare := fiber.New(fiber.Config{DisableStartupMessage: true})
+	bare.Use(func(c *fiber.Ctx) error { return c.SendString("ok") })
+	minimal := serve(bare.Listener)
+	defer bare.Shutdown()
+
+	routes := pickRoutes(srv.base, *nModels)
+	toggle := toggler(ctx, db)
+	fmt.Printf("\nroutes: on a cache miss (the first request after a write; %d each, 1 client) and cached (wrk %s, 1 and 16 clients)\n", *misses, *dur)
+	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(w, "route\tmiss p50\tmiss p99\tp50 c=1\tp99 c=1\tp50 c=16\tp99 c=16\treq/s c=16\tgoal\t")
+	min1 := wrk(*wrkPath, minimal+"/", 1, 1, *dur)
+	min16 := wrk(*wrkPath, minimal+"/", 2, 16, *dur)
+	fmt.Fprintf(w, "minimal fiber handler\t\t\t%s\t%s\t%s\t%s\t%.0f\t\t\n", fmtDur(min1.p50), fmtDur(min1.p99),
+		fmtDur(min16.p50), fmtDur(min16.p99), min16.rps)
+	for _, r := range routes {
+		p50, p99 := missTimes(r.url, *misses, toggle)
+		c1 := wrk(*wrkPath, r.url, 1, 1, *dur)
+		c16 := wrk(*wrkPath, r.url, 2, 16, *dur)
+		goal := report("miss p50 < 50ms", p50 < goalMiss)
+		if r.table {
+			ratio := float64(c1.p50) / float64(min1.p50)
+			goal += "; " + report(fmt.Sprintf("cached p50 %.1f× minimal ≤ 3×", ratio), ratio <= goalTableRatio)
+		}
+		if c1.errors != "" || c16.errors != "" {
+			goal += " (errors: " + strings.TrimSpace(c1.errors+" "+c16.errors) + ")"
+			failed = true
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.0f\t%s\t\n", r.name, fmtDur(p50), fmtDur(p99), fmtDur(c1.p50),
+			fmtDur(c1.p99), fmtDur(c16.p50), fmtDur(c16.p99), c16.rps, goal)
+	}
+	w.Flush()
+
+	// A listing: every model, a tenth with new downloads; then put back.
+	changed, back := upserts(ctx, db)
+	fmt.Printf("\nlisting upsert of %d models, %d with new downloads: %s (CPU %s), and putting them back: %s (CPU %s)  [%s]\n",
+		*nModels, *nModels/changedFraction, fmtDur(changed.wall), fmtDur(changed.cpu), fmtDur(back.wall), fmtDur(back.cpu),
+		report("goal < 5s", max(changed.wall, back.wall) < goalUpsert))
+	fmt.Println("load:", loadAvg())
+	if failed && *strict {
+		os.Exit(1)
+	}
+}
+
+// dbPath is the cached database's file: its name carries a hash of what
+// makes it (the migrations, the generator, the size).
+func dbPath(dir string, nModels, nRuntimes int) string {
+	if dir == "" {
+		home := os.Getenv("SCANNER_CACHE_HOME")
+		if home == "" {
+			base, err := os.UserCacheDir()
+			if err != nil {
+				log.Fatal(err)
+			}
+			home = filepath.Join(base, "torchtpu-scanner")
+		}
+		dir = filepath.Join(home, "bench")
+	}
+	h := sha256.New()
+	fmt.Fprintf(h, "gen %s models %d runtimes %d\n", genVersion, nModels, nRuntimes)
+	files, err := filepath.Glob("store/migrations/*.sql")
+	if err != nil || len(files) == 0 {
+		log.Fatalf("run from the repository root (store/migrations): %v", err)
+	}
+	for _, f := range append(files, "store/storetest/storetest.go") {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Fprintf(h, "%s %d\n", f, len(b))
+		h.Write(b)
+	}
+	return filepath.Join(dir, fmt.Sprintf("scale-%dx%d-%s.db", nModels, nRuntimes, hex.EncodeToString(h.Sum(nil))[:12]))
+}
+
+// generate makes the database at path: storetest.SeedScale, then a
+// readiness for every model (a third need one device of every generation,
+// a third more, a third are unknown).
+func generate(ctx context.Context, path string, nModels, nResults, nRuntimes int) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		log.Fatal(err)
+	}
+	tmp := path + ".tmp"
+	for _, suffix := range []string{"", "-wal", "-shm"} {
+		os.Remove(tmp + suffix)
+	}
+	db, err := store.Open(ctx, tmp)
+	if err != nil {
+		log.Fatal(err)
+	}
+	start := time.Now()
+	fmt.Fprintf(os.Stderr, "generating %s: %d models, %d results (once; cached for later runs)\n", path, nModels, nResults)
+	last := time.Now()
+	ids, err := storetest.SeedScale(ctx, db, nModels, nResults, nRuntimes, func(done int) {
+		if time.Since(last) > 30*time.Second || done == nResults {
+			last = time.Now()
+			fmt.Fprintf(os.Stderr, "  %d/%d results, %s\n", done, nResults, time.Since(start).Round(time.Second))
+		}
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	for i, id := range ids {
+		r := readiness.Readiness{Hints: []readiness.Hint{}}
+		if i%3 != 2 {
+			r.MinDevices = map[string]int{}
+			for _, g := range readiness.Generations {
+				r.MinDevices[g.Name] = 1 + (i%3)*(i%5)
+			}
+		}
+		if err := db.SetReadiness(ctx, store.ReadinessUpdate{ModelID: id, SHA: fmt.Sprintf("%040x", i), Version: readiness.Version, Full: true, Readiness: r}); err != nil {
+			log.Fatal(err)
+		}
+	}
+	if err := db.Close(); err != nil {
+		log.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Fprintf(os.Stderr, "generated in %s\n", time.Since(start).Round(time.Second))
+}
+
+// server is a `scanner serve` process.
+type server struct {
+	cmd     *exec.Cmd
+	base    string
+	log     string // its log, removed when it stops
+	startUp time.Duration
+}
+
+// startServer runs scanner serve on the database and waits for /readyz.
+func startServer(bin, path string) *server {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		log.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	// The rate limit off: the bench is one client asking much.
+	cmd := exec.Command(bin, "serve", "--db", path, "--no-schedule", "--addr", addr, "--log-format", "json", "--rate-limit", "0")
+	cmd.Env = append(os.Environ(), "SCANNER_ADMIN_TOKEN=", "SCANNER_WORKER_TOKEN=")
+	logf, err := os.CreateTemp("", "benchscale-serve-*.log")
+	if err != nil {
+		log.Fatal(err)
+	}
+	cmd.Stderr = logf
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		log.Fatal(err)
+	}
+	s := &server{cmd: cmd, base: "http://" + addr, log: logf.Name()}
+	client := &http.Client{Timeout: time.Second}
+	for time.Since(start) < 60*time.Second {
+		resp, err := client.Get(s.base + "/readyz")
+		if err == nil {
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				s.startUp = time.Since(start)
+				return s
+			}
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	log.Fatal("scanner serve did not get ready in 60 s")
+	return nil
+}
+
+func (s *server) stop() {
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	s.cmd.Wait()
+	os.Remove(s.log)
+}
+
+// memory reads the process's peak and current resident memory (bytes).
+func (s *server) memory() (peak, now int64) {
+	m := s.status("VmHWM", "VmRSS")
+	return m[0], m[1]
+}
+
+// status reads fields of /proc/PID/status given in kB, in bytes.
+func (s *server) status(names ...string) []int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.cmd.Process.Pid))
+	if err != nil {
+		log.Fatal(err)
+	}
+	field := func(name string) int64 {
+		m := regexp.MustCompile(`(?m)^` + name + `:\s+(\d+) kB`).FindSubmatch(b)
+		if m == nil {
+			log.Fatalf("no %s in /proc/pid/status", name)
+		}
+		n, _ := strconv.ParseInt(string(m[1]), 10, 64)
+		return n << 10
+	}
+	var out []int64
+	for _, n := range names {
+		out = append(out, field(n))
+	}
+	return out
+}
+
+// exports runs exportsAtOnce concurrent exports of the whole table on a
+// server that has answered one page: its peak memory before and after,
+// the median export's time and one export's size.
+func exports(s *server) (peak [2]int64, median time.Duration, size int64) {
+	get(s.base + "/")
+	peak[0], _ = s.memory()
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		times []time.Duration
+	)
+	for range exportsAtOnce {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			start := time.Now()
+			resp, err := http.Get(s.base + "/export.csv")
+			if err != nil {
+				log.Fatal(err)
+			}
+			n, err := io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if err != nil || resp.StatusCode != http.StatusOK {
+				b, _ := os.ReadFile(s.log)
+				log.Fatalf("export: %s, %v; the server's log:\n%s", resp.Status, err, b)
+			}
+			mu.Lock()
+			times, size = append(times, time.Since(start)), n
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	peak[1], _ = s.memory()
+	m := s.status("RssAnon", "RssFile")
+	fmt.Printf("  (after the exports: anonymous %s, file-backed %s)\n", fmtMB(m[0]), fmtMB(m[1]))
+	slices.Sort(times)
+	return peak, times[len(times)/2], size
+}
+
+// route is one URL measured; table marks the table's goal.
+type route struct {
+	name, url string
+	table     bool
+}
+
+// pickRoutes lists the public routes, with a popular model and the
+// runtimes the server knows: the default comparison (the two newest tpu
+// runtimes) and one of the newest with the oldest (whose lists are not
+// kept).
+func pickRoutes(base string, nModels int) []route {
+	var rts struct {
+		Runtimes []struct {
+			Key    string `json:"key"`
+			Target string `json:"target"`
+		} `json:"runtimes"`
+	}
+	if err := json.Unmarshal(get(base+"/api/v1/runtimes?target=tpu"), &rts); err != nil || len(rts.Runtimes) < 3 {
+		log.Fatalf("runtimes: %v (%d)", err, len(rts.Runtimes))
+	}
+	newest, oldest := rts.Runtimes[0].Key, rts.Runtimes[len(rts.Runtimes)-1].Key
+	id := storetest.ModelID(nModels / 3)
+	far := "base=" + url.QueryEscape(oldest) + "&head=" + url.QueryEscape(newest)
+	return []route{
+		{"table /", base + "/", true},
+		{"table /?status=fail&sort=tested_at", base + "/?status=fail&sort=tested_at", false},
+		{"model page", base + "/models/" + id, false},
+		{"badge .svg", base + "/badge/" + id + ".svg", false},
+		{"badge .json", base + "/badge/" + id + ".json", false},
+		{"/api/v1/models?limit=50", base + "/api/v1/models?limit=50", false},
+		{"/api/v1/models/{id}", base + "/api/v1/models/" + id, false},
+		{"/api/v1/summary", base + "/api/v1/summary", false},
+		{"/api/v1/failures", base + "/api/v1/failures", false},
+		{"/api/v1/runtimes", base + "/api/v1/runtimes", false},
+		{"/runtimes", base + "/runtimes", false},
+		{"/compare (newest two)", base + "/compare", false},
+		{"/api/v1/compare (newest two)", base + "/api/v1/compare", false},
+		{"/api/v1/compare?limit=50", base + "/api/v1/compare?limit=50", false},
+		{"/api/v1/compare oldest→newest", base + "/api/v1/compare?" + far, false},
+		{"/compare oldest→newest", base + "/compare?" + far, false},
+		{"/feed.json", base + "/feed.json", false},
+		{"/api/v1/scans", base + "/api/v1/scans", false},
+		{"/api/v1/workers", base + "/api/v1/workers", false},
+		{"/methodology", base + "/methodology", false},
+		{"/api/v1/openapi.json", base + "/api/v1/openapi.json", false},
+		{"/metrics", base + "/metrics", false},
+		{"/healthz", base + "/healthz", false},
+		{"/readyz", base + "/readyz", false},
+	}
+}
+
+// toggler returns a write that changes the data (one model's downloads,
+// moved and put back on alternate calls), so that the server's caches
+// start over.
+func toggler(ctx context.Context, db *store.SQLite) func() {
+	id := storetest.ModelID(3)
+	m, err := db.GetModel(ctx, id, "")
+	if err != nil {
+		log.Fatal(err)
+	}
+	up := upsertOf(m)
+	n := 0
+	return func() {
+		n++
+		u := up
+		if n%2 == 1 {
+			u.Downloads++
+		}
+		if err := db.UpsertModels(ctx, []store.ModelUpsert{u}); err != nil {
+			log.Fatal(err)
+		}
+	}
+}
+
+// missTimes times url's first request after a write, n times: the median
+// and the 99th percentile (the nearest rank).
+func missTimes(url string, n int, write func()) (p50, p99 time.Duration) {
+	var times []time.Duration
+	for range n {
+		write()
+		start := time.Now()
+		get(url)
+		times = append(times, time.Since(start))
+	}
+	write() // an even number of writes: the data as it was
+	if n%2 == 0 {
+		write()
+	}
+	slices.Sort(times)
+	rank := func(p float64) time.Duration { return times[int(math.Ceil(p*float64(len(times))))-1] }
+	return rank(0.5), rank(0.99)
+}
+
+// get returns url's body, failing on anything but 200.
+func get(url string) []byte {
+	resp, err := http.Get(url)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		log.Fatalf("GET %s: %s %v %.200s", url, resp.Status, err, b)
+	}
+	return b
+}
+
+// upsertOf is the listing that would leave model m as it is.
+func upsertOf(m compat.Model) store.ModelUpsert {
+	return store.ModelUpsert{ID: m.ID, Task: m.Task, Library: m.Library, Downloads: m.Downloads, Likes: m.Likes,
+		Gated: m.Gated, SHA: m.SHA, Tags: m.Tags, LastModified: m.LastModified}
+}
+
+// timing is a wall time and the CPU time this process spent in it.
+type timing struct{ wall, cpu time.Duration }
+
+// cpuTime is the CPU time this process has used.
+func cpuTime() time.Duration {
+	var r syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &r); err != nil {
+		log.Fatal(err)
+	}
+	return time.Duration(r.Utime.Nano() + r.Stime.Nano())
+}
+
+// upserts times a listing of every model (most downloaded first), every
+// changedFraction-th with one more download, and the listing that puts
+// them back.
+func upserts(ctx context.Context, db *store.SQLite) (changed, back timing) {
+	var listing []store.ModelUpsert
+	q := store.ModelQuery{Limit: 1000}
+	for {
+		ms, next, err := db.ListModels(ctx, q)
+		if err != nil {
+			log.Fatal(err)
+		}
+		for _, m := range ms {
+			listing = append(listing, upsertOf(m))
+		}
+		if next == "" {
+			break
+		}
+		q.Cursor = next
+	}
+	moved := slices.Clone(listing)
+	for i := range moved {
+		if i%changedFraction == 0 {
+			moved[i].Downloads++
+		}
+	}
+	timed := func(ups []store.ModelUpsert) timing {
+		cpu, start := cpuTime(), time.Now()
+		if err := db.UpsertModels(ctx, ups); err != nil {
+			log.Fatal(err)
+		}
+		return timing{time.Since(start), cpuTime() - cpu}
+	}
+	return timed(moved), timed(listing)
+}
+
+// serve starts listen on a loopback port and returns its base URL.
+func serve(listen func(net.Listener) error) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		log.Fatal(err)
+	}
+	go func() {
+		if err := listen(ln); err != nil {
+			log.Print(err)
+		}
+	}()
+	return "http://" + ln.Addr().String()
+}
+
+// result is one wrk run.
+type result struct {
+	rps      float64
+	p50, p99 time.Duration
+	errors   string
+}
+
+var (
+	rpsRE    = regexp.MustCompile(`Requests/sec:\s+([0-9.]+)`)
+	pctRE    = regexp.MustCompile(`(?m)^\s+(50|99)%\s+([0-9.]+)(us|ms|s)\s*$`)
+	non2xxRE = regexp.MustCompile(`Non-2xx or 3xx responses: (\d+)`)
+	socketRE = regexp.MustCompile(`Socket errors: .*`)
+)
+
+// wrk loads url with threads and conns for d and reads its figures.
+func wrk(bin, url string, threads, conns int, d time.Duration) result {
+	out, err := exec.Command(bin, "-t", strconv.Itoa(threads), "-c", strconv.Itoa(conns), "-d", d.String(), "--latency", url).CombinedOutput()
+	if err != nil {
+		log.Fatalf("wrk %s: %v\n%s", url, err, out)
+	}
+	var r result
+	m := rpsRE.FindSubmatch(out)
+	if m == nil {
+		log.Fatalf("wrk %s: no Requests/sec\n%s", url, out)
+	}
+	r.rps, _ = strconv.ParseFloat(string(m[1]), 64)
+	for _, p := range pctRE.FindAllStringSubmatch(string(out), -1) {
+		v, _ := strconv.ParseFloat(p[2], 64)
+		unit := map[string]time.Duration{"us": time.Microsecond, "ms": time.Millisecond, "s": time.Second}[p[3]]
+		if p[1] == "50" {
+			r.p50 = time.Duration(v * float64(unit))
+		} else {
+			r.p99 = time.Duration(v * float64(unit))
+		}
+	}
+	if r.p50 == 0 || r.p99 == 0 {
+		log.Fatalf("wrk %s: no latency percentiles\n%s", url, out)
+	}
+	var errs []string
+	if m := non2xxRE.FindSubmatch(out); m != nil {
+		errs = append(errs, string(m[1])+" non-2xx")
+	}
+	if m := socketRE.Find(out); m != nil {
+		errs = append(errs, string(m))
+	}
+	r.errors = strings.Join(errs, "; ")
+	return r
+}
+
+// loadAvg is the machine's load average (/proc/loadavg), which these
+// shared machines make worth saying beside every figure.
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return "load average " + strings.Join(f[:3], ", ")
+}
+
+func fmtDur(d time.Duration) string {
+	switch {
+	case d < time.Millisecond:
+		return fmt.Sprintf("%.0fµs", float64(d)/float64(time.Microsecond))
+	case d < time.Second:
+		return fmt.Sprintf("%.2fms", float64(d)/float64(time.Millisecond))
+	}
+	return fmt.Sprintf("%.2fs", d.Seconds())
+}
+
+func fmtMB(b int64) string { return fmt.Sprintf("%.0f MB", float64(b)/(1<<20)) }
