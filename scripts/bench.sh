@@ -34,3 +34,7 @@ go run ./web/benchscale -scanner bin/scanner
 echo
 echo "== Harness overhead: a probe's wall time vs a bare script doing the same load, forward and generate"
 go test ./internal/probe -run '^$' -bench BenchmarkHarnessOverhead -benchtime=1x -count=1 -timeout 30m | grep -E 'Benchmark|overhead|bare'
+
+echo
+echo "== Sharded probe: the same tiny Llama on one device and tensor parallel over two gloo ranks (cpu, arch, no compile)"
+go test ./internal/probe -run '^$' -bench BenchmarkShardedProbe -benchtime=1x -count=1 -timeout 30m | grep -E 'Benchmark|one device|sharded over'

@@ -195,6 +195,7 @@ func metricRows(m compat.Metrics) []metricRow {
 		{"Relative error vs CPU", g(m.RelError), m.RelError != nil},
 		{"Cosine similarity vs CPU", cosine(m.CosineSimilarity), m.CosineSimilarity != nil},
 		{"Parameters", paramCount(m.ParamCount), m.ParamCount != nil},
+		{"Collectives in a step", ms(m.CollectiveMS), m.CollectiveMS != nil},
 	} {
 		if x.set {
 			rows = append(rows, metricRow{x.name, x.v})
