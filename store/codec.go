@@ -111,6 +111,8 @@ type resultRow struct {
 	repro        sql.NullString
 	continuation sql.NullString
 	worker       sql.NullString
+	devicesUsed  sql.NullInt64
+	sharding     sql.NullString
 	modes        sql.NullString
 	precSens     sql.NullBool
 	workerTested sql.NullInt64
@@ -120,7 +122,8 @@ type resultRow struct {
 func (r *resultRow) dest() []any {
 	return []any{&r.id, &r.scanID, &r.target, &r.status, &r.stage, &r.failureClass, &r.op, &r.reason,
 		&r.signature, &r.message, &r.mode, &r.revision, &r.testedAt, &r.durationS, &r.runtime, &r.metrics,
-		&r.stages, &r.logTail, &r.task, &r.repro, &r.continuation, &r.worker, &r.workerTested, &r.modes, &r.precSens}
+		&r.stages, &r.logTail, &r.task, &r.repro, &r.continuation, &r.worker, &r.workerTested,
+		&r.devicesUsed, &r.sharding, &r.modes, &r.precSens}
 }
 
 // runtimes decodes runtime JSON, once per distinct text: the results of a
@@ -166,6 +169,8 @@ func (r *resultRow) result(rts runtimes) (*compat.Result, error) {
 		Task:         r.task.String,
 		LogTail:      r.logTail.String,
 		Worker:       r.worker.String,
+		DevicesUsed:  max(int(r.devicesUsed.Int64), 1),
+		Sharding:     fromNullStr[compat.Sharding](r.sharding),
 
 		PrecisionSensitive: r.precSens.Bool,
 	}

@@ -380,6 +380,7 @@ func insertResult(ctx context.Context, tx *sql.Tx, modelID string, r compat.Resu
 		r.Runtime.Torch, r.Runtime.TorchTPU, r.Runtime.Transformers, r.Runtime.Harness,
 		metricsJSON, nullFloat(r.Metrics.TokensPerS), stages, r.Task, r.Repro, continuation, r.Worker,
 		nullTimePtr(r.WorkerTestedAt),
+		max(r.DevicesUsed, 1), nullStr(r.Sharding),
 		modes, trainStatus, r.PrecisionSensitive,
 	).Scan(&id)
 	if err == nil {

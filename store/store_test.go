@@ -203,8 +203,9 @@ func TestResultRoundTrip(t *testing.T) {
 		// Model text, stored as written (markup included: pages escape it).
 		Continuation: &compat.Continuation{Prompt: "The capital of France is", Text: " Paris.\n<b>\"Oui\"</b> é"},
 		Worker:       "tpu-worker-3", WorkerTestedAt: compat.Ptr(at(0).Add(-time.Second)),
+		DevicesUsed: 4, Sharding: compat.Ptr(compat.ShardingTP),
 	}
-	bare := compat.Result{Target: compat.TargetCPU, Status: compat.StatusPass, TestedAt: at(2)}
+	bare := compat.Result{Target: compat.TargetCPU, Status: compat.StatusPass, TestedAt: at(2), DevicesUsed: 1}
 	for _, r := range []compat.Result{full, bare} {
 		t.Run(string(r.Target), func(t *testing.T) {
 			out := record(t, s, "Qwen/Qwen3-0.6B", r)

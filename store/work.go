@@ -110,9 +110,7 @@ func scanJob(row interface{ Scan(...any) error }) (jobRow, error) {
 }
 
 // key is what the job asks of the worker that takes it.
-func (j jobRow) key() fleet.QueueKey {
-	return fleet.QueueKey{Target: j.spec.Target, RuntimeKey: j.runtimeKey}
-}
+func (j jobRow) key() fleet.QueueKey { return j.spec.Key(j.runtimeKey) }
 
 // save writes the job's state back.
 func (j jobRow) save(ctx context.Context, tx *sql.Tx, now time.Time) error {
@@ -207,7 +205,7 @@ func (s *SQLite) EnqueueJobs(ctx context.Context, scanID int64, jobs []NewJob) e
 		if err != nil {
 			return fmt.Errorf("store: enqueue: %w", err)
 		}
-		if _, err := tx.ExecContext(ctx, sqlInsertJob, scanID, j.Rank, id, string(j.Job.Target), j.RuntimeKey, spec, now); err != nil {
+		if _, err := tx.ExecContext(ctx, sqlInsertJob, scanID, j.Rank, id, string(j.Job.Target), j.RuntimeKey, spec, now, j.Job.Chips()); err != nil {
 			return fmt.Errorf("store: enqueue %s: %w", j.Job.ModelID, err)
 		}
 	}
@@ -217,11 +215,12 @@ func (s *SQLite) EnqueueJobs(ctx context.Context, scanID int64, jobs []NewJob) e
 	return nil
 }
 
-// LeaseJobs grants w up to max queued jobs of its target and runtime, in
-// popularity order, until now+ttl. Leases past their expiry are taken back
-// first, in the same transaction; requeued are the queue keys of the jobs
-// that went back to the queue (other pollers may take them).
-func (s *SQLite) LeaseJobs(ctx context.Context, w fleet.Worker, max int, now time.Time, ttl time.Duration) (leases []fleet.Lease, requeued []fleet.QueueKey, err error) {
+// LeaseJobs grants w queued jobs it can hold (fleet.Holds) for free of its
+// devices, in popularity order, as fleet.Pick chooses, until now+ttl.
+// Leases past their expiry are taken back first, in the same transaction;
+// requeued are the queue keys of the jobs that went back to the queue
+// (other pollers may take them).
+func (s *SQLite) LeaseJobs(ctx context.Context, w fleet.Worker, free int, now time.Time, ttl time.Duration) (leases []fleet.Lease, requeued []fleet.QueueKey, err error) {
 	if err := s.SeeWorker(ctx, w, now); err != nil {
 		return nil, nil, err
 	}
@@ -232,13 +231,20 @@ func (s *SQLite) LeaseJobs(ctx context.Context, w fleet.Worker, max int, now tim
 			return false, err
 		}
 		requeued = exp.Keys
-		jobs, err := queryJobs(ctx, tx, sqlNextJobs, string(w.Target), w.Runtime.RetestKey(), max)
+		// Each job needs a device at least: free of them, and the one
+		// that may wait for its devices, are the most Pick takes.
+		jobs, err := queryJobs(ctx, tx, sqlNextJobs, string(w.Target), w.Runtime.RetestKey(), max(w.Devices, 1), free+1)
 		if err != nil {
 			return false, err
 		}
-		for _, j := range jobs {
-			if !fleet.Matches(j.spec.Target, j.runtimeKey, w) {
-				return false, fmt.Errorf("job %d (%s, %s) does not match worker %s", j.id, j.spec.Target, j.runtimeKey, w.ID)
+		need := make([]int, len(jobs))
+		for i, j := range jobs {
+			need[i] = j.spec.Chips()
+		}
+		for _, i := range fleet.Pick(need, free) {
+			j := jobs[i]
+			if !fleet.Holds(j.key(), w) {
+				return false, fmt.Errorf("job %d (%s, %s, %d devices) does not match worker %s", j.id, j.spec.Target, j.runtimeKey, j.spec.Chips(), w.ID)
 			}
 			if j.st, err = fleet.Grant(j.st, newLeaseID(), w.ID, now, ttl); err != nil {
 				return false, err

@@ -88,7 +88,7 @@ func (s *SQLite) ScanQueueKeys(ctx context.Context, scanID int64) ([]fleet.Queue
 	var out []fleet.QueueKey
 	for rows.Next() {
 		var k fleet.QueueKey
-		if err := rows.Scan(&k.Target, &k.RuntimeKey); err != nil {
+		if err := rows.Scan(&k.Target, &k.RuntimeKey, &k.Chips); err != nil {
 			return nil, fmt.Errorf("store: scan queue keys: %w", err)
 		}
 		out = append(out, k)

@@ -138,7 +138,7 @@ func TestReplanMovesQueuedJobsToTheFleetsRuntime(t *testing.T) {
 		t.Errorf("stall %+v %q", sc.StalledSince, sc.FleetNote)
 	}
 	keys, err := s.ScanQueueKeys(ctx, scanID)
-	if err != nil || len(keys) != 1 || keys[0] != (fleet.QueueKey{Target: "cpu", RuntimeKey: wrtA.RetestKey()}) {
+	if err != nil || len(keys) != 1 || keys[0] != (fleet.QueueKey{Target: "cpu", RuntimeKey: wrtA.RetestKey(), Chips: 1}) {
 		t.Fatalf("queue keys %v %v", keys, err)
 	}
 	n, err := s.ReplanJobs(ctx, scanID, "cpu", wrtB, 7<<30, "re-planned")

@@ -14,12 +14,14 @@ ON CONFLICT (id) DO UPDATE SET host = excluded.host, version = excluded.version,
 	(SELECT count(*) FROM jobs j WHERE j.state = 'leased' AND j.worker_id = w.id)
 FROM workers w ORDER BY w.last_seen DESC, w.id LIMIT ?`
 
-	sqlInsertJob = `INSERT INTO jobs (scan_id, rank, model_id, target, runtime_key, spec, state, updated_at)
-VALUES (?, ?, ?, ?, ?, ?, 'queued', ?)`
+	sqlInsertJob = `INSERT INTO jobs (scan_id, rank, model_id, target, runtime_key, spec, state, updated_at, devices)
+VALUES (?, ?, ?, ?, ?, ?, 'queued', ?, ?)`
 	// jobCols are read by scanJob.
-	jobCols     = `id, scan_id, model_id, runtime_key, spec, state, lease_id, worker_id, expires_at, attempts, lost, last_worker`
+	jobCols = `id, scan_id, model_id, runtime_key, spec, state, lease_id, worker_id, expires_at, attempts, lost, last_worker`
+	// sqlNextJobs are the queued jobs a worker can hold (fleet.Holds: its
+	// target, runtime and at most its devices), in queue order.
 	sqlNextJobs = `SELECT ` + jobCols + ` FROM jobs
-WHERE state = 'queued' AND target = ? AND runtime_key = ? ORDER BY scan_id, rank LIMIT ?`
+WHERE state = 'queued' AND target = ? AND runtime_key = ? AND devices <= ? ORDER BY scan_id, rank LIMIT ?`
 	sqlJobByLease = `SELECT ` + jobCols + ` FROM jobs WHERE lease_id = ?`
 	sqlDueJobs    = `SELECT ` + jobCols + ` FROM jobs WHERE state = 'leased' AND expires_at <= ? ORDER BY id`
 	sqlSetJob     = `UPDATE jobs SET state = ?, lease_id = ?, worker_id = ?, expires_at = ?, attempts = ?, lost = ?,
@@ -38,7 +40,7 @@ WHERE state IN ('queued', 'leased') GROUP BY target, runtime_key, state`
 WHERE model_id = ? AND state = 'leased' AND scan_id <> ?2
 	AND scan_id IN (SELECT id FROM scans WHERE status <> 'running')`
 	sqlAdoptJob      = `UPDATE jobs SET scan_id = ?, rank = ? WHERE id = ?`
-	sqlScanQueueKeys = `SELECT DISTINCT target, runtime_key FROM jobs WHERE scan_id = ? AND state = 'queued' ORDER BY target, runtime_key`
+	sqlScanQueueKeys = `SELECT DISTINCT target, runtime_key, devices FROM jobs WHERE scan_id = ? AND state = 'queued' ORDER BY target, runtime_key, devices`
 	sqlScanStall     = `UPDATE scans SET stalled_since = ?, fleet_note = ? WHERE id = ?`
 	// sqlReplanJobs moves a scan's queued jobs of a target to another
 	// runtime key and memory budget.

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"testing"
 	"time"
 
@@ -260,7 +261,7 @@ func TestRenewAndRelease(t *testing.T) {
 	if _, err := s.ReleaseJob(ctx, "b", la[0].ID, wt0.Add(wttl)); !errors.Is(err, fleet.ErrLeaseNotCurrent) {
 		t.Errorf("release of another worker's lease: %v", err)
 	}
-	if key, err := s.ReleaseJob(ctx, "a", la[0].ID, wt0.Add(wttl)); err != nil || key != (fleet.QueueKey{Target: compat.TargetCPU, RuntimeKey: wrtA.RetestKey()}) {
+	if key, err := s.ReleaseJob(ctx, "a", la[0].ID, wt0.Add(wttl)); err != nil || key != (fleet.QueueKey{Target: compat.TargetCPU, RuntimeKey: wrtA.RetestKey(), Chips: 1}) {
 		t.Fatalf("release: key %v, %v", key, err)
 	}
 	if _, err := s.ReleaseJob(ctx, "a", la[0].ID, wt0.Add(wttl)); !errors.Is(err, fleet.ErrLeaseNotCurrent) {
@@ -364,5 +365,58 @@ func TestEnqueueAndSeeWorkerRefuseNonsense(t *testing.T) {
 		if err := s.SeeWorker(ctx, w, wt0); !errors.Is(err, ErrInvalid) {
 			t.Errorf("see %+v: %v", w, err)
 		}
+	}
+}
+
+// TestShardedJobsGoToWorkersThatHoldThem: a job of two devices is never
+// leased to a worker of one, which takes the jobs behind it; a worker of
+// two takes it, even with one device free (then only it), and the rest in
+// order.
+func TestShardedJobsGoToWorkersThatHoldThem(t *testing.T) {
+	ctx := context.Background()
+	s, scanID := queueFixture(t, 0, "")
+	var jobs []NewJob
+	for i, devices := range []int{2, 1, 1, 2, 1} {
+		jobs = append(jobs, NewJob{Rank: i, RuntimeKey: wrtA.RetestKey(), Job: fleet.Job{ModelID: fmt.Sprintf("q/s%d", i),
+			Revision: "r", Target: compat.TargetCPU, Mode: compat.ModeArch, TimeoutS: 60, Devices: devices}})
+	}
+	var ups []ModelUpsert
+	for _, j := range jobs {
+		ups = append(ups, ModelUpsert{ID: j.Job.ModelID, SHA: "r"})
+	}
+	if err := s.UpsertModels(ctx, ups); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.EnqueueJobs(ctx, scanID, jobs); err != nil {
+		t.Fatal(err)
+	}
+	ids := func(ls []fleet.Lease) []string {
+		var out []string
+		for _, l := range ls {
+			out = append(out, l.Job.ModelID)
+		}
+		return out
+	}
+	one := worker("one", wrtA)
+	one.Devices = 1
+	got, _, err := s.LeaseJobs(ctx, one, 1, wt0, wttl)
+	if err != nil || !slices.Equal(ids(got), []string{"q/s1"}) {
+		t.Fatalf("a one-device worker got %v (%v), want q/s1, never q/s0 of two devices", ids(got), err)
+	}
+	two := worker("two", wrtA)
+	if got, _, err = s.LeaseJobs(ctx, two, 1, wt0, wttl); err != nil || !slices.Equal(ids(got), []string{"q/s0"}) {
+		t.Fatalf("a two-device worker with one free got %v (%v), want the two-device job ahead", ids(got), err)
+	}
+	if got[0].Job.Devices != 2 {
+		t.Errorf("lease of q/s0 carries %d devices, want 2", got[0].Job.Devices)
+	}
+	if got, _, err = s.LeaseJobs(ctx, two, 2, wt0, wttl); err != nil || !slices.Equal(ids(got), []string{"q/s2"}) {
+		t.Fatalf("with two free: %v (%v), want q/s2 (q/s3 needs two, behind it)", ids(got), err)
+	}
+	if got, _, err = s.LeaseJobs(ctx, one, 1, wt0, wttl); err != nil || !slices.Equal(ids(got), []string{"q/s4"}) {
+		t.Fatalf("the one-device worker next got %v (%v), want q/s4 (q/s3 is not for it)", ids(got), err)
+	}
+	if got, _, err = s.LeaseJobs(ctx, one, 1, wt0, wttl); err != nil || len(got) != 0 {
+		t.Fatalf("the one-device worker got %v (%v) with only a two-device job left", ids(got), err)
 	}
 }

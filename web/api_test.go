@@ -296,7 +296,7 @@ func TestAPIScanSummaryKeys(t *testing.T) {
 	}
 	scanKeys := []string{"device_busy_fraction", "done", "error", "finished_at", "id", "params", "planned", "probed",
 		"runtime", "started_at", "status", "target", "trigger", "unchanged"}
-	paramKeys := []string{"devices", "force", "limit", "memory_budget_bytes", "mode", "models", "scan_timeout_s", "sort", "source",
+	paramKeys := []string{"device_memory_bytes", "devices", "force", "limit", "memory_budget_bytes", "mode", "models", "scan_timeout_s", "sort", "source",
 		"target", "tasks", "timeout_s", "trigger"}
 
 	one := decode[map[string]any](t, ts.get(t, "/api/v1/scans/"+itoa(id)))

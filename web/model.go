@@ -202,6 +202,7 @@ func metricRows(m compat.Metrics) []metricRow {
 		{"Relative error vs CPU", g(m.RelError), m.RelError != nil},
 		{"Cosine similarity vs CPU", cosine(m.CosineSimilarity), m.CosineSimilarity != nil},
 		{"Parameters", paramCount(m.ParamCount), m.ParamCount != nil},
+		{"Collectives in a step", ms(m.CollectiveMS), m.CollectiveMS != nil},
 		{"Graph breaks (compile)", count64(m.GraphBreaks), m.GraphBreaks != nil},
 		{"Float32 matmul precision", deref(m.Precision), m.Precision != nil},
 	} {

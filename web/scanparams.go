@@ -26,6 +26,9 @@ type scanParams struct {
 	// MemoryBudgetBytes bounds the weights auto mode downloads; null when
 	// derived from the device's (or host's) memory.
 	MemoryBudgetBytes *int64 `json:"memory_budget_bytes"`
+	// DeviceMemoryBytes is one device's memory the plan sharded by
+	// (--device-memory); null when the device's own.
+	DeviceMemoryBytes *int64 `json:"device_memory_bytes"`
 }
 
 // recordedParams reads the params a scan recorded, in either form: the
@@ -38,6 +41,7 @@ type recordedParams struct {
 	Timeout  *int64 `json:"Timeout"` // scan.Options.Timeout: a time.Duration, in nanoseconds
 	GoScanTO *int64 `json:"ScanTimeout"`
 	GoBudget *int64 `json:"MemoryBudgetBytes"`
+	GoDevMem *int64 `json:"DeviceMemory"`
 }
 
 // parseScanParams renders a scan's recorded params for the API; nil when
@@ -64,6 +68,12 @@ func parseScanParams(raw string) *scanParams {
 	}
 	if p.MemoryBudgetBytes != nil && *p.MemoryBudgetBytes <= 0 { // 0: derived
 		p.MemoryBudgetBytes = nil
+	}
+	if p.DeviceMemoryBytes == nil {
+		p.DeviceMemoryBytes = r.GoDevMem
+	}
+	if p.DeviceMemoryBytes != nil && *p.DeviceMemoryBytes <= 0 { // 0: the device's own
+		p.DeviceMemoryBytes = nil
 	}
 	if p.Tasks == nil {
 		p.Tasks = []string{}

@@ -12,7 +12,7 @@ import (
 
 func TestParseScanParams(t *testing.T) {
 	full := `{"trigger":"schedule","source":"cache","limit":25,"sort":"likes","tasks":["fill-mask"],"models":["gpt2"],` +
-		`"target":"tpu","mode":"arch","timeout_s":90,"scan_timeout_s":86400,"force":true,"devices":4,"memory_budget_bytes":8000000000}`
+		`"target":"tpu","mode":"arch","timeout_s":90,"scan_timeout_s":86400,"force":true,"devices":4,"memory_budget_bytes":8000000000,"device_memory_bytes":50331648}`
 	tests := []struct {
 		name string
 		raw  string
@@ -25,22 +25,22 @@ func TestParseScanParams(t *testing.T) {
 		{"truncated", `{"Trigger":"cli"`, "null"},
 		{"Go field names, as scans record them",
 			`{"Trigger":"cli","Source":"hub","Limit":100,"Sort":"downloads","Tasks":null,"Models":null,"Target":"auto",` +
-				`"Mode":"auto","Timeout":1200000000000,"Force":false,"Devices":1,"MemoryBudgetBytes":0}`,
+				`"Mode":"auto","Timeout":1200000000000,"Force":false,"Devices":1,"MemoryBudgetBytes":0,"DeviceMemory":0}`,
 			`{"trigger":"cli","source":"hub","limit":100,"sort":"downloads","tasks":[],"models":[],"target":"auto",` +
-				`"mode":"auto","timeout_s":1200,"scan_timeout_s":null,"force":false,"devices":1,"memory_budget_bytes":null}`},
+				`"mode":"auto","timeout_s":1200,"scan_timeout_s":null,"force":false,"devices":1,"memory_budget_bytes":null,"device_memory_bytes":null}`},
 		{"Go field names, every option set",
 			`{"Trigger":"schedule","Source":"cache","Limit":25,"Sort":"likes","Tasks":["fill-mask"],"Models":["gpt2"],` +
 				`"Target":"tpu","Mode":"arch","Timeout":90000000000,"Force":true,"Devices":4,"MemoryBudgetBytes":8000000000,` +
-				`"ScanTimeout":86400000000000}`,
+				`"ScanTimeout":86400000000000,"DeviceMemory":50331648}`,
 			full},
 		{"an older scan without the newer options",
 			`{"Trigger":"startup","Source":"hub","Limit":10,"Sort":"downloads","Target":"cpu","Mode":"full","Timeout":1500000000,"Force":false}`,
 			`{"trigger":"startup","source":"hub","limit":10,"sort":"downloads","tasks":[],"models":[],"target":"cpu",` +
-				`"mode":"full","timeout_s":1.5,"scan_timeout_s":null,"force":false,"devices":0,"memory_budget_bytes":null}`},
+				`"mode":"full","timeout_s":1.5,"scan_timeout_s":null,"force":false,"devices":0,"memory_budget_bytes":null,"device_memory_bytes":null}`},
 		{"a scan timeout of 0 is none",
 			`{"Trigger":"cli","Source":"hub","Limit":1,"Sort":"downloads","Target":"auto","Mode":"auto","Timeout":0,"Force":false,"ScanTimeout":0}`,
 			`{"trigger":"cli","source":"hub","limit":1,"sort":"downloads","tasks":[],"models":[],"target":"auto",` +
-				`"mode":"auto","timeout_s":0,"scan_timeout_s":null,"force":false,"devices":0,"memory_budget_bytes":null}`},
+				`"mode":"auto","timeout_s":0,"scan_timeout_s":null,"force":false,"devices":0,"memory_budget_bytes":null,"device_memory_bytes":null}`},
 		{"the API's own form", full, full},
 	}
 	for _, tt := range tests {
@@ -64,6 +64,7 @@ func TestScanParamsFollowOptions(t *testing.T) {
 		"Trigger": "trigger", "Source": "source", "Limit": "limit", "Sort": "sort", "Tasks": "tasks",
 		"Models": "models", "Target": "target", "Mode": "mode", "Timeout": "timeout_s", "Force": "force",
 		"Devices": "devices", "MemoryBudgetBytes": "memory_budget_bytes", "ScanTimeout": "scan_timeout_s",
+		"DeviceMemory": "device_memory_bytes",
 	}
 	var opts scan.Options
 	v := reflect.ValueOf(&opts).Elem()

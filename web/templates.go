@@ -113,6 +113,8 @@ func (s *Server) funcs() template.FuncMap {
 		"targetName": targetName,
 		"isArch":     func(m *compat.Mode) bool { return m != nil && *m == compat.ModeArch },
 		"chips":      chips,
+		"measured":   measuredChips,
+		"sharded":    shardedOn,
 		"mark":       markOf,
 		"countOf":    paramCount,
 		"bytesOf":    func(n int64) string { return fmtBytes(&n) },

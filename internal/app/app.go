@@ -234,7 +234,7 @@ func scanOptions(cfg config.Config) scan.Options {
 	return scan.Options{
 		Source: cfg.Source, Limit: cfg.Limit, Sort: cfg.Sort, Tasks: cfg.Tasks, Models: cfg.Models,
 		Target: cfg.Target, Mode: cfg.Mode, Timeout: cfg.Timeout, Force: cfg.Force, Devices: cfg.Devices,
-		ScanTimeout: cfg.ScanTimeout,
+		DeviceMemory: cfg.DeviceMemory, ScanTimeout: cfg.ScanTimeout,
 	}
 }
 

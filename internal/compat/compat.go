@@ -304,6 +304,10 @@ type Metrics struct {
 	CosineSimilarity *float64 `json:"cosine_similarity,omitempty"`
 	// Efficiency is how MFU and MBU were computed (or why not).
 	Efficiency *Efficiency `json:"efficiency,omitempty"`
+	// CollectiveMS is the time a sharded probe's rank 0 spent in
+	// collectives during one profiled forward step (torch.profiler's c10d
+	// ops); nil when not sharded or not profiled.
+	CollectiveMS *float64 `json:"collective_ms,omitempty"`
 	// GraphBreaks is how many graph breaks torch's dynamo counted in the
 	// compile stage, GraphBreakReasons the first three reasons, shortened
 	// (nil when the compile stage did not run that far).
@@ -405,6 +409,9 @@ type Efficiency struct {
 	ForwardTiming       string   `json:"forward_timing,omitempty"` // eager or compiled
 	Model               string   `json:"model,omitempty"`          // full, or reduced (arch mode)
 	Note                string   `json:"note,omitempty"`
+	// Devices is how many devices' peaks a sharded probe is measured
+	// against (the peaks above are theirs together); 0 for one.
+	Devices int `json:"devices,omitempty"`
 }
 
 // StageRun is the evidence of one stage: how it ended and how long it took.
@@ -444,6 +451,11 @@ type Result struct {
 	// Worker is the host that produced the result under --dispatch
 	// workers ("" for a probe of the scanner's own process).
 	Worker string `json:"worker,omitempty"`
+	// DevicesUsed is how many devices (chips) the probe ran on: 1 unless
+	// it was sharded over several, and then Sharding says how (nil
+	// otherwise, or when a sharded probe ended before it said).
+	DevicesUsed int       `json:"devices_used"`
+	Sharding    *Sharding `json:"sharding"`
 	// WorkerTestedAt is the time the worker's own clock gave the result
 	// (its probe's start) under --dispatch workers; TestedAt is then when
 	// the server received it, so that no worker's clock orders results.
@@ -470,6 +482,19 @@ type KnownIssue struct {
 	URL   string `json:"url"`
 	State string `json:"state"`
 }
+
+// Sharding is how a sharded probe split the model over its devices.
+type Sharding string
+
+// The shardings: transformers' own tensor-parallel plan, or FSDP2
+// (fully_shard per layer) for a model class without one.
+const (
+	ShardingTP   Sharding = "tp"
+	ShardingFSDP Sharding = "fsdp"
+)
+
+// Valid reports whether s is tp or fsdp.
+func (s Sharding) Valid() bool { return s == ShardingTP || s == ShardingFSDP }
 
 // Continuation is a causal LM's greedy continuation of the harness's fixed
 // prompt, decoded with the model's own tokenizer: text the model wrote,

@@ -113,6 +113,12 @@ func (r Result) Validate() error {
 		return refuse("mode", "%q: want full or arch", clip(string(*r.Mode)))
 	case len(r.Stages) > MaxStages:
 		return refuse("stages", "%d entries, over %d", len(r.Stages), MaxStages)
+	case r.DevicesUsed < 0 || r.DevicesUsed > maxDevices:
+		return refuse("devices_used", "%d: want 0 to %d", r.DevicesUsed, maxDevices)
+	case r.Sharding != nil && !r.Sharding.Valid():
+		return refuse("sharding", "%q: want tp or fsdp", clip(string(*r.Sharding)))
+	case r.Sharding != nil && r.DevicesUsed < 2:
+		return refuse("sharding", "%q on %d devices", *r.Sharding, r.DevicesUsed)
 	}
 	labels := []struct {
 		field string

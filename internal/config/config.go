@@ -70,6 +70,11 @@ type Config struct {
 	// interrupted, and the next scan tests what it left.
 	ScanTimeout time.Duration
 
+	// DeviceMemory is one device's memory for the plan, in bytes
+	// (--device-memory; 0: the device's own): a model that needs more is
+	// sharded over several devices when the host has them.
+	DeviceMemory int64
+
 	// serve only
 	Addr       string
 	Schedule   string
@@ -214,6 +219,15 @@ func Parse(cmd Command, args []string, env Env, out io.Writer) (Config, []string
 		fs.BoolFunc("landlock", "confine the harness with Landlock where the kernel has it; false only on a host whose accelerator driver fails under it (the scanner says so) [SCANNER_LANDLOCK] (default true)",
 			func(v string) error { return c.setLandlock(v) })
 	}
+	deviceFlags := func(devicesUsage string) {
+		fs.IntVar(&c.Devices, "devices", c.Devices, devicesUsage)
+		fs.Func("device-memory", "one device's memory for the plan, e.g. 48MiB or 30GiB (default: the device's own; on cpu none, so no sharding)",
+			func(v string) error {
+				n, err := ParseSize(v)
+				c.DeviceMemory = n
+				return err
+			})
+	}
 	scanFlags := func() {
 		fs.IntVar(&c.Limit, "limit", c.Limit, "how many popular models")
 		fs.StringVar(&c.Sort, "sort", c.Sort, "popularity order: "+strings.Join(Sorts, ", "))
@@ -221,7 +235,7 @@ func Parse(cmd Command, args []string, env Env, out io.Writer) (Config, []string
 		fs.Var(&models, "model", "scan exactly this model id (repeatable)")
 		fs.BoolVar(&c.Force, "force", c.Force, "retest even where revision and runtime are unchanged")
 		fs.StringVar(&c.Source, "source", c.Source, "where models come from: hub, or cache (models already in --cache-dir)")
-		fs.IntVar(&c.Devices, "devices", c.Devices, "accelerator devices on this host; one probe runs per device")
+		deviceFlags("accelerator devices on this host; one probe runs per device, a model that needs several is sharded over them")
 		fs.DurationVar(&c.ScanTimeout, "scan-timeout", c.ScanTimeout, "a whole scan's deadline; past it the scan ends interrupted")
 	}
 
@@ -256,6 +270,7 @@ func Parse(cmd Command, args []string, env Env, out io.Writer) (Config, []string
 		common()
 		hubFlags()
 		fs.StringVar(&c.Revision, "revision", c.Revision, "commit sha to test (default: the Hub's current main)")
+		deviceFlags("accelerator devices on this host: a model that needs several is sharded over them")
 		fs.BoolVar(&c.JSON, "json", c.JSON, "print the Result as JSON")
 	case CmdCheck:
 		fs.StringVar(&c.Server, "server", c.Server, "scanner server URL, e.g. https://tpu-compat.example.org")
@@ -452,6 +467,9 @@ func (c *Config) Validate(cmd Command) error {
 			errs = append(errs, errors.New("--timeout must be positive"))
 		}
 	}
+	if cmd == CmdProbe && (c.Devices < 1 || c.Devices > 64) {
+		errs = append(errs, fmt.Errorf("--devices %d: want 1 to 64", c.Devices))
+	}
 	if cmd == CmdServe || cmd == CmdScan {
 		if c.Limit < 1 || c.Limit > 100000 {
 			errs = append(errs, fmt.Errorf("--limit %d: want 1 to 100000", c.Limit))
@@ -530,3 +548,34 @@ const (
 	CheckInference = "inference" // the model's status (the default)
 	CheckTrain     = "train"     // the train step's verdict (Result.Modes["train"])
 )
+
+// sizeUnits are the units --device-memory takes (binary, and decimal).
+var sizeUnits = []struct {
+	suffix string
+	bytes  float64
+}{
+	{"TiB", 1 << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10},
+	{"TB", 1e12}, {"GB", 1e9}, {"MB", 1e6}, {"KB", 1e3}, {"B", 1},
+}
+
+// maxSize bounds a size: 1 PiB, beyond any device's memory.
+const maxSize = 1 << 50
+
+// ParseSize reads a memory size: a number with a unit (48MiB, 1.5GiB,
+// 64KiB, 2GB; B for bytes) or plain bytes; it must be positive and at most
+// 1 PiB.
+func ParseSize(s string) (int64, error) {
+	t := strings.TrimSpace(s)
+	mult := 1.0
+	for _, u := range sizeUnits {
+		if num, ok := strings.CutSuffix(t, u.suffix); ok {
+			t, mult = strings.TrimSpace(num), u.bytes
+			break
+		}
+	}
+	v, err := strconv.ParseFloat(t, 64)
+	if err != nil || !(v > 0) || v*mult > maxSize || v*mult < 1 {
+		return 0, fmt.Errorf("size %q: want a positive size such as 48MiB or 30GiB, at most 1 PiB", s)
+	}
+	return int64(v * mult), nil
+}

@@ -191,7 +191,7 @@ func (d *Dispatcher) Enqueue(ctx context.Context, scanID int64, jobs []store.New
 	d.notify()
 	var keys []fleet.QueueKey
 	for _, j := range jobs {
-		if k := (fleet.QueueKey{Target: j.Job.Target, RuntimeKey: j.RuntimeKey}); !slices.Contains(keys, k) {
+		if k := j.Job.Key(j.RuntimeKey); !slices.Contains(keys, k) {
 			keys = append(keys, k)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/internal/fleet"
+	"github.com/google-pytorch/torchtpu-scanner/store"
 )
 
 // countingStore counts each worker's lease queries (write transactions).
@@ -165,5 +166,40 @@ func within[T any](t *testing.T, c <-chan T, d time.Duration, what string) T {
 	case <-time.After(d):
 		t.Fatalf("timed out waiting for %s", what)
 		panic("unreachable")
+	}
+}
+
+// TestAShardedJobWakesOnlyWorkersThatHoldIt: a job sharded over two devices
+// wakes the idle poller of two devices, and leaves the one of one device
+// asleep (fleet.CanTake asks fleet.Holds); the one-device worker is never
+// leased it.
+func TestAShardedJobWakesOnlyWorkersThatHoldIt(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, 1, time.Minute)
+	cs := &countingStore{Store: f.st, polls: map[string]int{}}
+	f.d = New(cs, Config{LeaseTTL: time.Minute})
+	defer f.d.Close()
+	type answer struct {
+		id     string
+		leases int
+	}
+	answers := make(chan answer, 2)
+	poll := func(w fleet.Worker) {
+		resp, _ := f.d.Lease(ctx, fleet.LeaseRequest{Worker: w, Max: 1, WaitS: 3})
+		answers <- answer{w.ID, len(resp.Leases)}
+	}
+	go poll(worker("one", 1))
+	go poll(worker("two", 2))
+	eventually(t, "both pollers' first query", func() bool { return cs.count("one") == 1 && cs.count("two") == 1 })
+	job := f.jobs[0]
+	job.Job.Devices = 2
+	if err := f.d.Enqueue(ctx, f.scanID, []store.NewJob{job}); err != nil {
+		t.Fatal(err)
+	}
+	if a := within(t, answers, 10*time.Second, "the two-device poller to wake"); a.id != "two" || a.leases != 1 {
+		t.Errorf("answer %+v: want the two-device worker, with the job", a)
+	}
+	if a := within(t, answers, 10*time.Second, "the one-device poller's wait to end"); a.id != "one" || a.leases != 0 || cs.count("one") != 1 {
+		t.Errorf("answer %+v after %d queries: the one-device worker was woken or leased a two-device job", a, cs.count("one"))
 	}
 }

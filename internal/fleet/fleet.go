@@ -138,18 +138,58 @@ func Matches(jobTarget compat.Target, jobRuntimeKey string, w Worker) bool {
 }
 
 // QueueKey is what a queued job asks of the worker that takes it: its
-// target and runtime. (With sharded probes it will name the chips it
-// needs too; CanTake is the one place that judges it.)
+// target, its runtime, and the devices it is sharded over (Job.Chips; 0
+// reads as one). Holds is the one place that judges it.
 type QueueKey struct {
 	Target     compat.Target
 	RuntimeKey string
+	Chips      int
 }
 
-// CanTake reports whether a worker polling with room for free more jobs
-// could take a queued job of k: the rule that decides which long polls a
-// change of the queue wakes (dispatch), as Matches decides the lease.
+// Key is the queue key of job, queued under runtimeKey.
+func (j Job) Key(runtimeKey string) QueueKey {
+	return QueueKey{Target: j.Target, RuntimeKey: runtimeKey, Chips: j.Chips()}
+}
+
+// Holds is the one rule of whether worker w can hold a job of k: it
+// Matches (target and runtime), and w has at least the devices the job is
+// sharded over. The store's lease query filters by the same columns
+// (target, runtime_key, devices), and asserts Holds on what it grants;
+// CanTake (which long polls a change of the queue wakes) and Unserved (what
+// no live worker can take) ask it too.
+func Holds(k QueueKey, w Worker) bool {
+	return Matches(k.Target, k.RuntimeKey, w) && max(k.Chips, 1) <= max(w.Devices, 1)
+}
+
+// CanTake reports whether a worker polling with free of its devices free
+// could take a queued job of k: it Holds it, and has a device free (a
+// sharded job waits on a worker for the rest of its devices: Pick).
 func CanTake(k QueueKey, w Worker, free int) bool {
-	return free > 0 && Matches(k.Target, k.RuntimeKey, w)
+	return free > 0 && Holds(k, w)
+}
+
+// Pick chooses which of a worker's candidate jobs (in queue order, each
+// needing chips[i] devices, every one of them held by the worker) to lease
+// to it now that free of its devices are free: in order, each that fits
+// what is left; the first that does not fit ends the picking, and is
+// picked itself only when nothing was picked before it (the worker then
+// holds its lease until its devices free up, and takes nothing else
+// meanwhile), so that a sharded job is never passed over for the
+// one-device jobs behind it.
+func Pick(chips []int, free int) []int {
+	var out []int
+	for i, n := range chips {
+		if n <= free {
+			out = append(out, i)
+			free -= n
+			continue
+		}
+		if len(out) == 0 {
+			out = append(out, i)
+		}
+		break
+	}
+	return out
 }
 
 // ErrBadResult is wrapped by CheckResult's refusals (400: the lease stays).
@@ -188,6 +228,11 @@ func CheckResult(job Job, runtimeKey string, req ResultRequest, now time.Time) e
 		return bad("flaky, but the model has no status to keep (its first result)")
 	case req.Flaky && req.Result.Status == job.Previous:
 		return bad("flaky, but the status is unchanged")
+	case res.Status.HeldAgainstModel() || res.Status == compat.StatusPass:
+		// a verdict comes from a probe on the job's devices
+		if max(res.DevicesUsed, 1) != job.Chips() || (res.Sharding != nil && !res.Sharding.Valid()) {
+			return bad("%d devices (sharding %v), the job runs on %d", res.DevicesUsed, res.Sharding, job.Chips())
+		}
 	}
 	return nil
 }

@@ -135,11 +135,14 @@ func TestCanTake(t *testing.T) {
 		free int
 		want bool
 	}{
-		{QueueKey{"tpu", rtA.RetestKey()}, 1, true},
-		{QueueKey{"tpu", rtA.RetestKey()}, 4, true},
-		{QueueKey{"tpu", rtA.RetestKey()}, 0, false}, // no room
-		{QueueKey{"tpu", rtB.RetestKey()}, 4, false}, // another runtime
-		{QueueKey{"cpu", rtA.RetestKey()}, 4, false}, // another target
+		{QueueKey{"tpu", rtA.RetestKey(), 1}, 1, true},
+		{QueueKey{"tpu", rtA.RetestKey(), 1}, 4, true},
+		{QueueKey{"tpu", rtA.RetestKey(), 1}, 0, false}, // no room
+		{QueueKey{"tpu", rtB.RetestKey(), 1}, 4, false}, // another runtime
+		{QueueKey{"cpu", rtA.RetestKey(), 1}, 4, false}, // another target
+		{QueueKey{"tpu", rtA.RetestKey(), 4}, 1, true},  // it waits on w for the rest of its devices (Pick)
+		{QueueKey{"tpu", rtA.RetestKey(), 8}, 4, false}, // more devices than w has
+		{QueueKey{"tpu", rtA.RetestKey(), 0}, 1, true},  // 0 reads as one device
 	} {
 		if got := CanTake(tc.key, w, tc.free); got != tc.want {
 			t.Errorf("CanTake(%v, free %d) = %v, want %v", tc.key, tc.free, got, tc.want)
@@ -191,6 +194,13 @@ func TestCheckResult(t *testing.T) {
 		{"unknown stage in stages", func(r *ResultRequest) { r.Result.Stages = []compat.StageRun{{Stage: "warmup"}} }, "stages"},
 		{"other runtime", func(r *ResultRequest) { r.Result.Runtime = rtB }, "runtime"},
 		{"flaky without a change", func(r *ResultRequest) { r.Flaky = true }, "flaky"},
+		{"one device said", func(r *ResultRequest) { r.Result.DevicesUsed = 1 }, ""},
+		{"a verdict on more devices than the job's", func(r *ResultRequest) {
+			r.Result.DevicesUsed, r.Result.Sharding = 2, compat.Ptr(compat.ShardingTP)
+		}, "devices"},
+		{"a skip of a job says one device", func(r *ResultRequest) {
+			r.Result.Status, r.Result.Reason, r.Result.DevicesUsed = compat.StatusSkipped, compat.Ptr(compat.ReasonGated), 1
+		}, ""},
 		// Figures and strings by the one rule, compat.Result.Validate.
 		{"mfu 1e300", func(r *ResultRequest) { r.Result.Metrics.MFU = compat.Ptr(1e300) }, "metrics.mfu"},
 		{"negative duration", func(r *ResultRequest) { r.Result.DurationS = -1 }, "duration_s"},
@@ -207,6 +217,14 @@ func TestCheckResult(t *testing.T) {
 			req := good()
 			tc.change(&req)
 			err := CheckResult(job, rtA.RetestKey(), req, t0)
+			sharded := job
+			sharded.Devices = 2
+			if tc.name == "one device said" {
+				// the same result for a job sharded over two: not its probe
+				if e := CheckResult(sharded, rtA.RetestKey(), req, t0); !errors.Is(e, ErrBadResult) {
+					t.Errorf("a one-device verdict for a two-device job: %v", e)
+				}
+			}
 			if tc.bad == "" {
 				if err != nil {
 					t.Fatalf("refused: %v", err)
@@ -367,6 +385,51 @@ func TestWorkerViewHasNoSecrets(t *testing.T) {
 			if strings.Contains(name, bad) {
 				t.Errorf("WorkerView field %q looks like %s", typ.Field(i).Name, bad)
 			}
+		}
+	}
+}
+
+// TestHolds: a worker holds a job of its target and runtime that needs no
+// more devices than it has.
+func TestHolds(t *testing.T) {
+	w := Worker{Target: "tpu", Runtime: rtA, Devices: 4}
+	for _, tc := range []struct {
+		job  Job
+		key  string
+		want bool
+	}{
+		{Job{Target: "tpu"}, rtA.RetestKey(), true},
+		{Job{Target: "tpu", Devices: 4}, rtA.RetestKey(), true},
+		{Job{Target: "tpu", Devices: 8}, rtA.RetestKey(), false},
+		{Job{Target: "tpu", Devices: 2}, rtB.RetestKey(), false},
+		{Job{Target: "cpu", Devices: 2}, rtA.RetestKey(), false},
+	} {
+		if got := Holds(tc.job.Key(tc.key), w); got != tc.want {
+			t.Errorf("Holds(%s on %d devices, %q) on 4 devices = %v, want %v", tc.job.Target, tc.job.Devices, tc.key, got, tc.want)
+		}
+	}
+	if one := (Worker{Target: "tpu", Runtime: rtA, Devices: 1}); Holds(Job{Target: "tpu", Devices: 2}.Key(rtA.RetestKey()), one) {
+		t.Error("a worker of one device holds a job of two")
+	}
+}
+
+// TestPick: jobs in queue order while they fit the free devices; the first
+// that does not fit ends the picking, and is picked when it comes first.
+func TestPick(t *testing.T) {
+	for _, tc := range []struct {
+		chips []int
+		free  int
+		want  []int
+	}{
+		{[]int{1, 1, 1}, 2, []int{0, 1}},
+		{[]int{2, 1, 1}, 2, []int{0}},
+		{[]int{1, 2, 1}, 2, []int{0}}, // the 2-device job is not passed over for the one behind it
+		{[]int{2, 1}, 1, []int{0}},    // it comes first: leased, the worker waits for its devices
+		{[]int{1, 1, 2, 1}, 4, []int{0, 1, 2}},
+		{nil, 2, nil},
+	} {
+		if got := Pick(tc.chips, tc.free); !slices.Equal(got, tc.want) {
+			t.Errorf("Pick(%v, %d) = %v, want %v", tc.chips, tc.free, got, tc.want)
 		}
 	}
 }

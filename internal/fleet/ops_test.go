@@ -63,7 +63,8 @@ func TestAdopts(t *testing.T) {
 // it is leaving is not live.
 func TestUnserved(t *testing.T) {
 	ttl := 2 * time.Minute
-	kA, kB := QueueKey{"tpu", rtA.RetestKey()}, QueueKey{"tpu", rtB.RetestKey()}
+	kA, kB := QueueKey{"tpu", rtA.RetestKey(), 1}, QueueKey{"tpu", rtB.RetestKey(), 1}
+	k16 := QueueKey{"tpu", rtA.RetestKey(), 16}
 	left := seen("a2", "tpu", rtA, 8, 0)
 	left.Left = t0.Add(-time.Second)
 	for _, tc := range []struct {
@@ -79,6 +80,8 @@ func TestUnserved(t *testing.T) {
 		{"mixed", []QueueKey{kA, kB}, []Seen{seen("b", "tpu", rtB, 8, 0)}, []QueueKey{kA}},
 		{"no fleet", []QueueKey{kA}, nil, []QueueKey{kA}},
 		{"nothing queued", nil, nil, nil},
+		// a job sharded over more devices than any live worker has
+		{"too big for the fleet", []QueueKey{k16, kA}, []Seen{seen("a", "tpu", rtA, 8, 0)}, []QueueKey{k16}},
 	} {
 		if got := Unserved(tc.keys, tc.fleet, t0, ttl); !slices.Equal(got, tc.want) {
 			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)

@@ -87,7 +87,8 @@ type RegisterResponse struct {
 	MaxWaitS   float64 `json:"max_wait_s"`  // the longest long poll
 }
 
-// LeaseRequest asks for up to Max jobs, waiting up to WaitS seconds for one.
+// LeaseRequest asks for jobs for Max free devices (jobs that need more than
+// one take several; Pick), waiting up to WaitS seconds for one.
 type LeaseRequest struct {
 	Worker Worker  `json:"worker"`
 	Max    int     `json:"max"`
@@ -118,7 +119,14 @@ type Job struct {
 	// Previous is the model's current status on Target ("" for none): a
 	// result that would change it is confirmed by a rerun on the worker.
 	Previous compat.Status `json:"previous_status,omitempty"`
+	// Devices is how many of a worker's devices the probe is sharded over
+	// (the plan's); 0 or 1 is one. Only a worker that has as many is
+	// leased the job (Holds).
+	Devices int `json:"devices,omitempty"`
 }
+
+// Chips is how many devices the job holds: at least 1.
+func (j Job) Chips() int { return max(j.Devices, 1) }
 
 // Lease is one grant of one job to one worker.
 type Lease struct {

@@ -4,6 +4,9 @@ import (
 	_ "embed"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strconv"
+	"strings"
 )
 
 // devicesJSON is the table of device peaks the harness reads for MFU and
@@ -25,7 +28,30 @@ type DevicePeak struct {
 	HBMBytesPerS float64  `json:"hbm_bytes_per_s"` // HBM bandwidth, bytes/s
 	HBMBytes     int64    `json:"hbm_bytes,omitempty"`
 	MXU          int64    `json:"mxu,omitempty"`
-	Source       string   `json:"source"`
+	// Topologies are the device counts one host can run as one slice (a
+	// sharded probe's process counts) and the TORCH_TPU_TOPOLOGY of each;
+	// TPUs only.
+	Topologies map[string]string `json:"topologies,omitempty"`
+	Source     string            `json:"source"`
+}
+
+// SliceSizes are the device counts of Topologies, smallest first.
+func (d DevicePeak) SliceSizes() []int {
+	var out []int
+	for k := range d.Topologies {
+		if n, err := strconv.Atoi(k); err == nil && n > 0 {
+			out = append(out, n)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Topology is the TORCH_TPU_TOPOLOGY of a slice of n devices; false when
+// the table has none.
+func (d DevicePeak) Topology(n int) (string, bool) {
+	t, ok := d.Topologies[strconv.Itoa(n)]
+	return t, ok
 }
 
 // devicePeaks is the parsed table; the embedded file is checked by tests,
@@ -48,3 +74,28 @@ func parseDevicePeaks(data []byte) ([]DevicePeak, error) {
 // DevicePeaks returns the peak table, in its file's order. Callers must not
 // modify it.
 func DevicePeaks() []DevicePeak { return devicePeaks }
+
+// NormalizeDeviceName is how the harness's match_device
+// (harness_efficiency.py) compares a runtime device name with the table's
+// names: lowercased, with runs of white space collapsed to one space.
+func NormalizeDeviceName(name string) string {
+	return strings.Join(strings.Fields(strings.ToLower(name)), " ")
+}
+
+// MatchDevicePeak finds the table entry for a device the runtime names name
+// on target, as match_device does. Only an exact name matches: an unknown
+// device gets no peak rather than a guessed one. The plan (a sharded
+// probe's generation), the runner (a slice's topology) and the web's chips
+// column use it.
+func MatchDevicePeak(target, name string) (DevicePeak, bool) {
+	n := NormalizeDeviceName(name)
+	for _, d := range devicePeaks {
+		if d.Target != target {
+			continue
+		}
+		if slices.Contains(d.Names, n) {
+			return d, true
+		}
+	}
+	return DevicePeak{}, false
+}

@@ -3,6 +3,8 @@ package harness
 import (
 	"math"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -91,29 +93,49 @@ func TestParseDevicePeaksRejects(t *testing.T) {
 	}
 }
 
-// NormalizeDeviceName is how the harness's match_device
-// (harness_efficiency.py) compares a runtime device name with the table's
-// names: lowercased, with runs of white space collapsed to one space. The
-// Go side matches no device itself; this and MatchDevicePeak hold the table
-// to the harness's rule.
-func NormalizeDeviceName(name string) string {
-	return strings.Join(strings.Fields(strings.ToLower(name)), " ")
-}
-
-// MatchDevicePeak finds the table entry for a device the runtime names name
-// on target, as match_device does. Only an exact name matches: an unknown
-// device gets no peak rather than a guessed one.
-func MatchDevicePeak(target, name string) (DevicePeak, bool) {
-	n := NormalizeDeviceName(name)
-	for _, d := range devicePeaks {
-		if d.Target != target {
+// TestTopologies: every TPU lists the slices one host runs, each a
+// topology of three or four dimensions whose product is the device count
+// (torch_tpu's hardware.py tables, which tests/test_sharding.py
+// compares with the installed torch_tpu); accelerators of other targets
+// list none.
+func TestTopologies(t *testing.T) {
+	seen := 0
+	for _, d := range DevicePeaks() {
+		if d.Target != "tpu" {
+			if len(d.Topologies) != 0 {
+				t.Errorf("%s: topologies on a %s device", d.Key, d.Target)
+			}
 			continue
 		}
-		for _, alias := range d.Names {
-			if alias == n {
-				return d, true
+		sizes := d.SliceSizes()
+		if len(sizes) == 0 || len(sizes) != len(d.Topologies) {
+			t.Errorf("%s: slice sizes %v of %v", d.Key, sizes, d.Topologies)
+		}
+		for _, n := range sizes {
+			topo, ok := d.Topology(n)
+			dims := strings.Split(topo, ",")
+			product := 1
+			for _, x := range dims {
+				v, err := strconv.Atoi(x)
+				if err != nil || v < 1 {
+					t.Errorf("%s: topology %q of %d", d.Key, topo, n)
+				}
+				product *= v
 			}
+			if !ok || (len(dims) != 3 && len(dims) != 4) || product != n {
+				t.Errorf("%s: %d devices as %q (product %d)", d.Key, n, topo, product)
+			}
+			seen++
 		}
 	}
-	return DevicePeak{}, false
+	if seen < 4 {
+		t.Errorf("only %d topologies in the table", seen)
+	}
+	v6e, _ := MatchDevicePeak("tpu", "TPU v6e")
+	if got := v6e.SliceSizes(); !slices.Equal(got, []int{1, 4, 8}) {
+		t.Errorf("v6e slices %v, want 1, 4, 8", got)
+	}
+	if _, ok := v6e.Topology(2); ok {
+		t.Error("v6e has a 2-device topology; torch_tpu's table has none")
+	}
 }

@@ -10,6 +10,7 @@ Command line (the contract with the Go runner):
                       [--steps 5] [--memory-budget-bytes N] [--plan-note TEXT] [--no-compile] [--no-generate]
                       [--compile-backend NAME] [--dtype {auto,float32,bfloat16,float16}]
                       [--host-root DIR] [--tpu-check-timeout S]
+                      [--devices N --sharding {auto,tp,fsdp} --collective-timeout-s S]
     python harness.py --env-only --result-file PATH [--target auto] [--host-root DIR] [--tpu-check-timeout S]
 
 DIR is a Hub-cache snapshot folder (config.json, and *.safetensors for full mode).
@@ -129,6 +130,18 @@ ids repeated, so a trained LM can copy it and scores far below the vocabulary si
 weights score about the vocabulary size): at most 10x the vocabulary size, i.e. no worse
 than ten times a uniform guess. All outputs must be finite.
 
+Sharded probes (--devices N > 1; harness_shard.py): the Go runner starts N copies of this harness, one
+per device (rank), with the rendezvous and device of each in its environment. Every stage runs on every
+rank: env joins the process group (gloo on cpu, TorchTPU's "tpu" backend on tpu); load shards the model
+(transformers' tensor-parallel plan where the model class has one and N divides its heads, else FSDP2
+fully_shard per block; result.sharding says which); forward times the group (the slowest rank) and
+profiles one step's collectives (metrics.collective_ms); numerics compares rank 0's gathered output with
+the unsharded float32 CPU reference, which rank 0 alone builds while the others wait for its word; compile
+and generate run on every rank. Rank 0 writes the one Result (devices_used N; peak_mem_bytes the largest
+rank's; mfu/mbu against N devices' peaks); a rank other than 0 writes its own only when it fails
+(result.rankR.json) and exits 3; a collective that times out waiting for a peer is status timeout, naming
+the rank that waited.
+
 Test seam: the stages below carry no test code. When the environment variable
 HARNESS_TEST_INJECT is set (tests only; the Go runner never passes it on), new_probe() builds
 harness_testing's subclass of Probe instead, which injects what the variable asks:
@@ -179,6 +192,7 @@ import harness_failures as hf  # noqa: E402
 import harness_inputs as hi  # noqa: E402
 import harness_modes as hm  # noqa: E402
 import harness_numerics as hn  # noqa: E402
+import harness_shard as hs  # noqa: E402
 import harness_reference as hr  # noqa: E402
 import harness_tasks as ht  # noqa: E402
 import harness_tpu as htpu  # noqa: E402
@@ -200,6 +214,9 @@ PPL_FACTOR = 10.0  # causal LMs: perplexity <= 10 * vocab_size (a uniform guess 
 # ceiling of 20 but stops at the first call that compiles nothing: it needs a settled cache to call a
 # recompile, not benchmark-grade timings, so it does not copy the minimum of 10.
 WARMUP_MAX_EXTRA = 20
+# How long the ranks of a sharded probe wait for rank 0's numerics (it alone builds the reference); the
+# probe's own wall-clock limit ends it sooner.
+NUMERICS_WAIT_S = 24 * 3600
 # The fit formula's constants, shared with the scanner's plan (internal/scan/plan.go).
 with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "fit.json"), encoding="utf-8") as _fh:
     FIT = json.load(_fh)
@@ -214,8 +231,13 @@ def fit_need(params: int, dtype_bytes: int, target: str) -> int:
 WEIGHT_SUFFIXES_PICKLE = (".bin", ".pt", ".pth", ".ckpt", ".pkl")
 
 
+# "[rank R] " for a rank of a sharded probe: the ranks share stderr, and the Go runner follows each rank's
+# stage by it (internal/probe/proc.go stageTracker).
+LOG_PREFIX = ""
+
+
 def log(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
+    print(LOG_PREFIX + msg, file=sys.stderr, flush=True)
 
 
 def now_rfc3339() -> str:
@@ -328,13 +350,15 @@ def torch_tpu_dist() -> tuple[bool, bool, str]:
 TPU_CHECK_TIMEOUT_S = htpu.CHECK_TIMEOUT_S
 
 
-def probe_torch_tpu(torch, host_root: str = "/", timeout: float = TPU_CHECK_TIMEOUT_S) -> dict:
+def probe_torch_tpu(torch, host_root: str = "/", timeout: float = TPU_CHECK_TIMEOUT_S, world: int = 1) -> dict:
     """Google's torch_tpu (tpu and auto runs only): is a TPU usable here? (harness_tpu's docstring.)
 
     available is true only when the first op ran, in a child process (harness_tpu.run_check) and then
     in this one; note says why not, with torch_tpu's or libtpu's own words; chips is the PCI scan's
     count (None when it was not made). This process imports torch_tpu only after the child ran the op,
-    so a cpu fallback runs without it."""
+    so a cpu fallback runs without it. A rank of a sharded probe (world > 1) completes its launch environment
+    with set_tpu_launch_env before its own runtime starts (harness_shard.launch_env); the child's check runs
+    with the environment the runner gave the rank."""
     st = {"installed": False, "google": False, "version": "", "available": False, "note": "", "chips": None}
     st["installed"], st["google"], st["version"] = torch_tpu_dist()
     if not st["installed"]:
@@ -370,6 +394,8 @@ def probe_torch_tpu(torch, host_root: str = "/", timeout: float = TPU_CHECK_TIME
         st["note"] = f"torch_tpu failed to load: {hf.short_message(e, 500)}"
         return st
     try:
+        if world > 1:  # a rank completes its launch environment before its runtime starts
+            st["launch"] = hs.launch_env(torch, world)
         htpu.first_op(torch)
     except Exception as e:  # noqa: BLE001
         st["note"] = f"the TPU runtime failed its first op (torch.ones(1, device='tpu').add(1).cpu()): " \
@@ -745,6 +771,9 @@ class Probe(hm.Modes):
         self.real = None  # harness_inputs.Inputs: where the forward inputs came from
         self.continuation = None  # {"prompt", "text"} of a causal LM with its own tokenizer
         self.init_modes()  # result.modes: the train step, the eager modes, precision (harness_modes.py)
+        self.world = args.devices  # ranks of a sharded probe (harness_shard.py); 1 otherwise
+        self.rank = 0  # this process's, read in the env stage
+        self.sharding = None  # "tp" or "fsdp" once a sharded model is loaded
 
     # stage bookkeeping
     @contextlib.contextmanager
@@ -781,10 +810,14 @@ class Probe(hm.Modes):
     def probe_tpu(self, torch) -> dict:
         """Google's torch_tpu and whether a TPU is usable (probe_torch_tpu; harness_testing's
         simulated TPU overrides this)."""
-        return probe_torch_tpu(torch, self.args.host_root, self.args.tpu_check_timeout)
+        return probe_torch_tpu(torch, self.args.host_root, self.args.tpu_check_timeout, self.world)
 
     def stage_env(self) -> None:
+        global LOG_PREFIX
+        if self.world > 1:
+            LOG_PREFIX = f"[rank {os.environ.get('RANK', '?')}] "
         with self.stage("env") as notes:
+            self.rank = hs.rank_of(self.world)
             try:
                 import torch
             except Exception as e:  # noqa: BLE001
@@ -803,6 +836,8 @@ class Probe(hm.Modes):
                 forget_tpu(torch)
             elif tpu is not None and tpu["note"]:
                 notes.append(tpu["note"])
+            if tpu is not None and tpu.get("launch"):
+                notes.append(tpu["launch"])
             # torch_tpu/libtpu versions belong to tpu runs only (the runtime key of a cpu run has none)
             if self.target == "tpu" and tpu is not None and tpu["google"]:
                 self.runtime["torch_tpu"] = tpu["version"]
@@ -839,6 +874,10 @@ class Probe(hm.Modes):
             elif self.dev.tolerance_row(dtype_name) != dtype_name:
                 notes.append(f"{dtype_name} on tpu without torch.tpu.precision: held to the "
                              f"{self.dev.tolerance_row(dtype_name)} tolerance")
+            if self.world > 1:
+                backend = hs.init(torch, self.target, self.world, self.rank, self.args.collective_timeout_s)
+                notes.append(f"rank {self.rank} of {self.world}, backend {backend}, collective timeout "
+                             f"{self.args.collective_timeout_s:g}s")
 
     def memory_budget(self) -> tuple[int | None, str]:
         # The scanner passes its plan's budget; the defaults below serve a harness run by hand.
@@ -1029,10 +1068,17 @@ class Probe(hm.Modes):
         with self.stage("load") as notes:
             self.dev.reset_peak()
             t = time.perf_counter()
+            shard_kwargs = {}
+            if self.world > 1:
+                self.sharding, why = hs.choose(args.sharding, self.cls,
+                                               self.config if self.mode == "full" else self.arch_config, self.world)
+                notes.append(f"sharded over {self.world} devices: {why}")
+                if self.mode == "full" and self.sharding == "tp":  # each rank loads its shards only
+                    shard_kwargs["distributed_config"] = hs.distributed_config(self.world)
             if self.mode == "full":
                 model, info = self.cls.from_pretrained(
                     args.model_dir, dtype=self.dtype, use_safetensors=True, trust_remote_code=False,
-                    local_files_only=True, output_loading_info=True, **self.load_kwargs)
+                    local_files_only=True, output_loading_info=True, **self.load_kwargs, **shard_kwargs)
                 missing = list((info or {}).get("missing_keys") or [])
                 if missing:
                     notes.append(f"{len(missing)} weights missing from the checkpoint (initialised): "
@@ -1043,10 +1089,17 @@ class Probe(hm.Modes):
                 import copy
 
                 model = copy.deepcopy(ref)
+                if self.rank != 0:  # rank 0 alone compares with the reference
+                    del ref
+                    self.reference.release()
                 if self.dtype != torch.float32:
                     self.to_dtype_keep_fp32(model, self.dtype)
             model.eval()
-            if self.target != "cpu":
+            if self.sharding == "fsdp":  # fully_shard moves each shard to the mesh's device
+                model = hs.shard_fsdp(torch, model, self.target, self.world)
+            elif self.sharding == "tp" and "distributed_config" not in shard_kwargs:
+                model = hs.shard_tp(torch, model, self.target, self.world)
+            elif self.target != "cpu" and self.sharding is None:
                 model.to(self.dev.device)
             self.dev.sync()
             self.metrics["load_s"] = round(time.perf_counter() - t, 4)
@@ -1080,7 +1133,8 @@ class Probe(hm.Modes):
         primary one first); remembers their kinds in self.out_kinds."""
         sel = hn.select(out, self.family)
         self.out_kinds = {name: kind for name, kind, _ in sel}
-        return {name: val.detach().float().cpu() for name, _, val in sel}
+        # a sharded output is gathered on every rank (a collective)
+        return {name: hs.full_tensor(val).detach().float().cpu() for name, _, val in sel}
 
     def stage_forward(self) -> None:
         args, torch = self.args, self.torch
@@ -1107,13 +1161,30 @@ class Probe(hm.Modes):
                 c1 = dev.compile_count()
                 if c0 is not None and c1 != c0:
                     notes.append(f"TorchTPU compiled {c1 - c0} executable(s) during the timed eager steps")
+                if self.world > 1:
+                    notes.append(self.profile_collectives(lambda: self.model(**self.dev_inputs)))
             self.metrics["forward_ms"] = round(statistics.median(times) * 1000, 4)
+            if self.world > 1:  # the group's step is its slowest rank's
+                self.metrics["forward_ms"] = hs.largest(hs.gather(self.metrics["forward_ms"], self.world))
+                self.metrics["first_forward_s"] = hs.largest(hs.gather(self.metrics["first_forward_s"], self.world))
             outs = self.output_tensors(out)
             primary = next(iter(outs))
             self.is_scores = self.out_kinds[primary] == "logits"
             self.dev_out = outs.pop(primary)
             self.dev_extra = outs
             notes.append(f"output {list(self.dev_out.shape)}" + (f" ({primary}; also {', '.join(outs)})" if outs else ""))
+
+    def profile_collectives(self, step) -> str:
+        """One more step under torch.profiler: metrics.collective_ms is the time its collectives took on this
+        rank (harness_shard.collective_ms), null when the profiler names none."""
+        from torch.profiler import ProfilerActivity, profile
+
+        with profile(activities=[ProfilerActivity.CPU]) as prof:
+            step()
+            self.dev.sync()
+        ms = hs.collective_ms(prof)
+        self.metrics["collective_ms"] = ms
+        return f"collectives {ms:g} ms of a profiled step" if ms is not None else "the profiler named no collective"
 
     def forward_inputs(self, model, to_device, notes: list) -> hi.Inputs:
         """The forward inputs (CPU, float32 / int64) of model: the family's synthetic ones from the config and the
@@ -1180,6 +1251,46 @@ class Probe(hm.Modes):
         return float(torch.exp(nll))
 
     def stage_numerics(self) -> None:
+        if self.world > 1:
+            return self.sharded_numerics()
+        self.numerics()
+
+    def sharded_numerics(self) -> None:
+        """Rank 0 compares its gathered output with the unsharded reference, alone; the other ranks wait for
+        its word through the rendezvous store (no collective: the reference may take long). A reference the
+        host cannot hold is skipped, said so, and nothing is compared."""
+        if self.rank != 0:
+            if hs.await_rank0("numerics", NUMERICS_WAIT_S) != "ok":
+                raise hs.RankStop("rank 0 failed numerics")
+            return
+        word = "fail"
+        try:
+            need = self.reference_need()
+            _, avail = host_memory()
+            if need is not None and avail is not None and need > avail:
+                self.skip_stage("numerics", f"the float32 reference needs ~{need / 2**30:.1f} GiB, over the host's "
+                                            f"{avail / 2**30:.1f} GiB available: not compared")
+            else:
+                self.numerics()
+            word = "ok"
+        finally:
+            hs.publish("numerics", word)
+
+    def reference_fits(self) -> bool:
+        """Whether every rank of a sharded probe can build the float32 reference in host memory at once (a failed
+        stage arbitrated on each rank): False when its size is not known."""
+        need = self.reference_need()
+        _, avail = host_memory()
+        return need is not None and avail is not None and need * self.world <= avail
+
+    def reference_need(self) -> int | None:
+        """Host bytes of the float32 reference of a full-mode model (fit.json's factor and slack, one copy);
+        None in arch mode, where rank 0 holds the reduced reference already."""
+        if self.mode != "full" or not self.metrics.get("param_count"):
+            return None
+        return int(self.metrics["param_count"] * 4 * FIT["fit_factor"]) + FIT["fit_slack_bytes"]
+
+    def numerics(self) -> None:
         torch = self.torch
         with self.stage("numerics") as notes:
             dtype_name = str(self.dtype).replace("torch.", "")
@@ -1251,6 +1362,9 @@ class Probe(hm.Modes):
             return self.args.compile_backend, ""
         if self.target == "tpu":
             return "tpu", ""
+        if self.target == "cpu" and self.world > 1:
+            return "aot_eager", ("a sharded probe on cpu compiles with aot_eager (graph capture and AOT autograd, no "
+                                 "code generation): inductor's C++ code generation of the sharded graphs takes minutes")
         if self.target == "cpu" and not any(shutil.which(c) for c in (os.environ.get("CXX", ""), "g++", "c++", "clang++") if c):
             return "aot_eager", "inductor needs a C++ compiler and none was found: used aot_eager"
         return "inductor", ""
@@ -1379,6 +1493,11 @@ class Probe(hm.Modes):
                 self.metrics["ttft_ms"] = round((streamer.t_first - t0) * 1000, 4)
                 if streamer.tokens >= 2 and t_end > streamer.t_first:
                     self.metrics["tokens_per_s"] = round((streamer.tokens - 1) / (t_end - streamer.t_first), 4)
+            if self.world > 1:  # the group's: its slowest rank's
+                ttft = hs.gather(self.metrics["ttft_ms"], self.world)
+                tps = [v for v in hs.gather(self.metrics["tokens_per_s"], self.world) if v is not None]
+                self.metrics["ttft_ms"] = hs.largest(ttft)
+                self.metrics["tokens_per_s"] = min(tps) if len(tps) == self.world else None
             notes.append(f"{streamer.tokens} new tokens, cache={'static' if static else 'default'}")
             if streamer.tokens < n:
                 notes.append(f"generated {streamer.tokens} < {n} tokens")
@@ -1442,6 +1561,10 @@ class Probe(hm.Modes):
         c = hf.classify(e, stage)
         if c["status"] != "fail" or stage not in hf.ARBITRATED_STAGES:
             return c
+        if self.world > 1 and self.mode == "full" and not self.reference_fits():
+            log(f"stage={stage} failed on the target; the float32 cpu reference of a sharded full-mode model is not "
+                "run on this host (its size unknown or over the memory available to the ranks)")
+            return c
         log(f"stage={stage} failed on the target: the same stage on the float32 cpu reference")
         ref_exc, ran = self.reference.run_stage(stage)
         self.reference.release()
@@ -1475,13 +1598,23 @@ class Probe(hm.Modes):
             res["status"] = "pass"
             ran = [s["stage"] for s in self.stages if s["ok"] and not s.get("skipped")]
             res["stage"] = ran[-1] if ran else None
+        except hs.RankStop:
+            return None  # rank 0 failed and reports; this rank has nothing to say
         except hf.Skip as s:
             res.update(status="skipped", stage=self.current, reason=s.reason, message=hf.truncate_bytes(str(s), 2048))
         except Exception as e:  # noqa: BLE001 - every model failure becomes a Result
-            c = self.judge(e)
+            if self.world > 1 and hs.is_collective_timeout(e):  # a peer's, not the model's: nothing to arbitrate
+                c = hs.timeout_class(e, self.current, self.rank, self.world, self.args.collective_timeout_s)
+            else:
+                c = self.judge(e)
             res.update(status=c["status"], stage=self.current, failure_class=c["failure_class"], op=c["op"],
                        signature=c["signature"], message=c["message"], log_tail=c["log_tail"])
         self.metrics["peak_mem_bytes"] = self.inference_peak()  # not the train step's (harness_modes.py)
+        if self.world > 1 and res["status"] == "pass":  # every rank is here: the group's last collectives
+            self.metrics["peak_mem_bytes"] = hs.largest(hs.gather(self.metrics["peak_mem_bytes"], self.world))
+            hs.finish(self.world)
+        res["devices_used"] = self.world
+        res["sharding"] = self.sharding
         res["target"] = self.target
         res["mode"] = self.mode
         res["runtime"] = self.runtime
@@ -1614,10 +1747,16 @@ def parse_args(argv):
     p.add_argument("--host-root", default="/", help="where the TPU check's PCI scan finds sys/ and dev/ (tests)")
     p.add_argument("--tpu-check-timeout", type=float, default=TPU_CHECK_TIMEOUT_S,
                    help="seconds the TPU check (a child process) may take to run its first op")
+    p.add_argument("--devices", type=int, default=1,
+                   help="devices a sharded probe runs on, one rank each (RANK etc. in the environment; harness_shard.py)")
+    p.add_argument("--sharding", choices=hs.SHARDINGS, default="auto",
+                   help="how a sharded probe splits the model: auto (tp where transformers has a plan), tp or fsdp")
+    p.add_argument("--collective-timeout-s", type=float, default=600.0,
+                   help="a sharded probe's collective waiting longer for a peer fails as a timeout")
     args = p.parse_args(argv)
     if not args.env_only and not args.model_dir:
         p.error("--model-dir is required (unless --env-only)")
-    for name in ("seq_len", "new_tokens", "layers", "steps"):
+    for name in ("seq_len", "new_tokens", "layers", "steps", "devices"):
         if getattr(args, name) < 1:
             p.error(f"--{name.replace('_', '-')} must be at least 1")
     return args
@@ -1634,7 +1773,15 @@ def main(argv=None) -> int:
             log(f"cannot write {args.result_file}: {e}")
             return 2
         return 0
-    res = new_probe(args).run()
+    probe = new_probe(args)
+    res = probe.run()
+    if probe.rank != 0:  # a rank of a sharded probe: it reports only its own failure
+        if res is None or res["status"] == "pass":
+            return 0
+        path = hs.rank_result_path(args.result_file, probe.rank)
+        write_json_atomic(path, res)
+        log(f"rank {probe.rank}: result status={res['status']} stage={res['stage']} written to {path}")
+        return hs.RANK_FAILED
     try:
         write_json_atomic(args.result_file, res)
     except (OSError, ValueError) as e:
@@ -1647,4 +1794,10 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    code = main()
+    if hs.left_in_group():
+        # a rank that failed leaves at once: a process group its peers left half-open must not hold its exit
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    sys.exit(code)

@@ -20,6 +20,10 @@ dtype), except embedding tables used only for lookups, experts at k/E. The KV ca
 
     mbu = weight_bytes_per_token * tokens_per_s / peak_hbm_bytes_per_s
 
+A sharded probe over D devices is measured as a group: the model's whole FLOPs and weight bytes (a sharded
+parameter counts at its full size), the group's step time and tokens/s (its slowest rank's), against D
+devices' peaks (efficiency.devices says D).
+
 Both are null (never guessed) on cpu, on a device whose runtime name is not in the table, for a
 device dtype other than bfloat16 (the peaks are bf16), for runs that did not pass, for families
 without a plain token sequence (encoder-decoders, vision, audio: T is not defined the same way), when
@@ -121,22 +125,25 @@ def forward_flops(stats: dict, shape: tuple[int, int, int, int], tokens: int) ->
 
 
 def compute(dev: dict, stats: dict, shape, tokens: int | None, forward_ms: float | None,
-            tokens_per_s: float | None) -> tuple[float | None, float | None, dict]:
-    """(mfu, mbu, details) for a device entry and a model's measurements. Pure."""
-    info = {"device": dev["key"], "peak_bf16_flops": dev["bf16_flops"], "peak_hbm_bytes_per_s": dev["hbm_bytes_per_s"],
+            tokens_per_s: float | None, devices: int = 1) -> tuple[float | None, float | None, dict]:
+    """(mfu, mbu, details) for a device entry and a model's measurements on `devices` such devices. Pure."""
+    peak_flops, peak_bw = dev["bf16_flops"] * devices, dev["hbm_bytes_per_s"] * devices
+    info = {"device": dev["key"], "peak_bf16_flops": peak_flops, "peak_hbm_bytes_per_s": peak_bw,
             "weight_bytes_per_token": round(stats["weight_bytes"])}
+    if devices > 1:
+        info["devices"] = devices
     notes = []
     mfu = mbu = None
     if tokens and shape and forward_ms and forward_ms > 0:
         flops = forward_flops(stats, shape, tokens)
         info.update(tokens=tokens, flops_per_token=round(flops / tokens))
-        mfu = flops / (forward_ms / 1000) / dev["bf16_flops"]
+        mfu = flops / (forward_ms / 1000) / peak_flops
     elif not tokens:
         notes.append("mfu: no plain token sequence for this family")
     else:
         notes.append("mfu: no forward timing")
     if tokens_per_s and tokens_per_s > 0:
-        mbu = stats["weight_bytes"] * tokens_per_s / dev["hbm_bytes_per_s"]
+        mbu = stats["weight_bytes"] * tokens_per_s / peak_bw
     else:
         notes.append("mbu: no decode measured")
     if mfu is not None and mfu > 1:
@@ -183,7 +190,8 @@ def annotate(probe, res: dict, table: list[dict] | None = None) -> None:
         tokens = (getattr(probe, "input_info", None) or {}).get("seq_len") if probe.family in TOKEN_FAMILIES else None
         times = [t for t in (metrics.get("forward_ms"), metrics.get("compiled_step_ms")) if t]
         mfu, mbu, info = compute(dev, weight_stats(probe.model, text), attention_shape(text), tokens,
-                                 min(times) if times else None, metrics.get("tokens_per_s"))
+                                 min(times) if times else None, metrics.get("tokens_per_s"),
+                                 getattr(probe, "world", 1))
         if times:
             info["forward_timing"] = "compiled" if min(times) == metrics.get("compiled_step_ms") else "eager"
         info["model"] = scope

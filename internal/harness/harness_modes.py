@@ -123,7 +123,7 @@ class Modes:
         a pass at either precision passes; a pass only at HIGHEST is precision_sensitive. Elsewhere, or with
         --no-modes, the verdict as it was."""
         api = self.tpu_api()
-        if api is None or not api.has_precision() or self.args.no_modes:
+        if api is None or not api.has_precision() or self.args.no_modes or getattr(self, "world", 1) > 1:
             return ok, why, key
         here = self.precision_name()
         other = "default" if here == "highest" else "highest"
@@ -164,7 +164,10 @@ class Modes:
         self.ref_outputs); then the reference is released (the train step trained it: a later stage that fails
         builds it again). Never raises for the model: each mode has its own verdict."""
         try:
-            if not self.args.no_modes:
+            if getattr(self, "world", 1) > 1:  # a sharded probe: each rank holds a part of the model
+                self.modes["train"] = htr.skipped("sharded", "the train step runs on one device only: this "
+                                                  f"probe is sharded over {self.world}")
+            elif not self.args.no_modes:
                 self.run_eager_modes()
                 self.run_train()
         finally:

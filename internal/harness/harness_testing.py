@@ -18,6 +18,9 @@ The spec is a list of items separated by ``;``:
 ``compile:recompile``
     the compiled model's second call gets one token fewer (2-d input_ids/masks), a real
     recompile.
+``rankR:kill:STAGE`` / ``rankR:hang:STAGE``
+    in a sharded probe, rank R SIGKILLs itself (as the kernel's OOM killer would) or hangs (sleeps
+    for good) as STAGE starts; the other ranks run on.
 ``inputs:beyond-vocab``
     a stand-in for an input error of the harness's own: the forward inputs' last token id is the
     text vocabulary's size, one past the embedding (a placeholder id the model cannot embed). The
@@ -46,6 +49,9 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import itertools
+import os
+import signal
+import time
 
 INJECTABLE = {
     "NotImplementedError": NotImplementedError,
@@ -73,6 +79,16 @@ class Faults:
     graph_break: bool = False
     precision_sensitive: bool = False
     tpu: str = ""  # "", "simulate" or "simulate-recompiling"
+    ranks: dict = dataclasses.field(default_factory=dict)  # (rank, stage) -> "kill" or "hang"
+
+    def act_in(self, rank: int, stage: str) -> None:
+        """What a rank of a sharded probe was told to do as stage starts."""
+        act = self.ranks.get((rank, stage))
+        if act == "kill":
+            os.kill(os.getpid(), signal.SIGKILL)
+        elif act == "hang":
+            while True:
+                time.sleep(3600)
 
     def raise_in(self, stage: str) -> None:
         if stage in self.raises:
@@ -99,6 +115,9 @@ def parse(spec: str) -> Faults:
             f.precision_sensitive = True
         elif stage == "tpu" and rest in ("simulate", "simulate-recompiling"):
             f.tpu = rest
+        elif stage.startswith("rank") and stage[4:].isdigit() and rest.partition(":")[0] in ("kill", "hang"):
+            act, _, at = rest.partition(":")
+            f.ranks[(int(stage[4:]), at)] = act
         else:
             exc_name, _, message = rest.partition(":")
             f.raises[stage] = (INJECTABLE.get(exc_name, RuntimeError), message or "injected failure")
@@ -126,6 +145,7 @@ class FaultInjection:
     @contextlib.contextmanager
     def stage(self, name: str):
         with super().stage(name) as notes:
+            self.faults.act_in(self.rank, name)
             if name != "forward":  # forward raises from inside the model, see stage_forward
                 self.faults.raise_in(name)
             yield notes

@@ -18,21 +18,7 @@ import (
 // same benchmark, alternating (probe, bare, bare, probe) so that a noisy
 // neighbour hits both alike. Target: probe ≤ 1.15 × bare.
 func BenchmarkHarnessOverhead(b *testing.B) {
-	py := os.Getenv("SCANNER_PYTHON")
-	if py == "" {
-		b.Skip("SCANNER_PYTHON is not set (make bench sets it)")
-	}
-	dir := b.TempDir()
-	cfg := `{"architectures":["LlamaForCausalLM"],"model_type":"llama","hidden_size":64,"intermediate_size":128,` +
-		`"num_attention_heads":4,"num_key_value_heads":2,"num_hidden_layers":2,"vocab_size":256,"max_position_embeddings":256,` +
-		`"bos_token_id":1,"eos_token_id":2}`
-	if err := os.WriteFile(filepath.Join(dir, "config.json"), []byte(cfg), 0o644); err != nil {
-		b.Fatal(err)
-	}
-	r, err := NewRunner(Config{Python: py, MemLimitBytes: 8 << 30})
-	if err != nil {
-		b.Fatal(err)
-	}
+	py, dir, r := benchLlama(b)
 	defer r.Close()
 	bare, err := filepath.Abs("../harness/bench_bare.py")
 	if err != nil {
@@ -70,6 +56,75 @@ func BenchmarkHarnessOverhead(b *testing.B) {
 		b.ReportMetric(p.Seconds()/q.Seconds(), "overhead_ratio")
 		b.Logf("probe %.2fs, bare %.2fs: overhead %.3fx (target <= 1.15x)", p.Seconds()/2, q.Seconds()/2, p.Seconds()/q.Seconds())
 	}
+}
+
+// BenchmarkShardedProbe says what a sharded probe costs against a one-device
+// probe of the same model: the tiny Llama of BenchmarkHarnessOverhead (its
+// heads split over 2), arch mode on cpu, without compile, as one process and
+// as two gloo ranks (tensor parallel), alternating (one, sharded, sharded,
+// one). It reports each one's wall time, forward step and decode speed (the
+// group's: its slowest rank), and the sharded step's time in collectives.
+func BenchmarkShardedProbe(b *testing.B) {
+	_, dir, r := benchLlama(b)
+	defer r.Close()
+	ctx := context.Background()
+	type figures struct{ wall, forwardMS, tokensPerS, collectiveMS float64 }
+	probeOnce := func(devices int) figures {
+		start := time.Now()
+		res := r.Probe(ctx, Request{ModelID: "bench/llama", Revision: "bench", SnapshotDir: dir, Task: "text-generation",
+			Target: compat.TargetCPU, Mode: compat.ModeArch, NoCompile: true, Devices: devices, NoModes: true})
+		if res.Status != compat.StatusPass || res.DevicesUsed != devices {
+			b.Fatalf("probe on %d: %s on %d %v", devices, res.Status, res.DevicesUsed, res.Message)
+		}
+		f := figures{wall: time.Since(start).Seconds()}
+		for _, m := range []struct {
+			p *float64
+			v *float64
+		}{{res.Metrics.ForwardMS, &f.forwardMS}, {res.Metrics.TokensPerS, &f.tokensPerS}, {res.Metrics.CollectiveMS, &f.collectiveMS}} {
+			if m.p != nil {
+				*m.v = *m.p
+			}
+		}
+		return f
+	}
+	for i := 0; i < b.N; i++ {
+		var one, two [2]figures
+		one[0], two[0], two[1], one[1] = probeOnce(1), probeOnce(2), probeOnce(2), probeOnce(1)
+		avg := func(f [2]figures, get func(figures) float64) float64 { return (get(f[0]) + get(f[1])) / 2 }
+		wall := func(f figures) float64 { return f.wall }
+		fwd := func(f figures) float64 { return f.forwardMS }
+		tps := func(f figures) float64 { return f.tokensPerS }
+		coll := func(f figures) float64 { return f.collectiveMS }
+		b.ReportMetric(avg(one, wall), "one_s")
+		b.ReportMetric(avg(two, wall), "sharded_s")
+		b.ReportMetric(avg(two, wall)/avg(one, wall), "wall_ratio")
+		b.Logf("one device: %.1fs, forward %.2f ms, %.1f tokens/s", avg(one, wall), avg(one, fwd), avg(one, tps))
+		b.Logf("sharded over 2 (tp, gloo): %.1fs (%.2fx), forward %.2f ms (%.2fx), %.1f tokens/s (%.2fx), collectives %.2f ms of a step",
+			avg(two, wall), avg(two, wall)/avg(one, wall), avg(two, fwd), avg(two, fwd)/avg(one, fwd), avg(two, tps),
+			avg(two, tps)/avg(one, tps), avg(two, coll))
+	}
+}
+
+// benchLlama is the benchmarks' tiny Llama (its config.json in a temporary
+// directory) and a runner of the real harness; it skips without
+// SCANNER_PYTHON.
+func benchLlama(b *testing.B) (py, dir string, r *Runner) {
+	py = os.Getenv("SCANNER_PYTHON")
+	if py == "" {
+		b.Skip("SCANNER_PYTHON is not set (make bench sets it)")
+	}
+	dir = b.TempDir()
+	cfg := `{"architectures":["LlamaForCausalLM"],"model_type":"llama","hidden_size":64,"intermediate_size":128,` +
+		`"num_attention_heads":4,"num_key_value_heads":2,"num_hidden_layers":2,"vocab_size":256,"max_position_embeddings":256,` +
+		`"bos_token_id":1,"eos_token_id":2}`
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), []byte(cfg), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	r, err := NewRunner(Config{Python: py, MemLimitBytes: 8 << 30})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return py, dir, r
 }
 
 // BenchmarkModesCost is the verdict matrix's cost (issue 25): a probe with

@@ -141,7 +141,7 @@ func (r *Runner) envResult(ctx context.Context, target compat.Target, unconfined
 
 	ectx, cancel := context.WithTimeout(ctx, r.cfg.EnvTimeout)
 	defer cancel()
-	spec := r.spec(ctx, wd, "", []string{"--env-only", "--result-file", wd.result, "--target", string(target)})
+	spec := r.spec(ctx, wd, "", []string{"--env-only", "--result-file", wd.result, "--target", string(target)}, nil)
 	if unconfined {
 		spec.policy = nil
 	}

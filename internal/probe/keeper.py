@@ -1,8 +1,19 @@
 # The keeper: the first process of every harness run, started by the Go runner as
-#   python -I -u -B -c KEEPER DATA NOFILE SCRIPT ARGS...
+#   python -I -u -B -c KEEPER DATA NOFILE RANKS SCRIPT ARGS...
 # It sets the resource limits (Go cannot set them on a child it execs), then forks the harness
 # (SCRIPT run as __main__ with ARGS) and stays behind as its parent, so that no process of the
-# run outlives it:
+# run outlives it. RANKS is "" for one harness process; for a sharded probe it is JSON
+# {"ranks": [{VAR: VALUE, ...}, ...], "status": PATH, "grace_s": S}: one harness process per
+# rank, each with its own variables added to the environment (RANK, WORLD_SIZE, its device, ...),
+# all in this process group, confinement and limits. Then:
+#   - the first rank to end badly (a signal, or an exit status other than 0) ends the probe: the
+#     keeper kills every other rank at once, so that none waits in a collective for a dead peer;
+#   - when rank 0 ends (it writes the probe's one result), the others get grace_s to end by
+#     themselves, then are killed;
+#   - PATH receives, as JSON, how each rank ended by itself, in the order the keeper saw it
+#     (rank, pid, exit status or signal, peak RSS), which rank ended the probe, and which ranks
+#     the keeper killed; the keeper exits the way the rank that ended the probe did.
+# For every run:
 #   - it is a child subreaper: a descendant whose parent dies (a setsid() grandchild, a
 #     daemon) is re-parented to the keeper, not to init, so the whole tree stays below it;
 #   - when the harness ends, it SIGKILLs every descendant left, reaps them, and exits the way
@@ -31,7 +42,7 @@ except Exception as e:
     sys.stderr.write("scanner keeper: cannot set resource limits: %r\n" % (e,))
     sys.exit(97)
 
-import ctypes, time
+import ctypes, json, time
 
 PR_SET_PDEATHSIG, PR_SET_CHILD_SUBREAPER = 1, 36
 libc = ctypes.CDLL(None, use_errno=True)
@@ -102,8 +113,15 @@ if os.getppid() != scanner:  # the scanner died before the prctl
     os._exit(1)
 
 keeper = os.getpid()
-child = os.fork()
-if child == 0:
+spec = json.loads(sys.argv[3]) if sys.argv[3] else None
+ranks = spec["ranks"] if spec else [{}]
+
+
+def start(env):
+    """Forks one harness process with env added to its environment; returns its pid."""
+    pid = os.fork()
+    if pid:
+        return pid
     # The harness: default signals, and it dies with the keeper.
     for s in (signal.SIGTERM, signal.SIGUSR1):
         signal.signal(s, signal.SIG_DFL)
@@ -111,29 +129,71 @@ if child == 0:
     libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     if os.getppid() != keeper:
         os._exit(1)
-    del libc, ctypes
-    script = os.path.abspath(sys.argv[3])
-    sys.argv = [script] + sys.argv[4:]
+    os.environ.update(env)
+    script = os.path.abspath(sys.argv[4])
+    sys.argv = [script] + sys.argv[5:]
     sys.path.insert(0, os.path.dirname(script))
     runpy.run_path(script, run_name="__main__")
-else:
-    status = None
-    while status is None:
-        try:
-            pid, st = os.waitpid(-1, 0)
-        except ChildProcessError:
+    sys.exit(0)  # never back into the keeper's loop
+
+
+def bad(status):
+    return os.WIFSIGNALED(status) or os.waitstatus_to_exitcode(status) != 0
+
+
+def ended(rank, pid, status, ru):
+    end = {"rank": rank, "pid": pid, "exit": None, "signal": None, "max_rss_bytes": ru.ru_maxrss * 1024}
+    if os.WIFSIGNALED(status):
+        end["signal"] = os.WTERMSIG(status)
+    else:
+        end["exit"] = os.waitstatus_to_exitcode(status)
+    return end
+
+
+pids = {}
+for r, env in enumerate(ranks):
+    pids[start(env)] = r
+ends, statuses, decisive, deadline = [], {}, None, None
+while len(statuses) < len(ranks):
+    try:
+        pid, st, ru = os.wait4(-1, os.WNOHANG if deadline is not None else 0)
+    except ChildProcessError:
+        break
+    if pid == 0:  # rank 0 is done; the others are finishing
+        if time.monotonic() >= deadline:
             break
-        if pid == child:
-            status = st
-    kill_tree()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    if status is not None and os.WIFSIGNALED(status):
-        sig = os.WTERMSIG(status)
-        try:
-            signal.signal(sig, signal.SIG_DFL)
-        except (OSError, ValueError, RuntimeError):
-            pass  # SIGKILL and SIGSTOP have no handler to reset
-        os.kill(os.getpid(), sig)
-        os._exit(128 + sig)
-    os._exit(os.waitstatus_to_exitcode(status) if status is not None else 1)
+        time.sleep(0.02)
+        continue
+    if pid not in pids:
+        continue  # a descendant orphaned to this subreaper
+    r = pids[pid]
+    statuses[r] = st
+    ends.append(ended(r, pid, st, ru))
+    if decisive is None and (r == 0 or bad(st)):
+        decisive = r
+        if r != 0 or len(ranks) == 1:
+            break  # a rank failed: nothing is left to wait for
+        deadline = time.monotonic() + float(spec.get("grace_s", 5))
+killed = sorted(r for r in range(len(ranks)) if r not in statuses)
+kill_tree()
+if spec:
+    report = {"ranks": len(ranks), "ends": ends, "decisive": decisive, "killed": killed}
+    try:
+        tmp = spec["status"] + ".tmp"
+        with open(tmp, "w") as fh:
+            json.dump(report, fh)
+        os.replace(tmp, spec["status"])
+    except OSError as e:
+        sys.stderr.write("scanner keeper: cannot write %s: %r\n" % (spec["status"], e))
+sys.stdout.flush()
+sys.stderr.flush()
+status = statuses.get(decisive if decisive is not None else 0)
+if status is not None and os.WIFSIGNALED(status):
+    sig = os.WTERMSIG(status)
+    try:
+        signal.signal(sig, signal.SIG_DFL)
+    except (OSError, ValueError, RuntimeError):
+        pass  # SIGKILL and SIGSTOP have no handler to reset
+    os.kill(os.getpid(), sig)
+    os._exit(128 + sig)
+os._exit(os.waitstatus_to_exitcode(status) if status is not None else 1)

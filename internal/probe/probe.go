@@ -6,7 +6,8 @@
 // Each probe is one harness process in its own process group, in a fresh
 // working directory, with a scrubbed environment (no credentials, Hub
 // offline), resource limits (data size, open files, no core dumps), a
-// wall-clock limit and a bounded appetite for its output. Nothing the
+// wall-clock limit and a bounded appetite for its output; a sharded probe
+// is one such process per rank under one keeper (shard.go). Nothing the
 // harness does can hang, crash or flood the scanner, and nothing the
 // scanner's own environment does is held against the model.
 package probe
@@ -92,6 +93,9 @@ type Config struct {
 	TempDir string
 	// Logger receives one line per probe; slog.Default() if nil.
 	Logger *slog.Logger
+	// RankGrace is how long the other ranks of a sharded probe get to end
+	// by themselves once rank 0 has; DefaultRankGrace if zero.
+	RankGrace time.Duration
 	// NoLandlock runs the harness without its Landlock confinement (the
 	// limits, the scrubbed environment and the process group stay): for a
 	// host whose accelerator driver fails under it, which Env detects and
@@ -158,6 +162,9 @@ func NewRunner(cfg Config) (*Runner, error) {
 	}
 	if cfg.Grace <= 0 {
 		cfg.Grace = config.DefaultProbeGrace
+	}
+	if cfg.RankGrace <= 0 {
+		cfg.RankGrace = DefaultRankGrace
 	}
 	if cfg.TempDir == "" {
 		cfg.TempDir = os.TempDir()
@@ -291,6 +298,20 @@ type Request struct {
 	// plan's: the weights, gradients and AdamW state do not fit).
 	NoTrain string
 
+	// Devices is how many devices the probe is sharded over: one harness
+	// process (rank) each (shard.go); 0 or 1 is one process. Chips, when
+	// set, are the host's devices the probe holds, one per rank: each rank
+	// (a one-device probe too) is pinned to its own (RankEnv, DeviceEnv);
+	// nil leaves the pinning to the runner (ForDevice) or to none.
+	Devices int
+	Chips   []int
+	// Sharding is how a sharded probe splits the model: ShardAuto (""
+	// too), ShardTP or ShardFSDP.
+	Sharding string
+	// CollectiveTimeout bounds one collective of a sharded probe;
+	// DefaultCollectiveTimeout (at most Timeout) when zero.
+	CollectiveTimeout time.Duration
+
 	// Harness knobs; zero leaves the harness's default.
 	Layers, SeqLen, NewTokens, Steps int
 	NoCompile, NoGenerate            bool
@@ -299,6 +320,9 @@ type Request struct {
 	// baselines only.
 	NoModes bool
 }
+
+// ranks is how many harness processes the probe runs.
+func (req Request) ranks() int { return max(req.Devices, 1) }
 
 // args are the harness's command-line arguments for req.
 func (req Request) args(resultFile string) []string {
@@ -336,7 +360,27 @@ func (req Request) args(resultFile string) []string {
 	if req.NoGenerate {
 		a = append(a, "--no-generate")
 	}
+	if req.ranks() > 1 {
+		sharding := req.Sharding
+		if sharding == "" {
+			sharding = ShardAuto
+		}
+		a = append(a, "--devices", strconv.Itoa(req.ranks()), "--sharding", sharding,
+			"--collective-timeout-s", strconv.FormatFloat(req.collectiveTimeout().Seconds(), 'f', -1, 64))
+	}
 	return a
+}
+
+// collectiveTimeout is CollectiveTimeout, its default, never past Timeout.
+func (req Request) collectiveTimeout() time.Duration {
+	t := req.CollectiveTimeout
+	if t <= 0 {
+		t = DefaultCollectiveTimeout
+	}
+	if req.Timeout > 0 {
+		t = min(t, req.Timeout)
+	}
+	return t
 }
 
 // Probe runs the harness on req and always returns a Result. The harness's
@@ -370,6 +414,12 @@ func (r *Runner) probe(ctx context.Context, p *probeRun) compat.Result {
 	}
 	if req.ModelID == "" {
 		return p.scannerError(compat.StageEnv, "probe: no model id", nil)
+	}
+	if n := req.ranks(); n > MaxDevices || (req.Chips != nil && len(req.Chips) != n) {
+		return p.scannerError(compat.StageEnv, fmt.Sprintf("probe: %d devices on chips %v", n, req.Chips), nil)
+	}
+	if s := req.Sharding; s != "" && s != ShardAuto && s != ShardTP && s != ShardFSDP {
+		return p.scannerError(compat.StageEnv, fmt.Sprintf("probe: sharding %q: want auto, tp or fsdp", s), nil)
 	}
 	// The harness runs in its own working directory: paths must be absolute.
 	if abs, err := filepath.Abs(req.SnapshotDir); err == nil {
@@ -406,17 +456,47 @@ func (r *Runner) probe(ctx context.Context, p *probeRun) compat.Result {
 	}
 	pctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	out := runProc(pctx, r.spec(ctx, wd, req.SnapshotDir, req.args(wd.result)))
+	req.Timeout = timeout
+	spec := r.spec(ctx, wd, req.SnapshotDir, req.args(wd.result), req.Chips)
+	if spec.ranks, err = r.keeperSpec(req, wd, p.target, spec.env); err != nil {
+		return p.scannerError(compat.StageEnv, err.Error(), nil)
+	}
+	oom := watchOOM()
+	out := runProc(pctx, spec)
 	p.wall = out.wall
+	out.oomKiller, out.oomWords = oom.verdict()
 
 	if out.startErr != nil {
 		return p.scannerError(compat.StageEnv, fmt.Sprintf("probe: cannot start %s: %v", r.python, out.startErr), nil)
 	}
+	return p.outcome(ctx, wd, out, timeout)
+}
 
+// outcome turns how the harness ended into the probe's result.
+func (p *probeRun) outcome(ctx context.Context, wd workDir, out procOutcome, timeout time.Duration) compat.Result {
+	r, req := p.r, p.req
+	result := wd.result
+	if req.ranks() > 1 && !out.killed {
+		// A rank other than 0 ended the probe: its failure is the
+		// probe's, whatever rank 0 made of losing its peer. Without a
+		// report (the keeper itself was killed) the keeper's end is what
+		// is known, as for one process.
+		if rep, err := readKeeperReport(wd.status); err == nil {
+			if rank, ok := rep.failedRank(); ok {
+				return p.rankFailed(rank, rep, rankResultFile(wd.result, rank), out)
+			}
+		} else if !errors.Is(err, os.ErrNotExist) {
+			r.log.Warn("probe: the ranks' keeper report is unreadable", "model_id", req.ModelID, "err", err)
+		}
+	}
+
+	if st, ok := out.rankStages[0]; ok && req.ranks() > 1 { // rank 0's own stage
+		out.lastStage = st
+	}
 	// A valid result stands even if the process then failed to exit (a
 	// crash in interpreter teardown, a worker thread that never ends): the
 	// harness writes it atomically, once, after its last stage.
-	res, err := readResult(wd.result)
+	res, err := readResult(result)
 	if err == nil {
 		res, err = p.accept(res, out)
 	}
@@ -439,21 +519,30 @@ func (r *Runner) probe(ctx context.Context, p *probeRun) compat.Result {
 
 // spec is the process that runs the harness with args in wd, on snapshot
 // ("" for none): the keeper with the limits, the scrubbed environment with
-// the run's mark, and the run's confinement.
-func (r *Runner) spec(ctx context.Context, wd workDir, snapshot string, args []string) procSpec {
-	extra := append(slices.Clone(r.cfg.ExtraEnv), r.deviceEnv()...)
+// the run's mark, and the run's confinement. A one-device probe on chips
+// (one) is pinned to it (DeviceEnv); the ranks of a sharded one are pinned
+// by their rank's environment (keeperSpec sets spec.ranks).
+func (r *Runner) spec(ctx context.Context, wd workDir, snapshot string, args []string, chips []int) procSpec {
+	extra := slices.Clone(r.cfg.ExtraEnv)
+	switch {
+	case len(chips) == 1:
+		rt, _ := r.cachedRuntime(compat.TargetTPU)
+		extra = append(extra, DeviceEnv(chips[0], rt.Device)...)
+	case len(chips) == 0:
+		extra = append(extra, r.deviceEnv()...)
+	}
 	env, _ := scrubEnv(r.cfg.Environ, extra, wd.home, wd.tmp, r.preload) // refusals logged by NewRunner
 	mark := rand.Text()
 	env = append(env, probeMarkVar+"="+mark)
-	argv := []string{"-I", "-u", "-B", "-c", keeper,
-		strconv.FormatUint(r.memLimit, 10), strconv.FormatUint(r.nofile, 10), r.script}
 	if r.cfg.HostRoot != "" {
 		args = append(slices.Clone(args), "--host-root", r.cfg.HostRoot)
 	}
 	python, _ := r.confine.interpreter(ctx)
 	spec := procSpec{
 		python: python,
-		args:   append(argv, args...),
+		script: r.script,
+		args:   args,
+		limits: []string{strconv.FormatUint(r.memLimit, 10), strconv.FormatUint(r.nofile, 10)},
 		dir:    wd.cwd,
 		env:    env,
 		grace:  r.cfg.Grace,
@@ -466,9 +555,10 @@ func (r *Runner) spec(ctx context.Context, wd workDir, snapshot string, args []s
 	return spec
 }
 
-// workDir is the private directory of one harness run.
+// workDir is the private directory of one harness run. status is where
+// the keeper of a sharded probe reports how its ranks ended.
 type workDir struct {
-	root, home, tmp, cwd, result string
+	root, home, tmp, cwd, result, status string
 }
 
 func (r *Runner) newWorkDir(kind string) (workDir, error) {
@@ -482,6 +572,7 @@ func (r *Runner) newWorkDir(kind string) (workDir, error) {
 		tmp:    filepath.Join(root, "tmp"),
 		cwd:    filepath.Join(root, "cwd"),
 		result: filepath.Join(root, "result.json"),
+		status: filepath.Join(root, "keeper.json"),
 	}
 	for _, d := range []string{wd.home, wd.tmp, wd.cwd} {
 		if err := os.Mkdir(d, 0o700); err != nil {

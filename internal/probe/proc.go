@@ -81,12 +81,18 @@ func (t *tailBuffer) Bytes() []byte {
 // "stage load".
 var stageRE = regexp.MustCompile(`(?i)(?:\bstage["']?\s*[:=]?\s*["']?|^\s*\[)(env|config|load|forward|numerics|compile|generate)\b`)
 
-// stageTracker remembers the last stage named on a line of stderr. Lines
-// longer than a few hundred bytes are only matched on their start.
+// stageTracker remembers the last stage named on a line of stderr, and for
+// the ranks of a sharded probe, which share that stderr, each rank's last
+// (a line that starts with "[rank N]"). Lines longer than a few hundred
+// bytes are only matched on their start.
 type stageTracker struct {
-	line []byte
-	last compat.Stage
+	line  []byte
+	last  compat.Stage
+	ranks map[int]compat.Stage
 }
+
+// rankLineRE finds the rank a line of a sharded probe's stderr is from.
+var rankLineRE = regexp.MustCompile(`^\s*\[rank (\d{1,3})\]`)
 
 const stageLineMax = 512
 
@@ -113,6 +119,13 @@ func (s *stageTracker) Write(p []byte) (int, error) {
 func (s *stageTracker) endLine() {
 	if st := matchStage(s.line); st != "" {
 		s.last = st
+		if m := rankLineRE.FindSubmatch(s.line); m != nil {
+			if s.ranks == nil {
+				s.ranks = map[int]compat.Stage{}
+			}
+			r, _ := strconv.Atoi(string(m[1]))
+			s.ranks[r] = st
+		}
 	}
 	s.line = s.line[:0]
 }
@@ -153,10 +166,15 @@ func containsFold(b []byte, w string) bool {
 	return false
 }
 
-// procSpec is one harness process to run.
+// procSpec is one harness process to run: the keeper, which applies
+// limits and runs script with args, once or once per rank (ranks, the
+// keeper's RANKS argument; "" for one process).
 type procSpec struct {
 	python string
-	args   []string // after the interpreter's own flags
+	script string
+	args   []string // the harness's
+	limits []string // the keeper's DATA and NOFILE
+	ranks  string
 	dir    string
 	env    []string
 	grace  time.Duration
@@ -166,15 +184,28 @@ type procSpec struct {
 
 // procOutcome is how a harness process ended.
 type procOutcome struct {
-	startErr    error            // the process never started
-	state       *os.ProcessState // nil if it never started
-	killed      bool             // the runner killed it (ctx done: timeout or shutdown)
-	stderrTail  []byte           // last LogTailMax bytes of stderr
-	stdoutBytes int64            // total stdout (discarded)
-	lastStage   compat.Stage     // last stage named on stderr
-	wall        time.Duration    // from start to exit
-	rusage      *syscall.Rusage  // the leader's resource usage (with its reaped children), if known
-	pid         int              // the leader's pid = the group's id
+	startErr    error                // the process never started
+	state       *os.ProcessState     // nil if it never started
+	killed      bool                 // the runner killed it (ctx done: timeout or shutdown)
+	stderrTail  []byte               // last LogTailMax bytes of stderr
+	stdoutBytes int64                // total stdout (discarded)
+	lastStage   compat.Stage         // last stage named on stderr
+	rankStages  map[int]compat.Stage // each rank's last stage, for a sharded probe
+	wall        time.Duration        // from start to exit
+	rusage      *syscall.Rusage      // the leader's resource usage (with its reaped children), if known
+	pid         int                  // the leader's pid = the group's id
+	// oomKiller says whether the kernel's out-of-memory killer killed a
+	// process while the probe ran ("yes", "no", "" when it cannot tell),
+	// oomWords the counter's readings.
+	oomKiller, oomWords string
+}
+
+// argv is the interpreter's command line: the keeper, its arguments, the
+// harness's.
+func (s procSpec) argv() []string {
+	a := append([]string{"-I", "-u", "-B", "-c", keeper}, s.limits...)
+	a = append(a, s.ranks, s.script)
+	return append(a, s.args...)
 }
 
 // runProc runs spec until it exits or ctx is done. The process runs in its
@@ -222,7 +253,7 @@ func startProc(spec procSpec) (*proc, error) {
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(spec.python, spec.args...)
+	cmd := exec.Command(spec.python, spec.argv()...)
 	cmd.Dir, cmd.Env = spec.dir, spec.env
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = devnull, stdoutW, stderrW
 	cmd.SysProcAttr = &syscall.SysProcAttr{
@@ -378,6 +409,7 @@ func (p *proc) finish(killed bool) procOutcome {
 	out.stdoutBytes = p.stdoutBytes
 	out.stderrTail = bytes.Clone(p.tail.Bytes())
 	out.lastStage = p.stages.Stage()
+	out.rankStages = p.stages.ranks
 	return out
 }
 

@@ -3,9 +3,11 @@ package probe
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -119,6 +121,12 @@ func (p *probeRun) accept(res compat.Result, out procOutcome) (compat.Result, er
 // be one the request admits, and a mode the one it asked for. An
 // unresolved target or mode (auto) is dropped for the runner's own.
 func (p *probeRun) check(res *compat.Result) error {
+	if n := p.req.ranks(); res.DevicesUsed != 0 && res.DevicesUsed != n {
+		return fmt.Errorf("devices_used %d on a probe of %d devices", res.DevicesUsed, n)
+	}
+	if res.Sharding != nil && p.req.ranks() == 1 {
+		return fmt.Errorf("sharding %q on a probe of one device", *res.Sharding)
+	}
 	if res.Target == compat.TargetAuto {
 		res.Target = "" // unresolved (it failed before resolving): the runner's resolution stands
 	}
@@ -166,6 +174,7 @@ func (p *probeRun) finish(res compat.Result) compat.Result {
 		res.Target = p.target
 	}
 	res.Revision = p.req.Revision
+	res.DevicesUsed = p.req.ranks()
 	res.TestedAt = p.start.UTC()
 	res.DurationS = time.Since(p.start).Seconds()
 	if res.Task == "" {
@@ -176,6 +185,9 @@ func (p *probeRun) finish(res compat.Result) compat.Result {
 		mode = *res.Mode
 	}
 	res.Repro = compat.Repro(p.req.ModelID, p.req.Revision, res.Target, mode)
+	if n := p.req.ranks(); n > 1 {
+		res.Repro += " --devices " + strconv.Itoa(n)
+	}
 	return res
 }
 
@@ -227,6 +239,45 @@ func (p *probeRun) timeout(limit time.Duration, out procOutcome) compat.Result {
 
 // noResult classifies a harness that exited without writing a result.
 func (p *probeRun) noResult(out procOutcome) compat.Result {
+	return p.died("harness", out.rusage, out)
+}
+
+// rankFailed is the result of a sharded probe that rank (not 0) ended: the
+// result it wrote when it failed, else its death. The keeper exited the way
+// that rank did, so out's state is the rank's.
+func (p *probeRun) rankFailed(rank int, rep keeperReport, resultFile string, out procOutcome) compat.Result {
+	who := fmt.Sprintf("rank %d of %d", rank, rep.Ranks)
+	res, err := readResult(resultFile)
+	if err == nil {
+		err = p.check(&res)
+	}
+	switch {
+	case err == nil && res.Status == compat.StatusPass:
+		return p.scannerError("", "probe: "+who+" wrote a passing result and ended the probe", out.stderrTail)
+	case err == nil:
+		msg := who
+		if res.Message != nil {
+			msg += ": " + *res.Message
+		}
+		res.Message = &msg
+		return p.complete(res, out)
+	case !errors.Is(err, os.ErrNotExist):
+		return p.scannerError("", "probe: "+who+" wrote an invalid result: "+err.Error(), out.stderrTail)
+	}
+	var ru *syscall.Rusage
+	if end, ok := rep.end(rank); ok {
+		ru = &syscall.Rusage{Maxrss: int64(end.MaxRSSBytes / 1024)}
+	}
+	if st, ok := out.rankStages[rank]; ok { // the ranks share stderr: this rank's own stage
+		out.lastStage = st
+	}
+	return p.died(who, ru, out)
+}
+
+// died classifies a harness process (who: "harness", "rank 1 of 2") that
+// ended without a result as out's state says; ru is its resource usage
+// when known.
+func (p *probeRun) died(who string, ru *syscall.Rusage, out procOutcome) compat.Result {
 	st := out.state
 	if code := st.ExitCode(); code == limitsExit {
 		return p.scannerError(compat.StageEnv,
@@ -235,16 +286,23 @@ func (p *probeRun) noResult(out procOutcome) compat.Result {
 	}
 	sig, signalled := signalOf(st)
 	if signalled && out.lastStage == compat.StageEnv {
-		return p.envDeath(signalName(sig), out)
+		return p.envDeath(who, signalName(sig), out)
 	}
-	if marker := harness.OOMMarker(out.stderrTail); marker != "" {
-		how := fmt.Sprintf("exit status %d", st.ExitCode())
-		if signalled {
-			how = "killed by " + signalName(sig)
+	how := fmt.Sprintf("exit status %d", st.ExitCode())
+	if signalled {
+		how = "killed by " + signalName(sig)
+	}
+	oomKilled := signalled && sig == syscall.SIGKILL && out.oomKiller == "yes"
+	if marker := harness.OOMMarker(out.stderrTail); marker != "" || oomKilled {
+		msg := fmt.Sprintf("%s ran out of memory (%s: %q) and wrote no result", who, how, marker)
+		if oomKilled {
+			msg = fmt.Sprintf("%s was killed by the kernel's out-of-memory killer (%s; %s) and wrote no result", who, how, out.oomWords)
 		}
-		msg := fmt.Sprintf("harness ran out of memory (%s: %q) and wrote no result", how, marker)
 		if p.r.memLimit > 0 {
 			msg += fmt.Sprintf("; its data limit was %s", formatBytes(p.r.memLimit))
+		}
+		if ru != nil && ru.Maxrss > 0 {
+			msg += ", peak RSS " + formatBytes(uint64(ru.Maxrss)*1024)
 		}
 		res := p.base(compat.StatusOOM, out.lastStage, compat.ClassOOM, msg, out.stderrTail)
 		res.Signature = compat.Ptr(signature("oom", string(out.lastStage)))
@@ -252,14 +310,19 @@ func (p *probeRun) noResult(out procOutcome) compat.Result {
 	}
 	if signalled {
 		name := signalName(sig)
-		msg := "harness died of " + name
+		msg := who + " died of " + name
 		if out.lastStage != "" {
 			msg += " during stage " + string(out.lastStage)
 		}
 		if sig == syscall.SIGKILL {
-			msg += " (not sent by the scanner: most likely the kernel's out-of-memory killer"
-			if out.rusage != nil {
-				msg += ", peak RSS " + formatBytes(uint64(out.rusage.Maxrss)*1024)
+			switch out.oomKiller {
+			case "no":
+				msg += " (not sent by the scanner, nor by the kernel's out-of-memory killer: " + out.oomWords
+			default:
+				msg += " (not sent by the scanner: most likely the kernel's out-of-memory killer"
+			}
+			if ru != nil {
+				msg += ", peak RSS " + formatBytes(uint64(ru.Maxrss)*1024)
 			}
 			msg += ")"
 		}
@@ -270,7 +333,7 @@ func (p *probeRun) noResult(out procOutcome) compat.Result {
 		res.Signature = compat.Ptr("crash:" + name)
 		return res
 	}
-	msg := fmt.Sprintf("harness wrote no result (exit status %d)", st.ExitCode())
+	msg := fmt.Sprintf("%s wrote no result (exit status %d)", who, st.ExitCode())
 	if l := lastLine(out.stderrTail); l != "" {
 		msg += "; last stderr: " + l
 	}
@@ -286,12 +349,12 @@ func (p *probeRun) noResult(out procOutcome) compat.Result {
 // error, and on an accelerator the device is unavailable (a TPU runtime
 // that CHECK-fails while starting aborts the process: torch_tpu
 // csrc/pjrt/pjrt_state.cc InitializeInternal).
-func (p *probeRun) envDeath(sig string, out procOutcome) compat.Result {
+func (p *probeRun) envDeath(who, sig string, out procOutcome) compat.Result {
 	class := compat.ClassOther
 	if p.target == compat.TargetTPU || p.target == compat.TargetCUDA {
 		class = compat.ClassDeviceUnavail
 	}
-	msg := "harness died of " + sig + " during stage env, before any model was loaded"
+	msg := who + " died of " + sig + " during stage env, before any model was loaded"
 	if l := lastLine(out.stderrTail); l != "" {
 		msg += "; last stderr: " + l
 	}

@@ -129,7 +129,7 @@ func WouldChange(old, new compat.Status) bool {
 
 // Fill fills in what res lacks from the request: the target, revision and
 // task asked for, the time (now), the repro command of the request's mode,
-// and req.Runtime. The runner fills all of these for a probe it ran; a
+// req.Runtime, and one device used. The runner fills all of these for a probe it ran; a
 // result decided without one gets them here.
 func (req Request) Fill(res *compat.Result, now time.Time) {
 	if res.Target == "" {
@@ -149,5 +149,8 @@ func (req Request) Fill(res *compat.Result, now time.Time) {
 	}
 	if res.Runtime == (compat.Runtime{}) {
 		res.Runtime = req.Runtime
+	}
+	if res.DevicesUsed == 0 { // decided without a probe: no device was sharded over
+		res.DevicesUsed = 1
 	}
 }

@@ -121,17 +121,17 @@ func TestFill(t *testing.T) {
 	req.Fill(&empty, now)
 	if empty.Target != compat.TargetTPU || empty.Revision != "abc" || empty.Task != "fill-mask" ||
 		!empty.TestedAt.Equal(now) || empty.TestedAt.Location() != time.UTC || empty.Runtime != rt ||
-		empty.Repro != "scanner probe org/m --revision abc --target tpu --mode full" {
+		empty.Repro != "scanner probe org/m --revision abc --target tpu --mode full" || empty.DevicesUsed != 1 {
 		t.Errorf("filled: %+v", empty)
 	}
 
 	tested := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
 	own := compat.Result{Target: compat.TargetCPU, Revision: "def", Task: "text-generation", TestedAt: tested,
-		Repro: "theirs", Runtime: compat.Runtime{Torch: "2.14.0"}}
+		Repro: "theirs", Runtime: compat.Runtime{Torch: "2.14.0"}, DevicesUsed: 4}
 	want := own
 	req.Fill(&own, now)
 	if own.Target != want.Target || own.Revision != want.Revision || own.Task != want.Task || !own.TestedAt.Equal(tested) ||
-		own.Repro != want.Repro || own.Runtime != want.Runtime {
+		own.Repro != want.Repro || own.Runtime != want.Runtime || own.DevicesUsed != 4 {
 		t.Errorf("a result's own fields changed: %+v, want %+v", own, want)
 	}
 }

@@ -82,3 +82,13 @@ func toInt(x, limit float64) (int64, bool) {
 	}
 	return int64(math.Round(x)), true
 }
+
+// GenerationNamed finds a generation by its name (v5e, v5p, v6e, v7x).
+func GenerationNamed(name string) (Generation, bool) {
+	for _, g := range Generations {
+		if g.Name == name {
+			return g, true
+		}
+	}
+	return Generation{}, false
+}

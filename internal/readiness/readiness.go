@@ -92,12 +92,39 @@ type Input struct {
 // Compute derives readiness. It never fails: what it cannot compute stays
 // nil and a config_incomplete hint says what and why.
 func Compute(in Input) Readiness {
+	r, _ := compute(in)
+	return r
+}
+
+// Shard is what splitting a model over devices needs to know: the bytes
+// min_devices counts (its bf16 weights and one sequence's KV cache; 0 when
+// unknown), and the attention heads a tensor-parallel split must divide
+// evenly (the main stack's query and key/value heads; 0 when unknown).
+type Shard struct {
+	NeedBytes int64
+	Heads     int64
+	KVHeads   int64
+}
+
+// ShardOf is Shard for what Compute reads, by the same rules.
+func ShardOf(in Input) Shard {
+	_, sh := compute(in)
+	return sh
+}
+
+// compute derives readiness and the sharding figures in one pass.
+func compute(in Input) (Readiness, Shard) {
 	s := readShape(in.Config, in.Summary)
 	var r Readiness
 	gaps := r.setParams(s, in.Safetensors)
-	gaps = append(gaps, r.setMemory(s)...)
+	need, memGaps := r.setMemory(s)
+	gaps = append(gaps, memGaps...)
 	r.Hints = hints(s, in, &r, gaps)
-	return r
+	sh := Shard{NeedBytes: need}
+	if st := s.main(); st != nil {
+		sh.Heads, sh.KVHeads = st.heads, st.kvHeads
+	}
+	return r, sh
 }
 
 // setParams fills params and weights_bytes_bf16 from the checkpoint's tensor
@@ -119,8 +146,10 @@ func (r *Readiness) setParams(s *shape, st map[string]int64) []string {
 	return nil
 }
 
-// setMemory fills kv_bytes_per_token and, with the weights, min_devices.
-func (r *Readiness) setMemory(s *shape) []string {
+// setMemory fills kv_bytes_per_token and, with the weights, min_devices; it
+// returns the bytes min_devices counts (0 when not computed) and what could
+// not be computed.
+func (r *Readiness) setMemory(s *shape) (int64, []string) {
 	var gaps []string
 	if per, ok := kvPerToken(s); ok {
 		if v, ok := toInt(per, maxKVPerToken); ok {
@@ -133,7 +162,7 @@ func (r *Readiness) setMemory(s *shape) []string {
 	var ctx int64
 	if s.generative {
 		if s.ctx == 0 {
-			return append(gaps, "min_devices")
+			return 0, append(gaps, "min_devices")
 		}
 		ctx = min(s.ctx, MaxContext)
 		r.ContextTokens = &ctx
@@ -141,13 +170,14 @@ func (r *Readiness) setMemory(s *shape) []string {
 	seq, ok := kvSequence(s, ctx)
 	kv, ok2 := toInt(seq, maxBytes)
 	if !ok || !ok2 || r.KVBytesPerToken == nil || r.WeightsBytesBF16 == nil {
-		return append(gaps, "min_devices")
+		return 0, append(gaps, "min_devices")
 	}
 	if s.generative {
 		r.KVBytesContext = &kv
 	}
-	r.MinDevices = minDevices(*r.WeightsBytesBF16 + kv)
-	return gaps
+	need := *r.WeightsBytesBF16 + kv
+	r.MinDevices = minDevices(need)
+	return need, gaps
 }
 
 // safetensorsTotal sums the elements of every dtype (the Hub's "total" is

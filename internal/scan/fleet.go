@@ -63,7 +63,7 @@ func (s *Scanner) fleetEnvironment(ctx context.Context, opts Options) (compat.Ta
 			"runtime", o.RuntimeKey, "workers", len(o.Workers), "planned_runtime", g.RuntimeKey)
 	}
 	s.log().Info("scan plans for workers", "target", g.Target, "runtime", g.RuntimeKey, "workers", len(g.Workers), "devices", g.Devices)
-	return g.Target, g.Runtime, Host{MemoryBytes: g.MemoryBytes, Probes: g.PerWorker}, nil
+	return g.Target, g.Runtime, Host{MemoryBytes: g.MemoryBytes, Probes: g.PerWorker, DeviceMemory: opts.DeviceMemory}, nil
 }
 
 // queueJobs plans and preflights the models (fetching config.json ahead, as
@@ -139,7 +139,7 @@ func (r *run) newJob(rank int, j *entry) store.NewJob {
 	return store.NewJob{Rank: rank, RuntimeKey: r.runtime.RetestKey(), Job: fleet.Job{
 		ModelID: j.info.ID, Revision: j.info.SHA, Task: j.info.PipelineTag, Target: r.target, Mode: j.plan.Mode,
 		Files: j.files, InputFiles: j.inputs, PlanNote: planNote(j), MemoryBudgetBytes: j.plan.Budget, NoTrain: j.plan.NoTrain,
-		TimeoutS: r.opts.Timeout.Seconds(), Previous: prev,
+		TimeoutS: r.opts.Timeout.Seconds(), Previous: prev, Devices: j.plan.Devices,
 	}}
 }
 

@@ -22,7 +22,10 @@ type Options struct {
 	Mode    compat.Mode   // requested mode (Plan decides full or arch per model)
 	Timeout time.Duration // per probe
 	Force   bool          // retest even when nothing changed
-	Devices int           // probes at once, one per device
+	Devices int           // the host's devices: one probe each, a sharded probe several
+	// DeviceMemory is one device's memory for the plan (--device-memory,
+	// bytes; 0: the device's own), see DevicesOf.
+	DeviceMemory int64
 	// ScanTimeout is the whole scan's deadline (0: none); a scan past it
 	// ends interrupted with ErrScanTimeout.
 	ScanTimeout time.Duration

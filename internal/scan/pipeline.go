@@ -3,7 +3,10 @@ package scan
 import (
 	"context"
 	"sync"
+	"time"
 
+	"github.com/google-pytorch/torchtpu-scanner/internal/chips"
+	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/internal/hub"
 	"github.com/google-pytorch/torchtpu-scanner/internal/probe"
 	"github.com/google-pytorch/torchtpu-scanner/internal/probestep"
@@ -19,8 +22,10 @@ const (
 
 // pipeline fetches files for upcoming models while earlier ones hold the
 // devices: several fetchers prepare models ahead (in a bounded window), the
-// models reach a queue in popularity order, and Devices probe workers drain
-// it; one recorder writes every outcome.
+// models reach a queue in popularity order, and a scheduler hands each the
+// devices it needs (internal/chips: one, or a sharded probe's several; a
+// probe waiting for several is not overtaken by one-device probes) and
+// probes it on them; one recorder writes every outcome.
 func (r *run) pipeline(ctx context.Context, models []hub.ModelInfo) error {
 	// Outcomes are written by one recorder goroutine, off the devices' path;
 	// the hand-off is unbuffered, so a crash loses at most the models in
@@ -37,20 +42,11 @@ func (r *run) pipeline(ctx context.Context, models []hub.ModelInfo) error {
 	}()
 	queue := make(chan *entry, lookahead*r.opts.Devices)
 	var wg sync.WaitGroup
-	for w := range r.opts.Devices {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for j := range queue {
-				if ctx.Err() != nil {
-					continue // stopping: take no more work, drain the queue
-				}
-				if write := r.probe(ctx, wctx, r.s.proberFor(w), j); write != nil {
-					records <- write
-				}
-			}
-		}()
-	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		r.schedule(ctx, queue, func(write func()) { records <- write })
+	}()
 	slots, window, fetched := r.fetchAhead(ctx, models)
 feed:
 	for i, m := range models {
@@ -126,22 +122,67 @@ func (r *run) fetchAhead(ctx context.Context, models []hub.ModelInfo) (slots []c
 	return slots, window, wg.Wait
 }
 
-// proberFor is the prober of device i.
-func (s *Scanner) proberFor(i int) Prober {
-	if i < len(s.DeviceProbers) && s.DeviceProbers[i] != nil {
-		return s.DeviceProbers[i]
+// schedule probes the jobs of queue, each on the devices the pool gives it,
+// in queue order (chips.Assign); at most twice the host's devices of jobs
+// are asked for or running at once, so that later jobs can fill devices a
+// waiting sharded probe does not need, without taking the whole queue. It
+// returns once every job it took is done (stopping, it takes no more).
+func (r *run) schedule(ctx context.Context, queue <-chan *entry, record func(func())) {
+	pool := chips.NewPool(r.opts.Devices)
+	inflight := make(chan struct{}, 2*r.opts.Devices)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wctx := context.WithoutCancel(ctx)
+	for j := range queue {
+		if ctx.Err() != nil {
+			continue // stopping: take no more work, drain the queue
+		}
+		inflight <- struct{}{}
+		ticket, err := pool.Ask(max(j.plan.Devices, 1))
+		if err != nil { // the plan never asks for more devices than the host has
+			<-inflight
+			res := *r.scannerError(j, compat.StageEnv, err).result
+			record(func() { r.record(wctx, j, res, false) })
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-inflight }()
+			held, err := ticket.Wait(ctx)
+			if err != nil {
+				return // stopping
+			}
+			defer pool.Release(held)
+			if write := r.probe(ctx, wctx, held, j); write != nil {
+				record(write)
+			}
+		}()
+	}
+}
+
+// proberFor is the prober of a probe on devices held: a one-device probe's
+// device's (pinned to it), else the host's, which pins each rank of a
+// sharded probe itself (probe.Request.Chips).
+func (s *Scanner) proberFor(held []int) Prober {
+	if len(held) == 1 && held[0] < len(s.DeviceProbers) && s.DeviceProbers[held[0]] != nil {
+		return s.DeviceProbers[held[0]]
 	}
 	return s.Prober
 }
 
-// probe runs the probe step for one model on a device (a rerun confirms a
-// change of status) and returns the write of what stands, for the
-// recorder; nil when shutdown left nothing to write.
-func (r *run) probe(ctx, wctx context.Context, p Prober, j *entry) func() {
-	out := probestep.Probe(ctx, p, r.stepRequest(j), r.s.log())
+// probe runs the probe step for one model on the devices held (a rerun
+// confirms a change of status) and returns the write of what stands, for
+// the recorder; nil when shutdown left nothing to write.
+func (r *run) probe(ctx, wctx context.Context, held []int, j *entry) func() {
+	req := r.stepRequest(j)
+	if len(held) > 1 {
+		req.Devices, req.Chips = len(held), held
+	}
+	out := probestep.Probe(ctx, r.s.proberFor(held), req, r.s.log())
 	for _, run := range out.Runs {
 		r.mu.Lock()
-		r.busy += run.Held
+		r.busy += run.Held * time.Duration(len(held))
 		r.mu.Unlock()
 		if r.hooks.ProbeDone != nil {
 			r.hooks.ProbeDone(run.Result, run.Held)
@@ -171,10 +212,13 @@ func (r *run) stepRequest(j *entry) probestep.Request {
 }
 
 // planNote is what the probe is told of its plan, for its config stage's
-// note: why it is retested, why in this mode, and which input files did
-// not come.
+// note: why it is retested, why in this mode, how it is sharded, and which
+// input files did not come.
 func planNote(j *entry) string {
 	note := j.plan.Reason + "; " + j.plan.ModeReason
+	if j.plan.ShardReason != "" {
+		note += "; " + j.plan.ShardReason
+	}
 	if j.inputsNote != "" {
 		note += "; " + j.inputsNote
 	}

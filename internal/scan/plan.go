@@ -22,6 +22,21 @@ package scan
 // errs towards arch, never towards an oom); an explicit --mode full is
 // declined (too_large) only when even the smaller count does not fit.
 //
+// Sharding: readiness counts the devices of a generation that hold a model
+// (internal/readiness.MinDevices: its bf16 weights and one sequence's KV
+// cache, with 10% headroom, over one device's memory). When that is N > 1
+// and the host has at least N devices, the probe is sharded over the
+// smallest count M ≥ N that the host can run as one slice (a TPU's
+// topologies in internal/harness/devices.json; any count on cpu and cuda)
+// and that divides the model's attention heads and key/value heads
+// (tensor parallelism splits them); when no such M divides them, the
+// smallest slice M ≥ N (the harness then shards with FSDP2). One device's
+// memory is --device-memory when set, else the generation's HBM
+// (readiness.Generations), else what the harness reported; a cpu host
+// has no device memory of its own, so only --device-memory shards there.
+// A sharded probe's memory budget is M devices' on an accelerator; on cpu
+// the ranks share the host, and the budget stays the host's.
+//
 // This is whether one smoke test fits where it runs, not whether a model
 // can be served on a TPU: that is readiness.MinDevices (weights and KV
 // cache in bf16 with its own headroom, over each generation's HBM).
@@ -34,6 +49,7 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/internal/harness"
 	"github.com/google-pytorch/torchtpu-scanner/internal/hub"
+	"github.com/google-pytorch/torchtpu-scanner/internal/readiness"
 )
 
 // torchOverhead is about what importing torch and transformers takes of a
@@ -43,7 +59,52 @@ const torchOverhead = 3 << 29 // 1.5 GiB
 // Host is what the plan knows of the machine.
 type Host struct {
 	MemoryBytes uint64 // physical memory; 0 when unknown
-	Probes      int    // probes that run at once (one per device)
+	Probes      int    // devices, and so probes that run at once (one per device)
+	// DeviceMemory is one device's memory as the operator set it
+	// (--device-memory, bytes); 0 leaves it to the device (DeviceMemory).
+	DeviceMemory int64
+}
+
+// Devices describes the devices of a host for sharding: how many, one's
+// memory and where that figure comes from, and the device counts one
+// probe may shard over (nil: any count up to Count).
+type Devices struct {
+	Count  int
+	Memory int64 // bytes; 0 when unknown (no sharding)
+	Of     string
+	Slices []int
+}
+
+// DevicesOf is the host's devices as the plan counts them: one device's
+// memory is the host's --device-memory when set, else the TPU generation's
+// HBM (readiness.Generations, by the device name the harness reported),
+// else the device memory the harness reported; on cpu only
+// --device-memory gives one (a cpu host has no device memory of its own).
+// A TPU shards over the slices its topologies list (devices.json).
+func DevicesOf(target compat.Target, rt compat.Runtime, h Host) Devices {
+	d := Devices{Count: max(h.Probes, 1)}
+	peak, known := harness.MatchDevicePeak(string(target), rt.Device)
+	if target == compat.TargetTPU {
+		if known {
+			d.Slices = peak.SliceSizes()
+		} else {
+			d.Slices = []int{1} // an unknown TPU: no topology to shard over
+		}
+	}
+	gen, isGen := readiness.GenerationNamed(peak.Generation)
+	switch {
+	case h.DeviceMemory > 0:
+		d.Memory, d.Of = h.DeviceMemory, "--device-memory"
+	case target == compat.TargetCPU:
+		d.Of = "cpu: no device memory (--device-memory sets one)"
+	case known && isGen:
+		d.Memory, d.Of = gen.HBMBytes, gen.Name+" HBM"
+	case rt.DeviceMemGB != nil && *rt.DeviceMemGB > 0:
+		d.Memory, d.Of = int64(*rt.DeviceMemGB*(1<<30)), string(target)+": device memory"
+	default:
+		d.Of = string(target) + ": device memory unknown"
+	}
+	return d
 }
 
 // ProbeMemLimit is each harness process's memory limit (its RLIMIT_DATA):
@@ -57,8 +118,10 @@ func ProbeMemLimit(h Host) uint64 {
 // and where that figure comes from; 0 when unknown. On cpu the model and
 // its reference share the host with everything else: a quarter of the
 // host's memory, and never more than the probe's memory limit leaves once
-// torch is imported. On an accelerator it is the device's memory, as the
-// harness reported it in the runtime.
+// torch is imported (--device-memory does not change it: it sizes devices
+// for sharding only). On an accelerator it is one device's memory:
+// --device-memory when set, else as the harness reported it in the
+// runtime.
 func Budget(target compat.Target, rt compat.Runtime, h Host) (int64, string) {
 	if target == compat.TargetCPU {
 		if h.MemoryBytes == 0 {
@@ -70,6 +133,9 @@ func Budget(target compat.Target, rt compat.Runtime, h Host) (int64, string) {
 			return max(limit, 0), "cpu: the probe's memory limit less torch's own share"
 		}
 		return quarter, "cpu: a quarter of host memory"
+	}
+	if h.DeviceMemory > 0 {
+		return h.DeviceMemory, string(target) + ": --device-memory"
 	}
 	if rt.DeviceMemGB != nil && *rt.DeviceMemGB > 0 {
 		return int64(*rt.DeviceMemGB * (1 << 30)), string(target) + ": device memory"
@@ -148,6 +214,10 @@ type Input struct {
 	Force    bool           // retest whatever the previous result
 	Budget   int64          // Budget's figure; 0 when unknown
 	BudgetOf string         // Budget's source, for the reason
+	// Devices are the host's (DevicesOf), Model what sharding needs to
+	// know of the model (readiness.ShardOf; zero when unknown).
+	Devices Devices
+	Model   readiness.Shard
 }
 
 // Decision is what Plan decided for one model.
@@ -164,8 +234,14 @@ type Decision struct {
 	// may change with them (ask the Hub, and plan again).
 	AskSizes bool
 	// Budget is the memory budget the probe runs against (bytes; 0 when
-	// unknown).
+	// unknown): a sharded probe's on an accelerator is its devices'.
 	Budget int64
+	// Devices is how many devices the probe holds: 1, or the count it is
+	// sharded over. Set whenever Retest is.
+	Devices int
+	// ShardReason says why the probe is sharded, or why a model that
+	// needs several devices is not ("" when it fits one).
+	ShardReason string
 	// Reason says, for people, why the model is retested or not;
 	// ModeReason why this mode (or the decline's message). The scan logs
 	// both and hands them to the harness, which notes them in its result.
@@ -180,10 +256,51 @@ func Plan(in Input) Decision {
 	d := Decision{Budget: in.Budget}
 	d.Retest, d.Reason = retest(in)
 	if d.Retest {
+		d.Devices, d.ShardReason = shard(in)
+		if d.Devices > 1 && in.Target != compat.TargetCPU && in.Budget > 0 {
+			d.Budget = in.Budget * int64(d.Devices)
+			in.Budget, in.BudgetOf = d.Budget, fmt.Sprintf("%d devices' %s", d.Devices, in.BudgetOf)
+		}
 		d.Mode, d.Decline, d.AskSizes, d.ModeReason = chooseMode(in)
 		d.NoTrain = trainRule(in, d.Mode)
 	}
 	return d
+}
+
+// shard holds the sharding rule (see the file's comment): how many devices
+// the probe holds, and why.
+func shard(in Input) (int, string) {
+	dev, m := in.Devices, in.Model
+	if m.NeedBytes <= 0 || dev.Memory <= 0 {
+		return 1, ""
+	}
+	n := readiness.MinDevices(m.NeedBytes, readiness.Generation{HBMBytes: dev.Memory})
+	if n <= 1 {
+		return 1, ""
+	}
+	needs := fmt.Sprintf("needs %d devices of %s (%s)", n, size(dev.Memory), dev.Of)
+	if n > dev.Count {
+		return 1, fmt.Sprintf("%s; the host has %d: probed on one device", needs, dev.Count)
+	}
+	var fits []int // slice sizes from n to the host's devices
+	for c := n; c <= dev.Count; c++ {
+		if dev.Slices == nil || slices.Contains(dev.Slices, c) {
+			fits = append(fits, c)
+		}
+	}
+	if len(fits) == 0 {
+		return 1, fmt.Sprintf("%s; no slice of %d to %d devices on this host (slices %v): probed on one device", needs, n, dev.Count, dev.Slices)
+	}
+	if m.Heads <= 0 || m.KVHeads <= 0 {
+		return fits[0], fmt.Sprintf("%s: sharded over %d (its attention heads are unknown)", needs, fits[0])
+	}
+	for _, c := range fits {
+		if m.Heads%int64(c) == 0 && m.KVHeads%int64(c) == 0 {
+			return c, fmt.Sprintf("%s: sharded over %d, which divides its %d heads and %d key/value heads", needs, c, m.Heads, m.KVHeads)
+		}
+	}
+	return fits[0], fmt.Sprintf("%s: sharded over %d; no count up to %d divides its %d heads and %d key/value heads (tensor parallelism cannot split them; FSDP can)",
+		needs, fits[0], dev.Count, m.Heads, m.KVHeads)
 }
 
 // retest holds the retest rules: a model is tested again unless its latest
@@ -257,6 +374,14 @@ func chooseMode(in Input) (mode compat.Mode, decline compat.Reason, askSizes boo
 }
 
 func gib(b int64) string { return fmt.Sprintf("%.2f GiB", float64(b)/(1<<30)) }
+
+// size is gib, or whole MiB below 1 GiB (a --device-memory of tests).
+func size(b int64) string {
+	if b < 1<<30 {
+		return fmt.Sprintf("%d MiB", b>>20)
+	}
+	return gib(b)
+}
 
 func short(sha string) string { return sha[:min(len(sha), 12)] }
 

@@ -1,11 +1,13 @@
 package scan
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/internal/harness"
+	"github.com/google-pytorch/torchtpu-scanner/internal/readiness"
 )
 
 const gb = int64(1) << 30
@@ -167,6 +169,8 @@ func TestBudget(t *testing.T) {
 		{"tpu: device memory", compat.TargetTPU, gib(32), Host{MemoryBytes: 64 << 30, Probes: 1}, 32 * gb, "tpu: device memory"},
 		{"cuda: device memory", compat.TargetCUDA, gib(80), Host{MemoryBytes: 64 << 30, Probes: 4}, 80 * gb, "cuda: device memory"},
 		{"tpu: device memory unknown", compat.TargetTPU, compat.Runtime{}, Host{MemoryBytes: 64 << 30, Probes: 1}, 0, "unknown"},
+		{"tpu: --device-memory", compat.TargetTPU, gib(32), Host{MemoryBytes: 64 << 30, Probes: 1, DeviceMemory: 30 << 30}, 30 * gb, "--device-memory"},
+		{"cpu: --device-memory sizes devices only", compat.TargetCPU, compat.Runtime{}, Host{MemoryBytes: 64 << 30, Probes: 1, DeviceMemory: 48 << 20}, 16 * gb, "a quarter of host memory"},
 	}
 	for _, tt := range tests {
 		got, of := Budget(tt.target, tt.rt, tt.host)
@@ -248,6 +252,112 @@ func TestPlanTrain(t *testing.T) {
 		}
 		if tc.skip && !strings.Contains(d.NoTrain, "AdamW state") {
 			t.Errorf("%s: reason %q", tc.name, d.NoTrain)
+		}
+	}
+}
+
+// TestPlanShard has one row per sharding rule. Each need is worked by hand
+// with readiness's rule: ceil(need × 1.1 / one device's memory) devices.
+func TestPlanShard(t *testing.T) {
+	const mib = int64(1) << 20
+	cpu2 := Devices{Count: 2, Memory: 48 * mib, Of: "--device-memory"}
+	v6e := func(n int) Devices { return Devices{Count: n, Memory: 32 * gb, Of: "v6e HBM", Slices: []int{1, 4, 8}} }
+	tests := []struct {
+		name    string
+		devices Devices
+		model   readiness.Shard
+		want    int
+		why     string
+	}{
+		// 60 MiB × 1.1 = 66 MiB over 48 MiB devices: 2, which divides 4 heads and 2 K/V heads.
+		{"needs two of two", cpu2, readiness.Shard{NeedBytes: 60 * mib, Heads: 4, KVHeads: 2}, 2, "sharded over 2, which divides its 4 heads and 2 key/value heads"},
+		// 40 MiB × 1.1 = 44 MiB: one device holds it.
+		{"fits one device", cpu2, readiness.Shard{NeedBytes: 40 * mib, Heads: 4, KVHeads: 2}, 1, ""},
+		{"needs more than the host has", Devices{Count: 1, Memory: 48 * mib, Of: "--device-memory"},
+			readiness.Shard{NeedBytes: 60 * mib, Heads: 4, KVHeads: 2}, 1, "needs 2 devices of 48 MiB (--device-memory); the host has 1: probed on one device"},
+		// 100 MiB × 1.1 = 110 MiB: 3 devices; 3 divides 6.
+		{"the smallest count that holds it", Devices{Count: 8, Memory: 48 * mib}, readiness.Shard{NeedBytes: 100 * mib, Heads: 6, KVHeads: 6}, 3, "sharded over 3"},
+		// 3 devices hold it, but 3 does not divide 4 heads: 4 does.
+		{"the smallest count that divides the heads", Devices{Count: 8, Memory: 48 * mib}, readiness.Shard{NeedBytes: 100 * mib, Heads: 4, KVHeads: 4}, 4, "sharded over 4, which divides"},
+		// 200 MiB × 1.1 / 48 MiB = 4.6: 5 devices; none of 5 to 8 divides 4 heads (and 2 K/V heads).
+		{"no count divides the heads: FSDP", Devices{Count: 8, Memory: 48 * mib}, readiness.Shard{NeedBytes: 200 * mib, Heads: 4, KVHeads: 2}, 5, "no count up to 8 divides its 4 heads and 2 key/value heads"},
+		{"heads unknown", cpu2, readiness.Shard{NeedBytes: 60 * mib}, 2, "its attention heads are unknown"},
+		// 40 GiB × 1.1 = 44 GiB over 32 GiB: 2, but a v6e host runs slices of 1, 4 and 8.
+		{"a TPU shards over its slices only", v6e(8), readiness.Shard{NeedBytes: 40 * gb, Heads: 32, KVHeads: 8}, 4, "sharded over 4"},
+		{"no slice between need and host", v6e(2), readiness.Shard{NeedBytes: 40 * gb, Heads: 32, KVHeads: 8}, 1, "no slice of 2 to 2 devices on this host"},
+		{"device memory unknown", Devices{Count: 8}, readiness.Shard{NeedBytes: 40 * gb, Heads: 32, KVHeads: 8}, 1, ""},
+		{"model size unknown", v6e(8), readiness.Shard{Heads: 32, KVHeads: 8}, 1, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := Plan(Input{SHA: "s1", Runtime: runtimeA, Target: compat.TargetCPU, Mode: compat.ModeArch,
+				Budget: 16 * gb, BudgetOf: "test", Devices: tt.devices, Model: tt.model})
+			if d.Devices != tt.want || !strings.Contains(d.ShardReason, tt.why) || (tt.why == "") != (d.ShardReason == "") {
+				t.Errorf("devices %d (%q), want %d (%q)", d.Devices, d.ShardReason, tt.want, tt.why)
+			}
+		})
+	}
+	// Unchanged: no probe, no devices.
+	d := Plan(Input{SHA: "s1", Previous: prevResult(compat.StatusPass, "s1", runtimeA, compat.ModeArch), Runtime: runtimeA,
+		Target: compat.TargetCPU, Mode: compat.ModeAuto, Devices: cpu2, Model: readiness.Shard{NeedBytes: 60 * mib, Heads: 4, KVHeads: 2}})
+	if d.Retest || d.Devices != 0 {
+		t.Errorf("unchanged model: retest %v devices %d", d.Retest, d.Devices)
+	}
+}
+
+// TestPlanShardBudget: a sharded probe's budget on an accelerator is its
+// devices' together, and the mode is chosen against it; on cpu the ranks
+// share the host, whose budget stays.
+func TestPlanShardBudget(t *testing.T) {
+	// A 40 GiB checkpoint holds at most 2^34·5/... : 40 GiB / 2 bytes = 20 Gi params;
+	// on tpu × 2 bytes × 1.2 + 512 MiB = 48.5 GiB: over one v6e's 32 GiB, within four's 128.
+	ckpt := Weights{Files: []string{"model-00001-of-00009.safetensors", "model.safetensors.index.json"}, Bytes: 40 * gb}
+	model := readiness.Shard{NeedBytes: 40 * gb, Heads: 32, KVHeads: 8}
+	v6e := Devices{Count: 8, Memory: 32 * gb, Of: "v6e HBM", Slices: []int{1, 4, 8}}
+	d := Plan(Input{SHA: "s1", Runtime: runtimeA, Target: compat.TargetTPU, Mode: compat.ModeAuto, Weights: ckpt,
+		Budget: 32 * gb, BudgetOf: "tpu: device memory", Devices: v6e, Model: model})
+	if d.Devices != 4 || d.Budget != 128*gb || d.Mode != compat.ModeFull || !strings.Contains(d.ModeReason, "4 devices' tpu: device memory") {
+		t.Errorf("tpu: devices %d budget %d mode %s (%s), want 4, 128 GiB, full", d.Devices, d.Budget, d.Mode, d.ModeReason)
+	}
+	one := Plan(Input{SHA: "s1", Runtime: runtimeA, Target: compat.TargetTPU, Mode: compat.ModeAuto, Weights: ckpt,
+		Budget: 32 * gb, BudgetOf: "tpu: device memory", Devices: Devices{Count: 1, Memory: 32 * gb}, Model: model})
+	if one.Devices != 1 || one.Budget != 32*gb || one.Mode != compat.ModeArch {
+		t.Errorf("one device: devices %d budget %d mode %s, want 1, 32 GiB, arch", one.Devices, one.Budget, one.Mode)
+	}
+	cpu := Plan(Input{SHA: "s1", Runtime: runtimeA, Target: compat.TargetCPU, Mode: compat.ModeAuto, Weights: ckpt,
+		Budget: 16 * gb, BudgetOf: "cpu", Devices: Devices{Count: 2, Memory: 32 * gb}, Model: model})
+	if cpu.Devices != 2 || cpu.Budget != 16*gb {
+		t.Errorf("cpu: devices %d budget %d, want 2 and the host's 16 GiB", cpu.Devices, cpu.Budget)
+	}
+}
+
+// TestDevicesOf: one device's memory comes from --device-memory, else the
+// TPU generation's HBM, else what the harness reported; a cpu host has
+// none of its own; a TPU shards over its topologies' slices.
+func TestDevicesOf(t *testing.T) {
+	gib := func(f float64) *float64 { return &f }
+	tests := []struct {
+		name   string
+		target compat.Target
+		rt     compat.Runtime
+		host   Host
+		mem    int64
+		of     string
+		slices []int
+	}{
+		{"cpu has no device memory", compat.TargetCPU, compat.Runtime{Device: "Intel Xeon", DeviceMemGB: gib(64)}, Host{Probes: 2}, 0, "cpu: no device memory", nil},
+		{"cpu with --device-memory", compat.TargetCPU, compat.Runtime{}, Host{Probes: 2, DeviceMemory: 48 << 20}, 48 << 20, "--device-memory", nil},
+		{"v6e: its HBM", compat.TargetTPU, compat.Runtime{Device: "TPU v6e", DeviceMemGB: gib(31.2)}, Host{Probes: 8}, 32 * gb, "v6e HBM", []int{1, 4, 8}},
+		{"v6e with --device-memory", compat.TargetTPU, compat.Runtime{Device: "TPU v6e"}, Host{Probes: 8, DeviceMemory: 30 * gb}, 30 * gb, "--device-memory", []int{1, 4, 8}},
+		{"v7: a device is half a chip", compat.TargetTPU, compat.Runtime{Device: "TPU v7"}, Host{Probes: 8}, 96 * gb, "v7x HBM", []int{2, 4, 8}},
+		{"an unknown TPU", compat.TargetTPU, compat.Runtime{Device: "TPU v9", DeviceMemGB: gib(50)}, Host{Probes: 4}, 50 * gb, "tpu: device memory", []int{1}},
+		{"cuda: reported memory", compat.TargetCUDA, compat.Runtime{Device: "NVIDIA H200", DeviceMemGB: gib(140)}, Host{Probes: 2}, 140 * gb, "cuda: device memory", nil},
+		{"cuda: unknown", compat.TargetCUDA, compat.Runtime{Device: "NVIDIA H200"}, Host{Probes: 2}, 0, "unknown", nil},
+	}
+	for _, tt := range tests {
+		d := DevicesOf(tt.target, tt.rt, tt.host)
+		if d.Memory != tt.mem || !strings.Contains(d.Of, tt.of) || !slices.Equal(d.Slices, tt.slices) || d.Count != tt.host.Probes {
+			t.Errorf("%s: %+v, want memory %d (%s), slices %v, count %d", tt.name, d, tt.mem, tt.of, tt.slices, tt.host.Probes)
 		}
 	}
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/internal/preflight"
 	"github.com/google-pytorch/torchtpu-scanner/internal/probe"
 	"github.com/google-pytorch/torchtpu-scanner/internal/probestep"
+	"github.com/google-pytorch/torchtpu-scanner/internal/readiness"
 	"github.com/google-pytorch/torchtpu-scanner/internal/scanlock"
 	"github.com/google-pytorch/torchtpu-scanner/store"
 )
@@ -51,8 +52,9 @@ type Scanner struct {
 	Hub    HubClient
 	Prober Prober
 	// DeviceProbers, when set, holds one prober per device (each pinned to
-	// its device); worker i probes with DeviceProbers[i]. Prober still
-	// answers Env.
+	// its device): a one-device probe on device i probes with
+	// DeviceProbers[i]; a sharded probe with Prober, which pins its ranks
+	// itself. Prober still answers Env.
 	DeviceProbers []Prober
 	Store         Store
 	CacheDir      string
@@ -126,6 +128,7 @@ type run struct {
 	host     Host
 	budget   int64
 	budgetOf string
+	devices  Devices // the host's, for sharding (DevicesOf)
 
 	mu        sync.Mutex
 	jobs      store.JobCounts       // the fleet's share of the scan (fleet.go)
@@ -204,7 +207,7 @@ func (s *Scanner) environment(ctx context.Context, opts Options) (compat.Target,
 		return "", rt, Host{}, fmt.Errorf("scan: probe environment: %w", err)
 	}
 	mem, _ := probe.PhysicalMemory() // 0 when unknown: Budget says so
-	return target, rt, Host{MemoryBytes: mem, Probes: opts.Devices}, nil
+	return target, rt, Host{MemoryBytes: mem, Probes: opts.Devices, DeviceMemory: opts.DeviceMemory}, nil
 }
 
 func (r *run) execute(ctx context.Context) error {
@@ -214,6 +217,7 @@ func (r *run) execute(ctx context.Context) error {
 		log.Info("no TPU found: --target auto runs on "+string(target), "target", target, "device", r.runtime.Device)
 	}
 	r.budget, r.budgetOf = Budget(target, r.runtime, r.host)
+	r.devices = DevicesOf(target, r.runtime, r.host)
 
 	models, invalid, err := r.discover(ctx)
 	if err != nil {
@@ -233,7 +237,8 @@ func (r *run) execute(ctx context.Context) error {
 	}
 	r.scan.Planned = len(models)
 	log.Info("scan planned", "models", len(models), "target", target, "mode", r.opts.Mode, "devices", r.opts.Devices,
-		"budget_gib", float64(r.budget)/(1<<30), "budget_of", r.budgetOf)
+		"budget_gib", float64(r.budget)/(1<<30), "budget_of", r.budgetOf,
+		"device_memory_gib", float64(r.devices.Memory)/(1<<30), "device_memory_of", r.devices.Of)
 	if err := r.s.Store.UpdateScanProgress(ctx, r.scan.ID, len(models), 0, 0, 0); err != nil {
 		return fmt.Errorf("scan: progress: %w", err)
 	}
@@ -256,8 +261,9 @@ func (r *run) prepareEntry(ctx context.Context, m hub.ModelInfo) *entry {
 	} else if !errors.Is(err, store.ErrNotFound) {
 		return r.scannerError(j, compat.StageEnv, fmt.Errorf("read previous result: %w", err))
 	}
+	known, _ := r.readinessInput(m, nil) // what sharding can know before config.json comes
 	in := Input{SHA: m.SHA, Previous: j.previous, Runtime: r.runtime, Target: r.target, Mode: r.opts.Mode,
-		Force: r.opts.Force, Budget: r.budget, BudgetOf: r.budgetOf}
+		Force: r.opts.Force, Budget: r.budget, BudgetOf: r.budgetOf, Devices: r.devices, Model: readiness.ShardOf(known)}
 	in.Weights.Files, in.Weights.Bytes = hub.WeightFiles(m.Siblings)
 	if j.plan = Plan(in); !j.plan.Retest {
 		return nil
@@ -281,7 +287,7 @@ func (r *run) prepareEntry(ctx context.Context, m hub.ModelInfo) *entry {
 	if j.plan.Decline != "" && len(m.Siblings) > 0 {
 		return r.declined(j)
 	}
-	return r.fetch(ctx, j, listed)
+	return r.fetch(ctx, j, listed, in)
 }
 
 // weightSizes asks the Hub for the sizes of this revision's weights, which
@@ -296,30 +302,17 @@ func (r *run) weightSizes(ctx context.Context, m hub.ModelInfo, w Weights) Weigh
 	return w
 }
 
-// fetch downloads config.json (and, in full mode, the weights and the
-// tokenizer and processor files) and runs preflight again on what came.
-func (r *run) fetch(ctx context.Context, j *entry, cand preflight.Candidate) *entry {
+// fetch downloads config.json, plans again with the model's sizes from it
+// (sharding: readiness.ShardOf), runs preflight again on it, and, in full
+// mode, downloads the weights and the tokenizer and processor files.
+func (r *run) fetch(ctx context.Context, j *entry, cand preflight.Candidate, in Input) *entry {
 	m := j.info
-	j.files = []string{"config.json"}
-	full := j.plan.Mode == compat.ModeFull && j.plan.Decline == ""
-	if full {
-		j.files = append(j.files, j.weights.Files...)
-		j.inputs = hub.InputFiles(m.Siblings)
-	}
-	// With a fleet, workers fetch the files they probe; the server reads
-	// config.json for preflight only and never holds the weights.
-	download := j.files
-	if r.s.Fleet != nil {
-		download = j.files[:1]
-	}
 	dir := hub.SnapshotDir(r.s.CacheDir, m.ID, m.SHA)
-	if r.opts.Source != "cache" { // a cache source has its files already
+	local := r.opts.Source != "cache" // a cache source has its files already
+	if local {
 		var err error
-		if dir, err = r.s.Hub.Download(ctx, m.ID, m.SHA, download); err != nil {
+		if dir, err = r.s.Hub.Download(ctx, m.ID, m.SHA, []string{"config.json"}); err != nil {
 			return r.fetchFailed(j, err)
-		}
-		if full && r.s.Fleet == nil { // a worker fetches its own
-			j.inputsNote = probestep.FetchInputs(ctx, r.s.Hub, r.s.log(), m.ID, m.SHA, j.inputs)
 		}
 	}
 	j.snapshot = dir
@@ -328,12 +321,31 @@ func (r *run) fetch(ctx context.Context, j *entry, cand preflight.Candidate) *en
 		return r.decided(j, probestep.FetchFailed(cand.ConfigErr))
 	}
 	j.config = cand.Config
+	if cand.Config != nil {
+		if sh := readiness.ShardOf(readiness.Input{Config: cand.Config, Safetensors: m.Safetensors}); sh != in.Model {
+			in.Model = sh
+			j.plan = Plan(in)
+		}
+	}
 	cand.Mode = j.plan.Mode
 	if res := preflight.Preflight(cand); res != nil {
 		return r.decided(j, *res)
 	}
 	if j.plan.Decline != "" {
 		return r.declined(j)
+	}
+	j.files = []string{"config.json"}
+	if j.plan.Mode == compat.ModeFull {
+		j.files = append(j.files, j.weights.Files...)
+		j.inputs = hub.InputFiles(m.Siblings)
+		// With a fleet, workers fetch the files they probe; the server
+		// reads config.json for preflight only and never holds weights.
+		if local && r.s.Fleet == nil {
+			if _, err := r.s.Hub.Download(ctx, m.ID, m.SHA, j.weights.Files); err != nil {
+				return r.fetchFailed(j, err)
+			}
+			j.inputsNote = probestep.FetchInputs(ctx, r.s.Hub, r.s.log(), m.ID, m.SHA, j.inputs)
+		}
 	}
 	return j
 }

@@ -140,13 +140,15 @@ func (f *fakeServer) grant(req fleet.LeaseRequest) []fleet.Lease {
 	now := time.Now()
 	f.expireLocked(now)
 	var out []fleet.Lease
+	var cands []*fakeJob
+	var need []int
 	for _, j := range f.jobs {
-		if len(out) == req.Max {
-			break
+		if j.st.State == fleet.Queued && (f.ignoreMatch || fleet.Holds(j.job.Key(testRuntime.RetestKey()), req.Worker)) {
+			cands, need = append(cands, j), append(need, j.job.Chips())
 		}
-		if j.st.State != fleet.Queued || (!f.ignoreMatch && !fleet.Matches(j.job.Target, testRuntime.RetestKey(), req.Worker)) {
-			continue
-		}
+	}
+	for _, i := range fleet.Pick(need, req.Max) {
+		j := cands[i]
 		id := fmt.Sprintf("lease-%d-%d", j.id, j.st.Attempts+1)
 		st, err := fleet.Grant(j.st, id, req.Worker.ID, now, f.ttl)
 		if err != nil {
@@ -299,6 +301,8 @@ type fakeProber struct {
 	reqs    map[string]probe.Request // the last request per model
 	running int
 	peak    int
+	devices int // devices the running probes hold
+	peakDev int
 }
 
 func (p *fakeProber) Env(ctx context.Context, target compat.Target) (compat.Target, compat.Runtime, error) {
@@ -321,8 +325,10 @@ func (p *fakeProber) Probe(ctx context.Context, req probe.Request) compat.Result
 	p.reqs[req.ModelID] = req
 	p.running++
 	p.peak = max(p.peak, p.running)
+	p.devices += max(req.Devices, 1)
+	p.peakDev = max(p.peakDev, p.devices)
 	p.mu.Unlock()
-	defer func() { p.mu.Lock(); p.running--; p.mu.Unlock() }()
+	defer func() { p.mu.Lock(); p.running--; p.devices -= max(req.Devices, 1); p.mu.Unlock() }()
 	if p.started != nil {
 		p.started <- req.ModelID
 	}
@@ -341,7 +347,7 @@ func (p *fakeProber) Probe(ctx context.Context, req probe.Request) compat.Result
 		st = p.status(req.ModelID, call)
 	}
 	return compat.Result{Target: req.Target, Status: st, Stage: compat.Ptr(compat.StageGenerate), Mode: compat.Ptr(req.Mode),
-		Revision: req.Revision, TestedAt: time.Now().UTC(), Runtime: testRuntime}
+		Revision: req.Revision, TestedAt: time.Now().UTC(), Runtime: testRuntime, DevicesUsed: max(req.Devices, 1)}
 }
 
 func (p *fakeProber) callsOf(model string) int {

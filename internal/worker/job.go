@@ -7,30 +7,50 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/google-pytorch/torchtpu-scanner/internal/chips"
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/internal/fleet"
 	"github.com/google-pytorch/torchtpu-scanner/internal/probe"
 	"github.com/google-pytorch/torchtpu-scanner/internal/probestep"
 )
 
-// runJob runs one leased job on device slot: fetch, probe (rerun to
-// confirm a change), post the result. hard ends when the worker's grace
-// after SIGTERM is over; a probe cut short then gives its lease back.
-func (w *Worker) runJob(hard context.Context, slot int, l fleet.Lease) {
-	ctx, cancel := context.WithCancel(hard)
-	defer cancel()
+// hold registers a lease as held (the heartbeats renew it; a lost one is
+// cancelled).
+func (w *Worker) hold(l fleet.Lease, cancel context.CancelFunc) *heldLease {
 	h := &heldLease{lease: l, cancel: cancel}
 	w.mu.Lock()
 	w.held[l.ID] = h
 	w.mu.Unlock()
-	defer func() {
-		w.mu.Lock()
-		delete(w.held, l.ID)
-		w.mu.Unlock()
-	}()
+	return h
+}
+
+func (w *Worker) unhold(l fleet.Lease) {
+	w.mu.Lock()
+	delete(w.held, l.ID)
+	w.mu.Unlock()
+}
+
+// runJob runs one leased job on the devices ticket brings (the lease is
+// held, and renewed, while it waits for them): fetch, probe (rerun to
+// confirm a change), post the result. hard ends when the worker's grace
+// after SIGTERM is over; a probe cut short, or still waiting for its
+// devices, then gives its lease back.
+func (w *Worker) runJob(hard context.Context, pool *chips.Pool, ticket *chips.Ticket, l fleet.Lease) {
+	ctx, cancel := context.WithCancel(hard)
+	defer cancel()
+	h := w.hold(l, cancel)
+	defer w.unhold(l)
+	held, err := ticket.Wait(ctx)
+	if err != nil {
+		if !h.lost.Load() {
+			w.giveBack(l, "worker stopping")
+		}
+		return
+	}
+	defer pool.Release(held)
 	w.running.Add(1)
 	defer w.running.Add(-1)
-	log := w.log.With("model", l.Job.ModelID, "lease_id", l.ID, "attempt", l.Attempt, "device", slot)
+	log := w.log.With("model", l.Job.ModelID, "lease_id", l.ID, "attempt", l.Attempt, "devices", held)
 	log.Info("job leased")
 
 	if err := checkJob(l.Job, w.self.Target); err != nil {
@@ -39,7 +59,7 @@ func (w *Worker) runJob(hard context.Context, slot int, l fleet.Lease) {
 		w.post(h, w.scannerError(l.Job, err), false)
 		return
 	}
-	out := w.execute(ctx, slot, l.Job)
+	out := w.execute(ctx, held, l.Job)
 	switch {
 	case h.lost.Load():
 		log.Info("job dropped: its lease was lost")
@@ -68,10 +88,18 @@ func checkJob(j fleet.Job, target compat.Target) error {
 	return nil
 }
 
-// execute fetches the job's files and runs the probe step on device slot
-// (probestep.Probe: a status change is confirmed by a rerun).
-func (w *Worker) execute(ctx context.Context, slot int, j fleet.Job) probestep.Outcome {
+// execute fetches the job's files and runs the probe step on the devices
+// held (probestep.Probe: a status change is confirmed by a rerun): a
+// one-device job with that device's prober, a sharded one with the host's,
+// which pins each rank itself (probe.Request.Chips).
+func (w *Worker) execute(ctx context.Context, held []int, j fleet.Job) probestep.Outcome {
 	req := w.stepRequest(j)
+	prober := w.env
+	if len(held) == 1 {
+		prober = w.probers[held[0]]
+	} else {
+		req.Devices, req.Chips = len(held), held
+	}
 	dir, err := w.fetch.Download(ctx, j.ModelID, j.Revision, j.Files)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -85,7 +113,7 @@ func (w *Worker) execute(ctx context.Context, slot int, j fleet.Job) probestep.O
 	if missed := probestep.FetchInputs(ctx, w.fetch, w.log, j.ModelID, j.Revision, j.InputFiles); missed != "" {
 		req.PlanNote += "; " + missed
 	}
-	return probestep.Probe(ctx, w.probers[slot], req, w.log)
+	return probestep.Probe(ctx, prober, req, w.log)
 }
 
 // stepRequest is the probe step of a job, without its snapshot: its

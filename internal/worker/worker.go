@@ -18,6 +18,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/google-pytorch/torchtpu-scanner/internal/chips"
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/internal/config"
 	"github.com/google-pytorch/torchtpu-scanner/internal/fleet"
@@ -227,27 +228,26 @@ func (w *Worker) seen(ok bool) {
 	}
 }
 
-// leaseLoop asks for as many jobs as there are free devices and starts
-// each granted one on a free device, until ctx ends.
+// leaseLoop asks for jobs for the devices free (a sharded job takes
+// several; the server picks by fleet.Pick) and runs each granted one on the
+// devices the pool gives it (internal/chips: a job waiting for several
+// devices is not overtaken), until ctx ends. It asks again when devices
+// free up and no granted job still waits for its own.
 func (w *Worker) leaseLoop(ctx, hard context.Context, jobs *sync.WaitGroup) {
-	free := make(chan int, len(w.probers))
-	for i := range w.probers {
-		free <- i
-	}
+	pool := chips.NewPool(len(w.probers))
+	freed := make(chan struct{}, 1)
 	for failures := 0; ; {
-		var slots []int
-		select {
-		case s := <-free:
-			slots = append(slots, s)
-		case <-ctx.Done():
-			return
-		}
-		slots = append(slots, drain(free)...)
-		leases, err := w.api.lease(ctx, w.self, len(slots), w.cfg.Wait)
-		if err != nil {
-			for _, s := range slots {
-				free <- s
+		free := pool.Available()
+		if free == 0 {
+			select {
+			case <-freed:
+				continue
+			case <-ctx.Done():
+				return
 			}
+		}
+		leases, err := w.api.lease(ctx, w.self, free, w.cfg.Wait)
+		if err != nil {
 			w.failed(ctx, "lease", err, failures)
 			if ctx.Err() != nil {
 				return
@@ -260,29 +260,25 @@ func (w *Worker) leaseLoop(ctx, hard context.Context, jobs *sync.WaitGroup) {
 		}
 		failures = 0
 		w.seen(true)
-		for i, s := range slots {
-			if i >= len(leases) {
-				free <- s
+		for _, l := range leases {
+			ticket, err := pool.Ask(l.Job.Chips())
+			if err != nil { // the server leases only jobs this worker holds (fleet.Holds)
+				h := w.hold(l, func() {})
+				w.post(h, w.scannerError(l.Job, err), false)
+				w.unhold(l)
 				continue
 			}
 			jobs.Add(1)
-			go func(slot int, l fleet.Lease) {
+			go func() {
 				defer jobs.Done()
-				defer func() { free <- slot }()
-				w.runJob(hard, slot, l)
-			}(s, leases[i])
-		}
-	}
-}
-
-func drain(c chan int) []int {
-	var out []int
-	for {
-		select {
-		case s := <-c:
-			out = append(out, s)
-		default:
-			return out
+				defer func() {
+					select {
+					case freed <- struct{}{}:
+					default:
+					}
+				}()
+				w.runJob(hard, pool, ticket, l)
+			}()
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -352,5 +353,47 @@ func TestTheProbeIsToldItsPlanAndMissingInputs(t *testing.T) {
 	}
 	if got := p.reqs["org/plain"].PlanNote; got != "new revision" {
 		t.Errorf("note %q", got)
+	}
+}
+
+// TestShardedJobsOnWorkersThatHoldThem: a worker of one device never leases
+// a job sharded over two, and drains the rest; a worker of two runs it on
+// both devices at once (Request.Devices 2 on chips 0 and 1), its one-device
+// jobs side by side, never more than two devices busy.
+func TestShardedJobsOnWorkersThatHoldThem(t *testing.T) {
+	big := job("org/big")
+	big.Devices = 2
+	f := newFakeServer(t, 5*time.Second, job("org/s0"), big, job("org/s1"), job("org/s2"))
+	p := &fakeProber{delay: 30 * time.Millisecond}
+	_, stop := startWorker(t, f, p, 1, time.Second, nil)
+	eventually(t, "the one-device jobs", func() bool { acc, _, _, _ := f.snapshot(); return len(acc) == 3 })
+	time.Sleep(300 * time.Millisecond) // long polls go on: the two-device job stays queued
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, posts, state := f.snapshot(); posts["org/big"] != 0 || p.callsOf("org/big") != 0 || state[1].st.State != fleet.Queued {
+		t.Fatalf("the one-device worker took the two-device job: %d posts, %d probes, state %s", posts["org/big"], p.callsOf("org/big"), state[1].st.State)
+	}
+
+	// The fake server answers a long poll until its wait ends, even for a
+	// worker that left: let the last one end before queuing more.
+	time.Sleep(400 * time.Millisecond)
+	f.add(job("org/s3"))
+	f.add(job("org/s4"))
+	two := &fakeProber{delay: 30 * time.Millisecond}
+	_, stop = startWorker(t, f, two, 2, time.Second, nil)
+	eventually(t, "every job", func() bool { acc, _, _, _ := f.snapshot(); return len(acc) == 6 })
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	two.mu.Lock()
+	req := two.reqs["org/big"]
+	peak, peakDev := two.peak, two.peakDev
+	two.mu.Unlock()
+	if req.Devices != 2 || !slices.Equal(req.Chips, []int{0, 1}) {
+		t.Errorf("org/big probed with %d devices on chips %v, want 2 on 0 and 1", req.Devices, req.Chips)
+	}
+	if peakDev > 2 || peak < 2 {
+		t.Errorf("%d devices busy at once (%d probes) on a worker of two: want two at most, one-device jobs side by side", peakDev, peak)
 	}
 }

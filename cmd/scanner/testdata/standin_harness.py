@@ -9,8 +9,13 @@ on cpu after a pause; the model id says how to behave:
   .../sleep-MS-*  sleeps MS milliseconds, then passes (the fleet benchmark)
   .../timed-*  passes like anything else, with a message that says when it ran and
                on which device: {"start": t, "end": t, "tpu_visible_devices": ...,
-               "cuda_visible_devices": ...} (times from time.time())
+               "cuda_visible_devices": ...} (times from time.time()); as the ranks of a
+               sharded probe, each rank notes its own in $TMPDIR and rank 0 reports the
+               earliest start, the latest end, every rank's device ("0,1") and "ranks"
   anything else  sleeps 0.6 s, then passes
+
+Ranks of a sharded probe (RANK, WORLD_SIZE in the environment) other than 0 write no
+result; rank 0's says devices_used WORLD_SIZE and sharding tp.
 
 A standin_runtime.json next to this script (tests copy the script to make
 one) changes the runtime it reports, {"runtime": {...}}, and lists models
@@ -53,6 +58,10 @@ if "--env-only" in sys.argv:
     sys.exit(0)
 
 model = arg("--model-id")
+RANK, WORLD = int(os.environ.get("RANK", "0")), int(os.environ.get("WORLD_SIZE", "1"))
+SHARDED = {"devices_used": WORLD, "sharding": "tp"} if WORLD > 1 else {}
+if RANK != 0 and "/timed-" not in model:
+    sys.exit(0)  # rank 0 answers for the group
 if "/hang-" in model:
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     sys.stderr.write("stage=load start\n")
@@ -76,7 +85,22 @@ if model in FAIL:
     })
     sys.exit(0)
 message = None
-if "/timed-" in model:
+if "/timed-" in model and WORLD > 1:
+    mine = os.path.join(os.environ["TMPDIR"], "rank%d.json" % RANK)
+    with open(mine + ".tmp", "w") as f:
+        json.dump({"start": STARTED, "end": time.time(), "tpu": os.environ.get("TPU_VISIBLE_DEVICES"),
+                   "cuda": os.environ.get("CUDA_VISIBLE_DEVICES")}, f)
+    os.replace(mine + ".tmp", mine)
+    if RANK != 0:
+        sys.exit(0)
+    paths = [os.path.join(os.environ["TMPDIR"], "rank%d.json" % r) for r in range(WORLD)]
+    while not all(os.path.exists(p) for p in paths):
+        time.sleep(0.01)
+    ranks = [json.load(open(p)) for p in paths]
+    message = json.dumps({"start": min(r["start"] for r in ranks), "end": time.time(), "ranks": WORLD,
+                          "tpu_visible_devices": ",".join(str(r["tpu"]) for r in ranks),
+                          "cuda_visible_devices": ",".join(str(r["cuda"]) for r in ranks)})
+elif "/timed-" in model:
     message = json.dumps({"start": STARTED, "end": time.time(),
                           "tpu_visible_devices": os.environ.get("TPU_VISIBLE_DEVICES"),
                           "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES")})
@@ -86,7 +110,7 @@ write({
     "revision": arg("--revision"), "tested_at": "", "duration_s": pause, "runtime": RUNTIME,
     "metrics": {"load_s": 0.1, "first_forward_s": 0.1, "forward_ms": 1.0, "compile_s": None,
                 "tokens_per_s": None, "peak_mem_bytes": None, "max_abs_diff": 0.0, "top1_agreement": 1.0},
-    "repro": "",
+    "repro": "", **SHARDED,
 })
 if "/warn-" in model:
     sys.exit(3)

@@ -46,6 +46,18 @@ behaviour is the part of --model-id after "standin/":
   logtail       writes a failing result with a log_tail of its own, and other lines on stderr
   continuation  writes a passing result with a continuation over the caps, with control
                 characters, markup and a lone surrogate in it
+
+Sharded probes (--devices N; each rank runs this with RANK, WORLD_SIZE, ... in its environment):
+
+  ranks-pass    every rank writes its environment's rendezvous and device variables to
+                $TMPDIR/rank<R>.json; rank 0 waits for all of them and writes a passing result
+                (devices_used N, sharding tp) whose message is the list, by rank, as JSON
+  ranks-kill1   rank 1 names stage forward, then SIGKILLs itself; the other ranks wait for it as
+                in a collective (sleep, ignoring SIGTERM)
+  ranks-fail1   rank 1 writes its own failure (unsupported_op in forward) to result.rank1.json and
+                exits 3; the other ranks wait as above
+  ranks-linger  rank 0 writes a passing result and exits; the other ranks ignore SIGTERM and sleep
+  ranks-rank0-fail  rank 0 writes a failing result (numerics) and exits; the others wait as above
 """
 
 import errno
@@ -75,7 +87,9 @@ def write(result, path=None):
 
 
 def stage(s):
-    sys.stderr.write("[standin] stage=%s\n" % s)
+    # the ranks of a sharded probe share stderr: each says whose line it is, as the harness does
+    who = "[rank %s]" % os.environ["RANK"] if int(os.environ.get("WORLD_SIZE", "1")) > 1 else "[standin]"
+    sys.stderr.write("%s stage=%s\n" % (who, s))
     sys.stderr.flush()
 
 
@@ -225,6 +239,8 @@ def main():
     what = arg("--model-id", "").split("/", 1)[-1].split(".", 1)[0]
     model_dir = arg("--model-dir")
     stage("env")
+    if what.startswith("ranks-"):
+        return ranks(what)
     if what == "pass":
         stage("load")
         msg = json.dumps({"argv": sys.argv, "cwd": os.getcwd(), "path0": sys.path[0]})
@@ -337,6 +353,63 @@ def main():
     else:
         sys.stderr.write("standin: unknown behaviour %r\n" % what)
         return 2
+    return 0
+
+
+RANK_VARS = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "OMP_NUM_THREADS",
+             "TPU_VISIBLE_DEVICES", "TPU_VISIBLE_CHIPS", "TORCH_TPU_SLICEBUILDER_ADDRESSES", "TORCH_TPU_TOPOLOGY",
+             "TORCH_TPU_XPROF_SESSION_ID", "CUDA_VISIBLE_DEVICES")
+
+
+def wait_as_in_a_collective():
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    time.sleep(300)
+
+
+def ranks(what):
+    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    sharded = dict(devices_used=world, sharding="tp")
+    if what == "ranks-pass":
+        mine = {k: os.environ.get(k) for k in RANK_VARS}
+        with open(os.path.join(os.environ["TMPDIR"], "rank%d.json.tmp" % rank), "w") as f:
+            json.dump(mine, f)
+        os.replace(os.path.join(os.environ["TMPDIR"], "rank%d.json.tmp" % rank),
+                   os.path.join(os.environ["TMPDIR"], "rank%d.json" % rank))
+        if rank != 0:
+            return 0
+        paths = [os.path.join(os.environ["TMPDIR"], "rank%d.json" % r) for r in range(world)]
+        while not all(os.path.exists(p) for p in paths):
+            time.sleep(0.01)
+        seen = [json.load(open(p)) for p in paths]
+        write(base("pass", stage="generate", message=json.dumps(seen), **sharded))
+    elif what == "ranks-kill1":
+        if rank == 1:
+            stage("forward")
+            time.sleep(0.3)
+            os.kill(os.getpid(), signal.SIGKILL)
+        wait_as_in_a_collective()
+    elif what == "ranks-fail1":
+        if rank == 1:
+            stage("forward")
+            path = arg("--result-file")
+            root, ext = os.path.splitext(path)
+            write(base("fail", stage="forward", failure_class="unsupported_op", op="aten::standin",
+                       signature="unsupported_op:aten::standin", message="NotImplementedError: aten::standin",
+                       **sharded), root + ".rank1" + ext)
+            return 3
+        wait_as_in_a_collective()
+    elif what == "ranks-linger":
+        if rank == 0:
+            write(base("pass", stage="generate", **sharded))
+            return 0
+        wait_as_in_a_collective()
+    elif what == "ranks-rank0-fail":
+        if rank == 0:
+            stage("numerics")
+            write(base("fail", stage="numerics", failure_class="numerics_mismatch", message="max_abs_diff 9",
+                       **sharded))
+            return 0
+        wait_as_in_a_collective()
     return 0
 
 

@@ -1,5 +1,4 @@
--- 0010 (modes, issue 25): asked for as 0011_modes.sql; numbered 0010 here so that the
--- versions stay consecutive after main's 0009_scale. The lead may renumber it at merge.
+-- 0011 (modes, issue 25): after main's 0010_shard, as the lead asked.
 
 -- The verdict matrix (issue 25): JSON map[string]compat.Verdict of the
 -- probe's ways of running the model (train, compiled, eager modes), NULL

@@ -1,0 +1,106 @@
+package scan
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
+	"github.com/google-pytorch/torchtpu-scanner/internal/hub"
+	"github.com/google-pytorch/torchtpu-scanner/internal/probe"
+)
+
+// occupancy wraps a prober and records how many devices its probes hold at
+// once, and which each got.
+type occupancy struct {
+	Prober
+	mu     sync.Mutex
+	now    int
+	most   int
+	chips  map[string][]int
+	ranks  map[string]int
+	notes  map[string]string
+	hold   time.Duration
+	bychip map[int]int // probes on each chip now
+	shared bool        // a chip held by two probes at once
+}
+
+func (o *occupancy) Probe(ctx context.Context, req probe.Request) compat.Result {
+	n := max(req.Devices, 1)
+	chips := req.Chips
+	if chips == nil {
+		chips = []int{-1} // a one-device probe's device is its pinned prober's; the count is what matters
+	}
+	o.mu.Lock()
+	o.now += n
+	o.most = max(o.most, o.now)
+	o.chips[req.ModelID], o.ranks[req.ModelID], o.notes[req.ModelID] = req.Chips, req.Devices, req.PlanNote
+	for _, c := range chips {
+		if c >= 0 && o.bychip[c] > 0 {
+			o.shared = true
+		}
+		o.bychip[c]++
+	}
+	o.mu.Unlock()
+	time.Sleep(o.hold)
+	res := o.Prober.Probe(ctx, req)
+	o.mu.Lock()
+	o.now -= n
+	for _, c := range chips {
+		o.bychip[c]--
+	}
+	o.mu.Unlock()
+	return res
+}
+
+// bigLlama needs two devices of 3 MiB: 1,705,216 parameters (layers 2 ×
+// (q 65,536 + k, v 65,536 + o 65,536 + MLP 393,216 + norms 512) + final
+// norm 256 + embeddings and head 2 × 262,144), 3,410,432 bf16 bytes, plus a
+// KV cache of 2 layers × 2 × 2 heads × 64 × 2 bytes × 256 tokens =
+// 262,144: 3,672,576 × 1.1 over 3,145,728 is 1.3, so 2 devices, and 2
+// divides its 4 heads and 2 key/value heads.
+const bigLlama = `{"architectures":["LlamaForCausalLM"],"model_type":"llama","hidden_size":256,"intermediate_size":512,
+"num_hidden_layers":2,"num_attention_heads":4,"num_key_value_heads":2,"vocab_size":1024,"max_position_embeddings":256}`
+
+// TestScanShardsWhatNeedsSeveralDevices: on a host of two devices with
+// --device-memory 3 MiB, the model that needs two is probed over both
+// (Request.Devices 2 on chips 0 and 1, the plan saying why), the others on
+// one each, side by side; never more than two devices are held at once.
+func TestScanShardsWhatNeedsSeveralDevices(t *testing.T) {
+	ids := []string{"org/small-0", "org/small-1", "org/big", "org/small-2", "org/small-3", "org/small-4"}
+	models := make([]hub.ModelInfo, 0, len(ids))
+	for _, id := range ids {
+		models = append(models, model(id, "text-generation", "transformers"))
+	}
+	f := newFixture(t, models...)
+	f.hub.configs["org/big"] = bigLlama
+	occ := &occupancy{Prober: f.prober, chips: map[string][]int{}, ranks: map[string]int{}, notes: map[string]string{},
+		bychip: map[int]int{}, hold: 50 * time.Millisecond}
+	f.s.Prober = occ
+	sc, err := f.s.Run(context.Background(), Options{Target: compat.TargetCPU, Mode: compat.ModeArch, Limit: 100,
+		Devices: 2, DeviceMemory: 3 << 20}, Hooks{})
+	if err != nil || sc.Probed != len(ids) {
+		t.Fatalf("scan %+v: %v", sc, err)
+	}
+	if !slices.Equal(occ.chips["org/big"], []int{0, 1}) || occ.ranks["org/big"] != 2 ||
+		!strings.Contains(occ.notes["org/big"], "needs 2 devices of 3 MiB (--device-memory): sharded over 2") {
+		t.Errorf("org/big: chips %v ranks %d note %q, want both devices", occ.chips["org/big"], occ.ranks["org/big"], occ.notes["org/big"])
+	}
+	for _, id := range ids {
+		if id != "org/big" && (occ.ranks[id] > 1 || occ.chips[id] != nil) {
+			t.Errorf("%s: %d ranks on %v, want one device", id, occ.ranks[id], occ.chips[id])
+		}
+		if f.status(t, id) != compat.StatusPass {
+			t.Errorf("%s: %s", id, f.status(t, id))
+		}
+	}
+	if occ.most > 2 || occ.shared {
+		t.Errorf("%d devices held at once (a device shared: %v) on a host of 2", occ.most, occ.shared)
+	}
+	if occ.most < 2 {
+		t.Errorf("never two devices held at once: the one-device probes did not run side by side")
+	}
+}
