@@ -36,5 +36,10 @@ echo "== Harness overhead: a probe's wall time vs a bare script doing the same l
 go test ./internal/probe -run '^$' -bench BenchmarkHarnessOverhead -benchtime=1x -count=1 -timeout 30m | grep -E 'Benchmark|overhead|bare'
 
 echo
+echo "== The verdict matrix's cost: a probe with it (train step, graph breaks) vs the same probe with --no-modes"
+echo "   (a tiny causal LM and masked LM, arch mode, cpu, compile and generate included; target <= 1.5x)"
+go test ./internal/probe -run '^$' -bench BenchmarkModesCost -benchtime=1x -count=1 -timeout 30m | grep -E 'Benchmark|matrix'
+
+echo
 echo "== Sharded probe: the same tiny Llama on one device and tensor parallel over two gloo ranks (cpu, arch, no compile)"
 go test ./internal/probe -run '^$' -bench BenchmarkShardedProbe -benchtime=1x -count=1 -timeout 30m | grep -E 'Benchmark|one device|sharded over'

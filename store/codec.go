@@ -113,6 +113,8 @@ type resultRow struct {
 	worker       sql.NullString
 	devicesUsed  sql.NullInt64
 	sharding     sql.NullString
+	modes        sql.NullString
+	precSens     sql.NullBool
 	workerTested sql.NullInt64
 }
 
@@ -121,7 +123,7 @@ func (r *resultRow) dest() []any {
 	return []any{&r.id, &r.scanID, &r.target, &r.status, &r.stage, &r.failureClass, &r.op, &r.reason,
 		&r.signature, &r.message, &r.mode, &r.revision, &r.testedAt, &r.durationS, &r.runtime, &r.metrics,
 		&r.stages, &r.logTail, &r.task, &r.repro, &r.continuation, &r.worker, &r.workerTested,
-		&r.devicesUsed, &r.sharding}
+		&r.devicesUsed, &r.sharding, &r.modes, &r.precSens}
 }
 
 // runtimes decodes runtime JSON, once per distinct text: the results of a
@@ -169,6 +171,8 @@ func (r *resultRow) result(rts runtimes) (*compat.Result, error) {
 		Worker:       r.worker.String,
 		DevicesUsed:  max(int(r.devicesUsed.Int64), 1),
 		Sharding:     fromNullStr[compat.Sharding](r.sharding),
+
+		PrecisionSensitive: r.precSens.Bool,
 	}
 	if r.scanID.Valid {
 		id := r.scanID.Int64
@@ -192,6 +196,11 @@ func (r *resultRow) result(rts runtimes) (*compat.Result, error) {
 	if r.continuation.Valid {
 		if err := json.Unmarshal([]byte(r.continuation.String), &res.Continuation); err != nil {
 			return nil, fmt.Errorf("result %d continuation: %w", r.id.Int64, err)
+		}
+	}
+	if r.modes.Valid {
+		if err := json.Unmarshal([]byte(r.modes.String), &res.Modes); err != nil {
+			return nil, fmt.Errorf("result %d modes: %w", r.id.Int64, err)
 		}
 	}
 	return &res, nil

@@ -86,6 +86,14 @@ func filterHash(q ModelQuery) uint64 {
 	for _, s := range slices.Compact(st) {
 		fmt.Fprintf(h, "%q,", s)
 	}
+	if len(q.Train) > 0 { // only then: cursors without it stay valid
+		tr := slices.Clone(q.Train)
+		slices.Sort(tr)
+		fmt.Fprint(h, "|train|")
+		for _, s := range slices.Compact(tr) {
+			fmt.Fprintf(h, "%q,", s)
+		}
+	}
 	return h.Sum64()
 }
 
@@ -150,6 +158,18 @@ func buildList(q ModelQuery) (listQuery, error) {
 			args = append(args, statusRank(st))
 		}
 		where = append(where, fmt.Sprintf(listStatusIn, strings.Join(in, ", ")))
+	}
+
+	if len(q.Train) > 0 {
+		var in []string
+		for _, st := range q.Train {
+			if !st.Valid() || st == compat.StatusUntested {
+				return listQuery{}, fmt.Errorf("%w: train status %q", ErrInvalid, st)
+			}
+			in = append(in, "?")
+			args = append(args, string(st))
+		}
+		where = append(where, fmt.Sprintf(listTrainIn, strings.Join(in, ", ")))
 	}
 
 	filter := filterHash(q)

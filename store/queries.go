@@ -111,19 +111,20 @@ const (
 	// resultCols are read from resultFrom.
 	resultCols = `r.id, r.scan_id, r.target, r.status, r.stage, r.failure_class, r.op, r.reason, r.signature, r.message,
 	r.mode, r.revision, r.tested_at, r.duration_s, r.runtime, r.metrics, r.stages, l.log_tail, r.task, r.repro,
-r.continuation, r.worker, r.worker_tested_at, r.devices_used, r.sharding`
+	r.continuation, r.worker, r.worker_tested_at, r.devices_used, r.sharding, r.modes, r.precision_sensitive`
 	resultFrom = `results r LEFT JOIN result_logs l ON l.result_id = r.id`
 	logJoin    = ` LEFT JOIN result_logs l ON l.result_id = r.id`
 	// resultColsNoLog is resultCols without the log tail (and its join)
 	// and the continuation, for lists.
 	resultColsNoLog = `r.id, r.scan_id, r.target, r.status, r.stage, r.failure_class, r.op, r.reason, r.signature, r.message,
 	r.mode, r.revision, r.tested_at, r.duration_s, r.runtime, r.metrics, r.stages, NULL, r.task, r.repro, NULL, r.worker,
-	r.worker_tested_at, r.devices_used, r.sharding`
+	r.worker_tested_at, r.devices_used, r.sharding, r.modes, r.precision_sensitive`
 
 	sqlInsertResult = `INSERT INTO results (model_id, scan_id, target, status, stage, failure_class, op, reason, signature, message,
 	mode, revision, tested_at, duration_s, runtime, runtime_key, torch, torch_tpu, transformers, harness,
-	metrics, tokens_per_s, stages, task, repro, continuation, worker, worker_tested_at, devices_used, sharding)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	metrics, tokens_per_s, stages, task, repro, continuation, worker, worker_tested_at, devices_used, sharding,
+	modes, train_status, precision_sensitive)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT DO NOTHING
 RETURNING id`
 	sqlInsertLog       = `INSERT INTO result_logs (result_id, log_tail) VALUES (?, ?)`
@@ -137,6 +138,12 @@ WHERE model_id = ? AND target = ? AND revision = ? AND runtime_key = ? AND teste
 	// before a given one (tested_at ?3, id ?4) that is not an error.
 	sqlLastVerdict = `SELECT status FROM results
 WHERE model_id = ?1 AND target = ?2 AND status <> 'error' AND (tested_at < ?3 OR (tested_at = ?3 AND id < ?4))
+ORDER BY tested_at DESC, id DESC LIMIT 1`
+	// sqlLastTrain is the train status of a model's newest result on a
+	// target before a given one that has a train verdict other than error.
+	sqlLastTrain = `SELECT train_status FROM results
+WHERE model_id = ?1 AND target = ?2 AND train_status IS NOT NULL AND train_status <> 'error'
+	AND (tested_at < ?3 OR (tested_at = ?3 AND id < ?4))
 ORDER BY tested_at DESC, id DESC LIMIT 1`
 	// sqlSetCurrent points a model's row on a target at a result.
 	sqlSetCurrent = `INSERT INTO current (target, model_id, result_id, status, status_rank, untested, tested_at,
@@ -172,7 +179,8 @@ WHERE c.target = ? AND c.untested = 0 ORDER BY c.tested_at DESC, c.model_id LIMI
 
 // Events.
 const (
-	eventCols = `e.id, e.model_id, e.target, e.kind, e.from_status, e.to_status, e.revision, e.runtime, e.signature, e.message, e.at, r.stage`
+	eventCols = `e.id, e.model_id, e.target, e.kind, e.from_status, e.to_status, e.revision, e.runtime, e.signature, e.message, e.at,
+	CASE WHEN e.kind IN ('train_regression', 'train_fix') THEN json_extract(r.modes, '$.train.stage') ELSE r.stage END`
 	// eventFrom joins an event to its result, for the stage it ended at.
 	eventFrom      = ` FROM events e LEFT JOIN results r ON r.id = e.result_id`
 	sqlInsertEvent = `INSERT INTO events (model_id, result_id, target, kind, from_status, to_status, revision, runtime, signature, message, at)
@@ -233,6 +241,7 @@ ORDER BY %s`
 	listWhereTask  = `m.task = ?`
 	listWhereOrg   = `m.org = ?` // org is COLLATE NOCASE
 	listStatusIn   = `c.status_rank IN (%s)`
+	listTrainIn    = `c.result_id IN (SELECT id FROM results WHERE train_status IN (%s))`
 	listModelID    = `c.model_id`
 	listDownloads  = `c.downloads`
 	listLikes      = `c.likes`

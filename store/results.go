@@ -207,6 +207,9 @@ func (rc *recorder) record(ctx context.Context, modelID string, r compat.Result)
 	if !moved {
 		return out, nil
 	}
+	if out.TrainEvent, err = trainEvent(ctx, rc.tx, id, resultID, r); err != nil {
+		return RecordOutcome{}, err
+	}
 	last := prev
 	if prev == compat.StatusError && r.Status != compat.StatusError {
 		// an error says nothing of the model: compare with the status before it
@@ -235,6 +238,34 @@ func (rc *recorder) record(ctx context.Context, modelID string, r compat.Result)
 	}
 	out.Event = &ev
 	return out, nil
+}
+
+// trainEvent writes the train verdict's regression or fix of result
+// resultID, the model's newest on its target, against the newest earlier
+// train verdict (compat.TrainChange); nil when there is none.
+func trainEvent(ctx context.Context, tx *sql.Tx, modelID string, resultID int64, r compat.Result) (*compat.Event, error) {
+	tr := r.Train()
+	if tr == nil || tr.Status == compat.StatusError {
+		return nil, nil
+	}
+	var last string
+	err := tx.QueryRowContext(ctx, sqlLastTrain, modelID, string(r.Target), unixNano(r.TestedAt), resultID).Scan(&last)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("last train verdict: %w", err)
+	}
+	kind, changed := compat.TrainChange(compat.Status(last), tr.Status)
+	if !changed {
+		return nil, nil
+	}
+	ev := compat.Event{ModelID: modelID, Target: r.Target, Kind: kind, FromStatus: compat.Status(last), ToStatus: tr.Status,
+		Revision: r.Revision, Runtime: r.Runtime, Signature: tr.Signature, Message: tr.Message, At: r.TestedAt.UTC()}
+	if tr.Stage != nil && tr.Status != compat.StatusPass {
+		ev.Stage = compat.Ptr(compat.Stage(*tr.Stage))
+	}
+	if ev.ID, err = insertEvent(ctx, tx, ev, &resultID); err != nil {
+		return nil, err
+	}
+	return &ev, nil
 }
 
 // lastVerdict is the status of the model's newest result on target before
@@ -326,6 +357,16 @@ func insertResult(ctx context.Context, tx *sql.Tx, modelID string, r compat.Resu
 		}
 		continuation.Valid = true
 	}
+	var modes, trainStatus sql.NullString
+	if len(r.Modes) > 0 {
+		if modes.String, err = jsonText(r.Modes); err != nil {
+			return 0, err
+		}
+		modes.Valid = true
+	}
+	if tr := r.Train(); tr != nil {
+		trainStatus = sql.NullString{String: string(tr.Status), Valid: true}
+	}
 	var scanID sql.NullInt64
 	if r.ScanID != nil {
 		scanID = sql.NullInt64{Int64: *r.ScanID, Valid: true}
@@ -340,6 +381,7 @@ func insertResult(ctx context.Context, tx *sql.Tx, modelID string, r compat.Resu
 		metricsJSON, nullFloat(r.Metrics.TokensPerS), stages, r.Task, r.Repro, continuation, r.Worker,
 		nullTimePtr(r.WorkerTestedAt),
 		max(r.DevicesUsed, 1), nullStr(r.Sharding),
+		modes, trainStatus, r.PrecisionSensitive,
 	).Scan(&id)
 	if err == nil {
 		if r.LogTail != "" {

@@ -91,6 +91,7 @@ type ScanFinish struct {
 type ModelQuery struct {
 	Q      string          // substring of the id, case-insensitive
 	Status []compat.Status // any of these (untested = no result on Target)
+	Train  []compat.Status // the current result's train verdict is any of these (issue 25's matrix)
 	Task   string
 	Org    string        // the id's part before "/"; "" for all
 	Hint   string        // a readiness hint code (readiness.Codes) the model has; "" for all
@@ -146,6 +147,9 @@ type FailureGroup struct {
 type RecordOutcome struct {
 	ResultID int64
 	Event    *compat.Event // nil when the status did not change
+	// TrainEvent is the train verdict's regression or fix, nil when none
+	// (compat.TrainChange).
+	TrainEvent *compat.Event
 	// Duplicate is true when the result had been recorded before (same
 	// model, target, revision, runtime key and scan): nothing was written,
 	// ResultID is the earlier row's and Event is nil.

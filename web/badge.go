@@ -40,28 +40,41 @@ func (s *Server) badge(c *fiber.Ctx) error {
 		}
 	}
 
+	train := false // ?mode=train draws the train verdict of the matrix
+	switch c.Query("mode") {
+	case "":
+	case compat.ModeTrain:
+		train = true
+	default:
+		targetOK = false
+	}
+	draw := badgeFor
+	if train {
+		draw = trainBadgeFor
+	}
+
 	ctx := c.UserContext()
 	changed, err := s.storeChanged(ctx)
 	if err != nil {
 		return s.badgeUnavailable(c, kind, target, label, err)
 	}
-	key := badgeKey{kind, raw, target, style, label, targetOK}
+	key := badgeKey{kind, raw, target, style, label, targetOK, train}
 	e, ok := s.badges.get(key, changed)
 	if !ok {
 		var b badge
 		id, idErr := idParam(c, "."+kind)
 		switch {
 		case idErr != nil || !targetOK:
-			b = badgeFor(nil, target, label)
+			b = draw(nil, target, label)
 		default:
 			m, err := s.store.GetModel(ctx, id, target)
 			switch {
 			case errors.Is(err, store.ErrNotFound):
-				b = badgeFor(nil, target, label)
+				b = draw(nil, target, label)
 			case err != nil:
 				return s.badgeUnavailable(c, kind, target, label, err)
 			default:
-				b = badgeFor(&m, target, label)
+				b = draw(&m, target, label)
 			}
 		}
 		if kind == "svg" {
@@ -69,7 +82,8 @@ func (s *Server) badge(c *fiber.Ctx) error {
 		} else {
 			e.body = renderBadgeJSON(b)
 		}
-		e.etag = etagOf(changedTag(changed), kind, raw, string(target), string(style), label, strconv.FormatBool(targetOK))
+		e.etag = etagOf(changedTag(changed), kind, raw, string(target), string(style), label, strconv.FormatBool(targetOK),
+			strconv.FormatBool(train))
 		// The key's strings point into the request's buffer: copy them to keep.
 		key.raw, key.label = strings.Clone(key.raw), strings.Clone(key.label)
 		key.target, key.style = compat.Target(strings.Clone(string(key.target))), badgeStyle(strings.Clone(string(key.style)))
@@ -97,6 +111,7 @@ type badgeKey struct {
 	style    badgeStyle
 	label    string
 	targetOK bool
+	train    bool // ?mode=train
 }
 
 // badgeUnavailable answers 503 with a grey "unavailable" badge when the

@@ -104,6 +104,36 @@ func badgeFor(m *compat.Model, target compat.Target, label string) badge {
 	return b
 }
 
+// trainBadgeFor is badgeFor for the train verdict of m's current result
+// (?mode=train): its status, the stage where a failure ended, a skip's
+// reason; untested when the result has no train verdict. The label says
+// "train" after the target's. It is a pure function of its arguments.
+func trainBadgeFor(m *compat.Model, target compat.Target, label string) badge {
+	label = cleanText(label, maxLabelRunes)
+	if label == "" {
+		label = defaultLabel(target) + " train"
+	}
+	if m == nil {
+		return unknownBadge(label)
+	}
+	var v *compat.Verdict
+	if m.Result != nil {
+		v = m.Result.Train()
+	}
+	if v == nil {
+		return badge{Label: label, Message: wordOf(compat.StatusUntested).badge, Tone: toneOf(compat.StatusUntested)}
+	}
+	b := badge{Label: label, Message: wordOf(v.Status).badge, Tone: toneOf(v.Status)}
+	switch {
+	case v.Status.HeldAgainstModel() && v.Stage != nil && *v.Stage != "":
+		b.Message += " · " + *v.Stage
+	case v.Status == compat.StatusSkipped && v.Reason != nil && *v.Reason != "":
+		b.Message += " · " + strings.ReplaceAll(*v.Reason, "_", " ")
+	}
+	b.Message = cleanText(b.Message, 64)
+	return b
+}
+
 // formatTokensPerS writes a speed the way a badge has room for:
 // 3.4 tok/s, 312 tok/s, 1.2k tok/s.
 func formatTokensPerS(v float64) string {

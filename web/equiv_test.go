@@ -76,6 +76,9 @@ func TestAnswersOnTheFixtureAreSchema6s(t *testing.T) {
 	for _, u := range urls {
 		r := ts.do(t, "GET", u, map[string]string{"Host": "scanner.test"})
 		got[u] = strconv.Itoa(r.status) + "\n" + r.body
+		if strings.HasPrefix(u, "/export.csv") && os.Getenv("WEB_WRITE_EQUIV_GOLDEN") == "" {
+			got[u] = withoutModesColumns(got[u])
+		}
 	}
 	if os.Getenv("WEB_WRITE_EQUIV_GOLDEN") != "" {
 		b, err := json.MarshalIndent(got, "", " ")
@@ -147,4 +150,22 @@ func keepsFields(want, got any, path string) (string, bool) {
 		}
 	}
 	return "", true
+}
+
+// withoutModesColumns is a CSV answer without the verdict matrix's columns
+// (modesCSVColumns, issue 25), added after the golden answers were
+// written: they are the last ones, and empty on the fixture, which has no
+// matrix; a row where they are not empty keeps them (and fails).
+func withoutModesColumns(answer string) string {
+	head := "," + strings.Join(modesCSVColumns, ",")
+	empty := strings.Repeat(",", len(modesCSVColumns))
+	lines := strings.Split(answer, "\r\n")
+	for i, l := range lines {
+		if strings.HasSuffix(l, head) { // the header (after the status line)
+			lines[i] = strings.TrimSuffix(l, head)
+		} else {
+			lines[i] = strings.TrimSuffix(l, empty)
+		}
+	}
+	return strings.Join(lines, "\r\n")
 }

@@ -22,7 +22,29 @@ var csvColumns = []string{"id", "task", "library", "downloads", "likes", "gated"
 	"tested_at", "revision", "torch", "torch_tpu", "transformers", "url"}
 
 // csvAllColumns are csvColumns and then readiness's (readiness.go).
-var csvAllColumns = append(csvColumns[:len(csvColumns):len(csvColumns)], readinessCSVColumns...)
+// and the matrix's (issue 25) last, so that no earlier column moves.
+var csvAllColumns = append(append(csvColumns[:len(csvColumns):len(csvColumns)], readinessCSVColumns...), modesCSVColumns...)
+
+// modesCSVColumns are the train verdict and the compile stage's graph breaks.
+var modesCSVColumns = []string{"train_status", "train_stage", "train_signature", "train_step_ms", "graph_breaks"}
+
+// modesCSV is m's modesCSVColumns: empty where there is no such figure.
+func modesCSV(m compat.Model) []string {
+	out := make([]string, len(modesCSVColumns))
+	if m.Result == nil {
+		return out
+	}
+	if tr := m.Result.Train(); tr != nil {
+		out[0], out[1], out[2] = string(tr.Status), deref(tr.Stage), deref(tr.Signature)
+		if tr.Metrics.StepMS != nil {
+			out[3] = strconv.FormatFloat(*tr.Metrics.StepMS, 'f', -1, 64)
+		}
+	}
+	if g := m.Result.Metrics.GraphBreaks; g != nil {
+		out[4] = strconv.FormatInt(*g, 10)
+	}
+	return out
+}
 
 // maxExportRows bounds one export (the table is the most popular models).
 const maxExportRows = 100000
@@ -87,7 +109,7 @@ func (s *Server) writeExport(ctx context.Context, w io.Writer, q store.ModelQuer
 	writeCSVRow(&buf, csvAllColumns, nil)
 	for rows := 0; ; {
 		for _, m := range models[:min(len(models), maxExportRows-rows)] {
-			writeCSVRow(&buf, append(s.csvRecord(m), readinessCSV(m)...), csvNumeric)
+			writeCSVRow(&buf, append(append(s.csvRecord(m), readinessCSV(m)...), modesCSV(m)...), csvNumeric)
 		}
 		rows += len(models)
 		if _, err := w.Write(buf.Bytes()); err != nil {
@@ -113,7 +135,8 @@ var csvNumeric = func() map[int]bool {
 	for i, c := range csvAllColumns {
 		switch c {
 		case "downloads", "likes", "tokens_per_s", "forward_ms", "peak_mem_bytes", "params", "weights_bytes_bf16",
-			"kv_bytes_per_token", "min_devices_v5e", "min_devices_v5p", "min_devices_v6e", "min_devices_v7x", "mfu", "mbu":
+			"kv_bytes_per_token", "min_devices_v5e", "min_devices_v5p", "min_devices_v6e", "min_devices_v7x", "mfu", "mbu",
+			"train_step_ms", "graph_breaks":
 			m[i] = true
 		}
 	}

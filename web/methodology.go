@@ -27,7 +27,7 @@ type methodologyView struct {
 
 // dtypeRow is one device dtype's numerics bounds (numerics.json).
 type dtypeRow struct {
-	Dtype, MaxAbs, Top1, RelError, Cosine string
+	Dtype, MaxAbs, Top1, RelError, Cosine, TrainLoss string
 }
 
 // kindRow is one kind of output and the checks it gets.
@@ -67,7 +67,8 @@ func numericsRows(t harness.NumericsTable) ([]dtypeRow, []kindRow) {
 	for _, d := range harness.NumericsDtypes {
 		b := t.Dtypes[d]
 		dtypes = append(dtypes, dtypeRow{Dtype: d, MaxAbs: g(b.Atol) + " + " + g(b.Rtol) + " · max |reference|",
-			Top1: g(b.Top1), RelError: g(b.RelError), Cosine: g(b.Cosine)})
+			Top1: g(b.Top1), RelError: g(b.RelError), Cosine: g(b.Cosine),
+			TrainLoss: g(b.TrainLossAtol) + " + " + g(b.TrainLossRtol) + " · |reference loss|"})
 	}
 	var kinds []kindRow
 	for name, k := range t.Kinds {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"html"
+	"html/template"
 	"strconv"
 
 	"github.com/gofiber/fiber/v2"
@@ -22,6 +23,11 @@ type metricRow struct {
 type resultView struct {
 	compat.Result
 	Metrics []metricRow
+	// The verdict matrix (modes.go): its rows, the train loss chart and
+	// the precision note.
+	Matrix        []modeRow
+	LossChart     template.HTML
+	PrecisionNote string
 }
 
 // badgeSnippet is what a model card needs to show the badge of one target.
@@ -107,7 +113,8 @@ func (s *Server) modelPage(c *fiber.Ctx) error {
 	}
 	targets := []compat.Target{}
 	for _, r := range current {
-		v.Current = append(v.Current, resultView{Result: r, Metrics: metricRows(r.Metrics)})
+		v.Current = append(v.Current, resultView{Result: r, Metrics: metricRows(r.Metrics), Matrix: modeRows(r),
+			LossChart: lossChart(r), PrecisionNote: precisionNote(r)})
 		targets = append(targets, r.Target)
 	}
 	if !containsTarget(targets, compat.TargetTPU) {
@@ -196,6 +203,8 @@ func metricRows(m compat.Metrics) []metricRow {
 		{"Cosine similarity vs CPU", cosine(m.CosineSimilarity), m.CosineSimilarity != nil},
 		{"Parameters", paramCount(m.ParamCount), m.ParamCount != nil},
 		{"Collectives in a step", ms(m.CollectiveMS), m.CollectiveMS != nil},
+		{"Graph breaks (compile)", count64(m.GraphBreaks), m.GraphBreaks != nil},
+		{"Float32 matmul precision", deref(m.Precision), m.Precision != nil},
 	} {
 		if x.set {
 			rows = append(rows, metricRow{x.name, x.v})
@@ -224,4 +233,12 @@ func cosine(p *float64) string {
 		return dash
 	}
 	return strconv.FormatFloat(*p, 'f', 6, 64)
+}
+
+// count64 writes a count, or the dash.
+func count64(p *int64) string {
+	if p == nil {
+		return dash
+	}
+	return strconv.FormatInt(*p, 10)
 }

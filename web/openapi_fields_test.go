@@ -96,6 +96,9 @@ func TestOpenAPISchemasMatchTheJSON(t *testing.T) {
 		{"Job", reflect.TypeFor[fleet.Job]()},
 		{"Lease", reflect.TypeFor[fleet.Lease]()},
 		{"KnownIssue", reflect.TypeFor[compat.KnownIssue]()},
+		{"Verdict", reflect.TypeFor[compat.Verdict]()},
+		{"ModeMetrics", reflect.TypeFor[compat.ModeMetrics]()},
+		{"PrecisionCheck", reflect.TypeFor[compat.PrecisionCheck]()},
 		{"TestRequest", reflect.TypeFor[requestJSON]()},
 		{"WebhookPayload", reflect.TypeFor[webhook.Payload]()},
 	} {

@@ -108,6 +108,13 @@ func parseModelQuery(c *fiber.Ctx) (store.ModelQuery, error) {
 		}
 		q.Status = append(q.Status, st)
 	}
+	for _, v := range queryValues(c, "train") {
+		st := compat.Status(v)
+		if !st.Valid() || st == compat.StatusUntested {
+			return q, fmt.Errorf("%w: unknown train status %s (want %s)", ErrBadRequest, quoteShort(v), trainStatusList())
+		}
+		q.Train = append(q.Train, st)
+	}
 	if q.Task = strings.TrimSpace(c.Query("task")); q.Task != "" && !tokenRE.MatchString(q.Task) {
 		return q, fmt.Errorf("%w: invalid task %s", ErrBadRequest, quoteShort(q.Task))
 	}
@@ -159,4 +166,14 @@ func sortNames() []string {
 		names = append(names, st.Name)
 	}
 	return names
+}
+
+// trainStatusList is the statuses a train verdict can have, for messages:
+// every status but untested (a result without a train verdict has none).
+func trainStatusList() string {
+	var out []string
+	for _, st := range trainStatuses() {
+		out = append(out, string(st))
+	}
+	return strings.Join(out, ", ")
 }

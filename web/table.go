@@ -34,13 +34,14 @@ func legend() []legendEntry {
 // tableForm is the filter form as the user filled it in.
 type tableForm struct {
 	Q, Status, Task, Org, Target, Sort, Order, Hint string
+	Train                                           string // the train verdict's status (issue 25's matrix)
 }
 
 // values encodes the form as a query string, without empty fields.
 func (f tableForm) values() url.Values {
 	v := url.Values{}
 	for k, x := range map[string]string{"q": f.Q, "status": f.Status, "task": f.Task, "org": f.Org,
-		"target": f.Target, "sort": f.Sort, "order": f.Order, "hint": f.Hint} {
+		"target": f.Target, "sort": f.Sort, "order": f.Order, "hint": f.Hint, "train": f.Train} {
 		if x != "" {
 			v.Set(k, x)
 		}
@@ -85,8 +86,10 @@ type tableView struct {
 	FirstScan bool // no result recorded yet, and a scan is on its way
 	Legend    []legendEntry
 	Statuses  []compat.Status
-	Targets   []compat.Target
-	Sorts     []string
+	// TrainStatuses are the train filter's choices (no untested).
+	TrainStatuses []compat.Status
+	Targets       []compat.Target
+	Sorts         []string
 	// DefaultSort is the sort of a form without one.
 	DefaultSort string
 	Headers     map[string]sortHeader
@@ -117,6 +120,10 @@ func (s *Server) table(c *fiber.Ctx) error {
 		form.Status = string(q.Status[0])
 		q.Status = q.Status[:1] // the form selects one; the API takes several
 	}
+	if len(q.Train) > 0 {
+		form.Train = string(q.Train[0])
+		q.Train = q.Train[:1]
+	}
 	changed, err := s.store.Changed(ctx)
 	if err != nil {
 		return fmt.Errorf("web: table: %w", err)
@@ -146,8 +153,9 @@ func (s *Server) table(c *fiber.Ctx) error {
 		Form: form, Summary: sum, Coverage: newCoverageBody(taskCoverage(sum.Tasks)), Failures: fails,
 		State: state, Legend: legend(),
 		Statuses: compat.Statuses, Targets: compat.Targets, Sorts: sortNames(), DefaultSort: store.DefaultSort, Target: q.Target,
-		Filtered: form.Q != "" || form.Status != "" || form.Task != "" || form.Org != "" || form.Hint != "",
-		Hints:    readiness.Codes, Fit: newFitSummary(sum.Fit),
+		Filtered:      form.Q != "" || form.Status != "" || form.Task != "" || form.Org != "" || form.Hint != "" || form.Train != "",
+		TrainStatuses: trainStatuses(),
+		Hints:         readiness.Codes, Fit: newFitSummary(sum.Fit),
 	}
 	v.Canonical = "/"
 	tasks := map[string]bool{}
@@ -286,3 +294,14 @@ var commonTasks = []string{"text-generation", "text-classification", "token-clas
 	"feature-extraction", "sentence-similarity", "text2text-generation", "translation", "summarization",
 	"question-answering", "image-classification", "object-detection", "image-segmentation",
 	"automatic-speech-recognition", "audio-classification", "zero-shot-classification", "image-text-to-text"}
+
+// trainStatuses are the statuses a train verdict can have.
+func trainStatuses() []compat.Status {
+	var out []compat.Status
+	for _, st := range compat.Statuses {
+		if st != compat.StatusUntested {
+			out = append(out, st)
+		}
+	}
+	return out
+}

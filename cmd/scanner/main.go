@@ -38,7 +38,7 @@ Usage:
   scanner serve  [flags]        web UI + JSON API + scheduled scans, one process
   scanner scan   [flags]        one scan now (progress bar on a terminal)
   scanner probe  MODEL [flags]  one smoke test of one model, printed; no database
-  scanner check  MODEL --server URL [--since RUNTIME]
+  scanner check  MODEL --server URL [--since RUNTIME] [--mode inference|train]
                                 CI gate: exit 0 pass, 1 not passing or regressed
                                 (since RUNTIME), 2 untested/unknown, 3 server unreachable
   scanner worker --server URL   probe jobs leased from a server (serve --dispatch workers);
@@ -105,7 +105,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, "scanner check: want exactly one MODEL id")
 			return 2
 		}
-		code, line := check.Check(ctx, cfg.Server, positional[0], cfg.Target, cfg.Since, nil)
+		code, line := check.Check(ctx, cfg.Server, positional[0], cfg.Target, cfg.Since, cfg.CheckMode, nil)
 		fmt.Fprintln(stdout, termsafe.Line(line))
 		return code
 	case config.CmdWorker:

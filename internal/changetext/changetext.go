@@ -53,6 +53,10 @@ func Title(e compat.Event) string {
 		return "Fixed: " + e.ModelID + " " + verb(e.ToStatus) + on + wasStatus(e)
 	case compat.EventNew:
 		return "New: " + e.ModelID + " " + verb(e.ToStatus) + on + why
+	case compat.EventTrainRegression:
+		return "Train regression: " + e.ModelID + " " + verb(e.ToStatus) + " in the train step" + on + why
+	case compat.EventTrainFix:
+		return "Train fixed: " + e.ModelID + " " + verb(e.ToStatus) + " the train step" + on + wasStatus(e)
 	case compat.EventFlaky:
 		return "Flaky: " + e.ModelID + on + ": " + string(e.ToStatus) + " did not reproduce" + keptStatus(e)
 	}

@@ -42,9 +42,11 @@ type modelDetail struct {
 // target "" or auto means the model's most recent result on any target.
 // With since (a runtime key, see compat.RuntimeRef.Key) it is also exit 1
 // when the model regressed since that runtime (see sinceVerdict); "" asks
-// nothing of the past. A nil httpClient means a client with a 30 s
+// nothing of the past. mode "train" gates on the train verdict of the
+// result's matrix instead of the model's status (trainVerdict); "" or
+// "inference" on the status. A nil httpClient means a client with a 30 s
 // timeout. The context bounds the whole request.
-func Check(ctx context.Context, serverURL, modelID string, target compat.Target, since string, httpClient *http.Client) (code int, line string) {
+func Check(ctx context.Context, serverURL, modelID string, target compat.Target, since, mode string, httpClient *http.Client) (code int, line string) {
 	target, err := compat.ParseTargetFilter(string(target))
 	if err != nil {
 		return ExitUnreachable, fmt.Sprintf("%s: %v", modelID, err)
@@ -60,6 +62,9 @@ func Check(ctx context.Context, serverURL, modelID string, target compat.Target,
 	d, code, line := fetch(ctx, serverURL, modelID, target, httpClient)
 	if code >= 0 {
 		return code, line
+	}
+	if mode == compat.ModeTrain {
+		return trainVerdict(d, target)
 	}
 	code, line = verdict(d, target)
 	if ref != nil {
@@ -143,11 +148,7 @@ func apiError(body []byte) string {
 func verdict(d modelDetail, target compat.Target) (int, string) {
 	r := d.Result
 	if r == nil || r.Status == compat.StatusUntested {
-		on := ""
-		if target != "" {
-			on = " on " + string(target)
-		}
-		return ExitUntested, fmt.Sprintf("%s: untested%s", d.ID, on)
+		return untested(d.ID, target)
 	}
 	line := fmt.Sprintf("%s: %s on %s%s (%s)", d.ID, r.Status, r.Target, detail(*r), facts(*r))
 
@@ -155,7 +156,7 @@ func verdict(d modelDetail, target compat.Target) (int, string) {
 	// change to or from the scanner's own error is none).
 	var newest *compat.Event
 	for i := range d.Events {
-		if d.Events[i].Target == r.Target && d.Events[i].AboutVerdicts() {
+		if d.Events[i].Target == r.Target && d.Events[i].AboutVerdicts() && !d.Events[i].Train() {
 			newest = &d.Events[i]
 			break
 		}
@@ -173,6 +174,75 @@ func verdict(d modelDetail, target compat.Target) (int, string) {
 		line += fmt.Sprintf(" — regression since %s (was %s)", newest.At.UTC().Format(time.DateOnly), newest.FromStatus)
 	}
 	return ExitNotPassing, line
+}
+
+// trainVerdict maps the train verdict of a model's current result to an
+// exit code and a line, as verdict does the status: pass is 0; any other
+// train verdict (failure, out of memory, timeout, crash, skipped) is 1; no
+// train verdict (untested, a result from before the matrix or one that
+// stopped before it) and the scanner's own error are 2.
+func trainVerdict(d modelDetail, target compat.Target) (int, string) {
+	r := d.Result
+	if r == nil || r.Status == compat.StatusUntested {
+		return untested(d.ID, target)
+	}
+	tr := r.Train()
+	if tr == nil {
+		return ExitUntested, fmt.Sprintf("%s: no train verdict on %s (inference %s; the result predates the train step "+
+			"or stopped before it) (%s)", d.ID, r.Target, r.Status, facts(*r))
+	}
+	line := fmt.Sprintf("%s: train %s on %s%s (%s)", d.ID, tr.Status, r.Target, trainDetail(*tr), facts(*r))
+	switch tr.Status {
+	case compat.StatusPass:
+		return ExitPass, line
+	case compat.StatusError:
+		return ExitUntested, line + " — no verdict: the scanner's own error, not the model's"
+	}
+	return ExitNotPassing, line // as the inference rule: a skipped train step does not pass either
+}
+
+// trainDetail is " at backward: <signature>" for a train step that did not
+// pass, the reason of a skipped one, the losses of a pass.
+func trainDetail(v compat.Verdict) string {
+	switch {
+	case v.Status == compat.StatusPass:
+		var s []string
+		if l := v.Metrics.Losses; len(l) > 0 && l[0] != nil && l[len(l)-1] != nil {
+			s = append(s, fmt.Sprintf("loss %.4g → %.4g", *l[0], *l[len(l)-1]))
+		}
+		if v.Metrics.StepMS != nil {
+			s = append(s, fmt.Sprintf("step %.1f ms", *v.Metrics.StepMS))
+		}
+		if len(s) == 0 {
+			return ""
+		}
+		return ": " + strings.Join(s, ", ")
+	case v.Status == compat.StatusSkipped:
+		if v.Message != nil {
+			return ": " + oneLine(*v.Message, 120)
+		}
+		return ""
+	}
+	s := ""
+	if v.Stage != nil {
+		s = " at " + *v.Stage
+	}
+	switch {
+	case v.Signature != nil && *v.Signature != "":
+		s += ": " + oneLine(*v.Signature, 120)
+	case v.Message != nil:
+		s += ": " + oneLine(*v.Message, 120)
+	}
+	return s
+}
+
+// untested is the answer for a model without a result on target.
+func untested(id string, target compat.Target) (int, string) {
+	on := ""
+	if target != "" {
+		on = " on " + string(target)
+	}
+	return ExitUntested, fmt.Sprintf("%s: untested%s", id, on)
 }
 
 // detail says where and why a result did not pass: " at forward: unsupported_op aten::foo".

@@ -103,7 +103,7 @@ func TestCheck(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var seen string
 			srv := server(t, tt.status, tt.detail, &seen)
-			code, line := Check(context.Background(), srv.URL+"/", "gpt2", tt.target, "", srv.Client())
+			code, line := Check(context.Background(), srv.URL+"/", "gpt2", tt.target, "", "", srv.Client())
 			if code != tt.wantCode {
 				t.Errorf("code = %d, want %d (%s)", code, tt.wantCode, line)
 			}
@@ -127,7 +127,7 @@ func TestCheck(t *testing.T) {
 func TestCheckTwoPartIDAndAuto(t *testing.T) {
 	var seen string
 	srv := server(t, 0, &modelDetail{Model: compat.Model{ID: "Qwen/Qwen3-0.6B", Result: passResult()}}, &seen)
-	code, _ := Check(context.Background(), srv.URL, "Qwen/Qwen3-0.6B", compat.TargetAuto, "", nil)
+	code, _ := Check(context.Background(), srv.URL, "Qwen/Qwen3-0.6B", compat.TargetAuto, "", "", nil)
 	if code != ExitPass || seen != "/api/v1/models/Qwen/Qwen3-0.6B" {
 		t.Fatalf("code %d, path %q", code, seen)
 	}
@@ -140,7 +140,7 @@ func TestCheckUnreachable(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	ln.Close() // nothing listens there now
-	code, line := Check(context.Background(), "http://"+addr, "gpt2", compat.TargetTPU, "", nil)
+	code, line := Check(context.Background(), "http://"+addr, "gpt2", compat.TargetTPU, "", "", nil)
 	if code != ExitUnreachable || !strings.Contains(line, "unreachable") {
 		t.Fatalf("code %d, line %q", code, line)
 	}
@@ -151,16 +151,16 @@ func TestCheckGarbageAndBadInput(t *testing.T) {
 		_, _ = w.Write([]byte("<html>a proxy's login page</html>"))
 	}))
 	defer srv.Close()
-	if code, line := Check(context.Background(), srv.URL, "gpt2", compat.TargetTPU, "", nil); code != ExitUnreachable {
+	if code, line := Check(context.Background(), srv.URL, "gpt2", compat.TargetTPU, "", "", nil); code != ExitUnreachable {
 		t.Errorf("garbage: code %d, %q", code, line)
 	}
-	if code, _ := Check(context.Background(), "ftp://x", "gpt2", compat.TargetTPU, "", nil); code != ExitUnreachable {
+	if code, _ := Check(context.Background(), "ftp://x", "gpt2", compat.TargetTPU, "", "", nil); code != ExitUnreachable {
 		t.Errorf("bad scheme: code %d", code)
 	}
-	if code, _ := Check(context.Background(), srv.URL, "../etc/passwd", compat.TargetTPU, "", nil); code != ExitUnreachable {
+	if code, _ := Check(context.Background(), srv.URL, "../etc/passwd", compat.TargetTPU, "", "", nil); code != ExitUnreachable {
 		t.Errorf("bad id: code %d", code)
 	}
-	if code, line := Check(context.Background(), srv.URL, "gpt2", "gpu", "", nil); code != ExitUnreachable || !strings.Contains(line, "unknown target") {
+	if code, line := Check(context.Background(), srv.URL, "gpt2", "gpu", "", "", nil); code != ExitUnreachable || !strings.Contains(line, "unknown target") {
 		t.Errorf("bad target: code %d, %q", code, line)
 	}
 }
@@ -172,7 +172,7 @@ func TestCheckContextCancelled(t *testing.T) {
 	defer close(block)
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	if code, _ := Check(ctx, srv.URL, "gpt2", compat.TargetTPU, "", nil); code != ExitUnreachable {
+	if code, _ := Check(ctx, srv.URL, "gpt2", compat.TargetTPU, "", "", nil); code != ExitUnreachable {
 		t.Fatalf("code %d", code)
 	}
 }

@@ -63,7 +63,7 @@ func TestCheckSince(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var seen string
 			srv := server(t, 0, tt.detail, &seen)
-			code, line := Check(context.Background(), srv.URL, "org/m", tt.target, tt.since, srv.Client())
+			code, line := Check(context.Background(), srv.URL, "org/m", tt.target, tt.since, "", srv.Client())
 			if code != tt.wantCode || !strings.Contains(line, tt.wantLine) {
 				t.Errorf("= %d %q\nwant %d and a line with %q", code, line, tt.wantCode, tt.wantLine)
 			}

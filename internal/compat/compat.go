@@ -308,6 +308,93 @@ type Metrics struct {
 	// collectives during one profiled forward step (torch.profiler's c10d
 	// ops); nil when not sharded or not profiled.
 	CollectiveMS *float64 `json:"collective_ms,omitempty"`
+	// GraphBreaks is how many graph breaks torch's dynamo counted in the
+	// compile stage, GraphBreakReasons the first three reasons, shortened
+	// (nil when the compile stage did not run that far).
+	GraphBreaks       *int64   `json:"graph_breaks,omitempty"`
+	GraphBreakReasons []string `json:"graph_break_reasons,omitempty"`
+	// Precision is the float32 matmul precision the device figures were
+	// measured at on tpu ("default" or "highest"; nil off tpu);
+	// NumericsPrecision the one whose numerics decided; PrecisionChecks
+	// the numerics at each of the two.
+	Precision         *string                   `json:"precision,omitempty"`
+	NumericsPrecision *string                   `json:"numerics_precision,omitempty"`
+	PrecisionChecks   map[string]PrecisionCheck `json:"precision_checks,omitempty"`
+}
+
+// PrecisionCheck is the numerics of a tpu forward at one float32 matmul
+// precision against the float32 CPU reference.
+type PrecisionCheck struct {
+	OK            bool     `json:"ok"`
+	MaxAbsDiff    *float64 `json:"max_abs_diff"`
+	Top1Agreement *float64 `json:"top1_agreement"`
+	Why           *string  `json:"why"`
+}
+
+// Run modes of Result.Modes (the keys of the verdict matrix).
+const (
+	ModeTrain             = "train"
+	ModeCompiled          = "compiled"
+	ModeEager             = "eager" // cpu and cuda: their one eager mode
+	ModeEagerDeferAndFuse = "eager_defer_and_fuse"
+	ModeEagerDeferNever   = "eager_defer_never"
+)
+
+// Verdict is how one way of running the model went (Result.Modes): a small
+// Result of its own. Its metrics are those of the mode: the train step's
+// losses against the reference's, step time, throughput and peak memory;
+// an eager mode's forward time and numerics; the compile stage's graphs,
+// graph breaks and recompiles.
+type Verdict struct {
+	Status       Status        `json:"status"`
+	Stage        *string       `json:"stage"`
+	FailureClass *FailureClass `json:"failure_class,omitempty"`
+	Op           *string       `json:"op,omitempty"`
+	Reason       *string       `json:"reason,omitempty"`
+	Signature    *string       `json:"signature"`
+	Message      *string       `json:"message"`
+	Metrics      ModeMetrics   `json:"metrics"`
+	Note         string        `json:"note,omitempty"`
+}
+
+// ModeMetrics are a Verdict's figures; a figure the mode does not measure
+// is left out, one it measured and could not is null in the harness's file.
+type ModeMetrics struct {
+	// train
+	Losses          []*float64 `json:"losses,omitempty"`
+	ReferenceLosses []*float64 `json:"reference_losses,omitempty"`
+	StepMS          *float64   `json:"step_ms,omitempty"`
+	TokensPerS      *float64   `json:"tokens_per_s,omitempty"`
+	SamplesPerS     *float64   `json:"samples_per_s,omitempty"`
+	PeakMemBytes    *int64     `json:"peak_mem_bytes,omitempty"`
+	PeakMemSource   *string    `json:"peak_mem_source,omitempty"`
+	ParamsChanged   *float64   `json:"params_changed,omitempty"`
+	MaxLossDiff     *float64   `json:"max_loss_diff,omitempty"`
+	LossTolerance   *float64   `json:"loss_tolerance,omitempty"`
+	LR              *float64   `json:"lr,omitempty"`
+	// eager modes
+	ForwardMS     *float64 `json:"forward_ms,omitempty"`
+	FirstForwardS *float64 `json:"first_forward_s,omitempty"`
+	MaxAbsDiff    *float64 `json:"max_abs_diff,omitempty"`
+	Top1Agreement *float64 `json:"top1_agreement,omitempty"`
+	// compiled
+	CompileS          *float64 `json:"compile_s,omitempty"`
+	CompiledStepMS    *float64 `json:"compiled_step_ms,omitempty"`
+	Graphs            *int64   `json:"graphs,omitempty"`
+	GraphBreaks       *int64   `json:"graph_breaks,omitempty"`
+	GraphBreakReasons []string `json:"graph_break_reasons,omitempty"`
+	Recompiles        *int64   `json:"recompiles,omitempty"`
+	// tpu: the float32 matmul precision the figures were measured at
+	Precision *string `json:"precision,omitempty"`
+}
+
+// Train is r's train verdict, nil when the probe has none (an old result,
+// or a probe that failed before the train step).
+func (r Result) Train() *Verdict {
+	if v, ok := r.Modes[ModeTrain]; ok {
+		return &v
+	}
+	return nil
 }
 
 // Efficiency records the basis of MFU and MBU: the peaks used and the
@@ -378,6 +465,13 @@ type Result struct {
 	// (--known-issues); nil when untracked. Never stored: the web layer
 	// sets it as it serves the result.
 	KnownIssue *KnownIssue `json:"known_issue"`
+	// Modes is the verdict matrix: one Verdict per way of running the model
+	// (ModeTrain, ModeCompiled, the eager modes); nil in results from
+	// before it. Status stays the inference verdict.
+	Modes map[string]Verdict `json:"modes,omitempty"`
+	// PrecisionSensitive says the numerics passed on tpu only at
+	// torch.tpu.Precision.HIGHEST.
+	PrecisionSensitive bool `json:"precision_sensitive,omitempty"`
 }
 
 // KnownIssue is a tracked failure: its title, the URL of its tracking
@@ -468,7 +562,34 @@ const (
 )
 
 // EventKinds are the kinds of status change, in the site's order.
-var EventKinds = []EventKind{EventRegression, EventFix, EventNew, EventChange, EventFlaky}
+var EventKinds = []EventKind{EventRegression, EventFix, EventNew, EventChange, EventFlaky, EventTrainRegression, EventTrainFix}
+
+// The train step's changes (Result.Modes["train"]), listed apart from the
+// inference's: a model whose inference still passes can stop training.
+const (
+	EventTrainRegression EventKind = "train_regression" // the train verdict was pass, now held against the model
+	EventTrainFix        EventKind = "train_fix"        // the train verdict was held against the model, now pass
+)
+
+// TrainChange decides whether a new train verdict makes a train event:
+// only a regression or a fix (ClassifyChange) between two train verdicts
+// does; last is the status of the newest earlier train verdict on the
+// target that is not an error ("" for none).
+func TrainChange(last, new Status) (EventKind, bool) {
+	switch ClassifyChange(last, new) {
+	case EventRegression:
+		return EventTrainRegression, true
+	case EventFix:
+		return EventTrainFix, true
+	}
+	return "", false
+}
+
+// Train reports whether e is a change of the train verdict, not of the
+// model's (inference) status.
+func (e Event) Train() bool {
+	return e.Kind == EventTrainRegression || e.Kind == EventTrainFix
+}
 
 // ClassifyChange is the one rule for what a change of status from old to
 // new means, whoever shows it: the feed's events (store), a comparison of

@@ -153,7 +153,10 @@ func (r Result) Validate() error {
 			return err
 		}
 	}
-	return r.Metrics.validate()
+	if err := r.Metrics.validate(); err != nil {
+		return err
+	}
+	return r.validateMatrix()
 }
 
 // Validate checks the runtime a result or a worker reports: each version
@@ -304,7 +307,7 @@ func (r Result) Clean() Result {
 		ce.Note = head(termsafe.Strip(e.Note), MaxNoteBytes)
 		r.Metrics.Efficiency = &ce
 	}
-	return r
+	return r.cleanMatrix()
 }
 
 // head is the first max bytes of s, whole runes only.

@@ -61,6 +61,7 @@ type Config struct {
 	JSON       bool          // probe only
 	Server     string        // check only
 	Since      string        // check only: a runtime key (compat.RuntimeRef.Key)
+	CheckMode  string        // check only: the verdict that gates, CheckInference or CheckTrain
 	LogFormat  string        // "text" or "json"
 	LogLevel   string
 	Verbose    bool // scan on a terminal: info log lines too (else warnings and errors only)
@@ -275,6 +276,7 @@ func Parse(cmd Command, args []string, env Env, out io.Writer) (Config, []string
 		fs.StringVar(&c.Server, "server", c.Server, "scanner server URL, e.g. https://tpu-compat.example.org")
 		fs.StringVar(&target, "target", "tpu", "target whose result gates: tpu, cpu or cuda (auto: the newest result on any; with --since: the runtime's)")
 		fs.StringVar(&c.Since, "since", c.Since, "a runtime key (see /runtimes): exit 1 also when the model regressed since that runtime")
+		fs.StringVar(&c.CheckMode, "mode", CheckInference, "the verdict that gates: inference (the model's status) or train (the train step's)")
 	case CmdBackup:
 		common()
 	case CmdVersion:
@@ -507,6 +509,17 @@ func (c *Config) Validate(cmd Command) error {
 			errs = append(errs, fmt.Errorf("--since: %w", err))
 		}
 	}
+	if cmd == CmdCheck {
+		switch c.CheckMode {
+		case CheckInference, "":
+		case CheckTrain:
+			if c.Since != "" {
+				errs = append(errs, errors.New("--since gates on the inference verdict's changes: not with --mode train"))
+			}
+		default:
+			errs = append(errs, fmt.Errorf("--mode %q: want %s or %s", c.CheckMode, CheckInference, CheckTrain))
+		}
+	}
 	if cmd == CmdServe || cmd == CmdWorker {
 		errs = append(errs, c.validateFleet(cmd)...)
 	}
@@ -529,6 +542,12 @@ func validProxy(p string) bool {
 	_, err := netip.ParseAddr(p)
 	return err == nil
 }
+
+// The verdicts `scanner check --mode` gates on.
+const (
+	CheckInference = "inference" // the model's status (the default)
+	CheckTrain     = "train"     // the train step's verdict (Result.Modes["train"])
+)
 
 // sizeUnits are the units --device-memory takes (binary, and decimal).
 var sizeUnits = []struct {

@@ -209,6 +209,32 @@ func TestParseCheckSince(t *testing.T) {
 	}
 }
 
+// scanner check --mode: inference by default, train gates on the train verdict.
+func TestParseCheckMode(t *testing.T) {
+	for _, tt := range []struct {
+		args    []string
+		want    string
+		wantErr string
+	}{
+		{nil, CheckInference, ""},
+		{[]string{"--mode", "train"}, CheckTrain, ""},
+		{[]string{"--mode", "inference"}, CheckInference, ""},
+		{[]string{"--mode", "arch"}, "", "--mode"},
+		{[]string{"--mode", "train", "--since", "cpu~2.15.0~~5.23.0~1"}, "", "not with --mode train"},
+	} {
+		c, _, err := Parse(CmdCheck, append([]string{"--server", "http://x"}, tt.args...), envOf(nil), io.Discard)
+		if tt.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("%v: err = %v, want one about %s", tt.args, err, tt.wantErr)
+			}
+			continue
+		}
+		if err != nil || c.CheckMode != tt.want {
+			t.Errorf("%v: mode %q err %v, want %q", tt.args, c.CheckMode, err, tt.want)
+		}
+	}
+}
+
 func TestParseLandlock(t *testing.T) {
 	cases := []struct {
 		args    []string

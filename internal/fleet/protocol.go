@@ -111,9 +111,11 @@ type Job struct {
 	InputFiles []string `json:"input_files,omitempty"`
 	// PlanNote says why the model is retested and in this mode, for the
 	// probe's note (scan.planNote).
-	PlanNote          string  `json:"plan_note,omitempty"`
-	MemoryBudgetBytes int64   `json:"memory_budget_bytes,omitempty"`
-	TimeoutS          float64 `json:"timeout_s"`
+	PlanNote          string `json:"plan_note,omitempty"`
+	MemoryBudgetBytes int64  `json:"memory_budget_bytes,omitempty"`
+	// NoTrain, when set, is the plan's reason to skip the train step.
+	NoTrain  string  `json:"no_train,omitempty"`
+	TimeoutS float64 `json:"timeout_s"`
 	// Previous is the model's current status on Target ("" for none): a
 	// result that would change it is confirmed by a rerun on the worker.
 	Previous compat.Status `json:"previous_status,omitempty"`

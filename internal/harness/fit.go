@@ -17,10 +17,13 @@ import (
 // means. (Whether a model can be served on a TPU generation is another
 // question: readiness.MinDevices.)
 type FitTable struct {
-	FitFactor     float64                     `json:"fit_factor"`
-	FitSlackBytes int64                       `json:"fit_slack_bytes"`
-	DtypeBytes    map[string]int64            `json:"dtype_bytes"`
-	Targets       map[compat.Target]FitTarget `json:"targets"`
+	FitFactor     float64 `json:"fit_factor"`
+	FitSlackBytes int64   `json:"fit_slack_bytes"`
+	// TrainStateFactor is a trained copy's bytes over its weights' bytes:
+	// the weights, their gradients and AdamW's two moments (4).
+	TrainStateFactor int64                       `json:"train_state_factor"`
+	DtypeBytes       map[string]int64            `json:"dtype_bytes"`
+	Targets          map[compat.Target]FitTarget `json:"targets"`
 	// CheckpointBytesPerParam bounds a safetensors checkpoint's bytes per
 	// parameter (16-bit to float32): its parameter count from its size.
 	CheckpointBytesPerParam struct {
@@ -61,6 +64,9 @@ func parseFit(data []byte) (FitTable, error) {
 	var errs []error
 	if t.FitFactor < 1 || t.FitSlackBytes < 0 {
 		errs = append(errs, fmt.Errorf("fit_factor %v (want >= 1) or fit_slack_bytes %d (want >= 0)", t.FitFactor, t.FitSlackBytes))
+	}
+	if t.TrainStateFactor < 1 {
+		errs = append(errs, fmt.Errorf("train_state_factor %d (want >= 1)", t.TrainStateFactor))
 	}
 	if b := t.CheckpointBytesPerParam; b.Min < 1 || b.Max < b.Min {
 		errs = append(errs, fmt.Errorf("checkpoint_bytes_per_param %+v: want 1 <= min <= max", b))

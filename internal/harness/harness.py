@@ -190,6 +190,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness_efficiency as he  # noqa: E402
 import harness_failures as hf  # noqa: E402
 import harness_inputs as hi  # noqa: E402
+import harness_modes as hm  # noqa: E402
 import harness_numerics as hn  # noqa: E402
 import harness_shard as hs  # noqa: E402
 import harness_reference as hr  # noqa: E402
@@ -243,14 +244,7 @@ def now_rfc3339() -> str:
     return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def finite_or_none(x):
-    if x is None:
-        return None
-    try:
-        x = float(x)
-    except (TypeError, ValueError):
-        return None
-    return x if math.isfinite(x) else None
+finite_or_none = hm.finite_or_none  # a float, or None when it is not one or not finite (strict JSON)
 
 
 def dist_version(*names: str) -> str:
@@ -743,8 +737,9 @@ class _TimingStreamer:
         pass
 
 
-class Probe:
+class Probe(hm.Modes):
     device_cls = Device  # harness_testing's simulated TPU swaps in a subclass
+    warmup_max_extra = WARMUP_MAX_EXTRA
 
     def __init__(self, args):
         self.args = args
@@ -775,6 +770,7 @@ class Probe:
         self.dtype = None
         self.real = None  # harness_inputs.Inputs: where the forward inputs came from
         self.continuation = None  # {"prompt", "text"} of a causal LM with its own tokenizer
+        self.init_modes()  # result.modes: the train step, the eager modes, precision (harness_modes.py)
         self.world = args.devices  # ranks of a sharded probe (harness_shard.py); 1 otherwise
         self.rank = 0  # this process's, read in the env stage
         self.sharding = None  # "tp" or "fsdp" once a sharded model is loaded
@@ -1161,12 +1157,7 @@ class Probe:
                     notes.append(f"TorchTPU still compiled on {extra} warm-up call(s) after the first"
                                  + ("" if settled else " and had not settled"))
                 c0 = dev.compile_count()
-                times = []
-                for _ in range(max(1, args.steps)):
-                    t = time.perf_counter()
-                    out = self.model(**self.dev_inputs)
-                    dev.sync()
-                    times.append(time.perf_counter() - t)
+                out, times = hm.timed_calls(lambda: self.model(**self.dev_inputs), dev.sync, args.steps)
                 c1 = dev.compile_count()
                 if c0 is not None and c1 != c0:
                     notes.append(f"TorchTPU compiled {c1 - c0} executable(s) during the timed eager steps")
@@ -1305,7 +1296,7 @@ class Probe:
             dtype_name = str(self.dtype).replace("torch.", "")
             refs = self.reference_outputs()
             ref_out = next(iter(refs.values()))
-            self.reference.release()  # its memory, before compile (a later failure builds it again)
+            self.ref_outputs = refs  # the matrix's stage (stage_modes) trains the reference, then releases it
             bad = [n for n, v in refs.items() if not bool(torch.isfinite(v).all())]
             if bad:  # nothing to compare with: the harness's inputs make even the reference non-finite
                 raise hf.SharedFailure(hf.INPUTS_ORIGIN, f"the float32 cpu reference's {', '.join(bad)} is not finite "
@@ -1346,6 +1337,7 @@ class Probe:
                                                    f"{bound:.4g}, and the float32 cpu reference's ({ref_ppl:.4g}) too",
                                                    "perplexity of the reference too")
                         ok, why, key = False, f"perplexity {ppl:.4g} is not finite or above {bound:.4g}", "perplexity"
+            ok, why, key = self.precision_verdict(refs, dtype_name, ok, why, key, notes)  # tpu: both precisions
             if not ok:
                 raise hf.NumericsMismatch(why, key)
 
@@ -1389,14 +1381,11 @@ class Probe:
             import torch._dynamo  # noqa: F401
             from torch._dynamo.utils import counters
 
-            def graph_breaks():
-                return sum(counters["graph_break"].values()) if "graph_break" in counters else 0
-
             def graphs():
                 return int(counters["stats"]["unique_graphs"])
 
             torch._dynamo.reset()
-            breaks0 = graph_breaks()
+            breaks0 = self.graph_break_counts()
             compiled = self.compile_model(backend)
             dev = self.dev
             with torch.no_grad():
@@ -1420,9 +1409,11 @@ class Probe:
                         raise
                 self.metrics["compile_s"] = round(time.perf_counter() - t, 4)
                 g1 = graphs()
+                self.record_graph_breaks(breaks0, g1 - g0)
                 compiled(**self.dev_inputs)
                 dev.sync()
                 g2 = graphs()
+                self.compiled_metrics["recompiles"] = g2 - g1
                 if g2 > g1:
                     raise hf.RecompileDetected(
                         f"second call with the same input shapes compiled {g2 - g1} new dynamo graph(s) "
@@ -1446,12 +1437,13 @@ class Probe:
                     out = compiled(**self.dev_inputs)
                     dev.sync()
                     times.append(time.perf_counter() - t)
+                self.compiled_metrics["recompiles"] = graphs() - g1
                 if graphs() > g2 or (c1 is not None and dev.compile_count() != c1):
                     raise hf.RecompileDetected("repeated calls with the same input shapes recompiled during the "
                                                "timed steps", "repeated calls recompiled")
             self.metrics["compiled_step_ms"] = round(statistics.median(times) * 1000, 4)
-            breaks = graph_breaks() - breaks0
-            notes.append(f"backend={backend} graphs={g1 - g0} graph_breaks={breaks}")
+            notes.append(f"backend={backend} graphs={g1 - g0} graph_breaks={self.metrics['graph_breaks']}"
+                         + "".join(f"; break: {r}" for r in self.metrics["graph_break_reasons"]))
             compiled_outs = self.output_tensors(out)
             eager = {next(iter(compiled_outs)): self.dev_out, **(self.dev_extra or {})}
             row = self.tolerance_row(str(self.dtype).replace("torch.", ""))
@@ -1600,6 +1592,7 @@ class Probe:
                 self.stage_load()
                 self.stage_forward()
                 self.stage_numerics()
+                self.stage_modes()  # the train step and the eager modes, beside the inference (harness_modes.py)
                 self.stage_compile()
                 self.stage_generate()
             res["status"] = "pass"
@@ -1616,8 +1609,7 @@ class Probe:
                 c = self.judge(e)
             res.update(status=c["status"], stage=self.current, failure_class=c["failure_class"], op=c["op"],
                        signature=c["signature"], message=c["message"], log_tail=c["log_tail"])
-        if self.dev is not None:
-            self.metrics["peak_mem_bytes"] = self.dev.peak_bytes()
+        self.metrics["peak_mem_bytes"] = self.inference_peak()  # not the train step's (harness_modes.py)
         if self.world > 1 and res["status"] == "pass":  # every rank is here: the group's last collectives
             self.metrics["peak_mem_bytes"] = hs.largest(hs.gather(self.metrics["peak_mem_bytes"], self.world))
             hs.finish(self.world)
@@ -1628,6 +1620,7 @@ class Probe:
         res["runtime"] = self.runtime
         res["metrics"] = {k: (finite_or_none(v) if isinstance(v, float) else v) for k, v in self.metrics.items()}
         he.annotate(self, res)  # metrics.mfu, .mbu and .efficiency (harness_efficiency.py)
+        self.finish_modes(res)  # result.modes, precision_sensitive, metrics.precision (harness_modes.py)
         rev = f" --revision {self.args.revision}" if self.args.revision else ""
         res["repro"] = (f"scanner probe {self.args.model_id or self.args.model_dir}{rev} --target {self.target}"
                         + (f" --mode {self.mode or self.args.mode}"))
@@ -1740,6 +1733,11 @@ def parse_args(argv):
     p.add_argument("--plan-note", default="", help="why the scanner's plan chose this probe (noted in the config stage)")
     p.add_argument("--no-compile", action="store_true")
     p.add_argument("--no-generate", action="store_true")
+    p.add_argument("--no-train", default="", metavar="REASON",
+                   help="skip the train step, saying why (the scanner's plan: the weights, gradients and AdamW state "
+                        "do not fit)")
+    p.add_argument("--no-modes", action="store_true",
+                   help="run none of the matrix's extra work: no train step, eager modes or second precision (bench)")
     p.add_argument("--env-only", action="store_true")
     # extensions (optional; the Go runner need not pass them)
     p.add_argument("--compile-backend", default="", help="torch.compile backend (default: tpu on tpu, inductor elsewhere)")

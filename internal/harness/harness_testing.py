@@ -25,6 +25,17 @@ The spec is a list of items separated by ``;``:
     a stand-in for an input error of the harness's own: the forward inputs' last token id is the
     text vocabulary's size, one past the embedding (a placeholder id the model cannot embed). The
     target and the float32 CPU reference both get it (they share the forward inputs), so both fail.
+``train:no-backward``
+    a stand-in for an op without a backward on the target: the train step's model (the target's
+    only; never the float32 CPU reference, nor the inference) passes the output of its first leaf
+    module through ``harness_test::no_backward``, a custom op registered with no autograd formula, so
+    that backward raises while forward, numerics and compile pass.
+``compile:graph-break``
+    a forced graph break: the compiled model calls ``torch._dynamo.graph_break()`` from a forward
+    pre-hook on its first leaf module (the eager runs do not).
+``tpu:precision-sensitive``
+    with a simulated TPU: the target's output is off by 1.0 unless it runs under
+    ``torch.tpu.precision(Precision.HIGHEST)`` (a model that passes only at HIGHEST).
 ``tpu:simulate`` / ``tpu:simulate-recompiling``
     a simulated TPU: SimulatedTpu stands in for Google's torch_tpu (as ``torch.tpu``, with
     SimulatedAccelerator as the device's ``torch.accelerator`` and a dynamo backend "tpu" that is
@@ -64,6 +75,9 @@ class Faults:
     perturb: bool = False
     recompile: bool = False
     beyond_vocab: bool = False
+    no_backward: bool = False
+    graph_break: bool = False
+    precision_sensitive: bool = False
     tpu: str = ""  # "", "simulate" or "simulate-recompiling"
     ranks: dict = dataclasses.field(default_factory=dict)  # (rank, stage) -> "kill" or "hang"
 
@@ -93,6 +107,12 @@ def parse(spec: str) -> Faults:
             f.recompile = True
         elif (stage, rest) == ("inputs", "beyond-vocab"):
             f.beyond_vocab = True
+        elif (stage, rest) == ("train", "no-backward"):
+            f.no_backward = True
+        elif (stage, rest) == ("compile", "graph-break"):
+            f.graph_break = True
+        elif (stage, rest) == ("tpu", "precision-sensitive"):
+            f.precision_sensitive = True
         elif stage == "tpu" and rest in ("simulate", "simulate-recompiling"):
             f.tpu = rest
         elif stage.startswith("rank") and stage[4:].isdigit() and rest.partition(":")[0] in ("kill", "hang"):
@@ -169,7 +189,34 @@ class FaultInjection:
         finally:
             self.dev_out = eager
 
+    def stage_load(self) -> None:
+        super().stage_load()
+        if self.faults.precision_sensitive:
+            out = self.model.get_output_embeddings() if hasattr(self.model, "get_output_embeddings") else None
+            (out if out is not None else first_leaf(self.model)).register_forward_hook(_off_unless_highest)
+
+    def train_target_model(self):
+        model = super().train_target_model()
+        if self.faults.no_backward:
+            op = no_backward_op()
+            self._no_backward_hook = first_leaf(model).register_forward_hook(
+                lambda _m, _i, out: op(out) if hasattr(out, "requires_grad") else out)
+        return model
+
+    def run_train(self) -> None:
+        try:
+            return super().run_train()
+        finally:
+            hook = getattr(self, "_no_backward_hook", None)
+            if hook is not None:
+                hook.remove()
+
     def compile_model(self, backend: str):
+        if self.faults.graph_break:
+            import torch._dynamo
+
+            # outside torch.compile graph_break() does nothing: the eager calls after this one are unaffected
+            first_leaf(self.model).register_forward_pre_hook(lambda *_a: torch._dynamo.graph_break())
         compiled = super().compile_model(backend)
         if not self.faults.recompile:
             return compiled
@@ -182,6 +229,37 @@ class FaultInjection:
             return compiled(**inputs)
 
         return second_call_one_token_fewer
+
+
+def first_leaf(model):
+    return next((m for _, m in model.named_modules() if len(list(m.children())) == 0), model)
+
+
+_NO_BACKWARD = []
+
+
+def no_backward_op():
+    """harness_test::no_backward: the identity, registered with no autograd formula (defined once)."""
+    if not _NO_BACKWARD:
+        import torch
+
+        @torch.library.custom_op("harness_test::no_backward", mutates_args=(), schema="(Tensor x) -> Tensor")
+        def no_backward(x: torch.Tensor) -> torch.Tensor:
+            return x.clone()
+
+        @no_backward.register_fake
+        def _(x):
+            return torch.empty_like(x)
+
+        _NO_BACKWARD.append(no_backward)
+    return _NO_BACKWARD[0]
+
+
+def _off_unless_highest(_module, _inputs, out):
+    """A forward hook: the output off by 1.0 unless the simulated TPU runs at Precision.HIGHEST."""
+    if SimulatedTpu.modes and SimulatedTpu.modes[-1] == SimulatedTpu.Precision.HIGHEST:
+        return out
+    return out + 1.0
 
 
 class CpuTensors:
@@ -200,7 +278,8 @@ class _RecordingMeta(type):
     def __getattribute__(cls, name):
         if not name.startswith("__") and name not in ("used", "reset", "installed", "backend", "misses",
                                                       "keep_compiling", "synced", "synced_at", "modes",
-                                                      "compiled_graphs", "call", "compiling"):
+                                                      "compiled_graphs", "call", "compiling", "eager_modes",
+                                                      "synced_eager"):
             type.__getattribute__(cls, "used").add(name)
         return type.__getattribute__(cls, name)
 
@@ -238,12 +317,18 @@ class SimulatedTpu(metaclass=_RecordingMeta):
     class Precision:  # torch_tpu/_internal/precision/precision.py binds StableHLO's three modes
         DEFAULT, HIGH, HIGHEST = "DEFAULT", "HIGH", "HIGHEST"
 
+    class EagerMode:  # torch_tpu/_internal/execution_mode: the public members
+        DEFER_AND_FUSE, DEFER_NEVER, DEFER_NEVER_AND_LAUNCH_BLOCKING = (
+            "DEFER_AND_FUSE", "DEFER_NEVER", "DEFER_NEVER_AND_LAUNCH_BLOCKING")
+
     used: set = set()
     misses = 0
     keep_compiling = False
     synced = 0
     synced_at: dict = {}  # precision mode in force -> synchronize() calls made under it
     modes: list = []  # the precision() stack
+    eager_modes: list = []  # the set_eager_mode() stack
+    synced_eager: dict = {}  # eager mode in force -> synchronize() calls made under it
     compiled_graphs: list = []  # node counts of the graphs the "tpu" backend compiled
 
     device_count = _internal("device_count", "torch.accelerator.device_count")
@@ -255,6 +340,7 @@ class SimulatedTpu(metaclass=_RecordingMeta):
     def reset(cls, keep_compiling: bool = False) -> None:
         cls.misses, cls.keep_compiling, cls.synced, cls.compiled_graphs = 3, keep_compiling, 0, []
         cls.synced_at, cls.modes = {}, []
+        cls.eager_modes, cls.synced_eager = [], {}
         type.__getattribute__(cls, "used").clear()
 
     @classmethod
@@ -265,6 +351,18 @@ class SimulatedTpu(metaclass=_RecordingMeta):
             yield
         finally:
             cls.modes.pop()
+
+    @classmethod
+    @contextlib.contextmanager
+    def set_eager_mode(cls, mode):
+        if mode not in (cls.EagerMode.DEFER_AND_FUSE, cls.EagerMode.DEFER_NEVER,
+                        cls.EagerMode.DEFER_NEVER_AND_LAUNCH_BLOCKING):
+            raise ValueError(f"not an EagerMode: {mode!r}")
+        cls.eager_modes.append(mode)
+        try:
+            yield
+        finally:
+            cls.eager_modes.pop()
 
     @classmethod
     def is_initialized(cls):
@@ -330,6 +428,8 @@ class SimulatedAccelerator:
         tpu.synced += 1
         mode = tpu.modes[-1] if tpu.modes else tpu.Precision.DEFAULT
         tpu.synced_at[mode] = tpu.synced_at.get(mode, 0) + 1
+        eager = tpu.eager_modes[-1] if tpu.eager_modes else tpu.EagerMode.DEFER_AND_FUSE
+        tpu.synced_eager[eager] = tpu.synced_eager.get(eager, 0) + 1
 
     @staticmethod
     def max_memory_allocated(device=None):

@@ -25,6 +25,10 @@ type DtypeBounds struct {
 	TieRtol  float64 `json:"tie_rtol"`  // decisive: best leads runner-up by > Atol + TieRtol * max|reference|
 	RelError float64 `json:"rel_error"` // ||device - reference|| / ||reference||, at most
 	Cosine   float64 `json:"cosine"`    // cosine similarity of every embedding vector, at least
+	// The train step: |loss - reference loss| <= TrainLossAtol +
+	// TrainLossRtol * |reference loss| at each of its three steps.
+	TrainLossAtol float64 `json:"train_loss_atol"`
+	TrainLossRtol float64 `json:"train_loss_rtol"`
 }
 
 // OutputKind is a kind of model output and the checks it gets.
@@ -55,7 +59,8 @@ func parseNumerics(data []byte) (NumericsTable, error) {
 	var errs []error
 	for _, d := range NumericsDtypes {
 		b, ok := t.Dtypes[d]
-		if !ok || b.Atol <= 0 || b.Rtol <= 0 || b.Top1 <= 0 || b.Top1 > 1 || b.RelError <= 0 || b.Cosine <= 0 || b.Cosine > 1 {
+		if !ok || b.Atol <= 0 || b.Rtol <= 0 || b.Top1 <= 0 || b.Top1 > 1 || b.RelError <= 0 || b.Cosine <= 0 || b.Cosine > 1 ||
+			b.TrainLossAtol <= 0 || b.TrainLossRtol <= 0 {
 			errs = append(errs, fmt.Errorf("dtype %s: missing or out of range: %+v", d, b))
 		}
 	}

@@ -14,6 +14,7 @@ func fitDoc(mod func(m map[string]any)) []byte {
 		"fit_slack_bytes":            0,
 		"dtype_bytes":                map[string]any{"int8": 1},
 		"checkpoint_bytes_per_param": map[string]any{"min": 1, "max": 1},
+		"train_state_factor":         1,
 		"targets": map[string]any{
 			"cpu":  map[string]any{"dtype": "int8", "copies": 1},
 			"tpu":  map[string]any{"dtype": "int8", "copies": 1},
@@ -46,6 +47,7 @@ func TestFitTableBounds(t *testing.T) {
 	}{
 		"factor below 1":           {func(m map[string]any) { m["fit_factor"] = 0.99 }, "fit_factor"},
 		"negative slack":           {func(m map[string]any) { m["fit_slack_bytes"] = -1 }, "fit_slack_bytes"},
+		"train state below 1":      {func(m map[string]any) { m["train_state_factor"] = 0 }, "train_state_factor"},
 		"checkpoint min 0":         {func(m map[string]any) { m["checkpoint_bytes_per_param"] = map[string]any{"min": 0, "max": 1} }, "checkpoint_bytes_per_param"},
 		"checkpoint max < min":     {func(m map[string]any) { m["checkpoint_bytes_per_param"] = map[string]any{"min": 2, "max": 1} }, "checkpoint_bytes_per_param"},
 		"no copies":                {func(m map[string]any) { target(m, "tpu")["copies"] = 0 }, "target tpu"},
@@ -87,7 +89,8 @@ func numericsDoc(b map[string]float64) []byte {
 // direction") is a bound a strict dtype may set; 0 or above 1 is not.
 func TestNumericsTableBounds(t *testing.T) {
 	edge := func(mod func(b map[string]float64)) map[string]float64 {
-		b := map[string]float64{"atol": 1e-6, "rtol": 1e-6, "top1": 1, "tie_rtol": 0, "rel_error": 1e-6, "cosine": 1}
+		b := map[string]float64{"atol": 1e-6, "rtol": 1e-6, "top1": 1, "tie_rtol": 0, "rel_error": 1e-6, "cosine": 1,
+			"train_loss_atol": 1e-6, "train_loss_rtol": 1e-6}
 		if mod != nil {
 			mod(b)
 		}
@@ -97,13 +100,15 @@ func TestNumericsTableBounds(t *testing.T) {
 		t.Fatalf("top1 and cosine of exactly 1: %+v, %v", got, err)
 	}
 	for name, mod := range map[string]func(b map[string]float64){
-		"atol 0":      func(b map[string]float64) { b["atol"] = 0 },
-		"rtol 0":      func(b map[string]float64) { b["rtol"] = 0 },
-		"top1 0":      func(b map[string]float64) { b["top1"] = 0 },
-		"top1 > 1":    func(b map[string]float64) { b["top1"] = 1.01 },
-		"rel_error 0": func(b map[string]float64) { b["rel_error"] = 0 },
-		"cosine 0":    func(b map[string]float64) { b["cosine"] = 0 },
-		"cosine > 1":  func(b map[string]float64) { b["cosine"] = 1.01 },
+		"atol 0":            func(b map[string]float64) { b["atol"] = 0 },
+		"rtol 0":            func(b map[string]float64) { b["rtol"] = 0 },
+		"top1 0":            func(b map[string]float64) { b["top1"] = 0 },
+		"top1 > 1":          func(b map[string]float64) { b["top1"] = 1.01 },
+		"rel_error 0":       func(b map[string]float64) { b["rel_error"] = 0 },
+		"cosine 0":          func(b map[string]float64) { b["cosine"] = 0 },
+		"cosine > 1":        func(b map[string]float64) { b["cosine"] = 1.01 },
+		"train_loss_atol 0": func(b map[string]float64) { b["train_loss_atol"] = 0 },
+		"train_loss_rtol 0": func(b map[string]float64) { b["train_loss_rtol"] = 0 },
 	} {
 		_, err := parseNumerics(numericsDoc(edge(mod)))
 		if err == nil || !strings.Contains(err.Error(), "dtype float32") {

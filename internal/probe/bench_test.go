@@ -28,7 +28,7 @@ func BenchmarkHarnessOverhead(b *testing.B) {
 	probeOnce := func() time.Duration {
 		start := time.Now()
 		res := r.Probe(ctx, Request{ModelID: "bench/llama", Revision: "bench", SnapshotDir: dir, Task: "text-generation",
-			Target: compat.TargetCPU, Mode: compat.ModeArch, NoCompile: true})
+			Target: compat.TargetCPU, Mode: compat.ModeArch, NoCompile: true, NoModes: true}) // the bare script has no matrix
 		if res.Status != compat.StatusPass {
 			b.Fatalf("probe: %s %v", res.Status, res.Message)
 		}
@@ -72,7 +72,7 @@ func BenchmarkShardedProbe(b *testing.B) {
 	probeOnce := func(devices int) figures {
 		start := time.Now()
 		res := r.Probe(ctx, Request{ModelID: "bench/llama", Revision: "bench", SnapshotDir: dir, Task: "text-generation",
-			Target: compat.TargetCPU, Mode: compat.ModeArch, NoCompile: true, Devices: devices})
+			Target: compat.TargetCPU, Mode: compat.ModeArch, NoCompile: true, Devices: devices, NoModes: true})
 		if res.Status != compat.StatusPass || res.DevicesUsed != devices {
 			b.Fatalf("probe on %d: %s on %d %v", devices, res.Status, res.DevicesUsed, res.Message)
 		}
@@ -125,4 +125,63 @@ func benchLlama(b *testing.B) (py, dir string, r *Runner) {
 		b.Fatal(err)
 	}
 	return py, dir, r
+}
+
+// BenchmarkModesCost is the verdict matrix's cost (issue 25): a probe with
+// it (the train step: three AdamW steps on the target and on the float32
+// CPU reference; graph breaks) against the same probe without it
+// (--no-modes), on the same tiny models on cpu, compile and generate
+// included as a scan runs them. Target: at most 1.5x the wall time.
+func BenchmarkModesCost(b *testing.B) {
+	py := os.Getenv("SCANNER_PYTHON")
+	if py == "" {
+		b.Skip("SCANNER_PYTHON is not set (make bench sets it)")
+	}
+	models := []struct{ task, cfg string }{
+		{"text-generation", `{"architectures":["LlamaForCausalLM"],"model_type":"llama","hidden_size":64,"intermediate_size":128,` +
+			`"num_attention_heads":4,"num_key_value_heads":2,"num_hidden_layers":2,"vocab_size":256,"max_position_embeddings":256,` +
+			`"bos_token_id":1,"eos_token_id":2}`},
+		{"fill-mask", `{"architectures":["BertForMaskedLM"],"model_type":"bert","hidden_size":64,"intermediate_size":128,` +
+			`"num_attention_heads":4,"num_hidden_layers":2,"vocab_size":512,"max_position_embeddings":128}`},
+	}
+	r, err := NewRunner(Config{Python: py, MemLimitBytes: 8 << 30})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer r.Close()
+	ctx := context.Background()
+	dirs := make([]string, len(models))
+	for i, m := range models {
+		dirs[i] = b.TempDir()
+		if err := os.WriteFile(filepath.Join(dirs[i], "config.json"), []byte(m.cfg), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	probeAll := func(noModes bool) time.Duration {
+		start := time.Now()
+		for i, m := range models {
+			res := r.Probe(ctx, Request{ModelID: "bench/" + m.task, Revision: "bench", SnapshotDir: dirs[i], Task: m.task,
+				Target: compat.TargetCPU, Mode: compat.ModeArch, NoModes: noModes})
+			if res.Status != compat.StatusPass {
+				b.Fatalf("probe %s: %s %v", m.task, res.Status, res.Message)
+			}
+			if tr, ok := res.Modes[compat.ModeTrain]; !noModes && (!ok || tr.Status != compat.StatusPass) {
+				b.Fatalf("probe %s: the train step did not pass: %+v", m.task, tr)
+			}
+		}
+		return time.Since(start)
+	}
+	for i := 0; i < b.N; i++ {
+		probeAll(true) // warm the page cache and inductor's
+		var with, without time.Duration
+		with += probeAll(false)
+		without += probeAll(true)
+		without += probeAll(true)
+		with += probeAll(false)
+		b.ReportMetric(with.Seconds()/2, "with_matrix_s")
+		b.ReportMetric(without.Seconds()/2, "without_s")
+		b.ReportMetric(with.Seconds()/without.Seconds(), "matrix_ratio")
+		b.Logf("with the matrix %.2fs, without %.2fs: %.3fx (target <= 1.5x)", with.Seconds()/2, without.Seconds()/2,
+			with.Seconds()/without.Seconds())
+	}
 }

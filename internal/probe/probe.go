@@ -294,6 +294,9 @@ type Request struct {
 	// PlanNote says why the plan chose this probe; the harness notes it in
 	// its config stage.
 	PlanNote string
+	// NoTrain, when set, skips the train step with this reason (the
+	// plan's: the weights, gradients and AdamW state do not fit).
+	NoTrain string
 
 	// Devices is how many devices the probe is sharded over: one harness
 	// process (rank) each (shard.go); 0 or 1 is one process. Chips, when
@@ -312,6 +315,10 @@ type Request struct {
 	// Harness knobs; zero leaves the harness's default.
 	Layers, SeqLen, NewTokens, Steps int
 	NoCompile, NoGenerate            bool
+	// NoModes runs none of the verdict matrix's extra work (the train
+	// step, TorchTPU's eager modes, the second precision): make bench's
+	// baselines only.
+	NoModes bool
 }
 
 // ranks is how many harness processes the probe runs.
@@ -341,8 +348,14 @@ func (req Request) args(resultFile string) []string {
 	if req.PlanNote != "" {
 		a = append(a, "--plan-note", req.PlanNote)
 	}
+	if req.NoTrain != "" {
+		a = append(a, "--no-train", req.NoTrain)
+	}
 	if req.NoCompile {
 		a = append(a, "--no-compile")
+	}
+	if req.NoModes {
+		a = append(a, "--no-modes")
 	}
 	if req.NoGenerate {
 		a = append(a, "--no-generate")

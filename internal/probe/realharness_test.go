@@ -129,4 +129,13 @@ func TestRealHarnessCPU(t *testing.T) {
 	if err := res.Validate(); err != nil {
 		t.Errorf("the real harness's result is refused: %v", err)
 	}
+	// The verdict matrix comes through the Go types: the train step's three
+	// losses against the reference's, cpu's one eager mode.
+	if tr := res.Train(); tr == nil || tr.Status != compat.StatusPass || len(tr.Metrics.Losses) != 3 ||
+		len(tr.Metrics.ReferenceLosses) != 3 || tr.Metrics.StepMS == nil || tr.Metrics.PeakMemBytes == nil {
+		t.Errorf("train verdict %+v", tr)
+	}
+	if e, ok := res.Modes[compat.ModeEager]; !ok || e.Status != compat.StatusPass {
+		t.Errorf("eager verdict %+v (modes %v)", e, res.Modes)
+	}
 }

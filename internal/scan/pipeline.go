@@ -203,7 +203,7 @@ func (r *run) stepRequest(j *entry) probestep.Request {
 	req := probestep.Request{Request: probe.Request{
 		ModelID: j.info.ID, Revision: j.info.SHA, SnapshotDir: j.snapshot, Task: j.info.PipelineTag,
 		Target: r.target, Mode: j.plan.Mode, Timeout: r.opts.Timeout,
-		MemoryBudgetBytes: j.plan.Budget, PlanNote: planNote(j),
+		MemoryBudgetBytes: j.plan.Budget, PlanNote: planNote(j), NoTrain: j.plan.NoTrain,
 	}, Runtime: r.runtime}
 	if j.previous != nil {
 		req.Previous = j.previous.Status

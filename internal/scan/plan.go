@@ -154,6 +154,36 @@ func ProbeNeed(params int64, target compat.Target) int64 {
 	return int64(float64(whole)*harness.Fit.FitFactor) + harness.Fit.FitSlackBytes
 }
 
+// TrainNeed is the train fit formula (fit.json's train_about): the bytes a
+// full-mode train step of a model of params parameters takes on target,
+// every copy the budget holds trained with its gradients and AdamW state.
+func TrainNeed(params int64, target compat.Target) int64 {
+	t, ok := harness.Fit.Targets[target]
+	if !ok {
+		t = harness.Fit.Targets[compat.TargetCPU]
+	}
+	whole := params * harness.Fit.DtypeBytes[t.Dtype] * t.Copies * harness.Fit.TrainStateFactor
+	return int64(float64(whole)*harness.Fit.FitFactor) + harness.Fit.FitSlackBytes
+}
+
+// trainRule decides whether a full-mode probe runs the train step: not
+// when the weights, gradients and AdamW state of the larger parameter count
+// the checkpoint can hold exceed the budget (a host out of memory would
+// take the inference verdict down with it). It returns the reason to skip,
+// "" to train. Arch mode's reduced model always trains; an unknown budget
+// or size trains (the train verdict's own oom says if it did not fit).
+func trainRule(in Input, mode compat.Mode) string {
+	if mode != compat.ModeFull || in.Budget <= 0 || in.Weights.Bytes <= 0 {
+		return ""
+	}
+	params := in.Weights.Bytes / harness.Fit.CheckpointBytesPerParam.Min
+	if need := TrainNeed(params, in.Target); need > in.Budget {
+		return fmt.Sprintf("the weights, gradients and AdamW state (%s of weights) need up to %s, over the %s budget (%s)",
+			gib(in.Weights.Bytes), gib(need), gib(in.Budget), in.BudgetOf)
+	}
+	return ""
+}
+
 // Weights are a model's safetensors weight files as listed.
 type Weights struct {
 	Files []string // hub.WeightFiles: the checkpoint's files and index
@@ -216,6 +246,9 @@ type Decision struct {
 	// ModeReason why this mode (or the decline's message). The scan logs
 	// both and hands them to the harness, which notes them in its result.
 	Reason, ModeReason string
+	// NoTrain, when set, is why the probe skips the train step (trainRule);
+	// the harness gets it as --no-train.
+	NoTrain string
 }
 
 // Plan decides whether a model is (re)tested and how.
@@ -229,6 +262,7 @@ func Plan(in Input) Decision {
 			in.Budget, in.BudgetOf = d.Budget, fmt.Sprintf("%d devices' %s", d.Devices, in.BudgetOf)
 		}
 		d.Mode, d.Decline, d.AskSizes, d.ModeReason = chooseMode(in)
+		d.NoTrain = trainRule(in, d.Mode)
 	}
 	return d
 }

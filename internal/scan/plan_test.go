@@ -216,6 +216,46 @@ func TestNeedMatchesTheFitTable(t *testing.T) {
 	}
 }
 
+// TestPlanTrain: a full-mode probe skips the train step only when the
+// weights, gradients and AdamW state of the larger parameter count do not
+// fit; arch always trains. Figures from fit.json, by hand:
+// 1 GiB of checkpoint holds at most 2^29 parameters (2 bytes each);
+// on tpu: 2^29 × 2 × 1 copy × 4 × 1.2 + 2^29 = 5690831667 bytes;
+// on cpu: 2^29 × 2 × 3 copies × 4 × 1.2 + 2^29 = 15998753177 bytes.
+func TestPlanTrain(t *testing.T) {
+	const tpuTrain1G, cpuTrain1G = 5690831667, 15998753177
+	if got := TrainNeed(1<<29, compat.TargetTPU); got != tpuTrain1G {
+		t.Errorf("TrainNeed tpu = %d, want %d", got, tpuTrain1G)
+	}
+	if got := TrainNeed(1<<29, compat.TargetCPU); got != cpuTrain1G {
+		t.Errorf("TrainNeed cpu = %d, want %d", got, cpuTrain1G)
+	}
+	ckpt := Weights{Files: []string{"model.safetensors"}, Bytes: gb}
+	for _, tc := range []struct {
+		name   string
+		mode   compat.Mode
+		target compat.Target
+		w      Weights
+		budget int64
+		skip   bool
+	}{
+		{"full, fits with its state", compat.ModeFull, compat.TargetTPU, ckpt, tpuTrain1G, false},
+		{"full, one byte short", compat.ModeFull, compat.TargetTPU, ckpt, tpuTrain1G - 1, true},
+		{"full on cpu counts the reference too", compat.ModeFull, compat.TargetCPU, ckpt, cpuTrain1G - 1, true},
+		{"auto -> full, inference fits, training does not", compat.ModeAuto, compat.TargetTPU, ckpt, 4 * gb, true},
+		{"arch always trains", compat.ModeArch, compat.TargetTPU, ckpt, gb, false},
+		{"full, budget unknown: trains", compat.ModeFull, compat.TargetTPU, ckpt, 0, false},
+	} {
+		d := Plan(Input{SHA: "s", Weights: tc.w, Target: tc.target, Mode: tc.mode, Budget: tc.budget, BudgetOf: "test"})
+		if got := d.NoTrain != ""; got != tc.skip {
+			t.Errorf("%s: NoTrain %q (mode %s), want skip=%v", tc.name, d.NoTrain, d.Mode, tc.skip)
+		}
+		if tc.skip && !strings.Contains(d.NoTrain, "AdamW state") {
+			t.Errorf("%s: reason %q", tc.name, d.NoTrain)
+		}
+	}
+}
+
 // TestPlanShard has one row per sharding rule. Each need is worked by hand
 // with readiness's rule: ceil(need × 1.1 / one device's memory) devices.
 func TestPlanShard(t *testing.T) {

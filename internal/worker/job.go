@@ -127,7 +127,7 @@ func (w *Worker) stepRequest(j fleet.Job) probestep.Request {
 	}
 	return probestep.Request{Request: probe.Request{
 		ModelID: j.ModelID, Revision: j.Revision, Task: j.Task, Target: j.Target, Mode: j.Mode,
-		Timeout: timeout, MemoryBudgetBytes: j.MemoryBudgetBytes, PlanNote: j.PlanNote,
+		Timeout: timeout, MemoryBudgetBytes: j.MemoryBudgetBytes, PlanNote: j.PlanNote, NoTrain: j.NoTrain,
 	}, Previous: j.Previous, Runtime: w.self.Runtime}
 }
 
