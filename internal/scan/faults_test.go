@@ -247,9 +247,12 @@ func TestServiceWaitsForAForeignScan(t *testing.T) {
 	if err := svc.Request("schedule"); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(1100 * time.Millisecond) // a few polls, and past the state's one-second memory
-	if st := svc.State(); !st.Running || !st.Foreign || !st.Queued {
-		t.Errorf("waiting: %+v, want the foreign scan running and ours queued", st)
+	// Through many polls and past the state's one-second memory, every
+	// look (even one while ours retries the lock) sees the foreign scan.
+	for end := time.Now().Add(1100 * time.Millisecond); time.Now().Before(end); time.Sleep(time.Millisecond) {
+		if st := svc.State(); !st.Running || !st.Foreign || !st.Queued {
+			t.Fatalf("waiting: %+v, want the foreign scan running and ours queued", st)
+		}
 	}
 	if scans, _ := f.store.ListScans(ctx, 10); len(scans) != 0 {
 		t.Errorf("%d scans recorded while another held the lock", len(scans))

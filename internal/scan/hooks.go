@@ -25,6 +25,9 @@ type Hooks struct {
 	ProbeDone  func(r compat.Result, held time.Duration)
 	ScanDone   func(s store.Scan)
 	HubFailure func(err error) // the Hub could not be reached (nil: it could)
+	// Locked: the scan holds the database's scan lock (its path) and runs
+	// now; a Run that another process's scan holds off never calls it.
+	Locked func(lockPath string)
 }
 
 // then is h followed by o: each event reaches h's hook, then o's.
@@ -33,6 +36,7 @@ func (h Hooks) then(o Hooks) Hooks {
 		Progress:   chain(h.Progress, o.Progress),
 		ScanDone:   chain(h.ScanDone, o.ScanDone),
 		HubFailure: chain(h.HubFailure, o.HubFailure),
+		Locked:     chain(h.Locked, o.Locked),
 		ProbeDone: func(r compat.Result, held time.Duration) {
 			if h.ProbeDone != nil {
 				h.ProbeDone(r, held)

@@ -154,6 +154,9 @@ func (s *Scanner) Run(ctx context.Context, opts Options, hooks Hooks) (store.Sca
 		return store.Scan{}, err
 	}
 	defer lock.Release()
+	if locked := s.Hooks.then(hooks).Locked; locked != nil {
+		locked(s.ScanLock)
+	}
 	opts = withDefaults(opts)
 	ctx, cancel := withDeadline(ctx, opts)
 	defer cancel()

@@ -124,6 +124,13 @@ func (s *Service) hooks() Hooks {
 			defer s.mu.Unlock()
 			s.state.ScanID = p.ScanID
 		},
+		// A scan that waited for another process's runs once it holds the
+		// lock: until then State reports the other's scan (runWhenFree).
+		Locked: func(string) {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			s.state.Running, s.waiting = true, false
+		},
 	}
 }
 
@@ -370,8 +377,13 @@ func (s *Service) runWhenFree(ctx context.Context, opts Options) (store.Scan, er
 		poll = 5 * time.Second
 	}
 	for logged := false; ; logged = true {
+		// While it retries, the state stays "waiting" (another's scan
+		// running, ours queued) until the Locked hook says it runs.
 		sc, err := s.scanner.Run(ctx, opts, s.hooks())
 		if !errors.Is(err, scanlock.ErrHeld) {
+			s.mu.Lock()
+			s.waiting = false
+			s.mu.Unlock()
 			return sc, err
 		}
 		if !logged {
@@ -386,10 +398,10 @@ func (s *Service) runWhenFree(ctx context.Context, opts Options) (store.Scan, er
 		case <-ctx.Done():
 			t.Stop()
 		}
-		s.mu.Lock()
-		s.state.Running, s.waiting = true, false
-		s.mu.Unlock()
 		if ctx.Err() != nil {
+			s.mu.Lock()
+			s.waiting = false
+			s.mu.Unlock()
 			return store.Scan{}, ctx.Err()
 		}
 	}
