@@ -198,98 +198,17 @@ func Parse(cmd Command, args []string, env Env, out io.Writer) (Config, []string
 	fs := flag.NewFlagSet("scanner "+string(cmd), flag.ContinueOnError)
 	fs.SetOutput(out)
 	target, mode := string(c.Target), string(c.Mode)
-	var tasks, models, proxies stringList
-
-	common := func() {
-		fs.StringVar(&c.DB, "db", c.DB, "SQLite file, created with its folder [SCANNER_DB]")
-		fs.StringVar(&c.LogFormat, "log-format", c.LogFormat, "log format: text or json")
-		fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "log level: debug, info, warn, error")
-		fs.BoolVar(&c.Verbose, "v", c.Verbose, "scan on a terminal: show info log lines above the progress bar (default: warnings and errors only)")
-	}
-	hubFlags := func() {
-		fs.StringVar(&c.HubEndpoint, "hub-endpoint", c.HubEndpoint, "any Hub-compatible server or mirror [HF_ENDPOINT]")
-		fs.StringVar(&c.Token, "token", c.Token, "Hub token, sent as Authorization: Bearer to the Hub only [HF_TOKEN]")
-		fs.StringVar(&c.CacheDir, "cache-dir", c.CacheDir, "Hub cache folder, shared with Python tools [HF_HUB_CACHE, else HF_HOME/hub]")
-		fs.StringVar(&target, "target", target, "where probes run: auto, tpu, cpu or cuda [SCANNER_TARGET]")
-		fs.StringVar(&c.Python, "python", c.Python, "Python with torch + transformers (+ torch_tpu) [SCANNER_PYTHON]")
-		fs.StringVar(&mode, "mode", mode, "weights: auto, full (real safetensors) or arch (random weights, real config)")
-		fs.DurationVar(&c.Timeout, "timeout", c.Timeout, "wall-clock limit per probe")
-		fs.DurationVar(&c.ProbeGrace, "probe-grace", c.ProbeGrace, "on shutdown or timeout, time a probe gets after SIGTERM before its process group is killed")
-		fs.StringVar(&c.Harness, "harness", c.Harness, "run this harness script instead of the embedded one (development, tests) [SCANNER_HARNESS]")
-		fs.BoolFunc("landlock", "confine the harness with Landlock where the kernel has it; false only on a host whose accelerator driver fails under it (the scanner says so) [SCANNER_LANDLOCK] (default true)",
-			func(v string) error { return c.setLandlock(v) })
-	}
-	deviceFlags := func(devicesUsage string) {
-		fs.IntVar(&c.Devices, "devices", c.Devices, devicesUsage)
-		fs.Func("device-memory", "one device's memory for the plan, e.g. 48MiB or 30GiB (default: the device's own; on cpu none, so no sharding)",
-			func(v string) error {
-				n, err := ParseSize(v)
-				c.DeviceMemory = n
-				return err
-			})
-	}
-	scanFlags := func() {
-		fs.IntVar(&c.Limit, "limit", c.Limit, "how many popular models")
-		fs.StringVar(&c.Sort, "sort", c.Sort, "popularity order: "+strings.Join(Sorts, ", "))
-		fs.Var(&tasks, "task", "Hub pipeline tag to include (repeatable)")
-		fs.Var(&models, "model", "scan exactly this model id (repeatable)")
-		fs.BoolVar(&c.Force, "force", c.Force, "retest even where revision and runtime are unchanged")
-		fs.StringVar(&c.Source, "source", c.Source, "where models come from: hub, or cache (models already in --cache-dir)")
-		deviceFlags("accelerator devices on this host; one probe runs per device, a model that needs several is sharded over them")
-		fs.DurationVar(&c.ScanTimeout, "scan-timeout", c.ScanTimeout, "a whole scan's deadline; past it the scan ends interrupted")
-	}
-
-	switch cmd {
-	case CmdServe:
-		common()
-		hubFlags()
-		scanFlags()
-		fs.StringVar(&c.Addr, "addr", c.Addr, "listen address [SCANNER_ADDR]")
-		fs.StringVar(&c.Schedule, "schedule", c.Schedule, "cron spec of scheduled scans [SCANNER_SCHEDULE]")
-		fs.BoolVar(&c.NoSchedule, "no-schedule", c.NoSchedule, "no scheduled scans (and no first scan on an empty database)")
-		fs.StringVar(&c.PublicURL, "public-url", c.PublicURL, "the site's public URL, for badge snippets and feed ids [SCANNER_PUBLIC_URL]")
-		fs.IntVar(&c.RateLimit, "rate-limit", c.RateLimit, "API requests per minute per client (0 = off)")
-		fs.Var(&proxies, "trusted-proxies", "IPs or CIDRs of proxies whose X-Forwarded-* headers are believed, comma-separated [SCANNER_TRUSTED_PROXIES]")
-		fs.StringVar(&c.Dispatch, "dispatch", c.Dispatch, "who probes: local (this process) or workers (scanner worker processes lease the probes) [SCANNER_DISPATCH]")
-		fs.DurationVar(&c.LeaseTTL, "lease-ttl", c.LeaseTTL, "a worker's lease not renewed by a heartbeat within this goes back to the queue")
-		c.watchFlags(fs)
-		fs.DurationVar(&c.WorkerWait, "worker-wait", c.WorkerWait, "how long a scan waits for a live worker that can take its jobs (at its start; after a rollout, before it re-plans them for the fleet's new runtime)")
-	case CmdWorker:
-		c.Addr = "" // a worker listens only when asked (for its /healthz)
-		fs.StringVar(&c.LogFormat, "log-format", c.LogFormat, "log format: text or json")
-		fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "log level: debug, info, warn, error")
-		hubFlags()
-		fs.IntVar(&c.Devices, "devices", c.Devices, "accelerator devices on this host; one probe (one lease) per device")
-		fs.StringVar(&c.Server, "server", c.Server, "the scanner server to lease probes from [SCANNER_SERVER]")
-		fs.StringVar(&c.Addr, "addr", c.Addr, "listen address of the worker's /healthz (none when empty)")
-	case CmdScan:
-		common()
-		hubFlags()
-		scanFlags()
-	case CmdProbe:
-		common()
-		hubFlags()
-		fs.StringVar(&c.Revision, "revision", c.Revision, "commit sha to test (default: the Hub's current main)")
-		deviceFlags("accelerator devices on this host: a model that needs several is sharded over them")
-		fs.BoolVar(&c.JSON, "json", c.JSON, "print the Result as JSON")
-	case CmdCheck:
-		fs.StringVar(&c.Server, "server", c.Server, "scanner server URL, e.g. https://tpu-compat.example.org")
-		fs.StringVar(&target, "target", "tpu", "target whose result gates: tpu, cpu or cuda (auto: the newest result on any; with --since: the runtime's)")
-		fs.StringVar(&c.Since, "since", c.Since, "a runtime key (see /runtimes): exit 1 also when the model regressed since that runtime")
-		fs.StringVar(&c.CheckMode, "mode", CheckInference, "the verdict that gates: inference (the model's status) or train (the train step's)")
-	case CmdBackup:
-		common()
-	case CmdVersion:
-	default:
-		return c, nil, fmt.Errorf("unknown command %q", cmd)
+	b := &flagBinder{fs: fs, c: &c, target: &target, mode: &mode}
+	if err := b.register(cmd); err != nil {
+		return c, nil, err
 	}
 	if err := fs.Parse(args); err != nil {
 		return c, nil, err
 	}
-	c.Tasks = append(c.Tasks, tasks...)
-	c.Models = append(c.Models, models...)
-	if len(proxies) > 0 {
-		c.TrustedProxies = proxies // the flag replaces the variable
+	c.Tasks = append(c.Tasks, b.tasks...)
+	c.Models = append(c.Models, b.models...)
+	if len(b.proxies) > 0 {
+		c.TrustedProxies = b.proxies // the flag replaces the variable
 	}
 	if cmd == CmdCheck && c.Since != "" && !flagSet(fs, "target") {
 		target = string(compat.TargetAuto) // the --since runtime's target
@@ -307,6 +226,110 @@ func Parse(cmd Command, args []string, env Env, out io.Writer) (Config, []string
 	}
 	c.CacheHome = CacheHome(env)
 	return c, fs.Args(), c.Validate(cmd)
+}
+
+// flagBinder declares each command's flags on fs, into c and the
+// strings Parse resolves after parsing (target, mode, the repeatables).
+type flagBinder struct {
+	fs                     *flag.FlagSet
+	c                      *Config
+	target, mode           *string
+	tasks, models, proxies stringList
+}
+
+// register declares cmd's flags.
+func (b *flagBinder) register(cmd Command) error {
+	switch cmd {
+	case CmdServe:
+		b.common()
+		b.hub()
+		b.scan()
+		b.fs.StringVar(&b.c.Addr, "addr", b.c.Addr, "listen address [SCANNER_ADDR]")
+		b.fs.StringVar(&b.c.Schedule, "schedule", b.c.Schedule, "cron spec of scheduled scans [SCANNER_SCHEDULE]")
+		b.fs.BoolVar(&b.c.NoSchedule, "no-schedule", b.c.NoSchedule, "no scheduled scans (and no first scan on an empty database)")
+		b.fs.StringVar(&b.c.PublicURL, "public-url", b.c.PublicURL, "the site's public URL, for badge snippets and feed ids [SCANNER_PUBLIC_URL]")
+		b.fs.IntVar(&b.c.RateLimit, "rate-limit", b.c.RateLimit, "API requests per minute per client (0 = off)")
+		b.fs.Var(&b.proxies, "trusted-proxies", "IPs or CIDRs of proxies whose X-Forwarded-* headers are believed, comma-separated [SCANNER_TRUSTED_PROXIES]")
+		b.fs.StringVar(&b.c.Dispatch, "dispatch", b.c.Dispatch, "who probes: local (this process) or workers (scanner worker processes lease the probes) [SCANNER_DISPATCH]")
+		b.fs.DurationVar(&b.c.LeaseTTL, "lease-ttl", b.c.LeaseTTL, "a worker's lease not renewed by a heartbeat within this goes back to the queue")
+		b.c.watchFlags(b.fs)
+		b.fs.DurationVar(&b.c.WorkerWait, "worker-wait", b.c.WorkerWait, "how long a scan waits for a live worker that can take its jobs (at its start; after a rollout, before it re-plans them for the fleet's new runtime)")
+	case CmdWorker:
+		b.c.Addr = "" // a worker listens only when asked (for its /healthz)
+		b.fs.StringVar(&b.c.LogFormat, "log-format", b.c.LogFormat, "log format: text or json")
+		b.fs.StringVar(&b.c.LogLevel, "log-level", b.c.LogLevel, "log level: debug, info, warn, error")
+		b.hub()
+		b.fs.IntVar(&b.c.Devices, "devices", b.c.Devices, "accelerator devices on this host; one probe (one lease) per device")
+		b.fs.StringVar(&b.c.Server, "server", b.c.Server, "the scanner server to lease probes from [SCANNER_SERVER]")
+		b.fs.StringVar(&b.c.Addr, "addr", b.c.Addr, "listen address of the worker's /healthz (none when empty)")
+	case CmdScan:
+		b.common()
+		b.hub()
+		b.scan()
+	case CmdProbe:
+		b.common()
+		b.hub()
+		b.fs.StringVar(&b.c.Revision, "revision", b.c.Revision, "commit sha to test (default: the Hub's current main)")
+		b.devices("accelerator devices on this host: a model that needs several is sharded over them")
+		b.fs.BoolVar(&b.c.JSON, "json", b.c.JSON, "print the Result as JSON")
+	case CmdCheck:
+		b.fs.StringVar(&b.c.Server, "server", b.c.Server, "scanner server URL, e.g. https://tpu-compat.example.org")
+		b.fs.StringVar(b.target, "target", "tpu", "target whose result gates: tpu, cpu or cuda (auto: the newest result on any; with --since: the runtime's)")
+		b.fs.StringVar(&b.c.Since, "since", b.c.Since, "a runtime key (see /runtimes): exit 1 also when the model regressed since that runtime")
+		b.fs.StringVar(&b.c.CheckMode, "mode", CheckInference, "the verdict that gates: inference (the model's status) or train (the train step's)")
+	case CmdBackup:
+		b.common()
+	case CmdVersion:
+	default:
+		return fmt.Errorf("unknown command %q", cmd)
+	}
+	return nil
+}
+
+// common: the flags of every command that opens the database.
+func (b *flagBinder) common() {
+	b.fs.StringVar(&b.c.DB, "db", b.c.DB, "SQLite file, created with its folder [SCANNER_DB]")
+	b.fs.StringVar(&b.c.LogFormat, "log-format", b.c.LogFormat, "log format: text or json")
+	b.fs.StringVar(&b.c.LogLevel, "log-level", b.c.LogLevel, "log level: debug, info, warn, error")
+	b.fs.BoolVar(&b.c.Verbose, "v", b.c.Verbose, "scan on a terminal: show info log lines above the progress bar (default: warnings and errors only)")
+}
+
+// hub: where models come from and how probes run.
+func (b *flagBinder) hub() {
+	b.fs.StringVar(&b.c.HubEndpoint, "hub-endpoint", b.c.HubEndpoint, "any Hub-compatible server or mirror [HF_ENDPOINT]")
+	b.fs.StringVar(&b.c.Token, "token", b.c.Token, "Hub token, sent as Authorization: Bearer to the Hub only [HF_TOKEN]")
+	b.fs.StringVar(&b.c.CacheDir, "cache-dir", b.c.CacheDir, "Hub cache folder, shared with Python tools [HF_HUB_CACHE, else HF_HOME/hub]")
+	b.fs.StringVar(b.target, "target", *b.target, "where probes run: auto, tpu, cpu or cuda [SCANNER_TARGET]")
+	b.fs.StringVar(&b.c.Python, "python", b.c.Python, "Python with torch + transformers (+ torch_tpu) [SCANNER_PYTHON]")
+	b.fs.StringVar(b.mode, "mode", *b.mode, "weights: auto, full (real safetensors) or arch (random weights, real config)")
+	b.fs.DurationVar(&b.c.Timeout, "timeout", b.c.Timeout, "wall-clock limit per probe")
+	b.fs.DurationVar(&b.c.ProbeGrace, "probe-grace", b.c.ProbeGrace, "on shutdown or timeout, time a probe gets after SIGTERM before its process group is killed")
+	b.fs.StringVar(&b.c.Harness, "harness", b.c.Harness, "run this harness script instead of the embedded one (development, tests) [SCANNER_HARNESS]")
+	b.fs.BoolFunc("landlock", "confine the harness with Landlock where the kernel has it; false only on a host whose accelerator driver fails under it (the scanner says so) [SCANNER_LANDLOCK] (default true)",
+		func(v string) error { return b.c.setLandlock(v) })
+}
+
+// devices: the host's accelerator devices and one device's memory.
+func (b *flagBinder) devices(devicesUsage string) {
+	b.fs.IntVar(&b.c.Devices, "devices", b.c.Devices, devicesUsage)
+	b.fs.Func("device-memory", "one device's memory for the plan, e.g. 48MiB or 30GiB (default: the device's own; on cpu none, so no sharding)",
+		func(v string) error {
+			n, err := ParseSize(v)
+			b.c.DeviceMemory = n
+			return err
+		})
+}
+
+// scan: what a scan lists and how long it may take.
+func (b *flagBinder) scan() {
+	b.fs.IntVar(&b.c.Limit, "limit", b.c.Limit, "how many popular models")
+	b.fs.StringVar(&b.c.Sort, "sort", b.c.Sort, "popularity order: "+strings.Join(Sorts, ", "))
+	b.fs.Var(&b.tasks, "task", "Hub pipeline tag to include (repeatable)")
+	b.fs.Var(&b.models, "model", "scan exactly this model id (repeatable)")
+	b.fs.BoolVar(&b.c.Force, "force", b.c.Force, "retest even where revision and runtime are unchanged")
+	b.fs.StringVar(&b.c.Source, "source", b.c.Source, "where models come from: hub, or cache (models already in --cache-dir)")
+	b.devices("accelerator devices on this host; one probe runs per device, a model that needs several is sharded over them")
+	b.fs.DurationVar(&b.c.ScanTimeout, "scan-timeout", b.c.ScanTimeout, "a whole scan's deadline; past it the scan ends interrupted")
 }
 
 // flagSet reports whether the command line set flag name.
