@@ -115,15 +115,7 @@ func (s *Server) table(c *fiber.Ctx) error {
 		return err
 	}
 	ctx := c.UserContext()
-	form := tableForm{Q: q.Q, Task: q.Task, Org: q.Org, Target: string(q.Target), Sort: q.Sort, Order: c.Query("order"), Hint: q.Hint}
-	if len(q.Status) > 0 {
-		form.Status = string(q.Status[0])
-		q.Status = q.Status[:1] // the form selects one; the API takes several
-	}
-	if len(q.Train) > 0 {
-		form.Train = string(q.Train[0])
-		q.Train = q.Train[:1]
-	}
+	form := newTableForm(&q, c.Query("order"))
 	changed, err := s.store.Changed(ctx)
 	if err != nil {
 		return fmt.Errorf("web: table: %w", err)
@@ -136,17 +128,53 @@ func (s *Server) table(c *fiber.Ctx) error {
 		c.Set(fiber.HeaderContentType, fiber.MIMETextHTMLCharsetUTF8)
 		return c.Send(page)
 	}
+	v, err := s.tableView(ctx, q, form, state, changed)
+	if err != nil {
+		return err
+	}
+
+	if err := s.tableBody(ctx, &v, queryKey(q), changed); err != nil {
+		return err
+	}
+	s.firstScanView(ctx, &v)
+	page, err := s.renderPage("table", v)
+	if err != nil {
+		return err
+	}
+	s.tablePages.put(pageKey, changed, page, len(page)+len(pageKey))
+	c.Set(fiber.HeaderContentType, fiber.MIMETextHTMLCharsetUTF8)
+	return c.Send(page)
+}
+
+// newTableForm is the table's form for q; the form selects one status
+// and one train status (the API takes several), so q keeps the first.
+func newTableForm(q *store.ModelQuery, order string) tableForm {
+	form := tableForm{Q: q.Q, Task: q.Task, Org: q.Org, Target: string(q.Target), Sort: q.Sort, Order: order, Hint: q.Hint}
+	if len(q.Status) > 0 {
+		form.Status = string(q.Status[0])
+		q.Status = q.Status[:1]
+	}
+	if len(q.Train) > 0 {
+		form.Train = string(q.Train[0])
+		q.Train = q.Train[:1]
+	}
+	return form
+}
+
+// tableView reads what the table shows of q (its page of models, the
+// summary, the top failures) and its links, all but the rendered body.
+func (s *Server) tableView(ctx context.Context, q store.ModelQuery, form tableForm, state ScanState, changed time.Time) (tableView, error) {
 	models, next, err := s.cachedList(ctx, q, changed)
 	if err != nil {
-		return fmt.Errorf("web: table: %w", err)
+		return tableView{}, fmt.Errorf("web: table: %w", err)
 	}
 	sum, err := s.cachedSummary(ctx, q.Target, changed)
 	if err != nil {
-		return fmt.Errorf("web: table summary: %w", err)
+		return tableView{}, fmt.Errorf("web: table summary: %w", err)
 	}
 	fails, err := s.cachedFailures(ctx, q.Target, 8, changed)
 	if err != nil {
-		return fmt.Errorf("web: table failures: %w", err)
+		return tableView{}, fmt.Errorf("web: table failures: %w", err)
 	}
 
 	v := tableView{
@@ -187,26 +215,33 @@ func (s *Server) table(c *fiber.Ctx) error {
 	}
 	v.Headers = sortHeaders(form)
 	v.Empty = sum.Models == 0
+	return v, nil
+}
 
-	key := queryKey(q)
+// tableBody renders v's body (its charts and rows), cached by the query's
+// key until the data changes.
+func (s *Server) tableBody(ctx context.Context, v *tableView, key string, changed time.Time) error {
 	if body, ok := s.tableBodies.get(key, changed); ok {
 		v.Body = body
-	} else {
-		if err := s.tableCharts(ctx, &v, changed); err != nil {
-			return fmt.Errorf("web: table charts: %w", err)
-		}
-		var buf bytes.Buffer
-		if err := s.pages.t["table"].ExecuteTemplate(&buf, "table-body", v); err != nil {
-			return fmt.Errorf("web: render table: %w", err)
-		}
-		v.Body = template.HTML(buf.String()) // made by html/template: already escaped
-		s.tableBodies.put(key, changed, v.Body, buf.Len()+len(key))
+		return nil
 	}
+	if err := s.tableCharts(ctx, v, changed); err != nil {
+		return fmt.Errorf("web: table charts: %w", err)
+	}
+	var buf bytes.Buffer
+	if err := s.pages.t["table"].ExecuteTemplate(&buf, "table-body", *v); err != nil {
+		return fmt.Errorf("web: render table: %w", err)
+	}
+	v.Body = template.HTML(buf.String()) // made by html/template: already escaped
+	s.tableBodies.put(key, changed, v.Body, buf.Len()+len(key))
+	return nil
+}
 
-	// The first scan: nothing recorded yet (the models it discovered are
-	// all untested) and a scan on its way. The table shows what is known.
-	noResults := sum.Counts[compat.StatusUntested] == sum.Models
-	if noResults && (v.State.Running || v.State.Queued) {
+// firstScanView marks the first scan: nothing recorded yet (the models it
+// discovered are all untested) and a scan on its way; the table shows
+// what is known and reloads. A running scan's progress comes with it.
+func (s *Server) firstScanView(ctx context.Context, v *tableView) {
+	if v.Summary.Counts[compat.StatusUntested] == v.Summary.Models && (v.State.Running || v.State.Queued) {
 		v.FirstScan = true
 		v.Refresh = firstScanRefresh
 	}
@@ -215,13 +250,6 @@ func (s *Server) table(c *fiber.Ctx) error {
 			v.Progress = &scanProgress{ID: sc.ID, Planned: sc.Planned, Done: sc.Done}
 		}
 	}
-	page, err := s.renderPage("table", v)
-	if err != nil {
-		return err
-	}
-	s.tablePages.put(pageKey, changed, page, len(page)+len(pageKey))
-	c.Set(fiber.HeaderContentType, fiber.MIMETextHTMLCharsetUTF8)
-	return c.Send(page)
 }
 
 // tableCharts draws the table's charts: the pass rate by runtime of its
