@@ -112,79 +112,102 @@ func main() {
 		log.Fatal(err)
 	}
 	defer db.Close()
-	var failed bool
-	report := func(name string, ok bool) string {
-		if ok {
-			return name + ": ok"
-		}
-		failed = true
-		return name + ": MISSED"
+	g := &goals{}
+	srv := measureStartUp(*scanner, path, g)
+	defer srv.stop()
+	measureExports(srv, g)
+	measureRoutes(ctx, db, srv, *nModels, *misses, *wrkPath, *dur, g)
+	measureUpsert(ctx, db, *nModels, g)
+	fmt.Println("load:", loadAvg())
+	if g.failed && *strict {
+		os.Exit(1)
 	}
+}
 
-	// Start-up, three times; the last server stays for the rest.
+// goals reports each measurement against its goal and remembers a miss.
+type goals struct{ failed bool }
+
+func (g *goals) report(name string, ok bool) string {
+	if ok {
+		return name + ": ok"
+	}
+	g.failed = true
+	return name + ": MISSED"
+}
+
+// measureStartUp starts the server three times and reports the median
+// start-up; the last server stays for the rest.
+func measureStartUp(scanner, path string, g *goals) *server {
 	var starts []time.Duration
 	var srv *server
-	for i := range 3 {
+	for range 3 {
 		if srv != nil {
 			srv.stop()
 		}
-		srv = startServer(*scanner, path)
+		srv = startServer(scanner, path)
 		starts = append(starts, srv.startUp)
-		_ = i
 	}
-	defer srv.stop()
 	slices.Sort(starts)
 	fmt.Printf("\nstart-up (scanner serve, exec to first /readyz 200), median of 3: %s  [%s]\n",
-		fmtDur(starts[1]), report("goal < 200ms", starts[1] < goalStartUp))
+		fmtDur(starts[1]), g.report("goal < 200ms", starts[1] < goalStartUp))
 
-	// Exports on the fresh server: its peak memory before and after.
+	return srv
+}
+
+// measureExports runs concurrent exports on the fresh server: its peak
+// memory before and after.
+func measureExports(srv *server, g *goals) {
 	exportRise, exportTime, exportBytes := exports(srv)
 	fmt.Printf("%d concurrent /export.csv: peak RSS %s → %s (rise %s), each %s for %.1f MB  [%s]\n", exportsAtOnce,
 		fmtMB(exportRise[0]), fmtMB(exportRise[1]), fmtMB(exportRise[1]-exportRise[0]), fmtDur(exportTime),
-		float64(exportBytes)/1e6, report("goal rise < 100 MB", exportRise[1]-exportRise[0] < goalExportRise))
+		float64(exportBytes)/1e6, g.report("goal rise < 100 MB", exportRise[1]-exportRise[0] < goalExportRise))
 
-	// The minimal handler, in this process.
+}
+
+// measureRoutes times every route on a cache miss and cached (wrk, 1 and
+// 16 clients) beside a minimal fiber handler in this process.
+func measureRoutes(ctx context.Context, db *store.SQLite, srv *server, nModels, misses int, wrkPath string, dur time.Duration, g *goals) {
 	bare := fiber.New(fiber.Config{DisableStartupMessage: true})
 	bare.Use(func(c *fiber.Ctx) error { return c.SendString("ok") })
 	minimal := serve(bare.Listener)
 	defer bare.Shutdown()
 
-	routes := pickRoutes(srv.base, *nModels)
+	routes := pickRoutes(srv.base, nModels)
 	toggle := toggler(ctx, db)
-	fmt.Printf("\nroutes: on a cache miss (the first request after a write; %d each, 1 client) and cached (wrk %s, 1 and 16 clients)\n", *misses, *dur)
+	fmt.Printf("\nroutes: on a cache miss (the first request after a write; %d each, 1 client) and cached (wrk %s, 1 and 16 clients)\n", misses, dur)
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(w, "route\tmiss p50\tmiss p99\tp50 c=1\tp99 c=1\tp50 c=16\tp99 c=16\treq/s c=16\tgoal\t")
-	min1 := wrk(*wrkPath, minimal+"/", 1, 1, *dur)
-	min16 := wrk(*wrkPath, minimal+"/", 2, 16, *dur)
+	min1 := wrk(wrkPath, minimal+"/", 1, 1, dur)
+	min16 := wrk(wrkPath, minimal+"/", 2, 16, dur)
 	fmt.Fprintf(w, "minimal fiber handler\t\t\t%s\t%s\t%s\t%s\t%.0f\t\t\n", fmtDur(min1.p50), fmtDur(min1.p99),
 		fmtDur(min16.p50), fmtDur(min16.p99), min16.rps)
 	for _, r := range routes {
-		p50, p99 := missTimes(r.url, *misses, toggle)
-		c1 := wrk(*wrkPath, r.url, 1, 1, *dur)
-		c16 := wrk(*wrkPath, r.url, 2, 16, *dur)
-		goal := report("miss p50 < 50ms", p50 < goalMiss)
+		p50, p99 := missTimes(r.url, misses, toggle)
+		c1 := wrk(wrkPath, r.url, 1, 1, dur)
+		c16 := wrk(wrkPath, r.url, 2, 16, dur)
+		goal := g.report("miss p50 < 50ms", p50 < goalMiss)
 		if r.table {
 			ratio := float64(c1.p50) / float64(min1.p50)
-			goal += "; " + report(fmt.Sprintf("cached p50 %.1f× minimal ≤ 3×", ratio), ratio <= goalTableRatio)
+			goal += "; " + g.report(fmt.Sprintf("cached p50 %.1f× minimal ≤ 3×", ratio), ratio <= goalTableRatio)
 		}
 		if c1.errors != "" || c16.errors != "" {
 			goal += " (errors: " + strings.TrimSpace(c1.errors+" "+c16.errors) + ")"
-			failed = true
+			g.failed = true
 		}
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.0f\t%s\t\n", r.name, fmtDur(p50), fmtDur(p99), fmtDur(c1.p50),
 			fmtDur(c1.p99), fmtDur(c16.p50), fmtDur(c16.p99), c16.rps, goal)
 	}
 	w.Flush()
 
-	// A listing: every model, a tenth with new downloads; then put back.
+}
+
+// measureUpsert times a listing of every model, a tenth with new
+// downloads, then putting them back.
+func measureUpsert(ctx context.Context, db *store.SQLite, nModels int, g *goals) {
 	changed, back := upserts(ctx, db)
 	fmt.Printf("\nlisting upsert of %d models, %d with new downloads: %s (CPU %s), and putting them back: %s (CPU %s)  [%s]\n",
-		*nModels, *nModels/changedFraction, fmtDur(changed.wall), fmtDur(changed.cpu), fmtDur(back.wall), fmtDur(back.cpu),
-		report("goal < 5s", max(changed.wall, back.wall) < goalUpsert))
-	fmt.Println("load:", loadAvg())
-	if failed && *strict {
-		os.Exit(1)
-	}
+		nModels, nModels/changedFraction, fmtDur(changed.wall), fmtDur(changed.cpu), fmtDur(back.wall), fmtDur(back.cpu),
+		g.report("goal < 5s", max(changed.wall, back.wall) < goalUpsert))
 }
 
 // dbPath is the cached database's file: its name carries a hash of what
