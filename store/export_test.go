@@ -80,23 +80,28 @@ func (s *SQLite) ExplainNamed(ctx context.Context) (map[string][]string, error) 
 }
 
 // ExplainCompareLists returns the plans of the three ways of reading a
-// page of a comparison's list (gather, walk kept, walk), after a cursor.
+// page of a comparison's list (gather, walk kept, walk), after a cursor,
+// for an inference list and a train list (named "train …").
 func (s *SQLite) ExplainCompareLists(ctx context.Context) (map[string][]string, error) {
 	out := map[string][]string{}
-	kind := compare.Fixed
-	for name, q := range map[string]string{"gather": sqlListGather, "walk kept": sqlListWalkKept, "walk": kindPairsSQL(sqlListWalk, kind)} {
-		args := []any{1, 2}
-		if name == "walk" {
-			args = append(args, kindPairArgs(kind)...)
-		} else {
-			args = append(args, string(kind))
+	for _, kind := range []compare.Kind{compare.Fixed, compare.TrainRegressed} {
+		for name, q := range map[string]string{"gather": sqlListGather, "walk kept": sqlListWalkKept, "walk": kindPairsSQL(sqlListWalk, kind)} {
+			args := []any{1, 2}
+			if name == "walk" {
+				args = append(args, kindPairArgs(kind)...)
+			} else {
+				args = append(args, string(kind))
+			}
+			args = append(args, 10, 10, "org/model", 51)
+			if compare.IsTrainListed(kind) {
+				q, name = trainSQL(q), "train "+name
+			}
+			plan, err := s.explain(ctx, fmt.Sprintf(q, listAfter), args...)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", name, err)
+			}
+			out[name] = plan
 		}
-		args = append(args, 10, 10, "org/model", 51)
-		plan, err := s.explain(ctx, fmt.Sprintf(q, listAfter), args...)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", name, err)
-		}
-		out[name] = plan
 	}
 	return out, nil
 }
