@@ -84,6 +84,11 @@ func TestCompareListsTrainChangesApart(t *testing.T) {
 		t.Errorf("second page: %v, cursor %v, fixed %v", got, next.NextCursors[compare.TrainRegressed], next.TrainFixed)
 	}
 
+	// The feed's item for the new runtime says it too.
+	if feed := ts.get(t, "/feed.json").body; strings.Count(feed, "torch_tpu 0.2.0 breaks training of 102 models, fixes training of 1.") != 2 {
+		t.Errorf("the feed's runtime item does not say the train changes (text and HTML):\n%.3000s", feed)
+	}
+
 	page := ts.get(t, "/compare?base="+keyV1+"&head="+keyV2)
 	if page.status != 200 {
 		t.Fatalf("/compare: %d", page.status)
