@@ -154,6 +154,14 @@ func comparePage(ctx context.Context, tx *sql.Tx, q CompareQuery, limit int, cur
 	if err := tx.QueryRowContext(ctx, sqlModelCount).Scan(&models); err != nil {
 		return page, err
 	}
+	set := func(kind compare.Kind, items []compare.Item, more bool) {
+		*page.List(kind) = items
+		if more {
+			last := items[len(items)-1]
+			page.Next[kind] = compareCursor{Kind: kind, Base: q.Base.Key(), Head: q.Head.Key(), Downloads: last.Downloads, ID: last.ID}.encode()
+		}
+	}
+	walk := map[compare.Kind]int{} // the first pages to read in one walk, with their totals
 	for _, kind := range append(slices.Clone(compare.Listed), compare.TrainListed...) {
 		page.Next[kind] = ""
 		if (cur != nil && cur.Kind != kind) || (q.Lists != nil && !slices.Contains(q.Lists, kind)) {
@@ -166,23 +174,83 @@ func comparePage(ctx context.Context, tx *sql.Tx, q CompareQuery, limit int, cur
 		// A short list of a kept comparison is read from its rows and
 		// sorted (a row's cost each); otherwise the models are walked most
 		// downloaded first, which costs about (limit+1) × models ÷ total
-		// rows of about the same cost (measured at 10 000 models).
+		// rows of about the same cost (measured at 10 000 models). The
+		// first pages of a comparison not kept are read in one walk, which
+		// goes as far as its longest (walkLists).
 		isKept := kept > 0
 		if compare.IsTrainListed(kind) {
 			isKept = keptTrain > 0
 		}
+		if !isKept && cur == nil {
+			walk[kind] = total
+			continue
+		}
 		gather := isKept && int64(total)*int64(total) <= int64(limit+1)*max(models, 1)
-		items, more, err := listPage(ctx, tx, ids, kind, isKept, gather, limit, cur)
+		items, more, err := listPage(ctx, tx, ids, kind, isKept, gather, limit, total, cur)
 		if err != nil {
 			return page, err
 		}
-		*page.List(kind) = items
-		if more {
-			last := items[len(items)-1]
-			page.Next[kind] = compareCursor{Kind: kind, Base: q.Base.Key(), Head: q.Head.Key(), Downloads: last.Downloads, ID: last.ID}.encode()
-		}
+		set(kind, items, more)
+	}
+	if len(walk) == 0 {
+		return page, nil
+	}
+	lists, err := walkLists(ctx, tx, ids, walk, limit)
+	if err != nil {
+		return page, err
+	}
+	for kind, items := range lists {
+		more := len(items) > limit
+		set(kind, items[:min(len(items), limit)], more)
 	}
 	return page, nil
+}
+
+// walkLists reads the first page of several lists of the comparison ids
+// (base, head) in one walk of the models most downloaded first, each
+// classified by compare.Classify and compare.ClassifyTrain into the list of
+// its kinds, until every list holds limit+1 models or its total (totals,
+// by kind): up to limit+1 models of each, in order.
+func walkLists(ctx context.Context, tx *sql.Tx, ids [2]int64, totals map[compare.Kind]int, limit int) (map[compare.Kind][]compare.Item, error) {
+	rows, err := tx.QueryContext(ctx, sqlListWalkAll, ids[0], ids[1])
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := make(map[compare.Kind][]compare.Item, len(totals))
+	for k := range totals {
+		out[k] = make([]compare.Item, 0, min(totals[k], limit+1))
+	}
+	open := len(totals)
+	for open > 0 && rows.Next() {
+		var (
+			id                             string
+			downloads                      int64
+			bStatus, bSig, bCls, bTr, bTrS sql.NullString
+			hStatus, hSig, hCls, hTr, hTrS sql.NullString
+		)
+		if err := rows.Scan(&id, &downloads, &bStatus, &bSig, &bCls, &bTr, &bTrS, &hStatus, &hSig, &hCls, &hTr, &hTrS); err != nil {
+			return nil, err
+		}
+		base, head := entryOf(bStatus, bSig, bCls), entryOf(hStatus, hSig, hCls)
+		base.Train, base.TrainSignature = compat.Status(bTr.String), bTrS.String
+		head.Train, head.TrainSignature = compat.Status(hTr.String), hTrS.String
+		for i, kind := range []compare.Kind{compare.Classify(base.Status, head.Status), compare.ClassifyTrain(base.Train, head.Train)} {
+			total, ok := totals[kind]
+			if !ok || len(out[kind]) == min(total, limit+1) {
+				continue
+			}
+			it := compare.ItemOf(id, downloads, base, head)
+			if i == 1 {
+				it = compare.TrainItemOf(id, downloads, base, head)
+			}
+			out[kind] = append(out[kind], it)
+			if len(out[kind]) == min(total, limit+1) {
+				open--
+			}
+		}
+	}
+	return out, rows.Err()
 }
 
 // compareCells counts the models of the comparison by their status on
@@ -285,8 +353,10 @@ func runtimeTally(ctx context.Context, tx *sql.Tx, rt int64) (map[compat.Status]
 }
 
 // listPage reads up to limit models of one list after cur (nil = from
-// the top), and whether there are more.
-func listPage(ctx context.Context, tx *sql.Tx, ids [2]int64, kind compare.Kind, kept, gather bool, limit int, cur *compareCursor) ([]compare.Item, bool, error) {
+// the top), and whether there are more. total is the list's total: a
+// walk stops once it has found as many (a short list need not be walked
+// to the last model).
+func listPage(ctx context.Context, tx *sql.Tx, ids [2]int64, kind compare.Kind, kept, gather bool, limit, total int, cur *compareCursor) ([]compare.Item, bool, error) {
 	var (
 		query string
 		args  = []any{ids[0], ids[1]}
@@ -308,7 +378,7 @@ func listPage(ctx context.Context, tx *sql.Tx, ids [2]int64, kind compare.Kind, 
 		after = listAfter
 		args = append(args, cur.Downloads, cur.Downloads, cur.ID)
 	}
-	args = append(args, limit+1)
+	args = append(args, min(limit+1, total))
 	rows, err := tx.QueryContext(ctx, fmt.Sprintf(query, after), args...)
 	if err != nil {
 		return nil, false, err
@@ -607,6 +677,15 @@ ORDER BY page.downloads DESC, page.model_id`
 FROM current c CROSS JOIN compare_items i ON i.base_id = ?1 AND i.head_id = ?2 AND i.model_id = c.model_id` + listJoin + `
 WHERE c.target = '' AND i.kind = ?3%[1]s
 ORDER BY c.downloads DESC, c.model_id LIMIT ?`
+	// sqlListWalkAll walks the models with a result on head (?2) most
+	// downloaded first, with their statuses, signatures, failure classes
+	// and train verdicts on base (?1) and head (walkLists).
+	sqlListWalkAll = `SELECT c.model_id, c.downloads, b.status, b.signature, b.failure_class, b.train_status, b.train_signature,
+	h.status, h.signature, h.failure_class, h.train_status, h.train_signature
+FROM current c CROSS JOIN runtime_current h ON h.runtime_id = ?2 AND h.model_id = c.model_id
+LEFT JOIN runtime_current b ON b.runtime_id = ?1 AND b.model_id = c.model_id
+WHERE c.target = ''
+ORDER BY c.downloads DESC, c.model_id`
 	// sqlListWalk walks the models most downloaded first and keeps those
 	// whose statuses on base and head are one of the kind's pairs.
 	sqlListWalk = `SELECT ` + listCols + `

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compare"
@@ -103,6 +104,11 @@ func (s *SQLite) ExplainCompareLists(ctx context.Context) (map[string][]string, 
 			out[name] = plan
 		}
 	}
+	plan, err := s.explain(ctx, sqlListWalkAll, 1, 2)
+	if err != nil {
+		return nil, fmt.Errorf("walk all: %w", err)
+	}
+	out["walk all"] = plan
 	return out, nil
 }
 
@@ -128,7 +134,7 @@ func (s *SQLite) ListAll(ctx context.Context, p [2]int64, kind compare.Kind, kep
 	var all []compare.Item
 	var cur *compareCursor
 	for range 1000 {
-		items, more, err := listPage(ctx, tx, p, kind, kept, gather, limit, cur)
+		items, more, err := listPage(ctx, tx, p, kind, kept, gather, limit, math.MaxInt32, cur)
 		if err != nil {
 			return nil, err
 		}
