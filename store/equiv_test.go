@@ -269,6 +269,7 @@ func equivWorkload() []equivStep {
 		{"results after the renames (through an alias too)", results(80, []int{0, 1, 2, 3, 4, 5, 6}, false, false)},
 		{"readiness again", readinessStep},
 		{"last listing: a tenth changed", listing(3, 0.1)},
+		{"a listing that moves every model's downloads (the tallies follow them)", listing(0, 1)},
 	}
 }
 

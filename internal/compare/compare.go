@@ -125,6 +125,8 @@ type Headline struct {
 	TotalDownloads     int64
 	FixedShare         *float64
 	RegressedShare     *float64
+	// The downloads of the train lists' models.
+	TrainFixedDownloads, TrainRegressedDownloads int64
 }
 
 // Result is a comparison: the four lists, each most downloaded first (then
@@ -219,8 +221,13 @@ func Tally(cells, train []Cell) Headline {
 		h.Counts[k] = 0
 	}
 	for _, c := range train {
-		if kind := ClassifyTrain(c.Base, c.Head); kind != "" {
+		switch kind := ClassifyTrain(c.Base, c.Head); kind {
+		case TrainFixed:
 			h.Counts[kind] += c.Models
+			h.TrainFixedDownloads += c.Downloads
+		case TrainRegressed:
+			h.Counts[kind] += c.Models
+			h.TrainRegressedDownloads += c.Downloads
 		}
 	}
 	for _, c := range cells {

@@ -230,8 +230,8 @@ func TestTally(t *testing.T) {
 		{Base: "skipped", Head: "", Models: 1, Downloads: 17},      // not retested, none counts
 	}, []Cell{
 		{Base: "pass", Head: "fail", Models: 2, Downloads: 9},  // train regressed
-		{Base: "pass", Head: "oom", Models: 1, Downloads: 9},   // train regressed
-		{Base: "crash", Head: "pass", Models: 4, Downloads: 9}, // train fixed
+		{Base: "pass", Head: "oom", Models: 1, Downloads: 5},   // train regressed
+		{Base: "crash", Head: "pass", Models: 4, Downloads: 3}, // train fixed
 		{Base: "pass", Head: "pass", Models: 8, Downloads: 9},  // neither
 		{Base: "pass", Head: "error", Models: 3, Downloads: 9}, // neither: an error is no verdict
 	})
@@ -242,6 +242,9 @@ func TestTally(t *testing.T) {
 	}
 	if h.FixedDownloads != 400 || h.RegressedDownloads != 50 || h.NewDownloads != 47 {
 		t.Errorf("downloads fixed %d regressed %d new %d, want 400, 50, 47", h.FixedDownloads, h.RegressedDownloads, h.NewDownloads)
+	}
+	if h.TrainRegressedDownloads != 14 || h.TrainFixedDownloads != 3 {
+		t.Errorf("train downloads regressed %d fixed %d, want 14, 3", h.TrainRegressedDownloads, h.TrainFixedDownloads)
 	}
 	if total := int64(300 + 100 + 50 + 40 + 7 + 1000 + 1 + 11 + 20); h.TotalDownloads != total {
 		t.Errorf("total downloads %d, want %d", h.TotalDownloads, total)
@@ -363,6 +366,9 @@ func TestCompareTrain(t *testing.T) {
 	}
 	if c := got.Headline.Counts; c[TrainRegressed] != 2 || c[TrainFixed] != 1 || c[Regressed] != 1 {
 		t.Errorf("counts %v: want 2 train regressed, 1 train fixed, 1 regressed", c)
+	}
+	if h := got.Headline; h.TrainRegressedDownloads != 120 || h.TrainFixedDownloads != 30 {
+		t.Errorf("train downloads: regressed %d, fixed %d; want 70+50, 30", h.TrainRegressedDownloads, h.TrainFixedDownloads)
 	}
 	if len(got.Regressed) != 1 || got.Regressed[0].ID != "a/both-broke" {
 		t.Errorf("inference regressed %+v: want a/both-broke alone", got.Regressed)
