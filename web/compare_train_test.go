@@ -116,6 +116,9 @@ func TestCompareListsTrainChangesApart(t *testing.T) {
 	if link == nil {
 		t.Fatalf("no next link in the train regressed section:\n%.2000s", sec)
 	}
+	if r := ts.get(t, "/compare?base="+keyV1+"&head="+keyV2+"&cursor=bm90LWEtY3Vyc29y"); r.status != 400 {
+		t.Errorf("/compare with a cursor not ours: %d, want 400", r.status)
+	}
 	more := ts.get(t, html.UnescapeString(link[1]))
 	if more.status != 200 || !strings.Contains(more.body, "bulk/m-100") || strings.Contains(more.body, "org/train-broke") ||
 		!strings.Contains(more.body, "Back to the whole comparison") || strings.Contains(more.body, `id="list-train-fixed"`) {
