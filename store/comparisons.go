@@ -23,7 +23,10 @@ import (
 // before it on its target: the feed's and the default) are kept in
 // compare_items, so that a page of a short list is read from its own
 // rows; a list of any other comparison, or a long one, is read by walking
-// the models most downloaded first and keeping those of the list.
+// the models most downloaded first and keeping those of the list. The
+// train lists (compare.TrainListed) are read the same way, from their
+// own tallies (train_pairs) and kept rows (compare_train_items), over
+// the train verdicts' statuses that runtime_current copies.
 
 // CompareQuery asks for a page of the comparison of Head with Base.
 type CompareQuery struct {
@@ -76,7 +79,7 @@ func decodeCompareCursor(s string, q CompareQuery) (compareCursor, error) {
 	if err := dec.Decode(&c); err != nil {
 		return bad("not a comparison cursor")
 	}
-	if !compare.IsListed(c.Kind) {
+	if !compare.IsListed(c.Kind) && !compare.IsTrainListed(c.Kind) {
 		return bad("no such list")
 	}
 	if c.Base != q.Base.Key() || c.Head != q.Head.Key() {
@@ -137,19 +140,29 @@ func comparePage(ctx context.Context, tx *sql.Tx, q CompareQuery, limit int, cur
 	if err != nil {
 		return ComparePage{}, err
 	}
-	page := ComparePage{Result: compare.Result{Fixed: []compare.Item{}, Regressed: []compare.Item{}, New: []compare.Item{},
-		StillFailing: []compare.Item{}, Headline: compare.Tally(cells)}, Next: map[compare.Kind]string{}}
-	var kept int
-	if err := tx.QueryRowContext(ctx, sqlPairKept, ids[0], ids[1]).Scan(&kept); err != nil {
+	train, err := trainCells(ctx, tx, ids[0], ids[1])
+	if err != nil {
+		return ComparePage{}, err
+	}
+	page := ComparePage{Result: compare.NewResult(), Next: map[compare.Kind]string{}}
+	page.Headline = compare.Tally(cells, train)
+	var kept, keptTrain int
+	if err := tx.QueryRowContext(ctx, sqlPairKept, ids[0], ids[1]).Scan(&kept, &keptTrain); err != nil {
 		return page, err
 	}
 	var models int64
 	if err := tx.QueryRowContext(ctx, sqlModelCount).Scan(&models); err != nil {
 		return page, err
 	}
-	lists := map[compare.Kind]*[]compare.Item{compare.Fixed: &page.Fixed, compare.Regressed: &page.Regressed,
-		compare.New: &page.New, compare.StillFailing: &page.StillFailing}
-	for _, kind := range compare.Listed {
+	set := func(kind compare.Kind, items []compare.Item, more bool) {
+		*page.List(kind) = items
+		if more {
+			last := items[len(items)-1]
+			page.Next[kind] = compareCursor{Kind: kind, Base: q.Base.Key(), Head: q.Head.Key(), Downloads: last.Downloads, ID: last.ID}.encode()
+		}
+	}
+	walk := map[compare.Kind]int{} // the first pages to read in one walk, with their totals
+	for _, kind := range append(slices.Clone(compare.Listed), compare.TrainListed...) {
 		page.Next[kind] = ""
 		if (cur != nil && cur.Kind != kind) || (q.Lists != nil && !slices.Contains(q.Lists, kind)) {
 			continue
@@ -161,19 +174,83 @@ func comparePage(ctx context.Context, tx *sql.Tx, q CompareQuery, limit int, cur
 		// A short list of a kept comparison is read from its rows and
 		// sorted (a row's cost each); otherwise the models are walked most
 		// downloaded first, which costs about (limit+1) × models ÷ total
-		// rows of about the same cost (measured at 10 000 models).
-		gather := kept > 0 && int64(total)*int64(total) <= int64(limit+1)*max(models, 1)
-		items, more, err := listPage(ctx, tx, ids, kind, kept > 0, gather, limit, cur)
+		// rows of about the same cost (measured at 10 000 models). The
+		// first pages of a comparison not kept are read in one walk, which
+		// goes as far as its longest (walkLists).
+		isKept := kept > 0
+		if compare.IsTrainListed(kind) {
+			isKept = keptTrain > 0
+		}
+		if !isKept && cur == nil {
+			walk[kind] = total
+			continue
+		}
+		gather := isKept && int64(total)*int64(total) <= int64(limit+1)*max(models, 1)
+		items, more, err := listPage(ctx, tx, ids, kind, isKept, gather, limit, total, cur)
 		if err != nil {
 			return page, err
 		}
-		*lists[kind] = items
-		if more {
-			last := items[len(items)-1]
-			page.Next[kind] = compareCursor{Kind: kind, Base: q.Base.Key(), Head: q.Head.Key(), Downloads: last.Downloads, ID: last.ID}.encode()
-		}
+		set(kind, items, more)
+	}
+	if len(walk) == 0 {
+		return page, nil
+	}
+	lists, err := walkLists(ctx, tx, ids, walk, limit)
+	if err != nil {
+		return page, err
+	}
+	for kind, items := range lists {
+		more := len(items) > limit
+		set(kind, items[:min(len(items), limit)], more)
 	}
 	return page, nil
+}
+
+// walkLists reads the first page of several lists of the comparison ids
+// (base, head) in one walk of the models most downloaded first, each
+// classified by compare.Classify and compare.ClassifyTrain into the list of
+// its kinds, until every list holds limit+1 models or its total (totals,
+// by kind): up to limit+1 models of each, in order.
+func walkLists(ctx context.Context, tx *sql.Tx, ids [2]int64, totals map[compare.Kind]int, limit int) (map[compare.Kind][]compare.Item, error) {
+	rows, err := tx.QueryContext(ctx, sqlListWalkAll, ids[0], ids[1])
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := make(map[compare.Kind][]compare.Item, len(totals))
+	for k := range totals {
+		out[k] = make([]compare.Item, 0, min(totals[k], limit+1))
+	}
+	open := len(totals)
+	for open > 0 && rows.Next() {
+		var (
+			id                             string
+			downloads                      int64
+			bStatus, bSig, bCls, bTr, bTrS sql.NullString
+			hStatus, hSig, hCls, hTr, hTrS sql.NullString
+		)
+		if err := rows.Scan(&id, &downloads, &bStatus, &bSig, &bCls, &bTr, &bTrS, &hStatus, &hSig, &hCls, &hTr, &hTrS); err != nil {
+			return nil, err
+		}
+		base, head := entryOf(bStatus, bSig, bCls), entryOf(hStatus, hSig, hCls)
+		base.Train, base.TrainSignature = compat.Status(bTr.String), bTrS.String
+		head.Train, head.TrainSignature = compat.Status(hTr.String), hTrS.String
+		for i, kind := range []compare.Kind{compare.Classify(base.Status, head.Status), compare.ClassifyTrain(base.Train, head.Train)} {
+			total, ok := totals[kind]
+			if !ok || len(out[kind]) == min(total, limit+1) {
+				continue
+			}
+			it := compare.ItemOf(id, downloads, base, head)
+			if i == 1 {
+				it = compare.TrainItemOf(id, downloads, base, head)
+			}
+			out[kind] = append(out[kind], it)
+			if len(out[kind]) == min(total, limit+1) {
+				open--
+			}
+		}
+	}
+	return out, rows.Err()
 }
 
 // compareCells counts the models of the comparison by their status on
@@ -226,6 +303,29 @@ func compareCells(ctx context.Context, tx *sql.Tx, base, head int64) ([]compare.
 	return cells, nil
 }
 
+// trainCells counts the models with a train verdict on both base and head
+// by those verdicts' statuses: the pair's train tallies.
+func trainCells(ctx context.Context, tx *sql.Tx, base, head int64) ([]compare.Cell, error) {
+	x, y := min(base, head), max(base, head)
+	rows, err := tx.QueryContext(ctx, sqlTrainCells, x, y)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var cells []compare.Cell
+	for rows.Next() {
+		var c compare.Cell
+		if err := rows.Scan(&c.Base, &c.Head, &c.Models, &c.Downloads); err != nil {
+			return nil, err
+		}
+		if base != x {
+			c.Base, c.Head = c.Head, c.Base
+		}
+		cells = append(cells, c)
+	}
+	return cells, rows.Err()
+}
+
 // less is t without the models of c.
 func (t tally) less(c compare.Cell) tally {
 	return tally{models: t.models - c.Models, downloads: t.downloads - c.Downloads}
@@ -253,8 +353,10 @@ func runtimeTally(ctx context.Context, tx *sql.Tx, rt int64) (map[compat.Status]
 }
 
 // listPage reads up to limit models of one list after cur (nil = from
-// the top), and whether there are more.
-func listPage(ctx context.Context, tx *sql.Tx, ids [2]int64, kind compare.Kind, kept, gather bool, limit int, cur *compareCursor) ([]compare.Item, bool, error) {
+// the top), and whether there are more. total is the list's total: a
+// walk stops once it has found as many (a short list need not be walked
+// to the last model).
+func listPage(ctx context.Context, tx *sql.Tx, ids [2]int64, kind compare.Kind, kept, gather bool, limit, total int, cur *compareCursor) ([]compare.Item, bool, error) {
 	var (
 		query string
 		args  = []any{ids[0], ids[1]}
@@ -267,12 +369,16 @@ func listPage(ctx context.Context, tx *sql.Tx, ids [2]int64, kind compare.Kind, 
 	default:
 		query, args = kindPairsSQL(sqlListWalk, kind), append(args, kindPairArgs(kind)...)
 	}
+	train := compare.IsTrainListed(kind)
+	if train {
+		query = trainSQL(query)
+	}
 	after := ""
 	if cur != nil {
 		after = listAfter
 		args = append(args, cur.Downloads, cur.Downloads, cur.ID)
 	}
-	args = append(args, limit+1)
+	args = append(args, min(limit+1, total))
 	rows, err := tx.QueryContext(ctx, fmt.Sprintf(query, after), args...)
 	if err != nil {
 		return nil, false, err
@@ -293,6 +399,10 @@ func listPage(ctx context.Context, tx *sql.Tx, ids [2]int64, kind compare.Kind, 
 		if err := rows.Scan(&id, &downloads, &base, &bSig, &bCls, &head, &hSig, &hCls); err != nil {
 			return nil, false, err
 		}
+		if train {
+			items = append(items, compare.TrainItemOf(id, downloads, trainEntryOf(base, bSig), trainEntryOf(head, hSig)))
+			continue
+		}
 		items = append(items, compare.ItemOf(id, downloads, entryOf(base, bSig, bCls), entryOf(head, hSig, hCls)))
 	}
 	return items, false, rows.Err()
@@ -308,9 +418,28 @@ func entryOf(status, sig, class sql.NullString) compare.Entry {
 	return compare.Entry{Status: st, Signature: sh.failKey().String}
 }
 
+// trainEntryOf is a train list row's side (trainSQL's columns: the train
+// verdict's status and signature) as a comparison entry.
+func trainEntryOf(status, sig sql.NullString) compare.Entry {
+	return compare.Entry{Train: compat.Status(status.String), TrainSignature: sig.String}
+}
+
+// trainSQL is a list query (or sqlBuildItems) made a train list's: the
+// train lists' kept rows, and the train verdicts' statuses and signatures
+// where the inference list reads the results' (the failure class column
+// reads NULL). kindPairs's train pairs never name "": a side without a
+// train verdict (NULL) matches none.
+var trainSQL = strings.NewReplacer(
+	"compare_items", "compare_train_items",
+	"b.status, b.signature, b.failure_class", "b.train_status, b.train_signature, NULL",
+	"h.status, h.signature, h.failure_class", "h.train_status, h.train_signature, NULL",
+	"(ifnull(b.status, ''), h.status)", "(b.train_status, h.train_status)",
+).Replace
+
 // kindPairs are the statuses on base ("" for none) and head of the models
 // a listed kind has: compare.Classify's answer, asked once for every pair
-// of recordable statuses.
+// of recordable statuses; and, for a train kind, the train verdicts'
+// statuses on both (compare.ClassifyTrain's answer; never "").
 var kindPairs = func() map[compare.Kind][][2]compat.Status {
 	out := map[compare.Kind][][2]compat.Status{}
 	var recordable []compat.Status
@@ -322,6 +451,9 @@ var kindPairs = func() map[compare.Kind][][2]compat.Status {
 	for _, b := range append([]compat.Status{""}, recordable...) {
 		for _, h := range recordable {
 			if k := compare.Classify(b, h); compare.IsListed(k) {
+				out[k] = append(out[k], [2]compat.Status{b, h})
+			}
+			if k := compare.ClassifyTrain(b, h); k != "" && b != "" {
 				out[k] = append(out[k], [2]compat.Status{b, h})
 			}
 		}
@@ -346,7 +478,12 @@ func kindPairArgs(kind compare.Kind) []any {
 
 // keptPairs are the comparisons whose lists are kept, as (base, head) ids.
 func keptPairs(ctx context.Context, tx *sql.Tx) ([][2]int64, error) {
-	rows, err := tx.QueryContext(ctx, sqlKeptPairs)
+	return pairsOf(ctx, tx, sqlKeptPairs)
+}
+
+// pairsOf are the (base, head) ids query reads.
+func pairsOf(ctx context.Context, tx *sql.Tx, query string) ([][2]int64, error) {
+	rows, err := tx.QueryContext(ctx, query)
 	if err != nil {
 		return nil, err
 	}
@@ -364,24 +501,25 @@ func keptPairs(ctx context.Context, tx *sql.Tx) ([][2]int64, error) {
 
 // settlePairs makes the kept comparisons each runtime and the one before
 // it on its target (in the order of Runtimes), dropping the others and
-// building the new ones whole; it returns those it built.
-func settlePairs(ctx context.Context, tx *sql.Tx) (map[[2]int64]bool, error) {
+// building the new ones whole, and the train lists of those that lack
+// them; it returns those it built whole, and whether it wrote.
+func settlePairs(ctx context.Context, tx *sql.Tx) (map[[2]int64]bool, bool, error) {
 	rows, err := tx.QueryContext(ctx, sqlRuntimeOrder)
 	if err != nil {
-		return nil, fmt.Errorf("kept comparisons: %w", err)
+		return nil, false, fmt.Errorf("kept comparisons: %w", err)
 	}
 	var rts []orderedRuntime
 	for rows.Next() {
 		var r orderedRuntime
 		if err := rows.Scan(&r.id, &r.ref.Target, &r.ref.Torch, &r.ref.TorchTPU, &r.ref.Transformers, &r.ref.Harness, &r.first); err != nil {
 			rows.Close()
-			return nil, fmt.Errorf("kept comparisons: %w", err)
+			return nil, false, fmt.Errorf("kept comparisons: %w", err)
 		}
 		rts = append(rts, r)
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("kept comparisons: %w", err)
+		return nil, false, fmt.Errorf("kept comparisons: %w", err)
 	}
 	sort.Slice(rts, func(i, j int) bool { return runtimeNewer(rts[i].first, rts[i].ref, rts[j].first, rts[j].ref) })
 	want := map[[2]int64]bool{}
@@ -394,7 +532,7 @@ func settlePairs(ctx context.Context, tx *sql.Tx) (map[[2]int64]bool, error) {
 	}
 	have, err := keptPairs(ctx, tx)
 	if err != nil {
-		return nil, fmt.Errorf("kept comparisons: %w", err)
+		return nil, false, fmt.Errorf("kept comparisons: %w", err)
 	}
 	for _, p := range have {
 		if want[p] {
@@ -402,32 +540,71 @@ func settlePairs(ctx context.Context, tx *sql.Tx) (map[[2]int64]bool, error) {
 			continue
 		}
 		if _, err := tx.ExecContext(ctx, sqlDropPair, p[0], p[1]); err != nil {
-			return nil, fmt.Errorf("kept comparisons: %w", err)
+			return nil, false, fmt.Errorf("kept comparisons: %w", err)
 		}
 	}
 	for p := range want {
 		if _, err := tx.ExecContext(ctx, sqlAddPair, p[0], p[1]); err != nil {
-			return nil, fmt.Errorf("kept comparisons: %w", err)
+			return nil, false, fmt.Errorf("kept comparisons: %w", err)
 		}
 		for _, kind := range compare.Listed {
-			args := append([]any{p[0], p[1], string(kind)}, kindPairArgs(kind)...)
-			if _, err := tx.ExecContext(ctx, kindPairsSQL(sqlBuildItems, kind), args...); err != nil {
-				return nil, fmt.Errorf("kept comparisons: %w", err)
+			if err := buildItems(ctx, tx, p, kind); err != nil {
+				return nil, false, err
 			}
 		}
 	}
-	return want, nil
+	// The train lists of every kept comparison without them: those just
+	// added, and those kept before migration 12.
+	unbuilt, err := pairsOf(ctx, tx, sqlTrainUnbuilt)
+	if err != nil {
+		return nil, false, fmt.Errorf("kept comparisons: %w", err)
+	}
+	for _, p := range unbuilt {
+		for _, kind := range compare.TrainListed {
+			if err := buildItems(ctx, tx, p, kind); err != nil {
+				return nil, false, err
+			}
+		}
+		if _, err := tx.ExecContext(ctx, sqlTrainBuilt, p[0], p[1]); err != nil {
+			return nil, false, fmt.Errorf("kept comparisons: %w", err)
+		}
+	}
+	return want, len(want) > 0 || len(unbuilt) > 0, nil
+}
+
+// buildItems files every model of one listed or train-listed kind of the
+// kept comparison p (base, head).
+func buildItems(ctx context.Context, tx *sql.Tx, p [2]int64, kind compare.Kind) error {
+	query := kindPairsSQL(sqlBuildItems, kind)
+	if compare.IsTrainListed(kind) {
+		query = trainSQL(query)
+	}
+	args := append([]any{p[0], p[1], string(kind)}, kindPairArgs(kind)...)
+	if _, err := tx.ExecContext(ctx, query, args...); err != nil {
+		return fmt.Errorf("kept comparisons: %w", err)
+	}
+	return nil
 }
 
 // setItem files model id in the kept comparison p (base, head) by its
-// state: in the list of its kind, or in none.
+// state: in the list of its kind, or in none; and in the train list of its
+// train kind, or in none.
 func setItem(ctx context.Context, tx *sql.Tx, p [2]int64, id string, st modelState) error {
 	base, head := st.runtimes[p[0]], st.runtimes[p[1]]
+	var err error
 	if kind := compare.Classify(base, head); st.exists && compare.IsListed(kind) {
-		_, err := tx.ExecContext(ctx, sqlSetItem, p[0], p[1], id, string(kind))
+		_, err = tx.ExecContext(ctx, sqlSetItem, p[0], p[1], id, string(kind))
+	} else {
+		_, err = tx.ExecContext(ctx, sqlDropItem, p[0], p[1], id)
+	}
+	if err != nil {
 		return err
 	}
-	_, err := tx.ExecContext(ctx, sqlDropItem, p[0], p[1], id)
+	if kind := compare.ClassifyTrain(st.trains[p[0]], st.trains[p[1]]); st.exists && kind != "" {
+		_, err = tx.ExecContext(ctx, trainSQL(sqlSetItem), p[0], p[1], id, string(kind))
+	} else {
+		_, err = tx.ExecContext(ctx, trainSQL(sqlDropItem), p[0], p[1], id)
+	}
 	return err
 }
 
@@ -453,8 +630,13 @@ const (
 	sqlModelCount   = `SELECT ifnull(sum(models), 0) FROM status_tallies WHERE target = ''`
 	sqlPairCells    = `SELECT x_status, y_status, models, downloads FROM runtime_pairs WHERE x_id = ? AND y_id = ? AND models > 0`
 	sqlRuntimeTally = `SELECT status, models, downloads FROM runtime_tallies WHERE runtime_id = ? AND models > 0`
-	sqlPairKept     = `SELECT count(*) FROM compare_pairs WHERE base_id = ? AND head_id = ?`
+	sqlTrainCells   = `SELECT x_train, y_train, models, downloads FROM train_pairs WHERE x_id = ? AND y_id = ? AND models > 0`
+	// sqlPairKept says whether a comparison's lists are kept, and its
+	// train lists.
+	sqlPairKept     = `SELECT count(*), ifnull(max(train_items), 0) FROM compare_pairs WHERE base_id = ? AND head_id = ?`
 	sqlKeptPairs    = `SELECT base_id, head_id FROM compare_pairs`
+	sqlTrainUnbuilt = `SELECT base_id, head_id FROM compare_pairs WHERE train_items = 0`
+	sqlTrainBuilt   = `UPDATE compare_pairs SET train_items = 1 WHERE base_id = ? AND head_id = ?`
 	sqlRuntimeOrder = `SELECT id, target, torch, torch_tpu, transformers, harness, first_seen FROM runtimes`
 	sqlAddPair      = `INSERT INTO compare_pairs (base_id, head_id) VALUES (?, ?)`
 	sqlDropPair     = `DELETE FROM compare_pairs WHERE base_id = ? AND head_id = ?`
@@ -495,6 +677,15 @@ ORDER BY page.downloads DESC, page.model_id`
 FROM current c CROSS JOIN compare_items i ON i.base_id = ?1 AND i.head_id = ?2 AND i.model_id = c.model_id` + listJoin + `
 WHERE c.target = '' AND i.kind = ?3%[1]s
 ORDER BY c.downloads DESC, c.model_id LIMIT ?`
+	// sqlListWalkAll walks the models with a result on head (?2) most
+	// downloaded first, with their statuses, signatures, failure classes
+	// and train verdicts on base (?1) and head (walkLists).
+	sqlListWalkAll = `SELECT c.model_id, c.downloads, b.status, b.signature, b.failure_class, b.train_status, b.train_signature,
+	h.status, h.signature, h.failure_class, h.train_status, h.train_signature
+FROM current c CROSS JOIN runtime_current h ON h.runtime_id = ?2 AND h.model_id = c.model_id
+LEFT JOIN runtime_current b ON b.runtime_id = ?1 AND b.model_id = c.model_id
+WHERE c.target = ''
+ORDER BY c.downloads DESC, c.model_id`
 	// sqlListWalk walks the models most downloaded first and keeps those
 	// whose statuses on base and head are one of the kind's pairs.
 	sqlListWalk = `SELECT ` + listCols + `

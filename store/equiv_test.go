@@ -117,6 +117,16 @@ func equivResult(rng *rand.Rand, rt int, m int) compat.Result {
 		r.Stage = compat.Ptr(compat.StageEnv)
 		r.FailureClass = compat.Ptr(compat.ClassDeviceUnavail)
 	}
+	// A train verdict on about half (the others are from before the
+	// verdict matrix): every status, with and without a signature.
+	if p := rng.IntN(100); p < 50 {
+		st := []compat.Status{"pass", "pass", "pass", "fail", "oom", "crash", "skipped", "error"}[p%8]
+		v := compat.Verdict{Status: st}
+		if st != compat.StatusPass && p%3 == 0 {
+			v.Signature = compat.Ptr(fmt.Sprintf("train:backward:aten::op%d", p%2))
+		}
+		r.Modes = map[string]compat.Verdict{compat.ModeTrain: v}
+	}
 	return r
 }
 
@@ -259,6 +269,7 @@ func equivWorkload() []equivStep {
 		{"results after the renames (through an alias too)", results(80, []int{0, 1, 2, 3, 4, 5, 6}, false, false)},
 		{"readiness again", readinessStep},
 		{"last listing: a tenth changed", listing(3, 0.1)},
+		{"a listing that moves every model's downloads (the tallies follow them)", listing(0, 1)},
 	}
 }
 
@@ -293,6 +304,27 @@ func TestAggregatesMatchRecomputation(t *testing.T) {
 			if err != nil || len(rts) != len(equivRuntimes) {
 				t.Errorf("%d runtimes, %v; the workload has %d", len(rts), err, len(equivRuntimes))
 			}
+			// The train lists were there to check: the workload's train
+			// verdicts make both kinds, on kept comparisons and others.
+			n := map[compare.Kind]int{}
+			for _, b := range rts {
+				for _, h := range rts {
+					if b.Ref == h.Ref {
+						continue
+					}
+					p, err := s.Compare(ctx, store.CompareQuery{Base: b.Ref, Head: h.Ref})
+					if err != nil {
+						t.Fatal(err)
+					}
+					for _, k := range compare.TrainListed {
+						n[k] += p.Headline.Counts[k]
+					}
+				}
+			}
+			if n[compare.TrainFixed] < 5 || n[compare.TrainRegressed] < 5 {
+				t.Errorf("train changes over every comparison: %v; the workload should make several of each", n)
+			}
+			t.Logf("train changes over every comparison: %v", n)
 		})
 	}
 }
@@ -314,6 +346,7 @@ type rawResult struct {
 	id                           int64
 	model, target, status        string
 	reason, sig, class, op, task sql.NullString
+	train, trainSig              string // the train verdict's status and signature, "" for none
 	tested                       int64
 	key                          string
 	ref                          compat.RuntimeRef
@@ -345,16 +378,31 @@ func readRaw(t *testing.T, path string) raw {
 	rows.Close()
 	slices.Sort(r.ids)
 	rows, err = db.Query(`SELECT id, model_id, target, status, reason, signature, failure_class, op, task, tested_at,
-		runtime_key, torch, torch_tpu, transformers, harness, runtime FROM results`)
+		runtime_key, torch, torch_tpu, transformers, harness, runtime, modes FROM results`)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var x rawResult
+		var (
+			x     rawResult
+			modes sql.NullString
+		)
 		if err := rows.Scan(&x.id, &x.model, &x.target, &x.status, &x.reason, &x.sig, &x.class, &x.op, &x.task, &x.tested,
-			&x.key, &x.ref.Torch, &x.ref.TorchTPU, &x.ref.Transformers, &x.ref.Harness, &x.runtime); err != nil {
+			&x.key, &x.ref.Torch, &x.ref.TorchTPU, &x.ref.Transformers, &x.ref.Harness, &x.runtime, &modes); err != nil {
 			t.Fatal(err)
+		}
+		if modes.Valid { // the verdict matrix, read here from its JSON
+			var m map[string]compat.Verdict
+			if err := json.Unmarshal([]byte(modes.String), &m); err != nil {
+				t.Fatal(err)
+			}
+			if v, ok := m[compat.ModeTrain]; ok {
+				x.train = string(v.Status)
+				if v.Signature != nil {
+					x.trainSig = *v.Signature
+				}
+			}
 		}
 		x.ref.Target = compat.Target(x.target)
 		r.results = append(r.results, x)
@@ -562,7 +610,7 @@ func (r raw) runtimeEntries() map[string][]compare.Entry {
 	for key, rs := range byRuntime {
 		for _, x := range newest(rs, func(x rawResult) string { return x.model }) {
 			out[key] = append(out[key], compare.Entry{ID: x.model, Downloads: r.models[x.model].downloads,
-				Status: compat.Status(x.status), Signature: failKey(x)})
+				Status: compat.Status(x.status), Signature: failKey(x), Train: compat.Status(x.train), TrainSignature: x.trainSig})
 		}
 		slices.SortFunc(out[key], func(a, b compare.Entry) int { return strings.Compare(a.ID, b.ID) })
 	}
@@ -755,8 +803,8 @@ func pagedCompare(t *testing.T, s *store.SQLite, base, head compat.RuntimeRef, l
 		t.Fatal(err)
 	}
 	out := first.Result
-	for kind, list := range map[compare.Kind]*[]compare.Item{compare.Fixed: &out.Fixed, compare.Regressed: &out.Regressed,
-		compare.New: &out.New, compare.StillFailing: &out.StillFailing} {
+	for _, kind := range append(slices.Clone(compare.Listed), compare.TrainListed...) {
+		list := out.List(kind)
 		*list = slices.Clone(*list)
 		for pages, next := 0, first.Next[kind]; next != ""; pages++ {
 			if pages > first.Headline.Counts[kind] {
@@ -769,7 +817,7 @@ func pagedCompare(t *testing.T, s *store.SQLite, base, head compat.RuntimeRef, l
 			if !reflect.DeepEqual(p.Headline, first.Headline) {
 				t.Errorf("%s: a later page's headline differs", kind)
 			}
-			for _, other := range compare.Listed {
+			for _, other := range append(slices.Clone(compare.Listed), compare.TrainListed...) {
 				if other != kind && (p.Next[other] != "" || len(listOf(p.Result, other)) > 0) {
 					t.Errorf("%s's next page has items or a cursor of %s", kind, other)
 				}
@@ -788,8 +836,7 @@ func pagedCompare(t *testing.T, s *store.SQLite, base, head compat.RuntimeRef, l
 }
 
 func listOf(r compare.Result, k compare.Kind) []compare.Item {
-	return map[compare.Kind][]compare.Item{compare.Fixed: r.Fixed, compare.Regressed: r.Regressed, compare.New: r.New,
-		compare.StillFailing: r.StillFailing}[k]
+	return *r.List(k)
 }
 
 func jsonOf(v any) string {
@@ -912,11 +959,25 @@ func TestEquivFixtureMigrates(t *testing.T) {
 	}
 	defer s.Close()
 	got := answersOf(t, s)
-	// Through JSON, as the fixture's answers were stored.
+	// Through JSON, as the fixture's answers were stored: every field
+	// they have is the same (the train lists and counts came later; the
+	// fixture has no train verdict, so they are empty and 0).
 	gb, _ := json.Marshal(got)
-	wb, _ := json.Marshal(want)
-	if string(gb) != string(wb) {
-		t.Errorf("answers on the migrated fixture differ from schema 6's:\n got %s\nwant %s", gb, wb)
+	wb := wantJSON // as written, not through today's types (which have more fields)
+	var g, w any
+	if err := json.Unmarshal(gb, &g); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(wb, &w); err != nil {
+		t.Fatal(err)
+	}
+	if path, ok := storetest.KeepsFields(w, g, "$"); !ok {
+		t.Errorf("answers on the migrated fixture differ from schema 6's at %s:\n got %.3000s\nwant %.3000s", path, gb, wb)
+	}
+	for key, c := range got.Comparisons {
+		if len(c.TrainFixed)+len(c.TrainRegressed) != 0 || c.Headline.Counts[compare.TrainFixed]+c.Headline.Counts[compare.TrainRegressed] != 0 {
+			t.Errorf("%s: train changes on a fixture without train verdicts: %+v", key, c.Headline.Counts)
+		}
 	}
 	if len(want.Comparisons) < 12 || len(want.Lists[""]) < 40 {
 		t.Fatalf("the fixture is too small: %d comparisons, %d models", len(want.Comparisons), len(want.Lists[""]))
@@ -981,7 +1042,7 @@ func TestAggregatesOnAGivenDatabase(t *testing.T) {
 			if !reflect.DeepEqual(got.Headline, want.Headline) {
 				t.Errorf("compare %s → %s: headline %s, want %s", base.Ref.Key(), head.Ref.Key(), jsonOf(got.Headline), jsonOf(want.Headline))
 			}
-			for _, kind := range compare.Listed {
+			for _, kind := range append(slices.Clone(compare.Listed), compare.TrainListed...) {
 				w := listOf(want, kind)
 				if g := listOf(got.Result, kind); !reflect.DeepEqual(g, w[:min(len(w), 100)]) {
 					t.Errorf("compare %s → %s: first page of %s differs", base.Ref.Key(), head.Ref.Key(), kind)

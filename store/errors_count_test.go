@@ -58,7 +58,7 @@ func TestErrorResultsCountNowhere(t *testing.T) {
 	}
 	h := page.Headline
 	wantCounts := map[compare.Kind]int{compare.Fixed: 0, compare.Regressed: 0, compare.New: 1, compare.StillFailing: 0,
-		compare.StillPassing: 1, compare.NoVerdict: 2, compare.NotRetested: 0}
+		compare.StillPassing: 1, compare.NoVerdict: 2, compare.NotRetested: 0, compare.TrainFixed: 0, compare.TrainRegressed: 0}
 	if !reflect.DeepEqual(h.Counts, wantCounts) || h.TotalDownloads != 2800 || h.NewDownloads != 600 || *h.FixedShare != 0 {
 		t.Errorf("0.1.0 → 0.2.0: counts %v, total %d, new %d; want %v, 2800, 600", h.Counts, h.TotalDownloads, h.NewDownloads, wantCounts)
 	}

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compare"
@@ -80,24 +81,34 @@ func (s *SQLite) ExplainNamed(ctx context.Context) (map[string][]string, error) 
 }
 
 // ExplainCompareLists returns the plans of the three ways of reading a
-// page of a comparison's list (gather, walk kept, walk), after a cursor.
+// page of a comparison's list (gather, walk kept, walk), after a cursor,
+// for an inference list and a train list (named "train …").
 func (s *SQLite) ExplainCompareLists(ctx context.Context) (map[string][]string, error) {
 	out := map[string][]string{}
-	kind := compare.Fixed
-	for name, q := range map[string]string{"gather": sqlListGather, "walk kept": sqlListWalkKept, "walk": kindPairsSQL(sqlListWalk, kind)} {
-		args := []any{1, 2}
-		if name == "walk" {
-			args = append(args, kindPairArgs(kind)...)
-		} else {
-			args = append(args, string(kind))
+	for _, kind := range []compare.Kind{compare.Fixed, compare.TrainRegressed} {
+		for name, q := range map[string]string{"gather": sqlListGather, "walk kept": sqlListWalkKept, "walk": kindPairsSQL(sqlListWalk, kind)} {
+			args := []any{1, 2}
+			if name == "walk" {
+				args = append(args, kindPairArgs(kind)...)
+			} else {
+				args = append(args, string(kind))
+			}
+			args = append(args, 10, 10, "org/model", 51)
+			if compare.IsTrainListed(kind) {
+				q, name = trainSQL(q), "train "+name
+			}
+			plan, err := s.explain(ctx, fmt.Sprintf(q, listAfter), args...)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", name, err)
+			}
+			out[name] = plan
 		}
-		args = append(args, 10, 10, "org/model", 51)
-		plan, err := s.explain(ctx, fmt.Sprintf(q, listAfter), args...)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", name, err)
-		}
-		out[name] = plan
 	}
+	plan, err := s.explain(ctx, sqlListWalkAll, 1, 2)
+	if err != nil {
+		return nil, fmt.Errorf("walk all: %w", err)
+	}
+	out["walk all"] = plan
 	return out, nil
 }
 
@@ -123,7 +134,7 @@ func (s *SQLite) ListAll(ctx context.Context, p [2]int64, kind compare.Kind, kep
 	var all []compare.Item
 	var cur *compareCursor
 	for range 1000 {
-		items, more, err := listPage(ctx, tx, p, kind, kept, gather, limit, cur)
+		items, more, err := listPage(ctx, tx, p, kind, kept, gather, limit, math.MaxInt32, cur)
 		if err != nil {
 			return nil, err
 		}

@@ -119,7 +119,8 @@ func (a *runtimeAcc) stats() RuntimeStats {
 // RuntimeResults returns every model's newest result on the runtime ref as
 // a comparison entry: id, downloads, status, and the root cause of a
 // result held against the model (its signature, else its failure class,
-// as the failure groups have it; "" for other statuses). Empty when the
+// as the failure groups have it; "" for other statuses), and its train
+// verdict's status and signature ("" for none). Empty when the
 // runtime has no results; the error wraps ErrInvalid for a ref without a
 // concrete target.
 func (s *SQLite) RuntimeResults(ctx context.Context, ref compat.RuntimeRef) ([]compare.Entry, error) {
@@ -138,7 +139,7 @@ func (s *SQLite) RuntimeResults(ctx context.Context, ref compat.RuntimeRef) ([]c
 			sig   sql.NullString
 			class sql.NullString
 		)
-		if err := rows.Scan(&e.ID, &e.Downloads, &e.Status, &sig, &class); err != nil {
+		if err := rows.Scan(&e.ID, &e.Downloads, &e.Status, &sig, &class, &e.Train, &e.TrainSignature); err != nil {
 			return nil, fmt.Errorf("store: runtime results: %w", err)
 		}
 		sh := shown{status: e.Status, signature: fromNullStr[string](sig), class: fromNullStr[compat.FailureClass](class)}
@@ -161,8 +162,12 @@ func recordRuntime(ctx context.Context, tx *sql.Tx, modelID string, resultID int
 		ref.Transformers, ref.Harness, tested).Scan(&rtID); err != nil {
 		return fmt.Errorf("runtime: %w", err)
 	}
+	var trainStatus, trainSig sql.NullString
+	if tr := r.Train(); tr != nil {
+		trainStatus, trainSig = sql.NullString{String: string(tr.Status), Valid: true}, nullStr(tr.Signature)
+	}
 	if _, err := tx.ExecContext(ctx, sqlUpsertRuntimeCurrent, rtID, modelID, resultID, tested, string(r.Status),
-		nullStr(r.Signature), nullStr(r.FailureClass)); err != nil {
+		nullStr(r.Signature), nullStr(r.FailureClass), trainStatus, trainSig); err != nil {
 		return fmt.Errorf("runtime current: %w", err)
 	}
 	return nil
@@ -190,18 +195,22 @@ ON CONFLICT (target, runtime_key) DO UPDATE SET
 RETURNING id`
 	// sqlUpsertRuntimeCurrent makes a result its model's newest on a
 	// runtime unless a newer one is there.
-	sqlUpsertRuntimeCurrent = `INSERT INTO runtime_current (runtime_id, model_id, result_id, tested_at, status, signature, failure_class)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+	sqlUpsertRuntimeCurrent = `INSERT INTO runtime_current (runtime_id, model_id, result_id, tested_at, status, signature, failure_class,
+	train_status, train_signature)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
 ON CONFLICT (runtime_id, model_id) DO UPDATE SET
 	result_id = excluded.result_id, tested_at = excluded.tested_at, status = excluded.status,
-	signature = excluded.signature, failure_class = excluded.failure_class
+	signature = excluded.signature, failure_class = excluded.failure_class,
+	train_status = excluded.train_status, train_signature = excluded.train_signature
 WHERE (excluded.tested_at, excluded.result_id) > (runtime_current.tested_at, runtime_current.result_id)`
 	sqlDeleteRuntimeCurrent = `DELETE FROM runtime_current WHERE model_id = ?`
 	// sqlRebuildRuntimeCurrent files a model's newest result on each runtime.
-	sqlRebuildRuntimeCurrent = `INSERT INTO runtime_current (runtime_id, model_id, result_id, tested_at, status, signature, failure_class)
-SELECT rt.id, x.model_id, x.id, x.tested_at, x.status, x.signature, x.failure_class
+	sqlRebuildRuntimeCurrent = `INSERT INTO runtime_current (runtime_id, model_id, result_id, tested_at, status, signature, failure_class,
+	train_status, train_signature)
+SELECT rt.id, x.model_id, x.id, x.tested_at, x.status, x.signature, x.failure_class, x.train_status,
+	CASE WHEN x.train_status IS NOT NULL THEN x.modes ->> '$.train.signature' END
 FROM (
-	SELECT r.id, r.model_id, r.target, r.runtime_key, r.tested_at, r.status, r.signature, r.failure_class,
+	SELECT r.id, r.model_id, r.target, r.runtime_key, r.tested_at, r.status, r.signature, r.failure_class, r.train_status, r.modes,
 		row_number() OVER (PARTITION BY r.target, r.runtime_key ORDER BY r.tested_at DESC, r.id DESC) AS n
 	FROM results r WHERE r.model_id = ?1
 ) x
@@ -216,7 +225,8 @@ WHERE x.n = 1`
 FROM runtimes rt JOIN runtime_tallies t ON t.runtime_id = rt.id
 WHERE (?1 = '' OR rt.target = ?1) AND t.models > 0`
 	// sqlRuntimeResults is each model's newest result on one runtime.
-	sqlRuntimeResults = `SELECT rc.model_id, m.downloads, rc.status, rc.signature, rc.failure_class
+	sqlRuntimeResults = `SELECT rc.model_id, m.downloads, rc.status, rc.signature, rc.failure_class,
+	ifnull(rc.train_status, ''), ifnull(rc.train_signature, '')
 FROM runtimes rt JOIN runtime_current rc ON rc.runtime_id = rt.id JOIN models m ON m.id = rc.model_id
 WHERE rt.target = ? AND rt.runtime_key = ?`
 )

@@ -258,9 +258,10 @@ func TestRuntimesAfterRename(t *testing.T) {
 }
 
 // The migrations file the results recorded before them exactly as
-// recording files new ones: drop the tables of 0003 (runtimes) and of the scale migration
-// (which reshapes 0003's and adds the tallies), reopen, and every answer is
-// the same.
+// recording files new ones: drop the tables of 0003 (runtimes), of the scale migration
+// (which reshapes 0003's and adds the tallies) and of the train comparison
+// (0012: the train verdicts' copies, tallies and kept lists), reopen, and
+// every answer is the same.
 func TestRuntimesMigrationBackfill(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "scanner.db")
 	s, err := store.Open(ctx, path)
@@ -268,6 +269,30 @@ func TestRuntimesMigrationBackfill(t *testing.T) {
 		t.Fatal(err)
 	}
 	seedRuntimes(t, s)
+	// Train verdicts: g's training breaks, h's is fixed; i has one on the
+	// new runtime only.
+	upsert(t, s, "o/g", "o/h", "o/i")
+	gNew := withTrain(onRuntime("tpu", rtNew, "pass", 15), compat.StatusFail)
+	gNew.Modes[compat.ModeTrain] = compat.Verdict{Status: compat.StatusFail, Signature: compat.Ptr("train:backward:aten::y")}
+	record(t, s, "o/g", withTrain(onRuntime("tpu", rtOld, "pass", 5), compat.StatusPass))
+	record(t, s, "o/g", gNew)
+	record(t, s, "o/h", withTrain(onRuntime("tpu", rtOld, "pass", 6), compat.StatusOOM))
+	record(t, s, "o/h", withTrain(onRuntime("tpu", rtNew, "pass", 16), compat.StatusPass))
+	record(t, s, "o/i", onRuntime("tpu", rtOld, "pass", 7))
+	record(t, s, "o/i", withTrain(onRuntime("tpu", rtNew, "pass", 17), compat.StatusFail))
+	readCompare := func(s *store.SQLite) store.ComparePage {
+		t.Helper()
+		p, err := s.Compare(ctx, store.CompareQuery{Base: rtOld.Ref("tpu"), Head: rtNew.Ref("tpu")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	before := readCompare(s)
+	if len(before.TrainRegressed) != 1 || before.TrainRegressed[0].Signature != "train:backward:aten::y" ||
+		len(before.TrainFixed) != 1 || before.TrainFixed[0].ID != "o/h" {
+		t.Fatalf("train lists before the migration: %+v %+v", before.TrainRegressed, before.TrainFixed)
+	}
 	read := func(s *store.SQLite) ([]store.RuntimeStats, [][]compare.Entry) {
 		t.Helper()
 		rts, err := s.Runtimes(ctx, "")
@@ -296,10 +321,11 @@ func TestRuntimesMigrationBackfill(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, q := range []string{`DROP TABLE compare_items`, `DROP TABLE compare_pairs`, `DROP TABLE runtime_pairs`,
+	for _, q := range []string{`DROP TABLE compare_train_items`, `DROP TABLE train_pairs`,
+		`DROP TABLE compare_items`, `DROP TABLE compare_pairs`, `DROP TABLE runtime_pairs`,
 		`DROP TABLE runtime_tallies`, `DROP TABLE fit_tallies`, `DROP TABLE task_tallies`, `DROP TABLE fail_tallies`, `DROP TABLE status_tallies`,
 		`DROP TABLE runtime_current`, `DROP TABLE runtimes`,
-		`DELETE FROM schema_migrations WHERE name LIKE '%_runtimes.sql' OR name LIKE '%_scale.sql'`} {
+		`DELETE FROM schema_migrations WHERE name LIKE '%_runtimes.sql' OR name LIKE '%_scale.sql' OR name LIKE '%_train_compare.sql'`} {
 		if _, err := db.Exec(q); err != nil {
 			t.Fatal(q, err)
 		}
@@ -325,6 +351,9 @@ func TestRuntimesMigrationBackfill(t *testing.T) {
 	}
 	if !reflect.DeepEqual(gotEntries, wantEntries) {
 		t.Errorf("results after the migration:\n got %+v\nwant %+v", gotEntries, wantEntries)
+	}
+	if after := readCompare(s2); !reflect.DeepEqual(after, before) {
+		t.Errorf("comparison after the migration:\n got %+v\nwant %+v", after, before)
 	}
 }
 

@@ -249,11 +249,11 @@ func (s *SQLite) settle(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("fill current: %w", err)
 	}
-	built, err := settlePairs(ctx, tx)
+	_, built, err := settlePairs(ctx, tx)
 	if err != nil {
 		return err
 	}
-	if !filled && len(built) == 0 {
+	if !filled && !built {
 		return nil
 	}
 	if err := s.touch(ctx, tx); err != nil {

@@ -15,7 +15,8 @@ import (
 // read a few rows whatever the number of models. They are kept in step by
 // one rule: a model contributes to them through its state (modelState:
 // its downloads, task and library, the status rank and root cause of each
-// of its current rows, its newest result on any target, and its status on each runtime);
+// of its current rows, its newest result on any target, and its status and
+// train verdict's status on each runtime);
 // a write reads the state of each model it touches before and after, and
 // adds the difference of the two contributions (tallier). Only the fit
 // tallies, which follow a model's readiness alone, are kept by SetReadiness
@@ -35,6 +36,9 @@ type modelState struct {
 	// runtimes is the status of its newest result on each runtime, by
 	// runtime id.
 	runtimes map[int64]compat.Status
+	// trains is the status of the train verdict of its newest result on
+	// each runtime where that result has one, by runtime id.
+	trains map[int64]compat.Status
 }
 
 // currentRow is what the tallies read of a current row: its status rank,
@@ -75,7 +79,7 @@ func taskKeyOf(st modelState) taskKey {
 // target, on no runtime.
 func newModelState(downloads int64, task, library string) modelState {
 	st := modelState{exists: true, downloads: downloads, task: task, library: library,
-		rows: make(map[compat.Target]currentRow, len(listTargets)), runtimes: map[int64]compat.Status{}}
+		rows: make(map[compat.Target]currentRow, len(listTargets)), runtimes: map[int64]compat.Status{}, trains: map[int64]compat.Status{}}
 	for _, t := range listTargets {
 		st.rows[t] = currentRow{rank: statusRank(compat.StatusUntested)}
 	}
@@ -107,7 +111,7 @@ func readModelState(ctx context.Context, tx *sql.Tx, id string) (modelState, err
 // tallies read it only for a model without a task of its own.
 func readModelStateOf(ctx context.Context, tx *sql.Tx, id string, r *listedRow, withTask bool) (modelState, error) {
 	st := modelState{exists: true, downloads: r.downloads, task: r.task, library: r.library,
-		rows: map[compat.Target]currentRow{}, runtimes: map[int64]compat.Status{}}
+		rows: map[compat.Target]currentRow{}, runtimes: map[int64]compat.Status{}, trains: map[int64]compat.Status{}}
 	rows, err := tx.QueryContext(ctx, sqlStateRows, id, withTask)
 	if err != nil {
 		return st, fmt.Errorf("model state: %w", err)
@@ -119,13 +123,17 @@ func readModelStateOf(ctx context.Context, tx *sql.Tx, id string, r *listedRow, 
 			target  compat.Target
 			row     currentRow
 			n       newestResult
+			train   sql.NullString
 		)
-		if err := rows.Scan(&runtime, &target, &row.rank, &row.failKey, &n.tested, &n.task, &n.status, &n.reason); err != nil {
+		if err := rows.Scan(&runtime, &target, &row.rank, &row.failKey, &n.tested, &n.task, &n.status, &n.reason, &train); err != nil {
 			return st, fmt.Errorf("model state: %w", err)
 		}
 		switch {
 		case runtime > 0:
 			st.runtimes[runtime] = n.status
+			if train.Valid {
+				st.trains[runtime] = compat.Status(train.String)
+			}
 		case target == "":
 			st.newest = n
 			fallthrough
@@ -162,7 +170,8 @@ type runtimeKey struct {
 	status  compat.Status
 }
 
-// pairKey is a runtime_pairs row: runtime x < runtime y.
+// pairKey is a runtime_pairs row, or a train_pairs row (of train
+// verdicts' statuses): runtime x < runtime y.
 type pairKey struct {
 	x, y           int64
 	xStatus, yStat compat.Status
@@ -179,6 +188,7 @@ type tallier struct {
 	task     map[taskKey]*tally
 	runtime  map[runtimeKey]*tally
 	pairs    map[pairKey]*tally
+	trains   map[pairKey]*tally        // train_pairs
 	versions map[int64]bool            // runtimes whose models' downloads moved
 	moved    map[string]map[int64]bool // id → runtimes its status on changed
 	after    map[string]modelState     // id → its state after, for the kept comparisons' lists
@@ -187,7 +197,7 @@ type tallier struct {
 
 func newTallier() *tallier {
 	return &tallier{open: map[string]modelState{}, status: map[statusKey]*tally{}, fail: map[failKey]*tally{}, task: map[taskKey]*tally{},
-		runtime: map[runtimeKey]*tally{}, pairs: map[pairKey]*tally{}, versions: map[int64]bool{},
+		runtime: map[runtimeKey]*tally{}, pairs: map[pairKey]*tally{}, trains: map[pairKey]*tally{}, versions: map[int64]bool{},
 		moved: map[string]map[int64]bool{}, after: map[string]modelState{}}
 }
 
@@ -250,7 +260,7 @@ func (t *tallier) endAll(ctx context.Context, tx *sql.Tx) error {
 func (t *tallier) diff(id string, before, after modelState) {
 	t.contribute(before, -1)
 	t.contribute(after, +1)
-	if maps.Equal(before.runtimes, after.runtimes) {
+	if maps.Equal(before.runtimes, after.runtimes) && maps.Equal(before.trains, after.trains) {
 		// The same statuses (a listing): its runtimes and pairs move by
 		// its downloads' change alone.
 		t.shiftRuntimes(after, after.downloads-before.downloads)
@@ -259,14 +269,20 @@ func (t *tallier) diff(id string, before, after modelState) {
 		t.contributeRuntimes(after, +1, before)
 	}
 	moved := map[int64]bool{}
-	for rt, st := range before.runtimes {
-		if a, ok := after.runtimes[rt]; !ok || a != st {
-			moved[rt] = true
+	for _, m := range []func(modelState) map[int64]compat.Status{
+		func(s modelState) map[int64]compat.Status { return s.runtimes },
+		func(s modelState) map[int64]compat.Status { return s.trains },
+	} {
+		b, a := m(before), m(after)
+		for rt, st := range b {
+			if x, ok := a[rt]; !ok || x != st {
+				moved[rt] = true
+			}
 		}
-	}
-	for rt := range after.runtimes {
-		if _, ok := before.runtimes[rt]; !ok {
-			moved[rt] = true
+		for rt := range a {
+			if _, ok := b[rt]; !ok {
+				moved[rt] = true
+			}
 		}
 	}
 	if before.downloads != after.downloads {
@@ -304,8 +320,8 @@ func (t *tallier) contribute(st modelState, sign int) {
 	}
 }
 
-// shiftRuntimes adds delta downloads to every runtime and pair tallies row
-// st counts in.
+// shiftRuntimes adds delta downloads to every runtime, pair and train
+// pair tallies row st counts in.
 func (t *tallier) shiftRuntimes(st modelState, delta int64) {
 	if delta == 0 {
 		return
@@ -315,6 +331,12 @@ func (t *tallier) shiftRuntimes(st modelState, delta int64) {
 		bump(t.runtime, runtimeKey{x, st.runtimes[x]}, 0, 0).downloads += delta
 		for _, y := range ids[i+1:] {
 			bump(t.pairs, pairKey{x, y, st.runtimes[x], st.runtimes[y]}, 0, 0).downloads += delta
+		}
+	}
+	ids = slices.Sorted(maps.Keys(st.trains))
+	for i, x := range ids {
+		for _, y := range ids[i+1:] {
+			bump(t.trains, pairKey{x, y, st.trains[x], st.trains[y]}, 0, 0).downloads += delta
 		}
 	}
 }
@@ -338,6 +360,19 @@ func (t *tallier) contributeRuntimes(st modelState, sign int, other modelState) 
 				continue
 			}
 			bump(t.pairs, pairKey{x, y, st.runtimes[x], st.runtimes[y]}, sign, st.downloads)
+		}
+	}
+	ids = slices.Sorted(maps.Keys(st.trains))
+	sameTrain := func(rt int64) bool {
+		o, ok := other.trains[rt]
+		return other.exists && ok && o == st.trains[rt] && other.downloads == st.downloads
+	}
+	for i, x := range ids {
+		for _, y := range ids[i+1:] {
+			if sameTrain(x) && sameTrain(y) {
+				continue
+			}
+			bump(t.trains, pairKey{x, y, st.trains[x], st.trains[y]}, sign, st.downloads)
 		}
 	}
 }
@@ -386,6 +421,11 @@ func (t *tallier) flush(ctx context.Context, tx *sql.Tx) error {
 			return err
 		}
 	}
+	for k, v := range t.trains {
+		if err := execTally(ctx, tx, sqlAddTrainPairTally, v, k.x, k.y, string(k.xStatus), string(k.yStat)); err != nil {
+			return err
+		}
+	}
 	for rt := range t.versions {
 		if _, err := tx.ExecContext(ctx, sqlBumpRuntimeVersion, rt); err != nil {
 			return fmt.Errorf("runtime version: %w", err)
@@ -394,7 +434,7 @@ func (t *tallier) flush(ctx context.Context, tx *sql.Tx) error {
 	built := map[[2]int64]bool{}
 	if t.newRuns {
 		var err error
-		if built, err = settlePairs(ctx, tx); err != nil {
+		if built, _, err = settlePairs(ctx, tx); err != nil {
 			return err
 		}
 	}
@@ -451,14 +491,15 @@ const (
 	// result's status on the row of any target, and that result's task
 	// (when ?2) and reason (when it is skipped: the only status whose
 	// reason the tallies read), then its status on each runtime
-	// (runtime > 0). The result is read only when needed: it is the
-	// largest table's.
+	// (runtime > 0) with its train verdict's status (NULL for none; the
+	// last column, NULL on the current rows). The result is read only
+	// when needed: it is the largest table's.
 	sqlStateRows = `SELECT 0, c.target, c.status_rank, ifnull(c.fail_key, ''), c.result_id IS NOT NULL, ifnull(r.task, ''),
-	ifnull(c.status, ''), ifnull(r.reason, '')
+	ifnull(c.status, ''), ifnull(r.reason, ''), NULL
 FROM current c LEFT JOIN results r ON c.target = '' AND (?2 OR c.status = 'skipped') AND r.id = c.result_id
 WHERE c.model_id = ?1
 UNION ALL
-SELECT runtime_id, '', 0, '', 0, '', status, '' FROM runtime_current WHERE model_id = ?1`
+SELECT runtime_id, '', 0, '', 0, '', status, '', train_status FROM runtime_current WHERE model_id = ?1`
 
 	sqlAddStatusTally = `INSERT INTO status_tallies (models, downloads, target, status_rank) VALUES (?, ?, ?, ?)
 ON CONFLICT DO UPDATE SET models = models + excluded.models, downloads = downloads + excluded.downloads`
@@ -469,6 +510,8 @@ ON CONFLICT DO UPDATE SET models = models + excluded.models, downloads = downloa
 	sqlAddRuntimeTally = `INSERT INTO runtime_tallies (models, downloads, runtime_id, status) VALUES (?, ?, ?, ?)
 ON CONFLICT DO UPDATE SET models = models + excluded.models, downloads = downloads + excluded.downloads`
 	sqlAddPairTally = `INSERT INTO runtime_pairs (models, downloads, x_id, y_id, x_status, y_status) VALUES (?, ?, ?, ?, ?, ?)
+ON CONFLICT DO UPDATE SET models = models + excluded.models, downloads = downloads + excluded.downloads`
+	sqlAddTrainPairTally = `INSERT INTO train_pairs (models, downloads, x_id, y_id, x_train, y_train) VALUES (?, ?, ?, ?, ?, ?)
 ON CONFLICT DO UPDATE SET models = models + excluded.models, downloads = downloads + excluded.downloads`
 	sqlBumpRuntimeVersion = `UPDATE runtimes SET version = version + 1 WHERE id = ?`
 )

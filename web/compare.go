@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
+	"slices"
 	"strconv"
 	"time"
 
@@ -98,8 +100,11 @@ func (s *Server) cachedCompare(ctx context.Context, base, head store.RuntimeStat
 		return nil, err
 	}
 	v := &comparison{Base: base, Head: head, Result: p.Result, Next: p.Next, Label: runtimeLabel(&base.Ref, head.Ref)}
-	r := v.Result
-	s.comparisons.put(key, changed, v, 160*(len(r.Fixed)+len(r.Regressed)+len(r.New)+len(r.StillFailing))+len(key))
+	items := 0
+	for _, k := range listedKinds {
+		items += len(*v.Result.List(k))
+	}
+	s.comparisons.put(key, changed, v, 160*items+len(key))
 	return v, nil
 }
 
@@ -125,6 +130,17 @@ func (s *Server) resolveCompare(c *fiber.Ctx, limit int, cursor string) (*compar
 		return nil, rts, changed, fmt.Errorf("web: compare: %w", err)
 	}
 	return cmp, rts, changed, nil
+}
+
+// listedKinds are every list of a comparison: the inference lists, then
+// the train lists.
+var listedKinds = append(slices.Clone(compare.Listed), compare.TrainListed...)
+
+// trainHeadline is "torch_tpu 0.3.0 breaks training of 3 models, fixes
+// training of 1": the train lists' totals, apart from the headline's.
+func trainHeadline(label string, h compare.Headline) string {
+	return label + " breaks training of " + models(h.Counts[compare.TrainRegressed]) +
+		", fixes training of " + strconv.Itoa(h.Counts[compare.TrainFixed])
 }
 
 // headline is "torch_tpu 0.2.0 fixes 3 models (9.1 % of downloads), breaks 1 (0.4 % of downloads)".
@@ -160,6 +176,12 @@ type compareBody struct {
 	New          []compareItemJSON `json:"new"`
 	StillFailing []compareItemJSON `json:"still_failing"`
 	// Extensions.
+	// The train verdict's changes (issue 25), listed apart: base_status
+	// and head_status are the train verdicts', signature the train
+	// verdict's (base's for a fix).
+	TrainRegressed         []compareItemJSON    `json:"train_regressed"`
+	TrainFixed             []compareItemJSON    `json:"train_fixed"`
+	TrainHeadline          string               `json:"train_headline"`
 	Headline               string               `json:"headline"`
 	Counts                 map[compare.Kind]int `json:"counts"`
 	FixedDownloadShare     *float64             `json:"fixed_download_share"`
@@ -202,7 +224,7 @@ func (s *Server) apiCompare(c *fiber.Ctx) error {
 	}
 	r := cmp.Result
 	next := map[compare.Kind]*string{}
-	for _, k := range compare.Listed {
+	for _, k := range listedKinds {
 		next[k] = nil
 		if cur := cmp.Next[k]; cur != "" {
 			next[k] = &cur
@@ -211,23 +233,29 @@ func (s *Server) apiCompare(c *fiber.Ctx) error {
 	return c.JSON(compareBody{NextCursors: next,
 		Base: cmp.Base.Ref.Key(), Head: cmp.Head.Ref.Key(),
 		Fixed: s.knowItems(itemsJSON(r.Fixed)), Regressed: s.knowItems(itemsJSON(r.Regressed)), New: s.knowItems(itemsJSON(r.New)),
-		StillFailing: s.knowItems(itemsJSON(r.StillFailing)),
-		Headline:     headline(cmp.Label, r.Headline), Counts: r.Headline.Counts,
+		StillFailing:   s.knowItems(itemsJSON(r.StillFailing)),
+		TrainRegressed: s.knowItems(itemsJSON(r.TrainRegressed)), TrainFixed: s.knowItems(itemsJSON(r.TrainFixed)),
+		TrainHeadline: trainHeadline(cmp.Label, r.Headline),
+		Headline:      headline(cmp.Label, r.Headline), Counts: r.Headline.Counts,
 		FixedDownloadShare: r.Headline.FixedShare, RegressedDownloadShare: r.Headline.RegressedShare,
 		BaseRuntime: toRuntimeJSON(cmp.Base), HeadRuntime: toRuntimeJSON(cmp.Head),
 	})
 }
 
-// compareListMax is how many models each list shows on the page (the API
-// pages through all).
-const compareListMax = 200
+// compareListMax is how many models each list shows on the page, the
+// API's page: a longer list continues on a page of its own (?cursor=).
+const compareListMax = compareAPILimit
 
-// compareList is one list of the comparison page.
+// compareList is one list of the comparison page. A train list's items
+// carry the train verdicts' statuses and signature.
 type compareList struct {
 	Kind               compare.Kind
 	ID, Title, Explain string
 	Items              []compare.Item
 	Total              int
+	Train              bool
+	// Next is the URL of the list's next page, "" after its last.
+	Next string
 }
 
 // runtimeOption is a runtime in the page's selects.
@@ -244,6 +272,11 @@ type compareView struct {
 	Headline   string
 	BaseLabel  string
 	Lists      []compareList
+	TrainLists []compareList
+	// TrainHeadline is "… breaks training of N models, fixes training of M".
+	TrainHeadline string
+	// Continued says the page is a later page of one list (?cursor=).
+	Continued  bool
 	Counts     map[string]int
 	BaseOpts   []runtimeOption
 	HeadOpts   []runtimeOption
@@ -251,13 +284,16 @@ type compareView struct {
 	BaseTarget compat.Target
 }
 
-// comparePage serves GET /compare?base=&head=. A comparison's page is
-// cached like the table's body, until the data changes.
+// comparePage serves GET /compare?base=&head=[&cursor=]: the first page
+// of every list, or with ?cursor= (a list's "next" link) the next page of
+// that list. A comparison's page is cached like the table's body, until
+// the data changes.
 func (s *Server) comparePage(c *fiber.Ctx) error {
-	cmp, rts, changed, err := s.resolveCompare(c, compareListMax, "")
+	cursor := c.Query("cursor")
+	cmp, rts, changed, err := s.resolveCompare(c, compareListMax, cursor)
 	var key string
 	if cmp != nil {
-		key = cmp.Base.Ref.Key() + " " + cmp.Head.Ref.Key()
+		key = cmp.Base.Ref.Key() + " " + cmp.Head.Ref.Key() + " " + cursor
 		if body, ok := s.comparePages.get(key, changed); ok {
 			c.Set(fiber.HeaderContentType, fiber.MIMETextHTMLCharsetUTF8)
 			return c.Send(body)
@@ -276,6 +312,8 @@ func (s *Server) comparePage(c *fiber.Ctx) error {
 		v.Cmp = cmp
 		r := cmp.Result
 		v.Headline = headline(cmp.Label, r.Headline)
+		v.TrainHeadline = trainHeadline(cmp.Label, r.Headline)
+		v.Continued = cursor != ""
 		v.BaseLabel = fmtVersions(cmp.Base.Ref)
 		v.Counts = map[string]int{}
 		for k, n := range r.Headline.Counts {
@@ -288,9 +326,23 @@ func (s *Server) comparePage(c *fiber.Ctx) error {
 			{Kind: compare.Fixed, ID: "fixed", Title: "Fixed", Explain: "held against the model on base, pass on head", Items: r.Fixed},
 			{Kind: compare.New, ID: "new", Title: "Newly tested", Explain: "a verdict on head, none on base", Items: r.New},
 			{Kind: compare.StillFailing, ID: "still-failing", Title: "Still failing", Explain: "held against the model on both", Items: r.StillFailing},
+			{Kind: compare.TrainRegressed, ID: "train-regressed", Title: "Training regressed", Train: true,
+				Explain: "the train step passed on base, is held against the model on head", Items: r.TrainRegressed},
+			{Kind: compare.TrainFixed, ID: "train-fixed", Title: "Training fixed", Train: true,
+				Explain: "the train step was held against the model on base, passes on head", Items: r.TrainFixed},
 		} {
+			if cursor != "" && len(l.Items) == 0 {
+				continue // a later page shows its one list
+			}
 			l.Total = r.Headline.Counts[l.Kind]
-			v.Lists = append(v.Lists, l)
+			if next := cmp.Next[l.Kind]; next != "" {
+				l.Next = v.Canonical + "&cursor=" + url.QueryEscape(next) + "#list-" + l.ID
+			}
+			if l.Train {
+				v.TrainLists = append(v.TrainLists, l)
+			} else {
+				v.Lists = append(v.Lists, l)
+			}
 		}
 	}
 	v.BaseOpts, v.HeadOpts = runtimeOptions(rts, cmp)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -122,34 +121,10 @@ func TestAnswersOnTheFixtureAreSchema6s(t *testing.T) {
 		if err := json.Unmarshal([]byte(wantBody), &wv); err != nil {
 			t.Fatalf("%s: %v", u, err)
 		}
-		if path, ok := keepsFields(wv, g, "$"); !ok {
+		if path, ok := storetest.KeepsFields(wv, g, "$"); !ok {
 			t.Errorf("%s: differs at %s:\n got %.2000s\nwant %.2000s", u, path, got[u], w)
 		}
 	}
-}
-
-// keepsFields reports whether got has every field of want with the same
-// value (objects may have more keys; arrays and scalars are equal), and
-// where it does not.
-func keepsFields(want, got any, path string) (string, bool) {
-	wm, ok := want.(map[string]any)
-	if !ok {
-		return path, reflect.DeepEqual(want, got)
-	}
-	gm, ok := got.(map[string]any)
-	if !ok {
-		return path, false
-	}
-	for k, wv := range wm {
-		gv, ok := gm[k]
-		if !ok {
-			return path + "." + k, false
-		}
-		if p, ok := keepsFields(wv, gv, path+"."+k); !ok {
-			return p, false
-		}
-	}
-	return "", true
 }
 
 // withoutModesColumns is a CSV answer without the verdict matrix's columns

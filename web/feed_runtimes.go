@@ -59,6 +59,7 @@ func (s *Server) runtimeFeedItems(ctx context.Context, base string, changed time
 // every model id and signature.
 var runtimeHTML = template.Must(template.New("runtime").Parse(
 	`<p><strong>{{.Headline}}</strong> on {{.Target}}, compared with {{.Base}}.</p>` +
+		`{{with .TrainHeadline}}<p>{{.}}.</p>{{end}}` +
 		`{{range .Lists}}{{if .Items}}<p>{{.Title}}:</p><ul>{{range .Items}}<li><a href="{{.URL}}">{{.ID}}</a>: {{.From}} → {{.To}}{{with .Signature}} (<code>{{.}}</code>){{end}}</li>{{end}}</ul>` +
 		`{{if .More}}<p>and {{.More}} more.</p>{{end}}{{end}}{{end}}` +
 		`<p><a href="{{.URL}}">The whole comparison</a></p>`))
@@ -81,11 +82,20 @@ func runtimeEntry(base string, cmp *comparison) (feedItem, error) {
 	target := string(cmp.Head.Ref.Target)
 	data := struct {
 		Headline, Target, Base, URL string
-		Lists                       []runtimeItemList
+		// TrainHeadline says the train lists' totals, "" when both are 0
+		// (the lists themselves are on the comparison's page).
+		TrainHeadline string
+		Lists         []runtimeItemList
 	}{Headline: head, Target: target, Base: fmtVersions(cmp.Base.Ref), URL: page}
+	if r.Headline.Counts[compare.TrainRegressed]+r.Headline.Counts[compare.TrainFixed] > 0 {
+		data.TrainHeadline = trainHeadline(cmp.Label, r.Headline)
+	}
 	var text strings.Builder
 	var sigs []string // the signatures the item shows, for their known issues (feed_watch.go)
 	fmt.Fprintf(&text, "%s on %s, compared with %s.", head, target, data.Base)
+	if data.TrainHeadline != "" {
+		fmt.Fprintf(&text, "\n\n%s.", data.TrainHeadline)
+	}
 	for _, l := range []struct {
 		title string
 		kind  compare.Kind

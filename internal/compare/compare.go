@@ -18,6 +18,12 @@ type Entry struct {
 	Downloads int64
 	Status    compat.Status
 	Signature string // "" when the result has none
+	// Train is the status of the result's train verdict (its
+	// Result.Modes["train"]), "" when it has none (a result from before
+	// the verdict matrix, or a probe that ran no train step);
+	// TrainSignature is that verdict's signature, "" when none.
+	Train          compat.Status
+	TrainSignature string
 }
 
 // Item is one model in a list of the comparison. BaseStatus is untested
@@ -46,6 +52,40 @@ const (
 	NoVerdict    Kind = "no_verdict"    // head's result is no verdict (skipped, error, untested)
 	NotRetested  Kind = "not_retested"  // a result on base, none on head
 )
+
+// The kinds of a train verdict's change, listed apart from the inference
+// kinds above: a model whose inference still passes can stop training.
+// A model is in one of them only when its results on both runtimes have a
+// train verdict; it is in an inference kind all the same.
+const (
+	TrainFixed     Kind = "train_fixed"     // the train verdict held against the model on base, pass on head
+	TrainRegressed Kind = "train_regressed" // the train verdict pass on base, held against the model on head
+)
+
+// TrainListed are the train kinds a comparison lists, in the order of
+// Result's train lists.
+var TrainListed = []Kind{TrainFixed, TrainRegressed}
+
+// IsTrainListed reports whether k is a listed train kind.
+func IsTrainListed(k Kind) bool { return slices.Contains(TrainListed, k) }
+
+// ClassifyTrain is the train kind of a model whose train verdicts on base
+// and head have these statuses ("" for none on that runtime), "" for none:
+// the feed's rule for a train event (compat.TrainChange), so that a
+// comparison lists as train regressed exactly what the feed calls a
+// train_regression. A side without a verdict, an error or a skip makes no
+// train kind.
+func ClassifyTrain(base, head compat.Status) Kind {
+	switch kind, changed := compat.TrainChange(base, head); {
+	case !changed:
+		return ""
+	case kind == compat.EventTrainRegression:
+		return TrainRegressed
+	case kind == compat.EventTrainFix:
+		return TrainFixed
+	}
+	return ""
+}
 
 // Classify is where a model lands in a comparison given its status on base
 // and on head, "" for no result on that runtime. A change between two
@@ -85,6 +125,8 @@ type Headline struct {
 	TotalDownloads     int64
 	FixedShare         *float64
 	RegressedShare     *float64
+	// The downloads of the train lists' models.
+	TrainFixedDownloads, TrainRegressedDownloads int64
 }
 
 // Result is a comparison: the four lists, each most downloaded first (then
@@ -94,7 +136,37 @@ type Result struct {
 	Regressed    []Item
 	New          []Item
 	StillFailing []Item
-	Headline     Headline
+	// The train lists (TrainListed): their items' statuses and signature
+	// are the train verdicts' (TrainItemOf).
+	TrainFixed     []Item
+	TrainRegressed []Item
+	Headline       Headline
+}
+
+// NewResult is a Result whose lists are empty, not nil.
+func NewResult() Result {
+	return Result{Fixed: []Item{}, Regressed: []Item{}, New: []Item{}, StillFailing: []Item{},
+		TrainFixed: []Item{}, TrainRegressed: []Item{}}
+}
+
+// List is r's list of kind k (a listed or train-listed kind; nil for
+// another), to read or to fill.
+func (r *Result) List(k Kind) *[]Item {
+	switch k {
+	case Fixed:
+		return &r.Fixed
+	case Regressed:
+		return &r.Regressed
+	case New:
+		return &r.New
+	case StillFailing:
+		return &r.StillFailing
+	case TrainFixed:
+		return &r.TrainFixed
+	case TrainRegressed:
+		return &r.TrainRegressed
+	}
+	return nil
 }
 
 // Listed are the kinds whose models a comparison lists, in the order of
@@ -119,6 +191,17 @@ func ItemOf(id string, downloads int64, base, head Entry) Item {
 	return it
 }
 
+// TrainItemOf is the train list item of a model whose entries on base and
+// head are given: their train verdicts' statuses, and the signature
+// base's train verdict's for a fix, head's otherwise.
+func TrainItemOf(id string, downloads int64, base, head Entry) Item {
+	it := Item{ID: id, Downloads: downloads, BaseStatus: base.Train, HeadStatus: head.Train, Signature: head.TrainSignature}
+	if ClassifyTrain(base.Train, head.Train) == TrainFixed {
+		it.Signature = base.TrainSignature
+	}
+	return it
+}
+
 // Cell is how many models, and their downloads, have status Base on base
 // and Head on head ("" for no result on that runtime).
 type Cell struct {
@@ -128,12 +211,24 @@ type Cell struct {
 }
 
 // Tally is the headline of a comparison whose models are counted in
-// cells (a pair of statuses may repeat): what Compare's headline says
+// cells (a pair of statuses may repeat) and, by their train verdicts'
+// statuses, in train cells (of the models with a train verdict on both
+// runtimes; others count in no train kind): what Compare's headline says
 // without its lists.
-func Tally(cells []Cell) Headline {
-	h := Headline{Counts: make(map[Kind]int, 7)}
-	for _, k := range []Kind{Fixed, Regressed, New, StillFailing, StillPassing, NoVerdict, NotRetested} {
+func Tally(cells, train []Cell) Headline {
+	h := Headline{Counts: make(map[Kind]int, 9)}
+	for _, k := range []Kind{Fixed, Regressed, New, StillFailing, StillPassing, NoVerdict, NotRetested, TrainFixed, TrainRegressed} {
 		h.Counts[k] = 0
+	}
+	for _, c := range train {
+		switch kind := ClassifyTrain(c.Base, c.Head); kind {
+		case TrainFixed:
+			h.Counts[kind] += c.Models
+			h.TrainFixedDownloads += c.Downloads
+		case TrainRegressed:
+			h.Counts[kind] += c.Models
+			h.TrainRegressedDownloads += c.Downloads
+		}
 	}
 	for _, c := range cells {
 		kind := Classify(c.Base, c.Head)
@@ -164,21 +259,23 @@ func Tally(cells []Cell) Headline {
 func Compare(base, head []Entry) Result {
 	baseBy := index(base)
 	headBy := index(head)
-	res := Result{Fixed: []Item{}, Regressed: []Item{}, New: []Item{}, StillFailing: []Item{}}
+	res := NewResult()
 	cells := make([]Cell, 0, len(headBy)+len(baseBy))
+	var train []Cell
 	for id, he := range headBy {
 		be := baseBy[id]
 		cells = append(cells, Cell{Base: be.Status, Head: he.Status, Models: 1, Downloads: he.Downloads})
-		it := ItemOf(id, he.Downloads, be, he)
-		switch Classify(be.Status, he.Status) {
-		case Fixed:
-			res.Fixed = append(res.Fixed, it)
-		case Regressed:
-			res.Regressed = append(res.Regressed, it)
-		case New:
-			res.New = append(res.New, it)
-		case StillFailing:
-			res.StillFailing = append(res.StillFailing, it)
+		if kind := Classify(be.Status, he.Status); IsListed(kind) {
+			l := res.List(kind)
+			*l = append(*l, ItemOf(id, he.Downloads, be, he))
+		}
+		if be.Train == "" || he.Train == "" {
+			continue
+		}
+		train = append(train, Cell{Base: be.Train, Head: he.Train, Models: 1, Downloads: he.Downloads})
+		if kind := ClassifyTrain(be.Train, he.Train); kind != "" {
+			l := res.List(kind)
+			*l = append(*l, TrainItemOf(id, he.Downloads, be, he))
 		}
 	}
 	for id, be := range baseBy {
@@ -186,9 +283,9 @@ func Compare(base, head []Entry) Result {
 			cells = append(cells, Cell{Base: be.Status, Models: 1, Downloads: be.Downloads})
 		}
 	}
-	res.Headline = Tally(cells)
-	for _, l := range [][]Item{res.Fixed, res.Regressed, res.New, res.StillFailing} {
-		sortItems(l)
+	res.Headline = Tally(cells, train)
+	for _, k := range append(slices.Clone(Listed), TrainListed...) {
+		sortItems(*res.List(k))
 	}
 	return res
 }

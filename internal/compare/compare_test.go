@@ -145,7 +145,8 @@ func TestCompare(t *testing.T) {
 	}
 
 	h := got.Headline
-	wantCounts := map[Kind]int{Fixed: 2, Regressed: 1, New: 2, StillFailing: 1, StillPassing: 1, NoVerdict: 1, NotRetested: 1}
+	wantCounts := map[Kind]int{Fixed: 2, Regressed: 1, New: 2, StillFailing: 1, StillPassing: 1, NoVerdict: 1, NotRetested: 1,
+		TrainFixed: 0, TrainRegressed: 0}
 	if !reflect.DeepEqual(h.Counts, wantCounts) {
 		t.Errorf("counts = %v, want %v", h.Counts, wantCounts)
 	}
@@ -174,7 +175,10 @@ func TestCompareEdges(t *testing.T) {
 		if r.Headline.FixedShare != nil || r.Headline.RegressedShare != nil {
 			t.Error("shares of zero downloads must be nil")
 		}
-		if len(r.Headline.Counts) != 7 {
+		if r.TrainFixed == nil || r.TrainRegressed == nil {
+			t.Fatal("train lists must be empty, not nil")
+		}
+		if len(r.Headline.Counts) != 9 {
 			t.Errorf("counts %v: want every kind", r.Headline.Counts)
 		}
 	})
@@ -224,13 +228,23 @@ func TestTally(t *testing.T) {
 		{Base: "skipped", Head: "error", Models: 1, Downloads: 13}, // no verdict, none counts
 		{Base: "pass", Head: "", Models: 2, Downloads: 20},         // not retested, base's verdict counts
 		{Base: "skipped", Head: "", Models: 1, Downloads: 17},      // not retested, none counts
+	}, []Cell{
+		{Base: "pass", Head: "fail", Models: 2, Downloads: 9},  // train regressed
+		{Base: "pass", Head: "oom", Models: 1, Downloads: 5},   // train regressed
+		{Base: "crash", Head: "pass", Models: 4, Downloads: 3}, // train fixed
+		{Base: "pass", Head: "pass", Models: 8, Downloads: 9},  // neither
+		{Base: "pass", Head: "error", Models: 3, Downloads: 9}, // neither: an error is no verdict
 	})
-	want := map[Kind]int{Fixed: 4, Regressed: 2, New: 5, StillFailing: 1, StillPassing: 5, NoVerdict: 2, NotRetested: 3}
+	want := map[Kind]int{Fixed: 4, Regressed: 2, New: 5, StillFailing: 1, StillPassing: 5, NoVerdict: 2, NotRetested: 3,
+		TrainFixed: 4, TrainRegressed: 3}
 	if !reflect.DeepEqual(h.Counts, want) {
 		t.Errorf("counts %v, want %v", h.Counts, want)
 	}
 	if h.FixedDownloads != 400 || h.RegressedDownloads != 50 || h.NewDownloads != 47 {
 		t.Errorf("downloads fixed %d regressed %d new %d, want 400, 50, 47", h.FixedDownloads, h.RegressedDownloads, h.NewDownloads)
+	}
+	if h.TrainRegressedDownloads != 14 || h.TrainFixedDownloads != 3 {
+		t.Errorf("train downloads regressed %d fixed %d, want 14, 3", h.TrainRegressedDownloads, h.TrainFixedDownloads)
 	}
 	if total := int64(300 + 100 + 50 + 40 + 7 + 1000 + 1 + 11 + 20); h.TotalDownloads != total {
 		t.Errorf("total downloads %d, want %d", h.TotalDownloads, total)
@@ -255,5 +269,121 @@ func TestItemOf(t *testing.T) {
 		if got := ItemOf("m", 5, c.base, c.head); got != c.want {
 			t.Errorf("ItemOf(%+v, %+v) = %+v, want %+v", c.base, c.head, got, c.want)
 		}
+	}
+}
+
+// ClassifyTrain, written out by hand from the words: a train
+// regression is a train verdict that passed on base and is held against
+// the model on head; a fix the reverse; a side without a train verdict
+// (""), an error or a skip makes neither.
+func TestClassifyTrain(t *testing.T) {
+	for _, c := range []struct {
+		base, head compat.Status
+		want       Kind
+	}{
+		{"pass", "fail", TrainRegressed},
+		{"pass", "oom", TrainRegressed},
+		{"pass", "timeout", TrainRegressed},
+		{"pass", "crash", TrainRegressed},
+		{"fail", "pass", TrainFixed},
+		{"oom", "pass", TrainFixed},
+		{"crash", "pass", TrainFixed},
+		{"pass", "pass", ""},
+		{"fail", "fail", ""},
+		{"fail", "crash", ""},
+		{"", "fail", ""},
+		{"", "pass", ""},
+		{"pass", "", ""},
+		{"fail", "", ""},
+		{"pass", "error", ""},
+		{"error", "pass", ""},
+		{"skipped", "fail", ""},
+		{"pass", "skipped", ""},
+		{"", "", ""},
+	} {
+		if got := ClassifyTrain(c.base, c.head); got != c.want {
+			t.Errorf("ClassifyTrain(%q, %q) = %q, want %q", c.base, c.head, got, c.want)
+		}
+	}
+}
+
+// TestClassifyTrainIsTheFeeds: over every pair of statuses, a comparison's
+// train kind is the feed's train event (compat.TrainChange) and nothing
+// else; 4 regressions and 4 fixes in all.
+func TestClassifyTrainIsTheFeeds(t *testing.T) {
+	seen := map[Kind]int{}
+	for _, b := range append([]compat.Status{""}, compat.Statuses...) {
+		for _, h := range append([]compat.Status{""}, compat.Statuses...) {
+			k := ClassifyTrain(b, h)
+			seen[k]++
+			ev, ok := compat.TrainChange(b, h)
+			want := map[compat.EventKind]Kind{compat.EventTrainRegression: TrainRegressed, compat.EventTrainFix: TrainFixed}[ev]
+			if !ok {
+				want = ""
+			}
+			if k != want {
+				t.Errorf("%q → %q: compare says %q, the feed %q (%v)", b, h, k, ev, ok)
+			}
+		}
+	}
+	if seen[TrainRegressed] != 4 || seen[TrainFixed] != 4 {
+		t.Errorf("train kinds over all pairs: %v", seen)
+	}
+}
+
+// Compare lists train changes apart from inference: a model can be in
+// both; one with no train verdict on a side is in no train list and no
+// train count.
+func TestCompareTrain(t *testing.T) {
+	base := []Entry{
+		{ID: "a/train-broke", Downloads: 50, Status: "pass", Train: "pass"},
+		{ID: "a/both-broke", Downloads: 70, Status: "pass", Train: "pass"},
+		{ID: "a/train-fixed", Downloads: 30, Status: "pass", Train: "fail", TrainSignature: "train:nan_loss"},
+		{ID: "a/old-result", Downloads: 90, Status: "pass"}, // no train verdict on base
+		{ID: "a/steady", Downloads: 10, Status: "pass", Train: "pass"},
+		{ID: "a/skipped", Downloads: 20, Status: "pass", Train: "skipped"},
+	}
+	head := []Entry{
+		{ID: "a/train-broke", Downloads: 50, Status: "pass", Train: "fail", TrainSignature: "train:backward:aten::x"},
+		{ID: "a/both-broke", Downloads: 70, Status: "crash", Signature: "crash:SIGSEGV", Train: "crash", TrainSignature: "crash:SIGSEGV"},
+		{ID: "a/train-fixed", Downloads: 30, Status: "pass", Train: "pass"},
+		{ID: "a/old-result", Downloads: 90, Status: "pass", Train: "fail", TrainSignature: "train:x"},
+		{ID: "a/steady", Downloads: 10, Status: "pass", Train: "pass"},
+		{ID: "a/skipped", Downloads: 20, Status: "pass", Train: "fail"},
+		{ID: "a/new", Downloads: 5, Status: "pass", Train: "fail"}, // no result on base
+	}
+	got := Compare(base, head)
+	wantReg := []Item{
+		{"a/both-broke", 70, "pass", "crash", "crash:SIGSEGV"},
+		{"a/train-broke", 50, "pass", "fail", "train:backward:aten::x"},
+	}
+	wantFix := []Item{{"a/train-fixed", 30, "fail", "pass", "train:nan_loss"}}
+	if !reflect.DeepEqual(got.TrainRegressed, wantReg) {
+		t.Errorf("train regressed:\n got %+v\nwant %+v", got.TrainRegressed, wantReg)
+	}
+	if !reflect.DeepEqual(got.TrainFixed, wantFix) {
+		t.Errorf("train fixed:\n got %+v\nwant %+v", got.TrainFixed, wantFix)
+	}
+	if c := got.Headline.Counts; c[TrainRegressed] != 2 || c[TrainFixed] != 1 || c[Regressed] != 1 {
+		t.Errorf("counts %v: want 2 train regressed, 1 train fixed, 1 regressed", c)
+	}
+	if h := got.Headline; h.TrainRegressedDownloads != 120 || h.TrainFixedDownloads != 30 {
+		t.Errorf("train downloads: regressed %d, fixed %d; want 70+50, 30", h.TrainRegressedDownloads, h.TrainFixedDownloads)
+	}
+	if len(got.Regressed) != 1 || got.Regressed[0].ID != "a/both-broke" {
+		t.Errorf("inference regressed %+v: want a/both-broke alone", got.Regressed)
+	}
+}
+
+// TrainItemOf: the train verdicts' statuses; base's train signature for a
+// fix, head's otherwise.
+func TestTrainItemOf(t *testing.T) {
+	fix := TrainItemOf("m", 5, Entry{Status: "pass", Train: "oom", TrainSignature: "old"}, Entry{Status: "fail", Train: "pass", TrainSignature: "x"})
+	if want := (Item{"m", 5, "oom", "pass", "old"}); fix != want {
+		t.Errorf("fix: %+v, want %+v", fix, want)
+	}
+	reg := TrainItemOf("m", 5, Entry{Status: "fail", Train: "pass", TrainSignature: "old"}, Entry{Status: "fail", Train: "fail", TrainSignature: "new"})
+	if want := (Item{"m", 5, "pass", "fail", "new"}); reg != want {
+		t.Errorf("regression: %+v, want %+v", reg, want)
 	}
 }

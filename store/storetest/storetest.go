@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 	"time"
 
@@ -232,4 +233,28 @@ func Unpack(t testing.TB, gz string) string {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// KeepsFields reports whether got (decoded JSON) has every field of want
+// with the same value, and where it does not: objects may have more keys
+// (fields added since want was written); arrays and scalars are equal.
+func KeepsFields(want, got any, path string) (string, bool) {
+	wm, ok := want.(map[string]any)
+	if !ok {
+		return path, reflect.DeepEqual(want, got)
+	}
+	gm, ok := got.(map[string]any)
+	if !ok {
+		return path, false
+	}
+	for k, wv := range wm {
+		gv, ok := gm[k]
+		if !ok {
+			return path + "." + k, false
+		}
+		if p, ok := KeepsFields(wv, gv, path+"."+k); !ok {
+			return p, false
+		}
+	}
+	return "", true
 }
