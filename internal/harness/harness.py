@@ -999,8 +999,8 @@ class Probe(hm.Modes):
         except (TypeError, ValueError):
             accepted = set()
         try:
-            ht.check_inputs(self.torch, self.family, config, self.cls.__name__, accepted)
-        except ht.IncompleteConfig as e:
+            hi.check_inputs(self.torch, self.family, config, self.cls.__name__, accepted)
+        except hi.IncompleteConfig as e:
             raise hf.ConfigError(f"config.json cannot drive the {self.family} inputs: {e}",
                                  f"incomplete config {e.field}") from e
 
@@ -1200,7 +1200,7 @@ class Probe(hm.Modes):
         except (TypeError, ValueError):
             accepted = set()
         cfg = model.config
-        inputs, info = ht.build_inputs(torch, self.family, cfg, accepted, args.seq_len, args.new_tokens, args.seed,
+        inputs, info = hi.build_inputs(torch, self.family, cfg, accepted, args.seq_len, args.new_tokens, args.seed,
                                        type(model).__name__, model=model, to_device=to_device)
         reserve = args.new_tokens if hi.FAMILY_GENERATES.get(self.family) else 0
         real = hi.build(torch, self.family, cfg, args.model_dir, self.mode, inputs, info, accepted, reserve)
@@ -1541,7 +1541,7 @@ class Probe(hm.Modes):
     def generate_prompt(self, notes) -> tuple[dict, int | None]:
         """generate()'s inputs (on the CPU), and the prompt's length when its continuation is reported: a causal LM
         with its own tokenizer (full mode) continues harness_inputs.PROMPT; otherwise the prompt is the forward
-        inputs' (harness_tasks.generate_inputs)."""
+        inputs' (harness_inputs.generate_inputs)."""
         tok = self.real.tokenizer if self.real is not None else None
         if tok is not None and self.family == "causal-lm":
             ids = hi.prompt_ids(self.torch, tok, self.model.config)
@@ -1549,7 +1549,7 @@ class Probe(hm.Modes):
                 notes.append(f"prompt {hi.PROMPT!r} ({ids.shape[1]} tokens, the model's tokenizer)")
                 return {"input_ids": ids}, int(ids.shape[1])
             notes.append("the fixed prompt cannot be encoded: the forward inputs are the prompt")
-        return ht.generate_inputs(self.family, self.inputs_cpu), None
+        return hi.generate_inputs(self.family, self.inputs_cpu), None
 
     # --- whose failure ---
 
