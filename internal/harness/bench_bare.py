@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Bare baseline for `make bench`: the work harness.py does on one model, without its machinery.
 
-    python bench_bare.py --model-dir DIR [--target cpu|cuda|tpu] [--mode full|arch|auto] [--task TAG]
+    python bench_bare.py --model-dir DIR [--target cpu|cuda|tpu] --mode {full,arch} [--task TAG]
                          [--seq-len 128] [--new-tokens 16] [--layers 2] [--seed 0] [--steps 5]
                          [--no-compile] [--no-generate] [--compile-backend NAME]
 
@@ -38,7 +38,7 @@ def main() -> int:
     p = argparse.ArgumentParser()
     p.add_argument("--model-dir", required=True)
     p.add_argument("--target", default="cpu", choices=("cpu", "cuda", "tpu"))
-    p.add_argument("--mode", default="auto", choices=("full", "arch", "auto"))
+    p.add_argument("--mode", required=True, choices=("full", "arch"))
     p.add_argument("--task", default="")
     p.add_argument("--seq-len", type=int, default=128)
     p.add_argument("--new-tokens", type=int, default=16)
@@ -67,8 +67,7 @@ def main() -> int:
     config = transformers.AutoConfig.from_pretrained(a.model_dir, trust_remote_code=False, local_files_only=True)
     task, family, _ = ht.resolve_family(a.task or None, config)
     cls = getattr(transformers, (config.architectures or ["AutoModel"])[0])
-    has_st = any(n.endswith(".safetensors") for n in os.listdir(a.model_dir))
-    mode = a.mode if a.mode != "auto" else ("full" if has_st else "arch")
+    mode = a.mode
     kw = dict(use_safetensors=True, trust_remote_code=False, local_files_only=True)
 
     t = time.perf_counter()

@@ -4,7 +4,7 @@
 Command line (the contract with the Go runner):
 
     python harness.py --model-dir DIR --model-id ID --revision SHA
-                      --target {tpu,cpu,cuda,auto} --mode {full,arch,auto}
+                      --target {tpu,cpu,cuda,auto} --mode {full,arch}
                       --task PIPELINE_TAG_OR_EMPTY --result-file PATH
                       [--seq-len 128] [--new-tokens 16] [--layers 2] [--seed 0]
                       [--steps 5] [--memory-budget-bytes N] [--plan-note TEXT] [--no-compile] [--no-generate]
@@ -51,10 +51,10 @@ Stages, in order, each timed in result.stages:
            arch (random weights from the config with layers cut to --layers, seeded).
            The scanner passes full or arch: its plan (internal/scan/plan.go) decided,
            and the harness executes (a full model that does not fit after all ends
-           in oom). auto is for running the harness by hand: full if a safetensors
-           checkpoint exists and fits the memory budget by the same fit formula
-           (fit.json, which the scanner reads too), else arch. An arch model that
-           does not fit even with --layers layers is skipped (too_large).
+           in oom). --mode is required: the harness chooses no mode itself, by hand
+           either. An arch model that does not fit the memory budget by the fit
+           formula (fit.json, which the scanner reads too) even with --layers layers
+           is skipped (too_large).
 * load     the model onto the device (load_s).
 * forward  batch 1, static shapes (--seq-len tokens / the config's image or audio size): the
            synthetic inputs of each task family are built from the config alone; in full mode
@@ -171,7 +171,6 @@ import platform  # noqa: E402
 import re  # noqa: E402
 import shutil  # noqa: E402
 import statistics  # noqa: E402
-import struct  # noqa: E402
 import sys  # noqa: E402
 
 # Offline before anything from Hugging Face is imported.
@@ -626,11 +625,7 @@ class Device:
         return val if val > 0 else None
 
 
-# --- safetensors (header only; never the pickle formats) ------------------------
-
-_ST_DTYPE_BYTES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U8": 1,
-                   "BOOL": 1, "F8_E4M3": 1, "F8_E5M2": 1, "U16": 2, "U32": 4, "U64": 8, "F8_E8M0": 1, "F4": 1}
-
+# --- safetensors (which files are a checkpoint; never the pickle formats) -------
 
 def safetensors_files(model_dir: str) -> tuple[list[str], list[str]]:
     """(files from_pretrained will load, other *.safetensors present).
@@ -655,64 +650,6 @@ def safetensors_files(model_dir: str) -> tuple[list[str], list[str]]:
     if "model.safetensors" in present:
         return [os.path.join(model_dir, "model.safetensors")], [n for n in present if n != "model.safetensors"]
     return [], present
-
-
-# Caps on what a safetensors header may declare before it is trusted for a parameter count:
-# real checkpoints have at most a few hundred thousand tensors of at most a handful of
-# dimensions. Anything beyond is hostile or broken, and the count is then unknown.
-ST_MAX_HEADER_BYTES = 100 << 20   # the safetensors library's own limit
-ST_MAX_TENSORS = 1 << 20          # over all files (the largest MoE checkpoints: ~150 000)
-ST_MAX_DIMS = 16                  # per tensor
-ST_MAX_DIM = 1 << 48              # per dimension
-ST_MAX_ELEMENTS = 1 << 53         # per tensor, and in total
-
-
-def tensor_elements(shape) -> int | None:
-    """Element count of one shape, or None when it is not a list of at most ST_MAX_DIMS
-    integers in [0, ST_MAX_DIM] or the product passes ST_MAX_ELEMENTS. The running product
-    never exceeds ST_MAX_ELEMENTS * ST_MAX_DIM, so each step is constant time (no big
-    integers: a product of 80 000 huge dimensions was quadratic)."""
-    if not isinstance(shape, list) or len(shape) > ST_MAX_DIMS:
-        return None
-    count = 1
-    for dim in shape:
-        if type(dim) is not int or not 0 <= dim <= ST_MAX_DIM:
-            return None
-        count *= dim
-        if count > ST_MAX_ELEMENTS:
-            return None
-    return count
-
-
-def safetensors_params(files: list[str]) -> int | None:
-    """Total element count from the safetensors headers (reads only the headers), or None when
-    a header is unreadable or passes the caps above. Linear in the header size."""
-    total = 0
-    tensors = 0
-    try:
-        for f in files:
-            with open(f, "rb") as fh:
-                (n,) = struct.unpack("<Q", fh.read(8))
-                if n > ST_MAX_HEADER_BYTES:
-                    return None
-                header = json.loads(fh.read(n))
-            if not isinstance(header, dict):
-                return None
-            tensors += len(header)
-            if tensors > ST_MAX_TENSORS + len(files):  # each file may add a __metadata__ entry
-                return None
-            for key, meta in header.items():
-                if key == "__metadata__" or not isinstance(meta, dict):
-                    continue
-                count = tensor_elements(meta.get("shape", []))
-                if count is None:
-                    return None
-                total += count
-                if total > ST_MAX_ELEMENTS:
-                    return None
-    except (OSError, ValueError, RecursionError, struct.error):
-        return None
-    return total
 
 
 # --- the probe --------------------------------------------------------------------
@@ -747,7 +684,7 @@ class Probe(hm.Modes):
         self.dev: Device | None = None
         self.current = "env"
         self.stages: list[dict] = []
-        self.mode = args.mode if args.mode in ("full", "arch") else None
+        self.mode = args.mode  # full or arch, as the scanner's plan decided
         self.task = args.task or ""
         self.family = None
         self.target = args.target if args.target != "auto" else "cpu"
@@ -950,23 +887,6 @@ class Probe(hm.Modes):
             if args.mode == "full" and not files:
                 raise hf.Skip("no_safetensors", f"--mode full asked but the model directory has {why_none}")
             mode = args.mode
-            if mode == "auto":  # a harness run by hand; the scanner's plan passes full or arch
-                if not files:
-                    mode = "arch"
-                    notes.append(f"auto -> arch: {why_none}")
-                else:
-                    params = safetensors_params(files)
-                    need = self.bytes_needed(params) if params else None
-                    if need is not None and budget is not None and need > budget:
-                        mode = "arch"
-                        notes.append(f"auto -> arch: ~{need / 2**30:.1f} GiB needed > {budget / 2**30:.1f} GiB "
-                                     f"budget ({budget_src})")
-                    else:
-                        mode = "full"
-                        notes.append("auto -> full" + (f": ~{need / 2**30:.2f} GiB of {budget / 2**30:.1f} GiB budget "
-                                                        f"({budget_src})" if need and budget else ""))
-            self.mode = mode
-            self.st_files = files
             if mode == "arch":
                 self.arch_config = self.shrink_config(config, notes)
                 params = self.count_params_meta(self.arch_config)
@@ -1622,8 +1542,7 @@ class Probe(hm.Modes):
         he.annotate(self, res)  # metrics.mfu, .mbu and .efficiency (harness_efficiency.py)
         self.finish_modes(res)  # result.modes, precision_sensitive, metrics.precision (harness_modes.py)
         rev = f" --revision {self.args.revision}" if self.args.revision else ""
-        res["repro"] = (f"scanner probe {self.args.model_id or self.args.model_dir}{rev} --target {self.target}"
-                        + (f" --mode {self.mode or self.args.mode}"))
+        res["repro"] = f"scanner probe {self.args.model_id or self.args.model_dir}{rev} --target {self.target} --mode {self.mode}"
         res["task"] = self.task
         res["stages"] = self.stages
         if self.continuation is not None:
@@ -1718,9 +1637,9 @@ def parse_args(argv):
     p.add_argument("--model-id", default="")
     p.add_argument("--revision", default="")
     p.add_argument("--target", choices=("tpu", "cpu", "cuda", "auto"), default="auto")
-    p.add_argument("--mode", choices=("full", "arch", "auto"), default="auto",
-                   help="full or arch, as the scanner's plan decided; auto chooses by the fit formula (fit.json), "
-                        "for running the harness by hand")
+    p.add_argument("--mode", choices=("full", "arch"),
+                   help="full or arch, as the scanner's plan decided (required unless --env-only; the harness "
+                        "chooses no mode itself)")
     p.add_argument("--task", default="")
     p.add_argument("--result-file", required=True)
     p.add_argument("--seq-len", type=int, default=128)
@@ -1756,6 +1675,8 @@ def parse_args(argv):
     args = p.parse_args(argv)
     if not args.env_only and not args.model_dir:
         p.error("--model-dir is required (unless --env-only)")
+    if not args.env_only and not args.mode:
+        p.error("--mode is required (unless --env-only): full or arch, as the scanner's plan decides")
     for name in ("seq_len", "new_tokens", "layers", "steps", "devices"):
         if getattr(args, name) < 1:
             p.error(f"--{name.replace('_', '-')} must be at least 1")

@@ -8,7 +8,8 @@ from conftest import REVISION
 
 
 def _args():
-    return harness.parse_args(["--model-dir", "/nonexistent", "--revision", REVISION, "--result-file", "/dev/null"])
+    return harness.parse_args(["--model-dir", "/nonexistent", "--revision", REVISION, "--mode", "arch",
+                              "--result-file", "/dev/null"])
 
 
 def test_without_the_variable_the_probe_is_the_real_one(monkeypatch):
