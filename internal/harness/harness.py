@@ -652,6 +652,49 @@ def safetensors_files(model_dir: str) -> tuple[list[str], list[str]]:
     return [], present
 
 
+def read_config_json(model_dir: str) -> dict:
+    """The model's config.json as a JSON object; config_error when it is missing or not one."""
+    path = os.path.join(model_dir, "config.json")
+    if not os.path.isfile(path):
+        raise hf.ConfigError("no config.json in the model directory", "no config.json")
+    with open(path, encoding="utf-8") as fh:
+        try:
+            raw = json.load(fh)
+        except ValueError as e:
+            raise hf.ConfigError(f"config.json is not valid JSON: {e}", "invalid config.json") from e
+    if not isinstance(raw, dict):
+        raise hf.ConfigError("config.json is not a JSON object", "invalid config.json")
+    return raw
+
+
+def refuse_config(raw: dict) -> None:
+    """Skip a config that needs code from its repository (remote_code.json); config_error for a sub-config
+    that is not an object or lacks what it needs (harness_tasks.check_subconfigs)."""
+    why = ht.needs_remote_code(raw)
+    if why:
+        raise hf.Skip("remote_code", f"{why}: it needs trust_remote_code, and the harness runs no code "
+                      "from model repositories")
+    incomplete = ht.check_subconfigs(raw)
+    if incomplete:
+        raise hf.ConfigError(incomplete, "incomplete sub-config")
+
+
+def require_checkpoint(model_dir: str) -> list[str]:
+    """The safetensors files --mode full loads; skipped no_safetensors, saying what is there instead, when the
+    directory has no transformers checkpoint (pickle weights are never loaded)."""
+    files, other_st = safetensors_files(model_dir)
+    if files:
+        return files
+    why_none = "no *.safetensors"
+    if other_st:
+        why_none = (f"no transformers safetensors checkpoint (model.safetensors or an index); only "
+                    f"{', '.join(other_st[:3])}")
+    pickles = [n for n in os.listdir(model_dir) if n.endswith(WEIGHT_SUFFIXES_PICKLE)]
+    if pickles:
+        why_none += f"; pickle weights ({', '.join(sorted(pickles)[:3])}) are never loaded"
+    raise hf.Skip("no_safetensors", f"--mode full asked but the model directory has {why_none}")
+
+
 # --- the probe --------------------------------------------------------------------
 
 class _TimingStreamer:
@@ -829,74 +872,64 @@ class Probe(hm.Modes):
         return fit_need(params, self.torch.empty((), dtype=self.dtype).element_size(), self.target)
 
     def stage_config(self) -> None:
-        args = self.args
+        """config.json to a model class and the config the load builds from, in the mode given (full: the
+        checkpoint must be there; arch: the reduced config must fit the budget)."""
         with self.stage("config") as notes:
-            path = os.path.join(args.model_dir, "config.json")
-            if not os.path.isfile(path):
-                raise hf.ConfigError(f"no config.json in the model directory", "no config.json")
-            with open(path, encoding="utf-8") as fh:
-                try:
-                    raw = json.load(fh)
-                except ValueError as e:
-                    raise hf.ConfigError(f"config.json is not valid JSON: {e}", "invalid config.json") from e
-            if not isinstance(raw, dict):
-                raise hf.ConfigError("config.json is not a JSON object", "invalid config.json")
+            raw = read_config_json(self.args.model_dir)
             import transformers
 
             with contextlib.suppress(Exception):
                 transformers.utils.logging.disable_progress_bar()
-            why = ht.needs_remote_code(raw)
-            if why:
-                raise hf.Skip("remote_code", f"{why}: it needs trust_remote_code, and the harness runs no code "
-                              "from model repositories")
-            incomplete = ht.check_subconfigs(raw)
-            if incomplete:
-                raise hf.ConfigError(incomplete, "incomplete sub-config")
+            refuse_config(raw)
             config = self.load_config(transformers, raw)
-            det = ht.make_deterministic(config)
-            vocab = ht.legacy_text_vocab(config)
-            self.load_kwargs = {"config": config} if det or vocab else {}
-            if det:
-                notes.append("random forward made deterministic for the comparison: " + ", ".join(det))
-            if vocab:
-                notes.append("legacy config layout: " + ", ".join(vocab))
-            task, family, tnote = ht.resolve_family(args.task or None, config)
-            if task:
-                self.task = task
-            if tnote:
-                notes.append(tnote)
-            if family is None:
-                raise hf.Skip("unsupported_task", tnote or f"task {args.task!r} is not supported")
-            self.family = family
-            self.cls = self.resolve_class(transformers, config, task, family)
-            notes.append(f"task={task} family={family} class={self.cls.__name__}")
+            self.make_comparable(config, notes)
+            self.resolve_model(transformers, config, notes)
             self.config = config
-
-            # mode
-            files, other_st = safetensors_files(args.model_dir)
-            pickles = [n for n in os.listdir(args.model_dir) if n.endswith(WEIGHT_SUFFIXES_PICKLE)]
-            why_none = "no *.safetensors"
-            if other_st:
-                why_none = (f"no transformers safetensors checkpoint (model.safetensors or an index); only "
-                            f"{', '.join(other_st[:3])}")
-            if pickles:
-                why_none += f"; pickle weights ({', '.join(sorted(pickles)[:3])}) are never loaded"
-            if args.plan_note:
-                notes.append(f"plan: {args.plan_note}")
-            budget, budget_src = self.memory_budget()
-            if args.mode == "full" and not files:
-                raise hf.Skip("no_safetensors", f"--mode full asked but the model directory has {why_none}")
-            mode = args.mode
-            if mode == "arch":
+            if self.args.plan_note:
+                notes.append(f"plan: {self.args.plan_note}")
+            if self.mode == "full":
+                require_checkpoint(self.args.model_dir)
+            else:
                 self.arch_config = self.shrink_config(config, notes)
-                params = self.count_params_meta(self.arch_config)
-                if params is not None:
-                    need = self.bytes_needed(params)
-                    if budget is not None and need > budget:
-                        raise hf.Skip("too_large", f"even with {args.layers} layers the model needs ~{need / 2**30:.1f} "
-                                      f"GiB > {budget / 2**30:.1f} GiB budget ({budget_src})")
-            notes.append(f"mode={mode} dtype={str(self.dtype).replace('torch.', '')}")
-            self.check_config_inputs(self.arch_config if mode == "arch" else config)
+                self.check_arch_fits(self.arch_config)
+            notes.append(f"mode={self.mode} dtype={str(self.dtype).replace('torch.', '')}")
+            self.check_config_inputs(self.arch_config if self.mode == "arch" else config)
+
+    def make_comparable(self, config, notes: list) -> None:
+        """Make a random forward deterministic and a transformers-4 composite layout embeddable (harness_tasks),
+        so that device and reference compute the same function; the load then builds from this config."""
+        det = ht.make_deterministic(config)
+        vocab = ht.legacy_text_vocab(config)
+        self.load_kwargs = {"config": config} if det or vocab else {}
+        if det:
+            notes.append("random forward made deterministic for the comparison: " + ", ".join(det))
+        if vocab:
+            notes.append("legacy config layout: " + ", ".join(vocab))
+
+    def resolve_model(self, transformers, config, notes: list) -> None:
+        """The task (--task, else from the config), its family and the model class; a task without a family is
+        skipped (unsupported_task)."""
+        task, family, tnote = ht.resolve_family(self.args.task or None, config)
+        if task:
+            self.task = task
+        if tnote:
+            notes.append(tnote)
+        if family is None:
+            raise hf.Skip("unsupported_task", tnote or f"task {self.args.task!r} is not supported")
+        self.family = family
+        self.cls = self.resolve_class(transformers, config, task, family)
+        notes.append(f"task={task} family={family} class={self.cls.__name__}")
+
+    def check_arch_fits(self, arch_config) -> None:
+        """Skipped too_large when the reduced model does not fit the memory budget by the fit formula."""
+        params = self.count_params_meta(arch_config)
+        if params is None:
+            return
+        budget, budget_src = self.memory_budget()
+        need = self.bytes_needed(params)
+        if budget is not None and need > budget:
+            raise hf.Skip("too_large", f"even with {self.args.layers} layers the model needs ~{need / 2**30:.1f} "
+                          f"GiB > {budget / 2**30:.1f} GiB budget ({budget_src})")
 
     def load_config(self, transformers, raw: dict):
         """AutoConfig from the model directory; a value transformers' validation refuses is the
