@@ -188,6 +188,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness_efficiency as he  # noqa: E402
 import harness_failures as hf  # noqa: E402
+import harness_host as hh  # noqa: E402
 import harness_inputs as hi  # noqa: E402
 import harness_modes as hm  # noqa: E402
 import harness_numerics as hn  # noqa: E402
@@ -216,27 +217,8 @@ WARMUP_MAX_EXTRA = 20
 # How long the ranks of a sharded probe wait for rank 0's numerics (it alone builds the reference); the
 # probe's own wall-clock limit ends it sooner.
 NUMERICS_WAIT_S = 24 * 3600
-# The fit formula's constants, shared with the scanner's plan (internal/scan/plan.go).
-with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "fit.json"), encoding="utf-8") as _fh:
-    FIT = json.load(_fh)
-
-
-def fit_need(params: int, dtype_bytes: int, target: str) -> int:
-    """The fit formula (fit.json): bytes a model of params parameters takes in the budget's memory."""
-    copies = FIT["targets"][target]["copies"]
-    return int(params * dtype_bytes * copies * FIT["fit_factor"]) + FIT["fit_slack_bytes"]
-
 
 WEIGHT_SUFFIXES_PICKLE = (".bin", ".pt", ".pth", ".ckpt", ".pkl")
-
-
-# "[rank R] " for a rank of a sharded probe: the ranks share stderr, and the Go runner follows each rank's
-# stage by it (internal/probe/proc.go stageTracker).
-LOG_PREFIX = ""
-
-
-def log(msg: str) -> None:
-    print(LOG_PREFIX + msg, file=sys.stderr, flush=True)
 
 
 def now_rfc3339() -> str:
@@ -280,45 +262,6 @@ def cpu_name() -> str:
     except OSError:
         pass
     return platform.processor() or platform.machine() or "cpu"
-
-
-def host_memory() -> tuple[int | None, int | None]:
-    """(total, available) host RAM in bytes, honouring RLIMIT_AS and a cgroup v2 limit (total is the
-    smaller of MemTotal and the cgroup's memory.max, as the Go runner's probe.PhysicalMemory)."""
-    total = avail = None
-    try:
-        with open("/proc/meminfo", encoding="utf-8") as fh:
-            info = {l.split(":")[0]: int(l.split()[1]) * 1024 for l in fh if l.split()[1:2] and l.split()[1].isdigit()}
-        total, avail = info.get("MemTotal"), info.get("MemAvailable")
-    except (OSError, ValueError, IndexError):
-        pass
-    limits = []
-    try:
-        import resource
-
-        for lim in (resource.RLIMIT_AS, resource.RLIMIT_DATA):
-            soft, _ = resource.getrlimit(lim)
-            if soft not in (resource.RLIM_INFINITY, -1) and soft > 0:
-                limits.append(soft)
-    except (ImportError, ValueError, OSError):
-        pass
-    try:
-        with open("/sys/fs/cgroup/memory.max", encoding="utf-8") as fh:
-            raw = fh.read().strip()
-        if raw.isdigit():
-            total = min(total, int(raw)) if total else int(raw)
-            used = 0
-            try:
-                with open("/sys/fs/cgroup/memory.current", encoding="utf-8") as fh:
-                    used = int(fh.read().strip())
-            except (OSError, ValueError):
-                pass
-            limits.append(max(0, int(raw) - used))
-    except OSError:
-        pass
-    if limits:
-        avail = min([a for a in [avail] if a is not None] + limits)
-    return total, avail
 
 
 def tcmalloc_loaded() -> bool:
@@ -374,12 +317,12 @@ def probe_torch_tpu(torch, host_root: str = "/", timeout: float = TPU_CHECK_TIME
     extra = htpu.runtime_env(os.environ, scan.chips, htpu.metadata_has_tpu_env)
     if extra:
         os.environ.update(extra)  # for the child and for this process's own runtime
-        log(f"no GCE metadata server with tpu-env at {htpu.METADATA_SERVER}: libtpu runs as one host ("
+        hh.log(f"no GCE metadata server with tpu-env at {htpu.METADATA_SERVER}: libtpu runs as one host ("
             + " ".join(f"{k}={v}" for k, v in sorted(extra.items())) + ")")
     res = htpu.run_check(sys.executable, timeout=timeout, env=dict(os.environ))
     for line in res["stderr"].splitlines()[-40:]:
         if line.strip():
-            log(f"[tpu check] {line}" if not line.startswith("[tpu check]") else line)
+            hh.log(f"[tpu check] {line}" if not line.startswith("[tpu check]") else line)
     if not res.get("available"):
         if res.get("registered") is False and not res.get("message"):
             st["note"] = (f"no TPU chip found on this host: torch_tpu {st['version']} registered no tpu device, "
@@ -483,7 +426,7 @@ class Device:
     def init(self) -> None:
         torch = self.torch
         if self.target == "cpu":
-            total, _ = host_memory()
+            total, _ = hh.host_memory()
             self.memory_bytes = total
             self.memory_source = "host RAM"
             return
@@ -761,7 +704,7 @@ class Probe(hm.Modes):
         self.current = name
         rec = {"stage": name, "ok": False, "duration_s": 0.0, "note": ""}
         notes: list[str] = []
-        log(f"stage={name} start")
+        hh.log(f"stage={name} start")
         t = time.perf_counter()
         try:
             yield notes
@@ -778,12 +721,12 @@ class Probe(hm.Modes):
             if not rec["note"]:
                 del rec["note"]
             self.stages.append(rec)
-            log(f"stage={name} {'ok' if rec['ok'] else 'FAILED'} {rec['duration_s']:.2f}s"
+            hh.log(f"stage={name} {'ok' if rec['ok'] else 'FAILED'} {rec['duration_s']:.2f}s"
                 + (f" {rec.get('note', '')}" if rec.get("note") else ""))
 
     def skip_stage(self, name: str, note: str) -> None:
         self.stages.append({"stage": name, "ok": True, "skipped": True, "duration_s": 0.0, "note": note})
-        log(f"stage={name} skipped {note}")
+        hh.log(f"stage={name} skipped {note}")
 
     # --- stages ---
 
@@ -793,9 +736,8 @@ class Probe(hm.Modes):
         return probe_torch_tpu(torch, self.args.host_root, self.args.tpu_check_timeout, self.world)
 
     def stage_env(self) -> None:
-        global LOG_PREFIX
         if self.world > 1:
-            LOG_PREFIX = f"[rank {os.environ.get('RANK', '?')}] "
+            hh.set_log_prefix(f"[rank {os.environ.get('RANK', '?')}] ")
         with self.stage("env") as notes:
             self.rank = hs.rank_of(self.world)
             try:
@@ -845,7 +787,7 @@ class Probe(hm.Modes):
             if self.args.dtype != "auto":
                 self.dtype = getattr(torch, self.args.dtype)
             else:  # bfloat16 (on cpu too, against the float32 reference): what the fit formula assumes
-                self.dtype = getattr(torch, FIT["targets"][self.target]["dtype"])
+                self.dtype = getattr(torch, hh.FIT["targets"][self.target]["dtype"])
             dtype_name = str(self.dtype).replace("torch.", "")
             self.dev.set_dtype(dtype_name)
             notes.append(verdict_note(self.target, dtype_name))
@@ -864,12 +806,12 @@ class Probe(hm.Modes):
         if self.args.memory_budget_bytes:
             return self.args.memory_budget_bytes, "--memory-budget-bytes"
         if self.target == "cpu":
-            _, avail = host_memory()
+            _, avail = hh.host_memory()
             return avail, "available host RAM"
         return self.dev.memory_bytes, self.dev.memory_source or "unknown"
 
     def bytes_needed(self, params: int) -> int:
-        return fit_need(params, self.torch.empty((), dtype=self.dtype).element_size(), self.target)
+        return hh.fit_need(params, self.torch.empty((), dtype=self.dtype).element_size(), self.target)
 
     def stage_config(self) -> None:
         """config.json to a model class and the config the load builds from, in the mode given (full: the
@@ -998,7 +940,7 @@ class Probe(hm.Modes):
             del m
             return n
         except Exception as e:  # noqa: BLE001 - the real build in load will report it properly
-            log(f"note: meta-device size estimate failed: {hf.short_message(e, 200)}")
+            hh.log(f"note: meta-device size estimate failed: {hf.short_message(e, 200)}")
             return None
 
     def to_dtype_keep_fp32(self, model, dtype):
@@ -1219,7 +1161,7 @@ class Probe(hm.Modes):
         word = "fail"
         try:
             need = self.reference_need()
-            _, avail = host_memory()
+            _, avail = hh.host_memory()
             if need is not None and avail is not None and need > avail:
                 self.skip_stage("numerics", f"the float32 reference needs ~{need / 2**30:.1f} GiB, over the host's "
                                             f"{avail / 2**30:.1f} GiB available: not compared")
@@ -1233,7 +1175,7 @@ class Probe(hm.Modes):
         """Whether every rank of a sharded probe can build the float32 reference in host memory at once (a failed
         stage arbitrated on each rank): False when its size is not known."""
         need = self.reference_need()
-        _, avail = host_memory()
+        _, avail = hh.host_memory()
         return need is not None and avail is not None and need * self.world <= avail
 
     def reference_need(self) -> int | None:
@@ -1241,7 +1183,7 @@ class Probe(hm.Modes):
         None in arch mode, where rank 0 holds the reduced reference already."""
         if self.mode != "full" or not self.metrics.get("param_count"):
             return None
-        return int(self.metrics["param_count"] * 4 * FIT["fit_factor"]) + FIT["fit_slack_bytes"]
+        return int(self.metrics["param_count"] * 4 * hh.FIT["fit_factor"]) + hh.FIT["fit_slack_bytes"]
 
     def numerics(self) -> None:
         torch = self.torch
@@ -1515,16 +1457,16 @@ class Probe(hm.Modes):
         if c["status"] != "fail" or stage not in hf.ARBITRATED_STAGES:
             return c
         if self.world > 1 and self.mode == "full" and not self.reference_fits():
-            log(f"stage={stage} failed on the target; the float32 cpu reference of a sharded full-mode model is not "
+            hh.log(f"stage={stage} failed on the target; the float32 cpu reference of a sharded full-mode model is not "
                 "run on this host (its size unknown or over the memory available to the ranks)")
             return c
-        log(f"stage={stage} failed on the target: the same stage on the float32 cpu reference")
+        hh.log(f"stage={stage} failed on the target: the same stage on the float32 cpu reference")
         ref_exc, ran = self.reference.run_stage(stage)
         self.reference.release()
         ref = hf.classify(ref_exc, stage) if ref_exc is not None else None
         out, note = hf.arbitrate(stage, c, ref, ran)
         if note:
-            log(f"stage={stage} {note}")
+            hh.log(f"stage={stage} {note}")
             rec = next((r for r in reversed(self.stages) if r["stage"] == stage), None)
             if rec is not None:
                 rec["note"] = "; ".join(n for n in (note, rec.get("note", "")) if n)[:1000]
@@ -1724,7 +1666,7 @@ def main(argv=None) -> int:
         try:
             write_json_atomic(args.result_file, out)
         except OSError as e:
-            log(f"cannot write {args.result_file}: {e}")
+            hh.log(f"cannot write {args.result_file}: {e}")
             return 2
         return 0
     probe = new_probe(args)
@@ -1734,14 +1676,14 @@ def main(argv=None) -> int:
             return 0
         path = hs.rank_result_path(args.result_file, probe.rank)
         write_json_atomic(path, res)
-        log(f"rank {probe.rank}: result status={res['status']} stage={res['stage']} written to {path}")
+        hh.log(f"rank {probe.rank}: result status={res['status']} stage={res['stage']} written to {path}")
         return hs.RANK_FAILED
     try:
         write_json_atomic(args.result_file, res)
     except (OSError, ValueError) as e:
-        log(f"cannot write the result to {args.result_file}: {e}")
+        hh.log(f"cannot write the result to {args.result_file}: {e}")
         return 2
-    log(f"result status={res['status']} stage={res['stage']}"
+    hh.log(f"result status={res['status']} stage={res['stage']}"
         + (f" class={res['failure_class']}" if res["failure_class"] else "")
         + (f" reason={res['reason']}" if res["reason"] else "") + f" {res['duration_s']:.2f}s")
     return 0
