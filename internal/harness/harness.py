@@ -168,7 +168,6 @@ import json  # noqa: E402
 import os  # noqa: E402
 import platform  # noqa: E402
 import re  # noqa: E402
-import shutil  # noqa: E402
 import statistics  # noqa: E402
 import sys  # noqa: E402
 
@@ -186,6 +185,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness_compare as hcmp  # noqa: E402
+import harness_compile as hcomp  # noqa: E402
 import harness_config as hc  # noqa: E402
 import harness_efficiency as he  # noqa: E402
 import harness_failures as hf  # noqa: E402
@@ -585,7 +585,7 @@ class _TimingStreamer:
         pass
 
 
-class Probe(hc.ConfigStage, hcmp.NumericsStage, hm.Modes):
+class Probe(hc.ConfigStage, hcmp.NumericsStage, hcomp.CompileStage, hm.Modes):
     device_cls = Device  # harness_testing's simulated TPU swaps in a subclass
     warmup_max_extra = WARMUP_MAX_EXTRA
 
@@ -888,110 +888,6 @@ class Probe(hc.ConfigStage, hcmp.NumericsStage, hm.Modes):
             notes.append(f"the forward takes {' and '.join(missing)} inputs the harness does not build")
         return real
 
-    def compile_model(self, backend: str):
-        """torch.compile of the model with static shapes."""
-        return self.torch.compile(self.model, backend=backend, dynamic=False)
-
-    def compile_backend(self) -> tuple[str, str]:
-        if self.args.compile_backend:
-            return self.args.compile_backend, ""
-        if self.target == "tpu":
-            return "tpu", ""
-        if self.target == "cpu" and self.world > 1:
-            return "aot_eager", ("a sharded probe on cpu compiles with aot_eager (graph capture and AOT autograd, no "
-                                 "code generation): inductor's C++ code generation of the sharded graphs takes minutes")
-        if self.target == "cpu" and not any(shutil.which(c) for c in (os.environ.get("CXX", ""), "g++", "c++", "clang++") if c):
-            return "aot_eager", "inductor needs a C++ compiler and none was found: used aot_eager"
-        return "inductor", ""
-
-    def stage_compile(self) -> None:
-        args, torch = self.args, self.torch
-        if args.no_compile:
-            self.skip_stage("compile", "--no-compile")
-            return
-        with self.stage("compile") as notes:
-            backend, bnote = self.compile_backend()
-            if bnote:
-                notes.append(bnote)
-            import torch._dynamo  # noqa: F401
-            from torch._dynamo.utils import counters
-
-            def graphs():
-                return int(counters["stats"]["unique_graphs"])
-
-            torch._dynamo.reset()
-            breaks0 = self.graph_break_counts()
-            compiled = self.compile_model(backend)
-            dev = self.dev
-            with torch.no_grad():
-                g0 = graphs()
-                dev.sync()
-                t = time.perf_counter()
-                try:
-                    out = compiled(**self.dev_inputs)
-                    dev.sync()
-                except Exception as e:  # noqa: BLE001
-                    if backend == "inductor" and self.target == "cpu" and _toolchain_problem(e) and not args.compile_backend:
-                        notes.append(f"inductor unusable on this host ({hf.short_message(e, 160)}): used aot_eager")
-                        backend = "aot_eager"
-                        torch._dynamo.reset()
-                        compiled = self.compile_model(backend)
-                        g0 = graphs()
-                        t = time.perf_counter()
-                        out = compiled(**self.dev_inputs)
-                        dev.sync()
-                    else:
-                        raise
-                self.metrics["compile_s"] = round(time.perf_counter() - t, 4)
-                g1 = graphs()
-                self.record_graph_breaks(breaks0, g1 - g0)
-                compiled(**self.dev_inputs)
-                dev.sync()
-                g2 = graphs()
-                self.compiled_metrics["recompiles"] = g2 - g1
-                if g2 > g1:
-                    raise hf.RecompileDetected(
-                        f"second call with the same input shapes compiled {g2 - g1} new dynamo graph(s) "
-                        f"(backend={backend}, dynamic=False)", "second call with the same shapes recompiled")
-                # TorchTPU may still build executables for several calls (its own benchmarks warm up for
-                # 10 to 20 steps until the cache stops missing, see WARMUP_MAX_EXTRA); if it has not
-                # settled after WARMUP_MAX_EXTRA calls, or misses again during the timed steps, the model
-                # keeps recompiling.
-                c0 = dev.compile_count()
-                extra, settled = dev.warm(lambda: compiled(**self.dev_inputs), WARMUP_MAX_EXTRA)
-                c1 = dev.compile_count()
-                if extra:
-                    notes.append(f"TorchTPU still compiled on {extra} call(s) after the second")
-                if not settled:
-                    raise hf.RecompileDetected(
-                        f"TorchTPU kept compiling executables on {WARMUP_MAX_EXTRA} repeated calls with the same "
-                        "input shapes", "TorchTPU kept compiling on repeated calls")
-                times = []
-                for _ in range(max(1, args.steps)):
-                    t = time.perf_counter()
-                    out = compiled(**self.dev_inputs)
-                    dev.sync()
-                    times.append(time.perf_counter() - t)
-                self.compiled_metrics["recompiles"] = graphs() - g1
-                if graphs() > g2 or (c1 is not None and dev.compile_count() != c1):
-                    raise hf.RecompileDetected("repeated calls with the same input shapes recompiled during the "
-                                               "timed steps", "repeated calls recompiled")
-            self.metrics["compiled_step_ms"] = round(statistics.median(times) * 1000, 4)
-            notes.append(f"backend={backend} graphs={g1 - g0} graph_breaks={self.metrics['graph_breaks']}"
-                         + "".join(f"; break: {r}" for r in self.metrics["graph_break_reasons"]))
-            compiled_outs = self.output_tensors(out)
-            eager = {next(iter(compiled_outs)): self.dev_out, **(self.dev_extra or {})}
-            row = self.tolerance_row(str(self.dtype).replace("torch.", ""))
-            cmps = hn.compare_all(torch, eager, compiled_outs, self.out_kinds, row, "compiled vs eager")
-            cmp = cmps["primary"]
-            if cmp["max_abs_diff"] is not None:
-                notes.append(f"compiled vs eager max_abs_diff {cmp['max_abs_diff']:.3g}")
-            ok, why, key = cmps["ok"], cmps["why"], cmps["key"]
-            if not ok:
-                raise hf.NumericsMismatch(why, f"compiled vs eager {key}")
-            del compiled
-            torch._dynamo.reset()
-
     def stage_generate(self) -> None:
         args, torch = self.args, self.torch
         if args.no_generate:
@@ -1164,14 +1060,6 @@ class Probe(hc.ConfigStage, hcmp.NumericsStage, hm.Modes):
             res["continuation"] = self.continuation
         res["duration_s"] = round(time.monotonic() - _T0, 3)
         return res
-
-
-def _toolchain_problem(e: BaseException) -> bool:
-    text = "\n".join(str(x) for x in hf.exception_chain(e))
-    names = {type(x).__name__ for x in hf.exception_chain(e)}
-    return bool(names & {"CppCompileError", "InvalidCxxCompiler"}) or any(
-        s in text for s in ("InvalidCxxCompiler", "No working C compiler", "Python.h: No such file",
-                            "fatal error: ", "c++: not found", "g++: not found", "cannot find -l"))
 
 
 def env_only(args) -> dict:
