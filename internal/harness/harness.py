@@ -189,13 +189,13 @@ import harness_compile as hcomp  # noqa: E402
 import harness_config as hc  # noqa: E402
 import harness_efficiency as he  # noqa: E402
 import harness_failures as hf  # noqa: E402
+import harness_generate as hg  # noqa: E402
 import harness_host as hh  # noqa: E402
 import harness_inputs as hi  # noqa: E402
 import harness_modes as hm  # noqa: E402
 import harness_numerics as hn  # noqa: E402
 import harness_shard as hs  # noqa: E402
 import harness_reference as hr  # noqa: E402
-import harness_tasks as ht  # noqa: E402
 import harness_tpu as htpu  # noqa: E402
 
 HARNESS_VERSION = "0.2.0"  # 0.2.0: the reference decides whose a failure is; bfloat16 on cpu
@@ -565,27 +565,7 @@ class Device:
 
 # --- the probe --------------------------------------------------------------------
 
-class _TimingStreamer:
-    """generate() streamer that timestamps the first generated token."""
-
-    def __init__(self):
-        self.puts = 0
-        self.tokens = 0
-        self.t_first = None
-
-    def put(self, value):
-        self.puts += 1
-        if self.puts == 1:  # the prompt (decoder prompt for encoder-decoders)
-            return
-        if self.t_first is None:
-            self.t_first = time.perf_counter()
-        self.tokens += int(value.numel()) if hasattr(value, "numel") else 1
-
-    def end(self):
-        pass
-
-
-class Probe(hc.ConfigStage, hcmp.NumericsStage, hcomp.CompileStage, hm.Modes):
+class Probe(hc.ConfigStage, hcmp.NumericsStage, hcomp.CompileStage, hg.GenerateStage, hm.Modes):
     device_cls = Device  # harness_testing's simulated TPU swaps in a subclass
     warmup_max_extra = WARMUP_MAX_EXTRA
 
@@ -887,100 +867,6 @@ class Probe(hc.ConfigStage, hcmp.NumericsStage, hcomp.CompileStage, hm.Modes):
         if missing:
             notes.append(f"the forward takes {' and '.join(missing)} inputs the harness does not build")
         return real
-
-    def stage_generate(self) -> None:
-        args, torch = self.args, self.torch
-        if args.no_generate:
-            self.skip_stage("generate", "--no-generate")
-            return
-        if self.family not in ht.GENERATIVE_FAMILIES:
-            self.skip_stage("generate", f"not generative ({self.family})")
-            return
-        if not self.model.can_generate():
-            self.skip_stage("generate", f"{type(self.model).__name__} cannot generate")
-            return
-        with self.stage("generate") as notes:
-            model = self.model
-            gin, prompt_len = self.generate_prompt(notes)
-            gin = self.forward_kwargs(gin)
-            n = args.new_tokens
-            dev = self.dev
-            with torch.no_grad():
-                t = time.perf_counter()
-                kw, static = self.generate_once(model, gin, notes, compiled=not args.no_compile)
-                dev.sync()
-                notes.append(f"warm-up generate {time.perf_counter() - t:.3f}s")
-                streamer = _TimingStreamer()
-                dev.sync()
-                t0 = time.perf_counter()
-                out = model.generate(**gin, **kw, streamer=streamer)
-                dev.sync()
-                t_end = time.perf_counter()
-            if prompt_len:
-                seqs = out if hasattr(out, "shape") else getattr(out, "sequences", None)
-                if seqs is not None:
-                    self.continuation = hi.continuation(self.real.tokenizer, seqs.cpu(), prompt_len)
-            if streamer.t_first is not None:
-                self.metrics["ttft_ms"] = round((streamer.t_first - t0) * 1000, 4)
-                if streamer.tokens >= 2 and t_end > streamer.t_first:
-                    self.metrics["tokens_per_s"] = round((streamer.tokens - 1) / (t_end - streamer.t_first), 4)
-            if self.world > 1:  # the group's: its slowest rank's
-                ttft = hs.gather(self.metrics["ttft_ms"], self.world)
-                tps = [v for v in hs.gather(self.metrics["tokens_per_s"], self.world) if v is not None]
-                self.metrics["ttft_ms"] = hs.largest(ttft)
-                self.metrics["tokens_per_s"] = min(tps) if len(tps) == self.world else None
-            notes.append(f"{streamer.tokens} new tokens, cache={'static' if static else 'default'}")
-            if streamer.tokens < n:
-                notes.append(f"generated {streamer.tokens} < {n} tokens")
-
-    def generate_once(self, model, gin: dict, notes: list, compiled: bool) -> tuple[dict, bool]:
-        """One greedy generate() of --new-tokens from gin (inputs on model's device): static cache where the model
-        supports it (falling back to its own cache when the static one fails with an unclassified error: the static
-        cache is the harness's choice); compiled=False keeps transformers from compiling the decode step. Returns the
-        settings that ran (for the measured call) and whether the cache was static. The reference runs the same."""
-        n = self.args.new_tokens
-        kw = dict(max_new_tokens=n, min_new_tokens=n, do_sample=False, num_beams=1)
-        gc_ = getattr(model, "generation_config", None)
-        if gc_ is not None and getattr(gc_, "pad_token_id", None) is None:
-            eos = getattr(gc_, "eos_token_id", None)
-            kw["pad_token_id"] = (eos[0] if isinstance(eos, (list, tuple)) and eos else eos) if eos is not None else 0
-        static = False
-        try:
-            static = bool(model._supports_default_dynamic_cache())
-        except Exception:  # noqa: BLE001
-            static = False
-        if static:
-            kw["cache_implementation"] = "static"
-        else:
-            notes.append("static cache not supported by this model: its own cache was used")
-        if not compiled:
-            kw["disable_compile"] = True
-        elif static and self.target != "cpu":
-            notes.append(f"decode step compiled by transformers (static cache on {self.target})")
-        try:
-            model.generate(**gin, **kw)
-        except Exception as e:  # noqa: BLE001
-            c = hf.classify(e, "generate")
-            if not (static and c["failure_class"] == "other"):
-                raise
-            notes.append(f"static cache failed ({hf.short_message(e, 160)}): fell back to the default cache")
-            kw.pop("cache_implementation", None)
-            static = False
-            model.generate(**gin, **kw)
-        return kw, static
-
-    def generate_prompt(self, notes) -> tuple[dict, int | None]:
-        """generate()'s inputs (on the CPU), and the prompt's length when its continuation is reported: a causal LM
-        with its own tokenizer (full mode) continues harness_inputs.PROMPT; otherwise the prompt is the forward
-        inputs' (harness_inputs.generate_inputs)."""
-        tok = self.real.tokenizer if self.real is not None else None
-        if tok is not None and self.family == "causal-lm":
-            ids = hi.prompt_ids(self.torch, tok, self.model.config)
-            if ids is not None:
-                notes.append(f"prompt {hi.PROMPT!r} ({ids.shape[1]} tokens, the model's tokenizer)")
-                return {"input_ids": ids}, int(ids.shape[1])
-            notes.append("the fixed prompt cannot be encoded: the forward inputs are the prompt")
-        return hi.generate_inputs(self.family, self.inputs_cpu), None
 
     # --- whose failure ---
 
