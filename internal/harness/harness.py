@@ -342,6 +342,15 @@ def probe_torch_tpu(torch, host_root: str = "/", timeout: float = TPU_CHECK_TIME
     return st
 
 
+def import_torch():
+    """torch, or the environment's import_error (the probe cannot start without it)."""
+    try:
+        import torch
+    except Exception as e:  # noqa: BLE001
+        raise hf.EnvImportError(f"cannot import torch: {hf.short_message(e, 500)}", "torch") from e
+    return torch
+
+
 def resolve_target(requested: str, tpu: dict | None) -> tuple[str, str]:
     """(the target a run uses, a note saying why) for a requested target and probe_torch_tpu's answer
     (None when it was not asked: cpu and cuda runs never load torch_tpu). auto is tpu only when the
@@ -645,66 +654,80 @@ class Probe(hc.ConfigStage, hcmp.NumericsStage, hcomp.CompileStage, hg.GenerateS
             hh.set_log_prefix(f"[rank {os.environ.get('RANK', '?')}] ")
         with self.stage("env") as notes:
             self.rank = hs.rank_of(self.world)
-            try:
-                import torch
-            except Exception as e:  # noqa: BLE001
-                raise hf.EnvImportError(f"cannot import torch: {hf.short_message(e, 500)}", "torch") from e
-            self.torch = torch
-            self.runtime["torch"] = torch.__version__
+            self.torch = import_torch()
+            self.runtime["torch"] = self.torch.__version__
             self.runtime["transformers"] = dist_version("transformers")
-            requested = self.args.target
-            # cpu and cuda runs never load torch_tpu: with it loaded, even torch.manual_seed would start
-            # the TPU runtime (torch/random.py _seed_custom_device seeds the privateuse1 device module)
-            tpu = self.probe_tpu(torch) if requested in ("tpu", "auto") else None
-            self.target, why = resolve_target(requested, tpu)
-            if why:
-                notes.append(why)
-            if self.target == "cpu" and tpu is not None:
-                forget_tpu(torch)
-            elif tpu is not None and tpu["note"]:
-                notes.append(tpu["note"])
-            if tpu is not None and tpu.get("launch"):
-                notes.append(tpu["launch"])
-            # torch_tpu/libtpu versions belong to tpu runs only (the runtime key of a cpu run has none)
-            if self.target == "tpu" and tpu is not None and tpu["google"]:
-                self.runtime["torch_tpu"] = tpu["version"]
-                self.runtime["libtpu"] = dist_version("libtpu", "libtpu-nightly")
-            elif tpu is not None and tpu["google"] and tpu["version"]:
-                notes.append(f"torch_tpu {tpu['version']} installed (not used)")
-            if self.runtime["tcmalloc"]:
-                notes.append("tcmalloc preloaded")
-            if self.target == "tpu" and not (tpu and tpu["available"]):
-                raise hf.DeviceUnavailable(f"target tpu requested but no TPU is usable: {tpu['note'] if tpu else ''}",
-                                           "tpu")
-            if self.target == "cuda" and not torch.cuda.is_available():
-                raise hf.DeviceUnavailable("target cuda requested but torch.cuda.is_available() is False", "cuda")
-            self.dev = self.device_cls(torch, self.target)
-            self.dev.init()
-            self.runtime["device"] = self.dev.name
-            self.runtime["device_count"] = self.dev.count
-            if self.dev.memory_bytes:
-                self.runtime["device_memory_gib"] = round(self.dev.memory_bytes / (1 << 30), 2)
-            notes.append(f"sync={self.dev.sync_name}")
-            if self.target != "cpu":
-                notes.append(f"peak_mem={self.dev.peak_name or 'not reported'}"
-                             + (" (the process's peak: not reset on tpu)" if self.dev.peak_name and
-                                self.dev.peak_scope == "process" else ""))
-            if self.args.dtype != "auto":
-                self.dtype = getattr(torch, self.args.dtype)
-            else:  # bfloat16 (on cpu too, against the float32 reference): what the fit formula assumes
-                self.dtype = getattr(torch, hh.FIT["targets"][self.target]["dtype"])
-            dtype_name = str(self.dtype).replace("torch.", "")
-            self.dev.set_dtype(dtype_name)
-            notes.append(verdict_note(self.target, dtype_name))
-            if self.dev.highest:
-                notes.append("float32 on tpu: device steps at torch.tpu.precision(Precision.HIGHEST)")
-            elif self.dev.tolerance_row(dtype_name) != dtype_name:
-                notes.append(f"{dtype_name} on tpu without torch.tpu.precision: held to the "
-                             f"{self.dev.tolerance_row(dtype_name)} tolerance")
+            tpu = self.choose_target(notes)
+            self.record_tpu_stack(tpu, notes)
+            self.open_device(tpu, notes)
+            self.choose_dtype(notes)
             if self.world > 1:
-                backend = hs.init(torch, self.target, self.world, self.rank, self.args.collective_timeout_s)
+                backend = hs.init(self.torch, self.target, self.world, self.rank, self.args.collective_timeout_s)
                 notes.append(f"rank {self.rank} of {self.world}, backend {backend}, collective timeout "
                              f"{self.args.collective_timeout_s:g}s")
+
+    def choose_target(self, notes: list) -> dict | None:
+        """self.target from --target: tpu and auto look for a usable TPU (probe_tpu; its answer is returned), cpu
+        and cuda never load torch_tpu: with it loaded, even torch.manual_seed would start the TPU runtime
+        (torch/random.py _seed_custom_device seeds the privateuse1 device module)."""
+        requested = self.args.target
+        tpu = self.probe_tpu(self.torch) if requested in ("tpu", "auto") else None
+        self.target, why = resolve_target(requested, tpu)
+        if why:
+            notes.append(why)
+        if self.target == "cpu" and tpu is not None:
+            forget_tpu(self.torch)
+        elif tpu is not None and tpu["note"]:
+            notes.append(tpu["note"])
+        if tpu is not None and tpu.get("launch"):
+            notes.append(tpu["launch"])
+        return tpu
+
+    def record_tpu_stack(self, tpu: dict | None, notes: list) -> None:
+        """torch_tpu/libtpu versions belong to tpu runs only (the runtime key of a cpu run has none)."""
+        if self.target == "tpu" and tpu is not None and tpu["google"]:
+            self.runtime["torch_tpu"] = tpu["version"]
+            self.runtime["libtpu"] = dist_version("libtpu", "libtpu-nightly")
+        elif tpu is not None and tpu["google"] and tpu["version"]:
+            notes.append(f"torch_tpu {tpu['version']} installed (not used)")
+        if self.runtime["tcmalloc"]:
+            notes.append("tcmalloc preloaded")
+
+    def open_device(self, tpu: dict | None, notes: list) -> None:
+        """self.dev on the target (device_unavailable when a tpu or cuda asked for is not usable), its name,
+        count and memory in the runtime, and how it syncs and reports its peak memory in the notes."""
+        if self.target == "tpu" and not (tpu and tpu["available"]):
+            raise hf.DeviceUnavailable(f"target tpu requested but no TPU is usable: {tpu['note'] if tpu else ''}",
+                                       "tpu")
+        if self.target == "cuda" and not self.torch.cuda.is_available():
+            raise hf.DeviceUnavailable("target cuda requested but torch.cuda.is_available() is False", "cuda")
+        self.dev = self.device_cls(self.torch, self.target)
+        self.dev.init()
+        self.runtime["device"] = self.dev.name
+        self.runtime["device_count"] = self.dev.count
+        if self.dev.memory_bytes:
+            self.runtime["device_memory_gib"] = round(self.dev.memory_bytes / (1 << 30), 2)
+        notes.append(f"sync={self.dev.sync_name}")
+        if self.target != "cpu":
+            notes.append(f"peak_mem={self.dev.peak_name or 'not reported'}"
+                         + (" (the process's peak: not reset on tpu)" if self.dev.peak_name and
+                            self.dev.peak_scope == "process" else ""))
+
+    def choose_dtype(self, notes: list) -> None:
+        """self.dtype: --dtype, else fit.json's for the target (bfloat16, on cpu too, against the float32
+        reference: what the fit formula assumes); the notes say what a verdict compares and at which precision."""
+        if self.args.dtype != "auto":
+            self.dtype = getattr(self.torch, self.args.dtype)
+        else:
+            self.dtype = getattr(self.torch, hh.FIT["targets"][self.target]["dtype"])
+        dtype_name = str(self.dtype).replace("torch.", "")
+        self.dev.set_dtype(dtype_name)
+        notes.append(verdict_note(self.target, dtype_name))
+        if self.dev.highest:
+            notes.append("float32 on tpu: device steps at torch.tpu.precision(Precision.HIGHEST)")
+        elif self.dev.tolerance_row(dtype_name) != dtype_name:
+            notes.append(f"{dtype_name} on tpu without torch.tpu.precision: held to the "
+                         f"{self.dev.tolerance_row(dtype_name)} tolerance")
 
     def to_dtype_keep_fp32(self, model, dtype):
         """Cast like from_pretrained(dtype=...) does, keeping _keep_in_fp32_modules(_strict) in float32."""
