@@ -25,7 +25,10 @@ in internal/compat) is written atomically to --result-file; progress lines such
 as ``stage=load ok 1.23s`` go to stderr. The exit code is 0 whenever a Result was
 written, whatever the model did; 2 for bad arguments or an unwritable result file.
 
-Stages, in order, each timed in result.stages:
+Stages, in order, each timed in result.stages (env, load and forward in this module; config, numerics,
+compile and generate each a class of its own module mixed into Probe: harness_config.ConfigStage,
+harness_compare.NumericsStage, harness_compile.CompileStage, harness_generate.GenerateStage; the verdict
+matrix's stage between numerics and compile is harness_modes.Modes):
 
 * env      versions (python, torch, transformers, torch_tpu, libtpu), whether tcmalloc is the
            allocator, device name, count and memory; torch_tpu must be Google's backend
@@ -142,7 +145,7 @@ rank's; mfu/mbu against N devices' peaks); a rank other than 0 writes its own on
 (result.rankR.json) and exits 3; a collective that times out waiting for a peer is status timeout, naming
 the rank that waited.
 
-Test seam: the stages below carry no test code. When the environment variable
+Test seam: the stages (here and in the stage modules) carry no test code. When the environment variable
 HARNESS_TEST_INJECT is set (tests only; the Go runner never passes it on), new_probe() builds
 harness_testing's subclass of Probe instead, which injects what the variable asks:
 ``STAGE:EXCEPTION:MESSAGE`` raises EXCEPTION(MESSAGE) in STAGE (in forward, from inside the
