@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
 """Bare baseline for `make bench`: the work harness.py does on one model, without its machinery.
 
-    python bench_bare.py --model-dir DIR [--target cpu|cuda|tpu] [--mode full|arch|auto] [--task TAG]
+    python bench_bare.py --model-dir DIR [--target cpu|cuda|tpu] --mode {full,arch} [--task TAG]
                          [--seq-len 128] [--new-tokens 16] [--layers 2] [--seed 0] [--steps 5]
                          [--no-compile] [--no-generate] [--compile-backend NAME]
 
 It loads the same model the same way (full: safetensors, bfloat16 on an accelerator and
 float32 on cpu; arch: random weights with the layers cut), builds the same inputs
-(harness_tasks.build_inputs, so both run identical shapes), and runs the same calls: one
+(harness_inputs.build_inputs, so both run identical shapes), and runs the same calls: one
 warm-up forward plus --steps timed ones, the float32 CPU reference forward, torch.compile
 with two calls plus --steps, and a warm-up plus a measured greedy generate with a static
 cache. No stages, no result file, no error classification, no memory-budget logic: an
@@ -30,6 +30,7 @@ import sys  # noqa: E402
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness_inputs as hi  # noqa: E402
 import harness_tasks as ht  # noqa: E402
 
 
@@ -37,7 +38,7 @@ def main() -> int:
     p = argparse.ArgumentParser()
     p.add_argument("--model-dir", required=True)
     p.add_argument("--target", default="cpu", choices=("cpu", "cuda", "tpu"))
-    p.add_argument("--mode", default="auto", choices=("full", "arch", "auto"))
+    p.add_argument("--mode", required=True, choices=("full", "arch"))
     p.add_argument("--task", default="")
     p.add_argument("--seq-len", type=int, default=128)
     p.add_argument("--new-tokens", type=int, default=16)
@@ -66,8 +67,7 @@ def main() -> int:
     config = transformers.AutoConfig.from_pretrained(a.model_dir, trust_remote_code=False, local_files_only=True)
     task, family, _ = ht.resolve_family(a.task or None, config)
     cls = getattr(transformers, (config.architectures or ["AutoModel"])[0])
-    has_st = any(n.endswith(".safetensors") for n in os.listdir(a.model_dir))
-    mode = a.mode if a.mode != "auto" else ("full" if has_st else "arch")
+    mode = a.mode
     kw = dict(use_safetensors=True, trust_remote_code=False, local_files_only=True)
 
     t = time.perf_counter()
@@ -88,7 +88,7 @@ def main() -> int:
         return {k: (v.to(dev, dtype=dtype) if v.is_floating_point() else v.to(dev)) if hasattr(v, "to") else v
                 for k, v in kw.items()}
 
-    inputs, _ = ht.build_inputs(torch, family, model.config, set(inspect.signature(model.forward).parameters),
+    inputs, _ = hi.build_inputs(torch, family, model.config, set(inspect.signature(model.forward).parameters),
                                 a.seq_len, a.new_tokens, a.seed, type(model).__name__, model=model, to_device=to_dev)
     dinputs = to_dev(inputs)
 
@@ -119,7 +119,7 @@ def main() -> int:
             sync()
             compiled_ms = timed(lambda: cm(**dinputs), a.steps)
         if not a.no_generate and family in ht.GENERATIVE_FAMILIES and model.can_generate():
-            gin = {k: dinputs[k] for k in ht.generate_inputs(family, inputs)}
+            gin = {k: dinputs[k] for k in hi.generate_inputs(family, inputs)}
             gkw = dict(max_new_tokens=a.new_tokens, min_new_tokens=a.new_tokens, do_sample=False,
                        cache_implementation="static")
             if a.no_compile:

@@ -4,7 +4,7 @@
 Command line (the contract with the Go runner):
 
     python harness.py --model-dir DIR --model-id ID --revision SHA
-                      --target {tpu,cpu,cuda,auto} --mode {full,arch,auto}
+                      --target {tpu,cpu,cuda,auto} --mode {full,arch}
                       --task PIPELINE_TAG_OR_EMPTY --result-file PATH
                       [--seq-len 128] [--new-tokens 16] [--layers 2] [--seed 0]
                       [--steps 5] [--memory-budget-bytes N] [--plan-note TEXT] [--no-compile] [--no-generate]
@@ -25,7 +25,10 @@ in internal/compat) is written atomically to --result-file; progress lines such
 as ``stage=load ok 1.23s`` go to stderr. The exit code is 0 whenever a Result was
 written, whatever the model did; 2 for bad arguments or an unwritable result file.
 
-Stages, in order, each timed in result.stages:
+Stages, in order, each timed in result.stages (env, load and forward in this module; config, numerics,
+compile and generate each a class of its own module mixed into Probe: harness_config.ConfigStage,
+harness_compare.NumericsStage, harness_compile.CompileStage, harness_generate.GenerateStage; the verdict
+matrix's stage between numerics and compile is harness_modes.Modes):
 
 * env      versions (python, torch, transformers, torch_tpu, libtpu), whether tcmalloc is the
            allocator, device name, count and memory; torch_tpu must be Google's backend
@@ -51,10 +54,10 @@ Stages, in order, each timed in result.stages:
            arch (random weights from the config with layers cut to --layers, seeded).
            The scanner passes full or arch: its plan (internal/scan/plan.go) decided,
            and the harness executes (a full model that does not fit after all ends
-           in oom). auto is for running the harness by hand: full if a safetensors
-           checkpoint exists and fits the memory budget by the same fit formula
-           (fit.json, which the scanner reads too), else arch. An arch model that
-           does not fit even with --layers layers is skipped (too_large).
+           in oom). --mode is required: the harness chooses no mode itself, by hand
+           either. An arch model that does not fit the memory budget by the fit
+           formula (fit.json, which the scanner reads too) even with --layers layers
+           is skipped (too_large).
 * load     the model onto the device (load_s).
 * forward  batch 1, static shapes (--seq-len tokens / the config's image or audio size): the
            synthetic inputs of each task family are built from the config alone; in full mode
@@ -142,7 +145,7 @@ rank's; mfu/mbu against N devices' peaks); a rank other than 0 writes its own on
 (result.rankR.json) and exits 3; a collective that times out waiting for a peer is status timeout, naming
 the rank that waited.
 
-Test seam: the stages below carry no test code. When the environment variable
+Test seam: the stages (here and in the stage modules) carry no test code. When the environment variable
 HARNESS_TEST_INJECT is set (tests only; the Go runner never passes it on), new_probe() builds
 harness_testing's subclass of Probe instead, which injects what the variable asks:
 ``STAGE:EXCEPTION:MESSAGE`` raises EXCEPTION(MESSAGE) in STAGE (in forward, from inside the
@@ -165,13 +168,10 @@ import datetime  # noqa: E402
 import importlib.metadata as _md  # noqa: E402
 import importlib.util  # noqa: E402
 import json  # noqa: E402
-import math  # noqa: E402
 import os  # noqa: E402
 import platform  # noqa: E402
 import re  # noqa: E402
-import shutil  # noqa: E402
 import statistics  # noqa: E402
-import struct  # noqa: E402
 import sys  # noqa: E402
 
 # Offline before anything from Hugging Face is imported.
@@ -187,14 +187,18 @@ os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness_compare as hcmp  # noqa: E402
+import harness_compile as hcomp  # noqa: E402
+import harness_config as hc  # noqa: E402
 import harness_efficiency as he  # noqa: E402
 import harness_failures as hf  # noqa: E402
+import harness_generate as hg  # noqa: E402
+import harness_host as hh  # noqa: E402
 import harness_inputs as hi  # noqa: E402
 import harness_modes as hm  # noqa: E402
 import harness_numerics as hn  # noqa: E402
 import harness_shard as hs  # noqa: E402
 import harness_reference as hr  # noqa: E402
-import harness_tasks as ht  # noqa: E402
 import harness_tpu as htpu  # noqa: E402
 
 HARNESS_VERSION = "0.2.0"  # 0.2.0: the reference decides whose a failure is; bfloat16 on cpu
@@ -205,7 +209,6 @@ STAGES = ("env", "config", "load", "forward", "numerics", "compile", "generate")
 # positions where the reference's top-1 leads its runner-up by more than atol + tie_rtol * max|ref|;
 # rel_error and cosine bounds for dense and embedding outputs. The table is numerics.json.
 TOLERANCES = hn.TOLERANCES
-PPL_FACTOR = 10.0  # causal LMs: perplexity <= 10 * vocab_size (a uniform guess scores vocab_size)
 
 # Extra calls (after the first) allowed on tpu for TorchTPU's executable cache to settle. TorchTPU's own
 # e2e benchmark harness (examples/benchmarks/e2e/harness/measure.py: min_warmup_steps 10, max_warmup_steps
@@ -214,30 +217,6 @@ PPL_FACTOR = 10.0  # causal LMs: perplexity <= 10 * vocab_size (a uniform guess 
 # ceiling of 20 but stops at the first call that compiles nothing: it needs a settled cache to call a
 # recompile, not benchmark-grade timings, so it does not copy the minimum of 10.
 WARMUP_MAX_EXTRA = 20
-# How long the ranks of a sharded probe wait for rank 0's numerics (it alone builds the reference); the
-# probe's own wall-clock limit ends it sooner.
-NUMERICS_WAIT_S = 24 * 3600
-# The fit formula's constants, shared with the scanner's plan (internal/scan/plan.go).
-with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "fit.json"), encoding="utf-8") as _fh:
-    FIT = json.load(_fh)
-
-
-def fit_need(params: int, dtype_bytes: int, target: str) -> int:
-    """The fit formula (fit.json): bytes a model of params parameters takes in the budget's memory."""
-    copies = FIT["targets"][target]["copies"]
-    return int(params * dtype_bytes * copies * FIT["fit_factor"]) + FIT["fit_slack_bytes"]
-
-
-WEIGHT_SUFFIXES_PICKLE = (".bin", ".pt", ".pth", ".ckpt", ".pkl")
-
-
-# "[rank R] " for a rank of a sharded probe: the ranks share stderr, and the Go runner follows each rank's
-# stage by it (internal/probe/proc.go stageTracker).
-LOG_PREFIX = ""
-
-
-def log(msg: str) -> None:
-    print(LOG_PREFIX + msg, file=sys.stderr, flush=True)
 
 
 def now_rfc3339() -> str:
@@ -281,45 +260,6 @@ def cpu_name() -> str:
     except OSError:
         pass
     return platform.processor() or platform.machine() or "cpu"
-
-
-def host_memory() -> tuple[int | None, int | None]:
-    """(total, available) host RAM in bytes, honouring RLIMIT_AS and a cgroup v2 limit (total is the
-    smaller of MemTotal and the cgroup's memory.max, as the Go runner's probe.PhysicalMemory)."""
-    total = avail = None
-    try:
-        with open("/proc/meminfo", encoding="utf-8") as fh:
-            info = {l.split(":")[0]: int(l.split()[1]) * 1024 for l in fh if l.split()[1:2] and l.split()[1].isdigit()}
-        total, avail = info.get("MemTotal"), info.get("MemAvailable")
-    except (OSError, ValueError, IndexError):
-        pass
-    limits = []
-    try:
-        import resource
-
-        for lim in (resource.RLIMIT_AS, resource.RLIMIT_DATA):
-            soft, _ = resource.getrlimit(lim)
-            if soft not in (resource.RLIM_INFINITY, -1) and soft > 0:
-                limits.append(soft)
-    except (ImportError, ValueError, OSError):
-        pass
-    try:
-        with open("/sys/fs/cgroup/memory.max", encoding="utf-8") as fh:
-            raw = fh.read().strip()
-        if raw.isdigit():
-            total = min(total, int(raw)) if total else int(raw)
-            used = 0
-            try:
-                with open("/sys/fs/cgroup/memory.current", encoding="utf-8") as fh:
-                    used = int(fh.read().strip())
-            except (OSError, ValueError):
-                pass
-            limits.append(max(0, int(raw) - used))
-    except OSError:
-        pass
-    if limits:
-        avail = min([a for a in [avail] if a is not None] + limits)
-    return total, avail
 
 
 def tcmalloc_loaded() -> bool:
@@ -375,12 +315,12 @@ def probe_torch_tpu(torch, host_root: str = "/", timeout: float = TPU_CHECK_TIME
     extra = htpu.runtime_env(os.environ, scan.chips, htpu.metadata_has_tpu_env)
     if extra:
         os.environ.update(extra)  # for the child and for this process's own runtime
-        log(f"no GCE metadata server with tpu-env at {htpu.METADATA_SERVER}: libtpu runs as one host ("
+        hh.log(f"no GCE metadata server with tpu-env at {htpu.METADATA_SERVER}: libtpu runs as one host ("
             + " ".join(f"{k}={v}" for k, v in sorted(extra.items())) + ")")
     res = htpu.run_check(sys.executable, timeout=timeout, env=dict(os.environ))
     for line in res["stderr"].splitlines()[-40:]:
         if line.strip():
-            log(f"[tpu check] {line}" if not line.startswith("[tpu check]") else line)
+            hh.log(f"[tpu check] {line}" if not line.startswith("[tpu check]") else line)
     if not res.get("available"):
         if res.get("registered") is False and not res.get("message"):
             st["note"] = (f"no TPU chip found on this host: torch_tpu {st['version']} registered no tpu device, "
@@ -403,6 +343,15 @@ def probe_torch_tpu(torch, host_root: str = "/", timeout: float = TPU_CHECK_TIME
         return st
     st["available"] = True
     return st
+
+
+def import_torch():
+    """torch, or the environment's import_error (the probe cannot start without it)."""
+    try:
+        import torch
+    except Exception as e:  # noqa: BLE001
+        raise hf.EnvImportError(f"cannot import torch: {hf.short_message(e, 500)}", "torch") from e
+    return torch
 
 
 def resolve_target(requested: str, tpu: dict | None) -> tuple[str, str]:
@@ -484,7 +433,7 @@ class Device:
     def init(self) -> None:
         torch = self.torch
         if self.target == "cpu":
-            total, _ = host_memory()
+            total, _ = hh.host_memory()
             self.memory_bytes = total
             self.memory_source = "host RAM"
             return
@@ -626,118 +575,9 @@ class Device:
         return val if val > 0 else None
 
 
-# --- safetensors (header only; never the pickle formats) ------------------------
-
-_ST_DTYPE_BYTES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U8": 1,
-                   "BOOL": 1, "F8_E4M3": 1, "F8_E5M2": 1, "U16": 2, "U32": 4, "U64": 8, "F8_E8M0": 1, "F4": 1}
-
-
-def safetensors_files(model_dir: str) -> tuple[list[str], list[str]]:
-    """(files from_pretrained will load, other *.safetensors present).
-
-    transformers loads model.safetensors or the shards named by model.safetensors.index.json;
-    other files (consolidated.safetensors of the original Mistral layout, adapters, ...) are not
-    a transformers checkpoint."""
-    try:
-        present = sorted(n for n in os.listdir(model_dir) if n.endswith(".safetensors"))
-    except OSError:
-        return [], []
-    idx = os.path.join(model_dir, "model.safetensors.index.json")
-    if os.path.isfile(idx):
-        try:
-            with open(idx, encoding="utf-8") as fh:
-                names = sorted(set(json.load(fh).get("weight_map", {}).values()))
-            files = [os.path.join(model_dir, n) for n in names]
-            if files and all(os.path.isfile(f) for f in files):
-                return files, [n for n in present if n not in names]
-        except (OSError, ValueError, AttributeError):
-            pass
-    if "model.safetensors" in present:
-        return [os.path.join(model_dir, "model.safetensors")], [n for n in present if n != "model.safetensors"]
-    return [], present
-
-
-# Caps on what a safetensors header may declare before it is trusted for a parameter count:
-# real checkpoints have at most a few hundred thousand tensors of at most a handful of
-# dimensions. Anything beyond is hostile or broken, and the count is then unknown.
-ST_MAX_HEADER_BYTES = 100 << 20   # the safetensors library's own limit
-ST_MAX_TENSORS = 1 << 20          # over all files (the largest MoE checkpoints: ~150 000)
-ST_MAX_DIMS = 16                  # per tensor
-ST_MAX_DIM = 1 << 48              # per dimension
-ST_MAX_ELEMENTS = 1 << 53         # per tensor, and in total
-
-
-def tensor_elements(shape) -> int | None:
-    """Element count of one shape, or None when it is not a list of at most ST_MAX_DIMS
-    integers in [0, ST_MAX_DIM] or the product passes ST_MAX_ELEMENTS. The running product
-    never exceeds ST_MAX_ELEMENTS * ST_MAX_DIM, so each step is constant time (no big
-    integers: a product of 80 000 huge dimensions was quadratic)."""
-    if not isinstance(shape, list) or len(shape) > ST_MAX_DIMS:
-        return None
-    count = 1
-    for dim in shape:
-        if type(dim) is not int or not 0 <= dim <= ST_MAX_DIM:
-            return None
-        count *= dim
-        if count > ST_MAX_ELEMENTS:
-            return None
-    return count
-
-
-def safetensors_params(files: list[str]) -> int | None:
-    """Total element count from the safetensors headers (reads only the headers), or None when
-    a header is unreadable or passes the caps above. Linear in the header size."""
-    total = 0
-    tensors = 0
-    try:
-        for f in files:
-            with open(f, "rb") as fh:
-                (n,) = struct.unpack("<Q", fh.read(8))
-                if n > ST_MAX_HEADER_BYTES:
-                    return None
-                header = json.loads(fh.read(n))
-            if not isinstance(header, dict):
-                return None
-            tensors += len(header)
-            if tensors > ST_MAX_TENSORS + len(files):  # each file may add a __metadata__ entry
-                return None
-            for key, meta in header.items():
-                if key == "__metadata__" or not isinstance(meta, dict):
-                    continue
-                count = tensor_elements(meta.get("shape", []))
-                if count is None:
-                    return None
-                total += count
-                if total > ST_MAX_ELEMENTS:
-                    return None
-    except (OSError, ValueError, RecursionError, struct.error):
-        return None
-    return total
-
-
 # --- the probe --------------------------------------------------------------------
 
-class _TimingStreamer:
-    """generate() streamer that timestamps the first generated token."""
-
-    def __init__(self):
-        self.puts = 0
-        self.tokens = 0
-        self.t_first = None
-
-    def put(self, value):
-        self.puts += 1
-        if self.puts == 1:  # the prompt (decoder prompt for encoder-decoders)
-            return
-        if self.t_first is None:
-            self.t_first = time.perf_counter()
-        self.tokens += int(value.numel()) if hasattr(value, "numel") else 1
-
-    def end(self):
-        pass
-
-
-class Probe(hm.Modes):
+class Probe(hc.ConfigStage, hcmp.NumericsStage, hcomp.CompileStage, hg.GenerateStage, hm.Modes):
     device_cls = Device  # harness_testing's simulated TPU swaps in a subclass
     warmup_max_extra = WARMUP_MAX_EXTRA
 
@@ -747,7 +587,7 @@ class Probe(hm.Modes):
         self.dev: Device | None = None
         self.current = "env"
         self.stages: list[dict] = []
-        self.mode = args.mode if args.mode in ("full", "arch") else None
+        self.mode = args.mode  # full or arch, as the scanner's plan decided
         self.task = args.task or ""
         self.family = None
         self.target = args.target if args.target != "auto" else "cpu"
@@ -781,7 +621,7 @@ class Probe(hm.Modes):
         self.current = name
         rec = {"stage": name, "ok": False, "duration_s": 0.0, "note": ""}
         notes: list[str] = []
-        log(f"stage={name} start")
+        hh.log(f"stage={name} start")
         t = time.perf_counter()
         try:
             yield notes
@@ -798,12 +638,12 @@ class Probe(hm.Modes):
             if not rec["note"]:
                 del rec["note"]
             self.stages.append(rec)
-            log(f"stage={name} {'ok' if rec['ok'] else 'FAILED'} {rec['duration_s']:.2f}s"
+            hh.log(f"stage={name} {'ok' if rec['ok'] else 'FAILED'} {rec['duration_s']:.2f}s"
                 + (f" {rec.get('note', '')}" if rec.get("note") else ""))
 
     def skip_stage(self, name: str, note: str) -> None:
         self.stages.append({"stage": name, "ok": True, "skipped": True, "duration_s": 0.0, "note": note})
-        log(f"stage={name} skipped {note}")
+        hh.log(f"stage={name} skipped {note}")
 
     # --- stages ---
 
@@ -813,240 +653,84 @@ class Probe(hm.Modes):
         return probe_torch_tpu(torch, self.args.host_root, self.args.tpu_check_timeout, self.world)
 
     def stage_env(self) -> None:
-        global LOG_PREFIX
         if self.world > 1:
-            LOG_PREFIX = f"[rank {os.environ.get('RANK', '?')}] "
+            hh.set_log_prefix(f"[rank {os.environ.get('RANK', '?')}] ")
         with self.stage("env") as notes:
             self.rank = hs.rank_of(self.world)
-            try:
-                import torch
-            except Exception as e:  # noqa: BLE001
-                raise hf.EnvImportError(f"cannot import torch: {hf.short_message(e, 500)}", "torch") from e
-            self.torch = torch
-            self.runtime["torch"] = torch.__version__
+            self.torch = import_torch()
+            self.runtime["torch"] = self.torch.__version__
             self.runtime["transformers"] = dist_version("transformers")
-            requested = self.args.target
-            # cpu and cuda runs never load torch_tpu: with it loaded, even torch.manual_seed would start
-            # the TPU runtime (torch/random.py _seed_custom_device seeds the privateuse1 device module)
-            tpu = self.probe_tpu(torch) if requested in ("tpu", "auto") else None
-            self.target, why = resolve_target(requested, tpu)
-            if why:
-                notes.append(why)
-            if self.target == "cpu" and tpu is not None:
-                forget_tpu(torch)
-            elif tpu is not None and tpu["note"]:
-                notes.append(tpu["note"])
-            if tpu is not None and tpu.get("launch"):
-                notes.append(tpu["launch"])
-            # torch_tpu/libtpu versions belong to tpu runs only (the runtime key of a cpu run has none)
-            if self.target == "tpu" and tpu is not None and tpu["google"]:
-                self.runtime["torch_tpu"] = tpu["version"]
-                self.runtime["libtpu"] = dist_version("libtpu", "libtpu-nightly")
-            elif tpu is not None and tpu["google"] and tpu["version"]:
-                notes.append(f"torch_tpu {tpu['version']} installed (not used)")
-            if self.runtime["tcmalloc"]:
-                notes.append("tcmalloc preloaded")
-            if self.target == "tpu" and not (tpu and tpu["available"]):
-                raise hf.DeviceUnavailable(f"target tpu requested but no TPU is usable: {tpu['note'] if tpu else ''}",
-                                           "tpu")
-            if self.target == "cuda" and not torch.cuda.is_available():
-                raise hf.DeviceUnavailable("target cuda requested but torch.cuda.is_available() is False", "cuda")
-            self.dev = self.device_cls(torch, self.target)
-            self.dev.init()
-            self.runtime["device"] = self.dev.name
-            self.runtime["device_count"] = self.dev.count
-            if self.dev.memory_bytes:
-                self.runtime["device_memory_gib"] = round(self.dev.memory_bytes / (1 << 30), 2)
-            notes.append(f"sync={self.dev.sync_name}")
-            if self.target != "cpu":
-                notes.append(f"peak_mem={self.dev.peak_name or 'not reported'}"
-                             + (" (the process's peak: not reset on tpu)" if self.dev.peak_name and
-                                self.dev.peak_scope == "process" else ""))
-            if self.args.dtype != "auto":
-                self.dtype = getattr(torch, self.args.dtype)
-            else:  # bfloat16 (on cpu too, against the float32 reference): what the fit formula assumes
-                self.dtype = getattr(torch, FIT["targets"][self.target]["dtype"])
-            dtype_name = str(self.dtype).replace("torch.", "")
-            self.dev.set_dtype(dtype_name)
-            notes.append(verdict_note(self.target, dtype_name))
-            if self.dev.highest:
-                notes.append("float32 on tpu: device steps at torch.tpu.precision(Precision.HIGHEST)")
-            elif self.dev.tolerance_row(dtype_name) != dtype_name:
-                notes.append(f"{dtype_name} on tpu without torch.tpu.precision: held to the "
-                             f"{self.dev.tolerance_row(dtype_name)} tolerance")
+            tpu = self.choose_target(notes)
+            self.record_tpu_stack(tpu, notes)
+            self.open_device(tpu, notes)
+            self.choose_dtype(notes)
             if self.world > 1:
-                backend = hs.init(torch, self.target, self.world, self.rank, self.args.collective_timeout_s)
+                backend = hs.init(self.torch, self.target, self.world, self.rank, self.args.collective_timeout_s)
                 notes.append(f"rank {self.rank} of {self.world}, backend {backend}, collective timeout "
                              f"{self.args.collective_timeout_s:g}s")
 
-    def memory_budget(self) -> tuple[int | None, str]:
-        # The scanner passes its plan's budget; the defaults below serve a harness run by hand.
-        if self.args.memory_budget_bytes:
-            return self.args.memory_budget_bytes, "--memory-budget-bytes"
-        if self.target == "cpu":
-            _, avail = host_memory()
-            return avail, "available host RAM"
-        return self.dev.memory_bytes, self.dev.memory_source or "unknown"
+    def choose_target(self, notes: list) -> dict | None:
+        """self.target from --target: tpu and auto look for a usable TPU (probe_tpu; its answer is returned), cpu
+        and cuda never load torch_tpu: with it loaded, even torch.manual_seed would start the TPU runtime
+        (torch/random.py _seed_custom_device seeds the privateuse1 device module)."""
+        requested = self.args.target
+        tpu = self.probe_tpu(self.torch) if requested in ("tpu", "auto") else None
+        self.target, why = resolve_target(requested, tpu)
+        if why:
+            notes.append(why)
+        if self.target == "cpu" and tpu is not None:
+            forget_tpu(self.torch)
+        elif tpu is not None and tpu["note"]:
+            notes.append(tpu["note"])
+        if tpu is not None and tpu.get("launch"):
+            notes.append(tpu["launch"])
+        return tpu
 
-    def bytes_needed(self, params: int) -> int:
-        return fit_need(params, self.torch.empty((), dtype=self.dtype).element_size(), self.target)
+    def record_tpu_stack(self, tpu: dict | None, notes: list) -> None:
+        """torch_tpu/libtpu versions belong to tpu runs only (the runtime key of a cpu run has none)."""
+        if self.target == "tpu" and tpu is not None and tpu["google"]:
+            self.runtime["torch_tpu"] = tpu["version"]
+            self.runtime["libtpu"] = dist_version("libtpu", "libtpu-nightly")
+        elif tpu is not None and tpu["google"] and tpu["version"]:
+            notes.append(f"torch_tpu {tpu['version']} installed (not used)")
+        if self.runtime["tcmalloc"]:
+            notes.append("tcmalloc preloaded")
 
-    def stage_config(self) -> None:
-        args = self.args
-        with self.stage("config") as notes:
-            path = os.path.join(args.model_dir, "config.json")
-            if not os.path.isfile(path):
-                raise hf.ConfigError(f"no config.json in the model directory", "no config.json")
-            with open(path, encoding="utf-8") as fh:
-                try:
-                    raw = json.load(fh)
-                except ValueError as e:
-                    raise hf.ConfigError(f"config.json is not valid JSON: {e}", "invalid config.json") from e
-            if not isinstance(raw, dict):
-                raise hf.ConfigError("config.json is not a JSON object", "invalid config.json")
-            import transformers
+    def open_device(self, tpu: dict | None, notes: list) -> None:
+        """self.dev on the target (device_unavailable when a tpu or cuda asked for is not usable), its name,
+        count and memory in the runtime, and how it syncs and reports its peak memory in the notes."""
+        if self.target == "tpu" and not (tpu and tpu["available"]):
+            raise hf.DeviceUnavailable(f"target tpu requested but no TPU is usable: {tpu['note'] if tpu else ''}",
+                                       "tpu")
+        if self.target == "cuda" and not self.torch.cuda.is_available():
+            raise hf.DeviceUnavailable("target cuda requested but torch.cuda.is_available() is False", "cuda")
+        self.dev = self.device_cls(self.torch, self.target)
+        self.dev.init()
+        self.runtime["device"] = self.dev.name
+        self.runtime["device_count"] = self.dev.count
+        if self.dev.memory_bytes:
+            self.runtime["device_memory_gib"] = round(self.dev.memory_bytes / (1 << 30), 2)
+        notes.append(f"sync={self.dev.sync_name}")
+        if self.target != "cpu":
+            notes.append(f"peak_mem={self.dev.peak_name or 'not reported'}"
+                         + (" (the process's peak: not reset on tpu)" if self.dev.peak_name and
+                            self.dev.peak_scope == "process" else ""))
 
-            with contextlib.suppress(Exception):
-                transformers.utils.logging.disable_progress_bar()
-            why = ht.needs_remote_code(raw)
-            if why:
-                raise hf.Skip("remote_code", f"{why}: it needs trust_remote_code, and the harness runs no code "
-                              "from model repositories")
-            incomplete = ht.check_subconfigs(raw)
-            if incomplete:
-                raise hf.ConfigError(incomplete, "incomplete sub-config")
-            config = self.load_config(transformers, raw)
-            det = ht.make_deterministic(config)
-            vocab = ht.legacy_text_vocab(config)
-            self.load_kwargs = {"config": config} if det or vocab else {}
-            if det:
-                notes.append("random forward made deterministic for the comparison: " + ", ".join(det))
-            if vocab:
-                notes.append("legacy config layout: " + ", ".join(vocab))
-            task, family, tnote = ht.resolve_family(args.task or None, config)
-            if task:
-                self.task = task
-            if tnote:
-                notes.append(tnote)
-            if family is None:
-                raise hf.Skip("unsupported_task", tnote or f"task {args.task!r} is not supported")
-            self.family = family
-            self.cls = self.resolve_class(transformers, config, task, family)
-            notes.append(f"task={task} family={family} class={self.cls.__name__}")
-            self.config = config
-
-            # mode
-            files, other_st = safetensors_files(args.model_dir)
-            pickles = [n for n in os.listdir(args.model_dir) if n.endswith(WEIGHT_SUFFIXES_PICKLE)]
-            why_none = "no *.safetensors"
-            if other_st:
-                why_none = (f"no transformers safetensors checkpoint (model.safetensors or an index); only "
-                            f"{', '.join(other_st[:3])}")
-            if pickles:
-                why_none += f"; pickle weights ({', '.join(sorted(pickles)[:3])}) are never loaded"
-            if args.plan_note:
-                notes.append(f"plan: {args.plan_note}")
-            budget, budget_src = self.memory_budget()
-            if args.mode == "full" and not files:
-                raise hf.Skip("no_safetensors", f"--mode full asked but the model directory has {why_none}")
-            mode = args.mode
-            if mode == "auto":  # a harness run by hand; the scanner's plan passes full or arch
-                if not files:
-                    mode = "arch"
-                    notes.append(f"auto -> arch: {why_none}")
-                else:
-                    params = safetensors_params(files)
-                    need = self.bytes_needed(params) if params else None
-                    if need is not None and budget is not None and need > budget:
-                        mode = "arch"
-                        notes.append(f"auto -> arch: ~{need / 2**30:.1f} GiB needed > {budget / 2**30:.1f} GiB "
-                                     f"budget ({budget_src})")
-                    else:
-                        mode = "full"
-                        notes.append("auto -> full" + (f": ~{need / 2**30:.2f} GiB of {budget / 2**30:.1f} GiB budget "
-                                                        f"({budget_src})" if need and budget else ""))
-            self.mode = mode
-            self.st_files = files
-            if mode == "arch":
-                self.arch_config = self.shrink_config(config, notes)
-                params = self.count_params_meta(self.arch_config)
-                if params is not None:
-                    need = self.bytes_needed(params)
-                    if budget is not None and need > budget:
-                        raise hf.Skip("too_large", f"even with {args.layers} layers the model needs ~{need / 2**30:.1f} "
-                                      f"GiB > {budget / 2**30:.1f} GiB budget ({budget_src})")
-            notes.append(f"mode={mode} dtype={str(self.dtype).replace('torch.', '')}")
-            self.check_config_inputs(self.arch_config if mode == "arch" else config)
-
-    def load_config(self, transformers, raw: dict):
-        """AutoConfig from the model directory; a value transformers' validation refuses is the
-        model's config_error naming the field (and the sub-config that holds it)."""
-        try:
-            return transformers.AutoConfig.from_pretrained(self.args.model_dir, trust_remote_code=False,
-                                                           local_files_only=True)
-        except Exception as e:  # huggingface_hub's StrictDataclassFieldValidationError, TypeError, ...
-            named = ht.name_config_field(raw, str(e))
-            if named is None:
-                raise
-            raise hf.ConfigError(named, "invalid config field") from e
-
-    def check_config_inputs(self, config) -> None:
-        """config_error naming the field when the config lacks what the family's inputs need."""
-        import inspect
-
-        try:
-            accepted = set(inspect.signature(self.cls.forward).parameters)
-        except (TypeError, ValueError):
-            accepted = set()
-        try:
-            ht.check_inputs(self.torch, self.family, config, self.cls.__name__, accepted)
-        except ht.IncompleteConfig as e:
-            raise hf.ConfigError(f"config.json cannot drive the {self.family} inputs: {e}",
-                                 f"incomplete config {e.field}") from e
-
-    def resolve_class(self, transformers, config, task, family):
-        arch = (getattr(config, "architectures", None) or [None])[0]
-        if arch:
-            try:
-                cls = getattr(transformers, arch, None)
-            except Exception:  # noqa: BLE001 - a lazy import that fails
-                cls = None
-            if isinstance(cls, type) and issubclass(cls, transformers.PreTrainedModel):
-                return cls
-        names = ht.TASK_AUTO_CLASSES.get(task, ()) + ht.AUTO_CLASSES[family]
-        for name in names:
-            auto = getattr(transformers, name)
-            try:
-                return auto._model_mapping[type(config)]
-            except (KeyError, ValueError):
-                continue
-        raise hf.ConfigError(f"no transformers model class for model_type {config.model_type!r} and task {task!r}",
-                             "no model class for model_type and task")
-
-    def shrink_config(self, config, notes):
-        import copy
-
-        cfg = copy.deepcopy(config)
-        changes = ht.reduce_layers(cfg, self.args.layers)
-        if getattr(cfg, "quantization_config", None) is not None:
-            with contextlib.suppress(Exception):
-                delattr(cfg, "quantization_config")
-            changes.append("quantization_config dropped (random weights)")
-        if changes:
-            notes.append("arch: " + ", ".join(changes[:8]) + (" ..." if len(changes) > 8 else ""))
-        return cfg
-
-    def count_params_meta(self, config) -> int | None:
-        torch = self.torch
-        try:
-            with torch.device("meta"):
-                m = self.cls._from_config(config, dtype=self.dtype)
-            n = sum(p.numel() for p in m.parameters())
-            del m
-            return n
-        except Exception as e:  # noqa: BLE001 - the real build in load will report it properly
-            log(f"note: meta-device size estimate failed: {hf.short_message(e, 200)}")
-            return None
+    def choose_dtype(self, notes: list) -> None:
+        """self.dtype: --dtype, else fit.json's for the target (bfloat16, on cpu too, against the float32
+        reference: what the fit formula assumes); the notes say what a verdict compares and at which precision."""
+        if self.args.dtype != "auto":
+            self.dtype = getattr(self.torch, self.args.dtype)
+        else:
+            self.dtype = getattr(self.torch, hh.FIT["targets"][self.target]["dtype"])
+        dtype_name = str(self.dtype).replace("torch.", "")
+        self.dev.set_dtype(dtype_name)
+        notes.append(verdict_note(self.target, dtype_name))
+        if self.dev.highest:
+            notes.append("float32 on tpu: device steps at torch.tpu.precision(Precision.HIGHEST)")
+        elif self.dev.tolerance_row(dtype_name) != dtype_name:
+            notes.append(f"{dtype_name} on tpu without torch.tpu.precision: held to the "
+                         f"{self.dev.tolerance_row(dtype_name)} tolerance")
 
     def to_dtype_keep_fp32(self, model, dtype):
         """Cast like from_pretrained(dtype=...) does, keeping _keep_in_fp32_modules(_strict) in float32."""
@@ -1200,7 +884,7 @@ class Probe(hm.Modes):
         except (TypeError, ValueError):
             accepted = set()
         cfg = model.config
-        inputs, info = ht.build_inputs(torch, self.family, cfg, accepted, args.seq_len, args.new_tokens, args.seed,
+        inputs, info = hi.build_inputs(torch, self.family, cfg, accepted, args.seq_len, args.new_tokens, args.seed,
                                        type(model).__name__, model=model, to_device=to_device)
         reserve = args.new_tokens if hi.FAMILY_GENERATES.get(self.family) else 0
         real = hi.build(torch, self.family, cfg, args.model_dir, self.mode, inputs, info, accepted, reserve)
@@ -1209,347 +893,6 @@ class Probe(hm.Modes):
         if missing:
             notes.append(f"the forward takes {' and '.join(missing)} inputs the harness does not build")
         return real
-
-    def compare(self, ref, dev, dtype_name: str) -> dict:
-        """The checks of the primary output's kind (harness_numerics) on dev vs ref, against the
-        tolerance row that holds this device's output (precision_rule)."""
-        return hn.compare(self.torch, ref, dev, self.tolerance_row(dtype_name), "logits" if self.is_scores else
-                          next(iter(self.out_kinds.values()), "embeddings"))
-
-    def tolerance_row(self, dtype_name: str) -> str:
-        return self.dev.tolerance_row(dtype_name) if self.dev else dtype_name
-
-    def compare_outputs(self, refs: dict, dev_primary, dtype_name: str, what: str) -> dict:
-        """Every compared output of the family against refs (name -> reference tensor, primary first);
-        dev_primary stands for the device's primary output, self.dev_extra for the others."""
-        devs = dict(self.dev_extra or {})
-        devs[next(iter(refs))] = dev_primary
-        return hn.compare_all(self.torch, refs, devs, self.out_kinds, self.tolerance_row(dtype_name), what)
-
-    @staticmethod
-    def verdict(cmp: dict, what: str) -> tuple[bool, str, str]:
-        return hn.verdict(cmp, what)
-
-    @staticmethod
-    def top1_note(cmp: dict) -> str:
-        if cmp.get("top1") is None:
-            return ""
-        dec = cmp.get("top1_decisive")
-        return (f"top-1 {cmp['top1']:.3f} over {cmp['positions']} positions, "
-                + (f"{dec:.3f} over the {cmp['decisive']} decisive ones" if dec is not None else "no decisive positions"))
-
-    def perplexity(self, logits) -> float | None:
-        torch = self.torch
-        start = self.input_info.get("copy_from")
-        ids = self.inputs_cpu["input_ids"]
-        if logits.dim() != 3 or start is None or ids.shape[1] < 2:
-            return None
-        # predict token t from position t-1, over the repeated part of the input
-        lp = torch.log_softmax(logits[0, start - 1:-1].float(), dim=-1)
-        tgt = ids[0, start:]
-        nll = -lp.gather(-1, tgt.unsqueeze(-1)).squeeze(-1).mean()
-        return float(torch.exp(nll))
-
-    def stage_numerics(self) -> None:
-        if self.world > 1:
-            return self.sharded_numerics()
-        self.numerics()
-
-    def sharded_numerics(self) -> None:
-        """Rank 0 compares its gathered output with the unsharded reference, alone; the other ranks wait for
-        its word through the rendezvous store (no collective: the reference may take long). A reference the
-        host cannot hold is skipped, said so, and nothing is compared."""
-        if self.rank != 0:
-            if hs.await_rank0("numerics", NUMERICS_WAIT_S) != "ok":
-                raise hs.RankStop("rank 0 failed numerics")
-            return
-        word = "fail"
-        try:
-            need = self.reference_need()
-            _, avail = host_memory()
-            if need is not None and avail is not None and need > avail:
-                self.skip_stage("numerics", f"the float32 reference needs ~{need / 2**30:.1f} GiB, over the host's "
-                                            f"{avail / 2**30:.1f} GiB available: not compared")
-            else:
-                self.numerics()
-            word = "ok"
-        finally:
-            hs.publish("numerics", word)
-
-    def reference_fits(self) -> bool:
-        """Whether every rank of a sharded probe can build the float32 reference in host memory at once (a failed
-        stage arbitrated on each rank): False when its size is not known."""
-        need = self.reference_need()
-        _, avail = host_memory()
-        return need is not None and avail is not None and need * self.world <= avail
-
-    def reference_need(self) -> int | None:
-        """Host bytes of the float32 reference of a full-mode model (fit.json's factor and slack, one copy);
-        None in arch mode, where rank 0 holds the reduced reference already."""
-        if self.mode != "full" or not self.metrics.get("param_count"):
-            return None
-        return int(self.metrics["param_count"] * 4 * FIT["fit_factor"]) + FIT["fit_slack_bytes"]
-
-    def numerics(self) -> None:
-        torch = self.torch
-        with self.stage("numerics") as notes:
-            dtype_name = str(self.dtype).replace("torch.", "")
-            refs = self.reference_outputs()
-            ref_out = next(iter(refs.values()))
-            self.ref_outputs = refs  # the matrix's stage (stage_modes) trains the reference, then releases it
-            bad = [n for n, v in refs.items() if not bool(torch.isfinite(v).all())]
-            if bad:  # nothing to compare with: the harness's inputs make even the reference non-finite
-                raise hf.SharedFailure(hf.INPUTS_ORIGIN, f"the float32 cpu reference's {', '.join(bad)} is not finite "
-                                       "(nan/inf) on the harness's inputs: nothing to compare the target with",
-                                       "non-finite reference output")
-            dev_out = self.dev_out
-            cmps = self.compare_outputs(refs, dev_out, dtype_name, "device vs reference")
-            cmp = cmps["primary"]
-            self.metrics["max_abs_diff"] = finite_or_none(cmp["max_abs_diff"])
-            self.metrics["top1_agreement"] = finite_or_none(cmp["top1"])
-            self.metrics["tolerance"] = finite_or_none(cmp["tolerance"])
-            self.metrics["rel_error"] = finite_or_none(cmps["rel_error"])
-            self.metrics["cosine_similarity"] = finite_or_none(cmps["cosine"])
-            notes.append(f"{dtype_name} vs float32 cpu reference")
-            if self.top1_note(cmp):
-                notes.append(self.top1_note(cmp))
-            notes.extend(cmps["notes"])
-            ok, why, key = cmps["ok"], cmps["why"], cmps["key"]
-            if self.family == "causal-lm" and self.is_scores and cmp["finite"] and self.input_info.get("passage"):
-                chk = hi.passage_check(torch, dev_out, ref_out, self.inputs_cpu["input_ids"], dtype_name)
-                self.metrics["perplexity"] = finite_or_none(chk.ppl)
-                notes.append(chk.note)
-                if ok and not chk.ok and chk.key == hi.REFERENCE_TOO_KEY:  # the passage is the harness's choice
-                    raise hf.SharedFailure(hf.INPUTS_ORIGIN, chk.why, chk.key)
-                if ok and not chk.ok:
-                    ok, why, key = False, chk.why, chk.key
-            elif self.family == "causal-lm" and self.is_scores and cmp["finite"]:
-                ppl = self.perplexity(dev_out)
-                self.metrics["perplexity"] = finite_or_none(ppl)
-                bound = dev_out.shape[-1] * PPL_FACTOR
-                if ppl is not None:
-                    ref_ppl = self.perplexity(ref_out) if ref_out.shape == dev_out.shape else None
-                    notes.append(f"perplexity {ppl:.4g}" + (f" (reference {ref_ppl:.4g})" if ref_ppl is not None else "")
-                                 + f", bound {bound:.4g}")
-                    if ok and (not math.isfinite(ppl) or ppl > bound):
-                        if ref_ppl is not None and not (math.isfinite(ref_ppl) and ref_ppl <= bound):
-                            raise hf.SharedFailure(hf.INPUTS_ORIGIN, f"perplexity {ppl:.4g} is not finite or above "
-                                                   f"{bound:.4g}, and the float32 cpu reference's ({ref_ppl:.4g}) too",
-                                                   "perplexity of the reference too")
-                        ok, why, key = False, f"perplexity {ppl:.4g} is not finite or above {bound:.4g}", "perplexity"
-            ok, why, key = self.precision_verdict(refs, dtype_name, ok, why, key, notes)  # tpu: both precisions
-            if not ok:
-                raise hf.NumericsMismatch(why, key)
-
-    def reference_outputs(self) -> dict:
-        """name -> float32 CPU tensor of the outputs the family compares, from the reference on the forward inputs.
-        A reference that fails here (the target passed) leaves nothing to compare with: the scanner's error."""
-        try:
-            out = self.reference.outputs(self.inputs_cpu)
-            return {n: v.detach().float() for n, _, v in hn.select(out, self.family)}
-        except Exception as e:  # noqa: BLE001
-            self.reference.release()
-            c = hf.classify(e, "numerics")
-            raise hf.ReferenceFailed(f"the float32 cpu reference failed where the target passed: {c['message']}",
-                                     c["signature"], c["failure_class"]) from e
-
-    def compile_model(self, backend: str):
-        """torch.compile of the model with static shapes."""
-        return self.torch.compile(self.model, backend=backend, dynamic=False)
-
-    def compile_backend(self) -> tuple[str, str]:
-        if self.args.compile_backend:
-            return self.args.compile_backend, ""
-        if self.target == "tpu":
-            return "tpu", ""
-        if self.target == "cpu" and self.world > 1:
-            return "aot_eager", ("a sharded probe on cpu compiles with aot_eager (graph capture and AOT autograd, no "
-                                 "code generation): inductor's C++ code generation of the sharded graphs takes minutes")
-        if self.target == "cpu" and not any(shutil.which(c) for c in (os.environ.get("CXX", ""), "g++", "c++", "clang++") if c):
-            return "aot_eager", "inductor needs a C++ compiler and none was found: used aot_eager"
-        return "inductor", ""
-
-    def stage_compile(self) -> None:
-        args, torch = self.args, self.torch
-        if args.no_compile:
-            self.skip_stage("compile", "--no-compile")
-            return
-        with self.stage("compile") as notes:
-            backend, bnote = self.compile_backend()
-            if bnote:
-                notes.append(bnote)
-            import torch._dynamo  # noqa: F401
-            from torch._dynamo.utils import counters
-
-            def graphs():
-                return int(counters["stats"]["unique_graphs"])
-
-            torch._dynamo.reset()
-            breaks0 = self.graph_break_counts()
-            compiled = self.compile_model(backend)
-            dev = self.dev
-            with torch.no_grad():
-                g0 = graphs()
-                dev.sync()
-                t = time.perf_counter()
-                try:
-                    out = compiled(**self.dev_inputs)
-                    dev.sync()
-                except Exception as e:  # noqa: BLE001
-                    if backend == "inductor" and self.target == "cpu" and _toolchain_problem(e) and not args.compile_backend:
-                        notes.append(f"inductor unusable on this host ({hf.short_message(e, 160)}): used aot_eager")
-                        backend = "aot_eager"
-                        torch._dynamo.reset()
-                        compiled = self.compile_model(backend)
-                        g0 = graphs()
-                        t = time.perf_counter()
-                        out = compiled(**self.dev_inputs)
-                        dev.sync()
-                    else:
-                        raise
-                self.metrics["compile_s"] = round(time.perf_counter() - t, 4)
-                g1 = graphs()
-                self.record_graph_breaks(breaks0, g1 - g0)
-                compiled(**self.dev_inputs)
-                dev.sync()
-                g2 = graphs()
-                self.compiled_metrics["recompiles"] = g2 - g1
-                if g2 > g1:
-                    raise hf.RecompileDetected(
-                        f"second call with the same input shapes compiled {g2 - g1} new dynamo graph(s) "
-                        f"(backend={backend}, dynamic=False)", "second call with the same shapes recompiled")
-                # TorchTPU may still build executables for several calls (its own benchmarks warm up for
-                # 10 to 20 steps until the cache stops missing, see WARMUP_MAX_EXTRA); if it has not
-                # settled after WARMUP_MAX_EXTRA calls, or misses again during the timed steps, the model
-                # keeps recompiling.
-                c0 = dev.compile_count()
-                extra, settled = dev.warm(lambda: compiled(**self.dev_inputs), WARMUP_MAX_EXTRA)
-                c1 = dev.compile_count()
-                if extra:
-                    notes.append(f"TorchTPU still compiled on {extra} call(s) after the second")
-                if not settled:
-                    raise hf.RecompileDetected(
-                        f"TorchTPU kept compiling executables on {WARMUP_MAX_EXTRA} repeated calls with the same "
-                        "input shapes", "TorchTPU kept compiling on repeated calls")
-                times = []
-                for _ in range(max(1, args.steps)):
-                    t = time.perf_counter()
-                    out = compiled(**self.dev_inputs)
-                    dev.sync()
-                    times.append(time.perf_counter() - t)
-                self.compiled_metrics["recompiles"] = graphs() - g1
-                if graphs() > g2 or (c1 is not None and dev.compile_count() != c1):
-                    raise hf.RecompileDetected("repeated calls with the same input shapes recompiled during the "
-                                               "timed steps", "repeated calls recompiled")
-            self.metrics["compiled_step_ms"] = round(statistics.median(times) * 1000, 4)
-            notes.append(f"backend={backend} graphs={g1 - g0} graph_breaks={self.metrics['graph_breaks']}"
-                         + "".join(f"; break: {r}" for r in self.metrics["graph_break_reasons"]))
-            compiled_outs = self.output_tensors(out)
-            eager = {next(iter(compiled_outs)): self.dev_out, **(self.dev_extra or {})}
-            row = self.tolerance_row(str(self.dtype).replace("torch.", ""))
-            cmps = hn.compare_all(torch, eager, compiled_outs, self.out_kinds, row, "compiled vs eager")
-            cmp = cmps["primary"]
-            if cmp["max_abs_diff"] is not None:
-                notes.append(f"compiled vs eager max_abs_diff {cmp['max_abs_diff']:.3g}")
-            ok, why, key = cmps["ok"], cmps["why"], cmps["key"]
-            if not ok:
-                raise hf.NumericsMismatch(why, f"compiled vs eager {key}")
-            del compiled
-            torch._dynamo.reset()
-
-    def stage_generate(self) -> None:
-        args, torch = self.args, self.torch
-        if args.no_generate:
-            self.skip_stage("generate", "--no-generate")
-            return
-        if self.family not in ht.GENERATIVE_FAMILIES:
-            self.skip_stage("generate", f"not generative ({self.family})")
-            return
-        if not self.model.can_generate():
-            self.skip_stage("generate", f"{type(self.model).__name__} cannot generate")
-            return
-        with self.stage("generate") as notes:
-            model = self.model
-            gin, prompt_len = self.generate_prompt(notes)
-            gin = self.forward_kwargs(gin)
-            n = args.new_tokens
-            dev = self.dev
-            with torch.no_grad():
-                t = time.perf_counter()
-                kw, static = self.generate_once(model, gin, notes, compiled=not args.no_compile)
-                dev.sync()
-                notes.append(f"warm-up generate {time.perf_counter() - t:.3f}s")
-                streamer = _TimingStreamer()
-                dev.sync()
-                t0 = time.perf_counter()
-                out = model.generate(**gin, **kw, streamer=streamer)
-                dev.sync()
-                t_end = time.perf_counter()
-            if prompt_len:
-                seqs = out if hasattr(out, "shape") else getattr(out, "sequences", None)
-                if seqs is not None:
-                    self.continuation = hi.continuation(self.real.tokenizer, seqs.cpu(), prompt_len)
-            if streamer.t_first is not None:
-                self.metrics["ttft_ms"] = round((streamer.t_first - t0) * 1000, 4)
-                if streamer.tokens >= 2 and t_end > streamer.t_first:
-                    self.metrics["tokens_per_s"] = round((streamer.tokens - 1) / (t_end - streamer.t_first), 4)
-            if self.world > 1:  # the group's: its slowest rank's
-                ttft = hs.gather(self.metrics["ttft_ms"], self.world)
-                tps = [v for v in hs.gather(self.metrics["tokens_per_s"], self.world) if v is not None]
-                self.metrics["ttft_ms"] = hs.largest(ttft)
-                self.metrics["tokens_per_s"] = min(tps) if len(tps) == self.world else None
-            notes.append(f"{streamer.tokens} new tokens, cache={'static' if static else 'default'}")
-            if streamer.tokens < n:
-                notes.append(f"generated {streamer.tokens} < {n} tokens")
-
-    def generate_once(self, model, gin: dict, notes: list, compiled: bool) -> tuple[dict, bool]:
-        """One greedy generate() of --new-tokens from gin (inputs on model's device): static cache where the model
-        supports it (falling back to its own cache when the static one fails with an unclassified error: the static
-        cache is the harness's choice); compiled=False keeps transformers from compiling the decode step. Returns the
-        settings that ran (for the measured call) and whether the cache was static. The reference runs the same."""
-        n = self.args.new_tokens
-        kw = dict(max_new_tokens=n, min_new_tokens=n, do_sample=False, num_beams=1)
-        gc_ = getattr(model, "generation_config", None)
-        if gc_ is not None and getattr(gc_, "pad_token_id", None) is None:
-            eos = getattr(gc_, "eos_token_id", None)
-            kw["pad_token_id"] = (eos[0] if isinstance(eos, (list, tuple)) and eos else eos) if eos is not None else 0
-        static = False
-        try:
-            static = bool(model._supports_default_dynamic_cache())
-        except Exception:  # noqa: BLE001
-            static = False
-        if static:
-            kw["cache_implementation"] = "static"
-        else:
-            notes.append("static cache not supported by this model: its own cache was used")
-        if not compiled:
-            kw["disable_compile"] = True
-        elif static and self.target != "cpu":
-            notes.append(f"decode step compiled by transformers (static cache on {self.target})")
-        try:
-            model.generate(**gin, **kw)
-        except Exception as e:  # noqa: BLE001
-            c = hf.classify(e, "generate")
-            if not (static and c["failure_class"] == "other"):
-                raise
-            notes.append(f"static cache failed ({hf.short_message(e, 160)}): fell back to the default cache")
-            kw.pop("cache_implementation", None)
-            static = False
-            model.generate(**gin, **kw)
-        return kw, static
-
-    def generate_prompt(self, notes) -> tuple[dict, int | None]:
-        """generate()'s inputs (on the CPU), and the prompt's length when its continuation is reported: a causal LM
-        with its own tokenizer (full mode) continues harness_inputs.PROMPT; otherwise the prompt is the forward
-        inputs' (harness_tasks.generate_inputs)."""
-        tok = self.real.tokenizer if self.real is not None else None
-        if tok is not None and self.family == "causal-lm":
-            ids = hi.prompt_ids(self.torch, tok, self.model.config)
-            if ids is not None:
-                notes.append(f"prompt {hi.PROMPT!r} ({ids.shape[1]} tokens, the model's tokenizer)")
-                return {"input_ids": ids}, int(ids.shape[1])
-            notes.append("the fixed prompt cannot be encoded: the forward inputs are the prompt")
-        return ht.generate_inputs(self.family, self.inputs_cpu), None
 
     # --- whose failure ---
 
@@ -1562,16 +905,16 @@ class Probe(hm.Modes):
         if c["status"] != "fail" or stage not in hf.ARBITRATED_STAGES:
             return c
         if self.world > 1 and self.mode == "full" and not self.reference_fits():
-            log(f"stage={stage} failed on the target; the float32 cpu reference of a sharded full-mode model is not "
+            hh.log(f"stage={stage} failed on the target; the float32 cpu reference of a sharded full-mode model is not "
                 "run on this host (its size unknown or over the memory available to the ranks)")
             return c
-        log(f"stage={stage} failed on the target: the same stage on the float32 cpu reference")
+        hh.log(f"stage={stage} failed on the target: the same stage on the float32 cpu reference")
         ref_exc, ran = self.reference.run_stage(stage)
         self.reference.release()
         ref = hf.classify(ref_exc, stage) if ref_exc is not None else None
         out, note = hf.arbitrate(stage, c, ref, ran)
         if note:
-            log(f"stage={stage} {note}")
+            hh.log(f"stage={stage} {note}")
             rec = next((r for r in reversed(self.stages) if r["stage"] == stage), None)
             if rec is not None:
                 rec["note"] = "; ".join(n for n in (note, rec.get("note", "")) if n)[:1000]
@@ -1622,22 +965,13 @@ class Probe(hm.Modes):
         he.annotate(self, res)  # metrics.mfu, .mbu and .efficiency (harness_efficiency.py)
         self.finish_modes(res)  # result.modes, precision_sensitive, metrics.precision (harness_modes.py)
         rev = f" --revision {self.args.revision}" if self.args.revision else ""
-        res["repro"] = (f"scanner probe {self.args.model_id or self.args.model_dir}{rev} --target {self.target}"
-                        + (f" --mode {self.mode or self.args.mode}"))
+        res["repro"] = f"scanner probe {self.args.model_id or self.args.model_dir}{rev} --target {self.target} --mode {self.mode}"
         res["task"] = self.task
         res["stages"] = self.stages
         if self.continuation is not None:
             res["continuation"] = self.continuation
         res["duration_s"] = round(time.monotonic() - _T0, 3)
         return res
-
-
-def _toolchain_problem(e: BaseException) -> bool:
-    text = "\n".join(str(x) for x in hf.exception_chain(e))
-    names = {type(x).__name__ for x in hf.exception_chain(e)}
-    return bool(names & {"CppCompileError", "InvalidCxxCompiler"}) or any(
-        s in text for s in ("InvalidCxxCompiler", "No working C compiler", "Python.h: No such file",
-                            "fatal error: ", "c++: not found", "g++: not found", "cannot find -l"))
 
 
 def env_only(args) -> dict:
@@ -1718,9 +1052,9 @@ def parse_args(argv):
     p.add_argument("--model-id", default="")
     p.add_argument("--revision", default="")
     p.add_argument("--target", choices=("tpu", "cpu", "cuda", "auto"), default="auto")
-    p.add_argument("--mode", choices=("full", "arch", "auto"), default="auto",
-                   help="full or arch, as the scanner's plan decided; auto chooses by the fit formula (fit.json), "
-                        "for running the harness by hand")
+    p.add_argument("--mode", choices=("full", "arch"),
+                   help="full or arch, as the scanner's plan decided (required unless --env-only; the harness "
+                        "chooses no mode itself)")
     p.add_argument("--task", default="")
     p.add_argument("--result-file", required=True)
     p.add_argument("--seq-len", type=int, default=128)
@@ -1756,6 +1090,8 @@ def parse_args(argv):
     args = p.parse_args(argv)
     if not args.env_only and not args.model_dir:
         p.error("--model-dir is required (unless --env-only)")
+    if not args.env_only and not args.mode:
+        p.error("--mode is required (unless --env-only): full or arch, as the scanner's plan decides")
     for name in ("seq_len", "new_tokens", "layers", "steps", "devices"):
         if getattr(args, name) < 1:
             p.error(f"--{name.replace('_', '-')} must be at least 1")
@@ -1770,7 +1106,7 @@ def main(argv=None) -> int:
         try:
             write_json_atomic(args.result_file, out)
         except OSError as e:
-            log(f"cannot write {args.result_file}: {e}")
+            hh.log(f"cannot write {args.result_file}: {e}")
             return 2
         return 0
     probe = new_probe(args)
@@ -1780,14 +1116,14 @@ def main(argv=None) -> int:
             return 0
         path = hs.rank_result_path(args.result_file, probe.rank)
         write_json_atomic(path, res)
-        log(f"rank {probe.rank}: result status={res['status']} stage={res['stage']} written to {path}")
+        hh.log(f"rank {probe.rank}: result status={res['status']} stage={res['stage']} written to {path}")
         return hs.RANK_FAILED
     try:
         write_json_atomic(args.result_file, res)
     except (OSError, ValueError) as e:
-        log(f"cannot write the result to {args.result_file}: {e}")
+        hh.log(f"cannot write the result to {args.result_file}: {e}")
         return 2
-    log(f"result status={res['status']} stage={res['stage']}"
+    hh.log(f"result status={res['status']} stage={res['stage']}"
         + (f" class={res['failure_class']}" if res["failure_class"] else "")
         + (f" reason={res['reason']}" if res["reason"] else "") + f" {res['duration_s']:.2f}s")
     return 0

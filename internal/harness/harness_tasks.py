@@ -518,11 +518,6 @@ def _config_attrs(config) -> dict:
         return {}
 
 
-# --- inputs (harness_inputs.py builds them; re-exported for the harness and bench_bare) ---
-
-from harness_inputs import IncompleteConfig, build_inputs, check_inputs, generate_inputs  # noqa: E402,F401
-
-
 def _main(argv: list[str]) -> int:
     if len(argv) >= 1 and argv[0] == "table":
         json.dump(support_table(), sys.stdout, indent=2)

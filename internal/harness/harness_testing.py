@@ -4,7 +4,8 @@ harness.new_probe() reads the environment variable HARNESS_TEST_INJECT once, at 
 Unset (always in production: the Go runner builds the harness's environment from an
 allow-list and refuses this variable), the run uses harness.Probe and this module is never
 imported. Set, the run uses with_faults(Probe, spec): a subclass of Probe whose overrides
-inject what the spec asks, so that the real stages in harness.py carry no test branches.
+inject what the spec asks, so that the real stages (harness.py and its stage modules) carry no test
+branches.
 
 The spec is a list of items separated by ``;``:
 

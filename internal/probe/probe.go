@@ -283,8 +283,9 @@ type Request struct {
 	Task        string        // Hub pipeline tag; "" lets the harness decide from the config
 	Target      compat.Target // "" means auto
 	// Mode is full or arch, as the scan's plan decided it (scan.Plan): the
-	// harness executes it. Auto ("" too) lets the harness choose by the
-	// same fit formula (internal/harness/fit.json), for a probe run without a plan.
+	// harness executes it and chooses no mode itself. Auto ("" too) is
+	// passed on as asked; the real harness refuses it (exit 2, the
+	// scanner's error), so only a stand-in resolves it.
 	Mode    compat.Mode
 	Timeout time.Duration // 0 means the Runner's
 

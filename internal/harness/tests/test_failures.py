@@ -138,9 +138,9 @@ def test_pickle_weights_are_never_unpickled(tmp_path, run_inproc):
         pickle.dump(_Boom(str(marker)), fh)
     code, res = run_inproc(d, task="text-generation", mode="full")
     assert (res["status"], res["reason"]) == ("skipped", "no_safetensors")
-    code, res = run_inproc(d, task="text-generation", mode="auto", extra=FAST)
+    assert "pickle weights (pytorch_model.bin) are never loaded" in res["message"]
+    code, res = run_inproc(d, task="text-generation", mode="arch", extra=FAST)
     assert (res["status"], res["mode"]) == ("pass", "arch"), res["message"]
-    assert "pickle weights (pytorch_model.bin) are never loaded" in res["stages"][1]["note"]
     assert not marker.exists()
 
 
@@ -151,7 +151,7 @@ def test_safetensors_outside_the_transformers_layout_are_not_a_checkpoint(tmp_pa
     code, res = run_inproc(d, task="text-generation", mode="full")
     assert (res["status"], res["reason"]) == ("skipped", "no_safetensors")
     assert "consolidated.safetensors" in res["message"]
-    code, res = run_inproc(d, task="text-generation", mode="auto", extra=FAST)
+    code, res = run_inproc(d, task="text-generation", mode="arch", extra=FAST)
     assert (res["status"], res["mode"]) == ("pass", "arch"), res["message"]
 
 
@@ -185,6 +185,20 @@ def test_bad_arguments_exit_2(tmp_path):
     proc = subprocess.run([sys.executable, "-I", "-B", HARNESS, "--target", "nope", "--result-file",
                            str(tmp_path / "r.json")], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2
+    assert not (tmp_path / "r.json").exists()
+
+
+@pytest.mark.parametrize("mode, says", [
+    ([], "--mode is required"),
+    (["--mode", "auto"], "invalid choice: 'auto'"),
+])
+def test_the_harness_chooses_no_mode(tmp_path, mode, says):
+    """The scanner's plan decides full or arch; the harness runs the mode it is given, by hand too."""
+    d = build_model_dir(tmp_path, "llama", full=False)
+    proc = subprocess.run([sys.executable, "-I", "-B", HARNESS, "--model-dir", d, "--result-file",
+                           str(tmp_path / "r.json"), *mode], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    assert says in proc.stderr
     assert not (tmp_path / "r.json").exists()
 
 

@@ -218,7 +218,7 @@ def test_inputs_fit_the_forward(name):
     assert family is not None, (name, tag)
     params = inspect.signature(model.forward).parameters
     accepted = set(params)
-    inputs, _ = ht.build_inputs(torch, family, model.config, accepted, 32, 4, 0, type(model).__name__, model=model)
+    inputs, _ = hi.build_inputs(torch, family, model.config, accepted, 32, 4, 0, type(model).__name__, model=model)
     takes_any = any(p.kind == p.VAR_KEYWORD for p in params.values())
     strays = sorted(k for k in inputs if k not in accepted)
     assert takes_any or not strays, (name, strays)

@@ -6,7 +6,7 @@ import harness
 
 
 def _probe():
-    p = harness.Probe(harness.parse_args(["--model-dir", "x", "--result-file", "r.json"]))
+    p = harness.Probe(harness.parse_args(["--model-dir", "x", "--mode", "arch", "--result-file", "r.json"]))
     p.torch = torch
     p.is_scores = True
     return p

@@ -5,6 +5,7 @@ import os
 import subprocess
 import sys
 
+import harness_inputs as hi
 import harness_tasks as ht
 from conftest import HARNESS_DIR, tiny_config
 
@@ -49,7 +50,6 @@ def test_table_answers_for_every_transformers_pipeline_task():
 
 
 def test_every_family_has_inputs_and_outputs():
-    import harness_inputs as hi
     import harness_numerics as hn
 
     for name, spec in ht.FAMILIES.items():
@@ -150,20 +150,20 @@ def test_inputs_are_static_and_follow_the_config():
     import torch
 
     cfg = tiny_config("llama")
-    inputs, info = ht.build_inputs(torch, "causal-lm", cfg, {"input_ids", "attention_mask", "use_cache"}, 64, 16, 0)
+    inputs, info = hi.build_inputs(torch, "causal-lm", cfg, {"input_ids", "attention_mask", "use_cache"}, 64, 16, 0)
     assert list(inputs["input_ids"].shape) == [1, 64]
     assert inputs["use_cache"] is False
     assert info["copy_from"] == 32 and torch.equal(inputs["input_ids"][0, :32], inputs["input_ids"][0, 32:64])
     # the position table (128) leaves room for the generated tokens
-    inputs, _ = ht.build_inputs(torch, "causal-lm", cfg, set(), 500, 16, 0)
+    inputs, _ = hi.build_inputs(torch, "causal-lm", cfg, set(), 500, 16, 0)
     assert inputs["input_ids"].shape[1] == 112
     vit = tiny_config("vit")
-    inputs, _ = ht.build_inputs(torch, "vision", vit, set(), 128, 16, 0)
+    inputs, _ = hi.build_inputs(torch, "vision", vit, set(), 128, 16, 0)
     assert list(inputs["pixel_values"].shape) == [1, 3, 32, 32]
     whisper = tiny_config("whisper")
-    inputs, _ = ht.build_inputs(torch, "speech-seq2seq", whisper, set(), 128, 4, 0)
+    inputs, _ = hi.build_inputs(torch, "speech-seq2seq", whisper, set(), 128, 4, 0)
     assert list(inputs["input_features"].shape) == [1, 16, 128]
-    inputs, _ = ht.build_inputs(torch, "speech-ctc", tiny_config("wav2vec2"), set(), 128, 4, 0)
+    inputs, _ = hi.build_inputs(torch, "speech-ctc", tiny_config("wav2vec2"), set(), 128, 4, 0)
     assert list(inputs["input_values"].shape) == [1, 16000]
 
 
@@ -231,15 +231,15 @@ def test_missing_input_fields_are_named():
     clip = tf.CLIPConfig(vision_config={"image_size": 32, "patch_size": 8})
     clip.vision_config.image_size = None
     try:
-        ht.check_inputs(torch, "contrastive", clip)
-    except ht.IncompleteConfig as e:
+        hi.check_inputs(torch, "contrastive", clip)
+    except hi.IncompleteConfig as e:
         assert e.field == "vision_config.image_size" and "vision_config.image_size is missing" in str(e)
     else:
         raise AssertionError("no IncompleteConfig")
     ts = tf.TimeSeriesTransformerConfig(prediction_length=None)
     try:
-        ht.check_inputs(torch, "time-series", ts, accepted={"past_values", "past_time_features"})
-    except ht.IncompleteConfig as e:
+        hi.check_inputs(torch, "time-series", ts, accepted={"past_values", "past_time_features"})
+    except hi.IncompleteConfig as e:
         assert e.field == "context_length"
     else:
         raise AssertionError("no IncompleteConfig")

@@ -1,0 +1,152 @@
+"""The compile stage of a probe (harness.py): torch.compile(model, backend, dynamic=False) on the forward inputs.
+
+The backend is tpu on tpu, inductor on cuda and cpu (aot_eager on a cpu host without a C++ compiler, and for a
+sharded probe on cpu), or --compile-backend. The first call is compile_s; the second, with the same shapes,
+must not make a new dynamo graph (recompile); on tpu TorchTPU's executable cache may still miss for up to
+harness.WARMUP_MAX_EXTRA (20) more calls but must then settle; the median of --steps calls is
+compiled_step_ms, during which nothing may compile. The compiled outputs are held to the eager ones with the
+numerics checks. Graph breaks and recompiles go to result.modes.compiled (harness_modes.py).
+
+CompileStage is mixed into harness.Probe, as harness_modes.Modes is; harness_testing overrides compile_model.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import statistics
+import time
+
+import harness_failures as hf
+import harness_modes as hm
+import harness_numerics as hn
+
+
+def dynamo_graphs() -> int:
+    """Dynamo's count of the graphs it compiled so far."""
+    from torch._dynamo.utils import counters
+
+    return int(counters["stats"]["unique_graphs"])
+
+
+def toolchain_problem(e: BaseException) -> bool:
+    """Whether e is inductor's C++ toolchain failing on this host (not the model)."""
+    text = "\n".join(str(x) for x in hf.exception_chain(e))
+    names = {type(x).__name__ for x in hf.exception_chain(e)}
+    return bool(names & {"CppCompileError", "InvalidCxxCompiler"}) or any(
+        s in text for s in ("InvalidCxxCompiler", "No working C compiler", "Python.h: No such file",
+                            "fatal error: ", "c++: not found", "g++: not found", "cannot find -l"))
+
+
+class CompileStage:
+    """Mixed into harness.Probe: the compile stage (see the module docstring)."""
+
+    def compile_model(self, backend: str):
+        """torch.compile of the model with static shapes."""
+        return self.torch.compile(self.model, backend=backend, dynamic=False)
+
+    def compile_backend(self) -> tuple[str, str]:
+        if self.args.compile_backend:
+            return self.args.compile_backend, ""
+        if self.target == "tpu":
+            return "tpu", ""
+        if self.target == "cpu" and self.world > 1:
+            return "aot_eager", ("a sharded probe on cpu compiles with aot_eager (graph capture and AOT autograd, no "
+                                 "code generation): inductor's C++ code generation of the sharded graphs takes minutes")
+        if self.target == "cpu" and not any(shutil.which(c) for c in (os.environ.get("CXX", ""), "g++", "c++", "clang++") if c):
+            return "aot_eager", "inductor needs a C++ compiler and none was found: used aot_eager"
+        return "inductor", ""
+
+    def stage_compile(self) -> None:
+        if self.args.no_compile:
+            self.skip_stage("compile", "--no-compile")
+            return
+        torch = self.torch
+        with self.stage("compile") as notes:
+            backend, bnote = self.compile_backend()
+            if bnote:
+                notes.append(bnote)
+            import torch._dynamo  # noqa: F401
+
+            torch._dynamo.reset()
+            breaks0 = self.graph_break_counts()
+            with torch.no_grad():
+                compiled, backend, g0 = self.first_compiled_call(backend, notes)
+                g1 = dynamo_graphs()
+                self.record_graph_breaks(breaks0, g1 - g0)
+                out, times = self.settled_compiled_calls(compiled, backend, g1, notes)
+            self.metrics["compiled_step_ms"] = round(statistics.median(times) * 1000, 4)
+            notes.append(f"backend={backend} graphs={g1 - g0} graph_breaks={self.metrics['graph_breaks']}"
+                         + "".join(f"; break: {r}" for r in self.metrics["graph_break_reasons"]))
+            self.check_compiled_outputs(out, notes)
+            del compiled
+            torch._dynamo.reset()
+
+    def first_compiled_call(self, backend: str, notes: list):
+        """The compiled model and its first call, timed (metrics.compile_s). Inductor on a cpu host whose C++
+        toolchain fails falls back to aot_eager, unless --compile-backend asked for it. Returns (the compiled
+        model, the backend that ran, dynamo's graph count before the call)."""
+        compiled = self.compile_model(backend)
+        dev = self.dev
+        g0 = dynamo_graphs()
+        dev.sync()
+        t = time.perf_counter()
+        try:
+            compiled(**self.dev_inputs)
+            dev.sync()
+        except Exception as e:  # noqa: BLE001
+            if not (backend == "inductor" and self.target == "cpu" and toolchain_problem(e)
+                    and not self.args.compile_backend):
+                raise
+            notes.append(f"inductor unusable on this host ({hf.short_message(e, 160)}): used aot_eager")
+            backend = "aot_eager"
+            self.torch._dynamo.reset()
+            compiled = self.compile_model(backend)
+            g0 = dynamo_graphs()
+            t = time.perf_counter()
+            compiled(**self.dev_inputs)
+            dev.sync()
+        self.metrics["compile_s"] = round(time.perf_counter() - t, 4)
+        return compiled, backend, g0
+
+    def settled_compiled_calls(self, compiled, backend: str, g1: int, notes: list) -> tuple:
+        """After the first call: the second, with the same shapes, must make no new dynamo graph; TorchTPU may
+        still build executables for several calls (its own benchmarks warm up for 10 to 20 steps until the cache
+        stops missing, see harness.WARMUP_MAX_EXTRA) but must settle within warmup_max_extra calls; then the
+        --steps timed calls must compile nothing. Each failure is a recompile. Returns (the last output, the
+        timed calls' seconds)."""
+        dev = self.dev
+        compiled(**self.dev_inputs)
+        dev.sync()
+        g2 = dynamo_graphs()
+        self.compiled_metrics["recompiles"] = g2 - g1
+        if g2 > g1:
+            raise hf.RecompileDetected(
+                f"second call with the same input shapes compiled {g2 - g1} new dynamo graph(s) "
+                f"(backend={backend}, dynamic=False)", "second call with the same shapes recompiled")
+        extra, settled = dev.warm(lambda: compiled(**self.dev_inputs), self.warmup_max_extra)
+        c1 = dev.compile_count()
+        if extra:
+            notes.append(f"TorchTPU still compiled on {extra} call(s) after the second")
+        if not settled:
+            raise hf.RecompileDetected(
+                f"TorchTPU kept compiling executables on {self.warmup_max_extra} repeated calls with the same "
+                "input shapes", "TorchTPU kept compiling on repeated calls")
+        out, times = hm.timed_calls(lambda: compiled(**self.dev_inputs), dev.sync, self.args.steps)
+        self.compiled_metrics["recompiles"] = dynamo_graphs() - g1
+        if dynamo_graphs() > g2 or (c1 is not None and dev.compile_count() != c1):
+            raise hf.RecompileDetected("repeated calls with the same input shapes recompiled during the "
+                                       "timed steps", "repeated calls recompiled")
+        return out, times
+
+    def check_compiled_outputs(self, out, notes: list) -> None:
+        """The compiled outputs against the eager ones, with the same checks and tolerance row as numerics."""
+        compiled_outs = self.output_tensors(out)
+        eager = {next(iter(compiled_outs)): self.dev_out, **(self.dev_extra or {})}
+        row = self.tolerance_row(str(self.dtype).replace("torch.", ""))
+        cmps = hn.compare_all(self.torch, eager, compiled_outs, self.out_kinds, row, "compiled vs eager")
+        cmp = cmps["primary"]
+        if cmp["max_abs_diff"] is not None:
+            notes.append(f"compiled vs eager max_abs_diff {cmp['max_abs_diff']:.3g}")
+        if not cmps["ok"]:
+            raise hf.NumericsMismatch(cmps["why"], f"compiled vs eager {cmps['key']}")
