@@ -203,12 +203,6 @@ import harness_tpu as htpu  # noqa: E402
 
 HARNESS_VERSION = "0.2.0"  # 0.2.0: the reference decides whose a failure is; bfloat16 on cpu
 
-STAGES = ("env", "config", "load", "forward", "numerics", "compile", "generate")
-
-# device dtype -> max_abs_diff bound atol + rtol * max|ref|; top-1 agreement >= top1 over the
-# positions where the reference's top-1 leads its runner-up by more than atol + tie_rtol * max|ref|;
-# rel_error and cosine bounds for dense and embedding outputs. The table is numerics.json.
-TOLERANCES = hn.TOLERANCES
 
 # Extra calls (after the first) allowed on tpu for TorchTPU's executable cache to settle. TorchTPU's own
 # e2e benchmark harness (examples/benchmarks/e2e/harness/measure.py: min_warmup_steps 10, max_warmup_steps

@@ -35,7 +35,6 @@ set_eager_mode, precision and Precision, all exported (experimental).
 
 from __future__ import annotations
 
-import contextlib
 import statistics
 import time
 
