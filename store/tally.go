@@ -116,24 +116,40 @@ func readModelStateOf(ctx context.Context, tx *sql.Tx, id string, r *listedRow, 
 	for rows.Next() {
 		var (
 			runtime int64
-			target  compat.Target
-			row     currentRow
-			n       newestResult
+			r       stateRow
 		)
-		if err := rows.Scan(&runtime, &target, &row.rank, &row.failKey, &n.tested, &n.task, &n.status, &n.reason); err != nil {
+		if err := rows.Scan(append([]any{&runtime}, r.dest()...)...); err != nil {
 			return st, fmt.Errorf("model state: %w", err)
 		}
-		switch {
-		case runtime > 0:
-			st.runtimes[runtime] = n.status
-		case target == "":
-			st.newest = n
-			fallthrough
-		default:
-			st.rows[target] = row
-		}
+		st.add(runtime, r.target, r.row, r.n)
 	}
 	return st, rows.Err()
+}
+
+// stateRow is a row of sqlStateRows but its first column: a current row,
+// or (target ”) the model's status on a runtime.
+type stateRow struct {
+	target compat.Target
+	row    currentRow
+	n      newestResult
+}
+
+func (r *stateRow) dest() []any {
+	return []any{&r.target, &r.row.rank, &r.row.failKey, &r.n.tested, &r.n.task, &r.n.status, &r.n.reason}
+}
+
+// add is one row of sqlStateRows: a current row (runtime 0) or the
+// model's status on a runtime.
+func (st *modelState) add(runtime int64, target compat.Target, row currentRow, n newestResult) {
+	switch {
+	case runtime > 0:
+		st.runtimes[runtime] = n.status
+	case target == "":
+		st.newest = n
+		fallthrough
+	default:
+		st.rows[target] = row
+	}
 }
 
 // tally is a change of one tallies row: models and their downloads.
