@@ -48,7 +48,7 @@ func (l *listing) split(models []ModelUpsert) (batch []batched, rest []ModelUpse
 		}
 	}
 	for _, m := range models {
-		if m.ID == "" || listed[m.ID] > 1 || len(aliasesOf(m)) > 0 || named[asciiLower(m.ID)] || l.mayBeAlias(m.ID) {
+		if m.ID == "" || listed[m.ID] > 1 || len(aliasesOf(m)) > 0 || (len(named) > 0 && named[asciiLower(m.ID)]) || l.mayBeAlias(m.ID) {
 			rest = append(rest, m)
 			continue
 		}

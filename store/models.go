@@ -177,7 +177,9 @@ func (l *listing) exists(ctx context.Context, tx *sql.Tx, id string) (bool, erro
 }
 
 // mayBeAlias reports whether id may be an alias (in any ASCII case).
-func (l *listing) mayBeAlias(id string) bool { return l.aliases == nil || l.aliases[asciiLower(id)] }
+func (l *listing) mayBeAlias(id string) bool {
+	return l.aliases == nil || (len(l.aliases) > 0 && l.aliases[asciiLower(id)])
+}
 
 func (l *listing) setRow(id string, r listedRow) {
 	if l.rows != nil {
@@ -199,6 +201,9 @@ func (l *listing) addAlias(a string) {
 
 // asciiLower folds ASCII letters only, as SQLite's NOCASE collation does.
 func asciiLower(s string) string {
+	if !strings.ContainsFunc(s, func(r rune) bool { return 'A' <= r && r <= 'Z' }) {
+		return s
+	}
 	b := []byte(s)
 	for i, c := range b {
 		if 'A' <= c && c <= 'Z' {
