@@ -270,6 +270,59 @@ func equivWorkload() []equivStep {
 		{"readiness again", readinessStep},
 		{"last listing: a tenth changed", listing(3, 0.1)},
 		{"a listing that moves every model's downloads (the tallies follow them)", listing(0, 1)},
+		{"a scan's listing: downloads and likes moved, new models, a rename, one listed twice, one left out", func(t *testing.T, s *store.SQLite) {
+			n := len(downloads)
+			for i := n; i < n+4; i++ {
+				downloads[i] = int64(rng.IntN(40)) * 100
+			}
+			var ups []store.ModelUpsert
+			for i := range len(downloads) {
+				switch i {
+				case 21: // left out of this listing: it stays as it was
+					continue
+				case 23, 24: // listed last, below
+					continue
+				case 20: // renamed: the new id comes with the old as its alias
+					ups = append(ups, store.ModelUpsert{ID: "neworg/renamed-20", Task: equivTasks[20%len(equivTasks)],
+						Library: equivLibraries[20%len(equivLibraries)], Downloads: downloads[20], Aliases: []string{equivModelID(20)}})
+					continue
+				}
+				if i < n && rng.IntN(10) == 0 {
+					downloads[i] += int64(1 + rng.IntN(300))
+				}
+				u := equivUpsert(i, downloads[i])
+				switch {
+				case i%17 == 3:
+					u.Likes++
+				case i%17 == 4:
+					u.Tags, u.Gated, u.LastModified = []string{"pytorch", "<tag & more>"}, true, t0.Add(time.Duration(i)*time.Hour)
+				}
+				ups = append(ups, u)
+			}
+			twice := equivUpsert(22, downloads[22]+5) // listed twice: the later wins
+			downloads[22] += 5
+			ups = append(ups, twice)
+			rng.Shuffle(len(ups), func(i, j int) { ups[i], ups[j] = ups[j], ups[i] })
+			// Model 23 comes with model 24 as its alias (their histories
+			// merge), and then 24 is listed again: a new model of that id.
+			merged := equivUpsert(23, downloads[23])
+			merged.Aliases = []string{equivModelID(24)}
+			ups = append(ups, equivUpsert(22, downloads[22]), merged, equivUpsert(24, downloads[24]+1))
+			if err := s.UpsertModels(ctx, ups); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"the same listing again: nothing changes", func(t *testing.T, s *store.SQLite) {
+			var ups []store.ModelUpsert
+			for i := range len(downloads) {
+				if i != 20 && i != 21 {
+					ups = append(ups, equivUpsert(i, downloads[i]))
+				}
+			}
+			if err := s.UpsertModels(ctx, ups); err != nil {
+				t.Fatal(err)
+			}
+		}},
 	}
 }
 
@@ -284,21 +337,43 @@ func runEquivWorkload(t *testing.T, s *store.SQLite, path string, check bool) {
 	}
 }
 
+// listingModes are the ways a listing is written: asking the database per
+// model, reading every model at once (as a scan's listing of thousands
+// does) and writing each, and reading every model at once and writing
+// those that touch no other in one batch.
+var listingModes = []listingMode{
+	{"per model", 1 << 30, false},
+	{"bulk, one by one", 2, false},
+	{"bulk, in a batch", 2, true},
+}
+
+type listingMode = struct {
+	name  string
+	bulk  int
+	batch bool
+}
+
+// openInMode opens a new store whose listings are written in mode (until
+// the test ends), and returns it with its database's path.
+func openInMode(t *testing.T, mode listingMode) (*store.SQLite, string) {
+	t.Cleanup(store.SetBulkListing(mode.bulk))
+	t.Cleanup(store.SetBatchListing(mode.batch))
+	path := t.TempDir() + "/scanner.db"
+	s, err := store.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s, path
+}
+
 // TestAggregatesMatchRecomputation: after every step of the workload, the
 // summary, failure groups, runtimes, comparisons and lists equal a
-// recomputation from the raw rows.
-// The listings run both ways: asking the database per model, and reading
-// every model at once (as a scan's listing of thousands does).
+// recomputation from the raw rows, whichever way listings are written.
 func TestAggregatesMatchRecomputation(t *testing.T) {
-	for _, bulk := range []int{1 << 30, 2} {
-		t.Run(fmt.Sprintf("bulk listing from %d models", bulk), func(t *testing.T) {
-			defer store.SetBulkListing(bulk)()
-			path := t.TempDir() + "/scanner.db"
-			s, err := store.Open(ctx, path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close()
+	for _, mode := range listingModes {
+		t.Run(mode.name, func(t *testing.T) {
+			s, path := openInMode(t, mode)
 			runEquivWorkload(t, s, path, true)
 			rts, err := s.Runtimes(ctx, "")
 			if err != nil || len(rts) != len(equivRuntimes) {
@@ -353,13 +428,20 @@ type rawResult struct {
 	runtime                      string
 }
 
-// readRaw reads the models and results tables of the database at path.
-func readRaw(t *testing.T, path string) raw {
+// openRaw opens the database at path without the store, to read.
+func openRaw(t *testing.T, path string) *sql.DB {
 	t.Helper()
 	db, err := sql.Open("sqlite3", "file:"+path+"?mode=ro&_busy_timeout=5000")
 	if err != nil {
 		t.Fatal(err)
 	}
+	return db
+}
+
+// readRaw reads the models and results tables of the database at path.
+func readRaw(t *testing.T, path string) raw {
+	t.Helper()
+	db := openRaw(t, path)
 	defer db.Close()
 	r := raw{models: map[string]rawModel{}}
 	rows, err := db.Query(`SELECT id, task, library, downloads, readiness FROM models`)
@@ -1050,4 +1132,82 @@ func TestAggregatesOnAGivenDatabase(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestListingModesWriteTheSameRows: the workload, its listings written
+// each way (listingModes), leaves the same rows in every table a listing
+// writes or the tallies read (the runtimes' versions aside: they count
+// changes).
+func TestListingModesWriteTheSameRows(t *testing.T) {
+	tables := []string{"models", "model_aliases", "current", "runtime_current", "status_tallies", "fail_tallies",
+		"task_tallies", "fit_tallies", "runtime_tallies", "runtime_pairs", "compare_pairs", "compare_items", "events"}
+	var first [][]string
+	for _, mode := range listingModes {
+		t.Run(mode.name, func(t *testing.T) {
+			s, path := openInMode(t, mode)
+			tick := t0
+			s.SetClock(func() time.Time { tick = tick.Add(time.Second); return tick })
+			var got [][]string // after each step, each table's rows
+			for _, st := range equivWorkload() {
+				st.run(t, s)
+				for _, table := range tables {
+					got = append(got, dumpTable(t, path, table))
+				}
+			}
+			if n := len(got) - len(tables); len(got[n]) < 40 || len(got[n+2]) < 160 { // models, current
+				t.Fatalf("the workload wrote too little: %d models, %d current rows", len(got[n]), len(got[n+2]))
+			}
+			if first == nil {
+				first = got
+				return
+			}
+			for i := range got {
+				if !slices.Equal(got[i], first[i]) {
+					t.Errorf("step %d: %s differs from %s's:\n got %q\nwant %q", i/len(tables), tables[i%len(tables)],
+						listingModes[0].name, got[i], first[i])
+				}
+			}
+		})
+	}
+}
+
+// dumpTable is every row of table in the database at path, each printed,
+// sorted.
+func dumpTable(t *testing.T, path, table string) []string {
+	t.Helper()
+	db := openRaw(t, path)
+	defer db.Close()
+	rows, err := db.Query("SELECT * FROM " + table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for rows.Next() {
+		vals := make([]any, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			t.Fatal(err)
+		}
+		var b strings.Builder
+		for i, v := range vals {
+			if bs, ok := v.([]byte); ok {
+				v = string(bs)
+			}
+			fmt.Fprintf(&b, "%s=%v ", cols[i], v)
+		}
+		out = append(out, b.String())
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(out)
+	return out
 }

@@ -19,6 +19,15 @@ func SetBulkListing(n int) func() {
 	return func() { bulkListing = old }
 }
 
+// SetBatchListing sets whether a large upsert writes the models that
+// touch no other model in one batch, and returns the function that puts
+// it back.
+func SetBatchListing(on bool) func() {
+	old := batchListing
+	batchListing = on
+	return func() { batchListing = old }
+}
+
 // SetClock replaces the store's clock.
 func (s *SQLite) SetClock(now func() time.Time) { s.now = now }
 

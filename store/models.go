@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -60,7 +61,11 @@ func (s *SQLite) UpsertModels(ctx context.Context, models []ModelUpsert) error {
 	if err != nil {
 		return fmt.Errorf("store: upsert models: %w", err)
 	}
-	for _, m := range models {
+	batch, rest := l.split(models)
+	if err := upsertBatch(ctx, tx, t, l, batch, now); err != nil {
+		return fmt.Errorf("store: upsert models: %w", err)
+	}
+	for _, m := range rest {
 		if err := upsertModel(ctx, tx, t, l, m, now); err != nil {
 			return fmt.Errorf("store: upsert models: %s: %w", m.ID, err)
 		}
@@ -172,7 +177,9 @@ func (l *listing) exists(ctx context.Context, tx *sql.Tx, id string) (bool, erro
 }
 
 // mayBeAlias reports whether id may be an alias (in any ASCII case).
-func (l *listing) mayBeAlias(id string) bool { return l.aliases == nil || l.aliases[asciiLower(id)] }
+func (l *listing) mayBeAlias(id string) bool {
+	return l.aliases == nil || (len(l.aliases) > 0 && l.aliases[asciiLower(id)])
+}
 
 func (l *listing) setRow(id string, r listedRow) {
 	if l.rows != nil {
@@ -194,6 +201,9 @@ func (l *listing) addAlias(a string) {
 
 // asciiLower folds ASCII letters only, as SQLite's NOCASE collation does.
 func asciiLower(s string) string {
+	if !strings.ContainsFunc(s, func(r rune) bool { return 'A' <= r && r <= 'Z' }) {
+		return s
+	}
 	b := []byte(s)
 	for i, c := range b {
 		if 'A' <= c && c <= 'Z' {
@@ -212,14 +222,9 @@ func upsertModel(ctx context.Context, tx *sql.Tx, t *tallier, l *listing, m Mode
 	if m.ID == "" {
 		return fmt.Errorf("%w: model without id", ErrInvalid)
 	}
-	row := listedRow{task: m.Task, library: m.Library, downloads: m.Downloads, likes: m.Likes, gated: m.Gated,
-		sha: m.SHA, lastModified: nullTime(m.LastModified)}
-	if len(m.Tags) > 0 {
-		tags, err := jsonText(m.Tags)
-		if err != nil {
-			return err
-		}
-		row.tags = sql.NullString{String: tags, Valid: true}
+	row, err := listedRowOf(m)
+	if err != nil {
+		return err
 	}
 	old, exists, err := l.row(ctx, tx, m.ID)
 	if err != nil {
@@ -293,18 +298,41 @@ func upsertModel(ctx context.Context, tx *sql.Tx, t *tallier, l *listing, m Mode
 	case merging:
 		return t.end(ctx, tx, m.ID, nil)
 	case changed:
-		after := newModelState(m.Downloads, m.Task, m.Library)
-		if exists {
-			after = before.with(m.Downloads, m.Task, m.Library)
-			for _, target := range listTargets { // rows the listing just gave it
-				if _, ok := after.rows[target]; !ok {
-					after.rows[target] = currentRow{rank: statusRank(compat.StatusUntested)}
-				}
-			}
-		}
+		after := listedState(m, exists, before)
 		return t.end(ctx, tx, m.ID, &after)
 	}
 	return nil
+}
+
+// listedRowOf is the models row that listing m sets.
+func listedRowOf(m ModelUpsert) (listedRow, error) {
+	row := listedRow{task: m.Task, library: m.Library, downloads: m.Downloads, likes: m.Likes, gated: m.Gated,
+		sha: m.SHA, lastModified: nullTime(m.LastModified)}
+	if len(m.Tags) > 0 {
+		tags, err := jsonText(m.Tags)
+		if err != nil {
+			return row, err
+		}
+		row.tags = sql.NullString{String: tags, Valid: true}
+	}
+	return row, nil
+}
+
+// listedState is the tallies' state of model m once its listing changed
+// its row: a new model's (!exists), or before's with m's downloads, task
+// and library and a row on every target.
+func listedState(m ModelUpsert, exists bool, before modelState) modelState {
+	if !exists {
+		return newModelState(m.Downloads, m.Task, m.Library)
+	}
+	after := before.with(m.Downloads, m.Task, m.Library)
+	after.rows = maps.Clone(before.rows) // before's stay as they were
+	for _, target := range listTargets { // rows the listing just gave it
+		if _, ok := after.rows[target]; !ok {
+			after.rows[target] = currentRow{rank: statusRank(compat.StatusUntested)}
+		}
+	}
+	return after
 }
 
 // listCurrent keeps model m's current rows in step with its listing: a

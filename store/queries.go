@@ -31,7 +31,9 @@ const (
 	// sqlUpsertModel writes a model; an unchanged row is left alone (no
 	// write, updated_at kept).
 	sqlUpsertModel = `INSERT INTO models (id, org, task, library, downloads, likes, gated, sha, tags, last_modified, first_seen, updated_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)` + upsertModelSet
+	// upsertModelSet is how a listed model's row replaces the one stored.
+	upsertModelSet = `
 ON CONFLICT (id) DO UPDATE SET
 	org = excluded.org, task = excluded.task, library = excluded.library, downloads = excluded.downloads,
 	likes = excluded.likes, gated = excluded.gated, sha = excluded.sha, tags = excluded.tags,

@@ -120,28 +120,45 @@ func readModelStateOf(ctx context.Context, tx *sql.Tx, id string, r *listedRow, 
 	for rows.Next() {
 		var (
 			runtime int64
-			target  compat.Target
-			row     currentRow
-			n       newestResult
-			train   sql.NullString
+			r       stateRow
 		)
-		if err := rows.Scan(&runtime, &target, &row.rank, &row.failKey, &n.tested, &n.task, &n.status, &n.reason, &train); err != nil {
+		if err := rows.Scan(append([]any{&runtime}, r.dest()...)...); err != nil {
 			return st, fmt.Errorf("model state: %w", err)
 		}
-		switch {
-		case runtime > 0:
-			st.runtimes[runtime] = n.status
-			if train.Valid {
-				st.trains[runtime] = compat.Status(train.String)
-			}
-		case target == "":
-			st.newest = n
-			fallthrough
-		default:
-			st.rows[target] = row
-		}
+		st.add(runtime, r)
 	}
 	return st, rows.Err()
+}
+
+// stateRow is a row of sqlStateRows but its first column: a current row,
+// or (target ”) the model's status on a runtime and its train verdict's
+// (NULL for none).
+type stateRow struct {
+	target compat.Target
+	row    currentRow
+	n      newestResult
+	train  sql.NullString
+}
+
+func (r *stateRow) dest() []any {
+	return []any{&r.target, &r.row.rank, &r.row.failKey, &r.n.tested, &r.n.task, &r.n.status, &r.n.reason, &r.train}
+}
+
+// add is one row of sqlStateRows: a current row (runtime 0) or the
+// model's status on a runtime.
+func (st *modelState) add(runtime int64, r stateRow) {
+	switch {
+	case runtime > 0:
+		st.runtimes[runtime] = r.n.status
+		if r.train.Valid {
+			st.trains[runtime] = compat.Status(r.train.String)
+		}
+	case r.target == "":
+		st.newest = r.n
+		fallthrough
+	default:
+		st.rows[r.target] = r.row
+	}
 }
 
 // tally is a change of one tallies row: models and their downloads.
