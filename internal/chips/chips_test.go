@@ -46,6 +46,15 @@ func TestAssign(t *testing.T) {
 		{"a block that does not fit the host is never used", "...", []int{2, 1}, [][]int{{0, 1}, {2}}},
 		{"more devices than the host has, or none, never start", "....", []int{5, 0, 1}, [][]int{nil, nil, {0}}},
 		{"the whole host", "....", []int{4, 1}, [][]int{{0, 1, 2, 3}, nil}},
+		// Chip 5's region [4,7] is busy: the sharded probe takes [6,7] and
+		// leaves the free half [0,3] whole.
+		{"a sharded probe fills a busy region first", ".....x..", []int{2}, [][]int{{6, 7}}},
+		// Both halves have a busy chip: the 4-device probe reserves the
+		// lower, [0,3]; [6,7] is free and reserved by nobody.
+		{"a block past a reservation is free to start", "x...x...", []int{4, 2}, [][]int{nil, {6, 7}}},
+		// Both blocks have one busy chip: the reservation is the lower,
+		// and the one-device probe may take chip 2 but not chip 1.
+		{"on a tie the reservation is the lowest block", "x..x", []int{2, 1}, [][]int{nil, {2}}},
 		{"nothing waits", "x.", nil, [][]int{}},
 	}
 	for _, tt := range tests {

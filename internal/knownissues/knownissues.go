@@ -18,10 +18,12 @@ package knownissues
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"sort"
 	"strings"
 	"unicode"
@@ -113,7 +115,7 @@ func Parse(data []byte) (Table, error) {
 			t.exact[k] = is
 		}
 	}
-	sort.SliceStable(t.prefixes, func(i, j int) bool { return len(t.prefixes[i].p) > len(t.prefixes[j].p) })
+	slices.SortStableFunc(t.prefixes, func(a, b prefix) int { return cmp.Compare(len(b.p), len(a.p)) }) // longest first
 	return t, nil
 }
 

@@ -99,3 +99,40 @@ func TestParseRefuses(t *testing.T) {
 		t.Errorf("an empty object: %v, %d entries", err, tab.Len())
 	}
 }
+
+// TestParseBounds: a file of exactly the cap and a URL of exactly its most
+// are accepted, a byte more is not; an error quotes a key of 80 bytes
+// whole and clips a longer one.
+func TestParseBounds(t *testing.T) {
+	pad := func(body string, n int) []byte { return []byte(body + strings.Repeat(" ", n-len(body))) }
+	if _, err := Parse(pad("{}", MaxFileBytes)); err != nil {
+		t.Errorf("a file of exactly %d bytes: %v", MaxFileBytes, err)
+	}
+	if _, err := Parse(pad("{}", MaxFileBytes+1)); err == nil || !strings.Contains(err.Error(), "over the") {
+		t.Errorf("a file a byte over: %v", err)
+	}
+	entry := func(url string) []byte {
+		return []byte(`{"oom": {"title": "t", "url": "` + url + `", "state": "open"}}`)
+	}
+	base := "https://example.org/"
+	if _, err := Parse(entry(base + strings.Repeat("a", 2000-len(base)))); err != nil {
+		t.Errorf("a url of 2000 bytes: %v", err)
+	}
+	if _, err := Parse(entry(base + strings.Repeat("a", 2001-len(base)))); err == nil || !strings.Contains(err.Error(), "url longer than 2000 bytes") {
+		t.Errorf("a url of 2001 bytes: %v", err)
+	}
+	bad := func(key string) string {
+		_, err := Parse([]byte(`{"` + key + `": {"title": "t", "url": "ftp://x", "state": "open"}}`))
+		if err == nil {
+			t.Fatalf("entry %q accepted", key)
+		}
+		return err.Error()
+	}
+	k80 := strings.Repeat("k", 80)
+	if msg := bad(k80); !strings.Contains(msg, `"`+k80+`"`) {
+		t.Errorf("an 80-byte key was not quoted whole: %s", msg)
+	}
+	if msg := bad(k80 + "z"); !strings.Contains(msg, `"`+k80+`…"`) {
+		t.Errorf("an 81-byte key was not clipped to 80: %s", msg)
+	}
+}

@@ -308,7 +308,7 @@ func (r *Registry) WriteText(w io.Writer) error {
 		fams = append(fams, f)
 	}
 	r.mu.Unlock()
-	sort.Slice(fams, func(i, j int) bool { return fams[i].name < fams[j].name })
+	slices.SortFunc(fams, func(a, b *family) int { return strings.Compare(a.name, b.name) })
 
 	bw := bufio.NewWriter(w)
 	for _, f := range fams {
@@ -329,7 +329,7 @@ func (f *family) write(w *bufio.Writer) {
 		all = append(all, s)
 	}
 	f.mu.RUnlock()
-	sort.Slice(all, func(i, j int) bool { return slices.Compare(all[i].values, all[j].values) < 0 })
+	slices.SortFunc(all, func(a, b *series) int { return slices.Compare(a.values, b.values) })
 
 	for _, s := range all {
 		switch f.kind {
@@ -343,10 +343,7 @@ func (f *family) write(w *bufio.Writer) {
 				cum += s.counts[i].Load()
 				fmt.Fprintf(w, "%s_bucket%s %d\n", f.name, labelString(f.labels, s.values, "le", formatFloat(ub)), cum)
 			}
-			count := s.count.Load()
-			if count < cum {
-				count = cum
-			}
+			count := max(s.count.Load(), cum)
 			fmt.Fprintf(w, "%s_bucket%s %d\n", f.name, labelString(f.labels, s.values, "le", "+Inf"), count)
 			fmt.Fprintf(w, "%s_sum%s %s\n", f.name, labelString(f.labels, s.values, "", ""), formatFloat(s.sum.load()))
 			fmt.Fprintf(w, "%s_count%s %d\n", f.name, labelString(f.labels, s.values, "", ""), count)

@@ -178,3 +178,23 @@ func TestForget(t *testing.T) {
 	}()
 	c.Forget("host", "a")
 }
+
+// TestUnlabelledHistogramText: a histogram without labels writes its le
+// label alone in the braces of each bucket (no leading comma), and its sum
+// and count without braces.
+func TestUnlabelledHistogramText(t *testing.T) {
+	r := NewRegistry()
+	h := r.Histogram("wait_seconds", "Wait.", []float64{1})
+	h.With().Observe(0.5)
+	h.With().Observe(2)
+	var b strings.Builder
+	if err := r.WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"wait_seconds_bucket{le=\"1\"} 1\n", "wait_seconds_bucket{le=\"+Inf\"} 2\n",
+		"wait_seconds_sum 2.5\n", "wait_seconds_count 2\n"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("missing %q in\n%s", want, b.String())
+		}
+	}
+}

@@ -100,3 +100,22 @@ func TestDeathReleases(t *testing.T) {
 	}
 	l.Release()
 }
+
+// TestHeldErrorNamesOnlyWhatIsKnown: a holder's scan, process and start
+// are named only when the lock file gave them (a zero is "not known").
+func TestHeldErrorNamesOnlyWhatIsKnown(t *testing.T) {
+	since := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		h    Holder
+		want string
+	}{
+		{Holder{}, ErrHeld.Error()},
+		{Holder{ScanID: 1}, ErrHeld.Error() + " (scan 1)"},
+		{Holder{PID: 1, Host: "h"}, ErrHeld.Error() + " (pid 1 on h)"},
+		{Holder{ScanID: 2, PID: 3, Host: "h", Since: since}, ErrHeld.Error() + " (scan 2, pid 3 on h, since 2026-12-01T10:00:00Z)"},
+	} {
+		if got := (&HeldError{Holder: tc.h}).Error(); got != tc.want {
+			t.Errorf("%+v: %q, want %q", tc.h, got, tc.want)
+		}
+	}
+}

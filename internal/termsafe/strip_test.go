@@ -41,3 +41,46 @@ func TestStrip(t *testing.T) {
 		}
 	}
 }
+
+// TestStripSequenceBounds: a CSI's intermediates start at the space (0x20)
+// and its final byte runs from @ (0x40) to ~ (0x7E); an OSC without its
+// terminator takes the rest of the text.
+func TestStripSequenceBounds(t *testing.T) {
+	for in, want := range map[string]string{
+		"a\x1b[1 qb":      "ab", // DECSCUSR: a space intermediate
+		"a\x1b[4@b":       "ab", // ICH: the final byte @
+		"a\x1b[3~b":       "ab", // the final byte ~
+		"a\x1b[3\x7fb":    "ab", // DEL is not a final byte: the sequence ends before it, and DEL goes as a control
+		"a\x1b]0;title":   "a",
+		"a\x1b]0;t\x1b\\": "a",
+	} {
+		if got := Strip(in); got != want {
+			t.Errorf("Strip(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestFirstUnsafe: the plain-text check Line and Text start with finds the
+// first byte they would change, and nothing in plain text (spaces, tabs,
+// printable ASCII and runes), so that plain text is returned as it is.
+func TestFirstUnsafe(t *testing.T) {
+	for _, tc := range []struct {
+		in     string
+		keepLF bool
+		want   int
+	}{
+		{"a b\tc ~", false, -1},
+		{"héllo ✓", false, -1},
+		{"a\nb", true, -1},
+		{"a\nb", false, 1},
+		{"ab\x7f", false, 2},
+		{"a\x1fb", false, 1},
+		{"a\x80b", false, 1},
+		{"é\xffb", false, 2},
+		{"a\u202eb", false, 1},
+	} {
+		if got := firstUnsafe(tc.in, tc.keepLF); got != tc.want {
+			t.Errorf("firstUnsafe(%q, %v) = %d, want %d", tc.in, tc.keepLF, got, tc.want)
+		}
+	}
+}

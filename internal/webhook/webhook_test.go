@@ -493,6 +493,14 @@ func TestSendRefusesRedirectsAndReadsLittle(t *testing.T) {
 	if _, err := New(Config{Store: storetest.MustOpen(t), Webhooks: []watch.Webhook{{URL: "file:///etc/passwd", Secret: secret}}}); err == nil {
 		t.Error("New accepted a file: URL")
 	}
+	if _, err := New(Config{Store: storetest.MustOpen(t), Webhooks: []watch.Webhook{{URL: "ftp://hooks.example/h", Secret: secret}}}); err == nil {
+		t.Error("New accepted an ftp: URL")
+	}
+	for _, u := range []string{"http://hooks.example/h", "https://hooks.example/h"} {
+		if _, err := New(Config{Store: storetest.MustOpen(t), Webhooks: []watch.Webhook{{URL: u, Secret: secret}}}); err != nil {
+			t.Errorf("New refused %s: %v", u, err)
+		}
+	}
 	// A request error names no URL.
 	err = s.send(context.Background(), watch.Webhook{URL: "http://127.0.0.1:1/hooks/secretpath", Secret: secret}, d)
 	if err == nil || strings.Contains(err.Error(), "secretpath") {
