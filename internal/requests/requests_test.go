@@ -541,3 +541,17 @@ func startScan(t *testing.T, db *store.SQLite) int64 {
 	}
 	return id
 }
+
+// TestAScanThatFailedSaysWhy: a request whose scan ended with an error
+// (not one to run again) fails with that error.
+func TestAScanThatFailedSaysWhy(t *testing.T) {
+	d, db, _ := desk(t, 10)
+	ctx := context.Background()
+	r := askAll(t, d, "org/real")[0]
+	ids, models, _ := d.Claim(ctx, 1)
+	scanID := startScan(t, db)
+	d.Done(ctx, ids, models, store.Scan{ID: scanID}, errors.New("the fleet answered 500"), false)
+	if r, _ := d.Get(ctx, r.ID); r.State != store.RequestFailed || r.Message != "the scan could not test it: the fleet answered 500" {
+		t.Errorf("%+v", r)
+	}
+}
