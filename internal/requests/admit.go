@@ -71,7 +71,8 @@ func refuse(kind error, reason, format string, args ...any) *Refusal {
 }
 
 // Caps are the size caps of what the scanner downloads (the Hub client's:
-// hub.DefaultMaxFileBytes and hub.DefaultMaxModelBytes).
+// hub.DefaultMaxFileBytes and hub.DefaultMaxModelBytes); a file or model
+// of exactly its cap is within it, and a cap of 0 is none.
 type Caps struct {
 	MaxFileBytes  int64
 	MaxModelBytes int64

@@ -371,7 +371,6 @@ func (d *Desk) outcome(ctx context.Context, model string, sc store.Scan, runErr 
 		f.Message = "the scan could not test it: " + sc.Error
 	case runErr != nil:
 		f.Message = "the scan could not test it: " + hub.Brief(runErr)
-		f.Message = "the scan recorded no result for it: " + sc.Error
 	default:
 		f.Message = "the scan recorded no result for it"
 	}

@@ -1,6 +1,7 @@
 package requests
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -56,6 +57,14 @@ func TestAdmit(t *testing.T) {
 		{"a big file the checkpoint does not use", with(func(m *hub.ModelInfo) {
 			m.Siblings = append(m.Siblings, hub.Sibling{Name: "onnx/model.safetensors", Size: 50 << 30})
 		}), "", ""},
+		{"a file of exactly the cap", with(func(m *hub.ModelInfo) { m.Siblings[1].Size = 10 << 30 }), "", ""},
+		{"shards of exactly the model cap", with(func(m *hub.ModelInfo) {
+			m.Siblings = []hub.Sibling{{Name: "model-00001-of-00002.safetensors", Size: 10 << 30}, {Name: "model-00002-of-00002.safetensors", Size: 10 << 30}}
+		}), "", ""},
+		{"a byte over the model cap", with(func(m *hub.ModelInfo) {
+			m.Siblings = []hub.Sibling{{Name: "model-00001-of-00003.safetensors", Size: 10 << 30}, {Name: "model-00002-of-00003.safetensors", Size: 10 << 30},
+				{Name: "model-00003-of-00003.safetensors", Size: 1}}
+		}), ReasonTooLarge, "its weights are 20.0 GiB, over the scanner's 20.0 GiB cap per model"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := Admit(tc.info, caps)
@@ -70,10 +79,23 @@ func TestAdmit(t *testing.T) {
 			}
 		})
 	}
+	// A cap of 0 is no cap: 30 GiB in one file passes the one that is 0.
+	huge := with(func(m *hub.ModelInfo) { m.Siblings[1].Size = 30 << 30 })
+	for _, c := range []Caps{{}, {MaxModelBytes: 40 << 30}, {MaxFileBytes: 40 << 30}} {
+		if r := Admit(huge, c); r != nil {
+			t.Errorf("caps %+v: %v", c, r)
+		}
+	}
 }
 
 // desk is a desk over a fresh store and a fake Hub with a few repos.
 func desk(t *testing.T, queueCap int) (*Desk, *store.SQLite, *hubtest.Hub) {
+	t.Helper()
+	return deskWith(t, queueCap, func(*Config) {})
+}
+
+// deskWith is desk with its config changed by set first.
+func deskWith(t *testing.T, queueCap int, set func(*Config)) (*Desk, *store.SQLite, *hubtest.Hub) {
 	t.Helper()
 	cfg, _ := json.Marshal(llama)
 	repo := func(id string) hubtest.Repo {
@@ -100,8 +122,10 @@ func desk(t *testing.T, queueCap int) (*Desk, *store.SQLite, *hubtest.Hub) {
 		t.Fatal(err)
 	}
 	db := storetest.MustOpen(t)
-	d, err := New(Config{Store: db, Hub: client, Caps: Caps{MaxFileBytes: 1 << 20, MaxModelBytes: 2048}, QueueCap: queueCap,
-		Logger: slog.New(slog.DiscardHandler)})
+	c := Config{Store: db, Hub: client, Caps: Caps{MaxFileBytes: 1 << 20, MaxModelBytes: 2048}, QueueCap: queueCap,
+		Logger: slog.New(slog.DiscardHandler)}
+	set(&c)
+	d, err := New(c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -319,22 +343,12 @@ func TestAHubOutageIsNotRemembered(t *testing.T) {
 func TestClaimAndDone(t *testing.T) {
 	d, db, _ := desk(t, 10)
 	ctx := context.Background()
-	var reqs []store.TestRequest
-	for _, id := range []string{"org/real", "many/m1", "many/m2"} {
-		r, _, err := d.Ask(ctx, id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		reqs = append(reqs, r)
-	}
+	reqs := askAll(t, d, "org/real", "many/m1", "many/m2")
 	ids, models, err := d.Claim(ctx, 2)
 	if err != nil || len(ids) != 2 || models[0] != "org/real" || models[1] != "many/m1" {
 		t.Fatalf("claim: %v %v %v", ids, models, err)
 	}
-	scanID, err := db.StartScan(ctx, store.Scan{Trigger: "request", Target: "cpu"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	scanID := startScan(t, db)
 	if err := db.UpsertModels(ctx, []store.ModelUpsert{{ID: "org/real", SHA: "x"}, {ID: "many/m1", SHA: "x"}}); err != nil {
 		t.Fatal(err)
 	}
@@ -357,5 +371,187 @@ func TestClaimAndDone(t *testing.T) {
 	}
 	if ids, _, _ := d.Claim(ctx, 5); len(ids) != 1 {
 		t.Errorf("claim after the requeue: %v", ids)
+	}
+}
+
+func TestNewWantsAPositiveQueueCap(t *testing.T) {
+	for _, n := range []int{0, -1} {
+		if _, err := New(Config{Store: storetest.MustOpen(t), Hub: &outage{}, QueueCap: n}); err == nil {
+			t.Errorf("New accepted a queue cap of %d", n)
+		}
+	}
+	if _, err := New(Config{Store: storetest.MustOpen(t), Hub: &outage{}, QueueCap: 1}); err != nil {
+		t.Errorf("a queue cap of 1: %v", err)
+	}
+}
+
+// TestARenamedModelWithAResultIsRefused: a request under a model's old id
+// is refused as tested when its new id has a result.
+func TestARenamedModelWithAResultIsRefused(t *testing.T) {
+	d, db, _ := desk(t, 10)
+	ctx := context.Background()
+	recordPass(t, db, "org/new-name", nil)
+	if _, _, err := d.Ask(ctx, "org/old-name"); !errors.Is(err, ErrAlreadyTested) || !strings.Contains(err.Error(), "org/new-name") {
+		t.Errorf("the old id of a tested model: %v", err)
+	}
+	if n, _ := db.OpenRequests(ctx); n != 0 {
+		t.Errorf("%d requests queued", n)
+	}
+}
+
+// recordPass records a passing result of model id, in scan scanID (nil:
+// none).
+func recordPass(t *testing.T, db *store.SQLite, id string, scanID *int64) {
+	t.Helper()
+	ctx := context.Background()
+	if err := db.UpsertModels(ctx, []store.ModelUpsert{{ID: id, SHA: "x"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.RecordResult(ctx, id, compat.Result{Target: compat.TargetCPU, Status: compat.StatusPass, Revision: "x",
+		TestedAt: time.Now(), ScanID: scanID, Runtime: compat.Runtime{Torch: "t"}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestARefusalIsRememberedForItsTTL: the Hub is not asked again about a
+// refused id until RefusalTTL has passed (a refusal exactly TTL old still
+// stands).
+func TestARefusalIsRememberedForItsTTL(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	var now atomic.Int64
+	now.Store(t0.UnixNano())
+	d, _, h := deskWith(t, 10, func(c *Config) {
+		c.RefusalTTL = time.Hour
+		c.Now = func() time.Time { return time.Unix(0, now.Load()) }
+	})
+	for _, step := range []struct {
+		at   time.Duration
+		asks int // the Hub's questions about the id by then
+	}{{0, 1}, {time.Minute, 1}, {time.Hour, 1}, {time.Hour + time.Nanosecond, 2}, {2 * time.Hour, 2}} {
+		now.Store(t0.Add(step.at).UnixNano())
+		if _, _, err := d.Ask(context.Background(), "nobody/missing"); ReasonOf(err) != ReasonNotFound {
+			t.Fatalf("at +%v: %v", step.at, err)
+		}
+		if n := infoAsks(h)["nobody/missing"]; n != step.asks {
+			t.Errorf("at +%v the Hub was asked %d times, want %d", step.at, n, step.asks)
+		}
+	}
+}
+
+// TestOnlyTheNewestRefusalsAreRemembered: past Refusals, the oldest
+// refusal is forgotten (its id asks the Hub again); the newest Refusals
+// are all kept.
+func TestOnlyTheNewestRefusalsAreRemembered(t *testing.T) {
+	d, _, h := deskWith(t, 10, func(c *Config) { c.Refusals = 2 })
+	ask := func(id string, asks int) {
+		t.Helper()
+		if _, _, err := d.Ask(context.Background(), id); ReasonOf(err) != ReasonNotFound {
+			t.Fatalf("%s: %v", id, err)
+		}
+		if n := infoAsks(h)[id]; n != asks {
+			t.Errorf("%s: the Hub was asked %d times, want %d", id, n, asks)
+		}
+	}
+	ask("nobody/a", 1)
+	ask("nobody/b", 1)
+	ask("nobody/a", 1) // two remembered
+	ask("nobody/b", 1)
+	ask("nobody/c", 1) // a, the oldest, is forgotten
+	ask("nobody/b", 1)
+	ask("nobody/c", 1)
+	ask("nobody/a", 2)
+}
+
+// finishFails is a store that cannot record the outcome of one request.
+type finishFails struct {
+	*store.SQLite
+	id int64
+}
+
+func (f finishFails) FinishRequest(ctx context.Context, id int64, fin store.RequestFinish) error {
+	if id == f.id {
+		return errors.New("disk I/O error")
+	}
+	return f.SQLite.FinishRequest(ctx, id, fin)
+}
+
+// TestTheDeskLogsWhatHappens: a new request and each finished one are
+// logged to Config.Logger with the model; an outcome the store could not
+// record is logged as an error, and the other requests still finish.
+func TestTheDeskLogsWhatHappens(t *testing.T) {
+	var logs bytes.Buffer
+	log := slog.New(slog.NewJSONHandler(&logs, nil))
+	d, db, _ := deskWith(t, 10, func(c *Config) { c.Logger = log })
+	ctx := context.Background()
+	reqs := askAll(t, d, "org/real", "many/m1", "many/m2")
+	d.cfg.Store = finishFails{SQLite: db, id: reqs[1].ID}
+	ids, models, err := d.Claim(ctx, 3)
+	if err != nil || len(ids) != 3 {
+		t.Fatalf("claim: %v %v", ids, err)
+	}
+	scanID := startScan(t, db)
+	recordPass(t, db, "org/real", &scanID)
+	d.Done(ctx, ids, models, store.Scan{ID: scanID}, nil, false)
+	if r, _ := d.Get(ctx, reqs[2].ID); r.State != store.RequestFailed {
+		t.Errorf("the request after the one not recorded: %+v", r)
+	}
+	var got []string
+	for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+		var r struct {
+			Level, Msg, Model, State, Status, Err string
+			RequestID                             int64 `json:"request_id"`
+		}
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatalf("%q: %v", line, err)
+		}
+		got = append(got, fmt.Sprintf("%s %s: %s #%d %s %s %s", r.Level, r.Msg, r.Model, r.RequestID, r.State, r.Status, r.Err))
+	}
+	want := []string{
+		fmt.Sprintf("INFO test requested: org/real #%d   ", reqs[0].ID),
+		fmt.Sprintf("INFO test requested: many/m1 #%d   ", reqs[1].ID),
+		fmt.Sprintf("INFO test requested: many/m2 #%d   ", reqs[2].ID),
+		fmt.Sprintf("INFO test request finished: org/real #%d done pass ", reqs[0].ID),
+		fmt.Sprintf("ERROR test request: recording its outcome: many/m1 #%d   disk I/O error", reqs[1].ID),
+		fmt.Sprintf("INFO test request finished: many/m2 #%d failed  ", reqs[2].ID),
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("log:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// askAll asks for a test of each model, which must be queued.
+func askAll(t *testing.T, d *Desk, ids ...string) []store.TestRequest {
+	t.Helper()
+	var reqs []store.TestRequest
+	for _, id := range ids {
+		r, created, err := d.Ask(context.Background(), id)
+		if err != nil || !created {
+			t.Fatalf("Ask(%s): %v %v", id, created, err)
+		}
+		reqs = append(reqs, r)
+	}
+	return reqs
+}
+
+func startScan(t *testing.T, db *store.SQLite) int64 {
+	t.Helper()
+	id, err := db.StartScan(context.Background(), store.Scan{Trigger: "request", Target: "cpu"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+// TestAScanThatFailedSaysWhy: a request whose scan ended with an error
+// (not one to run again) fails with that error.
+func TestAScanThatFailedSaysWhy(t *testing.T) {
+	d, db, _ := desk(t, 10)
+	ctx := context.Background()
+	r := askAll(t, d, "org/real")[0]
+	ids, models, _ := d.Claim(ctx, 1)
+	scanID := startScan(t, db)
+	d.Done(ctx, ids, models, store.Scan{ID: scanID}, errors.New("the fleet answered 500"), false)
+	if r, _ := d.Get(ctx, r.ID); r.State != store.RequestFailed || r.Message != "the scan could not test it: the fleet answered 500" {
+		t.Errorf("%+v", r)
 	}
 }

@@ -7,10 +7,12 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync"
@@ -53,6 +55,12 @@ func TestBackoff(t *testing.T) {
 			if got > want || got < want-want/10 {
 				t.Errorf("backoff(%d) = %v, want %v less at most a tenth", tc.n, got, want)
 			}
+		}
+	}
+	// Under 10 ns a tenth is less than a nanosecond: no jitter (and no panic).
+	for d := time.Duration(1); d < 40; d++ {
+		if got := backoff(1, d, time.Minute); got > d || got < d-d/10 {
+			t.Errorf("backoff(1) from %v = %v, want %v less at most a tenth", d, got, d)
 		}
 	}
 }
@@ -232,7 +240,7 @@ func waitFor(t *testing.T, what string, d time.Duration, ok func() bool) {
 	}
 }
 
-func fastConfig(db *store.SQLite, hooks []watch.Webhook, reg *metrics.Registry, log *slog.Logger) Config {
+func fastConfig(db Store, hooks []watch.Webhook, reg *metrics.Registry, log *slog.Logger) Config {
 	return Config{Webhooks: hooks, Store: db, BaseURL: "https://compat.example.org", Metrics: reg, Logger: log, Version: "test",
 		Poll: 20 * time.Millisecond, FirstBackoff: 20 * time.Millisecond, MaxBackoff: 80 * time.Millisecond, Timeout: 2 * time.Second,
 		Known: func(sig string) *compat.KnownIssue {
@@ -264,6 +272,8 @@ func TestADownReceiverGetsEveryChangeOnceAcrossARestart(t *testing.T) {
 	rcv.down()
 	first := record(t, db, "org/a", t0, compat.StatusPass, compat.StatusFail, compat.StatusPass)
 	waitFor(t, "failed tries", 5*time.Second, func() bool { return strings.Count(logs.String(), "webhook delivery failed") >= 2 })
+	// The three changes wait for the receiver, and the gauge says so.
+	waitFor(t, "3 pending", 5*time.Second, func() bool { return metricValue(reg, "scanner_webhook_pending", rcv.addr) == 3 })
 	stop() // a restart while the receiver is down
 
 	second := record(t, db, "org/b", t0, compat.StatusFail) // while no sender runs
@@ -392,25 +402,39 @@ func TestAHangingReceiverDoesNotHoldUpTheRest(t *testing.T) {
 	}
 }
 
-// TestDeliveriesExpireAfterADay: a delivery a day old is given up and counted.
+// TestDeliveriesExpireAfterADay: a delivery a day old is given up and
+// counted, for its webhook only: another that took its changes is not
+// named.
 func TestDeliveriesExpireAfterADay(t *testing.T) {
 	db := storetest.MustOpen(t)
-	rcv := newReceiver(t)
+	rcv, live := newReceiver(t), newReceiver(t)
 	rcv.down()
 	var clock atomic.Int64
 	clock.Store(time.Now().Add(time.Hour).UnixNano()) // ahead of the store's clock: what it queues is due
 	reg := metrics.NewRegistry()
-	cfg := fastConfig(db, []watch.Webhook{{Name: "dead", URL: rcv.url(), Secret: secret}}, reg, slog.New(slog.DiscardHandler))
+	logs, log := newJSONLog()
+	hooks := []watch.Webhook{{Name: "dead", URL: rcv.url(), Secret: secret}, {Name: "live", URL: live.url(), Secret: secret}}
+	cfg := fastConfig(db, hooks, reg, log)
 	cfg.Now = func() time.Time { return time.Unix(0, clock.Load()) }
 	_, stop := running(t, cfg)
 	time.Sleep(100 * time.Millisecond)
 	record(t, db, "org/a", time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC), compat.StatusPass)
-	waitFor(t, "a failed try", 5*time.Second, func() bool { return rcv.tries.Load() == 0 && counter(reg, "scanner_webhook_failures_total") >= 1 })
+	waitFor(t, "a failed try", 5*time.Second, func() bool {
+		return rcv.tries.Load() == 0 && metricValue(reg, "scanner_webhook_failures_total", "dead") >= 1
+	})
+	waitFor(t, "the live webhook's delivery", 5*time.Second, func() bool { return len(live.counts()) == 1 })
 	clock.Add(int64(25 * time.Hour)) // the sweep runs at most once a minute of this clock
-	waitFor(t, "the expiry", 5*time.Second, func() bool { return counter(reg, "scanner_webhook_expired_total") == 1 })
+	waitFor(t, "the expiry", 5*time.Second, func() bool { return metricValue(reg, "scanner_webhook_expired_total", "dead") == 1 })
 	stop()
 	if p, _ := db.PendingDeliveries(context.Background()); len(p) != 0 {
 		t.Errorf("pending after expiry: %v", p)
+	}
+	if n := metricValue(reg, "scanner_webhook_expired_total", "live"); n != 0 {
+		t.Errorf("the live webhook has %v deliveries given up, want 0", n)
+	}
+	given := logs.records("webhook deliveries given up after a day without success")
+	if len(given) != 1 || given[0]["webhook"] != "dead" || given[0]["deliveries"] != 1.0 {
+		t.Errorf("warnings of deliveries given up: %v, want one naming dead's 1", given)
 	}
 }
 
@@ -432,14 +456,18 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
-func counter(reg *metrics.Registry, name string) int {
+// metricValue is the value of metric name for the webhook labelled label,
+// -1 when it has none.
+func metricValue(reg *metrics.Registry, name, label string) float64 {
 	var b bytes.Buffer
 	_ = reg.WriteText(&b)
+	prefix := name + "{webhook=\"" + label + "\"} "
 	for _, line := range strings.Split(b.String(), "\n") {
-		if strings.HasPrefix(line, name+"{") {
-			f := strings.Fields(line)
-			n, _ := strconv.ParseFloat(f[len(f)-1], 64)
-			return int(n)
+		if v, ok := strings.CutPrefix(line, prefix); ok {
+			n, err := strconv.ParseFloat(v, 64)
+			if err == nil {
+				return n
+			}
 		}
 	}
 	return -1
@@ -556,5 +584,331 @@ func TestErrorEventsAreNoNews(t *testing.T) {
 	}
 	if len(fake.queued) != 1 || fake.queued[0].EventID != 3 {
 		t.Errorf("queued %+v, want only event 3 (pass -> fail)", fake.queued)
+	}
+}
+
+// hookedStore is the real store with faults and a record of calls: a
+// method named in fail returns that error instead of doing its work;
+// every call is counted, ExpireDeliveries' arguments kept; notDueOnce,
+// when set, is run by the first DueDeliveries, which then answers that
+// nothing is due. Set fail and notDueOnce before the sender runs.
+type hookedStore struct {
+	*store.SQLite
+	fail       map[string]error
+	notDueOnce func()
+
+	mu      sync.Mutex
+	calls   map[string]int
+	expires [][2]time.Time // before, forget
+}
+
+func newHookedStore(t *testing.T) *hookedStore {
+	return &hookedStore{SQLite: storetest.MustOpen(t), fail: map[string]error{}, calls: map[string]int{}}
+}
+
+// call counts a call of method and returns the fault set for it.
+func (h *hookedStore) call(method string) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.calls[method]++
+	return h.fail[method]
+}
+
+func (h *hookedStore) count(method string) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.calls[method]
+}
+
+func (h *hookedStore) EventsAfter(ctx context.Context, after int64, limit int) ([]compat.Event, error) {
+	if err := h.call("EventsAfter"); err != nil {
+		return nil, err
+	}
+	return h.SQLite.EventsAfter(ctx, after, limit)
+}
+
+func (h *hookedStore) DueDeliveries(ctx context.Context, endpoint string, now time.Time, limit int) ([]store.Delivery, error) {
+	if err := h.call("DueDeliveries"); err != nil {
+		return nil, err
+	}
+	if h.count("DueDeliveries") == 1 && h.notDueOnce != nil {
+		h.notDueOnce()
+		return nil, nil
+	}
+	return h.SQLite.DueDeliveries(ctx, endpoint, now, limit)
+}
+
+func (h *hookedStore) NextDelivery(ctx context.Context, endpoint string) (time.Time, bool, error) {
+	if err := h.call("NextDelivery"); err != nil {
+		return time.Time{}, false, err
+	}
+	return h.SQLite.NextDelivery(ctx, endpoint)
+}
+
+func (h *hookedStore) DeliveryDone(ctx context.Context, id int64, at time.Time) error {
+	if err := h.call("DeliveryDone"); err != nil {
+		return err
+	}
+	return h.SQLite.DeliveryDone(ctx, id, at)
+}
+
+func (h *hookedStore) DeliveryFailed(ctx context.Context, id int64, next time.Time, why string) error {
+	if err := h.call("DeliveryFailed"); err != nil {
+		return err
+	}
+	return h.SQLite.DeliveryFailed(ctx, id, next, why)
+}
+
+func (h *hookedStore) ExpireDeliveries(ctx context.Context, before, forget time.Time) (map[string]int, error) {
+	if err := h.call("ExpireDeliveries"); err != nil {
+		return nil, err
+	}
+	h.mu.Lock()
+	h.expires = append(h.expires, [2]time.Time{before, forget})
+	h.mu.Unlock()
+	return h.SQLite.ExpireDeliveries(ctx, before, forget)
+}
+
+// jsonLog is a log that tests read back record by record.
+type jsonLog struct{ lockedBuffer }
+
+func newJSONLog() (*jsonLog, *slog.Logger) {
+	l := &jsonLog{}
+	return l, slog.New(slog.NewJSONHandler(l, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+// records are the log's records with message msg, oldest first.
+func (l *jsonLog) records(msg string) []map[string]any {
+	var out []map[string]any
+	for _, line := range strings.Split(l.String(), "\n") {
+		var r map[string]any
+		if json.Unmarshal([]byte(line), &r) == nil && r["msg"] == msg {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// queueOne stores a pending delivery of event eventID to hook, as an
+// earlier run of the sender would have, and returns its id.
+func queueOne(t *testing.T, db *store.SQLite, hook watch.Webhook, eventID int64) int64 {
+	t.Helper()
+	ctx := context.Background()
+	body, err := json.Marshal(NewPayload("https://compat.example.org", compat.Event{ID: eventID, ModelID: "org/a", Target: compat.TargetCPU,
+		Kind: compat.EventRegression, FromStatus: compat.StatusPass, ToStatus: compat.StatusFail, At: time.Now()}, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.QueueDeliveries(ctx, 0, []store.NewDelivery{{Endpoint: hook.Key(), EventID: eventID, Body: body}}); err != nil {
+		t.Fatal(err)
+	}
+	ds, err := db.DueDeliveries(ctx, hook.Key(), time.Now().Add(time.Hour), 10)
+	for _, d := range ds {
+		if d.EventID == eventID {
+			return d.ID
+		}
+	}
+	t.Fatalf("the queued delivery is not there: %v %v", ds, err)
+	return 0
+}
+
+// TestStoreFailuresAreLogged: a store that fails to give the new events,
+// or to record a try, is named in the log with its error (and the
+// webhook, for a try), while the sender runs on.
+func TestStoreFailuresAreLogged(t *testing.T) {
+	for _, tc := range []struct {
+		method string
+		down   bool // the receiver refuses connections
+		msg    string
+	}{
+		{"EventsAfter", false, "webhooks: queueing deliveries"},
+		{"DeliveryFailed", true, "webhooks: recording a failed delivery"},
+		{"DeliveryDone", false, "webhooks: recording a delivery"},
+	} {
+		t.Run(tc.method, func(t *testing.T) {
+			db := newHookedStore(t)
+			db.fail[tc.method] = errors.New("disk I/O error")
+			rcv := newReceiver(t)
+			if tc.down {
+				rcv.down()
+			}
+			hook := watch.Webhook{Name: "ops", URL: rcv.url(), Secret: secret}
+			queueOne(t, db.SQLite, hook, 1)
+			logs, log := newJSONLog()
+			_, stop := running(t, fastConfig(db, []watch.Webhook{hook}, nil, log))
+			waitFor(t, tc.msg, 5*time.Second, func() bool { return len(logs.records(tc.msg)) > 0 })
+			stop()
+			r := logs.records(tc.msg)[0]
+			if r["level"] != "ERROR" || !strings.Contains(r["err"].(string), "disk I/O error") {
+				t.Errorf("logged %v, want an error with the store's", r)
+			}
+			if tc.method != "EventsAfter" && r["webhook"] != "ops" {
+				t.Errorf("logged %v, want the webhook named", r)
+			}
+		})
+	}
+	// A store that works logs no error.
+	db := storetest.MustOpen(t)
+	rcv := newReceiver(t)
+	hook := watch.Webhook{Name: "ops", URL: rcv.url(), Secret: secret}
+	queueOne(t, db, hook, 1)
+	logs, log := newJSONLog()
+	_, stop := running(t, fastConfig(db, []watch.Webhook{hook}, nil, log))
+	waitFor(t, "the delivery", 5*time.Second, func() bool { return len(rcv.counts()) == 1 })
+	time.Sleep(50 * time.Millisecond) // a few polls
+	stop()
+	if strings.Contains(logs.String(), `"level":"ERROR"`) {
+		t.Errorf("errors logged with a store that works:\n%s", logs.String())
+	}
+}
+
+// TestRetriesBackOffAndCountTheirAttempts: each failed try of a delivery
+// is logged with its attempt's number and the wait before the next, which
+// doubles from FirstBackoff up to MaxBackoff.
+func TestRetriesBackOffAndCountTheirAttempts(t *testing.T) {
+	db := storetest.MustOpen(t)
+	rcv := newReceiver(t)
+	rcv.down()
+	hook := watch.Webhook{Name: "dead", URL: rcv.url(), Secret: secret}
+	queueOne(t, db, hook, 7)
+	logs, log := newJSONLog()
+	cfg := fastConfig(db, []watch.Webhook{hook}, nil, log)
+	cfg.Poll, cfg.FirstBackoff, cfg.MaxBackoff = time.Hour, 10*time.Millisecond, 40*time.Millisecond
+	_, stop := running(t, cfg)
+	const msg = "webhook delivery failed; trying again later"
+	waitFor(t, "five failed tries", 10*time.Second, func() bool { return len(logs.records(msg)) >= 5 })
+	stop()
+	// Written out: 10 ms, doubled after each failure in a row, at most 40 ms;
+	// each less up to a tenth at random.
+	ms := time.Millisecond
+	for i, want := range []time.Duration{10 * ms, 20 * ms, 40 * ms, 40 * ms, 40 * ms} {
+		r := logs.records(msg)[i]
+		wait, err := time.ParseDuration(r["retry_in"].(string))
+		if err != nil || wait > want || wait < want-want/10 {
+			t.Errorf("try %d: retry_in %v, want %v less at most a tenth", i+1, r["retry_in"], want)
+		}
+		if r["attempts"] != float64(i+1) || r["event_id"] != 7.0 || r["webhook"] != "dead" {
+			t.Errorf("try %d logged %v, want attempts %d of event 7 to dead", i+1, r, i+1)
+		}
+	}
+}
+
+// TestTheSweepRunsOnceAMinute: a sweep at start, then once a minute of the
+// sender's clock (not at every look for new events), gives up deliveries
+// older than the expiry and forgets finished ones a week old.
+func TestTheSweepRunsOnceAMinute(t *testing.T) {
+	db := newHookedStore(t)
+	rcv := newReceiver(t)
+	t0 := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	var clock atomic.Int64
+	clock.Store(t0.UnixNano())
+	cfg := fastConfig(db, []watch.Webhook{{URL: rcv.url(), Secret: secret}}, nil, slog.New(slog.DiscardHandler))
+	cfg.Poll, cfg.Expiry = 2*time.Millisecond, 3*time.Hour
+	cfg.Now = func() time.Time { return time.Unix(0, clock.Load()).UTC() }
+	_, stop := running(t, cfg)
+	waitFor(t, "the first sweep", 5*time.Second, func() bool { return db.count("ExpireDeliveries") == 1 })
+	for _, step := range []struct {
+		at     time.Duration
+		sweeps int
+	}{{0, 1}, {59 * time.Second, 1}, {time.Minute, 2}, {time.Minute + 59*time.Second, 2}, {2 * time.Minute, 3}} {
+		clock.Store(t0.Add(step.at).UnixNano())
+		// Two more looks for events: the second starts after the first's
+		// sweep (if any), and the first after the clock was set.
+		n := db.count("EventsAfter")
+		waitFor(t, "two looks for events", 5*time.Second, func() bool { return db.count("EventsAfter") >= n+2 })
+		if got := db.count("ExpireDeliveries"); got != step.sweeps {
+			t.Fatalf("at start + %v: %d sweeps, want %d", step.at, got, step.sweeps)
+		}
+	}
+	stop()
+	week := 7 * 24 * time.Hour
+	want := [][2]time.Time{{t0.Add(-3 * time.Hour), t0.Add(-week)},
+		{t0.Add(time.Minute - 3*time.Hour), t0.Add(time.Minute - week)},
+		{t0.Add(2*time.Minute - 3*time.Hour), t0.Add(2*time.Minute - week)}}
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if len(db.expires) != len(want) {
+		t.Fatalf("sweeps %v, want %v", db.expires, want)
+	}
+	for i, w := range want {
+		if got := db.expires[i]; !got[0].Equal(w[0]) || !got[1].Equal(w[1]) {
+			t.Errorf("sweep %d gave up before %v and forgot before %v, want %v and %v", i+1, got[0], got[1], w[0], w[1])
+		}
+	}
+}
+
+// TestMoreThanABatchOfChangesIsQueuedAtOnce: a look for events that finds a
+// whole batch reads on at once, not a poll later.
+func TestMoreThanABatchOfChangesIsQueuedAtOnce(t *testing.T) {
+	db := storetest.MustOpen(t)
+	rcv := newReceiver(t)
+	if _, err := db.StartWebhookCursor(context.Background()); err != nil { // webhooks hear of changes from here on
+		t.Fatal(err)
+	}
+	statuses := make([]compat.Status, 101)
+	for i := range statuses {
+		statuses[i] = []compat.Status{compat.StatusPass, compat.StatusFail}[i%2]
+	}
+	ids := record(t, db, "org/a", time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC), statuses...)
+	cfg := fastConfig(db, []watch.Webhook{{URL: rcv.url(), Secret: secret}}, nil, slog.New(slog.DiscardHandler))
+	cfg.Poll = time.Hour
+	_, stop := running(t, cfg)
+	waitFor(t, "101 changes", 20*time.Second, func() bool { return len(rcv.counts()) == len(ids) })
+	stop()
+	got := rcv.counts()
+	for _, id := range ids {
+		if got[id] != 1 {
+			t.Errorf("event %d delivered %d times, want once", id, got[id])
+		}
+	}
+}
+
+// TestAnEndpointSleepsUntilItsNextDelivery: an endpoint whose delivery is
+// due later waits until then, not a whole poll; an endpoint with nothing
+// due looks once and sleeps, not again and again.
+func TestAnEndpointSleepsUntilItsNextDelivery(t *testing.T) {
+	db := newHookedStore(t)
+	rcv := newReceiver(t)
+	hook := watch.Webhook{URL: rcv.url(), Secret: secret}
+	id := queueOne(t, db.SQLite, hook, 1)
+	// When the sender first looks, its delivery's next try is 50 ms away (an
+	// earlier run's try failed).
+	db.notDueOnce = func() {
+		if err := db.SQLite.DeliveryFailed(context.Background(), id, time.Now().Add(50*time.Millisecond), "answered 503"); err != nil {
+			t.Error(err)
+		}
+	}
+	cfg := fastConfig(db, []watch.Webhook{hook}, nil, slog.New(slog.DiscardHandler))
+	cfg.Poll = time.Hour
+	_, stop := running(t, cfg)
+	waitFor(t, "the delivery", 5*time.Second, func() bool { return len(rcv.counts()) == 1 })
+	waitFor(t, "the endpoint asleep again", 5*time.Second, func() bool { return db.count("NextDelivery") >= 2 })
+	if n := db.count("DueDeliveries"); n != 2 {
+		t.Errorf("looked for due deliveries %d times, want 2 (before the delivery was due, and when it was)", n)
+	}
+	stop()
+}
+
+// TestOnlyA2xxAnswerIsADelivery: 200 to 299 deliver; anything else is a
+// failure that names the status.
+func TestOnlyA2xxAnswerIsADelivery(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		code, _ := strconv.Atoi(strings.TrimPrefix(r.URL.Path, "/"))
+		w.WriteHeader(code)
+	}))
+	defer srv.Close()
+	s, err := New(Config{Store: storetest.MustOpen(t), Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		code int
+		ok   bool
+	}{{200, true}, {202, true}, {204, true}, {299, true}, {300, false}, {304, false}, {404, false}, {500, false}, {503, false}} {
+		code := strconv.Itoa(tc.code)
+		err := s.send(context.Background(), watch.Webhook{URL: srv.URL + "/" + code, Secret: secret}, store.Delivery{ID: 1, Body: []byte(`{}`)})
+		if tc.ok != (err == nil) || (err != nil && !strings.Contains(err.Error(), code)) {
+			t.Errorf("an answer %d: %v, want delivered %v", tc.code, err, tc.ok)
+		}
 	}
 }
