@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compare"
+	"github.com/google-pytorch/torchtpu-scanner/internal/compare/comparetest"
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/internal/readiness"
 	"github.com/google-pytorch/torchtpu-scanner/store"
@@ -835,7 +836,7 @@ func checkEquiv(t *testing.T, s *store.SQLite, path string) {
 }
 
 // checkComparisons compares every ordered pair of runtimes (on any
-// targets) with compare.Compare of the recomputed entries.
+// targets) with comparetest.Compare of the recomputed entries.
 func checkComparisons(t *testing.T, s *store.SQLite, r raw) {
 	t.Helper()
 	rts, err := s.Runtimes(ctx, "")
@@ -848,7 +849,7 @@ func checkComparisons(t *testing.T, s *store.SQLite, r raw) {
 			if base.Ref == head.Ref {
 				continue
 			}
-			want := compare.Compare(entries[base.Ref.Key()], entries[head.Ref.Key()])
+			want := comparetest.Compare(entries[base.Ref.Key()], entries[head.Ref.Key()])
 			got := storeCompare(t, s, base.Ref, head.Ref)
 			if !reflect.DeepEqual(got, want) {
 				t.Errorf("compare %s → %s:\n got %s\nwant %s", base.Ref.Key(), head.Ref.Key(), jsonOf(got), jsonOf(want))
@@ -873,7 +874,7 @@ func storeCompare(t *testing.T, s *store.SQLite, base, head compat.RuntimeRef) c
 	if err != nil {
 		t.Fatal(err)
 	}
-	return compare.Compare(b, h)
+	return comparetest.Compare(b, h)
 }
 
 // pagedCompare is the store's comparison of base and head read in pages
@@ -1116,7 +1117,7 @@ func TestAggregatesOnAGivenDatabase(t *testing.T) {
 			if base.Ref == head.Ref {
 				continue
 			}
-			want := compare.Compare(entries[base.Ref.Key()], entries[head.Ref.Key()])
+			want := comparetest.Compare(entries[base.Ref.Key()], entries[head.Ref.Key()])
 			got, err := s.Compare(ctx, store.CompareQuery{Base: base.Ref, Head: head.Ref})
 			if err != nil {
 				t.Fatal(err)

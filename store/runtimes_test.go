@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compare"
+	"github.com/google-pytorch/torchtpu-scanner/internal/compare/comparetest"
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/store"
 	"github.com/google-pytorch/torchtpu-scanner/store/storetest"
@@ -144,7 +145,7 @@ func TestRuntimeResults(t *testing.T) {
 		t.Errorf("new runtime:\n got %+v\nwant %+v", cur, wantNew)
 	}
 	// The comparison the site shows, end to end from the store.
-	cmp := compare.Compare(old, cur)
+	cmp := comparetest.Compare(old, cur)
 	if len(cmp.Fixed) != 1 || cmp.Fixed[0].ID != "o/a" || cmp.Fixed[0].Signature != "unsupported_op:aten::x" ||
 		len(cmp.Regressed) != 1 || cmp.Regressed[0].ID != "o/b" || len(cmp.New) != 1 || cmp.New[0].ID != "o/d" {
 		t.Errorf("comparison: %+v", cmp)

@@ -3,6 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -253,7 +256,7 @@ func (r *hookReceiver) handle(w http.ResponseWriter, req *http.Request) {
 	ok := json.Unmarshal(body, &p) == nil
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if !webhook.Verify([]byte(r.secret), body, req.Header.Get(webhook.SignatureHeader)) {
+	if !signedBy([]byte(r.secret), body, req.Header.Get(webhook.SignatureHeader)) {
 		r.bad = append(r.bad, "bad signature "+req.Header.Get(webhook.SignatureHeader))
 	}
 	if !ok || p.Text == "" || !strings.HasPrefix(p.URL, "https://compat.example.org/models/") {
@@ -367,4 +370,12 @@ func grepLines(s, sub string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// signedBy reports whether header is body's HMAC-SHA256 signature with
+// secret ("sha256=<hex>"), computed here as a receiver would.
+func signedBy(secret, body []byte, header string) bool {
+	m := hmac.New(sha256.New, secret)
+	m.Write(body)
+	return hmac.Equal([]byte(header), []byte("sha256="+hex.EncodeToString(m.Sum(nil))))
 }

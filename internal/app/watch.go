@@ -17,6 +17,9 @@ import (
 // webhooks' sender (nil without webhooks), which Serve runs and stops.
 func (a *App) watch(ctx context.Context, wcfg *web.Config) (*webhook.Sender, error) {
 	wcfg.KnownIssues = a.cfg.KnownIssues
+	if n := a.cfg.KnownIssues.Len(); n > 0 {
+		a.log.Info("known issues on", "entries", n, "file", a.cfg.KnownIssuesFile)
+	}
 	wcfg.RequestRate = a.cfg.RequestRate // 0: no per-client limit
 	if a.cfg.RequestQueue > 0 {
 		desk, err := requests.New(requests.Config{

@@ -134,9 +134,6 @@ type Pool struct {
 // NewPool is a pool of n devices, all free.
 func NewPool(n int) *Pool { return &Pool{busy: make([]bool, max(n, 1))} }
 
-// Size is the number of devices.
-func (p *Pool) Size() int { return len(p.busy) }
-
 // Ticket is one probe's place in the pool's queue.
 type Ticket struct {
 	p     *Pool
@@ -145,7 +142,7 @@ type Ticket struct {
 }
 
 // Ask queues a probe of n devices behind those that asked before; its
-// devices come by Wait. n must be 1 to Size().
+// devices come by Wait. n must be 1 to the pool's size.
 func (p *Pool) Ask(n int) (*Ticket, error) {
 	if n < 1 || n > len(p.busy) {
 		return nil, fmt.Errorf("chips: a probe of %d devices on a host of %d", n, len(p.busy))
@@ -156,15 +153,6 @@ func (p *Pool) Ask(n int) (*Ticket, error) {
 	p.assignLocked()
 	p.mu.Unlock()
 	return t, nil
-}
-
-// Acquire is Ask and Wait.
-func (p *Pool) Acquire(ctx context.Context, n int) ([]int, error) {
-	t, err := p.Ask(n)
-	if err != nil {
-		return nil, err
-	}
-	return t.Wait(ctx)
 }
 
 // Wait returns the ticket's devices once they are granted. When ctx ends
@@ -212,13 +200,6 @@ func (p *Pool) Available() int {
 		return 0
 	}
 	return len(p.busy) - count(p.busy, 0, len(p.busy))
-}
-
-// Busy is how many devices are held now.
-func (p *Pool) Busy() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return count(p.busy, 0, len(p.busy))
 }
 
 // assignLocked grants what Assign says and drops the granted tickets from

@@ -199,3 +199,24 @@ func ExampleAssign() {
 	fmt.Println(Assign([]bool{true, false}, []int{2, 1}))
 	// Output: [[] []]
 }
+
+// The pool as the tests drive it.
+
+// Size is the number of devices.
+func (p *Pool) Size() int { return len(p.busy) }
+
+// Acquire is Ask and Wait.
+func (p *Pool) Acquire(ctx context.Context, n int) ([]int, error) {
+	t, err := p.Ask(n)
+	if err != nil {
+		return nil, err
+	}
+	return t.Wait(ctx)
+}
+
+// Busy is how many devices are held now.
+func (p *Pool) Busy() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return count(p.busy, 0, len(p.busy))
+}

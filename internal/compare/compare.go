@@ -7,7 +7,6 @@ package compare
 
 import (
 	"slices"
-	"sort"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 )
@@ -251,62 +250,4 @@ func Tally(cells, train []Cell) Headline {
 		h.FixedShare, h.RegressedShare = &f, &r
 	}
 	return h
-}
-
-// Compare compares head with base. Each slice holds at most one entry per
-// model (the first wins when an id repeats); a model's downloads are head's
-// entry's, else base's.
-func Compare(base, head []Entry) Result {
-	baseBy := index(base)
-	headBy := index(head)
-	res := NewResult()
-	cells := make([]Cell, 0, len(headBy)+len(baseBy))
-	var train []Cell
-	for id, he := range headBy {
-		be := baseBy[id]
-		cells = append(cells, Cell{Base: be.Status, Head: he.Status, Models: 1, Downloads: he.Downloads})
-		if kind := Classify(be.Status, he.Status); IsListed(kind) {
-			l := res.List(kind)
-			*l = append(*l, ItemOf(id, he.Downloads, be, he))
-		}
-		if be.Train == "" || he.Train == "" {
-			continue
-		}
-		train = append(train, Cell{Base: be.Train, Head: he.Train, Models: 1, Downloads: he.Downloads})
-		if kind := ClassifyTrain(be.Train, he.Train); kind != "" {
-			l := res.List(kind)
-			*l = append(*l, TrainItemOf(id, he.Downloads, be, he))
-		}
-	}
-	for id, be := range baseBy {
-		if _, ok := headBy[id]; !ok {
-			cells = append(cells, Cell{Base: be.Status, Models: 1, Downloads: be.Downloads})
-		}
-	}
-	res.Headline = Tally(cells, train)
-	for _, k := range append(slices.Clone(Listed), TrainListed...) {
-		sortItems(*res.List(k))
-	}
-	return res
-}
-
-// index maps entries by id, the first of each id winning.
-func index(es []Entry) map[string]Entry {
-	m := make(map[string]Entry, len(es))
-	for _, e := range es {
-		if _, dup := m[e.ID]; !dup {
-			m[e.ID] = e
-		}
-	}
-	return m
-}
-
-// sortItems orders items most downloaded first, then by id.
-func sortItems(items []Item) {
-	sort.Slice(items, func(i, j int) bool {
-		if items[i].Downloads != items[j].Downloads {
-			return items[i].Downloads > items[j].Downloads
-		}
-		return items[i].ID < items[j].ID
-	})
 }

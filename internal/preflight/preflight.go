@@ -215,13 +215,3 @@ func ListingDecides(res compat.Result, m hub.ModelInfo) bool {
 	}
 	return false
 }
-
-// readConfig reads and parses config.json, never past its cap (a cache
-// filled by other tools may hold anything).
-func readConfig(path string) (map[string]any, error) {
-	b, err := hub.ReadCapped(path, "config.json")
-	if err != nil {
-		return nil, fmt.Errorf("read config.json: %w", err)
-	}
-	return ParseConfig(b)
-}

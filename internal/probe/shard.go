@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
@@ -248,18 +247,6 @@ func (k keeperReport) failedRank() (int, bool) {
 func rankResultFile(result string, r int) string {
 	ext := filepath.Ext(result)
 	return strings.TrimSuffix(result, ext) + ".rank" + strconv.Itoa(r) + ext
-}
-
-// state is the rank's end as a process state's words: "killed by SIGKILL",
-// "exit status 3".
-func (e rankEnd) state() string {
-	if e.Signal != nil {
-		return "killed by " + signalName(syscall.Signal(*e.Signal))
-	}
-	if e.Exit != nil {
-		return fmt.Sprintf("exit status %d", *e.Exit)
-	}
-	return "ended"
 }
 
 // oomKills reads how many processes the kernel's out-of-memory killer has

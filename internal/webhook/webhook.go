@@ -409,12 +409,6 @@ func Sign(secret, body []byte) string {
 	return "sha256=" + hex.EncodeToString(m.Sum(nil))
 }
 
-// Verify reports whether header is body's signature with secret (for
-// receivers in Go, and tests).
-func Verify(secret, body []byte, header string) bool {
-	return hmac.Equal([]byte(header), []byte(Sign(secret, body)))
-}
-
 // backoff is the wait after the n-th failure in a row (from 1): first,
 // doubled each time, at most most, less up to a tenth at random (so that
 // endpoints that failed together do not retry together).
