@@ -115,7 +115,7 @@ func (s *SQLite) Compare(ctx context.Context, q CompareQuery) (ComparePage, erro
 		return ComparePage{}, fmt.Errorf("store: compare: %w", err)
 	}
 	defer tx.Rollback()
-	page, err := comparePage(ctx, tx, q, clampLimit(q.Limit, 100), cur)
+	page, err := comparePage(ctx, tx, q, clampLimit(q.Limit, 100), cur, nil)
 	if err != nil {
 		return ComparePage{}, fmt.Errorf("store: compare: %w", err)
 	}
@@ -125,7 +125,9 @@ func (s *SQLite) Compare(ctx context.Context, q CompareQuery) (ComparePage, erro
 	return page, nil
 }
 
-func comparePage(ctx context.Context, tx *sql.Tx, q CompareQuery, limit int, cur *compareCursor) (ComparePage, error) {
+// comparePage reads a page of q's comparison. With shared (ComparePages),
+// the first pages of its kept long lists are left to shared's one walk.
+func comparePage(ctx context.Context, tx *sql.Tx, q CompareQuery, limit int, cur *compareCursor, shared *sharedWalk) (ComparePage, error) {
 	var ids [2]int64
 	for i, r := range []compat.RuntimeRef{q.Base, q.Head} {
 		err := tx.QueryRowContext(ctx, sqlRuntimeID, string(r.Target), r.RetestKey()).Scan(&ids[i])
@@ -154,13 +156,7 @@ func comparePage(ctx context.Context, tx *sql.Tx, q CompareQuery, limit int, cur
 	if err := tx.QueryRowContext(ctx, sqlModelCount).Scan(&models); err != nil {
 		return page, err
 	}
-	set := func(kind compare.Kind, items []compare.Item, more bool) {
-		*page.List(kind) = items
-		if more {
-			last := items[len(items)-1]
-			page.Next[kind] = compareCursor{Kind: kind, Base: q.Base.Key(), Head: q.Head.Key(), Downloads: last.Downloads, ID: last.ID}.encode()
-		}
-	}
+	set := func(kind compare.Kind, items []compare.Item, more bool) { setList(&page, q, kind, items, more) }
 	walk := map[compare.Kind]int{} // the first pages to read in one walk, with their totals
 	for _, kind := range append(slices.Clone(compare.Listed), compare.TrainListed...) {
 		page.Next[kind] = ""
@@ -186,6 +182,10 @@ func comparePage(ctx context.Context, tx *sql.Tx, q CompareQuery, limit int, cur
 			continue
 		}
 		gather := isKept && int64(total)*int64(total) <= int64(limit+1)*max(models, 1)
+		if shared != nil && cur == nil && isKept && !gather && compare.IsListed(kind) {
+			shared.add(q, ids, kind, total, limit)
+			continue
+		}
 		items, more, err := listPage(ctx, tx, ids, kind, isKept, gather, limit, total, cur)
 		if err != nil {
 			return page, err
@@ -204,6 +204,16 @@ func comparePage(ctx context.Context, tx *sql.Tx, q CompareQuery, limit int, cur
 		set(kind, items[:min(len(items), limit)], more)
 	}
 	return page, nil
+}
+
+// setList puts a page of list kind into page, with its next page's
+// cursor when there are more.
+func setList(page *ComparePage, q CompareQuery, kind compare.Kind, items []compare.Item, more bool) {
+	*page.List(kind) = items
+	if more {
+		last := items[len(items)-1]
+		page.Next[kind] = compareCursor{Kind: kind, Base: q.Base.Key(), Head: q.Head.Key(), Downloads: last.Downloads, ID: last.ID}.encode()
+	}
 }
 
 // walkLists reads the first page of several lists of the comparison ids

@@ -267,3 +267,73 @@ func TestTrainListStrategiesAgree(t *testing.T) {
 		t.Error("the kept comparisons list no train change")
 	}
 }
+
+// ComparePages reads the same pages as Compare, for every pair of
+// runtimes on a target (kept or not), every page size, some lists or all,
+// a first page or a cursor's; the kept comparisons' long lists in one walk.
+func TestComparePagesAreCompares(t *testing.T) {
+	s, err := store.Open(ctx, storetest.Unpack(t, equivFixtureDB))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	rts, err := s.Runtimes(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	walked, items := 0, 0
+	for _, limit := range []int{1, 3, 1000} {
+		for _, lists := range [][]compare.Kind{nil, {compare.Regressed, compare.Fixed, compare.New}} {
+			var qs []store.CompareQuery
+			for _, b := range rts {
+				for _, h := range rts {
+					if b.Ref != h.Ref && b.Ref.Target == h.Ref.Target {
+						qs = append(qs, store.CompareQuery{Base: b.Ref, Head: h.Ref, Limit: limit, Lists: lists})
+					}
+				}
+			}
+			var nexts []store.CompareQuery
+			for _, q := range qs {
+				p, err := s.Compare(ctx, q)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, c := range p.Next { // and the next page of each list that has one
+					if c != "" {
+						next := q
+						next.Cursor = c
+						nexts = append(nexts, next)
+					}
+				}
+			}
+			qs = append(qs, nexts...)
+			var want []store.ComparePage
+			for _, q := range qs {
+				p, err := s.Compare(ctx, q)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want = append(want, p)
+			}
+			got, n, err := s.ComparePagesWalked(ctx, qs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			walked += n
+			if len(got) != len(qs) {
+				t.Fatalf("%d pages for %d queries", len(got), len(qs))
+			}
+			for i := range qs {
+				if !reflect.DeepEqual(got[i], want[i]) {
+					t.Errorf("%+v:\n got %+v\nwant %+v", qs[i], got[i], want[i])
+				}
+				for _, k := range compare.Listed {
+					items += len(listOf(got[i].Result, k))
+				}
+			}
+		}
+	}
+	if walked == 0 || items == 0 {
+		t.Errorf("%d lists read in the one walk, %d items in all: the test reads nothing it means to", walked, items)
+	}
+}

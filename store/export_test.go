@@ -36,6 +36,16 @@ func (s *SQLite) SetClock(now func() time.Time) { s.now = now }
 // the scans it started before are an earlier process's.
 func (s *SQLite) Restart() { s.me = thisProcess() }
 
+// ComparePagesWalked is ComparePages, with how many lists it read in its
+// one walk of the models.
+func (s *SQLite) ComparePagesWalked(ctx context.Context, qs []CompareQuery) ([]ComparePage, int, error) {
+	pages, shared, err := s.comparePages(ctx, qs)
+	if err != nil {
+		return nil, 0, err
+	}
+	return pages, len(shared.wants), nil
+}
+
 // ExplainList returns the query plan of ListModels(q), one detail per line.
 func (s *SQLite) ExplainList(ctx context.Context, q ModelQuery) ([]string, error) {
 	lq, err := buildList(q)

@@ -91,7 +91,7 @@ type comparison struct {
 // models per list from cursor ("" = the first page of each) of the lists
 // asked (nil = all), through the cache (until the data changes).
 func (s *Server) cachedCompare(ctx context.Context, base, head store.RuntimeStats, limit int, cursor string, lists []compare.Kind, changed time.Time) (*comparison, error) {
-	key := fmt.Sprint(base.Ref.Key(), " ", head.Ref.Key(), " ", limit, " ", cursor, " ", lists)
+	key := compareKey(base, head, limit, cursor, lists)
 	if v, ok := s.comparisons.get(key, changed); ok {
 		return v, nil
 	}
@@ -99,13 +99,55 @@ func (s *Server) cachedCompare(ctx context.Context, base, head store.RuntimeStat
 	if err != nil {
 		return nil, err
 	}
+	return s.keepComparison(key, base, head, p, changed), nil
+}
+
+// compareKey is the cache key of a page of a comparison (cachedCompare).
+func compareKey(base, head store.RuntimeStats, limit int, cursor string, lists []compare.Kind) string {
+	return fmt.Sprint(base.Ref.Key(), " ", head.Ref.Key(), " ", limit, " ", cursor, " ", lists)
+}
+
+// keepComparison is page p of the comparison of head with base, put in
+// the cache under key.
+func (s *Server) keepComparison(key string, base, head store.RuntimeStats, p store.ComparePage, changed time.Time) *comparison {
 	v := &comparison{Base: base, Head: head, Result: p.Result, Next: p.Next, Label: runtimeLabel(&base.Ref, head.Ref)}
 	items := 0
 	for _, k := range listedKinds {
 		items += len(*v.Result.List(k))
 	}
 	s.comparisons.put(key, changed, v, 160*items+len(key))
-	return v, nil
+	return v
+}
+
+// cachedComparePages is cachedCompare of the first page (limit models of
+// lists) of each pair's comparison (base, head), those not cached read
+// together (store ComparePages).
+func (s *Server) cachedComparePages(ctx context.Context, pairs [][2]store.RuntimeStats, limit int, lists []compare.Kind, changed time.Time) ([]*comparison, error) {
+	out := make([]*comparison, len(pairs))
+	var (
+		missed []int
+		qs     []store.CompareQuery
+	)
+	for i, p := range pairs {
+		if v, ok := s.comparisons.get(compareKey(p[0], p[1], limit, "", lists), changed); ok {
+			out[i] = v
+			continue
+		}
+		missed = append(missed, i)
+		qs = append(qs, store.CompareQuery{Base: p[0].Ref, Head: p[1].Ref, Limit: limit, Lists: lists})
+	}
+	if len(qs) == 0 {
+		return out, nil
+	}
+	pages, err := s.store.ComparePages(ctx, qs)
+	if err != nil {
+		return nil, err
+	}
+	for j, i := range missed {
+		p := pairs[i]
+		out[i] = s.keepComparison(compareKey(p[0], p[1], limit, "", lists), p[0], p[1], pages[j], changed)
+	}
+	return out, nil
 }
 
 // resolveCompare reads ?base= and ?head= and reads a page of their

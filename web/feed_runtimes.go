@@ -11,6 +11,7 @@ import (
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compare"
 	"github.com/google-pytorch/torchtpu-scanner/internal/watch"
+	"github.com/google-pytorch/torchtpu-scanner/store"
 )
 
 // feedRuntimes is how many of the newest runtimes the feed announces, each
@@ -33,19 +34,23 @@ func (s *Server) runtimeFeedItems(ctx context.Context, base string, changed time
 	if err != nil {
 		return nil, err
 	}
-	var items []feedItem
+	var pairs [][2]store.RuntimeStats
 	for _, head := range rts {
-		if len(items) == feedRuntimes {
+		if len(pairs) == feedRuntimes {
 			break
 		}
 		prev, ok := previous(rts, head)
 		if !ok {
 			continue // the target's first runtime: nothing to compare with
 		}
-		cmp, err := s.cachedCompare(ctx, prev, head, feedListed, "", feedLists, changed)
-		if err != nil {
-			return nil, err
-		}
+		pairs = append(pairs, [2]store.RuntimeStats{prev, head})
+	}
+	cmps, err := s.cachedComparePages(ctx, pairs, feedListed, feedLists, changed)
+	if err != nil {
+		return nil, err
+	}
+	var items []feedItem
+	for _, cmp := range cmps {
 		it, err := runtimeEntry(base, cmp)
 		if err != nil {
 			return nil, err

@@ -78,10 +78,8 @@ func TestFeedMissOnAGivenDatabase(t *testing.T) {
 		if _, err := db.Runtimes(ctx, ""); err != nil {
 			t.Fatal(err)
 		}
-		for _, q := range pairs {
-			if _, err := db.Compare(ctx, q); err != nil {
-				t.Fatal(err)
-			}
+		if _, err := db.ComparePages(ctx, pairs); err != nil {
+			t.Fatal(err)
 		}
 		compares = append(compares, time.Since(start))
 		comparesCPU = append(comparesCPU, cpuTime()-cpu)
@@ -89,7 +87,7 @@ func TestFeedMissOnAGivenDatabase(t *testing.T) {
 	median := func(ds []time.Duration) time.Duration { slices.Sort(ds); return ds[len(ds)/2] }
 	b, _ := os.ReadFile("/proc/loadavg")
 	t.Logf("/feed.json on a miss: median %s (CPU %s) of %d; its %d comparisons and the runtimes alone "+
-		"(store.Runtimes, store.Compare): median %s (CPU %s) of %d (load %s)",
+		"(store.Runtimes, store.ComparePages): median %s (CPU %s) of %d (load %s)",
 		median(feed), median(feedCPU), len(feed), len(pairs), median(compares), median(comparesCPU), len(compares), b)
 }
 

@@ -456,7 +456,8 @@ func TestComparePageCache(t *testing.T) {
 	}
 }
 
-// countingStore counts Compare calls and the list sizes asked.
+// countingStore counts the comparisons read (Compare, ComparePages) and
+// the list sizes asked.
 type countingStore struct {
 	Store
 	n      atomic.Int64
@@ -467,6 +468,15 @@ func (c *countingStore) Compare(ctx context.Context, q store.CompareQuery) (stor
 	c.n.Add(1)
 	c.limits.Store(q.Limit, true)
 	return c.Store.Compare(ctx, q)
+}
+
+// ComparePages counts each comparison it reads as Compare does.
+func (c *countingStore) ComparePages(ctx context.Context, qs []store.CompareQuery) ([]store.ComparePage, error) {
+	c.n.Add(int64(len(qs)))
+	for _, q := range qs {
+		c.limits.Store(q.Limit, true)
+	}
+	return c.Store.ComparePages(ctx, qs)
 }
 
 // The feed reads one short page of each runtime's comparison with the one

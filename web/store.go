@@ -57,6 +57,9 @@ type Store interface {
 	// comparison's headline; store.ErrNotFound for a runtime without
 	// results, store.ErrInvalid for a cursor it did not make for them.
 	Compare(ctx context.Context, q store.CompareQuery) (store.ComparePage, error)
+	// ComparePages is Compare of each query, read together (the feed's
+	// comparisons): the same pages, in order.
+	ComparePages(ctx context.Context, qs []store.CompareQuery) ([]store.ComparePage, error)
 
 	// ListScans is the newest scans first; GetScan one scan,
 	// store.ErrNotFound for an unknown id.
