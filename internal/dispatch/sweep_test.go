@@ -162,3 +162,20 @@ func TestALeasedScanDoesNotReadTheFleet(t *testing.T) {
 		t.Errorf("checkStall: %v %v after %d fleet reads; want not stalled, none", s, err, fs.workerReads())
 	}
 }
+
+// TestSweepInterval: Run sweeps every eighth of the lease TTL, never more
+// often than every 100 ms nor less often than every 15 s.
+func TestSweepInterval(t *testing.T) {
+	for ttl, want := range map[time.Duration]time.Duration{
+		time.Minute:            7500 * time.Millisecond,
+		2 * time.Second:        250 * time.Millisecond,
+		800 * time.Millisecond: 100 * time.Millisecond,
+		400 * time.Millisecond: 100 * time.Millisecond,
+		120 * time.Second:      15 * time.Second,
+		10 * time.Minute:       15 * time.Second,
+	} {
+		if got := sweepInterval(ttl); got != want {
+			t.Errorf("lease TTL %v: a sweep every %v, want %v", ttl, got, want)
+		}
+	}
+}
