@@ -148,13 +148,16 @@ func TestNewDefaultsTheLeaseTTL(t *testing.T) {
 
 // TestRegisterTellsTheTiming: a registered worker is told the lease TTL, a
 // heartbeat every quarter of it, and the longest long poll (30 s); a worker
-// the store could not record is an error.
+// may have up to 64 devices; one the store could not record is an error.
 func TestRegisterTellsTheTiming(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t, 0, time.Minute)
 	got, err := f.d.Register(ctx, worker("a", 1))
 	if want := (fleet.RegisterResponse{LeaseTTLS: 60, HeartbeatS: 15, MaxWaitS: 30}); err != nil || got != want {
 		t.Errorf("register: %+v %v, want %+v", got, err, want)
+	}
+	if _, err := f.d.Register(ctx, worker("big", 64)); err != nil {
+		t.Errorf("a worker of 64 devices, the most: %v", err)
 	}
 	fs := &failingStore{Store: f.st, fail: map[string]bool{"SeeWorker": true}}
 	d := New(fs, Config{Logger: slog.New(slog.DiscardHandler)})
