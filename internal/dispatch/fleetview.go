@@ -52,7 +52,7 @@ func (d *Dispatcher) Stats(ctx context.Context) (Stats, error) {
 	perWorker := 1
 	seen := fleetOf(recs)
 	for _, o := range q.Open {
-		if o.Queued > 0 && len(fleet.Unserved([]fleet.QueueKey{{Target: o.Target, RuntimeKey: o.RuntimeKey}}, seen, now, d.ttl)) > 0 {
+		if len(fleet.Unserved([]fleet.QueueKey{{Target: o.Target, RuntimeKey: o.RuntimeKey}}, seen, now, d.ttl)) > 0 {
 			st.Stalled += o.Queued
 		}
 	}
@@ -91,11 +91,10 @@ func (d *Dispatcher) Snapshot() Stats {
 	return d.stats
 }
 
-// Run takes expired leases back and refreshes the figures, every eighth
-// of the lease TTL (between 100 ms and 15 s), until ctx ends.
+// Run takes expired leases back and refreshes the figures, every
+// sweepInterval, until ctx ends.
 func (d *Dispatcher) Run(ctx context.Context) {
-	every := min(max(d.ttl/8, 100*time.Millisecond), 15*time.Second)
-	t := time.NewTicker(every)
+	t := time.NewTicker(sweepInterval(d.ttl))
 	defer t.Stop()
 	for {
 		d.sweep(ctx)
@@ -105,6 +104,12 @@ func (d *Dispatcher) Run(ctx context.Context) {
 		case <-t.C:
 		}
 	}
+}
+
+// sweepInterval is how often Run sweeps: every eighth of the lease TTL,
+// between 100 ms and 15 s.
+func sweepInterval(ttl time.Duration) time.Duration {
+	return min(max(ttl/8, 100*time.Millisecond), 15*time.Second)
 }
 
 func (d *Dispatcher) sweep(ctx context.Context) {

@@ -433,3 +433,20 @@ func TestPick(t *testing.T) {
 		}
 	}
 }
+
+// TestAWrongModelIsQuotedShort: a result naming another model is refused
+// quoting at most 200 bytes of the name it gave, with "…" only where the
+// name was cut.
+func TestAWrongModelIsQuotedShort(t *testing.T) {
+	job := Job{ModelID: "org/m", Revision: "abc", Target: "tpu", Mode: "full", TimeoutS: 60}
+	for n, want := range map[int]string{
+		200: `"` + strings.Repeat("a", 200) + `"`,
+		201: `"` + strings.Repeat("a", 200) + `…"`,
+		5:   `"aaaaa"`,
+	} {
+		err := CheckResult(job, rtA.RetestKey(), ResultRequest{ModelID: strings.Repeat("a", n)}, t0)
+		if !errors.Is(err, ErrBadResult) || !strings.Contains(err.Error(), "names model "+want+",") {
+			t.Errorf("a model id of %d bytes: %v; want it quoted as %s", n, err, want)
+		}
+	}
+}
