@@ -13,20 +13,34 @@ import (
 
 // SetBulkListing sets the size from which an upsert reads every model at
 // once, and returns the function that puts it back.
-func SetBulkListing(n int) func() {
-	old := bulkListing
-	bulkListing = n
-	return func() { bulkListing = old }
+func SetBulkListing(n int) func() { return setVar(&bulkListing, n) }
+
+// setVar sets *p to v and returns the function that puts it back.
+func setVar[T any](p *T, v T) func() {
+	old := *p
+	*p = v
+	return func() { *p = old }
 }
 
 // SetBatchListing sets whether a large upsert writes the models that
 // touch no other model in one batch, and returns the function that puts
 // it back.
-func SetBatchListing(on bool) func() {
-	old := batchListing
-	batchListing = on
-	return func() { batchListing = old }
-}
+func SetBatchListing(on bool) func() { return setVar(&batchListing, on) }
+
+// SetCommitAside sets whether a large write commits without its
+// checkpoint (commitAside), and returns the function that puts it back.
+func SetCommitAside(on bool) func() { return setVar(&commitAsideOn, on) }
+
+// SetWALCap sets the size past which the checkpointer truncates the WAL,
+// and returns the function that puts it back.
+func SetWALCap(n int64) func() { return setVar(&walCap, n) }
+
+// WaitCheckpoint waits until the checkpoints asked for have run, and
+// returns the last one's error.
+func (s *SQLite) WaitCheckpoint() error { return s.ckpt.wait() }
+
+// CheckpointerDone is closed once the checkpointer's goroutine has ended.
+func (s *SQLite) CheckpointerDone() <-chan struct{} { return s.ckpt.done }
 
 // SetClock replaces the store's clock.
 func (s *SQLite) SetClock(now func() time.Time) { s.now = now }

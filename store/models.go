@@ -50,6 +50,9 @@ func validTarget(t compat.Target, allowAny bool) error {
 // old row goes (the rename is one model's history). An id that had been an
 // alias stops being one.
 func (s *SQLite) UpsertModels(ctx context.Context, models []ModelUpsert) error {
+	if len(models) >= bulkListing {
+		s.ckpt.settle() // a large write: the last one's checkpoint first
+	}
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("store: upsert models: %w", err)
@@ -76,7 +79,11 @@ func (s *SQLite) UpsertModels(ctx context.Context, models []ModelUpsert) error {
 	if err := s.touch(ctx, tx); err != nil {
 		return fmt.Errorf("store: upsert models: %w", err)
 	}
-	if err := tx.Commit(); err != nil {
+	commit := tx.Commit
+	if l.rows != nil { // a scan's listing: a large write
+		commit = func() error { return s.commitAside(ctx, tx) }
+	}
+	if err := commit(); err != nil {
 		return fmt.Errorf("store: upsert models: %w", err)
 	}
 	return nil

@@ -121,9 +121,10 @@ func migrations() ([]migration, error) {
 // for the lock among themselves, and a pool of query-only readers, which
 // WAL mode lets run while the writer writes.
 type SQLite struct {
-	w    writer  // exactly one connection
-	r    *sql.DB // readers
-	bulk *sql.DB // readers of whole tables (exports)
+	w    writer        // exactly one connection
+	ckpt *checkpointer // the checkpoints of large writes (checkpoint.go); nil when read-only
+	r    *sql.DB       // readers
+	bulk *sql.DB       // readers of whole tables (exports)
 	path string
 	id   fileID // the file opened (file.go)
 	// roDSN opens the file read-only; set by OpenReadOnly, whose store
@@ -173,6 +174,7 @@ func Open(ctx context.Context, path string) (*SQLite, error) {
 	r.SetMaxOpenConns(n)
 	r.SetMaxIdleConns(n)
 	s.r = r
+	s.ckpt = newCheckpointer(path)
 	s.bulk = openPoolMapping(path+"?"+bulkParams, 0)
 	s.bulk.SetMaxOpenConns(maxBulkReaders)
 	s.bulk.SetMaxIdleConns(maxBulkReaders)
@@ -186,10 +188,14 @@ func Open(ctx context.Context, path string) (*SQLite, error) {
 // Path is the database file.
 func (s *SQLite) Path() string { return s.path }
 
-// Close closes the pools, after letting SQLite refresh its query planner
-// statistics (PRAGMA optimize), as it advises for long-lived connections.
+// Close stops the checkpointer and closes the pools, after letting SQLite
+// refresh its query planner statistics (PRAGMA optimize), as it advises
+// for long-lived connections. The writer's close, the last, checkpoints.
 func (s *SQLite) Close() error {
 	var errs []error
+	if s.ckpt != nil {
+		errs = append(errs, s.ckpt.close())
+	}
 	for _, db := range []*sql.DB{s.r, s.bulk} {
 		if db != nil {
 			errs = append(errs, db.Close())
