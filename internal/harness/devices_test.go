@@ -139,3 +139,12 @@ func TestTopologies(t *testing.T) {
 		t.Error("v6e has a 2-device topology; torch_tpu's table has none")
 	}
 }
+
+// TestSliceSizesKeepOnlyRealCounts: a topology key that is not a positive
+// device count (0, a word) is no slice size; the others come smallest first.
+func TestSliceSizesKeepOnlyRealCounts(t *testing.T) {
+	d := DevicePeak{Topologies: map[string]string{"0": "0,0,0", "x": "1,1,1", "4": "2,2,1", "1": "1,1,1"}}
+	if got := d.SliceSizes(); !slices.Equal(got, []int{1, 4}) {
+		t.Errorf("SliceSizes = %v, want [1 4]", got)
+	}
+}

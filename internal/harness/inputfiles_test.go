@@ -51,3 +51,17 @@ func TestParseInputTableRefusesBrokenTables(t *testing.T) {
 		}
 	}
 }
+
+// TestParseInputTableKinds: a kind may match by names and suffixes together;
+// a suffix never matches a file that is only the suffix.
+func TestParseInputTableKinds(t *testing.T) {
+	tab, err := ParseInputTable([]byte(`{"kinds": [{"kind": "x", "names": ["a.json"], "suffixes": [".model", "_x.json"], "max_bytes": 10}]}`))
+	if err != nil {
+		t.Fatalf("a kind with one name and one suffix: %v", err)
+	}
+	for name, want := range map[string]bool{"a.json": true, "sp.model": true, ".model": false, "b.json": false, "a_x.json": true, "_x.json": false} {
+		if _, ok := tab.Cap(name); ok != want {
+			t.Errorf("Cap(%q) ok = %v, want %v", name, ok, want)
+		}
+	}
+}

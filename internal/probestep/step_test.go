@@ -226,6 +226,11 @@ func TestAnInvalidResultIsTheScannersError(t *testing.T) {
 	if err := r.Validate(); err != nil {
 		t.Errorf("the error result is itself invalid: %v", err)
 	}
+	// The stage the harness reached (generate) is kept: where the scanner's
+	// error happened.
+	if r.Stage == nil || *r.Stage != compat.StageGenerate {
+		t.Errorf("stage %v, want generate (the harness's)", r.Stage)
+	}
 	if ok := Probe(context.Background(), figures{mfu: 0.4}, req, quiet).Result; ok.Status != compat.StatusPass {
 		t.Errorf("a valid result became %s", ok.Status)
 	}
