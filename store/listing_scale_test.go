@@ -9,34 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/store"
+	"github.com/google-pytorch/torchtpu-scanner/store/storetest"
 )
-
-// scaleListing is every model of s as a listing that would leave it as it
-// is, most downloaded first (as the Hub lists them).
-func scaleListing(t testing.TB, s *store.SQLite) []store.ModelUpsert {
-	var listing []store.ModelUpsert
-	q := store.ModelQuery{Limit: 1000}
-	for {
-		ms, next, err := s.ListModels(ctx, q)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, m := range ms {
-			listing = append(listing, upsertOfModel(m))
-		}
-		if next == "" {
-			return listing
-		}
-		q.Cursor = next
-	}
-}
-
-func upsertOfModel(m compat.Model) store.ModelUpsert {
-	return store.ModelUpsert{ID: m.ID, Task: m.Task, Library: m.Library, Downloads: m.Downloads, Likes: m.Likes,
-		Gated: m.Gated, SHA: m.SHA, Tags: m.Tags, LastModified: m.LastModified}
-}
 
 func cpuNow() time.Duration {
 	var r syscall.Rusage
@@ -59,7 +34,10 @@ func TestListingUpsertOnAGivenDatabase(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	listing := scaleListing(t, s)
+	listing, err := storetest.Listing(ctx, s)
+	if err != nil {
+		t.Fatal(err)
+	}
 	moved := slices.Clone(listing)
 	for i := range moved {
 		if i%10 == 0 {

@@ -36,8 +36,7 @@ func TestFeedMissOnAGivenDatabase(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	up := store.ModelUpsert{ID: m.ID, Task: m.Task, Library: m.Library, Downloads: m.Downloads, Likes: m.Likes,
-		Gated: m.Gated, SHA: m.SHA, Tags: m.Tags, LastModified: m.LastModified}
+	up := storetest.UpsertOf(m)
 	h := s.app.Handler()
 	write := func(i int) {
 		u := up

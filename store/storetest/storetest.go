@@ -258,3 +258,29 @@ func KeepsFields(want, got any, path string) (string, bool) {
 	}
 	return "", true
 }
+
+// UpsertOf is the listing entry that would leave model m as it is.
+func UpsertOf(m compat.Model) store.ModelUpsert {
+	return store.ModelUpsert{ID: m.ID, Task: m.Task, Library: m.Library, Downloads: m.Downloads, Likes: m.Likes,
+		Gated: m.Gated, SHA: m.SHA, Tags: m.Tags, LastModified: m.LastModified}
+}
+
+// Listing is every model of s as a listing that would leave it as it is,
+// most downloaded first (as the Hub lists them).
+func Listing(ctx context.Context, s *store.SQLite) ([]store.ModelUpsert, error) {
+	var listing []store.ModelUpsert
+	q := store.ModelQuery{Limit: 1000}
+	for {
+		ms, next, err := s.ListModels(ctx, q)
+		if err != nil {
+			return nil, err
+		}
+		for _, m := range ms {
+			listing = append(listing, UpsertOf(m))
+		}
+		if next == "" {
+			return listing, nil
+		}
+		q.Cursor = next
+	}
+}

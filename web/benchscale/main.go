@@ -50,7 +50,6 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
-	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/internal/readiness"
 	"github.com/google-pytorch/torchtpu-scanner/store"
 	"github.com/google-pytorch/torchtpu-scanner/store/storetest"
@@ -467,7 +466,7 @@ func toggler(ctx context.Context, db *store.SQLite) func() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	up := upsertOf(m)
+	up := storetest.UpsertOf(m)
 	n := 0
 	return func() {
 		n++
@@ -514,12 +513,6 @@ func get(url string) []byte {
 	return b
 }
 
-// upsertOf is the listing that would leave model m as it is.
-func upsertOf(m compat.Model) store.ModelUpsert {
-	return store.ModelUpsert{ID: m.ID, Task: m.Task, Library: m.Library, Downloads: m.Downloads, Likes: m.Likes,
-		Gated: m.Gated, SHA: m.SHA, Tags: m.Tags, LastModified: m.LastModified}
-}
-
 // timing is a wall time and the CPU time this process spent in it.
 type timing struct{ wall, cpu time.Duration }
 
@@ -536,20 +529,9 @@ func cpuTime() time.Duration {
 // changedFraction-th with one more download, and the listing that puts
 // them back.
 func upserts(ctx context.Context, db *store.SQLite) (changed, back timing) {
-	var listing []store.ModelUpsert
-	q := store.ModelQuery{Limit: 1000}
-	for {
-		ms, next, err := db.ListModels(ctx, q)
-		if err != nil {
-			log.Fatal(err)
-		}
-		for _, m := range ms {
-			listing = append(listing, upsertOf(m))
-		}
-		if next == "" {
-			break
-		}
-		q.Cursor = next
+	listing, err := storetest.Listing(ctx, db)
+	if err != nil {
+		log.Fatal(err)
 	}
 	moved := slices.Clone(listing)
 	for i := range moved {
