@@ -160,12 +160,12 @@ func (c *checkpointer) close() error {
 // after the commit.
 func (s *SQLite) commitAside(ctx context.Context, tx *sql.Tx) error {
 	if s.ckpt == nil || !commitAsideOn {
-		return tx.Commit()
+		return s.commit(tx)
 	}
 	if _, err := tx.ExecContext(ctx, sqlAutocheckpointOff); err != nil {
 		return err
 	}
-	err := tx.Commit()
+	err := s.commit(tx)
 	if _, rerr := s.w.DB.ExecContext(context.WithoutCancel(ctx), sqlAutocheckpointOn); rerr != nil {
 		return errors.Join(err, fmt.Errorf("the writer's checkpoints stay off: %w", rerr))
 	}

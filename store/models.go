@@ -79,7 +79,7 @@ func (s *SQLite) UpsertModels(ctx context.Context, models []ModelUpsert) error {
 	if err := s.touch(ctx, tx); err != nil {
 		return fmt.Errorf("store: upsert models: %w", err)
 	}
-	commit := tx.Commit
+	commit := func() error { return s.commit(tx) }
 	if l.rows != nil { // a scan's listing: a large write
 		commit = func() error { return s.commitAside(ctx, tx) }
 	}

@@ -75,7 +75,7 @@ func (s *SQLite) SetReadiness(ctx context.Context, u ReadinessUpdate) error {
 	if err := s.touch(ctx, tx); err != nil {
 		return fmt.Errorf("store: set readiness: %w", err)
 	}
-	if err := tx.Commit(); err != nil {
+	if err := s.commit(tx); err != nil {
 		return fmt.Errorf("store: set readiness: %w", err)
 	}
 	return nil

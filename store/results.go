@@ -102,7 +102,7 @@ func (s *SQLite) recordResults(ctx context.Context, recs []Record) ([]RecordOutc
 	if err := s.touch(ctx, tx); err != nil {
 		return nil, err
 	}
-	if err := tx.Commit(); err != nil {
+	if err := s.commit(tx); err != nil {
 		return nil, err
 	}
 	return outs, nil
@@ -468,7 +468,7 @@ func (s *SQLite) RecordFlaky(ctx context.Context, modelID string, seen compat.Re
 	if err := s.touch(ctx, tx); err != nil {
 		return fmt.Errorf("store: record flaky: %w", err)
 	}
-	if err := tx.Commit(); err != nil {
+	if err := s.commit(tx); err != nil {
 		return fmt.Errorf("store: record flaky: %w", err)
 	}
 	return nil

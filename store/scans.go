@@ -33,7 +33,7 @@ func (s *SQLite) StartScan(ctx context.Context, sc Scan) (int64, error) {
 	if err := s.touch(ctx, tx); err != nil {
 		return 0, fmt.Errorf("store: start scan: %w", err)
 	}
-	if err := tx.Commit(); err != nil {
+	if err := s.commit(tx); err != nil {
 		return 0, fmt.Errorf("store: start scan: %w", err)
 	}
 	return id, nil
@@ -86,7 +86,7 @@ func (s *SQLite) updateScan(ctx context.Context, query string, args ...any) erro
 	if err := s.touch(ctx, tx); err != nil {
 		return err
 	}
-	return tx.Commit()
+	return s.commit(tx)
 }
 
 // GetScan returns one scan. The error wraps ErrNotFound for an unknown scan.
@@ -158,7 +158,7 @@ func (s *SQLite) MarkInterrupted(ctx context.Context) (int, error) {
 			return 0, fmt.Errorf("store: mark interrupted: %w", err)
 		}
 	}
-	if err := tx.Commit(); err != nil {
+	if err := s.commit(tx); err != nil {
 		return 0, fmt.Errorf("store: mark interrupted: %w", err)
 	}
 	return marked, nil

@@ -132,6 +132,8 @@ type SQLite struct {
 	roDSN string
 	me    Owner // the owner of the scans this process starts (owner.go)
 	now   func() time.Time
+	// changes keeps Changed between writes (changed.go).
+	changes changedMemo
 }
 
 // Open opens (creating it and its folder if needed) the database at path,
@@ -265,7 +267,7 @@ func (s *SQLite) settle(ctx context.Context) error {
 	if err := s.touch(ctx, tx); err != nil {
 		return err
 	}
-	return tx.Commit()
+	return s.commit(tx)
 }
 
 // fillCurrent gives every model a row on each target that lacks some,

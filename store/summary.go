@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 )
@@ -264,21 +263,6 @@ func (s *SQLite) ModelEvents(ctx context.Context, id string, limit int) ([]compa
 		return nil, fmt.Errorf("store: model events: %w", err)
 	}
 	return evs, nil
-}
-
-// Changed reports when data last changed: every write transaction that
-// changes something moves it forward (strictly, so it differs after each
-// change even within one clock tick). It is one row read; the zero time
-// means nothing was ever written.
-func (s *SQLite) Changed(ctx context.Context) (time.Time, error) {
-	var ns int64
-	if err := s.r.QueryRowContext(ctx, sqlChanged).Scan(&ns); err != nil {
-		return time.Time{}, fmt.Errorf("store: changed: %w", err)
-	}
-	if ns == 0 {
-		return time.Time{}, nil
-	}
-	return fromNano(ns), nil
 }
 
 // Backup writes a consistent, compacted copy of the database to path (its

@@ -609,7 +609,7 @@ func (s *SQLite) inTx(ctx context.Context, fn func(tx *sql.Tx) (bool, error)) er
 			return err
 		}
 	}
-	return tx.Commit()
+	return s.commit(tx)
 }
 
 // any reports whether expiring changed a job.

@@ -54,7 +54,7 @@ func (s *Server) badge(c *fiber.Ctx) error {
 	}
 
 	ctx := c.UserContext()
-	changed, err := s.storeChanged(ctx)
+	changed, err := s.store.Changed(ctx)
 	if err != nil {
 		return s.badgeUnavailable(c, kind, target, label, err)
 	}

@@ -1,49 +1,15 @@
 package web
 
 import (
-	"context"
 	"encoding/hex"
 	"hash/fnv"
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
 )
-
-// changedCache remembers Store.Changed for a short while, so that hot
-// routes (badges) can validate their caches without a database query per
-// request. Staleness is bounded by ttl, far below the badges' max-age.
-type changedCache struct {
-	ttl time.Duration
-	cur atomic.Pointer[changedValue]
-}
-
-type changedValue struct {
-	value   time.Time
-	fetched time.Time
-}
-
-// get returns the store's last change time, at most ttl old.
-func (c *changedCache) get(ctx context.Context, fetch func(context.Context) (time.Time, error)) (time.Time, error) {
-	now := time.Now()
-	if v := c.cur.Load(); v != nil && c.ttl > 0 && now.Sub(v.fetched) < c.ttl {
-		return v.value, nil
-	}
-	v, err := fetch(ctx)
-	if err != nil {
-		return time.Time{}, err
-	}
-	c.cur.Store(&changedValue{value: v, fetched: now})
-	return v, nil
-}
-
-// storeChanged is Store.Changed through the cache.
-func (s *Server) storeChanged(ctx context.Context) (time.Time, error) {
-	return s.changed.get(ctx, s.store.Changed)
-}
 
 // versioned is a cache of values derived from the database: an entry is
 // valid while Store.Changed is what it was computed at, so a write

@@ -1,66 +1,10 @@
 package web
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"testing"
 	"time"
 )
-
-// changedCache serves the store's change time for ttl, asks again after
-// it, always asks with ttl 0, and never keeps a failed answer.
-func TestChangedCacheTTL(t *testing.T) {
-	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	calls := 0
-	var failWith error
-	fetch := func(context.Context) (time.Time, error) {
-		calls++
-		if failWith != nil {
-			return time.Time{}, failWith
-		}
-		return t0.Add(time.Duration(calls) * time.Minute), nil
-	}
-	get := func(c *changedCache) (time.Time, error) { return c.get(context.Background(), fetch) }
-
-	c := &changedCache{ttl: time.Hour}
-	first, err := get(c)
-	if err != nil || !first.Equal(t0.Add(time.Minute)) {
-		t.Fatalf("first get: %v %v", first, err)
-	}
-	if again, _ := get(c); !again.Equal(first) || calls != 1 {
-		t.Errorf("within the ttl: %v after %d fetches, want the cached %v after 1", again, calls, first)
-	}
-	// An answer older than the ttl is asked for again.
-	c.cur.Store(&changedValue{value: first, fetched: time.Now().Add(-2 * time.Hour)})
-	if later, _ := get(c); !later.Equal(t0.Add(2*time.Minute)) || calls != 2 {
-		t.Errorf("after the ttl: %v after %d fetches, want a fresh %v", later, calls, t0.Add(2*time.Minute))
-	}
-
-	// ttl 0: every get sees the store.
-	calls = 0
-	c0 := &changedCache{}
-	for i := 1; i <= 3; i++ {
-		if v, _ := get(c0); !v.Equal(t0.Add(time.Duration(i) * time.Minute)) {
-			t.Errorf("ttl 0, get %d: %v", i, v)
-		}
-	}
-	if calls != 3 {
-		t.Errorf("ttl 0: %d fetches for 3 gets", calls)
-	}
-
-	// A failure is returned and not cached: the next get asks again.
-	calls = 0
-	cf := &changedCache{ttl: time.Hour}
-	failWith = errors.New("database is locked")
-	if v, err := get(cf); !errors.Is(err, failWith) || !v.IsZero() {
-		t.Errorf("failing fetch: %v %v", v, err)
-	}
-	failWith = nil
-	if v, err := get(cf); err != nil || !v.Equal(t0.Add(2*time.Minute)) || calls != 2 {
-		t.Errorf("after a failure: %v %v after %d fetches", v, err, calls)
-	}
-}
 
 // versioned serves a value only for the change time it was computed at,
 // never keeps a value over a tenth of its budget, and never holds more than

@@ -107,10 +107,8 @@ type Config struct {
 	RequestRate int
 }
 
-// sizeCaches sets how long the change marker is trusted and how many
-// bytes each rendered-answer cache may hold.
+// sizeCaches sets how many bytes each rendered-answer cache may hold.
 func (s *Server) sizeCaches() {
-	s.changed.ttl = time.Second
 	s.badges.maxBytes = 16 << 20
 	s.apiLists.maxBytes = 32 << 20
 	s.lists.maxBytes = 32 << 20
@@ -152,7 +150,6 @@ type Server struct {
 	limiter *rateLimiter // nil when off
 	proxies proxies      // whose X-Forwarded-* headers are believed
 
-	changed      changedCache
 	badges       versioned[badgeKey, cachedBadge]
 	apiLists     versioned[string, []byte]
 	lists        versioned[string, listPage]

@@ -80,7 +80,6 @@ func newTestServer(t *testing.T, nModels, nResults int, cfg Config) *testServer 
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.changed.ttl = 0 // see every write at once
 	ts.Server = s
 	return ts
 }
