@@ -85,13 +85,15 @@ type readinessView struct {
 	Devices []deviceCount
 	Context int64
 	Notes   []hintView
+	// HeadroomPct is min_devices' headroom (readiness.ServingHeadroomPct).
+	HeadroomPct int
 }
 
 func newReadinessView(r *readiness.Readiness) *readinessView {
 	if r == nil {
 		return nil
 	}
-	v := &readinessView{Readiness: *r, Mark: markOf(r)}
+	v := &readinessView{Readiness: *r, Mark: markOf(r), HeadroomPct: readiness.ServingHeadroomPct}
 	for _, h := range r.Hints {
 		v.Notes = append(v.Notes, hintView{Hint: h, Class: "status st-" + string(severityTones[h.Severity])})
 	}

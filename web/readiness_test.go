@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/csv"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -121,7 +122,8 @@ func TestPagesShowReadiness(t *testing.T) {
 	page := ts.get(t, "/models/org/moe")
 	for _, want := range []string{"TPU readiness", "46,702,792,704", "(from config)", "needs_sharding", "moe_dynamic_routing",
 		"MFU", "42.1 % of 918 TFLOP/s (tpu-v6e)", "MBU", "55.0 % of 1638 GB/s (tpu-v6e)",
-		`<span class="status st-warn">warn</span> <code>needs_sharding</code>`} {
+		`<span class="status st-warn">warn</span> <code>needs_sharding</code>`,
+		fmt.Sprintf("one sequence's KV cache, with %d%% headroom</caption>", readiness.ServingHeadroomPct)} {
 		if !strings.Contains(page.body, want) {
 			t.Errorf("model page lacks %q", want)
 		}
