@@ -51,6 +51,8 @@ func TestValidateAtTheBounds(t *testing.T) {
 		{"a verdict's compiled_step_ms past 1e10", func(r *Result) {
 			r.Modes = map[string]Verdict{"m": {Status: StatusPass, Metrics: ModeMetrics{CompiledStepMS: f(1.0001e10)}}}
 		}, "modes.m.metrics.compiled_step_ms"},
+		{"64 stages", func(r *Result) { r.Stages = stages(MaxStages) }, ""},
+		{"65 stages", func(r *Result) { r.Stages = stages(MaxStages + 1) }, "stages"},
 		{"16 modes", func(r *Result) { r.Modes = modes(16) }, ""},
 		{"17 modes", func(r *Result) { r.Modes = modes(17) }, "modes"},
 		{"16 losses", func(r *Result) {
@@ -64,16 +66,31 @@ func TestValidateAtTheBounds(t *testing.T) {
 	for _, tt := range tests {
 		r := good()
 		tt.edit(&r)
-		err := r.Validate()
-		var fe *FieldError
-		switch {
-		case tt.field == "" && err != nil:
-			t.Errorf("%s: refused: %v", tt.name, err)
-		case tt.field == "":
-		case !errors.As(err, &fe) || fe.Field != tt.field:
-			t.Errorf("%s: %v, want the field %s refused", tt.name, err, tt.field)
-		}
+		wantRefused(t, tt.name, r.Validate(), tt.field)
 	}
+}
+
+// wantRefused checks err, Validate's answer: nil when field is "", else a
+// FieldError naming field.
+func wantRefused(t *testing.T, name string, err error, field string) {
+	t.Helper()
+	var fe *FieldError
+	switch {
+	case field == "" && err != nil:
+		t.Errorf("%s: refused: %v", name, err)
+	case field == "":
+	case !errors.As(err, &fe) || fe.Field != field:
+		t.Errorf("%s: %v, want the field %s refused", name, err, field)
+	}
+}
+
+// stages is n load stages that went well.
+func stages(n int) []StageRun {
+	ss := make([]StageRun, n)
+	for i := range ss {
+		ss[i] = StageRun{Stage: StageLoad, OK: true, DurationS: 1}
+	}
+	return ss
 }
 
 // modes is a matrix of n passing verdicts, keyed m0, m1, ….

@@ -351,6 +351,10 @@ func TestCompact(t *testing.T) {
 func TestNiceCeil(t *testing.T) {
 	for _, c := range []struct{ v, want float64 }{
 		{1, 1}, {1.1, 2}, {2, 2}, {2.1, 2.5}, {3, 5}, {7, 10}, {0.3, 0.5}, {42, 50}, {1234, 2000}, {math.MaxFloat64, math.MaxFloat64},
+		// 1e-12 above a round number is taken as it (m × 10^k computed in
+		// floating point may fall just short of the value it stands for):
+		// 2.000000000002 × (1 − 1e-12) is 2 in float64.
+		{2.000000000002, 2}, {5.000000000005, 5}, {2.00000000001, 2.5},
 	} {
 		if got := niceCeil(c.v); got != c.want {
 			t.Errorf("niceCeil(%v) = %v, want %v", c.v, got, c.want)
