@@ -51,6 +51,14 @@ func TestValidateAtTheBounds(t *testing.T) {
 		{"a verdict's compiled_step_ms past 1e10", func(r *Result) {
 			r.Modes = map[string]Verdict{"m": {Status: StatusPass, Metrics: ModeMetrics{CompiledStepMS: f(1.0001e10)}}}
 		}, "modes.m.metrics.compiled_step_ms"},
+		{"a mode key of 64 bytes", func(r *Result) { r.Modes = map[string]Verdict{strings.Repeat("k", 64): {Status: StatusPass}} }, ""},
+		{"a mode key of 65 bytes", func(r *Result) { r.Modes = map[string]Verdict{strings.Repeat("k", 65): {Status: StatusPass}} }, "modes"},
+		{"16 graph-break reasons", func(r *Result) { r.Metrics.GraphBreakReasons = reasons(16) }, ""},
+		{"17 graph-break reasons", func(r *Result) { r.Metrics.GraphBreakReasons = reasons(17) }, "metrics.graph_break_reasons"},
+		{"a version starting with '|'", func(r *Result) { r.Runtime.Torch = "|2.15" }, "runtime.torch"},
+		{"a version starting with a space", func(r *Result) { r.Runtime.Harness = " 1.4" }, "runtime.harness"},
+		{"a version starting with é", func(r *Result) { r.Runtime.TorchTPU = "é0.2" }, "runtime.torch_tpu"},
+		{"an op starting with ESC", func(r *Result) { r.Op = Ptr("\x1b[2Jaten::x") }, "op"},
 		{"64 stages", func(r *Result) { r.Stages = stages(MaxStages) }, ""},
 		{"65 stages", func(r *Result) { r.Stages = stages(MaxStages + 1) }, "stages"},
 		{"16 modes", func(r *Result) { r.Modes = modes(16) }, ""},
@@ -82,6 +90,15 @@ func wantRefused(t *testing.T, name string, err error, field string) {
 	case !errors.As(err, &fe) || fe.Field != field:
 		t.Errorf("%s: %v, want the field %s refused", name, err, field)
 	}
+}
+
+// reasons is n graph-break reasons.
+func reasons(n int) []string {
+	rs := make([]string, n)
+	for i := range rs {
+		rs[i] = "call_function " + strconv.Itoa(i)
+	}
+	return rs
 }
 
 // stages is n load stages that went well.

@@ -32,3 +32,27 @@ func TestBarsZeroDrawsNoBar(t *testing.T) {
 		}
 	}
 }
+
+// TestBarsSummary: the text alternative names the first five bars with
+// their values (and notes), then how many more there are.
+func TestBarsSummary(t *testing.T) {
+	var bars []Bar
+	for i, l := range []string{"a", "b", "c", "d", "e", "f", "g"} {
+		bars = append(bars, Bar{Label: l, Value: float64(i + 1)})
+	}
+	bars[1].Note = "two models"
+	for _, tc := range []struct {
+		n    int
+		want string
+	}{
+		{1, "1 bar: a 1."},
+		{5, "5 bars: a 1; b 2 (two models); c 3; d 4; e 5."},
+		{6, "6 bars: a 1; b 2 (two models); c 3; d 4; e 5; and 1 more."},
+		{7, "7 bars: a 1; b 2 (two models); c 3; d 4; e 5; and 2 more."},
+	} {
+		out := string(Bars{Meta: Meta{ID: "b", Title: "T"}, Bars: bars[:tc.n]}.Render())
+		if !strings.Contains(out, `<desc id="b-d">`+tc.want+"</desc>") {
+			t.Errorf("%d bars: want the desc %q:\n%s", tc.n, tc.want, out)
+		}
+	}
+}

@@ -194,3 +194,39 @@ func TestLineLabelsWhichPoints(t *testing.T) {
 		}
 	}
 }
+
+// TestLineExtremesTies: of equal lowest (or highest) values, the first is
+// the one labelled. Ten points are 31.3 units apart from x = 60.
+func TestLineExtremesTies(t *testing.T) {
+	labels := make([]string, 10)
+	for i := range labels {
+		labels[i] = "p" + strconv.Itoa(i)
+	}
+	out := string(Line{Meta: Meta{ID: "l", Title: "T"}, Labels: labels,
+		Series: []Series{{Name: "s", Values: []float64{5, 1, 9, 1, 6, 9, 6, 7, 6, 8}}}}.Render())
+	var got []string
+	for _, m := range regexp.MustCompile(`<text class="value" x="([^"]+)"`).FindAllStringSubmatch(out, -1) {
+		got = append(got, m[1])
+	}
+	// first (p0), lowest (p1, not p3), highest (p2, not p5), last (p9)
+	if want := "60 91.3 122.7 342"; strings.Join(got, " ") != want {
+		t.Errorf("value labels at x = %v, want %s", got, want)
+	}
+	if !strings.Contains(out, "5 (p0) to 8 (p9); lowest 1, highest 9.") {
+		t.Errorf("summary:\n%s", out)
+	}
+}
+
+// TestLineSeriesNeverMeasured: a series without a measured value among
+// others draws nothing and says so, on a chart of one point too.
+func TestLineSeriesNeverMeasured(t *testing.T) {
+	out := string(Line{Meta: Meta{ID: "l", Title: "T"}, Labels: []string{"only"},
+		Series: []Series{{Name: "s", Values: []float64{1}}, {Name: "none", Values: []float64{nan}}}}.Render())
+	checkWellFormed(t, template.HTML(out))
+	if !strings.Contains(out, "1 point: only. s: 1 (only). none: not measured.") {
+		t.Errorf("summary:\n%s", out)
+	}
+	if body := group(t, out, "series s1"); body != "" {
+		t.Errorf("the series never measured draws %q", body)
+	}
+}
