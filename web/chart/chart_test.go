@@ -245,7 +245,10 @@ func TestEscapeDropsControlCharacters(t *testing.T) {
 		"\x7f":   "",
 		"\x80":   "\uFFFD", // a lone continuation byte: the first byte ≥ 0x80
 		"\xff":   "\uFFFD",
-		"\u0085": "", // C1 control, valid UTF-8
+		"\u0085": "",       // C1 control, valid UTF-8
+		"\u0080": "",       // the first C1 control
+		"\u009f": "",       // the last
+		"\u00a0": "\u00a0", // no-break space, the first character after them
 		" ~":     " ~",
 	} {
 		if got := esc(in); got != want {

@@ -230,3 +230,33 @@ func TestLineSeriesNeverMeasured(t *testing.T) {
 		t.Errorf("the series never measured draws %q", body)
 	}
 }
+
+// TestLineValueLabelAnchor: a value label is centred on its point, but the
+// first's starts at it and the last's ends at it, inside the chart; the one
+// point of a one-point chart is centred (x = 201, the plot's middle).
+func TestLineValueLabelAnchor(t *testing.T) {
+	anchors := func(labels ...string) []string {
+		values := make([]float64, len(labels))
+		for i := range values {
+			values[i] = float64(i + 1)
+		}
+		out := string(Line{Meta: Meta{ID: "l", Title: "T"}, Labels: labels, Series: []Series{{Name: "s", Values: values}}}.Render())
+		var got []string
+		for _, m := range regexp.MustCompile(`<text class="value" x="([^"]+)" y="[^"]+" text-anchor="([a-z]+)"`).FindAllStringSubmatch(out, -1) {
+			got = append(got, m[1]+":"+m[2])
+		}
+		return got
+	}
+	for _, tc := range []struct {
+		labels []string
+		want   string
+	}{
+		{[]string{"a"}, "201:middle"},
+		{[]string{"a", "b"}, "60:start 342:end"},
+		{[]string{"a", "b", "c"}, "60:start 201:middle 342:end"},
+	} {
+		if got := strings.Join(anchors(tc.labels...), " "); got != tc.want {
+			t.Errorf("%d points: value labels %q, want %q", len(tc.labels), got, tc.want)
+		}
+	}
+}
