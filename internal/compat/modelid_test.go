@@ -78,6 +78,17 @@ func TestValidateModelID(t *testing.T) {
 		{"é/b", false, "non-ASCII letter"},
 		{"a/é", false, "non-ASCII letter"},
 		{"日本/語", false, "non-ASCII"},
+		// Each end of the three ranges of ASCII letters and digits (\w with
+		// re.ASCII), and the byte just outside it.
+		{"az/AZ09", true, "the first and last letter and digit"},
+		{"z", true, "'z', the last lower-case letter"},
+		{"Z", true, "'Z', the last upper-case letter"},
+		{"9", true, "'9', the last digit"},
+		{"a`b", false, "'`', the byte before 'a'"},
+		{"a{b", false, "'{', the byte after 'z'"},
+		{"a@b", false, "'@', the byte before 'A'"},
+		{"a[b", false, "'[', the byte after 'Z'"},
+		{"a:b/c", false, "':', the byte after '9'"},
 	}
 	for _, tt := range tests {
 		err := ValidateModelID(tt.id)

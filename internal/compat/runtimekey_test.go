@@ -18,6 +18,10 @@ func TestRuntimeKey(t *testing.T) {
 		{"local version", RuntimeRef{TargetCPU, "2.15.0+cpu", "", "5.23.0.dev0", "1.4.0"}, "cpu~2.15.0_2Bcpu~~5.23.0.dev0~1.4.0"},
 		{"separator and escape in a version", RuntimeRef{TargetCUDA, "a~b", "c_d", "", ""}, "cuda~a_7Eb~c_5Fd~~"},
 		{"all empty", RuntimeRef{Target: TargetTPU}, "tpu~~~~"},
+		// Both ends of each plain range stand as they are; the bytes next to
+		// them are escaped: '`' 0x60, '{' 0x7B, '@' 0x40, '[' 0x5B, '/' 0x2F, ':' 0x3A.
+		{"the ends of the plain ranges", RuntimeRef{TargetTPU, "azAZ09", "`{@[/:", "z", "Z9"},
+			"tpu~azAZ09~_60_7B_40_5B_2F_3A~z~Z9"},
 		{"spaces, slashes, quotes, unicode", RuntimeRef{TargetTPU, `1 "x"/y`, "é", "", "<b>"},
 			"tpu~1_20_22x_22_2Fy~_C3_A9~~_3Cb_3E"},
 	} {

@@ -233,6 +233,23 @@ func TestEscapeDropsControlCharacters(t *testing.T) {
 		"c1 \u0085 x":      "c1  x",
 		"é ✓ 模型":           "é ✓ 模型",
 		`<&>"'`:            "&lt;&amp;&gt;&#34;&#39;",
+		// Each character that needs work alone, so that no other character
+		// of the string sends it the long way round.
+		"&":      "&amp;",
+		"<":      "&lt;",
+		">":      "&gt;",
+		`"`:      "&#34;",
+		"'":      "&#39;",
+		"\x01":   "",
+		"\x1f":   "",
+		"\x7f":   "",
+		"\x80":   "\uFFFD", // a lone continuation byte: the first byte ≥ 0x80
+		"\xff":   "\uFFFD",
+		"\u0085": "",       // C1 control, valid UTF-8
+		"\u0080": "",       // the first C1 control
+		"\u009f": "",       // the last
+		"\u00a0": "\u00a0", // no-break space, the first character after them
+		" ~":     " ~",
 	} {
 		if got := esc(in); got != want {
 			t.Errorf("esc(%q) = %q, want %q", in, got, want)
@@ -324,7 +341,9 @@ func TestCompact(t *testing.T) {
 	}{
 		{0, "0"}, {7, "7"}, {12.5, "12.5"}, {0.25, "0.25"}, {0.004, "0.004"}, {999, "999"}, {999.6, "1k"},
 		{1234, "1.23k"}, {12345, "12.3k"}, {123456, "123k"}, {1.5e6, "1.5M"}, {2e9, "2B"}, {5e12, "5T"},
-		{1e18, "1000000T"}, {-1500, "-1.5k"}, {nan, "—"}, {math.Inf(1), "—"}, {math.Inf(-1), "—"},
+		{1e18, "1000000T"}, {-1500, "-1.5k"},
+		// A unit from 0.9995 of it on, where three digits would round up to it.
+		{999.4, "999"}, {999.5, "1k"}, {999_499, "999k"}, {999_500, "1M"}, {999.5e6, "1B"}, {999.5e9, "1T"}, {nan, "—"}, {math.Inf(1), "—"}, {math.Inf(-1), "—"},
 	} {
 		if got := Compact(c.v); got != c.want {
 			t.Errorf("Compact(%v) = %q, want %q", c.v, got, c.want)
@@ -335,6 +354,10 @@ func TestCompact(t *testing.T) {
 func TestNiceCeil(t *testing.T) {
 	for _, c := range []struct{ v, want float64 }{
 		{1, 1}, {1.1, 2}, {2, 2}, {2.1, 2.5}, {3, 5}, {7, 10}, {0.3, 0.5}, {42, 50}, {1234, 2000}, {math.MaxFloat64, math.MaxFloat64},
+		// 1e-12 above a round number is taken as it (m × 10^k computed in
+		// floating point may fall just short of the value it stands for):
+		// 2.000000000002 × (1 − 1e-12) is 2 in float64.
+		{2.000000000002, 2}, {5.000000000005, 5}, {2.00000000001, 2.5},
 	} {
 		if got := niceCeil(c.v); got != c.want {
 			t.Errorf("niceCeil(%v) = %v, want %v", c.v, got, c.want)
@@ -343,9 +366,36 @@ func TestNiceCeil(t *testing.T) {
 }
 
 func TestCleanID(t *testing.T) {
-	for in, want := range map[string]string{"": "chart", "band-tpu": "band-tpu", `a"b c<d`: "a-b-c-d", "é": "--"} {
+	for in, want := range map[string]string{"": "chart", "band-tpu": "band-tpu", `a"b c<d`: "a-b-c-d", "é": "--",
+		// the ends of each kept range, and the bytes just outside them
+		"azAZ09_-": "azAZ09_-", "`{@[/:": "------"} {
 		if got := cleanID(in); got != want {
 			t.Errorf("cleanID(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestCleanClass: a class word keeps lower-case letters, digits and "-",
+// and drops everything else.
+func TestCleanClass(t *testing.T) {
+	for in, want := range map[string]string{"fail": "fail", "az09-": "az09-", "`{/:AZ_ é": "", "t-Warn 2": "t-arn2"} {
+		if got := cleanClass(in); got != want {
+			t.Errorf("cleanClass(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestTruncate: at most n runes, the last "…" when cut.
+func TestTruncate(t *testing.T) {
+	for _, c := range []struct {
+		s    string
+		n    int
+		want string
+	}{
+		{"abcd", 4, "abcd"}, {"abcde", 4, "abc…"}, {"abcdefgh", 4, "abc…"}, {"模型模型", 4, "模型模型"}, {"模型模型模", 4, "模型模…"}, {"", 4, ""},
+	} {
+		if got := truncate(c.s, c.n); got != c.want {
+			t.Errorf("truncate(%q, %d) = %q, want %q", c.s, c.n, got, c.want)
 		}
 	}
 }
