@@ -240,3 +240,60 @@ func TestAFetchCutShortIsInterrupted(t *testing.T) {
 		t.Error("probed without its files")
 	}
 }
+
+// TestAFailureThatIsNotASetupProblemIsWaitedOut: any other failure is
+// logged as the server not reachable, with its attempt counted from 1,
+// and is never a misconfiguration.
+func TestAFailureThatIsNotASetupProblemIsWaitedOut(t *testing.T) {
+	var logs proctest.Buffer
+	w := &Worker{cfg: Config{MisconfiguredAfter: time.Nanosecond}, log: slog.New(slog.NewTextHandler(&logs, nil))}
+	w.failed(t.Context(), "lease", errors.New("connection refused"), 2)
+	if s := logs.String(); !strings.Contains(s, "lease: server not reachable; retrying") || !strings.Contains(s, "attempt=3") {
+		t.Errorf("log:\n%s", s)
+	}
+	if w.misconf.Load() != nil || w.misconfigured(time.Now().Add(time.Hour)) != "" {
+		t.Error("an unreachable server counts as a misconfiguration")
+	}
+}
+
+// TestGiveBackAndLeaveSayWhetherTheServerHeard: a lease given back, or a
+// leave, that the server took is logged as done; one it did not take is
+// logged as such (the lease then expires, the worker's silence is noticed).
+func TestGiveBackAndLeaveSayWhetherTheServerHeard(t *testing.T) {
+	f := newFakeServer(t, 5*time.Second, job("org/m"))
+	var logs proctest.Buffer
+	p := &fakeProber{}
+	w, err := New(Config{Server: f.srv.URL, Token: testToken, ID: "w", Host: "h", Logger: slog.New(slog.NewTextHandler(&logs, nil))},
+		p, []Prober{p}, fakeFetcher{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	leases, err := w.api.lease(t.Context(), fleet.Worker{ID: "w", Target: compat.TargetCPU, Runtime: testRuntime, Devices: 1}, 1, 0)
+	if err != nil || len(leases) != 1 {
+		t.Fatalf("lease: %v, %v", leases, err)
+	}
+	w.giveBack(leases[0], "worker stopping")
+	if _, released, _, _ := f.snapshot(); len(released) != 1 || released[0] != leases[0].ID {
+		t.Fatalf("released %v", released)
+	}
+	if s := logs.String(); !strings.Contains(s, "lease given back") || strings.Contains(s, "not given back") {
+		t.Errorf("a lease the server took back:\n%s", s)
+	}
+	mark := len(logs.String())
+	w.giveBack(leases[0], "worker stopping") // no longer current: 409
+	if s := logs.String()[mark:]; !strings.Contains(s, "lease not given back") || strings.Contains(s, "lease given back") {
+		t.Errorf("a lease the server did not take back:\n%s", s)
+	}
+
+	mark = len(logs.String())
+	w.final = t.Context()
+	w.leave()
+	if s := logs.String()[mark:]; len(f.leavers()) != 1 || strings.Contains(s, "not told") {
+		t.Errorf("a leave the server heard: %v\n%s", f.leavers(), s)
+	}
+	f.srv.Close()
+	w.leave()
+	if s := logs.String(); !strings.Contains(s, "the server was not told this worker leaves") {
+		t.Errorf("a leave the server did not hear:\n%s", s)
+	}
+}
