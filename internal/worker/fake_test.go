@@ -429,3 +429,13 @@ func eventually(t *testing.T, what string, cond func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// awaitStart waits up to 20s for a probe of p to start.
+func awaitStart(t *testing.T, p *fakeProber) {
+	t.Helper()
+	select {
+	case <-p.started:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the probe did not start")
+	}
+}

@@ -58,11 +58,7 @@ func TestSIGTERMGivesBackALeaseWhoseProbeOutlivesTheGrace(t *testing.T) {
 	f := newFakeServer(t, 5*time.Second, job("org/slow"))
 	p := &fakeProber{started: make(chan string, 4), block: func(string, int) bool { return true }}
 	_, stop := startWorker(t, f, p, 1, 200*time.Millisecond, nil)
-	select {
-	case <-p.started:
-	case <-time.After(20 * time.Second):
-		t.Fatal("the probe did not start")
-	}
+	awaitStart(t, p)
 	start := time.Now()
 	if err := stop(); err != nil {
 		t.Fatal(err)
@@ -138,9 +134,11 @@ func TestWorkerWaitsOutAServerRestart(t *testing.T) {
 	f.add(job("org/after-restart"))
 	f.down.Store(false)
 	eventually(t, "the result after the restart", func() bool { acc, _, _, _ := f.snapshot(); return len(acc) == 1 })
-	// Down again mid-flight: leasing fails, the worker keeps going.
+	// Down again mid-flight: leasing fails, the worker backs off and keeps
+	// going. Backoff(0) is at most 1s: a worker polling every 200ms fails
+	// at least twice in a row in 2.5s.
 	f.down.Store(true)
-	time.Sleep(700 * time.Millisecond)
+	time.Sleep(2500 * time.Millisecond)
 	f.add(job("org/second"))
 	f.down.Store(false)
 	eventually(t, "the second result", func() bool { acc, _, _, _ := f.snapshot(); return len(acc) == 2 })
@@ -395,5 +393,23 @@ func TestShardedJobsOnWorkersThatHoldThem(t *testing.T) {
 	}
 	if peakDev > 2 || peak < 2 {
 		t.Errorf("%d devices busy at once (%d probes) on a worker of two: want two at most, one-device jobs side by side", peakDev, peak)
+	}
+}
+
+// TestHealthCountsTheRunningProbes: /healthz counts a probe while it runs
+// and not after it stopped.
+func TestHealthCountsTheRunningProbes(t *testing.T) {
+	f := newFakeServer(t, 5*time.Second, job("org/slow"))
+	p := &fakeProber{started: make(chan string, 4), block: func(string, int) bool { return true }}
+	w, stop := startWorker(t, f, p, 2, 100*time.Millisecond, nil)
+	awaitStart(t, p)
+	if _, h := health(w); h.Running != 1 {
+		t.Errorf("running %d while one probe runs", h.Running)
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if _, h := health(w); h.Running != 0 {
+		t.Errorf("running %d after the probe was stopped", h.Running)
 	}
 }
