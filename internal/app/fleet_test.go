@@ -17,7 +17,6 @@ import (
 func TestFleetMetrics(t *testing.T) {
 	reg := metrics.NewRegistry()
 	m := newFleetMetrics(reg)
-	m.lostSeen = -1
 	seen := time.Unix(1_800_000_000, 0).UTC()
 	sweep := func(lost int64, open ...store.QueueDepth) string {
 		m.stats(dispatch.Stats{Queue: store.QueueStats{Open: open, LostLeases: lost}, Live: 3, Busy: 2, Desired: 5,
@@ -105,7 +104,6 @@ func TestFleetMetricsForgetGoneWorkers(t *testing.T) {
 func TestFleetMetricsLostLeases(t *testing.T) {
 	reg := metrics.NewRegistry()
 	m := newFleetMetrics(reg)
-	m.lostSeen = -1
 	for _, tt := range []struct{ lost, want int64 }{{0, 0}, {3, 3}, {3, 3}, {5, 5}} {
 		m.stats(dispatch.Stats{Queue: store.QueueStats{LostLeases: tt.lost}})
 		var b bytes.Buffer

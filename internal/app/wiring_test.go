@@ -138,6 +138,9 @@ func TestNewSettlesWhatAGoneServerLeft(t *testing.T) {
 	if err := a.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
+	if _, err := a.Store.ListScans(context.Background(), 1); err == nil {
+		t.Error("the database still answers after Close")
+	}
 	a, logs = newApp(t, cfg)
 	defer a.Close()
 	if strings.Contains(logs.String(), "cancelled") || strings.Contains(logs.String(), "interrupted") {
@@ -154,7 +157,6 @@ func TestNewResumesUnderDispatchWorkers(t *testing.T) {
 	id := goneScan(t, cfg.DB, true)
 	plain := goneScan(t, cfg.DB, false)
 	a, logs := newApp(t, cfg)
-	defer a.Close()
 	if got := scanStatus(t, a, id); got != store.ScanRunning {
 		t.Errorf("the scan with queued jobs is %s, want running (resumed)", got)
 	}
@@ -169,6 +171,18 @@ func TestNewResumesUnderDispatchWorkers(t *testing.T) {
 	}
 	if st := (scanControl{a.Service, a.Fleet}).State(); st.Workers != 0 || st.WorkersBusy != 0 || st.Running {
 		t.Errorf("state %+v, want no workers and no scan of this process's", st)
+	}
+	if err := a.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	// The resumed scan is this process's now: a start beside it resumes nothing, and says nothing.
+	a, logs = newApp(t, cfg)
+	defer a.Close()
+	if strings.Contains(logs.String(), "resumed") || strings.Contains(logs.String(), "interrupted") {
+		t.Errorf("a start with nothing to settle logged:\n%s", logs)
+	}
+	if got := scanStatus(t, a, id); got != store.ScanRunning {
+		t.Errorf("the live process's scan is %s, want running", got)
 	}
 }
 
