@@ -324,3 +324,38 @@ func TestSafetensorsBounds(t *testing.T) {
 		}
 	}
 }
+
+// A quantized checkpoint's integer tensors mean packed weights only beyond
+// 1% of its elements; at exactly 1% the checkpoint's count stands.
+func TestPackedAtOnePercent(t *testing.T) {
+	for _, tt := range []struct {
+		st     map[string]int64
+		params int64
+		source string
+	}{
+		{map[string]int64{"I32": 10_000_000, "BF16": 990_000_000}, 1_000_000_000, SourceSafetensors},
+		// packed: the config's 32,763,876,352 (realConfigs)
+		{map[string]int64{"I32": 10_000_001, "BF16": 989_999_999}, 32763876352, SourceConfig},
+	} {
+		r := Compute(Input{Config: loadConfig(t, "Qwen2.5-32B-Instruct-GPTQ-Int4"), Safetensors: tt.st})
+		if deref(r.Params) != tt.params || derefS(r.ParamsSource) != tt.source {
+			t.Errorf("%v: params %v (%v), want %d (%s)", tt.st, deref(r.Params), derefS(r.ParamsSource), tt.params, tt.source)
+		}
+	}
+}
+
+// Without attention heads (and no size defaults for the model_type),
+// head_dim cannot be derived: nothing that needs it is computed, and the
+// missing key is named.
+func TestNoAttentionHeads(t *testing.T) {
+	cfg := loadConfig(t, "Qwen2.5-0.5B")
+	delete(cfg, "num_attention_heads")
+	r := Compute(Input{Config: cfg})
+	assertSane(t, r)
+	if r.Params != nil {
+		t.Errorf("params %v without attention heads", *r.Params)
+	}
+	if h := hint(t, r, HintConfigIncomplete); !strings.Contains(h.Text, "missing from config.json: num_attention_heads") {
+		t.Errorf("config_incomplete: %s", h.Text)
+	}
+}
