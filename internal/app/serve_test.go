@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google-pytorch/torchtpu-scanner/internal/config"
+	"github.com/google-pytorch/torchtpu-scanner/internal/fleet"
 	"github.com/google-pytorch/torchtpu-scanner/internal/hub/hubtest"
 	"github.com/google-pytorch/torchtpu-scanner/internal/knownissues"
 	"github.com/google-pytorch/torchtpu-scanner/internal/proctest"
@@ -19,14 +21,19 @@ import (
 
 // TestServe runs serve on a free port against a fake Hub: it says where it
 // serves, answers /healthz with its version, queues the first scan of an
-// empty database only when scheduling is on, and stops serving when its
-// context ends, returning nil.
+// empty database only when scheduling is on, serves the worker protocol
+// only under --dispatch workers, and stops serving when its context ends,
+// returning nil.
 func TestServe(t *testing.T) {
 	h := hubtest.New(t)
 	addrRE := regexp.MustCompile(`msg=serving addr=(\S+)`)
-	for _, noSchedule := range []bool{true, false} {
+	for _, tc := range []struct{ noSchedule, workers bool }{{true, false}, {false, false}, {true, true}} {
+		noSchedule := tc.noSchedule
 		cfg := testConfig(t)
-		cfg.Addr, cfg.HubEndpoint, cfg.NoSchedule = "127.0.0.1:0", h.URL(), noSchedule
+		cfg.Addr, cfg.HubEndpoint, cfg.NoSchedule, cfg.WorkerToken = "127.0.0.1:0", h.URL(), noSchedule, "wt"
+		if tc.workers {
+			cfg.Dispatch = config.DispatchWorkers
+		}
 		a, logs := newApp(t, cfg)
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
@@ -56,6 +63,15 @@ func TestServe(t *testing.T) {
 		resp.Body.Close()
 		if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"version":"v-test"`) {
 			t.Errorf("/healthz: %d %s", resp.StatusCode, body)
+		}
+		// The worker protocol: refused without the token under --dispatch workers, absent otherwise.
+		resp, err = http.Post("http://"+addr+fleet.PathRegister, "application/json", strings.NewReader("{}"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if want := map[bool]int{true: http.StatusUnauthorized, false: http.StatusNotFound}[tc.workers]; resp.StatusCode != want {
+			t.Errorf("workers %v: POST %s without a token: %d, want %d", tc.workers, fleet.PathRegister, resp.StatusCode, want)
 		}
 		var startup bool
 		for deadline := time.Now().Add(30 * time.Second); !noSchedule && !startup && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {

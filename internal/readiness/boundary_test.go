@@ -237,17 +237,19 @@ func TestNestedVocabulary(t *testing.T) {
 	}
 }
 
-// An encoder with embedding norms (BERT) needs a vocabulary, and
-// config_incomplete names it when it is missing.
-func TestEncoderWithoutVocabulary(t *testing.T) {
-	cfg := loadConfig(t, "bert-base-uncased")
-	delete(cfg, "vocab_size")
-	r := Compute(Input{Config: cfg})
-	if r.Params != nil {
-		t.Errorf("BERT without vocab_size: params %v", *r.Params)
-	}
-	if h := hint(t, r, HintConfigIncomplete); !strings.Contains(h.Text, "missing from config.json: vocab_size") {
-		t.Errorf("config_incomplete: %s", h.Text)
+// A decoder, and an encoder with embedding norms (BERT), need a
+// vocabulary, and config_incomplete names it when it is missing.
+func TestMissingVocabulary(t *testing.T) {
+	for _, name := range []string{"bert-base-uncased", "Qwen2.5-0.5B"} {
+		cfg := loadConfig(t, name)
+		delete(cfg, "vocab_size")
+		r := Compute(Input{Config: cfg})
+		if r.Params != nil {
+			t.Errorf("%s without vocab_size: params %v", name, *r.Params)
+		}
+		if h := hint(t, r, HintConfigIncomplete); !strings.Contains(h.Text, "missing from config.json: vocab_size.") {
+			t.Errorf("%s: config_incomplete: %s", name, h.Text)
+		}
 	}
 }
 
@@ -357,5 +359,27 @@ func TestNoAttentionHeads(t *testing.T) {
 	}
 	if h := hint(t, r, HintConfigIncomplete); !strings.Contains(h.Text, "missing from config.json: num_attention_heads") {
 		t.Errorf("config_incomplete: %s", h.Text)
+	}
+}
+
+// intermediate = innerMult × hidden only for a family that has the rule
+// (GPT-2, Falcon) and a known hidden size; otherwise the missing
+// intermediate size is named.
+func TestMissingIntermediate(t *testing.T) {
+	for _, tt := range []struct {
+		config, drop, missing string
+	}{
+		{"Qwen2.5-0.5B", "intermediate_size", "missing from config.json: intermediate_size."},
+		{"gpt2", "n_embd", "missing from config.json: hidden_size, intermediate_size."},
+	} {
+		cfg := loadConfig(t, tt.config)
+		delete(cfg, tt.drop)
+		r := Compute(Input{Config: cfg})
+		if r.Params != nil {
+			t.Errorf("%s without %s: params %v", tt.config, tt.drop, *r.Params)
+		}
+		if h := hint(t, r, HintConfigIncomplete); !strings.Contains(h.Text, tt.missing) {
+			t.Errorf("%s without %s: %s", tt.config, tt.drop, h.Text)
+		}
 	}
 }
