@@ -81,6 +81,9 @@ func TestServe(t *testing.T) {
 		if !noSchedule && !startup {
 			t.Errorf("scheduling on, empty database: no startup scan")
 		}
+		if strings.Contains(logs.String(), "first scan not queued") {
+			t.Errorf("the first scan was queued, but the log says:\n%s", logs)
+		}
 		if noSchedule {
 			if scans, err := a.Store.ListScans(context.Background(), 5); err != nil || len(scans) != 0 {
 				t.Errorf("--no-schedule: scans %+v (%v), want none", scans, err)
