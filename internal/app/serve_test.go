@@ -194,3 +194,52 @@ func TestServeHealth(t *testing.T) {
 		t.Errorf("stop logged an error:\n%s", logs.String())
 	}
 }
+
+// TestServeHealthStopWaits: stop lets a health request in flight finish
+// (within its 2 s) before it returns.
+func TestServeHealthStopWaits(t *testing.T) {
+	var logs proctest.Buffer
+	entered, release := make(chan struct{}), make(chan struct{})
+	h := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		close(entered)
+		<-release
+		io.WriteString(w, "fine")
+	})
+	stop, err := serveHealth("127.0.0.1:0", h, slog.New(slog.NewTextHandler(&logs, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`addr=(\S+)`).FindStringSubmatch(logs.String())
+	if m == nil {
+		stop()
+		t.Fatalf("no address logged:\n%s", logs.String())
+	}
+	got := make(chan string, 1)
+	go func() {
+		resp, err := http.Get("http://" + m[1] + "/healthz")
+		if err != nil {
+			got <- err.Error()
+			return
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		got <- string(b)
+	}()
+	<-entered
+	stopped := make(chan struct{})
+	go func() { stop(); close(stopped) }()
+	select {
+	case <-stopped:
+		t.Error("stop returned while a request was in flight")
+	case <-time.After(200 * time.Millisecond):
+	}
+	close(release)
+	if b := <-got; b != "fine" {
+		t.Errorf("the request in flight got %q", b)
+	}
+	select {
+	case <-stopped:
+	case <-time.After(5 * time.Second):
+		t.Fatal("stop did not return after the request finished")
+	}
+}
