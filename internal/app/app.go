@@ -212,6 +212,12 @@ func deviceProbers(p scan.Prober, devices int) []scan.Prober {
 // (scan.ProbeMemLimit), which the scan's budget is derived from too.
 func memLimit(devices int, log *slog.Logger) uint64 {
 	total, err := probe.PhysicalMemory()
+	return memLimitOf(total, err, devices, log)
+}
+
+// memLimitOf is memLimit for a host of total bytes (err: not known), for
+// devices probes side by side: no limit when the share is unknown or 0.
+func memLimitOf(total uint64, err error, devices int, log *slog.Logger) uint64 {
 	if limit := scan.ProbeMemLimit(scan.Host{MemoryBytes: total, Probes: devices}); err == nil && limit > 0 {
 		return limit
 	}

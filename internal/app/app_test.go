@@ -1,9 +1,11 @@
 package app
 
 import (
+	"errors"
 	"io"
 	"log/slog"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
@@ -49,6 +51,9 @@ func TestDeviceProbers(t *testing.T) {
 			t.Errorf("prober %d is %T (the shared runner: %v)", i, d, d == p)
 		}
 	}
+	if n := len(deviceProbers(p, 2)); n != 2 {
+		t.Errorf("two devices: %d device probers, want 2", n)
+	}
 	if n := len(deviceProbers(p, 1)); n != 0 {
 		t.Errorf("one device: %d device probers", n)
 	}
@@ -84,5 +89,56 @@ func TestMetricsFromTheStart(t *testing.T) {
 	}
 	if strings.Contains(out, "\nscanner_device_busy_fraction ") {
 		t.Error("device busy exported before any scan measured it")
+	}
+}
+
+// TestNewRunnerPython: --python names the interpreter, and only an empty
+// one falls back to the project's environment under the cache home (or
+// python3 on PATH when there is none); a --python that does not exist
+// gives the broken prober, whose every scan says why, not another Python.
+func TestNewRunnerPython(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		testenv.Missing(t, "python3 not on PATH")
+	}
+	log := slog.New(slog.DiscardHandler)
+	cfg := config.Defaults()
+	cfg.CacheHome = t.TempDir() // no environment here: the fallback is python3
+	cfg.Python = filepath.Join(t.TempDir(), "no-such-python")
+	b, ok := newRunner(cfg, log).(brokenProber)
+	if !ok || !strings.Contains(b.err.Error(), "no usable Python for the harness") || !strings.Contains(b.err.Error(), "no-such-python") {
+		t.Errorf("--python %s: %#v, want the broken prober naming it", cfg.Python, b)
+	}
+	cfg.Python = ""
+	p := newRunner(cfg, log)
+	r, ok := p.(*probe.Runner)
+	if !ok {
+		t.Fatalf("no --python: %T %v, want a runner on python3", p, p)
+	}
+	r.Close()
+}
+
+// TestMemLimit: each probe may take three quarters of the host's memory,
+// split between the probes that run side by side; an unknown host (or a
+// share of 0 bytes) runs without a limit.
+func TestMemLimit(t *testing.T) {
+	log := slog.New(slog.DiscardHandler)
+	const gib = 1 << 30
+	for _, tt := range []struct {
+		total   uint64
+		err     error
+		devices int
+		want    uint64
+	}{
+		{16 * gib, nil, 1, 12 * gib},
+		{16 * gib, nil, 4, 3 * gib},
+		{16 * gib, nil, 0, 12 * gib},
+		{4, nil, 1, 3},             // 4 / 4 × 3
+		{3, nil, 1, probe.NoLimit}, // a share of 0 bytes
+		{16 * gib, errors.New("no /proc"), 1, probe.NoLimit},
+		{0, errors.New("no /proc"), 1, probe.NoLimit},
+	} {
+		if got := memLimitOf(tt.total, tt.err, tt.devices, log); got != tt.want {
+			t.Errorf("memLimitOf(%d, %v, %d) = %d, want %d", tt.total, tt.err, tt.devices, got, tt.want)
+		}
 	}
 }

@@ -22,7 +22,7 @@ type fleetMetrics struct {
 	stalled  *metrics.GaugeVec   // queued jobs no live worker can take
 
 	mu       sync.Mutex
-	lostSeen int64                // the store's lost-lease count at the last sweep
+	lostSeen int64                // the store's lost-lease count at the last sweep; -1 before the first
 	depthSet map[[3]string]bool   // depth series ever set, zeroed when they drain
 	seenSet  map[string]time.Time // hosts with a last-seen series, as it stands
 	heard    map[string]time.Time // hosts with any series, last heard from (forgotten after workerForget)
@@ -37,6 +37,7 @@ func newFleetMetrics(r *metrics.Registry) *fleetMetrics {
 		workers:  r.Gauge("scanner_work_workers", "Workers heard from within their liveness window (live), and of those the ones holding a lease (busy).", "state"),
 		desired:  r.Gauge("scanner_work_desired_workers", "Scaling hint: workers of the planned size that would hold every open job at once (0 when the queue is empty)."),
 		stalled:  r.Gauge("scanner_work_stalled_jobs", "Queued jobs that no live worker can take (no worker of their target and runtime: a rollout to another runtime, a fleet gone)."),
+		lostSeen: -1, // the first sweep sets the baseline: earlier processes' losses are not this one's
 		depthSet: map[[3]string]bool{},
 		seenSet:  map[string]time.Time{},
 		heard:    map[string]time.Time{},
@@ -112,7 +113,6 @@ const workerForget = time.Hour
 // newDispatcher builds the work queue's dispatcher with its metrics.
 func (a *App) newDispatcher() *dispatch.Dispatcher {
 	fm := newFleetMetrics(a.Metrics)
-	fm.lostSeen = -1 // the first sweep sets the baseline: earlier processes' losses are not this one's
 	return dispatch.New(a.Store, dispatch.Config{
 		LeaseTTL: a.cfg.LeaseTTL, Logger: a.log,
 		Hooks: dispatch.Hooks{

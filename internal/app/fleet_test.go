@@ -17,7 +17,6 @@ import (
 func TestFleetMetrics(t *testing.T) {
 	reg := metrics.NewRegistry()
 	m := newFleetMetrics(reg)
-	m.lostSeen = -1
 	seen := time.Unix(1_800_000_000, 0).UTC()
 	sweep := func(lost int64, open ...store.QueueDepth) string {
 		m.stats(dispatch.Stats{Queue: store.QueueStats{Open: open, LostLeases: lost}, Live: 3, Busy: 2, Desired: 5,
@@ -97,5 +96,45 @@ func TestFleetMetricsForgetGoneWorkers(t *testing.T) {
 	_ = reg.WriteText(&b)
 	if strings.Contains(b.String(), `worker="new-0"`) {
 		t.Errorf("new-0, silent for over %v, is still exported", workerForget)
+	}
+}
+
+// TestFleetMetricsLostLeases: after the first sweep's baseline, every rise
+// of the store's lost-lease count is counted, from a baseline of 0 too.
+func TestFleetMetricsLostLeases(t *testing.T) {
+	reg := metrics.NewRegistry()
+	m := newFleetMetrics(reg)
+	for _, tt := range []struct{ lost, want int64 }{{0, 0}, {3, 3}, {3, 3}, {5, 5}} {
+		m.stats(dispatch.Stats{Queue: store.QueueStats{LostLeases: tt.lost}})
+		var b bytes.Buffer
+		if err := reg.WriteText(&b); err != nil {
+			t.Fatal(err)
+		}
+		if want := fmt.Sprintf("scanner_work_leases_expired_total %d\n", tt.want); !strings.Contains(b.String(), want) {
+			t.Errorf("store at %d lost leases: want %s in\n%s", tt.lost, want, b.String())
+		}
+	}
+}
+
+// TestFleetMetricsForgetBoundary: a host last heard from exactly
+// workerForget ago is still exported; a nanosecond more and it goes.
+func TestFleetMetricsForgetBoundary(t *testing.T) {
+	reg := metrics.NewRegistry()
+	m := newFleetMetrics(reg)
+	now := time.Unix(1_800_000_000, 0).UTC()
+	edge := now.Add(-workerForget)
+	m.stats(dispatch.Stats{At: now, Workers: []fleet.WorkerView{{Host: "edge-0", LastSeen: edge}}})
+	var b bytes.Buffer
+	if err := reg.WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	if want := `scanner_work_worker_last_seen_seconds{worker="edge-0"} 1.7999964e+09`; !strings.Contains(b.String(), want) {
+		t.Errorf("a host heard from exactly %v ago: want %s in\n%s", workerForget, want, b.String())
+	}
+	m.stats(dispatch.Stats{At: now.Add(time.Nanosecond)})
+	b.Reset()
+	_ = reg.WriteText(&b)
+	if strings.Contains(b.String(), `worker="edge-0"`) {
+		t.Errorf("a host heard from %v ago is still exported:\n%s", workerForget+time.Nanosecond, b.String())
 	}
 }

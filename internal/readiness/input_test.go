@@ -35,6 +35,11 @@ func TestSafetensorsParams(t *testing.T) {
 		// Mostly F16 tensors mean a float16 checkpoint even where config.json does not say so.
 		{"f16 elements", "Mistral-7B-v0.1", map[string]int64{"F16": 7241732096}, 7241732096, SourceSafetensors,
 			[]string{HintFP16Checkpoint}},
+		// F16 decides only when it is more than half: 617,907,200 of 1,235,814,400 is exactly half.
+		{"half f16", "Llama-3.2-1B", map[string]int64{"F16": 617907200, "BF16": 617907200}, 1235814400, SourceSafetensors,
+			[]string{HintSmallHeadDim}},
+		{"just over half f16", "Llama-3.2-1B", map[string]int64{"F16": 617907201, "BF16": 617907199}, 1235814400, SourceSafetensors,
+			[]string{HintSmallHeadDim, HintFP16Checkpoint}},
 		// Counts that cannot be real are ignored: the config's estimate is used.
 		{"negative count", "gpt2", map[string]int64{"F32": -5}, 124439808, SourceConfig, []string{HintDimsNotAligned, HintSmallHeadDim}},
 		{"absurd count", "gpt2", map[string]int64{"F32": 1e15}, 124439808, SourceConfig, []string{HintDimsNotAligned, HintSmallHeadDim}},
