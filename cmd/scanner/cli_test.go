@@ -159,3 +159,22 @@ func TestNewLogger(t *testing.T) {
 		}
 	}
 }
+
+// TestWorkerArguments: `scanner worker` takes flags only; with flags only
+// it runs (here it stops at once: its health listener's port is invalid).
+func TestWorkerArguments(t *testing.T) {
+	t.Setenv("SCANNER_WORKER_TOKEN", "t")
+	for _, tc := range []struct {
+		args     []string
+		code     int
+		contains string
+	}{
+		{[]string{"worker", "extra", "--server", "http://127.0.0.1:1"}, 2, "scanner worker: takes no arguments"},
+		{[]string{"worker", "--server", "http://127.0.0.1:1", "--addr", "127.0.0.1:99999"}, 1, "scanner: worker health listener 127.0.0.1:99999"},
+	} {
+		var out, errOut bytes.Buffer
+		if code := run(tc.args, &out, &errOut); code != tc.code || !strings.Contains(errOut.String(), tc.contains) {
+			t.Errorf("%q: exit %d, want %d with %q:\n%s", tc.args, code, tc.code, tc.contains, errOut.String())
+		}
+	}
+}
