@@ -169,7 +169,8 @@ func TestWorkerArguments(t *testing.T) {
 		code     int
 		contains string
 	}{
-		{[]string{"worker", "extra", "--server", "http://127.0.0.1:1"}, 2, "scanner worker: takes no arguments"},
+		// The invalid port ends a worker that would run by mistake.
+		{[]string{"worker", "extra", "--server", "http://127.0.0.1:1", "--addr", "127.0.0.1:99999"}, 2, "scanner worker: takes no arguments"},
 		{[]string{"worker", "--server", "http://127.0.0.1:1", "--addr", "127.0.0.1:99999"}, 1, "scanner: worker health listener 127.0.0.1:99999"},
 	} {
 		var out, errOut bytes.Buffer
