@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
+	"github.com/google-pytorch/torchtpu-scanner/internal/config"
 	"github.com/google-pytorch/torchtpu-scanner/internal/hub/hubtest"
 	"github.com/google-pytorch/torchtpu-scanner/store"
 )
@@ -23,6 +24,7 @@ func TestUsageAndVersion(t *testing.T) {
 		{nil, 2, "Usage:"},
 		{[]string{"help"}, 0, "scanner serve"},
 		{[]string{"version"}, 0, "scanner dev"},
+		{[]string{"version", ""}, 0, "scanner dev"}, // an empty argument is not a flag
 		{[]string{"frobnicate"}, 2, "unknown command"},
 		{[]string{"scan", "--limit", "0"}, 2, "--limit"},
 		{[]string{"probe"}, 2, "exactly one MODEL"},
@@ -107,5 +109,73 @@ func TestBackupCommand(t *testing.T) {
 	}
 	if r, err := st.LatestResult(context.Background(), "backup/b", compat.TargetCPU); err != nil || r.Status != compat.StatusPass {
 		t.Errorf("copy lacks results: %v %v", r.Status, err)
+	}
+}
+
+// TestNewLogger: the configured level and format, an unknown level read
+// as info; on a terminal only warnings unless -v.
+func TestNewLogger(t *testing.T) {
+	for _, tc := range []struct {
+		level, format string
+		tty, verbose  bool
+		want          string // the levels logged, of debug, info, warn
+	}{
+		{"debug", "text", false, false, "DEBUG INFO WARN"},
+		{"info", "text", false, false, "INFO WARN"},
+		{"warn", "text", false, false, "WARN"},
+		{"bogus", "text", false, false, "INFO WARN"},
+		{"debug", "json", false, false, "DEBUG INFO WARN"},
+		{"warn", "json", false, false, "WARN"},
+		{"info", "text", true, false, "WARN"},
+		{"debug", "text", true, true, "DEBUG INFO WARN"},
+	} {
+		var b bytes.Buffer
+		l := newLogger(config.Config{LogLevel: tc.level, LogFormat: tc.format, Verbose: tc.verbose}, &b, tc.tty)
+		l.Debug("d", "model", "org/\x1bm")
+		l.Info("i")
+		l.Warn("w")
+		var got []string
+		for _, line := range strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n") {
+			if line == "" {
+				continue
+			}
+			if tc.format == "json" {
+				var rec struct{ Level string }
+				if err := json.Unmarshal([]byte(line), &rec); err != nil {
+					t.Errorf("%+v: not a JSON line: %q", tc, line)
+				}
+				got = append(got, rec.Level)
+			} else if _, lv, ok := strings.Cut(line, " level="); ok {
+				got = append(got, strings.Fields(lv)[0])
+			} else {
+				t.Errorf("%+v: not a text line: %q", tc, line)
+			}
+		}
+		if strings.Join(got, " ") != tc.want {
+			t.Errorf("%+v: logged %q, want %q", tc, got, tc.want)
+		}
+		if strings.Contains(b.String(), "\x1b") {
+			t.Errorf("%+v: an escape on the terminal: %q", tc, b.String())
+		}
+	}
+}
+
+// TestWorkerArguments: `scanner worker` takes flags only; with flags only
+// it runs (here it stops at once: its health listener's port is invalid).
+func TestWorkerArguments(t *testing.T) {
+	t.Setenv("SCANNER_WORKER_TOKEN", "t")
+	for _, tc := range []struct {
+		args     []string
+		code     int
+		contains string
+	}{
+		// The invalid port ends a worker that would run by mistake.
+		{[]string{"worker", "extra", "--server", "http://127.0.0.1:1", "--addr", "127.0.0.1:99999"}, 2, "scanner worker: takes no arguments"},
+		{[]string{"worker", "--server", "http://127.0.0.1:1", "--addr", "127.0.0.1:99999"}, 1, "scanner: worker health listener 127.0.0.1:99999"},
+	} {
+		var out, errOut bytes.Buffer
+		if code := run(tc.args, &out, &errOut); code != tc.code || !strings.Contains(errOut.String(), tc.contains) {
+			t.Errorf("%q: exit %d, want %d with %q:\n%s", tc.args, code, tc.code, tc.contains, errOut.String())
+		}
 	}
 }

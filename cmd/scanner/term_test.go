@@ -14,7 +14,9 @@ import (
 
 	"github.com/creack/pty"
 
+	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/internal/hub/hubtest"
+	"github.com/google-pytorch/torchtpu-scanner/internal/scan"
 )
 
 // screen is a minimal terminal: it renders what a scan writes to a
@@ -218,6 +220,62 @@ func TestBarLine(t *testing.T) {
 		}
 		if n := utf8.RuneCountInString(got); n >= tc.width {
 			t.Errorf("%d characters for a width of %d", n, tc.width)
+		}
+	}
+}
+
+// TestBarLineOnATinyTerminal: a terminal one column wide gets nothing (its
+// only column is the one left free).
+func TestBarLineOnATinyTerminal(t *testing.T) {
+	if got := barLine(1, 2, "org/m", "pass", 1); got != "" {
+		t.Errorf("barLine on 1 column = %q, want nothing", got)
+	}
+	if got := barLine(1, 2, "org/m", "pass", 2); got != "…" {
+		t.Errorf("barLine on 2 columns = %q, want …", got)
+	}
+}
+
+// TestPlainProgress: off a terminal (logs, CI) each model gets a plain
+// line, its id escaped; an update without a model (the scan's start) none.
+func TestPlainProgress(t *testing.T) {
+	var b bytes.Buffer
+	c := newConsole(&b)
+	if c.tty() {
+		t.Fatal("a buffer taken for a terminal")
+	}
+	c.update(scan.Progress{Planned: 3})
+	c.update(scan.Progress{Done: 1, Planned: 3, ModelID: "org/a", Result: &compat.Result{Status: compat.StatusFail}})
+	c.update(scan.Progress{Done: 2, Planned: 3, ModelID: "org/b\x1b[2J"})
+	c.Write([]byte("time=x level=INFO msg=hello\n"))
+	c.finish()
+	want := "[1/3] org/a fail\n[2/3] org/b\\x1b[2J unchanged\ntime=x level=INFO msg=hello\n"
+	if b.String() != want {
+		t.Errorf("plain progress:\n%q\nwant\n%q", b.String(), want)
+	}
+}
+
+// TestConsoleOnATerminal: a terminal is told by its descriptor (any one,
+// 0 included), and its width read from it: 80 when it gives none.
+func TestConsoleOnATerminal(t *testing.T) {
+	if !(&console{w: io.Discard, fd: 0}).tty() {
+		t.Error("descriptor 0 not taken for a terminal")
+	}
+	ptmx, tty, err := pty.Open()
+	if err != nil {
+		t.Skipf("no pseudo-terminal here: %v", err)
+	}
+	defer ptmx.Close()
+	defer tty.Close()
+	c := newConsole(tty)
+	if !c.tty() {
+		t.Fatal("a pseudo-terminal not taken for a terminal")
+	}
+	for _, tc := range []struct{ cols, want int }{{0, 80}, {1, 1}, {57, 57}} {
+		if err := pty.Setsize(ptmx, &pty.Winsize{Rows: 24, Cols: uint16(tc.cols)}); err != nil {
+			t.Fatal(err)
+		}
+		if got := c.width(); got != tc.want {
+			t.Errorf("width of a terminal of %d columns = %d, want %d", tc.cols, got, tc.want)
 		}
 	}
 }
