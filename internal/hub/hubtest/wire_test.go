@@ -613,3 +613,34 @@ func TestTreeEdges(t *testing.T) {
 		t.Errorf("directory ids: %s", body)
 	}
 }
+
+// TestTruncateBounds: Truncate(0) breaks the connection before any body
+// byte; Truncate(n) with n the body's length cuts nothing (even a chunked
+// body ends cleanly).
+func TestTruncateBounds(t *testing.T) {
+	h := New(t, Repo{ID: "o/h", Files: map[string][]byte{"big.json": []byte("{}"), "c.json": []byte(`{"a":1}`)}})
+	h.SetHugeFile("o/h", "big.json", 5000, false)
+	read := func(path string) ([]byte, error) {
+		resp, err := noRedirect.Get(h.URL() + path)
+		if err != nil {
+			return nil, err
+		}
+		defer resp.Body.Close()
+		return io.ReadAll(resp.Body)
+	}
+	h.Fault("/o/h/resolve/main/c.json", Truncate(0))
+	if b, err := read("/o/h/resolve/main/c.json"); err == nil || len(b) != 0 {
+		t.Errorf("Truncate(0): %q, %v; want no byte and an error", b, err)
+	}
+	h.Fault("/o/h/resolve/main/big.json", Truncate(5000))
+	if b, err := read("/o/h/resolve/main/big.json"); err != nil || len(b) != 5000 {
+		t.Errorf("Truncate(5000) of a chunked 5000-byte body: %d bytes, %v; want all of it", len(b), err)
+	}
+	h.Fault("/o/h/resolve/main/big.json", Truncate(4999))
+	if b, err := read("/o/h/resolve/main/big.json"); err == nil || len(b) != 4999 {
+		t.Errorf("Truncate(4999): %d bytes, %v", len(b), err)
+	}
+	if ids, _ := listIDs(t, h.URL()+"/api/models/", nil); len(ids) != 1 || ids[0] != "o/h" {
+		t.Errorf("/api/models/ with a slash lists too: %v", ids)
+	}
+}
