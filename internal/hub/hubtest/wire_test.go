@@ -325,13 +325,17 @@ func TestFaults(t *testing.T) {
 		t.Errorf("MalformedJSON: %d %v %s", resp.StatusCode, resp.Header, body)
 	}
 
-	// Drop: no answer at all.
+	// Drop: the connection closes at once without an answer.
 	h.ResetLog()
 	h.Fault("/api/models", Drop())
-	fresh := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}} // no retry on a reused connection
+	fresh := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 10 * time.Second} // no retry on a reused connection
+	start := time.Now()
 	if r, err := fresh.Get(h.URL() + "/api/models"); err == nil {
 		r.Body.Close()
 		t.Errorf("Drop: got %d, want a network error", r.StatusCode)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("Drop: the error came after %v; want the connection closed at once", d)
 	}
 	if log := h.Requests(); len(log) != 1 || log[0].Status != 0 {
 		t.Errorf("Drop is logged with status 0: %+v", log)
@@ -339,7 +343,7 @@ func TestFaults(t *testing.T) {
 
 	// Slow: the answer comes after d.
 	h.Fault("/api/models", Slow(150*time.Millisecond))
-	start := time.Now()
+	start = time.Now()
 	if got := status("/api/models"); got != 200 || time.Since(start) < 150*time.Millisecond {
 		t.Errorf("Slow: %d after %v", got, time.Since(start))
 	}
