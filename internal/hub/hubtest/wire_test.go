@@ -648,3 +648,21 @@ func TestTruncateBounds(t *testing.T) {
 		t.Errorf("/api/models/ with a slash lists too: %v", ids)
 	}
 }
+
+// TestSafetensorsHeaderPastTheEnd: a header length that runs past the
+// file's end, by less than the 8 bytes of the length itself, parses to
+// nothing (and does not read past the data).
+func TestSafetensorsHeaderPastTheEnd(t *testing.T) {
+	header := `{"a":{"dtype":"F32","shape":[2]}}`
+	for _, extra := range []int{1, 4, 8} {
+		b := binary.LittleEndian.AppendUint64(nil, uint64(len(header)+extra))
+		b = append(b, header...)
+		data := make([]byte, len(b)) // capacity exactly its length
+		copy(data, b)
+		counts := map[string]int64{}
+		countTensors(data, counts)
+		if len(counts) != 0 {
+			t.Errorf("header %d bytes past the end: %v, want nothing", extra, counts)
+		}
+	}
+}
