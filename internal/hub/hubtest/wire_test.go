@@ -666,3 +666,14 @@ func TestSafetensorsHeaderPastTheEnd(t *testing.T) {
 		}
 	}
 }
+
+// TestZeroFaultDoesNothing: a Fault not made by a constructor (Fault{})
+// changes no answer.
+func TestZeroFaultDoesNothing(t *testing.T) {
+	h := New(t, repos()...)
+	h.Fault("/api/", Fault{})
+	resp, body := do(t, http.MethodGet, h.URL()+"/api/models/org/a", nil)
+	if resp.StatusCode != 200 || resp.Header.Get("Retry-After") != "" || !strings.Contains(string(body), `"id":"org/a"`) {
+		t.Errorf("Fault{}: %d %v %s", resp.StatusCode, resp.Header, body)
+	}
+}
