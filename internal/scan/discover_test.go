@@ -1,0 +1,83 @@
+package scan
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
+	"github.com/google-pytorch/torchtpu-scanner/internal/hub"
+)
+
+// refusingHub is a fakeHub whose ModelInfo refuses some ids with a Hub
+// error, and whose listing reports its pages (OnPage) as the real client's.
+type refusingHub struct {
+	*fakeHub
+	refuse map[string]error
+}
+
+func (h *refusingHub) ModelInfo(ctx context.Context, id, rev string) (hub.ModelInfo, error) {
+	if err := h.refuse[id]; err != nil {
+		return hub.ModelInfo{}, err
+	}
+	return h.fakeHub.ModelInfo(ctx, id, rev)
+}
+
+func (h *refusingHub) ListModels(ctx context.Context, o hub.ListOptions) ([]hub.ModelInfo, error) {
+	list, err := h.fakeHub.ListModels(ctx, o)
+	if err == nil && o.OnPage != nil {
+		o.OnPage(len(list))
+	}
+	return list, err
+}
+
+// An exact --model the Hub refuses is still stored and skipped; one refused
+// as gated is stored as gated, one that is missing is not.
+func TestExactModelsTheHubRefuses(t *testing.T) {
+	f := newFixture(t)
+	f.s.Hub = &refusingHub{fakeHub: f.hub, refuse: map[string]error{
+		"org/gated": &hub.Error{Status: 403, Code: hub.CodeGatedRepo, Message: "gated"},
+	}}
+	if _, err := f.s.Run(context.Background(), Options{Models: []string{"org/gated", "org/gone"}}, Hooks{}); err != nil {
+		t.Fatal(err)
+	}
+	for id, want := range map[string]struct {
+		gated  bool
+		reason compat.Reason
+	}{"org/gated": {true, compat.ReasonGated}, "org/gone": {false, compat.ReasonNotFound}} {
+		m, err := f.store.GetModel(context.Background(), id, compat.TargetCPU)
+		if err != nil {
+			t.Fatalf("%s: %v", id, err)
+		}
+		if m.Gated != want.gated {
+			t.Errorf("%s: stored gated %v, want %v", id, m.Gated, want.gated)
+		}
+		if m.Result == nil || m.Result.Status != compat.StatusSkipped || deref(m.Result.Reason) != string(want.reason) {
+			t.Errorf("%s: result %+v, want skipped (%s)", id, m.Result, want.reason)
+		}
+	}
+}
+
+// A scan observed with a Progress hook (the CLI's progress) logs the
+// listing's pages as they come; one without logs none.
+func TestListingPagesAreLoggedForProgress(t *testing.T) {
+	for _, progress := range []bool{true, false} {
+		f := newFixture(t, model("a/m", "text-generation", "transformers"))
+		f.s.Hub = &refusingHub{fakeHub: f.hub}
+		var buf bytes.Buffer
+		f.s.Logger = slog.New(slog.NewTextHandler(&buf, nil))
+		var hooks Hooks
+		if progress {
+			hooks.Progress = func(Progress) {}
+		}
+		if _, err := f.s.Run(context.Background(), Options{Limit: 5}, hooks); err != nil {
+			t.Fatal(err)
+		}
+		logged := strings.Contains(buf.String(), `msg="listing models" got=1 limit=5`)
+		if logged != progress {
+			t.Errorf("with a Progress hook %v: listing page logged %v; log:\n%s", progress, logged, buf.String())
+		}
+	}
+}
