@@ -5,9 +5,11 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -248,6 +250,77 @@ func TestScheduleLogsADroppedTick(t *testing.T) {
 		dropped := strings.Contains(buf.String(), `msg="scheduled scan not queued" reason="a scan is already queued"`)
 		if dropped != waiting {
 			t.Errorf("waiting %v: dropped tick logged %v; log:\n%s", waiting, dropped, buf.String())
+		}
+	}
+}
+
+// logBuffer is a log destination goroutines may write while a test reads.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// A retry whose time comes while a scan already waits is dropped, and
+// says so in the log; one that is queued logs nothing of the kind.
+func TestRetryLogsADroppedRetry(t *testing.T) {
+	for _, waiting := range []bool{false, true} {
+		var buf logBuffer
+		svc := NewService(&Scanner{}, Options{}, slog.New(slog.NewTextHandler(&buf, nil)))
+		waits := fakeTimer(svc)
+		if waiting {
+			if err := svc.Request("manual"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		svc.retryLater(context.Background(), ErrHub)
+		nextWait(t, waits).fire <- time.Now()
+		const dropped = `msg="retry scan not queued" reason="a scan is already queued"`
+		if waiting {
+			waitFor(t, func() bool { return strings.Contains(buf.String(), dropped) })
+			continue
+		}
+		waitFor(t, func() bool { return len(svc.queue) == 1 })
+		if trigger := <-svc.queue; trigger != "retry" {
+			t.Errorf("queued %q, want retry", trigger)
+		}
+		if strings.Contains(buf.String(), dropped) {
+			t.Errorf("a queued retry logged as dropped; log:\n%s", buf.String())
+		}
+	}
+}
+
+// State warns when it cannot look at the database's scan lock, and only
+// then.
+func TestStateWarnsOfAnUnreadableScanLock(t *testing.T) {
+	for _, readable := range []bool{true, false} {
+		var buf bytes.Buffer
+		s := &Scanner{ScanLock: filepath.Join(t.TempDir(), "scanner.db")}
+		if !readable { // a file where its folder should be
+			file := filepath.Join(t.TempDir(), "file")
+			if err := os.WriteFile(file, nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			s.ScanLock = filepath.Join(file, "scanner.db")
+		}
+		svc := NewService(s, Options{}, slog.New(slog.NewTextHandler(&buf, nil)))
+		if st := svc.State(); st.Running || st.Foreign {
+			t.Errorf("readable %v: %+v, want no scan running", readable, st)
+		}
+		warned := strings.Contains(buf.String(), `level=WARN msg="scan lock"`)
+		if warned == readable {
+			t.Errorf("readable %v: warned %v; log:\n%s", readable, warned, buf.String())
 		}
 	}
 }
