@@ -9,11 +9,11 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
+	"github.com/google-pytorch/torchtpu-scanner/internal/proctest"
 	"github.com/google-pytorch/torchtpu-scanner/internal/scanlock"
 	"github.com/google-pytorch/torchtpu-scanner/store"
 )
@@ -254,29 +254,11 @@ func TestScheduleLogsADroppedTick(t *testing.T) {
 	}
 }
 
-// logBuffer is a log destination goroutines may write while a test reads.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // A retry whose time comes while a scan already waits is dropped, and
 // says so in the log; one that is queued logs nothing of the kind.
 func TestRetryLogsADroppedRetry(t *testing.T) {
 	for _, waiting := range []bool{false, true} {
-		var buf logBuffer
+		var buf proctest.Buffer
 		svc := NewService(&Scanner{}, Options{}, slog.New(slog.NewTextHandler(&buf, nil)))
 		waits := fakeTimer(svc)
 		if waiting {
