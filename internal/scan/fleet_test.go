@@ -1,8 +1,11 @@
 package scan
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -269,5 +272,31 @@ func TestAFleetScanStoresReadiness(t *testing.T) {
 	r = f.readiness(t, "r/gated")
 	if r == nil || r.Params == nil || *r.Params != 70000000000 || deref(r.ParamsSource) != readiness.SourceSafetensors {
 		t.Errorf("gated model's readiness: %+v", r)
+	}
+}
+
+// A scan and a resumed scan that hold the database's scan lock record their
+// id in it without a warning (the warning is for a lock that cannot be
+// written).
+func TestScansNameThemselvesInTheScanLock(t *testing.T) {
+	f, _, _ := fleetFixture(t)
+	var buf bytes.Buffer
+	f.s.Logger = slog.New(slog.NewTextHandler(&buf, nil))
+	f.s.ScanLock = filepath.Join(t.TempDir(), "scanner.db")
+	ctx := context.Background()
+	id, err := f.store.StartScan(ctx, store.Scan{Trigger: "cli", Status: store.ScanRunning, Target: "cpu", Params: "{}"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A scan an earlier process left to its (empty) queue.
+	if sc, err := f.s.Resume(ctx, id, Hooks{}); err != nil || sc.Status != store.ScanDone {
+		t.Fatalf("resumed %+v %v", sc, err)
+	}
+	sc, err := f.s.Run(ctx, Options{Mode: compat.ModeArch, Target: compat.TargetCPU}, Hooks{})
+	if err != nil || sc.Status != store.ScanDone {
+		t.Fatalf("scan %+v %v", sc, err)
+	}
+	if strings.Contains(buf.String(), "scan lock") {
+		t.Errorf("scan lock warnings:\n%s", buf.String())
 	}
 }
