@@ -277,7 +277,7 @@ func TestAFleetScanStoresReadiness(t *testing.T) {
 
 // A scan and a resumed scan that hold the database's scan lock record their
 // id in it without a warning (the warning is for a lock that cannot be
-// written).
+// written); a resumed scan warns of stored options it cannot read.
 func TestScansNameThemselvesInTheScanLock(t *testing.T) {
 	f, _, _ := fleetFixture(t)
 	var buf bytes.Buffer
@@ -296,7 +296,18 @@ func TestScansNameThemselvesInTheScanLock(t *testing.T) {
 	if err != nil || sc.Status != store.ScanDone {
 		t.Fatalf("scan %+v %v", sc, err)
 	}
-	if strings.Contains(buf.String(), "scan lock") {
-		t.Errorf("scan lock warnings:\n%s", buf.String())
+	if strings.Contains(buf.String(), "level=WARN") || strings.Contains(buf.String(), "level=ERROR") {
+		t.Errorf("warnings of a healthy scan and resume:\n%s", buf.String())
+	}
+	// A resumed scan whose stored options cannot be read runs with the
+	// defaults, and says so.
+	if id, err = f.store.StartScan(ctx, store.Scan{Trigger: "cli", Status: store.ScanRunning, Target: "cpu", Params: "{"}); err != nil {
+		t.Fatal(err)
+	}
+	if sc, err := f.s.Resume(ctx, id, Hooks{}); err != nil || sc.Status != store.ScanDone {
+		t.Fatalf("resumed %+v %v", sc, err)
+	}
+	if !strings.Contains(buf.String(), `level=WARN msg="resume: the scan's options are unreadable"`) {
+		t.Errorf("no warning of unreadable options:\n%s", buf.String())
 	}
 }
