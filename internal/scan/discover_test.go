@@ -9,6 +9,7 @@ import (
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/internal/hub"
+	"github.com/google-pytorch/torchtpu-scanner/store"
 )
 
 // refusingHub is a fakeHub whose ModelInfo refuses some ids with a Hub
@@ -40,8 +41,12 @@ func TestExactModelsTheHubRefuses(t *testing.T) {
 	f.s.Hub = &refusingHub{fakeHub: f.hub, refuse: map[string]error{
 		"org/gated": &hub.Error{Status: 403, Code: hub.CodeGatedRepo, Message: "gated"},
 	}}
-	if _, err := f.s.Run(context.Background(), Options{Models: []string{"org/gated", "org/gone"}}, Hooks{}); err != nil {
+	sc, err := f.s.Run(context.Background(), Options{Models: []string{"org/gated", "org/gone"}}, Hooks{})
+	if err != nil {
 		t.Fatal(err)
+	}
+	if sc.Error != "" || sc.Status != store.ScanDone {
+		t.Errorf("scan %+v: want done without an error (both ids are valid and scanned)", sc)
 	}
 	for id, want := range map[string]struct {
 		gated  bool
