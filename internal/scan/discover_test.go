@@ -118,3 +118,26 @@ func TestScanPlannedLogsItsBudget(t *testing.T) {
 		}
 	}
 }
+
+// --target auto that finds no TPU says where it runs instead; one that
+// finds a TPU says nothing of the kind.
+func TestAutoTargetWithoutATPUIsLogged(t *testing.T) {
+	for _, tpu := range []bool{false, true} {
+		f := newFixture(t)
+		if tpu {
+			f.s.Prober = &envProber{fakeProber: f.prober, target: compat.TargetTPU, rt: compat.Runtime{Torch: "2.15.0", Device: "TPU v5 lite", DeviceCount: 1}}
+		}
+		var buf bytes.Buffer
+		f.s.Logger = slog.New(slog.NewTextHandler(&buf, nil))
+		if _, err := f.s.Run(context.Background(), Options{Target: compat.TargetAuto, Mode: compat.ModeArch}, Hooks{}); err != nil {
+			t.Fatal(err)
+		}
+		logged := strings.Contains(buf.String(), `msg="no TPU found: --target auto runs on cpu" scan_id=1 target=cpu device=cpu`)
+		if logged == tpu {
+			t.Errorf("TPU found %v: the fallback to cpu logged %v; log:\n%s", tpu, logged, buf.String())
+		}
+		if tpu && strings.Contains(buf.String(), "no TPU found") {
+			t.Errorf("a TPU was found, yet the log says none was:\n%s", buf.String())
+		}
+	}
+}
