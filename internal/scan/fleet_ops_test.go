@@ -233,3 +233,18 @@ func waitQueued(t *testing.T, st *store.SQLite, n int) {
 		return c.Total == n
 	})
 }
+
+// With OwnerBeat unset a scan renews its claim every store.OwnerBeat
+// (10 s): a scan of a fraction of a second renews it never.
+func TestAScanRenewsAtTheDefaultBeat(t *testing.T) {
+	f := newFixture(t, model("o/a", "text-generation", "transformers"))
+	cs := &renewCounter{SQLite: f.store}
+	f.s.Store = cs
+	f.prober.delay = 100 * time.Millisecond
+	if _, err := f.s.Run(context.Background(), Options{Mode: compat.ModeArch, Target: compat.TargetCPU}, Hooks{}); err != nil {
+		t.Fatal(err)
+	}
+	if n := cs.n.Load(); n != 0 {
+		t.Errorf("renewed %d times in a short scan, want none before %v", n, store.OwnerBeat)
+	}
+}

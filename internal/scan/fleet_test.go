@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -309,5 +310,44 @@ func TestScansNameThemselvesInTheScanLock(t *testing.T) {
 	}
 	if !strings.Contains(buf.String(), `level=WARN msg="resume: the scan's options are unreadable"`) {
 		t.Errorf("no warning of unreadable options:\n%s", buf.String())
+	}
+}
+
+// failingProgress is a store whose UpdateScanProgress fails once failing
+// is set.
+type failingProgress struct {
+	*store.SQLite
+	failing atomic.Bool
+}
+
+var errProgress = errors.New("progress not written")
+
+func (s *failingProgress) UpdateScanProgress(ctx context.Context, id int64, planned, done, probed, unchanged int) error {
+	if s.failing.Load() {
+		return errProgress
+	}
+	return s.SQLite.UpdateScanProgress(ctx, id, planned, done, probed, unchanged)
+}
+
+// A scan left to its queue by a stopping server returns its record as
+// stored (the model decided before the stop counted done), and the error
+// of the progress it could not write besides the stop's.
+func TestAStoppedFleetScanReturnsItsStoredRecord(t *testing.T) {
+	f, _, _ := fleetFixture(t, model("r/custom", "text-generation", "transformers", "custom_code"),
+		model("r/a", "text-generation", "transformers"), model("r/b", "text-generation", "transformers"))
+	st := &failingProgress{SQLite: f.store}
+	f.s.Store = st
+	ctx, stop := context.WithCancel(context.Background())
+	go func() { // no worker runs: the jobs stay queued
+		waitQueued(t, f.store, 2)
+		st.failing.Store(true)
+		stop()
+	}()
+	sc, err := f.s.Run(ctx, Options{Mode: compat.ModeArch, Target: compat.TargetCPU}, Hooks{})
+	if !errors.Is(err, context.Canceled) || !errors.Is(err, errProgress) {
+		t.Errorf("err %v: want the stop and the progress failure", err)
+	}
+	if sc.Status != store.ScanRunning || sc.Planned != 3 || sc.Done != 1 {
+		t.Errorf("stopped scan %+v: want it running, 3 planned, the custom-code skip done", sc)
 	}
 }
