@@ -351,3 +351,64 @@ func TestAStoppedFleetScanReturnsItsStoredRecord(t *testing.T) {
 		t.Errorf("stopped scan %+v: want it running, 3 planned, the custom-code skip done", sc)
 	}
 }
+
+// brokenFleet offers one group of workers, queues every job and then
+// fails its wait; Withdraw answers withdrawn, withdrawErr.
+type brokenFleet struct {
+	g           fleet.Group
+	withdrawn   int
+	withdrawErr error
+}
+
+var (
+	errWait     = errors.New("the queue could not be read")
+	errWithdraw = errors.New("the queued jobs could not be withdrawn")
+)
+
+func (b *brokenFleet) Group(ctx context.Context, target compat.Target, wait time.Duration) (fleet.Group, []fleet.Group, error) {
+	return b.g, nil, nil
+}
+func (b *brokenFleet) Enqueue(ctx context.Context, scanID int64, jobs []store.NewJob) error { return nil }
+func (b *brokenFleet) Wait(ctx context.Context, scanID int64, bound time.Duration, progress func(store.JobCounts)) error {
+	return errWait
+}
+func (b *brokenFleet) Replan(ctx context.Context, scanID int64, g fleet.Group, budget int64, note string) (int, error) {
+	return 0, nil
+}
+func (b *brokenFleet) Withdraw(ctx context.Context, scanID int64) (int, error) {
+	return b.withdrawn, b.withdrawErr
+}
+
+// A fleet scan that fails withdraws its queued jobs: how many is logged
+// when there were any, and a failed withdrawal joins the scan's error.
+func TestAFailedFleetScanWithdrawsItsJobs(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		withdrawn int
+		err       error
+		logged    string
+	}{
+		{"some withdrawn", 3, nil, `level=WARN msg="queued jobs withdrawn with their scan" scan_id=1 jobs=3`},
+		{"none left", 0, nil, ""},
+		{"withdrawal fails", 0, errWithdraw, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, model("w/a", "text-generation", "transformers"))
+			f.s.Fleet = &brokenFleet{g: fleet.Group{Target: compat.TargetCPU, Runtime: f.prober.runtime, RuntimeKey: f.prober.runtime.RetestKey(),
+				Workers: []string{"w1"}, Devices: 1, PerWorker: 1, MemoryBytes: 64 << 30}, withdrawn: tt.withdrawn, withdrawErr: tt.err}
+			var buf bytes.Buffer
+			f.s.Logger = slog.New(slog.NewTextHandler(&buf, nil))
+			sc, err := f.s.Run(context.Background(), Options{Mode: compat.ModeArch, Target: compat.TargetCPU}, Hooks{})
+			if !errors.Is(err, errWait) || sc.Status != store.ScanFailed {
+				t.Fatalf("scan %+v, err %v: want it failed by the wait", sc, err)
+			}
+			if got := errors.Is(err, errWithdraw); got != (tt.err != nil) {
+				t.Errorf("err %v: the withdrawal's failure in it %v, want %v", err, got, tt.err != nil)
+			}
+			logged := strings.Contains(buf.String(), "queued jobs withdrawn")
+			if logged != (tt.logged != "") || !strings.Contains(buf.String(), tt.logged) {
+				t.Errorf("withdrawal logged %v, want %q; log:\n%s", logged, tt.logged, buf.String())
+			}
+		})
+	}
+}
