@@ -368,7 +368,9 @@ var (
 func (b *brokenFleet) Group(ctx context.Context, target compat.Target, wait time.Duration) (fleet.Group, []fleet.Group, error) {
 	return b.g, nil, nil
 }
-func (b *brokenFleet) Enqueue(ctx context.Context, scanID int64, jobs []store.NewJob) error { return nil }
+func (b *brokenFleet) Enqueue(ctx context.Context, scanID int64, jobs []store.NewJob) error {
+	return nil
+}
 func (b *brokenFleet) Wait(ctx context.Context, scanID int64, bound time.Duration, progress func(store.JobCounts)) error {
 	return errWait
 }
