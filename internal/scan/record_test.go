@@ -1,14 +1,19 @@
 package scan
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"log/slog"
 	"math"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
+	"github.com/google-pytorch/torchtpu-scanner/internal/hub"
 	"github.com/google-pytorch/torchtpu-scanner/store"
 )
 
@@ -64,11 +69,13 @@ func TestDeviceBusyIsTheProbesShareOfTheDevices(t *testing.T) {
 }
 
 // A finished scan whose last progress could not be written is still
-// closed, and its error says so.
+// closed, and its error says so; the model's progress that could not be
+// written is logged.
 func TestAFinishedScanReportsItsUnwrittenProgress(t *testing.T) {
 	f := newFixture(t, model("p/1", "text-generation", "transformers"))
 	st := &failingProgress{SQLite: f.store}
-	f.s.Store = st
+	var buf bytes.Buffer
+	f.s.Store, f.s.Logger = st, slog.New(slog.NewTextHandler(&buf, nil))
 	hooks := Hooks{ProbeDone: func(compat.Result, time.Duration) { st.failing.Store(true) }}
 	sc, err := f.s.Run(context.Background(), Options{Mode: compat.ModeArch, Target: compat.TargetCPU}, hooks)
 	if !errors.Is(err, errProgress) {
@@ -76,5 +83,40 @@ func TestAFinishedScanReportsItsUnwrittenProgress(t *testing.T) {
 	}
 	if sc.Status != store.ScanDone || sc.FinishedAt == nil {
 		t.Errorf("scan %+v: want it closed as done", sc)
+	}
+	if n := strings.Count(buf.String(), `level=ERROR msg="scan progress" err="progress not written"`); n != 1 {
+		t.Errorf("the model's unwritten progress logged %d times, want once; log:\n%s", n, buf.String())
+	}
+}
+
+// The pipeline prepares models ahead within its documented bounds. With 2
+// devices whose probes never end, 2 jobs probe and 2 wait for a device (at
+// most twice the devices asked for or running), the scheduler holds a 5th,
+// the queue 2 per device (4) and the feeder a 10th; ahead of those, the
+// window lets fetchers (4) + lookahead per device (2 × 2) more be
+// prepared: 18 models fetched, and no more.
+func TestThePipelinePreparesWithinItsWindow(t *testing.T) {
+	var models []hub.ModelInfo
+	for i := range 30 {
+		models = append(models, model(fmt.Sprintf("w/m%02d", i), "text-generation", "transformers"))
+	}
+	f := newFixture(t, models...)
+	f.prober.block = make(chan struct{})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f.s.Run(ctx, Options{Mode: compat.ModeArch, Target: compat.TargetCPU, Devices: 2, Limit: 30}, Hooks{})
+	}()
+	defer func() { cancel(); <-done }()
+	fetched := func() int {
+		f.hub.mu.Lock()
+		defer f.hub.mu.Unlock()
+		return len(f.hub.downloads)
+	}
+	waitFor(t, func() bool { return fetched() >= 18 })
+	time.Sleep(200 * time.Millisecond)
+	if n := fetched(); n != 18 {
+		t.Errorf("%d models fetched while the devices are held, want 18", n)
 	}
 }
