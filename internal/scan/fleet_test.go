@@ -352,10 +352,13 @@ func TestAStoppedFleetScanReturnsItsStoredRecord(t *testing.T) {
 	}
 }
 
-// brokenFleet offers one group of workers, queues every job and then
-// fails its wait; Withdraw answers withdrawn, withdrawErr.
-type brokenFleet struct {
+// fakeFleet offers one group of workers and queues every job; its wait
+// reports counts once and returns waitErr; Withdraw answers withdrawn,
+// withdrawErr.
+type fakeFleet struct {
 	g           fleet.Group
+	counts      store.JobCounts
+	waitErr     error
 	withdrawn   int
 	withdrawErr error
 }
@@ -365,20 +368,43 @@ var (
 	errWithdraw = errors.New("the queued jobs could not be withdrawn")
 )
 
-func (b *brokenFleet) Group(ctx context.Context, target compat.Target, wait time.Duration) (fleet.Group, []fleet.Group, error) {
+func (b *fakeFleet) Group(ctx context.Context, target compat.Target, wait time.Duration) (fleet.Group, []fleet.Group, error) {
 	return b.g, nil, nil
 }
-func (b *brokenFleet) Enqueue(ctx context.Context, scanID int64, jobs []store.NewJob) error {
+func (b *fakeFleet) Enqueue(ctx context.Context, scanID int64, jobs []store.NewJob) error {
 	return nil
 }
-func (b *brokenFleet) Wait(ctx context.Context, scanID int64, bound time.Duration, progress func(store.JobCounts)) error {
-	return errWait
+func (b *fakeFleet) Wait(ctx context.Context, scanID int64, bound time.Duration, progress func(store.JobCounts)) error {
+	progress(b.counts)
+	return b.waitErr
 }
-func (b *brokenFleet) Replan(ctx context.Context, scanID int64, g fleet.Group, budget int64, note string) (int, error) {
+func (b *fakeFleet) Replan(ctx context.Context, scanID int64, g fleet.Group, budget int64, note string) (int, error) {
 	return 0, nil
 }
-func (b *brokenFleet) Withdraw(ctx context.Context, scanID int64) (int, error) {
+func (b *fakeFleet) Withdraw(ctx context.Context, scanID int64) (int, error) {
 	return b.withdrawn, b.withdrawErr
+}
+
+// oneWorker is the group of f's one cpu worker.
+func oneWorker(f *fixture) fleet.Group {
+	return fleet.Group{Target: compat.TargetCPU, Runtime: f.prober.runtime, RuntimeKey: f.prober.runtime.RetestKey(),
+		Workers: []string{"w1"}, Devices: 1, PerWorker: 1, MemoryBytes: 64 << 30}
+}
+
+// A fleet scan's progress counts the jobs the workers finished as done,
+// failed ones too, and the finished ones as probed.
+func TestAFleetScanCountsItsFinishedJobs(t *testing.T) {
+	f := newFixture(t, model("j/a", "text-generation", "transformers"), model("j/b", "text-generation", "transformers"))
+	f.s.Fleet = &fakeFleet{counts: store.JobCounts{Total: 2, Done: 1, Failed: 1}}
+	f.s.Fleet.(*fakeFleet).g = oneWorker(f)
+	var last Progress
+	sc, err := f.s.Run(context.Background(), Options{Mode: compat.ModeArch, Target: compat.TargetCPU}, Hooks{Progress: func(p Progress) { last = p }})
+	if err != nil || sc.Status != store.ScanDone {
+		t.Fatalf("scan %+v %v", sc, err)
+	}
+	if sc.Planned != 2 || sc.Done != 2 || sc.Probed != 1 || last.Done != 2 || last.Probed != 1 {
+		t.Errorf("scan %+v, last progress %+v: want 2 done (one failed job), 1 probed", sc, last)
+	}
 }
 
 // A fleet scan that fails withdraws its queued jobs: how many is logged
@@ -396,8 +422,7 @@ func TestAFailedFleetScanWithdrawsItsJobs(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFixture(t, model("w/a", "text-generation", "transformers"))
-			f.s.Fleet = &brokenFleet{g: fleet.Group{Target: compat.TargetCPU, Runtime: f.prober.runtime, RuntimeKey: f.prober.runtime.RetestKey(),
-				Workers: []string{"w1"}, Devices: 1, PerWorker: 1, MemoryBytes: 64 << 30}, withdrawn: tt.withdrawn, withdrawErr: tt.err}
+			f.s.Fleet = &fakeFleet{g: oneWorker(f), waitErr: errWait, withdrawn: tt.withdrawn, withdrawErr: tt.err}
 			var buf bytes.Buffer
 			f.s.Logger = slog.New(slog.NewTextHandler(&buf, nil))
 			sc, err := f.s.Run(context.Background(), Options{Mode: compat.ModeArch, Target: compat.TargetCPU}, Hooks{})

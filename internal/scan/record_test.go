@@ -120,3 +120,73 @@ func TestThePipelinePreparesWithinItsWindow(t *testing.T) {
 		t.Errorf("%d models fetched while the devices are held, want 18", n)
 	}
 }
+
+// failingWrites is a store whose result, flaky-event and readiness writes
+// fail with err when it is set.
+type failingWrites struct {
+	*store.SQLite
+	err error
+}
+
+func (s *failingWrites) RecordResult(ctx context.Context, id string, r compat.Result) (store.RecordOutcome, error) {
+	if s.err != nil {
+		return store.RecordOutcome{}, s.err
+	}
+	return s.SQLite.RecordResult(ctx, id, r)
+}
+
+func (s *failingWrites) RecordFlaky(ctx context.Context, id string, seen compat.Result, kept compat.Status) error {
+	if s.err != nil {
+		return s.err
+	}
+	return s.SQLite.RecordFlaky(ctx, id, seen, kept)
+}
+
+func (s *failingWrites) SetReadiness(ctx context.Context, u store.ReadinessUpdate) error {
+	if s.err != nil {
+		return s.err
+	}
+	return s.SQLite.SetReadiness(ctx, u)
+}
+
+// A model's outcome or readiness that cannot be written is logged (the
+// scan goes on); written, nothing is logged of it. The flaky change is a
+// pass, a fail, then a pass on the rerun.
+func TestUnwrittenOutcomesAreLogged(t *testing.T) {
+	for _, fail := range []bool{false, true} {
+		f := newFixture(t, model("o/m", "text-generation", "transformers"))
+		f.prober.answers["o/m"] = []compat.Status{compat.StatusPass, compat.StatusFail, compat.StatusPass}
+		ctx := context.Background()
+		if _, err := f.s.Run(ctx, Options{Mode: compat.ModeArch}, Hooks{}); err != nil {
+			t.Fatal(err)
+		}
+		st := &failingWrites{SQLite: f.store}
+		if fail {
+			st.err = errors.New("disk full")
+		}
+		var buf bytes.Buffer
+		f.s.Store, f.s.Logger = st, slog.New(slog.NewTextHandler(&buf, nil))
+		if _, err := f.s.Run(ctx, Options{Mode: compat.ModeArch, Force: true}, Hooks{}); err != nil {
+			t.Fatal(err)
+		}
+		f.s.Store = st // a third scan: fail, confirmed, so a result is written
+		f.prober.answers["o/m"] = []compat.Status{compat.StatusFail}
+		if _, err := f.s.Run(ctx, Options{Mode: compat.ModeArch, Force: true}, Hooks{}); err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range []string{
+			`level=ERROR msg="record flaky" model=o/m err="disk full"`,
+			`level=ERROR msg="record result" model=o/m err="disk full"`,
+			`level=WARN msg="store readiness" model=o/m err="disk full"`,
+		} {
+			if got := strings.Contains(buf.String(), line); got != fail {
+				t.Errorf("writes failing %v: %s logged %v; log:\n%s", fail, line, got, buf.String())
+			}
+		}
+		for _, what := range []string{`msg="record flaky"`, `msg="record result"`, `msg="store readiness"`} {
+			if !fail && strings.Contains(buf.String(), what) {
+				t.Errorf("a written outcome logged as unwritten: %s; log:\n%s", what, buf.String())
+			}
+		}
+	}
+}
