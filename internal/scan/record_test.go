@@ -37,21 +37,29 @@ func (c *stepClock) now() time.Time {
 }
 
 // DeviceBusy is the probes' device time over the scan's wall time times
-// its devices, each probe's time as the ProbeDone hook reports it; a scan
-// whose clock did not move has none.
+// its devices, each probe's time as the ProbeDone hook reports it, times
+// the devices it held (a sharded probe holds both); a scan whose clock did
+// not move has none.
 func TestDeviceBusyIsTheProbesShareOfTheDevices(t *testing.T) {
 	for _, tt := range []struct {
-		name string
-		wall time.Duration
-	}{{"wall of 100 s", 100 * time.Second}, {"no wall time", 0}} {
+		name    string
+		wall    time.Duration
+		sharded bool // one model that needs both devices (bigLlama), else two of one each
+	}{{"wall of 100 s", 100 * time.Second, false}, {"a sharded probe", 100 * time.Second, true}, {"no wall time", 0, false}} {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFixture(t, model("b/1", "text-generation", "transformers"), model("b/2", "text-generation", "transformers"))
+			opts, per := Options{Mode: compat.ModeArch, Target: compat.TargetCPU, Devices: 2}, 1.0
+			if tt.sharded {
+				f = newFixture(t, model("b/big", "text-generation", "transformers"))
+				f.hub.configs["b/big"] = bigLlama
+				opts.DeviceMemory, per = 3<<20, 2
+			}
 			f.s.Now = (&stepClock{start: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), step: tt.wall}).now
 			var mu sync.Mutex
 			var held time.Duration
 			hooks := Hooks{ProbeDone: func(_ compat.Result, d time.Duration) { mu.Lock(); held += d; mu.Unlock() }}
-			sc, err := f.s.Run(context.Background(), Options{Mode: compat.ModeArch, Target: compat.TargetCPU, Devices: 2}, hooks)
-			if err != nil || sc.Probed != 2 {
+			sc, err := f.s.Run(context.Background(), opts, hooks)
+			if err != nil || sc.Probed != len(f.hub.models) {
 				t.Fatalf("scan %+v %v", sc, err)
 			}
 			if tt.wall == 0 {
@@ -60,7 +68,7 @@ func TestDeviceBusyIsTheProbesShareOfTheDevices(t *testing.T) {
 				}
 				return
 			}
-			want := held.Seconds() / (tt.wall.Seconds() * 2)
+			want := held.Seconds() * per / (tt.wall.Seconds() * 2)
 			if sc.DeviceBusy == nil || math.Abs(*sc.DeviceBusy-want) > 1e-9 {
 				t.Errorf("device busy %v, want %g (%v of probes over 2 devices × %v)", sc.DeviceBusy, want, held, tt.wall)
 			}
