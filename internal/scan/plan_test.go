@@ -89,8 +89,9 @@ func TestPlanRetest(t *testing.T) {
 // once; ×1.2, +512 MiB.
 func TestPlanMode(t *testing.T) {
 	const (
-		cpuMost1G = 4402341478 // 2^29 × 2 × 3 × 1.2 + 2^29
-		tpuMost1G = 1825361100 // 2^29 × 2 × 1 × 1.2 + 2^29
+		cpuMost1G  = 4402341478 // 2^29 × 2 × 3 × 1.2 + 2^29
+		tpuMost1G  = 1825361100 // 2^29 × 2 × 1 × 1.2 + 2^29
+		tpuLeast1G = 1181116006 // 2^28 (a float32 checkpoint's count) × 2 × 1 × 1.2 + 2^29
 	)
 	ckpt := func(bytes int64) Weights { return Weights{Files: []string{"model.safetensors"}, Bytes: bytes} }
 	sharded := Weights{Files: []string{"model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors", "model.safetensors.index.json"}, Bytes: 20 * gb}
@@ -114,6 +115,10 @@ func TestPlanMode(t *testing.T) {
 		{"full asked, fits only as a float32 checkpoint", compat.ModeFull, compat.TargetTPU, sharded, 16 * gb, compat.ModeFull, "", false, "full asked"},
 		{"full asked, budget unknown", compat.ModeFull, compat.TargetTPU, ckpt(140 * gb), 0, compat.ModeFull, "", false, "full asked"},
 		{"full asked, sizes unknown", compat.ModeFull, compat.TargetTPU, ckpt(0), 16 * gb, compat.ModeFull, "", false, "full asked"},
+		// Unknown sizes are not a size of 0, which would still need the fit's 512 MiB slack.
+		{"full asked, sizes unknown, a budget under the slack", compat.ModeFull, compat.TargetTPU, ckpt(0), 100 << 20, compat.ModeFull, "", false, "full asked"},
+		{"full asked, the least need fits exactly", compat.ModeFull, compat.TargetTPU, ckpt(gb), tpuLeast1G, compat.ModeFull, "", false, "full asked"},
+		{"full asked, the least need a byte over", compat.ModeFull, compat.TargetTPU, ckpt(gb), tpuLeast1G - 1, compat.ModeFull, compat.ReasonTooLarge, false, "need at least 1.10 GiB"},
 		{"auto, fits", compat.ModeAuto, compat.TargetTPU, ckpt(gb), 16 * gb, compat.ModeFull, "", false, "auto -> full"},
 		{"auto, fits exactly", compat.ModeAuto, compat.TargetTPU, ckpt(gb), tpuMost1G, compat.ModeFull, "", false, "auto -> full"},
 		{"auto, a byte short", compat.ModeAuto, compat.TargetTPU, ckpt(gb), tpuMost1G - 1, compat.ModeArch, "", false, "auto -> arch"},
@@ -358,6 +363,23 @@ func TestDevicesOf(t *testing.T) {
 		d := DevicesOf(tt.target, tt.rt, tt.host)
 		if d.Memory != tt.mem || !strings.Contains(d.Of, tt.of) || !slices.Equal(d.Slices, tt.slices) || d.Count != tt.host.Probes {
 			t.Errorf("%s: %+v, want memory %d (%s), slices %v, count %d", tt.name, d, tt.mem, tt.of, tt.slices, tt.host.Probes)
+		}
+	}
+}
+
+// size writes whole MiB below 1 GiB and GiB from 1 GiB on.
+func TestSize(t *testing.T) {
+	for b, want := range map[int64]string{
+		48 << 20:  "48 MiB",
+		1<<30 - 1: "1023 MiB",
+		1 << 30:   "1.00 GiB",
+		3 << 29:   "1.50 GiB",
+		0:         "0 MiB",
+		1<<30 + 1: "1.00 GiB",
+		40 << 30:  "40.00 GiB",
+	} {
+		if got := size(b); got != want {
+			t.Errorf("size(%d) = %q, want %q", b, got, want)
 		}
 	}
 }
