@@ -287,6 +287,9 @@ func TestPlanShard(t *testing.T) {
 		// 200 MiB × 1.1 / 48 MiB = 4.6: 5 devices; none of 5 to 8 divides 4 heads (and 2 K/V heads).
 		{"no count divides the heads: FSDP", Devices{Count: 8, Memory: 48 * mib}, readiness.Shard{NeedBytes: 200 * mib, Heads: 4, KVHeads: 2}, 5, "no count up to 8 divides its 4 heads and 2 key/value heads"},
 		{"heads unknown", cpu2, readiness.Shard{NeedBytes: 60 * mib}, 2, "its attention heads are unknown"},
+		// One count unknown is as good as both: 0 heads would divide by any count.
+		{"attention heads unknown", cpu2, readiness.Shard{NeedBytes: 60 * mib, KVHeads: 2}, 2, "needs 2 devices of 48 MiB (--device-memory): sharded over 2 (its attention heads are unknown)"},
+		{"key/value heads unknown", cpu2, readiness.Shard{NeedBytes: 60 * mib, Heads: 4}, 2, "sharded over 2 (its attention heads are unknown)"},
 		// 40 GiB × 1.1 = 44 GiB over 32 GiB: 2, but a v6e host runs slices of 1, 4 and 8.
 		{"a TPU shards over its slices only", v6e(8), readiness.Shard{NeedBytes: 40 * gb, Heads: 32, KVHeads: 8}, 4, "sharded over 4"},
 		{"no slice between need and host", v6e(2), readiness.Shard{NeedBytes: 40 * gb, Heads: 32, KVHeads: 8}, 1, "no slice of 2 to 2 devices on this host"},
