@@ -171,6 +171,9 @@ func TestBudget(t *testing.T) {
 		// 16 GiB over 4 probes: each may use 3 GiB, 1.5 of which torch takes.
 		{"cpu: within the probe's limit", compat.TargetCPU, compat.Runtime{}, Host{MemoryBytes: 16 << 30, Probes: 4}, 3 << 29, "memory limit less torch"},
 		{"cpu: host memory unknown", compat.TargetCPU, compat.Runtime{}, Host{Probes: 1}, 0, "unknown"},
+		// 3 GiB, one probe: its limit (2.25 GiB) less torch's 1.5 is 768 MiB, exactly a quarter.
+		{"cpu: the limit less torch equals a quarter", compat.TargetCPU, compat.Runtime{}, Host{MemoryBytes: 3 << 30, Probes: 1}, 768 << 20, "a quarter of host memory"},
+		{"tpu: a reported device memory of 0 is unknown", compat.TargetTPU, gib(0), Host{MemoryBytes: 64 << 30, Probes: 1}, 0, "tpu: device memory unknown"},
 		{"tpu: device memory", compat.TargetTPU, gib(32), Host{MemoryBytes: 64 << 30, Probes: 1}, 32 * gb, "tpu: device memory"},
 		{"cuda: device memory", compat.TargetCUDA, gib(80), Host{MemoryBytes: 64 << 30, Probes: 4}, 80 * gb, "cuda: device memory"},
 		{"tpu: device memory unknown", compat.TargetTPU, compat.Runtime{}, Host{MemoryBytes: 64 << 30, Probes: 1}, 0, "unknown"},
@@ -329,8 +332,15 @@ func TestPlanShardBudget(t *testing.T) {
 	}
 	one := Plan(Input{SHA: "s1", Runtime: runtimeA, Target: compat.TargetTPU, Mode: compat.ModeAuto, Weights: ckpt,
 		Budget: 32 * gb, BudgetOf: "tpu: device memory", Devices: Devices{Count: 1, Memory: 32 * gb}, Model: model})
-	if one.Devices != 1 || one.Budget != 32*gb || one.Mode != compat.ModeArch {
-		t.Errorf("one device: devices %d budget %d mode %s, want 1, 32 GiB, arch", one.Devices, one.Budget, one.Mode)
+	if one.Devices != 1 || one.Budget != 32*gb || one.Mode != compat.ModeArch || strings.Contains(one.ModeReason, "devices'") {
+		t.Errorf("one device: devices %d budget %d mode %s (%s), want 1, 32 GiB, arch against one device's budget", one.Devices, one.Budget, one.Mode, one.ModeReason)
+	}
+	// Sharded, with no budget known: there is none to multiply, and the
+	// reason names the budget's source as it is.
+	unknown := Plan(Input{SHA: "s1", Runtime: runtimeA, Target: compat.TargetTPU, Mode: compat.ModeAuto, Weights: ckpt,
+		BudgetOf: "tpu: device memory unknown", Devices: v6e, Model: model})
+	if unknown.Devices != 4 || unknown.Budget != 0 || unknown.Mode != compat.ModeArch || unknown.ModeReason != "auto -> arch: tpu: device memory unknown" {
+		t.Errorf("tpu, budget unknown: devices %d budget %d mode %s (%q), want 4, 0, arch for want of a budget", unknown.Devices, unknown.Budget, unknown.Mode, unknown.ModeReason)
 	}
 	cpu := Plan(Input{SHA: "s1", Runtime: runtimeA, Target: compat.TargetCPU, Mode: compat.ModeAuto, Weights: ckpt,
 		Budget: 16 * gb, BudgetOf: "cpu", Devices: Devices{Count: 2, Memory: 32 * gb}, Model: model})
