@@ -253,6 +253,8 @@ func TestPlanTrain(t *testing.T) {
 		{"auto -> full, inference fits, training does not", compat.ModeAuto, compat.TargetTPU, ckpt, 4 * gb, true},
 		{"arch always trains", compat.ModeArch, compat.TargetTPU, ckpt, gb, false},
 		{"full, budget unknown: trains", compat.ModeFull, compat.TargetTPU, ckpt, 0, false},
+		// Unknown sizes are not 0 bytes, whose state would still need the fit's 512 MiB slack.
+		{"full, sizes unknown: trains", compat.ModeFull, compat.TargetTPU, Weights{Files: []string{"model.safetensors"}}, 100 << 20, false},
 	} {
 		d := Plan(Input{SHA: "s", Weights: tc.w, Target: tc.target, Mode: tc.mode, Budget: tc.budget, BudgetOf: "test"})
 		if got := d.NoTrain != ""; got != tc.skip {
