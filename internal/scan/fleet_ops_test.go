@@ -186,11 +186,15 @@ func TestAScanRenewsItsOwner(t *testing.T) {
 
 type renewCounter struct {
 	*store.SQLite
-	n atomic.Int32
+	n    atomic.Int32
+	fail error // when set, every renewal fails with it
 }
 
 func (c *renewCounter) RenewScanOwner(ctx context.Context, id int64) error {
 	c.n.Add(1)
+	if c.fail != nil {
+		return c.fail
+	}
 	return c.SQLite.RenewScanOwner(ctx, id)
 }
 
@@ -232,4 +236,43 @@ func waitQueued(t *testing.T, st *store.SQLite, n int) {
 		c, _ := st.ScanJobs(context.Background(), scans[0].ID)
 		return c.Total == n
 	})
+}
+
+// With OwnerBeat unset a scan renews its claim every store.OwnerBeat
+// (10 s): a scan of a fraction of a second renews it never.
+func TestAScanRenewsAtTheDefaultBeat(t *testing.T) {
+	f := newFixture(t, model("o/a", "text-generation", "transformers"))
+	cs := &renewCounter{SQLite: f.store}
+	f.s.Store = cs
+	f.prober.delay = 100 * time.Millisecond
+	if _, err := f.s.Run(context.Background(), Options{Mode: compat.ModeArch, Target: compat.TargetCPU}, Hooks{}); err != nil {
+		t.Fatal(err)
+	}
+	if n := cs.n.Load(); n != 0 {
+		t.Errorf("renewed %d times in a short scan, want none before %v", n, store.OwnerBeat)
+	}
+}
+
+// A renewal that fails while the scan runs is logged; one that succeeds is
+// not.
+func TestAFailedOwnerRenewalIsLogged(t *testing.T) {
+	for _, fail := range []bool{false, true} {
+		f := newFixture(t, model("o/a", "text-generation", "transformers"))
+		cs := &renewCounter{SQLite: f.store}
+		if fail {
+			cs.fail = store.ErrNotOwner
+		}
+		var buf proctest.Buffer
+		f.s.Store, f.s.OwnerBeat, f.s.Logger = cs, 10*time.Millisecond, slog.New(slog.NewTextHandler(&buf, nil))
+		f.prober.delay = 150 * time.Millisecond
+		if _, err := f.s.Run(context.Background(), Options{Mode: compat.ModeArch, Target: compat.TargetCPU}, Hooks{}); err != nil {
+			t.Fatal(err)
+		}
+		if cs.n.Load() == 0 {
+			t.Fatalf("fail %v: no renewal in a 150 ms scan at 10 ms", fail)
+		}
+		if warned := strings.Contains(buf.String(), `level=WARN msg="scan owner not renewed"`); warned != fail {
+			t.Errorf("renewals failing %v: warned %v; log:\n%s", fail, warned, buf.String())
+		}
+	}
 }

@@ -1,11 +1,15 @@
 package scan
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -269,5 +273,169 @@ func TestAFleetScanStoresReadiness(t *testing.T) {
 	r = f.readiness(t, "r/gated")
 	if r == nil || r.Params == nil || *r.Params != 70000000000 || deref(r.ParamsSource) != readiness.SourceSafetensors {
 		t.Errorf("gated model's readiness: %+v", r)
+	}
+}
+
+// A scan and a resumed scan that hold the database's scan lock record their
+// id in it without a warning (the warning is for a lock that cannot be
+// written); a resumed scan warns of stored options it cannot read.
+func TestScansNameThemselvesInTheScanLock(t *testing.T) {
+	f, _, _ := fleetFixture(t)
+	var buf bytes.Buffer
+	f.s.Logger = slog.New(slog.NewTextHandler(&buf, nil))
+	f.s.ScanLock = filepath.Join(t.TempDir(), "scanner.db")
+	ctx := context.Background()
+	id, err := f.store.StartScan(ctx, store.Scan{Trigger: "cli", Status: store.ScanRunning, Target: "cpu", Params: "{}"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A scan an earlier process left to its (empty) queue.
+	if sc, err := f.s.Resume(ctx, id, Hooks{}); err != nil || sc.Status != store.ScanDone {
+		t.Fatalf("resumed %+v %v", sc, err)
+	}
+	sc, err := f.s.Run(ctx, Options{Mode: compat.ModeArch, Target: compat.TargetCPU}, Hooks{})
+	if err != nil || sc.Status != store.ScanDone {
+		t.Fatalf("scan %+v %v", sc, err)
+	}
+	if strings.Contains(buf.String(), "level=WARN") || strings.Contains(buf.String(), "level=ERROR") {
+		t.Errorf("warnings of a healthy scan and resume:\n%s", buf.String())
+	}
+	// A resumed scan whose stored options cannot be read runs with the
+	// defaults, and says so.
+	if id, err = f.store.StartScan(ctx, store.Scan{Trigger: "cli", Status: store.ScanRunning, Target: "cpu", Params: "{"}); err != nil {
+		t.Fatal(err)
+	}
+	if sc, err := f.s.Resume(ctx, id, Hooks{}); err != nil || sc.Status != store.ScanDone {
+		t.Fatalf("resumed %+v %v", sc, err)
+	}
+	if !strings.Contains(buf.String(), `level=WARN msg="resume: the scan's options are unreadable"`) {
+		t.Errorf("no warning of unreadable options:\n%s", buf.String())
+	}
+}
+
+// failingProgress is a store whose UpdateScanProgress fails once failing
+// is set.
+type failingProgress struct {
+	*store.SQLite
+	failing atomic.Bool
+}
+
+var errProgress = errors.New("progress not written")
+
+func (s *failingProgress) UpdateScanProgress(ctx context.Context, id int64, planned, done, probed, unchanged int) error {
+	if s.failing.Load() {
+		return errProgress
+	}
+	return s.SQLite.UpdateScanProgress(ctx, id, planned, done, probed, unchanged)
+}
+
+// A scan left to its queue by a stopping server returns its record as
+// stored (the model decided before the stop counted done), and the error
+// of the progress it could not write besides the stop's.
+func TestAStoppedFleetScanReturnsItsStoredRecord(t *testing.T) {
+	f, _, _ := fleetFixture(t, model("r/custom", "text-generation", "transformers", "custom_code"),
+		model("r/a", "text-generation", "transformers"), model("r/b", "text-generation", "transformers"))
+	st := &failingProgress{SQLite: f.store}
+	f.s.Store = st
+	ctx, stop := context.WithCancel(context.Background())
+	go func() { // no worker runs: the jobs stay queued
+		waitQueued(t, f.store, 2)
+		st.failing.Store(true)
+		stop()
+	}()
+	sc, err := f.s.Run(ctx, Options{Mode: compat.ModeArch, Target: compat.TargetCPU}, Hooks{})
+	if !errors.Is(err, context.Canceled) || !errors.Is(err, errProgress) {
+		t.Errorf("err %v: want the stop and the progress failure", err)
+	}
+	if sc.Status != store.ScanRunning || sc.Planned != 3 || sc.Done != 1 {
+		t.Errorf("stopped scan %+v: want it running, 3 planned, the custom-code skip done", sc)
+	}
+}
+
+// fakeFleet offers one group of workers and queues every job; its wait
+// reports counts once and returns waitErr; Withdraw answers withdrawn,
+// withdrawErr.
+type fakeFleet struct {
+	g           fleet.Group
+	counts      store.JobCounts
+	waitErr     error
+	withdrawn   int
+	withdrawErr error
+}
+
+var (
+	errWait     = errors.New("the queue could not be read")
+	errWithdraw = errors.New("the queued jobs could not be withdrawn")
+)
+
+func (b *fakeFleet) Group(ctx context.Context, target compat.Target, wait time.Duration) (fleet.Group, []fleet.Group, error) {
+	return b.g, nil, nil
+}
+func (b *fakeFleet) Enqueue(ctx context.Context, scanID int64, jobs []store.NewJob) error {
+	return nil
+}
+func (b *fakeFleet) Wait(ctx context.Context, scanID int64, bound time.Duration, progress func(store.JobCounts)) error {
+	progress(b.counts)
+	return b.waitErr
+}
+func (b *fakeFleet) Replan(ctx context.Context, scanID int64, g fleet.Group, budget int64, note string) (int, error) {
+	return 0, nil
+}
+func (b *fakeFleet) Withdraw(ctx context.Context, scanID int64) (int, error) {
+	return b.withdrawn, b.withdrawErr
+}
+
+// oneWorker is the group of f's one cpu worker.
+func oneWorker(f *fixture) fleet.Group {
+	return fleet.Group{Target: compat.TargetCPU, Runtime: f.prober.runtime, RuntimeKey: f.prober.runtime.RetestKey(),
+		Workers: []string{"w1"}, Devices: 1, PerWorker: 1, MemoryBytes: 64 << 30}
+}
+
+// A fleet scan's progress counts the jobs the workers finished as done,
+// failed ones too, and the finished ones as probed.
+func TestAFleetScanCountsItsFinishedJobs(t *testing.T) {
+	f := newFixture(t, model("j/a", "text-generation", "transformers"), model("j/b", "text-generation", "transformers"))
+	f.s.Fleet = &fakeFleet{counts: store.JobCounts{Total: 2, Done: 1, Failed: 1}}
+	f.s.Fleet.(*fakeFleet).g = oneWorker(f)
+	var last Progress
+	sc, err := f.s.Run(context.Background(), Options{Mode: compat.ModeArch, Target: compat.TargetCPU}, Hooks{Progress: func(p Progress) { last = p }})
+	if err != nil || sc.Status != store.ScanDone {
+		t.Fatalf("scan %+v %v", sc, err)
+	}
+	if sc.Planned != 2 || sc.Done != 2 || sc.Probed != 1 || last.Done != 2 || last.Probed != 1 {
+		t.Errorf("scan %+v, last progress %+v: want 2 done (one failed job), 1 probed", sc, last)
+	}
+}
+
+// A fleet scan that fails withdraws its queued jobs: how many is logged
+// when there were any, and a failed withdrawal joins the scan's error.
+func TestAFailedFleetScanWithdrawsItsJobs(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		withdrawn int
+		err       error
+		logged    string
+	}{
+		{"some withdrawn", 3, nil, `level=WARN msg="queued jobs withdrawn with their scan" scan_id=1 jobs=3`},
+		{"none left", 0, nil, ""},
+		{"withdrawal fails", 0, errWithdraw, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, model("w/a", "text-generation", "transformers"))
+			f.s.Fleet = &fakeFleet{g: oneWorker(f), waitErr: errWait, withdrawn: tt.withdrawn, withdrawErr: tt.err}
+			var buf bytes.Buffer
+			f.s.Logger = slog.New(slog.NewTextHandler(&buf, nil))
+			sc, err := f.s.Run(context.Background(), Options{Mode: compat.ModeArch, Target: compat.TargetCPU}, Hooks{})
+			if !errors.Is(err, errWait) || sc.Status != store.ScanFailed {
+				t.Fatalf("scan %+v, err %v: want it failed by the wait", sc, err)
+			}
+			if got := errors.Is(err, errWithdraw); got != (tt.err != nil) {
+				t.Errorf("err %v: the withdrawal's failure in it %v, want %v", err, got, tt.err != nil)
+			}
+			logged := strings.Contains(buf.String(), "queued jobs withdrawn")
+			if logged != (tt.logged != "") || !strings.Contains(buf.String(), tt.logged) {
+				t.Errorf("withdrawal logged %v, want %q; log:\n%s", logged, tt.logged, buf.String())
+			}
+		})
 	}
 }

@@ -89,8 +89,9 @@ func TestPlanRetest(t *testing.T) {
 // once; ×1.2, +512 MiB.
 func TestPlanMode(t *testing.T) {
 	const (
-		cpuMost1G = 4402341478 // 2^29 × 2 × 3 × 1.2 + 2^29
-		tpuMost1G = 1825361100 // 2^29 × 2 × 1 × 1.2 + 2^29
+		cpuMost1G  = 4402341478 // 2^29 × 2 × 3 × 1.2 + 2^29
+		tpuMost1G  = 1825361100 // 2^29 × 2 × 1 × 1.2 + 2^29
+		tpuLeast1G = 1181116006 // 2^28 (a float32 checkpoint's count) × 2 × 1 × 1.2 + 2^29
 	)
 	ckpt := func(bytes int64) Weights { return Weights{Files: []string{"model.safetensors"}, Bytes: bytes} }
 	sharded := Weights{Files: []string{"model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors", "model.safetensors.index.json"}, Bytes: 20 * gb}
@@ -114,6 +115,10 @@ func TestPlanMode(t *testing.T) {
 		{"full asked, fits only as a float32 checkpoint", compat.ModeFull, compat.TargetTPU, sharded, 16 * gb, compat.ModeFull, "", false, "full asked"},
 		{"full asked, budget unknown", compat.ModeFull, compat.TargetTPU, ckpt(140 * gb), 0, compat.ModeFull, "", false, "full asked"},
 		{"full asked, sizes unknown", compat.ModeFull, compat.TargetTPU, ckpt(0), 16 * gb, compat.ModeFull, "", false, "full asked"},
+		// Unknown sizes are not a size of 0, which would still need the fit's 512 MiB slack.
+		{"full asked, sizes unknown, a budget under the slack", compat.ModeFull, compat.TargetTPU, ckpt(0), 100 << 20, compat.ModeFull, "", false, "full asked"},
+		{"full asked, the least need fits exactly", compat.ModeFull, compat.TargetTPU, ckpt(gb), tpuLeast1G, compat.ModeFull, "", false, "full asked"},
+		{"full asked, the least need a byte over", compat.ModeFull, compat.TargetTPU, ckpt(gb), tpuLeast1G - 1, compat.ModeFull, compat.ReasonTooLarge, false, "need at least 1.10 GiB"},
 		{"auto, fits", compat.ModeAuto, compat.TargetTPU, ckpt(gb), 16 * gb, compat.ModeFull, "", false, "auto -> full"},
 		{"auto, fits exactly", compat.ModeAuto, compat.TargetTPU, ckpt(gb), tpuMost1G, compat.ModeFull, "", false, "auto -> full"},
 		{"auto, a byte short", compat.ModeAuto, compat.TargetTPU, ckpt(gb), tpuMost1G - 1, compat.ModeArch, "", false, "auto -> arch"},
@@ -166,6 +171,9 @@ func TestBudget(t *testing.T) {
 		// 16 GiB over 4 probes: each may use 3 GiB, 1.5 of which torch takes.
 		{"cpu: within the probe's limit", compat.TargetCPU, compat.Runtime{}, Host{MemoryBytes: 16 << 30, Probes: 4}, 3 << 29, "memory limit less torch"},
 		{"cpu: host memory unknown", compat.TargetCPU, compat.Runtime{}, Host{Probes: 1}, 0, "unknown"},
+		// 3 GiB, one probe: its limit (2.25 GiB) less torch's 1.5 is 768 MiB, exactly a quarter.
+		{"cpu: the limit less torch equals a quarter", compat.TargetCPU, compat.Runtime{}, Host{MemoryBytes: 3 << 30, Probes: 1}, 768 << 20, "a quarter of host memory"},
+		{"tpu: a reported device memory of 0 is unknown", compat.TargetTPU, gib(0), Host{MemoryBytes: 64 << 30, Probes: 1}, 0, "tpu: device memory unknown"},
 		{"tpu: device memory", compat.TargetTPU, gib(32), Host{MemoryBytes: 64 << 30, Probes: 1}, 32 * gb, "tpu: device memory"},
 		{"cuda: device memory", compat.TargetCUDA, gib(80), Host{MemoryBytes: 64 << 30, Probes: 4}, 80 * gb, "cuda: device memory"},
 		{"tpu: device memory unknown", compat.TargetTPU, compat.Runtime{}, Host{MemoryBytes: 64 << 30, Probes: 1}, 0, "unknown"},
@@ -245,6 +253,8 @@ func TestPlanTrain(t *testing.T) {
 		{"auto -> full, inference fits, training does not", compat.ModeAuto, compat.TargetTPU, ckpt, 4 * gb, true},
 		{"arch always trains", compat.ModeArch, compat.TargetTPU, ckpt, gb, false},
 		{"full, budget unknown: trains", compat.ModeFull, compat.TargetTPU, ckpt, 0, false},
+		// Unknown sizes are not 0 bytes, whose state would still need the fit's 512 MiB slack.
+		{"full, sizes unknown: trains", compat.ModeFull, compat.TargetTPU, Weights{Files: []string{"model.safetensors"}}, 100 << 20, false},
 	} {
 		d := Plan(Input{SHA: "s", Weights: tc.w, Target: tc.target, Mode: tc.mode, Budget: tc.budget, BudgetOf: "test"})
 		if got := d.NoTrain != ""; got != tc.skip {
@@ -282,6 +292,9 @@ func TestPlanShard(t *testing.T) {
 		// 200 MiB × 1.1 / 48 MiB = 4.6: 5 devices; none of 5 to 8 divides 4 heads (and 2 K/V heads).
 		{"no count divides the heads: FSDP", Devices{Count: 8, Memory: 48 * mib}, readiness.Shard{NeedBytes: 200 * mib, Heads: 4, KVHeads: 2}, 5, "no count up to 8 divides its 4 heads and 2 key/value heads"},
 		{"heads unknown", cpu2, readiness.Shard{NeedBytes: 60 * mib}, 2, "its attention heads are unknown"},
+		// One count unknown is as good as both: 0 heads would divide by any count.
+		{"attention heads unknown", cpu2, readiness.Shard{NeedBytes: 60 * mib, KVHeads: 2}, 2, "needs 2 devices of 48 MiB (--device-memory): sharded over 2 (its attention heads are unknown)"},
+		{"key/value heads unknown", cpu2, readiness.Shard{NeedBytes: 60 * mib, Heads: 4}, 2, "sharded over 2 (its attention heads are unknown)"},
 		// 40 GiB × 1.1 = 44 GiB over 32 GiB: 2, but a v6e host runs slices of 1, 4 and 8.
 		{"a TPU shards over its slices only", v6e(8), readiness.Shard{NeedBytes: 40 * gb, Heads: 32, KVHeads: 8}, 4, "sharded over 4"},
 		{"no slice between need and host", v6e(2), readiness.Shard{NeedBytes: 40 * gb, Heads: 32, KVHeads: 8}, 1, "no slice of 2 to 2 devices on this host"},
@@ -321,8 +334,15 @@ func TestPlanShardBudget(t *testing.T) {
 	}
 	one := Plan(Input{SHA: "s1", Runtime: runtimeA, Target: compat.TargetTPU, Mode: compat.ModeAuto, Weights: ckpt,
 		Budget: 32 * gb, BudgetOf: "tpu: device memory", Devices: Devices{Count: 1, Memory: 32 * gb}, Model: model})
-	if one.Devices != 1 || one.Budget != 32*gb || one.Mode != compat.ModeArch {
-		t.Errorf("one device: devices %d budget %d mode %s, want 1, 32 GiB, arch", one.Devices, one.Budget, one.Mode)
+	if one.Devices != 1 || one.Budget != 32*gb || one.Mode != compat.ModeArch || strings.Contains(one.ModeReason, "devices'") {
+		t.Errorf("one device: devices %d budget %d mode %s (%s), want 1, 32 GiB, arch against one device's budget", one.Devices, one.Budget, one.Mode, one.ModeReason)
+	}
+	// Sharded, with no budget known: there is none to multiply, and the
+	// reason names the budget's source as it is.
+	unknown := Plan(Input{SHA: "s1", Runtime: runtimeA, Target: compat.TargetTPU, Mode: compat.ModeAuto, Weights: ckpt,
+		BudgetOf: "tpu: device memory unknown", Devices: v6e, Model: model})
+	if unknown.Devices != 4 || unknown.Budget != 0 || unknown.Mode != compat.ModeArch || unknown.ModeReason != "auto -> arch: tpu: device memory unknown" {
+		t.Errorf("tpu, budget unknown: devices %d budget %d mode %s (%q), want 4, 0, arch for want of a budget", unknown.Devices, unknown.Budget, unknown.Mode, unknown.ModeReason)
 	}
 	cpu := Plan(Input{SHA: "s1", Runtime: runtimeA, Target: compat.TargetCPU, Mode: compat.ModeAuto, Weights: ckpt,
 		Budget: 16 * gb, BudgetOf: "cpu", Devices: Devices{Count: 2, Memory: 32 * gb}, Model: model})
@@ -358,6 +378,23 @@ func TestDevicesOf(t *testing.T) {
 		d := DevicesOf(tt.target, tt.rt, tt.host)
 		if d.Memory != tt.mem || !strings.Contains(d.Of, tt.of) || !slices.Equal(d.Slices, tt.slices) || d.Count != tt.host.Probes {
 			t.Errorf("%s: %+v, want memory %d (%s), slices %v, count %d", tt.name, d, tt.mem, tt.of, tt.slices, tt.host.Probes)
+		}
+	}
+}
+
+// size writes whole MiB below 1 GiB and GiB from 1 GiB on.
+func TestSize(t *testing.T) {
+	for b, want := range map[int64]string{
+		48 << 20:  "48 MiB",
+		1<<30 - 1: "1023 MiB",
+		1 << 30:   "1.00 GiB",
+		3 << 29:   "1.50 GiB",
+		0:         "0 MiB",
+		1<<30 + 1: "1.00 GiB",
+		40 << 30:  "40.00 GiB",
+	} {
+		if got := size(b); got != want {
+			t.Errorf("size(%d) = %q, want %q", b, got, want)
 		}
 	}
 }

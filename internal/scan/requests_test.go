@@ -20,6 +20,8 @@ type fakeRequests struct {
 	next    int64
 	claimed [][]string
 	done    []requestsDone
+	// left is, per Done, how long its context had left (-1: no deadline).
+	left []time.Duration
 }
 
 type requestsDone struct {
@@ -56,6 +58,11 @@ func (r *fakeRequests) Done(ctx context.Context, ids []int64, models []string, s
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.done = append(r.done, requestsDone{models, sc, err, again})
+	left := time.Duration(-1)
+	if dl, ok := ctx.Deadline(); ok {
+		left = time.Until(dl)
+	}
+	r.left = append(r.left, left)
 	if again {
 		r.queue = append(models, r.queue...)
 	}
@@ -156,4 +163,47 @@ type downHub struct{ *fakeHub }
 
 func (h *downHub) ModelInfo(ctx context.Context, id, rev string) (hub.ModelInfo, error) {
 	return hub.ModelInfo{}, errors.New("dial tcp: connection refused")
+}
+
+// After a request scan that could not reach the Hub the requests pause for
+// the first retry wait; a scan that ran ends the pause, so the next outage
+// waits the first wait again. Done gets a context of its own with time
+// left (10 s), whatever the scan's.
+func TestRequestPauseEndsWithAScanThatRan(t *testing.T) {
+	f := newFixture(t)
+	reqs := &fakeRequests{}
+	svc := NewService(f.s, Options{Mode: compat.ModeArch}, quiet)
+	svc.RetryAfter = time.Hour
+	svc.ServeRequests(reqs)
+	ctx := context.Background()
+	pause := func() time.Duration {
+		svc.mu.Lock()
+		defer svc.mu.Unlock()
+		svc.pauseUntil = time.Time{} // the pause is over: the next claim may run
+		return svc.pauseFor
+	}
+
+	f.s.Hub = &downHub{fakeHub: f.hub}
+	reqs.add("req/a")
+	svc.runRequests(ctx)
+	if got := pause(); got != time.Hour {
+		t.Errorf("after an outage: pause %v, want the first wait (1h)", got)
+	}
+	f.s.Hub = f.hub // back: req/a is missing there, and gets its skip
+	svc.runRequests(ctx)
+	if got := pause(); got != 0 {
+		t.Errorf("after a scan that ran: pause %v, want none", got)
+	}
+	_, done := reqs.snapshot()
+	if len(done) != 2 || !done[0].again || done[1].again || done[1].err != nil {
+		t.Fatalf("done %+v: want the outage put back, then the scan", done)
+	}
+	reqs.mu.Lock()
+	left := slices.Clone(reqs.left)
+	reqs.mu.Unlock()
+	for i, l := range left {
+		if l < time.Second || l > 10*time.Second {
+			t.Errorf("Done %d: its context had %v left, want up to 10 s", i, l)
+		}
+	}
 }

@@ -372,10 +372,7 @@ func (s *Service) logEnd(ctx context.Context, what string, sc store.Scan, err er
 // runWhenFree runs a scan, first waiting (polling every LockPoll) while
 // another process scans the same database.
 func (s *Service) runWhenFree(ctx context.Context, opts Options) (store.Scan, error) {
-	poll := s.LockPoll
-	if poll <= 0 {
-		poll = 5 * time.Second
-	}
+	poll := s.lockPoll()
 	for logged := false; ; logged = true {
 		// While it retries, the state stays "waiting" (another's scan
 		// running, ours queued) until the Locked hook says it runs.
@@ -405,6 +402,17 @@ func (s *Service) runWhenFree(ctx context.Context, opts Options) (store.Scan, er
 			return store.Scan{}, ctx.Err()
 		}
 	}
+}
+
+// defaultLockPoll is how often a scan waiting for another process's scan
+// tries again when Service.LockPoll is not set.
+const defaultLockPoll = 5 * time.Second
+
+func (s *Service) lockPoll() time.Duration {
+	if s.LockPoll > 0 {
+		return s.LockPoll
+	}
+	return defaultLockPoll
 }
 
 func (s *Service) stopSchedule() {

@@ -1,13 +1,20 @@
 package scan
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
+	"github.com/google-pytorch/torchtpu-scanner/internal/proctest"
+	"github.com/google-pytorch/torchtpu-scanner/internal/scanlock"
 	"github.com/google-pytorch/torchtpu-scanner/store"
 )
 
@@ -149,5 +156,153 @@ func TestScheduledScanRuns(t *testing.T) {
 	}
 	if got := f.status(t, "a/1"); got != compat.StatusPass {
 		t.Errorf("a/1 is %s after the scheduled scan", got)
+	}
+}
+
+// The service's and scanner's waits have their documented defaults when
+// left unset (zero or negative), and take what is set.
+func TestServiceWaitDefaults(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		set  time.Duration
+		got  func(time.Duration) time.Duration
+		def  time.Duration
+	}{
+		{"LockPoll", 0, func(d time.Duration) time.Duration { return (&Service{LockPoll: d}).lockPoll() }, 5 * time.Second},
+		{"RequestPoll", 0, func(d time.Duration) time.Duration { return (&Service{RequestPoll: d}).requestPoll() }, time.Minute},
+		{"RetryAfter", 0, func(d time.Duration) time.Duration { return (&Service{RetryAfter: d}).firstRetry() }, 5 * time.Minute},
+		{"FleetWait", 0, func(d time.Duration) time.Duration { return (&Scanner{FleetWait: d}).fleetWait() }, 10 * time.Minute},
+	} {
+		for _, set := range []time.Duration{0, -time.Second} {
+			if got := tt.got(set); got != tt.def {
+				t.Errorf("%s %v: %v, want the default %v", tt.name, set, got, tt.def)
+			}
+		}
+		if got := tt.got(time.Nanosecond); got != time.Nanosecond {
+			t.Errorf("%s 1ns: %v, want 1ns", tt.name, got)
+		}
+	}
+}
+
+// State's ScanID is the last scan's even when it reported no progress (no
+// models), stays so after a scan that failed before it had a record, and
+// beside another process's scan whose holder has not named its scan yet.
+func TestStateKeepsTheLastScanID(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	f.s.ScanLock = filepath.Join(t.TempDir(), "scanner.db")
+	svc := NewService(f.s, Options{Mode: compat.ModeArch}, quiet)
+	sc, err := svc.runScan(ctx, Options{Mode: compat.ModeArch})
+	if err != nil || sc.ID == 0 || sc.Planned != 0 {
+		t.Fatalf("empty scan: %+v %v", sc, err)
+	}
+	other, err := scanlock.TryLock(f.s.ScanLock) // another process, before it names its scan
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := svc.State(); !st.Running || !st.Foreign || st.ScanID != sc.ID {
+		t.Errorf("beside a foreign scan with no id yet: %+v, want it running and scan id %d kept", st, sc.ID)
+	}
+	other.Release()
+
+	f.s.ScanLock = "" // a fresh service: State does not look for a foreign scan
+	svc = NewService(f.s, Options{Mode: compat.ModeArch}, quiet)
+	if sc, err = svc.runScan(ctx, Options{Mode: compat.ModeArch}); err != nil {
+		t.Fatal(err)
+	}
+	if st := svc.State(); st.ScanID != sc.ID || st.Running {
+		t.Errorf("after an empty scan: %+v, want scan %d, not running", st, sc.ID)
+	}
+	// A scan lock that cannot be taken (its folder is missing): the scan
+	// fails before it has a record.
+	f.s.ScanLock = filepath.Join(t.TempDir(), "missing", "scanner.db")
+	if failed, err := svc.runScan(ctx, Options{Mode: compat.ModeArch}); err == nil || failed.ID != 0 {
+		t.Fatalf("scan without its lock: %+v %v, want an error and no record", failed, err)
+	}
+	if st := svc.State(); st.ScanID != sc.ID {
+		t.Errorf("after a scan that never started: scan id %d, want the last scan's %d", st.ScanID, sc.ID)
+	}
+}
+
+// A scheduled tick while a scan already waits is dropped, and says so in
+// the log; one that is queued logs nothing of the kind.
+func TestScheduleLogsADroppedTick(t *testing.T) {
+	for _, waiting := range []bool{false, true} {
+		var buf bytes.Buffer
+		svc := NewService(&Scanner{}, Options{}, slog.New(slog.NewTextHandler(&buf, nil)))
+		if waiting {
+			if err := svc.Request("manual"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := svc.Schedule("@every 1h"); err != nil {
+			t.Fatal(err)
+		}
+		entries := svc.cron.Entries()
+		if len(entries) != 1 {
+			t.Fatalf("%d cron entries, want 1", len(entries))
+		}
+		entries[0].WrappedJob.Run() // the tick, now
+		svc.stopSchedule()
+		if got := len(svc.queue); got != 1 {
+			t.Errorf("waiting %v: %d scans queued after the tick, want 1", waiting, got)
+		}
+		dropped := strings.Contains(buf.String(), `msg="scheduled scan not queued" reason="a scan is already queued"`)
+		if dropped != waiting {
+			t.Errorf("waiting %v: dropped tick logged %v; log:\n%s", waiting, dropped, buf.String())
+		}
+	}
+}
+
+// A retry whose time comes while a scan already waits is dropped, and
+// says so in the log; one that is queued logs nothing of the kind.
+func TestRetryLogsADroppedRetry(t *testing.T) {
+	for _, waiting := range []bool{false, true} {
+		var buf proctest.Buffer
+		svc := NewService(&Scanner{}, Options{}, slog.New(slog.NewTextHandler(&buf, nil)))
+		waits := fakeTimer(svc)
+		if waiting {
+			if err := svc.Request("manual"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		svc.retryLater(context.Background(), ErrHub)
+		nextWait(t, waits).fire <- time.Now()
+		const dropped = `msg="retry scan not queued" reason="a scan is already queued"`
+		if waiting {
+			waitFor(t, func() bool { return strings.Contains(buf.String(), dropped) })
+			continue
+		}
+		waitFor(t, func() bool { return len(svc.queue) == 1 })
+		if trigger := <-svc.queue; trigger != "retry" {
+			t.Errorf("queued %q, want retry", trigger)
+		}
+		if strings.Contains(buf.String(), dropped) {
+			t.Errorf("a queued retry logged as dropped; log:\n%s", buf.String())
+		}
+	}
+}
+
+// State warns when it cannot look at the database's scan lock, and only
+// then.
+func TestStateWarnsOfAnUnreadableScanLock(t *testing.T) {
+	for _, readable := range []bool{true, false} {
+		var buf bytes.Buffer
+		s := &Scanner{ScanLock: filepath.Join(t.TempDir(), "scanner.db")}
+		if !readable { // a file where its folder should be
+			file := filepath.Join(t.TempDir(), "file")
+			if err := os.WriteFile(file, nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			s.ScanLock = filepath.Join(file, "scanner.db")
+		}
+		svc := NewService(s, Options{}, slog.New(slog.NewTextHandler(&buf, nil)))
+		if st := svc.State(); st.Running || st.Foreign {
+			t.Errorf("readable %v: %+v, want no scan running", readable, st)
+		}
+		warned := strings.Contains(buf.String(), `level=WARN msg="scan lock"`)
+		if warned == readable {
+			t.Errorf("readable %v: warned %v; log:\n%s", readable, warned, buf.String())
+		}
 	}
 }

@@ -104,3 +104,74 @@ func TestScanShardsWhatNeedsSeveralDevices(t *testing.T) {
 		t.Errorf("never two devices held at once: the one-device probes did not run side by side")
 	}
 }
+
+// namedProber records the models it probed, then answers as its fakeProber.
+type namedProber struct {
+	*fakeProber
+	mu     sync.Mutex
+	probed []string
+}
+
+func (p *namedProber) Probe(ctx context.Context, req probe.Request) compat.Result {
+	p.mu.Lock()
+	p.probed = append(p.probed, req.ModelID)
+	p.mu.Unlock()
+	return p.fakeProber.Probe(ctx, req)
+}
+
+func (p *namedProber) models() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Sorted(slices.Values(p.probed))
+}
+
+// A one-device probe runs on its device's prober (DeviceProbers), a
+// sharded probe on the host's, which pins its ranks; a device without a
+// prober of its own (a nil entry, or past the list) uses the host's.
+func TestProbesRunOnTheirDevicesProbers(t *testing.T) {
+	small := []string{"d/small-0", "d/small-1", "d/small-2", "d/small-3"}
+	for _, tt := range []struct {
+		name   string
+		device []bool // which devices have a prober of their own
+	}{{"both devices", []bool{true, true}}, {"the second without", []bool{true}}, {"the first without", []bool{false, true}}} {
+		t.Run(tt.name, func(t *testing.T) {
+			var models []hub.ModelInfo
+			for _, id := range append([]string{"d/big"}, small...) {
+				models = append(models, model(id, "text-generation", "transformers"))
+			}
+			f := newFixture(t, models...)
+			f.hub.configs["d/big"] = bigLlama
+			f.prober.delay = 50 * time.Millisecond // one-device probes overlap: both devices get some
+			host := &namedProber{fakeProber: f.prober}
+			f.s.Prober = host
+			var own []*namedProber
+			for _, has := range tt.device {
+				if !has {
+					f.s.DeviceProbers = append(f.s.DeviceProbers, nil)
+					continue
+				}
+				p := &namedProber{fakeProber: f.prober}
+				own = append(own, p)
+				f.s.DeviceProbers = append(f.s.DeviceProbers, p)
+			}
+			sc, err := f.s.Run(context.Background(), Options{Target: compat.TargetCPU, Mode: compat.ModeArch, Devices: 2, DeviceMemory: 3 << 20}, Hooks{})
+			if err != nil || sc.Probed != 5 {
+				t.Fatalf("scan %+v %v", sc, err)
+			}
+			var byOwn []string
+			for _, p := range own {
+				byOwn = append(byOwn, p.models()...)
+			}
+			hostRan := host.models()
+			if !slices.Contains(hostRan, "d/big") || slices.Contains(byOwn, "d/big") {
+				t.Errorf("the sharded probe ran on %v (host) / %v (devices'), want the host's", hostRan, byOwn)
+			}
+			if all := slices.Sorted(slices.Values(append(slices.Clone(byOwn), hostRan...))); !slices.Equal(all, append([]string{"d/big"}, small...)) {
+				t.Errorf("probed %v, want each model once", all)
+			}
+			if len(tt.device) == 2 && tt.device[0] && len(hostRan) != 1 {
+				t.Errorf("with a prober on every device the host probed %v, want the sharded probe only", hostRan)
+			}
+		})
+	}
+}
