@@ -30,7 +30,8 @@ func (s *Server) readyz(c *fiber.Ctx) error {
 		return c.Status(fiber.StatusServiceUnavailable).JSON(fiber.Map{"status": "unavailable",
 			"error": "database file gone: it was deleted or replaced while the scanner ran; writes are refused until a restart"})
 	}
-	// Changed is the cheapest query of the Store interface.
+	// Changed is the cheapest call of the Store interface that reads the
+	// database: at least every store.ForeignWritesSeenWithin, and after each write.
 	if _, err := s.store.Changed(ctx); err != nil {
 		s.log.Warn("readyz: database not ready", "err", err)
 		return c.Status(fiber.StatusServiceUnavailable).JSON(fiber.Map{"status": "unavailable", "error": "database not ready"})
