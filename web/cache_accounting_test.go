@@ -40,12 +40,12 @@ func TestByteCachesCountWhatTheyHold(t *testing.T) {
 	}, overhead, 3)
 	checkEntrySizes(t, "api lists", &ts.apiLists, func(k string, v []byte) int { return len(k) + len(v) }, overhead, 2)
 	checkEntrySizes(t, "table bodies", &ts.tableBodies, func(k string, v template.HTML) int { return len(k) + len(v) }, overhead, 2)
-	checkEntrySizes(t, "compare pages", &ts.comparePages, func(k string, v []byte) int { return len(k) + len(v) }, overhead, 1)
-	checkEntrySizes(t, "table pages", &ts.tablePages, func(k string, v []byte) int { return len(k) + len(v) }, overhead, 2)
+	checkEntrySizes(t, "compare pages", &ts.comparePages, func(k string, v encodedBody) int { return len(k) + len(v.raw) + len(v.gz) }, overhead, 1)
+	checkEntrySizes(t, "table pages", &ts.tablePages, func(k string, v encodedBody) int { return len(k) + len(v.raw) + len(v.gz) }, overhead, 2)
 	if r := ts.get(t, "/feed.json"); r.status != 200 {
 		t.Fatalf("feed: %d", r.status)
 	}
-	checkEntrySizes(t, "feeds", &ts.feeds, func(k string, v []byte) int { return len(k) + len(v) }, overhead, 1)
+	checkEntrySizes(t, "feeds", &ts.feeds, func(k string, v encodedBody) int { return len(k) + len(v.raw) + len(v.gz) }, overhead, 1)
 }
 
 // entryOverhead is what versioned adds to a caller's estimate for each

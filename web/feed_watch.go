@@ -99,19 +99,20 @@ func (s *Server) serveFeed(c *fiber.Ctx, format feedFormat) error {
 	if err != nil {
 		return fmt.Errorf("web: feed: %w", err)
 	}
-	s.feeds.put(key, changed, body, len(body)+len(key))
-	return sendFeed(c, format, body)
+	enc := encodeBody(body)
+	s.feeds.put(key, changed, enc, enc.size()+len(key))
+	return sendFeed(c, format, enc)
 }
 
 // sendFeed sends a feed's body in format.
-func sendFeed(c *fiber.Ctx, format feedFormat, body []byte) error {
+func sendFeed(c *fiber.Ctx, format feedFormat, body encodedBody) error {
 	c.Set(fiber.HeaderCacheControl, "max-age=60")
 	if format == feedAtom {
 		c.Set(fiber.HeaderContentType, "application/atom+xml; charset=utf-8")
 	} else {
 		c.Set(fiber.HeaderContentType, "application/feed+json; charset=utf-8")
 	}
-	return c.Send(body)
+	return body.send(c)
 }
 
 // feedEvents are the status changes a feed with filter f picks from: with

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"html"
 	"net/url"
 	"reflect"
 	"regexp"
@@ -650,5 +652,59 @@ func TestAPIComparePages(t *testing.T) {
 		if r := ts.get(t, u); r.status != 400 {
 			t.Errorf("%s: %d, want 400", u, r.status)
 		}
+	}
+}
+
+// The compare page shows compareListMax models of each list, half the
+// API's page, and a longer list's "Next page" link shows the rest of that
+// list alone.
+func TestComparePageShowsHalfTheAPIPage(t *testing.T) {
+	if compareListMax*2 != compareAPILimit {
+		t.Fatalf("compareListMax %d, the API's page %d", compareListMax, compareAPILimit)
+	}
+	ts := newTestServer(t, 0, 0, Config{})
+	const n = compareListMax + 3
+	for i := range n {
+		id := fmt.Sprintf("o/m%03d", i)
+		ts.upsert(t, store.ModelUpsert{ID: id, Downloads: int64(1000 - i)})
+		for j, rt := range []compat.Runtime{rtV1, rtV2} {
+			r := passOn("tpu", testTime.Add(time.Duration(j)*time.Hour), 10)
+			if j == 1 {
+				r = failOn("tpu", testTime.Add(time.Hour), "aten::x")
+			}
+			r.Runtime = rt
+			ts.record(t, id, r)
+		}
+	}
+	pair := "/compare?base=" + keyV1 + "&head=" + keyV2
+	rows := regexp.MustCompile(`<a href="/models/o/(m\d+)">`)
+	first := ts.get(t, pair)
+	if first.status != 200 {
+		t.Fatalf("%d %s", first.status, first.body)
+	}
+	var ids []string
+	for _, m := range rows.FindAllStringSubmatch(first.body, -1) {
+		ids = append(ids, m[1])
+	}
+	if len(ids) != compareListMax || ids[0] != "m000" || ids[len(ids)-1] != fmt.Sprintf("m%03d", compareListMax-1) {
+		t.Fatalf("the first page lists %d models (%v), want the %d most downloaded", len(ids), ids, compareListMax)
+	}
+	next := regexp.MustCompile(`<a href="([^"]+)" rel="next">Next page \(` + fmt.Sprint(n) + ` in all\)`).FindStringSubmatch(first.body)
+	if next == nil {
+		t.Fatalf("no next page link for a list of %d:\n%s", n, first.body)
+	}
+	second := ts.get(t, html.UnescapeString(next[1]))
+	if second.status != 200 {
+		t.Fatalf("next page: %d %s", second.status, second.body)
+	}
+	ids = ids[:0]
+	for _, m := range rows.FindAllStringSubmatch(second.body, -1) {
+		ids = append(ids, m[1])
+	}
+	if want := []string{"m050", "m051", "m052"}; !slices.Equal(ids, want) {
+		t.Errorf("the next page lists %v, want %v", ids, want)
+	}
+	if api := decode[compareBody](t, ts.get(t, "/api/v1/compare?base="+keyV1+"&head="+keyV2)); len(api.Regressed) != n {
+		t.Errorf("the API's first page holds %d of %d (its page is %d)", len(api.Regressed), n, compareAPILimit)
 	}
 }

@@ -156,11 +156,11 @@ type Server struct {
 	summaries    versioned[string, store.Summary]
 	failures     versioned[string, []store.FailureGroup]
 	tableBodies  versioned[string, template.HTML]
-	tablePages   versioned[string, []byte]
-	feeds        versioned[string, []byte]
+	tablePages   versioned[string, encodedBody]
+	feeds        versioned[string, encodedBody]
 	runtimes     versioned[string, []store.RuntimeStats]
 	comparisons  versioned[string, *comparison]
-	comparePages versioned[string, []byte]
+	comparePages versioned[string, encodedBody]
 	httpReqs     *metrics.CounterVec
 	httpTimes    *metrics.HistogramVec
 	routeSeries  sync.Map // routeCode → *routeSeries

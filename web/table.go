@@ -126,7 +126,7 @@ func (s *Server) table(c *fiber.Ctx) error {
 	pageKey := queryKey(q) + "|" + c.Query("order") + "|" + fmt.Sprintf("%+v", state)
 	if page, ok := s.tablePages.get(pageKey, changed); ok {
 		c.Set(fiber.HeaderContentType, fiber.MIMETextHTMLCharsetUTF8)
-		return c.Send(page)
+		return page.send(c)
 	}
 	v, err := s.tableView(ctx, q, form, state, changed)
 	if err != nil {
@@ -137,13 +137,14 @@ func (s *Server) table(c *fiber.Ctx) error {
 		return err
 	}
 	s.firstScanView(ctx, &v)
-	page, err := s.renderPage("table", v)
+	body, err := s.renderPage("table", v)
 	if err != nil {
 		return err
 	}
-	s.tablePages.put(pageKey, changed, page, len(page)+len(pageKey))
+	page := encodeBody(body)
+	s.tablePages.put(pageKey, changed, page, page.size()+len(pageKey))
 	c.Set(fiber.HeaderContentType, fiber.MIMETextHTMLCharsetUTF8)
-	return c.Send(page)
+	return page.send(c)
 }
 
 // newTableForm is the table's form for q; the form selects one status

@@ -1,0 +1,127 @@
+package web
+
+import (
+	"bytes"
+	"compress/gzip"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/google-pytorch/torchtpu-scanner/store"
+)
+
+func TestAcceptsGzip(t *testing.T) {
+	for header, want := range map[string]bool{
+		"":                        false,
+		"gzip":                    true,
+		"GZip":                    true,
+		"x-gzip":                  true,
+		"gzip, deflate, br, zstd": true, // what a browser sends
+		"br, gzip":                true,
+		"deflate, br":             false,
+		"identity":                false,
+		"gzip;q=0":                false,
+		"gzip; q=0.0":             false,
+		"gzip;q=0.001":            true,
+		"gzip; Q=1":               true,
+		"gzip;level=1":            true, // an unknown parameter: weight 1
+		"gzip;q=2":                false,
+		"gzip;q=-1":               false,
+		"gzip;q=high":             false,
+		"*":                       true,
+		"*;q=0":                   false,
+		"br, *":                   true,
+		"gzip;q=0, *":             false, // gzip named: * does not bring it back
+		"*, gzip;q=0":             false,
+		"*;q=0, gzip":             true,
+		"gzipx, xgzip":            false,
+	} {
+		if got := acceptsGzip(header); got != want {
+			t.Errorf("acceptsGzip(%q) = %v, want %v", header, got, want)
+		}
+	}
+}
+
+func TestEncodeBodyKeepsGzipOnlyWhenWorthIt(t *testing.T) {
+	small := encodeBody([]byte(strings.Repeat("a", gzipFrom-1)))
+	if small.gz != nil {
+		t.Errorf("a body of %d bytes was gzipped", gzipFrom-1)
+	}
+	big := bytes.Repeat([]byte("<tr><td>model</td></tr>\n"), 200)
+	e := encodeBody(big)
+	if e.gz == nil || len(e.gz) >= len(big)/4 {
+		t.Fatalf("a repetitive %d-byte body gzipped to %d bytes", len(big), len(e.gz))
+	}
+	if got := gunzip(t, e.gz); !bytes.Equal(got, big) {
+		t.Errorf("gzip does not inflate to the body")
+	}
+	if e.size() != len(big)+len(e.gz) {
+		t.Errorf("size %d, holds %d", e.size(), len(big)+len(e.gz))
+	}
+	// Bytes that do not compress are kept once.
+	noise := make([]byte, 4096)
+	for i := range noise {
+		noise[i] = byte(i*7919>>3 ^ i*31)
+	}
+	if n := encodeBody(noise); n.gz != nil && len(n.gz) >= len(noise) {
+		t.Errorf("kept a gzip of %d bytes for a %d-byte body", len(n.gz), len(noise))
+	}
+}
+
+// The cached pages (table, compare, feeds) answer a client that accepts
+// gzip with the same page gzipped, on a miss and from the cache, and say
+// that they vary by Accept-Encoding; others get it as it is.
+func TestCachedPagesAreGzippedForClientsThatAskForIt(t *testing.T) {
+	ts := twoRuntimes(t)
+	downloads := int64(9000)
+	for _, path := range []string{"/", "/compare", "/feed.json", "/feed.atom", "/compare?base=" + keyV1 + "&head=" + keyV2} {
+		plain := ts.get(t, path)
+		if plain.status != 200 {
+			t.Fatalf("%s: %d %s", path, plain.status, plain.body)
+		}
+		if ce := plain.header.Get("Content-Encoding"); ce != "" {
+			t.Errorf("%s without Accept-Encoding: Content-Encoding %q", path, ce)
+		}
+		if !strings.Contains(plain.header.Get("Vary"), "Accept-Encoding") {
+			t.Errorf("%s: Vary %q does not name Accept-Encoding", path, plain.header.Get("Vary"))
+		}
+		for try := range 2 { // a miss (the second rendering is cached) and a hit
+			if try == 0 { // a write: every cached page is stale
+				downloads++
+				ts.upsert(t, store.ModelUpsert{ID: "fixed/model", Downloads: downloads})
+			}
+			z := ts.do(t, "GET", path, map[string]string{"Accept-Encoding": "gzip, deflate, br"})
+			if z.status != 200 || z.header.Get("Content-Encoding") != "gzip" {
+				t.Fatalf("%s with gzip (try %d): %d, Content-Encoding %q", path, try, z.status, z.header.Get("Content-Encoding"))
+			}
+			if !strings.Contains(z.header.Get("Vary"), "Accept-Encoding") {
+				t.Errorf("%s gzipped: Vary %q", path, z.header.Get("Vary"))
+			}
+			if z.header.Get("Content-Type") != plain.header.Get("Content-Type") {
+				t.Errorf("%s gzipped: Content-Type %q, plain %q", path, z.header.Get("Content-Type"), plain.header.Get("Content-Type"))
+			}
+			if len(z.body) >= len(plain.body) {
+				t.Errorf("%s: gzipped %d bytes, plain %d", path, len(z.body), len(plain.body))
+			}
+			if got := string(gunzip(t, []byte(z.body))); got != ts.get(t, path).body {
+				t.Errorf("%s: the gzipped page inflates to another page:\n%s", path, got)
+			}
+		}
+		if r := ts.do(t, "GET", path, map[string]string{"Accept-Encoding": "gzip;q=0, br"}); r.header.Get("Content-Encoding") != "" {
+			t.Errorf("%s refusing gzip: Content-Encoding %q", path, r.header.Get("Content-Encoding"))
+		}
+	}
+}
+
+func gunzip(t *testing.T, b []byte) []byte {
+	t.Helper()
+	zr, err := gzip.NewReader(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
