@@ -31,7 +31,7 @@ func trainOnV(rt compat.Runtime, h int, st compat.Status, sig string) compat.Res
 // The comparison lists the train verdict's changes apart from inference,
 // in the API (train_regressed, train_fixed, their counts, cursors and
 // headline) and on the page ("breaks training of N models", its own
-// section, a page of 100 and a next link); a model without a train verdict
+// section, a page of compareListMax and a next link); a model without a train verdict
 // on one side is in neither; the Hub's strings are escaped.
 func TestCompareListsTrainChangesApart(t *testing.T) {
 	ts := newTestServer(t, 0, 0, Config{})
@@ -105,8 +105,8 @@ func TestCompareListsTrainChangesApart(t *testing.T) {
 		t.Error("a train signature reached the page unescaped")
 	}
 	sec := page.body[strings.Index(page.body, `id="list-train-regressed"`):strings.Index(page.body, `id="list-train-fixed"`)]
-	if rows := strings.Count(sec, `<th scope="row"`); rows != 100 {
-		t.Errorf("the train regressed section shows %d models, want a page of 100", rows)
+	if rows := strings.Count(sec, `<th scope="row"`); rows != compareListMax {
+		t.Errorf("the train regressed section shows %d models, want a page of %d", rows, compareListMax)
 	}
 	// The inference lists are empty: the train regressions are not there.
 	if inf := page.body[strings.Index(page.body, `id="list-regressed"`):strings.Index(page.body, `id="list-train-regressed"`)]; strings.Contains(inf, "org/train-broke") {
@@ -120,7 +120,10 @@ func TestCompareListsTrainChangesApart(t *testing.T) {
 		t.Errorf("/compare with a cursor not ours: %d, want 400", r.status)
 	}
 	more := ts.get(t, html.UnescapeString(link[1]))
-	if more.status != 200 || !strings.Contains(more.body, "bulk/m-100") || strings.Contains(more.body, "org/train-broke") ||
+	// The first page held org/train-broke and bulk/m-000 to m-048.
+	nextFirst := fmt.Sprintf(">bulk/m-%03d<", compareListMax-1)
+	if more.status != 200 || !strings.Contains(more.body, nextFirst) || strings.Contains(more.body, "org/train-broke") ||
+		strings.Contains(more.body, fmt.Sprintf(">bulk/m-%03d<", compareListMax-2)) ||
 		!strings.Contains(more.body, "Back to the whole comparison") || strings.Contains(more.body, `id="list-train-fixed"`) {
 		t.Errorf("the next page (%s): %d\n%.3000s", link[1], more.status, more.body)
 	}
