@@ -221,7 +221,7 @@ func (h *Hub) AddRepo(r Repo) {
 		h.t.Fatalf("hubtest: repo without ID")
 	}
 	rp := &repo{Repo: r, commits: map[string]bool{}, files: map[string]*file{}}
-	rp.Tags = slices.Clone(r.Tags)
+	rp.Tags = append([]string{}, r.Tags...) // [] for none, as the Hub sends it, never null
 	for _, extra := range []string{r.Library, r.PipelineTag} {
 		if extra != "" && !slices.Contains(rp.Tags, extra) {
 			rp.Tags = append(rp.Tags, extra)

@@ -82,6 +82,10 @@ func TestAddRepo(t *testing.T) {
 	if !slices.Equal(tags, []string{"transformers", "x"}) {
 		t.Errorf("AddRepo changed the caller's tags: %v", tags)
 	}
+	// A repo without tags lists an empty array, as the Hub does, not null.
+	if resp, body := do(t, http.MethodGet, h.URL()+"/api/models/o/b?expand=tags", nil); resp.StatusCode != 200 || !strings.Contains(string(body), `"tags":[]`) {
+		t.Errorf("no tags: %s", body)
+	}
 	h.AddRepo(Repo{ID: "o/b", Downloads: 9, Files: map[string][]byte{"g": []byte("big")}, LFS: map[string]bool{"g": true}})
 	if got, _ := listIDs(t, h.URL()+"/api/models", nil); !slices.Equal(got, []string{"o/a", "o/b", "o/c", "o/d", "o/e"}) {
 		t.Errorf("after replacing o/b: %v", got)
