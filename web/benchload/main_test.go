@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"log"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -15,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google-pytorch/torchtpu-scanner/internal/proctest"
 	"github.com/google-pytorch/torchtpu-scanner/store"
 	"github.com/google-pytorch/torchtpu-scanner/store/storetest"
 	"github.com/google-pytorch/torchtpu-scanner/web/internal/wrk"
@@ -146,6 +149,23 @@ func TestServe(t *testing.T) {
 	defer ln.Close()
 	if resp.StatusCode != http.StatusOK {
 		t.Errorf("status %s", resp.Status)
+	}
+	// A listen that fails is logged (the bench goes on; its figures show
+	// the failure); one that ends well is not.
+	var logged proctest.Buffer
+	log.SetOutput(&logged)
+	defer log.SetOutput(os.Stderr)
+	for _, err := range []error{nil, errors.New("accept: too many open files")} {
+		ended := make(chan struct{})
+		serve(func(l net.Listener) error { defer close(ended); l.Close(); return err })
+		<-ended
+	}
+	for deadline := time.Now().Add(5 * time.Second); logged.String() == "" && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(10 * time.Millisecond)
+	if got := logged.String(); !strings.HasSuffix(got, " accept: too many open files\n") || strings.Count(got, "\n") != 1 {
+		t.Errorf("logged %q", got)
 	}
 }
 

@@ -301,7 +301,7 @@ func generate(ctx context.Context, path string, nModels, nResults, nRuntimes int
 	fmt.Fprintf(os.Stderr, "generating %s: %d models, %d results (once; cached for later runs)\n", path, nModels, nResults)
 	last := time.Now()
 	ids, err := storetest.SeedScale(ctx, db, nModels, nResults, nRuntimes, func(done int) {
-		if time.Since(last) > 30*time.Second || done == nResults {
+		if progressDue(time.Since(last), done, nResults) {
 			last = time.Now()
 			fmt.Fprintf(os.Stderr, "  %d/%d results, %s\n", done, nResults, time.Since(start).Round(time.Second))
 		}
@@ -328,6 +328,12 @@ func generate(ctx context.Context, path string, nModels, nResults, nRuntimes int
 		log.Fatal(err)
 	}
 	fmt.Fprintf(os.Stderr, "generated in %s\n", time.Since(start).Round(time.Second))
+}
+
+// progressDue reports whether generate says how far it is after a batch:
+// every 30 s, and when done.
+func progressDue(sinceLast time.Duration, done, total int) bool {
+	return sinceLast > 30*time.Second || done == total
 }
 
 // server is a `scanner serve` process.
