@@ -791,7 +791,7 @@ func TestMeasureStartUp(t *testing.T) {
 	}
 	// One that is ready at once meets it (unless this host is so loaded
 	// that starting a process takes 200ms: then the median says so).
-	bin, _ = useFake(t, nil)
+	bin, _ = useFake(t, map[string]string{"FAKE_READY_AFTER": "0s"})
 	out.Reset()
 	g = &goals{}
 	srv = measureStartUp(&out, bin, "x.db", g)
