@@ -62,6 +62,15 @@ func alloc(mb int) {
 // SCANNER_ADMIN_TOKEN is set and empty to the file rec.
 func fakeScanner(rec string) {
 	start := time.Now()
+	// The stand-in ends when the test that started it does (a test that
+	// fails, or a mutant's, may never stop it), and after a minute anyway.
+	parent := os.Getppid()
+	go func() {
+		for os.Getppid() == parent && time.Since(start) < time.Minute {
+			time.Sleep(50 * time.Millisecond)
+		}
+		os.Exit(3)
+	}()
 	token, set := os.LookupEnv("SCANNER_ADMIN_TOKEN")
 	os.WriteFile(rec, []byte(fmt.Sprintf("%s\nadmin token set %v empty %v\n", strings.Join(os.Args[1:], " "), set, token == "")), 0o644)
 	var base, more, size int
@@ -727,7 +736,8 @@ func TestGenerate(t *testing.T) {
 
 func TestStartServer(t *testing.T) {
 	bin, rec := useFake(t, map[string]string{"FAKE_READY_AFTER": "100ms"})
-	srv := startServer(bin, "/data/scale.db")
+	db := filepath.Join(t.TempDir(), "scale.db")
+	srv := startServer(bin, db)
 	if srv.startUp < 100*time.Millisecond {
 		t.Errorf("ready after %s; the server answered 503 for 100ms", srv.startUp)
 	}
@@ -743,7 +753,7 @@ func TestStartServer(t *testing.T) {
 	}
 	args, _ := os.ReadFile(rec)
 	host := strings.TrimPrefix(srv.base, "http://")
-	if want := "serve --db /data/scale.db --no-schedule --addr " + host + " --log-format json --rate-limit 0\nadmin token set true empty true\n"; string(args) != want {
+	if want := "serve --db " + db + " --no-schedule --addr " + host + " --log-format json --rate-limit 0\nadmin token set true empty true\n"; string(args) != want {
 		t.Errorf("scanner ran as %q, want %q", args, want)
 	}
 	if _, _, err := net.SplitHostPort(host); err != nil || !strings.HasPrefix(host, "127.0.0.1:") {
@@ -759,6 +769,9 @@ func TestStartServer(t *testing.T) {
 	srv.stop()
 	if srv.cmd.ProcessState == nil {
 		t.Error("stop did not wait for the server")
+	}
+	if left := proctest.With(db); len(left) > 0 {
+		t.Errorf("stand-ins left running: %v", left)
 	}
 	if _, err := os.Stat(srv.log); !os.IsNotExist(err) {
 		t.Errorf("the log is left: %v", err)
