@@ -2,7 +2,7 @@
 #   make run    build, set up the Python environment, start the scanner (web UI + scheduled scans)
 #   make test   everything CI runs: Go tests, harness tests on real PyTorch, fuzz seeds, browser tests
 #   make bench  measured benchmarks (ratios against baselines in the same run)
-#   make mutation  mutation testing (gremlins) of the core packages; slow, not part of make test
+#   make mutation  mutation testing (gremlins) of every package with tests; hours, not part of make test
 SHELL := /bin/bash
 GO ?= go
 BIN := bin/scanner
@@ -77,8 +77,9 @@ bench: build pyenv
 
 # Mutation testing: gremlins (from the Go module proxy) mutates each package
 # and runs its tests against every covered mutant, one worker at a time;
-# prints the efficacy per package. MUTATION_PKGS narrows it.
-MUTATION_PKGS ?= ./store ./web ./internal/hub ./internal/probe
+# prints the efficacy per package. MUTATION_PKGS narrows it (default, empty:
+# every package of the module that has tests).
+MUTATION_PKGS ?=
 mutation:
 	scripts/mutation.sh $(MUTATION_PKGS)
 

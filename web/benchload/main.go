@@ -14,7 +14,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -26,7 +25,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"runtime"
 	"slices"
 	"strconv"
@@ -40,14 +38,13 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/store"
 	"github.com/google-pytorch/torchtpu-scanner/store/storetest"
 	"github.com/google-pytorch/torchtpu-scanner/web"
+	"github.com/google-pytorch/torchtpu-scanner/web/internal/wrk"
 )
 
-// result is one wrk run.
+// result is one endpoint's wrk run.
 type result struct {
-	name     string
-	rps      float64
-	p50, p99 time.Duration
-	errors   string
+	name string
+	wrk.Result
 }
 
 func main() {
@@ -95,20 +92,11 @@ func main() {
 	script := badgeScript(tmp, *nModels)
 
 	run := func(name, url, script string, threads, conns int) result {
-		args := []string{"-t", strconv.Itoa(threads), "-c", strconv.Itoa(conns), "-d", dur.String(), "--latency"}
-		if script != "" {
-			args = append(args, "-s", script)
-		}
-		out, err := exec.Command(*wrkPath, append(args, url)...).CombinedOutput()
+		r, err := wrk.Run(*wrkPath, url, wrk.Load{Threads: threads, Conns: conns, Duration: *dur, Script: script})
 		if err != nil {
-			log.Fatalf("wrk %s: %v\n%s", name, err, out)
+			log.Fatalf("%s: %v", name, err)
 		}
-		r, err := parseWrk(string(out))
-		if err != nil {
-			log.Fatalf("wrk %s: %v\n%s", name, err, out)
-		}
-		r.name = name
-		return r
+		return result{name, r}
 	}
 	// Warm up caches and connections.
 	run("warm-up", base+"/", script, *threads, *conns)
@@ -130,7 +118,7 @@ func main() {
 		rows[i].single = run(e.name, e.url, e.script, 1, 1)
 	}
 
-	failed := report(endpoints, rows, *conns)
+	failed := report(os.Stdout, endpoints, rows, *conns)
 	fmt.Println()
 	for _, p := range []string{"/", "/runtimes", "/compare"} {
 		fmt.Printf("GET %s right after a write (cache miss, median of 5): %s\n", p, fmtDur(afterWrite(ctx, db, base+p)))
@@ -184,46 +172,6 @@ func serve(listen func(net.Listener) error) string {
 		}
 	}()
 	return "http://" + ln.Addr().String()
-}
-
-var (
-	rpsRE     = regexp.MustCompile(`Requests/sec:\s+([0-9.]+)`)
-	pctRE     = regexp.MustCompile(`(?m)^\s+(50|99)%\s+([0-9.]+)(us|ms|s)\s*$`)
-	non2xxRE  = regexp.MustCompile(`Non-2xx or 3xx responses: (\d+)`)
-	socketsRE = regexp.MustCompile(`Socket errors: .*`)
-)
-
-// parseWrk reads requests per second and the 50th and 99th percentiles
-// from wrk --latency output.
-func parseWrk(out string) (result, error) {
-	var r result
-	m := rpsRE.FindStringSubmatch(out)
-	if m == nil {
-		return r, errors.New("no Requests/sec in wrk output")
-	}
-	r.rps, _ = strconv.ParseFloat(m[1], 64)
-	for _, p := range pctRE.FindAllStringSubmatch(out, -1) {
-		v, _ := strconv.ParseFloat(p[2], 64)
-		unit := map[string]time.Duration{"us": time.Microsecond, "ms": time.Millisecond, "s": time.Second}[p[3]]
-		d := time.Duration(v * float64(unit))
-		if p[1] == "50" {
-			r.p50 = d
-		} else {
-			r.p99 = d
-		}
-	}
-	if r.p50 == 0 || r.p99 == 0 {
-		return r, errors.New("no latency percentiles in wrk output")
-	}
-	var errs []string
-	if m := non2xxRE.FindStringSubmatch(out); m != nil {
-		errs = append(errs, m[1]+" non-2xx")
-	}
-	if m := socketsRE.FindString(out); m != "" {
-		errs = append(errs, m)
-	}
-	r.errors = strings.Join(errs, "; ")
-	return r, nil
 }
 
 func fmtDur(d time.Duration) string {
@@ -289,20 +237,20 @@ type row struct{ load, single result }
 // report prints the table of rows (rows[0] is the minimal handler, rows[1]
 // the badges) with each target's verdict; it reports whether one was missed
 // or any request failed.
-func report(endpoints []endpoint, rows []row, conns int) bool {
-	minRPS := rows[0].load.rps
+func report(out io.Writer, endpoints []endpoint, rows []row, conns int) bool {
+	minRPS := rows[0].load.RPS
 	failed := false
-	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(w, "endpoint\treq/s (c=%d)\t× minimal\tp50\tp99\tp50 (1 client)\tp99 (1 client)\ttarget\t\n", conns)
 	for i, r := range rows {
 		target, ok := "", true
 		switch {
 		case i == 1:
 			target = "req/s ≥ 0.70× minimal"
-			ok = r.load.rps >= 0.7*minRPS
+			ok = r.load.RPS >= 0.7*minRPS
 		case endpoints[i].latencyTarget:
 			target = "p50 (1 client) < 10ms"
-			ok = r.single.p50 < 10*time.Millisecond
+			ok = r.single.P50 < 10*time.Millisecond
 		}
 		if target != "" {
 			if ok {
@@ -312,13 +260,13 @@ func report(endpoints []endpoint, rows []row, conns int) bool {
 				failed = true
 			}
 		}
-		errs := strings.TrimSpace(r.load.errors + " " + r.single.errors)
+		errs := strings.TrimSpace(r.load.Errors + " " + r.single.Errors)
 		if errs != "" {
 			target += " (errors: " + errs + ")"
 			failed = true
 		}
-		fmt.Fprintf(w, "%s\t%.0f\t%.2f\t%s\t%s\t%s\t%s\t%s\t\n", r.load.name, r.load.rps, r.load.rps/minRPS,
-			fmtDur(r.load.p50), fmtDur(r.load.p99), fmtDur(r.single.p50), fmtDur(r.single.p99), target)
+		fmt.Fprintf(w, "%s\t%.0f\t%.2f\t%s\t%s\t%s\t%s\t%s\t\n", r.load.name, r.load.RPS, r.load.RPS/minRPS,
+			fmtDur(r.load.P50), fmtDur(r.load.P99), fmtDur(r.single.P50), fmtDur(r.single.P99), target)
 	}
 	w.Flush()
 	return failed

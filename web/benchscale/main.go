@@ -33,6 +33,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"log"
 	"math"
 	"net"
@@ -56,6 +57,7 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/internal/readiness"
 	"github.com/google-pytorch/torchtpu-scanner/store"
 	"github.com/google-pytorch/torchtpu-scanner/store/storetest"
+	"github.com/google-pytorch/torchtpu-scanner/web/internal/wrk"
 )
 
 // genVersion names what the bench adds to the generator's data (readiness);
@@ -97,7 +99,10 @@ func main() {
 	}
 	ctx := context.Background()
 	nResults := *nModels * 9 / 10 * *nRuntimes
-	path := dbPath(*cacheDir, *nModels, *nRuntimes)
+	path, err := dbPath(os.DirFS("."), *cacheDir, *nModels, *nRuntimes)
+	if err != nil {
+		log.Fatal(err)
+	}
 	if *given != "" {
 		path = *given
 	} else if _, err := os.Stat(path); err != nil {
@@ -117,11 +122,18 @@ func main() {
 	}
 	defer db.Close()
 	g := &goals{}
-	srv := measureStartUp(*scanner, path, g)
+	srv := measureStartUp(os.Stdout, *scanner, path, g)
 	defer srv.stop()
-	measureExports(srv, g)
-	measureRoutes(ctx, db, srv, *nModels, *misses, *wrkPath, *dur, g)
-	measureUpsert(ctx, db, *nModels, g)
+	measureExports(os.Stdout, srv, g)
+	load := func(url, header string, threads, conns int) wrk.Result {
+		r, err := wrk.Run(*wrkPath, url, wrk.Load{Threads: threads, Conns: conns, Duration: *dur, Header: header})
+		if err != nil {
+			log.Fatal(err)
+		}
+		return r
+	}
+	measureRoutes(os.Stdout, ctx, db, srv, *nModels, *misses, *dur, load, g)
+	measureUpsert(os.Stdout, ctx, db, *nModels, g)
 	fmt.Println("load:", loadAvg())
 	if g.failed && *strict {
 		os.Exit(1)
@@ -141,7 +153,7 @@ func (g *goals) report(name string, ok bool) string {
 
 // measureStartUp starts the server three times and reports the median
 // start-up; the last server stays for the rest.
-func measureStartUp(scanner, path string, g *goals) *server {
+func measureStartUp(w io.Writer, scanner, path string, g *goals) *server {
 	var starts []time.Duration
 	var srv *server
 	for range 3 {
@@ -152,7 +164,7 @@ func measureStartUp(scanner, path string, g *goals) *server {
 		starts = append(starts, srv.startUp)
 	}
 	slices.Sort(starts)
-	fmt.Printf("\nstart-up (scanner serve, exec to first /readyz 200), median of 3: %s  [%s]\n",
+	fmt.Fprintf(w, "\nstart-up (scanner serve, exec to first /readyz 200), median of 3: %s  [%s]\n",
 		fmtDur(starts[1]), g.report("goal < 200ms", starts[1] < goalStartUp))
 
 	return srv
@@ -160,81 +172,94 @@ func measureStartUp(scanner, path string, g *goals) *server {
 
 // measureExports runs concurrent exports on the fresh server: its peak
 // memory before and after.
-func measureExports(srv *server, g *goals) {
-	exportRise, exportTime, exportBytes := exports(srv)
-	fmt.Printf("%d concurrent /export.csv: peak RSS %s → %s (rise %s), each %s for %.1f MB  [%s]\n", exportsAtOnce,
+func measureExports(w io.Writer, srv *server, g *goals) {
+	exportRise, exportTime, exportBytes := exports(w, srv)
+	fmt.Fprintf(w, "%d concurrent /export.csv: peak RSS %s → %s (rise %s), each %s for %.1f MB  [%s]\n", exportsAtOnce,
 		fmtMB(exportRise[0]), fmtMB(exportRise[1]), fmtMB(exportRise[1]-exportRise[0]), fmtDur(exportTime),
 		float64(exportBytes)/1e6, g.report("goal rise < 100 MB", exportRise[1]-exportRise[0] < goalExportRise))
 
 }
 
-// measureRoutes times every route on a cache miss and cached (wrk, 1 and
-// 16 clients) beside a minimal fiber handler in this process.
-func measureRoutes(ctx context.Context, db *store.SQLite, srv *server, nModels, misses int, wrkPath string, dur time.Duration, g *goals) {
+// measureRoutes times every route on a cache miss and cached (load: wrk,
+// 1 and 16 clients, for dur) beside a minimal fiber handler in this process.
+func measureRoutes(out io.Writer, ctx context.Context, db *store.SQLite, srv *server, nModels, misses int, dur time.Duration,
+	load func(url, header string, threads, conns int) wrk.Result, g *goals) {
 	bare := fiber.New(fiber.Config{DisableStartupMessage: true})
 	bare.Use(func(c *fiber.Ctx) error { return c.SendString("ok") })
 	minimal := serve(bare.Listener)
 	defer bare.Shutdown()
 
-	routes := pickRoutes(srv.base, nModels)
+	routes, err := pickRoutes(srv.base, nModels)
+	if err != nil {
+		log.Fatal(err)
+	}
 	toggle := toggler(ctx, db)
-	fmt.Printf("\nroutes: on a cache miss (the first request after a write; %d each, 1 client) and cached (wrk %s, 1 and 16 clients)\n", misses, dur)
-	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(out, "\nroutes: on a cache miss (the first request after a write; %d each, 1 client) and cached (wrk %s, 1 and 16 clients)\n", misses, dur)
+	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(w, "route\tmiss p50\tmiss p99\tp50 c=1\tp99 c=1\tp50 c=16\tp99 c=16\treq/s c=16\tgoal\t")
 	// The minimal handler is timed with each header a route is timed
 	// with, so that a ratio compares like requests.
-	minimals := map[string]result{}
+	minimals := map[string]wrk.Result{}
 	for _, h := range []string{"", browserEncoding} {
-		min1, min16 := wrk(wrkPath, minimal+"/", h, 1, 1, dur), wrk(wrkPath, minimal+"/", h, 2, 16, dur)
+		min1, min16 := load(minimal+"/", h, 1, 1), load(minimal+"/", h, 2, 16)
 		minimals[h] = min1
 		name := "minimal fiber handler"
 		if h != "" {
 			name += " (" + h + ")"
 		}
-		fmt.Fprintf(w, "%s\t\t\t%s\t%s\t%s\t%s\t%.0f\t\t\n", name, fmtDur(min1.p50), fmtDur(min1.p99),
-			fmtDur(min16.p50), fmtDur(min16.p99), min16.rps)
+		fmt.Fprintf(w, "%s\t\t\t%s\t%s\t%s\t%s\t%.0f\t\t\n", name, fmtDur(min1.P50), fmtDur(min1.P99),
+			fmtDur(min16.P50), fmtDur(min16.P99), min16.RPS)
 	}
 	for _, r := range routes {
 		p50, p99 := missTimes(r.url, misses, toggle)
-		c1 := wrk(wrkPath, r.url, r.header, 1, 1, dur)
-		c16 := wrk(wrkPath, r.url, r.header, 2, 16, dur)
-		goal := g.report("miss p50 < 50ms", p50 < goalMiss)
-		ratio := float64(c1.p50) / float64(minimals[r.header].p50)
-		switch r.ratio {
-		case ratioGoal:
-			goal += "; " + g.report(fmt.Sprintf("cached p50 %.1f× minimal ≤ 3×", ratio), ratio <= goalTableRatio)
-		case ratioShown:
-			goal += fmt.Sprintf("; cached p50 %.1f× minimal", ratio)
-		}
-		if c1.errors != "" || c16.errors != "" {
-			goal += " (errors: " + strings.TrimSpace(c1.errors+" "+c16.errors) + ")"
-			g.failed = true
-		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.0f\t%s\t\n", r.name, fmtDur(p50), fmtDur(p99), fmtDur(c1.p50),
-			fmtDur(c1.p99), fmtDur(c16.p50), fmtDur(c16.p99), c16.rps, goal)
+		c1, c16 := load(r.url, r.header, 1, 1), load(r.url, r.header, 2, 16)
+		goal := routeGoal(g, r, p50, c1, c16, minimals[r.header])
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.0f\t%s\t\n", r.name, fmtDur(p50), fmtDur(p99), fmtDur(c1.P50),
+			fmtDur(c1.P99), fmtDur(c16.P50), fmtDur(c16.P99), c16.RPS, goal)
 	}
 	w.Flush()
 
 }
 
+// routeGoal is a route's verdicts: its median on a cache miss (p50), its
+// cached median with one client (c1) beside the minimal handler's where
+// r.ratio says so, and its wrk runs' failed requests, each a miss.
+func routeGoal(g *goals, r route, p50 time.Duration, c1, c16, minimal wrk.Result) string {
+	goal := g.report("miss p50 < 50ms", p50 < goalMiss)
+	ratio := float64(c1.P50) / float64(minimal.P50)
+	switch r.ratio {
+	case ratioGoal:
+		goal += "; " + g.report(fmt.Sprintf("cached p50 %.1f× minimal ≤ 3×", ratio), ratio <= goalTableRatio)
+	case ratioShown:
+		goal += fmt.Sprintf("; cached p50 %.1f× minimal", ratio)
+	}
+	if c1.Errors != "" || c16.Errors != "" {
+		goal += " (errors: " + strings.TrimSpace(c1.Errors+" "+c16.Errors) + ")"
+		g.failed = true
+	}
+	return goal
+}
+
 // measureUpsert times a listing of every model, a tenth with new
 // downloads, then putting them back.
-func measureUpsert(ctx context.Context, db *store.SQLite, nModels int, g *goals) {
+func measureUpsert(w io.Writer, ctx context.Context, db *store.SQLite, nModels int, g *goals) {
 	changed, back := upserts(ctx, db)
-	fmt.Printf("\nlisting upsert of %d models, %d with new downloads: %s (CPU %s), and putting them back: %s (CPU %s)  [%s]\n",
+	fmt.Fprintf(w, "\nlisting upsert of %d models, %d with new downloads: %s (CPU %s), and putting them back: %s (CPU %s)  [%s]\n",
 		nModels, nModels/changedFraction, fmtDur(changed.wall), fmtDur(changed.cpu), fmtDur(back.wall), fmtDur(back.cpu),
 		g.report("goal < 5s", max(changed.wall, back.wall) < goalUpsert))
 }
 
-// dbPath is the cached database's file: its name carries a hash of what
-// makes it (the migrations, the generator, the size).
-func dbPath(dir string, nModels, nRuntimes int) string {
+// dbPath is the cached database's file in dir (default
+// $SCANNER_CACHE_HOME/bench): its name carries a hash of what makes it (the
+// migrations, the generator, the size), read from repo, the repository's
+// root.
+func dbPath(repo fs.FS, dir string, nModels, nRuntimes int) (string, error) {
 	if dir == "" {
 		home := os.Getenv("SCANNER_CACHE_HOME")
 		if home == "" {
 			base, err := os.UserCacheDir()
 			if err != nil {
-				log.Fatal(err)
+				return "", err
 			}
 			home = filepath.Join(base, "torchtpu-scanner")
 		}
@@ -242,19 +267,19 @@ func dbPath(dir string, nModels, nRuntimes int) string {
 	}
 	h := sha256.New()
 	fmt.Fprintf(h, "gen %s models %d runtimes %d\n", genVersion, nModels, nRuntimes)
-	files, err := filepath.Glob("store/migrations/*.sql")
+	files, err := fs.Glob(repo, "store/migrations/*.sql")
 	if err != nil || len(files) == 0 {
-		log.Fatalf("run from the repository root (store/migrations): %v", err)
+		return "", fmt.Errorf("run from the repository root (store/migrations): %v", err)
 	}
 	for _, f := range append(files, "store/storetest/storetest.go") {
-		b, err := os.ReadFile(f)
+		b, err := fs.ReadFile(repo, f)
 		if err != nil {
-			log.Fatal(err)
+			return "", err
 		}
 		fmt.Fprintf(h, "%s %d\n", f, len(b))
 		h.Write(b)
 	}
-	return filepath.Join(dir, fmt.Sprintf("scale-%dx%d-%s.db", nModels, nRuntimes, hex.EncodeToString(h.Sum(nil))[:12]))
+	return filepath.Join(dir, fmt.Sprintf("scale-%dx%d-%s.db", nModels, nRuntimes, hex.EncodeToString(h.Sum(nil))[:12])), nil
 }
 
 // generate makes the database at path: storetest.SeedScale, then a
@@ -276,7 +301,7 @@ func generate(ctx context.Context, path string, nModels, nResults, nRuntimes int
 	fmt.Fprintf(os.Stderr, "generating %s: %d models, %d results (once; cached for later runs)\n", path, nModels, nResults)
 	last := time.Now()
 	ids, err := storetest.SeedScale(ctx, db, nModels, nResults, nRuntimes, func(done int) {
-		if time.Since(last) > 30*time.Second || done == nResults {
+		if progressDue(time.Since(last), done, nResults) {
 			last = time.Now()
 			fmt.Fprintf(os.Stderr, "  %d/%d results, %s\n", done, nResults, time.Since(start).Round(time.Second))
 		}
@@ -303,6 +328,12 @@ func generate(ctx context.Context, path string, nModels, nResults, nRuntimes int
 		log.Fatal(err)
 	}
 	fmt.Fprintf(os.Stderr, "generated in %s\n", time.Since(start).Round(time.Second))
+}
+
+// progressDue reports whether generate says how far it is after a batch:
+// every 30 s, and when done.
+func progressDue(sinceLast time.Duration, done, total int) bool {
+	return sinceLast > 30*time.Second || done == total
 }
 
 // server is a `scanner serve` process.
@@ -369,25 +400,32 @@ func (s *server) status(names ...string) []int64 {
 	if err != nil {
 		log.Fatal(err)
 	}
-	field := func(name string) int64 {
-		m := regexp.MustCompile(`(?m)^` + name + `:\s+(\d+) kB`).FindSubmatch(b)
-		if m == nil {
-			log.Fatalf("no %s in /proc/pid/status", name)
-		}
-		n, _ := strconv.ParseInt(string(m[1]), 10, 64)
-		return n << 10
-	}
-	var out []int64
-	for _, n := range names {
-		out = append(out, field(n))
+	out, err := statusFields(b, names...)
+	if err != nil {
+		log.Fatal(err)
 	}
 	return out
+}
+
+// statusFields reads fields given in kB from a /proc/PID/status file's
+// text, in bytes.
+func statusFields(b []byte, names ...string) ([]int64, error) {
+	var out []int64
+	for _, name := range names {
+		m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(name) + `:\s+(\d+) kB`).FindSubmatch(b)
+		if m == nil {
+			return nil, fmt.Errorf("no %s in /proc/pid/status", name)
+		}
+		n, _ := strconv.ParseInt(string(m[1]), 10, 64)
+		out = append(out, n<<10)
+	}
+	return out, nil
 }
 
 // exports runs exportsAtOnce concurrent exports of the whole table on a
 // server that has answered one page: its peak memory before and after,
 // the median export's time and one export's size.
-func exports(s *server) (peak [2]int64, median time.Duration, size int64) {
+func exports(w io.Writer, s *server) (peak [2]int64, median time.Duration, size int64) {
 	get(s.base + "/")
 	peak[0], _ = s.memory()
 	var (
@@ -418,7 +456,7 @@ func exports(s *server) (peak [2]int64, median time.Duration, size int64) {
 	wg.Wait()
 	peak[1], _ = s.memory()
 	m := s.status("RssAnon", "RssFile")
-	fmt.Printf("  (after the exports: anonymous %s, file-backed %s)\n", fmtMB(m[0]), fmtMB(m[1]))
+	fmt.Fprintf(w, "  (after the exports: anonymous %s, file-backed %s)\n", fmtMB(m[0]), fmtMB(m[1]))
 	slices.Sort(times)
 	return peak, times[len(times)/2], size
 }
@@ -446,15 +484,19 @@ const (
 // runtimes the server knows: the default comparison (the two newest tpu
 // runtimes) and one of the newest with the oldest (whose lists are not
 // kept).
-func pickRoutes(base string, nModels int) []route {
+func pickRoutes(base string, nModels int) ([]route, error) {
 	var rts struct {
 		Runtimes []struct {
 			Key    string `json:"key"`
 			Target string `json:"target"`
 		} `json:"runtimes"`
 	}
-	if err := json.Unmarshal(get(base+"/api/v1/runtimes?target=tpu"), &rts); err != nil || len(rts.Runtimes) < 3 {
-		log.Fatalf("runtimes: %v (%d)", err, len(rts.Runtimes))
+	b, err := fetch(base + "/api/v1/runtimes?target=tpu")
+	if err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(b, &rts); err != nil || len(rts.Runtimes) < 3 {
+		return nil, fmt.Errorf("runtimes: %v (%d, at least 3 wanted)", err, len(rts.Runtimes))
 	}
 	newest, oldest := rts.Runtimes[0].Key, rts.Runtimes[len(rts.Runtimes)-1].Key
 	id := storetest.ModelID(nModels / 3)
@@ -485,7 +527,7 @@ func pickRoutes(base string, nModels int) []route {
 		{"/metrics", base + "/metrics", noRatio, ""},
 		{"/healthz", base + "/healthz", noRatio, ""},
 		{"/readyz", base + "/readyz", noRatio, ""},
-	}
+	}, nil
 }
 
 // toggler returns a write that changes the data (one model's downloads,
@@ -529,22 +571,36 @@ func missTimes(url string, n int, write func()) (p50, p99 time.Duration) {
 		write()
 	}
 	slices.Sort(times)
-	rank := func(p float64) time.Duration { return times[int(math.Ceil(p*float64(len(times))))-1] }
-	return rank(0.5), rank(0.99)
+	return nearestRank(times, 0.5), nearestRank(times, 0.99)
+}
+
+// nearestRank is the p-th percentile (0 < p ≤ 1) of sorted times by the
+// nearest rank: the smallest time that p of them are at most.
+func nearestRank(sorted []time.Duration, p float64) time.Duration {
+	return sorted[int(math.Ceil(p*float64(len(sorted))))-1]
 }
 
 // get returns url's body, failing on anything but 200.
 func get(url string) []byte {
-	resp, err := http.Get(url)
+	b, err := fetch(url)
 	if err != nil {
 		log.Fatal(err)
+	}
+	return b
+}
+
+// fetch returns url's body; anything but 200 is an error.
+func fetch(url string) ([]byte, error) {
+	resp, err := http.Get(url)
+	if err != nil {
+		return nil, err
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	if err != nil || resp.StatusCode != http.StatusOK {
-		log.Fatalf("GET %s: %s %v %.200s", url, resp.Status, err, b)
+		return nil, fmt.Errorf("GET %s: %s %v %.200s", url, resp.Status, err, b)
 	}
-	return b
+	return b, nil
 }
 
 // timing is a wall time and the CPU time this process spent in it.
@@ -567,6 +623,12 @@ func upserts(ctx context.Context, db *store.SQLite) (changed, back timing) {
 	if err != nil {
 		log.Fatal(err)
 	}
+	return upsertsWith(ctx, db.UpsertModels, listing)
+}
+
+// upsertsWith times upsert of listing with every changedFraction-th model
+// one download more, then of listing as it is.
+func upsertsWith(ctx context.Context, upsert func(context.Context, []store.ModelUpsert) error, listing []store.ModelUpsert) (changed, back timing) {
 	moved := slices.Clone(listing)
 	for i := range moved {
 		if i%changedFraction == 0 {
@@ -575,7 +637,7 @@ func upserts(ctx context.Context, db *store.SQLite) (changed, back timing) {
 	}
 	timed := func(ups []store.ModelUpsert) timing {
 		cpu, start := cpuTime(), time.Now()
-		if err := db.UpsertModels(ctx, ups); err != nil {
+		if err := upsert(ctx, ups); err != nil {
 			log.Fatal(err)
 		}
 		return timing{time.Since(start), cpuTime() - cpu}
@@ -597,63 +659,13 @@ func serve(listen func(net.Listener) error) string {
 	return "http://" + ln.Addr().String()
 }
 
-// result is one wrk run.
-type result struct {
-	rps      float64
-	p50, p99 time.Duration
-	errors   string
-}
-
-var (
-	rpsRE    = regexp.MustCompile(`Requests/sec:\s+([0-9.]+)`)
-	pctRE    = regexp.MustCompile(`(?m)^\s+(50|99)%\s+([0-9.]+)(us|ms|s)\s*$`)
-	non2xxRE = regexp.MustCompile(`Non-2xx or 3xx responses: (\d+)`)
-	socketRE = regexp.MustCompile(`Socket errors: .*`)
-)
-
-// wrk loads url with threads and conns for d and reads its figures.
-func wrk(bin, url, header string, threads, conns int, d time.Duration) result {
-	args := []string{"-t", strconv.Itoa(threads), "-c", strconv.Itoa(conns), "-d", d.String(), "--latency"}
-	if header != "" {
-		args = append(args, "-H", header)
-	}
-	out, err := exec.Command(bin, append(args, url)...).CombinedOutput()
-	if err != nil {
-		log.Fatalf("wrk %s: %v\n%s", url, err, out)
-	}
-	var r result
-	m := rpsRE.FindSubmatch(out)
-	if m == nil {
-		log.Fatalf("wrk %s: no Requests/sec\n%s", url, out)
-	}
-	r.rps, _ = strconv.ParseFloat(string(m[1]), 64)
-	for _, p := range pctRE.FindAllStringSubmatch(string(out), -1) {
-		v, _ := strconv.ParseFloat(p[2], 64)
-		unit := map[string]time.Duration{"us": time.Microsecond, "ms": time.Millisecond, "s": time.Second}[p[3]]
-		if p[1] == "50" {
-			r.p50 = time.Duration(v * float64(unit))
-		} else {
-			r.p99 = time.Duration(v * float64(unit))
-		}
-	}
-	if r.p50 == 0 || r.p99 == 0 {
-		log.Fatalf("wrk %s: no latency percentiles\n%s", url, out)
-	}
-	var errs []string
-	if m := non2xxRE.FindSubmatch(out); m != nil {
-		errs = append(errs, string(m[1])+" non-2xx")
-	}
-	if m := socketRE.Find(out); m != nil {
-		errs = append(errs, string(m))
-	}
-	r.errors = strings.Join(errs, "; ")
-	return r
-}
-
 // loadAvg is the machine's load average (/proc/loadavg), which these
 // shared machines make worth saying beside every figure.
-func loadAvg() string {
-	b, err := os.ReadFile("/proc/loadavg")
+func loadAvg() string { return loadAvgOf("/proc/loadavg") }
+
+// loadAvgOf is loadAvg read from path, "unknown" when it cannot be read.
+func loadAvgOf(path string) string {
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return "unknown"
 	}
