@@ -222,17 +222,45 @@ func setList(page *ComparePage, q CompareQuery, kind compare.Kind, items []compa
 // its kinds, until every list holds limit+1 models or its total (totals,
 // by kind): up to limit+1 models of each, in order.
 func walkLists(ctx context.Context, tx *sql.Tx, ids [2]int64, totals map[compare.Kind]int, limit int) (map[compare.Kind][]compare.Item, error) {
-	rows, err := tx.QueryContext(ctx, sqlListWalkAll, ids[0], ids[1])
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
 	out := make(map[compare.Kind][]compare.Item, len(totals))
+	open := map[bool]int{} // lists still open, by whether they are train lists
 	for k := range totals {
 		out[k] = make([]compare.Item, 0, min(totals[k], limit+1))
+		open[compare.IsTrainListed(k)]++
 	}
-	open := len(totals)
-	for open > 0 && rows.Next() {
+	w := listWalk{totals: totals, limit: limit, out: out, open: open}
+	if open[false] == 0 {
+		return out, w.walk(ctx, tx, true, sqlListWalkTrained, ids[0], ids[1])
+	}
+	if err := w.walk(ctx, tx, false, sqlListWalkEvery, ids[0], ids[1]); err != nil || w.open[true] == 0 {
+		return out, err
+	}
+	// Only train lists are open: the rest of the walk reads the models
+	// with a train verdict on both runtimes alone (no other can be in a
+	// train list), from the last model walked. That skips about half the
+	// models, and reading each one's result on base.
+	return out, w.walk(ctx, tx, true, sqlListWalkTrainedAfter, ids[0], ids[1], w.last.Downloads, w.last.Downloads, w.last.ID)
+}
+
+// listWalk is walkLists' state: the lists' pages so far and how many are
+// still open (by whether they are train lists), and the last model walked.
+type listWalk struct {
+	totals map[compare.Kind]int
+	limit  int
+	out    map[compare.Kind][]compare.Item
+	open   map[bool]int
+	last   compare.Item
+}
+
+// walk reads query's models into the open lists until the train lists
+// (train) or the others (!train: the query reads every model) are full.
+func (w *listWalk) walk(ctx context.Context, tx *sql.Tx, train bool, query string, args ...any) error {
+	rows, err := tx.QueryContext(ctx, query, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for w.open[train] > 0 && rows.Next() {
 		var (
 			id                             string
 			downloads                      int64
@@ -240,27 +268,28 @@ func walkLists(ctx context.Context, tx *sql.Tx, ids [2]int64, totals map[compare
 			hStatus, hSig, hCls, hTr, hTrS sql.NullString
 		)
 		if err := rows.Scan(&id, &downloads, &bStatus, &bSig, &bCls, &bTr, &bTrS, &hStatus, &hSig, &hCls, &hTr, &hTrS); err != nil {
-			return nil, err
+			return err
 		}
+		w.last = compare.Item{ID: id, Downloads: downloads}
 		base, head := entryOf(bStatus, bSig, bCls), entryOf(hStatus, hSig, hCls)
 		base.Train, base.TrainSignature = compat.Status(bTr.String), bTrS.String
 		head.Train, head.TrainSignature = compat.Status(hTr.String), hTrS.String
 		for i, kind := range []compare.Kind{compare.Classify(base.Status, head.Status), compare.ClassifyTrain(base.Train, head.Train)} {
-			total, ok := totals[kind]
-			if !ok || len(out[kind]) == min(total, limit+1) {
+			total, ok := w.totals[kind]
+			if !ok || len(w.out[kind]) == min(total, w.limit+1) {
 				continue
 			}
 			it := compare.ItemOf(id, downloads, base, head)
 			if i == 1 {
 				it = compare.TrainItemOf(id, downloads, base, head)
 			}
-			out[kind] = append(out[kind], it)
-			if len(out[kind]) == min(total, limit+1) {
-				open--
+			w.out[kind] = append(w.out[kind], it)
+			if len(w.out[kind]) == min(total, w.limit+1) {
+				w.open[i == 1]--
 			}
 		}
 	}
-	return out, rows.Err()
+	return rows.Err()
 }
 
 // compareCells counts the models of the comparison by their status on
@@ -687,15 +716,6 @@ ORDER BY page.downloads DESC, page.model_id`
 FROM current c CROSS JOIN compare_items i ON i.base_id = ?1 AND i.head_id = ?2 AND i.model_id = c.model_id` + listJoin + `
 WHERE c.target = '' AND i.kind = ?3%[1]s
 ORDER BY c.downloads DESC, c.model_id LIMIT ?`
-	// sqlListWalkAll walks the models with a result on head (?2) most
-	// downloaded first, with their statuses, signatures, failure classes
-	// and train verdicts on base (?1) and head (walkLists).
-	sqlListWalkAll = `SELECT c.model_id, c.downloads, b.status, b.signature, b.failure_class, b.train_status, b.train_signature,
-	h.status, h.signature, h.failure_class, h.train_status, h.train_signature
-FROM current c CROSS JOIN runtime_current h ON h.runtime_id = ?2 AND h.model_id = c.model_id
-LEFT JOIN runtime_current b ON b.runtime_id = ?1 AND b.model_id = c.model_id
-WHERE c.target = ''
-ORDER BY c.downloads DESC, c.model_id`
 	// sqlListWalk walks the models most downloaded first and keeps those
 	// whose statuses on base and head are one of the kind's pairs.
 	sqlListWalk = `SELECT ` + listCols + `
@@ -703,4 +723,29 @@ FROM current c CROSS JOIN runtime_current h ON h.runtime_id = ?2 AND h.model_id 
 LEFT JOIN runtime_current b ON b.runtime_id = ?1 AND b.model_id = c.model_id
 WHERE c.target = '' AND (ifnull(b.status, ''), h.status) IN (VALUES %[2]s)%[1]s
 ORDER BY c.downloads DESC, c.model_id LIMIT ?`
+)
+
+// The walks of walkLists.
+const (
+	// listWalkSQL walks the models with a result on head (?2) most
+	// downloaded first, with their statuses, signatures, failure classes
+	// and train verdicts on base (?1) and head (walkLists).
+	listWalkSQL = `SELECT c.model_id, c.downloads, b.status, b.signature, b.failure_class, b.train_status, b.train_signature,
+	h.status, h.signature, h.failure_class, h.train_status, h.train_signature
+FROM current c CROSS JOIN runtime_current h ON h.runtime_id = ?2 AND h.model_id = c.model_id
+LEFT JOIN runtime_current b ON b.runtime_id = ?1 AND b.model_id = c.model_id
+WHERE c.target = ''%s
+ORDER BY c.downloads DESC, c.model_id`
+	// trainedOnBoth keeps the models with a train verdict on base and on
+	// head: the only ones a train list can hold.
+	trainedOnBoth = ` AND h.train_status IS NOT NULL AND b.train_status IS NOT NULL`
+)
+
+var (
+	// sqlListWalkEvery walks every model with a result on head.
+	sqlListWalkEvery = fmt.Sprintf(listWalkSQL, "")
+	// sqlListWalkTrained walks those with a train verdict on both, and
+	// sqlListWalkTrainedAfter those after a model (listAfter's arguments).
+	sqlListWalkTrained      = fmt.Sprintf(listWalkSQL, trainedOnBoth)
+	sqlListWalkTrainedAfter = fmt.Sprintf(listWalkSQL, trainedOnBoth+listAfter)
 )

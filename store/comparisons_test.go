@@ -67,8 +67,8 @@ func TestCompareListPlans(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(plans) != 7 {
-		t.Errorf("%d plans, want 3 ways × (a list, a train list) and the walk of every list", len(plans))
+	if len(plans) != 9 {
+		t.Errorf("%d plans, want 3 ways × (a list, a train list) and the walks of every list (every model, the trained ones, after one)", len(plans))
 	}
 	for name, plan := range plans {
 		joined := strings.Join(plan, "\n")

@@ -137,11 +137,17 @@ func (s *SQLite) ExplainCompareLists(ctx context.Context) (map[string][]string, 
 			out[name] = plan
 		}
 	}
-	plan, err := s.explain(ctx, sqlListWalkAll, 1, 2)
-	if err != nil {
-		return nil, fmt.Errorf("walk all: %w", err)
+	for name, q := range map[string][]any{
+		"walk all":                     {sqlListWalkEvery, 1, 2},
+		"walk all, trained":            {sqlListWalkTrained, 1, 2},
+		"walk all, trained, after one": {sqlListWalkTrainedAfter, 1, 2, 10, 10, "m"},
+	} {
+		plan, err := s.explain(ctx, q[0].(string), q[1:]...)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		out[name] = plan
 	}
-	out["walk all"] = plan
 	return out, nil
 }
 
