@@ -196,8 +196,25 @@ func TestSeedModels(t *testing.T) {
 		downloads[u.Downloads]++
 		likes[u.Likes]++
 	}
-	if len(l) != 200 || len(downloads) == 200 || len(likes) == 200 {
-		t.Errorf("%d models, %d distinct downloads, %d distinct likes: want 200, and ties in both", len(l), len(downloads), len(likes))
+	// Ties, among downloads spread wide enough to order by (not all one
+	// value): at least half distinct.
+	if len(l) != 200 || len(downloads) == 200 || len(likes) == 200 || len(downloads) < 100 || len(likes) < 100 {
+		t.Errorf("%d models, %d distinct downloads, %d distinct likes: want 200, ties in both and a spread", len(l), len(downloads), len(likes))
+	}
+	// Some gated models, most not; each model last modified before the
+	// first result (Epoch), at its own time.
+	gated, modified := 0, map[time.Time]bool{}
+	for _, u := range l {
+		if u.Gated {
+			gated++
+		}
+		if u.LastModified.After(Epoch) {
+			t.Errorf("%s last modified %v, after the first result at %v", u.ID, u.LastModified, Epoch)
+		}
+		modified[u.LastModified] = true
+	}
+	if gated < 2 || gated > 20 || len(modified) != 200 {
+		t.Errorf("%d of 200 gated (want some, at most a tenth), %d distinct modification times (want 200)", gated, len(modified))
 	}
 	for _, id := range ids {
 		if rs, err := s.History(ctx, id, "", 10); err != nil || len(rs) != 0 {
