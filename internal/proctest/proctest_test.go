@@ -17,9 +17,7 @@ import (
 // process, whose command line holds its own flags, is never listed.
 func TestWith(t *testing.T) {
 	word := fmt.Sprintf("proctest-with-%d-%d", os.Getpid(), time.Now().UnixNano())
-	// sleep's argument carries the word: "sleep 30 <word>" would fail at
-	// once, so the word goes in as a second, ignored argument of sh -c.
-	cmd := exec.Command("sh", "-c", "sleep 30", word)
+	cmd := sleeper(word)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -42,6 +40,14 @@ func TestWith(t *testing.T) {
 	}
 }
 
+// sleeper is `sleep 30` whose command line holds word: its argv[0] (a
+// shell's `sh -c 'sleep 30' word` could exec sleep and lose the word).
+func sleeper(word string) *exec.Cmd {
+	cmd := exec.Command("sleep", "30")
+	cmd.Args[0] = word
+	return cmd
+}
+
 // TestWithLeavesOutItself: this test binary's command line holds its own
 // -test.run flag; it is not listed though it matches, while a child that
 // holds the same text is.
@@ -56,7 +62,7 @@ func TestWithLeavesOutItself(t *testing.T) {
 			t.Fatalf("With(%q) lists this process (%d)", word, pid)
 		}
 	}
-	cmd := exec.Command("sh", "-c", "sleep 30", word)
+	cmd := sleeper(word)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
