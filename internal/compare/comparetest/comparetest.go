@@ -5,8 +5,9 @@
 package comparetest
 
 import (
+	"cmp"
 	"slices"
-	"sort"
+	"strings"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compare"
 )
@@ -61,10 +62,7 @@ func index(es []compare.Entry) map[string]compare.Entry {
 
 // sortItems orders items most downloaded first, then by id.
 func sortItems(items []compare.Item) {
-	sort.Slice(items, func(i, j int) bool {
-		if items[i].Downloads != items[j].Downloads {
-			return items[i].Downloads > items[j].Downloads
-		}
-		return items[i].ID < items[j].ID
+	slices.SortFunc(items, func(a, b compare.Item) int {
+		return cmp.Or(cmp.Compare(b.Downloads, a.Downloads), strings.Compare(a.ID, b.ID))
 	})
 }
