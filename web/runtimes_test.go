@@ -588,6 +588,21 @@ func TestByDate(t *testing.T) {
 	}
 }
 
+// regressedOnV2 adds model id with downloads, passing on rtV1 and failing
+// on rtV2: a regression of the comparison of v2 with v1.
+func (ts *testServer) regressedOnV2(t *testing.T, id string, downloads int64) {
+	t.Helper()
+	ts.upsert(t, store.ModelUpsert{ID: id, Downloads: downloads})
+	for i, rt := range []compat.Runtime{rtV1, rtV2} {
+		r := passOn("tpu", testTime.Add(time.Duration(i)*time.Hour), 10)
+		if i == 1 {
+			r = failOn("tpu", testTime.Add(time.Hour), "aten::x")
+		}
+		r.Runtime = rt
+		ts.record(t, id, r)
+	}
+}
+
 // A comparison's list longer than ?limit= comes in pages: each answer
 // says the list's total, and its cursor gives the next page of that list
 // alone, until the last; a cursor of another comparison, or none of this
@@ -596,15 +611,7 @@ func TestAPIComparePages(t *testing.T) {
 	ts := newTestServer(t, 0, 0, Config{})
 	downloads := map[string]int64{"o/a": 50, "o/b": 40, "o/c": 40, "o/d": 40, "o/e": 30, "o/f": 20, "o/g": 10}
 	for id, d := range downloads {
-		ts.upsert(t, store.ModelUpsert{ID: id, Downloads: d})
-		for i, rt := range []compat.Runtime{rtV1, rtV2} {
-			r := passOn("tpu", testTime.Add(time.Duration(i)*time.Hour), 10)
-			if i == 1 {
-				r = failOn("tpu", testTime.Add(time.Hour), "aten::x")
-			}
-			r.Runtime = rt
-			ts.record(t, id, r)
-		}
+		ts.regressedOnV2(t, id, d)
 	}
 	want := []string{"o/a", "o/b", "o/c", "o/d", "o/e", "o/f", "o/g"} // most downloaded first, then by id
 	pair := "/api/v1/compare?base=" + keyV1 + "&head=" + keyV2
@@ -665,16 +672,7 @@ func TestComparePageShowsHalfTheAPIPage(t *testing.T) {
 	ts := newTestServer(t, 0, 0, Config{})
 	const n = compareListMax + 3
 	for i := range n {
-		id := fmt.Sprintf("o/m%03d", i)
-		ts.upsert(t, store.ModelUpsert{ID: id, Downloads: int64(1000 - i)})
-		for j, rt := range []compat.Runtime{rtV1, rtV2} {
-			r := passOn("tpu", testTime.Add(time.Duration(j)*time.Hour), 10)
-			if j == 1 {
-				r = failOn("tpu", testTime.Add(time.Hour), "aten::x")
-			}
-			r.Runtime = rt
-			ts.record(t, id, r)
-		}
+		ts.regressedOnV2(t, fmt.Sprintf("o/m%03d", i), int64(1000-i))
 	}
 	pair := "/compare?base=" + keyV1 + "&head=" + keyV2
 	rows := regexp.MustCompile(`<a href="/models/o/(m\d+)">`)
