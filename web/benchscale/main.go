@@ -132,8 +132,8 @@ func main() {
 		}
 		return r
 	}
-	measureRoutes(os.Stdout, ctx, db, srv, *nModels, *misses, *dur, load, g)
-	measureUpsert(os.Stdout, ctx, db, *nModels, g)
+	measureRoutes(ctx, os.Stdout, db, srv, *nModels, *misses, *dur, load, g)
+	measureUpsert(ctx, os.Stdout, db, *nModels, g)
 	fmt.Println("load:", loadAvg())
 	if g.failed && *strict {
 		os.Exit(1)
@@ -182,7 +182,7 @@ func measureExports(w io.Writer, srv *server, g *goals) {
 
 // measureRoutes times every route on a cache miss and cached (load: wrk,
 // 1 and 16 clients, for dur) beside a minimal fiber handler in this process.
-func measureRoutes(out io.Writer, ctx context.Context, db *store.SQLite, srv *server, nModels, misses int, dur time.Duration,
+func measureRoutes(ctx context.Context, out io.Writer, db *store.SQLite, srv *server, nModels, misses int, dur time.Duration,
 	load func(url, header string, threads, conns int) wrk.Result, g *goals) {
 	bare := fiber.New(fiber.Config{DisableStartupMessage: true})
 	bare.Use(func(c *fiber.Ctx) error { return c.SendString("ok") })
@@ -242,7 +242,7 @@ func routeGoal(g *goals, r route, p50 time.Duration, c1, c16, minimal wrk.Result
 
 // measureUpsert times a listing of every model, a tenth with new
 // downloads, then putting them back.
-func measureUpsert(w io.Writer, ctx context.Context, db *store.SQLite, nModels int, g *goals) {
+func measureUpsert(ctx context.Context, w io.Writer, db *store.SQLite, nModels int, g *goals) {
 	changed, back := upserts(ctx, db)
 	fmt.Fprintf(w, "\nlisting upsert of %d models, %d with new downloads: %s (CPU %s), and putting them back: %s (CPU %s)  [%s]\n",
 		nModels, nModels/changedFraction, fmtDur(changed.wall), fmtDur(changed.cpu), fmtDur(back.wall), fmtDur(back.cpu),

@@ -683,7 +683,7 @@ func TestCPUTime(t *testing.T) {
 func TestMeasureUpsert(t *testing.T) {
 	var out bytes.Buffer
 	g := &goals{}
-	measureUpsert(&out, context.Background(), seeded(t), 20, g)
+	measureUpsert(context.Background(), &out, seeded(t), 20, g)
 	if !regexp.MustCompile(`listing upsert of 20 models, 2 with new downloads: \S+ \(CPU \S+\), and putting them back: \S+ \(CPU \S+\)  \[goal < 5s: ok\]`).MatchString(out.String()) || g.failed {
 		t.Errorf("output %q, failed %v", out.String(), g.failed)
 	}
@@ -903,7 +903,7 @@ func TestMeasureRoutes(t *testing.T) {
 	}
 	var out bytes.Buffer
 	g := &goals{}
-	measureRoutes(&out, ctx, db, &server{base: app.URL}, 20, 1, 3*time.Second, load, g)
+	measureRoutes(ctx, &out, db, &server{base: app.URL}, 20, 1, 3*time.Second, load, g)
 	s := out.String()
 	if !strings.Contains(s, "(the first request after a write; 1 each, 1 client) and cached (wrk 3s, 1 and 16 clients)") {
 		t.Errorf("heading: %q", s)
