@@ -204,3 +204,8 @@ func (s *SQLite) explain(ctx context.Context, query string, args ...any) ([]stri
 	}
 	return plan, rows.Err()
 }
+
+// SetPlannedEarly sets the function called once a scan's listing is
+// planned, before its write transaction begins, and returns the function
+// that puts it back.
+func SetPlannedEarly(f func()) func() { return setVar(&plannedEarly, f) }

@@ -13,9 +13,17 @@ import (
 // A scan's listing names every model it knows, and most of them changed
 // in their downloads or likes alone, if at all. Those that changed and
 // touch no other model are written together, a statement for them all
-// (upsertBatch), rather than a few statements each; the tallies follow
+// (writeBatch), rather than a few statements each; the tallies follow
 // them as they follow a model written alone (the same states before and
 // after, given to the tallier).
+//
+// A listing is planned before it is written (planListing): every model's
+// stored row read, the changed ones sorted out, their states read and the
+// tallies' change worked out. A scan's listing plans in a read
+// transaction, before it takes the write lock (planEarly): a second of
+// reads that keeps no write waiting, and runs beside the last listing's
+// checkpoint. The write transaction uses that plan only if nothing was
+// written since (stillHolds), and plans again otherwise.
 
 // batchListing says whether large upserts write in batches: a variable
 // for the tests, which compare both ways.
@@ -77,32 +85,104 @@ func aliasesOf(m ModelUpsert) []string {
 	return as
 }
 
-// upsertBatch writes the batch's models (split) as upsertModel writes
-// each, and hands their states before and after to the tallier.
-func upsertBatch(ctx context.Context, tx *sql.Tx, t *tallier, l *listing, batch []batched, now int64) error {
-	if len(batch) == 0 {
-		return nil
+// plannedListing is an upsert sorted out before its writes: what is
+// stored of the models (l), the models written in a batch and the rest
+// (split), and the tallies' change of the batch's models (t, which the
+// rest's writes go on adding to).
+type plannedListing struct {
+	changed int64 // the data's version (sqlChanged) the plan was read at
+	l       *listing
+	batch   []batched
+	rest    []ModelUpsert
+	t       *tallier
+	// the statements the batch needs beside its models rows: downloads
+	// or likes moved, rows on targets to add
+	downloads, likes, fill bool
+}
+
+// planListing reads what upsert of models needs to know and sorts it out
+// (in tx, a read or the write transaction): the listing, its split, the
+// batch's states before and after, and their tallies.
+func planListing(ctx context.Context, tx *sql.Tx, models []ModelUpsert) (*plannedListing, error) {
+	p := &plannedListing{t: newTallier()}
+	if err := tx.QueryRowContext(ctx, sqlChanged).Scan(&p.changed); err != nil {
+		return nil, err
 	}
-	if err := loadBatch(ctx, tx, batch); err != nil {
-		return err
+	var err error
+	if p.l, err = newListing(ctx, tx, len(models)); err != nil {
+		return nil, err
 	}
-	states, err := readBatchStates(ctx, tx, batch)
+	p.batch, p.rest = p.l.split(models)
+	if len(p.batch) == 0 {
+		return p, nil
+	}
+	states, err := readBatchStates(ctx, tx, p.batch)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	var downloads, likes, fill bool // whether any model needs the statement
-	for _, b := range batch {
+	for _, b := range p.batch {
 		before := states[b.m.ID] // a new model's: nothing
-		if err := t.begin(ctx, tx, b.m.ID, &before); err != nil {
-			return err
+		if err := p.t.begin(ctx, tx, b.m.ID, &before); err != nil {
+			return nil, err
 		}
 		after := listedState(b.m, b.exists, before)
-		if err := t.end(ctx, tx, b.m.ID, &after); err != nil {
-			return err
+		if err := p.t.end(ctx, tx, b.m.ID, &after); err != nil {
+			return nil, err
 		}
-		downloads = downloads || (b.exists && b.old.downloads != b.row.downloads)
-		likes = likes || (b.exists && b.old.likes != b.row.likes)
-		fill = fill || len(after.rows) > len(before.rows) // rows it lacked
+		p.downloads = p.downloads || (b.exists && b.old.downloads != b.row.downloads)
+		p.likes = p.likes || (b.exists && b.old.likes != b.row.likes)
+		p.fill = p.fill || len(after.rows) > len(before.rows) // rows it lacked
+	}
+	return p, nil
+}
+
+// planEarly plans a scan's listing in a read transaction, before the
+// write lock: its reads (every model, the changed models' states) then
+// keep no write waiting, and run beside the last listing's checkpoint.
+// The write transaction uses the plan if nothing was written since
+// (stillHolds).
+func (s *SQLite) planEarly(ctx context.Context, models []ModelUpsert) (*plannedListing, error) {
+	tx, err := s.r.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback()
+	p, err := planListing(ctx, tx, models)
+	if err != nil {
+		return nil, err
+	}
+	plannedEarly()
+	return p, nil
+}
+
+// plannedEarly is called once a listing is planned early: a hook for the
+// tests, which write there.
+var plannedEarly = func() {}
+
+// stillHolds returns p if the data is at the version p was read at in
+// tx, the write transaction (every write moves it: touch), and nil if p
+// is nil or something was written since.
+func (p *plannedListing) stillHolds(ctx context.Context, tx *sql.Tx) (*plannedListing, error) {
+	if p == nil {
+		return nil, nil
+	}
+	var changed int64
+	if err := tx.QueryRowContext(ctx, sqlChanged).Scan(&changed); err != nil {
+		return nil, err
+	}
+	if changed != p.changed {
+		return nil, nil
+	}
+	return p, nil
+}
+
+// writeBatch writes p's batch (split) as upsertModel writes each model.
+func writeBatch(ctx context.Context, tx *sql.Tx, p *plannedListing, now int64) error {
+	if len(p.batch) == 0 {
+		return nil
+	}
+	if err := loadBatch(ctx, tx, p.batch); err != nil {
+		return err
 	}
 	for _, w := range []struct {
 		query string
@@ -110,9 +190,9 @@ func upsertBatch(ctx context.Context, tx *sql.Tx, t *tallier, l *listing, batch 
 		args  []any
 	}{
 		{sqlBatchModels, true, []any{now}},
-		{sqlBatchDownloads, downloads, nil},
-		{sqlBatchLikes, likes, nil},
-		{sqlBatchFill, fill, []any{listTargetsJSON}},
+		{sqlBatchDownloads, p.downloads, nil},
+		{sqlBatchLikes, p.likes, nil},
+		{sqlBatchFill, p.fill, []any{listTargetsJSON}},
 		{sqlBatchClear, true, nil},
 	} {
 		if !w.need {
@@ -122,8 +202,8 @@ func upsertBatch(ctx context.Context, tx *sql.Tx, t *tallier, l *listing, batch 
 			return fmt.Errorf("listing batch: %w", err)
 		}
 	}
-	for _, b := range batch {
-		l.setRow(b.m.ID, b.row)
+	for _, b := range p.batch {
+		p.l.setRow(b.m.ID, b.row)
 	}
 	return nil
 }
@@ -140,9 +220,8 @@ func loadBatch(ctx context.Context, tx *sql.Tx, batch []batched) error {
 	defer stmt.Close()
 	for _, b := range batch {
 		r := b.row
-		withTask := b.exists && (b.old.task == "" || r.task == "") // as upsertModel reads its state
 		if _, err := stmt.ExecContext(ctx, b.m.ID, orgOf(b.m.ID), r.task, r.library, r.downloads, r.likes, r.gated,
-			r.sha, r.tags, r.lastModified, withTask); err != nil {
+			r.sha, r.tags, r.lastModified); err != nil {
 			return fmt.Errorf("listing batch: %s: %w", b.m.ID, err)
 		}
 	}
@@ -154,11 +233,27 @@ func loadBatch(ctx context.Context, tx *sql.Tx, batch []batched) error {
 // on the runtimes, a row per model.
 func readBatchStates(ctx context.Context, tx *sql.Tx, batch []batched) (map[string]modelState, error) {
 	states := make(map[string]modelState, len(batch))
+	var ids, withTask []string
 	for _, b := range batch {
 		if b.exists {
 			states[b.m.ID] = modelState{exists: true, downloads: b.old.downloads, task: b.old.task, library: b.old.library,
 				rows: map[compat.Target]currentRow{}, runtimes: map[int64]compat.Status{}, trains: map[int64]compat.Status{}}
+			ids = append(ids, b.m.ID)
+			if b.old.task == "" || b.row.task == "" { // as upsertModel reads its state
+				withTask = append(withTask, b.m.ID)
+			}
 		}
+	}
+	if len(ids) == 0 {
+		return states, nil
+	}
+	idsJSON, err := jsonText(ids)
+	if err != nil {
+		return nil, err
+	}
+	withTaskJSON, err := jsonText(append([]string{}, withTask...))
+	if err != nil {
+		return nil, err
 	}
 	of := func(id string) (modelState, error) {
 		st, ok := states[id]
@@ -167,7 +262,7 @@ func readBatchStates(ctx context.Context, tx *sql.Tx, batch []batched) (map[stri
 		}
 		return st, nil
 	}
-	rows, err := tx.QueryContext(ctx, sqlBatchStateRows)
+	rows, err := tx.QueryContext(ctx, sqlBatchStateRows, idsJSON, withTaskJSON)
 	if err != nil {
 		return nil, fmt.Errorf("listing batch: model states: %w", err)
 	}
@@ -190,21 +285,27 @@ func readBatchStates(ctx context.Context, tx *sql.Tx, batch []batched) (map[stri
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("listing batch: model states: %w", err)
 	}
-	rows, err = tx.QueryContext(ctx, sqlBatchRuntimes)
+	rows, err = tx.QueryContext(ctx, sqlBatchRuntimes, idsJSON)
 	if err != nil {
 		return nil, fmt.Errorf("listing batch: model states: %w", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var id, runtimes string
+		var (
+			id       string
+			runtimes sql.NullString
+		)
 		if err := rows.Scan(&id, &runtimes); err != nil {
 			return nil, fmt.Errorf("listing batch: model states: %w", err)
+		}
+		if !runtimes.Valid {
+			continue // on no runtime
 		}
 		st, err := of(id)
 		if err != nil {
 			return nil, err
 		}
-		if err := st.addRuntimes(runtimes); err != nil {
+		if err := st.addRuntimes(runtimes.String); err != nil {
 			return nil, fmt.Errorf("listing batch: model states: %s: %w", id, err)
 		}
 	}
@@ -240,22 +341,25 @@ const (
 	gated         INTEGER NOT NULL,
 	sha           TEXT NOT NULL,
 	tags          TEXT,
-	last_modified INTEGER,
-	with_task     INTEGER NOT NULL
+	last_modified INTEGER
 )`
-	sqlBatchRow = `INSERT INTO temp.listing_batch (id, org, task, library, downloads, likes, gated, sha, tags, last_modified, with_task)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	sqlBatchRow = `INSERT INTO temp.listing_batch (id, org, task, library, downloads, likes, gated, sha, tags, last_modified)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	sqlBatchClear = `DELETE FROM temp.listing_batch`
-	// sqlBatchStateRows is the current rows of sqlStateRows of every
-	// model of the batch, each with its model's id first; sqlBatchRuntimes
-	// its statuses on runtimes, one row per model (a model has one on
-	// most runtimes: a row each would be twenty).
-	sqlBatchStateRows = `SELECT b.id, c.target, c.status_rank, ifnull(c.fail_key, ''), c.result_id IS NOT NULL, ifnull(r.task, ''),
+	// sqlBatchStateRows is the current rows of sqlStateRows of the models
+	// of a JSON array of ids (?1), each with its model's id first, the
+	// task of the newest result read for those of the array ?2;
+	// sqlBatchRuntimes their statuses on runtimes, one row per model (a
+	// model has one on most runtimes: a row each would be twenty). They
+	// read in a read transaction too: the ids are an argument, not the
+	// temporary table.
+	sqlBatchStateRows = `SELECT b.value, c.target, c.status_rank, ifnull(c.fail_key, ''), c.result_id IS NOT NULL, ifnull(r.task, ''),
 	ifnull(c.status, ''), ifnull(r.reason, ''), NULL
-FROM temp.listing_batch b CROSS JOIN current c ON c.model_id = b.id
-LEFT JOIN results r ON c.target = '' AND (b.with_task OR c.status = 'skipped') AND r.id = c.result_id`
-	sqlBatchRuntimes = `SELECT b.id, group_concat(rc.runtime_id || ' ' || rc.status || ' ' || ifnull(rc.train_status, ''), ',')
-FROM temp.listing_batch b CROSS JOIN runtime_current rc ON rc.model_id = b.id GROUP BY b.id`
+FROM json_each(?1) b CROSS JOIN current c ON c.model_id = b.value
+LEFT JOIN results r ON c.target = '' AND (c.status = 'skipped' OR b.value IN (SELECT value FROM json_each(?2))) AND r.id = c.result_id`
+	sqlBatchRuntimes = `SELECT b.value, (SELECT group_concat(rc.runtime_id || ' ' || rc.status || ' ' || ifnull(rc.train_status, ''), ',')
+	FROM runtime_current rc WHERE rc.model_id = b.value)
+FROM json_each(?1) b`
 	// sqlBatchModels writes the batch's models rows (?1: now), as
 	// sqlUpsertModel writes one.
 	sqlBatchModels = `INSERT INTO models (id, org, task, library, downloads, likes, gated, sha, tags, last_modified, first_seen, updated_at)

@@ -50,8 +50,13 @@ func validTarget(t compat.Target, allowAny bool) error {
 // old row goes (the rename is one model's history). An id that had been an
 // alias stops being one.
 func (s *SQLite) UpsertModels(ctx context.Context, models []ModelUpsert) error {
-	if len(models) >= bulkListing {
-		s.ckpt.settle() // a large write: the last one's checkpoint first
+	var early *plannedListing
+	if len(models) >= bulkListing { // a scan's listing: a large write
+		var err error
+		if early, err = s.planEarly(ctx, models); err != nil {
+			return fmt.Errorf("store: upsert models: %w", err)
+		}
+		s.ckpt.settle() // the last large write's checkpoint first
 	}
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
@@ -59,28 +64,29 @@ func (s *SQLite) UpsertModels(ctx context.Context, models []ModelUpsert) error {
 	}
 	defer tx.Rollback()
 	now := unixNano(s.now())
-	t := newTallier()
-	l, err := newListing(ctx, tx, len(models))
+	p, err := early.stillHolds(ctx, tx)
+	if err == nil && p == nil { // not planned, or written since: plan again
+		p, err = planListing(ctx, tx, models)
+	}
 	if err != nil {
 		return fmt.Errorf("store: upsert models: %w", err)
 	}
-	batch, rest := l.split(models)
-	if err := upsertBatch(ctx, tx, t, l, batch, now); err != nil {
+	if err := writeBatch(ctx, tx, p, now); err != nil {
 		return fmt.Errorf("store: upsert models: %w", err)
 	}
-	for _, m := range rest {
-		if err := upsertModel(ctx, tx, t, l, m, now); err != nil {
+	for _, m := range p.rest {
+		if err := upsertModel(ctx, tx, p.t, p.l, m, now); err != nil {
 			return fmt.Errorf("store: upsert models: %s: %w", m.ID, err)
 		}
 	}
-	if err := t.flush(ctx, tx); err != nil {
+	if err := p.t.flush(ctx, tx); err != nil {
 		return fmt.Errorf("store: upsert models: %w", err)
 	}
 	if err := s.touch(ctx, tx); err != nil {
 		return fmt.Errorf("store: upsert models: %w", err)
 	}
 	commit := func() error { return s.commit(tx) }
-	if l.rows != nil { // a scan's listing: a large write
+	if p.l.rows != nil { // a scan's listing: a large write
 		commit = func() error { return s.commitAside(ctx, tx) }
 	}
 	if err := commit(); err != nil {

@@ -1,0 +1,49 @@
+package store_test
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/google-pytorch/torchtpu-scanner/store"
+	"github.com/google-pytorch/torchtpu-scanner/store/storetest"
+)
+
+// TestAListingPlannedBeforeAWriteIsPlannedAgain: a scan's listing reads
+// what it needs before it takes the write lock. Writes that land in
+// between (another model's downloads, a result that moves a model's
+// status) are not lost in its tallies: it plans again, and every answer
+// still equals a recomputation.
+func TestAListingPlannedBeforeAWriteIsPlannedAgain(t *testing.T) {
+	s, path := openInMode(t, listingModes[2])
+	runEquivWorkload(t, s, path, false)
+	listing, err := storetest.Listing(ctx, s)
+	if err != nil || len(listing) < 10 {
+		t.Fatalf("listing: %d models, %v", len(listing), err)
+	}
+	for i := range listing {
+		listing[i].Downloads += 100
+	}
+	wrote := 0
+	t.Cleanup(store.SetPlannedEarly(func() {
+		if wrote > 0 {
+			return
+		}
+		wrote++
+		between := listing[3] // an upsert too small to be planned early
+		between.Downloads += 7
+		if err := s.UpsertModels(ctx, []store.ModelUpsert{between}); err != nil {
+			t.Error(err)
+		}
+		r := equivResult(rand.New(rand.NewPCG(1, 2)), 1, 5000)
+		if _, err := s.RecordResult(ctx, listing[5].ID, r); err != nil {
+			t.Error(err)
+		}
+	}))
+	if err := s.UpsertModels(ctx, listing); err != nil {
+		t.Fatal(err)
+	}
+	if wrote == 0 {
+		t.Fatal("the listing was not planned early: nothing was written in between")
+	}
+	checkEquiv(t, s, path)
+}
