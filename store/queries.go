@@ -33,9 +33,11 @@ const (
 	sqlUpsertModel = `INSERT INTO models (id, org, task, library, downloads, likes, gated, sha, tags, last_modified, first_seen, updated_at)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)` + upsertModelSet
 	// upsertModelSet is how a listed model's row replaces the one stored.
+	// org is not set again: it follows from the id, which is the same, and
+	// setting it would rewrite the row's entry in models_org.
 	upsertModelSet = `
 ON CONFLICT (id) DO UPDATE SET
-	org = excluded.org, task = excluded.task, library = excluded.library, downloads = excluded.downloads,
+	task = excluded.task, library = excluded.library, downloads = excluded.downloads,
 	likes = excluded.likes, gated = excluded.gated, sha = excluded.sha, tags = excluded.tags,
 	last_modified = excluded.last_modified, updated_at = excluded.updated_at
 WHERE (task, library, downloads, likes, gated, sha, tags, last_modified)

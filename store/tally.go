@@ -210,6 +210,9 @@ type tallier struct {
 	moved    map[string]map[int64]bool // id → runtimes its status on changed
 	after    map[string]modelState     // id → its state after, for the kept comparisons' lists
 	newRuns  bool                      // a result was filed: the runtimes' order may have changed
+	// pairShift and trainShift add up the moves of pairs and trains of
+	// the models whose statuses stay (shiftRuntimes), until flush
+	pairShift, trainShift pairShifts
 }
 
 func newTallier() *tallier {
@@ -344,17 +347,101 @@ func (t *tallier) shiftRuntimes(st modelState, delta int64) {
 		return
 	}
 	ids := slices.Sorted(maps.Keys(st.runtimes))
-	for i, x := range ids {
+	for _, x := range ids {
 		bump(t.runtime, runtimeKey{x, st.runtimes[x]}, 0, 0).downloads += delta
-		for _, y := range ids[i+1:] {
-			bump(t.pairs, pairKey{x, y, st.runtimes[x], st.runtimes[y]}, 0, 0).downloads += delta
+	}
+	t.pairShift.add(ids, st.runtimes, delta)
+	t.trainShift.add(slices.Sorted(maps.Keys(st.trains)), st.trains, delta)
+}
+
+// pairShifts adds up the downloads that models whose statuses stay move
+// in pair tallies rows (runtime_pairs or train_pairs). A listing moves
+// thousands of models' downloads, each in every pair of the runtimes it
+// has a status on (190 pairs for 20 runtimes): the moves are added in a
+// table indexed by small numbers, rather than a tallies row looked up
+// each, and folded into the rows once (fold).
+type pairShifts struct {
+	index map[int64]int // runtime id → its place in ids
+	ids   []int64
+	// cells[i][j] is the pair of runtimes ids[i] < ids[j]: its downloads
+	// by the two statuses' places in compat.Statuses (nil: none yet)
+	cells [][]*[statusCount * statusCount]int64
+	// other has the pairs with a status outside compat.Statuses
+	other map[pairKey]*tally
+}
+
+const statusCount = 8 // len(compat.Statuses), checked by a test
+
+// statusPlace is s's place in compat.Statuses, -1 for another word.
+func statusPlace(s compat.Status) int {
+	for i, v := range compat.Statuses {
+		if v == s {
+			return i
 		}
 	}
-	ids = slices.Sorted(maps.Keys(st.trains))
+	return -1
+}
+
+// add adds delta to every pair of ids (sorted), by their statuses.
+func (ps *pairShifts) add(ids []int64, statuses map[int64]compat.Status, delta int64) {
+	if len(ids) < 2 {
+		return
+	}
+	places := make([]int, len(ids))
+	kinds := make([]int, len(ids))
+	for i, id := range ids {
+		places[i] = ps.place(id)
+		kinds[i] = statusPlace(statuses[id])
+	}
 	for i, x := range ids {
-		for _, y := range ids[i+1:] {
-			bump(t.trains, pairKey{x, y, st.trains[x], st.trains[y]}, 0, 0).downloads += delta
+		for j := i + 1; j < len(ids); j++ {
+			if kinds[i] < 0 || kinds[j] < 0 {
+				bump(ps.other, pairKey{x, ids[j], statuses[x], statuses[ids[j]]}, 0, 0).downloads += delta
+				continue
+			}
+			c := ps.cells[places[i]][places[j]]
+			if c == nil {
+				c = new([statusCount * statusCount]int64)
+				ps.cells[places[i]][places[j]] = c
+			}
+			c[kinds[i]*statusCount+kinds[j]] += delta
 		}
+	}
+}
+
+// place is runtime id's place in ids, given one if it has none.
+func (ps *pairShifts) place(id int64) int {
+	if i, ok := ps.index[id]; ok {
+		return i
+	}
+	if ps.index == nil {
+		ps.index, ps.other = map[int64]int{}, map[pairKey]*tally{}
+	}
+	ps.index[id] = len(ps.ids)
+	ps.ids = append(ps.ids, id)
+	for i := range ps.cells {
+		ps.cells[i] = append(ps.cells[i], nil)
+	}
+	ps.cells = append(ps.cells, make([]*[statusCount * statusCount]int64, len(ps.ids)))
+	return len(ps.ids) - 1
+}
+
+// fold adds the shifts to the tallies rows m.
+func (ps *pairShifts) fold(m map[pairKey]*tally) {
+	for i, row := range ps.cells {
+		for j, c := range row {
+			if c == nil {
+				continue
+			}
+			for k, d := range c {
+				if d != 0 {
+					bump(m, pairKey{ps.ids[i], ps.ids[j], compat.Statuses[k/statusCount], compat.Statuses[k%statusCount]}, 0, 0).downloads += d
+				}
+			}
+		}
+	}
+	for k, v := range ps.other {
+		bump(m, k, 0, 0).downloads += v.downloads
 	}
 }
 
@@ -433,6 +520,8 @@ func (t *tallier) flush(ctx context.Context, tx *sql.Tx) error {
 			return err
 		}
 	}
+	t.pairShift.fold(t.pairs)
+	t.trainShift.fold(t.trains)
 	for k, v := range t.pairs {
 		if err := execTally(ctx, tx, sqlAddPairTally, v, k.x, k.y, string(k.xStatus), string(k.yStat)); err != nil {
 			return err
