@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
@@ -84,6 +85,38 @@ func nullFloat(p *float64) sql.NullFloat64 {
 func jsonText(v any) (string, error) {
 	b, err := json.Marshal(v)
 	return string(b), err
+}
+
+// stringsJSON is ss as JSON text, as jsonText writes it: plain strings
+// (printable ASCII that encoding/json does not escape, as most Hub tags
+// and ids are) are quoted here, which a listing of every model does a
+// hundred thousand times; any other goes through encoding/json.
+func stringsJSON(ss []string) (string, error) {
+	if ss == nil {
+		return "null", nil
+	}
+	n := 2
+	for _, s := range ss {
+		for i := 0; i < len(s); i++ {
+			if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+				return jsonText(ss)
+			}
+		}
+		n += len(s) + 3
+	}
+	var b strings.Builder
+	b.Grow(n)
+	b.WriteByte('[')
+	for i, s := range ss {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteByte('"')
+		b.WriteString(s)
+		b.WriteByte('"')
+	}
+	b.WriteByte(']')
+	return b.String(), nil
 }
 
 // resultRow is a results row as scanned; every column is nullable so that

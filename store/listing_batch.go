@@ -247,11 +247,11 @@ func readBatchStates(ctx context.Context, tx *sql.Tx, batch []batched) (map[stri
 	if len(ids) == 0 {
 		return states, nil
 	}
-	idsJSON, err := jsonText(ids)
+	idsJSON, err := stringsJSON(ids)
 	if err != nil {
 		return nil, err
 	}
-	withTaskJSON, err := jsonText(append([]string{}, withTask...))
+	withTaskJSON, err := stringsJSON(append([]string{}, withTask...))
 	if err != nil {
 		return nil, err
 	}

@@ -322,7 +322,7 @@ func listedRowOf(m ModelUpsert) (listedRow, error) {
 	row := listedRow{task: m.Task, library: m.Library, downloads: m.Downloads, likes: m.Likes, gated: m.Gated,
 		sha: m.SHA, lastModified: nullTime(m.LastModified)}
 	if len(m.Tags) > 0 {
-		tags, err := jsonText(m.Tags)
+		tags, err := stringsJSON(m.Tags)
 		if err != nil {
 			return row, err
 		}
