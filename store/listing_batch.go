@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -247,6 +248,13 @@ func readBatchStates(ctx context.Context, tx *sql.Tx, batch []batched) (map[stri
 	if len(ids) == 0 {
 		return states, nil
 	}
+	// In the order of the indexes read (model_id first), not the
+	// listing's (by downloads): a leaf page read for one model serves the
+	// next ones. On the bench's database the current rows of 10 000
+	// models missed SQLite's page cache 19 000 times in id order, 50 000
+	// in the listing's, and took a quarter of the time.
+	slices.Sort(ids)
+	slices.Sort(withTask)
 	idsJSON, err := stringsJSON(ids)
 	if err != nil {
 		return nil, err
