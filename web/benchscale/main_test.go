@@ -949,3 +949,48 @@ func TestMeasureRoutes(t *testing.T) {
 		t.Errorf("downloads %d, seeded %d (%v)", m.Downloads, m2.Downloads, err)
 	}
 }
+
+// TestSettleWAL: a WAL left by a run killed before its Close is copied
+// back into the database and gone, its writes kept.
+func TestSettleWAL(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	db, err := store.Open(ctx, filepath.Join(dir, "live.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.UpsertModels(ctx, []store.ModelUpsert{{ID: "o/m", Downloads: 7}}); err != nil {
+		t.Fatal(err)
+	}
+	left := filepath.Join(dir, "left.db")
+	for _, suffix := range []string{"", "-wal"} { // the files a killed run leaves
+		b, err := os.ReadFile(filepath.Join(dir, "live.db") + suffix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(left+suffix, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st, err := os.Stat(left + "-wal"); err != nil || st.Size() == 0 {
+		t.Fatalf("no WAL to settle (%v): the test measures nothing", err)
+	}
+	if err := settleWAL(ctx, left); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(left + "-wal"); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the WAL is still there after settleWAL (%v)", err)
+	}
+	again, err := store.Open(ctx, left)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.Close()
+	if m, err := again.GetModel(ctx, "o/m", ""); err != nil || m.Downloads != 7 {
+		t.Errorf("after settleWAL the model is %+v, %v; want its 7 downloads", m, err)
+	}
+	if err := settleWAL(ctx, filepath.Join(dir, "no-such-dir", "x.db")+"?"); err == nil {
+		t.Error("settleWAL of a path the store refuses: no error")
+	}
+}
