@@ -369,6 +369,9 @@ func startServer(bin, path string) *server {
 	// The rate limit off: the bench is one client asking much.
 	cmd := exec.Command(bin, "serve", "--db", path, "--no-schedule", "--addr", addr, "--log-format", "json", "--rate-limit", "0")
 	cmd.Env = append(os.Environ(), "SCANNER_ADMIN_TOKEN=", "SCANNER_WORKER_TOKEN=")
+	// It dies with the bench: a bench that stops on a fatal error
+	// (log.Fatal runs no deferred stop) left it serving the database.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 	logf, err := os.CreateTemp("", "benchscale-serve-*.log")
 	if err != nil {
 		log.Fatal(err)

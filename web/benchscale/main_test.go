@@ -13,6 +13,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -35,6 +36,11 @@ import (
 const fakeVar = "BENCHSCALE_FAKE_SCANNER"
 
 func TestMain(m *testing.M) {
+	if db := os.Getenv(dieVar); db != "" { // a bench that starts its server and dies
+		os.Unsetenv(dieVar)
+		startServer(os.Args[0], db)
+		log.Fatal("a bench dies with its server up")
+	}
 	if rec := os.Getenv(fakeVar); rec != "" {
 		fakeScanner(rec)
 		return
@@ -65,8 +71,9 @@ func fakeScanner(rec string) {
 	// The stand-in ends when the test that started it does (a test that
 	// fails, or a mutant's, may never stop it), and after a minute anyway.
 	parent := os.Getppid()
+	stay := os.Getenv("FAKE_STAY") != "" // outlives its parent (a minute at most)
 	go func() {
-		for os.Getppid() == parent && time.Since(start) < time.Minute {
+		for (stay || os.Getppid() == parent) && time.Since(start) < time.Minute {
 			time.Sleep(50 * time.Millisecond)
 		}
 		os.Exit(3)
@@ -992,5 +999,29 @@ func TestSettleWAL(t *testing.T) {
 	}
 	if err := settleWAL(ctx, filepath.Join(dir, "no-such-dir", "x.db")+"?"); err == nil {
 		t.Error("settleWAL of a path the store refuses: no error")
+	}
+}
+
+// dieVar names the database of a bench that TestMain runs to start its
+// server and die (TestServerDiesWithTheBench).
+const dieVar = "BENCHSCALE_TEST_DIE_WITH"
+
+// TestServerDiesWithTheBench: a bench that stops on a fatal error
+// (log.Fatal runs no deferred stop) takes its server with it, even one
+// that would outlive its parent.
+func TestServerDiesWithTheBench(t *testing.T) {
+	bin, _ := useFake(t, map[string]string{"FAKE_STAY": "1"})
+	db := filepath.Join(t.TempDir(), "scale.db")
+	cmd := exec.Command(bin, "-test.run=^$")
+	cmd.Env = append(os.Environ(), dieVar+"="+db)
+	if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), "a bench dies with its server up") {
+		t.Fatalf("the bench did not die as asked: %v\n%s", err, out)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for len(proctest.With(db)) > 0 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if left := proctest.With(db); len(left) > 0 {
+		t.Errorf("the server outlived the bench: %v", left)
 	}
 }
