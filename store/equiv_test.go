@@ -324,6 +324,19 @@ func equivWorkload() []equivStep {
 				t.Fatal(err)
 			}
 		}},
+		{"a listing that moves every model's likes alone", func(t *testing.T, s *store.SQLite) {
+			var ups []store.ModelUpsert
+			for i := range len(downloads) {
+				if i != 20 && i != 21 {
+					u := equivUpsert(i, downloads[i])
+					u.Likes += 3
+					ups = append(ups, u)
+				}
+			}
+			if err := s.UpsertModels(ctx, ups); err != nil {
+				t.Fatal(err)
+			}
+		}},
 	}
 }
 
