@@ -209,3 +209,8 @@ func (s *SQLite) explain(ctx context.Context, query string, args ...any) ([]stri
 // planned, before its write transaction begins, and returns the function
 // that puts it back.
 func SetPlannedEarly(f func()) func() { return setVar(&plannedEarly, f) }
+
+// SetPlannedAgain sets the function called when a scan's listing planned
+// early is planned again in its write transaction, and returns the
+// function that puts it back.
+func SetPlannedAgain(f func()) func() { return setVar(&plannedAgain, f) }

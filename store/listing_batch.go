@@ -156,9 +156,9 @@ func (s *SQLite) planEarly(ctx context.Context, models []ModelUpsert) (*plannedL
 	return p, nil
 }
 
-// plannedEarly is called once a listing is planned early: a hook for the
-// tests, which write there.
-var plannedEarly = func() {}
+// plannedEarly is called once a listing is planned early, plannedAgain
+// when its plan did not hold: hooks for the tests.
+var plannedEarly, plannedAgain = func() {}, func() {}
 
 // stillHolds returns p if the data is at the version p was read at in
 // tx, the write transaction (every write moves it: touch), and nil if p

@@ -25,10 +25,10 @@ func TestAListingPlannedBeforeAWriteIsPlannedAgain(t *testing.T) {
 	}
 	wrote := 0
 	t.Cleanup(store.SetPlannedEarly(func() {
-		if wrote > 0 {
+		wrote++
+		if wrote > 1 {
 			return
 		}
-		wrote++
 		between := listing[3] // an upsert too small to be planned early
 		between.Downloads += 7
 		if err := s.UpsertModels(ctx, []store.ModelUpsert{between}); err != nil {
@@ -39,11 +39,28 @@ func TestAListingPlannedBeforeAWriteIsPlannedAgain(t *testing.T) {
 			t.Error(err)
 		}
 	}))
+	again := 0
+	t.Cleanup(store.SetPlannedAgain(func() { again++ }))
 	if err := s.UpsertModels(ctx, listing); err != nil {
 		t.Fatal(err)
 	}
 	if wrote == 0 {
 		t.Fatal("the listing was not planned early: nothing was written in between")
+	}
+	if again != 1 {
+		t.Errorf("planned again %d times, want once", again)
+	}
+	checkEquiv(t, s, path)
+
+	// Nothing written in between: the early plan is the one written.
+	for i := range listing {
+		listing[i].Downloads += 100
+	}
+	if err := s.UpsertModels(ctx, listing); err != nil {
+		t.Fatal(err)
+	}
+	if wrote != 2 || again != 1 {
+		t.Errorf("a listing with no write in between: planned early %d more times, again %d more; want 1 and 0", wrote-1, again-1)
 	}
 	checkEquiv(t, s, path)
 }

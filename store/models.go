@@ -66,6 +66,9 @@ func (s *SQLite) UpsertModels(ctx context.Context, models []ModelUpsert) error {
 	now := unixNano(s.now())
 	p, err := early.stillHolds(ctx, tx)
 	if err == nil && p == nil { // not planned, or written since: plan again
+		if early != nil {
+			plannedAgain()
+		}
 		p, err = planListing(ctx, tx, models)
 	}
 	if err != nil {
