@@ -3,6 +3,8 @@ package store
 import (
 	"slices"
 	"testing"
+
+	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 )
 
 // TestSplitBatchesOnlyWhatTouchesNoOtherModel: of a listing read at once,
@@ -58,6 +60,25 @@ func TestSplitBatchesOnlyWhatTouchesNoOtherModel(t *testing.T) {
 		}
 		if batch, rest := l.split(models); len(batch) > 0 || len(rest) != len(models) {
 			t.Errorf("%s: %d batched, %d rest; want all %d rest", name, len(batch), len(rest), len(models))
+		}
+	}
+}
+
+// TestAddRuntimesRefusesWhatSQLNeverLists: statuses on runtimes come as
+// "id status train" triples; a triple without its parts, or with an id
+// that is not a runtime's (runtimes count from 1), is an error, not a
+// status on runtime 0 (which the state keeps for current rows).
+func TestAddRuntimesRefusesWhatSQLNeverLists(t *testing.T) {
+	st := modelState{runtimes: map[int64]compat.Status{}, trains: map[int64]compat.Status{}}
+	if err := st.addRuntimes("1 pass ,2 fail oom"); err != nil {
+		t.Fatal(err)
+	}
+	if st.runtimes[1] != compat.StatusPass || st.runtimes[2] != compat.StatusFail || len(st.trains) != 1 || st.trains[2] != compat.StatusOOM {
+		t.Errorf("statuses %v, trains %v", st.runtimes, st.trains)
+	}
+	for _, bad := range []string{"0 pass ", "-1 pass ", "x pass ", "1 pass", "1", ""} {
+		if err := st.addRuntimes(bad); err == nil {
+			t.Errorf("addRuntimes(%q): no error", bad)
 		}
 	}
 }
