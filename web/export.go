@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -21,9 +22,26 @@ var csvColumns = []string{"id", "task", "library", "downloads", "likes", "gated"
 	"failure_class", "op", "reason", "signature", "mode", "tokens_per_s", "forward_ms", "peak_mem_bytes",
 	"tested_at", "revision", "torch", "torch_tpu", "transformers", "url"}
 
-// csvAllColumns are csvColumns and then readiness's (readiness.go).
-// and the matrix's (issue 25) last, so that no earlier column moves.
-var csvAllColumns = append(append(csvColumns[:len(csvColumns):len(csvColumns)], readinessCSVColumns...), modesCSVColumns...)
+// csvAllColumns are csvColumns and then readiness's (readiness.go), the
+// matrix's (issue 25) and the known issue's, each added last, so that no
+// earlier column moves.
+var csvAllColumns = slices.Concat(csvColumns, readinessCSVColumns, modesCSVColumns, knownCSVColumns)
+
+// knownCSVColumns are the known issue of the result's signature
+// (--known-issues): empty where it has none.
+var knownCSVColumns = []string{"known_issue", "known_issue_url", "known_issue_state"}
+
+// knownCSV is m's knownCSVColumns.
+func (s *Server) knownCSV(m compat.Model) []string {
+	if m.Result == nil {
+		return make([]string, len(knownCSVColumns))
+	}
+	k := s.known.MatchPtr(m.Result.Signature)
+	if k == nil {
+		return make([]string, len(knownCSVColumns))
+	}
+	return []string{k.Title, k.URL, k.State}
+}
 
 // modesCSVColumns are the train verdict and the compile stage's graph breaks.
 var modesCSVColumns = []string{"train_status", "train_stage", "train_signature", "train_step_ms", "graph_breaks"}
@@ -109,7 +127,7 @@ func (s *Server) writeExport(ctx context.Context, w io.Writer, q store.ModelQuer
 	writeCSVRow(&buf, csvAllColumns, nil)
 	for rows := 0; ; {
 		for _, m := range models[:min(len(models), maxExportRows-rows)] {
-			writeCSVRow(&buf, append(append(s.csvRecord(m), readinessCSV(m)...), modesCSV(m)...), csvNumeric)
+			writeCSVRow(&buf, slices.Concat(s.csvRecord(m), readinessCSV(m), modesCSV(m), s.knownCSV(m)), csvNumeric)
 		}
 		rows += len(models)
 		if _, err := w.Write(buf.Bytes()); err != nil {

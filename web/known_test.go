@@ -1,7 +1,9 @@
 package web
 
 import (
+	"encoding/csv"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -62,6 +64,22 @@ func TestAKnownSignatureShowsItsLinkWhereverItIsShown(t *testing.T) {
 		if page.tracked == 0 && strings.Contains(body, fftIssueURL) {
 			t.Errorf("%s links the issue of a signature it does not show", page.path)
 		}
+	}
+
+	// The CSV: the known issue's columns, last.
+	rows, err := csv.NewReader(strings.NewReader(ts.get(t, "/export.csv?target=tpu").body)).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if head := rows[0]; !slices.Equal(head[len(head)-3:], []string{"known_issue", "known_issue_url", "known_issue_state"}) {
+		t.Errorf("CSV header ends %v", head[len(head)-3:])
+	}
+	inCSV := map[string]string{}
+	for _, r := range rows[1:] {
+		inCSV[r[0]] = strings.Join(r[len(r)-3:], "|")
+	}
+	if inCSV["org/a"] != "FFT ops <missing>|"+fftIssueURL+"|open" || inCSV["org/b"] != "||" || len(inCSV) != 2 {
+		t.Errorf("CSV known issues: %q", inCSV)
 	}
 
 	// The feed: the regression's item and the new runtime's, which lists it.
