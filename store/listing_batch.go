@@ -234,7 +234,7 @@ func loadBatch(ctx context.Context, tx *sql.Tx, batch []batched) error {
 // on the runtimes, a row per model.
 func readBatchStates(ctx context.Context, tx *sql.Tx, batch []batched) (map[string]modelState, error) {
 	states := make(map[string]modelState, len(batch))
-	var ids, withTask []string
+	ids, withTask := []string{}, []string{} // JSON arrays, never null
 	for _, b := range batch {
 		if b.exists {
 			states[b.m.ID] = modelState{exists: true, downloads: b.old.downloads, task: b.old.task, library: b.old.library,
@@ -254,12 +254,11 @@ func readBatchStates(ctx context.Context, tx *sql.Tx, batch []batched) (map[stri
 	// models missed SQLite's page cache 19 000 times in id order, 50 000
 	// in the listing's, and took a quarter of the time.
 	slices.Sort(ids)
-	slices.Sort(withTask)
 	idsJSON, err := stringsJSON(ids)
 	if err != nil {
 		return nil, err
 	}
-	withTaskJSON, err := stringsJSON(append([]string{}, withTask...))
+	withTaskJSON, err := stringsJSON(withTask)
 	if err != nil {
 		return nil, err
 	}
