@@ -33,10 +33,10 @@ var knownCSVColumns = []string{"known_issue", "known_issue_url", "known_issue_st
 
 // knownCSV is m's knownCSVColumns.
 func (s *Server) knownCSV(m compat.Model) []string {
-	if m.Result == nil {
-		return make([]string, len(knownCSVColumns))
+	var k *compat.KnownIssue
+	if m.Result != nil {
+		k = s.known.MatchPtr(m.Result.Signature)
 	}
-	k := s.known.MatchPtr(m.Result.Signature)
 	if k == nil {
 		return make([]string, len(knownCSVColumns))
 	}
