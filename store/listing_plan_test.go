@@ -23,10 +23,10 @@ func TestAListingPlannedBeforeAWriteIsPlannedAgain(t *testing.T) {
 	for i := range listing {
 		listing[i].Downloads += 100
 	}
-	wrote := 0
+	planned := 0
 	t.Cleanup(store.SetPlannedEarly(func() {
-		wrote++
-		if wrote > 1 {
+		planned++
+		if planned > 1 { // the first plan only
 			return
 		}
 		between := listing[3] // an upsert too small to be planned early
@@ -44,7 +44,7 @@ func TestAListingPlannedBeforeAWriteIsPlannedAgain(t *testing.T) {
 	if err := s.UpsertModels(ctx, listing); err != nil {
 		t.Fatal(err)
 	}
-	if wrote == 0 {
+	if planned == 0 {
 		t.Fatal("the listing was not planned early: nothing was written in between")
 	}
 	if again != 1 {
@@ -59,8 +59,8 @@ func TestAListingPlannedBeforeAWriteIsPlannedAgain(t *testing.T) {
 	if err := s.UpsertModels(ctx, listing); err != nil {
 		t.Fatal(err)
 	}
-	if wrote != 2 || again != 1 {
-		t.Errorf("a listing with no write in between: planned early %d more times, again %d more; want 1 and 0", wrote-1, again-1)
+	if planned != 2 || again != 1 {
+		t.Errorf("a listing with no write in between: planned early %d more times, again %d more; want 1 and 0", planned-1, again-1)
 	}
 	checkEquiv(t, s, path)
 }
