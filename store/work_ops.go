@@ -21,19 +21,27 @@ import (
 // returns how many. Its leased jobs may still finish; one whose lease is
 // lost or given back after the scan ended is cancelled then (fleet.Settle).
 func (s *SQLite) WithdrawJobs(ctx context.Context, scanID int64) (int, error) {
-	var n int64
+	var n int
 	err := s.inTx(ctx, func(tx *sql.Tx) (bool, error) {
-		res, err := tx.ExecContext(ctx, sqlWithdrawJobs, unixNano(s.now()), scanID)
+		queued, err := queryJobs(ctx, tx, sqlQueuedScanJobs, scanID)
 		if err != nil {
 			return false, err
 		}
-		n, err = res.RowsAffected()
-		return n > 0, err
+		now := s.now()
+		for _, j := range queued {
+			// The rule for a queued job whose scan no longer runs.
+			j.st = fleet.Settle(j.st, false)
+			if err := j.save(ctx, tx, now); err != nil {
+				return false, err
+			}
+		}
+		n = len(queued)
+		return n > 0, nil
 	})
 	if err != nil {
 		return 0, fmt.Errorf("store: withdraw jobs: %w", err)
 	}
-	return int(n), nil
+	return n, nil
 }
 
 // scanRunning reports whether scan id is still running.

@@ -32,9 +32,10 @@ WHERE state = 'queued' AND target = ? AND runtime_key = ? AND devices <= ? ORDER
 WHERE state IN ('queued', 'leased') GROUP BY target, runtime_key, state`
 	sqlLostLeases   = `SELECT coalesce(sum(lost), 0) FROM jobs`
 	sqlOpenScanJobs = `SELECT ` + jobCols + ` FROM jobs WHERE scan_id = ? AND state IN ('queued', 'leased') ORDER BY id`
-	// sqlWithdrawJobs ends a scan's queued jobs; leased ones may finish.
-	sqlWithdrawJobs = `UPDATE jobs SET state = 'cancelled', updated_at = ? WHERE scan_id = ? AND state = 'queued'`
-	sqlScanStatus   = `SELECT status FROM scans WHERE id = ?`
+	// sqlQueuedScanJobs is a scan's queued jobs (withdrawn when it ends;
+	// leased ones may finish).
+	sqlQueuedScanJobs = `SELECT ` + jobCols + ` FROM jobs WHERE scan_id = ? AND state = 'queued' ORDER BY id`
+	sqlScanStatus     = `SELECT status FROM scans WHERE id = ?`
 	// sqlInFlightElsewhere is a model's leased jobs of scans that ended.
 	sqlInFlightElsewhere = `SELECT ` + jobCols + ` FROM jobs
 WHERE model_id = ? AND state = 'leased' AND scan_id <> ?2
