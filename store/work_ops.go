@@ -157,6 +157,25 @@ func (s *SQLite) ReplanJobs(ctx context.Context, scanID int64, target compat.Tar
 	return int(n), nil
 }
 
+// ForgetWorkers drops the records of the workers last seen before
+// seenBefore that hold no lease (fleet.ForgetAfter says when), and returns
+// how many.
+func (s *SQLite) ForgetWorkers(ctx context.Context, seenBefore time.Time) (int, error) {
+	var n int64
+	err := s.inTx(ctx, func(tx *sql.Tx) (bool, error) {
+		res, err := tx.ExecContext(ctx, sqlForgetWorkers, unixNano(seenBefore))
+		if err != nil {
+			return false, err
+		}
+		n, err = res.RowsAffected()
+		return n > 0, err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("store: forget workers: %w", err)
+	}
+	return int(n), nil
+}
+
 // LeaveWorker records that worker id is leaving (SIGTERM): it is not live
 // from now on (fleet.Seen.LiveAt), so that a rollout's new runtime is
 // planned for at once; its next lease or register brings it back. The

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -236,5 +237,54 @@ func TestAScanWhoseJobsFinishedWithoutAnOwnerIsResumed(t *testing.T) {
 	}
 	if n, _ := s.MarkInterrupted(ctx); n != 0 {
 		t.Errorf("marked %d interrupted: the adopted scan is this process's now", n)
+	}
+}
+
+// TestForgetWorkersDropsTheLongGone: the workers last seen before the bound
+// are dropped, unless they hold a lease; one seen at the bound stays.
+func TestForgetWorkersDropsTheLongGone(t *testing.T) {
+	ctx := context.Background()
+	s, _ := queueFixture(t, 1, "")
+	if err := s.SeeWorker(ctx, worker("old", wrtA), wt0); err != nil {
+		t.Fatal(err)
+	}
+	if l, _, err := s.LeaseJobs(ctx, worker("holder", wrtA), 1, wt0, wttl); err != nil || len(l) != 1 {
+		t.Fatal(l, err)
+	}
+	if err := s.SeeWorker(ctx, worker("new", wrtA), wt0.Add(2*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	ids := func() []string {
+		ws, err := s.Workers(ctx, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, w := range ws {
+			out = append(out, w.ID)
+		}
+		return out
+	}
+	before, _ := s.Changed(ctx)
+	if n, err := s.ForgetWorkers(ctx, wt0.Add(time.Hour)); err != nil || n != 1 {
+		t.Fatalf("forgot %d (%v), want the old one", n, err)
+	}
+	if got := ids(); !slices.Equal(got, []string{"new", "holder"}) {
+		t.Errorf("workers after forgetting: %v, want the new one and the lease holder", got)
+	}
+	if after, _ := s.Changed(ctx); !after.After(before) {
+		t.Error("forgetting a worker did not count as a change")
+	}
+	if n, err := s.ForgetWorkers(ctx, wt0.Add(2*time.Hour)); err != nil || n != 0 {
+		t.Errorf("forgot %d (%v) at the new one's last sight, want none", n, err)
+	}
+	if _, err := s.ExpireLeases(ctx, wt0.Add(wttl)); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.ForgetWorkers(ctx, wt0.Add(time.Hour)); err != nil || n != 1 {
+		t.Fatalf("forgot %d (%v) once the lease was taken back, want the holder", n, err)
+	}
+	if got := ids(); !slices.Equal(got, []string{"new"}) {
+		t.Errorf("workers at the end: %v", got)
 	}
 }

@@ -47,7 +47,9 @@ WHERE model_id = ? AND state = 'leased' AND scan_id <> ?2
 	// runtime key and memory budget.
 	sqlReplanJobs = `UPDATE jobs SET runtime_key = ?1, spec = json_set(spec, '$.memory_budget_bytes', ?2), updated_at = ?3
 WHERE scan_id = ?4 AND target = ?5 AND state = 'queued' AND runtime_key <> ?1`
-	sqlReplanScan  = `UPDATE scans SET runtime = ?, stalled_since = NULL, fleet_note = ? WHERE id = ?`
+	sqlReplanScan    = `UPDATE scans SET runtime = ?, stalled_since = NULL, fleet_note = ? WHERE id = ?`
+	sqlForgetWorkers = `DELETE FROM workers WHERE last_seen < ?
+	AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.state = 'leased' AND j.worker_id = workers.id)`
 	sqlLeaveWorker = `UPDATE workers SET left_at = ? WHERE id = ?`
 	// sqlRunningScansJobs is every running scan with its owner, its
 	// owner's last renewal, how many of its jobs are open and how many it

@@ -42,6 +42,7 @@ type Store interface {
 	SetScanStall(ctx context.Context, scanID int64, since *time.Time, note string) error
 	ReplanJobs(ctx context.Context, scanID int64, target compat.Target, rt compat.Runtime, budget int64, note string) (int, error)
 	LeaveWorker(ctx context.Context, id string, now time.Time) error
+	ForgetWorkers(ctx context.Context, seenBefore time.Time) (int, error)
 }
 
 var _ Store = (*store.SQLite)(nil)
@@ -87,6 +88,10 @@ type Dispatcher struct {
 	closed  chan struct{}
 	stats   Stats
 	once    sync.Once
+
+	// forgotAt is when the sweep last dropped the workers gone longer than
+	// fleet.ForgetAfter (only the sweep reads and writes it).
+	forgotAt time.Time
 }
 
 // poller is one long poll waiting for jobs.

@@ -112,6 +112,31 @@ func sweepInterval(ttl time.Duration) time.Duration {
 	return min(max(ttl/8, 100*time.Millisecond), 15*time.Second)
 }
 
+// forgetInterval is how often a sweep drops the workers gone longer than
+// fleet.ForgetAfter.
+const forgetInterval = time.Hour
+
+// forget drops, at most once per forgetInterval, the workers not heard
+// from for fleet.ForgetAfter (each worker process registers under a fresh
+// id: without it the fleet's table would keep every restart).
+func (d *Dispatcher) forget(ctx context.Context, now time.Time) {
+	if !d.forgotAt.IsZero() && now.Sub(d.forgotAt) < forgetInterval {
+		return
+	}
+	n, err := d.st.ForgetWorkers(ctx, now.Add(-fleet.ForgetAfter))
+	if err != nil {
+		if ctx.Err() == nil {
+			d.log.Error("forget workers", "err", err)
+		}
+		return
+	}
+	d.forgotAt = now
+	if n > 0 {
+		d.log.Info("workers forgotten", "workers", n, "unseen_for", fleet.ForgetAfter.String())
+		d.notify()
+	}
+}
+
 func (d *Dispatcher) sweep(ctx context.Context) {
 	exp, err := d.st.ExpireLeases(ctx, d.now())
 	if err != nil {
@@ -131,6 +156,7 @@ func (d *Dispatcher) sweep(ctx context.Context) {
 		d.notify()
 		d.wake(exp.Keys...)
 	}
+	d.forget(ctx, d.now())
 	st, err := d.Stats(ctx)
 	if err != nil {
 		if ctx.Err() == nil {

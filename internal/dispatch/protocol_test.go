@@ -59,6 +59,13 @@ func (s *failingStore) ExpireLeases(ctx context.Context, now time.Time) (store.E
 	return s.Store.ExpireLeases(ctx, now)
 }
 
+func (s *failingStore) ForgetWorkers(ctx context.Context, seenBefore time.Time) (int, error) {
+	if s.fail["ForgetWorkers"] {
+		return 0, errBoom
+	}
+	return s.Store.ForgetWorkers(ctx, seenBefore)
+}
+
 func (s *failingStore) QueueStats(ctx context.Context) (store.QueueStats, error) {
 	if s.fail["QueueStats"] {
 		return store.QueueStats{}, errBoom

@@ -49,7 +49,7 @@ func TestTheSweepTakesExpiredLeasesBack(t *testing.T) {
 // unless the sweep is ending (its context done); Workers returns it.
 func TestSweepErrorsAreLogged(t *testing.T) {
 	f := newFixture(t, 0, time.Minute)
-	for _, call := range []string{"ExpireLeases", "QueueStats"} {
+	for _, call := range []string{"ExpireLeases", "ForgetWorkers", "QueueStats"} {
 		var logs proctest.Buffer
 		d := New(&failingStore{Store: f.st, fail: map[string]bool{call: true}}, Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 		ended, cancel := context.WithCancel(context.Background())
@@ -177,5 +177,56 @@ func TestSweepInterval(t *testing.T) {
 		if got := sweepInterval(ttl); got != want {
 			t.Errorf("lease TTL %v: a sweep every %v, want %v", ttl, got, want)
 		}
+	}
+}
+
+// TestTheSweepForgetsWorkersGoneAWeek: a worker not heard from for longer
+// than fleet.ForgetAfter leaves the fleet's listing at the next sweep that
+// forgets (at most one an hour), which says so; a failed forget is logged
+// (unless the sweep is ending) and tried again at the next sweep.
+func TestTheSweepForgetsWorkersGoneAWeek(t *testing.T) {
+	ctx := context.Background()
+	f, clk, logs := clocked(t)
+	leaseOne(t, f.d, "gone")
+	f.d.sweep(ctx) // forgets nothing, and waits an hour before it tries again
+	if ws, _ := f.d.Workers(ctx); len(ws) != 1 || strings.Contains(logs.String(), "forgotten") {
+		t.Fatalf("workers %+v after the first sweep:\n%s", ws, logs.String())
+	}
+	clk.add(fleet.ForgetAfter + time.Nanosecond)
+	changed := f.d.watch()
+	f.d.sweep(ctx) // takes the lease back, then forgets its holder
+	if ws, _ := f.d.Workers(ctx); len(ws) != 0 || !strings.Contains(logs.String(), "workers forgotten") ||
+		!strings.Contains(logs.String(), "workers=1") || !closed(changed) {
+		t.Fatalf("workers %+v a week on (scans woken %v):\n%s", ws, closed(changed), logs.String())
+	}
+	// A worker last seen over a week ago turns up (a clock put right): kept
+	// until an hour after the last forget.
+	old := worker("old", 1)
+	if err := f.st.SeeWorker(ctx, old, clk.now().Add(-fleet.ForgetAfter-time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	clk.add(time.Hour - time.Nanosecond)
+	f.d.sweep(ctx)
+	if ws, _ := f.d.Workers(ctx); len(ws) != 1 {
+		t.Fatalf("forgot again within the hour: %+v", ws)
+	}
+	clk.add(time.Nanosecond)
+	f.d.sweep(ctx)
+	if ws, _ := f.d.Workers(ctx); len(ws) != 0 {
+		t.Fatalf("not forgotten an hour after the last forget: %+v", ws)
+	}
+
+	var flogs proctest.Buffer
+	d := New(&failingStore{Store: f.st, fail: map[string]bool{"ForgetWorkers": true}},
+		Config{Now: clk.now, Logger: slog.New(slog.NewTextHandler(&flogs, nil))})
+	ended, cancel := context.WithCancel(ctx)
+	cancel()
+	d.forget(ended, clk.now())
+	if flogs.String() != "" {
+		t.Errorf("an ending forget logged:\n%s", flogs.String())
+	}
+	d.forget(ctx, clk.now())
+	if !strings.Contains(flogs.String(), "forget workers") || !d.forgotAt.IsZero() {
+		t.Errorf("a failed forget: logged %q, forgotAt %v (want it tried again)", flogs.String(), d.forgotAt)
 	}
 }

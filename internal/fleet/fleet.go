@@ -27,6 +27,13 @@ func Live(lastSeen, now time.Time, ttl time.Duration) bool {
 	return now.Sub(lastSeen) <= max(ttl, 2*MaxWait)
 }
 
+// ForgetAfter is how long the fleet keeps the record of a worker it no
+// longer hears from (a pod replaced, a host retired): every worker process
+// registers under a fresh id, so without it every restart would stay
+// listed for ever. A week, so that an operator still sees last week's
+// fleet; one that comes back registers again.
+const ForgetAfter = 7 * 24 * time.Hour
+
 // LiveAt reports whether the worker counts at now: it did not say it was
 // leaving, and it was heard from lately (Live).
 func (s Seen) LiveAt(now time.Time, ttl time.Duration) bool {
