@@ -43,12 +43,12 @@ func (s *Server) apiModels(c *fiber.Ctx) error {
 		return fmt.Errorf("web: api models: %w", err)
 	}
 	url := c.OriginalURL()
-	if notModified(c, etagOf(changedTag(changed), s.hubEndpoint, url)) {
+	if notModified(c, etagOf(changedTag(changed), s.hubEndpoint, url, codingOf(c))) {
 		return c.SendStatus(fiber.StatusNotModified)
 	}
 	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSONCharsetUTF8)
 	if body, ok := s.apiLists.get(url, changed); ok {
-		return c.Send(body)
+		return body.send(c)
 	}
 	models, next, err := s.store.ListModels(ctx, q)
 	if err != nil {
@@ -68,8 +68,9 @@ func (s *Server) apiModels(c *fiber.Ctx) error {
 	if err != nil {
 		return fmt.Errorf("web: api models: %w", err)
 	}
-	s.apiLists.put(strings.Clone(url), changed, body, len(body)+len(url))
-	return c.Send(body)
+	enc := encodeBody(body)
+	s.apiLists.put(strings.Clone(url), changed, enc, enc.size()+len(url))
+	return enc.send(c)
 }
 
 // apiModel serves GET /api/v1/models/{id}. Aliases resolve to the model.

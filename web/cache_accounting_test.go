@@ -38,7 +38,7 @@ func TestByteCachesCountWhatTheyHold(t *testing.T) {
 	checkEntrySizes(t, "badges", &ts.badges, func(k badgeKey, v cachedBadge) int {
 		return len(v.body) + len(v.etag) + len(k.raw) + len(k.label)
 	}, overhead, 3)
-	checkEntrySizes(t, "api lists", &ts.apiLists, func(k string, v []byte) int { return len(k) + len(v) }, overhead, 2)
+	checkEntrySizes(t, "api lists", &ts.apiLists, func(k string, v encodedBody) int { return len(k) + len(v.raw) + len(v.gz) }, overhead, 2)
 	checkEntrySizes(t, "table bodies", &ts.tableBodies, func(k string, v template.HTML) int { return len(k) + len(v) }, overhead, 2)
 	checkEntrySizes(t, "compare pages", &ts.comparePages, func(k string, v encodedBody) int { return len(k) + len(v.raw) + len(v.gz) }, overhead, 1)
 	checkEntrySizes(t, "table pages", &ts.tablePages, func(k string, v encodedBody) int { return len(k) + len(v.raw) + len(v.gz) }, overhead, 2)

@@ -58,6 +58,19 @@ func (e encodedBody) send(c *fiber.Ctx) error {
 	return c.Send(e.gz)
 }
 
+// codingOf is the content coding the request gets from a route that sends
+// encodedBody ("gzip" or ""), for that route's ETag: a strong validator
+// names one representation (RFC 9110 8.8.3), and a cache that holds both
+// must not be told that its plain copy is the gzipped one. It says that the
+// answer varies by Accept-Encoding (the 304 included).
+func codingOf(c *fiber.Ctx) string {
+	c.Vary(fiber.HeaderAcceptEncoding)
+	if acceptsGzip(c.Get(fiber.HeaderAcceptEncoding)) {
+		return "gzip"
+	}
+	return ""
+}
+
 // acceptsGzip reports whether an Accept-Encoding header (RFC 9110
 // 12.5.3) accepts gzip: listed as gzip, x-gzip or *, without q=0.
 func acceptsGzip(header string) bool {

@@ -77,7 +77,7 @@ func TestEncodeBodyKeepsGzipOnlyWhenWorthIt(t *testing.T) {
 func TestCachedPagesAreGzippedForClientsThatAskForIt(t *testing.T) {
 	ts := twoRuntimes(t)
 	downloads := int64(9000)
-	for _, path := range []string{"/", "/compare", "/feed.json", "/feed.atom", "/compare?base=" + keyV1 + "&head=" + keyV2} {
+	for _, path := range []string{"/", "/compare", "/feed.json", "/feed.atom", "/compare?base=" + keyV1 + "&head=" + keyV2, "/api/v1/models"} {
 		plain := ts.get(t, path)
 		if plain.status != 200 {
 			t.Fatalf("%s: %d %s", path, plain.status, plain.body)
@@ -127,4 +127,37 @@ func gunzip(t *testing.T, b []byte) []byte {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// TestAGzippedAnswerHasItsOwnETag: the routes with an ETag whose body may
+// be gzipped tag the gzipped and the plain answer apart (a strong validator
+// names one representation), each If-None-Match matches its own only, and
+// the 304 says it varies by Accept-Encoding too.
+func TestAGzippedAnswerHasItsOwnETag(t *testing.T) {
+	ts := twoRuntimes(t)
+	gz := map[string]string{"Accept-Encoding": "gzip"}
+	for _, path := range []string{"/feed.json", "/feed.atom", "/api/v1/models", "/api/v1/models?limit=1"} {
+		plain, zipped := ts.get(t, path), ts.do(t, "GET", path, gz)
+		pe, ze := plain.header.Get("ETag"), zipped.header.Get("ETag")
+		if plain.status != 200 || zipped.status != 200 || pe == "" || ze == "" || pe == ze {
+			t.Errorf("%s: ETag plain %q (%d), gzip-accepting %q (%d): want two, apart", path, pe, plain.status, ze, zipped.status)
+			continue
+		}
+		for _, c := range []struct {
+			accept, inm string
+			want        int
+		}{{"", pe, 304}, {"", ze, 200}, {"gzip", ze, 304}, {"gzip", pe, 200}} {
+			h := map[string]string{"If-None-Match": c.inm}
+			if c.accept != "" {
+				h["Accept-Encoding"] = c.accept
+			}
+			r := ts.do(t, "GET", path, h)
+			if r.status != c.want {
+				t.Errorf("%s, Accept-Encoding %q, If-None-Match %s: %d, want %d", path, c.accept, c.inm, r.status, c.want)
+			}
+			if !strings.Contains(r.header.Get("Vary"), "Accept-Encoding") {
+				t.Errorf("%s, Accept-Encoding %q: %d without Vary: Accept-Encoding (%q)", path, c.accept, r.status, r.header.Get("Vary"))
+			}
+		}
+	}
 }

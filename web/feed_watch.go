@@ -57,7 +57,7 @@ func (s *Server) serveFeed(c *fiber.Ctx, format feedFormat) error {
 		return fmt.Errorf("web: feed: %w", err)
 	}
 	base := s.base(c)
-	if notModified(c, etagOf(changedTag(changed), base, s.hubEndpoint, fmt.Sprint(format), f.Query())) {
+	if notModified(c, etagOf(changedTag(changed), base, s.hubEndpoint, fmt.Sprint(format), f.Query(), codingOf(c))) {
 		return c.SendStatus(fiber.StatusNotModified)
 	}
 	// The body is cached until the data changes, by its format, the base

@@ -151,7 +151,7 @@ type Server struct {
 	proxies proxies      // whose X-Forwarded-* headers are believed
 
 	badges       versioned[badgeKey, cachedBadge]
-	apiLists     versioned[string, []byte]
+	apiLists     versioned[string, encodedBody]
 	lists        versioned[string, listPage]
 	summaries    versioned[string, store.Summary]
 	failures     versioned[string, []store.FailureGroup]
