@@ -121,7 +121,7 @@ func main() {
 	failed := report(os.Stdout, endpoints, rows, *conns)
 	fmt.Println()
 	for _, p := range []string{"/", "/runtimes", "/compare"} {
-		fmt.Printf("GET %s right after a write (cache miss, median of 5): %s\n", p, fmtDur(afterWrite(ctx, db, base+p)))
+		fmt.Printf("GET %s right after a write (cache miss, median of 5): %s\n", p, wrk.Dur(afterWrite(ctx, db, base+p)))
 	}
 	fmt.Printf("\n%d models, %d results; wrk -t%d -c%d and -t1 -c1, %s each, on loopback; %d CPUs\n",
 		*nModels, *nResults, *threads, *conns, dur, runtime.NumCPU())
@@ -172,13 +172,6 @@ func serve(listen func(net.Listener) error) string {
 		}
 	}()
 	return "http://" + ln.Addr().String()
-}
-
-func fmtDur(d time.Duration) string {
-	if d < time.Millisecond {
-		return fmt.Sprintf("%.0fµs", float64(d)/float64(time.Microsecond))
-	}
-	return fmt.Sprintf("%.2fms", float64(d)/float64(time.Millisecond))
 }
 
 // openSeeded opens the database at path, seeding it with nModels models and
@@ -266,7 +259,7 @@ func report(out io.Writer, endpoints []endpoint, rows []row, conns int) bool {
 			failed = true
 		}
 		fmt.Fprintf(w, "%s\t%.0f\t%.2f\t%s\t%s\t%s\t%s\t%s\t\n", r.load.name, r.load.RPS, r.load.RPS/minRPS,
-			fmtDur(r.load.P50), fmtDur(r.load.P99), fmtDur(r.single.P50), fmtDur(r.single.P99), target)
+			wrk.Dur(r.load.P50), wrk.Dur(r.load.P99), wrk.Dur(r.single.P50), wrk.Dur(r.single.P99), target)
 	}
 	w.Flush()
 	return failed

@@ -23,17 +23,6 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/web/internal/wrk"
 )
 
-func TestFmtDur(t *testing.T) {
-	for d, want := range map[time.Duration]string{
-		0: "0µs", 116 * time.Microsecond: "116µs", time.Millisecond - time.Microsecond: "999µs",
-		time.Millisecond: "1.00ms", 12345 * time.Microsecond: "12.35ms", 2 * time.Second: "2000.00ms",
-	} {
-		if got := fmtDur(d); got != want {
-			t.Errorf("fmtDur(%v) = %q, want %q", d, got, want)
-		}
-	}
-}
-
 // rowOf is a row with these figures under load and with one client.
 func rowOf(name string, rps float64, p50 time.Duration, single time.Duration, errs ...string) row {
 	r := row{load: result{name, wrk.Result{RPS: rps, P50: p50, P99: 2 * p50}}, single: result{name, wrk.Result{RPS: rps / 10, P50: single, P99: 3 * single}}}
@@ -85,7 +74,7 @@ func TestReport(t *testing.T) {
 		for i, r := range tt.rows {
 			got := strings.TrimSpace(lines[i+1])
 			figures := fmt.Sprintf("%s  %.0f  %.2f  %s  %s  %s  %s", r.load.name, r.load.RPS, r.load.RPS/1000,
-				fmtDur(r.load.P50), fmtDur(r.load.P99), fmtDur(r.single.P50), fmtDur(r.single.P99))
+				wrk.Dur(r.load.P50), wrk.Dur(r.load.P99), wrk.Dur(r.single.P50), wrk.Dur(r.single.P99))
 			if strings.Join(strings.Fields(got), " ") != strings.Join(strings.Fields(figures+" "+tt.want[i]), " ") {
 				t.Errorf("%s, row %d: %q, want %q", tt.name, i, got, figures+"  "+tt.want[i])
 			}

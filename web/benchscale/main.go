@@ -179,7 +179,7 @@ func measureStartUp(w io.Writer, scanner, path string, g *goals) *server {
 	}
 	slices.Sort(starts)
 	fmt.Fprintf(w, "\nstart-up (scanner serve, exec to first /readyz 200), median of 3: %s  [%s]\n",
-		fmtDur(starts[1]), g.report("goal < 200ms", starts[1] < goalStartUp))
+		wrk.Dur(starts[1]), g.report("goal < 200ms", starts[1] < goalStartUp))
 
 	return srv
 }
@@ -189,7 +189,7 @@ func measureStartUp(w io.Writer, scanner, path string, g *goals) *server {
 func measureExports(w io.Writer, srv *server, g *goals) {
 	exportRise, exportTime, exportBytes := exports(w, srv)
 	fmt.Fprintf(w, "%d concurrent /export.csv: peak RSS %s → %s (rise %s), each %s for %.1f MB  [%s]\n", exportsAtOnce,
-		fmtMB(exportRise[0]), fmtMB(exportRise[1]), fmtMB(exportRise[1]-exportRise[0]), fmtDur(exportTime),
+		fmtMB(exportRise[0]), fmtMB(exportRise[1]), fmtMB(exportRise[1]-exportRise[0]), wrk.Dur(exportTime),
 		float64(exportBytes)/1e6, g.report("goal rise < 100 MB", exportRise[1]-exportRise[0] < goalExportRise))
 
 }
@@ -221,15 +221,15 @@ func measureRoutes(ctx context.Context, out io.Writer, db *store.SQLite, srv *se
 		if h != "" {
 			name += " (" + h + ")"
 		}
-		fmt.Fprintf(w, "%s\t\t\t%s\t%s\t%s\t%s\t%.0f\t\t\n", name, fmtDur(min1.P50), fmtDur(min1.P99),
-			fmtDur(min16.P50), fmtDur(min16.P99), min16.RPS)
+		fmt.Fprintf(w, "%s\t\t\t%s\t%s\t%s\t%s\t%.0f\t\t\n", name, wrk.Dur(min1.P50), wrk.Dur(min1.P99),
+			wrk.Dur(min16.P50), wrk.Dur(min16.P99), min16.RPS)
 	}
 	for _, r := range routes {
 		p50, p99 := missTimes(r.url, misses, toggle)
 		c1, c16 := load(r.url, r.header, 1, 1), load(r.url, r.header, 2, 16)
 		goal := routeGoal(g, r, p50, c1, c16, minimals[r.header])
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.0f\t%s\t\n", r.name, fmtDur(p50), fmtDur(p99), fmtDur(c1.P50),
-			fmtDur(c1.P99), fmtDur(c16.P50), fmtDur(c16.P99), c16.RPS, goal)
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.0f\t%s\t\n", r.name, wrk.Dur(p50), wrk.Dur(p99), wrk.Dur(c1.P50),
+			wrk.Dur(c1.P99), wrk.Dur(c16.P50), wrk.Dur(c16.P99), c16.RPS, goal)
 	}
 	w.Flush()
 
@@ -259,7 +259,7 @@ func routeGoal(g *goals, r route, p50 time.Duration, c1, c16, minimal wrk.Result
 func measureUpsert(ctx context.Context, w io.Writer, db *store.SQLite, nModels int, g *goals) {
 	changed, back := upserts(ctx, db)
 	fmt.Fprintf(w, "\nlisting upsert of %d models, %d with new downloads: %s (CPU %s), and putting them back: %s (CPU %s)  [%s]\n",
-		nModels, nModels/changedFraction, fmtDur(changed.wall), fmtDur(changed.cpu), fmtDur(back.wall), fmtDur(back.cpu),
+		nModels, nModels/changedFraction, wrk.Dur(changed.wall), wrk.Dur(changed.cpu), wrk.Dur(back.wall), wrk.Dur(back.cpu),
 		g.report("goal < 5s", max(changed.wall, back.wall) < goalUpsert))
 }
 
@@ -691,16 +691,6 @@ func loadAvgOf(path string) string {
 		return "unknown"
 	}
 	return "load average " + strings.Join(f[:3], ", ")
-}
-
-func fmtDur(d time.Duration) string {
-	switch {
-	case d < time.Millisecond:
-		return fmt.Sprintf("%.0fµs", float64(d)/float64(time.Microsecond))
-	case d < time.Second:
-		return fmt.Sprintf("%.2fms", float64(d)/float64(time.Millisecond))
-	}
-	return fmt.Sprintf("%.2fs", d.Seconds())
 }
 
 func fmtMB(b int64) string { return fmt.Sprintf("%.0f MB", float64(b)/(1<<20)) }

@@ -99,3 +99,16 @@ func Parse(out []byte) (Result, error) {
 	r.Errors = strings.Join(errs, "; ")
 	return r, nil
 }
+
+// Dur writes a latency as the benchmarks' reports show it: whole
+// microseconds below a millisecond, milliseconds with two decimals below a
+// second, seconds with two decimals above.
+func Dur(d time.Duration) string {
+	switch {
+	case d < time.Millisecond:
+		return fmt.Sprintf("%.0fµs", float64(d)/float64(time.Microsecond))
+	case d < time.Second:
+		return fmt.Sprintf("%.2fms", float64(d)/float64(time.Millisecond))
+	}
+	return fmt.Sprintf("%.2fs", d.Seconds())
+}

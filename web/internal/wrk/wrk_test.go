@@ -137,3 +137,15 @@ func TestRun(t *testing.T) {
 		t.Errorf("an output without figures: %v", err)
 	}
 }
+
+func TestDur(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		0: "0µs", 116 * time.Microsecond: "116µs", time.Millisecond - time.Microsecond: "999µs",
+		time.Millisecond: "1.00ms", 12345 * time.Microsecond: "12.35ms", time.Second - time.Millisecond: "999.00ms",
+		time.Second: "1.00s", 2500 * time.Millisecond: "2.50s",
+	} {
+		if got := Dur(d); got != want {
+			t.Errorf("Dur(%v) = %q, want %q", d, got, want)
+		}
+	}
+}
