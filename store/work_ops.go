@@ -122,25 +122,35 @@ func (s *SQLite) SetScanStall(ctx context.Context, id int64, since *time.Time, n
 }
 
 // ReplanJobs moves the queued jobs of scan scanID on target that no worker
-// can take to the runtime rt (the one the fleet runs now), with the memory
-// budget of its hosts, makes rt the scan's runtime, clears its stall and
-// records note. Leased jobs keep their runtime (they finish on it). It
-// returns how many jobs it moved.
-func (s *SQLite) ReplanJobs(ctx context.Context, scanID int64, target compat.Target, rt compat.Runtime, budget int64, note string) (int, error) {
+// can take to the runtime rt (the one the fleet runs now), each with the
+// memory budget budgetOf gives for its devices on the fleet's hosts (the
+// plan's rule), makes rt the scan's runtime, clears its stall and records
+// note. Leased jobs keep their runtime (they finish on it). It returns how
+// many jobs it moved.
+func (s *SQLite) ReplanJobs(ctx context.Context, scanID int64, target compat.Target, rt compat.Runtime, budgetOf func(devices int) int64, note string) (int, error) {
 	rtJSON, err := jsonText(rt)
 	if err != nil {
 		return 0, fmt.Errorf("store: replan: %w", err)
 	}
-	var n int64
+	var n int
 	err = s.inTx(ctx, func(tx *sql.Tx) (bool, error) {
-		res, err := tx.ExecContext(ctx, sqlReplanJobs, rt.RetestKey(), budget, unixNano(s.now()), scanID, string(target))
+		jobs, err := queryJobs(ctx, tx, sqlReplannedJobs, scanID, string(target), rt.RetestKey())
 		if err != nil {
 			return false, err
 		}
-		if n, err = res.RowsAffected(); err != nil {
-			return false, err
+		now := unixNano(s.now())
+		for _, j := range jobs {
+			j.spec.MemoryBudgetBytes = budgetOf(j.spec.Chips())
+			spec, err := jsonText(j.spec)
+			if err != nil {
+				return false, err
+			}
+			if _, err := tx.ExecContext(ctx, sqlReplanJob, rt.RetestKey(), spec, now, j.id); err != nil {
+				return false, err
+			}
 		}
-		res, err = tx.ExecContext(ctx, sqlReplanScan, rtJSON, note, scanID)
+		n = len(jobs)
+		res, err := tx.ExecContext(ctx, sqlReplanScan, rtJSON, note, scanID)
 		if err != nil {
 			return false, err
 		}

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -142,7 +143,7 @@ func TestReplanMovesQueuedJobsToTheFleetsRuntime(t *testing.T) {
 	if err != nil || len(keys) != 1 || keys[0] != (fleet.QueueKey{Target: "cpu", RuntimeKey: wrtA.RetestKey(), Chips: 1}) {
 		t.Fatalf("queue keys %v %v", keys, err)
 	}
-	n, err := s.ReplanJobs(ctx, scanID, "cpu", wrtB, 7<<30, "re-planned")
+	n, err := s.ReplanJobs(ctx, scanID, "cpu", wrtB, budgetOf(7<<30), "re-planned")
 	if err != nil || n != 2 {
 		t.Fatalf("re-planned %d (%v), want the 2 queued", n, err)
 	}
@@ -174,7 +175,7 @@ func TestALostJobKeepsItsOwnRuntime(t *testing.T) {
 			t.Fatalf("lease %d: %v %v", i, l, err)
 		}
 		if i == 0 {
-			if _, err := s.ReplanJobs(ctx, scanID, "cpu", wrtB, 0, "re-planned"); err != nil {
+			if _, err := s.ReplanJobs(ctx, scanID, "cpu", wrtB, budgetOf(0), "re-planned"); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -286,5 +287,47 @@ func TestForgetWorkersDropsTheLongGone(t *testing.T) {
 	}
 	if got := ids(); !slices.Equal(got, []string{"new"}) {
 		t.Errorf("workers at the end: %v", got)
+	}
+}
+
+// budgetOf is a re-plan's budget rule that gives every job perDevice times
+// its devices.
+func budgetOf(perDevice int64) func(devices int) int64 {
+	return func(devices int) int64 { return perDevice * int64(devices) }
+}
+
+// TestAReplannedJobGetsTheBudgetOfItsDevices: a re-plan asks the rule for
+// each job's budget by the devices the job holds (a sharded job's is its
+// devices'), and keeps the rest of the job as planned.
+func TestAReplannedJobGetsTheBudgetOfItsDevices(t *testing.T) {
+	ctx := context.Background()
+	s, scanID := queueFixture(t, 1, "")
+	if err := s.UpsertModels(ctx, []ModelUpsert{{ID: "q/big", SHA: "shabig", Downloads: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	big := fleet.Job{ModelID: "q/big", Revision: "shabig", Target: compat.TargetCPU, Mode: compat.ModeFull,
+		Files: []string{"config.json"}, TimeoutS: 60, Devices: 2, MemoryBudgetBytes: 1 << 30, NoTrain: "too big"}
+	if err := s.EnqueueJobs(ctx, scanID, []NewJob{{Rank: 5, RuntimeKey: wrtA.RetestKey(), Job: big}}); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.ReplanJobs(ctx, scanID, "cpu", wrtB, budgetOf(3<<30), "re-planned"); err != nil || n != 2 {
+		t.Fatalf("re-planned %d (%v), want 2", n, err)
+	}
+	var got []fleet.Lease
+	for _, w := range []string{"b", "c"} { // two devices each: one job each
+		l, _, err := s.LeaseJobs(ctx, worker(w, wrtB), 2, wt0, wttl)
+		if err != nil || len(l) != 1 {
+			t.Fatalf("%s leased %+v (%v)", w, l, err)
+		}
+		got = append(got, l...)
+	}
+	want := big
+	want.MemoryBudgetBytes = 6 << 30
+	if got[0].Job.MemoryBudgetBytes != 3<<30 || !reflect.DeepEqual(got[1].Job, want) {
+		t.Errorf("re-planned jobs %+v and %+v; want budgets of 3 GiB and, for the one over 2 devices, %+v", got[0].Job, got[1].Job, want)
+	}
+	// Planned for the fleet's runtime already: not moved again.
+	if n, err := s.ReplanJobs(ctx, scanID, "cpu", wrtB, budgetOf(1), "again"); err != nil || n != 0 {
+		t.Errorf("a second re-plan moved %d (%v)", n, err)
 	}
 }

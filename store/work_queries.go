@@ -43,10 +43,11 @@ WHERE model_id = ? AND state = 'leased' AND scan_id <> ?2
 	sqlAdoptJob      = `UPDATE jobs SET scan_id = ?, rank = ? WHERE id = ?`
 	sqlScanQueueKeys = `SELECT DISTINCT target, runtime_key, devices FROM jobs WHERE scan_id = ? AND state = 'queued' ORDER BY target, runtime_key, devices`
 	sqlScanStall     = `UPDATE scans SET stalled_since = ?, fleet_note = ? WHERE id = ?`
-	// sqlReplanJobs moves a scan's queued jobs of a target to another
-	// runtime key and memory budget.
-	sqlReplanJobs = `UPDATE jobs SET runtime_key = ?1, spec = json_set(spec, '$.memory_budget_bytes', ?2), updated_at = ?3
-WHERE scan_id = ?4 AND target = ?5 AND state = 'queued' AND runtime_key <> ?1`
+	// sqlReplannedJobs is a scan's queued jobs of a target planned for
+	// another runtime key than the fleet's; sqlReplanJob moves one.
+	sqlReplannedJobs = `SELECT ` + jobCols + ` FROM jobs
+WHERE scan_id = ? AND target = ? AND state = 'queued' AND runtime_key <> ? ORDER BY id`
+	sqlReplanJob     = `UPDATE jobs SET runtime_key = ?, spec = ?, updated_at = ? WHERE id = ?`
 	sqlReplanScan    = `UPDATE scans SET runtime = ?, stalled_since = NULL, fleet_note = ? WHERE id = ?`
 	sqlForgetWorkers = `DELETE FROM workers WHERE last_seen < ?
 	AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.state = 'leased' AND j.worker_id = workers.id)`

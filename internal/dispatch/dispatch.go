@@ -40,7 +40,7 @@ type Store interface {
 	WithdrawJobs(ctx context.Context, scanID int64) (int, error)
 	ScanQueueKeys(ctx context.Context, scanID int64) ([]fleet.QueueKey, error)
 	SetScanStall(ctx context.Context, scanID int64, since *time.Time, note string) error
-	ReplanJobs(ctx context.Context, scanID int64, target compat.Target, rt compat.Runtime, budget int64, note string) (int, error)
+	ReplanJobs(ctx context.Context, scanID int64, target compat.Target, rt compat.Runtime, budgetOf func(devices int) int64, note string) (int, error)
 	LeaveWorker(ctx context.Context, id string, now time.Time) error
 	ForgetWorkers(ctx context.Context, seenBefore time.Time) (int, error)
 }

@@ -323,11 +323,11 @@ func keyList(keys []fleet.QueueKey) string {
 }
 
 // Replan moves scan scanID's queued jobs that no worker can take to the
-// group the fleet runs now (its runtime, and budget for their memory),
-// records note on the scan, and wakes that group's long polls. It returns
-// how many jobs moved.
-func (d *Dispatcher) Replan(ctx context.Context, scanID int64, g fleet.Group, budget int64, note string) (int, error) {
-	n, err := d.st.ReplanJobs(ctx, scanID, g.Target, g.Runtime, budget, note)
+// group the fleet runs now (its runtime, and budgetOf a job's devices for
+// its memory), records note on the scan, and wakes that group's long
+// polls. It returns how many jobs moved.
+func (d *Dispatcher) Replan(ctx context.Context, scanID int64, g fleet.Group, budgetOf func(devices int) int64, note string) (int, error) {
+	n, err := d.st.ReplanJobs(ctx, scanID, g.Target, g.Runtime, budgetOf, note)
 	if err != nil {
 		return 0, err
 	}

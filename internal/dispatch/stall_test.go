@@ -97,7 +97,7 @@ func TestReplanWakesTheNewRuntime(t *testing.T) {
 	}()
 	time.Sleep(200 * time.Millisecond)
 	g := fleet.Group{Target: compat.TargetCPU, Runtime: nw.Runtime, RuntimeKey: nw.Runtime.RetestKey()}
-	if n, err := f.d.Replan(ctx, f.scanID, g, 1<<30, "re-planned"); err != nil || n != 1 {
+	if n, err := f.d.Replan(ctx, f.scanID, g, func(int) int64 { return 1 << 30 }, "re-planned"); err != nil || n != 1 {
 		t.Fatalf("replan %d %v", n, err)
 	}
 	if n := within(t, got, 10*time.Second, "the re-planned job to wake the new runtime's worker"); n != 1 {

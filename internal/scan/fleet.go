@@ -32,8 +32,9 @@ type Fleet interface {
 	// its queued jobs for longer than bound.
 	Wait(ctx context.Context, scanID int64, bound time.Duration, progress func(store.JobCounts)) error
 	// Replan moves the scan's queued jobs that no worker can take to
-	// group g's runtime, with budget, and records note on the scan.
-	Replan(ctx context.Context, scanID int64, g fleet.Group, budget int64, note string) (int, error)
+	// group g's runtime, each with the memory budget budgetOf gives for
+	// its devices, and records note on the scan.
+	Replan(ctx context.Context, scanID int64, g fleet.Group, budgetOf func(devices int) int64, note string) (int, error)
 	// Withdraw ends the scan's queued jobs without results; its leased
 	// ones may still finish.
 	Withdraw(ctx context.Context, scanID int64) (int, error)
@@ -184,7 +185,8 @@ func (r *run) replan(ctx context.Context, stall error) error {
 	budget, _ := Budget(g.Target, g.Runtime, Host{MemoryBytes: g.MemoryBytes, Probes: g.PerWorker})
 	note := fmt.Sprintf("re-planned for %s runtime %s at %s: no live worker could take the queued jobs for %v (a rollout)",
 		g.Target, g.RuntimeKey, r.s.now().UTC().Format(time.RFC3339), r.s.fleetWait())
-	n, err := r.s.Fleet.Replan(ctx, r.scan.ID, g, budget, note)
+	budgetOf := func(devices int) int64 { return shardBudget(g.Target, budget, devices) }
+	n, err := r.s.Fleet.Replan(ctx, r.scan.ID, g, budgetOf, note)
 	if err != nil {
 		return fmt.Errorf("scan: re-plan: %w", err)
 	}

@@ -378,7 +378,7 @@ func (b *fakeFleet) Wait(ctx context.Context, scanID int64, bound time.Duration,
 	progress(b.counts)
 	return b.waitErr
 }
-func (b *fakeFleet) Replan(ctx context.Context, scanID int64, g fleet.Group, budget int64, note string) (int, error) {
+func (b *fakeFleet) Replan(ctx context.Context, scanID int64, g fleet.Group, budgetOf func(devices int) int64, note string) (int, error) {
 	return 0, nil
 }
 func (b *fakeFleet) Withdraw(ctx context.Context, scanID int64) (int, error) {

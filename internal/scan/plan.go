@@ -257,14 +257,25 @@ func Plan(in Input) Decision {
 	d.Retest, d.Reason = retest(in)
 	if d.Retest {
 		d.Devices, d.ShardReason = shard(in)
-		if d.Devices > 1 && in.Target != compat.TargetCPU && in.Budget > 0 {
-			d.Budget = in.Budget * int64(d.Devices)
-			in.Budget, in.BudgetOf = d.Budget, fmt.Sprintf("%d devices' %s", d.Devices, in.BudgetOf)
+		if b := shardBudget(in.Target, in.Budget, d.Devices); b != in.Budget {
+			d.Budget = b
+			in.Budget, in.BudgetOf = b, fmt.Sprintf("%d devices' %s", d.Devices, in.BudgetOf)
 		}
 		d.Mode, d.Decline, d.AskSizes, d.ModeReason = chooseMode(in)
 		d.NoTrain = trainRule(in, d.Mode)
 	}
 	return d
+}
+
+// shardBudget is the memory budget of a probe sharded over devices devices
+// on target, from one probe's budget on one device: on an accelerator it
+// holds every device's memory; on cpu the host's memory is one budget
+// whatever the count. A re-planned job's budget comes from here too.
+func shardBudget(target compat.Target, budget int64, devices int) int64 {
+	if devices > 1 && target != compat.TargetCPU && budget > 0 {
+		return budget * int64(devices)
+	}
+	return budget
 }
 
 // shard holds the sharding rule (see the file's comment): how many devices

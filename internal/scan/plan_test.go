@@ -398,3 +398,22 @@ func TestSize(t *testing.T) {
 		}
 	}
 }
+
+// TestShardBudget: a probe over several accelerator devices holds each
+// one's memory; on cpu, over one device, or with no budget known, the
+// budget is the one probe's.
+func TestShardBudget(t *testing.T) {
+	for _, c := range []struct {
+		target  compat.Target
+		budget  int64
+		devices int
+		want    int64
+	}{
+		{compat.TargetTPU, 10, 4, 40}, {compat.TargetCUDA, 10, 2, 20}, {compat.TargetTPU, 10, 1, 10},
+		{compat.TargetTPU, 10, 0, 10}, {compat.TargetCPU, 10, 4, 10}, {compat.TargetTPU, 0, 4, 0},
+	} {
+		if got := shardBudget(c.target, c.budget, c.devices); got != c.want {
+			t.Errorf("shardBudget(%s, %d, %d) = %d, want %d", c.target, c.budget, c.devices, got, c.want)
+		}
+	}
+}
