@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -42,6 +43,30 @@ func (s *Server) apiModels(c *fiber.Ctx) error {
 	if err != nil {
 		return fmt.Errorf("web: api models: %w", err)
 	}
+	return s.cachedJSON(c, changed, func() (any, error) {
+		models, next, err := s.store.ListModels(ctx, q)
+		if err != nil {
+			return nil, fmt.Errorf("web: api models: %w", err)
+		}
+		out := modelList{Models: models}
+		if out.Models == nil {
+			out.Models = []compat.Model{}
+		}
+		for i := range out.Models {
+			s.fillModel(&out.Models[i])
+		}
+		if next != "" {
+			out.NextCursor = &next
+		}
+		return out, nil
+	})
+}
+
+// cachedJSON answers a GET of the JSON API whose body depends only on its
+// URL and the data's version (changed): 304 when If-None-Match names it,
+// else the body kept for the URL (gzipped for a client that takes it), or
+// the one build makes, kept until the data changes.
+func (s *Server) cachedJSON(c *fiber.Ctx, changed time.Time, build func() (any, error)) error {
 	url := c.OriginalURL()
 	if notModified(c, etagOf(changedTag(changed), s.hubEndpoint, url, codingOf(c))) {
 		return c.SendStatus(fiber.StatusNotModified)
@@ -50,23 +75,13 @@ func (s *Server) apiModels(c *fiber.Ctx) error {
 	if body, ok := s.apiLists.get(url, changed); ok {
 		return body.send(c)
 	}
-	models, next, err := s.store.ListModels(ctx, q)
+	v, err := build()
 	if err != nil {
-		return fmt.Errorf("web: api models: %w", err)
+		return err
 	}
-	out := modelList{Models: models}
-	if out.Models == nil {
-		out.Models = []compat.Model{}
-	}
-	for i := range out.Models {
-		s.fillModel(&out.Models[i])
-	}
-	if next != "" {
-		out.NextCursor = &next
-	}
-	body, err := json.Marshal(out)
+	body, err := json.Marshal(v)
 	if err != nil {
-		return fmt.Errorf("web: api models: %w", err)
+		return fmt.Errorf("web: %s: %w", c.Path(), err)
 	}
 	enc := encodeBody(body)
 	s.apiLists.put(strings.Clone(url), changed, enc, enc.size()+len(url))

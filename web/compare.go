@@ -260,10 +260,21 @@ func (s *Server) apiCompare(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	cmp, _, _, err := s.resolveCompare(c, limit, c.Query("cursor"))
+	changed, err := s.store.Changed(c.UserContext())
 	if err != nil {
-		return err
+		return fmt.Errorf("web: api compare: %w", err)
 	}
+	return s.cachedJSON(c, changed, func() (any, error) {
+		cmp, _, _, err := s.resolveCompare(c, limit, c.Query("cursor"))
+		if err != nil {
+			return nil, err
+		}
+		return s.compareJSON(cmp), nil
+	})
+}
+
+// compareJSON is the body of /api/v1/compare for cmp.
+func (s *Server) compareJSON(cmp *comparison) compareBody {
 	r := cmp.Result
 	next := map[compare.Kind]*string{}
 	for _, k := range listedKinds {
@@ -272,7 +283,7 @@ func (s *Server) apiCompare(c *fiber.Ctx) error {
 			next[k] = &cur
 		}
 	}
-	return c.JSON(compareBody{NextCursors: next,
+	return compareBody{NextCursors: next,
 		Base: cmp.Base.Ref.Key(), Head: cmp.Head.Ref.Key(),
 		Fixed: s.knowItems(itemsJSON(r.Fixed)), Regressed: s.knowItems(itemsJSON(r.Regressed)), New: s.knowItems(itemsJSON(r.New)),
 		StillFailing:   s.knowItems(itemsJSON(r.StillFailing)),
@@ -281,7 +292,7 @@ func (s *Server) apiCompare(c *fiber.Ctx) error {
 		Headline:      headline(cmp.Label, r.Headline), Counts: r.Headline.Counts,
 		FixedDownloadShare: r.Headline.FixedShare, RegressedDownloadShare: r.Headline.RegressedShare,
 		BaseRuntime: toRuntimeJSON(cmp.Base), HeadRuntime: toRuntimeJSON(cmp.Head),
-	})
+	}
 }
 
 // compareListMax is how many models each list shows on the page (half

@@ -77,7 +77,8 @@ func TestEncodeBodyKeepsGzipOnlyWhenWorthIt(t *testing.T) {
 func TestCachedPagesAreGzippedForClientsThatAskForIt(t *testing.T) {
 	ts := twoRuntimes(t)
 	downloads := int64(9000)
-	for _, path := range []string{"/", "/compare", "/feed.json", "/feed.atom", "/compare?base=" + keyV1 + "&head=" + keyV2, "/api/v1/models"} {
+	for _, path := range []string{"/", "/compare", "/feed.json", "/feed.atom", "/compare?base=" + keyV1 + "&head=" + keyV2, "/api/v1/models",
+		"/api/v1/compare?base=" + keyV1 + "&head=" + keyV2} {
 		plain := ts.get(t, path)
 		if plain.status != 200 {
 			t.Fatalf("%s: %d %s", path, plain.status, plain.body)
@@ -136,7 +137,7 @@ func gunzip(t *testing.T, b []byte) []byte {
 func TestAGzippedAnswerHasItsOwnETag(t *testing.T) {
 	ts := twoRuntimes(t)
 	gz := map[string]string{"Accept-Encoding": "gzip"}
-	for _, path := range []string{"/feed.json", "/feed.atom", "/api/v1/models", "/api/v1/models?limit=1"} {
+	for _, path := range []string{"/feed.json", "/feed.atom", "/api/v1/models", "/api/v1/models?limit=1", "/api/v1/compare"} {
 		plain, zipped := ts.get(t, path), ts.do(t, "GET", path, gz)
 		pe, ze := plain.header.Get("ETag"), zipped.header.Get("ETag")
 		if plain.status != 200 || zipped.status != 200 || pe == "" || ze == "" || pe == ze {
@@ -158,6 +159,12 @@ func TestAGzippedAnswerHasItsOwnETag(t *testing.T) {
 			if !strings.Contains(r.header.Get("Vary"), "Accept-Encoding") {
 				t.Errorf("%s, Accept-Encoding %q: %d without Vary: Accept-Encoding (%q)", path, c.accept, r.status, r.header.Get("Vary"))
 			}
+		}
+	}
+	// An error is neither tagged nor kept: asked again, it is an error again.
+	for range 2 {
+		if r := ts.do(t, "GET", "/api/v1/compare?base=nope", gz); r.status < 400 || r.header.Get("ETag") != "" {
+			t.Errorf("a comparison of an unknown runtime: %d, ETag %q", r.status, r.header.Get("ETag"))
 		}
 	}
 }

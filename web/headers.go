@@ -17,9 +17,11 @@ var (
 	hdrAllowOrigin = kv("Access-Control-Allow-Origin", "*")
 	hdrExposeETag  = kv("Access-Control-Expose-Headers", "ETag")
 	hdrBadgeCache  = kv("Cache-Control", "max-age=300")
-	keyETag        = []byte("ETag")
-	ctypeSVG       = []byte("image/svg+xml; charset=utf-8")
-	ctypeJSON      = []byte("application/json; charset=utf-8")
+	// keyETag is "Etag", fasthttp's canonical form, so that Del (which
+	// normalises its key) finds it: an error answer drops the ETag.
+	keyETag   = []byte("Etag")
+	ctypeSVG  = []byte("image/svg+xml; charset=utf-8")
+	ctypeJSON = []byte("application/json; charset=utf-8")
 )
 
 // header is a canonical key and its value.
