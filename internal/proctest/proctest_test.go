@@ -22,7 +22,7 @@ func TestWith(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cmd.Process.Kill()
-	got := With(word)
+	got := listedSoon(word, cmd.Process.Pid)
 	if !slices.Equal(got, []int{cmd.Process.Pid}) {
 		t.Errorf("With(%q) = %v, want [%d]", word, got, cmd.Process.Pid)
 	}
@@ -37,6 +37,21 @@ func TestWith(t *testing.T) {
 	_ = cmd.Wait()
 	if got := With(word); len(got) != 0 {
 		t.Errorf("With(%q) after the child was reaped = %v, want none", word, got)
+	}
+}
+
+// listedSoon is With(word) once it lists pid, or after 5 s. A child just
+// started may not be listed at once: exec closes the pipe that ends
+// cmd.Start before the new program's command line is set up, and
+// /proc/<pid>/cmdline reads empty in between (CI saw it).
+func listedSoon(word string, pid int) []int {
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		got := With(word)
+		if slices.Contains(got, pid) || time.Now().After(deadline) {
+			return got
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 
@@ -67,7 +82,7 @@ func TestWithLeavesOutItself(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-	if got := With(word); !slices.Contains(got, cmd.Process.Pid) || slices.Contains(got, os.Getpid()) {
+	if got := listedSoon(word, cmd.Process.Pid); !slices.Contains(got, cmd.Process.Pid) || slices.Contains(got, os.Getpid()) {
 		t.Errorf("With(own path) = %v, want the child %d and not this process %d", got, cmd.Process.Pid, os.Getpid())
 	}
 }
