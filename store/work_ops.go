@@ -164,7 +164,7 @@ func (s *SQLite) ReplanJobs(ctx context.Context, scanID int64, target compat.Tar
 	if err != nil {
 		return 0, fmt.Errorf("store: replan scan %d: %w", scanID, err)
 	}
-	return int(n), nil
+	return n, nil
 }
 
 // ForgetWorkers drops the records of the workers last seen before
