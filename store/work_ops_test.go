@@ -331,3 +331,46 @@ func TestAReplannedJobGetsTheBudgetOfItsDevices(t *testing.T) {
 		t.Errorf("a second re-plan moved %d (%v)", n, err)
 	}
 }
+
+// TestQueueChangesMoveTheDataVersionOnlyWhenTheyChangeSomething: a
+// withdraw, a re-plan and a forget that change something move the data's
+// change time (the pages' caches go); one that changes nothing leaves it.
+// A re-plan of an unknown scan is ErrNotFound.
+func TestQueueChangesMoveTheDataVersionOnlyWhenTheyChangeSomething(t *testing.T) {
+	ctx := context.Background()
+	s, scanID := queueFixture(t, 2, "")
+	if err := s.SeeWorker(ctx, worker("old", wrtA), wt0); err != nil {
+		t.Fatal(err)
+	}
+	moves := func(what string, want bool, op func() error) {
+		t.Helper()
+		before, err := s.Changed(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := op(); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		after, _ := s.Changed(ctx)
+		if moved := after.After(before); moved != want {
+			t.Errorf("%s: the data's change time moved %v, want %v", what, moved, want)
+		}
+	}
+	count := func(n *int, f func() (int, error)) func() error {
+		return func() (err error) { *n, err = f(); return err }
+	}
+	var n int
+	moves("forgetting nobody", false, count(&n, func() (int, error) { return s.ForgetWorkers(ctx, wt0) }))
+	moves("forgetting a worker", true, count(&n, func() (int, error) { return s.ForgetWorkers(ctx, wt0.Add(time.Second)) }))
+	moves("re-planning two jobs", true, count(&n, func() (int, error) {
+		return s.ReplanJobs(ctx, scanID, "cpu", wrtB, budgetOf(1), "re-planned")
+	}))
+	moves("withdrawing two jobs", true, count(&n, func() (int, error) { return s.WithdrawJobs(ctx, scanID) }))
+	moves("withdrawing none", false, count(&n, func() (int, error) { return s.WithdrawJobs(ctx, scanID) }))
+	if n != 0 {
+		t.Errorf("the second withdraw ended %d jobs", n)
+	}
+	if _, err := s.ReplanJobs(ctx, scanID+100, "cpu", wrtB, budgetOf(1), "re-planned"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("re-planning an unknown scan: %v, want ErrNotFound", err)
+	}
+}
