@@ -25,6 +25,8 @@ func TestAcceptsGzip(t *testing.T) {
 		"gzip; q=0.0":             false,
 		"gzip;q=0.001":            true,
 		"gzip; Q=1":               true,
+		"gzip;q=1":                true, // the top weight is a weight
+		"gzip;q=1.001":            false,
 		"gzip;level=1":            true, // an unknown parameter: weight 1
 		"gzip;q=2":                false,
 		"gzip;q=-1":               false,
@@ -47,6 +49,9 @@ func TestEncodeBodyKeepsGzipOnlyWhenWorthIt(t *testing.T) {
 	small := encodeBody([]byte(strings.Repeat("a", gzipFrom-1)))
 	if small.gz != nil {
 		t.Errorf("a body of %d bytes was gzipped", gzipFrom-1)
+	}
+	if at := encodeBody([]byte(strings.Repeat("a", gzipFrom))); at.gz == nil {
+		t.Errorf("a body of %d bytes (gzipFrom) was not gzipped", gzipFrom)
 	}
 	big := bytes.Repeat([]byte("<tr><td>model</td></tr>\n"), 200)
 	e := encodeBody(big)
