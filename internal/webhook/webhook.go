@@ -26,6 +26,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -128,10 +129,20 @@ func New(cfg Config) (*Sender, error) {
 	if cfg.Store == nil {
 		return nil, errors.New("webhook: Config.Store is required")
 	}
-	for _, w := range cfg.Webhooks {
+	// Webhooks not from a file are labelled by their place in the list too;
+	// two alike would share their deliveries and metrics series.
+	cfg.Webhooks = slices.Clone(cfg.Webhooks)
+	for i := range cfg.Webhooks {
+		w := &cfg.Webhooks[i]
+		if w.Index == 0 {
+			w.Index = i + 1
+		}
 		if u, err := url.Parse(w.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return nil, fmt.Errorf("webhook %s: want an http(s) URL", w.Label())
 		}
+	}
+	if err := watch.Distinct(cfg.Webhooks); err != nil {
+		return nil, fmt.Errorf("webhooks: %w", err)
 	}
 	def := func(d *time.Duration, v time.Duration) {
 		if *d <= 0 {

@@ -280,7 +280,7 @@ func TestADownReceiverGetsEveryChangeOnceAcrossARestart(t *testing.T) {
 	first := record(t, db, "org/a", t0, compat.StatusPass, compat.StatusFail, compat.StatusPass)
 	waitFor(t, "failed tries", 5*time.Second, func() bool { return strings.Count(logs.String(), "webhook delivery failed") >= 2 })
 	// The three changes wait for the receiver, and the gauge says so.
-	waitFor(t, "3 pending", 5*time.Second, func() bool { return metricValue(reg, "scanner_webhook_pending", rcv.addr) == 3 })
+	waitFor(t, "3 pending", 5*time.Second, func() bool { return metricValue(reg, "scanner_webhook_pending", "#1") == 3 })
 	stop() // a restart while the receiver is down
 
 	second := record(t, db, "org/b", t0, compat.StatusFail) // while no sender runs
@@ -343,7 +343,7 @@ func TestADownReceiverGetsEveryChangeOnceAcrossARestart(t *testing.T) {
 	if err := reg2.WriteText(&text); err != nil {
 		t.Fatal(err)
 	}
-	for _, line := range []string{"scanner_webhook_deliveries_total{webhook=\"" + rcv.addr + "\"} " + strconv.Itoa(len(want)), "scanner_webhook_failures_total{webhook=\"" + rcv.addr + "\"} "} {
+	for _, line := range []string{"scanner_webhook_deliveries_total{webhook=\"#1\"} " + strconv.Itoa(len(want)), "scanner_webhook_failures_total{webhook=\"#1\"} "} {
 		if !strings.Contains(text.String(), line) {
 			t.Errorf("metrics lack %q:\n%s", line, text.String())
 		}
@@ -916,6 +916,59 @@ func TestOnlyA2xxAnswerIsADelivery(t *testing.T) {
 		err := s.send(context.Background(), watch.Webhook{URL: srv.URL + "/" + code, Secret: secret}, store.Delivery{ID: 1, Body: []byte(`{}`)})
 		if tc.ok != (err == nil) || (err != nil && !strings.Contains(err.Error(), code)) {
 			t.Errorf("an answer %d: %v, want delivered %v", tc.code, err, tc.ok)
+		}
+	}
+}
+
+// TestUnnamedWebhooksOnOneHostHaveASeriesEach: two unnamed webhooks on one
+// host, one dead (503) and one live, each have their own series (the dead
+// one's pending is not hidden behind the live one's 0), labelled by their
+// place in the list: no part of a URL reaches /metrics, a public page.
+func TestUnnamedWebhooksOnOneHostHaveASeriesEach(t *testing.T) {
+	db := storetest.MustOpen(t)
+	var live atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/dead-fn-token" {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		live.Add(1)
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer srv.Close()
+	hooks := []watch.Webhook{{URL: srv.URL + "/dead-fn-token", Secret: secret}, {URL: srv.URL + "/live-fn-token", Secret: secret}}
+	reg := metrics.NewRegistry()
+	cfg := fastConfig(db, hooks, reg, slog.New(slog.DiscardHandler))
+	cfg.FirstBackoff, cfg.MaxBackoff = time.Hour, time.Hour
+	_, stop := running(t, cfg)
+	waitFor(t, "the cursor", 5*time.Second, func() bool { _, err := db.PendingDeliveries(context.Background()); return err == nil })
+	time.Sleep(100 * time.Millisecond)
+	record(t, db, "org/a", time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC), compat.StatusPass)
+	waitFor(t, "the live delivery", 5*time.Second, func() bool { return live.Load() == 1 })
+	waitFor(t, "the dead one pending", 5*time.Second, func() bool {
+		return metricValue(reg, "scanner_webhook_pending", "#1") == 1 && metricValue(reg, "scanner_webhook_pending", "#2") == 0
+	})
+	stop()
+	var text bytes.Buffer
+	if err := reg.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	host := strings.TrimPrefix(srv.URL, "http://")
+	if strings.Contains(text.String(), host) || strings.Contains(text.String(), "127.0.0.1") || strings.Contains(text.String(), "fn-token") {
+		t.Errorf("/metrics shows a part of a webhook's URL:\n%s", text.String())
+	}
+	for _, line := range []string{`scanner_webhook_deliveries_total{webhook="#2"} 1`, `scanner_webhook_deliveries_total{webhook="#1"} 0`} {
+		if !strings.Contains(text.String(), line) {
+			t.Errorf("metrics lack %q:\n%s", line, text.String())
+		}
+	}
+	// Two webhooks alike are refused, named or not.
+	for _, twins := range [][]watch.Webhook{
+		{{URL: srv.URL + "/a", Secret: secret}, {URL: srv.URL + "/a", Secret: secret}},
+		{{Name: "x", URL: srv.URL + "/a", Secret: secret}, {Name: "x", URL: srv.URL + "/b", Secret: secret}},
+	} {
+		if _, err := New(Config{Store: db, Webhooks: twins}); err == nil || !strings.Contains(err.Error(), "webhook #2") {
+			t.Errorf("two webhooks alike: %v, want refused naming #2", err)
 		}
 	}
 }
