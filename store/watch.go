@@ -347,6 +347,13 @@ func (s *SQLite) DeliveryFailed(ctx context.Context, id int64, next time.Time, w
 	return s.deliveryUpdate(ctx, "failed", sqlDeliveryFailed, unixNano(next), why, id)
 }
 
+// DeliveryRefused ends delivery id at at without a delivery: the endpoint
+// refused it for good (a 4xx answer other than 408 and 429), said why.
+// It is no longer tried; the endpoint's other deliveries are not touched.
+func (s *SQLite) DeliveryRefused(ctx context.Context, id int64, at time.Time, why string) error {
+	return s.deliveryUpdate(ctx, "refused", sqlDeliveryRefused, unixNano(at), why, id)
+}
+
 func (s *SQLite) deliveryUpdate(ctx context.Context, what, query string, args ...any) error {
 	err := s.inTx(ctx, func(tx *sql.Tx) (bool, error) {
 		_, err := tx.ExecContext(ctx, query, args...)

@@ -30,6 +30,7 @@ WHERE endpoint = ? AND state = 'pending' AND next_at <= ? ORDER BY id LIMIT ?`
 	sqlNextDelivery     = `SELECT min(next_at) FROM webhook_deliveries WHERE endpoint = ? AND state = 'pending'`
 	sqlDeliveryDone     = `UPDATE webhook_deliveries SET state = 'delivered', attempts = attempts + 1, done_at = ?, last_error = '' WHERE id = ? AND state = 'pending'`
 	sqlDeliveryFailed   = `UPDATE webhook_deliveries SET attempts = attempts + 1, next_at = ?, last_error = ? WHERE id = ? AND state = 'pending'`
+	sqlDeliveryRefused  = `UPDATE webhook_deliveries SET state = 'refused', attempts = attempts + 1, done_at = ?, last_error = ? WHERE id = ? AND state = 'pending'`
 	sqlExpireDeliveries = `UPDATE webhook_deliveries SET state = 'expired', done_at = ?
 WHERE state = 'pending' AND created_at < ? RETURNING endpoint`
 	sqlForgetDeliveries  = `DELETE FROM webhook_deliveries WHERE state <> 'pending' AND done_at < ?`

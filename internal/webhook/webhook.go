@@ -2,8 +2,9 @@
 // status change: every change that passes an endpoint's filters is stored
 // as a delivery in SQLite and POSTed as JSON, signed with the endpoint's
 // secret (X-Scanner-Signature: sha256=<hex HMAC-SHA256 of the body>), and
-// tried again with growing waits until the endpoint answers 2xx or the
-// delivery is a day old.
+// tried again, each delivery on its own schedule with growing waits, until
+// the endpoint answers 2xx, refuses it for good (a 4xx other than 408 and
+// 429), or the delivery is a day old.
 //
 // The Sender is background work of `scanner serve`: it reads the events
 // the scans write (a cursor over their ids, kept in the database), so a
@@ -74,6 +75,7 @@ type Store interface {
 	NextDelivery(ctx context.Context, endpoint string) (time.Time, bool, error)
 	DeliveryDone(ctx context.Context, id int64, at time.Time) error
 	DeliveryFailed(ctx context.Context, id int64, next time.Time, why string) error
+	DeliveryRefused(ctx context.Context, id int64, at time.Time, why string) error
 	ExpireDeliveries(ctx context.Context, before, forget time.Time) (map[string]int, error)
 	PendingDeliveries(ctx context.Context) (map[string]int, error)
 }
@@ -96,7 +98,7 @@ type Config struct {
 	Client *http.Client
 	// The zero values take the defaults above.
 	Poll          time.Duration // how often new events are looked for (Notify is sooner)
-	FirstBackoff  time.Duration // the wait after an endpoint's first failure, doubled after each more
+	FirstBackoff  time.Duration // the wait after a delivery's first failed try, doubled after each more
 	MaxBackoff    time.Duration
 	Expiry        time.Duration // a delivery older than this is given up
 	Timeout       time.Duration // one POST, answer included
@@ -113,8 +115,8 @@ type Sender struct {
 	notify chan struct{}
 	eps    []*endpoint
 
-	delivered, failed, expired *metrics.CounterVec
-	pending                    *metrics.GaugeVec
+	delivered, failed, refused, expired *metrics.CounterVec
+	pending                             *metrics.GaugeVec
 }
 
 // endpoint is one webhook and its wake-up.
@@ -172,11 +174,12 @@ func New(cfg Config) (*Sender, error) {
 	}
 	s.delivered = reg.Counter("scanner_webhook_deliveries_total", "Changes delivered to a webhook (a 2xx answer), by webhook.", "webhook")
 	s.failed = reg.Counter("scanner_webhook_failures_total", "Tries of a webhook delivery that failed (no answer, not 2xx), by webhook.", "webhook")
+	s.refused = reg.Counter("scanner_webhook_refused_total", "Webhook deliveries the endpoint refused for good (a 4xx answer other than 408 and 429: not tried again), by webhook.", "webhook")
 	s.expired = reg.Counter("scanner_webhook_expired_total", "Webhook deliveries given up a day after the change, by webhook.", "webhook")
 	s.pending = reg.Gauge("scanner_webhook_pending", "Webhook deliveries waiting for a (next) try, by webhook.", "webhook")
 	for _, w := range cfg.Webhooks {
 		s.eps = append(s.eps, &endpoint{w: w, key: w.Key(), wake: make(chan struct{}, 1)})
-		for _, c := range []*metrics.CounterVec{s.delivered, s.failed, s.expired} {
+		for _, c := range []*metrics.CounterVec{s.delivered, s.failed, s.refused, s.expired} {
 			c.Declare([]string{w.Label()})
 		}
 		s.pending.With(w.Label()).Set(0)
@@ -325,11 +328,14 @@ func (s *Sender) updatePending(ctx context.Context) {
 	}
 }
 
-// deliver sends one endpoint's deliveries, oldest first. After a failure
-// the endpoint as a whole waits (FirstBackoff, doubling up to MaxBackoff)
-// before its next try, so a dead endpoint costs one try per wait.
+// deliver sends one endpoint's due deliveries, oldest first, each on its
+// own schedule (as Stripe and Standard Webhooks retry): a failed try puts
+// that delivery off (FirstBackoff, doubled after each of its failures up
+// to MaxBackoff, with jitter, or longer when the endpoint's Retry-After
+// says so) and the next due one is tried, so one payload the endpoint
+// cannot take never holds up the others. A refusal for good (a 4xx other
+// than 408 and 429) ends that delivery at once.
 func (s *Sender) deliver(ctx, hard context.Context, ep *endpoint) {
-	fails := 0
 	for ctx.Err() == nil {
 		due, err := s.cfg.Store.DueDeliveries(ctx, ep.key, s.now(), batch)
 		if err != nil {
@@ -339,31 +345,13 @@ func (s *Sender) deliver(ctx, hard context.Context, ep *endpoint) {
 			s.sleep(ctx, ep.wake, s.cfg.Poll)
 			continue
 		}
-		failed := false
 		for _, d := range due {
 			if ctx.Err() != nil {
 				return
 			}
-			if err := s.send(hard, ep.w, d); err != nil {
-				fails++
-				failed = true
-				wait := backoff(fails, s.cfg.FirstBackoff, s.cfg.MaxBackoff)
-				s.failed.With(ep.w.Label()).Inc()
-				s.log.Warn("webhook delivery failed; trying again later", "webhook", ep.w.Label(), "event_id", d.EventID,
-					"attempts", d.Attempts+1, "retry_in", wait.String(), "err", err)
-				if err := s.cfg.Store.DeliveryFailed(hard, d.ID, s.now().Add(wait), err.Error()); err != nil {
-					s.log.Error("webhooks: recording a failed delivery", "webhook", ep.w.Label(), "err", err)
-				}
-				s.sleep(ctx, nil, wait)
-				break
-			}
-			fails = 0
-			s.delivered.With(ep.w.Label()).Inc()
-			if err := s.cfg.Store.DeliveryDone(hard, d.ID, s.now()); err != nil {
-				s.log.Error("webhooks: recording a delivery", "webhook", ep.w.Label(), "err", err)
-			}
+			s.try(hard, ep, d)
 		}
-		if failed || len(due) == batch {
+		if len(due) == batch {
 			continue
 		}
 		s.updatePending(ctx)
@@ -375,7 +363,59 @@ func (s *Sender) deliver(ctx, hard context.Context, ep *endpoint) {
 	}
 }
 
-// send POSTs one delivery: nil when the endpoint answered 2xx.
+// try sends delivery d once and records how it went.
+func (s *Sender) try(ctx context.Context, ep *endpoint, d store.Delivery) {
+	label := ep.w.Label()
+	err := s.send(ctx, ep.w, d)
+	var refused *refusal
+	switch {
+	case err == nil:
+		s.delivered.With(label).Inc()
+		if err := s.cfg.Store.DeliveryDone(ctx, d.ID, s.now()); err != nil {
+			s.log.Error("webhooks: recording a delivery", "webhook", label, "err", err)
+		}
+	case errors.As(err, &refused) && refused.final():
+		s.failed.With(label).Inc()
+		s.refused.With(label).Inc()
+		s.log.Error("webhook delivery refused by the endpoint; not tried again", "webhook", label, "event_id", d.EventID,
+			"attempts", d.Attempts+1, "err", err)
+		if err := s.cfg.Store.DeliveryRefused(ctx, d.ID, s.now(), err.Error()); err != nil {
+			s.log.Error("webhooks: recording a refused delivery", "webhook", label, "err", err)
+		}
+	default:
+		wait := backoff(d.Attempts+1, s.cfg.FirstBackoff, s.cfg.MaxBackoff)
+		if refused != nil && refused.retryAfter > wait {
+			wait = min(refused.retryAfter, s.cfg.Expiry)
+		}
+		s.failed.With(label).Inc()
+		s.log.Warn("webhook delivery failed; trying again later", "webhook", label, "event_id", d.EventID,
+			"attempts", d.Attempts+1, "retry_in", wait.String(), "err", err)
+		if err := s.cfg.Store.DeliveryFailed(ctx, d.ID, s.now().Add(wait), err.Error()); err != nil {
+			s.log.Error("webhooks: recording a failed delivery", "webhook", label, "err", err)
+		}
+	}
+}
+
+// refusal is an endpoint's answer other than 2xx.
+type refusal struct {
+	code       int
+	retryAfter time.Duration // the answer's Retry-After, in seconds; 0: none
+}
+
+func (r *refusal) Error() string {
+	return fmt.Sprintf("answered %d %s", r.code, http.StatusText(r.code))
+}
+
+// final says whether the answer refuses the delivery for good: a 4xx
+// other than 408 (Request Timeout) and 429 (Too Many Requests) says this
+// payload will never be taken (as Stripe and GitHub read it); any other
+// (3xx, 5xx) may pass later.
+func (r *refusal) final() bool {
+	return r.code >= 400 && r.code <= 499 && r.code != http.StatusRequestTimeout && r.code != http.StatusTooManyRequests
+}
+
+// send POSTs one delivery: nil when the endpoint answered 2xx, a
+// *refusal when it answered otherwise.
 func (s *Sender) send(ctx context.Context, w watch.Webhook, d store.Delivery) error {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()
@@ -394,7 +434,11 @@ func (s *Sender) send(ctx context.Context, w watch.Webhook, d store.Delivery) er
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxResponseBytes))
 	resp.Body.Close()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return fmt.Errorf("answered %d %s", resp.StatusCode, http.StatusText(resp.StatusCode))
+		r := &refusal{code: resp.StatusCode}
+		if n, err := strconv.Atoi(strings.TrimSpace(resp.Header.Get("Retry-After"))); err == nil && n > 0 {
+			r.retryAfter = time.Duration(min(n, 7*24*3600)) * time.Second
+		}
+		return r
 	}
 	return nil
 }

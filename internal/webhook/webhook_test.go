@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -969,6 +970,102 @@ func TestUnnamedWebhooksOnOneHostHaveASeriesEach(t *testing.T) {
 	} {
 		if _, err := New(Config{Store: db, Webhooks: twins}); err == nil || !strings.Contains(err.Error(), "webhook #2") {
 			t.Errorf("two webhooks alike: %v, want refused naming #2", err)
+		}
+	}
+}
+
+// TestOneRefusedDeliveryDoesNotBlockTheRest: an endpoint that refuses one
+// payload for good (400) and keeps putting another off (429, then 503)
+// still gets every other change at once: each delivery has its own
+// schedule. The refused one is tried once and shown to the operator (its
+// own metric, an error in the log, its state in the database); the put-off
+// one is tried again, and never counted as refused.
+func TestOneRefusedDeliveryDoesNotBlockTheRest(t *testing.T) {
+	db := storetest.MustOpen(t)
+	var mu sync.Mutex
+	tries := map[string]int{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var p Payload
+		body, _ := io.ReadAll(r.Body)
+		_ = json.Unmarshal(body, &p)
+		mu.Lock()
+		tries[p.Model]++
+		n := tries[p.Model]
+		mu.Unlock()
+		switch p.Model {
+		case "org/refused":
+			http.Error(w, "no such schema", http.StatusBadRequest)
+		case "org/busy":
+			if n%2 == 1 {
+				w.WriteHeader(http.StatusTooManyRequests)
+			} else {
+				w.WriteHeader(http.StatusServiceUnavailable)
+			}
+		default:
+			w.WriteHeader(http.StatusNoContent)
+		}
+	}))
+	defer srv.Close()
+	count := func(model string) int { mu.Lock(); defer mu.Unlock(); return tries[model] }
+	hook := watch.Webhook{Name: "ops", URL: srv.URL + "/hook", Secret: secret}
+	reg := metrics.NewRegistry()
+	logs, log := newJSONLog()
+	cfg := fastConfig(db, []watch.Webhook{hook}, reg, log)
+	cfg.FirstBackoff, cfg.MaxBackoff = 30*time.Millisecond, 30*time.Millisecond
+	_, stop := running(t, cfg)
+	waitFor(t, "the cursor", 5*time.Second, func() bool { _, err := db.PendingDeliveries(context.Background()); return err == nil })
+	time.Sleep(100 * time.Millisecond)
+	t0 := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	record(t, db, "org/refused", t0, compat.StatusPass) // oldest first: these two come before the rest
+	record(t, db, "org/busy", t0, compat.StatusPass)
+	record(t, db, "org/a", t0, compat.StatusPass, compat.StatusFail)
+	record(t, db, "org/b", t0, compat.StatusPass)
+	waitFor(t, "the other changes", 5*time.Second, func() bool { return count("org/a") == 2 && count("org/b") == 1 })
+	waitFor(t, "the busy one tried again", 5*time.Second, func() bool { return count("org/busy") >= 3 })
+	waitFor(t, "the refusal counted", 5*time.Second, func() bool { return metricValue(reg, "scanner_webhook_refused_total", "ops") == 1 })
+	time.Sleep(100 * time.Millisecond) // room for a second try of the refused one
+	stop()
+	if n := count("org/refused"); n != 1 {
+		t.Errorf("the refused delivery was tried %d times, want once", n)
+	}
+	if n := metricValue(reg, "scanner_webhook_deliveries_total", "ops"); n != 3 {
+		t.Errorf("delivered %v, want 3", n)
+	}
+	refusals := logs.records("webhook delivery refused by the endpoint; not tried again")
+	if len(refusals) != 1 || refusals[0]["level"] != "ERROR" || refusals[0]["webhook"] != "ops" || !strings.Contains(refusals[0]["err"].(string), "400 Bad Request") {
+		t.Errorf("logged refusals %v, want one error naming ops and the 400", refusals)
+	}
+	// The busy delivery is still pending (429 and 503 are not final); the
+	// refused one is not.
+	if p, _ := db.PendingDeliveries(context.Background()); p[hook.Key()] != 1 {
+		t.Errorf("pending %v, want the busy one only", p)
+	}
+	for _, r := range logs.records("webhook delivery refused by the endpoint; not tried again") {
+		if strings.Contains(fmt.Sprint(r), "busy") {
+			t.Errorf("a 429 or 503 counted as final: %v", r)
+		}
+	}
+}
+
+// TestOnlyA4xxOtherThan408And429IsFinal: which answers end a delivery for
+// good, and a Retry-After in seconds read.
+func TestOnlyA4xxOtherThan408And429IsFinal(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		code, _ := strconv.Atoi(strings.TrimPrefix(r.URL.Path, "/"))
+		w.Header().Set("Retry-After", "120")
+		w.WriteHeader(code)
+	}))
+	defer srv.Close()
+	s, err := New(Config{Store: storetest.MustOpen(t), Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for code, final := range map[int]bool{400: true, 401: true, 403: true, 404: true, 410: true, 413: true, 422: true, 499: true,
+		408: false, 429: false, 300: false, 304: false, 500: false, 502: false, 503: false} {
+		err := s.send(context.Background(), watch.Webhook{URL: srv.URL + "/" + strconv.Itoa(code), Secret: secret}, store.Delivery{ID: 1, Body: []byte(`{}`)})
+		var r *refusal
+		if !errors.As(err, &r) || r.final() != final || r.code != code || r.retryAfter != 2*time.Minute {
+			t.Errorf("an answer %d: %#v, want final %v with Retry-After 2m", code, err, final)
 		}
 	}
 }
