@@ -243,6 +243,9 @@ type NewDelivery struct {
 	Endpoint string // watch.Webhook.Key
 	EventID  int64
 	Body     []byte
+	// UID is the id it is sent with, the same on every try: its event's
+	// (compat.Event.UID), unique across restores of the database.
+	UID string
 }
 
 // Delivery is a pending delivery.
@@ -253,6 +256,7 @@ type Delivery struct {
 	Body      []byte
 	Attempts  int
 	CreatedAt time.Time
+	UID       string // "" for a delivery queued before UIDs: ID is its id
 }
 
 // StartWebhookCursor returns the newest event whose deliveries are queued.
@@ -289,7 +293,7 @@ func (s *SQLite) QueueDeliveries(ctx context.Context, cursor int64, ds []NewDeli
 	err := s.inTx(ctx, func(tx *sql.Tx) (bool, error) {
 		now := unixNano(s.now())
 		for _, d := range ds {
-			if _, err := tx.ExecContext(ctx, sqlQueueDelivery, d.Endpoint, d.EventID, d.Body, now); err != nil {
+			if _, err := tx.ExecContext(ctx, sqlQueueDelivery, d.Endpoint, d.EventID, d.Body, now, d.UID); err != nil {
 				return false, err
 			}
 		}
@@ -314,7 +318,7 @@ func (s *SQLite) DueDeliveries(ctx context.Context, endpoint string, now time.Ti
 	for rows.Next() {
 		var d Delivery
 		var created int64
-		if err := rows.Scan(&d.ID, &d.Endpoint, &d.EventID, &d.Body, &d.Attempts, &created); err != nil {
+		if err := rows.Scan(&d.ID, &d.Endpoint, &d.EventID, &d.Body, &d.Attempts, &created, &d.UID); err != nil {
 			return nil, fmt.Errorf("store: due deliveries: %w", err)
 		}
 		d.CreatedAt = fromNano(created)

@@ -23,9 +23,9 @@ ON CONFLICT (id) DO NOTHING`
 	sqlGetCursor     = `SELECT event_id FROM webhook_cursor WHERE id = 1`
 	sqlMoveCursor    = `UPDATE webhook_cursor SET event_id = max(event_id, ?) WHERE id = 1`
 	sqlEventsAfter   = `SELECT ` + eventCols + eventFrom + ` WHERE e.id > ? ORDER BY e.id LIMIT ?`
-	sqlQueueDelivery = `INSERT INTO webhook_deliveries (endpoint, event_id, body, state, created_at, next_at)
-VALUES (?1, ?2, ?3, 'pending', ?4, ?4) ON CONFLICT (endpoint, event_id) DO NOTHING`
-	sqlDueDeliveries = `SELECT id, endpoint, event_id, body, attempts, created_at FROM webhook_deliveries
+	sqlQueueDelivery = `INSERT INTO webhook_deliveries (endpoint, event_id, body, state, created_at, next_at, uid)
+VALUES (?1, ?2, ?3, 'pending', ?4, ?4, ?5) ON CONFLICT (endpoint, event_id) DO NOTHING`
+	sqlDueDeliveries = `SELECT id, endpoint, event_id, body, attempts, created_at, uid FROM webhook_deliveries
 WHERE endpoint = ? AND state = 'pending' AND next_at <= ? ORDER BY id LIMIT ?`
 	sqlNextDelivery     = `SELECT min(next_at) FROM webhook_deliveries WHERE endpoint = ? AND state = 'pending'`
 	sqlDeliveryDone     = `UPDATE webhook_deliveries SET state = 'delivered', attempts = attempts + 1, done_at = ?, last_error = '' WHERE id = ? AND state = 'pending'`

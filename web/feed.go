@@ -115,7 +115,7 @@ func feedEntry(base string, e compat.Event) (feedItem, error) {
 		return feedItem{}, err
 	}
 	return feedItem{
-		ID:            base + "/events/" + strconv.FormatInt(e.ID, 10),
+		ID:            base + "/events/" + e.UID(), // unique across restores; an old event's as published
 		URL:           page + "#event-" + strconv.FormatInt(e.ID, 10),
 		Title:         title,
 		ContentText:   text.String(),

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -46,6 +47,10 @@ func TestFeed(t *testing.T) {
 		}
 		if !strings.HasPrefix(it.ID, prefix) || it.ContentText == "" || it.ContentHTML == "" {
 			t.Errorf("item: %+v", it)
+		}
+		// A change's id carries the database's epoch (unique across restores).
+		if it.Tags[0] != "runtime" && !regexp.MustCompile(`^https://compat\.example\.org/events/[0-9a-f]{16}-[0-9]+$`).MatchString(it.ID) {
+			t.Errorf("item id %q, want {base}/events/{epoch}-{n}", it.ID)
 		}
 		if _, err := time.Parse(time.RFC3339, it.DatePublished); err != nil {
 			t.Errorf("date_published %q: %v", it.DatePublished, err)

@@ -189,6 +189,23 @@ func TestUnnamedWebhooksOnOneHostAreApart(t *testing.T) {
 	}
 }
 
+// TestSigningKey: the Standard Webhooks key of a "whsec_" secret is the
+// bytes it encodes (as that standard's libraries read it); of any other
+// secret, its bytes as written.
+func TestSigningKey(t *testing.T) {
+	ws, err := ParseWebhooks([]byte(`[{"url": "https://a.example/1", "secret": "` + secret + `"},
+	  {"url": "https://a.example/2", "secret": "whsec_MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3"}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(ws[0].SigningKey()); got != secret {
+		t.Errorf("a plain secret's key %q, want the secret", got)
+	}
+	if got := string(ws[1].SigningKey()); got != "0123456789abcdef01234567" {
+		t.Errorf("a whsec_ secret's key %q, want the bytes it encodes", got)
+	}
+}
+
 func TestParseWebhooksRefuses(t *testing.T) {
 	ok := `{"url": "https://a.example/h", "secret": "` + secret + `"}`
 	for _, tc := range []struct {
@@ -214,6 +231,8 @@ func TestParseWebhooksRefuses(t *testing.T) {
 		{"the same url but for case and port", `[` + ok + `, {"url": "HTTPS://A.example:443/h", "secret": "` + secret + `"}]`, "webhook #2 (A.example:443): the same url as webhook #1"},
 		{"the same url but for an empty path", `[{"url": "https://a.example", "secret": "` + secret + `"}, {"url": "https://a.example/", "secret": "` + secret + `"}]`, "the same url as webhook #1"},
 		{"a name that is another's label", `[` + ok + `, {"name": "#1", "url": "https://a.example/2", "secret": "` + secret + `"}]`, "webhook #2 (#1): name: may not start with #"},
+		{"whsec_ not in base64", `[{"url": "https://a.example/h", "secret": "whsec_not*base64*at*all"}]`, "webhook #1 (a.example): secret: one that starts with whsec_ must be Standard Webhooks' form"},
+		{"whsec_ too short", `[{"url": "https://a.example/h", "secret": "whsec_ZmlmdGVlbi1ieXRlcyEh"}]`, "at least 16 bytes in base64"},
 		{"name with a quote", `[{"name": "a\"b", "url": "https://a.example/1", "secret": "` + secret + `"}]`, "name:"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

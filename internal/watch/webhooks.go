@@ -3,6 +3,7 @@ package watch
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -47,6 +48,25 @@ func (w Webhook) Label() string {
 		return w.Name
 	}
 	return "#" + strconv.Itoa(w.Index)
+}
+
+// secretPrefix marks a secret in Standard Webhooks' form: "whsec_" and
+// the key's bytes in base64.
+const secretPrefix = "whsec_"
+
+// SigningKey is the key of the Standard Webhooks signature
+// (webhook-signature): for a secret in Standard Webhooks' form ("whsec_"
+// and base64) the bytes it encodes, as that standard's libraries read it;
+// for any other secret its bytes as written (a receiver using such a
+// library passes "whsec_" + base64 of the secret). X-Scanner-Signature
+// keeps the secret as written, whatever its form.
+func (w Webhook) SigningKey() []byte {
+	if key, ok := strings.CutPrefix(w.Secret, secretPrefix); ok {
+		if b, err := base64.StdEncoding.DecodeString(key); err == nil {
+			return b
+		}
+	}
+	return []byte(w.Secret)
 }
 
 // Key identifies the endpoint in the database (its deliveries): a hash of
@@ -183,6 +203,11 @@ func parseWebhook(raw json.RawMessage) (Webhook, error) {
 	}
 	if len(w.Secret) < minSecretBytes {
 		return w, fmt.Errorf("secret is missing or shorter than %d bytes (e.g. openssl rand -hex 32)", minSecretBytes)
+	}
+	if key, ok := strings.CutPrefix(w.Secret, secretPrefix); ok {
+		if b, err := base64.StdEncoding.DecodeString(key); err != nil || len(b) < minSecretBytes {
+			return w, fmt.Errorf("secret: one that starts with %s must be Standard Webhooks' form, %s and at least %d bytes in base64", secretPrefix, secretPrefix, minSecretBytes)
+		}
 	}
 	if err := w.Filters.Validate(); err != nil {
 		return w, fmt.Errorf("filters: %w", err)

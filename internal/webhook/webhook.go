@@ -44,8 +44,9 @@ import (
 // with the endpoint's secret.
 const SignatureHeader = "X-Scanner-Signature"
 
-// DeliveryHeader carries the delivery's id: the same on every try of one
-// delivery, so an endpoint can drop a repeat.
+// DeliveryHeader carries the delivery's id (as IDHeader does): the same
+// on every try of one delivery, so an endpoint can drop a repeat, and
+// unique across restores of the database (compat.Event.UID).
 const DeliveryHeader = "X-Scanner-Delivery"
 
 // Defaults of Config.
@@ -284,7 +285,7 @@ func (s *Sender) queueBatch(ctx context.Context, cursor *int64) (more bool, err 
 					return false, fmt.Errorf("event %d: %w", e.ID, err)
 				}
 			}
-			ds = append(ds, store.NewDelivery{Endpoint: ep.key, EventID: e.ID, Body: body})
+			ds = append(ds, store.NewDelivery{Endpoint: ep.key, EventID: e.ID, Body: body, UID: e.UID()})
 			woken[ep] = true
 		}
 	}
@@ -425,8 +426,16 @@ func (s *Sender) send(ctx context.Context, w watch.Webhook, d store.Delivery) er
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "torchtpu-scanner/"+s.cfg.Version+" (webhook)")
+	id := d.UID
+	if id == "" { // queued before UIDs: its row's id, as it was sent before
+		id = strconv.FormatInt(d.ID, 10)
+	}
+	ts := s.now().Unix() // this try's: a captured delivery is stale after the Tolerance
 	req.Header.Set(SignatureHeader, Sign([]byte(w.Secret), d.Body))
-	req.Header.Set(DeliveryHeader, strconv.FormatInt(d.ID, 10))
+	req.Header.Set(DeliveryHeader, id)
+	req.Header.Set(IDHeader, id)
+	req.Header.Set(TimestampHeader, strconv.FormatInt(ts, 10))
+	req.Header.Set(StandardSignatureHeader, SignStandard(w.SigningKey(), id, ts, d.Body))
 	resp, err := s.client.Do(req)
 	if err != nil {
 		return bare(err)
@@ -499,7 +508,8 @@ func wake(ch chan struct{}) {
 
 // Payload is the JSON body of a delivery: one status change.
 type Payload struct {
-	// ID is the change's id, the same as its JSON Feed and Atom entry's.
+	// ID is the change's id, the same as its JSON Feed and Atom entry's
+	// (compat.Event.UID under the site's /events/).
 	ID     string           `json:"id"`
 	Kind   compat.EventKind `json:"kind"`
 	Model  string           `json:"model"`
@@ -525,15 +535,14 @@ func (s *Sender) payload(e compat.Event) Payload {
 
 // NewPayload is event e as a delivery's body, its links under base.
 func NewPayload(base string, e compat.Event, known *compat.KnownIssue) Payload {
-	id := strconv.FormatInt(e.ID, 10)
-	page := base + modelPath(e.ModelID) + "#event-" + id
+	page := base + modelPath(e.ModelID) + "#event-" + strconv.FormatInt(e.ID, 10)
 	title := changetext.Title(e)
 	text := title + "\n" + page
 	if known != nil {
 		text += "\nKnown issue: " + known.Title + " (" + known.State + ") " + known.URL
 	}
 	e.KnownIssue = known
-	return Payload{ID: base + "/events/" + id, Kind: e.Kind, Model: e.ModelID, Target: e.Target, Title: title, Text: text,
+	return Payload{ID: base + "/events/" + e.UID(), Kind: e.Kind, Model: e.ModelID, Target: e.Target, Title: title, Text: text,
 		URL: page, Date: e.At.UTC(), KnownIssue: known, Event: e}
 }
 

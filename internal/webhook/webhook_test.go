@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -50,6 +51,22 @@ func signedBy(secret, body []byte, header string) bool {
 	m := hmac.New(sha256.New, secret)
 	m.Write(body)
 	return hmac.Equal([]byte(header), []byte("sha256="+hex.EncodeToString(m.Sum(nil))))
+}
+
+// standardSignedBy reports whether h carries body's Standard Webhooks
+// signature with key, computed here as a receiver would (not by
+// SignStandard): base64 HMAC-SHA256 of "id.timestamp.body", a timestamp
+// within 5 minutes of now, and the id the same as X-Scanner-Delivery.
+func standardSignedBy(key, body []byte, h http.Header) bool {
+	id, ts := h.Get("Webhook-Id"), h.Get("Webhook-Timestamp")
+	sec, err := strconv.ParseInt(ts, 10, 64)
+	if err != nil || id == "" || id != h.Get("X-Scanner-Delivery") || strings.Contains(id, ".") ||
+		time.Since(time.Unix(sec, 0)).Abs() > 5*time.Minute {
+		return false
+	}
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte(id + "." + ts + "." + string(body)))
+	return hmac.Equal([]byte(h.Get("Webhook-Signature")), []byte("v1,"+base64.StdEncoding.EncodeToString(m.Sum(nil))))
 }
 
 func TestBackoff(t *testing.T) {
@@ -160,6 +177,9 @@ func (r *receiver) handle(w http.ResponseWriter, req *http.Request) {
 	defer r.mu.Unlock()
 	if !signedBy(r.secret, body, req.Header.Get(SignatureHeader)) {
 		r.bad = append(r.bad, "bad signature: "+req.Header.Get(SignatureHeader))
+	}
+	if !standardSignedBy(r.secret, body, req.Header) {
+		r.bad = append(r.bad, "bad Standard Webhooks signature: "+req.Header.Get(StandardSignatureHeader))
 	}
 	if ct := req.Header.Get("Content-Type"); ct != "application/json" || req.Method != http.MethodPost {
 		r.bad = append(r.bad, req.Method+" "+ct)
@@ -317,9 +337,12 @@ func TestADownReceiverGetsEveryChangeOnceAcrossARestart(t *testing.T) {
 	// The body: a plain text with the title and the link, the change, its known issue.
 	var sawKnown bool
 	for i, p := range rcv.bodies {
+		// The change's id: its event's UID (the database's epoch and the
+		// event's number), the delivery's id too.
 		if !strings.HasPrefix(p.Text, p.Title+"\nhttps://compat.example.org/models/") || p.Model != p.Event.ModelID ||
-			p.ID != "https://compat.example.org/events/"+strconv.FormatInt(p.Event.ID, 10) {
-			t.Errorf("payload %+v", p)
+			!strings.HasSuffix(p.ID, "-"+strconv.FormatInt(p.Event.ID, 10)) ||
+			p.ID != "https://compat.example.org/events/"+rcv.headers[i].Get(IDHeader) {
+			t.Errorf("payload %+v (webhook-id %s)", p, rcv.headers[i].Get(IDHeader))
 		}
 		if p.Event.Signature != nil {
 			sawKnown = true
@@ -1067,5 +1090,104 @@ func TestOnlyA4xxOtherThan408And429IsFinal(t *testing.T) {
 		if !errors.As(err, &r) || r.final() != final || r.code != code || r.retryAfter != 2*time.Minute {
 			t.Errorf("an answer %d: %#v, want final %v with Retry-After 2m", code, err, final)
 		}
+	}
+}
+
+// TestStandardWebhooksSignTheIDAndTheTry: every try carries the Standard
+// Webhooks headers: the delivery's id (the same on each try), the try's
+// time, and "v1," with the base64 HMAC-SHA256 of "id.timestamp.body" made
+// with the key a "whsec_" secret encodes. A captured try verifies within
+// the tolerance only, and not with another id or time; X-Scanner-Signature
+// is still the body's HMAC with the secret as written.
+func TestStandardWebhooksSignTheIDAndTheTry(t *testing.T) {
+	db := storetest.MustOpen(t)
+	key := []byte("0123456789abcdef01234567") // 24 bytes, as Standard Webhooks advises
+	hookSecret := "whsec_" + base64.StdEncoding.EncodeToString(key)
+	var ahead atomic.Int64 // the sender's clock runs this far ahead of the store's: what it queues is due
+	ahead.Store(int64(time.Hour))
+	now := func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) }
+	type try struct {
+		h    http.Header
+		body []byte
+		at   time.Time
+	}
+	var mu sync.Mutex
+	var tries []try
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		defer mu.Unlock()
+		tries = append(tries, try{r.Header.Clone(), body, now()})
+		if len(tries) == 1 {
+			ahead.Add(int64(10 * time.Minute)) // the retry comes 10 minutes later
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer srv.Close()
+	hook := watch.Webhook{Name: "std", URL: srv.URL, Secret: hookSecret}
+	cfg := fastConfig(db, []watch.Webhook{hook}, nil, slog.New(slog.DiscardHandler))
+	cfg.Now = now
+	_, stop := running(t, cfg)
+	waitFor(t, "the cursor", 5*time.Second, func() bool { _, err := db.PendingDeliveries(context.Background()); return err == nil })
+	time.Sleep(100 * time.Millisecond)
+	ev := record(t, db, "org/a", time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC), compat.StatusPass)[0]
+	waitFor(t, "two tries", 5*time.Second, func() bool { mu.Lock(); defer mu.Unlock(); return len(tries) == 2 })
+	stop()
+
+	first, second := tries[0], tries[1]
+	id := first.h.Get("webhook-id")
+	if id == "" || second.h.Get("webhook-id") != id || first.h.Get(DeliveryHeader) != id || !strings.HasSuffix(id, "-"+strconv.FormatInt(ev, 10)) {
+		t.Fatalf("ids %q then %q (%s %q), want one, the event's UID", id, second.h.Get("webhook-id"), DeliveryHeader, first.h.Get(DeliveryHeader))
+	}
+	for i, tr := range tries {
+		ts := tr.h.Get("webhook-timestamp")
+		sec, _ := strconv.ParseInt(ts, 10, 64)
+		if d := tr.at.Sub(time.Unix(sec, 0)); d < 0 || d > 2*time.Second {
+			t.Errorf("try %d: timestamp %s, want the try's %d", i+1, ts, tr.at.Unix())
+		}
+		// Written out here: the key the whsec_ secret encodes, over id.timestamp.body.
+		m := hmac.New(sha256.New, key)
+		m.Write([]byte(id + "." + ts + "." + string(tr.body)))
+		if want := "v1," + base64.StdEncoding.EncodeToString(m.Sum(nil)); tr.h.Get("webhook-signature") != want {
+			t.Errorf("try %d: webhook-signature %q, want %q", i+1, tr.h.Get("webhook-signature"), want)
+		}
+		if err := VerifyStandard(key, tr.h, tr.body, time.Unix(sec, 0).Add(Tolerance)); err != nil {
+			t.Errorf("try %d verified at the edge of the tolerance: %v", i+1, err)
+		}
+		// The contract's header: the body with the secret as written.
+		if !signedBy([]byte(hookSecret), tr.body, tr.h.Get(SignatureHeader)) {
+			t.Errorf("try %d: %s %q is not the body's HMAC with the secret", i+1, SignatureHeader, tr.h.Get(SignatureHeader))
+		}
+	}
+	if d := tries[1].at.Sub(tries[0].at); d < 10*time.Minute {
+		t.Errorf("the retry came %v after the first try, want 10 minutes (the test's clock)", d)
+	}
+	// A replay: the first try, captured, sent again after the tolerance.
+	sec, _ := strconv.ParseInt(first.h.Get("webhook-timestamp"), 10, 64)
+	first.at = time.Unix(sec, 0)
+	if err := VerifyStandard(key, first.h, first.body, first.at.Add(Tolerance+time.Second)); !errors.Is(err, ErrStale) {
+		t.Errorf("a try replayed past the tolerance: %v, want ErrStale", err)
+	}
+	if err := VerifyStandard(key, first.h, first.body, first.at.Add(-Tolerance-time.Second)); !errors.Is(err, ErrStale) {
+		t.Errorf("a try from the future: %v, want ErrStale", err)
+	}
+	// The signature covers the id and the time: neither can be changed.
+	for name, change := range map[string]func(http.Header){
+		"another id":   func(h http.Header) { h.Set("webhook-id", id+"0") },
+		"another time": func(h http.Header) { h.Set("webhook-timestamp", strconv.FormatInt(first.at.Unix()+1, 10)) },
+		"the raw secret as the key": func(h http.Header) {
+			h.Set("webhook-signature", SignStandard([]byte(hookSecret), id, first.at.Unix(), first.body))
+		},
+	} {
+		h := first.h.Clone()
+		change(h)
+		if err := VerifyStandard(key, h, first.body, first.at); !errors.Is(err, ErrNoSignature) {
+			t.Errorf("%s: %v, want ErrNoSignature", name, err)
+		}
+	}
+	if err := VerifyStandard(key, http.Header{}, first.body, first.at); !errors.Is(err, ErrMissingHeaders) {
+		t.Errorf("no headers: %v", err)
 	}
 }
