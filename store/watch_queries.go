@@ -33,6 +33,15 @@ WHERE endpoint = ? AND state = 'pending' AND next_at <= ? ORDER BY id LIMIT ?`
 	sqlDeliveryRefused  = `UPDATE webhook_deliveries SET state = 'refused', attempts = attempts + 1, done_at = ?, last_error = ? WHERE id = ? AND state = 'pending'`
 	sqlExpireDeliveries = `UPDATE webhook_deliveries SET state = 'expired', done_at = ?
 WHERE state = 'pending' AND created_at < ? RETURNING endpoint`
+	sqlDeliveryStates = `SELECT endpoint, state, count(*), min(CASE WHEN state = 'pending' THEN created_at END),
+	min(CASE WHEN state = 'pending' THEN next_at END) FROM webhook_deliveries GROUP BY endpoint, state`
+	// The newest error of a pending delivery's try, per endpoint.
+	sqlDeliveryLastErrors = `SELECT endpoint, last_error FROM (SELECT endpoint, last_error,
+	row_number() OVER (PARTITION BY endpoint ORDER BY next_at DESC, id DESC) AS n
+	FROM webhook_deliveries WHERE state = 'pending' AND last_error <> '') WHERE n = 1`
+	sqlRefusedDeliveries = `SELECT endpoint, uid, id, event_id, done_at, last_error FROM (SELECT *,
+	row_number() OVER (PARTITION BY endpoint ORDER BY done_at DESC, id DESC) AS n
+	FROM webhook_deliveries WHERE state = 'refused') WHERE n <= ? ORDER BY endpoint, done_at DESC, id DESC`
 	sqlForgetDeliveries  = `DELETE FROM webhook_deliveries WHERE state <> 'pending' AND done_at < ?`
 	sqlPendingDeliveries = `SELECT endpoint, count(*) FROM webhook_deliveries WHERE state = 'pending' GROUP BY endpoint`
 )

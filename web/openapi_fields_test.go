@@ -101,6 +101,8 @@ func TestOpenAPISchemasMatchTheJSON(t *testing.T) {
 		{"PrecisionCheck", reflect.TypeFor[compat.PrecisionCheck]()},
 		{"TestRequest", reflect.TypeFor[requestJSON]()},
 		{"WebhookPayload", reflect.TypeFor[webhook.Payload]()},
+		{"WebhookStatus", reflect.TypeFor[webhook.Status]()},
+		{"RefusedDelivery", reflect.TypeFor[webhook.RefusedDelivery]()},
 	} {
 		s, ok := doc.Components.Schemas[tc.schema]
 		if !ok {

@@ -79,6 +79,7 @@ type Store interface {
 	DeliveryRefused(ctx context.Context, id int64, at time.Time, why string) error
 	ExpireDeliveries(ctx context.Context, before, forget time.Time) (map[string]int, error)
 	PendingDeliveries(ctx context.Context) (map[string]int, error)
+	DeliveryReport(ctx context.Context, recent int) (map[string]*store.DeliveryStats, error)
 }
 
 var _ Store = (*store.SQLite)(nil)
@@ -426,10 +427,7 @@ func (s *Sender) send(ctx context.Context, w watch.Webhook, d store.Delivery) er
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "torchtpu-scanner/"+s.cfg.Version+" (webhook)")
-	id := d.UID
-	if id == "" { // queued before UIDs: its row's id, as it was sent before
-		id = strconv.FormatInt(d.ID, 10)
-	}
+	id := d.SendID()
 	ts := s.now().Unix() // this try's: a captured delivery is stale after the Tolerance
 	req.Header.Set(SignatureHeader, Sign([]byte(w.Secret), d.Body))
 	req.Header.Set(DeliveryHeader, id)
@@ -554,4 +552,59 @@ func modelPath(id string) string {
 		parts[i] = url.PathEscape(p)
 	}
 	return "/models/" + strings.Join(parts, "/")
+}
+
+// recentRefused is how many refused deliveries Status lists per webhook.
+const recentRefused = 20
+
+// Status is one webhook as the operator sees it (GET /api/v1/webhooks,
+// with the admin token): its deliveries by state (finished ones are kept
+// a week), and the newest it refused for good.
+type Status struct {
+	Webhook       string            `json:"webhook"` // its label: its name, else #N
+	Pending       int               `json:"pending"`
+	Delivered     int               `json:"delivered"`
+	Refused       int               `json:"refused"`
+	Expired       int               `json:"expired"`
+	OldestPending *time.Time        `json:"oldest_pending"` // null: none pending
+	NextTry       *time.Time        `json:"next_try"`       // null: none pending
+	LastError     string            `json:"last_error"`     // the newest failed try's, among the pending
+	RecentRefused []RefusedDelivery `json:"recent_refused"`
+}
+
+// RefusedDelivery is a delivery the endpoint refused for good.
+type RefusedDelivery struct {
+	ID    string    `json:"id"`    // the delivery's id (webhook-id)
+	Event int64     `json:"event"` // the change's number
+	At    time.Time `json:"at"`
+	Error string    `json:"error"` // the answer, e.g. "answered 400 Bad Request"
+}
+
+// Status is every webhook's Status, in the file's order.
+func (s *Sender) Status(ctx context.Context) ([]Status, error) {
+	report, err := s.cfg.Store.DeliveryReport(ctx, recentRefused)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Status, 0, len(s.eps))
+	for _, ep := range s.eps {
+		st := Status{Webhook: ep.w.Label(), RecentRefused: []RefusedDelivery{}}
+		if r := report[ep.key]; r != nil {
+			st.Pending, st.Delivered, st.Refused, st.Expired, st.LastError = r.Pending, r.Delivered, r.Refused, r.Expired, r.LastError
+			st.OldestPending, st.NextTry = timeOrNil(r.OldestPending), timeOrNil(r.NextTry)
+			for _, d := range r.RecentRefused {
+				st.RecentRefused = append(st.RecentRefused, RefusedDelivery{ID: d.UID, Event: d.EventID, At: d.At.UTC(), Error: d.Why})
+			}
+		}
+		out = append(out, st)
+	}
+	return out, nil
+}
+
+func timeOrNil(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	t = t.UTC()
+	return &t
 }

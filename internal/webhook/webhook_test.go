@@ -1035,11 +1035,11 @@ func TestOneRefusedDeliveryDoesNotBlockTheRest(t *testing.T) {
 	logs, log := newJSONLog()
 	cfg := fastConfig(db, []watch.Webhook{hook}, reg, log)
 	cfg.FirstBackoff, cfg.MaxBackoff = 30*time.Millisecond, 30*time.Millisecond
-	_, stop := running(t, cfg)
+	sender, stop := running(t, cfg)
 	waitFor(t, "the cursor", 5*time.Second, func() bool { _, err := db.PendingDeliveries(context.Background()); return err == nil })
 	time.Sleep(100 * time.Millisecond)
 	t0 := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
-	record(t, db, "org/refused", t0, compat.StatusPass) // oldest first: these two come before the rest
+	refusedEvent := record(t, db, "org/refused", t0, compat.StatusPass)[0] // oldest first: these two come before the rest
 	record(t, db, "org/busy", t0, compat.StatusPass)
 	record(t, db, "org/a", t0, compat.StatusPass, compat.StatusFail)
 	record(t, db, "org/b", t0, compat.StatusPass)
@@ -1067,6 +1067,19 @@ func TestOneRefusedDeliveryDoesNotBlockTheRest(t *testing.T) {
 		if strings.Contains(fmt.Sprint(r), "busy") {
 			t.Errorf("a 429 or 503 counted as final: %v", r)
 		}
+	}
+	// The operator's status (GET /api/v1/webhooks) says the same.
+	st, err := sender.Status(context.Background())
+	if err != nil || len(st) != 1 {
+		t.Fatalf("status %+v %v", st, err)
+	}
+	s := st[0]
+	if s.Webhook != "ops" || s.Pending != 1 || s.Delivered != 3 || s.Refused != 1 || s.NextTry == nil || s.OldestPending == nil ||
+		!strings.HasPrefix(s.LastError, "answered ") || len(s.RecentRefused) != 1 {
+		t.Fatalf("status %+v", s)
+	}
+	if r := s.RecentRefused[0]; r.Event != refusedEvent || !strings.HasSuffix(r.ID, "-"+strconv.FormatInt(refusedEvent, 10)) || r.Error != "answered 400 Bad Request" || r.At.IsZero() {
+		t.Errorf("refused %+v, want event %d answered 400", r, refusedEvent)
 	}
 }
 
