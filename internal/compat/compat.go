@@ -472,6 +472,10 @@ type Result struct {
 	// PrecisionSensitive says the numerics passed on tpu only at
 	// torch.tpu.Precision.HIGHEST.
 	PrecisionSensitive bool `json:"precision_sensitive,omitempty"`
+	// Evidence is what the verdict rests on (EvidenceOf, its one rule).
+	// Never stored nor read: the web layer sets it as it serves the
+	// result, as it does KnownIssue.
+	Evidence *Evidence `json:"evidence,omitempty"`
 }
 
 // KnownIssue is a tracked failure: its title, the URL of its tracking
