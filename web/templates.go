@@ -114,6 +114,8 @@ func (s *Server) funcs() template.FuncMap {
 		"isArch":     func(m *compat.Mode) bool { return m != nil && *m == compat.ModeArch },
 		"chips":      chips,
 		"measured":   measuredChips,
+		"evidence":   compat.EvidenceOf,
+		"evidenceOf": compat.EvidenceOfEvent,
 		"sharded":    shardedOn,
 		"mark":       markOf,
 		"countOf":    paramCount,

@@ -680,6 +680,9 @@ type Event struct {
 	// KnownIssue is where the signature is tracked; set by the web layer
 	// as it serves the event, never stored.
 	KnownIssue *KnownIssue `json:"known_issue,omitempty"`
+	// Evidence is what the new status rests on (EvidenceOfEvent); set by
+	// the web layer as it serves the event, never stored.
+	Evidence *Evidence `json:"evidence,omitempty"`
 }
 
 // AboutVerdicts reports whether e is a change between verdicts (or skips):

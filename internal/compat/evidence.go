@@ -78,10 +78,10 @@ func EvidenceOf(r *Result) Evidence {
 // kernel table". A new source of predictions is one more case here.
 func predictedFrom(Result) string { return "" }
 
-// Evidence is the evidence of the result that made the event: e's
-// target, runtime and time. An event does not record how many devices the
-// probe ran on, so DeviceCount is 0 (not known).
-func (e Event) Evidence() Evidence {
+// EvidenceOfEvent is the evidence of the result that made the event
+// (EvidenceOf): e's target, runtime and time. An event does not record how
+// many devices the probe ran on, so DeviceCount is 0 (not known).
+func EvidenceOfEvent(e Event) Evidence {
 	return EvidenceOf(&Result{Target: e.Target, Status: e.ToStatus, Stage: e.Stage, Signature: e.Signature,
 		Revision: e.Revision, TestedAt: e.At, Runtime: e.Runtime})
 }

@@ -72,11 +72,11 @@ func TestEventEvidence(t *testing.T) {
 	at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	e := Event{Target: TargetTPU, Kind: EventRegression, FromStatus: StatusPass, ToStatus: StatusFail, At: at,
 		Runtime: Runtime{Torch: "2.15.0", TorchTPU: "0.2.0", Device: "TPU v6e", DeviceCount: 8}}
-	if got, want := e.Evidence().Sentence(), "measured on TPU v6e with torch 2.15.0, torch_tpu 0.2.0 on 2026-11-30"; got != want {
+	if got, want := EvidenceOfEvent(e).Sentence(), "measured on TPU v6e with torch 2.15.0, torch_tpu 0.2.0 on 2026-11-30"; got != want {
 		t.Errorf("event evidence = %q, want %q", got, want)
 	}
 	e.ToStatus = StatusSkipped
-	if got := e.Evidence().Kind; got != EvidenceNone {
+	if got := EvidenceOfEvent(e).Kind; got != EvidenceNone {
 		t.Errorf("a skip's evidence = %s", got)
 	}
 }
