@@ -1,6 +1,9 @@
 package web
 
 import (
+	"encoding/csv"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 
@@ -89,7 +92,7 @@ func TestTableHeadlineWithoutTPU(t *testing.T) {
 	body := ts.get(t, "/").body
 	for _, want := range []string{
 		`<small class="ev" data-evidence="measured" title="measured on cpu with torch 2.15.0, transformers 5.23.0, harness 1 on 2026-11-30">measured on cpu</small>`,
-		`<small class="ev" data-evidence="none" title="no evidence">no evidence</small>`,
+		`<small class="ev" data-evidence="none" title="none (no verdict)">none (no verdict)</small>`,
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("table lacks %s", want)
@@ -154,5 +157,52 @@ func TestAPIEvidence(t *testing.T) {
 		sum.Measured[compat.TargetCPU].Tested != 2 || *sum.Measured[compat.TargetCPU].PassRate != 0.5 ||
 		sum.Measured[compat.TargetCPU].Name != "CPU reference, measured on CPU (not TorchTPU)" {
 		t.Errorf("summary additions: %+v", sum)
+	}
+}
+
+// TestCSVAndFeedEvidence: the CSV's evidence columns come last and say
+// each row's evidence; each feed entry says its change's.
+func TestCSVAndFeedEvidence(t *testing.T) {
+	ts := cpuOnly(t)
+	rows, err := csv.NewReader(strings.NewReader(ts.get(t, "/export.csv?sort=id&order=asc").body)).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := len(evidenceCSVColumns)
+	if head := rows[0]; !slices.Equal(head[len(head)-n:], evidenceCSVColumns) || !slices.Equal(head[:len(csvColumns)], csvColumns) {
+		t.Errorf("header %v", head)
+	}
+	got := map[string]string{}
+	for _, r := range rows[1:] {
+		got[r[0]] = strings.Join(r[len(r)-n:], ",")
+	}
+	want := map[string]string{
+		"org/a-model":  "measured,cpu,cpu,1,cpu~2.15.0~~5.23.0~1,2026-11-30T12:00:00Z,",
+		"org/b-model":  "measured,cpu,cpu,1,cpu~2.9.0~0.2.0~~,2026-11-30T12:00:00Z,",
+		"org/untested": "none,,,,,,",
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("CSV evidence %q, want %q", got, want)
+	}
+
+	_, items := feedItemsOf(t, ts.get(t, "/feed.json").body)
+	changes := 0
+	for _, it := range items {
+		if !strings.Contains(it["id"].(string), "/events/") {
+			continue // a new runtime's item
+		}
+		changes++
+		if text := it["content_text"].(string); !strings.Contains(text, "\n\nEvidence: measured on cpu with ") {
+			t.Errorf("feed text lacks the evidence: %q", text)
+		}
+		if ev := it["_evidence"].(map[string]any); ev["kind"] != "measured" || ev["target"] != "cpu" {
+			t.Errorf("feed _evidence %v", ev)
+		}
+	}
+	if changes != 2 {
+		t.Errorf("%d status changes in the feed, want 2", changes)
+	}
+	if atom := ts.get(t, "/feed.atom").body; strings.Count(atom, "Evidence: measured on cpu") < 2 {
+		t.Errorf("atom lacks the evidence:\n%.2000s", atom)
 	}
 }

@@ -88,7 +88,7 @@ func EvidenceOfEvent(e Event) Evidence {
 
 // Short is the evidence in a few words, for a table cell or a badge's
 // title: "measured on 2 × TPU v6e", "measured on cpu", "predicted from
-// TorchTPU 0.2.0's kernel table", "no evidence".
+// TorchTPU 0.2.0's kernel table", "none (no verdict)".
 func (e Evidence) Short() string {
 	switch e.Kind {
 	case EvidenceMeasured:
@@ -99,7 +99,7 @@ func (e Evidence) Short() string {
 		}
 		return "predicted from " + e.From
 	}
-	return "no evidence"
+	return "none (no verdict)"
 }
 
 // Sentence is the evidence in full: Short, then the runtime and the date

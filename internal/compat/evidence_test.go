@@ -22,7 +22,7 @@ func TestEvidenceOf(t *testing.T) {
 		short    string
 		sentence string
 	}{
-		{"no result", nil, EvidenceNone, "no evidence", "no evidence"},
+		{"no result", nil, EvidenceNone, "none (no verdict)", "none (no verdict)"},
 		{"tpu pass", res(TargetTPU, StatusPass, tpuRT, 1), EvidenceMeasured, "measured on 1 × TPU v6e",
 			"measured on 1 × TPU v6e with torch 2.15.0, torch_tpu 0.2.0, transformers 5.23.0, harness 1.4.0 on 2026-11-30"},
 		{"tpu sharded fail", res(TargetTPU, StatusFail, tpuRT, 4), EvidenceMeasured, "measured on 4 × TPU v6e",
@@ -35,9 +35,9 @@ func TestEvidenceOf(t *testing.T) {
 			"measured on 1 × cuda with torch 2.15.0 on 2026-11-30"},
 		{"crash", res(TargetTPU, StatusCrash, tpuRT, 1), EvidenceMeasured, "measured on 1 × TPU v6e",
 			"measured on 1 × TPU v6e with torch 2.15.0, torch_tpu 0.2.0, transformers 5.23.0, harness 1.4.0 on 2026-11-30"},
-		{"skipped", res(TargetTPU, StatusSkipped, tpuRT, 1), EvidenceNone, "no evidence", "no evidence"},
-		{"scanner error", res(TargetTPU, StatusError, tpuRT, 1), EvidenceNone, "no evidence", "no evidence"},
-		{"untested", res(TargetCPU, StatusUntested, cpuRT, 0), EvidenceNone, "no evidence", "no evidence"},
+		{"skipped", res(TargetTPU, StatusSkipped, tpuRT, 1), EvidenceNone, "none (no verdict)", "none (no verdict)"},
+		{"scanner error", res(TargetTPU, StatusError, tpuRT, 1), EvidenceNone, "none (no verdict)", "none (no verdict)"},
+		{"untested", res(TargetCPU, StatusUntested, cpuRT, 0), EvidenceNone, "none (no verdict)", "none (no verdict)"},
 	}
 	for _, tt := range tests {
 		e := EvidenceOf(tt.r)
