@@ -206,3 +206,23 @@ func TestCSVAndFeedEvidence(t *testing.T) {
 		t.Errorf("atom lacks the evidence:\n%.2000s", atom)
 	}
 }
+
+// TestModelPageEvidence: the model page says what each current result,
+// each row of its history and each change of its timeline rests on.
+func TestModelPageEvidence(t *testing.T) {
+	ts := cpuOnly(t)
+	ts.record(t, "org/a-model", passOn(compat.TargetTPU, testTime, 300))
+	body := ts.get(t, "/models/org/a-model").body
+	for _, want := range []string{
+		`<dd data-evidence="measured">measured on 1 × TPU v6e with torch 2.9.0, torch_tpu 0.2.0, transformers 4.57.1, harness 1 on 2026-11-30</dd>`,
+		`<dd data-evidence="measured">measured on cpu with torch 2.15.0, transformers 5.23.0, harness 1 on 2026-11-30 <span class="muted">(the CPU reference, not TorchTPU)</span></dd>`,
+		`<td data-label="Evidence"><span data-evidence="measured" title="measured on cpu with torch 2.15.0, transformers 5.23.0, harness 1 on 2026-11-30">measured on cpu</span></td>`,
+		`<td data-label="Evidence"><span data-evidence="measured" title="measured on 1 × TPU v6e with torch 2.9.0, torch_tpu 0.2.0, transformers 4.57.1, harness 1 on 2026-11-30">measured on 1 × TPU v6e</span></td>`,
+		`· <span data-evidence="measured">measured on TPU v6e</span></span>`,
+		`· <span data-evidence="measured">measured on cpu</span></span>`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("model page lacks %s", want)
+		}
+	}
+}
