@@ -226,3 +226,30 @@ func TestModelPageEvidence(t *testing.T) {
 		}
 	}
 }
+
+// TestMethodologyExplainsEvidence: /methodology#evidence explains every
+// tier, and the pages that show evidence link there.
+func TestMethodologyExplainsEvidence(t *testing.T) {
+	ts := cpuOnly(t)
+	body := ts.get(t, "/methodology").body
+	_, sec, ok := strings.Cut(body, `<h2 id="evidence">Evidence</h2>`)
+	sec, _, _ = strings.Cut(sec, "<h2")
+	if !ok {
+		t.Fatal("no evidence section")
+	}
+	for _, k := range compat.EvidenceKinds {
+		if !strings.Contains(sec, "<dt><code>"+string(k)+"</code></dt><dd>") {
+			t.Errorf("the evidence section does not explain %s", k)
+		}
+	}
+	for _, want := range []string{"No TPU results on this instance yet", "never TorchTPU&#39;s", "cpu pass"} {
+		if !strings.Contains(sec, want) {
+			t.Errorf("the evidence section lacks %q", want)
+		}
+	}
+	for _, path := range []string{"/", "/models/org/a-model"} {
+		if !strings.Contains(ts.get(t, path).body, `href="/methodology#evidence"`) {
+			t.Errorf("%s does not link the tiers' explanation", path)
+		}
+	}
+}
