@@ -179,3 +179,60 @@ func TestModelPageOnAPhone(t *testing.T) {
 		t.Errorf("the model page is %d px wide on a 1440 px screen", w)
 	}
 }
+
+// TestHeadlineWithoutTPU: on a host without a chip (every result a CPU
+// run) the table's headline says there is no TPU result and names the CPU
+// reference's figures as such, on a phone as on a desktop, and the page
+// fits the phone.
+func TestHeadlineWithoutTPU(t *testing.T) {
+	ctx := newBrowser(t)
+	db := storetest.MustOpen(t)
+	bg := context.Background()
+	var ups []store.ModelUpsert
+	for _, id := range []string{"org37/model-00117-instruct-preview", "org1/small-model", "org2/other"} {
+		ups = append(ups, store.ModelUpsert{ID: id, Task: "text-generation", Library: "transformers", Downloads: 1000})
+	}
+	if err := db.UpsertModels(bg, ups); err != nil {
+		t.Fatal(err)
+	}
+	for i, u := range ups[:2] {
+		r := compat.Result{Target: compat.TargetCPU, Status: compat.StatusPass, Stage: compat.Ptr(compat.StageGenerate),
+			Mode: compat.Ptr(compat.ModeFull), Revision: "r", DevicesUsed: 1, TestedAt: time.Date(2026, 11, 30, 12, i, 0, 0, time.UTC),
+			Runtime: compat.Runtime{Torch: "2.15.0+cpu", Transformers: "5.23.0", Harness: "1.4.0", Device: "cpu", DeviceCount: 1}}
+		if i == 1 {
+			r.Status, r.Stage = compat.StatusFail, compat.Ptr(compat.StageForward)
+		}
+		if _, err := db.RecordResult(bg, u.ID, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	base := serveStore(t, db)
+	seen := watch(t, ctx)
+	defer seen.check(t)
+	for _, vp := range []struct {
+		name string
+		act  chromedp.Action[chromedp.Void]
+		w    int
+	}{
+		{"desktop", chromedp.EmulateViewport(1440, 900), 1440},
+		{"phone", chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile, chromedp.EmulateScale(2)), 390},
+	} {
+		step(t, ctx, vp.name, vp.act, chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.CSS("section.headline")))
+		head := eval[string](t, ctx, `document.querySelector("section.headline").innerText`)
+		for _, want := range []string{"No TPU results on this instance yet.", "CPU reference, measured on CPU (not TorchTPU)", "50.0 %"} {
+			if !strings.Contains(head, want) {
+				t.Errorf("%s: the headline lacks %q:\n%s", vp.name, want, head)
+			}
+		}
+		if strings.Contains(head, "TorchTPU, measured on TPU") {
+			t.Errorf("%s: TPU figures without a TPU run:\n%s", vp.name, head)
+		}
+		if ev := eval[[]string](t, ctx, `[...document.querySelectorAll("td[data-label=Status] .ev")].map(e => e.textContent)`); len(ev) != 3 {
+			t.Errorf("%s: the rows' evidence: %v", vp.name, ev)
+		}
+		if w := eval[int](t, ctx, `document.documentElement.scrollWidth`); w > vp.w {
+			t.Errorf("%s: the table page is %d px wide", vp.name, w)
+		}
+		screenshot(t, ctx, "table-cpu-only-"+vp.name+".png", false)
+	}
+}
