@@ -75,7 +75,10 @@ func EvidenceOf(r *Result) Evidence {
 // predictedFrom names what predicts the verdict of a result that has none,
 // "" when nothing does. Nothing does yet: the runtime's TorchTPU kernel
 // table (the Result's tpu_ops, issue 36) will, as "TorchTPU <version>'s
-// kernel table". A new source of predictions is one more case here.
+// kernel table" (its Target then being tpu, the target predicted for). A
+// new source of predictions is one more case here; a TPU verdict predicted
+// beside a measured one on another target (a CPU run's tpu_ops) is a
+// second verdict, with EvidencePredicted of its own, never this result's.
 func predictedFrom(Result) string { return "" }
 
 // EvidenceOfEvent is the evidence of the result that made the event
