@@ -66,6 +66,11 @@ func TestBadgeEvidence(t *testing.T) {
 			"TorchTPU: passing (measured on 1 × TPU v6e with torch 2.15.0, torch_tpu 0.2.0 on 2026-11-30)"},
 		{"cpu only", badgeFor(model(cpuResult(compat.StatusPass)), compat.TargetTPU, ""),
 			"TorchTPU: cpu pass (measured on cpu with torch 2.15.0 on 2026-11-30)"},
+		{"device with controls", badgeFor(model(func() *compat.Result {
+			r := result(compat.StatusPass)
+			r.Runtime.Device = "TPU\x00 <v6e>\n\x1b"
+			return r
+		}()), compat.TargetTPU, ""), "TorchTPU: passing (measured on TPU <v6e> on 2026-11-30)"},
 		{"skipped", badgeFor(model(result(compat.StatusSkipped)), compat.TargetTPU, ""), "TorchTPU: skipped"},
 		{"untested", badgeFor(model(nil), compat.TargetTPU, ""), "TorchTPU: untested"},
 		{"train on cpu only", trainBadgeFor(model(func() *compat.Result {
@@ -77,10 +82,11 @@ func TestBadgeEvidence(t *testing.T) {
 		if got := tt.b.title(); got != tt.title {
 			t.Errorf("%s: title %q, want %q", tt.name, got, tt.title)
 		}
-		svg := string(renderSVG(tt.b, styleFlat))
-		if want := "<title>" + xmlEscape(tt.title) + "</title>"; !strings.Contains(svg, want) {
+		svg := renderSVG(tt.b, styleFlat)
+		if want := "<title>" + xmlEscape(tt.title) + "</title>"; !strings.Contains(string(svg), want) {
 			t.Errorf("%s: svg lacks %s: %s", tt.name, want, svg)
 		}
+		checkSVG(t, svg, tt.b)
 	}
 }
 

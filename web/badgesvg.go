@@ -120,10 +120,11 @@ func badgeFor(m *compat.Model, target compat.Target, label string) badge {
 	return b
 }
 
-// badgeEvidence is the evidence of r's verdict in words; "" for none.
+// badgeEvidence is the evidence of r's verdict in words, one clean line
+// (its device and versions come from the probe); "" for none.
 func badgeEvidence(r *compat.Result) string {
 	if e := compat.EvidenceOf(r); e.Kind != compat.EvidenceNone {
-		return e.Sentence()
+		return cleanText(e.Sentence(), 240)
 	}
 	return ""
 }
