@@ -48,7 +48,7 @@ func TestNewHeadline(t *testing.T) {
 	t.Run("tpu and cpu", func(t *testing.T) {
 		h := newHeadline(map[compat.Target]store.Summary{compat.TargetTPU: sum(10, 1, 1, 1), compat.TargetCPU: sum(10, 5, 0, 0),
 			compat.TargetCUDA: sum(10, 0, 2, 0)})
-		if h.TPU == nil || h.TPU.Tested != 2 || h.TPU.Passed != 1 || h.TPU.Results != 3 || h.NoTPU != "" ||
+		if h.TPU == nil || h.TPU.Tested != 2 || h.TPU.Passed != 1 || h.TPU.Results != 3 || h.TPU.Models != 10 || h.NoTPU != "" ||
 			h.Sentence() != "TorchTPU, measured on TPU: 1 of 2 tested models pass (50.0 %)." {
 			t.Errorf("tpu: %+v %q", h.TPU, h.Sentence())
 		}
@@ -76,11 +76,15 @@ func cpuOnly(t *testing.T) *testServer {
 // figures under their name; each row says what its verdict rests on.
 func TestTableHeadlineWithoutTPU(t *testing.T) {
 	ts := cpuOnly(t)
+	ts.upsert(t, store.ModelUpsert{ID: "org/skipped"})
+	skip := passOn(compat.TargetCPU, testTime, 1)
+	skip.Status, skip.Reason, skip.Metrics = compat.StatusSkipped, compat.Ptr(compat.ReasonRemoteCode), compat.Metrics{}
+	ts.record(t, "org/skipped", skip)
 	for _, path := range []string{"/", "/?target=cpu"} {
 		body := ts.get(t, path).body
 		head, _, _ := strings.Cut(body, `<form class="filters"`)
 		for _, want := range []string{"No TPU results on this instance yet.", "CPU reference, measured on CPU (not TorchTPU)",
-			`data-evidence="measured" data-target="cpu"`, "50.0 %"} {
+			`data-evidence="measured" data-target="cpu"`, "50.0 %", `<dd>2 <span class="muted">of 4; 1 more skipped or errors</span></dd>`} {
 			if !strings.Contains(head, want) {
 				t.Errorf("%s: headline lacks %q:\n%s", path, want, head)
 			}
@@ -105,7 +109,7 @@ func TestTableHeadlineWithoutTPU(t *testing.T) {
 	head, _, _ := strings.Cut(body, `<form class="filters"`)
 	tpu, cpu, ok := strings.Cut(head, "CPU reference")
 	if !ok || !strings.Contains(tpu, `<h2 class="figures-h" data-evidence="measured" data-target="tpu">TorchTPU, measured on TPU</h2>`) ||
-		!strings.Contains(tpu, "<dd>100.0 %</dd>") || !strings.Contains(tpu, "<dd>1</dd>") || strings.Contains(head, "No TPU results") ||
+		!strings.Contains(tpu, "<dd>100.0 %</dd>") || !strings.Contains(tpu, `<dd>1 <span class="muted">of 4</span></dd>`) || strings.Contains(head, "No TPU results") ||
 		!strings.Contains(cpu, "<dd>50.0 %</dd>") {
 		t.Errorf("headline with a TPU result:\n%s", head)
 	}

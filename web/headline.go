@@ -16,6 +16,7 @@ type figures struct {
 	Name     string              `json:"name"`     // what the figures are of, in words
 	Evidence compat.EvidenceKind `json:"evidence"` // measured (predicted figures: none yet)
 	Target   compat.Target       `json:"target"`
+	Models   int                 `json:"models"`  // every known model
 	Results  int                 `json:"results"` // models with a result on the target, verdict or not
 	Tested   int                 `json:"tested"`  // of them, with a verdict (pass, fail, oom, timeout, crash)
 	Passed   int                 `json:"passed"`
@@ -58,7 +59,7 @@ var figuresName = map[compat.Target]string{
 // measuredFigures are target's figures from its summary (Store.Summary on
 // that target alone).
 func measuredFigures(target compat.Target, sum store.Summary) figures {
-	return figures{Name: figuresName[target], Evidence: compat.EvidenceMeasured, Target: target,
+	return figures{Name: figuresName[target], Evidence: compat.EvidenceMeasured, Target: target, Models: sum.Models,
 		Results: sum.Models - sum.Counts[compat.StatusUntested], Tested: sum.Tested, Passed: sum.Counts[compat.StatusPass],
 		PassRate: sum.PassRate, WeightedPassRate: sum.WeightedPassRate}
 }
