@@ -473,6 +473,10 @@ type Result struct {
 	// PrecisionSensitive says the numerics passed on tpu only at
 	// torch.tpu.Precision.HIGHEST.
 	PrecisionSensitive bool `json:"precision_sensitive,omitempty"`
+	// Evidence is what the verdict rests on (EvidenceOf, its one rule).
+	// Never stored nor read: the web layer sets it as it serves the
+	// result, as it does KnownIssue.
+	Evidence *Evidence `json:"evidence,omitempty"`
 }
 
 // KnownIssue is a tracked failure: its title, the URL of its tracking
@@ -677,6 +681,9 @@ type Event struct {
 	// KnownIssue is where the signature is tracked; set by the web layer
 	// as it serves the event, never stored.
 	KnownIssue *KnownIssue `json:"known_issue,omitempty"`
+	// Evidence is what the new status rests on (EvidenceOfEvent); set by
+	// the web layer as it serves the event, never stored.
+	Evidence *Evidence `json:"evidence,omitempty"`
 	// Epoch is the random id of the database's copy the event was written
 	// in (store: renewed at every open); "" for events from before epochs.
 	Epoch string `json:"-"`
