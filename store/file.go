@@ -9,14 +9,18 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
+
+	"github.com/mattn/go-sqlite3"
 )
 
 // This file is what the store knows about its file: that it is still the
 // file it opened (a database deleted or replaced under a running server
-// takes writes nobody can read again), and why a file cannot be written
-// (a read-only database said so, and read for a backup).
+// takes writes nobody can read again), why a file cannot be written
+// (a read-only database said so, and read for a backup), and whether it is
+// a sound database at all (a damaged one is refused at Open).
 
 // ErrGone is wrapped by every write, and by CheckFile, once the database file
 // was deleted or replaced while this process had it open.
@@ -139,6 +143,9 @@ func OpenReadOnly(ctx context.Context, path string) (*SQLite, error) {
 	var have int
 	if err := r.QueryRowContext(ctx, sqlSchemaVersion).Scan(&have); err != nil {
 		r.Close()
+		if d := damage(path, "", err); d != nil {
+			return nil, d
+		}
 		return nil, fmt.Errorf("store: open %s read-only: %w", path, err)
 	}
 	if have > len(ms) {
@@ -159,4 +166,81 @@ func readOnlyDSN(abs string) string {
 		q += "&immutable=1"
 	}
 	return u.String() + "?" + q
+}
+
+// ErrNotDatabase is wrapped by Open's error for a file that is not a
+// SQLite database (another file in its place, or one whose first page was
+// overwritten).
+var ErrNotDatabase = errors.New("the file is not a SQLite database")
+
+// ErrCorrupt is wrapped by Open's error for a database SQLite finds damaged
+// (a page overwritten, the file cut short): its words are in the error.
+// The scanner does not serve such a file: SQLite's advice is to restore a
+// copy, not to go on writing into the damage.
+var ErrCorrupt = errors.New("the database is corrupt")
+
+// restoreAdvice ends the error of a damaged database: what to do.
+const restoreAdvice = "the scanner will not serve it; stop every scanner process using it, move it and its -wal and -shm files aside " +
+	"(keep them for recovery), and put in its place a copy written by `scanner backup FILE` (or start with a new, empty database)"
+
+// damage says what a failure opening or reading the database at path
+// means for the file: ErrNotDatabase or ErrCorrupt with SQLite's words
+// (what SQLite was doing, when that says more) and restoreAdvice, or nil
+// when the failure says nothing about the file.
+func damage(path, doing string, err error) error {
+	var se sqlite3.Error
+	if !errors.As(err, &se) {
+		return nil
+	}
+	var what error
+	switch se.Code {
+	case sqlite3.ErrNotADB:
+		what = ErrNotDatabase
+	case sqlite3.ErrCorrupt:
+		what = ErrCorrupt
+	default:
+		return nil
+	}
+	return fmt.Errorf("store: open %s: %w (SQLite%s: %q): %s", path, what, doing, se.Error(), restoreAdvice)
+}
+
+// checkIntact refuses a database file that exists and is damaged, before
+// anything writes into it (setting WAL mode would rewrite its header): it
+// reads it on a read-only connection of its own and runs SQLite's PRAGMA
+// quick_check, which reads every page of every table and index once
+// without comparing indexes to their tables (a fraction of a second for
+// hundreds of megabytes). It returns ErrNotDatabase or ErrCorrupt quoting
+// SQLite, or nil: also when the check could not run for another reason
+// (a folder SQLite cannot use), which opening for writing then explains.
+func checkIntact(ctx context.Context, path string) error {
+	if _, err := os.Stat(path); err != nil {
+		return nil // a new database
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil
+	}
+	db := openPoolMapping(readOnlyDSN(abs), 0)
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	rows, err := db.QueryContext(ctx, sqlQuickCheck)
+	if err != nil {
+		return damage(path, "'s PRAGMA quick_check", err)
+	}
+	defer rows.Close()
+	var lines []string
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			return nil
+		}
+		lines = append(lines, line)
+	}
+	if err := rows.Err(); err != nil {
+		return damage(path, "'s PRAGMA quick_check", err)
+	}
+	if len(lines) == 0 || (len(lines) == 1 && lines[0] == "ok") {
+		return nil
+	}
+	return fmt.Errorf("store: open %s: %w (SQLite's PRAGMA quick_check: %q): %s", path, ErrCorrupt, strings.Join(lines, "; "), restoreAdvice)
 }

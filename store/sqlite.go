@@ -138,7 +138,9 @@ type SQLite struct {
 
 // Open opens (creating it and its folder if needed) the database at path,
 // applies the embedded migrations that it lacks, each in one transaction,
-// and refuses a database whose schema is newer than this binary.
+// and refuses a database whose schema is newer than this binary, a file
+// that is not a database (ErrNotDatabase) and a damaged one (ErrCorrupt:
+// SQLite's PRAGMA quick_check finds a fault).
 //
 // path must be a file: ":memory:" is refused, because every pooled
 // connection would get its own empty database. Tests use a file in
@@ -149,6 +151,9 @@ func Open(ctx context.Context, path string) (*SQLite, error) {
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, fmt.Errorf("store: open: %w", err)
+	}
+	if err := checkIntact(ctx, path); err != nil {
+		return nil, err
 	}
 	w := openPool(path + "?" + writerParams)
 	w.SetMaxOpenConns(1)
@@ -163,6 +168,9 @@ func Open(ctx context.Context, path string) (*SQLite, error) {
 			w.Close()
 			return nil, fmt.Errorf("store: open %s: %w", path, err)
 		}
+	} else if d := damage(path, "", err); d != nil {
+		w.Close()
+		return nil, d
 	}
 	if err := s.migrate(ctx); err != nil {
 		w.Close()
