@@ -19,6 +19,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -168,7 +169,8 @@ type Server struct {
 	shutdownOnce sync.Once
 	shutdownErr  error
 
-	known     knownissues.Table
+	known     atomic.Pointer[knownissues.Table] // SetKnownIssues replaces it
+	knownAt   atomic.Int64                      // the data version of its last replacement (known.go)
 	requests  RequestDesk
 	askLimit  *rateLimiter // test requests per client; nil when off
 	formToken formTokens   // the request form's anti-forgery tokens
@@ -191,10 +193,11 @@ func New(cfg Config) (*Server, error) {
 		version:     cfg.Version,
 		log:         cfg.Logger,
 		reg:         cfg.Metrics,
-		known:       cfg.KnownIssues,
 		requests:    cfg.Requests,
 		formToken:   newFormTokens(time.Now),
 	}
+	s.known.Store(&cfg.KnownIssues)
+	s.store = knownVersion{Store: cfg.Store, at: &s.knownAt}
 	if s.hubEndpoint == "" {
 		s.hubEndpoint = DefaultHubEndpoint
 	}

@@ -32,24 +32,48 @@ func (c *Config) watchFlags(fs *flag.FlagSet) {
 func (c *Config) loadWatchFiles() error {
 	var errs []error
 	if c.WebhooksFile != "" {
-		b, err := readCapped(c.WebhooksFile, watch.MaxWebhooksFileBytes)
-		if err == nil {
-			c.Webhooks, err = watch.ParseWebhooks(b)
-		}
-		if err != nil {
-			errs = append(errs, fmt.Errorf("--webhooks %s: %w", c.WebhooksFile, err))
+		var err error
+		if c.Webhooks, err = c.ReadWebhooks(); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	if c.KnownIssuesFile != "" {
-		b, err := readCapped(c.KnownIssuesFile, knownissues.MaxFileBytes)
-		if err == nil {
-			c.KnownIssues, err = knownissues.Parse(b)
-		}
-		if err != nil {
-			errs = append(errs, fmt.Errorf("--known-issues %s: %w", c.KnownIssuesFile, err))
+		var err error
+		if c.KnownIssues, err = c.ReadKnownIssues(); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// ReadWebhooks reads and checks the --webhooks file, at start and when
+// serve reloads it (SIGHUP); an error names the flag, the file and the
+// entry at fault.
+func (c Config) ReadWebhooks() ([]watch.Webhook, error) {
+	b, err := readCapped(c.WebhooksFile, watch.MaxWebhooksFileBytes)
+	var hooks []watch.Webhook
+	if err == nil {
+		hooks, err = watch.ParseWebhooks(b)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("--webhooks %s: %w", c.WebhooksFile, err)
+	}
+	return hooks, nil
+}
+
+// ReadKnownIssues reads and checks the --known-issues file, at start and
+// when serve reloads it (SIGHUP); an error names the flag, the file and
+// the entry at fault.
+func (c Config) ReadKnownIssues() (knownissues.Table, error) {
+	b, err := readCapped(c.KnownIssuesFile, knownissues.MaxFileBytes)
+	var t knownissues.Table
+	if err == nil {
+		t, err = knownissues.Parse(b)
+	}
+	if err != nil {
+		return knownissues.Table{}, fmt.Errorf("--known-issues %s: %w", c.KnownIssuesFile, err)
+	}
+	return t, nil
 }
 
 // readCapped reads a file of at most limit bytes.
