@@ -94,4 +94,58 @@ func TestOpenSaysWhatIsWrongWithADamagedFile(t *testing.T) {
 		t.Fatalf("the undamaged copy: %v", err)
 	}
 	s.Close()
+
+	// A large database gets the cheap checks at Open and the whole check
+	// after: a file cut short is refused at once; a page overwritten is
+	// found while the store serves, and then every write is refused and
+	// CheckFile (/readyz) says why.
+	defer store.SetCheckNowBytes(0)()
+	for _, c := range []struct {
+		name    string
+		content []byte
+		atOpen  error
+	}{
+		{"garbage", garbage, store.ErrNotDatabase},
+		{"cut in half", good[:len(good)/2], store.ErrCorrupt},
+		{"one page overwritten", overwritten, nil},
+		{"whole", good, nil},
+	} {
+		t.Run("large/"+c.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "scanner.db")
+			if err := os.WriteFile(path, c.content, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			s, err := store.Open(ctx, path)
+			if c.atOpen != nil {
+				if !errors.Is(err, c.atOpen) || !strings.Contains(err.Error(), "scanner backup") {
+					t.Errorf("Open: %v; want %v", err, c.atOpen)
+				}
+				if c.atOpen == store.ErrCorrupt && (err == nil || !strings.Contains(err.Error(), "cut short")) {
+					t.Errorf("Open: %v; want it to say the file is cut short", err)
+				}
+				if err == nil {
+					s.Close()
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Open: %v; want the whole check after it", err)
+			}
+			defer s.Close()
+			s.WaitIntactCheck()
+			err = s.CheckFile()
+			if c.name == "whole" {
+				if err != nil {
+					t.Errorf("a sound large database: CheckFile %v", err)
+				}
+				return
+			}
+			if !errors.Is(err, store.ErrCorrupt) || !strings.Contains(err.Error(), "quick_check") || !strings.Contains(err.Error(), "scanner backup") {
+				t.Errorf("CheckFile after the check: %v; want ErrCorrupt quoting quick_check", err)
+			}
+			if err := s.UpsertModels(ctx, []store.ModelUpsert{{ID: "org/new", SHA: "s"}}); !errors.Is(err, store.ErrCorrupt) {
+				t.Errorf("a write into a corrupt database: %v; want ErrCorrupt", err)
+			}
+		})
+	}
 }

@@ -134,6 +134,8 @@ type SQLite struct {
 	now   func() time.Time
 	// changes keeps Changed between writes (changed.go).
 	changes changedMemo
+	// intact is the check of a large database after Open (file.go).
+	intact intactCheck
 }
 
 // Open opens (creating it and its folder if needed) the database at path,
@@ -152,7 +154,13 @@ func Open(ctx context.Context, path string) (*SQLite, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, fmt.Errorf("store: open: %w", err)
 	}
-	if err := checkIntact(ctx, path); err != nil {
+	fi, statErr := os.Stat(path)
+	later := statErr == nil && fi.Size() > checkNowBytes // checked after Open, while it serves
+	check := checkIntact
+	if later {
+		check = func(_ context.Context, path string) error { return checkLength(path) }
+	}
+	if err := check(ctx, path); err != nil {
 		return nil, err
 	}
 	w := openPool(path + "?" + writerParams)
@@ -192,6 +200,9 @@ func Open(ctx context.Context, path string) (*SQLite, error) {
 		s.Close()
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
+	if later {
+		s.intact.start(path)
+	}
 	return s, nil
 }
 
@@ -202,6 +213,7 @@ func (s *SQLite) Path() string { return s.path }
 // refresh its query planner statistics (PRAGMA optimize), as it advises
 // for long-lived connections. The writer's close, the last, checkpoints.
 func (s *SQLite) Close() error {
+	s.intact.close()
 	var errs []error
 	if s.ckpt != nil {
 		errs = append(errs, s.ckpt.close())
