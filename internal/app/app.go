@@ -269,7 +269,7 @@ func (a *App) Serve(ctx context.Context) error {
 	wcfg := web.Config{
 		Store: a.Store, Scans: scanControl{a.Service, a.Fleet}, AdminToken: a.cfg.AdminToken, HubEndpoint: a.cfg.HubEndpoint,
 		Metrics: a.Metrics, Logger: a.log, Version: a.version, PublicURL: a.cfg.PublicURL, APIRate: apiRate(a.cfg.RateLimit),
-		TrustedProxies: a.cfg.TrustedProxies,
+		TrustedProxies: a.cfg.TrustedProxies, IPv6ClientPrefix: a.cfg.IPv6ClientPrefix,
 	}
 	if a.Fleet != nil {
 		wcfg.Work, wcfg.WorkerToken = a.Fleet, a.cfg.WorkerToken
