@@ -40,6 +40,7 @@ func (a *App) watch(ctx context.Context, wcfg *web.Config) (*webhook.Sender, err
 			a.log.Info("test requests left running by an earlier process are queued again", "requests", n)
 		}
 		a.Service.ServeRequests(desk)
+		a.Service.RequestShare = a.cfg.RequestShare
 		wcfg.Requests = desk
 	}
 	if a.cfg.WebhooksFile != "" || len(a.cfg.Webhooks) > 0 {

@@ -121,6 +121,9 @@ type Config struct {
 	KnownIssues     knownissues.Table
 	RequestRate     int // test requests per client (IP) per hour; 0 = no limit
 	RequestQueue    int // the most open test requests; 0 turns requests off
+	// RequestShare is the most of the device's time test requests may take
+	// (0 < share ≤ 1; 1: no bound).
+	RequestShare float64
 }
 
 // The values of --dispatch.
@@ -184,6 +187,7 @@ func Defaults() Config {
 		LeaseTTL:         fleet.DefaultLeaseTTL,
 		RequestRate:      DefaultRequestRate,
 		RequestQueue:     DefaultRequestQueue,
+		RequestShare:     DefaultRequestShare,
 		WorkerWait:       10 * time.Minute,
 	}
 }

@@ -16,6 +16,9 @@ const (
 	DefaultRequestRate  = 5   // per client per hour
 	DefaultRequestQueue = 100 // open requests
 	maxRequestQueue     = 100_000
+	// DefaultRequestShare is the most of the device's time requested
+	// probes may take: after a batch that held it for d, the next waits d.
+	DefaultRequestShare = 0.5
 )
 
 // watchFlags are serve's flags for watching (webhooks), asking (test
@@ -25,6 +28,7 @@ func (c *Config) watchFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.KnownIssuesFile, "known-issues", c.KnownIssuesFile, "JSON object mapping failure signatures (exact, or a prefix ending in *) to {\"title\", \"url\", \"state\"} [SCANNER_KNOWN_ISSUES]")
 	fs.IntVar(&c.RequestRate, "request-rate", c.RequestRate, "test requests (POST /api/v1/requests, the \"Request a test\" form) one client may make per hour (0 = no limit)")
 	fs.IntVar(&c.RequestQueue, "request-queue", c.RequestQueue, "the most test requests waiting at once (0 turns test requests off)")
+	fs.Float64Var(&c.RequestShare, "request-share", c.RequestShare, "the most of the device's time test requests may take, over 0 to 1 (after requests held it for d, they wait d×(1−share)/share; 1: no bound)")
 }
 
 // loadWatchFiles reads and checks the webhooks and known-issues files; an
@@ -98,6 +102,9 @@ func (c *Config) validateWatch() []error {
 	var errs []error
 	if c.RequestRate < 0 {
 		errs = append(errs, fmt.Errorf("--request-rate %d: want 0 (no limit) or more", c.RequestRate))
+	}
+	if !(c.RequestShare > 0 && c.RequestShare <= 1) {
+		errs = append(errs, fmt.Errorf("--request-share %g: want more than 0, at most 1", c.RequestShare))
 	}
 	if c.RequestQueue < 0 || c.RequestQueue > maxRequestQueue {
 		errs = append(errs, fmt.Errorf("--request-queue %d: want 0 (requests off) to %d", c.RequestQueue, maxRequestQueue))
