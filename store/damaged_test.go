@@ -82,6 +82,14 @@ func TestOpenSaysWhatIsWrongWithADamagedFile(t *testing.T) {
 					t.Errorf("Open: %v; want it to say %q", err, w)
 				}
 			}
+			// `scanner backup` reads it as it is: it says the same of a
+			// file that is not a database (a corrupt one may still be
+			// copied, for recovery).
+			if ro, err := store.OpenReadOnly(ctx, path); c.want == store.ErrNotDatabase && !errors.Is(err, store.ErrNotDatabase) {
+				t.Errorf("OpenReadOnly: %v; want %v", err, c.want)
+			} else if err == nil {
+				ro.Close()
+			}
 			after, _ := os.ReadFile(path)
 			if string(after) != string(c.content) {
 				t.Errorf("Open changed the damaged file (%d bytes, was %d): it must be left as found for recovery", len(after), len(c.content))
