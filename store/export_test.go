@@ -31,6 +31,17 @@ func SetBatchListing(on bool) func() { return setVar(&batchListing, on) }
 // checkpoint (commitAside), and returns the function that puts it back.
 func SetCommitAside(on bool) func() { return setVar(&commitAsideOn, on) }
 
+// SetCheckNowBytes sets the largest database Open checks whole before it
+// returns, and returns the function that puts it back.
+func SetCheckNowBytes(n int64) func() { return setVar(&checkNowBytes, n) }
+
+// WaitIntactCheck waits for the check of a large database after Open.
+func (s *SQLite) WaitIntactCheck() {
+	if s.intact.done != nil {
+		<-s.intact.done
+	}
+}
+
 // SetWALCap sets the size past which the checkpointer truncates the WAL,
 // and returns the function that puts it back.
 func SetWALCap(n int64) func() { return setVar(&walCap, n) }

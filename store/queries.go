@@ -22,7 +22,10 @@ const (
 
 	sqlBackup    = `VACUUM INTO ?`
 	sqlIntegrity = `PRAGMA integrity_check`
-	sqlOptimize  = `PRAGMA optimize`
+	// sqlQuickCheck reports at most 5 findings (a pragma takes no
+	// parameters); one "ok" when none.
+	sqlQuickCheck = `PRAGMA quick_check(5)`
+	sqlOptimize   = `PRAGMA optimize`
 )
 
 // Models and aliases.

@@ -134,11 +134,15 @@ type SQLite struct {
 	now   func() time.Time
 	// changes keeps Changed between writes (changed.go).
 	changes changedMemo
+	// intact is the check of a large database after Open (file.go).
+	intact intactCheck
 }
 
 // Open opens (creating it and its folder if needed) the database at path,
 // applies the embedded migrations that it lacks, each in one transaction,
-// and refuses a database whose schema is newer than this binary.
+// and refuses a database whose schema is newer than this binary, a file
+// that is not a database (ErrNotDatabase) and a damaged one (ErrCorrupt:
+// SQLite's PRAGMA quick_check finds a fault).
 //
 // path must be a file: ":memory:" is refused, because every pooled
 // connection would get its own empty database. Tests use a file in
@@ -149,6 +153,15 @@ func Open(ctx context.Context, path string) (*SQLite, error) {
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, fmt.Errorf("store: open: %w", err)
+	}
+	fi, statErr := os.Stat(path)
+	later := statErr == nil && fi.Size() > checkNowBytes // checked after Open, while it serves
+	check := checkIntact
+	if later {
+		check = func(_ context.Context, path string) error { return checkLength(path) }
+	}
+	if err := check(ctx, path); err != nil {
+		return nil, err
 	}
 	w := openPool(path + "?" + writerParams)
 	w.SetMaxOpenConns(1)
@@ -163,6 +176,9 @@ func Open(ctx context.Context, path string) (*SQLite, error) {
 			w.Close()
 			return nil, fmt.Errorf("store: open %s: %w", path, err)
 		}
+	} else if d := damage(path, "", err); d != nil {
+		w.Close()
+		return nil, d
 	}
 	if err := s.migrate(ctx); err != nil {
 		w.Close()
@@ -192,6 +208,9 @@ func Open(ctx context.Context, path string) (*SQLite, error) {
 		s.Close()
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
+	if later {
+		s.intact.start(path)
+	}
 	return s, nil
 }
 
@@ -202,6 +221,7 @@ func (s *SQLite) Path() string { return s.path }
 // refresh its query planner statistics (PRAGMA optimize), as it advises
 // for long-lived connections. The writer's close, the last, checkpoints.
 func (s *SQLite) Close() error {
+	s.intact.close()
 	var errs []error
 	if s.ckpt != nil {
 		errs = append(errs, s.ckpt.close())

@@ -54,7 +54,8 @@ func statusOf(err error) int {
 		return http.StatusConflict
 	case errors.Is(err, ErrRateLimited):
 		return http.StatusTooManyRequests
-	case errors.Is(err, ErrUnavailable), errors.Is(err, context.DeadlineExceeded), errors.Is(err, store.ErrGone):
+	case errors.Is(err, ErrUnavailable), errors.Is(err, context.DeadlineExceeded), errors.Is(err, store.ErrGone),
+		errors.Is(err, store.ErrCorrupt):
 		return http.StatusServiceUnavailable
 	case errors.As(err, &fe):
 		return fe.Code

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"encoding/csv"
 	"encoding/json"
 	"slices"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
+	"github.com/google-pytorch/torchtpu-scanner/internal/knownissues"
 	"github.com/google-pytorch/torchtpu-scanner/store"
 )
 
@@ -201,5 +203,45 @@ func TestWithoutKnownIssuesEverySignatureIsUntracked(t *testing.T) {
 	}
 	if body := ts.get(t, "/api/v1/models/org/a").body; !strings.Contains(body, `"known_issue":null`) {
 		t.Errorf("API without a known-issues file: %s", body)
+	}
+}
+
+// TestReplacedKnownIssuesAreShownAtOnce: SetKnownIssues (serve's reload on
+// SIGHUP) takes effect on every cached page and answer at once: the data
+// version moves, so no cache and no ETag of the old table is served.
+func TestReplacedKnownIssuesAreShownAtOnce(t *testing.T) {
+	ts := knownServer(t)
+	paths := []string{"/models/org/a", "/api/v1/models/org/a", "/compare", "/api/v1/failures", "/export.csv?target=tpu", "/feed.json", "/?target=tpu"}
+	etags := map[string]string{}
+	for _, p := range paths {
+		r := ts.get(t, p)
+		if !strings.Contains(r.body, fftIssueURL) {
+			t.Fatalf("%s before: no known issue", p)
+		}
+		etags[p] = r.header.Get("ETag")
+		ts.get(t, p) // and cached
+	}
+	moved, err := knownissues.Parse([]byte(`{"unsupported_op:aten::_fft*": {"title": "FFT ops", "url": "https://tracker.example/fft", "state": "fixed"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts.SetKnownIssues(context.Background(), moved)
+	for _, p := range paths {
+		r := ts.get(t, p)
+		if strings.Contains(r.body, fftIssueURL) || !strings.Contains(r.body, "https://tracker.example/fft") {
+			t.Errorf("%s after the table was replaced still shows the old issue", p)
+		}
+		if tag := r.header.Get("ETag"); tag != "" && tag == etags[p] {
+			t.Errorf("%s: the same ETag %s after the table was replaced", p, tag)
+		}
+		if r := ts.do(t, "GET", p, map[string]string{"If-None-Match": etags[p]}); etags[p] != "" && r.status == 304 {
+			t.Errorf("%s: 304 for the old table's ETag", p)
+		}
+	}
+	// A write after the replacement moves the version on again.
+	before := ts.get(t, "/api/v1/models/org/b").header.Get("ETag")
+	ts.record(t, "org/b", failOn(compat.TargetTPU, testTime.Add(time.Hour), "aten::_fft_c2c"))
+	if r := ts.get(t, "/api/v1/models/org/b"); r.header.Get("ETag") == before || !strings.Contains(r.body, "https://tracker.example/fft") {
+		t.Errorf("after a write: ETag %s (was %s)", r.header.Get("ETag"), before)
 	}
 }

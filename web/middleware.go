@@ -108,7 +108,7 @@ func (s *Server) observe(c *fiber.Ctx) error {
 	return err
 }
 
-// rateLimiter is a token bucket per client IP.
+// rateLimiter is a token bucket per client (its key: clientKey).
 type rateLimiter struct {
 	rate  float64 // tokens per second
 	burst float64
@@ -163,12 +163,12 @@ func (l *rateLimiter) sweep(now time.Time) {
 	}
 }
 
-// limit applies the per-IP rate limit (the API routes).
+// limit applies the per-client rate limit (the API routes).
 func (s *Server) limit(c *fiber.Ctx) error {
 	if s.limiter == nil || c.Method() == fiber.MethodOptions {
 		return c.Next()
 	}
-	ok, wait := s.limiter.allow(s.clientIP(c))
+	ok, wait := s.limiter.allow(s.clientKey(c))
 	if !ok {
 		c.Set(fiber.HeaderRetryAfter, strconv.Itoa(int(math.Ceil(wait.Seconds()))))
 		return ErrRateLimited

@@ -11,8 +11,9 @@ import (
 // proxies are the addresses whose X-Forwarded-* headers the server
 // believes (Config.TrustedProxies). From anyone else the connection decides
 // the client's address, and the Host header, checked, the site's origin.
-// This file owns those decisions: the client's IP (the rate limiter's key),
-// and the base URL of feed ids and badge snippets (Server.base).
+// This file owns those decisions: the client's IP and its key (the same
+// for every address of one IPv6 /64: every per-client limit's key), and
+// the base URL of feed ids and badge snippets (Server.base).
 type proxies []netip.Prefix
 
 // parseProxies reads IPs and CIDRs ("10.0.0.0/8", "127.0.0.1", "::1").
@@ -83,21 +84,41 @@ func parseHop(s string) (netip.Addr, bool) {
 	return netip.Addr{}, false
 }
 
-// clientIP is the request's client address (see proxies.clientIP).
-func (s *Server) clientIP(c *fiber.Ctx) string {
-	remote, ok := netip.AddrFromSlice(c.Context().RemoteIP())
-	if !ok {
-		return c.Context().RemoteIP().String()
-	}
+// clientIP is the request's client address (see proxies.clientIP), for logs.
+func (s *Server) clientIP(c *fiber.Ctx) string { return s.clientAddr(c).String() }
+
+// clientAddr is the request's client address (see proxies.clientIP).
+func (s *Server) clientAddr(c *fiber.Ctx) netip.Addr {
+	remote, _ := netip.AddrFromSlice(c.Context().RemoteIP())
 	if len(s.proxies) == 0 {
-		return remote.Unmap().String()
+		return remote.Unmap()
 	}
 	var xff []string
 	for _, v := range c.Request().Header.PeekAll(fiber.HeaderXForwardedFor) {
 		xff = append(xff, string(v))
 	}
-	return s.proxies.clientIP(remote, xff).String()
+	return s.proxies.clientIP(remote, xff)
 }
+
+// clientKey is the client key of an address, the one key of every
+// per-client limit (the API's rate, test requests): an IPv4 address (an
+// IPv4-mapped IPv6 one too) is a client of its own; an IPv6 address counts
+// by its first v6Bits bits ("2001:db8:1:2::/64"), since whoever holds one
+// address of a /64 can take any other. v6Bits is 1 to 128.
+func clientKey(a netip.Addr, v6Bits int) string {
+	a = a.Unmap().WithZone("")
+	if !a.Is6() {
+		return a.String()
+	}
+	p, err := a.Prefix(v6Bits)
+	if err != nil { // bits out of range: Config is checked at New
+		return a.String()
+	}
+	return p.String()
+}
+
+// clientKey is the request's client key (see clientKey).
+func (s *Server) clientKey(c *fiber.Ctx) string { return clientKey(s.clientAddr(c), s.v6Bits) }
 
 // base is the site's public base URL: Config.PublicURL, else derived from
 // the request: the scheme and host the connection had, or, from a trusted

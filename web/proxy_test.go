@@ -1,10 +1,13 @@
 package web
 
 import (
+	"fmt"
 	"net/http"
 	"net/netip"
 	"strings"
 	"testing"
+
+	"github.com/google-pytorch/torchtpu-scanner/store/storetest"
 )
 
 func TestClientIP(t *testing.T) {
@@ -163,4 +166,78 @@ func TestRateLimitPerClientBehindAProxy(t *testing.T) {
 			t.Errorf("statuses %v, want 200 then 429 for one client", codes)
 		}
 	})
+}
+
+// TestClientKey: the one key of every per-client limit. IPv4 counts per
+// address (an IPv4-mapped IPv6 address is its IPv4 address); IPv6 by its
+// first bits, a /64 by default. Expectations are written out by hand.
+func TestClientKey(t *testing.T) {
+	for _, c := range []struct {
+		addr string
+		bits int
+		want string
+	}{
+		{"203.0.113.5", 64, "203.0.113.5"},
+		{"203.0.113.6", 64, "203.0.113.6"}, // a neighbour is another client
+		{"::ffff:203.0.113.5", 64, "203.0.113.5"},
+		{"203.0.113.5", 128, "203.0.113.5"},
+		{"2001:db8:1:2::1", 64, "2001:db8:1:2::/64"},
+		{"2001:db8:1:2:ffff:ffff:ffff:ffff", 64, "2001:db8:1:2::/64"},
+		{"2001:db8:1:3::1", 64, "2001:db8:1:3::/64"},
+		{"2001:db8:1:2:3:4:5:6", 48, "2001:db8:1::/48"},
+		{"2001:db8:1:2:3:4:5:6", 56, "2001:db8:1::/56"},
+		{"2001:db8:1:2:3:4:5:6", 128, "2001:db8:1:2:3:4:5:6/128"},
+		{"fe80::1%eth0", 64, "fe80::/64"},
+		{"::1", 64, "::/64"},
+	} {
+		if got := clientKey(netip.MustParseAddr(c.addr), c.bits); got != c.want {
+			t.Errorf("clientKey(%s, /%d) = %q, want %q", c.addr, c.bits, got, c.want)
+		}
+	}
+	if _, err := New(Config{Store: storetest.MustOpen(t), IPv6ClientPrefix: 16}); err == nil {
+		t.Error("an IPv6 client prefix of /16 was accepted")
+	}
+}
+
+// TestPerClientLimitsCountAnIPv6Slash64AsOneClient: behind a trusted proxy
+// (the test's way to choose the client's address), many addresses of one
+// IPv6 /64 share the API's bucket and the test requests' hourly share,
+// while another /64 and each IPv4 address have their own;
+// IPv6ClientPrefix 128 counts each IPv6 address alone.
+func TestPerClientLimitsCountAnIPv6Slash64AsOneClient(t *testing.T) {
+	get := func(ts *testServer, ip string) int {
+		return ts.do(t, http.MethodGet, "/api/v1/summary", map[string]string{"X-Forwarded-For": ip}).status
+	}
+	ts := newTestServer(t, 1, 1, Config{APIRate: 0.001, APIBurst: 3, TrustedProxies: []string{"0.0.0.0/32"}})
+	var codes []int
+	for i := 1; i <= 5; i++ {
+		codes = append(codes, get(ts, fmt.Sprintf("2001:db8:1:2::%x", i*0x1111)))
+	}
+	if fmt.Sprint(codes) != "[200 200 200 429 429]" {
+		t.Errorf("five addresses of one /64: %v; want one bucket of 3", codes)
+	}
+	for _, ip := range []string{"2001:db8:1:3::1", "198.51.100.1", "198.51.100.2", "::ffff:198.51.100.3"} {
+		if code := get(ts, ip); code != http.StatusOK {
+			t.Errorf("%s: %d; want a bucket of its own", ip, code)
+		}
+	}
+	ts = newTestServer(t, 1, 1, Config{APIRate: 0.001, APIBurst: 3, TrustedProxies: []string{"0.0.0.0/32"}, IPv6ClientPrefix: 128})
+	for i := 1; i <= 5; i++ {
+		if code := get(ts, fmt.Sprintf("2001:db8:1:2::%x", i)); code != http.StatusOK {
+			t.Errorf("/128: address %d: %d; want a bucket each", i, code)
+		}
+	}
+
+	// Test requests: 3 an hour from one /64, whichever of its addresses asks.
+	as, _ := askServer(t, Config{RequestRate: 3, TrustedProxies: []string{"0.0.0.0/32"}}, 100)
+	codes = nil
+	for i := range 6 {
+		codes = append(codes, as.ask(t, fmt.Sprintf("v6/made-up-%d", i), map[string]string{"X-Forwarded-For": fmt.Sprintf("2001:db8:9:9::%d", i+1)}).status)
+	}
+	if codes[2] == 429 || codes[3] != 429 || codes[5] != 429 {
+		t.Errorf("six test requests from six addresses of one /64: %v; want three, then 429", codes)
+	}
+	if r := as.ask(t, "v6/other", map[string]string{"X-Forwarded-For": "2001:db8:9:a::1"}); r.status == 429 {
+		t.Errorf("another /64 was limited: %d %s", r.status, r.body)
+	}
 }

@@ -88,7 +88,7 @@ func (s *Server) askAllowed(c *fiber.Ctx) error {
 	if s.askLimit == nil {
 		return nil
 	}
-	ok, wait := s.askLimit.allow(s.clientIP(c))
+	ok, wait := s.askLimit.allow(s.clientKey(c))
 	if ok {
 		return nil
 	}

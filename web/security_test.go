@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"maps"
 	"net/http/httptest"
@@ -425,5 +426,26 @@ func TestEveryRouteSurvivesHostileInput(t *testing.T) {
 	}
 	if tried < 50 {
 		t.Errorf("only %d requests tried", tried)
+	}
+}
+
+// damagedStore is a store whose check after start found the file damaged.
+type damagedStore struct{ Store }
+
+func (damagedStore) CheckFile() error {
+	return fmt.Errorf("store: open x.db: %w (SQLite's PRAGMA quick_check: %q)", store.ErrCorrupt, "Tree 9 page 197 cell 4: Offset 8297 out of range")
+}
+
+// TestReadyzSaysTheDatabaseIsCorrupt: a database that the check after
+// start found damaged is not ready, and /readyz says why (not "gone").
+func TestReadyzSaysTheDatabaseIsCorrupt(t *testing.T) {
+	ts := newTestServer(t, 1, 1, Config{})
+	ts.Server.store = damagedStore{ts.db}
+	r := ts.get(t, "/readyz")
+	if r.status != 503 || !strings.Contains(r.body, "database corrupt") || !strings.Contains(r.body, "scanner backup") || strings.Contains(r.body, "gone") {
+		t.Errorf("readyz with a corrupt database: %d %s", r.status, r.body)
+	}
+	if got := statusOf(fmt.Errorf("web: %w", store.ErrCorrupt)); got != 503 {
+		t.Errorf("a write refused for corruption maps to %d, want 503", got)
 	}
 }

@@ -19,10 +19,12 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/google-pytorch/torchtpu-scanner/internal/config"
 	"github.com/google-pytorch/torchtpu-scanner/internal/knownissues"
 	"github.com/google-pytorch/torchtpu-scanner/internal/metrics"
 	"github.com/google-pytorch/torchtpu-scanner/store"
@@ -83,6 +85,11 @@ type Config struct {
 	APIBurst int
 	// BodyLimit caps request bodies in bytes; 0 means 64 KiB.
 	BodyLimit int
+	// IPv6ClientPrefix is how many leading bits of an IPv6 address name
+	// one client for every per-client limit (clientKey): 0 means
+	// config.DefaultIPv6ClientPrefix (64), else config.MinIPv6ClientPrefix
+	// to 128. An IPv4 address is always a client of its own.
+	IPv6ClientPrefix int
 	// TrustedProxies are the IPs and CIDRs of the proxies in front of the
 	// server: only their X-Forwarded-For, -Host and -Proto are believed
 	// (the client's IP for the rate limit, the base URL of feed ids and
@@ -151,6 +158,7 @@ type Server struct {
 	assets  *assets
 	openapi []byte
 	limiter *rateLimiter // nil when off
+	v6Bits  int          // an IPv6 client's prefix length (clientKey)
 	proxies proxies      // whose X-Forwarded-* headers are believed
 
 	badges       versioned[badgeKey, cachedBadge]
@@ -171,7 +179,8 @@ type Server struct {
 	shutdownOnce sync.Once
 	shutdownErr  error
 
-	known     knownissues.Table
+	known     atomic.Pointer[knownissues.Table] // SetKnownIssues replaces it
+	knownAt   atomic.Int64                      // the data version of its last replacement (known.go)
 	requests  RequestDesk
 	webhooks  WebhookStatus
 	askLimit  *rateLimiter // test requests per client; nil when off
@@ -195,11 +204,12 @@ func New(cfg Config) (*Server, error) {
 		version:     cfg.Version,
 		log:         cfg.Logger,
 		reg:         cfg.Metrics,
-		known:       cfg.KnownIssues,
 		requests:    cfg.Requests,
 		webhooks:    cfg.Webhooks,
 		formToken:   newFormTokens(time.Now),
 	}
+	s.known.Store(&cfg.KnownIssues)
+	s.store = knownVersion{Store: cfg.Store, at: &s.knownAt}
 	if s.hubEndpoint == "" {
 		s.hubEndpoint = DefaultHubEndpoint
 	}
@@ -229,6 +239,12 @@ func New(cfg Config) (*Server, error) {
 	s.httpTimes = s.reg.Histogram("scanner_http_request_duration_seconds", "Time to serve HTTP requests, by route.", nil, "route")
 	s.sizeCaches()
 
+	switch s.v6Bits = cfg.IPv6ClientPrefix; {
+	case s.v6Bits == 0:
+		s.v6Bits = config.DefaultIPv6ClientPrefix
+	case s.v6Bits < config.MinIPv6ClientPrefix || s.v6Bits > 128:
+		return nil, fmt.Errorf("web: IPv6 client prefix /%d: want /%d to /128", s.v6Bits, config.MinIPv6ClientPrefix)
+	}
 	rate, burst := cfg.APIRate, cfg.APIBurst
 	if rate == 0 {
 		rate = DefaultAPIRate

@@ -34,7 +34,9 @@ func (s *Server) apiWebhooks(c *fiber.Ctx) error {
 		if err != nil {
 			return fmt.Errorf("web: webhooks: %w", err)
 		}
-		out.Webhooks = ws
+		if ws != nil {
+			out.Webhooks = ws
+		}
 	}
 	c.Set(fiber.HeaderCacheControl, "no-store")
 	return c.JSON(out)

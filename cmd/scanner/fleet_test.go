@@ -90,6 +90,13 @@ func fleetServerIn(t testing.TB, wrap []string, h *hubtest.Hub, db, cache string
 		"--db", db, "--hub-endpoint", h.URL(), "--cache-dir", cache, "--target", "cpu", "--mode", "arch", "--rate-limit", "0",
 		"--log-format", "json"}, extra...)
 	cmd, out := fleetProcessIn(t, wrap, []string{"SCANNER_ADMIN_TOKEN=" + fleetAdminToken, "SCANNER_WORKER_TOKEN=" + fleetWorkerToken}, args...)
+	return cmd, out, servingAt(t, out)
+}
+
+// servingAt waits for a serve process's "serving" log line (JSON) and
+// returns its base URL.
+func servingAt(t testing.TB, out *syncBuffer) string {
+	t.Helper()
 	var base string
 	waitFleet(t, 30*time.Second, "the server to listen", out, func() bool {
 		if l := out.logLines("serving"); len(l) > 0 {
@@ -98,7 +105,7 @@ func fleetServerIn(t testing.TB, wrap []string, h *hubtest.Hub, db, cache string
 		}
 		return false
 	})
-	return cmd, out, base
+	return base
 }
 
 // fleetWorker starts `scanner worker` and returns it with its worker id.

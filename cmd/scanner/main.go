@@ -149,13 +149,35 @@ func newLogger(cfg config.Config, w io.Writer, tty bool) *slog.Logger {
 	return slog.New(termsafe.Handler(slog.NewTextHandler(w, opts)))
 }
 
+// serve runs the server until ctx ends. SIGHUP reads the known-issues and
+// webhooks files again (App.Reload) rather than killing the process.
 func serve(ctx context.Context, cfg config.Config, logger *slog.Logger) error {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 	a, err := app.New(ctx, cfg, logger, version)
 	if err != nil {
 		return err
 	}
 	defer a.Close()
-	return a.Serve(ctx)
+	rctx, stopReloads := context.WithCancel(ctx)
+	reloads := make(chan struct{})
+	go func() {
+		defer close(reloads)
+		for {
+			select {
+			case <-rctx.Done():
+				return
+			case <-hup:
+				logger.Info("SIGHUP: reloading the known-issues and webhooks files")
+				a.Reload(rctx)
+			}
+		}
+	}()
+	err = a.Serve(ctx)
+	stopReloads()
+	<-reloads // no reload races Close
+	return err
 }
 
 func scanNow(ctx context.Context, cfg config.Config, logger *slog.Logger, con *console, stderr io.Writer) error {

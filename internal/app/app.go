@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
@@ -23,6 +24,7 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/internal/dispatch"
 	"github.com/google-pytorch/torchtpu-scanner/internal/harness"
 	"github.com/google-pytorch/torchtpu-scanner/internal/hub"
+	"github.com/google-pytorch/torchtpu-scanner/internal/knownissues"
 	"github.com/google-pytorch/torchtpu-scanner/internal/metrics"
 	"github.com/google-pytorch/torchtpu-scanner/internal/probe"
 	"github.com/google-pytorch/torchtpu-scanner/internal/scan"
@@ -48,6 +50,13 @@ type App struct {
 	Fleet   *dispatch.Dispatcher
 	Metrics *metrics.Registry
 	m       appMetrics
+
+	// What serve reloads (reload.go): the known issues in use, the web
+	// server that shows them, and the webhooks' sender.
+	known     atomic.Pointer[knownissues.Table]
+	srv       atomic.Pointer[web.Server]
+	hooks     hookRunner
+	reloading sync.Mutex
 }
 
 // New opens the database and builds every part from cfg. The caller must
@@ -58,6 +67,8 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, version strin
 	}
 	a := &App{cfg: cfg, log: log, version: version, Metrics: metrics.NewRegistry()}
 	a.m = newAppMetrics(a.Metrics, version)
+	known := cfg.KnownIssues
+	a.known.Store(&known)
 
 	st, err := store.Open(ctx, cfg.DB)
 	if err != nil {
@@ -258,7 +269,7 @@ func (a *App) Serve(ctx context.Context) error {
 	wcfg := web.Config{
 		Store: a.Store, Scans: scanControl{a.Service, a.Fleet}, AdminToken: a.cfg.AdminToken, HubEndpoint: a.cfg.HubEndpoint,
 		Metrics: a.Metrics, Logger: a.log, Version: a.version, PublicURL: a.cfg.PublicURL, APIRate: apiRate(a.cfg.RateLimit),
-		TrustedProxies: a.cfg.TrustedProxies,
+		TrustedProxies: a.cfg.TrustedProxies, IPv6ClientPrefix: a.cfg.IPv6ClientPrefix,
 	}
 	if a.Fleet != nil {
 		wcfg.Work, wcfg.WorkerToken = a.Fleet, a.cfg.WorkerToken
@@ -290,20 +301,13 @@ func (a *App) Serve(ctx context.Context) error {
 		bg.Wait()
 	}()
 	// The webhooks' deliveries: background work of their own, which reads
-	// what the scans write and never holds them up.
-	hooksCtx, stopHooks := context.WithCancel(context.Background())
-	hooksDone := make(chan struct{})
-	go func() {
-		defer close(hooksDone)
-		if sender != nil {
-			sender.Run(hooksCtx)
-		}
-	}()
+	// what the scans write and never holds them up (a reload replaces it).
+	a.hooks.run(sender)
+	a.serving(srv)
 	stopBackground := func() {
 		stopScans()
 		<-scansDone
-		stopHooks()
-		<-hooksDone
+		a.hooks.close()
 	}
 	if !a.cfg.NoSchedule {
 		if err := a.Service.Schedule(a.cfg.Schedule); err != nil {

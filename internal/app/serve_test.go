@@ -120,13 +120,16 @@ func TestWatchWiring(t *testing.T) {
 	if cfg.Webhooks, err = watch.ParseWebhooks([]byte(`[{"name": "ci", "url": "http://127.0.0.1:9/hook", "secret": "0123456789abcdef0123"}]`)); err != nil {
 		t.Fatal(err)
 	}
-	cfg.RequestRate, cfg.RequestQueue = 7, 3
+	cfg.RequestRate, cfg.RequestQueue, cfg.RequestShare = 7, 3, 0.25
 	a, logs := newApp(t, cfg)
 	defer a.Close()
 	var wcfg web.Config
 	sender, err := a.watch(context.Background(), &wcfg)
 	if err != nil {
 		t.Fatalf("watch: %v", err)
+	}
+	if a.Service.RequestShare != 0.25 {
+		t.Errorf("the service's request share %v, want --request-share's 0.25", a.Service.RequestShare)
 	}
 	if sender == nil || wcfg.Requests == nil || wcfg.KnownIssues.Len() != 1 || wcfg.RequestRate != 7 || a.Scanner.Hooks.Progress == nil {
 		t.Errorf("sender %v, requests %v, known issues %d, request rate %v, progress hook set %v",

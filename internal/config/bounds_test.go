@@ -45,6 +45,11 @@ func TestValidateBounds(t *testing.T) {
 		{"serve --request-queue 0 (requests off)", CmdServe, home, []string{"--request-queue", "0"}, ""},
 		{"serve --request-queue at its most", CmdServe, home, []string{"--request-queue", "100000"}, ""},
 		{"serve --request-queue over it", CmdServe, home, []string{"--request-queue", "100001"}, "--request-queue 100001"},
+		{"serve --request-share at its most (no bound)", CmdServe, home, []string{"--request-share", "1"}, ""},
+		{"serve --request-share a tenth", CmdServe, home, []string{"--request-share", "0.1"}, ""},
+		{"serve --request-share 0", CmdServe, home, []string{"--request-share", "0"}, "--request-share 0"},
+		{"serve --request-share over 1", CmdServe, home, []string{"--request-share", "1.5"}, "--request-share 1.5"},
+		{"serve --request-share NaN", CmdServe, home, []string{"--request-share", "NaN"}, "--request-share NaN"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, _, err := Parse(tc.cmd, tc.args, envOf(tc.env), io.Discard)

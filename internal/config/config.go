@@ -33,6 +33,16 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/internal/watch"
 )
 
+// The IPv6 client prefix (--ipv6-client-prefix): how many leading bits of
+// an IPv6 address name one client in every per-client limit. The default
+// is a /64, the block one host, home or office network is handed (RFC
+// 6177) and may take any address of; a /32 is already a provider's whole
+// allocation.
+const (
+	DefaultIPv6ClientPrefix = 64
+	MinIPv6ClientPrefix     = 32
+)
+
 // Config is everything the scanner can be told.
 type Config struct {
 	DB          string
@@ -98,6 +108,10 @@ type Config struct {
 	// headers are believed; from anyone else the connection decides the
 	// client's address, scheme and host.
 	TrustedProxies []string
+	// IPv6ClientPrefix is how many leading bits of an IPv6 address name one
+	// client for every per-client limit (--rate-limit, --request-rate):
+	// 64 counts a /64 as one client; IPv4 addresses count one by one.
+	IPv6ClientPrefix int
 
 	// Watching, asking, knowing (serve; watch.go): the files as named, and
 	// what they hold, read and checked at load.
@@ -107,6 +121,9 @@ type Config struct {
 	KnownIssues     knownissues.Table
 	RequestRate     int // test requests per client (IP) per hour; 0 = no limit
 	RequestQueue    int // the most open test requests; 0 turns requests off
+	// RequestShare is the most of the device's time test requests may take
+	// (0 < share ≤ 1; 1: no bound).
+	RequestShare float64
 }
 
 // The values of --dispatch.
@@ -149,27 +166,29 @@ var Sorts = []string{"downloads", "likes", "trending"}
 // Defaults returns the configuration before flags and environment.
 func Defaults() Config {
 	return Config{
-		DB:           filepath.Join("data", "scanner.db"),
-		HubEndpoint:  "https://huggingface.co",
-		Target:       compat.TargetAuto,
-		Limit:        DefaultLimit,
-		Sort:         DefaultSort,
-		Mode:         compat.ModeAuto,
-		Timeout:      DefaultTimeout,
-		Source:       DefaultSource,
-		Devices:      DefaultDevices,
-		ScanTimeout:  24 * time.Hour,
-		ProbeGrace:   DefaultProbeGrace,
-		LogFormat:    "text",
-		LogLevel:     "info",
-		Addr:         ":8080",
-		Schedule:     "0 */6 * * *",
-		RateLimit:    600,
-		Dispatch:     DispatchLocal,
-		LeaseTTL:     fleet.DefaultLeaseTTL,
-		RequestRate:  DefaultRequestRate,
-		RequestQueue: DefaultRequestQueue,
-		WorkerWait:   10 * time.Minute,
+		DB:               filepath.Join("data", "scanner.db"),
+		HubEndpoint:      "https://huggingface.co",
+		Target:           compat.TargetAuto,
+		Limit:            DefaultLimit,
+		Sort:             DefaultSort,
+		Mode:             compat.ModeAuto,
+		Timeout:          DefaultTimeout,
+		Source:           DefaultSource,
+		Devices:          DefaultDevices,
+		ScanTimeout:      24 * time.Hour,
+		ProbeGrace:       DefaultProbeGrace,
+		LogFormat:        "text",
+		LogLevel:         "info",
+		Addr:             ":8080",
+		Schedule:         "0 */6 * * *",
+		RateLimit:        600,
+		IPv6ClientPrefix: DefaultIPv6ClientPrefix,
+		Dispatch:         DispatchLocal,
+		LeaseTTL:         fleet.DefaultLeaseTTL,
+		RequestRate:      DefaultRequestRate,
+		RequestQueue:     DefaultRequestQueue,
+		RequestShare:     DefaultRequestShare,
+		WorkerWait:       10 * time.Minute,
 	}
 }
 
@@ -249,6 +268,7 @@ func (b *flagBinder) register(cmd Command) error {
 		b.fs.BoolVar(&b.c.NoSchedule, "no-schedule", b.c.NoSchedule, "no scheduled scans (and no first scan on an empty database)")
 		b.fs.StringVar(&b.c.PublicURL, "public-url", b.c.PublicURL, "the site's public URL, for badge snippets and feed ids [SCANNER_PUBLIC_URL]")
 		b.fs.IntVar(&b.c.RateLimit, "rate-limit", b.c.RateLimit, "API requests per minute per client (0 = off)")
+		b.fs.IntVar(&b.c.IPv6ClientPrefix, "ipv6-client-prefix", b.c.IPv6ClientPrefix, "an IPv6 client is counted by this many leading bits of its address in every per-client limit (64: its /64; 32 to 128) [SCANNER_IPV6_CLIENT_PREFIX]")
 		b.fs.Var(&b.proxies, "trusted-proxies", "IPs or CIDRs of proxies whose X-Forwarded-* headers are believed, comma-separated [SCANNER_TRUSTED_PROXIES]")
 		b.fs.StringVar(&b.c.Dispatch, "dispatch", b.c.Dispatch, "who probes: local (this process) or workers (scanner worker processes lease the probes) [SCANNER_DISPATCH]")
 		b.fs.DurationVar(&b.c.LeaseTTL, "lease-ttl", b.c.LeaseTTL, "a worker's lease not renewed by a heartbeat within this goes back to the queue")
@@ -366,6 +386,13 @@ func (c *Config) fromEnv(env Env) error {
 	}
 	c.AdminToken = get("SCANNER_ADMIN_TOKEN")
 	c.PublicURL = get("SCANNER_PUBLIC_URL")
+	if v := get("SCANNER_IPV6_CLIENT_PREFIX"); v != "" {
+		n, err := strconv.Atoi(strings.TrimPrefix(v, "/"))
+		if err != nil {
+			return fmt.Errorf("SCANNER_IPV6_CLIENT_PREFIX %q: want a prefix length such as 64", v)
+		}
+		c.IPv6ClientPrefix = n
+	}
 	if v := get("SCANNER_TRUSTED_PROXIES"); v != "" {
 		_ = (*stringList)(&c.TrustedProxies).Set(v)
 	}
@@ -513,6 +540,9 @@ func (c *Config) Validate(cmd Command) error {
 		}
 	}
 	if cmd == CmdServe {
+		if c.IPv6ClientPrefix < MinIPv6ClientPrefix || c.IPv6ClientPrefix > 128 {
+			errs = append(errs, fmt.Errorf("--ipv6-client-prefix %d: want %d to 128 (64 counts a /64 as one client)", c.IPv6ClientPrefix, MinIPv6ClientPrefix))
+		}
 		for _, p := range c.TrustedProxies {
 			if !validProxy(p) {
 				errs = append(errs, fmt.Errorf("--trusted-proxies %q: want an IP address or a CIDR such as 10.0.0.0/8", p))

@@ -156,6 +156,33 @@ func TestParse(t *testing.T) {
 			},
 		},
 		{name: "bad trusted proxy", cmd: CmdServe, args: []string{"--trusted-proxies", "10.0.0.0/8,proxy.example"}, wantErr: "--trusted-proxies"},
+		{
+			name: "IPv6 client prefix: a /64 by default", cmd: CmdServe,
+			check: func(t *testing.T, c Config, _ []string) {
+				if c.IPv6ClientPrefix != 64 {
+					t.Errorf("IPv6 client prefix /%d, want /64", c.IPv6ClientPrefix)
+				}
+			},
+		},
+		{
+			name: "IPv6 client prefix: from the environment", cmd: CmdServe, env: map[string]string{"SCANNER_IPV6_CLIENT_PREFIX": "/56"},
+			check: func(t *testing.T, c Config, _ []string) {
+				if c.IPv6ClientPrefix != 56 {
+					t.Errorf("IPv6 client prefix /%d, want /56", c.IPv6ClientPrefix)
+				}
+			},
+		},
+		{
+			name: "IPv6 client prefix: the flag wins", cmd: CmdServe, args: []string{"--ipv6-client-prefix", "128"}, env: map[string]string{"SCANNER_IPV6_CLIENT_PREFIX": "48"},
+			check: func(t *testing.T, c Config, _ []string) {
+				if c.IPv6ClientPrefix != 128 {
+					t.Errorf("IPv6 client prefix /%d, want /128", c.IPv6ClientPrefix)
+				}
+			},
+		},
+		{name: "IPv6 client prefix too short", cmd: CmdServe, args: []string{"--ipv6-client-prefix", "16"}, wantErr: "--ipv6-client-prefix 16"},
+		{name: "IPv6 client prefix too long", cmd: CmdServe, args: []string{"--ipv6-client-prefix", "129"}, wantErr: "--ipv6-client-prefix 129"},
+		{name: "IPv6 client prefix not a number", cmd: CmdServe, env: map[string]string{"SCANNER_IPV6_CLIENT_PREFIX": "sixty-four"}, wantErr: "SCANNER_IPV6_CLIENT_PREFIX"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -98,6 +98,9 @@ func Parse(data []byte) (Table, error) {
 	if raw == nil {
 		return Table{}, errors.New("not a JSON object of signatures: null")
 	}
+	if err := givenTwice(data); err != nil {
+		return Table{}, err
+	}
 	t := Table{exact: map[string]compat.KnownIssue{}}
 	keys := make([]string, 0, len(raw))
 	for k := range raw {
@@ -117,6 +120,43 @@ func Parse(data []byte) (Table, error) {
 	}
 	slices.SortStableFunc(t.prefixes, func(a, b prefix) int { return cmp.Compare(len(b.p), len(a.p)) }) // longest first
 	return t, nil
+}
+
+// givenTwice refuses a file (a JSON object, checked already) in which one
+// signature is the key of two entries: JSON keeps the last, and the first
+// would be dropped without a word. Its error names the signature and both
+// entries, by line and title.
+func givenTwice(data []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if _, err := dec.Token(); err != nil { // {
+		return fmt.Errorf("not a JSON object of signatures: %w", err)
+	}
+	type entry struct {
+		line  int
+		title string
+	}
+	seen := map[string]entry{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return fmt.Errorf("not a JSON object of signatures: %w", err)
+		}
+		key, _ := tok.(string)
+		line := 1 + bytes.Count(data[:dec.InputOffset()], []byte("\n"))
+		var v struct {
+			Title string `json:"title"`
+		}
+		if err := dec.Decode(&v); err != nil {
+			v.Title = "" // parseEntry says what is wrong with it
+		}
+		this := entry{line: line, title: strings.TrimSpace(v.Title)}
+		if first, ok := seen[key]; ok {
+			return fmt.Errorf("signature %q is given twice, by the entry on line %d (%q) and the one on line %d (%q): keep one",
+				clip(key), first.line, clip(first.title), this.line, clip(this.title))
+		}
+		seen[key] = this
+	}
+	return nil
 }
 
 // parseEntry checks one key and its value.

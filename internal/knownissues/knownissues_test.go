@@ -136,3 +136,44 @@ func TestParseBounds(t *testing.T) {
 		t.Errorf("an 81-byte key was not clipped to 80: %s", msg)
 	}
 }
+
+// TestParseRefusesASignatureGivenTwice: JSON keeps the last of two equal
+// keys, so the first entry would be dropped without a word. Parse refuses
+// the file, naming the signature and both entries (by line), also when
+// the two spell the key differently (an escape) and for a prefix.
+func TestParseRefusesASignatureGivenTwice(t *testing.T) {
+	for name, c := range map[string]struct {
+		file  string
+		words []string
+	}{
+		"exact": {`{
+  "oom": {"title": "Out of memory", "url": "http://tracker.example/oom", "state": "open"},
+  "compile_error:x": {"title": "X", "url": "http://tracker.example/x", "state": "open"},
+  "oom": {"title": "OOM again", "url": "http://tracker.example/oom2", "state": "open"}
+}`, []string{`"oom"`, "twice", "line 2", "line 4", "Out of memory", "OOM again"}},
+		"escaped": {`{"oom": {"title": "A", "url": "http://t.example/a", "state": "open"},
+"o\u006fm": {"title": "B", "url": "http://t.example/b", "state": "open"}}`, []string{`"oom"`, "twice", "line 1", "line 2"}},
+		"prefix": {`{
+  "unsupported_op:*": {"title": "A", "url": "http://t.example/a", "state": "open"},
+
+  "unsupported_op:*": {"title": "B", "url": "http://t.example/b", "state": "open"}
+}`, []string{`"unsupported_op:*"`, "line 2", "line 4"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := Parse([]byte(c.file))
+			if err == nil {
+				t.Fatal("a signature given twice was accepted")
+			}
+			for _, w := range c.words {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("Parse: %v; want it to say %s", err, w)
+				}
+			}
+		})
+	}
+	// The same title twice under two signatures is fine.
+	if _, err := Parse([]byte(`{"a": {"title": "T", "url": "http://t.example/", "state": "open"},
+"b": {"title": "T", "url": "http://t.example/", "state": "open"}}`)); err != nil {
+		t.Errorf("two signatures, one issue: %v", err)
+	}
+}

@@ -361,6 +361,13 @@ func (d *Desk) outcome(ctx context.Context, model string, sc store.Scan, runErr 
 		f.State, f.Status = store.RequestDone, res.Status
 		return f
 	}
+	if err == nil && res.ScanID != nil && !again && runErr == nil && sc.ID > 0 {
+		// The scan ran and found the model unchanged: another scan tested
+		// it since it was asked for (the operator's, which the requests
+		// gave way to). That result answers the request.
+		f.State, f.Status, f.ScanID = store.RequestDone, res.Status, *res.ScanID
+		return f
+	}
 	if again {
 		f.State, f.Message = store.RequestQueued, "not tested yet: "+cmp.Or(hub.Brief(runErr), "the scan did not run")+"; it keeps its place"
 		return f

@@ -374,6 +374,27 @@ func TestClaimAndDone(t *testing.T) {
 	}
 }
 
+// TestAModelTestedMeanwhileIsDone: a request whose model another scan
+// tested after it was asked for (a scheduled or admin scan the requests
+// gave way to) is done with that result when its own scan finds the
+// model unchanged; a model without any result still fails.
+func TestAModelTestedMeanwhileIsDone(t *testing.T) {
+	d, db, _ := desk(t, 10)
+	ctx := context.Background()
+	reqs := askAll(t, d, "org/real", "many/m1")
+	ids, models, _ := d.Claim(ctx, 2)
+	other := startScan(t, db)
+	recordPass(t, db, "org/real", &other)
+	own := startScan(t, db)
+	d.Done(ctx, ids, models, store.Scan{ID: own}, nil, false)
+	if r, _ := d.Get(ctx, reqs[0].ID); r.State != store.RequestDone || r.Status != compat.StatusPass || r.ScanID == nil || *r.ScanID != other {
+		t.Errorf("the model tested meanwhile: %+v; want done, pass, by scan %d", r, other)
+	}
+	if r, _ := d.Get(ctx, reqs[1].ID); r.State != store.RequestFailed || !strings.Contains(r.Message, "no result") {
+		t.Errorf("the one without a result: %+v", r)
+	}
+}
+
 func TestNewWantsAPositiveQueueCap(t *testing.T) {
 	for _, n := range []int{0, -1} {
 		if _, err := New(Config{Store: storetest.MustOpen(t), Hub: &outage{}, QueueCap: n}); err == nil {

@@ -72,7 +72,9 @@ func (s *Scanner) fleetEnvironment(ctx context.Context, opts Options) (compat.Ta
 // the workers; then it waits until the queue is drained.
 func (r *run) queueJobs(ctx context.Context, models []hub.ModelInfo) error {
 	wctx := context.WithoutCancel(ctx)
-	slots, window, fetched := r.fetchAhead(ctx, models)
+	fctx, stopFetching := context.WithCancel(ctx) // stopped when the scan gives way
+	defer stopFetching()
+	slots, window, fetched := r.fetchAhead(fctx, models)
 	var batch []store.NewJob
 	flush := func() error {
 		if len(batch) == 0 {
@@ -101,7 +103,7 @@ plan:
 			}
 			select {
 			case j = <-slots[i]:
-			case <-ctx.Done():
+			case <-fctx.Done():
 				break plan
 			}
 		}
@@ -111,12 +113,15 @@ plan:
 			r.finishModel(wctx, m.ID, nil, false)
 		case j.result != nil:
 			r.record(wctx, j, *j.result, false)
+		case r.yields():
+			break plan // what is queued is withdrawn by drain
 		default:
 			batch = append(batch, r.newJob(i, j))
 		}
 	}
+	stopFetching()
 	fetched()
-	if err == nil {
+	if err == nil && !r.yielded.Load() {
 		err = flush()
 	}
 	if err != nil {
@@ -153,6 +158,9 @@ func (r *run) newJob(rank int, j *entry) store.NewJob {
 // fleet.ErrNoWorkers: the service retries later).
 func (r *run) drain(ctx context.Context) error {
 	wctx := context.WithoutCancel(ctx)
+	if r.opts.Yield != nil {
+		defer r.withdrawOnYield(ctx)()
+	}
 	for {
 		err := r.s.Fleet.Wait(ctx, r.scan.ID, r.s.fleetWait(), func(c store.JobCounts) {
 			r.mu.Lock()
@@ -173,6 +181,41 @@ func (r *run) drain(ctx context.Context) error {
 			return err
 		}
 	}
+}
+
+// yieldPoll is how often a fleet scan that may give way (Options.Yield)
+// asks whether it does.
+const yieldPoll = 100 * time.Millisecond
+
+// withdrawOnYield watches Options.Yield while the scan waits for its jobs:
+// once the scan gives way, its queued jobs are withdrawn (the leased ones,
+// probes in flight, finish), and the scan ends when those have. stop ends
+// the watch.
+func (r *run) withdrawOnYield(ctx context.Context) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(yieldPoll)
+		defer t.Stop()
+		for {
+			if r.yields() {
+				n, err := r.s.Fleet.Withdraw(context.WithoutCancel(ctx), r.scan.ID)
+				if err != nil {
+					r.s.log().Error("giving way: withdrawing the queued jobs", "scan_id", r.scan.ID, "err", err)
+				} else {
+					r.s.log().Info("the scan gives way to a waiting scan: its queued jobs are withdrawn", "scan_id", r.scan.ID, "jobs", n)
+				}
+				return
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
 }
 
 // replan moves the stalled queued jobs to the group of live workers of the

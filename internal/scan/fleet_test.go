@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"path/filepath"
 	"slices"
@@ -437,5 +438,54 @@ func TestAFailedFleetScanWithdrawsItsJobs(t *testing.T) {
 				t.Errorf("withdrawal logged %v, want %q; log:\n%s", logged, tt.logged, buf.String())
 			}
 		})
+	}
+}
+
+// TestAFleetScanGivesWay: a fleet scan that gives way (Options.Yield, as
+// the service's requested probes do for a waiting scan) withdraws its
+// queued jobs; the probes the workers hold finish and are recorded, and
+// the scan ends then, with the rest untested.
+func TestAFleetScanGivesWay(t *testing.T) {
+	var models []hub.ModelInfo
+	for i := range 6 {
+		models = append(models, model(fmt.Sprintf("y/%d", i), "text-generation", "transformers"))
+	}
+	f, _, iw := fleetFixture(t, models...)
+	iw.hold = make(chan struct{})
+	iw.w.Devices = 1 // it leases one job at a time
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go iw.run(ctx)
+	var give atomic.Bool
+	type ran struct {
+		sc  store.Scan
+		err error
+	}
+	out := make(chan ran, 1)
+	go func() {
+		sc, err := f.s.Run(ctx, Options{Mode: compat.ModeArch, Yield: give.Load}, Hooks{})
+		out <- ran{sc, err}
+	}()
+	waitFor(t, func() bool { return len(iw.leased()) == 1 }) // the worker holds a probe
+	give.Store(true)
+	time.Sleep(3 * yieldPoll)
+	close(iw.hold) // the probes in flight finish
+	var r ran
+	select {
+	case r = <-out:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the scan did not end after giving way")
+	}
+	if r.err != nil || r.sc.Status != store.ScanDone || r.sc.Probed != 1 {
+		t.Errorf("scan %+v %v: want done with the probe in flight", r.sc, r.err)
+	}
+	if n := len(iw.leased()); n != 1 {
+		t.Errorf("the worker leased %d jobs, want only the one it held when the scan gave way", n)
+	}
+	for i, m := range models {
+		_, err := f.store.LatestResult(ctx, m.ID, compat.TargetCPU)
+		if tested := err == nil; tested != (i < 1) {
+			t.Errorf("%s tested %v (%v)", m.ID, tested, err)
+		}
 	}
 }

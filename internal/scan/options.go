@@ -29,6 +29,10 @@ type Options struct {
 	// ScanTimeout is the whole scan's deadline (0: none); a scan past it
 	// ends interrupted with ErrScanTimeout.
 	ScanTimeout time.Duration
+	// Yield, when set, is asked before each probe starts: once it says
+	// true, the scan starts no more probes, lets those running finish, and
+	// ends (the service's requested probes give way to a waiting scan).
+	Yield func() bool `json:"-"`
 }
 
 // withDefaults fills what the caller left zero from config.Defaults (the

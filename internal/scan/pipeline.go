@@ -47,13 +47,17 @@ func (r *run) pipeline(ctx context.Context, models []hub.ModelInfo) error {
 		defer wg.Done()
 		r.schedule(ctx, queue, func(write func()) { records <- write })
 	}()
-	slots, window, fetched := r.fetchAhead(ctx, models)
+	// The fetchers stop at once when the scan yields (opts.Yield); the
+	// probes running finish.
+	fctx, stopFetching := context.WithCancel(ctx)
+	defer stopFetching()
+	slots, window, fetched := r.fetchAhead(fctx, models)
 feed:
 	for i, m := range models {
 		var j *entry
 		select {
 		case j = <-slots[i]:
-		case <-ctx.Done():
+		case <-fctx.Done():
 			break feed
 		}
 		<-window
@@ -62,6 +66,9 @@ feed:
 			records <- func() { r.finishModel(wctx, m.ID, nil, false) }
 		case j.result != nil:
 			records <- func() { r.record(wctx, j, *j.result, false) }
+		case r.yields():
+			stopFetching()
+			break feed
 		default:
 			select {
 			case queue <- j:
@@ -70,6 +77,7 @@ feed:
 			}
 		}
 	}
+	stopFetching()
 	fetched()
 	close(queue)
 	wg.Wait()
@@ -134,8 +142,8 @@ func (r *run) schedule(ctx context.Context, queue <-chan *entry, record func(fun
 	defer wg.Wait()
 	wctx := context.WithoutCancel(ctx)
 	for j := range queue {
-		if ctx.Err() != nil {
-			continue // stopping: take no more work, drain the queue
+		if ctx.Err() != nil || r.yields() {
+			continue // stopping or giving way: take no more work, drain the queue
 		}
 		inflight <- struct{}{}
 		ticket, err := pool.Ask(max(j.plan.Devices, 1))
@@ -154,11 +162,27 @@ func (r *run) schedule(ctx context.Context, queue <-chan *entry, record func(fun
 				return // stopping
 			}
 			defer pool.Release(held)
+			if r.yields() {
+				return // giving way: the devices go back unused
+			}
 			if write := r.probe(ctx, wctx, held, j); write != nil {
 				record(write)
 			}
 		}()
 	}
+}
+
+// yields reports whether the scan gives way (opts.Yield): from the first
+// true on, it starts no more probes.
+func (r *run) yields() bool {
+	if r.yielded.Load() {
+		return true
+	}
+	if r.opts.Yield != nil && r.opts.Yield() {
+		r.yielded.Store(true)
+		return true
+	}
+	return false
 }
 
 // proberFor is the prober of a probe on devices held: a one-device probe's

@@ -3,7 +3,9 @@ package scan
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -179,7 +181,7 @@ func TestRequestPauseEndsWithAScanThatRan(t *testing.T) {
 	pause := func() time.Duration {
 		svc.mu.Lock()
 		defer svc.mu.Unlock()
-		svc.pauseUntil = time.Time{} // the pause is over: the next claim may run
+		svc.pauseUntil, svc.shareUntil = time.Time{}, time.Time{} // the pauses are over: the next claim may run
 		return svc.pauseFor
 	}
 
@@ -204,6 +206,139 @@ func TestRequestPauseEndsWithAScanThatRan(t *testing.T) {
 	for i, l := range left {
 		if l < time.Second || l > 10*time.Second {
 			t.Errorf("Done %d: its context had %v left, want up to 10 s", i, l)
+		}
+	}
+}
+
+func countOf(list []string, s string) int {
+	n := 0
+	for _, v := range list {
+		if v == s {
+			n++
+		}
+	}
+	return n
+}
+
+// probeEvents are the fake Hub's "probe:ID" events so far, in order.
+func probeEvents(f *fixture) []string {
+	f.hub.mu.Lock()
+	defer f.hub.mu.Unlock()
+	var out []string
+	for _, e := range f.hub.events {
+		if id, ok := strings.CutPrefix(e, "probe:"); ok {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// TestRequestedProbesGiveWayToAWaitingScan: a scan asked for while a batch
+// of eight requested models is being probed starts after the probe in
+// flight, not after the batch (requested probes give way between probes);
+// the requests not probed keep their place and run after it.
+func TestRequestedProbesGiveWayToAWaitingScan(t *testing.T) {
+	f := newFixture(t, model("top/1", "text-generation", "transformers"), model("top/2", "text-generation", "transformers"))
+	f.hub.infos = map[string]hub.ModelInfo{}
+	var asked []string
+	for i := range 8 {
+		id := fmt.Sprintf("req/%d", i)
+		asked = append(asked, id)
+		f.hub.infos[id] = model(id, "text-generation", "transformers")
+		f.hub.configs[id] = llamaConfig
+	}
+	const probe = 150 * time.Millisecond
+	f.prober.delay = probe
+	reqs := &fakeRequests{}
+	reqs.add(asked...)
+	svc := NewService(f.s, Options{Mode: compat.ModeArch, Limit: 2}, quiet)
+	svc.RequestBatch, svc.RequestShare = 8, 1
+	svc.ServeRequests(reqs)
+	runService(t, svc)
+
+	waitFor(t, func() bool { return len(probeEvents(f)) >= 1 }) // req/0 is being probed
+	before := len(probeEvents(f))
+	asking := time.Now()
+	if err := svc.Request("manual"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { return slices.Contains(probeEvents(f), "top/1") })
+	waited := time.Since(asking)
+	ev := probeEvents(f)
+	top := slices.Index(ev, "top/1")
+	if late := top - before; late > 1 {
+		t.Errorf("%d requested probes started after the scan was asked for (%v), want at most the one in flight to finish", late, ev[:top+1])
+	}
+	if waited > 3*probe+time.Second {
+		t.Errorf("the scan waited %v for requested probes of %v each", waited, probe)
+	}
+	// Every request is tested in the end, once (the fake queue puts the
+	// whole batch back; the one probed is unchanged the second time).
+	waitFor(t, func() bool { _, done := reqs.snapshot(); return len(done) >= 2 && !done[len(done)-1].again })
+	ev = probeEvents(f)
+	for _, id := range asked {
+		if n := countOf(ev, id); n != 1 {
+			t.Errorf("%s probed %d times, want once", id, n)
+		}
+	}
+	_, done := reqs.snapshot()
+	if len(done) < 2 || !done[0].again || done[0].scan.Trigger != "request" {
+		t.Errorf("done %+v: want the first batch put back when it gave way", done)
+	}
+	for _, id := range asked {
+		if got := f.status(t, id); got != compat.StatusPass {
+			t.Errorf("%s: %s", id, got)
+		}
+	}
+}
+
+// TestRequestedProbesTakeABoundedShare: with RequestShare 0.5, a request
+// scan that held the device for d is followed by at least d without one;
+// a scan asked for in that pause starts at once.
+func TestRequestedProbesTakeABoundedShare(t *testing.T) {
+	f := newFixture(t, model("top/1", "text-generation", "transformers"))
+	f.hub.infos = map[string]hub.ModelInfo{}
+	for _, id := range []string{"req/a", "req/b", "req/c"} {
+		f.hub.infos[id] = model(id, "text-generation", "transformers")
+		f.hub.configs[id] = llamaConfig
+	}
+	f.prober.delay = 200 * time.Millisecond
+	reqs := &fakeRequests{}
+	reqs.add("req/a", "req/b", "req/c")
+	svc := NewService(f.s, Options{Mode: compat.ModeArch, Limit: 1}, quiet)
+	svc.RequestBatch, svc.RequestShare, svc.RequestPoll = 1, 0.5, 10*time.Millisecond
+	svc.ServeRequests(reqs)
+	runService(t, svc)
+	waitFor(t, func() bool { _, done := reqs.snapshot(); return len(done) == 1 })
+	asked := time.Now()
+	if err := svc.Request("manual"); err != nil { // in the pause after req/a
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { return slices.Contains(probeEvents(f), "top/1") })
+	if d := time.Since(asked); d > time.Second {
+		t.Errorf("a scan asked for in the requests' pause waited %v", d)
+	}
+	waitFor(t, func() bool { _, done := reqs.snapshot(); return len(done) == 3 })
+	scans, err := f.store.ListScans(context.Background(), 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var req []store.Scan
+	for _, sc := range slices.Backward(scans) {
+		if sc.Trigger == "request" {
+			req = append(req, sc)
+		}
+	}
+	if len(req) != 3 {
+		t.Fatalf("%d request scans, want 3", len(req))
+	}
+	for i := 1; i < len(req); i++ {
+		if req[i-1].FinishedAt == nil {
+			t.Fatalf("request scan %d has not finished", i)
+		}
+		held := req[i-1].FinishedAt.Sub(req[i-1].StartedAt)
+		if gap := req[i].StartedAt.Sub(*req[i-1].FinishedAt); gap < held*9/10 {
+			t.Errorf("request scan %d started %v after the one before, which held the device %v: want at least as long (share 0.5)", i+1, gap, held)
 		}
 	}
 }

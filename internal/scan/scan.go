@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
@@ -128,7 +129,8 @@ type run struct {
 	host     Host
 	budget   int64
 	budgetOf string
-	devices  Devices // the host's, for sharding (DevicesOf)
+	devices  Devices     // the host's, for sharding (DevicesOf)
+	yielded  atomic.Bool // the scan gave way (opts.Yield): no more probes
 
 	mu        sync.Mutex
 	jobs      store.JobCounts       // the fleet's share of the scan (fleet.go)

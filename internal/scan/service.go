@@ -71,6 +71,10 @@ type Service struct {
 	RequestPoll time.Duration
 	// RequestBatch is how many requests one scan takes; default 8.
 	RequestBatch int
+	// RequestShare is the most of the device's time requested probes may
+	// take, over 0 to 1 (1: no bound); default config.DefaultRequestShare.
+	RequestShare float64
+	shareUntil   time.Time // no request scan before (their share was used)
 }
 
 // foreignCheck remembers, for a second, whether another process holds
