@@ -27,6 +27,7 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/internal/probe"
 	"github.com/google-pytorch/torchtpu-scanner/internal/scan"
 	"github.com/google-pytorch/torchtpu-scanner/internal/serving"
+	"github.com/google-pytorch/torchtpu-scanner/internal/serving/wheel"
 	"github.com/google-pytorch/torchtpu-scanner/store"
 	"github.com/google-pytorch/torchtpu-scanner/web"
 )
@@ -95,7 +96,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, version strin
 		},
 	}
 	a.Scanner.Serving = func(ctx context.Context) (serving.Registry, error) {
-		return serving.Load(ctx, pythonOf(cfg), cfg.CacheHome)
+		return wheel.Load(ctx, pythonOf(cfg), cfg.CacheHome)
 	}
 	if a.Fleet != nil {
 		a.Scanner.Fleet, a.Scanner.FleetWait = a.Fleet, cfg.WorkerWait

@@ -1,4 +1,4 @@
-package serving
+package wheel
 
 import (
 	"archive/zip"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/config"
 	"github.com/google-pytorch/torchtpu-scanner/internal/harness"
+	"github.com/google-pytorch/torchtpu-scanner/internal/serving"
 	"github.com/google-pytorch/torchtpu-scanner/internal/testenv"
 )
 
@@ -105,9 +106,16 @@ func TestReadWheel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]Kind{"LlamaForCausalLM": KindGeneration, "Qwen3ForCausalLM": KindGeneration,
-		"BertModel": KindPooling, "Gemma3ForConditionalGeneration": KindMultimodal, "Olmo2ForCausalLM": KindGeneration}
-	wantKinds(t, r, want)
+	want := map[string]serving.Kind{"LlamaForCausalLM": serving.KindGeneration, "Qwen3ForCausalLM": serving.KindGeneration,
+		"BertModel": serving.KindPooling, "Gemma3ForConditionalGeneration": serving.KindMultimodal, "Olmo2ForCausalLM": serving.KindGeneration}
+	if len(r.Archs) != len(want) {
+		t.Errorf("archs %v, want %v", r.Archs, want)
+	}
+	for a, k := range want {
+		if r.Archs[a] != k {
+			t.Errorf("%s: %q, want %q", a, r.Archs[a], k)
+		}
+	}
 	if r.Version != "1.2.3" || r.VLLMVersion != "1.2.0" {
 		t.Errorf("versions %q, %q", r.Version, r.VLLMVersion)
 	}
@@ -199,7 +207,7 @@ func TestRealWheel(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	home := config.CacheHome(os.LookupEnv)
-	w, err := Wheel(ctx, py, home, Version)
+	w, err := Wheel(ctx, py, home, serving.Version)
 	if err != nil {
 		var ee *exec.ExitError
 		if errors.As(err, &ee) {
@@ -207,14 +215,14 @@ func TestRealWheel(t *testing.T) {
 		}
 		t.Fatal(err)
 	}
-	r, err := ReadWheel(ctx, py, w, Version)
+	r, err := ReadWheel(ctx, py, w, serving.Version)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for arch, kind := range map[string]Kind{
-		"LlamaForCausalLM": KindGeneration, "Qwen3ForCausalLM": KindGeneration, "Gemma3ForConditionalGeneration": KindMultimodal,
-		"Qwen2ForCausalLM": KindGeneration, "BertModel": KindPooling, "Qwen2VLForConditionalGeneration": KindMultimodal,
-		"Olmo2ForCausalLM": KindGeneration,
+	for arch, kind := range map[string]serving.Kind{
+		"LlamaForCausalLM": serving.KindGeneration, "Qwen3ForCausalLM": serving.KindGeneration, "Gemma3ForConditionalGeneration": serving.KindMultimodal,
+		"Qwen2ForCausalLM": serving.KindGeneration, "BertModel": serving.KindPooling, "Qwen2VLForConditionalGeneration": serving.KindMultimodal,
+		"Olmo2ForCausalLM": serving.KindGeneration,
 	} {
 		if got := r.Archs[arch]; got != kind {
 			t.Errorf("%s: %q, want %q", arch, got, kind)
@@ -225,8 +233,8 @@ func TestRealWheel(t *testing.T) {
 			t.Errorf("%s: %q, want not served (out of tree, removed, a draft, a backend class)", arch, k)
 		}
 	}
-	if len(r.Archs) < 250 || r.VLLMVersion != Version {
+	if len(r.Archs) < 250 || r.VLLMVersion != serving.Version {
 		t.Errorf("%d architectures, vLLM %q", len(r.Archs), r.VLLMVersion)
 	}
-	t.Logf("%s %s: vLLM %s, %d architectures", Package, Version, r.VLLMVersion, len(r.Archs))
+	t.Logf("%s %s: vLLM %s, %d architectures", serving.Package, serving.Version, r.VLLMVersion, len(r.Archs))
 }
