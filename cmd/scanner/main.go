@@ -38,7 +38,7 @@ Usage:
   scanner serve  [flags]        web UI + JSON API + scheduled scans, one process
   scanner scan   [flags]        one scan now (progress bar on a terminal)
   scanner probe  MODEL [flags]  one smoke test of one model, printed; no database
-  scanner check  MODEL --server URL [--since RUNTIME] [--mode inference|train]
+  scanner check  MODEL --server URL [--since RUNTIME] [--mode inference|train|serve]
                                 CI gate: exit 0 pass, 1 not passing or regressed
                                 (since RUNTIME), 2 untested/unknown, 3 server unreachable
   scanner worker --server URL   probe jobs leased from a server (serve --dispatch workers);

@@ -276,7 +276,7 @@ func (b *flagBinder) register(cmd Command) error {
 		b.fs.StringVar(&b.c.Server, "server", b.c.Server, "scanner server URL, e.g. https://tpu-compat.example.org")
 		b.fs.StringVar(b.target, "target", "tpu", "target whose result gates: tpu, cpu or cuda (auto: the newest result on any; with --since: the runtime's)")
 		b.fs.StringVar(&b.c.Since, "since", b.c.Since, "a runtime key (see /runtimes): exit 1 also when the model regressed since that runtime")
-		b.fs.StringVar(&b.c.CheckMode, "mode", CheckInference, "the verdict that gates: inference (the model's status) or train (the train step's)")
+		b.fs.StringVar(&b.c.CheckMode, "mode", CheckInference, "the verdict that gates: inference (the model's status), train (the train step's) or serve (vLLM-TorchTPU's serving cell)")
 	case CmdBackup:
 		b.common()
 	case CmdVersion:
@@ -535,12 +535,12 @@ func (c *Config) Validate(cmd Command) error {
 	if cmd == CmdCheck {
 		switch c.CheckMode {
 		case CheckInference, "":
-		case CheckTrain:
+		case CheckTrain, CheckServe:
 			if c.Since != "" {
-				errs = append(errs, errors.New("--since gates on the inference verdict's changes: not with --mode train"))
+				errs = append(errs, fmt.Errorf("--since gates on the inference verdict's changes: not with --mode %s", c.CheckMode))
 			}
 		default:
-			errs = append(errs, fmt.Errorf("--mode %q: want %s or %s", c.CheckMode, CheckInference, CheckTrain))
+			errs = append(errs, fmt.Errorf("--mode %q: want %s, %s or %s", c.CheckMode, CheckInference, CheckTrain, CheckServe))
 		}
 	}
 	if cmd == CmdServe || cmd == CmdWorker {
@@ -570,6 +570,7 @@ func validProxy(p string) bool {
 const (
 	CheckInference = "inference" // the model's status (the default)
 	CheckTrain     = "train"     // the train step's verdict (Result.Modes["train"])
+	CheckServe     = "serve"     // the serving cell (Model.serving: vLLM-TorchTPU)
 )
 
 // sizeUnits are the units --device-memory takes (binary, and decimal).

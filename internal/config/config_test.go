@@ -221,6 +221,8 @@ func TestParseCheckMode(t *testing.T) {
 		{[]string{"--mode", "inference"}, CheckInference, ""},
 		{[]string{"--mode", "arch"}, "", "--mode"},
 		{[]string{"--mode", "train", "--since", "cpu~2.15.0~~5.23.0~1"}, "", "not with --mode train"},
+		{[]string{"--mode", "serve"}, CheckServe, ""},
+		{[]string{"--mode", "serve", "--since", "cpu~2.15.0~~5.23.0~1"}, "", "not with --mode serve"},
 	} {
 		c, _, err := Parse(CmdCheck, append([]string{"--server", "http://x"}, tt.args...), envOf(nil), io.Discard)
 		if tt.wantErr != "" {
