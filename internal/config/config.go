@@ -42,9 +42,13 @@ type Config struct {
 	// CacheHome is the scanner's own cache folder, where scripts/pyenv.sh
 	// keeps the harness's Python environment (venv-<hash>); the default
 	// --python is its interpreter.
-	CacheHome  string
-	Target     compat.Target
-	Python     string
+	CacheHome string
+	Target    compat.Target
+	Python    string
+	// VLLMPython is an interpreter with vllm-torchtpu installed (a TPU
+	// host's Python 3.12 environment, README "Serving with vLLM-TorchTPU"):
+	// the serving probe (internal/serving/measure) runs in it; "" runs none.
+	VLLMPython string
 	Limit      int
 	Sort       string
 	Tasks      []string
@@ -301,6 +305,7 @@ func (b *flagBinder) hub() {
 	b.fs.StringVar(&b.c.CacheDir, "cache-dir", b.c.CacheDir, "Hub cache folder, shared with Python tools [HF_HUB_CACHE, else HF_HOME/hub]")
 	b.fs.StringVar(b.target, "target", *b.target, "where probes run: auto, tpu, cpu or cuda [SCANNER_TARGET]")
 	b.fs.StringVar(&b.c.Python, "python", b.c.Python, "Python with torch + transformers (+ torch_tpu) [SCANNER_PYTHON]")
+	b.fs.StringVar(&b.c.VLLMPython, "vllm-python", b.c.VLLMPython, "Python with vllm-torchtpu installed, for the serving probe; none by default [SCANNER_VLLM_PYTHON]")
 	b.fs.StringVar(b.mode, "mode", *b.mode, "weights: auto, full (real safetensors) or arch (random weights, real config)")
 	b.fs.DurationVar(&b.c.Timeout, "timeout", b.c.Timeout, "wall-clock limit per probe")
 	b.fs.DurationVar(&b.c.ProbeGrace, "probe-grace", b.c.ProbeGrace, "on shutdown or timeout, time a probe gets after SIGTERM before its process group is killed")
@@ -357,6 +362,7 @@ func (c *Config) fromEnv(env Env) error {
 		c.Target = compat.Target(v)
 	}
 	c.Python = get("SCANNER_PYTHON")
+	c.VLLMPython = get("SCANNER_VLLM_PYTHON")
 	c.Harness = get("SCANNER_HARNESS")
 	if v := get("SCANNER_ADDR"); v != "" {
 		c.Addr = v
