@@ -313,7 +313,7 @@ func scanEvents(rows *sql.Rows, err error) ([]compat.Event, error) {
 			at       int64
 		)
 		if err := rows.Scan(&e.ID, &e.ModelID, &e.Target, &e.Kind, &e.FromStatus, &e.ToStatus, &e.Revision,
-			&runtime, &sig, &msg, &at, &stage); err != nil {
+			&runtime, &sig, &msg, &at, &stage, &e.Epoch); err != nil {
 			return nil, err
 		}
 		e.Stage = fromNullStr[compat.Stage](stage)

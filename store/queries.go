@@ -13,6 +13,7 @@ const (
 	sqlSchemaVersion = `SELECT ifnull(max(version), 0) FROM schema_migrations`
 	// sqlWriteNothing needs the write lock and changes no row.
 	sqlWriteNothing     = `UPDATE schema_migrations SET version = version WHERE version < 0`
+	sqlRenewEpoch       = `UPDATE database_epoch SET epoch = lower(hex(randomblob(8))) WHERE id = 1`
 	sqlMigrationApplied = `SELECT count(*) FROM schema_migrations WHERE version = ?`
 	sqlRecordMigration  = `INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`
 
@@ -184,12 +185,13 @@ WHERE c.target = ? AND c.untested = 0 ORDER BY c.tested_at DESC, c.model_id LIMI
 // Events.
 const (
 	eventCols = `e.id, e.model_id, e.target, e.kind, e.from_status, e.to_status, e.revision, e.runtime, e.signature, e.message, e.at,
-	CASE WHEN e.kind IN ('train_regression', 'train_fix') THEN json_extract(r.modes, '$.train.stage') ELSE r.stage END`
+	CASE WHEN e.kind IN ('train_regression', 'train_fix') THEN json_extract(r.modes, '$.train.stage') ELSE r.stage END, e.epoch`
 	// eventFrom joins an event to its result, for the stage it ended at.
-	eventFrom      = ` FROM events e LEFT JOIN results r ON r.id = e.result_id`
-	sqlInsertEvent = `INSERT INTO events (model_id, result_id, target, kind, from_status, to_status, revision, runtime, signature, message, at)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-RETURNING id`
+	eventFrom = ` FROM events e LEFT JOIN results r ON r.id = e.result_id`
+	// An event is written in the database's epoch (migrations/0014_epoch.sql).
+	sqlInsertEvent = `INSERT INTO events (model_id, result_id, target, kind, from_status, to_status, revision, runtime, signature, message, at, epoch)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, (SELECT epoch FROM database_epoch WHERE id = 1))
+RETURNING id, epoch`
 	sqlEvents      = `SELECT ` + eventCols + eventFrom + ` ORDER BY e.at DESC, e.id DESC LIMIT ?`
 	sqlModelEvents = `SELECT ` + eventCols + eventFrom + ` WHERE e.model_id = ? ORDER BY e.at DESC, e.id DESC LIMIT ?`
 )

@@ -233,7 +233,7 @@ func (rc *recorder) record(ctx context.Context, modelID string, r compat.Result)
 		Message:    r.Message,
 		At:         r.TestedAt.UTC(),
 	}
-	if ev.ID, err = insertEvent(ctx, rc.tx, ev, &resultID); err != nil {
+	if ev.ID, ev.Epoch, err = insertEvent(ctx, rc.tx, ev, &resultID); err != nil {
 		return RecordOutcome{}, err
 	}
 	out.Event = &ev
@@ -262,7 +262,7 @@ func trainEvent(ctx context.Context, tx *sql.Tx, modelID string, resultID int64,
 	if tr.Stage != nil && tr.Status != compat.StatusPass {
 		ev.Stage = compat.Ptr(compat.Stage(*tr.Stage))
 	}
-	if ev.ID, err = insertEvent(ctx, tx, ev, &resultID); err != nil {
+	if ev.ID, ev.Epoch, err = insertEvent(ctx, tx, ev, &resultID); err != nil {
 		return nil, err
 	}
 	return &ev, nil
@@ -430,23 +430,22 @@ func statusRank(s compat.Status) int {
 	return len(compat.Statuses)
 }
 
-// insertEvent writes ev and returns its id.
-func insertEvent(ctx context.Context, tx *sql.Tx, ev compat.Event, resultID *int64) (int64, error) {
+// insertEvent writes ev and returns its id and the epoch it was written in.
+func insertEvent(ctx context.Context, tx *sql.Tx, ev compat.Event, resultID *int64) (id int64, epoch string, err error) {
 	runtimeJSON, err := jsonText(ev.Runtime)
 	if err != nil {
-		return 0, err
+		return 0, "", err
 	}
 	var rid sql.NullInt64
 	if resultID != nil {
 		rid = sql.NullInt64{Int64: *resultID, Valid: true}
 	}
-	var id int64
 	if err := tx.QueryRowContext(ctx, sqlInsertEvent, ev.ModelID, rid, string(ev.Target), string(ev.Kind),
 		string(ev.FromStatus), string(ev.ToStatus), ev.Revision, runtimeJSON,
-		nullStr(ev.Signature), nullStr(ev.Message), unixNano(ev.At)).Scan(&id); err != nil {
-		return 0, fmt.Errorf("insert event: %w", err)
+		nullStr(ev.Signature), nullStr(ev.Message), unixNano(ev.At)).Scan(&id, &epoch); err != nil {
+		return 0, "", fmt.Errorf("insert event: %w", err)
 	}
-	return id, nil
+	return id, epoch, nil
 }
 
 // RecordFlaky writes an event of kind flaky: the model showed seen.Status
@@ -497,6 +496,6 @@ func (s *SQLite) recordFlaky(ctx context.Context, tx *sql.Tx, modelID string, se
 		Message:    seen.Message,
 		At:         at,
 	}
-	_, err = insertEvent(ctx, tx, ev, nil)
+	_, _, err = insertEvent(ctx, tx, ev, nil)
 	return err
 }

@@ -171,6 +171,14 @@ func Open(ctx context.Context, path string) (*SQLite, error) {
 		}
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
+	// A new epoch for every opening that may write: a copy restored from a
+	// backup, or the same one restored twice, never hands out an event or
+	// delivery id that a lost timeline published (compat.Event.UID). The
+	// ids written before keep the epoch they were written in.
+	if _, err := s.w.ExecContext(ctx, sqlRenewEpoch); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("store: open %s: renew the epoch: %w", path, err)
+	}
 	r := openPool(path + "?" + readerParams)
 	n := min(max(4, runtime.NumCPU()), maxReaders)
 	r.SetMaxOpenConns(n)

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
@@ -243,6 +244,9 @@ type NewDelivery struct {
 	Endpoint string // watch.Webhook.Key
 	EventID  int64
 	Body     []byte
+	// UID is the id it is sent with, the same on every try: its event's
+	// (compat.Event.UID), unique across restores of the database.
+	UID string
 }
 
 // Delivery is a pending delivery.
@@ -253,6 +257,19 @@ type Delivery struct {
 	Body      []byte
 	Attempts  int
 	CreatedAt time.Time
+	UID       string // "" for a delivery queued before UIDs: ID is its id
+}
+
+// SendID is the id the delivery is sent with (webhook-id), the same on
+// every try: its UID, or for one queued before UIDs its row's id, as it
+// was sent before.
+func (d Delivery) SendID() string { return sendID(d.UID, d.ID) }
+
+func sendID(uid string, id int64) string {
+	if uid == "" {
+		return strconv.FormatInt(id, 10)
+	}
+	return uid
 }
 
 // StartWebhookCursor returns the newest event whose deliveries are queued.
@@ -289,7 +306,7 @@ func (s *SQLite) QueueDeliveries(ctx context.Context, cursor int64, ds []NewDeli
 	err := s.inTx(ctx, func(tx *sql.Tx) (bool, error) {
 		now := unixNano(s.now())
 		for _, d := range ds {
-			if _, err := tx.ExecContext(ctx, sqlQueueDelivery, d.Endpoint, d.EventID, d.Body, now); err != nil {
+			if _, err := tx.ExecContext(ctx, sqlQueueDelivery, d.Endpoint, d.EventID, d.Body, now, d.UID); err != nil {
 				return false, err
 			}
 		}
@@ -314,7 +331,7 @@ func (s *SQLite) DueDeliveries(ctx context.Context, endpoint string, now time.Ti
 	for rows.Next() {
 		var d Delivery
 		var created int64
-		if err := rows.Scan(&d.ID, &d.Endpoint, &d.EventID, &d.Body, &d.Attempts, &created); err != nil {
+		if err := rows.Scan(&d.ID, &d.Endpoint, &d.EventID, &d.Body, &d.Attempts, &created, &d.UID); err != nil {
 			return nil, fmt.Errorf("store: due deliveries: %w", err)
 		}
 		d.CreatedAt = fromNano(created)
@@ -345,6 +362,13 @@ func (s *SQLite) DeliveryDone(ctx context.Context, id int64, at time.Time) error
 // its next try.
 func (s *SQLite) DeliveryFailed(ctx context.Context, id int64, next time.Time, why string) error {
 	return s.deliveryUpdate(ctx, "failed", sqlDeliveryFailed, unixNano(next), why, id)
+}
+
+// DeliveryRefused ends delivery id at at without a delivery: the endpoint
+// refused it for good (a 4xx answer other than 408 and 429), said why.
+// It is no longer tried; the endpoint's other deliveries are not touched.
+func (s *SQLite) DeliveryRefused(ctx context.Context, id int64, at time.Time, why string) error {
+	return s.deliveryUpdate(ctx, "refused", sqlDeliveryRefused, unixNano(at), why, id)
 }
 
 func (s *SQLite) deliveryUpdate(ctx context.Context, what, query string, args ...any) error {
@@ -408,6 +432,107 @@ func (s *SQLite) PendingDeliveries(ctx context.Context) (map[string]int, error) 
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("store: pending deliveries: %w", err)
+	}
+	return out, nil
+}
+
+// DeliveryStats is what the database holds of one endpoint's deliveries
+// (finished ones are kept a week): the operator's view of a webhook.
+type DeliveryStats struct {
+	Pending, Delivered, Refused, Expired int
+	OldestPending                        time.Time // zero: none pending
+	NextTry                              time.Time // zero: none pending
+	LastError                            string    // the newest failed try's, among the pending
+	// RecentRefused are the newest deliveries the endpoint refused for
+	// good, newest first.
+	RecentRefused []RefusedDelivery
+}
+
+// RefusedDelivery is a delivery the endpoint refused for good.
+type RefusedDelivery struct {
+	UID     string // the id it was sent with
+	EventID int64
+	At      time.Time
+	Why     string
+}
+
+// DeliveryReport is each endpoint's DeliveryStats, with at most recent
+// refused deliveries each.
+func (s *SQLite) DeliveryReport(ctx context.Context, recent int) (map[string]*DeliveryStats, error) {
+	out := map[string]*DeliveryStats{}
+	get := func(ep string) *DeliveryStats {
+		if out[ep] == nil {
+			out[ep] = &DeliveryStats{}
+		}
+		return out[ep]
+	}
+	fail := func(err error) (map[string]*DeliveryStats, error) {
+		return nil, fmt.Errorf("store: delivery report: %w", err)
+	}
+	rows, err := s.r.QueryContext(ctx, sqlDeliveryStates)
+	if err != nil {
+		return fail(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var ep, state string
+		var n int
+		var oldest, next sql.NullInt64
+		if err := rows.Scan(&ep, &state, &n, &oldest, &next); err != nil {
+			return fail(err)
+		}
+		st := get(ep)
+		switch state {
+		case "pending":
+			st.Pending, st.OldestPending, st.NextTry = n, fromNullTime(oldest), fromNullTime(next)
+		case "delivered":
+			st.Delivered = n
+		case "refused":
+			st.Refused = n
+		case "expired":
+			st.Expired = n
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fail(err)
+	}
+	rows.Close()
+	rows, err = s.r.QueryContext(ctx, sqlDeliveryLastErrors)
+	if err != nil {
+		return fail(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var ep, why string
+		if err := rows.Scan(&ep, &why); err != nil {
+			return fail(err)
+		}
+		get(ep).LastError = why
+	}
+	if err := rows.Err(); err != nil {
+		return fail(err)
+	}
+	rows.Close()
+	rows, err = s.r.QueryContext(ctx, sqlRefusedDeliveries, max(recent, 0))
+	if err != nil {
+		return fail(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var ep string
+		var r RefusedDelivery
+		var id int64
+		var at sql.NullInt64
+		if err := rows.Scan(&ep, &r.UID, &id, &r.EventID, &at, &r.Why); err != nil {
+			return fail(err)
+		}
+		r.UID = sendID(r.UID, id)
+		r.At = fromNullTime(at)
+		st := get(ep)
+		st.RecentRefused = append(st.RecentRefused, r)
+	}
+	if err := rows.Err(); err != nil {
+		return fail(err)
 	}
 	return out, nil
 }

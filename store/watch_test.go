@@ -281,3 +281,67 @@ func TestTheWebhookCursorStartsAtZeroOnAnEmptyDatabase(t *testing.T) {
 		t.Errorf("events after 0: %+v", evs)
 	}
 }
+
+// TestDeliveryReport: a refused delivery is no longer pending or due, and
+// the report counts each endpoint's deliveries by state, says when the
+// oldest pending was queued and when the next is due, names the newest
+// failed try's error, and lists the newest refusals first, at most as
+// many as asked.
+func TestDeliveryReport(t *testing.T) {
+	ctx := context.Background()
+	s := openWatch(t)
+	t0 := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	s.SetClock(func() time.Time { return t0 })
+	evs := addEvents(t, s, "org/a", compat.StatusPass, compat.StatusFail, compat.StatusPass, compat.StatusFail, compat.StatusPass)
+	var ds []NewDelivery
+	for i, id := range evs {
+		ds = append(ds, NewDelivery{Endpoint: "ep1", EventID: id, Body: []byte(`{}`), UID: fmt.Sprintf("e-%d", i)})
+	}
+	ds = append(ds, NewDelivery{Endpoint: "ep2", EventID: evs[0], Body: []byte(`{}`)}) // queued before UIDs: sent by its number
+	if err := s.QueueDeliveries(ctx, evs[len(evs)-1], ds); err != nil {
+		t.Fatal(err)
+	}
+	due, err := s.DueDeliveries(ctx, "ep1", t0, 10)
+	if err != nil || len(due) != 5 {
+		t.Fatalf("due %v %v", due, err)
+	}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(s.DeliveryRefused(ctx, due[0].ID, t0.Add(time.Minute), "answered 400 Bad Request"))
+	must(s.DeliveryRefused(ctx, due[1].ID, t0.Add(2*time.Minute), "answered 404 Not Found"))
+	must(s.DeliveryRefused(ctx, due[1].ID, t0.Add(3*time.Minute), "twice")) // no longer pending: no change
+	must(s.DeliveryDone(ctx, due[2].ID, t0))
+	must(s.DeliveryFailed(ctx, due[3].ID, t0.Add(time.Hour), "answered 503 Service Unavailable"))
+	must(s.DeliveryFailed(ctx, due[4].ID, t0.Add(2*time.Hour), "no answer within the timeout"))
+	if again, _ := s.DueDeliveries(ctx, "ep1", t0.Add(3*time.Hour), 10); len(again) != 2 {
+		t.Errorf("due after: %v, want the two failed ones only", again)
+	}
+	rep, err := s.DeliveryReport(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rep["ep1"]
+	if r == nil || r.Pending != 2 || r.Delivered != 1 || r.Refused != 2 || r.Expired != 0 || !r.OldestPending.Equal(t0) ||
+		!r.NextTry.Equal(t0.Add(time.Hour)) || r.LastError != "no answer within the timeout" {
+		t.Fatalf("ep1 %+v", r)
+	}
+	if len(r.RecentRefused) != 1 || r.RecentRefused[0].UID != "e-1" || r.RecentRefused[0].Why != "answered 404 Not Found" ||
+		!r.RecentRefused[0].At.Equal(t0.Add(2*time.Minute)) || r.RecentRefused[0].EventID != evs[1] {
+		t.Errorf("ep1 refused %+v, want the newest (e-1, 404) only", r.RecentRefused)
+	}
+	if p := rep["ep2"]; p == nil || p.Pending != 1 || p.LastError != "" || len(p.RecentRefused) != 0 {
+		t.Errorf("ep2 %+v", p)
+	}
+	d2, _ := s.DueDeliveries(ctx, "ep2", t0, 10)
+	if len(d2) != 1 || d2[0].SendID() != fmt.Sprint(d2[0].ID) || due[0].SendID() != "e-0" {
+		t.Errorf("send ids %v %v", d2, due[0].SendID())
+	}
+	must(s.DeliveryRefused(ctx, d2[0].ID, t0, "answered 410 Gone"))
+	if rep, _ := s.DeliveryReport(ctx, 5); rep["ep2"].RecentRefused[0].UID != fmt.Sprint(d2[0].ID) || len(rep["ep1"].RecentRefused) != 2 {
+		t.Errorf("report %+v %+v", rep["ep2"], rep["ep1"])
+	}
+}

@@ -24,6 +24,13 @@ type summaryBody struct {
 	Scan             ScanState             `json:"scan_state"`
 	Coverage         coverageBody          `json:"coverage"`
 	Fit              fitSummary            `json:"readiness"` // models that fit one device per TPU generation
+	// The pass figures tier by tier of evidence (issue 37), each from its
+	// own results only, whatever ?target= says: measured on each target,
+	// predicted (null: nothing predicts verdicts yet), and the headline's
+	// answer in words.
+	Measured  map[compat.Target]figures `json:"measured"`
+	Predicted *figures                  `json:"predicted"`
+	Headline  string                    `json:"headline"`
 }
 
 // coverageBody is which share of the listed transformers-backed models
@@ -58,10 +65,15 @@ func newCoverageBody(c harness.TaskCoverage) coverageBody {
 		CoveredDownloads: c.CoveredDownloads, DownloadShare: c.DownloadShare()}
 }
 
-func newSummaryBody(sum store.Summary, target compat.Target, state ScanState) summaryBody {
+func newSummaryBody(sum store.Summary, target compat.Target, state ScanState, byTarget map[compat.Target]store.Summary) summaryBody {
+	h := newHeadline(byTarget)
 	b := summaryBody{Models: sum.Models, Tested: sum.Tested, Counts: sum.Counts, PassRate: sum.PassRate,
 		WeightedPassRate: sum.WeightedPassRate, Runtime: sum.Runtime, Target: string(target), Scan: state,
-		Fit: newFitSummary(sum.Fit), Coverage: newCoverageBody(taskCoverage(sum.Tasks))}
+		Fit: newFitSummary(sum.Fit), Coverage: newCoverageBody(taskCoverage(sum.Tasks)),
+		Measured: map[compat.Target]figures{}, Predicted: h.Predicted, Headline: h.Sentence()}
+	for _, t := range compat.Targets {
+		b.Measured[t] = measuredFigures(t, byTarget[t])
+	}
 	if sum.LastScan != nil {
 		sc := newScanJSON(*sum.LastScan)
 		b.LastScan = &sc
@@ -76,11 +88,20 @@ func (s *Server) apiSummary(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	sum, err := s.store.Summary(c.UserContext(), target)
+	ctx := c.UserContext()
+	sum, err := s.store.Summary(ctx, target)
 	if err != nil {
 		return fmt.Errorf("web: api summary: %w", err)
 	}
-	return c.JSON(newSummaryBody(sum, target, s.scanState()))
+	changed, err := s.store.Changed(ctx)
+	if err != nil {
+		return fmt.Errorf("web: api summary: %w", err)
+	}
+	byTarget, err := s.targetSummaries(ctx, changed)
+	if err != nil {
+		return fmt.Errorf("web: api summary: %w", err)
+	}
+	return c.JSON(newSummaryBody(sum, target, s.scanState(), byTarget))
 }
 
 // failuresBody is GET /api/v1/failures.

@@ -322,8 +322,8 @@ func TestAPIScanSummaryKeys(t *testing.T) {
 	}
 
 	sum := decode[map[string]any](t, ts.get(t, "/api/v1/summary"))
-	if got, want := keys(sum), []string{"counts", "coverage", "download_weighted_pass_rate", "last_scan", "models", "pass_rate",
-		"readiness", "runtime", "scan_state", "target", "tested"}; !slices.Equal(got, want) {
+	if got, want := keys(sum), []string{"counts", "coverage", "download_weighted_pass_rate", "headline", "last_scan", "measured", "models", "pass_rate",
+		"predicted", "readiness", "runtime", "scan_state", "target", "tested"}; !slices.Equal(got, want) {
 		t.Errorf("summary keys %v; want %v", got, want)
 	}
 	if got := keys(sum["last_scan"].(map[string]any)); !slices.Equal(got, scanKeys) {

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strconv"
@@ -69,6 +70,9 @@ func (s *Server) badge(c *fiber.Ctx) error {
 			b = draw(nil, target, label)
 		default:
 			m, err := s.store.GetModel(ctx, id, target)
+			if err == nil && m.Result == nil && target == compat.TargetTPU {
+				m, err = s.measuredElsewhere(ctx, m)
+			}
 			switch {
 			case errors.Is(err, store.ErrNotFound):
 				b = draw(nil, target, label)
@@ -109,6 +113,21 @@ func (s *Server) badge(c *fiber.Ctx) error {
 		h.SetContentTypeBytes(ctypeJSON)
 	}
 	return c.Send(e.body)
+}
+
+// measuredElsewhere is m (without a TPU result) with its newest result on
+// another target when that is a verdict: a TorchTPU badge of a model
+// measured on the CPU reference only says "cpu pass" (badgeFor), never
+// TorchTPU's pass, rather than nothing.
+func (s *Server) measuredElsewhere(ctx context.Context, m compat.Model) (compat.Model, error) {
+	other, err := s.store.GetModel(ctx, m.ID, "")
+	if err != nil {
+		return m, err
+	}
+	if other.Result != nil && other.Result.Target != compat.TargetTPU && other.Result.Status.IsVerdict() {
+		m.Result = other.Result
+	}
+	return m, nil
 }
 
 // badgeKey identifies a rendered badge.

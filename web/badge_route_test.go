@@ -39,11 +39,17 @@ func TestBadgeRoutes(t *testing.T) {
 		}
 		return r
 	}
-	svg("/badge/Qwen/Qwen3-0.6B.svg", `aria-label="TorchTPU: passing · 312 tok/s"`, badgeFill[tonePass])
+	svg("/badge/Qwen/Qwen3-0.6B.svg", `aria-label="TorchTPU: passing · 312 tok/s (measured on 1 × TPU v6e with torch 2.9.0, torch_tpu 0.2.0, transformers 4.57.1, harness 1 on 2026-11-30)"`, badgeFill[tonePass])
 	svg("/badge/Qwen/Old.svg", "passing · 312 tok/s", badgeFill[tonePass])
 	svg("/badge/Qwen/Qwen3-0.6B.svg?target=cpu", "PyTorch CPU: untested", badgeFill[toneNeutral])
 	svg("/badge/gpt2.svg?target=cpu", "failing · forward", badgeFill[toneFail])
-	svg("/badge/gpt2.svg", "TorchTPU: untested", badgeFill[toneNeutral])
+	// Measured on the CPU reference only: the TorchTPU badge says so, grey
+	// (issue 37), and so does its endpoint JSON.
+	svg("/badge/gpt2.svg", `aria-label="TorchTPU: cpu fail · forward (measured on cpu with torch 2.9.0, torch_tpu 0.2.0 on 2026-11-30)"`, badgeFill[toneNeutral])
+	svg("/badge/gpt2.svg?target=tpu", "TorchTPU: cpu fail · forward", badgeFill[toneNeutral])
+	if e := decode[endpointBadge](t, ts.get(t, "/badge/gpt2.json")); e.Label != "TorchTPU" || e.Message != "cpu fail · forward" || e.Color != "656d76" {
+		t.Errorf("cpu-only endpoint: %+v", e)
+	}
 	svg("/badge/nobody/nothing.svg", "TorchTPU: unknown", badgeFill[toneNeutral])
 	svg("/badge/Qwen/Qwen3-0.6B.svg?target=gpu", "unknown", badgeFill[toneNeutral])
 	svg("/badge/Qwen/Qwen3-0.6B.svg?style=for-the-badge", `height="28"`, badgeFill[tonePass])
@@ -70,6 +76,9 @@ func TestBadgeRoutes(t *testing.T) {
 	after := ts.get(t, "/badge/gpt2.svg?target=cpu")
 	if !strings.Contains(after.body, "passing") || before.header.Get("ETag") == after.header.Get("ETag") {
 		t.Errorf("badge did not follow the new result:\n%s", after.body)
+	}
+	if r := ts.get(t, "/badge/gpt2.svg"); !strings.Contains(r.body, "TorchTPU: cpu pass") || strings.Contains(r.body, "passing") {
+		t.Errorf("a cpu pass on the TorchTPU badge:\n%s", r.body)
 	}
 	// Served from the cache: the same bytes.
 	if again := ts.get(t, "/badge/gpt2.svg?target=cpu"); again.body != after.body {

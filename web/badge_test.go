@@ -41,6 +41,55 @@ func result(status compat.Status) *compat.Result {
 	return &compat.Result{Target: compat.TargetTPU, Status: status, TestedAt: time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)}
 }
 
+// cpuResult is result on the CPU reference.
+func cpuResult(status compat.Status) *compat.Result {
+	r := result(status)
+	r.Target = compat.TargetCPU
+	r.Runtime = compat.Runtime{Torch: "2.15.0", Device: "cpu"}
+	r.DevicesUsed = 1
+	return r
+}
+
+// TestBadgeEvidence: a badge's words carry its verdict's evidence
+// (compat.EvidenceOf), in its title; a badge without a verdict has none.
+func TestBadgeEvidence(t *testing.T) {
+	pass := result(compat.StatusPass)
+	pass.Runtime = compat.Runtime{Torch: "2.15.0", TorchTPU: "0.2.0", Device: "TPU v6e"}
+	pass.DevicesUsed = 1
+	model := func(r *compat.Result) *compat.Model { return &compat.Model{ID: "org/m", Result: r} }
+	for _, tt := range []struct {
+		name  string
+		b     badge
+		title string
+	}{
+		{"tpu pass", badgeFor(model(pass), compat.TargetTPU, ""),
+			"TorchTPU: passing (measured on 1 × TPU v6e with torch 2.15.0, torch_tpu 0.2.0 on 2026-11-30)"},
+		{"cpu only", badgeFor(model(cpuResult(compat.StatusPass)), compat.TargetTPU, ""),
+			"TorchTPU: cpu pass (measured on cpu with torch 2.15.0 on 2026-11-30)"},
+		{"device with controls", badgeFor(model(func() *compat.Result {
+			r := result(compat.StatusPass)
+			r.Runtime.Device = "TPU\x00 <v6e>\n\x1b"
+			return r
+		}()), compat.TargetTPU, ""), "TorchTPU: passing (measured on TPU <v6e> on 2026-11-30)"},
+		{"skipped", badgeFor(model(result(compat.StatusSkipped)), compat.TargetTPU, ""), "TorchTPU: skipped"},
+		{"untested", badgeFor(model(nil), compat.TargetTPU, ""), "TorchTPU: untested"},
+		{"train on cpu only", trainBadgeFor(model(func() *compat.Result {
+			r := cpuResult(compat.StatusPass)
+			r.Modes = map[string]compat.Verdict{compat.ModeTrain: {Status: compat.StatusPass}}
+			return r
+		}()), compat.TargetTPU, ""), "TorchTPU train: cpu pass (measured on cpu with torch 2.15.0 on 2026-11-30)"},
+	} {
+		if got := tt.b.title(); got != tt.title {
+			t.Errorf("%s: title %q, want %q", tt.name, got, tt.title)
+		}
+		svg := renderSVG(tt.b, styleFlat)
+		if want := "<title>" + xmlEscape(tt.title) + "</title>"; !strings.Contains(string(svg), want) {
+			t.Errorf("%s: svg lacks %s: %s", tt.name, want, svg)
+		}
+		checkSVG(t, svg, tt.b)
+	}
+}
+
 func TestBadgeFor(t *testing.T) {
 	pass := result(compat.StatusPass)
 	pass.Mode = compat.Ptr(compat.ModeFull)
@@ -54,6 +103,8 @@ func TestBadgeFor(t *testing.T) {
 	oom.Stage = compat.Ptr(compat.StageLoad)
 	skipped := result(compat.StatusSkipped)
 	skipped.Reason = compat.Ptr(compat.ReasonRemoteCode)
+	cpuFail := cpuResult(compat.StatusFail)
+	cpuFail.Stage = compat.Ptr(compat.StageLoad)
 	hostile := result(compat.StatusFail)
 	hostile.Stage = compat.Ptr(compat.Stage(`<script>alert(1)</script>`))
 
@@ -65,24 +116,28 @@ func TestBadgeFor(t *testing.T) {
 		label  string
 		want   badge
 	}{
-		{"pass", model(pass), compat.TargetTPU, "", badge{"TorchTPU", "passing · 312 tok/s", tonePass}},
-		{"pass arch", model(passArch), compat.TargetTPU, "", badge{"TorchTPU", "passing · arch", tonePass}},
-		{"pass no speed", model(result(compat.StatusPass)), compat.TargetCPU, "", badge{"PyTorch CPU", "passing", tonePass}},
-		{"fail", model(fail), compat.TargetTPU, "tpu", badge{"tpu", "failing · forward", toneFail}},
-		{"oom", model(oom), compat.TargetTPU, "", badge{"TorchTPU", "out of memory · load", toneWarn}},
-		{"timeout", model(result(compat.StatusTimeout)), compat.TargetTPU, "", badge{"TorchTPU", "timeout", toneWarn}},
-		{"crash", model(result(compat.StatusCrash)), compat.TargetTPU, "", badge{"TorchTPU", "crash", toneWarn}},
-		{"skipped", model(skipped), compat.TargetTPU, "", badge{"TorchTPU", "skipped · remote code", toneNeutral}},
-		{"error", model(result(compat.StatusError)), compat.TargetTPU, "", badge{"TorchTPU", "scan error", toneNeutral}},
-		{"untested", model(nil), compat.TargetCUDA, "", badge{"PyTorch CUDA", "untested", toneNeutral}},
-		{"unknown", nil, compat.TargetTPU, "", badge{"TorchTPU", "unknown", toneNeutral}},
-		{"label cleaned", nil, compat.TargetTPU, " a\n\tb\x00 ", badge{"a b", "unknown", toneNeutral}},
-		{"label only spaces", nil, compat.TargetTPU, " \u200b ", badge{"TorchTPU", "unknown", toneNeutral}},
-		{"hostile stage kept as text", model(hostile), compat.TargetTPU, "", badge{"TorchTPU", "failing · <script>alert(1)</script>", toneFail}},
+		{"pass", model(pass), compat.TargetTPU, "", badge{Label: "TorchTPU", Message: "passing · 312 tok/s", Tone: tonePass}},
+		{"pass arch", model(passArch), compat.TargetTPU, "", badge{Label: "TorchTPU", Message: "passing · arch", Tone: tonePass}},
+		{"pass no speed", model(cpuResult(compat.StatusPass)), compat.TargetCPU, "", badge{Label: "PyTorch CPU", Message: "passing", Tone: tonePass}},
+		{"cpu pass on a TorchTPU badge", model(cpuResult(compat.StatusPass)), compat.TargetTPU, "", badge{Label: "TorchTPU", Message: "cpu pass", Tone: toneNeutral}},
+		{"cpu fail on a TorchTPU badge", model(cpuFail), compat.TargetTPU, "", badge{Label: "TorchTPU", Message: "cpu fail · load", Tone: toneNeutral}},
+		{"fail", model(fail), compat.TargetTPU, "tpu", badge{Label: "tpu", Message: "failing · forward", Tone: toneFail}},
+		{"oom", model(oom), compat.TargetTPU, "", badge{Label: "TorchTPU", Message: "out of memory · load", Tone: toneWarn}},
+		{"timeout", model(result(compat.StatusTimeout)), compat.TargetTPU, "", badge{Label: "TorchTPU", Message: "timeout", Tone: toneWarn}},
+		{"crash", model(result(compat.StatusCrash)), compat.TargetTPU, "", badge{Label: "TorchTPU", Message: "crash", Tone: toneWarn}},
+		{"skipped", model(skipped), compat.TargetTPU, "", badge{Label: "TorchTPU", Message: "skipped · remote code", Tone: toneNeutral}},
+		{"error", model(result(compat.StatusError)), compat.TargetTPU, "", badge{Label: "TorchTPU", Message: "scan error", Tone: toneNeutral}},
+		{"untested", model(nil), compat.TargetCUDA, "", badge{Label: "PyTorch CUDA", Message: "untested", Tone: toneNeutral}},
+		{"unknown", nil, compat.TargetTPU, "", badge{Label: "TorchTPU", Message: "unknown", Tone: toneNeutral}},
+		{"label cleaned", nil, compat.TargetTPU, " a\n\tb\x00 ", badge{Label: "a b", Message: "unknown", Tone: toneNeutral}},
+		{"label only spaces", nil, compat.TargetTPU, " \u200b ", badge{Label: "TorchTPU", Message: "unknown", Tone: toneNeutral}},
+		{"hostile stage kept as text", model(hostile), compat.TargetTPU, "", badge{Label: "TorchTPU", Message: "failing · <script>alert(1)</script>", Tone: toneFail}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := badgeFor(tt.model, tt.target, tt.label); got != tt.want {
+			got := badgeFor(tt.model, tt.target, tt.label)
+			got.Evidence = "" // TestBadgeEvidence
+			if got != tt.want {
 				t.Errorf("badgeFor = %+v, want %+v", got, tt.want)
 			}
 		})
@@ -207,7 +262,7 @@ func checkSVG(t *testing.T, svg []byte, b badge) {
 						t.Fatalf("event handler attribute %s", a.Name.Local)
 					}
 				}
-				if role != "img" || aria != b.Label+": "+b.Message && aria != strings.ToUpper(b.Label+": "+b.Message) {
+				if role != "img" || aria != b.title() {
 					t.Errorf("role=%q aria-label=%q", role, aria)
 				}
 			case "text":
@@ -226,7 +281,7 @@ func checkSVG(t *testing.T, svg []byte, b badge) {
 			}
 		}
 	}
-	if !strings.EqualFold(title, b.Label+": "+b.Message) {
+	if title != b.title() {
 		t.Errorf("title = %q", title)
 	}
 	joined := strings.Join(texts, "|")

@@ -36,6 +36,19 @@ type badge struct {
 	Label   string
 	Message string
 	Tone    tone
+	// Evidence is what the verdict rests on, in words
+	// (compat.Evidence.Sentence); "" for a badge without a result. The SVG's
+	// title and aria-label say it; shields' endpoint JSON has no field for it.
+	Evidence string
+}
+
+// title is what a badge says in words: its label, message and evidence.
+func (b badge) title() string {
+	t := b.Label + ": " + b.Message
+	if b.Evidence != "" {
+		t += " (" + b.Evidence + ")"
+	}
+	return t
 }
 
 // Color is the message background, #rrggbb.
@@ -75,7 +88,10 @@ func badgeFor(m *compat.Model, target compat.Target, label string) badge {
 	if r == nil {
 		return badge{Label: label, Message: wordOf(compat.StatusUntested).badge, Tone: toneOf(compat.StatusUntested)}
 	}
-	b := badge{Label: label, Tone: toneOf(r.Status)}
+	b := badge{Label: label, Tone: toneOf(r.Status), Evidence: badgeEvidence(r)}
+	if r.Target != target {
+		return elsewhereBadge(b, r.Target, r.Status, deref(r.Stage))
+	}
 	stage := func(word string) string {
 		if r.Stage != nil && *r.Stage != "" {
 			return word + " · " + string(*r.Stage)
@@ -104,6 +120,29 @@ func badgeFor(m *compat.Model, target compat.Target, label string) badge {
 	return b
 }
 
+// badgeEvidence is the evidence of r's verdict in words, one clean line
+// (its device and versions come from the probe); "" for none.
+func badgeEvidence(r *compat.Result) string {
+	if e := compat.EvidenceOf(r); e.Kind != compat.EvidenceNone {
+		return cleanText(e.Sentence(), 240)
+	}
+	return ""
+}
+
+// elsewhereBadge is b for a result on another target than the badge's
+// (a TorchTPU badge of a model measured on the CPU reference only): the
+// target and the status word say it ("cpu pass", "cpu fail · forward"),
+// grey, so that no badge reads as the target's pass.
+func elsewhereBadge(b badge, on compat.Target, st compat.Status, stage string) badge {
+	b.Message = string(on) + " " + string(st)
+	if st.HeldAgainstModel() && stage != "" {
+		b.Message += " · " + stage
+	}
+	b.Message = cleanText(b.Message, 64)
+	b.Tone = toneNeutral
+	return b
+}
+
 // trainBadgeFor is badgeFor for the train verdict of m's current result
 // (?mode=train): its status, the stage where a failure ended, a skip's
 // reason; untested when the result has no train verdict. The label says
@@ -124,6 +163,12 @@ func trainBadgeFor(m *compat.Model, target compat.Target, label string) badge {
 		return badge{Label: label, Message: wordOf(compat.StatusUntested).badge, Tone: toneOf(compat.StatusUntested)}
 	}
 	b := badge{Label: label, Message: wordOf(v.Status).badge, Tone: toneOf(v.Status)}
+	if v.Status.IsVerdict() { // measured by the run that made the result
+		b.Evidence = badgeEvidence(m.Result)
+	}
+	if m.Result.Target != target {
+		return elsewhereBadge(b, m.Result.Target, v.Status, deref(v.Stage))
+	}
 	switch {
 	case v.Status.HeldAgainstModel() && v.Stage != nil && *v.Stage != "":
 		b.Message += " · " + *v.Stage
@@ -204,7 +249,7 @@ func renderSVG(b badge, style badgeStyle) []byte {
 	lt, mt := textLen(label, false), textLen(msg, boldMsg)
 	lw, mw := math.Ceil(lt)+2*pad, math.Ceil(mt)+2*pad
 	w := lw + mw
-	title := xmlEscape(b.Label + ": " + b.Message) // screen readers get the words, not capitals
+	title := xmlEscape(b.title()) // screen readers get the words, not capitals
 	el, em := xmlEscape(label), xmlEscape(msg)
 	fill := b.Color()
 

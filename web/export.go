@@ -25,7 +25,26 @@ var csvColumns = []string{"id", "task", "library", "downloads", "likes", "gated"
 // csvAllColumns are csvColumns and then readiness's (readiness.go), the
 // matrix's (issue 25) and the known issue's, each added last, so that no
 // earlier column moves.
-var csvAllColumns = slices.Concat(csvColumns, readinessCSVColumns, modesCSVColumns, knownCSVColumns)
+var csvAllColumns = slices.Concat(csvColumns, readinessCSVColumns, modesCSVColumns, knownCSVColumns, evidenceCSVColumns)
+
+// evidenceCSVColumns are what the row's verdict rests on
+// (compat.EvidenceOf, issue 37): its tier (measured, predicted or none),
+// and where, on what and when it was measured, or from what predicted.
+var evidenceCSVColumns = []string{"evidence", "evidence_target", "evidence_device", "evidence_device_count",
+	"evidence_runtime", "evidence_at", "evidence_from"}
+
+// evidenceCSV is m's evidenceCSVColumns: empty where the tier has no such field.
+func evidenceCSV(m compat.Model) []string {
+	e := compat.EvidenceOf(m.Result)
+	count, at := "", ""
+	if e.DeviceCount > 0 {
+		count = strconv.Itoa(e.DeviceCount)
+	}
+	if e.At != nil {
+		at = e.At.UTC().Format(time.RFC3339)
+	}
+	return []string{string(e.Kind), string(e.Target), e.Device, count, e.Runtime, at, e.From}
+}
 
 // knownCSVColumns are the known issue of the result's signature
 // (--known-issues): empty where it has none.
@@ -127,7 +146,7 @@ func (s *Server) writeExport(ctx context.Context, w io.Writer, q store.ModelQuer
 	writeCSVRow(&buf, csvAllColumns, nil)
 	for rows := 0; ; {
 		for _, m := range models[:min(len(models), maxExportRows-rows)] {
-			writeCSVRow(&buf, slices.Concat(s.csvRecord(m), readinessCSV(m), modesCSV(m), s.knownCSV(m)), csvNumeric)
+			writeCSVRow(&buf, slices.Concat(s.csvRecord(m), readinessCSV(m), modesCSV(m), s.knownCSV(m), evidenceCSV(m)), csvNumeric)
 		}
 		rows += len(models)
 		if _, err := w.Write(buf.Bytes()); err != nil {
@@ -154,7 +173,7 @@ var csvNumeric = func() map[int]bool {
 		switch c {
 		case "downloads", "likes", "tokens_per_s", "forward_ms", "peak_mem_bytes", "params", "weights_bytes_bf16",
 			"kv_bytes_per_token", "min_devices_v5e", "min_devices_v5p", "min_devices_v6e", "min_devices_v7x", "mfu", "mbu",
-			"train_step_ms", "graph_breaks":
+			"train_step_ms", "graph_breaks", "evidence_device_count":
 			m[i] = true
 		}
 	}

@@ -39,6 +39,9 @@ type feedItem struct {
 	DatePublished string   `json:"date_published"`
 	DateModified  string   `json:"date_modified,omitempty"`
 	Tags          []string `json:"tags"`
+	// Evidence is what the new status rests on (compat.EvidenceOfEvent), a
+	// JSON Feed extension object; nil on a runtime's item.
+	Evidence *compat.Evidence `json:"_evidence,omitempty"`
 
 	// What the filters and the known issues look at (feed_watch.go).
 	about      watch.Item
@@ -84,7 +87,8 @@ var eventHTML = template.Must(template.New("event").Parse(
 	`<p><a href="{{.Page}}">{{.E.ModelID}}</a> on {{.E.Target}}: {{if .E.FromStatus}}{{.E.FromStatus}} → {{end}}<strong>{{.E.ToStatus}}</strong>.</p>` +
 		`{{with .E.Signature}}<p>Signature: <code>{{.}}</code></p>{{end}}` +
 		`{{with .E.Message}}<pre>{{.}}</pre>{{end}}` +
-		`<p>Revision {{.E.Revision}}{{with .Runtime}} · {{.}}{{end}}</p>`))
+		`<p>Revision {{.E.Revision}}{{with .Runtime}} · {{.}}{{end}}</p>` +
+		`<p>Evidence: {{.Evidence}}.</p>`))
 
 // feedEntry renders one status change as a feed item.
 func feedEntry(base string, e compat.Event) (feedItem, error) {
@@ -106,22 +110,26 @@ func feedEntry(base string, e compat.Event) (feedItem, error) {
 	if rt != "" {
 		text.WriteString(" · " + rt)
 	}
+	ev := compat.EvidenceOfEvent(e)
+	text.WriteString("\n\nEvidence: " + ev.Sentence() + ".")
 	var h bytes.Buffer
 	if err := eventHTML.Execute(&h, struct {
-		E       compat.Event
-		Page    string
-		Runtime string
-	}{e, page, rt}); err != nil {
+		E        compat.Event
+		Page     string
+		Runtime  string
+		Evidence string
+	}{e, page, rt, ev.Sentence()}); err != nil {
 		return feedItem{}, err
 	}
 	return feedItem{
-		ID:            base + "/events/" + strconv.FormatInt(e.ID, 10),
+		ID:            base + "/events/" + e.UID(), // unique across restores; an old event's as published
 		URL:           page + "#event-" + strconv.FormatInt(e.ID, 10),
 		Title:         title,
 		ContentText:   text.String(),
 		ContentHTML:   h.String(),
 		DatePublished: e.At.UTC().Format(time.RFC3339),
 		Tags:          []string{string(e.Kind), string(e.Target), string(e.ToStatus)},
+		Evidence:      &ev,
 		about:         watch.Item{ModelID: e.ModelID, Target: e.Target, Kind: string(e.Kind)},
 		signatures:    nonEmpty(deref(e.Signature)),
 	}, nil

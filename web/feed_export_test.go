@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -46,6 +47,10 @@ func TestFeed(t *testing.T) {
 		}
 		if !strings.HasPrefix(it.ID, prefix) || it.ContentText == "" || it.ContentHTML == "" {
 			t.Errorf("item: %+v", it)
+		}
+		// A change's id carries the database's epoch (unique across restores).
+		if it.Tags[0] != "runtime" && !regexp.MustCompile(`^https://compat\.example\.org/events/[0-9a-f]{16}-[0-9]+$`).MatchString(it.ID) {
+			t.Errorf("item id %q, want {base}/events/{epoch}-{n}", it.ID)
 		}
 		if _, err := time.Parse(time.RFC3339, it.DatePublished); err != nil {
 			t.Errorf("date_published %q: %v", it.DatePublished, err)
@@ -180,14 +185,21 @@ func TestFeedEntryText(t *testing.T) {
 	}{
 		{"a move with a message on a runtime",
 			compat.Event{ModelID: "org/m", Target: "tpu", Kind: compat.EventRegression, FromStatus: compat.StatusPass, ToStatus: compat.StatusFail,
-				Revision: "abc", Runtime: rt, Message: &boom},
-			" Status pass → fail.\n\nRuntimeError: boom\n\nRevision abc · torch 2.9.0", "<p>Revision abc · torch 2.9.0</p>"},
+				Revision: "abc", Runtime: rt, Message: &boom, At: testTime},
+			" Status pass → fail.\n\nRuntimeError: boom\n\nRevision abc · torch 2.9.0\n\nEvidence: measured on tpu with torch 2.9.0 on 2026-11-30.",
+			"<p>Revision abc · torch 2.9.0</p><p>Evidence: measured on tpu with torch 2.9.0 on 2026-11-30.</p>"},
 		{"first result, no message, no runtime",
-			compat.Event{ModelID: "org/m", Target: "tpu", Kind: compat.EventNew, ToStatus: compat.StatusPass, Revision: "abc"},
-			"\n\nRevision abc", "<p>Revision abc</p>"},
+			compat.Event{ModelID: "org/m", Target: "cpu", Kind: compat.EventNew, ToStatus: compat.StatusPass, Revision: "abc", At: testTime},
+			"\n\nRevision abc\n\nEvidence: measured on cpu on 2026-11-30.", "<p>Revision abc</p><p>Evidence: measured on cpu on 2026-11-30.</p>"},
 		{"an empty message says nothing",
-			compat.Event{ModelID: "org/m", Target: "tpu", Kind: compat.EventNew, ToStatus: compat.StatusFail, Revision: "abc", Message: &empty},
-			"\n\nRevision abc", "<p>Revision abc</p>"},
+			compat.Event{ModelID: "org/m", Target: "tpu", Kind: compat.EventNew, ToStatus: compat.StatusFail, Revision: "abc", Message: &empty,
+				At: testTime, Runtime: compat.Runtime{Device: "TPU v6e", TorchTPU: "0.2.0"}},
+			"\n\nRevision abc · torch_tpu 0.2.0 · TPU v6e\n\nEvidence: measured on TPU v6e with torch_tpu 0.2.0 on 2026-11-30.",
+			"<p>Revision abc · torch_tpu 0.2.0 · TPU v6e</p><p>Evidence: measured on TPU v6e with torch_tpu 0.2.0 on 2026-11-30.</p>"},
+		{"a skip rests on nothing",
+			compat.Event{ModelID: "org/m", Target: "tpu", Kind: compat.EventChange, FromStatus: compat.StatusFail, ToStatus: compat.StatusSkipped,
+				Revision: "abc", At: testTime},
+			" Status fail → skipped.\n\nRevision abc\n\nEvidence: none (no verdict).", "<p>Revision abc</p><p>Evidence: none (no verdict).</p>"},
 	} {
 		it, err := feedEntry("https://compat.example.org", c.e)
 		if err != nil {

@@ -21,10 +21,13 @@ func (s *Server) knownIssue(sig any) *compat.KnownIssue {
 	return nil
 }
 
-// knowResult sets a result's known issue.
+// knowResult sets what the site adds to a result as it serves it: its
+// known issue and its evidence (compat.EvidenceOf).
 func (s *Server) knowResult(r *compat.Result) {
 	if r != nil {
 		r.KnownIssue = s.known.MatchPtr(r.Signature)
+		e := compat.EvidenceOf(r)
+		r.Evidence = &e
 	}
 }
 
@@ -35,10 +38,12 @@ func (s *Server) knowResults(rs []compat.Result) {
 	}
 }
 
-// knowEvents sets the known issues of status changes.
+// knowEvents sets the known issues and the evidence of status changes.
 func (s *Server) knowEvents(es []compat.Event) {
 	for i := range es {
 		es[i].KnownIssue = s.known.MatchPtr(es[i].Signature)
+		e := compat.EvidenceOfEvent(es[i])
+		es[i].Evidence = &e
 	}
 }
 

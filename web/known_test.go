@@ -66,17 +66,19 @@ func TestAKnownSignatureShowsItsLinkWhereverItIsShown(t *testing.T) {
 		}
 	}
 
-	// The CSV: the known issue's columns, last.
+	// The CSV: the known issue's columns, after the matrix's and before
+	// the evidence's (each added last in its turn).
 	rows, err := csv.NewReader(strings.NewReader(ts.get(t, "/export.csv?target=tpu").body)).ReadAll()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if head := rows[0]; !slices.Equal(head[len(head)-3:], []string{"known_issue", "known_issue_url", "known_issue_state"}) {
-		t.Errorf("CSV header ends %v", head[len(head)-3:])
+	k := len(rows[0]) - len(evidenceCSVColumns) - 3
+	if head := rows[0]; !slices.Equal(head[k:k+3], []string{"known_issue", "known_issue_url", "known_issue_state"}) {
+		t.Errorf("CSV header has %v", head[k:k+3])
 	}
 	inCSV := map[string]string{}
 	for _, r := range rows[1:] {
-		inCSV[r[0]] = strings.Join(r[len(r)-3:], "|")
+		inCSV[r[0]] = strings.Join(r[k:k+3], "|")
 	}
 	if inCSV["org/a"] != "FFT ops <missing>|"+fftIssueURL+"|open" || inCSV["org/b"] != "||" || len(inCSV) != 2 {
 		t.Errorf("CSV known issues: %q", inCSV)

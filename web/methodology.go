@@ -16,6 +16,7 @@ type methodologyView struct {
 	layout
 	Stages      []compat.Stage
 	Legend      []legendEntry
+	Evidence    []evidenceEntry
 	Classes     []compat.FailureClass
 	Reasons     []compat.Reason
 	Ready       readinessMethodology
@@ -51,7 +52,7 @@ type unsupportedRow struct{ Tag, Why string }
 
 // methodology serves GET /methodology: exactly what a pass means.
 func (s *Server) methodology(c *fiber.Ctx) error {
-	v := methodologyView{Stages: compat.Stages, Legend: legend(), Classes: compat.FailureClasses, Reasons: compat.Reasons,
+	v := methodologyView{Stages: compat.Stages, Legend: legend(), Evidence: evidenceLegend(), Classes: compat.FailureClasses, Reasons: compat.Reasons,
 		Ready: newReadinessMethodology()}
 	v.Dtypes, v.Kinds = numericsRows(harness.Numerics)
 	v.Families, v.Unsupported = taskRows(harness.Tasks)

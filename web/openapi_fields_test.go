@@ -87,6 +87,7 @@ func TestOpenAPISchemasMatchTheJSON(t *testing.T) {
 		{"ScanState", reflect.TypeFor[ScanState]()},
 		{"Summary", reflect.TypeFor[summaryBody]()},
 		{"Coverage", reflect.TypeFor[coverageBody]()},
+		{"Figures", reflect.TypeFor[figures]()},
 		{"FailureGroup", reflect.TypeFor[failureGroup]()},
 		{"EndpointBadge", reflect.TypeFor[endpointBadge]()},
 		{"RuntimeStats", reflect.TypeFor[runtimeJSON]()},
@@ -97,12 +98,15 @@ func TestOpenAPISchemasMatchTheJSON(t *testing.T) {
 		{"Job", reflect.TypeFor[fleet.Job]()},
 		{"Lease", reflect.TypeFor[fleet.Lease]()},
 		{"KnownIssue", reflect.TypeFor[compat.KnownIssue]()},
+		{"Evidence", reflect.TypeFor[compat.Evidence]()},
 		{"Verdict", reflect.TypeFor[compat.Verdict]()},
 		{"ModeMetrics", reflect.TypeFor[compat.ModeMetrics]()},
 		{"Serving", reflect.TypeFor[serving.Cell]()},
 		{"PrecisionCheck", reflect.TypeFor[compat.PrecisionCheck]()},
 		{"TestRequest", reflect.TypeFor[requestJSON]()},
 		{"WebhookPayload", reflect.TypeFor[webhook.Payload]()},
+		{"WebhookStatus", reflect.TypeFor[webhook.Status]()},
+		{"RefusedDelivery", reflect.TypeFor[webhook.RefusedDelivery]()},
 	} {
 		s, ok := doc.Components.Schemas[tc.schema]
 		if !ok {

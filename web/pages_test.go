@@ -15,13 +15,14 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/store"
 )
 
-var rowRE = regexp.MustCompile(`<th scope="row" class="id" data-label="Model"><a href="([^"]+)">([^<]+)</a>`)
+var rowRE = regexp.MustCompile(`<th scope="row" class="id" data-label="Model"><a href="([^"]+)">((?:[^<]|<wbr>)+)</a>`)
 
-// rowIDs lists the model ids in the table of a page, in order.
+// rowIDs lists the model ids in the table of a page, in order (without
+// their line-break opportunities, breakID's <wbr>).
 func rowIDs(body string) []string {
 	var ids []string
 	for _, m := range rowRE.FindAllStringSubmatch(body, -1) {
-		ids = append(ids, m[2])
+		ids = append(ids, strings.ReplaceAll(m[2], "<wbr>", ""))
 	}
 	return ids
 }
@@ -254,7 +255,7 @@ func TestModelPage(t *testing.T) {
 		`href="https://hub.example.org/Qwen/Qwen3-0.6B/tree/` + strings.Repeat("c", 40) + `"`, // the model's sha
 		"TPU (TorchTPU): <span class=\"status st-fail\">fail</span>",
 		"CPU: <span class=\"status st-pass\">pass</span>",
-		"<pre class=\"evidence\">NotImplementedError: aten::_fft_r2c</pre>", "Log tail",
+		"<pre class=\"evidence\" tabindex=\"0\">NotImplementedError: aten::_fft_r2c</pre>", "Log tail",
 		"regression</span> on tpu", "new</span> on tpu",
 		"scanner probe x --target cpu", `data-copy="repro-cpu"`,
 		`[![TorchTPU compatibility of Qwen/Qwen3-0.6B](https://compat.example.org/badge/Qwen/Qwen3-0.6B.svg)](https://compat.example.org/models/Qwen/Qwen3-0.6B)`,
@@ -262,13 +263,13 @@ func TestModelPage(t *testing.T) {
 		`Copy Markdown</button>`, `Copy HTML</button>`,
 		"Also known as: Qwen/Old-Name", "torch_tpu 0.2.0",
 	} {
-		if !strings.Contains(r.body, htmlEscapeForCheck(want)) && !strings.Contains(r.body, want) {
+		if body := strings.ReplaceAll(r.body, "<wbr>", ""); !strings.Contains(body, htmlEscapeForCheck(want)) && !strings.Contains(body, want) {
 			t.Errorf("model page lacks %q", want)
 		}
 	}
 	// The continuation is shown for the result that has one (cpu), after its prompt.
 	if n := strings.Count(r.body, "<h4>Greedy continuation</h4>"); n != 1 ||
-		!strings.Contains(r.body, `<pre class="evidence short continuation"><span class="muted">The capital of France is</span> Paris, and Paris is</pre>`) {
+		!strings.Contains(r.body, `<pre class="evidence short continuation" tabindex="0"><span class="muted">The capital of France is</span> Paris, and Paris is</pre>`) {
 		t.Errorf("continuation shown %d times, or not after its prompt", n)
 	}
 	// Unmeasured metrics are dashes, never 0.

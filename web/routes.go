@@ -49,6 +49,7 @@ func (s *Server) routes(app *fiber.App) {
 	}
 	api.Get("/openapi.json", s.apiOpenAPI)
 	api.Get("/workers", s.apiWorkers)
+	api.Get("/webhooks", s.apiWebhooks) // admin token
 
 	// Feeds and exports.
 	app.Get("/feed.json", cors, s.feed)

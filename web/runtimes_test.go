@@ -351,8 +351,8 @@ func TestRuntimesAndComparePages(t *testing.T) {
 	for _, want := range []string{
 		"torch_tpu 0.2.0 fixes 1 model (90.0 % of downloads), breaks 1 (5.0 % of downloads)",
 		`<h2 id="list-regressed">Regressed <span class="muted">(1)</span></h2>`,
-		`<a href="/models/broken/model">broken/model</a>`, `<a href="/models/fixed/model">fixed/model</a>`,
-		`<a href="/models/new/model">new/model</a>`, `<a href="/models/failing/model">failing/model</a>`,
+		`<a href="/models/broken/model">broken/<wbr>model</a>`, `<a href="/models/fixed/model">fixed/<wbr>model</a>`,
+		`<a href="/models/new/model">new/<wbr>model</a>`, `<a href="/models/failing/model">failing/<wbr>model</a>`,
 		`<option value="` + keyV1 + `" selected>`,
 	} {
 		if !strings.Contains(c.body, want) {

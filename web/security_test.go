@@ -190,7 +190,7 @@ func TestHostileDataEscapedEverywhere(t *testing.T) {
 		}
 	}
 	page := ts.get(t, "/models/"+id)
-	if !strings.Contains(page.body, "<pre class=\"evidence\">&lt;script&gt;alert(1)&lt;/script&gt;") {
+	if !strings.Contains(page.body, "<pre class=\"evidence\" tabindex=\"0\">&lt;script&gt;alert(1)&lt;/script&gt;") {
 		t.Errorf("log tail or message not escaped in <pre>")
 	}
 	if !strings.Contains(page.body, `<span class="muted">&#34;&gt;&lt;img src=x onerror=alert(1)&gt;</span>&lt;script&gt;alert(1)&lt;/script&gt;`) {

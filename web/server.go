@@ -105,6 +105,9 @@ type Config struct {
 	// RequestRate is how many test requests one client (IP) may make per
 	// hour (--request-rate); 0 or less: no limit.
 	RequestRate int
+	// Webhooks reports the webhooks' deliveries (GET /api/v1/webhooks,
+	// admin token); nil: none configured (an empty list).
+	Webhooks WebhookStatus
 }
 
 // sizeCaches sets how many bytes each rendered-answer cache may hold.
@@ -171,6 +174,7 @@ type Server struct {
 
 	known     knownissues.Table
 	requests  RequestDesk
+	webhooks  WebhookStatus
 	askLimit  *rateLimiter // test requests per client; nil when off
 	formToken formTokens   // the request form's anti-forgery tokens
 }
@@ -194,6 +198,7 @@ func New(cfg Config) (*Server, error) {
 		reg:         cfg.Metrics,
 		known:       cfg.KnownIssues,
 		requests:    cfg.Requests,
+		webhooks:    cfg.Webhooks,
 		formToken:   newFormTokens(time.Now),
 	}
 	if s.hubEndpoint == "" {

@@ -124,7 +124,8 @@ func serveBadgeFor(m *compat.Model, label string) badge {
 		return unknownBadge(label)
 	}
 	c := m.Serving
-	b := badge{Label: label, Message: "not served · " + c.Evidence, Tone: toneFail}
+	b := badge{Label: label, Message: "not served · " + c.Evidence, Tone: toneFail,
+		Evidence: cleanText(c.Evidence+" by the model registry of "+c.Package+" "+c.Version+"'s vLLM; nothing was run", 160)}
 	if c.Served && c.Kind != nil {
 		b.Message, b.Tone = string(*c.Kind)+" · "+c.Evidence, tonePass
 	}

@@ -132,7 +132,8 @@ func TestServeBadge(t *testing.T) {
 	if b := decode[endpointBadge](t, ts.get(t, "/badge/org/llama.json?mode=serve&label="+url.QueryEscape("vLLM"))); b.Label != "vLLM" {
 		t.Errorf("label %q", b.Label)
 	}
-	if svg := ts.get(t, "/badge/org/llama.svg?mode=serve").body; !strings.Contains(svg, "generation · declared") {
+	if svg := ts.get(t, "/badge/org/llama.svg?mode=serve").body; !strings.Contains(svg, "generation · declared") ||
+		!strings.Contains(svg, "declared by the model registry of vllm-torchtpu "+serving.Version+"&#39;s vLLM; nothing was run") {
 		t.Errorf("svg: %s", svg)
 	}
 }

@@ -35,3 +35,32 @@ func wordOf(s compat.Status) statusWord {
 	}
 	return statusWord{tone: toneNeutral, badge: string(s)}
 }
+
+// evidenceWords say what each tier of evidence (compat.EvidenceOf) means,
+// for /methodology#evidence; an entry for every compat.EvidenceKinds tier
+// (a test checks).
+var evidenceWords = map[compat.EvidenceKind]string{
+	compat.EvidenceMeasured: "a probe ran the model on the target and saw the verdict: pass, or a status held against the model. " +
+		"It says where (the target, the device as its runtime named it and how many the probe ran on), with what (the runtime: " +
+		"torch, torch_tpu, transformers and harness versions) and when. Measured on cpu is the CPU reference's verdict " +
+		"(PyTorch in bfloat16 on the host's CPU), never TorchTPU's.",
+	compat.EvidencePredicted: "nothing ran the model to a verdict; something else predicts it, and says what " +
+		"(the runtime's TorchTPU kernel table, for instance). A prediction is never a pass on TPU, and its figures are never " +
+		"added to measured ones.",
+	compat.EvidenceNone: "no verdict: untested, skipped by preflight, or the scanner's own error, and nothing that predicts one.",
+}
+
+// evidenceEntry is one tier of evidence and what it means.
+type evidenceEntry struct {
+	Kind    compat.EvidenceKind
+	Meaning string
+}
+
+// evidenceLegend is every tier, strongest first.
+func evidenceLegend() []evidenceEntry {
+	out := make([]evidenceEntry, len(compat.EvidenceKinds))
+	for i, k := range compat.EvidenceKinds {
+		out[i] = evidenceEntry{k, evidenceWords[k]}
+	}
+	return out
+}

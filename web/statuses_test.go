@@ -28,3 +28,15 @@ func TestStatusWords(t *testing.T) {
 		t.Errorf("a word outside the contract: %+v", w)
 	}
 }
+
+// TestEvidenceWords: every tier of evidence is explained, and nothing else.
+func TestEvidenceWords(t *testing.T) {
+	if len(evidenceWords) != len(compat.EvidenceKinds) {
+		t.Errorf("%d entries for %d tiers", len(evidenceWords), len(compat.EvidenceKinds))
+	}
+	for _, e := range evidenceLegend() {
+		if e.Meaning == "" {
+			t.Errorf("%s: no meaning", e.Kind)
+		}
+	}
+}

@@ -79,6 +79,7 @@ type tableView struct {
 	NextURL   string
 	FirstURL  string
 	Summary   store.Summary
+	Headline  passHeadline // the pass figures, tier by tier of evidence
 	Coverage  coverageBody // of the summary's task tallies
 	Failures  []store.FailureGroup
 	State     ScanState
@@ -180,9 +181,13 @@ func (s *Server) tableView(ctx context.Context, q store.ModelQuery, form tableFo
 	if err != nil {
 		return tableView{}, fmt.Errorf("web: table failures: %w", err)
 	}
+	byTarget, err := s.targetSummaries(ctx, changed)
+	if err != nil {
+		return tableView{}, fmt.Errorf("web: table headline: %w", err)
+	}
 
 	v := tableView{
-		Form: form, Summary: sum, Coverage: newCoverageBody(taskCoverage(sum.Tasks)), Failures: fails,
+		Form: form, Summary: sum, Headline: newHeadline(byTarget), Coverage: newCoverageBody(taskCoverage(sum.Tasks)), Failures: fails,
 		State: state, Legend: legend(),
 		Statuses: compat.Statuses, Targets: compat.Targets, Sorts: sortNames(), DefaultSort: store.DefaultSort, Target: q.Target,
 		Filtered:      form.Q != "" || form.Status != "" || form.Task != "" || form.Org != "" || form.Hint != "" || form.Train != "" || form.Serve != "",

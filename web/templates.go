@@ -114,6 +114,9 @@ func (s *Server) funcs() template.FuncMap {
 		"isArch":     func(m *compat.Mode) bool { return m != nil && *m == compat.ModeArch },
 		"chips":      chips,
 		"measured":   measuredChips,
+		"breakID":    breakID,
+		"evidence":   compat.EvidenceOf,
+		"evidenceOf": compat.EvidenceOfEvent,
 		"sharded":    shardedOn,
 		"mark":       markOf,
 		"countOf":    paramCount,
@@ -278,4 +281,19 @@ func targetName(t compat.Target) string {
 		return "any target"
 	}
 	return string(t)
+}
+
+// breakID is a model id escaped, with a line-break opportunity (<wbr>)
+// after each "/" and "-", so that a narrow screen breaks "org37/model-00117"
+// at its parts rather than inside a word (the CSS breaks a word only when
+// a part alone is wider than the line).
+func breakID(id string) template.HTML {
+	var b strings.Builder
+	for _, r := range id {
+		b.WriteString(template.HTMLEscapeString(string(r)))
+		if r == '/' || r == '-' {
+			b.WriteString("<wbr>")
+		}
+	}
+	return template.HTML(b.String()) // every rune of id escaped above
 }

@@ -259,6 +259,9 @@ func (r *hookReceiver) handle(w http.ResponseWriter, req *http.Request) {
 	if !signedBy([]byte(r.secret), body, req.Header.Get(webhook.SignatureHeader)) {
 		r.bad = append(r.bad, "bad signature "+req.Header.Get(webhook.SignatureHeader))
 	}
+	if err := webhook.VerifyStandard([]byte(r.secret), req.Header, body, time.Now()); err != nil {
+		r.bad = append(r.bad, "Standard Webhooks: "+err.Error())
+	}
 	if !ok || p.Text == "" || !strings.HasPrefix(p.URL, "https://compat.example.org/models/") {
 		r.bad = append(r.bad, "payload "+string(body))
 	}
@@ -343,6 +346,21 @@ func TestWebhooksDeliverEveryChangeOnce(t *testing.T) {
 	eventually(t, "five changes", 90*time.Second, func() bool { return len(rcv.counts()) == 5 })
 	time.Sleep(time.Second) // room for a repeat to show
 	metrics := get(t, base+"/metrics", 200)
+	// The operator's view of the webhook agrees.
+	var status struct {
+		Webhooks []webhook.Status `json:"webhooks"`
+	}
+	req, _ := http.NewRequest(http.MethodGet, base+"/api/v1/webhooks", nil)
+	req.Header.Set("Authorization", admin["Authorization"])
+	if resp, err := http.DefaultClient.Do(req); err != nil {
+		t.Error(err)
+	} else {
+		err := json.NewDecoder(resp.Body).Decode(&status)
+		resp.Body.Close()
+		if err != nil || len(status.Webhooks) != 1 || status.Webhooks[0].Webhook != "ci" || status.Webhooks[0].Delivered != 5 || status.Webhooks[0].Pending != 0 {
+			t.Errorf("GET /api/v1/webhooks: %d %+v %v", resp.StatusCode, status, err)
+		}
+	}
 	stop()
 	for id, n := range rcv.counts() {
 		if n != 1 {

@@ -61,6 +61,7 @@ func (a *App) watch(ctx context.Context, wcfg *web.Config) (*webhook.Sender, err
 		labels = append(labels, w.Label())
 	}
 	a.log.Info("webhooks on", "webhooks", labels)
+	wcfg.Webhooks = sender
 	return sender, nil
 }
 

@@ -9,6 +9,7 @@ package compat
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -478,6 +479,10 @@ type Result struct {
 	// PrecisionSensitive says the numerics passed on tpu only at
 	// torch.tpu.Precision.HIGHEST.
 	PrecisionSensitive bool `json:"precision_sensitive,omitempty"`
+	// Evidence is what the verdict rests on (EvidenceOf, its one rule).
+	// Never stored nor read: the web layer sets it as it serves the
+	// result, as it does KnownIssue.
+	Evidence *Evidence `json:"evidence,omitempty"`
 }
 
 // KnownIssue is a tracked failure: its title, the URL of its tracking
@@ -687,6 +692,25 @@ type Event struct {
 	// KnownIssue is where the signature is tracked; set by the web layer
 	// as it serves the event, never stored.
 	KnownIssue *KnownIssue `json:"known_issue,omitempty"`
+	// Evidence is what the new status rests on (EvidenceOfEvent); set by
+	// the web layer as it serves the event, never stored.
+	Evidence *Evidence `json:"evidence,omitempty"`
+	// Epoch is the random id of the database's copy the event was written
+	// in (store: renewed at every open); "" for events from before epochs.
+	Epoch string `json:"-"`
+}
+
+// UID is the event's id across copies of the database: ID alone repeats
+// after a restore from a backup (the restored copy hands it out again for
+// another change), so it is "<Epoch>-<ID>"; an event from before epochs
+// keeps its bare ID, the id it was published with (a feed reader that
+// drops repeats must not see it as new). No "." (Standard Webhooks'
+// webhook-id is signed in "id.timestamp.body").
+func (e Event) UID() string {
+	if e.Epoch == "" {
+		return strconv.FormatInt(e.ID, 10)
+	}
+	return e.Epoch + "-" + strconv.FormatInt(e.ID, 10)
 }
 
 // AboutVerdicts reports whether e is a change between verdicts (or skips):

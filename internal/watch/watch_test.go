@@ -143,8 +143,10 @@ func TestParseWebhooks(t *testing.T) {
 	if len(ws) != 3 {
 		t.Fatalf("%d webhooks", len(ws))
 	}
-	if ws[0].Label() != "hooks.example.org" || ws[1].Label() != "ci" {
-		t.Errorf("labels %q, %q", ws[0].Label(), ws[1].Label())
+	// An unnamed webhook is labelled by its place in the file, never by a
+	// part of its URL (its host may be a credential; /metrics is public).
+	if ws[0].Label() != "#1" || ws[1].Label() != "ci" || ws[2].Label() != "#3" || ws[2].Index != 3 {
+		t.Errorf("labels %q, %q, %q", ws[0].Label(), ws[1].Label(), ws[2].Label())
 	}
 	if !slices.Equal(ws[0].Filters.Kinds, []string{"regression", "fix"}) || ws[0].Filters.Models[0] != "Qwen/Qwen3-0.6B" {
 		t.Errorf("filters %+v", ws[0].Filters)
@@ -159,12 +161,48 @@ func TestParseWebhooks(t *testing.T) {
 	var logged strings.Builder
 	slog.New(slog.NewTextHandler(&logged, nil)).Info("x", "webhook", ws[0], "all", ws)
 	for _, out := range []string{fmt.Sprint(ws[0]), fmt.Sprintf("%+v", ws[0]), fmt.Sprintf("%#v", ws[0]), fmt.Sprintf("%v", ws), logged.String()} {
-		if strings.Contains(out, secret) || strings.Contains(out, "XYZ") {
-			t.Errorf("printed with its secret or path: %s", out)
+		if strings.Contains(out, secret) || strings.Contains(out, "XYZ") || strings.Contains(out, "hooks.example") {
+			t.Errorf("printed with its secret or a part of its URL: %s", out)
 		}
-		if !strings.Contains(out, "hooks.example.org") {
+		if !strings.Contains(out, "#1") {
 			t.Errorf("printed without its label: %s", out)
 		}
+	}
+}
+
+// TestUnnamedWebhooksOnOneHostAreApart: two unnamed webhooks on one host
+// (different paths) are two webhooks with two labels, not one series.
+func TestUnnamedWebhooksOnOneHostAreApart(t *testing.T) {
+	ws, err := ParseWebhooks([]byte(`[{"url": "https://h.example/a", "secret": "` + secret + `"}, {"url": "https://h.example/b", "secret": "` + secret + `"}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ws[0].Label() == ws[1].Label() || ws[0].Key() == ws[1].Key() {
+		t.Errorf("labels %q and %q, keys %q and %q: want each its own", ws[0].Label(), ws[1].Label(), ws[0].Key(), ws[1].Key())
+	}
+	// Distinct refuses webhooks made otherwise (not from a file) alike.
+	if err := Distinct([]Webhook{{Name: "x", URL: "https://h.example/a"}, {Name: "x", URL: "https://h.example/b"}}); err == nil || !strings.Contains(err.Error(), "webhook #2 (x): the same name as webhook #1") {
+		t.Errorf("Distinct: %v", err)
+	}
+	if err := Distinct(ws); err != nil {
+		t.Errorf("Distinct of a parsed file: %v", err)
+	}
+}
+
+// TestSigningKey: the Standard Webhooks key of a "whsec_" secret is the
+// bytes it encodes (as that standard's libraries read it); of any other
+// secret, its bytes as written.
+func TestSigningKey(t *testing.T) {
+	ws, err := ParseWebhooks([]byte(`[{"url": "https://a.example/1", "secret": "` + secret + `"},
+	  {"url": "https://a.example/2", "secret": "whsec_MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3"}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(ws[0].SigningKey()); got != secret {
+		t.Errorf("a plain secret's key %q, want the secret", got)
+	}
+	if got := string(ws[1].SigningKey()); got != "0123456789abcdef01234567" {
+		t.Errorf("a whsec_ secret's key %q, want the bytes it encodes", got)
 	}
 }
 
@@ -190,6 +228,11 @@ func TestParseWebhooksRefuses(t *testing.T) {
 		{"unknown filter", `[{"url": "https://a.example/h", "secret": "` + secret + `", "filters": {"models": ["a/b"]}}]`, `want url, name and secret`},
 		{"duplicate", `[` + ok + `,` + ok + `]`, "webhook #2 (a.example): the same url as webhook #1"},
 		{"same name", `[{"name": "x", "url": "https://a.example/1", "secret": "` + secret + `"}, {"name": "x", "url": "https://a.example/2", "secret": "` + secret + `"}]`, "same name"},
+		{"the same url but for case and port", `[` + ok + `, {"url": "HTTPS://A.example:443/h", "secret": "` + secret + `"}]`, "webhook #2 (A.example:443): the same url as webhook #1"},
+		{"the same url but for an empty path", `[{"url": "https://a.example", "secret": "` + secret + `"}, {"url": "https://a.example/", "secret": "` + secret + `"}]`, "the same url as webhook #1"},
+		{"a name that is another's label", `[` + ok + `, {"name": "#1", "url": "https://a.example/2", "secret": "` + secret + `"}]`, "webhook #2 (#1): name: may not start with #"},
+		{"whsec_ not in base64", `[{"url": "https://a.example/h", "secret": "whsec_not*base64*at*all"}]`, "webhook #1 (a.example): secret: one that starts with whsec_ must be Standard Webhooks' form"},
+		{"whsec_ too short", `[{"url": "https://a.example/h", "secret": "whsec_ZmlmdGVlbi1ieXRlcyEh"}]`, "at least 16 bytes in base64"},
 		{"name with a quote", `[{"name": "a\"b", "url": "https://a.example/1", "secret": "` + secret + `"}]`, "name:"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

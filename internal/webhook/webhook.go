@@ -2,8 +2,9 @@
 // status change: every change that passes an endpoint's filters is stored
 // as a delivery in SQLite and POSTed as JSON, signed with the endpoint's
 // secret (X-Scanner-Signature: sha256=<hex HMAC-SHA256 of the body>), and
-// tried again with growing waits until the endpoint answers 2xx or the
-// delivery is a day old.
+// tried again, each delivery on its own schedule with growing waits, until
+// the endpoint answers 2xx, refuses it for good (a 4xx other than 408 and
+// 429), or the delivery is a day old.
 //
 // The Sender is background work of `scanner serve`: it reads the events
 // the scans write (a cursor over their ids, kept in the database), so a
@@ -26,6 +27,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -42,8 +44,9 @@ import (
 // with the endpoint's secret.
 const SignatureHeader = "X-Scanner-Signature"
 
-// DeliveryHeader carries the delivery's id: the same on every try of one
-// delivery, so an endpoint can drop a repeat.
+// DeliveryHeader carries the delivery's id (as IDHeader does): the same
+// on every try of one delivery, so an endpoint can drop a repeat, and
+// unique across restores of the database (compat.Event.UID).
 const DeliveryHeader = "X-Scanner-Delivery"
 
 // Defaults of Config.
@@ -73,8 +76,10 @@ type Store interface {
 	NextDelivery(ctx context.Context, endpoint string) (time.Time, bool, error)
 	DeliveryDone(ctx context.Context, id int64, at time.Time) error
 	DeliveryFailed(ctx context.Context, id int64, next time.Time, why string) error
+	DeliveryRefused(ctx context.Context, id int64, at time.Time, why string) error
 	ExpireDeliveries(ctx context.Context, before, forget time.Time) (map[string]int, error)
 	PendingDeliveries(ctx context.Context) (map[string]int, error)
+	DeliveryReport(ctx context.Context, recent int) (map[string]*store.DeliveryStats, error)
 }
 
 var _ Store = (*store.SQLite)(nil)
@@ -95,7 +100,7 @@ type Config struct {
 	Client *http.Client
 	// The zero values take the defaults above.
 	Poll          time.Duration // how often new events are looked for (Notify is sooner)
-	FirstBackoff  time.Duration // the wait after an endpoint's first failure, doubled after each more
+	FirstBackoff  time.Duration // the wait after a delivery's first failed try, doubled after each more
 	MaxBackoff    time.Duration
 	Expiry        time.Duration // a delivery older than this is given up
 	Timeout       time.Duration // one POST, answer included
@@ -112,8 +117,8 @@ type Sender struct {
 	notify chan struct{}
 	eps    []*endpoint
 
-	delivered, failed, expired *metrics.CounterVec
-	pending                    *metrics.GaugeVec
+	delivered, failed, refused, expired *metrics.CounterVec
+	pending                             *metrics.GaugeVec
 }
 
 // endpoint is one webhook and its wake-up.
@@ -128,10 +133,20 @@ func New(cfg Config) (*Sender, error) {
 	if cfg.Store == nil {
 		return nil, errors.New("webhook: Config.Store is required")
 	}
-	for _, w := range cfg.Webhooks {
+	// Webhooks not from a file are labelled by their place in the list too;
+	// two alike would share their deliveries and metrics series.
+	cfg.Webhooks = slices.Clone(cfg.Webhooks)
+	for i := range cfg.Webhooks {
+		w := &cfg.Webhooks[i]
+		if w.Index == 0 {
+			w.Index = i + 1
+		}
 		if u, err := url.Parse(w.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return nil, fmt.Errorf("webhook %s: want an http(s) URL", w.Label())
 		}
+	}
+	if err := watch.Distinct(cfg.Webhooks); err != nil {
+		return nil, fmt.Errorf("webhooks: %w", err)
 	}
 	def := func(d *time.Duration, v time.Duration) {
 		if *d <= 0 {
@@ -161,11 +176,12 @@ func New(cfg Config) (*Sender, error) {
 	}
 	s.delivered = reg.Counter("scanner_webhook_deliveries_total", "Changes delivered to a webhook (a 2xx answer), by webhook.", "webhook")
 	s.failed = reg.Counter("scanner_webhook_failures_total", "Tries of a webhook delivery that failed (no answer, not 2xx), by webhook.", "webhook")
+	s.refused = reg.Counter("scanner_webhook_refused_total", "Webhook deliveries the endpoint refused for good (a 4xx answer other than 408 and 429: not tried again), by webhook.", "webhook")
 	s.expired = reg.Counter("scanner_webhook_expired_total", "Webhook deliveries given up a day after the change, by webhook.", "webhook")
 	s.pending = reg.Gauge("scanner_webhook_pending", "Webhook deliveries waiting for a (next) try, by webhook.", "webhook")
 	for _, w := range cfg.Webhooks {
 		s.eps = append(s.eps, &endpoint{w: w, key: w.Key(), wake: make(chan struct{}, 1)})
-		for _, c := range []*metrics.CounterVec{s.delivered, s.failed, s.expired} {
+		for _, c := range []*metrics.CounterVec{s.delivered, s.failed, s.refused, s.expired} {
 			c.Declare([]string{w.Label()})
 		}
 		s.pending.With(w.Label()).Set(0)
@@ -270,7 +286,7 @@ func (s *Sender) queueBatch(ctx context.Context, cursor *int64) (more bool, err 
 					return false, fmt.Errorf("event %d: %w", e.ID, err)
 				}
 			}
-			ds = append(ds, store.NewDelivery{Endpoint: ep.key, EventID: e.ID, Body: body})
+			ds = append(ds, store.NewDelivery{Endpoint: ep.key, EventID: e.ID, Body: body, UID: e.UID()})
 			woken[ep] = true
 		}
 	}
@@ -314,11 +330,14 @@ func (s *Sender) updatePending(ctx context.Context) {
 	}
 }
 
-// deliver sends one endpoint's deliveries, oldest first. After a failure
-// the endpoint as a whole waits (FirstBackoff, doubling up to MaxBackoff)
-// before its next try, so a dead endpoint costs one try per wait.
+// deliver sends one endpoint's due deliveries, oldest first, each on its
+// own schedule (as Stripe and Standard Webhooks retry): a failed try puts
+// that delivery off (FirstBackoff, doubled after each of its failures up
+// to MaxBackoff, with jitter, or longer when the endpoint's Retry-After
+// says so) and the next due one is tried, so one payload the endpoint
+// cannot take never holds up the others. A refusal for good (a 4xx other
+// than 408 and 429) ends that delivery at once.
 func (s *Sender) deliver(ctx, hard context.Context, ep *endpoint) {
-	fails := 0
 	for ctx.Err() == nil {
 		due, err := s.cfg.Store.DueDeliveries(ctx, ep.key, s.now(), batch)
 		if err != nil {
@@ -328,31 +347,13 @@ func (s *Sender) deliver(ctx, hard context.Context, ep *endpoint) {
 			s.sleep(ctx, ep.wake, s.cfg.Poll)
 			continue
 		}
-		failed := false
 		for _, d := range due {
 			if ctx.Err() != nil {
 				return
 			}
-			if err := s.send(hard, ep.w, d); err != nil {
-				fails++
-				failed = true
-				wait := backoff(fails, s.cfg.FirstBackoff, s.cfg.MaxBackoff)
-				s.failed.With(ep.w.Label()).Inc()
-				s.log.Warn("webhook delivery failed; trying again later", "webhook", ep.w.Label(), "event_id", d.EventID,
-					"attempts", d.Attempts+1, "retry_in", wait.String(), "err", err)
-				if err := s.cfg.Store.DeliveryFailed(hard, d.ID, s.now().Add(wait), err.Error()); err != nil {
-					s.log.Error("webhooks: recording a failed delivery", "webhook", ep.w.Label(), "err", err)
-				}
-				s.sleep(ctx, nil, wait)
-				break
-			}
-			fails = 0
-			s.delivered.With(ep.w.Label()).Inc()
-			if err := s.cfg.Store.DeliveryDone(hard, d.ID, s.now()); err != nil {
-				s.log.Error("webhooks: recording a delivery", "webhook", ep.w.Label(), "err", err)
-			}
+			s.try(hard, ep, d)
 		}
-		if failed || len(due) == batch {
+		if len(due) == batch {
 			continue
 		}
 		s.updatePending(ctx)
@@ -364,7 +365,59 @@ func (s *Sender) deliver(ctx, hard context.Context, ep *endpoint) {
 	}
 }
 
-// send POSTs one delivery: nil when the endpoint answered 2xx.
+// try sends delivery d once and records how it went.
+func (s *Sender) try(ctx context.Context, ep *endpoint, d store.Delivery) {
+	label := ep.w.Label()
+	err := s.send(ctx, ep.w, d)
+	var refused *refusal
+	switch {
+	case err == nil:
+		s.delivered.With(label).Inc()
+		if err := s.cfg.Store.DeliveryDone(ctx, d.ID, s.now()); err != nil {
+			s.log.Error("webhooks: recording a delivery", "webhook", label, "err", err)
+		}
+	case errors.As(err, &refused) && refused.final():
+		s.failed.With(label).Inc()
+		s.refused.With(label).Inc()
+		s.log.Error("webhook delivery refused by the endpoint; not tried again", "webhook", label, "event_id", d.EventID,
+			"attempts", d.Attempts+1, "err", err)
+		if err := s.cfg.Store.DeliveryRefused(ctx, d.ID, s.now(), err.Error()); err != nil {
+			s.log.Error("webhooks: recording a refused delivery", "webhook", label, "err", err)
+		}
+	default:
+		wait := backoff(d.Attempts+1, s.cfg.FirstBackoff, s.cfg.MaxBackoff)
+		if refused != nil && refused.retryAfter > wait {
+			wait = min(refused.retryAfter, s.cfg.Expiry)
+		}
+		s.failed.With(label).Inc()
+		s.log.Warn("webhook delivery failed; trying again later", "webhook", label, "event_id", d.EventID,
+			"attempts", d.Attempts+1, "retry_in", wait.String(), "err", err)
+		if err := s.cfg.Store.DeliveryFailed(ctx, d.ID, s.now().Add(wait), err.Error()); err != nil {
+			s.log.Error("webhooks: recording a failed delivery", "webhook", label, "err", err)
+		}
+	}
+}
+
+// refusal is an endpoint's answer other than 2xx.
+type refusal struct {
+	code       int
+	retryAfter time.Duration // the answer's Retry-After, in seconds; 0: none
+}
+
+func (r *refusal) Error() string {
+	return fmt.Sprintf("answered %d %s", r.code, http.StatusText(r.code))
+}
+
+// final says whether the answer refuses the delivery for good: a 4xx
+// other than 408 (Request Timeout) and 429 (Too Many Requests) says this
+// payload will never be taken (as Stripe and GitHub read it); any other
+// (3xx, 5xx) may pass later.
+func (r *refusal) final() bool {
+	return r.code >= 400 && r.code <= 499 && r.code != http.StatusRequestTimeout && r.code != http.StatusTooManyRequests
+}
+
+// send POSTs one delivery: nil when the endpoint answered 2xx, a
+// *refusal when it answered otherwise.
 func (s *Sender) send(ctx context.Context, w watch.Webhook, d store.Delivery) error {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()
@@ -374,8 +427,13 @@ func (s *Sender) send(ctx context.Context, w watch.Webhook, d store.Delivery) er
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "torchtpu-scanner/"+s.cfg.Version+" (webhook)")
+	id := d.SendID()
+	ts := s.now().Unix() // this try's: a captured delivery is stale after the Tolerance
 	req.Header.Set(SignatureHeader, Sign([]byte(w.Secret), d.Body))
-	req.Header.Set(DeliveryHeader, strconv.FormatInt(d.ID, 10))
+	req.Header.Set(DeliveryHeader, id)
+	req.Header.Set(IDHeader, id)
+	req.Header.Set(TimestampHeader, strconv.FormatInt(ts, 10))
+	req.Header.Set(StandardSignatureHeader, SignStandard(w.SigningKey(), id, ts, d.Body))
 	resp, err := s.client.Do(req)
 	if err != nil {
 		return bare(err)
@@ -383,7 +441,11 @@ func (s *Sender) send(ctx context.Context, w watch.Webhook, d store.Delivery) er
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxResponseBytes))
 	resp.Body.Close()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return fmt.Errorf("answered %d %s", resp.StatusCode, http.StatusText(resp.StatusCode))
+		r := &refusal{code: resp.StatusCode}
+		if n, err := strconv.Atoi(strings.TrimSpace(resp.Header.Get("Retry-After"))); err == nil && n > 0 {
+			r.retryAfter = time.Duration(min(n, 7*24*3600)) * time.Second
+		}
+		return r
 	}
 	return nil
 }
@@ -444,7 +506,8 @@ func wake(ch chan struct{}) {
 
 // Payload is the JSON body of a delivery: one status change.
 type Payload struct {
-	// ID is the change's id, the same as its JSON Feed and Atom entry's.
+	// ID is the change's id, the same as its JSON Feed and Atom entry's
+	// (compat.Event.UID under the site's /events/).
 	ID     string           `json:"id"`
 	Kind   compat.EventKind `json:"kind"`
 	Model  string           `json:"model"`
@@ -470,15 +533,14 @@ func (s *Sender) payload(e compat.Event) Payload {
 
 // NewPayload is event e as a delivery's body, its links under base.
 func NewPayload(base string, e compat.Event, known *compat.KnownIssue) Payload {
-	id := strconv.FormatInt(e.ID, 10)
-	page := base + modelPath(e.ModelID) + "#event-" + id
+	page := base + modelPath(e.ModelID) + "#event-" + strconv.FormatInt(e.ID, 10)
 	title := changetext.Title(e)
 	text := title + "\n" + page
 	if known != nil {
 		text += "\nKnown issue: " + known.Title + " (" + known.State + ") " + known.URL
 	}
 	e.KnownIssue = known
-	return Payload{ID: base + "/events/" + id, Kind: e.Kind, Model: e.ModelID, Target: e.Target, Title: title, Text: text,
+	return Payload{ID: base + "/events/" + e.UID(), Kind: e.Kind, Model: e.ModelID, Target: e.Target, Title: title, Text: text,
 		URL: page, Date: e.At.UTC(), KnownIssue: known, Event: e}
 }
 
@@ -490,4 +552,59 @@ func modelPath(id string) string {
 		parts[i] = url.PathEscape(p)
 	}
 	return "/models/" + strings.Join(parts, "/")
+}
+
+// recentRefused is how many refused deliveries Status lists per webhook.
+const recentRefused = 20
+
+// Status is one webhook as the operator sees it (GET /api/v1/webhooks,
+// with the admin token): its deliveries by state (finished ones are kept
+// a week), and the newest it refused for good.
+type Status struct {
+	Webhook       string            `json:"webhook"` // its label: its name, else #N
+	Pending       int               `json:"pending"`
+	Delivered     int               `json:"delivered"`
+	Refused       int               `json:"refused"`
+	Expired       int               `json:"expired"`
+	OldestPending *time.Time        `json:"oldest_pending"` // null: none pending
+	NextTry       *time.Time        `json:"next_try"`       // null: none pending
+	LastError     string            `json:"last_error"`     // the newest failed try's, among the pending
+	RecentRefused []RefusedDelivery `json:"recent_refused"`
+}
+
+// RefusedDelivery is a delivery the endpoint refused for good.
+type RefusedDelivery struct {
+	ID    string    `json:"id"`    // the delivery's id (webhook-id)
+	Event int64     `json:"event"` // the change's number
+	At    time.Time `json:"at"`
+	Error string    `json:"error"` // the answer, e.g. "answered 400 Bad Request"
+}
+
+// Status is every webhook's Status, in the file's order.
+func (s *Sender) Status(ctx context.Context) ([]Status, error) {
+	report, err := s.cfg.Store.DeliveryReport(ctx, recentRefused)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Status, 0, len(s.eps))
+	for _, ep := range s.eps {
+		st := Status{Webhook: ep.w.Label(), RecentRefused: []RefusedDelivery{}}
+		if r := report[ep.key]; r != nil {
+			st.Pending, st.Delivered, st.Refused, st.Expired, st.LastError = r.Pending, r.Delivered, r.Refused, r.Expired, r.LastError
+			st.OldestPending, st.NextTry = timeOrNil(r.OldestPending), timeOrNil(r.NextTry)
+			for _, d := range r.RecentRefused {
+				st.RecentRefused = append(st.RecentRefused, RefusedDelivery{ID: d.UID, Event: d.EventID, At: d.At.UTC(), Error: d.Why})
+			}
+		}
+		out = append(out, st)
+	}
+	return out, nil
+}
+
+func timeOrNil(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	t = t.UTC()
+	return &t
 }

@@ -5,9 +5,11 @@ import (
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -49,6 +51,22 @@ func signedBy(secret, body []byte, header string) bool {
 	m := hmac.New(sha256.New, secret)
 	m.Write(body)
 	return hmac.Equal([]byte(header), []byte("sha256="+hex.EncodeToString(m.Sum(nil))))
+}
+
+// standardSignedBy reports whether h carries body's Standard Webhooks
+// signature with key, computed here as a receiver would (not by
+// SignStandard): base64 HMAC-SHA256 of "id.timestamp.body", a timestamp
+// within 5 minutes of now, and the id the same as X-Scanner-Delivery.
+func standardSignedBy(key, body []byte, h http.Header) bool {
+	id, ts := h.Get("Webhook-Id"), h.Get("Webhook-Timestamp")
+	sec, err := strconv.ParseInt(ts, 10, 64)
+	if err != nil || id == "" || id != h.Get("X-Scanner-Delivery") || strings.Contains(id, ".") ||
+		time.Since(time.Unix(sec, 0)).Abs() > 5*time.Minute {
+		return false
+	}
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte(id + "." + ts + "." + string(body)))
+	return hmac.Equal([]byte(h.Get("Webhook-Signature")), []byte("v1,"+base64.StdEncoding.EncodeToString(m.Sum(nil))))
 }
 
 func TestBackoff(t *testing.T) {
@@ -159,6 +177,9 @@ func (r *receiver) handle(w http.ResponseWriter, req *http.Request) {
 	defer r.mu.Unlock()
 	if !signedBy(r.secret, body, req.Header.Get(SignatureHeader)) {
 		r.bad = append(r.bad, "bad signature: "+req.Header.Get(SignatureHeader))
+	}
+	if !standardSignedBy(r.secret, body, req.Header) {
+		r.bad = append(r.bad, "bad Standard Webhooks signature: "+req.Header.Get(StandardSignatureHeader))
 	}
 	if ct := req.Header.Get("Content-Type"); ct != "application/json" || req.Method != http.MethodPost {
 		r.bad = append(r.bad, req.Method+" "+ct)
@@ -280,7 +301,7 @@ func TestADownReceiverGetsEveryChangeOnceAcrossARestart(t *testing.T) {
 	first := record(t, db, "org/a", t0, compat.StatusPass, compat.StatusFail, compat.StatusPass)
 	waitFor(t, "failed tries", 5*time.Second, func() bool { return strings.Count(logs.String(), "webhook delivery failed") >= 2 })
 	// The three changes wait for the receiver, and the gauge says so.
-	waitFor(t, "3 pending", 5*time.Second, func() bool { return metricValue(reg, "scanner_webhook_pending", rcv.addr) == 3 })
+	waitFor(t, "3 pending", 5*time.Second, func() bool { return metricValue(reg, "scanner_webhook_pending", "#1") == 3 })
 	stop() // a restart while the receiver is down
 
 	second := record(t, db, "org/b", t0, compat.StatusFail) // while no sender runs
@@ -316,9 +337,12 @@ func TestADownReceiverGetsEveryChangeOnceAcrossARestart(t *testing.T) {
 	// The body: a plain text with the title and the link, the change, its known issue.
 	var sawKnown bool
 	for i, p := range rcv.bodies {
+		// The change's id: its event's UID (the database's epoch and the
+		// event's number), the delivery's id too.
 		if !strings.HasPrefix(p.Text, p.Title+"\nhttps://compat.example.org/models/") || p.Model != p.Event.ModelID ||
-			p.ID != "https://compat.example.org/events/"+strconv.FormatInt(p.Event.ID, 10) {
-			t.Errorf("payload %+v", p)
+			!strings.HasSuffix(p.ID, "-"+strconv.FormatInt(p.Event.ID, 10)) ||
+			p.ID != "https://compat.example.org/events/"+rcv.headers[i].Get(IDHeader) {
+			t.Errorf("payload %+v (webhook-id %s)", p, rcv.headers[i].Get(IDHeader))
 		}
 		if p.Event.Signature != nil {
 			sawKnown = true
@@ -343,7 +367,7 @@ func TestADownReceiverGetsEveryChangeOnceAcrossARestart(t *testing.T) {
 	if err := reg2.WriteText(&text); err != nil {
 		t.Fatal(err)
 	}
-	for _, line := range []string{"scanner_webhook_deliveries_total{webhook=\"" + rcv.addr + "\"} " + strconv.Itoa(len(want)), "scanner_webhook_failures_total{webhook=\"" + rcv.addr + "\"} "} {
+	for _, line := range []string{"scanner_webhook_deliveries_total{webhook=\"#1\"} " + strconv.Itoa(len(want)), "scanner_webhook_failures_total{webhook=\"#1\"} "} {
 		if !strings.Contains(text.String(), line) {
 			t.Errorf("metrics lack %q:\n%s", line, text.String())
 		}
@@ -917,5 +941,266 @@ func TestOnlyA2xxAnswerIsADelivery(t *testing.T) {
 		if tc.ok != (err == nil) || (err != nil && !strings.Contains(err.Error(), code)) {
 			t.Errorf("an answer %d: %v, want delivered %v", tc.code, err, tc.ok)
 		}
+	}
+}
+
+// TestUnnamedWebhooksOnOneHostHaveASeriesEach: two unnamed webhooks on one
+// host, one dead (503) and one live, each have their own series (the dead
+// one's pending is not hidden behind the live one's 0), labelled by their
+// place in the list: no part of a URL reaches /metrics, a public page.
+func TestUnnamedWebhooksOnOneHostHaveASeriesEach(t *testing.T) {
+	db := storetest.MustOpen(t)
+	var live atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/dead-fn-token" {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		live.Add(1)
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer srv.Close()
+	hooks := []watch.Webhook{{URL: srv.URL + "/dead-fn-token", Secret: secret}, {URL: srv.URL + "/live-fn-token", Secret: secret}}
+	reg := metrics.NewRegistry()
+	cfg := fastConfig(db, hooks, reg, slog.New(slog.DiscardHandler))
+	cfg.FirstBackoff, cfg.MaxBackoff = time.Hour, time.Hour
+	_, stop := running(t, cfg)
+	waitFor(t, "the cursor", 5*time.Second, func() bool { _, err := db.PendingDeliveries(context.Background()); return err == nil })
+	time.Sleep(100 * time.Millisecond)
+	record(t, db, "org/a", time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC), compat.StatusPass)
+	waitFor(t, "the live delivery", 5*time.Second, func() bool { return live.Load() == 1 })
+	waitFor(t, "the dead one pending", 5*time.Second, func() bool {
+		return metricValue(reg, "scanner_webhook_pending", "#1") == 1 && metricValue(reg, "scanner_webhook_pending", "#2") == 0
+	})
+	stop()
+	var text bytes.Buffer
+	if err := reg.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	host := strings.TrimPrefix(srv.URL, "http://")
+	if strings.Contains(text.String(), host) || strings.Contains(text.String(), "127.0.0.1") || strings.Contains(text.String(), "fn-token") {
+		t.Errorf("/metrics shows a part of a webhook's URL:\n%s", text.String())
+	}
+	for _, line := range []string{`scanner_webhook_deliveries_total{webhook="#2"} 1`, `scanner_webhook_deliveries_total{webhook="#1"} 0`} {
+		if !strings.Contains(text.String(), line) {
+			t.Errorf("metrics lack %q:\n%s", line, text.String())
+		}
+	}
+	// Two webhooks alike are refused, named or not.
+	for _, twins := range [][]watch.Webhook{
+		{{URL: srv.URL + "/a", Secret: secret}, {URL: srv.URL + "/a", Secret: secret}},
+		{{Name: "x", URL: srv.URL + "/a", Secret: secret}, {Name: "x", URL: srv.URL + "/b", Secret: secret}},
+	} {
+		if _, err := New(Config{Store: db, Webhooks: twins}); err == nil || !strings.Contains(err.Error(), "webhook #2") {
+			t.Errorf("two webhooks alike: %v, want refused naming #2", err)
+		}
+	}
+}
+
+// TestOneRefusedDeliveryDoesNotBlockTheRest: an endpoint that refuses one
+// payload for good (400) and keeps putting another off (429, then 503)
+// still gets every other change at once: each delivery has its own
+// schedule. The refused one is tried once and shown to the operator (its
+// own metric, an error in the log, its state in the database); the put-off
+// one is tried again, and never counted as refused.
+func TestOneRefusedDeliveryDoesNotBlockTheRest(t *testing.T) {
+	db := storetest.MustOpen(t)
+	var mu sync.Mutex
+	tries := map[string]int{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var p Payload
+		body, _ := io.ReadAll(r.Body)
+		_ = json.Unmarshal(body, &p)
+		mu.Lock()
+		tries[p.Model]++
+		n := tries[p.Model]
+		mu.Unlock()
+		switch p.Model {
+		case "org/refused":
+			http.Error(w, "no such schema", http.StatusBadRequest)
+		case "org/busy":
+			if n%2 == 1 {
+				w.WriteHeader(http.StatusTooManyRequests)
+			} else {
+				w.WriteHeader(http.StatusServiceUnavailable)
+			}
+		default:
+			w.WriteHeader(http.StatusNoContent)
+		}
+	}))
+	defer srv.Close()
+	count := func(model string) int { mu.Lock(); defer mu.Unlock(); return tries[model] }
+	hook := watch.Webhook{Name: "ops", URL: srv.URL + "/hook", Secret: secret}
+	reg := metrics.NewRegistry()
+	logs, log := newJSONLog()
+	cfg := fastConfig(db, []watch.Webhook{hook}, reg, log)
+	cfg.FirstBackoff, cfg.MaxBackoff = 30*time.Millisecond, 30*time.Millisecond
+	sender, stop := running(t, cfg)
+	waitFor(t, "the cursor", 5*time.Second, func() bool { _, err := db.PendingDeliveries(context.Background()); return err == nil })
+	time.Sleep(100 * time.Millisecond)
+	t0 := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	refusedEvent := record(t, db, "org/refused", t0, compat.StatusPass)[0] // oldest first: these two come before the rest
+	record(t, db, "org/busy", t0, compat.StatusPass)
+	record(t, db, "org/a", t0, compat.StatusPass, compat.StatusFail)
+	record(t, db, "org/b", t0, compat.StatusPass)
+	waitFor(t, "the other changes", 5*time.Second, func() bool { return count("org/a") == 2 && count("org/b") == 1 })
+	waitFor(t, "the busy one tried again", 5*time.Second, func() bool { return count("org/busy") >= 3 })
+	waitFor(t, "the refusal counted", 5*time.Second, func() bool { return metricValue(reg, "scanner_webhook_refused_total", "ops") == 1 })
+	time.Sleep(100 * time.Millisecond) // room for a second try of the refused one
+	stop()
+	if n := count("org/refused"); n != 1 {
+		t.Errorf("the refused delivery was tried %d times, want once", n)
+	}
+	if n := metricValue(reg, "scanner_webhook_deliveries_total", "ops"); n != 3 {
+		t.Errorf("delivered %v, want 3", n)
+	}
+	refusals := logs.records("webhook delivery refused by the endpoint; not tried again")
+	if len(refusals) != 1 || refusals[0]["level"] != "ERROR" || refusals[0]["webhook"] != "ops" || !strings.Contains(refusals[0]["err"].(string), "400 Bad Request") {
+		t.Errorf("logged refusals %v, want one error naming ops and the 400", refusals)
+	}
+	// The busy delivery is still pending (429 and 503 are not final); the
+	// refused one is not.
+	if p, _ := db.PendingDeliveries(context.Background()); p[hook.Key()] != 1 {
+		t.Errorf("pending %v, want the busy one only", p)
+	}
+	for _, r := range logs.records("webhook delivery refused by the endpoint; not tried again") {
+		if strings.Contains(fmt.Sprint(r), "busy") {
+			t.Errorf("a 429 or 503 counted as final: %v", r)
+		}
+	}
+	// The operator's status (GET /api/v1/webhooks) says the same.
+	st, err := sender.Status(context.Background())
+	if err != nil || len(st) != 1 {
+		t.Fatalf("status %+v %v", st, err)
+	}
+	s := st[0]
+	if s.Webhook != "ops" || s.Pending != 1 || s.Delivered != 3 || s.Refused != 1 || s.NextTry == nil || s.OldestPending == nil ||
+		!strings.HasPrefix(s.LastError, "answered ") || len(s.RecentRefused) != 1 {
+		t.Fatalf("status %+v", s)
+	}
+	if r := s.RecentRefused[0]; r.Event != refusedEvent || !strings.HasSuffix(r.ID, "-"+strconv.FormatInt(refusedEvent, 10)) || r.Error != "answered 400 Bad Request" || r.At.IsZero() {
+		t.Errorf("refused %+v, want event %d answered 400", r, refusedEvent)
+	}
+}
+
+// TestOnlyA4xxOtherThan408And429IsFinal: which answers end a delivery for
+// good, and a Retry-After in seconds read.
+func TestOnlyA4xxOtherThan408And429IsFinal(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		code, _ := strconv.Atoi(strings.TrimPrefix(r.URL.Path, "/"))
+		w.Header().Set("Retry-After", "120")
+		w.WriteHeader(code)
+	}))
+	defer srv.Close()
+	s, err := New(Config{Store: storetest.MustOpen(t), Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for code, final := range map[int]bool{400: true, 401: true, 403: true, 404: true, 410: true, 413: true, 422: true, 499: true,
+		408: false, 429: false, 300: false, 304: false, 500: false, 502: false, 503: false} {
+		err := s.send(context.Background(), watch.Webhook{URL: srv.URL + "/" + strconv.Itoa(code), Secret: secret}, store.Delivery{ID: 1, Body: []byte(`{}`)})
+		var r *refusal
+		if !errors.As(err, &r) || r.final() != final || r.code != code || r.retryAfter != 2*time.Minute {
+			t.Errorf("an answer %d: %#v, want final %v with Retry-After 2m", code, err, final)
+		}
+	}
+}
+
+// TestStandardWebhooksSignTheIDAndTheTry: every try carries the Standard
+// Webhooks headers: the delivery's id (the same on each try), the try's
+// time, and "v1," with the base64 HMAC-SHA256 of "id.timestamp.body" made
+// with the key a "whsec_" secret encodes. A captured try verifies within
+// the tolerance only, and not with another id or time; X-Scanner-Signature
+// is still the body's HMAC with the secret as written.
+func TestStandardWebhooksSignTheIDAndTheTry(t *testing.T) {
+	db := storetest.MustOpen(t)
+	key := []byte("0123456789abcdef01234567") // 24 bytes, as Standard Webhooks advises
+	hookSecret := "whsec_" + base64.StdEncoding.EncodeToString(key)
+	var ahead atomic.Int64 // the sender's clock runs this far ahead of the store's: what it queues is due
+	ahead.Store(int64(time.Hour))
+	now := func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) }
+	type try struct {
+		h    http.Header
+		body []byte
+		at   time.Time
+	}
+	var mu sync.Mutex
+	var tries []try
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		defer mu.Unlock()
+		tries = append(tries, try{r.Header.Clone(), body, now()})
+		if len(tries) == 1 {
+			ahead.Add(int64(10 * time.Minute)) // the retry comes 10 minutes later
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer srv.Close()
+	hook := watch.Webhook{Name: "std", URL: srv.URL, Secret: hookSecret}
+	cfg := fastConfig(db, []watch.Webhook{hook}, nil, slog.New(slog.DiscardHandler))
+	cfg.Now = now
+	_, stop := running(t, cfg)
+	waitFor(t, "the cursor", 5*time.Second, func() bool { _, err := db.PendingDeliveries(context.Background()); return err == nil })
+	time.Sleep(100 * time.Millisecond)
+	ev := record(t, db, "org/a", time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC), compat.StatusPass)[0]
+	waitFor(t, "two tries", 5*time.Second, func() bool { mu.Lock(); defer mu.Unlock(); return len(tries) == 2 })
+	stop()
+
+	first, second := tries[0], tries[1]
+	id := first.h.Get("webhook-id")
+	if id == "" || second.h.Get("webhook-id") != id || first.h.Get(DeliveryHeader) != id || !strings.HasSuffix(id, "-"+strconv.FormatInt(ev, 10)) {
+		t.Fatalf("ids %q then %q (%s %q), want one, the event's UID", id, second.h.Get("webhook-id"), DeliveryHeader, first.h.Get(DeliveryHeader))
+	}
+	for i, tr := range tries {
+		ts := tr.h.Get("webhook-timestamp")
+		sec, _ := strconv.ParseInt(ts, 10, 64)
+		if d := tr.at.Sub(time.Unix(sec, 0)); d < 0 || d > 2*time.Second {
+			t.Errorf("try %d: timestamp %s, want the try's %d", i+1, ts, tr.at.Unix())
+		}
+		// Written out here: the key the whsec_ secret encodes, over id.timestamp.body.
+		m := hmac.New(sha256.New, key)
+		m.Write([]byte(id + "." + ts + "." + string(tr.body)))
+		if want := "v1," + base64.StdEncoding.EncodeToString(m.Sum(nil)); tr.h.Get("webhook-signature") != want {
+			t.Errorf("try %d: webhook-signature %q, want %q", i+1, tr.h.Get("webhook-signature"), want)
+		}
+		if err := VerifyStandard(key, tr.h, tr.body, time.Unix(sec, 0).Add(Tolerance)); err != nil {
+			t.Errorf("try %d verified at the edge of the tolerance: %v", i+1, err)
+		}
+		// The contract's header: the body with the secret as written.
+		if !signedBy([]byte(hookSecret), tr.body, tr.h.Get(SignatureHeader)) {
+			t.Errorf("try %d: %s %q is not the body's HMAC with the secret", i+1, SignatureHeader, tr.h.Get(SignatureHeader))
+		}
+	}
+	if d := tries[1].at.Sub(tries[0].at); d < 10*time.Minute {
+		t.Errorf("the retry came %v after the first try, want 10 minutes (the test's clock)", d)
+	}
+	// A replay: the first try, captured, sent again after the tolerance.
+	sec, _ := strconv.ParseInt(first.h.Get("webhook-timestamp"), 10, 64)
+	first.at = time.Unix(sec, 0)
+	if err := VerifyStandard(key, first.h, first.body, first.at.Add(Tolerance+time.Second)); !errors.Is(err, ErrStale) {
+		t.Errorf("a try replayed past the tolerance: %v, want ErrStale", err)
+	}
+	if err := VerifyStandard(key, first.h, first.body, first.at.Add(-Tolerance-time.Second)); !errors.Is(err, ErrStale) {
+		t.Errorf("a try from the future: %v, want ErrStale", err)
+	}
+	// The signature covers the id and the time: neither can be changed.
+	for name, change := range map[string]func(http.Header){
+		"another id":   func(h http.Header) { h.Set("webhook-id", id+"0") },
+		"another time": func(h http.Header) { h.Set("webhook-timestamp", strconv.FormatInt(first.at.Unix()+1, 10)) },
+		"the raw secret as the key": func(h http.Header) {
+			h.Set("webhook-signature", SignStandard([]byte(hookSecret), id, first.at.Unix(), first.body))
+		},
+	} {
+		h := first.h.Clone()
+		change(h)
+		if err := VerifyStandard(key, h, first.body, first.at); !errors.Is(err, ErrNoSignature) {
+			t.Errorf("%s: %v, want ErrNoSignature", name, err)
+		}
+	}
+	if err := VerifyStandard(key, http.Header{}, first.body, first.at); !errors.Is(err, ErrMissingHeaders) {
+		t.Errorf("no headers: %v", err)
 	}
 }

@@ -230,8 +230,12 @@ func (w *writer) figure(kind string, m Meta, desc string, width, height int) {
 // table writes the data behind a chart: a caption, column heads, rows.
 // The first cell of each row is its header.
 func (w *writer) table(title string, heads []string, rows [][]string) {
+	// The table may scroll sideways: a labelled region that takes the
+	// focus, so that a keyboard can scroll it.
 	w.raw("</svg>\n", `<details class="chart-data"><summary>Data table</summary>`, "\n",
-		`<div class="table-wrap"><table>`, "\n<caption>")
+		`<div class="table-wrap" tabindex="0" role="region" aria-label="`)
+	w.text(title + ", data")
+	w.raw(`"><table>`, "\n<caption>")
 	w.text(title)
 	w.raw("</caption>\n<thead><tr>")
 	for i, h := range heads {

@@ -117,7 +117,7 @@ var allowed = map[string]map[string]bool{
 	"circle":  {"class": true, "cx": true, "cy": true, "r": true, "fill": true},
 	"rect":    {"class": true, "x": true, "y": true, "width": true, "height": true, "rx": true, "fill": true},
 	"text":    {"class": true, "x": true, "y": true, "dy": true, "text-anchor": true, "font-size": true, "fill": true},
-	"details": {"class": true}, "summary": {}, "div": {"class": true}, "table": {}, "caption": {},
+	"details": {"class": true}, "summary": {}, "div": {"class": true, "tabindex": true, "role": true, "aria-label": true}, "table": {}, "caption": {},
 	"thead": {}, "tbody": {}, "tr": {}, "th": {"scope": true, "class": true}, "td": {"class": true},
 }
 

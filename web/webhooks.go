@@ -1,0 +1,41 @@
+package web
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/google-pytorch/torchtpu-scanner/internal/webhook"
+)
+
+// WebhookStatus reports the outgoing webhooks' deliveries (the sender,
+// *webhook.Sender).
+type WebhookStatus interface {
+	Status(ctx context.Context) ([]webhook.Status, error)
+}
+
+// webhookList is GET /api/v1/webhooks's body.
+type webhookList struct {
+	Webhooks []webhook.Status `json:"webhooks"`
+}
+
+// apiWebhooks serves GET /api/v1/webhooks: each webhook's deliveries by
+// state and the ones its endpoint refused for good. It needs the admin
+// token (it is the operator's view; a refused delivery's answer is the
+// endpoint's words); an empty list without webhooks.
+func (s *Server) apiWebhooks(c *fiber.Ctx) error {
+	if err := s.authorize(c); err != nil {
+		return err
+	}
+	out := webhookList{Webhooks: []webhook.Status{}}
+	if s.webhooks != nil {
+		ws, err := s.webhooks.Status(c.UserContext())
+		if err != nil {
+			return fmt.Errorf("web: webhooks: %w", err)
+		}
+		out.Webhooks = ws
+	}
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	return c.JSON(out)
+}
