@@ -76,6 +76,8 @@ func TestDeclare(t *testing.T) {
 	llama := &readiness.Readiness{MinDevices: map[string]int{"v5e": 3, "v6e": 2, "v7x": 1}, ContextTokens: ptr[int64](8192)}
 	moe := &readiness.Readiness{MinDevices: map[string]int{"v6e": 7}, ContextTokens: ptr[int64](32768),
 		Hints: []readiness.Hint{{Code: readiness.HintMoEDynamicRouting}}}
+	smallMoE := &readiness.Readiness{MinDevices: map[string]int{"v6e": 3}, ContextTokens: ptr[int64](4096),
+		Hints: []readiness.Hint{{Code: readiness.HintMoEDynamicRouting}}}
 	for _, tt := range []struct {
 		name   string
 		archs  []string
@@ -95,6 +97,8 @@ func TestDeclare(t *testing.T) {
 		{"not listed", []string{"BartForConditionalGeneration"}, llama, true, false, "", "", "", map[string]int{"v5e": 4, "v6e": 2, "v7x": 1}},
 		{"moe on 8", []string{"Qwen3MoeForCausalLM"}, moe, true, true, KindGeneration, "Qwen3MoeForCausalLM",
 			"vllm serve org/m --tensor-parallel-size 8 --max-model-len 32768 --enable-expert-parallel", map[string]int{"v6e": 8}},
+		{"moe under 8 chips: no expert parallelism", []string{"Qwen3MoeForCausalLM"}, smallMoE, true, true, KindGeneration, "Qwen3MoeForCausalLM",
+			"vllm serve org/m --tensor-parallel-size 4 --max-model-len 4096", map[string]int{"v6e": 4}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			c, ok := Declare(reg, "org/m", tt.archs, tt.r)
