@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
+	"github.com/google-pytorch/torchtpu-scanner/internal/serving"
 )
 
 // cursor is the decoded form of ModelQuery.Cursor: the last row's sort key
@@ -94,6 +95,9 @@ func filterHash(q ModelQuery) uint64 {
 			fmt.Fprintf(h, "%q,", s)
 		}
 	}
+	if q.Serve != "" { // as train: cursors without it stay valid
+		fmt.Fprintf(h, "|serve|%q", q.Serve)
+	}
 	return h.Sum64()
 }
 
@@ -148,6 +152,18 @@ func buildList(q ModelQuery) (listQuery, error) {
 		where = append(where, listWhereHint)
 		args = append(args, q.Hint)
 	}
+	if err := validServe(q.Serve); err != nil {
+		return listQuery{}, err
+	}
+	switch q.Serve {
+	case "":
+	case ServeNone:
+		where = append(where, listWhereNotServed)
+		args = append(args, serving.Version, serving.Version)
+	default:
+		where = append(where, listWhereServe)
+		args = append(args, serving.Version, q.Serve)
+	}
 	if len(q.Status) > 0 {
 		var in []string
 		for _, st := range q.Status {
@@ -195,7 +211,7 @@ func buildList(q ModelQuery) (listQuery, error) {
 	outerOrder = append(outerOrder, "page.id"+dir(idDesc))
 
 	join := ""
-	if q.Task != "" || q.Org != "" || q.Hint != "" {
+	if q.Task != "" || q.Org != "" || q.Hint != "" || q.Serve != "" {
 		join = listJoinModels
 	}
 	var b strings.Builder

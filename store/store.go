@@ -93,8 +93,12 @@ type ModelQuery struct {
 	Status []compat.Status // any of these (untested = no result on Target)
 	Train  []compat.Status // the current result's train verdict is any of these (issue 25's matrix)
 	Task   string
-	Org    string        // the id's part before "/"; "" for all
-	Hint   string        // a readiness hint code (readiness.Codes) the model has; "" for all
+	Org    string // the id's part before "/"; "" for all
+	Hint   string // a readiness hint code (readiness.Codes) the model has; "" for all
+	// Serve keeps the models the pinned vllm-torchtpu (serving.Version)
+	// declares it serves as this kind (serving.Kinds), or does not serve
+	// (ServeNone); "" for all.
+	Serve  string
 	Target compat.Target // whose result is "current"; "" = the most recent on any target
 	Sort   string        // one of Sorts() (sort.go); "" = DefaultSort
 	Desc   *bool         // nil = the sort's natural direction (Sort.Desc)

@@ -10,6 +10,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
+	"github.com/google-pytorch/torchtpu-scanner/internal/serving"
 	"github.com/google-pytorch/torchtpu-scanner/store"
 )
 
@@ -48,12 +49,16 @@ func (s *Server) apiModels(c *fiber.Ctx) error {
 		if err != nil {
 			return nil, fmt.Errorf("web: api models: %w", err)
 		}
+		reg, err := s.servingRegistry(ctx)
+		if err != nil {
+			return nil, err
+		}
 		out := modelList{Models: models}
 		if out.Models == nil {
 			out.Models = []compat.Model{}
 		}
 		for i := range out.Models {
-			s.fillModel(&out.Models[i])
+			s.fillModel(&out.Models[i], reg)
 		}
 		if next != "" {
 			out.NextCursor = &next
@@ -113,7 +118,11 @@ func (s *Server) apiModel(c *fiber.Ctx) error {
 		}
 		return fmt.Errorf("web: api model: %w", err)
 	}
-	s.fillModel(&m)
+	reg, err := s.servingRegistry(ctx)
+	if err != nil {
+		return err
+	}
+	s.fillModel(&m, reg)
 	d := modelDetail{Model: m}
 	if d.History, err = s.store.History(ctx, m.ID, target, historyLimit); err != nil {
 		return fmt.Errorf("web: api model history: %w", err)
@@ -138,9 +147,11 @@ func (s *Server) apiModel(c *fiber.Ctx) error {
 	return c.JSON(d)
 }
 
-// fillModel sets the fields the web layer owns: the Hub link, and where
-// its result's signature is tracked.
-func (s *Server) fillModel(m *compat.Model) {
+// fillModel sets the fields the web layer owns: the Hub link, where its
+// result's signature is tracked, and its serving cell under reg (the
+// pinned vllm-torchtpu's registry, nil when never read).
+func (s *Server) fillModel(m *compat.Model, reg *serving.Registry) {
 	m.URL = s.hubModelURL(m.ID)
+	m.Serving = servingCell(reg, *m)
 	s.knowResult(m.Result)
 }

@@ -41,17 +41,18 @@ func (s *Server) badge(c *fiber.Ctx) error {
 		}
 	}
 
-	train := false // ?mode=train draws the train verdict of the matrix
-	switch c.Query("mode") {
+	// ?mode=train draws the train verdict of the matrix, ?mode=serve the
+	// serving cell (serving.go).
+	mode := c.Query("mode")
+	draw := badgeFor
+	switch mode {
 	case "":
 	case compat.ModeTrain:
-		train = true
-	default:
-		targetOK = false
-	}
-	draw := badgeFor
-	if train {
 		draw = trainBadgeFor
+	case compat.ModeServe:
+		draw = func(m *compat.Model, _ compat.Target, label string) badge { return serveBadgeFor(m, label) }
+	default:
+		targetOK, mode = false, "?"
 	}
 
 	ctx := c.UserContext()
@@ -59,7 +60,7 @@ func (s *Server) badge(c *fiber.Ctx) error {
 	if err != nil {
 		return s.badgeUnavailable(c, kind, target, label, err)
 	}
-	key := badgeKey{kind, raw, target, style, label, targetOK, train}
+	key := badgeKey{kind, raw, target, style, label, targetOK, mode}
 	e, ok := s.badges.get(key, changed)
 	if !ok {
 		var b badge
@@ -78,6 +79,13 @@ func (s *Server) badge(c *fiber.Ctx) error {
 			case err != nil:
 				return s.badgeUnavailable(c, kind, target, label, err)
 			default:
+				if mode == compat.ModeServe {
+					reg, err := s.servingRegistry(ctx)
+					if err != nil {
+						return s.badgeUnavailable(c, kind, target, label, err)
+					}
+					m.Serving = servingCell(reg, m)
+				}
 				b = draw(&m, target, label)
 			}
 		}
@@ -87,9 +95,9 @@ func (s *Server) badge(c *fiber.Ctx) error {
 			e.body = renderBadgeJSON(b)
 		}
 		e.etag = etagOf(changedTag(changed), kind, raw, string(target), string(style), label, strconv.FormatBool(targetOK),
-			strconv.FormatBool(train))
+			mode)
 		// The key's strings point into the request's buffer: copy them to keep.
-		key.raw, key.label = strings.Clone(key.raw), strings.Clone(key.label)
+		key.raw, key.label, key.mode = strings.Clone(key.raw), strings.Clone(key.label), strings.Clone(key.mode)
 		key.target, key.style = compat.Target(strings.Clone(string(key.target))), badgeStyle(strings.Clone(string(key.style)))
 		s.badges.put(key, changed, e, len(e.body)+len(e.etag)+len(key.raw)+len(key.label))
 	}
@@ -130,7 +138,7 @@ type badgeKey struct {
 	style    badgeStyle
 	label    string
 	targetOK bool
-	train    bool // ?mode=train
+	mode     string // ?mode=: "", train or serve ("?" for any other)
 }
 
 // badgeUnavailable answers 503 with a grey "unavailable" badge when the

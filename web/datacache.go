@@ -27,8 +27,8 @@ func queryKey(q store.ModelQuery) string {
 	if q.Desc != nil {
 		desc = strconv.FormatBool(*q.Desc)
 	}
-	return fmt.Sprintf("%q|%q|%q|%q|%q|%q|%s|%d|%q|%q|%q", q.Q, fmt.Sprint(q.Status), q.Task, q.Org, q.Target, q.Sort, desc, q.Limit, q.Cursor, q.Hint,
-		fmt.Sprint(q.Train))
+	return fmt.Sprintf("%q|%q|%q|%q|%q|%q|%s|%d|%q|%q|%q|%q", q.Q, fmt.Sprint(q.Status), q.Task, q.Org, q.Target, q.Sort, desc, q.Limit, q.Cursor, q.Hint,
+		fmt.Sprint(q.Train), q.Serve)
 }
 
 // cachedList is ListModels through the cache. The models must not be modified.

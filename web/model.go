@@ -51,6 +51,8 @@ type modelView struct {
 	Charts  []modelCharts
 	// Readiness is the model's readiness block; nil when not computed.
 	Readiness *readinessView
+	// Serving is the model's serving block (serving.go).
+	Serving servingView
 	// Without a result: the model's open test request, else the form to
 	// ask for one (nil when requests are off).
 	Request *store.TestRequest
@@ -99,7 +101,12 @@ func (s *Server) modelPage(c *fiber.Ctx) error {
 		return fmt.Errorf("web: model page history: %w", err)
 	}
 
-	v := modelView{Model: m, Events: events, History: history[:min(len(history), historyRows)], Charts: historyCharts(history),
+	reg, err := s.servingRegistry(ctx)
+	if err != nil {
+		return err
+	}
+	m.Serving = servingCell(reg, m)
+	v := modelView{Model: m, Serving: newServingView(reg, m), Events: events, History: history[:min(len(history), historyRows)], Charts: historyCharts(history),
 		Readiness: newReadinessView(m.Readiness)}
 	v.Canonical = modelPath(m.ID)
 	v.Feeds = modelFeeds(m.ID)

@@ -11,6 +11,7 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/internal/fleet"
 	"github.com/google-pytorch/torchtpu-scanner/internal/readiness"
+	"github.com/google-pytorch/torchtpu-scanner/internal/serving"
 	"github.com/google-pytorch/torchtpu-scanner/internal/webhook"
 )
 
@@ -100,6 +101,7 @@ func TestOpenAPISchemasMatchTheJSON(t *testing.T) {
 		{"Evidence", reflect.TypeFor[compat.Evidence]()},
 		{"Verdict", reflect.TypeFor[compat.Verdict]()},
 		{"ModeMetrics", reflect.TypeFor[compat.ModeMetrics]()},
+		{"Serving", reflect.TypeFor[serving.Cell]()},
 		{"PrecisionCheck", reflect.TypeFor[compat.PrecisionCheck]()},
 		{"TestRequest", reflect.TypeFor[requestJSON]()},
 		{"WebhookPayload", reflect.TypeFor[webhook.Payload]()},

@@ -125,6 +125,9 @@ func parseModelQuery(c *fiber.Ctx) (store.ModelQuery, error) {
 		return q, fmt.Errorf("%w: unknown hint %s (want %s)", ErrBadRequest, quoteShort(q.Hint), strings.Join(readiness.Codes, ", "))
 	}
 	var err error
+	if q.Serve, err = parseServe(strings.TrimSpace(c.Query("serve"))); err != nil {
+		return q, err
+	}
 	if q.Target, err = parseTarget(c.Query("target")); err != nil {
 		return q, err
 	}

@@ -68,7 +68,7 @@ func TestAPIReadiness(t *testing.T) {
 		byID[m["id"].(string)] = m
 	}
 	moe := byID["org/moe"]["readiness"].(map[string]any)
-	if got := slices.Sorted(maps.Keys(moe)); !slices.Equal(got, []string{"context_tokens", "hints", "kv_bytes_context", "kv_bytes_per_token",
+	if got := slices.Sorted(maps.Keys(moe)); !slices.Equal(got, []string{"architectures", "context_tokens", "hints", "kv_bytes_context", "kv_bytes_per_token",
 		"min_devices", "params", "params_source", "weights_bytes_bf16"}) {
 		t.Errorf("readiness keys %v", got)
 	}
@@ -208,7 +208,7 @@ func TestOpenAPIReadiness(t *testing.T) {
 		}
 	}
 	n, ctx := int64(1), int64(2)
-	full, err := json.Marshal(readiness.Readiness{Params: &n, ContextTokens: &ctx, KVBytesContext: &ctx})
+	full, err := json.Marshal(readiness.Readiness{Params: &n, ContextTokens: &ctx, KVBytesContext: &ctx, Architectures: []string{"A"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -143,6 +143,7 @@ const (
 // Server is the web server. Create it with New.
 type Server struct {
 	store       Store
+	servingMemo servingMemo // the pinned vllm-torchtpu's registry (serving.go)
 	scans       ScanControl
 	work        WorkControl
 	workerToken string

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
+	"github.com/google-pytorch/torchtpu-scanner/internal/serving"
 	"github.com/google-pytorch/torchtpu-scanner/store"
 )
 
@@ -31,6 +32,9 @@ type Store interface {
 	// GetModel is the model known as id (an alias too) with its current
 	// result on target ("" = any); store.ErrNotFound for an unknown model.
 	GetModel(ctx context.Context, id string, target compat.Target) (compat.Model, error)
+	// ServingRegistry is what a vllm-torchtpu release declares it serves;
+	// store.ErrNotFound when no scan has read it.
+	ServingRegistry(ctx context.Context, version string) (serving.Registry, error)
 	// CurrentResults is a model's current result on each target it has
 	// one on; store.ErrNotFound for an unknown model.
 	CurrentResults(ctx context.Context, id string) ([]compat.Result, error)

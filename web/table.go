@@ -35,13 +35,14 @@ func legend() []legendEntry {
 type tableForm struct {
 	Q, Status, Task, Org, Target, Sort, Order, Hint string
 	Train                                           string // the train verdict's status (issue 25's matrix)
+	Serve                                           string // what vLLM-TorchTPU serves it as (serving.go)
 }
 
 // values encodes the form as a query string, without empty fields.
 func (f tableForm) values() url.Values {
 	v := url.Values{}
 	for k, x := range map[string]string{"q": f.Q, "status": f.Status, "task": f.Task, "org": f.Org,
-		"target": f.Target, "sort": f.Sort, "order": f.Order, "hint": f.Hint, "train": f.Train} {
+		"target": f.Target, "sort": f.Sort, "order": f.Order, "hint": f.Hint, "train": f.Train, "serve": f.Serve} {
 		if x != "" {
 			v.Set(k, x)
 		}
@@ -89,8 +90,10 @@ type tableView struct {
 	Statuses  []compat.Status
 	// TrainStatuses are the train filter's choices (no untested).
 	TrainStatuses []compat.Status
-	Targets       []compat.Target
-	Sorts         []string
+	// ServeValues are the serve filter's choices (serveValues).
+	ServeValues []string
+	Targets     []compat.Target
+	Sorts       []string
 	// DefaultSort is the sort of a form without one.
 	DefaultSort string
 	Headers     map[string]sortHeader
@@ -151,7 +154,7 @@ func (s *Server) table(c *fiber.Ctx) error {
 // newTableForm is the table's form for q; the form selects one status
 // and one train status (the API takes several), so q keeps the first.
 func newTableForm(q *store.ModelQuery, order string) tableForm {
-	form := tableForm{Q: q.Q, Task: q.Task, Org: q.Org, Target: string(q.Target), Sort: q.Sort, Order: order, Hint: q.Hint}
+	form := tableForm{Q: q.Q, Task: q.Task, Org: q.Org, Target: string(q.Target), Sort: q.Sort, Order: order, Hint: q.Hint, Serve: q.Serve}
 	if len(q.Status) > 0 {
 		form.Status = string(q.Status[0])
 		q.Status = q.Status[:1]
@@ -187,13 +190,18 @@ func (s *Server) tableView(ctx context.Context, q store.ModelQuery, form tableFo
 		Form: form, Summary: sum, Headline: newHeadline(byTarget), Coverage: newCoverageBody(taskCoverage(sum.Tasks)), Failures: fails,
 		State: state, Legend: legend(),
 		Statuses: compat.Statuses, Targets: compat.Targets, Sorts: sortNames(), DefaultSort: store.DefaultSort, Target: q.Target,
-		Filtered:      form.Q != "" || form.Status != "" || form.Task != "" || form.Org != "" || form.Hint != "" || form.Train != "",
-		TrainStatuses: trainStatuses(),
-		Hints:         readiness.Codes, Fit: newFitSummary(sum.Fit),
+		Filtered:      form.Q != "" || form.Status != "" || form.Task != "" || form.Org != "" || form.Hint != "" || form.Train != "" || form.Serve != "",
+		TrainStatuses: trainStatuses(), ServeValues: serveValues(),
+		Hints: readiness.Codes, Fit: newFitSummary(sum.Fit),
 	}
 	v.Canonical = "/"
+	reg, err := s.servingRegistry(ctx)
+	if err != nil {
+		return tableView{}, err
+	}
 	tasks := map[string]bool{}
-	for _, m := range models {
+	for _, m := range models { // m is a copy: the cached list's models stay as they are
+		m.Serving = servingCell(reg, m)
 		v.Models = append(v.Models, modelRow{Model: m, Status: m.ModelStatus()})
 		if m.Task != "" {
 			tasks[m.Task] = true

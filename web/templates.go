@@ -35,7 +35,7 @@ func parsePages(funcs template.FuncMap) (*pages, error) {
 	p := &pages{t: map[string]*template.Template{}}
 	for _, name := range pageNames {
 		t, err := template.New("layout.html").Funcs(funcs).Option("missingkey=error").
-			ParseFS(templateFS, "templates/layout.html", "templates/readiness.html", "templates/watch.html", "templates/"+name+".html")
+			ParseFS(templateFS, "templates/layout.html", "templates/readiness.html", "templates/serving.html", "templates/watch.html", "templates/"+name+".html")
 		if err != nil {
 			return nil, fmt.Errorf("web: template %s: %w", name, err)
 		}

@@ -44,23 +44,26 @@ func TestUsageAndVersion(t *testing.T) {
 	}
 }
 
+// probeArgs makes a stand-in scan's arguments (standinArgs) those of
+// `scanner probe id`, then extra: probe takes no --limit.
+func probeArgs(scan []string, id string, extra ...string) []string {
+	out := []string{"probe", id}
+	for i := 1; i < len(scan); i++ {
+		if scan[i] == "--limit" {
+			i++
+			continue
+		}
+		out = append(out, scan[i])
+	}
+	return append(out, extra...)
+}
+
 // TestProbeCommand runs `scanner probe MODEL --json` against the fake Hub:
 // one probe, printed, and no database left behind.
 func TestProbeCommand(t *testing.T) {
 	h := hubtest.New(t, llamaRepos("probe/model")...)
 	dir := t.TempDir()
-	args := standinArgs(t, h, filepath.Join(dir, "never.db"), filepath.Join(dir, "hub"))
-	args[0] = "probe"
-	args = append([]string{args[0], "probe/model"}, append(args[1:], "--json")...)
-	// probe takes neither --limit nor a database: drop them.
-	var kept []string
-	for i := 0; i < len(args); i++ {
-		if args[i] == "--limit" {
-			i++
-			continue
-		}
-		kept = append(kept, args[i])
-	}
+	kept := probeArgs(standinArgs(t, h, filepath.Join(dir, "never.db"), filepath.Join(dir, "hub")), "probe/model", "--json")
 	var out, errOut bytes.Buffer
 	if code := runWithEnv(t, kept, &out, &errOut); code != 0 {
 		t.Fatalf("probe exited %d:\n%s", code, errOut.String())

@@ -38,7 +38,7 @@ Usage:
   scanner serve  [flags]        web UI + JSON API + scheduled scans, one process
   scanner scan   [flags]        one scan now (progress bar on a terminal)
   scanner probe  MODEL [flags]  one smoke test of one model, printed; no database
-  scanner check  MODEL --server URL [--since RUNTIME] [--mode inference|train]
+  scanner check  MODEL --server URL [--since RUNTIME] [--mode inference|train|serve]
                                 CI gate: exit 0 pass, 1 not passing or regressed
                                 (since RUNTIME), 2 untested/unknown, 3 server unreachable
   scanner worker --server URL   probe jobs leased from a server (serve --dispatch workers);
@@ -205,6 +205,9 @@ func probeOne(ctx context.Context, cfg config.Config, logger *slog.Logger, id st
 		fmt.Fprintln(stderr, "scanner probe:", termsafe.Text(err.Error()))
 		return 1
 	}
+	if cfg.VLLMPython != "" {
+		return probeServing(ctx, cfg, id, res, stdout, stderr)
+	}
 	if cfg.JSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -213,6 +216,35 @@ func probeOne(ctx context.Context, cfg config.Config, logger *slog.Logger, id st
 		printResult(stdout, id, res)
 	}
 	if res.Status == compat.StatusPass {
+		return 0
+	}
+	return 1
+}
+
+// probeServing prints an ordinary probe's result and the serving probe's
+// that followed it (--vllm-python): with --json, {"result": Result,
+// "serving": the serving probe's}. Exit 0 when both pass.
+func probeServing(ctx context.Context, cfg config.Config, id string, res compat.Result, stdout, stderr io.Writer) int {
+	sr, err := app.ServeProbe(ctx, cfg, id, res)
+	if cfg.JSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		out := map[string]any{"result": res, "serving": nil}
+		if err == nil {
+			out["serving"] = sr
+		}
+		_ = enc.Encode(out)
+	} else {
+		printResult(stdout, id, res)
+		if err == nil {
+			printServing(stdout, sr)
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "scanner probe: serving:", termsafe.Text(err.Error()))
+		return 1
+	}
+	if res.Status == compat.StatusPass && sr.Status == compat.StatusPass {
 		return 0
 	}
 	return 1

@@ -3,9 +3,11 @@ package main
 import (
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
+	"github.com/google-pytorch/torchtpu-scanner/internal/serving/measure"
 	"github.com/google-pytorch/torchtpu-scanner/internal/termsafe"
 )
 
@@ -87,4 +89,35 @@ func bytesOrDash(p *int64) string {
 		return "—"
 	}
 	return fmt.Sprintf("%.1f MiB", float64(*p)/(1<<20))
+}
+
+// printServing writes the serving probe's result under a probe's.
+func printServing(w io.Writer, r measure.Result) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "  serving  %s (vLLM-TorchTPU %s, %s", r.Status, orDash(deref(r.Runtime.VLLMTorchTPU)), r.Evidence)
+	if r.Stage != nil {
+		fmt.Fprintf(&b, ", stage %s", *r.Stage)
+	}
+	fmt.Fprintf(&b, "; tensor_parallel_size %d, max_model_len %d)\n", r.TensorParallelSize, r.MaxModelLen)
+	if r.Signature != nil {
+		fmt.Fprintf(&b, "           %s\n", *r.Signature)
+	}
+	m := r.Metrics
+	fmt.Fprintf(&b, "           load %s s, first token %s s, %s tok/s, %s tokens agree with the CPU reference\n",
+		num(m.LoadS), num(m.TTFTS), num(m.TokensPerS), orDash(intText(m.AgreedTokens)))
+	io.WriteString(w, termsafe.Text(b.String()))
+}
+
+func deref(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
+
+func intText(p *int) string {
+	if p == nil {
+		return ""
+	}
+	return strconv.Itoa(*p)
 }

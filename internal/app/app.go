@@ -28,6 +28,8 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/internal/metrics"
 	"github.com/google-pytorch/torchtpu-scanner/internal/probe"
 	"github.com/google-pytorch/torchtpu-scanner/internal/scan"
+	"github.com/google-pytorch/torchtpu-scanner/internal/serving"
+	"github.com/google-pytorch/torchtpu-scanner/internal/serving/wheel"
 	"github.com/google-pytorch/torchtpu-scanner/store"
 	"github.com/google-pytorch/torchtpu-scanner/web"
 )
@@ -103,6 +105,9 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, version strin
 				}
 			},
 		},
+	}
+	a.Scanner.Serving = func(ctx context.Context) (serving.Registry, error) {
+		return wheel.Load(ctx, pythonOf(cfg), cfg.CacheHome)
 	}
 	if a.Fleet != nil {
 		a.Scanner.Fleet, a.Scanner.FleetWait = a.Fleet, cfg.WorkerWait
@@ -190,10 +195,7 @@ func newHubClient(cfg config.Config, log *slog.Logger, m appMetrics) (*hub.Clien
 // still serves its pages: every scan then fails with the reason, and no
 // model is blamed.
 func newRunner(cfg config.Config, log *slog.Logger) scan.Prober {
-	py := cfg.Python
-	if py == "" {
-		py = harness.DefaultPython(cfg.CacheHome)
-	}
+	py := pythonOf(cfg)
 	r, err := probe.NewRunner(probe.Config{Python: py, Script: cfg.Harness, Timeout: cfg.Timeout, Grace: cfg.ProbeGrace, NoLandlock: cfg.NoLandlock,
 		MemLimitBytes: memLimit(cfg.Devices, log), Logger: log})
 	if err != nil {
@@ -202,6 +204,15 @@ func newRunner(cfg config.Config, log *slog.Logger) scan.Prober {
 		return brokenProber{err}
 	}
 	return r
+}
+
+// pythonOf is the project's interpreter: --python, else the project's own
+// environment (harness.DefaultPython).
+func pythonOf(cfg config.Config) string {
+	if cfg.Python != "" {
+		return cfg.Python
+	}
+	return harness.DefaultPython(cfg.CacheHome)
 }
 
 // deviceProbers are the per-device probers of a host with devices > 1

@@ -43,8 +43,8 @@ type modelDetail struct {
 // With since (a runtime key, see compat.RuntimeRef.Key) it is also exit 1
 // when the model regressed since that runtime (see sinceVerdict); "" asks
 // nothing of the past. mode "train" gates on the train verdict of the
-// result's matrix instead of the model's status (trainVerdict); "" or
-// "inference" on the status. A nil httpClient means a client with a 30 s
+// result's matrix instead of the model's status (trainVerdict), "serve" on
+// the model's serving cell (serveVerdict); "" or "inference" on the status. A nil httpClient means a client with a 30 s
 // timeout. The context bounds the whole request.
 func Check(ctx context.Context, serverURL, modelID string, target compat.Target, since, mode string, httpClient *http.Client) (code int, line string) {
 	target, err := compat.ParseTargetFilter(string(target))
@@ -63,8 +63,11 @@ func Check(ctx context.Context, serverURL, modelID string, target compat.Target,
 	if code >= 0 {
 		return code, line
 	}
-	if mode == compat.ModeTrain {
+	switch mode {
+	case compat.ModeTrain:
 		return trainVerdict(d, target)
+	case compat.ModeServe:
+		return serveVerdict(d)
 	}
 	code, line = verdict(d, target)
 	if ref != nil {
@@ -295,4 +298,34 @@ func oneLine(s string, n int) string {
 		s = string(r[:n]) + "…"
 	}
 	return s
+}
+
+// serveVerdict maps a model's serving cell (vLLM-TorchTPU) to an exit code
+// and a line: served is 0, not served 1, unknown (no registry read by the
+// server yet, no architectures in the model's config) 2. The line names the
+// evidence: declared means the release's vLLM registry lists the
+// architecture, nothing was run.
+func serveVerdict(d modelDetail) (int, string) {
+	c := d.Serving
+	if c == nil {
+		return ExitUntested, fmt.Sprintf("%s: serving with vLLM-TorchTPU unknown (the server has not read the release's "+
+			"model registry, or the model's config.json names no architecture)", d.ID)
+	}
+	if !c.Served {
+		return ExitNotPassing, fmt.Sprintf("%s: not served by %s %s (%s: its vLLM's registry lists none of %s)",
+			d.ID, c.Package, c.Version, c.Evidence, strings.Join(c.Architectures, ", "))
+	}
+	line := fmt.Sprintf("%s: served by %s %s as %s (%s, %s)", d.ID, c.Package, c.Version, deref(c.Kind), c.Evidence, deref(c.Architecture))
+	if c.Command != nil {
+		line += ": " + *c.Command
+	}
+	return ExitPass, line
+}
+
+// deref is *p, or "" for nil.
+func deref[T ~string](p *T) string {
+	if p == nil {
+		return ""
+	}
+	return string(*p)
 }

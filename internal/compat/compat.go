@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/readiness"
+	"github.com/google-pytorch/torchtpu-scanner/internal/serving"
 )
 
 // Status is the outcome of one probe of one model on one target.
@@ -341,6 +342,11 @@ const (
 	ModeEagerDeferNever   = "eager_defer_never"
 )
 
+// ModeServe names the serving verdict where badges (?mode=serve) and
+// `scanner check --mode serve` ask for it: the model's serving cell
+// (Model.Serving), not a key of Result.Modes.
+const ModeServe = "serve"
+
 // Verdict is how one way of running the model went (Result.Modes): a small
 // Result of its own. Its metrics are those of the mode: the train step's
 // losses against the reference's, step time, throughput and peak memory;
@@ -524,6 +530,11 @@ type Model struct {
 	// say about running the model on TPUs; nil when not computed.
 	Readiness *readiness.Readiness `json:"readiness"`
 	Result    *Result              `json:"result"`
+	// Serving is whether vLLM-TorchTPU serves the model (serving.Declare);
+	// nil when nothing is known (no registry read yet, or no architectures
+	// in its config). Never stored: the web layer sets it as it serves the
+	// model.
+	Serving *serving.Cell `json:"serving"`
 	// Extensions beyond the contract.
 	Tags         []string  `json:"tags,omitempty"`
 	Aliases      []string  `json:"aliases,omitempty"`

@@ -52,9 +52,13 @@ type Config struct {
 	// CacheHome is the scanner's own cache folder, where scripts/pyenv.sh
 	// keeps the harness's Python environment (venv-<hash>); the default
 	// --python is its interpreter.
-	CacheHome  string
-	Target     compat.Target
-	Python     string
+	CacheHome string
+	Target    compat.Target
+	Python    string
+	// VLLMPython is an interpreter with vllm-torchtpu installed (a TPU
+	// host's Python 3.12 environment, README "Serving with vLLM-TorchTPU"):
+	// the serving probe (internal/serving/measure) runs in it; "" runs none.
+	VLLMPython string
 	Limit      int
 	Sort       string
 	Tasks      []string
@@ -296,7 +300,7 @@ func (b *flagBinder) register(cmd Command) error {
 		b.fs.StringVar(&b.c.Server, "server", b.c.Server, "scanner server URL, e.g. https://tpu-compat.example.org")
 		b.fs.StringVar(b.target, "target", "tpu", "target whose result gates: tpu, cpu or cuda (auto: the newest result on any; with --since: the runtime's)")
 		b.fs.StringVar(&b.c.Since, "since", b.c.Since, "a runtime key (see /runtimes): exit 1 also when the model regressed since that runtime")
-		b.fs.StringVar(&b.c.CheckMode, "mode", CheckInference, "the verdict that gates: inference (the model's status) or train (the train step's)")
+		b.fs.StringVar(&b.c.CheckMode, "mode", CheckInference, "the verdict that gates: inference (the model's status), train (the train step's) or serve (vLLM-TorchTPU's serving cell)")
 	case CmdBackup:
 		b.common()
 	case CmdVersion:
@@ -321,6 +325,7 @@ func (b *flagBinder) hub() {
 	b.fs.StringVar(&b.c.CacheDir, "cache-dir", b.c.CacheDir, "Hub cache folder, shared with Python tools [HF_HUB_CACHE, else HF_HOME/hub]")
 	b.fs.StringVar(b.target, "target", *b.target, "where probes run: auto, tpu, cpu or cuda [SCANNER_TARGET]")
 	b.fs.StringVar(&b.c.Python, "python", b.c.Python, "Python with torch + transformers (+ torch_tpu) [SCANNER_PYTHON]")
+	b.fs.StringVar(&b.c.VLLMPython, "vllm-python", b.c.VLLMPython, "Python with vllm-torchtpu installed, for the serving probe; none by default [SCANNER_VLLM_PYTHON]")
 	b.fs.StringVar(b.mode, "mode", *b.mode, "weights: auto, full (real safetensors) or arch (random weights, real config)")
 	b.fs.DurationVar(&b.c.Timeout, "timeout", b.c.Timeout, "wall-clock limit per probe")
 	b.fs.DurationVar(&b.c.ProbeGrace, "probe-grace", b.c.ProbeGrace, "on shutdown or timeout, time a probe gets after SIGTERM before its process group is killed")
@@ -377,6 +382,7 @@ func (c *Config) fromEnv(env Env) error {
 		c.Target = compat.Target(v)
 	}
 	c.Python = get("SCANNER_PYTHON")
+	c.VLLMPython = get("SCANNER_VLLM_PYTHON")
 	c.Harness = get("SCANNER_HARNESS")
 	if v := get("SCANNER_ADDR"); v != "" {
 		c.Addr = v
@@ -565,12 +571,12 @@ func (c *Config) Validate(cmd Command) error {
 	if cmd == CmdCheck {
 		switch c.CheckMode {
 		case CheckInference, "":
-		case CheckTrain:
+		case CheckTrain, CheckServe:
 			if c.Since != "" {
-				errs = append(errs, errors.New("--since gates on the inference verdict's changes: not with --mode train"))
+				errs = append(errs, fmt.Errorf("--since gates on the inference verdict's changes: not with --mode %s", c.CheckMode))
 			}
 		default:
-			errs = append(errs, fmt.Errorf("--mode %q: want %s or %s", c.CheckMode, CheckInference, CheckTrain))
+			errs = append(errs, fmt.Errorf("--mode %q: want %s, %s or %s", c.CheckMode, CheckInference, CheckTrain, CheckServe))
 		}
 	}
 	if cmd == CmdServe || cmd == CmdWorker {
@@ -600,6 +606,7 @@ func validProxy(p string) bool {
 const (
 	CheckInference = "inference" // the model's status (the default)
 	CheckTrain     = "train"     // the train step's verdict (Result.Modes["train"])
+	CheckServe     = "serve"     // the serving cell (Model.serving: vLLM-TorchTPU)
 )
 
 // sizeUnits are the units --device-memory takes (binary, and decimal).

@@ -38,10 +38,11 @@ func TestParse(t *testing.T) {
 			name: "env", cmd: CmdServe,
 			env: map[string]string{"SCANNER_DB": "/x.db", "HF_ENDPOINT": "http://mirror:1", "HF_TOKEN": "hf_x",
 				"HF_HOME": "/hf", "SCANNER_TARGET": "cpu", "SCANNER_PYTHON": "/py", "SCANNER_ADDR": ":9", "SCANNER_SCHEDULE": "@hourly",
-				"SCANNER_ADMIN_TOKEN": "adm"},
+				"SCANNER_ADMIN_TOKEN": "adm", "SCANNER_VLLM_PYTHON": "/vllm/bin/python"},
 			check: func(t *testing.T, c Config, _ []string) {
 				if c.DB != "/x.db" || c.HubEndpoint != "http://mirror:1" || c.Token != "hf_x" || c.CacheDir != "/hf/hub" ||
-					c.Target != compat.TargetCPU || c.Python != "/py" || c.Addr != ":9" || c.Schedule != "@hourly" || c.AdminToken != "adm" {
+					c.Target != compat.TargetCPU || c.Python != "/py" || c.Addr != ":9" || c.Schedule != "@hourly" || c.AdminToken != "adm" ||
+					c.VLLMPython != "/vllm/bin/python" {
 					t.Errorf("env: %+v", c)
 				}
 			},
@@ -55,10 +56,11 @@ func TestParse(t *testing.T) {
 			},
 		},
 		{
-			name: "flag wins over env", cmd: CmdScan, args: []string{"--db", "/flag.db", "--target", "tpu", "--task", "a,b", "--task", "c", "--model", "gpt2"},
-			env: map[string]string{"SCANNER_DB": "/env.db", "SCANNER_TARGET": "cpu"},
+			name: "flag wins over env", cmd: CmdScan, args: []string{"--db", "/flag.db", "--target", "tpu", "--task", "a,b", "--task", "c", "--model", "gpt2", "--vllm-python", "/flag/python"},
+			env: map[string]string{"SCANNER_DB": "/env.db", "SCANNER_TARGET": "cpu", "SCANNER_VLLM_PYTHON": "/env/python"},
 			check: func(t *testing.T, c Config, _ []string) {
-				if c.DB != "/flag.db" || c.Target != compat.TargetTPU || strings.Join(c.Tasks, " ") != "a b c" || c.Models[0] != "gpt2" {
+				if c.DB != "/flag.db" || c.Target != compat.TargetTPU || strings.Join(c.Tasks, " ") != "a b c" || c.Models[0] != "gpt2" ||
+					c.VLLMPython != "/flag/python" {
 					t.Errorf("flags: %+v", c)
 				}
 			},
@@ -248,6 +250,8 @@ func TestParseCheckMode(t *testing.T) {
 		{[]string{"--mode", "inference"}, CheckInference, ""},
 		{[]string{"--mode", "arch"}, "", "--mode"},
 		{[]string{"--mode", "train", "--since", "cpu~2.15.0~~5.23.0~1"}, "", "not with --mode train"},
+		{[]string{"--mode", "serve"}, CheckServe, ""},
+		{[]string{"--mode", "serve", "--since", "cpu~2.15.0~~5.23.0~1"}, "", "not with --mode serve"},
 	} {
 		c, _, err := Parse(CmdCheck, append([]string{"--server", "http://x"}, tt.args...), envOf(nil), io.Discard)
 		if tt.wantErr != "" {

@@ -73,6 +73,10 @@ type Readiness struct {
 	// min_devices was counted at, and that cache's size.
 	ContextTokens  *int64 `json:"context_tokens,omitempty"`
 	KVBytesContext *int64 `json:"kv_bytes_context,omitempty"`
+	// Architectures are config.json's "architectures" (the model classes
+	// it names, as vLLM's registry is keyed; see Architectures): empty when
+	// it names none.
+	Architectures []string `json:"architectures,omitempty"`
 }
 
 // Input is what readiness reads.
@@ -120,6 +124,7 @@ func compute(in Input) (Readiness, Shard) {
 	need, memGaps := r.setMemory(s)
 	gaps = append(gaps, memGaps...)
 	r.Hints = hints(s, in, &r, gaps)
+	r.Architectures = Architectures(in.Config)
 	sh := Shard{NeedBytes: need}
 	if st := s.main(); st != nil {
 		sh.Heads, sh.KVHeads = st.heads, st.kvHeads
@@ -201,4 +206,24 @@ func safetensorsTotal(st map[string]int64) (total int64, packed, ok bool) {
 		return 0, false, false
 	}
 	return total, ints*100 > total, true
+}
+
+// Bounds on what Architectures keeps of a config's list: a real config
+// names one class, a few at most.
+const (
+	maxArchitectures   = 8
+	maxArchitectureLen = 128
+)
+
+// Architectures reads config's "architectures": its strings, in order, at
+// most maxArchitectures of them; a name that is empty or longer than
+// maxArchitectureLen is left out (no real class name is).
+func Architectures(config map[string]any) []string {
+	var out []string
+	for _, a := range (reader{m: config}).strings("architectures") {
+		if a != "" && len(a) <= maxArchitectureLen && len(out) < maxArchitectures {
+			out = append(out, a)
+		}
+	}
+	return out
 }

@@ -348,3 +348,25 @@ func TestLevelOf(t *testing.T) {
 		t.Error("ValidCode")
 	}
 }
+
+func TestArchitectures(t *testing.T) {
+	long := strings.Repeat("A", 129)
+	for _, tt := range []struct {
+		cfg  map[string]any
+		want []string
+	}{
+		{nil, nil},
+		{map[string]any{"architectures": "LlamaForCausalLM"}, nil},
+		{map[string]any{"architectures": []any{"LlamaForCausalLM"}}, []string{"LlamaForCausalLM"}},
+		{map[string]any{"architectures": []any{"", 3.0, long, "B", "A"}}, []string{"B", "A"}},
+		{map[string]any{"architectures": []any{"1", "2", "3", "4", "5", "6", "7", "8", "9"}}, []string{"1", "2", "3", "4", "5", "6", "7", "8"}},
+	} {
+		if got := Architectures(tt.cfg); !slices.Equal(got, tt.want) {
+			t.Errorf("Architectures(%v) = %q, want %q", tt.cfg["architectures"], got, tt.want)
+		}
+	}
+	r := Compute(Input{Config: map[string]any{"architectures": []any{"Qwen3ForCausalLM"}}, Summary: true})
+	if !slices.Equal(r.Architectures, []string{"Qwen3ForCausalLM"}) {
+		t.Errorf("Compute's architectures %q", r.Architectures)
+	}
+}

@@ -27,6 +27,7 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/internal/probestep"
 	"github.com/google-pytorch/torchtpu-scanner/internal/readiness"
 	"github.com/google-pytorch/torchtpu-scanner/internal/scanlock"
+	"github.com/google-pytorch/torchtpu-scanner/internal/serving"
 	"github.com/google-pytorch/torchtpu-scanner/store"
 )
 
@@ -85,6 +86,10 @@ type Scanner struct {
 	OwnerBeat time.Duration
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Serving reads what the pinned vllm-torchtpu declares it serves
+	// (serving.Load); a scan calls it when the store lacks that release
+	// (declareServing). nil reads nothing.
+	Serving func(ctx context.Context) (serving.Registry, error)
 }
 
 func (s *Scanner) now() time.Time {
@@ -240,6 +245,7 @@ func (r *run) execute(ctx context.Context) error {
 	if err := r.s.Store.UpsertModels(ctx, upserts(models)); err != nil {
 		return fmt.Errorf("scan: save models: %w", err)
 	}
+	r.declareServing(ctx)
 	r.scan.Planned = len(models)
 	log.Info("scan planned", "models", len(models), "target", target, "mode", r.opts.Mode, "devices", r.opts.Devices,
 		"budget_gib", float64(r.budget)/(1<<30), "budget_of", r.budgetOf,

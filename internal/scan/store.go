@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
+	"github.com/google-pytorch/torchtpu-scanner/internal/serving"
 	"github.com/google-pytorch/torchtpu-scanner/store"
 )
 
@@ -42,6 +43,11 @@ type Store interface {
 	// RecordFlaky writes a flaky event: a change seen once that a rerun did
 	// not confirm; store.ErrNotFound for an unknown model.
 	RecordFlaky(ctx context.Context, modelID string, seen compat.Result, kept compat.Status) error
+	// ServingRegistry is what a vllm-torchtpu release declares it serves;
+	// store.ErrNotFound when it was never read. PutServingRegistry keeps
+	// it.
+	ServingRegistry(ctx context.Context, version string) (serving.Registry, error)
+	PutServingRegistry(ctx context.Context, r serving.Registry) error
 }
 
 var _ Store = (*store.SQLite)(nil)

@@ -1,0 +1,43 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
+	"github.com/google-pytorch/torchtpu-scanner/internal/config"
+	"github.com/google-pytorch/torchtpu-scanner/internal/hub"
+	"github.com/google-pytorch/torchtpu-scanner/internal/serving"
+	"github.com/google-pytorch/torchtpu-scanner/internal/serving/measure"
+)
+
+// ServeProbe runs the measured serving probe (internal/serving/measure) on
+// the snapshot an ordinary probe (res) fetched: `scanner probe MODEL
+// --vllm-python PATH`. vLLM needs the real weights and the tokenizer, so
+// res must be a full-mode probe; its tensor_parallel_size is the devices
+// that probe ran on, rounded up to a power of two (serving.TensorParallel).
+func ServeProbe(ctx context.Context, cfg config.Config, id string, res compat.Result) (measure.Result, error) {
+	if cfg.VLLMPython == "" {
+		return measure.Result{}, errors.New("no --vllm-python")
+	}
+	if res.Mode == nil || *res.Mode != compat.ModeFull {
+		return measure.Result{}, fmt.Errorf("the serving probe needs the real weights: the probe ran in %s mode (pass --mode full)",
+			modeOf(res))
+	}
+	dir := hub.SnapshotDir(cfg.CacheDir, id, res.Revision)
+	if _, err := os.Stat(filepath.Join(dir, "config.json")); err != nil {
+		return measure.Result{}, fmt.Errorf("the serving probe needs the model's snapshot: %w", err)
+	}
+	return measure.Run(ctx, measure.Request{VLLMPython: cfg.VLLMPython, Python: pythonOf(cfg), ModelDir: dir,
+		TensorParallel: serving.TensorParallel(max(res.DevicesUsed, 1)), Timeout: cfg.Timeout}), nil
+}
+
+func modeOf(r compat.Result) string {
+	if r.Mode == nil {
+		return "no"
+	}
+	return string(*r.Mode)
+}

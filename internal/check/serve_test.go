@@ -1,0 +1,51 @@
+package check
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
+	"github.com/google-pytorch/torchtpu-scanner/internal/serving"
+)
+
+func TestCheckModeServe(t *testing.T) {
+	cell := func(served bool) *serving.Cell {
+		c := &serving.Cell{Evidence: serving.EvidenceDeclared, Package: "vllm-torchtpu", Version: "0.29.0",
+			Architectures: []string{"LlamaForCausalLM"}}
+		if served {
+			c.Served, c.Kind, c.Architecture = true, compat.Ptr(serving.KindGeneration), compat.Ptr("LlamaForCausalLM")
+			c.Command = compat.Ptr("vllm serve gpt2 --tensor-parallel-size 1 --max-model-len 1024")
+		}
+		return c
+	}
+	tests := []struct {
+		name     string
+		detail   *modelDetail
+		wantCode int
+		wantLine string
+	}{
+		// the serving cell gates, whatever the inference status
+		{"served, inference fails", &modelDetail{Model: compat.Model{ID: "gpt2", Result: failResult(), Serving: cell(true)}},
+			ExitPass, "gpt2: served by vllm-torchtpu 0.29.0 as generation (declared, LlamaForCausalLM): vllm serve gpt2 --tensor-parallel-size 1 --max-model-len 1024"},
+		{"not served, inference passes", &modelDetail{Model: compat.Model{ID: "gpt2", Result: passResult(), Serving: cell(false)}},
+			ExitNotPassing, "gpt2: not served by vllm-torchtpu 0.29.0 (declared: its vLLM's registry lists none of LlamaForCausalLM)"},
+		{"unknown", &modelDetail{Model: compat.Model{ID: "gpt2", Result: passResult()}},
+			ExitUntested, "gpt2: serving with vLLM-TorchTPU unknown"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var seen string
+			srv := server(t, 0, tt.detail, &seen)
+			code, line := Check(context.Background(), srv.URL, "gpt2", compat.TargetTPU, "", compat.ModeServe, srv.Client())
+			if code != tt.wantCode || !strings.HasPrefix(line, tt.wantLine) {
+				t.Errorf("got %d %q\nwant %d %q", code, line, tt.wantCode, tt.wantLine)
+			}
+		})
+	}
+	// unknown model: as every mode
+	srv := server(t, 404, nil, new(string))
+	if code, _ := Check(context.Background(), srv.URL, "gpt2", compat.TargetTPU, "", compat.ModeServe, srv.Client()); code != ExitUntested {
+		t.Errorf("unknown model: %d", code)
+	}
+}

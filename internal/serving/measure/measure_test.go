@@ -1,0 +1,170 @@
+package measure
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
+	"github.com/google-pytorch/torchtpu-scanner/internal/config"
+	"github.com/google-pytorch/torchtpu-scanner/internal/harness"
+	"github.com/google-pytorch/torchtpu-scanner/internal/testenv"
+)
+
+func TestTableAndAgree(t *testing.T) {
+	if tb := TableOf(); tb.MaxTokens != 16 || tb.MaxModelLen != 256 || tb.PrefixTokens != 4 {
+		t.Errorf("serving.json %+v: the issue asks 16 tokens at max_model_len 256", tb)
+	}
+	for _, bad := range []string{`{"max_tokens": 4, "max_model_len": 256, "prefix_tokens": 5}`, `{"max_tokens": 0, "max_model_len": 1, "prefix_tokens": 0}`, `[]`} {
+		if _, err := parseTable([]byte(bad)); err == nil {
+			t.Errorf("parseTable(%s) accepted", bad)
+		}
+	}
+	tb := Table{MaxTokens: 16, MaxModelLen: 256, PrefixTokens: 4}
+	for _, tt := range []struct {
+		ref, got []int
+		agreed   int
+		pass     bool
+	}{
+		{[]int{1, 2, 3, 4, 5, 6}, []int{1, 2, 3, 4, 5, 6}, 6, true},
+		{[]int{1, 2, 3, 4, 5, 6}, []int{1, 2, 3, 4, 9, 9}, 4, true}, // parted after the prefix: reported, not held
+		{[]int{1, 2, 3, 4, 5, 6}, []int{1, 2, 3, 9, 5, 6}, 3, false},
+		{[]int{1, 2}, []int{1, 2, 7}, 2, true}, // the reference ended (end of text): held as far as it goes
+		{[]int{1, 2, 3, 4}, []int{1, 2}, 2, false},
+		{nil, []int{1}, 0, false},
+		{[]int{1}, nil, 0, false},
+	} {
+		if agreed, pass := Agree(tb, tt.ref, tt.got); agreed != tt.agreed || pass != tt.pass {
+			t.Errorf("Agree(%v, %v) = %d, %v; want %d, %v", tt.ref, tt.got, agreed, pass, tt.agreed, tt.pass)
+		}
+	}
+}
+
+func TestRuntimeKey(t *testing.T) {
+	v := func(s string) *string { return &s }
+	r := Runtime{VLLMTorchTPU: v("0.29.0"), Torch: v("2.13.0"), TorchTPU: v("0.2.0"), Libtpu: v("0.0.50~x")}
+	if got := r.Key(); got != "0.29.0~2.13.0~0.2.0~0.0.50_x" {
+		t.Errorf("key %q", got)
+	}
+	if got := (Runtime{}).Key(); got != "~~~" {
+		t.Errorf("empty key %q", got)
+	}
+}
+
+// fakeVLLM is an interpreter that imports the stand-in vllm
+// (internal/harness/testdata/fake_vllm) before anything installed.
+func fakeVLLM(t *testing.T) string {
+	t.Helper()
+	py := harness.DefaultPython(config.CacheHome(os.LookupEnv))
+	if _, err := exec.LookPath(py); err != nil {
+		testenv.Missing(t, "no Python interpreter (%s): run scripts/pyenv.sh", py)
+	}
+	site, err := filepath.Abs(filepath.Join("..", "..", "harness", "testdata", "fake_vllm", "site"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := filepath.Join(t.TempDir(), "python")
+	script := "#!/bin/sh\nPYTHONPATH=" + site + " exec " + py + " \"$@\"\n"
+	if err := os.WriteFile(w, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// modelDir is a model folder telling the stand-in how to behave.
+func modelDir(t *testing.T, behaviour string, tokens []int) string {
+	t.Helper()
+	dir := t.TempDir()
+	b, _ := json.Marshal(map[string]any{"behaviour": behaviour, "tokens": tokens})
+	if err := os.WriteFile(filepath.Join(dir, "fake_vllm.json"), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func TestRunAgainstStandIn(t *testing.T) {
+	py := fakeVLLM(t)
+	ref := &Reference{PromptTokenIDs: []int{791, 6864, 315, 9822, 374}, Tokens: []int{12366, 13, 578, 6864, 315, 9822, 374, 1101,
+		3967, 439, 279, 330, 13020, 315, 8828, 1, 2}}
+	str := func(p *string) string {
+		if p == nil {
+			return ""
+		}
+		return *p
+	}
+	for _, tt := range []struct {
+		behaviour string
+		status    compat.Status
+		stage     string
+		class     compat.FailureClass
+		sig       string
+		timeout   time.Duration
+	}{
+		{"ok", compat.StatusPass, "generate", "", "", 0},
+		{"other_tokens", compat.StatusFail, "numerics", compat.ClassNumericsMismatch, "numerics_mismatch:serve_greedy_tokens", 0},
+		{"load_error", compat.StatusFail, "load", compat.ClassLoadError, "load_error:", 0},
+		{"unsupported_arch", compat.StatusFail, "load", compat.ClassLoadError, "load_error:vllm_unsupported_architecture", 0},
+		{"oom", compat.StatusOOM, "load", compat.ClassOOM, "oom:load", 0},
+		{"unsupported_op", compat.StatusFail, "generate", compat.ClassUnsupportedOp, "unsupported_op:aten::_fft_r2c", 0},
+		{"hang", compat.StatusTimeout, "load", compat.ClassTimeout, "timeout:load", 3 * time.Second},
+		{"die", compat.StatusCrash, "load", compat.ClassCrash, "crash:load", 0},
+	} {
+		t.Run(tt.behaviour, func(t *testing.T) {
+			limit := time.Minute
+			if tt.timeout > 0 {
+				limit = tt.timeout
+			}
+			start := time.Now()
+			r := Run(context.Background(), Request{VLLMPython: py, ModelDir: modelDir(t, tt.behaviour, ref.Tokens), TensorParallel: 2,
+				Timeout: limit, Reference: ref})
+			if tt.timeout > 0 && time.Since(start) > tt.timeout+10*time.Second {
+				t.Errorf("a hung probe took %s to end", time.Since(start))
+			}
+			if r.Status != tt.status || str(r.Stage) != tt.stage || r.Evidence != "measured" {
+				t.Fatalf("status %s at %s, want %s at %s: %s\n%s", r.Status, str(r.Stage), tt.status, tt.stage, str(r.Message), r.LogTail)
+			}
+			if tt.class != "" && (r.FailureClass == nil || *r.FailureClass != tt.class || !strings.HasPrefix(str(r.Signature), tt.sig)) {
+				t.Errorf("class %v signature %q, want %s %q", r.FailureClass, str(r.Signature), tt.class, tt.sig)
+			}
+			if r.TensorParallelSize != 2 || r.MaxModelLen != 256 {
+				t.Errorf("tp %d, max_model_len %d", r.TensorParallelSize, r.MaxModelLen)
+			}
+			if tt.behaviour != "hang" && tt.behaviour != "die" && (r.Runtime.VLLMTorchTPU == nil || *r.Runtime.VLLMTorchTPU != "0.29.0") {
+				t.Errorf("runtime %+v: the stand-in's vllm-torchtpu 0.29.0", r.Runtime)
+			}
+			switch tt.behaviour {
+			case "ok":
+				m := r.Metrics
+				if m.LoadS == nil || m.TTFTS == nil || m.TokensPerS == nil || *m.TokensPerS <= 0 || m.AgreedTokens == nil || *m.AgreedTokens != 16 {
+					t.Errorf("metrics %+v", m)
+				}
+				if len(r.Tokens) != 16 || r.Tokens[0] != 12366 {
+					t.Errorf("tokens %v: 16 of the reference's", r.Tokens)
+				}
+			case "other_tokens":
+				if r.Metrics.AgreedTokens == nil || *r.Metrics.AgreedTokens != 1 {
+					t.Errorf("agreed %v, want 1", r.Metrics.AgreedTokens)
+				}
+			default:
+				if r.Metrics.TokensPerS != nil {
+					t.Errorf("a failed probe measured %v tok/s", *r.Metrics.TokensPerS)
+				}
+			}
+		})
+	}
+}
+
+// A reference that fails is the scanner's error, never held against vLLM.
+func TestReferenceFails(t *testing.T) {
+	py := fakeVLLM(t)
+	dir := modelDir(t, "ok", []int{1, 2, 3, 4})
+	r := Run(context.Background(), Request{VLLMPython: py, Python: py, ModelDir: dir, Timeout: time.Minute})
+	if r.Status != compat.StatusError || r.Signature == nil || !strings.HasPrefix(*r.Signature, "reference:") {
+		t.Fatalf("status %s %v: %v", r.Status, r.Signature, r.Message)
+	}
+}

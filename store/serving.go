@@ -1,0 +1,117 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/google-pytorch/torchtpu-scanner/internal/serving"
+)
+
+const (
+	sqlPutServingRegistry = `INSERT INTO serving_registries (version, vllm_version, read_at) VALUES (?, ?, ?)
+ON CONFLICT (version) DO UPDATE SET vllm_version = excluded.vllm_version, read_at = excluded.read_at`
+	sqlDeleteServingArchs = `DELETE FROM serving_archs WHERE version = ?`
+	sqlPutServingArch     = `INSERT INTO serving_archs (version, arch, kind) VALUES (?, ?, ?)`
+	sqlServingRegistry    = `SELECT vllm_version FROM serving_registries WHERE version = ?`
+	sqlServingArchs       = `SELECT arch, kind FROM serving_archs WHERE version = ?`
+
+	// listWhereServe keeps the models whose first architecture the
+	// release's registry lists is of a kind (serving.Declare's rule: the
+	// first listed decides); listWhereNotServed those whose architectures
+	// are known and none listed, by a release that was read.
+	listWhereServe = `(SELECT v.kind FROM json_each(m.readiness, '$.architectures') a
+	JOIN serving_archs v ON v.version = ? AND v.arch = a.value ORDER BY a.key LIMIT 1) = ?`
+	listWhereNotServed = `json_array_length(m.readiness, '$.architectures') > 0
+	AND EXISTS (SELECT 1 FROM serving_registries WHERE version = ?)
+	AND NOT EXISTS (SELECT 1 FROM json_each(m.readiness, '$.architectures') a
+		JOIN serving_archs v ON v.version = ? AND v.arch = a.value)`
+)
+
+// ServeNone is ModelQuery.Serve's value for the models the release does
+// not serve (their architectures known, none in its registry).
+const ServeNone = "none"
+
+// PutServingRegistry stores what a vllm-torchtpu release declares,
+// replacing what was stored for that release.
+func (s *SQLite) PutServingRegistry(ctx context.Context, r serving.Registry) error {
+	if r.Version == "" || len(r.Archs) == 0 {
+		return fmt.Errorf("store: put serving registry: %w: no version or no architectures", ErrInvalid)
+	}
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("store: put serving registry: %w", err)
+	}
+	defer tx.Rollback()
+	if err := putServing(ctx, tx, r, unixNano(s.now())); err != nil {
+		return fmt.Errorf("store: put serving registry %s: %w", r.Version, err)
+	}
+	if err := s.touch(ctx, tx); err != nil {
+		return fmt.Errorf("store: put serving registry: %w", err)
+	}
+	if err := s.commit(tx); err != nil {
+		return fmt.Errorf("store: put serving registry: %w", err)
+	}
+	return nil
+}
+
+func putServing(ctx context.Context, tx *sql.Tx, r serving.Registry, at int64) error {
+	if _, err := tx.ExecContext(ctx, sqlPutServingRegistry, r.Version, r.VLLMVersion, at); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, sqlDeleteServingArchs, r.Version); err != nil {
+		return err
+	}
+	st, err := tx.PrepareContext(ctx, sqlPutServingArch)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	for arch, kind := range r.Archs {
+		if !kind.Valid() {
+			return fmt.Errorf("%w: %s: kind %q", ErrInvalid, arch, kind)
+		}
+		if _, err := st.ExecContext(ctx, r.Version, arch, string(kind)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ServingRegistry is what the release version declares, as stored; its
+// error wraps ErrNotFound when that release was never read.
+func (s *SQLite) ServingRegistry(ctx context.Context, version string) (serving.Registry, error) {
+	r := serving.Registry{Version: version, Archs: map[string]serving.Kind{}}
+	err := s.r.QueryRowContext(ctx, sqlServingRegistry, version).Scan(&r.VLLMVersion)
+	if errors.Is(err, sql.ErrNoRows) {
+		return serving.Registry{}, fmt.Errorf("store: serving registry %s: %w", version, ErrNotFound)
+	}
+	if err != nil {
+		return serving.Registry{}, fmt.Errorf("store: serving registry %s: %w", version, err)
+	}
+	rows, err := s.r.QueryContext(ctx, sqlServingArchs, version)
+	if err != nil {
+		return serving.Registry{}, fmt.Errorf("store: serving registry %s: %w", version, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var arch, kind string
+		if err := rows.Scan(&arch, &kind); err != nil {
+			return serving.Registry{}, fmt.Errorf("store: serving registry %s: %w", version, err)
+		}
+		r.Archs[arch] = serving.Kind(kind)
+	}
+	if err := rows.Err(); err != nil {
+		return serving.Registry{}, fmt.Errorf("store: serving registry %s: %w", version, err)
+	}
+	return r, nil
+}
+
+// validServe accepts "" (no filter), the serving kinds and ServeNone.
+func validServe(v string) error {
+	if v == "" || v == ServeNone || serving.Kind(v).Valid() {
+		return nil
+	}
+	return fmt.Errorf("%w: serve %q (want generation, multimodal, pooling or none)", ErrInvalid, v)
+}

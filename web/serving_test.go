@@ -1,0 +1,139 @@
+package web
+
+import (
+	"context"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/google-pytorch/torchtpu-scanner/internal/readiness"
+	"github.com/google-pytorch/torchtpu-scanner/internal/serving"
+	"github.com/google-pytorch/torchtpu-scanner/store"
+)
+
+// servingServer has org/llama (LlamaForCausalLM, 2 v6e chips at 8192
+// tokens), org/bart (BartForConditionalGeneration, not in the registry) and
+// org/plain (no architectures); the registry is stored when withRegistry.
+func servingServer(t *testing.T, withRegistry bool) *testServer {
+	t.Helper()
+	ts := newTestServer(t, 0, 0, Config{})
+	ctx := context.Background()
+	ts.upsert(t, store.ModelUpsert{ID: "org/llama", Task: "text-generation", Downloads: 300, SHA: "a"},
+		store.ModelUpsert{ID: "org/bart", Task: "summarization", Downloads: 200, SHA: "b"},
+		store.ModelUpsert{ID: "org/plain", Task: "fill-mask", Downloads: 100, SHA: "c"})
+	ctxTokens := int64(8192)
+	for id, r := range map[string]readiness.Readiness{
+		"org/llama": {Architectures: []string{"LlamaForCausalLM"}, MinDevices: map[string]int{"v5e": 3, "v6e": 2}, ContextTokens: &ctxTokens, Hints: []readiness.Hint{}},
+		"org/bart":  {Architectures: []string{"BartForConditionalGeneration"}, Hints: []readiness.Hint{}},
+		"org/plain": {Hints: []readiness.Hint{}},
+	} {
+		if err := ts.db.SetReadiness(ctx, store.ReadinessUpdate{ModelID: id, SHA: "x", Version: readiness.Version, Full: true, Readiness: r}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if withRegistry {
+		if err := ts.db.PutServingRegistry(ctx, serving.Registry{Version: serving.Version, VLLMVersion: "0.29.0",
+			Archs: map[string]serving.Kind{"LlamaForCausalLM": serving.KindGeneration}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return ts
+}
+
+func TestAPIServing(t *testing.T) {
+	ts := servingServer(t, false)
+	// before any scan read the registry: null everywhere, and pages kept so
+	// far change once it is read (the data's version moves)
+	before := decode[modelDetail](t, ts.get(t, "/api/v1/models/org/llama"))
+	if before.Serving != nil {
+		t.Errorf("serving before the registry: %+v", before.Serving)
+	}
+	if err := ts.db.PutServingRegistry(context.Background(), serving.Registry{Version: serving.Version, VLLMVersion: "0.29.0",
+		Archs: map[string]serving.Kind{"LlamaForCausalLM": serving.KindGeneration}}); err != nil {
+		t.Fatal(err)
+	}
+	d := decode[modelDetail](t, ts.get(t, "/api/v1/models/org/llama"))
+	c := d.Serving
+	if c == nil || !c.Served || c.Kind == nil || *c.Kind != serving.KindGeneration || c.Evidence != "declared" ||
+		c.Version != serving.Version || c.Command == nil ||
+		*c.Command != "vllm serve org/llama --tensor-parallel-size 2 --max-model-len 8192" || c.TensorParallelSize["v5e"] != 4 {
+		t.Fatalf("llama serving %+v", c)
+	}
+	list := decode[modelList](t, ts.get(t, "/api/v1/models"))
+	got := map[string]string{}
+	for _, m := range list.Models {
+		switch {
+		case m.Serving == nil:
+			got[m.ID] = "null"
+		case m.Serving.Served:
+			got[m.ID] = string(*m.Serving.Kind)
+		default:
+			got[m.ID] = "no"
+		}
+	}
+	if got["org/llama"] != "generation" || got["org/bart"] != "no" || got["org/plain"] != "null" {
+		t.Errorf("list cells %v", got)
+	}
+	for q, want := range map[string]string{"generation": "org/llama", "none": "org/bart", "pooling": ""} {
+		l := decode[modelList](t, ts.get(t, "/api/v1/models?serve="+q))
+		var ids []string
+		for _, m := range l.Models {
+			ids = append(ids, m.ID)
+		}
+		if strings.Join(ids, ",") != want {
+			t.Errorf("?serve=%s: %v, want %q", q, ids, want)
+		}
+	}
+	if r := ts.get(t, "/api/v1/models?serve=chat"); r.status != 400 || !strings.Contains(r.body, "generation, multimodal, pooling, none") {
+		t.Errorf("?serve=chat: %d %s", r.status, r.body)
+	}
+}
+
+func TestServingPages(t *testing.T) {
+	ts := servingServer(t, true)
+	page := ts.get(t, "/models/org/llama").body
+	for _, want := range []string{"Serving with vLLM-TorchTPU", "served</span> as <strong>generation</strong>",
+		"vllm serve org/llama --tensor-parallel-size 2 --max-model-len 8192", "v5e 4 · v6e 2", ">declared<"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("llama's page lacks %q", want)
+		}
+	}
+	bart := ts.get(t, "/models/org/bart").body
+	if !strings.Contains(bart, "not served") || !strings.Contains(bart, "<code>BartForConditionalGeneration</code>") || strings.Contains(bart, "vllm serve") {
+		t.Errorf("bart's page: not served, its architecture, no command")
+	}
+	if plain := ts.get(t, "/models/org/plain").body; !strings.Contains(plain, "names no architecture") {
+		t.Errorf("plain's page does not say why serving is unknown")
+	}
+	table := ts.get(t, "/?serve=none").body
+	if !strings.Contains(table, `<option value="none" selected>`) || !strings.Contains(table, "org/bart") || strings.Contains(table, "org/llama") {
+		t.Errorf("table ?serve=none: selected filter, bart alone")
+	}
+	all := ts.get(t, "/").body
+	if !strings.Contains(all, `<td data-label="vLLM"><span class="status pass" title="vllm-torchtpu `+serving.Version+`, declared">generation</span>`) {
+		t.Errorf("table lacks llama's vLLM cell")
+	}
+}
+
+func TestServeBadge(t *testing.T) {
+	ts := servingServer(t, true)
+	for id, want := range map[string]string{"org/llama": "generation · declared", "org/bart": "not served · declared",
+		"org/plain": "unknown", "org/nope": "unknown"} {
+		b := decode[endpointBadge](t, ts.get(t, "/badge/"+id+".json?mode=serve"))
+		if b.Message != want || b.Label != "vLLM-TorchTPU" {
+			t.Errorf("%s: %q %q, want %q", id, b.Label, b.Message, want)
+		}
+	}
+	// the serve badge is not the status badge, and is cached apart from it
+	plain := decode[endpointBadge](t, ts.get(t, "/badge/org/llama.json"))
+	if plain.Message == "generation · declared" {
+		t.Errorf("the status badge drew the serving cell")
+	}
+	if b := decode[endpointBadge](t, ts.get(t, "/badge/org/llama.json?mode=serve&label="+url.QueryEscape("vLLM"))); b.Label != "vLLM" {
+		t.Errorf("label %q", b.Label)
+	}
+	if svg := ts.get(t, "/badge/org/llama.svg?mode=serve").body; !strings.Contains(svg, "generation · declared") ||
+		!strings.Contains(svg, "declared by the model registry of vllm-torchtpu "+serving.Version+"&#39;s vLLM; nothing was run") {
+		t.Errorf("svg: %s", svg)
+	}
+}
