@@ -1,4 +1,4 @@
--- 0019 (issue 40): what each vllm-torchtpu release declares it serves: the
+-- 0015 (issue 40): what each vllm-torchtpu release declares it serves: the
 -- architectures its vLLM's model registry lists, read from its wheel
 -- (internal/serving), and what it serves each as. Kept per release, so a
 -- new pin is read once and the old one stays.
