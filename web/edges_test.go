@@ -80,6 +80,7 @@ func TestWrongMethodIs405(t *testing.T) {
 		{http.MethodPatch, "/api/v1/scans", "GET, HEAD, POST"},
 		{http.MethodPost, "/feed.json", "GET, HEAD"},
 		{http.MethodDelete, "/", "GET, HEAD"},
+		{http.MethodTrace, "/api/v1/models?task=%20x", "GET, HEAD"}, // 405 before the parameters are read
 	} {
 		r := ts.do(t, c.method, c.path, nil)
 		isJSONError(t, c.method+" "+c.path, r, http.StatusMethodNotAllowed)

@@ -93,6 +93,9 @@ var queryParams = map[string]bool{
 // enums and patterns refuse it. The table and the CSV export take an empty
 // one as "any" and trim spaces, as the filter form sends them.
 func exactParams(c *fiber.Ctx) error {
+	if m := c.Method(); m != fiber.MethodGet && m != fiber.MethodHead {
+		return c.Next() // a method the route does not take is 405 first
+	}
 	var bad, why string
 	c.Context().QueryArgs().VisitAll(func(k, v []byte) {
 		if bad != "" || !queryParams[string(k)] {
