@@ -145,12 +145,13 @@ func tools(t *testing.T) string {
 	return dir
 }
 
-// run runs a tool and fails the test with its output when it fails.
+// run runs a tool (every path it is given absolute) and fails the test with its output when it fails.
 func run(t *testing.T, timeout time.Duration, name string, args ...string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Dir = t.TempDir() // what a tool leaves behind (schemathesis' .schemathesis/) stays out of the clone
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("%s %s: %v\n%s", filepath.Base(name), strings.Join(args, " "), err, clip(string(out)))
