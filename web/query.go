@@ -18,6 +18,7 @@ import (
 // Limits on request input.
 const (
 	maxQueryLen  = 200  // ?q=
+	maxOrgLen    = 96   // ?org=, a Hub namespace
 	maxCursorLen = 1024 // ?cursor=
 	maxLimit     = 1000 // ?limit= is capped to this
 	defaultLimit = 50
@@ -153,6 +154,9 @@ func parseModelQuery(c *fiber.Ctx) (store.ModelQuery, error) {
 	}
 	if q.Task = strings.TrimSpace(c.Query("task")); q.Task != "" && !tokenRE.MatchString(q.Task) {
 		return q, fmt.Errorf("%w: invalid task %s", ErrBadRequest, quoteShort(q.Task))
+	}
+	if utf8.RuneCountInString(c.Query("org")) > maxOrgLen { // spaces included, as the document counts
+		return q, fmt.Errorf("%w: org is longer than %d characters", ErrBadRequest, maxOrgLen)
 	}
 	if q.Org = strings.TrimSpace(c.Query("org")); q.Org != "" && compat.ValidateModelNamespace(q.Org) != nil {
 		return q, fmt.Errorf("%w: invalid org %s", ErrBadRequest, quoteShort(q.Org))
