@@ -25,6 +25,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -55,8 +56,9 @@ const (
 
 // site is the served database: its base URL and model ids.
 type site struct {
-	base string
-	ids  []string
+	base    string
+	ids     []string
+	request int64 // a queued test request's id
 }
 
 // fakeScans is the scheduler the site drives: a scan request is queued
@@ -109,6 +111,11 @@ func serve(t *testing.T) site {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A queued test request, for the request page.
+	req, _, err := desk.Ask(ctx, "org/known")
+	if err != nil {
+		t.Fatal(err)
+	}
 	fleet := dispatch.New(db, dispatch.Config{Logger: quiet})
 	srv, err := web.New(web.Config{
 		Store: db, Scans: &fakeScans{}, AdminToken: adminToken, Work: fleet, WorkerToken: workerToken,
@@ -128,7 +135,7 @@ func serve(t *testing.T) site {
 		defer cancel()
 		_ = srv.Shutdown(ctx)
 	})
-	return site{base: "http://" + ln.Addr().String(), ids: ids}
+	return site{base: "http://" + ln.Addr().String(), ids: ids, request: req.ID}
 }
 
 // tools is the folder scripts/tools.sh installed the clients in
@@ -188,7 +195,8 @@ func (s site) pages() map[string]string {
 		"compare":         "/compare",
 		"methodology":     "/methodology",
 		"not-found":       "/no/such/page",
-		"request-unknown": "/requests/999",
+		"request":         "/requests/" + strconv.FormatInt(s.request, 10),
+		"request-unknown": "/requests/999999",
 	}
 }
 
