@@ -1,6 +1,6 @@
 # The TorchTPU compatibility scanner.
 #   make run    build, set up the Python environment, start the scanner (web UI + scheduled scans)
-#   make test   everything CI runs: Go tests, harness tests on real PyTorch, fuzz seeds, browser tests
+#   make test   everything CI runs: Go tests, harness tests on real PyTorch, fuzz seeds, browser tests, real clients
 #   make bench  measured benchmarks (ratios against baselines in the same run)
 #   make mutation  mutation testing (gremlins) of every package with tests; hours, not part of make test
 SHELL := /bin/bash
@@ -25,7 +25,7 @@ TEST_ENV = SCANNER_TEST_REQUIRE_ALL=1 SCANNER_PYTHON="$(PYTHON)" TORCHINDUCTOR_C
 # test-go, instead of a plain run).
 RACE_PKGS := ./store/... ./web/... ./internal/metrics/... ./internal/hub/... ./internal/scan/... ./internal/webhook/... ./internal/requests/...
 
-.PHONY: all build run test test-go test-race test-python test-fuzz test-browser bench mutation deps pyenv chromium vet clean help
+.PHONY: all build run test test-go test-race test-python test-fuzz test-browser test-clients bench mutation deps pyenv chromium tools vet clean help
 
 all: build
 
@@ -41,6 +41,11 @@ pyenv:
 chromium:
 	@scripts/chromium.sh
 
+# The independent clients test-clients runs (schemathesis, feedparser, the Nu Html Checker, axe-core,
+# rsvg), pinned in scripts/tools/ and cached apart from the harness's environment.
+tools:
+	@scripts/tools.sh >/dev/null
+
 deps: pyenv
 	$(GO) mod download
 
@@ -51,7 +56,7 @@ vet:
 	$(GO) vet ./...
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed: $$out"; exit 1; fi
 
-test: deps chromium vet test-python test-go test-fuzz test-browser
+test: deps chromium tools vet test-python test-go test-fuzz test-browser test-clients
 	@echo "make test: all suites passed"
 
 test-go: test-race
@@ -71,6 +76,14 @@ test-fuzz:
 test-browser:
 	mkdir -p "$(ARTIFACTS_DIR)"
 	SCANNER_TEST_REQUIRE_ALL=1 ARTIFACTS_DIR="$(ARTIFACTS_DIR)" CHROMIUM=/usr/bin/chromium $(GO) test -count=1 -tags browser -timeout 10m ./web/browsertest/...
+
+# Real, independent clients against a served database made by storetest's generator (web/clienttest):
+# schemathesis on every operation (its known failures: web/clienttest/testdata/schemathesis-baseline.json),
+# feedparser and the JSON Feed 1.1 schema on every feed filter, the Nu Html Checker and axe-core (in
+# Chromium, 1440 and 390 px, light and dark) on every page kind, rsvg and the shields endpoint schema on
+# the badges. Any error fails the build.
+test-clients:
+	SCANNER_TEST_REQUIRE_ALL=1 SCANNER_TOOLS="$$(scripts/tools.sh)" CHROMIUM=/usr/bin/chromium $(GO) test -count=1 -tags clients -timeout 15m ./web/clienttest/...
 
 bench: build pyenv
 	SCANNER_PYTHON="$(PYTHON)" scripts/bench.sh

@@ -140,8 +140,11 @@ func TestAPIModelsFilters(t *testing.T) {
 	if !strings.Contains(r.body, `"models":[]`) || !strings.Contains(r.body, `"next_cursor":null`) {
 		t.Errorf("empty page JSON: %s", r.body)
 	}
-	if got := list("limit=5000"); len(got) != 100 {
-		t.Errorf("capped limit: %d", len(got))
+	if got := list("limit=1000"); len(got) != 100 {
+		t.Errorf("limit=1000: %d", len(got))
+	}
+	if r := ts.get(t, "/api/v1/models?limit=1001"); r.status != 400 {
+		t.Errorf("limit=1001 (over the documented maximum): %d, want 400", r.status)
 	}
 }
 
@@ -362,8 +365,8 @@ func TestAPIRequestScan(t *testing.T) {
 		}
 		ts := &testServer{Server: s}
 		r := ts.do(t, "POST", "/api/v1/scans", map[string]string{"Authorization": "Bearer " + token})
-		if r.status != 404 || !strings.Contains(r.body, `"error"`) {
-			t.Errorf("%d %s", r.status, r.body)
+		if r.status != 405 || r.header.Get("Allow") != "GET, HEAD" || !strings.Contains(r.body, `"error"`) {
+			t.Errorf("%d %s %s", r.status, r.header.Get("Allow"), r.body)
 		}
 		if r := ts.get(t, "/api/v1/scans"); r.status != 200 {
 			t.Errorf("GET scans without control: %d", r.status)

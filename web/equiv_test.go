@@ -34,7 +34,7 @@ const equivGolden = "testdata/equiv-v6-answers.json"
 func equivURLs(t *testing.T, db *store.SQLite) []string {
 	urls := []string{"/feed.json", "/api/v1/runtimes", "/api/v1/runtimes?target=cpu", "/api/v1/compare",
 		"/export.csv", "/export.csv?target=tpu&sort=status", "/export.csv?target=cpu&sort=tokens_per_s&order=asc&status=pass"}
-	for _, target := range []string{"", "tpu", "cpu", "cuda"} {
+	for _, target := range []string{"auto", "tpu", "cpu", "cuda"} {
 		urls = append(urls, "/api/v1/summary?target="+target, "/api/v1/failures?target="+target)
 	}
 	rts, err := db.Runtimes(context.Background(), "")

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/gofiber/fiber/v2"
@@ -27,7 +28,14 @@ var (
 	ErrWritesDisabled = errors.New("write endpoints are disabled: the server has no admin token (set SCANNER_ADMIN_TOKEN)")
 	ErrUnavailable    = errors.New("service unavailable")
 	ErrConflict       = errors.New("conflict")
+	// ErrMethodNotAllowed: the path is a route's, under other methods
+	// (the answer's Allow names them).
+	ErrMethodNotAllowed = errors.New("method not allowed")
 )
+
+// unavailableRetry is the Retry-After of a 503 (a Hub that could not be
+// asked, a database going away), in seconds.
+const unavailableRetry = "30"
 
 // statusOf maps an error to its HTTP status.
 func statusOf(err error) int {
@@ -52,6 +60,8 @@ func statusOf(err error) int {
 		return http.StatusForbidden
 	case errors.Is(err, ErrScanQueued), errors.Is(err, ErrConflict):
 		return http.StatusConflict
+	case errors.Is(err, ErrMethodNotAllowed):
+		return http.StatusMethodNotAllowed
 	case errors.Is(err, ErrRateLimited):
 		return http.StatusTooManyRequests
 	case errors.Is(err, ErrUnavailable), errors.Is(err, context.DeadlineExceeded), errors.Is(err, store.ErrGone),
@@ -86,6 +96,7 @@ func publicMessage(err error, status int) string {
 // HTML page: the API and the machine-readable routes.
 func wantsJSON(path string) bool {
 	return strings.HasPrefix(path, "/api/") || strings.HasSuffix(path, ".json") || strings.HasSuffix(path, ".csv") ||
+		strings.HasSuffix(path, ".atom") ||
 		path == "/metrics" || path == "/healthz" || path == "/readyz"
 }
 
@@ -94,10 +105,13 @@ func wantsJSON(path string) bool {
 func (s *Server) handleError(c *fiber.Ctx, err error) error {
 	status := statusOf(err)
 	if status >= 500 {
-		s.log.Error("request failed", "method", c.Method(), "path", c.Path(), "status", status, "err", err)
+		s.log.Error("request failed", "method", methodOf(c), "path", c.Path(), "status", status, "err", err)
 	}
 	if status == http.StatusUnauthorized {
 		c.Set(fiber.HeaderWWWAuthenticate, `Bearer realm="scanner"`)
+	}
+	if status == http.StatusServiceUnavailable && len(c.Response().Header.Peek(fiber.HeaderRetryAfter)) == 0 {
+		c.Set(fiber.HeaderRetryAfter, unavailableRetry) // "try again shortly", in seconds
 	}
 	// Errors must not be cached as if they were the resource.
 	c.Set(fiber.HeaderCacheControl, "no-store")
@@ -135,9 +149,40 @@ func (s *Server) parserErrors() {
 	}
 }
 
+// unknownMethods makes a method no route takes (QUERY, BREW) a 405 with
+// Allow like any other method the path does not take: fiber answers those
+// itself, 400 text/plain, before any handler runs. The request goes
+// through the routes as TRACE, which no route takes either, with its own
+// method kept for the message (methodOf).
+func (s *Server) unknownMethods() {
+	srv := s.app.Server()
+	next := srv.Handler
+	srv.Handler = func(ctx *fasthttp.RequestCtx) {
+		if m := ctx.Method(); !slices.Contains(fiber.DefaultMethods, string(m)) {
+			ctx.SetUserValue(unknownMethodKey{}, string(m))
+			ctx.Request.Header.SetMethod(fiber.MethodTrace)
+		}
+		next(ctx)
+	}
+}
+
+// unknownMethodKey keys the request's own method when unknownMethods
+// stood TRACE in for it.
+type unknownMethodKey struct{}
+
+// methodOf is the request's method as the client sent it.
+func methodOf(c *fiber.Ctx) string {
+	if m, ok := c.Context().UserValue(unknownMethodKey{}).(string); ok {
+		return m
+	}
+	return c.Method()
+}
+
 // requestLine finds the path of the request line fasthttp quotes in a
-// header error: `contents: "GET /api/v1/models HTTP/1.1\r\n…`.
-var requestLine = regexp.MustCompile(`contents: "[A-Z]{3,7} (/[^ "\\?]{0,1000})[^ "\\]* HTTP/1\.[01]\\r\\n`)
+// header error: `contents: "GET /api/v1/models HTTP/1.1\r\n…`. fasthttp
+// quotes the first 200 bytes only, so a long query string (or path) is
+// cut: the path ends at "?", at the protocol, or where the quote is cut.
+var requestLine = regexp.MustCompile(`contents: "[A-Z]{3,7} (/[^ "\\?]*)(?:\?| HTTP/1\.[01]\\r\\n|"\.\.\.")`)
 
 // requestPath is the path of the request a fasthttp header error quotes,
 // or "".

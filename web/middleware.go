@@ -27,6 +27,12 @@ const (
 // badges stay embeddable anywhere (README files, model cards) and readable
 // from any origin.
 func (s *Server) secure(c *fiber.Ctx) error {
+	securityHeaders(c)
+	return c.Next()
+}
+
+// securityHeaders sets secure's headers on c's answer.
+func securityHeaders(c *fiber.Ctx) {
 	h := &c.Response().Header
 	hdrNosniff.set(h)
 	hdrReferrer.set(h)
@@ -46,7 +52,6 @@ func (s *Server) secure(c *fiber.Ctx) error {
 		hdrFrameDeny.set(h)
 		hdrCOOP.set(h)
 	}
-	return c.Next()
 }
 
 // cors allows any origin to read the public GET routes (API, badges, feed);

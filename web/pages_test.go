@@ -160,7 +160,8 @@ func TestTableStates(t *testing.T) {
 		ts := newTestServer(t, 0, 0, Config{})
 		ts.scans.state = ScanState{Running: true}
 		r := ts.get(t, "/")
-		if !strings.Contains(r.body, "First scan in progress") || !strings.Contains(r.body, `<meta http-equiv="refresh" content="20">`) {
+		if !strings.Contains(r.body, "First scan in progress") || !strings.Contains(r.body, `<body data-refresh="20">`) ||
+			strings.Contains(r.body, `http-equiv="refresh"`) {
 			t.Errorf("no first-scan notice or refresh:\n%s", r.body)
 		}
 	})
@@ -168,14 +169,14 @@ func TestTableStates(t *testing.T) {
 		ts := newTestServer(t, 7, 0, Config{})
 		ts.scans.state = ScanState{Running: true}
 		r := ts.get(t, "/")
-		if !strings.Contains(r.body, "First scan in progress") || !strings.Contains(r.body, `http-equiv="refresh"`) || len(rowIDs(r.body)) != 7 {
+		if !strings.Contains(r.body, "First scan in progress") || !strings.Contains(r.body, `data-refresh="20"`) || len(rowIDs(r.body)) != 7 {
 			t.Errorf("first scan with discovered models:\n%s", r.body)
 		}
 	})
 	t.Run("results, scan running: no refresh", func(t *testing.T) {
 		ts := newTestServer(t, 7, 7, Config{})
 		ts.scans.state = ScanState{Running: true}
-		if r := ts.get(t, "/"); strings.Contains(r.body, "First scan") || strings.Contains(r.body, "http-equiv") {
+		if r := ts.get(t, "/"); strings.Contains(r.body, "First scan") || strings.Contains(r.body, "data-refresh") {
 			t.Error("a later scan is not the first")
 		}
 	})

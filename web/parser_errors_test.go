@@ -16,6 +16,10 @@ func TestRequestPath(t *testing.T) {
 		{`error when reading request headers: x: buffer size=10, contents: "HEAD /badge/a/b.svg HTTP/1.0\r\n"`, "/badge/a/b.svg"},
 		{`error when reading request headers: x: buffer size=10, contents: "GET /a\x00b HTTP/1.1\r\n"`, ""},
 		{`error when reading request headers: x: buffer size=10`, ""},
+		// fasthttp quotes 200 bytes of a longer request: a long query is cut.
+		{`error when reading request headers: small read buffer. increase ReadBufferSize: buffer size=8192, contents: "GET /api/v1/compare?cursor=bbbb"..."bbbb"`, "/api/v1/compare"},
+		{`error when reading request headers: x: buffer size=8192, contents: "GET /api/v1/models/aaaa"..."aaaa"`, "/api/v1/models/aaaa"},
+		{`error when reading request headers: x: buffer size=10, contents: "GET /a b"`, ""},
 		{`something else entirely`, ""},
 	}
 	for _, tt := range tests {

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -17,6 +18,7 @@ import (
 // Limits on request input.
 const (
 	maxQueryLen  = 200  // ?q=
+	maxOrgLen    = 96   // ?org=, a Hub namespace
 	maxCursorLen = 1024 // ?cursor=
 	maxLimit     = 1000 // ?limit= is capped to this
 	defaultLimit = 50
@@ -66,16 +68,51 @@ func parseTarget(v string) (compat.Target, error) {
 	return t, nil
 }
 
-// parseLimit reads ?limit=: a positive integer, capped at maxLimit.
+// parseLimit reads ?limit=: an integer from 1 to maxLimit (the OpenAPI
+// document's minimum and maximum).
 func parseLimit(v string, def int) (int, error) {
 	if v == "" {
 		return def, nil
 	}
 	n, err := strconv.Atoi(v)
-	if err != nil || n < 1 {
-		return 0, fmt.Errorf("%w: limit must be a positive integer, got %s", ErrBadRequest, quoteShort(v))
+	if err != nil || n < 1 || n > maxLimit {
+		return 0, fmt.Errorf("%w: limit must be an integer from 1 to %d, got %s", ErrBadRequest, maxLimit, quoteShort(v))
 	}
-	return min(n, maxLimit), nil
+	return n, nil
+}
+
+// queryParams are the query parameters the API and the feeds document
+// (exactParams).
+var queryParams = map[string]bool{
+	"q": true, "status": true, "train": true, "task": true, "org": true, "target": true, "sort": true, "hint": true,
+	"order": true, "limit": true, "cursor": true, "base": true, "head": true, "model": true, "kind": true,
+}
+
+// exactParams is the API's and the feeds' rule for the value of a
+// documented parameter: given, it is exact. Empty (?target=) or padded
+// with spaces (?org=%20x) it is refused, 400, as the OpenAPI document's
+// enums and patterns refuse it. The table and the CSV export take an empty
+// one as "any" and trim spaces, as the filter form sends them.
+func exactParams(c *fiber.Ctx) error {
+	if m := c.Method(); m != fiber.MethodGet && m != fiber.MethodHead {
+		return c.Next() // a method the route does not take is 405 first
+	}
+	var bad, why string
+	c.Context().QueryArgs().VisitAll(func(k, v []byte) {
+		if bad != "" || !queryParams[string(k)] {
+			return
+		}
+		switch t := strings.TrimSpace(string(v)); {
+		case t == "":
+			bad, why = string(k), "is empty: give it a value or leave it out"
+		case len(t) != len(v):
+			bad, why = string(k), "has spaces around its value"
+		}
+	})
+	if bad != "" {
+		return fmt.Errorf("%w: %s %s", ErrBadRequest, bad, why)
+	}
+	return c.Next()
 }
 
 // queryValues returns every value of a repeatable parameter, also split at
@@ -98,8 +135,8 @@ func queryValues(c *fiber.Ctx, key string) []string {
 func parseModelQuery(c *fiber.Ctx) (store.ModelQuery, error) {
 	var q store.ModelQuery
 	q.Q = strings.TrimSpace(c.Query("q"))
-	if len(q.Q) > maxQueryLen {
-		return q, fmt.Errorf("%w: q is longer than %d bytes", ErrBadRequest, maxQueryLen)
+	if utf8.RuneCountInString(c.Query("q")) > maxQueryLen {
+		return q, fmt.Errorf("%w: q is longer than %d characters", ErrBadRequest, maxQueryLen)
 	}
 	for _, v := range queryValues(c, "status") {
 		st := compat.Status(v)
@@ -117,6 +154,9 @@ func parseModelQuery(c *fiber.Ctx) (store.ModelQuery, error) {
 	}
 	if q.Task = strings.TrimSpace(c.Query("task")); q.Task != "" && !tokenRE.MatchString(q.Task) {
 		return q, fmt.Errorf("%w: invalid task %s", ErrBadRequest, quoteShort(q.Task))
+	}
+	if utf8.RuneCountInString(c.Query("org")) > maxOrgLen { // spaces included, as the document counts
+		return q, fmt.Errorf("%w: org is longer than %d characters", ErrBadRequest, maxOrgLen)
 	}
 	if q.Org = strings.TrimSpace(c.Query("org")); q.Org != "" && compat.ValidateModelNamespace(q.Org) != nil {
 		return q, fmt.Errorf("%w: invalid org %s", ErrBadRequest, quoteShort(q.Org))

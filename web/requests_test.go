@@ -263,7 +263,7 @@ func TestTheRequestForm(t *testing.T) {
 	}
 	status := ts.get(t, r.header.Get("Location"))
 	if status.status != 200 || !strings.Contains(status.body, "<strong>queued</strong>, number 1 in the queue") ||
-		!strings.Contains(status.body, `<meta http-equiv="refresh" content="30">`) {
+		!strings.Contains(status.body, `<body data-refresh="30">`) || !strings.Contains(status.body, "data-stop-refresh") {
 		t.Errorf("request page: %d %s", status.status, status.body)
 	}
 	// The model's page now shows the request, not the form.

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/gofiber/fiber/v2"
@@ -31,7 +32,7 @@ func (s *Server) routes(app *fiber.App) {
 	s.workRoutes(app)
 
 	// JSON API, rate-limited per client.
-	api := app.Group("/api/v1", cors, s.limit)
+	api := app.Group("/api/v1", cors, s.limit, exactParams)
 	api.Get("/models", s.apiModels)
 	api.Get("/models/*", s.apiModel)
 	api.Get("/summary", s.apiSummary)
@@ -52,8 +53,8 @@ func (s *Server) routes(app *fiber.App) {
 	api.Get("/webhooks", s.apiWebhooks) // admin token
 
 	// Feeds and exports.
-	app.Get("/feed.json", cors, s.feed)
-	app.Get("/feed.atom", cors, s.feedAtomPath)
+	app.Get("/feed.json", cors, exactParams, s.feed)
+	app.Get("/feed.atom", cors, exactParams, s.feedAtomPath)
 	app.Get("/export.csv", cors, s.exportCSV)
 
 	// Operations.
@@ -61,8 +62,14 @@ func (s *Server) routes(app *fiber.App) {
 	app.Get("/readyz", s.readyz)
 	app.Get("/metrics", s.metrics)
 
-	// Anything else is not found (JSON under /api/, a page elsewhere).
+	// Anything else is not found (JSON under /api/, a page elsewhere), or
+	// 405 with Allow when the path is a route's under another method:
+	// fiber's end of the stack tells which (and sets Allow).
 	app.Use(func(c *fiber.Ctx) error {
-		return fmt.Errorf("%w: no route %s %s", ErrNotFound, c.Method(), quoteShort(c.Path()))
+		if err := c.Next(); errors.Is(err, fiber.ErrMethodNotAllowed) {
+			return fmt.Errorf("%w: %s %s (allowed: %s)", ErrMethodNotAllowed, quoteShort(methodOf(c)), quoteShort(c.Path()),
+				c.GetRespHeader(fiber.HeaderAllow))
+		}
+		return fmt.Errorf("%w: no route %s %s", ErrNotFound, quoteShort(methodOf(c)), quoteShort(c.Path()))
 	})
 }

@@ -294,6 +294,7 @@ func New(cfg Config) (*Server, error) {
 	})
 	s.routes(s.app)
 	s.parserErrors()
+	s.unknownMethods()
 	s.declareSeries()
 	return s, nil
 }

@@ -256,6 +256,13 @@ func TestListenAndShutdown(t *testing.T) {
 // sent fails the test after 10 s.
 func rawStatus(t *testing.T, addr, request string) int {
 	t.Helper()
+	return rawResponse(t, addr, request).status
+}
+
+// rawResponse writes request as it is on a new connection to addr and
+// reads the answer.
+func rawResponse(t *testing.T, addr, request string) response {
+	t.Helper()
 	conn, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
@@ -271,8 +278,9 @@ func rawStatus(t *testing.T, addr, request string) int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp.Body.Close()
-	return resp.StatusCode
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return response{status: resp.StatusCode, header: resp.Header, body: string(body)}
 }
 
 func netListen(t *testing.T) (net.Listener, error) {

@@ -51,7 +51,8 @@ func parsePages(funcs template.FuncMap) (*pages, error) {
 
 // layout is what every page passes to templates/layout.html.
 type layout struct {
-	// Refresh, when > 0, reloads the page after that many seconds (first scan).
+	// Refresh, when > 0, reloads the page after that many seconds (the first
+	// scan, a queued request): app.js does, with a button to stop it.
 	Refresh int
 	// Canonical is the page's canonical path, "" for none.
 	Canonical string

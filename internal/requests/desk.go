@@ -41,7 +41,10 @@ const (
 	DefaultRefusals       = 100_000
 	DefaultRefusalTTL     = 24 * time.Hour
 	DefaultHubConcurrency = 4
-	DefaultHubTimeout     = time.Minute
+	// DefaultHubTimeout bounds one question to the Hub, its retries
+	// included (the Hub client's backoff alone is 15 s when the Hub is
+	// unreachable): the asker gets 503 hub_unavailable within it.
+	DefaultHubTimeout = 4 * time.Second
 )
 
 // Config is what a Desk needs.
@@ -60,7 +63,7 @@ type Config struct {
 	Refusals       int           // refusals remembered
 	RefusalTTL     time.Duration // how long one is
 	HubConcurrency int           // Hub questions at once
-	HubTimeout     time.Duration // one question
+	HubTimeout     time.Duration // one question, its retries included
 	Now            func() time.Time
 }
 

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -337,6 +338,35 @@ func TestAHubOutageIsNotRemembered(t *testing.T) {
 	o.down.Store(false)
 	if _, created, err := d.Ask(context.Background(), "org/real"); err != nil || !created {
 		t.Errorf("after the outage: %v %v", created, err)
+	}
+}
+
+// TestAnUnreachableHubAnswersWithinSeconds: with the Hub client's own
+// retries (1, 2, 4, 8 s of backoff on network errors), a question to a Hub
+// that cannot be reached still ends within DefaultHubTimeout, as
+// ErrHubUnavailable (issue 37: 13-16 s).
+func TestAnUnreachableHubAnswersWithinSeconds(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	endpoint := "http://" + ln.Addr().String()
+	ln.Close() // nothing listens there now: every dial is refused
+	client, err := hub.New(hub.Options{Endpoint: endpoint, CacheDir: t.TempDir(), Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := New(Config{Store: storetest.MustOpen(t), Hub: client, QueueCap: 10, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	_, _, err = d.Ask(context.Background(), "org/real")
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("Ask took %v with the Hub unreachable, want at most 5 s", took)
+	}
+	if !errors.Is(err, ErrHubUnavailable) || ReasonOf(err) != ReasonHubUnavailable {
+		t.Errorf("Ask: %v, want ErrHubUnavailable", err)
 	}
 }
 

@@ -97,3 +97,30 @@ func evalDevTools[T any](t *testing.T, ctx context.Context, js string) T {
 	}
 	return v
 }
+
+// TestARequestPageReloadsUntilStopped: with scripts on, a queued request's
+// page says it reloads every 30 seconds and offers a button that stops it
+// (no meta refresh, which a reader cannot stop); a click stops the timer
+// and says so.
+func TestARequestPageReloadsUntilStopped(t *testing.T) {
+	ctx := newBrowser(t)
+	base := requestSite(t)
+	step(t, ctx, "open the untested model", chromedp.Navigate(base+"/models/org/known"),
+		chromedp.WaitVisible(chromedp.CSS(`form.request-test button[type=submit]`)))
+	step(t, ctx, "request a test", chromedp.Click(chromedp.CSS(`form.request-test button[type=submit]`)))
+	waitURL(t, ctx, "/requests/")
+	step(t, ctx, "the stop button", chromedp.WaitVisible(chromedp.CSS(`button[data-stop-refresh]`)))
+	if n := eval[int](t, ctx, `document.querySelectorAll('meta[http-equiv="refresh"]').length`); n != 0 {
+		t.Errorf("the page has %d meta refresh", n)
+	}
+	if note := eval[string](t, ctx, `document.querySelector("[data-refresh-note]").textContent`); note != "this page reloads every 30 seconds." {
+		t.Errorf("the note says %q", note)
+	}
+	step(t, ctx, "stop reloading", chromedp.Click(chromedp.CSS(`button[data-stop-refresh]`)))
+	if note := eval[string](t, ctx, `document.querySelector("[data-refresh-note]").textContent`); !strings.HasPrefix(note, "reloading stopped") {
+		t.Errorf("after the click the note says %q", note)
+	}
+	if hidden := eval[bool](t, ctx, `document.querySelector("button[data-stop-refresh]").hidden`); !hidden {
+		t.Errorf("the stop button is still shown after the click")
+	}
+}

@@ -1,5 +1,6 @@
 // TorchTPU compatibility: small progressive enhancements. The site works
-// without this file; it only makes filtering quicker and adds copy buttons.
+// without this file; it only makes filtering quicker, adds copy buttons and
+// reloads the pages that change on their own.
 (function () {
   "use strict";
 
@@ -11,6 +12,27 @@
       }
     });
   });
+
+  // A page that changes on its own (the first scan, a queued test request)
+  // reloads every data-refresh seconds until the reader stops it (WCAG
+  // 2.2.1: a time limit can be turned off; a meta refresh cannot).
+  var every = parseInt(document.body.getAttribute("data-refresh"), 10);
+  if (every > 0) {
+    var reload = setTimeout(function () { location.reload(); }, every * 1000);
+    document.querySelectorAll("[data-refresh-note]").forEach(function (note) {
+      note.textContent = "this page reloads every " + every + " seconds.";
+    });
+    document.querySelectorAll("button[data-stop-refresh]").forEach(function (btn) {
+      btn.hidden = false;
+      btn.addEventListener("click", function () {
+        clearTimeout(reload);
+        btn.hidden = true;
+        document.querySelectorAll("[data-refresh-note]").forEach(function (note) {
+          note.textContent = "reloading stopped: reload the page to see the latest.";
+        });
+      });
+    });
+  }
 
   // Copy buttons: data-copy names the element whose text to copy.
   function textOf(el) {
