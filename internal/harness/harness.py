@@ -47,9 +47,10 @@ matrix's stage between numerics and compile is harness_modes.Modes):
            torch.tpu for the name, HBM and precision. float32 on tpu runs every later stage at
            torch.tpu.precision(Precision.HIGHEST) (see precision_rule).
 * config   config.json via AutoConfig (trust_remote_code=False); task (tasks.json), family and model
-           class; a text/vision/audio sub-config that is not an object, has a field transformers
-           refuses, or lacks a field the family's inputs need fails here (config_error naming the
-           field); random forwards (sampling noise) are made deterministic for the comparison;
+           class; a text/vision/audio sub-config that is not an object, or has a field transformers
+           refuses, fails here (config_error naming the field); a config the family's inputs cannot
+           be built from is the model's config_error only when transformers cannot build the model
+           from it either, else the scanner's error (harness_inputs:config:<field>); random forwards (sampling noise) are made deterministic for the comparison;
            mode: full (real safetensors; bfloat16 by default, on cpu too),
            arch (random weights from the config with layers cut to --layers, seeded).
            The scanner passes full or arch: its plan (internal/scan/plan.go) decided,
@@ -883,6 +884,9 @@ class Probe(hc.ConfigStage, hcmp.NumericsStage, hcomp.CompileStage, hg.GenerateS
         reserve = args.new_tokens if hi.FAMILY_GENERATES.get(self.family) else 0
         real = hi.build(torch, self.family, cfg, args.model_dir, self.mode, inputs, info, accepted, reserve)
         notes.append(f"inputs: {real.note}")
+        if info.get("no_vision_tower"):
+            notes.append("config.json has no vision_config: transformers builds the model without its optional "
+                         "vision tower, so it runs on text alone")
         missing = hi.modalities_missing(accepted, cfg, real.tensors)
         if missing:
             notes.append(f"the forward takes {' and '.join(missing)} inputs the harness does not build")

@@ -222,3 +222,29 @@ def test_incomplete_subconfigs_fail_at_config_naming_the_field(tmp_path, run_inp
         assert_contract_shape(res)
         assert (res["status"], res["stage"], res["failure_class"]) == ("fail", "config", "config_error"), (name, res)
         assert want in res["message"], (name, res["message"])
+
+
+def test_a_config_transformers_builds_but_the_harness_cannot_read_is_the_scanners_error(tmp_path, run_inproc,
+                                                                                       monkeypatch):
+    """Issue 41: transformers loads the config and builds the model from it, the harness cannot make the family's
+    inputs from it (a layout its builder does not know): the scanner's error naming the field, never the model's
+    fail at config. The same gap in a config transformers cannot build the model from either stays the model's
+    config_error (test_incomplete_subconfigs_fail_at_config_naming_the_field)."""
+    import harness_inputs as hi
+    from tiny_families import llava
+
+    def unread(ctx):
+        raise hi.IncompleteConfig("vision_config.some_layout_field")
+
+    monkeypatch.setitem(hi.BUILDERS, "vlm", unread)
+    staging = tmp_path / "stage-llava"
+    llava().save_pretrained(str(staging))
+    from conftest import snapshot_layout
+
+    d = snapshot_layout(str(staging), str(tmp_path / "models--test--llava"))
+    code, res = run_inproc(d, task="image-text-to-text", mode="arch", extra=FAST)
+    assert code == 0
+    assert_contract_shape(res)
+    assert (res["status"], res["stage"]) == ("error", "config"), res
+    assert res["signature"] == "harness_inputs:config:vision_config.some_layout_field", res["signature"]
+    assert "not a verdict on the model" in res["message"] and "vision_config.some_layout_field" in res["message"]

@@ -54,6 +54,10 @@ EXPECT = {
     "llava_next_video_legacy": ("video-lm", ["pixel_values_videos=[1, 4, 3, 32, 32]"], ["top1_agreement"], True),
     "qwen2_vl_video": ("video-lm", ["pixel_values_videos=[", "video_grid_thw=[1, 3]"], ["top1_agreement"], True),
     "llava_any": ("vlm", ["pixel_values=[1, 3, 32, 32]"], ["top1_agreement"], True),
+    # Gemma 4 (issue 41): 48-pixel merged patches of a 240-pixel image with their positions, one second of raw audio
+    # in 640-sample frames; 25 image and 25 audio placeholders before the text
+    "gemma4": ("vlm", ["pixel_values=[1, 25, 6912]", "image_position_ids=[1, 25, 2]", "input_features=[1, 25, 640]",
+                       "input_features_mask=[1, 25]", "input_ids=[1, 82]"], ["top1_agreement"], True),
     "vits": ("tts", ["input_ids=[1,"], ["rel_error"], False),
     "speecht5_tts": ("tts", ["decoder_input_values=[1, 4, 8]", "speaker_embeddings=[1, 16]"], ["rel_error"], False),
     "qwen2_audio": ("audio-lm", ["input_features=[1, 16, 64]", "feature_attention_mask"], ["top1_agreement"], True),
@@ -248,3 +252,32 @@ def test_every_family_has_its_inputs_checked():
     assert checked == want, (sorted(want - checked), sorted(checked - want))
     # the families of the issue: CLAP's audio and text, CLIPSeg's text and image
     assert "clap" in SIGNATURE_CHECKED["audio-contrastive"] and "clipseg" in SIGNATURE_CHECKED["segmentation"]
+
+
+@pytest.mark.parametrize("towers,family,inputs", [
+    (("audio",), "audio-lm", ["input_features=[1, 25, 640]", "input_features_mask=[1, 25]", "input_ids=[1, 57]"]),
+    ((), "vlm", ["input_ids=[1, 32]", "runs on text alone"]),
+])
+def test_gemma4_without_a_vision_config_runs_the_towers_it_has(towers, family, inputs, tmp_path, run_inproc):
+    """Issue 41: google/gemma-4-12B-it's config was failed at config with "vision_config is missing". Gemma 4's
+    towers are optional (transformers builds the model without a tower its config leaves out): the model gets
+    inputs of the towers it has, a real verdict, and the forward's note says what was left out."""
+    import tiny_families
+
+    from conftest import snapshot_layout
+
+    cfg = tiny_families.gemma4()
+    cfg.vision_config = None
+    if "audio" not in towers:
+        cfg.audio_config = None
+    staging = tmp_path / "stage"
+    cfg.save_pretrained(str(staging))
+    d = snapshot_layout(str(staging), str(tmp_path / "models--test--gemma4"))
+    code, res = run_inproc(d, task="any-to-any", mode="arch", extra=ARCH + ["--no-generate"])
+    assert code == 0
+    assert res["status"] == "pass", (res["stage"], res["message"])
+    st = stage_map(res)
+    assert f"family={family}" in st["config"]["note"]
+    for want in inputs:
+        assert want in st["forward"]["note"], (want, st["forward"]["note"])
+    assert "pixel_values" not in st["forward"]["note"]

@@ -266,6 +266,22 @@ def bert_cross_encoder():
     return _tf().BertConfig(**BERT, num_labels=1, architectures=["BertForSequenceClassification"])
 
 
+def gemma4():
+    """google/gemma-4-12B-it's layout (model_type gemma4_unified, transformers' defaults are that checkpoint's):
+    an encoder-free vision embedder (raw 48-pixel patches, patch_size 16 x pooling_kernel_size 3, factorized
+    positions), an audio embedder of raw waveform frames, a Gemma 4 text model with sliding and global layers
+    and its own placeholder ids, beyond a 256-token text vocabulary unless it is the real size; sizes reduced."""
+    text = dict(model_type="gemma4_unified_text", vocab_size=262_144, hidden_size=32, intermediate_size=64,
+                num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=1, head_dim=16, global_head_dim=16,
+                max_position_embeddings=512, sliding_window=16, layer_types=["sliding_attention", "full_attention"])
+    return _tf().Gemma4UnifiedConfig(
+        text_config=text,
+        vision_config=dict(model_type="gemma4_unified_vision", patch_size=16, pooling_kernel_size=3,
+                           mm_embed_dim=32, mm_posemb_size=64, output_proj_dims=32),
+        audio_config=dict(model_type="gemma4_unified_audio", audio_embed_dim=640),
+        architectures=["Gemma4UnifiedForConditionalGeneration"])
+
+
 # name -> (pipeline tag, config factory)
 TINY = {
     "clip": ("zero-shot-image-classification", clip),
@@ -292,6 +308,7 @@ TINY = {
     "llava_next_video_legacy": ("video-text-to-text", llava_next_video_legacy),
     "qwen2_vl_video": ("video-text-to-text", qwen2_vl),
     "llava_any": ("any-to-any", llava),
+    "gemma4": ("any-to-any", gemma4),
     "vits": ("text-to-speech", vits),
     "speecht5_tts": ("text-to-speech", speecht5_tts),
     "qwen2_audio": ("audio-text-to-text", qwen2_audio),
