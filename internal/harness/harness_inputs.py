@@ -30,7 +30,8 @@ tokens (clamped to the position table), the config's image size.
 | video-lm            | one 4-frame clip in the model's layout, input_ids [1, N video tokens + S]   |
 | document            | input_ids [1, S], bbox [1, S, 4] (+ pixel_values of the page)               |
 | speech-seq2seq      | input_features [1, mel, frames], decoder_input_ids                          |
-| speech-ctc/-encoder | input_values [1, 16000] (or filter-bank input_features where taken)         |
+| speech-ctc/-encoder | input_values [1, 16000], or the filter-bank input_features [1, 100, bins]   |
+|                     | (Whisper's encoder: [1, mel, 3000]) where the forward takes those instead   |
 | audio-lm            | input_features of one clip, input_ids [1, N audio tokens + S]               |
 |                     | (Gemma 4 unified: 1 s of raw waveform frames [1, N, samples per token])     |
 | tts                 | input_ids [1, S] (+ decoder_input_ids of audio codes)                       |
@@ -874,13 +875,39 @@ def _speech_seq2seq(ctx: Ctx) -> dict:
     return {"input_features": (ctx.randn(1, mel, frames) * 0.5).clamp(-1.5, 1.5), "decoder_input_ids": dec.unsqueeze(0)}
 
 
+def _speech_features(ctx: Ctx) -> dict:
+    """The filter-bank input_features of 1 s of audio, for a speech encoder whose forward takes them instead of a
+    waveform (the forward's signature decides, issue 41): the bins from the config (w2v-BERT's
+    feature_projection_input_dim, else num_mel_bins, at the top or in the encoder's / audio tower's sub-config);
+    Whisper's encoder (an encoder-decoder config with num_mel_bins and max_source_positions) reads
+    [1, mel, 2 x max_source_positions], the others (Parakeet,
+    w2v-BERT) [1, 100 frames of 10 ms, bins]."""
+    torch, config = ctx.torch, ctx.config
+    where, cfg = "", config
+    if _get(config, "feature_projection_input_dim") is not None:
+        bins = need_int(config, "feature_projection_input_dim")
+    else:
+        if _get(config, "num_mel_bins") is None:
+            where, sub = sub_config(config, "encoder_config", "audio_config", "encoder")
+            cfg = sub if sub is not None else config
+        bins = need_int(cfg, "num_mel_bins", where)
+    msp = _int(_get(cfg, "max_source_positions"))
+    if msp and _get(cfg, "is_encoder_decoder") and _get(cfg, "num_mel_bins") is not None:  # a Whisper encoder
+        frames = 2 * msp
+        ctx.info.update(frames=frames, mel=bins)
+        return {"input_features": (ctx.randn(1, bins, frames) * 0.5).clamp(-1.5, 1.5)}
+    frames = 100  # 1 s of 10 ms filter-bank frames
+    ctx.info.update(frames=frames, bins=bins)
+    out = {"input_features": ctx.randn(1, frames, bins)}
+    if ctx.takes("attention_mask") and _get(config, "feature_projection_input_dim") is None:
+        out["attention_mask"] = torch.ones(1, frames, dtype=torch.long)
+    return out
+
+
 def _speech(ctx: Ctx) -> dict:
     config = ctx.config
-    if _get(config, "feature_projection_input_dim") is not None and ctx.takes("input_features"):  # w2v-BERT
-        bins = need_int(config, "feature_projection_input_dim")
-        frames = 100  # 1 s of 10 ms filter-bank frames (stacked in pairs by the feature extractor)
-        ctx.info.update(frames=frames, bins=bins)
-        return {"input_features": ctx.randn(1, frames, bins)}
+    if ctx.takes("input_features") and not ctx.takes("input_values"):
+        return _speech_features(ctx)
     if _get(config, "model_type") == "audio-spectrogram-transformer":
         frames = need_int(config, "max_length")
         bins = need_int(config, "num_mel_bins")

@@ -195,6 +195,10 @@ def _refine(task: str, family: str, config) -> tuple[str | None, str]:
         return "contrastive", "text and vision towers: paired image and text inputs"
     if family == "text-encoder" and mm == "audio" and _has(config, "text_config"):
         return "audio-contrastive", "text and audio towers: paired audio and text inputs"
+    if family == "speech-ctc" and mm == "audio" and _has(config, "text_config") and _has(config, "projection_dim"):
+        # CLAP under audio-classification: a dual encoder classifies a clip zero-shot, against candidate labels
+        return "audio-contrastive", (f"text and audio towers of a dual encoder: {task} is zero-shot, a clip "
+                                     "against candidate label texts")
     if family == "text-encoder" and looks_like_audio(config):
         if task in ("feature-extraction", "sentence-similarity"):
             return "speech-encoder", "audio config: waveform inputs"

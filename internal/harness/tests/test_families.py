@@ -37,6 +37,12 @@ EXPECT = {
     "clipseg": ("segmentation", ["input_ids=[1, 16]", "pixel_values=[1, 3, 32, 32]"], ["rel_error"], False),
     "clap": ("audio-contrastive", ["input_ids=[2, 32]", "input_features=[1, 4, 256, 16]", "is_longer=[1, 1]"],
              ["top1_agreement", "cosine_similarity"], False),
+    # issue 41: the inputs each forward's signature asks for; CLAP under audio-classification is zero-shot
+    "clap_audio_classification": ("audio-contrastive", ["input_ids=[2, 32]", "input_features=[1, 4, 256, 16]"],
+                                  ["top1_agreement", "cosine_similarity"], False),
+    "parakeet_ctc": ("speech-ctc", ["input_features=[1, 100, 16]", "attention_mask=[1, 100]"], ["top1_agreement"],
+                     False),
+    "whisper_audio_classification": ("speech-ctc", ["input_features=[1, 16, 64]"], ["top1_agreement"], False),
     "segformer": ("segmentation", ["pixel_values=[1, 3, 32, 32]"], ["rel_error"], False),
     "sam": ("mask-generation", ["pixel_values=[1, 3, 64, 64]", "input_points=[1, 1, 1, 2]"], ["rel_error"], False),
     "dpt": ("depth", ["pixel_values=[1, 3, 32, 32]"], ["rel_error"], False),

@@ -282,6 +282,25 @@ def gemma4():
         architectures=["Gemma4UnifiedForConditionalGeneration"])
 
 
+def parakeet_ctc():
+    """nvidia/parakeet-ctc-1.1b's layout: a FastConformer encoder (its sub-config holds num_mel_bins) whose forward
+    takes filter-bank input_features, not a waveform."""
+    return _tf().ParakeetCTCConfig(
+        encoder_config=dict(hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=64,
+                            num_mel_bins=16, subsampling_conv_channels=8),
+        vocab_size=32, pad_token_id=31, architectures=["ParakeetForCTC"])
+
+
+def whisper_audio_classification():
+    """A Whisper encoder classifying audio (WhisperForAudioClassification): log-mel input_features
+    [1, mel, 2 x max_source_positions]."""
+    return _tf().WhisperConfig(d_model=32, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2,
+                               decoder_attention_heads=2, encoder_ffn_dim=64, decoder_ffn_dim=64, num_mel_bins=16,
+                               max_source_positions=32, max_target_positions=32, vocab_size=64, num_labels=3,
+                               pad_token_id=0, bos_token_id=1, eos_token_id=2, decoder_start_token_id=3,
+                               architectures=["WhisperForAudioClassification"])
+
+
 # name -> (pipeline tag, config factory)
 TINY = {
     "clip": ("zero-shot-image-classification", clip),
@@ -291,6 +310,9 @@ TINY = {
     "detr_timm": ("object-detection", detr_timm),
     "clipseg": ("image-segmentation", clipseg),
     "clap": ("feature-extraction", clap),
+    "clap_audio_classification": ("audio-classification", clap),  # laion/clap-htsat-fused's tag in Google's sweep
+    "parakeet_ctc": ("automatic-speech-recognition", parakeet_ctc),
+    "whisper_audio_classification": ("audio-classification", whisper_audio_classification),
     "segformer": ("image-segmentation", segformer),
     "sam": ("mask-generation", sam),
     "dpt": ("depth-estimation", dpt),
