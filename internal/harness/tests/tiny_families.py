@@ -301,6 +301,19 @@ def whisper_audio_classification():
                                architectures=["WhisperForAudioClassification"])
 
 
+def grounding_dino():
+    """IDEA-Research/grounding-dino-tiny's layout: a Swin backbone, a BERT text tower (its vocabulary), logits over
+    max_text_len text slots, -inf past the text (the model's own mask). Two decoder layers: one breaks
+    transformers' own bbox_embed weight tying (a load error on the reference too)."""
+    return _tf().GroundingDinoConfig(
+        backbone_config=dict(model_type="swin", embed_dim=16, depths=[1, 1, 1, 1], num_heads=[1, 1, 2, 2],
+                             window_size=4, image_size=64, out_indices=[2, 3, 4]),
+        text_config=dict(model_type="bert", **dict(BERT, vocab_size=30522, max_position_embeddings=64)), d_model=32,
+        encoder_layers=1, decoder_layers=2, encoder_attention_heads=2, decoder_attention_heads=2, encoder_ffn_dim=64,
+        decoder_ffn_dim=64, num_queries=8, max_text_len=32, num_feature_levels=3, encoder_n_points=2,
+        decoder_n_points=2, architectures=["GroundingDinoForObjectDetection"])
+
+
 # name -> (pipeline tag, config factory)
 TINY = {
     "clip": ("zero-shot-image-classification", clip),
