@@ -11,6 +11,7 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/internal/fleet"
 	"github.com/google-pytorch/torchtpu-scanner/internal/readiness"
+	"github.com/google-pytorch/torchtpu-scanner/internal/sweep"
 	"github.com/google-pytorch/torchtpu-scanner/internal/webhook"
 )
 
@@ -101,6 +102,10 @@ func TestOpenAPISchemasMatchTheJSON(t *testing.T) {
 		{"PrecisionCheck", reflect.TypeFor[compat.PrecisionCheck]()},
 		{"TestRequest", reflect.TypeFor[requestJSON]()},
 		{"WebhookPayload", reflect.TypeFor[webhook.Payload]()},
+		{"Sweep", reflect.TypeFor[sweepBody]()},
+		{"SweepTask", reflect.TypeFor[sweepTaskJSON]()},
+		{"SweepGap", reflect.TypeFor[sweep.Gap]()},
+		{"SweepSource", reflect.TypeFor[sweep.Source]()},
 	} {
 		s, ok := doc.Components.Schemas[tc.schema]
 		if !ok {
