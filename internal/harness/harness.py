@@ -8,6 +8,7 @@ Command line (the contract with the Go runner):
                       --task PIPELINE_TAG_OR_EMPTY --result-file PATH
                       [--seq-len 128] [--new-tokens 16] [--layers 2] [--seed 0]
                       [--steps 5] [--memory-budget-bytes N] [--plan-note TEXT] [--no-compile] [--no-generate]
+                      [--deadline-s S]
                       [--compile-backend NAME] [--dtype {auto,float32,bfloat16,float16}]
                       [--host-root DIR] [--tpu-check-timeout S]
                       [--devices N --sharding {auto,tp,fsdp} --collective-timeout-s S]
@@ -1064,6 +1065,9 @@ def parse_args(argv):
                    help="the model's memory budget (default: available host RAM on cpu, device memory elsewhere)")
     p.add_argument("--plan-note", default="", help="why the scanner's plan chose this probe (noted in the config stage)")
     p.add_argument("--no-compile", action="store_true")
+    p.add_argument("--deadline-s", type=float, default=None,
+                   help="the probe's wall-clock limit from the harness's start (the scanner's probe timeout): the "
+                        "compile stage is bounded to what is left of it, less a reserve (harness_compile.compile_budget)")
     p.add_argument("--no-generate", action="store_true")
     p.add_argument("--no-train", default="", metavar="REASON",
                    help="skip the train step, saying why (the scanner's plan: the weights, gradients and AdamW state "
