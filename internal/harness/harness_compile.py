@@ -107,7 +107,8 @@ class CompileStage:
         if self.args.no_compile:
             self.skip_stage("compile", "--no-compile")
             return
-        budget = compile_budget(getattr(self.args, "deadline_s", None), self.elapsed_s())
+        # a sharded probe's ranks compile in step (collectives): one rank stopped alone would hang the others
+        budget = compile_budget(getattr(self.args, "deadline_s", None), self.elapsed_s()) if self.world == 1 else None
         if budget is not None and budget <= 0:
             self.compile_not_measured(budget, "no time was left for it")
             return
