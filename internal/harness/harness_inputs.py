@@ -36,6 +36,7 @@ tokens (clamped to the position table), the config's image size.
 |                     | (Gemma 4 unified: 1 s of raw waveform frames [1, N, samples per token])     |
 | tts                 | input_ids [1, S] (+ decoder_input_ids of audio codes)                       |
 | codec               | input_values [1, channels, 1 s at the config's sampling rate]               |
+|                     | (+ the semantic tower's input_features [1, frames, bins]: X-Codec 2)        |
 
 Image layouts: [1, C, H, W] for most; flattened patches with image_grid_thw for Qwen-VL-style
 towers (temporal_patch_size, spatial_merge_size); flattened patches with image_position_ids for
@@ -1004,6 +1005,8 @@ def _tts(ctx: Ctx) -> dict:
 
 
 def _codec(ctx: Ctx) -> dict:
+    """A clip of input_values [1, channels, samples] (up to 1 s, a whole number of hops); a codec with a semantic
+    tower too (X-Codec 2: a w2v-BERT reading filter-bank input_features) gets its features, one frame per hop."""
     config = ctx.config
     rate = need_int(config, "sampling_rate")
     ch = _int(_get(config, "audio_channels")) or 1
@@ -1012,7 +1015,14 @@ def _codec(ctx: Ctx) -> dict:
     if hop:
         samples = _multiple(samples, hop)
     ctx.info.update(samples=samples, channels=ch, rate=rate)
-    return {"input_values": (ctx.randn(1, ch, samples) * 0.1).clamp(-1, 1)}
+    out = {"input_values": (ctx.randn(1, ch, samples) * 0.1).clamp(-1, 1)}
+    skey, scfg = sub_config(config, "semantic_model_config")
+    if ctx.takes("input_features") and scfg is not None:
+        bins = need_int(scfg, "feature_projection_input_dim", skey)
+        frames = samples // need_int(config, "hop_length")
+        out["input_features"] = ctx.randn(1, frames, bins)
+        ctx.info.update(frames=frames, bins=bins)
+    return out
 
 
 BUILDERS = {

@@ -180,6 +180,11 @@ def resolve_family(task: str | None, config) -> tuple[str | None, str | None, st
     return task, family, note
 
 
+# The config fields that say an audio-to-audio model quantizes audio (a codec): a codebook (EnCodec, DAC, Mimi), or
+# finite scalar quantization's levels (X-Codec 2, which transformers implements: issue 41).
+QUANTIZER_FIELDS = ("codebook_size", "codebook_dim", "quantization_levels")
+
+
 def _refine(task: str, family: str, config) -> tuple[str | None, str]:
     """The family a config really needs for a task's family, and a note (family None: unsupported)."""
     mm = multimodal(config)
@@ -219,9 +224,10 @@ def _refine(task: str, family: str, config) -> tuple[str | None, str]:
         if enc_dec:
             return "seq2seq", "encoder-decoder table model: seq2seq inputs"
         return None, f"table-question-answering model of type {model_type!r} is not supported (TAPAS or seq2seq)"
-    if family == "codec" and not (_has(config, "codebook_size") or _has(config, "codebook_dim")):
-        return None, (f"audio-to-audio model of type {model_type!r} is not an audio codec: only codecs "
-                      "(EnCodec, DAC, Mimi, ...) are supported")
+    if family == "codec" and not any(_has(config, k) for k in QUANTIZER_FIELDS):
+        return None, (f"audio-to-audio model of type {model_type!r} is not an audio codec (its config names no "
+                      f"quantizer: {', '.join(QUANTIZER_FIELDS)}): only codecs (EnCodec, DAC, Mimi, X-Codec 2, ...) "
+                      "are supported")
     return family, ""
 
 

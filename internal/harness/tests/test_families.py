@@ -68,6 +68,7 @@ EXPECT = {
     "speecht5_tts": ("tts", ["decoder_input_values=[1, 4, 8]", "speaker_embeddings=[1, 16]"], ["rel_error"], False),
     "qwen2_audio": ("audio-lm", ["input_features=[1, 16, 64]", "feature_attention_mask"], ["top1_agreement"], True),
     "encodec": ("codec", ["input_values=[1, 1, 8000]"], ["rel_error"], False),
+    "xcodec2": ("codec", ["input_values=[1, 1, 16000]", "input_features=[1, 50, 16]"], ["rel_error"], False),
     "bert_multiple_choice": ("multiple-choice", ["input_ids=[1, 2, 32]"], ["top1_agreement"], False),
     "bert_cross_encoder": ("text-encoder", ["input_ids=[1, 32]", "token_type_ids=[1, 32]"], [], False),
     "tapas": ("table-qa", ["token_type_ids=[1, 32, 7]"], ["top1_agreement"], False),

@@ -314,6 +314,19 @@ def grounding_dino():
         decoder_n_points=2, architectures=["GroundingDinoForObjectDetection"])
 
 
+def xcodec2():
+    """HKUSTAudio/xcodec2's layout (model_type xcodec2): an acoustic encoder of the waveform and a w2v-BERT semantic
+    tower of filter-bank features, joined and quantized by finite scalar quantization (quantization_levels, no
+    codebook_size): quantization_dim is the two towers' widths together, as 2048 = 1024 + 1024 is in the real one."""
+    return _tf().Xcodec2Config(
+        hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=2,
+        head_dim=16, encoder_hidden_size=8, quantization_dim=64, sampling_rate=16000,
+        semantic_model_config=dict(model_type="wav2vec2-bert", hidden_size=32, num_hidden_layers=1,
+                                   num_attention_heads=2, intermediate_size=64, feature_projection_input_dim=16,
+                                   conv_depthwise_kernel_size=3, output_hidden_size=32),
+        architectures=["Xcodec2Model"])
+
+
 # name -> (pipeline tag, config factory)
 TINY = {
     "clip": ("zero-shot-image-classification", clip),
@@ -348,6 +361,7 @@ TINY = {
     "speecht5_tts": ("text-to-speech", speecht5_tts),
     "qwen2_audio": ("audio-text-to-text", qwen2_audio),
     "encodec": ("audio-to-audio", encodec),
+    "xcodec2": ("audio-to-audio", xcodec2),  # issue 41: the task table refused it (no codebook_size)
     "bert_multiple_choice": ("multiple-choice", bert_multiple_choice),
     "bert_cross_encoder": ("text-ranking", bert_cross_encoder),
     "tapas": ("table-question-answering", tapas),
