@@ -193,6 +193,9 @@ def _refine(task: str, family: str, config) -> tuple[str | None, str]:
     if family == "speech":
         if looks_like_whisper(config):
             return "speech-seq2seq", ""
+        if _has(config, "text_config") and any(_has(config, k) for k in ("audio_token_id", "audio_token_index")):
+            # Qwen3-ASR, Granite Speech: a language model transcribing a clip's audio tokens
+            return "audio-lm", "a language model with audio placeholders: audio and text inputs"
         if enc_dec:
             return None, f"encoder-decoder speech model without num_mel_bins is not supported (task {task!r})"
         return "speech-ctc", ""
