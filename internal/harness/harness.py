@@ -829,7 +829,15 @@ class Probe(hc.ConfigStage, hcmp.NumericsStage, hcomp.CompileStage, hg.GenerateS
                 dev = self.dev
                 dev.sync()
                 t = time.perf_counter()
-                out = self.model(**self.dev_inputs)
+                while True:
+                    try:
+                        out = self.model(**self.dev_inputs)
+                        break
+                    except Exception as e:  # noqa: BLE001 - only the model's own placeholder count is acted on
+                        if not self.refit_placeholders(e, notes):
+                            raise
+                    dev.sync()
+                    t = time.perf_counter()
                 dev.sync()
                 self.metrics["first_forward_s"] = round(time.perf_counter() - t, 4)
                 extra, settled = dev.warm(lambda: self.model(**self.dev_inputs), WARMUP_MAX_EXTRA)
@@ -866,6 +874,31 @@ class Probe(hc.ConfigStage, hcmp.NumericsStage, hcomp.CompileStage, hg.GenerateS
         self.metrics["collective_ms"] = ms
         return f"collectives {ms:g} ms of a profiled step" if ms is not None else "the profiler named no collective"
 
+    def refit_placeholders(self, e: BaseException, notes: list) -> bool:
+        """When the first forward says its features and placeholder tokens do not match (transformers' own
+        message, harness_inputs.placeholder_mismatch), the inputs are rebuilt with the model's own count of
+        features for that media (harness_inputs.placeholder_candidates, each tried once; kept for the reference,
+        which builds the same inputs): True when rebuilt."""
+        found = hi.placeholder_mismatch(e)
+        if found is None:
+            return False
+        media, given, made = found
+        tried = self.__dict__.setdefault("placeholder_tries", {}).setdefault(media, [given])
+        hidden = getattr(hi.text_config(self.model.config), "hidden_size", None)
+        todo = [n for n in hi.placeholder_candidates(made, hidden) if n not in tried]
+        if not todo:
+            return False
+        tried.append(todo[0])
+        self.placeholder_counts = dict(getattr(self, "placeholder_counts", None) or {}, **{media: todo[0]})
+        notes.append(f"{media} placeholders: the model reports {made} features for {given} placeholder(s); inputs "
+                     f"rebuilt with {todo[0]}")
+        self.real = self.forward_inputs(self.model, self.forward_kwargs, notes)
+        self.inputs_cpu, self.input_info = self.real.tensors, self.real.info
+        notes.append("inputs " + ", ".join(f"{k}={list(v.shape)}" for k, v in self.inputs_cpu.items()
+                                            if hasattr(v, "shape")))
+        self.dev_inputs = self.forward_kwargs(self.inputs_cpu)
+        return True
+
     def forward_inputs(self, model, to_device, notes: list) -> hi.Inputs:
         """The forward inputs (CPU, float32 / int64) of model: the family's synthetic ones from the config and the
         model's forward signature, replaced in full mode by the model's own tokenizer / processor where its files
@@ -880,8 +913,9 @@ class Probe(hc.ConfigStage, hcmp.NumericsStage, hcomp.CompileStage, hg.GenerateS
         except (TypeError, ValueError):
             accepted = set()
         cfg = model.config
+        counts = getattr(self, "placeholder_counts", None)
         inputs, info = hi.build_inputs(torch, self.family, cfg, accepted, args.seq_len, args.new_tokens, args.seed,
-                                       type(model).__name__, model=model, to_device=to_device)
+                                       type(model).__name__, model=model, to_device=to_device, counts=counts)
         reserve = args.new_tokens if hi.FAMILY_GENERATES.get(self.family) else 0
         real = hi.build(torch, self.family, cfg, args.model_dir, self.mode, inputs, info, accepted, reserve)
         notes.append(f"inputs: {real.note}")

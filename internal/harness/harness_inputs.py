@@ -78,6 +78,7 @@ import inspect
 import json
 import math
 import os
+import re
 import shutil
 import tempfile
 from dataclasses import dataclass, field
@@ -234,7 +235,9 @@ def random_text(torch, gen, tcfg, n: int, avoid: set[int], where: str | None = N
 # --- the context one build works in --------------------------------------------------
 
 class Ctx:
-    def __init__(self, torch, family, config, accepted, seq_len, new_tokens, seed, class_name, model, to_device):
+    def __init__(self, torch, family, config, accepted, seq_len, new_tokens, seed, class_name, model, to_device,
+                 counts=None):
+        self.counts = dict(counts or {})  # media -> placeholders, as the model itself reported them (harness.py)
         self.torch = torch
         self.family = family
         self.config = config
@@ -823,7 +826,9 @@ def _vlm(ctx: Ctx, video: bool = False) -> dict:
     pix = media_inputs(ctx, config, video=video)
     token = placeholder(config, media)
     n = 0
-    if token is not None:
+    if token is not None and media in ctx.counts:
+        n = ctx.counts[media]
+    elif token is not None:
         counted = count_features(ctx, f"get_{media}_features", pix)
         n = counted if counted is not None else 1
     inputs = dict(pix)
@@ -945,6 +950,8 @@ def _audio_tokens(ctx: Ctx, config, feats: dict, frames: int) -> int:
     """How many audio placeholders one clip fills: the model's own count, else one (enough to check a config)."""
     if placeholder(config, "audio") is None:
         return 0
+    if "audio" in ctx.counts:
+        return ctx.counts["audio"]
     counted = count_features(ctx, "get_audio_features", feats)
     if counted is None:
         counted = _audio_output_length(ctx, frames)
@@ -1047,18 +1054,19 @@ with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "tasks.json")
 
 
 def build_inputs(torch, family: str, config, accepted: set[str], seq_len: int, new_tokens: int, seed: int,
-                 class_name: str = "", model=None, to_device=None) -> tuple[dict, dict]:
+                 class_name: str = "", model=None, to_device=None, counts=None) -> tuple[dict, dict]:
     """CPU float32/int64 inputs for one static-shape forward, plus facts about them.
 
     accepted: the parameter names of model.forward (optional inputs are added only where taken);
     class_name: the model class (plain encoder-decoder *Model classes need decoder_input_ids);
     model, to_device: the loaded model and the harness's conversion of CPU inputs to its device and
     dtype, used to ask multimodal models how many placeholder tokens one image takes (without a
-    model, one placeholder is assumed: enough to check the config). Raises IncompleteConfig."""
+    model, one placeholder is assumed: enough to check the config); counts: media -> placeholders the
+    model itself reported (placeholder_mismatch), used instead. Raises IncompleteConfig."""
     builder = BUILDERS.get(family)
     if builder is None:
         raise ValueError(f"unknown family {family}")
-    ctx = Ctx(torch, family, config, accepted, seq_len, new_tokens, seed, class_name, model, to_device)
+    ctx = Ctx(torch, family, config, accepted, seq_len, new_tokens, seed, class_name, model, to_device, counts)
     inputs = builder(ctx)
     if "use_cache" in ctx.accepted and FAMILY_GENERATES.get(family):
         inputs["use_cache"] = False
@@ -1093,6 +1101,35 @@ def modalities_missing(accepted, config, inputs: dict) -> list[str]:
         if takes and tower and not (set(inputs) & set(keys)):
             missing.append(modality)
     return missing
+
+
+# transformers' own words when a multimodal forward's placeholders and features disagree ("Image features and image
+# tokens do not match, tokens: 1, features: 16"; "...: tokens: 1, features 16" in a few models).
+_PLACEHOLDER_MISMATCH = re.compile(r"\b(Image|Video|Audio) features and \w+ tokens do not match[,:]? tokens: (\d+), "
+                                   r"features:? (\d+)\b")
+
+
+def placeholder_mismatch(exc: BaseException) -> tuple[str, int, int] | None:
+    """(media, placeholders given, features the model made) when exc (or its cause) is transformers' placeholder
+    mismatch; None otherwise."""
+    seen = set()
+    e = exc
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        m = _PLACEHOLDER_MISMATCH.search(str(e))
+        if m:
+            return m.group(1).lower(), int(m.group(2)), int(m.group(3))
+        e = e.__cause__ or e.__context__
+    return None
+
+
+def placeholder_candidates(made: int, hidden: int | None) -> list[int]:
+    """The placeholder counts a mismatch message's feature figure can mean: the features themselves, or, where the
+    model prints the features' numel over a flattened [features, hidden] (LLaVA), that over the hidden size."""
+    out = [made] if made > 0 else []
+    if hidden and made > hidden and made % hidden == 0:
+        out.append(made // hidden)
+    return out
 
 
 def check_inputs(torch, family: str, config, class_name: str = "", accepted=None) -> None:

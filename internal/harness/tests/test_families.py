@@ -315,3 +315,39 @@ def test_a_models_own_mask_leaves_a_verdict(dtype, tmp_path, run_inproc):
     else:
         assert res["status"] in ("pass", "fail"), (res["status"], res["signature"], res["message"])
         assert res["status"] == "pass" or res["stage"] == "numerics", res
+
+
+def test_placeholders_follow_the_models_own_feature_count(config_dirs, run_inproc, monkeypatch):
+    """Issue 41: a multimodal model whose placeholder count the harness cannot ask for (here: the count is forced
+    wrong, one placeholder for LLaVA's 16 patch features) said "Image features and image tokens do not match" on the
+    target and on the reference alike: the scanner's error, no verdict. The forward's own count now rebuilds the
+    inputs once, and the model gets its verdict."""
+    import harness_inputs as hi
+
+    monkeypatch.setattr(hi, "count_features", lambda ctx, method, kwargs: 1)
+    code, res = run_inproc(config_dirs["llava"], task="image-text-to-text", mode="arch", extra=ARCH + ["--no-generate"])
+    assert code == 0
+    assert res["status"] == "pass", (res["stage"], res["message"])
+    note = stage_map(res)["forward"]["note"]
+    # LLaVA prints the features' numel (16 x 32): the count is that over the text's hidden size, found on the second try
+    assert "the model reports 512 features for 1 placeholder(s); inputs rebuilt with 512" in note, note
+    assert "the model reports 512 features for 512 placeholder(s); inputs rebuilt with 16" in note, note
+    assert "input_ids=[1, 48]" in note  # 16 image tokens + 32 text
+
+
+def test_placeholder_mismatch_reads_transformers_own_words():
+    import harness_inputs as hi
+
+    assert hi.placeholder_candidates(512, 32) == [512, 16] and hi.placeholder_candidates(9, 32) == [9]
+    assert hi.placeholder_candidates(0, 32) == []
+    for msg, want in [
+        ("Image features and image tokens do not match, tokens: 1, features: 16", ("image", 1, 16)),
+        ("Video features and video tokens do not match, tokens: 4, features: 64", ("video", 4, 64)),
+        ("Image features and image tokens do not match: tokens: 2, features 9", ("image", 2, 9)),
+        ("Audio features and audio tokens do not match, tokens: 3, features: 750", ("audio", 3, 750)),
+    ]:
+        assert hi.placeholder_mismatch(ValueError(msg)) == want, msg
+    wrapped = RuntimeError("forward failed")
+    wrapped.__cause__ = ValueError("Image features and image tokens do not match, tokens: 1, features: 4")
+    assert hi.placeholder_mismatch(wrapped) == ("image", 1, 4)
+    assert hi.placeholder_mismatch(ValueError("shapes do not match, tokens: 1, features: 4")) is None
