@@ -64,6 +64,9 @@ EXPECT = {
     # in 640-sample frames; 25 image and 25 audio placeholders before the text
     "gemma4": ("vlm", ["pixel_values=[1, 25, 6912]", "image_position_ids=[1, 25, 2]", "input_features=[1, 25, 640]",
                        "input_features_mask=[1, 25]", "input_ids=[1, 82]"], ["top1_agreement"], True),
+    # a 15 x 15 grid of 16-pixel patches (3 divides it), pooled 3 x 3: 25 image placeholders
+    "gemma4_pooled": ("vlm", ["pixel_values=[1, 225, 768]", "image_position_ids=[1, 225, 2]", "input_ids=[1, 57]"],
+                      ["top1_agreement"], True),
     "vits": ("tts", ["input_ids=[1,"], ["rel_error"], False),
     "speecht5_tts": ("tts", ["decoder_input_values=[1, 4, 8]", "speaker_embeddings=[1, 16]"], ["rel_error"], False),
     "qwen2_audio": ("audio-lm", ["input_features=[1, 16, 64]", "feature_attention_mask"], ["top1_agreement"], True),

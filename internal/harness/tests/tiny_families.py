@@ -327,6 +327,22 @@ def xcodec2():
         architectures=["Xcodec2Model"])
 
 
+def gemma4_pooled():
+    """google/gemma-4-31B-it's layout (model_type gemma4): a vision tower reading 16-pixel patches with their
+    positions and pooling 3 x 3 of them into one token, no audio tower; sizes reduced (the per-layer input
+    embeddings too)."""
+    text = dict(model_type="gemma4_text", vocab_size=262_144, vocab_size_per_layer_input=262_144,
+                hidden_size_per_layer_input=2, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                num_attention_heads=2, num_key_value_heads=1, head_dim=16, global_head_dim=16,
+                max_position_embeddings=512, sliding_window=16, layer_types=["sliding_attention", "full_attention"])
+    return _tf().Gemma4Config(
+        text_config=text,
+        vision_config=dict(model_type="gemma4_vision", hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                           num_attention_heads=2, num_key_value_heads=2, head_dim=16, patch_size=16,
+                           pooling_kernel_size=3, position_embedding_size=64),
+        audio_config=None, architectures=["Gemma4ForConditionalGeneration"])
+
+
 # name -> (pipeline tag, config factory)
 TINY = {
     "clip": ("zero-shot-image-classification", clip),
@@ -357,6 +373,7 @@ TINY = {
     "qwen2_vl_video": ("video-text-to-text", qwen2_vl),
     "llava_any": ("any-to-any", llava),
     "gemma4": ("any-to-any", gemma4),
+    "gemma4_pooled": ("image-text-to-text", gemma4_pooled),
     "vits": ("text-to-speech", vits),
     "speecht5_tts": ("text-to-speech", speecht5_tts),
     "qwen2_audio": ("audio-text-to-text", qwen2_audio),
