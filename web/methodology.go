@@ -1,6 +1,7 @@
 package web
 
 import (
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/internal/harness"
+	"github.com/google-pytorch/torchtpu-scanner/internal/sweep"
 )
 
 // methodologyView is the data of templates/methodology.html.
@@ -24,6 +26,35 @@ type methodologyView struct {
 	Kinds       []kindRow
 	Families    []familyRow
 	Unsupported []unsupportedRow
+	Sweep       sweepView
+}
+
+// sweepView is the scanner's coverage of Google's sweep, as /methodology shows it.
+type sweepView struct {
+	Source sweep.Source
+	Body   sweepBody
+	Share  string // the share of models with a verdict, "—" when none
+	Tasks  []sweepTaskRow
+}
+
+// sweepTaskRow is one task's coverage, its share written out.
+type sweepTaskRow struct {
+	sweepTaskJSON
+	ShareText string
+}
+
+func newSweepView(b sweepBody) sweepView {
+	pct := func(p *float64) string {
+		if p == nil {
+			return "—"
+		}
+		return strconv.FormatFloat(100**p, 'f', 0, 64) + "%"
+	}
+	v := sweepView{Source: b.Source, Body: b, Share: pct(b.Share)}
+	for _, t := range b.Tasks {
+		v.Tasks = append(v.Tasks, sweepTaskRow{t, pct(t.Share)})
+	}
+	return v
 }
 
 // dtypeRow is one device dtype's numerics bounds (numerics.json).
@@ -50,14 +81,28 @@ type familyRow struct {
 // unsupportedRow is a pipeline tag the harness does not test, and why.
 type unsupportedRow struct{ Tag, Why string }
 
-// methodology serves GET /methodology: exactly what a pass means.
+// methodology serves GET /methodology: exactly what a pass means, and the
+// scanner's coverage of Google's sweep on any target (recomputed when the data
+// changes, so the page is revalidated by the data's version).
 func (s *Server) methodology(c *fiber.Ctx) error {
+	ctx := c.UserContext()
+	changed, err := s.store.Changed(ctx)
+	if err != nil {
+		return fmt.Errorf("web: methodology: %w", err)
+	}
+	c.Set(fiber.HeaderCacheControl, "no-cache")
+	if notModified(c, etagOf(changedTag(changed), c.OriginalURL())) {
+		return c.SendStatus(fiber.StatusNotModified)
+	}
+	cov, err := s.cachedSweep(ctx, "", changed)
+	if err != nil {
+		return fmt.Errorf("web: methodology: %w", err)
+	}
 	v := methodologyView{Stages: compat.Stages, Legend: legend(), Evidence: evidenceLegend(), Classes: compat.FailureClasses, Reasons: compat.Reasons,
-		Ready: newReadinessMethodology()}
+		Ready: newReadinessMethodology(), Sweep: newSweepView(newSweepBody("", s.sweepList.Source, cov))}
 	v.Dtypes, v.Kinds = numericsRows(harness.Numerics)
 	v.Families, v.Unsupported = taskRows(harness.Tasks)
 	v.Canonical = "/methodology"
-	c.Set(fiber.HeaderCacheControl, "public, max-age=3600")
 	return s.render(c, "methodology", v)
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/internal/fleet"
 	"github.com/google-pytorch/torchtpu-scanner/internal/readiness"
 	"github.com/google-pytorch/torchtpu-scanner/internal/serving"
+	"github.com/google-pytorch/torchtpu-scanner/internal/sweep"
 	"github.com/google-pytorch/torchtpu-scanner/internal/webhook"
 )
 
@@ -107,6 +108,10 @@ func TestOpenAPISchemasMatchTheJSON(t *testing.T) {
 		{"WebhookPayload", reflect.TypeFor[webhook.Payload]()},
 		{"WebhookStatus", reflect.TypeFor[webhook.Status]()},
 		{"RefusedDelivery", reflect.TypeFor[webhook.RefusedDelivery]()},
+		{"Sweep", reflect.TypeFor[sweepBody]()},
+		{"SweepTask", reflect.TypeFor[sweepTaskJSON]()},
+		{"SweepGap", reflect.TypeFor[sweep.Gap]()},
+		{"SweepSource", reflect.TypeFor[sweep.Source]()},
 	} {
 		s, ok := doc.Components.Schemas[tc.schema]
 		if !ok {

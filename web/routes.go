@@ -36,6 +36,7 @@ func (s *Server) routes(app *fiber.App) {
 	api.Get("/models", s.apiModels)
 	api.Get("/models/*", s.apiModel)
 	api.Get("/summary", s.apiSummary)
+	api.Get("/sweep", s.apiSweep)
 	api.Get("/failures", s.apiFailures)
 	api.Get("/runtimes", s.apiRuntimes)
 	api.Get("/compare", s.apiCompare)

@@ -27,6 +27,7 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/internal/config"
 	"github.com/google-pytorch/torchtpu-scanner/internal/knownissues"
 	"github.com/google-pytorch/torchtpu-scanner/internal/metrics"
+	"github.com/google-pytorch/torchtpu-scanner/internal/sweep"
 	"github.com/google-pytorch/torchtpu-scanner/store"
 )
 
@@ -130,6 +131,7 @@ func (s *Server) sizeCaches() {
 	s.runtimes.maxBytes = 4 << 20
 	s.comparisons.maxBytes = 32 << 20
 	s.comparePages.maxBytes = 32 << 20
+	s.sweeps.maxBytes = 1 << 20
 }
 
 // Defaults of Config.
@@ -173,6 +175,8 @@ type Server struct {
 	runtimes     versioned[string, []store.RuntimeStats]
 	comparisons  versioned[string, *comparison]
 	comparePages versioned[string, encodedBody]
+	sweepList    sweep.File                        // Google's sweep (internal/sweep)
+	sweeps       versioned[string, sweep.Coverage] // its coverage per target
 	httpReqs     *metrics.CounterVec
 	httpTimes    *metrics.HistogramVec
 	routeSeries  sync.Map // routeCode → *routeSeries
@@ -229,6 +233,9 @@ func New(cfg Config) (*Server, error) {
 	var err error
 	if s.proxies, err = parseProxies(cfg.TrustedProxies); err != nil {
 		return nil, err
+	}
+	if s.sweepList, err = sweep.Load(); err != nil {
+		return nil, fmt.Errorf("web: %w", err)
 	}
 	if s.reg == nil {
 		s.reg = metrics.NewRegistry()

@@ -8,6 +8,7 @@ Command line (the contract with the Go runner):
                       --task PIPELINE_TAG_OR_EMPTY --result-file PATH
                       [--seq-len 128] [--new-tokens 16] [--layers 2] [--seed 0]
                       [--steps 5] [--memory-budget-bytes N] [--plan-note TEXT] [--no-compile] [--no-generate]
+                      [--deadline-s S]
                       [--compile-backend NAME] [--dtype {auto,float32,bfloat16,float16}]
                       [--host-root DIR] [--tpu-check-timeout S]
                       [--devices N --sharding {auto,tp,fsdp} --collective-timeout-s S]
@@ -47,9 +48,10 @@ matrix's stage between numerics and compile is harness_modes.Modes):
            torch.tpu for the name, HBM and precision. float32 on tpu runs every later stage at
            torch.tpu.precision(Precision.HIGHEST) (see precision_rule).
 * config   config.json via AutoConfig (trust_remote_code=False); task (tasks.json), family and model
-           class; a text/vision/audio sub-config that is not an object, has a field transformers
-           refuses, or lacks a field the family's inputs need fails here (config_error naming the
-           field); random forwards (sampling noise) are made deterministic for the comparison;
+           class; a text/vision/audio sub-config that is not an object, or has a field transformers
+           refuses, fails here (config_error naming the field); a config the family's inputs cannot
+           be built from is the model's config_error only when transformers cannot build the model
+           from it either, else the scanner's error (harness_inputs:config:<field>); random forwards (sampling noise) are made deterministic for the comparison;
            mode: full (real safetensors; bfloat16 by default, on cpu too),
            arch (random weights from the config with layers cut to --layers, seeded).
            The scanner passes full or arch: its plan (internal/scan/plan.go) decided,
@@ -827,7 +829,15 @@ class Probe(hc.ConfigStage, hcmp.NumericsStage, hcomp.CompileStage, hg.GenerateS
                 dev = self.dev
                 dev.sync()
                 t = time.perf_counter()
-                out = self.model(**self.dev_inputs)
+                while True:
+                    try:
+                        out = self.model(**self.dev_inputs)
+                        break
+                    except Exception as e:  # noqa: BLE001 - only the model's own placeholder count is acted on
+                        if not self.refit_placeholders(e, notes):
+                            raise
+                    dev.sync()
+                    t = time.perf_counter()
                 dev.sync()
                 self.metrics["first_forward_s"] = round(time.perf_counter() - t, 4)
                 extra, settled = dev.warm(lambda: self.model(**self.dev_inputs), WARMUP_MAX_EXTRA)
@@ -864,6 +874,31 @@ class Probe(hc.ConfigStage, hcmp.NumericsStage, hcomp.CompileStage, hg.GenerateS
         self.metrics["collective_ms"] = ms
         return f"collectives {ms:g} ms of a profiled step" if ms is not None else "the profiler named no collective"
 
+    def refit_placeholders(self, e: BaseException, notes: list) -> bool:
+        """When the first forward says its features and placeholder tokens do not match (transformers' own
+        message, harness_inputs.placeholder_mismatch), the inputs are rebuilt with the model's own count of
+        features for that media (harness_inputs.placeholder_candidates, each tried once; kept for the reference,
+        which builds the same inputs): True when rebuilt."""
+        found = hi.placeholder_mismatch(e)
+        if found is None:
+            return False
+        media, given, made = found
+        tried = self.__dict__.setdefault("placeholder_tries", {}).setdefault(media, [given])
+        hidden = getattr(hi.text_config(self.model.config), "hidden_size", None)
+        todo = [n for n in hi.placeholder_candidates(made, hidden) if n not in tried]
+        if not todo:
+            return False
+        tried.append(todo[0])
+        self.placeholder_counts = dict(getattr(self, "placeholder_counts", None) or {}, **{media: todo[0]})
+        notes.append(f"{media} placeholders: the model reports {made} features for {given} placeholder(s); inputs "
+                     f"rebuilt with {todo[0]}")
+        self.real = self.forward_inputs(self.model, self.forward_kwargs, notes)
+        self.inputs_cpu, self.input_info = self.real.tensors, self.real.info
+        notes.append("inputs " + ", ".join(f"{k}={list(v.shape)}" for k, v in self.inputs_cpu.items()
+                                            if hasattr(v, "shape")))
+        self.dev_inputs = self.forward_kwargs(self.inputs_cpu)
+        return True
+
     def forward_inputs(self, model, to_device, notes: list) -> hi.Inputs:
         """The forward inputs (CPU, float32 / int64) of model: the family's synthetic ones from the config and the
         model's forward signature, replaced in full mode by the model's own tokenizer / processor where its files
@@ -878,11 +913,15 @@ class Probe(hc.ConfigStage, hcmp.NumericsStage, hcomp.CompileStage, hg.GenerateS
         except (TypeError, ValueError):
             accepted = set()
         cfg = model.config
+        counts = getattr(self, "placeholder_counts", None)
         inputs, info = hi.build_inputs(torch, self.family, cfg, accepted, args.seq_len, args.new_tokens, args.seed,
-                                       type(model).__name__, model=model, to_device=to_device)
+                                       type(model).__name__, model=model, to_device=to_device, counts=counts)
         reserve = args.new_tokens if hi.FAMILY_GENERATES.get(self.family) else 0
         real = hi.build(torch, self.family, cfg, args.model_dir, self.mode, inputs, info, accepted, reserve)
         notes.append(f"inputs: {real.note}")
+        if info.get("no_vision_tower"):
+            notes.append("config.json has no vision_config: transformers builds the model without its optional "
+                         "vision tower, so it runs on text alone")
         missing = hi.modalities_missing(accepted, cfg, real.tensors)
         if missing:
             notes.append(f"the forward takes {' and '.join(missing)} inputs the harness does not build")
@@ -1060,6 +1099,9 @@ def parse_args(argv):
                    help="the model's memory budget (default: available host RAM on cpu, device memory elsewhere)")
     p.add_argument("--plan-note", default="", help="why the scanner's plan chose this probe (noted in the config stage)")
     p.add_argument("--no-compile", action="store_true")
+    p.add_argument("--deadline-s", type=float, default=None,
+                   help="the probe's wall-clock limit from the harness's start (the scanner's probe timeout): the "
+                        "compile stage is bounded to what is left of it, less a reserve (harness_compile.compile_budget)")
     p.add_argument("--no-generate", action="store_true")
     p.add_argument("--no-train", default="", metavar="REASON",
                    help="skip the train step, saying why (the scanner's plan: the weights, gradients and AdamW state "

@@ -7,19 +7,65 @@ harness.WARMUP_MAX_EXTRA (20) more calls but must then settle; the median of --s
 compiled_step_ms, during which nothing may compile. The compiled outputs are held to the eager ones with the
 numerics checks. Graph breaks and recompiles go to result.modes.compiled (harness_modes.py).
 
+The stage is bounded by the probe's wall-clock limit (--deadline-s, the scanner's probe timeout from the harness's
+start): compile_budget leaves a reserve for generate and the result, and a compile that runs past what is left is
+stopped (SIGALRM): the stage is skipped, result.modes.compiled is timeout at compile with the bound in its message,
+and the probe goes on, so the eager verdict stands instead of the whole probe timing out without one. With no time
+left at all the stage is skipped before it starts.
+
 CompileStage is mixed into harness.Probe, as harness_modes.Modes is; harness_testing overrides compile_model.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import signal
 import statistics
 import time
 
 import harness_failures as hf
 import harness_modes as hm
 import harness_numerics as hn
+
+
+# What the stages after compile (generate, writing the result) keep of the probe's time limit: a quarter of it, at
+# least 30 s.
+RESERVE_SHARE = 0.25
+RESERVE_MIN_S = 30.0
+
+
+class OverBudget(BaseException):
+    """The compile stage ran past its bound. A BaseException, so that dynamo and inductor, which wrap the
+    Exceptions raised inside them, pass it through."""
+
+
+def compile_budget(deadline_s: float | None, elapsed_s: float) -> float | None:
+    """Seconds the compile stage may take: what is left of the probe's limit (deadline_s from the harness's start,
+    elapsed_s of it gone) less the reserve of the stages after it; None without a limit."""
+    if not deadline_s or deadline_s <= 0:
+        return None
+    return deadline_s - elapsed_s - max(RESERVE_MIN_S, RESERVE_SHARE * deadline_s)
+
+
+@contextlib.contextmanager
+def bounded(seconds: float | None):
+    """Raise OverBudget in the main thread once seconds have passed (no bound for None)."""
+    if seconds is None:
+        yield
+        return
+
+    def ring(signum, frame):
+        raise OverBudget(f"compile ran past its {seconds:.1f} s")
+
+    previous = signal.signal(signal.SIGALRM, ring)
+    signal.setitimer(signal.ITIMER_REAL, max(seconds, 0.001))
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 def dynamo_graphs() -> int:
@@ -61,6 +107,43 @@ class CompileStage:
         if self.args.no_compile:
             self.skip_stage("compile", "--no-compile")
             return
+        # a sharded probe's ranks compile in step (collectives): one rank stopped alone would hang the others
+        budget = compile_budget(getattr(self.args, "deadline_s", None), self.elapsed_s()) if self.world == 1 else None
+        if budget is not None and budget <= 0:
+            self.compile_not_measured(budget, "no time was left for it")
+            return
+        try:
+            with bounded(budget):
+                self.compile_stage()
+        except OverBudget:
+            self.torch._dynamo.reset()
+            self.compile_not_measured(budget, f"it ran past its bound of {budget:.0f} s and was stopped")
+
+    def elapsed_s(self) -> float:
+        """Seconds since the harness started (its module's clock)."""
+        import harness
+
+        return time.monotonic() - harness._T0
+
+    def compile_not_measured(self, budget: float, why: str) -> None:
+        """The compile stage skipped for the probe's time limit: result.modes.compiled is timeout at compile, the
+        probe goes on (the eager verdict stands)."""
+        import harness_train as htr
+
+        limit = getattr(self.args, "deadline_s", None)
+        msg = (f"compile not measured: {why} (the probe's limit of {limit:g} s less {max(RESERVE_MIN_S, RESERVE_SHARE * limit):g} s "
+               "kept for generate and the result); the eager verdict stands")
+        rec = self.stages[-1] if self.stages and self.stages[-1]["stage"] == "compile" else None
+        if rec is None:
+            self.skip_stage("compile", msg)
+        else:  # the stage that was stopped: skipped, not failed
+            rec.update(ok=True, skipped=True, note=msg[:1000])
+        self.metrics["compile_s"] = self.metrics["compiled_step_ms"] = None
+        self.modes["compiled"] = htr.verdict_of("timeout", "compile", failure_class="timeout", message=msg,
+                                                signature="timeout:compile",
+                                                metrics={"compile_s": None, "compiled_step_ms": None})
+
+    def compile_stage(self) -> None:
         torch = self.torch
         with self.stage("compile") as notes:
             backend, bnote = self.compile_backend()

@@ -11,7 +11,10 @@ the load builds from, in the mode the scanner's plan gave.
   skipped no_safetensors; pickle weights are never loaded. arch: the config cut to --layers layers (seeded
   random weights later), skipped too_large when even that does not fit the memory budget by the fit formula
   (harness_host.fit_need).
-* The family's inputs must be buildable from the config (harness_inputs.check_inputs), else config_error.
+* The family's inputs must be buildable from the config (harness_inputs.check_inputs). When they are not, it is
+  the model's config_error only when transformers cannot build the model's class from the config either; a config
+  transformers loads and builds the model from is the scanner's error (harness_inputs:config:<field>): the harness
+  failed to read it, not the model.
 
 ConfigStage is mixed into harness.Probe, as harness_modes.Modes is.
 """
@@ -189,7 +192,10 @@ class ConfigStage:
             raise hf.ConfigError(named, "invalid config field") from e
 
     def check_config_inputs(self, config) -> None:
-        """config_error naming the field when the config lacks what the family's inputs need."""
+        """Whose it is when the family's inputs cannot be built from the config (harness_inputs.IncompleteConfig
+        naming the field): transformers loaded this config (AutoConfig), so the model's config_error only when the
+        model's own class cannot be built from it either (config_refused); else the scanner's error
+        (harness_inputs:config:<field>), never a verdict on the model."""
         import inspect
 
         try:
@@ -199,8 +205,26 @@ class ConfigStage:
         try:
             hi.check_inputs(self.torch, self.family, config, self.cls.__name__, accepted)
         except hi.IncompleteConfig as e:
-            raise hf.ConfigError(f"config.json cannot drive the {self.family} inputs: {e}",
-                                 f"incomplete config {e.field}") from e
+            refused = self.config_refused(config)
+            if refused is not None:
+                raise hf.ConfigError(f"config.json cannot drive the {self.family} inputs: {e}; and transformers "
+                                     f"cannot build {self.cls.__name__} from it: {refused}",
+                                     f"incomplete config {e.field}") from e
+            raise hf.SharedFailure(
+                hf.INPUTS_ORIGIN,
+                f"not a verdict on the model: transformers loads this config and builds {self.cls.__name__} from it, "
+                f"but the harness cannot build the {self.family} inputs from it: {e}",
+                f"config:{e.field}") from e
+
+    def config_refused(self, config) -> str | None:
+        """Why the model's own class cannot be built from config (on the meta device: no memory), None when it
+        can."""
+        try:
+            with self.torch.device("meta"):
+                self.cls._from_config(config, dtype=self.dtype)
+        except Exception as e:  # noqa: BLE001 - the model's own code refusing its config, whatever it raises
+            return hf.short_message(e, 300)
+        return None
 
     def resolve_class(self, transformers, config, task, family):
         arch = (getattr(config, "architectures", None) or [None])[0]

@@ -26,16 +26,22 @@ tokens (clamped to the position table), the config's image size.
 | mask-generation     | pixel_values [1, 3, S, S], one point prompt                                 |
 | keypoints           | pixel_values [1, C, H, W]; a pair [1, 2, C, H, W] for matching              |
 | vlm, retrieval      | one image in the model's layout, input_ids [1, N image tokens + S]          |
+|                     | (any-to-any with an audio tower too: + one clip, its tokens after the image)|
 | video-lm            | one 4-frame clip in the model's layout, input_ids [1, N video tokens + S]   |
 | document            | input_ids [1, S], bbox [1, S, 4] (+ pixel_values of the page)               |
 | speech-seq2seq      | input_features [1, mel, frames], decoder_input_ids                          |
-| speech-ctc/-encoder | input_values [1, 16000] (or filter-bank input_features where taken)         |
+| speech-ctc/-encoder | input_values [1, 16000], or the filter-bank input_features [1, 100, bins]   |
+|                     | (Whisper's encoder: [1, mel, 3000]) where the forward takes those instead   |
 | audio-lm            | input_features of one clip, input_ids [1, N audio tokens + S]               |
+|                     | (Gemma 4 unified: 1 s of raw waveform frames [1, N, samples per token])     |
 | tts                 | input_ids [1, S] (+ decoder_input_ids of audio codes)                       |
 | codec               | input_values [1, channels, 1 s at the config's sampling rate]               |
+|                     | (+ the semantic tower's input_features [1, frames, bins]: X-Codec 2)        |
 
 Image layouts: [1, C, H, W] for most; flattened patches with image_grid_thw for Qwen-VL-style
-towers (temporal_patch_size, spatial_merge_size); [1, tiles, C, H, W] with pixel_attention_mask
+towers (temporal_patch_size, spatial_merge_size); flattened patches with image_position_ids for
+Gemma 4 (a tower or an encoder-free embedder that takes patch positions); a composite whose config
+leaves an optional vision tower out (transformers builds the model without it) gets its text alone; [1, tiles, C, H, W] with pixel_attention_mask
 for Idefics/SmolVLM; [1, patches, C, H, W] with image_sizes for LLaVA-NeXT (anyres); patches with
 spatial_shapes for SigLIP 2. A field the inputs need that the config lacks raises
 IncompleteConfig naming it (the harness fails the model at config with config_error).
@@ -72,6 +78,7 @@ import inspect
 import json
 import math
 import os
+import re
 import shutil
 import tempfile
 from dataclasses import dataclass, field
@@ -228,7 +235,9 @@ def random_text(torch, gen, tcfg, n: int, avoid: set[int], where: str | None = N
 # --- the context one build works in --------------------------------------------------
 
 class Ctx:
-    def __init__(self, torch, family, config, accepted, seq_len, new_tokens, seed, class_name, model, to_device):
+    def __init__(self, torch, family, config, accepted, seq_len, new_tokens, seed, class_name, model, to_device,
+                 counts=None):
+        self.counts = dict(counts or {})  # media -> placeholders, as the model itself reported them (harness.py)
         self.torch = torch
         self.family = family
         self.config = config
@@ -616,6 +625,37 @@ def _qwen_patches(ctx: Ctx, vcfg, frames: int) -> tuple:
     return pixels, grid
 
 
+def _positioned_patches(ctx: Ctx, vcfg) -> dict:
+    """Gemma 4: one image as its processor writes it, flattened patches with their (x, y) positions,
+    pixel_values [1, N, 3 x P x P] and image_position_ids [1, N, 2]. P is the tower's patch (patch_size), or its
+    merged patch (model_patch_size: patch_size x pooling_kernel_size, an encoder-free embedder); a tower that pools
+    k x k patches into one token gets a side that k divides. About a 224-pixel image, within the position table."""
+    torch = ctx.torch
+    patch = need_int(vcfg, "patch_size", "vision_config")
+    merged = _int(_get(vcfg, "model_patch_size"))
+    k = _int(_get(vcfg, "pooling_kernel_size")) or 1
+    pixel, unit = (merged, 1) if merged else (patch, k)
+    target = _int(_get(vcfg, "image_size")) or 224
+    side = unit * max(1, round(target / (pixel * unit)))
+    limit = _int(_get(vcfg, "position_embedding_size")) or _int(_get(vcfg, "mm_posemb_size"))
+    if limit:
+        side = min(side, max(unit, limit // unit * unit))
+    rows = torch.arange(side).repeat_interleave(side)
+    cols = torch.arange(side).repeat(side)
+    ctx.info.update(patches=[side, side], patch=pixel)
+    return {"pixel_values": ctx.rand(1, side * side, 3 * pixel * pixel),
+            "image_position_ids": torch.stack([cols, rows], dim=-1).unsqueeze(0)}
+
+
+def optional_tower_absent(config, key: str) -> bool:
+    """The config names no key sub-config and its class declares that tower optional (transformers builds the model
+    without it: Gemma 4's vision and audio embedders)."""
+    if isinstance(config, dict) or _get(config, key) is not None:
+        return False
+    spec = (getattr(type(config), "sub_configs_defaults", None) or {}).get(key)
+    return bool(getattr(spec, "optional", False))
+
+
 def media_inputs(ctx: Ctx, config, video: bool = False) -> dict:
     """The pixel inputs of one image (or clip) in the model's layout."""
     torch = ctx.torch
@@ -623,6 +663,8 @@ def media_inputs(ctx: Ctx, config, video: bool = False) -> dict:
     if vcfg is None:
         raise IncompleteConfig("vision_config")
     frames = VIDEO_FRAMES
+    if ctx.takes("image_position_ids") and not video:
+        return _positioned_patches(ctx, vcfg)
     if _qwen_style(vcfg):
         pixels, grid = _qwen_patches(ctx, vcfg, frames if video else _get(vcfg, "temporal_patch_size"))
         if video:
@@ -725,28 +767,31 @@ def placeholder(config, media: str) -> int | None:
     return None
 
 
-def _mm_text(ctx: Ctx, config, tcfg, media: str, n_tokens: int, reserve: int) -> dict:
-    """input_ids [1, n_tokens placeholders + S text] (+ mm_token_type_ids, attention_mask)."""
+def _mm_text(ctx: Ctx, config, tcfg, media: str, n_tokens: int, reserve: int, more=()) -> dict:
+    """input_ids [1, n_tokens placeholders (then those of more: (media, n) pairs) + S text] (+ mm_token_type_ids,
+    attention_mask)."""
     torch = ctx.torch
-    token = placeholder(config, media)
+    segments = [(m, placeholder(config, m), n) for m, n in [(media, n_tokens), *more]]
+    placed = sum(n for _, t, n in segments if t is not None)
     mp = max_positions(tcfg)
     s = ctx.seq_len
     latent = (_get(config, "latent_query_num") or 64) if ctx.takes("image_embeds_position_mask") else 0
     s = max(s, latent + 2)  # Kosmos-2: the image's latent queries sit in the text
     if mp:
-        s = max(2, min(s, mp - n_tokens - reserve))
+        s = max(2, min(s, mp - placed - reserve))
     where = "text_config" if _get(config, "text_config") is not None else ""
     text, _ = random_text(torch, ctx.gen, tcfg, s, special_ids(config, tcfg), where)
-    if token is not None and n_tokens:
-        ids = torch.cat([torch.full((1, n_tokens), token, dtype=text.dtype), text], dim=1)
-    else:
-        ids = text
+    parts = [torch.full((1, n), t, dtype=text.dtype) for _, t, n in segments if t is not None and n]
+    ids = torch.cat([*parts, text], dim=1) if parts else text
     out = {"input_ids": ids}
-    ctx.info.update(seq_len=int(ids.shape[1]), **{f"{media}_tokens": n_tokens if token is not None else 0})
-    if ctx.takes("mm_token_type_ids") and token is not None:
-        kind = {"image": 1, "video": 2, "audio": 3}[media]
+    ctx.info.update(seq_len=int(ids.shape[1]), **{f"{m}_tokens": n if t is not None else 0 for m, t, n in segments})
+    if ctx.takes("mm_token_type_ids") and any(t is not None for _, t, _ in segments):
         mm = torch.zeros_like(ids)
-        mm[0, :n_tokens] = kind
+        at = 0
+        for m, t, n in segments:
+            if t is not None and n:
+                mm[0, at: at + n] = {"image": 1, "video": 2, "audio": 3}[m]
+                at += n
         out["mm_token_type_ids"] = mm
     if ctx.takes("image_embeds_position_mask"):  # Kosmos-2: where the image's latent queries go
         q = _get(config, "latent_query_num") or 64
@@ -774,10 +819,16 @@ def _vlm(ctx: Ctx, video: bool = False) -> dict:
     if _get(config, "model_type") == "vision-encoder-decoder":
         tcfg = _get(config, "decoder") or tcfg
     media = "video" if video else "image"
+    if optional_tower_absent(config, "vision_config"):  # the model as configured has no vision tower: its text
+        ctx.info["no_vision_tower"] = True
+        reserve = ctx.new_tokens if FAMILY_GENERATES.get(ctx.family) else 0
+        return _mm_text(ctx, config, tcfg, media, 0, reserve)
     pix = media_inputs(ctx, config, video=video)
     token = placeholder(config, media)
     n = 0
-    if token is not None:
+    if token is not None and media in ctx.counts:
+        n = ctx.counts[media]
+    elif token is not None:
         counted = count_features(ctx, f"get_{media}_features", pix)
         n = counted if counted is not None else 1
     inputs = dict(pix)
@@ -791,7 +842,13 @@ def _vlm(ctx: Ctx, video: bool = False) -> dict:
         ctx.info["decoder_len"] = d
     else:
         reserve = ctx.new_tokens if FAMILY_GENERATES.get(ctx.family) else 0
-        inputs.update(_mm_text(ctx, config, tcfg, media, n, reserve))
+        more = []
+        akey, acfg = sub_config(config, "audio_config")
+        if acfg is not None and ctx.takes("input_features") and placeholder(config, "audio") is not None:
+            feats, frames = _audio_clip(ctx, acfg, akey)  # an any-to-any model: its audio too, after the image
+            inputs.update(feats)
+            more.append(("audio", _audio_tokens(ctx, config, feats, frames)))
+        inputs.update(_mm_text(ctx, config, tcfg, media, n, reserve, more))
     return inputs
 
 
@@ -824,13 +881,39 @@ def _speech_seq2seq(ctx: Ctx) -> dict:
     return {"input_features": (ctx.randn(1, mel, frames) * 0.5).clamp(-1.5, 1.5), "decoder_input_ids": dec.unsqueeze(0)}
 
 
+def _speech_features(ctx: Ctx) -> dict:
+    """The filter-bank input_features of 1 s of audio, for a speech encoder whose forward takes them instead of a
+    waveform (the forward's signature decides, issue 41): the bins from the config (w2v-BERT's
+    feature_projection_input_dim, else num_mel_bins, at the top or in the encoder's / audio tower's sub-config);
+    Whisper's encoder (an encoder-decoder config with num_mel_bins and max_source_positions) reads
+    [1, mel, 2 x max_source_positions], the others (Parakeet,
+    w2v-BERT) [1, 100 frames of 10 ms, bins]."""
+    torch, config = ctx.torch, ctx.config
+    where, cfg = "", config
+    if _get(config, "feature_projection_input_dim") is not None:
+        bins = need_int(config, "feature_projection_input_dim")
+    else:
+        if _get(config, "num_mel_bins") is None:
+            where, sub = sub_config(config, "encoder_config", "audio_config", "encoder")
+            cfg = sub if sub is not None else config
+        bins = need_int(cfg, "num_mel_bins", where)
+    msp = _int(_get(cfg, "max_source_positions"))
+    if msp and _get(cfg, "is_encoder_decoder") and _get(cfg, "num_mel_bins") is not None:  # a Whisper encoder
+        frames = 2 * msp
+        ctx.info.update(frames=frames, mel=bins)
+        return {"input_features": (ctx.randn(1, bins, frames) * 0.5).clamp(-1.5, 1.5)}
+    frames = 100  # 1 s of 10 ms filter-bank frames
+    ctx.info.update(frames=frames, bins=bins)
+    out = {"input_features": ctx.randn(1, frames, bins)}
+    if ctx.takes("attention_mask") and _get(config, "feature_projection_input_dim") is None:
+        out["attention_mask"] = torch.ones(1, frames, dtype=torch.long)
+    return out
+
+
 def _speech(ctx: Ctx) -> dict:
     config = ctx.config
-    if _get(config, "feature_projection_input_dim") is not None and ctx.takes("input_features"):  # w2v-BERT
-        bins = need_int(config, "feature_projection_input_dim")
-        frames = 100  # 1 s of 10 ms filter-bank frames (stacked in pairs by the feature extractor)
-        ctx.info.update(frames=frames, bins=bins)
-        return {"input_features": ctx.randn(1, frames, bins)}
+    if ctx.takes("input_features") and not ctx.takes("input_values"):
+        return _speech_features(ctx)
     if _get(config, "model_type") == "audio-spectrogram-transformer":
         frames = need_int(config, "max_length")
         bins = need_int(config, "num_mel_bins")
@@ -840,10 +923,18 @@ def _speech(ctx: Ctx) -> dict:
     return {"input_values": ctx.randn(1, AUDIO_SAMPLES)}
 
 
-def _audio_lm(ctx: Ctx) -> dict:
-    torch, config = ctx.torch, ctx.config
-    akey, acfg = sub_config(config, "audio_config", "audio_encoder_config", required="audio_config")
-    tcfg = text_config(config)
+def _audio_clip(ctx: Ctx, acfg, akey: str) -> tuple[dict, int]:
+    """One clip's audio features in the tower's layout, and its frame count: raw waveform frames for Gemma 4
+    unified ([1, N, samples per token], one token each), else Whisper-style mel features [1, mel, frames]."""
+    torch = ctx.torch
+    per = _int(_get(acfg, "audio_samples_per_token"))
+    if per and _get(acfg, "num_mel_bins") is None:
+        frames = max(1, AUDIO_SAMPLES // per)
+        feats = {"input_features": (ctx.randn(1, frames, per) * 0.1).clamp(-1, 1)}
+        if ctx.takes("input_features_mask"):  # True = a real frame (the model keeps those by it)
+            feats["input_features_mask"] = torch.ones(1, frames, dtype=torch.bool)
+        ctx.info.update(frames=frames, samples_per_frame=per)
+        return feats, frames
     mel = need_int(acfg, "num_mel_bins", akey)
     frames = 2 * (_int(_get(acfg, "max_source_positions")) or 1500)
     feats = {"input_features": (ctx.randn(1, mel, frames) * 0.5).clamp(-1.5, 1.5)}
@@ -852,13 +943,27 @@ def _audio_lm(ctx: Ctx) -> dict:
     if ctx.takes("input_features_mask"):
         feats["input_features_mask"] = torch.ones(1, frames, dtype=torch.long)
     ctx.info.update(mel=mel, frames=frames)
-    token = placeholder(config, "audio")
-    n = 0
-    if token is not None:
-        counted = count_features(ctx, "get_audio_features", feats)
-        if counted is None:
-            counted = _audio_output_length(ctx, frames)
-        n = counted if counted is not None else 1
+    return feats, frames
+
+
+def _audio_tokens(ctx: Ctx, config, feats: dict, frames: int) -> int:
+    """How many audio placeholders one clip fills: the model's own count, else one (enough to check a config)."""
+    if placeholder(config, "audio") is None:
+        return 0
+    if "audio" in ctx.counts:
+        return ctx.counts["audio"]
+    counted = count_features(ctx, "get_audio_features", feats)
+    if counted is None:
+        counted = _audio_output_length(ctx, frames)
+    return counted if counted is not None else 1
+
+
+def _audio_lm(ctx: Ctx) -> dict:
+    config = ctx.config
+    akey, acfg = sub_config(config, "audio_config", "audio_encoder_config", required="audio_config")
+    tcfg = text_config(config)
+    feats, frames = _audio_clip(ctx, acfg, akey)
+    n = _audio_tokens(ctx, config, feats, frames)
     inputs = dict(feats)
     inputs.update(_mm_text(ctx, config, tcfg, "audio", n, ctx.new_tokens))
     return inputs
@@ -907,6 +1012,8 @@ def _tts(ctx: Ctx) -> dict:
 
 
 def _codec(ctx: Ctx) -> dict:
+    """A clip of input_values [1, channels, samples] (up to 1 s, a whole number of hops); a codec with a semantic
+    tower too (X-Codec 2: a w2v-BERT reading filter-bank input_features) gets its features, one frame per hop."""
     config = ctx.config
     rate = need_int(config, "sampling_rate")
     ch = _int(_get(config, "audio_channels")) or 1
@@ -915,7 +1022,14 @@ def _codec(ctx: Ctx) -> dict:
     if hop:
         samples = _multiple(samples, hop)
     ctx.info.update(samples=samples, channels=ch, rate=rate)
-    return {"input_values": (ctx.randn(1, ch, samples) * 0.1).clamp(-1, 1)}
+    out = {"input_values": (ctx.randn(1, ch, samples) * 0.1).clamp(-1, 1)}
+    skey, scfg = sub_config(config, "semantic_model_config")
+    if ctx.takes("input_features") and scfg is not None:
+        bins = need_int(scfg, "feature_projection_input_dim", skey)
+        frames = samples // need_int(config, "hop_length")
+        out["input_features"] = ctx.randn(1, frames, bins)
+        ctx.info.update(frames=frames, bins=bins)
+    return out
 
 
 BUILDERS = {
@@ -940,18 +1054,19 @@ with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "tasks.json")
 
 
 def build_inputs(torch, family: str, config, accepted: set[str], seq_len: int, new_tokens: int, seed: int,
-                 class_name: str = "", model=None, to_device=None) -> tuple[dict, dict]:
+                 class_name: str = "", model=None, to_device=None, counts=None) -> tuple[dict, dict]:
     """CPU float32/int64 inputs for one static-shape forward, plus facts about them.
 
     accepted: the parameter names of model.forward (optional inputs are added only where taken);
     class_name: the model class (plain encoder-decoder *Model classes need decoder_input_ids);
     model, to_device: the loaded model and the harness's conversion of CPU inputs to its device and
     dtype, used to ask multimodal models how many placeholder tokens one image takes (without a
-    model, one placeholder is assumed: enough to check the config). Raises IncompleteConfig."""
+    model, one placeholder is assumed: enough to check the config); counts: media -> placeholders the
+    model itself reported (placeholder_mismatch), used instead. Raises IncompleteConfig."""
     builder = BUILDERS.get(family)
     if builder is None:
         raise ValueError(f"unknown family {family}")
-    ctx = Ctx(torch, family, config, accepted, seq_len, new_tokens, seed, class_name, model, to_device)
+    ctx = Ctx(torch, family, config, accepted, seq_len, new_tokens, seed, class_name, model, to_device, counts)
     inputs = builder(ctx)
     if "use_cache" in ctx.accepted and FAMILY_GENERATES.get(family):
         inputs["use_cache"] = False
@@ -986,6 +1101,35 @@ def modalities_missing(accepted, config, inputs: dict) -> list[str]:
         if takes and tower and not (set(inputs) & set(keys)):
             missing.append(modality)
     return missing
+
+
+# transformers' own words when a multimodal forward's placeholders and features disagree ("Image features and image
+# tokens do not match, tokens: 1, features: 16"; "...: tokens: 1, features 16" in a few models).
+_PLACEHOLDER_MISMATCH = re.compile(r"\b(Image|Video|Audio) features and \w+ tokens do not match[,:]? tokens: (\d+), "
+                                   r"features:? (\d+)\b")
+
+
+def placeholder_mismatch(exc: BaseException) -> tuple[str, int, int] | None:
+    """(media, placeholders given, features the model made) when exc (or its cause) is transformers' placeholder
+    mismatch; None otherwise."""
+    seen = set()
+    e = exc
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        m = _PLACEHOLDER_MISMATCH.search(str(e))
+        if m:
+            return m.group(1).lower(), int(m.group(2)), int(m.group(3))
+        e = e.__cause__ or e.__context__
+    return None
+
+
+def placeholder_candidates(made: int, hidden: int | None) -> list[int]:
+    """The placeholder counts a mismatch message's feature figure can mean: the features themselves, or, where the
+    model prints the features' numel over a flattened [features, hidden] (LLaVA), that over the hidden size."""
+    out = [made] if made > 0 else []
+    if hidden and made > hidden and made % hidden == 0:
+        out.append(made // hidden)
+    return out
 
 
 def check_inputs(torch, family: str, config, class_name: str = "", accepted=None) -> None:

@@ -180,6 +180,11 @@ def resolve_family(task: str | None, config) -> tuple[str | None, str | None, st
     return task, family, note
 
 
+# The config fields that say an audio-to-audio model quantizes audio (a codec): a codebook (EnCodec, DAC, Mimi), or
+# finite scalar quantization's levels (X-Codec 2, which transformers implements: issue 41).
+QUANTIZER_FIELDS = ("codebook_size", "codebook_dim", "quantization_levels")
+
+
 def _refine(task: str, family: str, config) -> tuple[str | None, str]:
     """The family a config really needs for a task's family, and a note (family None: unsupported)."""
     mm = multimodal(config)
@@ -188,6 +193,9 @@ def _refine(task: str, family: str, config) -> tuple[str | None, str]:
     if family == "speech":
         if looks_like_whisper(config):
             return "speech-seq2seq", ""
+        if _has(config, "text_config") and any(_has(config, k) for k in ("audio_token_id", "audio_token_index")):
+            # Qwen3-ASR, Granite Speech: a language model transcribing a clip's audio tokens
+            return "audio-lm", "a language model with audio placeholders: audio and text inputs"
         if enc_dec:
             return None, f"encoder-decoder speech model without num_mel_bins is not supported (task {task!r})"
         return "speech-ctc", ""
@@ -195,6 +203,10 @@ def _refine(task: str, family: str, config) -> tuple[str | None, str]:
         return "contrastive", "text and vision towers: paired image and text inputs"
     if family == "text-encoder" and mm == "audio" and _has(config, "text_config"):
         return "audio-contrastive", "text and audio towers: paired audio and text inputs"
+    if family == "speech-ctc" and mm == "audio" and _has(config, "text_config") and _has(config, "projection_dim"):
+        # CLAP under audio-classification: a dual encoder classifies a clip zero-shot, against candidate labels
+        return "audio-contrastive", (f"text and audio towers of a dual encoder: {task} is zero-shot, a clip "
+                                     "against candidate label texts")
     if family == "text-encoder" and looks_like_audio(config):
         if task in ("feature-extraction", "sentence-similarity"):
             return "speech-encoder", "audio config: waveform inputs"
@@ -215,9 +227,10 @@ def _refine(task: str, family: str, config) -> tuple[str | None, str]:
         if enc_dec:
             return "seq2seq", "encoder-decoder table model: seq2seq inputs"
         return None, f"table-question-answering model of type {model_type!r} is not supported (TAPAS or seq2seq)"
-    if family == "codec" and not (_has(config, "codebook_size") or _has(config, "codebook_dim")):
-        return None, (f"audio-to-audio model of type {model_type!r} is not an audio codec: only codecs "
-                      "(EnCodec, DAC, Mimi, ...) are supported")
+    if family == "codec" and not any(_has(config, k) for k in QUANTIZER_FIELDS):
+        return None, (f"audio-to-audio model of type {model_type!r} is not an audio codec (its config names no "
+                      f"quantizer: {', '.join(QUANTIZER_FIELDS)}): only codecs (EnCodec, DAC, Mimi, X-Codec 2, ...) "
+                      "are supported")
     return family, ""
 
 

@@ -354,6 +354,10 @@ func (req Request) args(resultFile string) []string {
 	}
 	if req.NoCompile {
 		a = append(a, "--no-compile")
+	} else if req.Timeout > 0 {
+		// the harness bounds its compile stage to what is left of the probe's limit, so that a slow compile
+		// leaves the eager verdict instead of timing the whole probe out (harness_compile.compile_budget)
+		a = append(a, "--deadline-s", strconv.FormatFloat(req.Timeout.Seconds(), 'f', -1, 64))
 	}
 	if req.NoModes {
 		a = append(a, "--no-modes")

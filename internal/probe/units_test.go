@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
@@ -191,5 +192,14 @@ func TestRequestArgs(t *testing.T) {
 	req.MemoryBudgetBytes, req.PlanNote = 0, ""
 	if got := strings.Join(req.args("/r.json"), " "); strings.Contains(got, "--memory-budget-bytes") || strings.Contains(got, "--plan-note") {
 		t.Errorf("an unknown budget or no note still passed: %q", got)
+	}
+	// issue 41: the probe's limit bounds the harness's compile stage; without compile there is nothing to bound
+	req.Timeout = 90 * time.Second
+	if got := strings.Join(req.args("/r.json"), " "); !strings.Contains(got, "--deadline-s 90") {
+		t.Errorf("args %q lack the probe's limit", got)
+	}
+	req.NoCompile = true
+	if got := strings.Join(req.args("/r.json"), " "); strings.Contains(got, "--deadline-s") {
+		t.Errorf("a probe without compile still passed a deadline: %q", got)
 	}
 }

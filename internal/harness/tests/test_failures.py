@@ -222,3 +222,75 @@ def test_incomplete_subconfigs_fail_at_config_naming_the_field(tmp_path, run_inp
         assert_contract_shape(res)
         assert (res["status"], res["stage"], res["failure_class"]) == ("fail", "config", "config_error"), (name, res)
         assert want in res["message"], (name, res["message"])
+
+
+def test_a_config_transformers_builds_but_the_harness_cannot_read_is_the_scanners_error(tmp_path, run_inproc,
+                                                                                       monkeypatch):
+    """Issue 41: transformers loads the config and builds the model from it, the harness cannot make the family's
+    inputs from it (a layout its builder does not know): the scanner's error naming the field, never the model's
+    fail at config. The same gap in a config transformers cannot build the model from either stays the model's
+    config_error (test_incomplete_subconfigs_fail_at_config_naming_the_field)."""
+    import harness_inputs as hi
+    from tiny_families import llava
+
+    def unread(ctx):
+        raise hi.IncompleteConfig("vision_config.some_layout_field")
+
+    monkeypatch.setitem(hi.BUILDERS, "vlm", unread)
+    staging = tmp_path / "stage-llava"
+    llava().save_pretrained(str(staging))
+    from conftest import snapshot_layout
+
+    d = snapshot_layout(str(staging), str(tmp_path / "models--test--llava"))
+    code, res = run_inproc(d, task="image-text-to-text", mode="arch", extra=FAST)
+    assert code == 0
+    assert_contract_shape(res)
+    assert (res["status"], res["stage"]) == ("error", "config"), res
+    assert res["signature"] == "harness_inputs:config:vision_config.some_layout_field", res["signature"]
+    assert "not a verdict on the model" in res["message"] and "vision_config.some_layout_field" in res["message"]
+
+
+def test_compile_budget_leaves_a_reserve():
+    import harness_compile as hc
+
+    assert hc.compile_budget(None, 10) is None and hc.compile_budget(0, 10) is None
+    assert hc.compile_budget(1200, 100) == 1200 - 100 - 300  # a quarter of the limit kept for what follows
+    assert hc.compile_budget(60, 10) == 60 - 10 - 30  # at least 30 s kept
+    assert hc.compile_budget(60, 40) < 0
+
+
+@pytest.mark.parametrize("budget,why", [(0.5, "ran past its bound"), (-1.0, "no time was left")])
+def test_a_compile_past_the_probes_limit_keeps_the_eager_verdict(tmp_path, run_inproc, monkeypatch, budget, why):
+    """Issue 41: a compile stage that runs past the probe's time limit (inductor on a 2-core cpu) timed the whole
+    probe out, with no verdict. Bounded by what is left of --deadline-s: the compile is stopped (or not started),
+    result.modes.compiled says timeout at compile, and the probe's status is the eager verdict."""
+    import time
+
+    import harness_compile as hc
+
+    started = []
+
+    def slow_compile(self, backend):
+        def call(**inputs):
+            started.append(True)
+            time.sleep(30)  # a compile that would outlive the probe
+        return call
+
+    monkeypatch.setattr(hc.CompileStage, "compile_model", slow_compile)
+    monkeypatch.setattr(hc, "compile_budget", lambda deadline, elapsed: budget)
+    d = build_model_dir(tmp_path, "llama")
+    t0 = time.monotonic()
+    code, res = run_inproc(d, task="text-generation", extra=["--no-generate", "--deadline-s", "1200"])
+    assert code == 0 and time.monotonic() - t0 < 25
+    assert_contract_shape(res)
+    assert res["status"] == "pass", (res["stage"], res["message"])
+    comp = next(s for s in res["stages"] if s["stage"] == "compile")
+    assert comp["ok"] and comp["skipped"] and why in comp["note"] and "the eager verdict stands" in comp["note"]
+    assert bool(started) == (budget > 0)
+    c = res["modes"]["compiled"]
+    assert (c["status"], c["stage"], c["failure_class"], c["signature"]) == ("timeout", "compile", "timeout",
+                                                                               "timeout:compile")
+    assert res["metrics"]["compile_s"] is None
+    import signal
+
+    assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)  # the alarm is disarmed

@@ -50,6 +50,29 @@ def test_non_finite_output_fails():
     assert not ok and key == "non_finite"
 
 
+def test_the_models_own_mask_is_read_around():
+    """Issue 41: Grounding DINO scores the text slots past the text -inf (its own mask). The same infinities on the
+    device are no failure: the checks read the finite rest; an infinity the device does not share, or a finite
+    entry the device makes infinite, fails as non-finite."""
+    p = _probe()
+    ref = torch.randn(1, 4, 10)
+    ref[..., 6:] = float("-inf")
+    dev = ref.clone()
+    dev[..., :6] += 0.001
+    cmp = p.compare(ref, dev, "bfloat16")
+    assert cmp["masked"] == 16 and cmp["finite"]
+    assert 0.0009 < cmp["max_abs_diff"] < 0.0011 and cmp["top1"] == 1.0
+    assert p.verdict(cmp, "x")[0]
+    unmasked = ref.clone()
+    unmasked[0, 0, 7] = 0.0  # the device scores a slot the model masks
+    ok, why, key = p.verdict(p.compare(ref, unmasked, "bfloat16"), "x")
+    assert not ok and key == "non_finite" and "masked" in why
+    wider = ref.clone()
+    wider[0, 0, 0] = float("-inf")  # the device masks a slot the reference scores
+    ok, _, key = p.verdict(p.compare(ref, wider, "bfloat16"), "x")
+    assert not ok and key == "non_finite"
+
+
 def test_hidden_states_have_no_top1():
     p = _probe()
     p.is_scores = False

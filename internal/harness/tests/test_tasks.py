@@ -204,6 +204,20 @@ def test_families_follow_the_config():
     assert ht.resolve_family("document-question-answering", {"model_type": "vision-encoder-decoder"})[1] == "vlm"
     task, family, note = ht.resolve_family("audio-to-audio", {"model_type": "speecht5"})
     assert family is None and "not an audio codec" in note
+    # issue 41: X-Codec 2 quantizes by finite scalar quantization (quantization_levels), no codebook: a codec
+    assert ht.resolve_family("audio-to-audio", {"model_type": "xcodec2", "quantization_levels": [4] * 8})[1] == "codec"
+    # issue 41: an audio language model tagged automatic-speech-recognition (Qwen3-ASR, Granite Speech) gets audio and
+    # text inputs, not a waveform
+    asr_lm = {"model_type": "qwen3_asr", "text_config": {}, "audio_config": {"num_mel_bins": 128}, "audio_token_id": 7}
+    assert ht.resolve_family("automatic-speech-recognition", asr_lm)[1] == "audio-lm"
+    assert ht.resolve_family("automatic-speech-recognition", {"model_type": "granite_speech", "text_config": {},
+                                                              "encoder_config": {}, "audio_token_index": 7})[1] == "audio-lm"
+    assert ht.resolve_family("automatic-speech-recognition", {"model_type": "wav2vec2", "conv_dim": [8]})[1] == "speech-ctc"
+    # CLAP under audio-classification is zero-shot against labels; a wav2vec2 classifier stays a speech model
+    clap = {"model_type": "clap", "text_config": {}, "audio_config": {}, "projection_dim": 512}
+    assert ht.resolve_family("audio-classification", clap)[1] == "audio-contrastive"
+    assert ht.resolve_family("audio-classification", {"model_type": "qwen2_audio", "text_config": {},
+                                                      "audio_config": {}})[1] == "speech-ctc"
     task, family, note = ht.resolve_family("text-to-image", {})
     assert family is None and "'text-to-image' is not supported" in note and "diffusers" in note
 

@@ -266,6 +266,83 @@ def bert_cross_encoder():
     return _tf().BertConfig(**BERT, num_labels=1, architectures=["BertForSequenceClassification"])
 
 
+def gemma4():
+    """google/gemma-4-12B-it's layout (model_type gemma4_unified, transformers' defaults are that checkpoint's):
+    an encoder-free vision embedder (raw 48-pixel patches, patch_size 16 x pooling_kernel_size 3, factorized
+    positions), an audio embedder of raw waveform frames, a Gemma 4 text model with sliding and global layers
+    and its own placeholder ids, beyond a 256-token text vocabulary unless it is the real size; sizes reduced."""
+    text = dict(model_type="gemma4_unified_text", vocab_size=262_144, hidden_size=32, intermediate_size=64,
+                num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=1, head_dim=16, global_head_dim=16,
+                max_position_embeddings=512, sliding_window=16, layer_types=["sliding_attention", "full_attention"])
+    return _tf().Gemma4UnifiedConfig(
+        text_config=text,
+        vision_config=dict(model_type="gemma4_unified_vision", patch_size=16, pooling_kernel_size=3,
+                           mm_embed_dim=32, mm_posemb_size=64, output_proj_dims=32),
+        audio_config=dict(model_type="gemma4_unified_audio", audio_embed_dim=640),
+        architectures=["Gemma4UnifiedForConditionalGeneration"])
+
+
+def parakeet_ctc():
+    """nvidia/parakeet-ctc-1.1b's layout: a FastConformer encoder (its sub-config holds num_mel_bins) whose forward
+    takes filter-bank input_features, not a waveform."""
+    return _tf().ParakeetCTCConfig(
+        encoder_config=dict(hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=64,
+                            num_mel_bins=16, subsampling_conv_channels=8),
+        vocab_size=32, pad_token_id=31, architectures=["ParakeetForCTC"])
+
+
+def whisper_audio_classification():
+    """A Whisper encoder classifying audio (WhisperForAudioClassification): log-mel input_features
+    [1, mel, 2 x max_source_positions]."""
+    return _tf().WhisperConfig(d_model=32, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2,
+                               decoder_attention_heads=2, encoder_ffn_dim=64, decoder_ffn_dim=64, num_mel_bins=16,
+                               max_source_positions=32, max_target_positions=32, vocab_size=64, num_labels=3,
+                               pad_token_id=0, bos_token_id=1, eos_token_id=2, decoder_start_token_id=3,
+                               architectures=["WhisperForAudioClassification"])
+
+
+def grounding_dino():
+    """IDEA-Research/grounding-dino-tiny's layout: a Swin backbone, a BERT text tower (its vocabulary), logits over
+    max_text_len text slots, -inf past the text (the model's own mask). Two decoder layers: one breaks
+    transformers' own bbox_embed weight tying (a load error on the reference too)."""
+    return _tf().GroundingDinoConfig(
+        backbone_config=dict(model_type="swin", embed_dim=16, depths=[1, 1, 1, 1], num_heads=[1, 1, 2, 2],
+                             window_size=4, image_size=64, out_indices=[2, 3, 4]),
+        text_config=dict(model_type="bert", **dict(BERT, vocab_size=30522, max_position_embeddings=64)), d_model=32,
+        encoder_layers=1, decoder_layers=2, encoder_attention_heads=2, decoder_attention_heads=2, encoder_ffn_dim=64,
+        decoder_ffn_dim=64, num_queries=8, max_text_len=32, num_feature_levels=3, encoder_n_points=2,
+        decoder_n_points=2, architectures=["GroundingDinoForObjectDetection"])
+
+
+def xcodec2():
+    """HKUSTAudio/xcodec2's layout (model_type xcodec2): an acoustic encoder of the waveform and a w2v-BERT semantic
+    tower of filter-bank features, joined and quantized by finite scalar quantization (quantization_levels, no
+    codebook_size): quantization_dim is the two towers' widths together, as 2048 = 1024 + 1024 is in the real one."""
+    return _tf().Xcodec2Config(
+        hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=2,
+        head_dim=16, encoder_hidden_size=8, quantization_dim=64, sampling_rate=16000,
+        semantic_model_config=dict(model_type="wav2vec2-bert", hidden_size=32, num_hidden_layers=1,
+                                   num_attention_heads=2, intermediate_size=64, feature_projection_input_dim=16,
+                                   conv_depthwise_kernel_size=3, output_hidden_size=32),
+        architectures=["Xcodec2Model"])
+
+
+def gemma4_pooled():
+    """google/gemma-4-31B-it's layout (model_type gemma4): a vision tower reading 16-pixel patches with their
+    positions and pooling 3 x 3 of them into one token, no audio tower; sizes reduced (the per-layer input
+    embeddings too)."""
+    text = dict(model_type="gemma4_text", vocab_size=262_144, vocab_size_per_layer_input=262_144,
+                hidden_size_per_layer_input=2, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                num_attention_heads=2, num_key_value_heads=1, head_dim=16, global_head_dim=16,
+                max_position_embeddings=512, sliding_window=16, layer_types=["sliding_attention", "full_attention"])
+    return _tf().Gemma4Config(
+        text_config=text,
+        vision_config=dict(model_type="gemma4_vision", hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                           num_attention_heads=2, num_key_value_heads=2, head_dim=16, patch_size=16,
+                           pooling_kernel_size=3, position_embedding_size=64),
+        audio_config=None, architectures=["Gemma4ForConditionalGeneration"])
+
+
 # name -> (pipeline tag, config factory)
 TINY = {
     "clip": ("zero-shot-image-classification", clip),
@@ -275,6 +352,9 @@ TINY = {
     "detr_timm": ("object-detection", detr_timm),
     "clipseg": ("image-segmentation", clipseg),
     "clap": ("feature-extraction", clap),
+    "clap_audio_classification": ("audio-classification", clap),  # laion/clap-htsat-fused's tag in Google's sweep
+    "parakeet_ctc": ("automatic-speech-recognition", parakeet_ctc),
+    "whisper_audio_classification": ("audio-classification", whisper_audio_classification),
     "segformer": ("image-segmentation", segformer),
     "sam": ("mask-generation", sam),
     "dpt": ("depth-estimation", dpt),
@@ -292,10 +372,13 @@ TINY = {
     "llava_next_video_legacy": ("video-text-to-text", llava_next_video_legacy),
     "qwen2_vl_video": ("video-text-to-text", qwen2_vl),
     "llava_any": ("any-to-any", llava),
+    "gemma4": ("any-to-any", gemma4),
+    "gemma4_pooled": ("image-text-to-text", gemma4_pooled),
     "vits": ("text-to-speech", vits),
     "speecht5_tts": ("text-to-speech", speecht5_tts),
     "qwen2_audio": ("audio-text-to-text", qwen2_audio),
     "encodec": ("audio-to-audio", encodec),
+    "xcodec2": ("audio-to-audio", xcodec2),  # issue 41: the task table refused it (no codebook_size)
     "bert_multiple_choice": ("multiple-choice", bert_multiple_choice),
     "bert_cross_encoder": ("text-ranking", bert_cross_encoder),
     "tapas": ("table-question-answering", tapas),
