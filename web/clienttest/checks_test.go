@@ -49,12 +49,9 @@ func checkFeeds(t *testing.T, dir string, s site) {
 	t.Log(tail(out, 3000))
 }
 
-// knownAxe are axe's findings that part 3 of issue 37 (the evidence
-// branch) fixes: reported, not failed, until it lands; then this is empty.
-var knownAxe = map[string]string{
-	"scrollable-region-focusable": "a scrolling table (the model page's History, the methodology's tables at 390 px) " +
-		"cannot be reached by keyboard: issue 37 part 3",
-}
+// knownAxe are axe's findings reported, not failed (rule id to why):
+// none now that every scrolling region takes the keyboard (issue 37 part 3).
+var knownAxe = map[string]string{}
 
 // checkNu runs the Nu Html Checker on every page kind (and their CSS).
 func checkNu(t *testing.T, dir string, s site) {
