@@ -125,10 +125,10 @@ func TestRunAgainstStandIn(t *testing.T) {
 			if tt.timeout > 0 && time.Since(start) > tt.timeout+10*time.Second {
 				t.Errorf("a hung probe took %s to end", time.Since(start))
 			}
-			if r.Status != tt.status || str(r.Stage) != tt.stage || r.Evidence != "measured" {
+			if compat.Status(r.Status) != tt.status || str(r.Stage) != tt.stage || r.Evidence != "measured" {
 				t.Fatalf("status %s at %s, want %s at %s: %s\n%s", r.Status, str(r.Stage), tt.status, tt.stage, str(r.Message), r.LogTail)
 			}
-			if tt.class != "" && (r.FailureClass == nil || *r.FailureClass != tt.class || !strings.HasPrefix(str(r.Signature), tt.sig)) {
+			if tt.class != "" && (r.FailureClass == nil || compat.FailureClass(*r.FailureClass) != tt.class || !strings.HasPrefix(str(r.Signature), tt.sig)) {
 				t.Errorf("class %v signature %q, want %s %q", r.FailureClass, str(r.Signature), tt.class, tt.sig)
 			}
 			if r.TensorParallelSize != 2 || r.MaxModelLen != 256 {
@@ -164,7 +164,7 @@ func TestReferenceFails(t *testing.T) {
 	py := fakeVLLM(t)
 	dir := modelDir(t, "ok", []int{1, 2, 3, 4})
 	r := Run(context.Background(), Request{VLLMPython: py, Python: py, ModelDir: dir, Timeout: time.Minute})
-	if r.Status != compat.StatusError || r.Signature == nil || !strings.HasPrefix(*r.Signature, "reference:") {
+	if compat.Status(r.Status) != compat.StatusError || r.Signature == nil || !strings.HasPrefix(*r.Signature, "reference:") {
 		t.Fatalf("status %s %v: %v", r.Status, r.Signature, r.Message)
 	}
 }
