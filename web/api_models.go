@@ -123,6 +123,9 @@ func (s *Server) apiModel(c *fiber.Ctx) error {
 		return err
 	}
 	s.fillModel(&m, reg)
+	if err := s.withMeasured(ctx, &m); err != nil {
+		return err
+	}
 	d := modelDetail{Model: m}
 	if d.History, err = s.store.History(ctx, m.ID, target, historyLimit); err != nil {
 		return fmt.Errorf("web: api model history: %w", err)
