@@ -110,8 +110,8 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, version strin
 		return wheel.Load(ctx, pythonOf(cfg), cfg.CacheHome)
 	}
 	if cfg.VLLMPython != "" {
-		a.Scanner.ServeProbe = func(ctx context.Context, id string, res compat.Result) (serving.Measured, error) {
-			return ServeProbe(ctx, cfg, id, res)
+		a.Scanner.ServeProbe = func(ctx context.Context, dir string, res compat.Result) (serving.Measured, error) {
+			return ServeProbeIn(ctx, cfg, dir, res)
 		}
 	}
 	if a.Fleet != nil {

@@ -345,7 +345,7 @@ func TestNewWiresTheServingProbe(t *testing.T) {
 	if a.Scanner.ServeProbe == nil {
 		t.Fatal("no serving probe with --vllm-python")
 	}
-	_, err := a.Scanner.ServeProbe(context.Background(), "org/m", compat.Result{Mode: compat.Ptr(compat.ModeArch)})
+	_, err := a.Scanner.ServeProbe(context.Background(), t.TempDir(), compat.Result{Mode: compat.Ptr(compat.ModeArch)})
 	if err == nil || !strings.Contains(err.Error(), "needs the real weights") {
 		t.Errorf("an arch-mode probe's serving probe: %v", err)
 	}

@@ -93,9 +93,10 @@ type Scanner struct {
 	// ServeProbe, when set (--vllm-python), runs the measured serving
 	// probe (internal/serving/measure) on a model just probed in full mode
 	// whose serving cell is declared served, on the devices that probe
-	// still holds (serveProbe); res is that probe's result. An error says
-	// it could not start (no snapshot): nothing is stored.
-	ServeProbe func(ctx context.Context, id string, res compat.Result) (serving.Measured, error)
+	// still holds (serveProbe), in the snapshot folder dir that probe
+	// read; res is that probe's result. An error says it could not start
+	// (no snapshot): nothing is stored.
+	ServeProbe func(ctx context.Context, dir string, res compat.Result) (serving.Measured, error)
 }
 
 func (s *Scanner) now() time.Time {

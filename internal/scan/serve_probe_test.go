@@ -3,6 +3,7 @@ package scan
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -38,9 +39,14 @@ func TestScanRunsServingProbe(t *testing.T) {
 	behaviour := map[string]string{"org/serves": "ok", "org/noload": "load_error"}
 	var asked []string
 	var probed []compat.Result
-	f.s.ServeProbe = func(ctx context.Context, id string, res compat.Result) (serving.Measured, error) {
+	f.s.ServeProbe = func(ctx context.Context, dir string, res compat.Result) (serving.Measured, error) {
+		// the folder the probe read (the fake Hub's org/NAME/sha-NAME), where the stand-in reads how to behave
+		id := "org/" + filepath.Base(filepath.Dir(dir))
+		if want := filepath.Join(f.hub.dir, id, "sha-"+filepath.Base(id)); dir != want {
+			t.Errorf("serving probe in %s, want the snapshot the probe read, %s", dir, want)
+		}
 		asked, probed = append(asked, id), append(probed, res)
-		dir := measuretest.ModelDir(t, behaviour[id], ref.Tokens)
+		measuretest.WriteSpec(t, dir, behaviour[id], ref.Tokens)
 		return measure.Run(ctx, measure.Request{VLLMPython: py, ModelDir: dir, TensorParallel: res.DevicesUsed, Timeout: time.Minute, Reference: ref}), nil
 	}
 	ctx := context.Background()

@@ -74,7 +74,7 @@ func (r *run) serveProbe(ctx context.Context, held []int, j *entry, res compat.R
 		return nil
 	}
 	start := time.Now()
-	m, err := r.s.ServeProbe(ctx, j.info.ID, res)
+	m, err := r.s.ServeProbe(ctx, j.snapshot, res)
 	r.mu.Lock()
 	r.busy += time.Since(start) * time.Duration(max(len(held), 1))
 	r.mu.Unlock()
