@@ -15,7 +15,8 @@ const (
 SELECT id, ?, ?, ?, ? FROM models WHERE id = ?
 ON CONFLICT (model_id) DO UPDATE SET runtime_key = excluded.runtime_key, status = excluded.status,
 	measured_at = excluded.measured_at, result = excluded.result`
-	sqlServingResult = `SELECT measured_at, result FROM serving_results WHERE model_id = ?`
+	sqlServingResult  = `SELECT measured_at, result FROM serving_results WHERE model_id = ?`
+	sqlServingResults = `SELECT model_id, measured_at, result FROM serving_results WHERE model_id IN (SELECT value FROM json_each(?))`
 )
 
 // PutServingResult keeps a model's newest measured serving verdict
@@ -67,9 +68,50 @@ func (s *SQLite) ServingResult(ctx context.Context, modelID string) (serving.Mea
 	if err != nil {
 		return serving.Measured{}, fmt.Errorf("store: serving result %s: %w", modelID, err)
 	}
+	m, err := decodeServing(at, data)
+	if err != nil {
+		return serving.Measured{}, fmt.Errorf("store: serving result %s: %w", modelID, err)
+	}
+	return m, nil
+}
+
+// ServingResults are the measured serving verdicts of the models ids (a
+// page of a list), by model id; a model never measured is absent.
+func (s *SQLite) ServingResults(ctx context.Context, ids []string) (map[string]serving.Measured, error) {
+	out := map[string]serving.Measured{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	list, err := json.Marshal(ids)
+	if err != nil {
+		return nil, fmt.Errorf("store: serving results: %w", err)
+	}
+	rows, err := s.r.QueryContext(ctx, sqlServingResults, string(list))
+	if err != nil {
+		return nil, fmt.Errorf("store: serving results: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id, data string
+		var at int64
+		if err := rows.Scan(&id, &at, &data); err != nil {
+			return nil, fmt.Errorf("store: serving results: %w", err)
+		}
+		if out[id], err = decodeServing(at, data); err != nil {
+			return nil, fmt.Errorf("store: serving result %s: %w", id, err)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: serving results: %w", err)
+	}
+	return out, nil
+}
+
+// decodeServing reads a stored verdict back, its date the row's.
+func decodeServing(at int64, data string) (serving.Measured, error) {
 	var m serving.Measured
 	if err := json.Unmarshal([]byte(data), &m); err != nil {
-		return serving.Measured{}, fmt.Errorf("store: serving result %s: %w", modelID, err)
+		return serving.Measured{}, err
 	}
 	m.MeasuredAt = fromNano(at)
 	return m, nil

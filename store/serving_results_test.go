@@ -45,6 +45,14 @@ func TestServingResultRoundTrip(t *testing.T) {
 		!got.MeasuredAt.Equal(at.Add(time.Hour)) || got.Runtime.Key() != "0.29.0~2.13.0~~" || got.LogTail != "" {
 		t.Errorf("read back %+v", got)
 	}
+	upsert(t, s, "org/b")
+	all, err := s.ServingResults(ctx, []string{"org/a", "org/b", "org/none"})
+	if err != nil || len(all) != 1 || all["org/a"].Status != "pass" || !all["org/a"].MeasuredAt.Equal(at.Add(time.Hour)) {
+		t.Errorf("ServingResults: %+v %v (org/a alone was measured)", all, err)
+	}
+	if none, err := s.ServingResults(ctx, nil); err != nil || len(none) != 0 {
+		t.Errorf("ServingResults(nil): %v %v", none, err)
+	}
 	if _, err := s.LatestResult(ctx, "org/a", "tpu"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("a serving verdict became an inference result: %v", err)
 	}

@@ -57,8 +57,13 @@ func (s *Server) apiModels(c *fiber.Ctx) error {
 		if out.Models == nil {
 			out.Models = []compat.Model{}
 		}
+		ptrs := make([]*compat.Model, len(out.Models))
 		for i := range out.Models {
 			s.fillModel(&out.Models[i], reg)
+			ptrs[i] = &out.Models[i]
+		}
+		if err := s.withMeasured(ctx, ptrs...); err != nil {
+			return nil, err
 		}
 		if next != "" {
 			out.NextCursor = &next

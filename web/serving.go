@@ -64,21 +64,28 @@ func servingCell(reg *serving.Registry, m compat.Model) *serving.Cell {
 	return &c
 }
 
-// withMeasured adds m's measured serving verdict (a scan's serving probe,
-// store.ServingResult) to its serving cell; a model without a cell (no
-// registry read, no architectures) shows none.
-func (s *Server) withMeasured(ctx context.Context, m *compat.Model) error {
-	if m.Serving == nil {
+// withMeasured adds each model's measured serving verdict (a scan's
+// serving probe, store.ServingResults) to its serving cell; a model
+// without a cell (no registry read, no architectures) shows none.
+func (s *Server) withMeasured(ctx context.Context, models ...*compat.Model) error {
+	var ids []string
+	for _, m := range models {
+		if m.Serving != nil {
+			ids = append(ids, m.ID)
+		}
+	}
+	if len(ids) == 0 {
 		return nil
 	}
-	r, err := s.store.ServingResult(ctx, m.ID)
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		return nil
-	case err != nil:
-		return fmt.Errorf("web: serving result: %w", err)
+	got, err := s.store.ServingResults(ctx, ids)
+	if err != nil {
+		return fmt.Errorf("web: serving results: %w", err)
 	}
-	m.Serving.Measured = &r
+	for _, m := range models {
+		if r, ok := got[m.ID]; ok && m.Serving != nil {
+			m.Serving.Measured = &r
+		}
+	}
 	return nil
 }
 

@@ -174,6 +174,14 @@ func TestMeasuredServing(t *testing.T) {
 	if b := decode[endpointBadge](t, ts.get(t, "/badge/org/llama.json?mode=serve")); b.Message != "generation · measured" {
 		t.Errorf("badge after a measured pass: %q", b.Message)
 	}
+	for _, m := range decode[modelList](t, ts.get(t, "/api/v1/models")).Models {
+		if got := m.Serving != nil && m.Serving.Measured != nil; got != (m.ID == "org/llama") {
+			t.Errorf("list: %s measured %v", m.ID, got)
+		}
+	}
+	if table := ts.get(t, "/").body; !strings.Contains(table, `<td data-label="vLLM"><span class="status pass" title="measured 2026-12-06, runtime 0.29.0~2.13.0~0.2.0~0.0.50">pass · measured</span>`) {
+		t.Errorf("table lacks llama's measured vLLM cell")
+	}
 
 	fail := serving.Measured{Evidence: serving.EvidenceMeasured, Status: "fail", Stage: v("load"), FailureClass: v("load_error"),
 		Signature: v("load_error:checkpoint"), Message: v("Cannot load <the> checkpoint"), Runtime: rt, TensorParallelSize: 2, MaxModelLen: 256,
