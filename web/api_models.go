@@ -57,8 +57,13 @@ func (s *Server) apiModels(c *fiber.Ctx) error {
 		if out.Models == nil {
 			out.Models = []compat.Model{}
 		}
+		ptrs := make([]*compat.Model, len(out.Models))
 		for i := range out.Models {
 			s.fillModel(&out.Models[i], reg)
+			ptrs[i] = &out.Models[i]
+		}
+		if err := s.withMeasured(ctx, ptrs...); err != nil {
+			return nil, err
 		}
 		if next != "" {
 			out.NextCursor = &next
@@ -123,6 +128,9 @@ func (s *Server) apiModel(c *fiber.Ctx) error {
 		return err
 	}
 	s.fillModel(&m, reg)
+	if err := s.withMeasured(ctx, &m); err != nil {
+		return err
+	}
 	d := modelDetail{Model: m}
 	if d.History, err = s.store.History(ctx, m.ID, target, historyLimit); err != nil {
 		return fmt.Errorf("web: api model history: %w", err)

@@ -85,6 +85,9 @@ func (s *Server) badge(c *fiber.Ctx) error {
 						return s.badgeUnavailable(c, kind, target, label, err)
 					}
 					m.Serving = servingCell(reg, m)
+					if err := s.withMeasured(ctx, &m); err != nil {
+						return s.badgeUnavailable(c, kind, target, label, err)
+					}
 				}
 				b = draw(&m, target, label)
 			}

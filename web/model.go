@@ -106,6 +106,9 @@ func (s *Server) modelPage(c *fiber.Ctx) error {
 		return err
 	}
 	m.Serving = servingCell(reg, m)
+	if err := s.withMeasured(ctx, &m); err != nil {
+		return err
+	}
 	v := modelView{Model: m, Serving: newServingView(reg, m), Events: events, History: history[:min(len(history), historyRows)], Charts: historyCharts(history),
 		Readiness: newReadinessView(m.Readiness)}
 	v.Canonical = modelPath(m.ID)

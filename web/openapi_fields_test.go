@@ -103,6 +103,7 @@ func TestOpenAPISchemasMatchTheJSON(t *testing.T) {
 		{"Verdict", reflect.TypeFor[compat.Verdict]()},
 		{"ModeMetrics", reflect.TypeFor[compat.ModeMetrics]()},
 		{"Serving", reflect.TypeFor[serving.Cell]()},
+		{"ServingMeasured", reflect.TypeFor[serving.Measured]()},
 		{"PrecisionCheck", reflect.TypeFor[compat.PrecisionCheck]()},
 		{"TestRequest", reflect.TypeFor[requestJSON]()},
 		{"WebhookPayload", reflect.TypeFor[webhook.Payload]()},

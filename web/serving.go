@@ -64,6 +64,31 @@ func servingCell(reg *serving.Registry, m compat.Model) *serving.Cell {
 	return &c
 }
 
+// withMeasured adds each model's measured serving verdict (a scan's
+// serving probe, store.ServingResults) to its serving cell; a model
+// without a cell (no registry read, no architectures) shows none.
+func (s *Server) withMeasured(ctx context.Context, models ...*compat.Model) error {
+	var ids []string
+	for _, m := range models {
+		if m.Serving != nil {
+			ids = append(ids, m.ID)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	got, err := s.store.ServingResults(ctx, ids)
+	if err != nil {
+		return fmt.Errorf("web: serving results: %w", err)
+	}
+	for _, m := range models {
+		if r, ok := got[m.ID]; ok && m.Serving != nil {
+			m.Serving.Measured = &r
+		}
+	}
+	return nil
+}
+
 // serveValues are ?serve='s values: the kinds, then none.
 func serveValues() []string {
 	out := make([]string, 0, len(serving.Kinds)+1)
@@ -90,6 +115,53 @@ type servingView struct {
 	TP string
 	// Why says why nothing is known when Cell is nil.
 	Why string
+	// Measured is the measured verdict laid out; nil when none.
+	Measured *measuredView
+}
+
+// measuredView is a measured serving verdict on the model page: every
+// figure as text, "—" when not measured.
+type measuredView struct {
+	Status, Tone, Date, Runtime, Device, Agreed, Load, TTFT, TPS, Signature, Message string
+	TP, MaxModelLen                                                                  int
+}
+
+// newMeasuredView lays out a measured verdict.
+func newMeasuredView(m *serving.Measured) *measuredView {
+	if m == nil {
+		return nil
+	}
+	text := func(p *string) string {
+		if p == nil || *p == "" {
+			return "—"
+		}
+		return *p
+	}
+	secs := func(p *float64) string {
+		if p == nil {
+			return "—"
+		}
+		return strconv.FormatFloat(*p, 'f', 2, 64) + " s"
+	}
+	v := &measuredView{Status: m.Status, Tone: "fail", Runtime: m.Runtime.Key(), Device: text(m.Device), Agreed: "—",
+		Load: secs(m.Metrics.LoadS), TTFT: secs(m.Metrics.TTFTS), TPS: "—", Signature: text(m.Signature), Message: text(m.Message),
+		TP: m.TensorParallelSize, MaxModelLen: m.MaxModelLen, Date: "—"}
+	if compat.Status(m.Status) == compat.StatusPass {
+		v.Tone = "pass"
+	}
+	if !m.MeasuredAt.IsZero() {
+		v.Date = m.MeasuredAt.UTC().Format(time.DateOnly)
+	}
+	if a := m.Metrics.AgreedTokens; a != nil {
+		v.Agreed = strconv.Itoa(*a)
+		if len(m.ReferenceTokens) > 0 {
+			v.Agreed += " of " + strconv.Itoa(len(m.ReferenceTokens))
+		}
+	}
+	if p := m.Metrics.TokensPerS; p != nil {
+		v.TPS = strconv.FormatFloat(*p, 'f', 1, 64)
+	}
+	return v
 }
 
 // newServingView lays out m's serving cell (reg nil: never read).
@@ -97,6 +169,7 @@ func newServingView(reg *serving.Registry, m compat.Model) servingView {
 	v := servingView{Cell: m.Serving, Package: serving.Package, Version: serving.Version}
 	switch {
 	case v.Cell != nil:
+		v.Measured = newMeasuredView(v.Cell.Measured)
 		var parts []string
 		for _, g := range readiness.Generations {
 			if n, ok := v.Cell.TensorParallelSize[g.Name]; ok {
@@ -124,6 +197,18 @@ func serveBadgeFor(m *compat.Model, label string) badge {
 		return unknownBadge(label)
 	}
 	c := m.Serving
+	if r := c.Measured; r != nil {
+		b := badge{Label: label, Message: r.Status + " · measured", Tone: toneFail,
+			Evidence: cleanText("measured: "+c.Package+" "+runtimeVersion(r.Runtime.VLLMTorchTPU)+" ran it, "+r.Status+measuredOn(r), 160)}
+		if pass, _ := c.Verdict(); pass {
+			b.Tone = tonePass
+			if c.Kind != nil {
+				b.Message = string(*c.Kind) + " · measured"
+			}
+		}
+		b.Message = cleanText(b.Message, 64)
+		return b
+	}
 	b := badge{Label: label, Message: "not served · " + c.Evidence, Tone: toneFail,
 		Evidence: cleanText(c.Evidence+" by the model registry of "+c.Package+" "+c.Version+"'s vLLM; nothing was run", 160)}
 	if c.Served && c.Kind != nil {
@@ -131,4 +216,21 @@ func serveBadgeFor(m *compat.Model, label string) badge {
 	}
 	b.Message = cleanText(b.Message, 64)
 	return b
+}
+
+// runtimeVersion is a version the serving probe reported, "?" when none.
+func runtimeVersion(p *string) string {
+	if p == nil || *p == "" {
+		return "?"
+	}
+	return *p
+}
+
+// measuredOn says when a measured verdict was made (" on 2026-12-06"),
+// "" when not said.
+func measuredOn(r *serving.Measured) string {
+	if r.MeasuredAt.IsZero() {
+		return ""
+	}
+	return " on " + r.MeasuredAt.UTC().Format(time.DateOnly)
 }

@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/readiness"
 	"github.com/google-pytorch/torchtpu-scanner/internal/serving"
@@ -135,5 +136,70 @@ func TestServeBadge(t *testing.T) {
 	if svg := ts.get(t, "/badge/org/llama.svg?mode=serve").body; !strings.Contains(svg, "generation · declared") ||
 		!strings.Contains(svg, "declared by the model registry of vllm-torchtpu "+serving.Version+"&#39;s vLLM; nothing was run") {
 		t.Errorf("svg: %s", svg)
+	}
+}
+
+// A measured serving verdict (a scan's serving probe) shows on the model
+// page, in the API's serving field and on the ?mode=serve badge, labelled
+// measured and outranking the declared cell: a pass, then a failure to load.
+func TestMeasuredServing(t *testing.T) {
+	ts := servingServer(t, true)
+	ctx := context.Background()
+	v := func(s string) *string { return &s }
+	agreed, load, ttft, tps := 16, 12.5, 0.25, 41.0
+	rt := serving.Runtime{VLLMTorchTPU: v("0.29.0"), Torch: v("2.13.0"), TorchTPU: v("0.2.0"), Libtpu: v("0.0.50")}
+	at := time.Date(2026, 12, 6, 3, 0, 0, 0, time.UTC)
+	pass := serving.Measured{Evidence: serving.EvidenceMeasured, Status: "pass", Stage: v("generate"), Runtime: rt, Device: v("TPU v6e"),
+		TensorParallelSize: 2, MaxModelLen: 256, Metrics: serving.Metrics{LoadS: &load, TTFTS: &ttft, TokensPerS: &tps, AgreedTokens: &agreed},
+		ReferenceTokens: make([]int, 16), MeasuredAt: at}
+	if err := ts.db.PutServingResult(ctx, "org/llama", pass); err != nil {
+		t.Fatal(err)
+	}
+	c := decode[modelDetail](t, ts.get(t, "/api/v1/models/org/llama")).Serving
+	if c == nil || c.Evidence != "declared" || c.Measured == nil || c.Measured.Evidence != "measured" || c.Measured.Status != "pass" ||
+		c.Measured.Metrics.AgreedTokens == nil || *c.Measured.Metrics.AgreedTokens != 16 || c.Measured.Runtime.Key() != "0.29.0~2.13.0~0.2.0~0.0.50" ||
+		!c.Measured.MeasuredAt.Equal(at) {
+		t.Fatalf("llama serving %+v", c)
+	}
+	if c := decode[modelDetail](t, ts.get(t, "/api/v1/models/org/bart")).Serving; c == nil || c.Measured != nil {
+		t.Errorf("bart (never measured): %+v", c)
+	}
+	page := ts.get(t, "/models/org/llama").body
+	for _, want := range []string{`<span class="status pass">pass</span> · <span class="evidence-tier"`, ">measured</span> on 2026-12-06",
+		"<code>0.29.0~2.13.0~0.2.0~0.0.50</code>", "16 of 16", "load 12.50 s · first token 0.25 s · 41.0 tokens/s", "TPU v6e"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("llama's page lacks %q", want)
+		}
+	}
+	if b := decode[endpointBadge](t, ts.get(t, "/badge/org/llama.json?mode=serve")); b.Message != "generation · measured" {
+		t.Errorf("badge after a measured pass: %q", b.Message)
+	}
+	for _, m := range decode[modelList](t, ts.get(t, "/api/v1/models")).Models {
+		if got := m.Serving != nil && m.Serving.Measured != nil; got != (m.ID == "org/llama") {
+			t.Errorf("list: %s measured %v", m.ID, got)
+		}
+	}
+	if table := ts.get(t, "/").body; !strings.Contains(table, `<td data-label="vLLM"><span class="status pass" title="measured 2026-12-06, runtime 0.29.0~2.13.0~0.2.0~0.0.50">pass · measured</span>`) {
+		t.Errorf("table lacks llama's measured vLLM cell")
+	}
+
+	fail := serving.Measured{Evidence: serving.EvidenceMeasured, Status: "fail", Stage: v("load"), FailureClass: v("load_error"),
+		Signature: v("load_error:checkpoint"), Message: v("Cannot load <the> checkpoint"), Runtime: rt, TensorParallelSize: 2, MaxModelLen: 256,
+		MeasuredAt: at.Add(time.Hour)}
+	if err := ts.db.PutServingResult(ctx, "org/llama", fail); err != nil {
+		t.Fatal(err)
+	}
+	if c := decode[modelDetail](t, ts.get(t, "/api/v1/models/org/llama")).Serving; c == nil || c.Measured == nil || c.Measured.Status != "fail" || !c.Served {
+		t.Fatalf("llama serving after a failed load %+v (the declared cell stays served)", c)
+	}
+	page = ts.get(t, "/models/org/llama").body
+	for _, want := range []string{`<span class="status fail">fail</span>`, "<code>load_error:checkpoint</code>: Cannot load &lt;the&gt; checkpoint",
+		"load — · first token — · — tokens/s"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("llama's page lacks %q", want)
+		}
+	}
+	if b := decode[endpointBadge](t, ts.get(t, "/badge/org/llama.json?mode=serve")); b.Message != "fail · measured" {
+		t.Errorf("badge after a measured failure: %q", b.Message)
 	}
 }

@@ -35,6 +35,9 @@ type Store interface {
 	// ServingRegistry is what a vllm-torchtpu release declares it serves;
 	// store.ErrNotFound when no scan has read it.
 	ServingRegistry(ctx context.Context, version string) (serving.Registry, error)
+	// ServingResults are the models' newest measured serving verdicts,
+	// by model id; a model never measured is absent.
+	ServingResults(ctx context.Context, ids []string) (map[string]serving.Measured, error)
 	// CurrentResults is a model's current result on each target it has
 	// one on; store.ErrNotFound for an unknown model.
 	CurrentResults(ctx context.Context, id string) ([]compat.Result, error)

@@ -61,6 +61,8 @@ type sortHeader struct {
 type modelRow struct {
 	compat.Model
 	Status compat.Status
+	// Measured is its measured serving verdict laid out; nil when none.
+	Measured *measuredView
 }
 
 // scanProgress describes a running scan for the page.
@@ -205,6 +207,18 @@ func (s *Server) tableView(ctx context.Context, q store.ModelQuery, form tableFo
 		v.Models = append(v.Models, modelRow{Model: m, Status: m.ModelStatus()})
 		if m.Task != "" {
 			tasks[m.Task] = true
+		}
+	}
+	rows := make([]*compat.Model, len(v.Models))
+	for i := range v.Models {
+		rows[i] = &v.Models[i].Model
+	}
+	if err := s.withMeasured(ctx, rows...); err != nil {
+		return tableView{}, err
+	}
+	for i := range v.Models {
+		if c := v.Models[i].Serving; c != nil {
+			v.Models[i].Measured = newMeasuredView(c.Measured)
 		}
 	}
 	for _, t := range commonTasks {

@@ -244,7 +244,7 @@ func probeServing(ctx context.Context, cfg config.Config, id string, res compat.
 		fmt.Fprintln(stderr, "scanner probe: serving:", termsafe.Text(err.Error()))
 		return 1
 	}
-	if res.Status == compat.StatusPass && sr.Status == compat.StatusPass {
+	if res.Status == compat.StatusPass && compat.Status(sr.Status) == compat.StatusPass {
 		return 0
 	}
 	return 1

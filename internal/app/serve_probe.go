@@ -20,6 +20,12 @@ import (
 // res must be a full-mode probe; its tensor_parallel_size is the devices
 // that probe ran on, rounded up to a power of two (serving.TensorParallel).
 func ServeProbe(ctx context.Context, cfg config.Config, id string, res compat.Result) (measure.Result, error) {
+	return ServeProbeIn(ctx, cfg, hub.SnapshotDir(cfg.CacheDir, id, res.Revision), res)
+}
+
+// ServeProbeIn is ServeProbe on the snapshot in dir (a scan's, where its
+// probe found the files): a scan's serving probe (scan.Scanner.ServeProbe).
+func ServeProbeIn(ctx context.Context, cfg config.Config, dir string, res compat.Result) (measure.Result, error) {
 	if cfg.VLLMPython == "" {
 		return measure.Result{}, errors.New("no --vllm-python")
 	}
@@ -27,7 +33,6 @@ func ServeProbe(ctx context.Context, cfg config.Config, id string, res compat.Re
 		return measure.Result{}, fmt.Errorf("the serving probe needs the real weights: the probe ran in %s mode (pass --mode full)",
 			modeOf(res))
 	}
-	dir := hub.SnapshotDir(cfg.CacheDir, id, res.Revision)
 	if _, err := os.Stat(filepath.Join(dir, "config.json")); err != nil {
 		return measure.Result{}, fmt.Errorf("the serving probe needs the model's snapshot: %w", err)
 	}

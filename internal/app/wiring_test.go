@@ -329,3 +329,24 @@ func TestSchedule(t *testing.T) {
 		t.Errorf("--no-schedule: %q, want off", got)
 	}
 }
+
+// --vllm-python gives scans the serving probe (ServeProbe, with the
+// config's interpreter); without it a scan runs none.
+func TestNewWiresTheServingProbe(t *testing.T) {
+	cfg := testConfig(t)
+	a, _ := newApp(t, cfg)
+	if a.Scanner.ServeProbe != nil {
+		t.Errorf("a serving probe without --vllm-python")
+	}
+	a.Close()
+	cfg.VLLMPython = "/nonexistent/vllm/python"
+	a, _ = newApp(t, cfg)
+	defer a.Close()
+	if a.Scanner.ServeProbe == nil {
+		t.Fatal("no serving probe with --vllm-python")
+	}
+	_, err := a.Scanner.ServeProbe(context.Background(), t.TempDir(), compat.Result{Mode: compat.Ptr(compat.ModeArch)})
+	if err == nil || !strings.Contains(err.Error(), "needs the real weights") {
+		t.Errorf("an arch-mode probe's serving probe: %v", err)
+	}
+}

@@ -311,6 +311,24 @@ func serveVerdict(d modelDetail) (int, string) {
 		return ExitUntested, fmt.Sprintf("%s: serving with vLLM-TorchTPU unknown (the server has not read the release's "+
 			"model registry, or the model's config.json names no architecture)", d.ID)
 	}
+	if r := c.Measured; r != nil { // the measured verdict outranks the declared one
+		line := fmt.Sprintf("%s: %s serving with %s %s (measured %s, runtime %s", d.ID, r.Status, c.Package,
+			orQuestion(r.Runtime.VLLMTorchTPU), r.MeasuredAt.UTC().Format(time.DateOnly), r.Runtime.Key())
+		if r.Metrics.AgreedTokens != nil {
+			line += fmt.Sprintf(", %d tokens agree with the CPU reference", *r.Metrics.AgreedTokens)
+		}
+		line += ")"
+		if pass, _ := c.Verdict(); pass {
+			if c.Command != nil {
+				line += ": " + *c.Command
+			}
+			return ExitPass, line
+		}
+		if r.Signature != nil {
+			line += ": " + *r.Signature
+		}
+		return ExitNotPassing, line
+	}
 	if !c.Served {
 		return ExitNotPassing, fmt.Sprintf("%s: not served by %s %s (%s: its vLLM's registry lists none of %s)",
 			d.ID, c.Package, c.Version, c.Evidence, strings.Join(c.Architectures, ", "))
@@ -320,6 +338,14 @@ func serveVerdict(d modelDetail) (int, string) {
 		line += ": " + *c.Command
 	}
 	return ExitPass, line
+}
+
+// orQuestion is *p, or "?" for nil or "".
+func orQuestion(p *string) string {
+	if p == nil || *p == "" {
+		return "?"
+	}
+	return *p
 }
 
 // deref is *p, or "" for nil.

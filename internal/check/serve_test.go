@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/internal/serving"
@@ -19,6 +20,13 @@ func TestCheckModeServe(t *testing.T) {
 		}
 		return c
 	}
+	measured := func(c *serving.Cell, status string, sig *string) *serving.Cell {
+		agreed := 16
+		c.Measured = &serving.Measured{Evidence: serving.EvidenceMeasured, Status: status, Signature: sig,
+			Runtime: serving.Runtime{VLLMTorchTPU: compat.Ptr("0.29.0"), Torch: compat.Ptr("2.13.0"), TorchTPU: compat.Ptr("0.2.0"), Libtpu: compat.Ptr("0.0.50")},
+			Metrics: serving.Metrics{AgreedTokens: &agreed}, MeasuredAt: time.Date(2026, 12, 6, 3, 0, 0, 0, time.UTC)}
+		return c
+	}
 	tests := []struct {
 		name     string
 		detail   *modelDetail
@@ -30,6 +38,12 @@ func TestCheckModeServe(t *testing.T) {
 			ExitPass, "gpt2: served by vllm-torchtpu 0.29.0 as generation (declared, LlamaForCausalLM): vllm serve gpt2 --tensor-parallel-size 1 --max-model-len 1024"},
 		{"not served, inference passes", &modelDetail{Model: compat.Model{ID: "gpt2", Result: passResult(), Serving: cell(false)}},
 			ExitNotPassing, "gpt2: not served by vllm-torchtpu 0.29.0 (declared: its vLLM's registry lists none of LlamaForCausalLM)"},
+		// a measured verdict outranks the declared one, both ways
+		{"declared served, measured fail", &modelDetail{Model: compat.Model{ID: "gpt2", Result: passResult(),
+			Serving: measured(cell(true), "fail", compat.Ptr("load_error:checkpoint"))}},
+			ExitNotPassing, "gpt2: fail serving with vllm-torchtpu 0.29.0 (measured 2026-12-06, runtime 0.29.0~2.13.0~0.2.0~0.0.50, 16 tokens agree with the CPU reference): load_error:checkpoint"},
+		{"declared served, measured pass", &modelDetail{Model: compat.Model{ID: "gpt2", Result: failResult(), Serving: measured(cell(true), "pass", nil)}},
+			ExitPass, "gpt2: pass serving with vllm-torchtpu 0.29.0 (measured 2026-12-06, runtime 0.29.0~2.13.0~0.2.0~0.0.50, 16 tokens agree with the CPU reference): vllm serve gpt2"},
 		{"unknown", &modelDetail{Model: compat.Model{ID: "gpt2", Result: passResult()}},
 			ExitUntested, "gpt2: serving with vLLM-TorchTPU unknown"},
 	}

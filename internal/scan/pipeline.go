@@ -212,13 +212,14 @@ func (r *run) probe(ctx, wctx context.Context, held []int, j *entry) func() {
 			r.hooks.ProbeDone(run.Result, run.Held)
 		}
 	}
-	switch {
-	case out.Interrupted:
+	if out.Interrupted {
 		return nil
-	case out.Flaky:
-		return func() { r.recordFlaky(wctx, j, out.Result) }
 	}
-	return func() { r.record(wctx, j, out.Result, true) }
+	measured := r.serveProbe(ctx, held, j, out.Result)
+	if out.Flaky {
+		return func() { r.recordFlaky(wctx, j, out.Result); r.putServing(wctx, j, measured) }
+	}
+	return func() { r.record(wctx, j, out.Result, true); r.putServing(wctx, j, measured) }
 }
 
 // stepRequest is the probe step of an entry: its planned mode, budget and

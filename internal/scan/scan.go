@@ -90,6 +90,13 @@ type Scanner struct {
 	// (serving.Load); a scan calls it when the store lacks that release
 	// (declareServing). nil reads nothing.
 	Serving func(ctx context.Context) (serving.Registry, error)
+	// ServeProbe, when set (--vllm-python), runs the measured serving
+	// probe (internal/serving/measure) on a model just probed in full mode
+	// whose serving cell is declared served, on the devices that probe
+	// still holds (serveProbe), in the snapshot folder dir that probe
+	// read; res is that probe's result. An error says it could not start
+	// (no snapshot): nothing is stored.
+	ServeProbe func(ctx context.Context, dir string, res compat.Result) (serving.Measured, error)
 }
 
 func (s *Scanner) now() time.Time {
@@ -136,6 +143,10 @@ type run struct {
 	budgetOf string
 	devices  Devices     // the host's, for sharding (DevicesOf)
 	yielded  atomic.Bool // the scan gave way (opts.Yield): no more probes
+	// serving is the pinned release's registry, for the serving probe's
+	// choice of models (serveProbe); nil without Scanner.ServeProbe or
+	// when it could not be read.
+	serving *serving.Registry
 
 	mu        sync.Mutex
 	jobs      store.JobCounts       // the fleet's share of the scan (fleet.go)
@@ -246,6 +257,7 @@ func (r *run) execute(ctx context.Context) error {
 		return fmt.Errorf("scan: save models: %w", err)
 	}
 	r.declareServing(ctx)
+	r.loadServing(ctx)
 	r.scan.Planned = len(models)
 	log.Info("scan planned", "models", len(models), "target", target, "mode", r.opts.Mode, "devices", r.opts.Devices,
 		"budget_gib", float64(r.budget)/(1<<30), "budget_of", r.budgetOf,

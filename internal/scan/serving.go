@@ -5,6 +5,8 @@ import (
 	"errors"
 	"time"
 
+	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
+	"github.com/google-pytorch/torchtpu-scanner/internal/readiness"
 	"github.com/google-pytorch/torchtpu-scanner/internal/serving"
 	"github.com/google-pytorch/torchtpu-scanner/store"
 )
@@ -41,4 +43,59 @@ func (r *run) declareServing(ctx context.Context) {
 	}
 	r.s.log().Info("serving registry read", "package", serving.Package, "version", reg.Version, "vllm", reg.VLLMVersion,
 		"architectures", len(reg.Archs))
+}
+
+// loadServing keeps the pinned release's registry for the scan's serving
+// probes (serveProbe); without Scanner.ServeProbe it reads nothing.
+func (r *run) loadServing(ctx context.Context) {
+	if r.s.ServeProbe == nil {
+		return
+	}
+	reg, err := r.s.Store.ServingRegistry(ctx, serving.Version)
+	if err != nil {
+		r.s.log().Warn("serving probe: no registry, so no model is declared served and none is probed", "version", serving.Version, "err", err)
+		return
+	}
+	r.serving = &reg
+}
+
+// serveProbe runs the measured serving probe (Scanner.ServeProbe) after a
+// model's probe, on the devices it still holds, when that probe ran in
+// full mode (vLLM needs the real weights and the tokenizer) and the
+// model's serving cell is declared served (serving.Declare over its
+// config.json's architectures); nil when it did not run, could not start,
+// or was cut by the scan's end (a verdict the shutdown made is not
+// stored). The time counts as the devices' busy time.
+func (r *run) serveProbe(ctx context.Context, held []int, j *entry, res compat.Result) *serving.Measured {
+	if r.s.ServeProbe == nil || r.serving == nil || res.Mode == nil || *res.Mode != compat.ModeFull || ctx.Err() != nil {
+		return nil
+	}
+	if cell, ok := serving.Declare(*r.serving, j.info.ID, readiness.Architectures(j.config), nil); !ok || !cell.Served {
+		return nil
+	}
+	start := time.Now()
+	m, err := r.s.ServeProbe(ctx, j.snapshot, res)
+	r.mu.Lock()
+	r.busy += time.Since(start) * time.Duration(max(len(held), 1))
+	r.mu.Unlock()
+	switch {
+	case ctx.Err() != nil:
+		return nil
+	case err != nil:
+		r.s.log().Warn("serving probe", "model", j.info.ID, "err", err)
+		return nil
+	}
+	r.s.log().Info("serving probe", "model", j.info.ID, "status", m.Status, "runtime", m.Runtime.Key())
+	return &m
+}
+
+// putServing stores a measured serving verdict (nil: none) beside the
+// model's result, never in its place; a failure is logged.
+func (r *run) putServing(ctx context.Context, j *entry, m *serving.Measured) {
+	if m == nil {
+		return
+	}
+	if err := r.s.Store.PutServingResult(ctx, j.info.ID, *m); err != nil {
+		r.s.log().Warn("store serving result", "model", j.info.ID, "err", err)
+	}
 }

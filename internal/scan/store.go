@@ -48,6 +48,10 @@ type Store interface {
 	// it.
 	ServingRegistry(ctx context.Context, version string) (serving.Registry, error)
 	PutServingRegistry(ctx context.Context, r serving.Registry) error
+	// PutServingResult keeps a model's newest measured serving verdict,
+	// beside its results (never one of them); store.ErrNotFound for an
+	// unknown model.
+	PutServingResult(ctx context.Context, modelID string, m serving.Measured) error
 }
 
 var _ Store = (*store.SQLite)(nil)

@@ -144,6 +144,21 @@ type Cell struct {
 	MaxModelLen        *int64         `json:"max_model_len"`
 	// Command serves it on CommandGeneration's chips; null when not served.
 	Command *string `json:"command"`
+	// Measured is the model's newest measured serving verdict (a scan
+	// with --vllm-python ran vLLM-TorchTPU on it); null when none. It
+	// outranks the declared verdict where one verdict is asked for
+	// (Verdict).
+	Measured *Measured `json:"measured"`
+}
+
+// Verdict is the cell's one verdict, the measured one first: pass says
+// the model serves (measured: the serving probe passed; declared: the
+// registry lists it), and evidence which tier said so.
+func (c Cell) Verdict() (pass bool, evidence string) {
+	if c.Measured != nil {
+		return c.Measured.Status == "pass", EvidenceMeasured
+	}
+	return c.Served, c.Evidence
 }
 
 // CommandGeneration is the TPU generation Cell.Command is written for (the

@@ -21,6 +21,7 @@ import (
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/internal/harness"
+	"github.com/google-pytorch/torchtpu-scanner/internal/serving"
 )
 
 // Table is serving.json: see its "about".
@@ -91,58 +92,16 @@ type Request struct {
 	Reference      *Reference    // nil: computed with Python (reference.py)
 }
 
-// Runtime is the serving probe's own runtime: the versions in the vLLM
-// interpreter, and the device vLLM's platform names.
-type Runtime struct {
-	VLLMTorchTPU *string `json:"vllm-torchtpu"`
-	VLLM         *string `json:"vllm"`
-	Torch        *string `json:"torch"`
-	TorchTPU     *string `json:"torch-tpu"`
-	Libtpu       *string `json:"libtpu"`
-	Python       *string `json:"python"`
-}
-
-// Key names the runtime as the serving probe's retests would:
-// "vllm-torchtpu~torch~torch_tpu~libtpu" versions, an unknown one empty.
-func (r Runtime) Key() string {
-	v := func(p *string) string {
-		if p == nil {
-			return ""
-		}
-		return strings.ReplaceAll(*p, "~", "_")
-	}
-	return strings.Join([]string{v(r.VLLMTorchTPU), v(r.Torch), v(r.TorchTPU), v(r.Libtpu)}, "~")
-}
-
-// Metrics are the serving probe's figures; nil when not measured.
-type Metrics struct {
-	LoadS        *float64 `json:"load_s"`
-	TTFTS        *float64 `json:"ttft_s"`
-	TokensPerS   *float64 `json:"tokens_per_s"`
-	AgreedTokens *int     `json:"agreed_tokens"`
-}
-
-// Result is one serving probe's verdict. Evidence is always "measured".
-type Result struct {
-	Evidence           string               `json:"evidence"`
-	Status             compat.Status        `json:"status"`
-	Stage              *string              `json:"stage"`
-	FailureClass       *compat.FailureClass `json:"failure_class"`
-	Op                 *string              `json:"op"`
-	Signature          *string              `json:"signature"`
-	Message            *string              `json:"message"`
-	Runtime            Runtime              `json:"runtime"`
-	Device             *string              `json:"device"`
-	TensorParallelSize int                  `json:"tensor_parallel_size"`
-	MaxModelLen        int                  `json:"max_model_len"`
-	Metrics            Metrics              `json:"metrics"`
-	Tokens             []int                `json:"tokens,omitempty"`
-	ReferenceTokens    []int                `json:"reference_tokens,omitempty"`
-	LogTail            string               `json:"log_tail,omitempty"`
-}
+// Result, Runtime and Metrics are serving's (a model's serving cell
+// carries the measured verdict).
+type (
+	Result  = serving.Measured
+	Runtime = serving.Runtime
+	Metrics = serving.Metrics
+)
 
 // EvidenceMeasured labels a Result: the probe ran.
-const EvidenceMeasured = "measured"
+const EvidenceMeasured = serving.EvidenceMeasured
 
 // probeOut is what serve.py writes.
 type probeOut struct {
@@ -240,13 +199,16 @@ func Run(ctx context.Context, req Request) Result {
 			fmt.Sprintf("vLLM's greedy tokens agree with the transformers CPU reference's for %d tokens; the first %d must (serving.json)",
 				agreed, min(table.PrefixTokens, len(ref.Tokens))))
 	}
-	res.Status, res.Stage = compat.StatusPass, compat.Ptr(string(compat.StageGenerate))
+	res.Status, res.Stage = string(compat.StatusPass), compat.Ptr(string(compat.StageGenerate))
+	res.MeasuredAt = time.Now().UTC()
 	return res
 }
 
 // verdict fills res's outcome.
 func verdict(res Result, st compat.Status, stage string, cls compat.FailureClass, op *string, sig, msg string) Result {
-	res.Status, res.Stage, res.FailureClass, res.Op, res.Signature, res.Message = st, &stage, &cls, op, &sig, &msg
+	c := string(cls)
+	res.Status, res.Stage, res.FailureClass, res.Op, res.Signature, res.Message = string(st), &stage, &c, op, &sig, &msg
+	res.MeasuredAt = time.Now().UTC()
 	return res
 }
 

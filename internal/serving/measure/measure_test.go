@@ -2,18 +2,12 @@ package measure
 
 import (
 	"context"
-	"encoding/json"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
-	"github.com/google-pytorch/torchtpu-scanner/internal/config"
-	"github.com/google-pytorch/torchtpu-scanner/internal/harness"
-	"github.com/google-pytorch/torchtpu-scanner/internal/testenv"
+	"github.com/google-pytorch/torchtpu-scanner/internal/serving/measure/measuretest"
 )
 
 func TestTableAndAgree(t *testing.T) {
@@ -56,39 +50,8 @@ func TestRuntimeKey(t *testing.T) {
 	}
 }
 
-// fakeVLLM is an interpreter that imports the stand-in vllm
-// (internal/harness/testdata/fake_vllm) before anything installed.
-func fakeVLLM(t *testing.T) string {
-	t.Helper()
-	py := harness.DefaultPython(config.CacheHome(os.LookupEnv))
-	if _, err := exec.LookPath(py); err != nil {
-		testenv.Missing(t, "no Python interpreter (%s): run scripts/pyenv.sh", py)
-	}
-	site, err := filepath.Abs(filepath.Join("..", "..", "harness", "testdata", "fake_vllm", "site"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := filepath.Join(t.TempDir(), "python")
-	script := "#!/bin/sh\nPYTHONPATH=" + site + " exec " + py + " \"$@\"\n"
-	if err := os.WriteFile(w, []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return w
-}
-
-// modelDir is a model folder telling the stand-in how to behave.
-func modelDir(t *testing.T, behaviour string, tokens []int) string {
-	t.Helper()
-	dir := t.TempDir()
-	b, _ := json.Marshal(map[string]any{"behaviour": behaviour, "tokens": tokens})
-	if err := os.WriteFile(filepath.Join(dir, "fake_vllm.json"), b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return dir
-}
-
 func TestRunAgainstStandIn(t *testing.T) {
-	py := fakeVLLM(t)
+	py := measuretest.VLLMPython(t)
 	ref := &Reference{PromptTokenIDs: []int{791, 6864, 315, 9822, 374}, Tokens: []int{12366, 13, 578, 6864, 315, 9822, 374, 1101,
 		3967, 439, 279, 330, 13020, 315, 8828, 1, 2}}
 	str := func(p *string) string {
@@ -120,15 +83,15 @@ func TestRunAgainstStandIn(t *testing.T) {
 				limit = tt.timeout
 			}
 			start := time.Now()
-			r := Run(context.Background(), Request{VLLMPython: py, ModelDir: modelDir(t, tt.behaviour, ref.Tokens), TensorParallel: 2,
+			r := Run(context.Background(), Request{VLLMPython: py, ModelDir: measuretest.ModelDir(t, tt.behaviour, ref.Tokens), TensorParallel: 2,
 				Timeout: limit, Reference: ref})
 			if tt.timeout > 0 && time.Since(start) > tt.timeout+10*time.Second {
 				t.Errorf("a hung probe took %s to end", time.Since(start))
 			}
-			if r.Status != tt.status || str(r.Stage) != tt.stage || r.Evidence != "measured" {
+			if compat.Status(r.Status) != tt.status || str(r.Stage) != tt.stage || r.Evidence != "measured" {
 				t.Fatalf("status %s at %s, want %s at %s: %s\n%s", r.Status, str(r.Stage), tt.status, tt.stage, str(r.Message), r.LogTail)
 			}
-			if tt.class != "" && (r.FailureClass == nil || *r.FailureClass != tt.class || !strings.HasPrefix(str(r.Signature), tt.sig)) {
+			if tt.class != "" && (r.FailureClass == nil || compat.FailureClass(*r.FailureClass) != tt.class || !strings.HasPrefix(str(r.Signature), tt.sig)) {
 				t.Errorf("class %v signature %q, want %s %q", r.FailureClass, str(r.Signature), tt.class, tt.sig)
 			}
 			if r.TensorParallelSize != 2 || r.MaxModelLen != 256 {
@@ -161,10 +124,10 @@ func TestRunAgainstStandIn(t *testing.T) {
 
 // A reference that fails is the scanner's error, never held against vLLM.
 func TestReferenceFails(t *testing.T) {
-	py := fakeVLLM(t)
-	dir := modelDir(t, "ok", []int{1, 2, 3, 4})
+	py := measuretest.VLLMPython(t)
+	dir := measuretest.ModelDir(t, "ok", []int{1, 2, 3, 4})
 	r := Run(context.Background(), Request{VLLMPython: py, Python: py, ModelDir: dir, Timeout: time.Minute})
-	if r.Status != compat.StatusError || r.Signature == nil || !strings.HasPrefix(*r.Signature, "reference:") {
+	if compat.Status(r.Status) != compat.StatusError || r.Signature == nil || !strings.HasPrefix(*r.Signature, "reference:") {
 		t.Fatalf("status %s %v: %v", r.Status, r.Signature, r.Message)
 	}
 }

@@ -1,0 +1,118 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/google-pytorch/torchtpu-scanner/internal/serving"
+)
+
+const (
+	sqlPutServingResult = `INSERT INTO serving_results (model_id, runtime_key, status, measured_at, result)
+SELECT id, ?, ?, ?, ? FROM models WHERE id = ?
+ON CONFLICT (model_id) DO UPDATE SET runtime_key = excluded.runtime_key, status = excluded.status,
+	measured_at = excluded.measured_at, result = excluded.result`
+	sqlServingResult  = `SELECT measured_at, result FROM serving_results WHERE model_id = ?`
+	sqlServingResults = `SELECT model_id, measured_at, result FROM serving_results WHERE model_id IN (SELECT value FROM json_each(?))`
+)
+
+// PutServingResult keeps a model's newest measured serving verdict
+// (migration 0016), in its own table under its own runtime key: the
+// model's inference results are not touched. MeasuredAt zero is the
+// store's clock. The error wraps ErrNotFound for an unknown model.
+func (s *SQLite) PutServingResult(ctx context.Context, modelID string, m serving.Measured) error {
+	if m.Evidence != serving.EvidenceMeasured || m.Status == "" {
+		return fmt.Errorf("store: put serving result %s: %w: not a measured verdict", modelID, ErrInvalid)
+	}
+	if m.MeasuredAt.IsZero() {
+		m.MeasuredAt = s.now().UTC()
+	}
+	m.LogTail = "" // the probe's output is the CLI's to print, not the database's to keep
+	data, err := json.Marshal(m)
+	if err != nil {
+		return fmt.Errorf("store: put serving result %s: %w", modelID, err)
+	}
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("store: put serving result %s: %w", modelID, err)
+	}
+	defer tx.Rollback()
+	res, err := tx.ExecContext(ctx, sqlPutServingResult, m.Runtime.Key(), m.Status, unixNano(m.MeasuredAt), string(data), modelID)
+	if err != nil {
+		return fmt.Errorf("store: put serving result %s: %w", modelID, err)
+	}
+	if n, err := res.RowsAffected(); err == nil && n == 0 {
+		return fmt.Errorf("store: put serving result %s: %w", modelID, ErrNotFound)
+	}
+	if err := s.touch(ctx, tx); err != nil {
+		return fmt.Errorf("store: put serving result %s: %w", modelID, err)
+	}
+	if err := s.commit(tx); err != nil {
+		return fmt.Errorf("store: put serving result %s: %w", modelID, err)
+	}
+	return nil
+}
+
+// ServingResult is a model's newest measured serving verdict; the error
+// wraps ErrNotFound when none was measured.
+func (s *SQLite) ServingResult(ctx context.Context, modelID string) (serving.Measured, error) {
+	var at int64
+	var data string
+	err := s.r.QueryRowContext(ctx, sqlServingResult, modelID).Scan(&at, &data)
+	if errors.Is(err, sql.ErrNoRows) {
+		return serving.Measured{}, fmt.Errorf("store: serving result %s: %w", modelID, ErrNotFound)
+	}
+	if err != nil {
+		return serving.Measured{}, fmt.Errorf("store: serving result %s: %w", modelID, err)
+	}
+	m, err := decodeServing(at, data)
+	if err != nil {
+		return serving.Measured{}, fmt.Errorf("store: serving result %s: %w", modelID, err)
+	}
+	return m, nil
+}
+
+// ServingResults are the measured serving verdicts of the models ids (a
+// page of a list), by model id; a model never measured is absent.
+func (s *SQLite) ServingResults(ctx context.Context, ids []string) (map[string]serving.Measured, error) {
+	out := map[string]serving.Measured{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	list, err := json.Marshal(ids)
+	if err != nil {
+		return nil, fmt.Errorf("store: serving results: %w", err)
+	}
+	rows, err := s.r.QueryContext(ctx, sqlServingResults, string(list))
+	if err != nil {
+		return nil, fmt.Errorf("store: serving results: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id, data string
+		var at int64
+		if err := rows.Scan(&id, &at, &data); err != nil {
+			return nil, fmt.Errorf("store: serving results: %w", err)
+		}
+		if out[id], err = decodeServing(at, data); err != nil {
+			return nil, fmt.Errorf("store: serving result %s: %w", id, err)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: serving results: %w", err)
+	}
+	return out, nil
+}
+
+// decodeServing reads a stored verdict back, its date the row's.
+func decodeServing(at int64, data string) (serving.Measured, error) {
+	var m serving.Measured
+	if err := json.Unmarshal([]byte(data), &m); err != nil {
+		return serving.Measured{}, err
+	}
+	m.MeasuredAt = fromNano(at)
+	return m, nil
+}

@@ -1,0 +1,66 @@
+package store_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google-pytorch/torchtpu-scanner/internal/serving"
+	"github.com/google-pytorch/torchtpu-scanner/store"
+	"github.com/google-pytorch/torchtpu-scanner/store/storetest"
+)
+
+// A measured serving verdict is kept per model, in its own table: the
+// newest replaces the older, the inference results are not touched, and
+// an unknown model or a verdict that is not measured is refused.
+func TestServingResultRoundTrip(t *testing.T) {
+	s := storetest.MustOpen(t)
+	upsert(t, s, "org/a")
+	if _, err := s.ServingResult(ctx, "org/a"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("before any: %v", err)
+	}
+	v := func(s string) *string { return &s }
+	agreed, tps := 16, 40.5
+	at := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	m := serving.Measured{Evidence: serving.EvidenceMeasured, Status: "fail", Stage: v("load"), Signature: v("load_error:x"),
+		Runtime: serving.Runtime{VLLMTorchTPU: v("0.29.0"), Torch: v("2.13.0")}, TensorParallelSize: 1, MaxModelLen: 256,
+		MeasuredAt: at, LogTail: "a long log"}
+	before, _ := s.Changed(ctx)
+	if err := s.PutServingResult(ctx, "org/a", m); err != nil {
+		t.Fatal(err)
+	}
+	if after, _ := s.Changed(ctx); !after.After(before) {
+		t.Errorf("a stored serving verdict did not move the data's version")
+	}
+	m.Status, m.Stage, m.Signature, m.MeasuredAt = "pass", v("generate"), nil, at.Add(time.Hour)
+	m.Metrics = serving.Metrics{AgreedTokens: &agreed, TokensPerS: &tps}
+	if err := s.PutServingResult(ctx, "org/a", m); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.ServingResult(ctx, "org/a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status != "pass" || got.Signature != nil || got.Metrics.AgreedTokens == nil || *got.Metrics.AgreedTokens != 16 ||
+		!got.MeasuredAt.Equal(at.Add(time.Hour)) || got.Runtime.Key() != "0.29.0~2.13.0~~" || got.LogTail != "" {
+		t.Errorf("read back %+v", got)
+	}
+	upsert(t, s, "org/b")
+	all, err := s.ServingResults(ctx, []string{"org/a", "org/b", "org/none"})
+	if err != nil || len(all) != 1 || all["org/a"].Status != "pass" || !all["org/a"].MeasuredAt.Equal(at.Add(time.Hour)) {
+		t.Errorf("ServingResults: %+v %v (org/a alone was measured)", all, err)
+	}
+	if none, err := s.ServingResults(ctx, nil); err != nil || len(none) != 0 {
+		t.Errorf("ServingResults(nil): %v %v", none, err)
+	}
+	if _, err := s.LatestResult(ctx, "org/a", "tpu"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("a serving verdict became an inference result: %v", err)
+	}
+	if err := s.PutServingResult(ctx, "org/none", m); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("unknown model: %v", err)
+	}
+	m.Evidence = "declared"
+	if err := s.PutServingResult(ctx, "org/a", m); !errors.Is(err, store.ErrInvalid) {
+		t.Errorf("a declared verdict stored as measured: %v", err)
+	}
+}
