@@ -472,6 +472,13 @@ type Result struct {
 	// PrecisionSensitive says the numerics passed on tpu only at
 	// torch.tpu.Precision.HIGHEST.
 	PrecisionSensitive bool `json:"precision_sensitive,omitempty"`
+	// TPUOps is the prediction for TorchTPU of a run that was not on a
+	// TPU: the ops it traced, judged against the runtime's kernel table
+	// (never a TPU result); nil when none was made.
+	TPUOps *TPUOps `json:"tpu_ops,omitempty"`
+	// OpsTraced is the harness's trace that TPUOps is judged from; the
+	// runner drops it once judged, and nothing stores it.
+	OpsTraced *OpsTrace `json:"ops_traced,omitempty"`
 }
 
 // KnownIssue is a tracked failure: its title, the URL of its tracking

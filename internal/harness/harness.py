@@ -197,6 +197,7 @@ import harness_host as hh  # noqa: E402
 import harness_inputs as hi  # noqa: E402
 import harness_modes as hm  # noqa: E402
 import harness_numerics as hn  # noqa: E402
+import harness_ops as hops  # noqa: E402
 import harness_shard as hs  # noqa: E402
 import harness_reference as hr  # noqa: E402
 import harness_tpu as htpu  # noqa: E402
@@ -608,6 +609,7 @@ class Probe(hc.ConfigStage, hcmp.NumericsStage, hcomp.CompileStage, hg.GenerateS
         self.world = args.devices  # ranks of a sharded probe (harness_shard.py); 1 otherwise
         self.rank = 0  # this process's, read in the env stage
         self.sharding = None  # "tp" or "fsdp" once a sharded model is loaded
+        self.ops = hops.Tracer()  # the ops the run dispatches, for the TorchTPU prediction (harness_ops.py)
 
     # stage bookkeeping
     @contextlib.contextmanager
@@ -658,6 +660,8 @@ class Probe(hc.ConfigStage, hcmp.NumericsStage, hcomp.CompileStage, hg.GenerateS
             self.record_tpu_stack(tpu, notes)
             self.open_device(tpu, notes)
             self.choose_dtype(notes)
+            # off a TPU, one device: trace the ops for the TorchTPU prediction (a tpu run is measured instead)
+            self.ops.enabled = self.target != "tpu" and self.world == 1 and not self.args.no_ops_trace
             if self.world > 1:
                 backend = hs.init(self.torch, self.target, self.world, self.rank, self.args.collective_timeout_s)
                 notes.append(f"rank {self.rank} of {self.world}, backend {backend}, collective timeout "
@@ -841,6 +845,7 @@ class Probe(hc.ConfigStage, hcmp.NumericsStage, hcomp.CompileStage, hg.GenerateS
                     notes.append(f"TorchTPU compiled {c1 - c0} executable(s) during the timed eager steps")
                 if self.world > 1:
                     notes.append(self.profile_collectives(lambda: self.model(**self.dev_inputs)))
+                self.ops.call("forward", lambda: self.model(**self.dev_inputs))  # one more call, untimed
             self.metrics["forward_ms"] = round(statistics.median(times) * 1000, 4)
             if self.world > 1:  # the group's step is its slowest rank's
                 self.metrics["forward_ms"] = hs.largest(hs.gather(self.metrics["forward_ms"], self.world))
@@ -964,6 +969,9 @@ class Probe(hc.ConfigStage, hcmp.NumericsStage, hcomp.CompileStage, hg.GenerateS
         res["stages"] = self.stages
         if self.continuation is not None:
             res["continuation"] = self.continuation
+        traced = self.ops.result()
+        if traced is not None:
+            res["ops_traced"] = traced
         res["duration_s"] = round(time.monotonic() - _T0, 3)
         return res
 
@@ -1064,6 +1072,8 @@ def parse_args(argv):
     p.add_argument("--no-train", default="", metavar="REASON",
                    help="skip the train step, saying why (the scanner's plan: the weights, gradients and AdamW state "
                         "do not fit)")
+    p.add_argument("--no-ops-trace", action="store_true",
+                   help="trace no ops for the TorchTPU prediction (harness_ops.py; make bench compares)")
     p.add_argument("--no-modes", action="store_true",
                    help="run none of the matrix's extra work: no train step, eager modes or second precision (bench)")
     p.add_argument("--env-only", action="store_true")

@@ -23,9 +23,9 @@ Every operator of torch._C._dispatch_get_all_op_names() is one of (tpu_ops.json 
 
 A registration says nothing of dtypes: the table is about operators, and so is every prediction made from it.
 
-Output (stdout, one JSON object): {"torch", "torch_tpu", "ops": {name: kind}, "counts": {kind: n}}.
-Exit 0 when the table was read; 1 with a one-line reason on stderr otherwise (torch_tpu missing or failing
-to import).
+Output (one JSON object, to stdout, or written atomically to --out FILE):
+{"torch", "torch_tpu", "ops": {name: kind}, "counts": {kind: n}}. Exit 0 when the table was read; 1 with a
+one-line reason on stderr otherwise (torch_tpu missing or failing to import); 2 for bad arguments.
 """
 
 from __future__ import annotations
@@ -85,7 +85,14 @@ def version(*names: str) -> str:
     return ""
 
 
-def main() -> int:
+def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    out = None
+    if argv[:1] == ["--out"] and len(argv) == 2:
+        out = argv[1]
+    elif argv:
+        print("usage: harness_kernels.py [--out FILE]", file=sys.stderr)
+        return 2
     os.environ.setdefault("TORCH_DEVICE_BACKEND_AUTOLOAD", "0")
     os.environ.setdefault("TPU_SKIP_MDS_QUERY", "1")
     os.environ.setdefault("PYTHONWARNINGS", "ignore")
@@ -101,8 +108,14 @@ def main() -> int:
         return 1
     table = read_table(torch)
     table.update(torch=torch.__version__, torch_tpu=tpu_version)
-    json.dump(table, sys.stdout, separators=(",", ":"), sort_keys=True)
-    sys.stdout.write("\n")
+    text = json.dumps(table, separators=(",", ":"), sort_keys=True) + "\n"
+    if out is None:
+        sys.stdout.write(text)
+        return 0
+    tmp = f"{out}.tmp.{os.getpid()}"
+    with open(tmp, "w", encoding="utf-8") as fh:
+        fh.write(text)
+    os.replace(tmp, out)
     return 0
 
 

@@ -138,6 +138,10 @@ type envCache struct {
 	mu   sync.Mutex
 	envs map[compat.Target]compat.Runtime // per target
 	auto compat.Target                    // what Env(auto) resolved to, "" before
+	// kernels is the TorchTPU kernel table (KernelTable), read once;
+	// kmu serialises its reading.
+	kmu     sync.Mutex
+	kernels kernelCache
 }
 
 // NewRunner checks cfg, fills its defaults and writes the embedded harness
@@ -399,6 +403,7 @@ func (r *Runner) Probe(ctx context.Context, req Request) compat.Result {
 	}
 	p := &probeRun{r: r, req: req, start: start, target: req.Target}
 	res := r.probe(ctx, p)
+	r.predict(ctx, &res)
 	r.log.Info("probe done", "model", req.ModelID, "revision", req.Revision,
 		"target", res.Target, "mode", derefMode(res.Mode), "status", res.Status,
 		"stage", derefStage(res.Stage), "duration_s", res.DurationS)
