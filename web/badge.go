@@ -61,7 +61,10 @@ func (s *Server) badge(c *fiber.Ctx) error {
 	key := badgeKey{kind, raw, target, style, label, targetOK, train}
 	e, ok := s.badges.get(key, changed)
 	if !ok {
-		var b badge
+		var (
+			b          badge
+			prediction string // the endpoint JSON's tpu_ops (badgePrediction)
+		)
 		id, idErr := idParam(c, "."+kind)
 		switch {
 		case idErr != nil || !targetOK:
@@ -75,12 +78,15 @@ func (s *Server) badge(c *fiber.Ctx) error {
 				return s.badgeUnavailable(c, kind, target, label, err)
 			default:
 				b = draw(&m, target, label)
+				if !train {
+					prediction = badgePrediction(&m)
+				}
 			}
 		}
 		if kind == "svg" {
 			e.body = renderSVG(b, style)
 		} else {
-			e.body = renderBadgeJSON(b)
+			e.body = renderBadgeJSONPredicted(b, prediction)
 		}
 		e.etag = etagOf(changedTag(changed), kind, raw, string(target), string(style), label, strconv.FormatBool(targetOK),
 			strconv.FormatBool(train))

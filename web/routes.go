@@ -17,6 +17,7 @@ func (s *Server) routes(app *fiber.App) {
 	app.Get("/methodology", s.methodology)
 	app.Get("/models/*", s.modelPage)
 	app.Get("/runtimes", s.runtimesPage)
+	app.Get("/ops", s.opsPage)
 	app.Get("/compare", s.comparePage)
 	app.Get("/static/:name", s.asset)
 	if s.requests != nil {
@@ -37,6 +38,7 @@ func (s *Server) routes(app *fiber.App) {
 	api.Get("/summary", s.apiSummary)
 	api.Get("/failures", s.apiFailures)
 	api.Get("/runtimes", s.apiRuntimes)
+	api.Get("/ops", s.apiOps)
 	api.Get("/compare", s.apiCompare)
 	api.Get("/scans", s.apiScans)
 	api.Get("/scans/:id", s.apiScan)
@@ -54,6 +56,7 @@ func (s *Server) routes(app *fiber.App) {
 	app.Get("/feed.json", cors, s.feed)
 	app.Get("/feed.atom", cors, s.feedAtomPath)
 	app.Get("/export.csv", cors, s.exportCSV)
+	app.Get("/ops.csv", cors, s.opsCSV)
 
 	// Operations.
 	app.Get("/healthz", s.healthz)

@@ -49,6 +49,8 @@ func toRuntimeJSON(st store.RuntimeStats) runtimeJSON {
 // runtimesBody is GET /api/v1/runtimes.
 type runtimesBody struct {
 	Runtimes []runtimeJSON `json:"runtimes"`
+	// KernelTables are the TorchTPU kernel tables kept, newest first.
+	KernelTables []kernelTableJSON `json:"kernel_tables"`
 }
 
 // apiRuntimes serves GET /api/v1/runtimes: every runtime with results
@@ -74,6 +76,11 @@ func (s *Server) apiRuntimes(c *fiber.Ctx) error {
 	for i, st := range rts {
 		out.Runtimes[i] = toRuntimeJSON(st)
 	}
+	kts, err := s.store.KernelTables(ctx)
+	if err != nil {
+		return fmt.Errorf("web: api runtimes: %w", err)
+	}
+	out.KernelTables = kernelRows(kts)
 	return c.JSON(out)
 }
 
@@ -192,6 +199,8 @@ type runtimeGroup struct {
 type runtimesView struct {
 	layout
 	Groups []runtimeGroup
+	// Kernels are the TorchTPU kernel tables kept, newest first.
+	Kernels []kernelTableJSON
 }
 
 // runtimesPage serves GET /runtimes: each target's runtimes, newest first,
@@ -224,6 +233,11 @@ func (s *Server) runtimesPage(c *fiber.Ctx) error {
 		}
 		v.Groups = append(v.Groups, g)
 	}
+	kts, err := s.store.KernelTables(ctx)
+	if err != nil {
+		return fmt.Errorf("web: runtimes: %w", err)
+	}
+	v.Kernels = kernelRows(kts)
 	return s.render(c, "runtimes", v)
 }
 

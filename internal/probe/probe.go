@@ -324,6 +324,9 @@ type Request struct {
 	// step, TorchTPU's eager modes, the second precision): make bench's
 	// baselines only.
 	NoModes bool
+	// NoOpsTrace traces no ops for the TorchTPU prediction
+	// (harness_ops.py): make bench's baseline only.
+	NoOpsTrace bool
 }
 
 // ranks is how many harness processes the probe runs.
@@ -361,6 +364,9 @@ func (req Request) args(resultFile string) []string {
 	}
 	if req.NoModes {
 		a = append(a, "--no-modes")
+	}
+	if req.NoOpsTrace {
+		a = append(a, "--no-ops-trace")
 	}
 	if req.NoGenerate {
 		a = append(a, "--no-generate")
