@@ -236,3 +236,74 @@ func commonTable(tables func(yield func(string) bool)) string {
 	}
 	return best
 }
+
+// sqlPredictionPairs are, per model, its current tpu result's verdict
+// beside its current predictions off tpu (newest first).
+const sqlPredictionPairs = `SELECT t.model_id, t.status, rt.failure_class, rt.op, r.tpu_ops
+FROM current t JOIN results rt ON rt.id = t.result_id
+JOIN current o ON o.model_id = t.model_id AND o.target <> 'tpu'
+JOIN results r ON r.id = o.result_id
+WHERE t.target = 'tpu' AND r.tpu_ops IS NOT NULL
+ORDER BY t.model_id, o.tested_at DESC, r.id DESC`
+
+// PredictionScore is how the predictions (Result.TPUOps) held against the
+// tpu results of the same models (compat.TPUOps.Agrees): Compared models
+// with a tpu result a prediction can speak of, Agreed of them where it held;
+// OpFailures the tpu failures on a missing op, Predicted of them the
+// prediction listed.
+type PredictionScore struct {
+	Compared   int `json:"compared"`
+	Agreed     int `json:"agreed"`
+	OpFailures int `json:"op_failures"`
+	Predicted  int `json:"predicted"`
+}
+
+// PredictionHits scores each model's newest prediction off tpu against its
+// current tpu result.
+func (s *SQLite) PredictionHits(ctx context.Context) (PredictionScore, error) {
+	var sc PredictionScore
+	rows, err := s.r.QueryContext(ctx, sqlPredictionPairs)
+	if err != nil {
+		return sc, fmt.Errorf("store: prediction hits: %w", err)
+	}
+	defer rows.Close()
+	last := ""
+	for rows.Next() {
+		var (
+			id, status string
+			class, op  sql.NullString
+			text       string
+		)
+		if err := rows.Scan(&id, &status, &class, &op, &text); err != nil {
+			return sc, fmt.Errorf("store: prediction hits: %w", err)
+		}
+		if id == last {
+			continue
+		}
+		last = id
+		var p compat.TPUOps
+		if err := json.Unmarshal([]byte(text), &p); err != nil {
+			return sc, fmt.Errorf("store: prediction hits: %s: %w", id, err)
+		}
+		tpu := compat.Result{Target: compat.TargetTPU, Status: compat.Status(status),
+			FailureClass: fromNullStr[compat.FailureClass](class), Op: fromNullStr[string](op)}
+		counted, agreed := p.Agrees(tpu)
+		if !counted {
+			continue
+		}
+		sc.Compared++
+		if agreed {
+			sc.Agreed++
+		}
+		if tpu.Status == compat.StatusFail {
+			sc.OpFailures++
+			if agreed {
+				sc.Predicted++
+			}
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return sc, fmt.Errorf("store: prediction hits: %w", err)
+	}
+	return sc, nil
+}

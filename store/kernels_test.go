@@ -111,3 +111,40 @@ func TestPredictionRoundTrip(t *testing.T) {
 		t.Errorf("read back %+v, want %+v", got.TPUOps, r.TPUOps)
 	}
 }
+
+// TestPredictionHits: each model's newest prediction against its tpu
+// result; failures a prediction cannot speak of are not counted.
+func TestPredictionHits(t *testing.T) {
+	s := storetest.MustOpen(t)
+	upsert(t, s, "o/a", "o/b", "o/c", "o/d", "o/e")
+	const tb = "torch_tpu 0.2.0 / torch 2.15.0"
+	onTPU := func(status compat.Status, op string) compat.Result {
+		r := result("tpu", status, at(5))
+		if status != compat.StatusPass {
+			r.Stage = compat.Ptr(compat.StageForward)
+		}
+		if op != "" {
+			r.FailureClass, r.Op = compat.Ptr(compat.ClassUnsupportedOp), compat.Ptr(op)
+		} else if status == compat.StatusFail {
+			r.FailureClass = compat.Ptr(compat.ClassNumericsMismatch)
+		}
+		return r
+	}
+	record(t, s, "o/a", predicted(0, tb, []string{"aten::median"}, nil)) // fails on median: predicted
+	record(t, s, "o/a", onTPU(compat.StatusFail, "aten::median"))
+	record(t, s, "o/b", predicted(0, tb, []string{"aten::x"}, nil)) // older: replaced by the one below
+	record(t, s, "o/b", predicted(1, tb, nil, nil))                  // passes: agreed
+	record(t, s, "o/b", onTPU(compat.StatusPass, ""))
+	record(t, s, "o/c", predicted(0, tb, nil, nil)) // fails on an op it did not list
+	record(t, s, "o/c", onTPU(compat.StatusFail, "aten::mode"))
+	record(t, s, "o/d", predicted(0, tb, nil, nil)) // numerics: not counted
+	record(t, s, "o/d", onTPU(compat.StatusFail, ""))
+	record(t, s, "o/e", onTPU(compat.StatusPass, "")) // no prediction
+	got, err := s.PredictionHits(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (store.PredictionScore{Compared: 3, Agreed: 2, OpFailures: 2, Predicted: 1}); got != want {
+		t.Errorf("%+v, want %+v", got, want)
+	}
+}

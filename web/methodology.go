@@ -1,6 +1,7 @@
 package web
 
 import (
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/internal/harness"
+	"github.com/google-pytorch/torchtpu-scanner/store"
 )
 
 // methodologyView is the data of templates/methodology.html.
@@ -23,6 +25,8 @@ type methodologyView struct {
 	Kinds       []kindRow
 	Families    []familyRow
 	Unsupported []unsupportedRow
+	// Hits is how the TorchTPU predictions held against tpu results.
+	Hits *store.PredictionScore
 }
 
 // dtypeRow is one device dtype's numerics bounds (numerics.json).
@@ -56,6 +60,11 @@ func (s *Server) methodology(c *fiber.Ctx) error {
 	v.Dtypes, v.Kinds = numericsRows(harness.Numerics)
 	v.Families, v.Unsupported = taskRows(harness.Tasks)
 	v.Canonical = "/methodology"
+	hits, err := s.store.PredictionHits(c.UserContext())
+	if err != nil {
+		return fmt.Errorf("web: methodology: %w", err)
+	}
+	v.Hits = &hits
 	c.Set(fiber.HeaderCacheControl, "public, max-age=3600")
 	return s.render(c, "methodology", v)
 }

@@ -72,6 +72,8 @@ type Store interface {
 	// MissingOps is the fix list of the predictions judged against table
 	// ("" = the newest kept), with the table it used.
 	MissingOps(ctx context.Context, table string) ([]store.MissingOp, string, error)
+	// PredictionHits is how the predictions held against tpu results.
+	PredictionHits(ctx context.Context) (store.PredictionScore, error)
 }
 
 var _ Store = (*store.SQLite)(nil)

@@ -167,3 +167,19 @@ func TestRuntimesShowKernelTables(t *testing.T) {
 		}
 	}
 }
+
+// TestMethodologyHitRate: o/a failed on tpu on aten::median, which its
+// prediction listed; o/e failed on it unlisted.
+func TestMethodologyHitRate(t *testing.T) {
+	ts := opsServer(t)
+	body := ts.get(t, "/methodology").body
+	if !strings.Contains(body, "the prediction held for 1 of 2 models") ||
+		!strings.Contains(body, "it listed the operator of\n1 of the 2 tpu failures on a missing operator") {
+		i := strings.Index(body, "data-hit-rate")
+		t.Errorf("methodology's hit rate: %.400s", body[max(i, 0):])
+	}
+	empty := newTestServer(t, 0, 0, Config{})
+	if body := empty.get(t, "/methodology").body; !strings.Contains(body, "the hit rate shows here once one does") {
+		t.Error("an empty store's methodology does not say the hit rate is to come")
+	}
+}

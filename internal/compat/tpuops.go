@@ -213,3 +213,21 @@ func (t TPUOps) validate() error {
 	}
 	return nil
 }
+
+// Agrees is the one rule for whether the prediction held, against a tpu
+// result of the same model: counted is false when the tpu result says
+// nothing a prediction of operators could (no verdict, or a failure that
+// is not a missing op: numerics, memory, compile); agreed is true for a
+// pass predicted with no missing inference op, and for a failure on a
+// missing op that the prediction listed for the inference.
+func (t TPUOps) Agrees(tpu Result) (counted, agreed bool) {
+	switch {
+	case tpu.Target != TargetTPU:
+		return false, false
+	case tpu.Status == StatusPass:
+		return true, len(t.Missing) == 0
+	case tpu.Status == StatusFail && tpu.FailureClass != nil && *tpu.FailureClass == ClassUnsupportedOp && tpu.Op != nil:
+		return true, contains(t.Missing, *tpu.Op)
+	}
+	return false, false
+}

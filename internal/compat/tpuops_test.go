@@ -66,3 +66,38 @@ func TestDiffKernels(t *testing.T) {
 		t.Errorf("%+v", d)
 	}
 }
+
+func TestTPUOpsAgrees(t *testing.T) {
+	p := prediction() // missing aten::median
+	clean := prediction()
+	clean.Missing = nil
+	onTPU := func(s Status, class FailureClass, op string) Result {
+		r := Result{Target: TargetTPU, Status: s}
+		if class != "" {
+			r.FailureClass = &class
+		}
+		if op != "" {
+			r.Op = &op
+		}
+		return r
+	}
+	for name, tc := range map[string]struct {
+		p               *TPUOps
+		r               Result
+		counted, agreed bool
+	}{
+		"pass, none missing":      {clean, onTPU(StatusPass, "", ""), true, true},
+		"pass, one missing":       {p, onTPU(StatusPass, "", ""), true, false},
+		"fails on the missing op": {p, onTPU(StatusFail, ClassUnsupportedOp, "aten::median"), true, true},
+		"fails on another op":     {p, onTPU(StatusFail, ClassUnsupportedOp, "aten::mode"), true, false},
+		"fails on numerics":       {p, onTPU(StatusFail, ClassNumericsMismatch, ""), false, false},
+		"out of memory":           {clean, onTPU(StatusOOM, ClassOOM, ""), false, false},
+		"a cpu result":            {clean, Result{Target: TargetCPU, Status: StatusPass}, false, false},
+		"error, no verdict":       {clean, onTPU(StatusError, ClassDeviceUnavail, ""), false, false},
+	} {
+		c, a := tc.p.Agrees(tc.r)
+		if c != tc.counted || a != tc.agreed {
+			t.Errorf("%s: counted %v agreed %v, want %v %v", name, c, a, tc.counted, tc.agreed)
+		}
+	}
+}
