@@ -133,7 +133,7 @@ func TestPredictionHits(t *testing.T) {
 	record(t, s, "o/a", predicted(0, tb, []string{"aten::median"}, nil)) // fails on median: predicted
 	record(t, s, "o/a", onTPU(compat.StatusFail, "aten::median"))
 	record(t, s, "o/b", predicted(0, tb, []string{"aten::x"}, nil)) // older: replaced by the one below
-	record(t, s, "o/b", predicted(1, tb, nil, nil))                  // passes: agreed
+	record(t, s, "o/b", predicted(1, tb, nil, nil))                 // passes: agreed
 	record(t, s, "o/b", onTPU(compat.StatusPass, ""))
 	record(t, s, "o/c", predicted(0, tb, nil, nil)) // fails on an op it did not list
 	record(t, s, "o/c", onTPU(compat.StatusFail, "aten::mode"))
