@@ -76,11 +76,9 @@ func (s *Server) apiRuntimes(c *fiber.Ctx) error {
 	for i, st := range rts {
 		out.Runtimes[i] = toRuntimeJSON(st)
 	}
-	kts, err := s.store.KernelTables(ctx)
-	if err != nil {
+	if out.KernelTables, err = s.kernelTables(ctx); err != nil {
 		return fmt.Errorf("web: api runtimes: %w", err)
 	}
-	out.KernelTables = kernelRows(kts)
 	return c.JSON(out)
 }
 
@@ -233,11 +231,9 @@ func (s *Server) runtimesPage(c *fiber.Ctx) error {
 		}
 		v.Groups = append(v.Groups, g)
 	}
-	kts, err := s.store.KernelTables(ctx)
-	if err != nil {
+	if v.Kernels, err = s.kernelTables(ctx); err != nil {
 		return fmt.Errorf("web: runtimes: %w", err)
 	}
-	v.Kernels = kernelRows(kts)
 	return s.render(c, "runtimes", v)
 }
 

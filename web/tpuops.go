@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -204,6 +205,59 @@ type kernelTableJSON struct {
 	Previous string   `json:"previous"`
 	Added    []string `json:"added"`
 	Dropped  []string `json:"dropped"`
+	// Unblocks are the models whose every missing op (inference and train)
+	// by their predictions against the previous table this one implements,
+	// most downloaded first: predicted to run on it (a prediction judged
+	// before it, of registrations only).
+	Unblocks []string `json:"unblocks"`
+}
+
+// kernelTables are the kept kernel tables, newest first, each against the
+// one read before it, with the models it unblocks.
+func (s *Server) kernelTables(ctx context.Context) ([]kernelTableJSON, error) {
+	kts, err := s.store.KernelTables(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rows := kernelRows(kts)
+	for i := range rows {
+		if rows[i].Previous == "" || len(rows[i].Added) == 0 {
+			continue
+		}
+		ops, _, err := s.store.MissingOps(ctx, rows[i].Previous)
+		if err != nil {
+			return nil, err
+		}
+		rows[i].Unblocks = unblocked(ops, rows[i].Added)
+	}
+	return rows, nil
+}
+
+// unblocked are the models of a fix list whose every missing op is among
+// added, most downloaded first (the list's order: a model's downloads are
+// the same in every row it is in).
+func unblocked(ops []store.MissingOp, added []string) []string {
+	blocked := map[string]bool{}
+	order := []string{}
+	for _, o := range ops {
+		fixed := slices.Contains(added, o.Op)
+		for _, id := range o.ModelIDs {
+			if _, seen := blocked[id]; !seen {
+				order = append(order, id)
+				blocked[id] = false
+			}
+			if !fixed {
+				blocked[id] = true
+			}
+		}
+	}
+	out := []string{}
+	for _, id := range order {
+		if !blocked[id] {
+			out = append(out, id)
+		}
+	}
+	return out
 }
 
 // kernelRows are the kept kernel tables, newest first, each against the one
@@ -214,7 +268,7 @@ func kernelRows(oldestFirst []compat.KernelTable) []kernelTableJSON {
 		kt := oldestFirst[i]
 		row := kernelTableJSON{Table: kt.Name(), Torch: kt.Torch, TorchTPU: kt.TorchTPU, ReadAt: kt.ReadAt,
 			Native: kt.Count(compat.OpNative), Default: kt.Count(compat.OpDefault), Fallback: kt.Count(compat.OpFallback),
-			Added: []string{}, Dropped: []string{}}
+			Added: []string{}, Dropped: []string{}, Unblocks: []string{}}
 		if i > 0 {
 			d := compat.DiffKernels(oldestFirst[i-1], kt)
 			row.Previous, row.Added, row.Dropped = oldestFirst[i-1].Name(), d.Added, d.Dropped

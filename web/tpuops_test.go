@@ -149,6 +149,16 @@ func TestPredictionCheck(t *testing.T) {
 
 func TestRuntimesShowKernelTables(t *testing.T) {
 	ts := opsServer(t)
+	// predictions judged against 0.1.0: f lacked addmm alone (0.2.0 adds it), g addmm and median
+	ts.upsert(t, store.ModelUpsert{ID: "o/f", Task: "text-generation", Downloads: 40, SHA: "s"},
+		store.ModelUpsert{ID: "o/g", Task: "text-generation", Downloads: 30, SHA: "s"})
+	old := func(missing ...string) compat.Result {
+		r := predictedOn(testTime, nil, missing)
+		r.TPUOps.Table = "torch_tpu 0.1.0 / torch 2.15.0"
+		return r
+	}
+	ts.record(t, "o/f", old("aten::addmm"))
+	ts.record(t, "o/g", old("aten::addmm", "aten::median"))
 	var body struct {
 		KernelTables []kernelTableJSON `json:"kernel_tables"`
 	}
@@ -157,11 +167,13 @@ func TestRuntimesShowKernelTables(t *testing.T) {
 	}
 	k := body.KernelTables
 	if len(k) != 2 || k[0].Table != tableName || k[0].Native != 1 || k[0].Previous != "torch_tpu 0.1.0 / torch 2.15.0" ||
-		strings.Join(k[0].Added, ",") != "aten::addmm" || strings.Join(k[0].Dropped, ",") != "aten::old" || k[1].Previous != "" {
+		strings.Join(k[0].Added, ",") != "aten::addmm" || strings.Join(k[0].Dropped, ",") != "aten::old" || k[1].Previous != "" ||
+		strings.Join(k[0].Unblocks, ",") != "o/f" || len(k[1].Unblocks) != 0 {
 		t.Errorf("kernel tables %+v", k)
 	}
 	page := ts.get(t, "/runtimes").body
-	for _, want := range []string{"TorchTPU kernel tables", "1 added, 1 dropped", "+ <code>aten::addmm</code>", "− <code>aten::old</code>"} {
+	for _, want := range []string{"TorchTPU kernel tables", "1 added, 1 dropped", "+ <code>aten::addmm</code>", "− <code>aten::old</code>",
+		`predicted to unblock 1: <a href="/models/o/f">o/f</a>`} {
 		if !strings.Contains(page, want) {
 			t.Errorf("/runtimes lacks %q", want)
 		}
