@@ -118,6 +118,7 @@ func (s *Server) sizeCaches() {
 	s.tablePages.maxBytes = 32 << 20
 	s.feeds.maxBytes = 16 << 20
 	s.runtimes.maxBytes = 4 << 20
+	s.opsLists.maxBytes = 8 << 20
 	s.comparisons.maxBytes = 32 << 20
 	s.comparePages.maxBytes = 32 << 20
 }
@@ -159,6 +160,7 @@ type Server struct {
 	tablePages   versioned[string, encodedBody]
 	feeds        versioned[string, encodedBody]
 	runtimes     versioned[string, []store.RuntimeStats]
+	opsLists     versioned[string, missingOpsRead] // the fix list per ?table= (tpuops.go)
 	comparisons  versioned[string, *comparison]
 	comparePages versioned[string, encodedBody]
 	httpReqs     *metrics.CounterVec

@@ -112,9 +112,40 @@ type opRow struct {
 // opsExamples is how many models a row of /ops names.
 const opsExamples = 5
 
+// missingOpsRead is one cached read of Store.MissingOps. Read only.
+type missingOpsRead struct {
+	ops   []store.MissingOp
+	table string
+}
+
+// cachedMissingOps is Store.MissingOps through the cache (it reads every
+// current prediction): until the data changes.
+func (s *Server) cachedMissingOps(ctx context.Context, table string) ([]store.MissingOp, string, error) {
+	changed, err := s.store.Changed(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	if v, ok := s.opsLists.get(table, changed); ok {
+		return v.ops, v.table, nil
+	}
+	ops, used, err := s.store.MissingOps(ctx, table)
+	if err != nil {
+		return nil, "", err
+	}
+	size := len(table) + len(used)
+	for _, o := range ops {
+		size += 96 + len(o.Op)
+		for _, id := range o.ModelIDs {
+			size += 16 + len(id)
+		}
+	}
+	s.opsLists.put(strings.Clone(table), changed, missingOpsRead{ops, used}, size)
+	return ops, used, nil
+}
+
 // missingOps reads the fix list (?table=, ?op= to keep one op).
 func (s *Server) missingOps(ctx context.Context, c *fiber.Ctx) ([]store.MissingOp, string, error) {
-	ops, table, err := s.store.MissingOps(ctx, c.Query("table"))
+	ops, table, err := s.cachedMissingOps(ctx, c.Query("table"))
 	if err != nil {
 		return nil, "", fmt.Errorf("web: ops: %w", err)
 	}
@@ -224,7 +255,7 @@ func (s *Server) kernelTables(ctx context.Context) ([]kernelTableJSON, error) {
 		if rows[i].Previous == "" || len(rows[i].Added) == 0 {
 			continue
 		}
-		ops, _, err := s.store.MissingOps(ctx, rows[i].Previous)
+		ops, _, err := s.cachedMissingOps(ctx, rows[i].Previous)
 		if err != nil {
 			return nil, err
 		}

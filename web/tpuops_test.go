@@ -85,6 +85,12 @@ func TestAPIOps(t *testing.T) {
 	if r := ts.get(t, "/api/v1/ops?format=xml"); r.status != 400 {
 		t.Errorf("format xml: %d", r.status)
 	}
+	// cached until the data changes: c's new prediction shows at once
+	ts.record(t, "o/c", predictedOn(testTime.Add(time.Hour), []string{"aten::nanmedian"}, nil))
+	after := decode[opsBody](t, ts.get(t, "/api/v1/ops"))
+	if len(after.Ops) != 3 || after.Ops[2].Op != "aten::nanmedian" || after.Ops[2].Downloads != 200 {
+		t.Errorf("after a new prediction: %+v", after.Ops)
+	}
 }
 
 func TestOpsPage(t *testing.T) {
