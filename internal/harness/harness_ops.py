@@ -38,8 +38,11 @@ KINDS = ("forward", "generate", "train")
 
 
 def op_name(func) -> str:
-    """An OpOverload's dispatcher name: aten::add.Tensor, aten::addmm (the default overload has no suffix)."""
-    s = func._schema
+    """An OpOverload's dispatcher name: aten::add.Tensor, aten::addmm (the default overload has no suffix); an
+    operator without a schema (a higher-order operator) by its own name, in the namespace higher_order::."""
+    s = getattr(func, "_schema", None)
+    if s is None:
+        return "higher_order::" + str(getattr(func, "__name__", None) or type(func).__name__)
     return s.name + ("." + s.overload_name if s.overload_name else "")
 
 

@@ -32,6 +32,18 @@ def test_renaming():
         assert to is None or not cpu_only_names([to]), (name, to)
 
 
+def test_op_names():
+    import torch
+
+    assert hops.op_name(torch.ops.aten.addmm.default) == "aten::addmm"
+    assert hops.op_name(torch.ops.aten.add.Tensor) == "aten::add.Tensor"
+
+    class Hop:  # no schema, as a higher-order operator
+        __name__ = "flex_attention"
+
+    assert hops.op_name(Hop()) == "higher_order::flex_attention"
+
+
 def test_a_failed_trace_never_reaches_the_probe():
     t = hops.Tracer()
     t.enabled = True
