@@ -95,6 +95,11 @@ target's verdict when the reference passes, and makes a failure the reference sh
 environment lacks is error environment:missing_package:<pkg>. The cpu target runs bfloat16, so a cpu
 verdict compares it with the float32 reference too (the env note says what a verdict compares).
 
+The TorchTPU prediction (off tpu, one device; harness_ops.py): one more forward after the timed ones, a two-token
+generate after the measured one and the train step's first step run under a TorchDispatchMode that records the aten
+ops they dispatch, renamed to what the TPU reaches (tpu_ops.json); result.ops_traced carries them, and the Go runner
+judges them against the runtime's kernel table (harness_kernels.py, in a process of its own) into result.tpu_ops.
+
 Timing: the device is synchronised before every clock read (torch.accelerator.synchronize(); off tpu
 torch.<device>.synchronize() where the accelerator API fails); warm-up calls are
 excluded. Peak device memory comes from the runtime's allocator statistics (torch.accelerator /
