@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -38,16 +39,28 @@ func TestPredict(t *testing.T) {
 	}
 }
 
-// realKernelTable is the real torch_tpu's table, read once for the tests
-// of this file (it imports torch_tpu: ~25 s).
+// realTable is the real torch_tpu's table, read once for the tests of
+// this file (it imports torch_tpu: ~25 s on an idle host).
+var realTable struct {
+	once sync.Once
+	r    *Runner // the runner that read it (closed after the first test: its cache stays)
+	kt   compat.KernelTable
+	err  error
+}
+
+// realKernelTable is a real runner and the table its KernelTable read
+// (the first test to ask reads it; the others get the same).
 func realKernelTable(t *testing.T) (*Runner, compat.KernelTable) {
 	t.Helper()
-	r := realRunner(t, func(c *Config) { c.EnvTimeout = 5 * time.Minute })
-	kt, err := r.KernelTable(context.Background())
-	if err != nil {
-		t.Fatalf("KernelTable: %v", err)
+	projectPython(t) // each test skips (or fails under make test) without the interpreter
+	realTable.once.Do(func() {
+		realTable.r = realRunner(t, func(c *Config) { c.EnvTimeout = 5 * time.Minute })
+		realTable.kt, realTable.err = realTable.r.KernelTable(context.Background())
+	})
+	if realTable.err != nil {
+		t.Fatalf("KernelTable: %v", realTable.err)
 	}
-	return r, kt
+	return realTable.r, realTable.kt
 }
 
 // TestRealKernelTable: the installed torch_tpu 0.2.0 read through the
