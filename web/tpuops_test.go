@@ -177,6 +177,31 @@ func TestRuntimesShowKernelTables(t *testing.T) {
 		strings.Join(k[0].Unblocks, ",") != "o/f" || len(k[1].Unblocks) != 0 {
 		t.Errorf("kernel tables %+v", k)
 	}
+	// the feed announces the new table and the models it unblocks
+	var feed struct {
+		Items []struct {
+			Title       string `json:"title"`
+			ContentHTML string `json:"content_html"`
+		} `json:"items"`
+	}
+	for _, path := range []string{"/feed.json", "/feed.json?kind=runtime"} {
+		if err := json.Unmarshal([]byte(ts.get(t, path).body), &feed); err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, it := range feed.Items {
+			if strings.HasPrefix(it.Title, "New TorchTPU kernel table") {
+				n++
+				if it.Title != "New TorchTPU kernel table "+tableName+": 1 operators added, 1 dropped; predicted to unblock 1 models" ||
+					!strings.Contains(it.ContentHTML, `<a href="http://example.com/models/o/f">o/f</a>`) {
+					t.Errorf("%s: %q %q", path, it.Title, it.ContentHTML)
+				}
+			}
+		}
+		if n != 1 {
+			t.Errorf("%s: %d kernel table items, want 1 (the first table has no predecessor)", path, n)
+		}
+	}
 	page := ts.get(t, "/runtimes").body
 	for _, want := range []string{"TorchTPU kernel tables", "1 added, 1 dropped", "+ <code>aten::addmm</code>", "− <code>aten::old</code>",
 		`predicted to unblock 1: <a href="/models/o/f">o/f</a>`} {
