@@ -95,8 +95,8 @@ target's verdict when the reference passes, and makes a failure the reference sh
 environment lacks is error environment:missing_package:<pkg>. The cpu target runs bfloat16, so a cpu
 verdict compares it with the float32 reference too (the env note says what a verdict compares).
 
-The TorchTPU prediction (off tpu, one device; harness_ops.py): one more forward after the timed ones, a two-token
-generate after the measured one and the train step's first step run under a TorchDispatchMode that records the aten
+The TorchTPU prediction (off tpu, one device; harness_ops.py): the numerics stage's float32 CPU reference forward, a
+two-token generate after the measured one and the train step's first step run under a TorchDispatchMode that records the aten
 ops they dispatch, renamed to what the TPU reaches (tpu_ops.json); result.ops_traced carries them, and the Go runner
 judges them against the runtime's kernel table (harness_kernels.py, in a process of its own) into result.tpu_ops.
 
@@ -850,7 +850,6 @@ class Probe(hc.ConfigStage, hcmp.NumericsStage, hcomp.CompileStage, hg.GenerateS
                     notes.append(f"TorchTPU compiled {c1 - c0} executable(s) during the timed eager steps")
                 if self.world > 1:
                     notes.append(self.profile_collectives(lambda: self.model(**self.dev_inputs)))
-                self.ops.call("forward", lambda: self.model(**self.dev_inputs))  # one more call, untimed
             self.metrics["forward_ms"] = round(statistics.median(times) * 1000, 4)
             if self.world > 1:  # the group's step is its slowest rank's
                 self.metrics["forward_ms"] = hs.largest(hs.gather(self.metrics["forward_ms"], self.world))

@@ -3,7 +3,8 @@
 A host without a chip can still say which aten ops a model's run dispatches: a TorchDispatchMode sees every op
 after autograd, where the dispatcher picks a backend's kernel. The probe traces, on its own device (cpu, cuda):
 
-* ``forward``:  one more forward call with the forward inputs, after the timed ones (never a timed call);
+* ``forward``:  the float32 CPU reference's forward of the numerics stage, which every probe runs (the same model and
+                inputs in float32 on the CPU: the op names are the run's; no timed call is traced);
 * ``generate``: one more eager generate() of two tokens with the stage's settings, after the measured one;
 * ``train``:    the first of the train step's three steps (forward with labels, backward, AdamW's step); the
                 third is the one timed.

@@ -210,7 +210,7 @@ func BenchmarkModesCost(b *testing.B) {
 }
 
 // BenchmarkOpsTraceCost: what tracing the ops for the TorchTPU prediction
-// (harness_ops.py: one more forward and a two-token generate under a
+// (harness_ops.py: the reference forward and a two-token generate under a
 // TorchDispatchMode, and the first train step traced) adds to a probe: the
 // same probes with and without --no-ops-trace, interleaved (ABBA). Target:
 // at most 1.10x.
