@@ -41,5 +41,10 @@ echo "   (a tiny causal LM and masked LM, arch mode, cpu, compile and generate i
 go test ./internal/probe -run '^$' -bench BenchmarkModesCost -benchtime=1x -count=1 -timeout 30m | grep -E 'Benchmark|matrix'
 
 echo
+echo "== The TorchTPU prediction's cost: a probe tracing its ops (harness_ops.py) vs the same probe with --no-ops-trace"
+echo "   (a tiny causal LM and masked LM, arch mode, cpu, compile, generate and the train step included; target <= 1.10x)"
+go test ./internal/probe -run '^$' -bench BenchmarkOpsTraceCost -benchtime=1x -count=1 -timeout 30m | grep -E 'Benchmark|ops trace'
+
+echo
 echo "== Sharded probe: the same tiny Llama on one device and tensor parallel over two gloo ranks (cpu, arch, no compile)"
 go test ./internal/probe -run '^$' -bench BenchmarkShardedProbe -benchtime=1x -count=1 -timeout 30m | grep -E 'Benchmark|one device|sharded over'

@@ -149,6 +149,7 @@ type resultRow struct {
 	modes        sql.NullString
 	precSens     sql.NullBool
 	workerTested sql.NullInt64
+	tpuOps       sql.NullString
 }
 
 // dest is the Scan destinations, in the order of resultCols.
@@ -156,7 +157,7 @@ func (r *resultRow) dest() []any {
 	return []any{&r.id, &r.scanID, &r.target, &r.status, &r.stage, &r.failureClass, &r.op, &r.reason,
 		&r.signature, &r.message, &r.mode, &r.revision, &r.testedAt, &r.durationS, &r.runtime, &r.metrics,
 		&r.stages, &r.logTail, &r.task, &r.repro, &r.continuation, &r.worker, &r.workerTested,
-		&r.devicesUsed, &r.sharding, &r.modes, &r.precSens}
+		&r.devicesUsed, &r.sharding, &r.modes, &r.precSens, &r.tpuOps}
 }
 
 // runtimes decodes runtime JSON, once per distinct text: the results of a
@@ -234,6 +235,11 @@ func (r *resultRow) result(rts runtimes) (*compat.Result, error) {
 	if r.modes.Valid {
 		if err := json.Unmarshal([]byte(r.modes.String), &res.Modes); err != nil {
 			return nil, fmt.Errorf("result %d modes: %w", r.id.Int64, err)
+		}
+	}
+	if r.tpuOps.Valid {
+		if err := json.Unmarshal([]byte(r.tpuOps.String), &res.TPUOps); err != nil {
+			return nil, fmt.Errorf("result %d tpu_ops: %w", r.id.Int64, err)
 		}
 	}
 	return &res, nil

@@ -119,20 +119,20 @@ const (
 	// resultCols are read from resultFrom.
 	resultCols = `r.id, r.scan_id, r.target, r.status, r.stage, r.failure_class, r.op, r.reason, r.signature, r.message,
 	r.mode, r.revision, r.tested_at, r.duration_s, r.runtime, r.metrics, r.stages, l.log_tail, r.task, r.repro,
-	r.continuation, r.worker, r.worker_tested_at, r.devices_used, r.sharding, r.modes, r.precision_sensitive`
+	r.continuation, r.worker, r.worker_tested_at, r.devices_used, r.sharding, r.modes, r.precision_sensitive, r.tpu_ops`
 	resultFrom = `results r LEFT JOIN result_logs l ON l.result_id = r.id`
 	logJoin    = ` LEFT JOIN result_logs l ON l.result_id = r.id`
 	// resultColsNoLog is resultCols without the log tail (and its join)
 	// and the continuation, for lists.
 	resultColsNoLog = `r.id, r.scan_id, r.target, r.status, r.stage, r.failure_class, r.op, r.reason, r.signature, r.message,
 	r.mode, r.revision, r.tested_at, r.duration_s, r.runtime, r.metrics, r.stages, NULL, r.task, r.repro, NULL, r.worker,
-	r.worker_tested_at, r.devices_used, r.sharding, r.modes, r.precision_sensitive`
+	r.worker_tested_at, r.devices_used, r.sharding, r.modes, r.precision_sensitive, r.tpu_ops`
 
 	sqlInsertResult = `INSERT INTO results (model_id, scan_id, target, status, stage, failure_class, op, reason, signature, message,
 	mode, revision, tested_at, duration_s, runtime, runtime_key, torch, torch_tpu, transformers, harness,
 	metrics, tokens_per_s, stages, task, repro, continuation, worker, worker_tested_at, devices_used, sharding,
-	modes, train_status, precision_sensitive)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	modes, train_status, precision_sensitive, tpu_ops)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT DO NOTHING
 RETURNING id`
 	sqlInsertLog       = `INSERT INTO result_logs (result_id, log_tail) VALUES (?, ?)`

@@ -367,6 +367,13 @@ func insertResult(ctx context.Context, tx *sql.Tx, modelID string, r compat.Resu
 	if tr := r.Train(); tr != nil {
 		trainStatus = sql.NullString{String: string(tr.Status), Valid: true}
 	}
+	var tpuOps sql.NullString
+	if r.TPUOps != nil {
+		if tpuOps.String, err = jsonText(r.TPUOps); err != nil {
+			return 0, err
+		}
+		tpuOps.Valid = true
+	}
 	var scanID sql.NullInt64
 	if r.ScanID != nil {
 		scanID = sql.NullInt64{Int64: *r.ScanID, Valid: true}
@@ -381,7 +388,7 @@ func insertResult(ctx context.Context, tx *sql.Tx, modelID string, r compat.Resu
 		metricsJSON, nullFloat(r.Metrics.TokensPerS), stages, r.Task, r.Repro, continuation, r.Worker,
 		nullTimePtr(r.WorkerTestedAt),
 		max(r.DevicesUsed, 1), nullStr(r.Sharding),
-		modes, trainStatus, r.PrecisionSensitive,
+		modes, trainStatus, r.PrecisionSensitive, tpuOps,
 	).Scan(&id)
 	if err == nil {
 		if r.LogTail != "" {

@@ -63,7 +63,10 @@ func (s *Server) badge(c *fiber.Ctx) error {
 	key := badgeKey{kind, raw, target, style, label, targetOK, mode}
 	e, ok := s.badges.get(key, changed)
 	if !ok {
-		var b badge
+		var (
+			b          badge
+			prediction string // the endpoint JSON's tpu_ops (badgePrediction)
+		)
 		id, idErr := idParam(c, "."+kind)
 		switch {
 		case idErr != nil || !targetOK:
@@ -90,12 +93,15 @@ func (s *Server) badge(c *fiber.Ctx) error {
 					}
 				}
 				b = draw(&m, target, label)
+				if mode == "" { // the inference badge alone says the prediction
+					prediction = badgePrediction(&m)
+				}
 			}
 		}
 		if kind == "svg" {
 			e.body = renderSVG(b, style)
 		} else {
-			e.body = renderBadgeJSON(b)
+			e.body = renderBadgeJSONPredicted(b, prediction)
 		}
 		e.etag = etagOf(changedTag(changed), kind, raw, string(target), string(style), label, strconv.FormatBool(targetOK),
 			mode)

@@ -302,13 +302,30 @@ type endpointBadge struct {
 	Message       string `json:"message"`
 	Color         string `json:"color"`
 	CacheSeconds  int    `json:"cacheSeconds"`
+	// TPUOps is the badge's prediction for TorchTPU (badge.Prediction),
+	// beside the schema's keys (shields.io ignores keys it does not know).
+	TPUOps string `json:"tpu_ops,omitempty"`
 }
 
 // renderBadgeJSON is b as shields.io endpoint JSON (pure, like renderSVG).
-func renderBadgeJSON(b badge) []byte {
+func renderBadgeJSON(b badge) []byte { return renderBadgeJSONPredicted(b, "") }
+
+// badgePrediction is the TorchTPU prediction of the result a badge draws
+// (compat.TPUOps.Summary), for the endpoint JSON only, never its message (a
+// prediction is not a TPU result): "" on tpu, or without one.
+func badgePrediction(m *compat.Model) string {
+	if m == nil {
+		return ""
+	}
+	return cleanText(predictionSummary(m.Result), 200)
+}
+
+// renderBadgeJSONPredicted is renderBadgeJSON with the prediction's line
+// ("" for none).
+func renderBadgeJSONPredicted(b badge, prediction string) []byte {
 	out, err := json.Marshal(endpointBadge{
 		SchemaVersion: 1, Label: b.Label, Message: b.Message,
-		Color: strings.TrimPrefix(b.Color(), "#"), CacheSeconds: badgeCacheSeconds,
+		Color: strings.TrimPrefix(b.Color(), "#"), CacheSeconds: badgeCacheSeconds, TPUOps: prediction,
 	})
 	if err != nil { // strings and ints always marshal
 		panic(fmt.Sprintf("web: badge json: %v", err))

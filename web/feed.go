@@ -73,6 +73,11 @@ func (s *Server) feedSource(ctx context.Context, base string, changed time.Time,
 		return nil, fmt.Errorf("runtimes: %w", err)
 	}
 	items = append(items, rtItems...)
+	kernelItems, err := s.kernelFeedItems(ctx, base)
+	if err != nil {
+		return nil, fmt.Errorf("kernel tables: %w", err)
+	}
+	items = append(items, kernelItems...)
 	byDate(items)
 	return items, nil
 }

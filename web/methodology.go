@@ -11,6 +11,7 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/internal/harness"
 	"github.com/google-pytorch/torchtpu-scanner/internal/sweep"
+	"github.com/google-pytorch/torchtpu-scanner/store"
 )
 
 // methodologyView is the data of templates/methodology.html.
@@ -27,6 +28,8 @@ type methodologyView struct {
 	Families    []familyRow
 	Unsupported []unsupportedRow
 	Sweep       sweepView
+	// Hits is how the TorchTPU predictions held against tpu results.
+	Hits *store.PredictionScore
 }
 
 // sweepView is the scanner's coverage of Google's sweep, as /methodology shows it.
@@ -103,6 +106,11 @@ func (s *Server) methodology(c *fiber.Ctx) error {
 	v.Dtypes, v.Kinds = numericsRows(harness.Numerics)
 	v.Families, v.Unsupported = taskRows(harness.Tasks)
 	v.Canonical = "/methodology"
+	hits, err := s.store.PredictionHits(ctx)
+	if err != nil {
+		return fmt.Errorf("web: methodology: %w", err)
+	}
+	v.Hits = &hits
 	return s.render(c, "methodology", v)
 }
 

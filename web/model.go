@@ -28,6 +28,11 @@ type resultView struct {
 	Matrix        []modeRow
 	LossChart     template.HTML
 	PrecisionNote string
+	// Prediction is the TorchTPU prediction of a result off TPU (nil on
+	// tpu, or without one); PredictionCheck, on a tpu result that failed
+	// on an op TorchTPU lacks, whether the prediction had that op.
+	Prediction      *predictionView
+	PredictionCheck string
 }
 
 // badgeSnippet is what a model card needs to show the badge of one target.
@@ -124,7 +129,8 @@ func (s *Server) modelPage(c *fiber.Ctx) error {
 	targets := []compat.Target{}
 	for _, r := range current {
 		v.Current = append(v.Current, resultView{Result: r, Metrics: metricRows(r.Metrics), Matrix: modeRows(r),
-			LossChart: lossChart(r), PrecisionNote: precisionNote(r)})
+			LossChart: lossChart(r), PrecisionNote: precisionNote(r), Prediction: newPredictionView(r),
+			PredictionCheck: predictionCheck(r, current)})
 		targets = append(targets, r.Target)
 	}
 	if !containsTarget(targets, compat.TargetTPU) {

@@ -16,7 +16,7 @@ import (
 // pageRoutes are the routes that serve HTML or assets, not API: they are
 // not in the OpenAPI document.
 var pageRoutes = map[string]bool{"/": true, "/methodology": true, "/models/*": true, "/static/:name": true,
-	"/runtimes": true, "/compare": true, "/requests": true, "/requests/:id": true}
+	"/runtimes": true, "/compare": true, "/requests": true, "/requests/:id": true, "/ops": true}
 
 // docPaths maps a fiber route to the OpenAPI paths it serves.
 func docPaths(route string) []string {

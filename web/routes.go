@@ -18,6 +18,7 @@ func (s *Server) routes(app *fiber.App) {
 	app.Get("/methodology", s.methodology)
 	app.Get("/models/*", s.modelPage)
 	app.Get("/runtimes", s.runtimesPage)
+	app.Get("/ops", s.opsPage)
 	app.Get("/compare", s.comparePage)
 	app.Get("/static/:name", s.asset)
 	if s.requests != nil {
@@ -39,6 +40,7 @@ func (s *Server) routes(app *fiber.App) {
 	api.Get("/sweep", s.apiSweep)
 	api.Get("/failures", s.apiFailures)
 	api.Get("/runtimes", s.apiRuntimes)
+	api.Get("/ops", s.apiOps)
 	api.Get("/compare", s.apiCompare)
 	api.Get("/scans", s.apiScans)
 	api.Get("/scans/:id", s.apiScan)
@@ -57,6 +59,7 @@ func (s *Server) routes(app *fiber.App) {
 	app.Get("/feed.json", cors, exactParams, s.feed)
 	app.Get("/feed.atom", cors, exactParams, s.feedAtomPath)
 	app.Get("/export.csv", cors, s.exportCSV)
+	app.Get("/ops.csv", cors, s.opsCSV)
 
 	// Operations.
 	app.Get("/healthz", s.healthz)

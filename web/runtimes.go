@@ -49,6 +49,8 @@ func toRuntimeJSON(st store.RuntimeStats) runtimeJSON {
 // runtimesBody is GET /api/v1/runtimes.
 type runtimesBody struct {
 	Runtimes []runtimeJSON `json:"runtimes"`
+	// KernelTables are the TorchTPU kernel tables kept, newest first.
+	KernelTables []kernelTableJSON `json:"kernel_tables"`
 }
 
 // apiRuntimes serves GET /api/v1/runtimes: every runtime with results
@@ -73,6 +75,9 @@ func (s *Server) apiRuntimes(c *fiber.Ctx) error {
 	out := runtimesBody{Runtimes: make([]runtimeJSON, len(rts))}
 	for i, st := range rts {
 		out.Runtimes[i] = toRuntimeJSON(st)
+	}
+	if out.KernelTables, err = s.kernelTables(ctx); err != nil {
+		return fmt.Errorf("web: api runtimes: %w", err)
 	}
 	return c.JSON(out)
 }
@@ -192,6 +197,8 @@ type runtimeGroup struct {
 type runtimesView struct {
 	layout
 	Groups []runtimeGroup
+	// Kernels are the TorchTPU kernel tables kept, newest first.
+	Kernels []kernelTableJSON
 }
 
 // runtimesPage serves GET /runtimes: each target's runtimes, newest first,
@@ -223,6 +230,9 @@ func (s *Server) runtimesPage(c *fiber.Ctx) error {
 			g.Rows = append(g.Rows, row)
 		}
 		v.Groups = append(v.Groups, g)
+	}
+	if v.Kernels, err = s.kernelTables(ctx); err != nil {
+		return fmt.Errorf("web: runtimes: %w", err)
 	}
 	return s.render(c, "runtimes", v)
 }

@@ -129,6 +129,7 @@ func (s *Server) sizeCaches() {
 	s.tablePages.maxBytes = 32 << 20
 	s.feeds.maxBytes = 16 << 20
 	s.runtimes.maxBytes = 4 << 20
+	s.opsLists.maxBytes = 8 << 20
 	s.comparisons.maxBytes = 32 << 20
 	s.comparePages.maxBytes = 32 << 20
 	s.sweeps.maxBytes = 1 << 20
@@ -173,6 +174,7 @@ type Server struct {
 	tablePages   versioned[string, encodedBody]
 	feeds        versioned[string, encodedBody]
 	runtimes     versioned[string, []store.RuntimeStats]
+	opsLists     versioned[string, missingOpsRead] // the fix list per ?table= (tpuops.go)
 	comparisons  versioned[string, *comparison]
 	comparePages versioned[string, encodedBody]
 	sweepList    sweep.File                        // Google's sweep (internal/sweep)

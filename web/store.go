@@ -72,6 +72,15 @@ type Store interface {
 	// store.ErrNotFound for an unknown id.
 	ListScans(ctx context.Context, limit int) ([]store.Scan, error)
 	GetScan(ctx context.Context, id int64) (store.Scan, error)
+
+	// KernelTables lists the kept TorchTPU kernel tables, oldest read
+	// first; empty when none.
+	KernelTables(ctx context.Context) ([]compat.KernelTable, error)
+	// MissingOps is the fix list of the predictions judged against table
+	// ("" = the newest kept), with the table it used.
+	MissingOps(ctx context.Context, table string) ([]store.MissingOp, string, error)
+	// PredictionHits is how the predictions held against tpu results.
+	PredictionHits(ctx context.Context) (store.PredictionScore, error)
 }
 
 var _ Store = (*store.SQLite)(nil)

@@ -22,7 +22,7 @@ var templateFS embed.FS
 
 // pageNames are the pages; each is templates/{name}.html on top of
 // templates/layout.html.
-var pageNames = []string{"table", "model", "methodology", "error", "runtimes", "compare", "request"}
+var pageNames = []string{"table", "model", "methodology", "error", "runtimes", "compare", "request", "ops"}
 
 // pages holds the parsed page templates.
 type pages struct {
@@ -109,6 +109,7 @@ func (s *Server) funcs() template.FuncMap {
 		"short":      shortSHA,
 		"runtime":    fmtRuntime,
 		"str":        func(p *string) string { return deref(p) },
+		"prediction": predictionSummary,
 		"words":      words,
 		"tokPerS":    func(p *float64) string { return fmtNum(p, 1) },
 		"targetName": targetName,

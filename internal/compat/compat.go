@@ -483,6 +483,13 @@ type Result struct {
 	// Never stored nor read: the web layer sets it as it serves the
 	// result, as it does KnownIssue.
 	Evidence *Evidence `json:"evidence,omitempty"`
+	// TPUOps is the prediction for TorchTPU of a run that was not on a
+	// TPU: the ops it traced, judged against the runtime's kernel table
+	// (never a TPU result); nil when none was made.
+	TPUOps *TPUOps `json:"tpu_ops,omitempty"`
+	// OpsTraced is the harness's trace that TPUOps is judged from; the
+	// runner drops it once judged, and nothing stores it.
+	OpsTraced *OpsTrace `json:"ops_traced,omitempty"`
 }
 
 // KnownIssue is a tracked failure: its title, the URL of its tracking

@@ -156,6 +156,14 @@ func (r Result) Validate() error {
 	if err := r.Metrics.validate(); err != nil {
 		return err
 	}
+	if r.TPUOps != nil {
+		if r.Target == TargetTPU {
+			return refuse("tpu_ops", "a prediction on a tpu result (a tpu run is measured, not predicted)")
+		}
+		if err := r.TPUOps.validate(); err != nil {
+			return err
+		}
+	}
 	return r.validateMatrix()
 }
 

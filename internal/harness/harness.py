@@ -97,6 +97,11 @@ target's verdict when the reference passes, and makes a failure the reference sh
 environment lacks is error environment:missing_package:<pkg>. The cpu target runs bfloat16, so a cpu
 verdict compares it with the float32 reference too (the env note says what a verdict compares).
 
+The TorchTPU prediction (off tpu, one device; harness_ops.py): the numerics stage's float32 CPU reference forward, a
+two-token generate after the measured one and the train step's first step run under a TorchDispatchMode that records the aten
+ops they dispatch, renamed to what the TPU reaches (tpu_ops.json); result.ops_traced carries them, and the Go runner
+judges them against the runtime's kernel table (harness_kernels.py, in a process of its own) into result.tpu_ops.
+
 Timing: the device is synchronised before every clock read (torch.accelerator.synchronize(); off tpu
 torch.<device>.synchronize() where the accelerator API fails); warm-up calls are
 excluded. Peak device memory comes from the runtime's allocator statistics (torch.accelerator /
@@ -199,6 +204,7 @@ import harness_host as hh  # noqa: E402
 import harness_inputs as hi  # noqa: E402
 import harness_modes as hm  # noqa: E402
 import harness_numerics as hn  # noqa: E402
+import harness_ops as hops  # noqa: E402
 import harness_shard as hs  # noqa: E402
 import harness_reference as hr  # noqa: E402
 import harness_tpu as htpu  # noqa: E402
@@ -610,6 +616,7 @@ class Probe(hc.ConfigStage, hcmp.NumericsStage, hcomp.CompileStage, hg.GenerateS
         self.world = args.devices  # ranks of a sharded probe (harness_shard.py); 1 otherwise
         self.rank = 0  # this process's, read in the env stage
         self.sharding = None  # "tp" or "fsdp" once a sharded model is loaded
+        self.ops = hops.Tracer()  # the ops the run dispatches, for the TorchTPU prediction (harness_ops.py)
 
     # stage bookkeeping
     @contextlib.contextmanager
@@ -660,6 +667,8 @@ class Probe(hc.ConfigStage, hcmp.NumericsStage, hcomp.CompileStage, hg.GenerateS
             self.record_tpu_stack(tpu, notes)
             self.open_device(tpu, notes)
             self.choose_dtype(notes)
+            # off a TPU, one device: trace the ops for the TorchTPU prediction (a tpu run is measured instead)
+            self.ops.enabled = self.target != "tpu" and self.world == 1 and not self.args.no_ops_trace
             if self.world > 1:
                 backend = hs.init(self.torch, self.target, self.world, self.rank, self.args.collective_timeout_s)
                 notes.append(f"rank {self.rank} of {self.world}, backend {backend}, collective timeout "
@@ -1003,6 +1012,9 @@ class Probe(hc.ConfigStage, hcmp.NumericsStage, hcomp.CompileStage, hg.GenerateS
         res["stages"] = self.stages
         if self.continuation is not None:
             res["continuation"] = self.continuation
+        traced = self.ops.result()
+        if traced is not None:
+            res["ops_traced"] = traced
         res["duration_s"] = round(time.monotonic() - _T0, 3)
         return res
 
@@ -1106,6 +1118,8 @@ def parse_args(argv):
     p.add_argument("--no-train", default="", metavar="REASON",
                    help="skip the train step, saying why (the scanner's plan: the weights, gradients and AdamW state "
                         "do not fit)")
+    p.add_argument("--no-ops-trace", action="store_true",
+                   help="trace no ops for the TorchTPU prediction (harness_ops.py; make bench compares)")
     p.add_argument("--no-modes", action="store_true",
                    help="run none of the matrix's extra work: no train step, eager modes or second precision (bench)")
     p.add_argument("--env-only", action="store_true")

@@ -196,7 +196,8 @@ class NumericsStage:
         """name -> float32 CPU tensor of the outputs the family compares, from the reference on the forward inputs.
         A reference that fails here (the target passed) leaves nothing to compare with: the scanner's error."""
         try:
-            out = self.reference.outputs(self.inputs_cpu)
+            with self.ops.trace("forward"):  # the ops for the TorchTPU prediction (harness_ops.py), at no extra call
+                out = self.reference.outputs(self.inputs_cpu)
             return {n: v.detach().float() for n, _, v in hn.select(out, self.family)}
         except Exception as e:  # noqa: BLE001
             self.reference.release()

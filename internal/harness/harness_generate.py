@@ -87,6 +87,9 @@ class GenerateStage:
             out = model.generate(**gin, **kw, streamer=streamer)
             dev.sync()
             streamer.t_end = time.perf_counter()
+            # the ops for the TorchTPU prediction (harness_ops.py): two more tokens, eager, untimed
+            self.ops.call("generate", lambda: model.generate(**gin, **dict(kw, max_new_tokens=2, min_new_tokens=2,
+                                                                           disable_compile=True)))
         return out, streamer, static
 
     def record_decode_speed(self, streamer: TimingStreamer) -> None:

@@ -267,7 +267,7 @@ class Modes:
                                                    if hasattr(v, "numel"))
         try:
             tr = htr.run_steps(torch, model, dev_inputs, dev.sync, watch=cpu_peak.window if cpu_peak else None,
-                               before_step=self.before_train_step)
+                               before_step=self.before_train_step, trace=lambda: self.ops.trace("train"))
         finally:
             self.train_ran_on_device = True
             if cpu_peak is not None:

@@ -186,13 +186,14 @@ def tensor_bytes(model) -> int:
     return n
 
 
-def run_steps(torch, model, inputs: dict, sync, *, watch=None, before_step=None) -> dict:
+def run_steps(torch, model, inputs: dict, sync, *, watch=None, before_step=None, trace=None) -> dict:
     """STEPS steps of forward + backward + AdamW on model with inputs (on the model's device).
 
     Returns {"losses", "grad_norms", "times", "changed", "tensors", "exc", "stage"}: exc is the
     exception that ended the steps (None when all ran), stage where it was raised. watch is a
     context-manager factory opened around the first two steps (cpu memory); before_step(i) runs before
-    step i (tests inject faults there)."""
+    step i (tests inject faults there); trace, a context-manager factory, is opened around the first step
+    alone (harness_ops.py: the ops of forward, backward and the optimizer's step)."""
     res = {"losses": [], "grad_norms": [], "times": [], "changed": None, "tensors": 0, "exc": None,
            "stage": STAGE_FORWARD}
     params = [p for p in model.parameters() if p.requires_grad]
@@ -203,9 +204,11 @@ def run_steps(torch, model, inputs: dict, sync, *, watch=None, before_step=None)
         opt = torch.optim.AdamW(params, lr=LR)
         with watch() if watch is not None else contextlib.nullcontext():
             for i in range(STEPS - 1 if watch is not None else 0):
-                _step(torch, model, opt, params, inputs, sync, res, before_step, i)
+                with trace() if trace is not None and i == 0 else contextlib.nullcontext():
+                    _step(torch, model, opt, params, inputs, sync, res, before_step, i)
         for i in range(len(res["losses"]), STEPS):
-            _step(torch, model, opt, params, inputs, sync, res, before_step, i)
+            with trace() if trace is not None and i == 0 else contextlib.nullcontext():
+                _step(torch, model, opt, params, inputs, sync, res, before_step, i)
         res["stage"] = STAGE_NUMERICS
         after = fingerprint(torch, params)
         res["changed"] = sum(1 for a, b in zip(before, after) if a != b)

@@ -132,24 +132,18 @@ func benchLlama(b *testing.B) (py, dir string, r *Runner) {
 // CPU reference; graph breaks) against the same probe without it
 // (--no-modes), on the same tiny models on cpu, compile and generate
 // included as a scan runs them. Target: at most 1.5x the wall time.
-func BenchmarkModesCost(b *testing.B) {
-	py := os.Getenv("SCANNER_PYTHON")
-	if py == "" {
-		b.Skip("SCANNER_PYTHON is not set (make bench sets it)")
-	}
-	models := []struct{ task, cfg string }{
-		{"text-generation", `{"architectures":["LlamaForCausalLM"],"model_type":"llama","hidden_size":64,"intermediate_size":128,` +
-			`"num_attention_heads":4,"num_key_value_heads":2,"num_hidden_layers":2,"vocab_size":256,"max_position_embeddings":256,` +
-			`"bos_token_id":1,"eos_token_id":2}`},
-		{"fill-mask", `{"architectures":["BertForMaskedLM"],"model_type":"bert","hidden_size":64,"intermediate_size":128,` +
-			`"num_attention_heads":4,"num_hidden_layers":2,"vocab_size":512,"max_position_embeddings":128}`},
-	}
-	r, err := NewRunner(Config{Python: py, MemLimitBytes: 8 << 30})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer r.Close()
-	ctx := context.Background()
+// costModels are the probes the cost benchmarks (modes, ops trace) run: a
+// tiny causal LM and masked LM, arch mode.
+var costModels = []struct{ task, cfg string }{
+	{"text-generation", `{"architectures":["LlamaForCausalLM"],"model_type":"llama","hidden_size":64,"intermediate_size":128,` +
+		`"num_attention_heads":4,"num_key_value_heads":2,"num_hidden_layers":2,"vocab_size":256,"max_position_embeddings":256,` +
+		`"bos_token_id":1,"eos_token_id":2}`},
+	{"fill-mask", `{"architectures":["BertForMaskedLM"],"model_type":"bert","hidden_size":64,"intermediate_size":128,` +
+		`"num_attention_heads":4,"num_hidden_layers":2,"vocab_size":512,"max_position_embeddings":128}`},
+}
+
+// costModelDirs writes each model's config.json to a folder of its own.
+func costModelDirs(b *testing.B, models []struct{ task, cfg string }) []string {
 	dirs := make([]string, len(models))
 	for i, m := range models {
 		dirs[i] = b.TempDir()
@@ -157,6 +151,40 @@ func BenchmarkModesCost(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+	return dirs
+}
+
+// costRunner is the runner of the cost benchmarks, closed with b; they are
+// skipped without $SCANNER_PYTHON.
+func costRunner(b *testing.B) *Runner {
+	py := os.Getenv("SCANNER_PYTHON")
+	if py == "" {
+		b.Skip("SCANNER_PYTHON is not set (make bench sets it)")
+	}
+	r, err := NewRunner(Config{Python: py, MemLimitBytes: 8 << 30})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { r.Close() })
+	return r
+}
+
+// abba times probeAll with its extra work on (false) and off (true),
+// interleaved A B B A after a warm-up run: the totals of each's two runs.
+func abba(probeAll func(off bool) time.Duration) (with, without time.Duration) {
+	probeAll(true) // warm the page cache and inductor's
+	with += probeAll(false)
+	without += probeAll(true)
+	without += probeAll(true)
+	with += probeAll(false)
+	return with, without
+}
+
+func BenchmarkModesCost(b *testing.B) {
+	models := costModels
+	r := costRunner(b)
+	ctx := context.Background()
+	dirs := costModelDirs(b, models)
 	probeAll := func(noModes bool) time.Duration {
 		start := time.Now()
 		for i, m := range models {
@@ -172,16 +200,48 @@ func BenchmarkModesCost(b *testing.B) {
 		return time.Since(start)
 	}
 	for i := 0; i < b.N; i++ {
-		probeAll(true) // warm the page cache and inductor's
-		var with, without time.Duration
-		with += probeAll(false)
-		without += probeAll(true)
-		without += probeAll(true)
-		with += probeAll(false)
+		with, without := abba(probeAll)
 		b.ReportMetric(with.Seconds()/2, "with_matrix_s")
 		b.ReportMetric(without.Seconds()/2, "without_s")
 		b.ReportMetric(with.Seconds()/without.Seconds(), "matrix_ratio")
 		b.Logf("with the matrix %.2fs, without %.2fs: %.3fx (target <= 1.5x)", with.Seconds()/2, without.Seconds()/2,
+			with.Seconds()/without.Seconds())
+	}
+}
+
+// BenchmarkOpsTraceCost: what tracing the ops for the TorchTPU prediction
+// (harness_ops.py: the reference forward and a two-token generate under a
+// TorchDispatchMode, and the first train step traced) adds to a probe: the
+// same probes with and without --no-ops-trace, interleaved (ABBA). Target:
+// at most 1.10x.
+func BenchmarkOpsTraceCost(b *testing.B) {
+	models := costModels
+	r := costRunner(b)
+	ctx := context.Background()
+	if _, err := r.KernelTable(ctx); err != nil { // read once, outside the timings
+		b.Fatal(err)
+	}
+	dirs := costModelDirs(b, models)
+	probeAll := func(noTrace bool) time.Duration {
+		start := time.Now()
+		for i, m := range models {
+			res := r.Probe(ctx, Request{ModelID: "bench/" + m.task, Revision: "bench", SnapshotDir: dirs[i], Task: m.task,
+				Target: compat.TargetCPU, Mode: compat.ModeArch, NoOpsTrace: noTrace})
+			if res.Status != compat.StatusPass {
+				b.Fatalf("probe %s: %s %v", m.task, res.Status, res.Message)
+			}
+			if (res.TPUOps == nil) != noTrace {
+				b.Fatalf("probe %s (no trace %v): prediction %+v", m.task, noTrace, res.TPUOps)
+			}
+		}
+		return time.Since(start)
+	}
+	for i := 0; i < b.N; i++ {
+		with, without := abba(probeAll)
+		b.ReportMetric(with.Seconds()/2, "with_trace_s")
+		b.ReportMetric(without.Seconds()/2, "without_s")
+		b.ReportMetric(with.Seconds()/without.Seconds(), "trace_ratio")
+		b.Logf("with the ops trace %.2fs, without %.2fs: %.3fx (target <= 1.10x)", with.Seconds()/2, without.Seconds()/2,
 			with.Seconds()/without.Seconds())
 	}
 }

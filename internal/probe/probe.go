@@ -138,6 +138,10 @@ type envCache struct {
 	mu   sync.Mutex
 	envs map[compat.Target]compat.Runtime // per target
 	auto compat.Target                    // what Env(auto) resolved to, "" before
+	// kernels is the TorchTPU kernel table (KernelTable), read once;
+	// kmu serialises its reading.
+	kmu     sync.Mutex
+	kernels kernelCache
 }
 
 // NewRunner checks cfg, fills its defaults and writes the embedded harness
@@ -320,6 +324,9 @@ type Request struct {
 	// step, TorchTPU's eager modes, the second precision): make bench's
 	// baselines only.
 	NoModes bool
+	// NoOpsTrace traces no ops for the TorchTPU prediction
+	// (harness_ops.py): make bench's baseline only.
+	NoOpsTrace bool
 }
 
 // ranks is how many harness processes the probe runs.
@@ -362,6 +369,9 @@ func (req Request) args(resultFile string) []string {
 	if req.NoModes {
 		a = append(a, "--no-modes")
 	}
+	if req.NoOpsTrace {
+		a = append(a, "--no-ops-trace")
+	}
 	if req.NoGenerate {
 		a = append(a, "--no-generate")
 	}
@@ -403,6 +413,7 @@ func (r *Runner) Probe(ctx context.Context, req Request) compat.Result {
 	}
 	p := &probeRun{r: r, req: req, start: start, target: req.Target}
 	res := r.probe(ctx, p)
+	r.predict(ctx, &res)
 	r.log.Info("probe done", "model", req.ModelID, "revision", req.Revision,
 		"target", res.Target, "mode", derefMode(res.Mode), "status", res.Status,
 		"stage", derefStage(res.Stage), "duration_s", res.DurationS)

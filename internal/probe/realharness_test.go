@@ -3,6 +3,7 @@ package probe
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -137,5 +138,17 @@ func TestRealHarnessCPU(t *testing.T) {
 	}
 	if e, ok := res.Modes[compat.ModeEager]; !ok || e.Status != compat.StatusPass {
 		t.Errorf("eager verdict %+v (modes %v)", e, res.Modes)
+	}
+	// The TorchTPU prediction, end to end: the harness traced the ops, the
+	// runner judged them against the real torch_tpu's kernel table and
+	// dropped the trace. A tiny Llama's forward and train step need nothing
+	// torch_tpu 0.2.0 lacks once SDPA is renamed to what the TPU reaches.
+	p := res.TPUOps
+	if p == nil || res.OpsTraced != nil {
+		t.Fatalf("prediction %+v, trace left %+v", p, res.OpsTraced)
+	}
+	if !strings.HasPrefix(p.Table, "torch_tpu 0.2.0 / torch 2.") || p.Traced < 20 || p.Native == 0 ||
+		len(p.Missing) != 0 || len(p.MissingTrain) != 0 || p.Summary() != fmt.Sprintf("TorchTPU 0.2.0: all %d ops implemented", p.Traced) {
+		t.Errorf("prediction %+v", p)
 	}
 }

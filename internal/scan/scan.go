@@ -186,6 +186,9 @@ func (s *Scanner) Run(ctx context.Context, opts Options, hooks Hooks) (store.Sca
 	if envErr != nil {
 		target = opts.Target
 	}
+	if envErr == nil && s.Fleet == nil {
+		s.keepKernelTable(ctx)
+	}
 	sc := store.Scan{Trigger: opts.Trigger, Status: store.ScanRunning, Target: string(target), Runtime: rt,
 		Params: string(params), StartedAt: started}
 	id, err := s.Store.StartScan(ctx, sc)
@@ -215,6 +218,38 @@ func (s *Scanner) lock() (*scanlock.Lock, error) {
 		return nil, fmt.Errorf("scan: %w", err)
 	}
 	return l, nil
+}
+
+// KernelTabler is a Prober that reads the TorchTPU kernel table of its
+// runtime (*probe.Runner).
+type KernelTabler interface {
+	KernelTable(ctx context.Context) (compat.KernelTable, error)
+}
+
+// KernelStore keeps kernel tables (*store.SQLite).
+type KernelStore interface {
+	PutKernelTable(ctx context.Context, kt compat.KernelTable) (bool, error)
+}
+
+// keepKernelTable keeps this host's TorchTPU kernel table with its runtime
+// (once per torch and torch_tpu versions; the runner reads it once): what
+// /runtimes and /ops show, and what this scan's predictions (result.tpu_ops)
+// are judged against. A host without torch_tpu has none, and says so once.
+func (s *Scanner) keepKernelTable(ctx context.Context) {
+	kp, ok := s.Prober.(KernelTabler)
+	ks, ok2 := s.Store.(KernelStore)
+	if !ok || !ok2 {
+		return
+	}
+	kt, err := kp.KernelTable(ctx)
+	if err != nil {
+		return // the runner logged why
+	}
+	if stored, err := ks.PutKernelTable(ctx, kt); err != nil {
+		s.log().Warn("scan: kernel table not kept", "table", kt.Name(), "err", err)
+	} else if stored {
+		s.log().Info("scan: kept a new TorchTPU kernel table", "table", kt.Name())
+	}
 }
 
 // environment resolves where this scan's probes run: this host's runner,

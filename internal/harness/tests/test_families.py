@@ -134,6 +134,12 @@ def check(res, name):
         assert m["rel_error"] <= 0.1
     if m["cosine_similarity"] is not None:
         assert m["cosine_similarity"] >= 0.99
+    # the ops for the TorchTPU prediction: traced, and renamed to what the TPU reaches (harness_ops.py)
+    traced = res["ops_traced"]
+    assert traced["forward"] and not traced.get("notes"), traced.get("notes")
+    leftovers = [op for kind in ("forward", "generate", "train") for op in traced.get(kind, [])
+                 if any(m in op for m in ("_for_cpu", "mkldnn", "_cpu"))]
+    assert not leftovers, leftovers
     if generates:
         assert not st["generate"].get("skipped"), st["generate"]
         assert m["tokens_per_s"] > 0

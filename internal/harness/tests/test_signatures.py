@@ -33,6 +33,16 @@ def test_unsupported_op_not_currently_implemented():
     assert (c["failure_class"], c["op"]) == ("unsupported_op", "aten::_fft_r2c")
 
 
+def test_torch_tpu_backend_fallback_names_the_op():
+    """torch_tpu 0.2.0's backend fallback (the kernel table's "fallback" kind): the signature names the op, so that
+    the model page can say whether the prediction (result.tpu_ops) had it."""
+    for op in ("aten::median", "aten::_amp_foreach_non_finite_check_and_unscale_", "aten::median.dim"):
+        e = _raise_and_catch(RuntimeError(f"Operator '{op}' is not implemented for TPU. Please file a feature request"))
+        c = hf.classify(e, "forward")
+        assert (c["status"], c["failure_class"], c["op"], c["signature"]) == \
+            ("fail", "unsupported_op", op, f"unsupported_op:{op}")
+
+
 def test_same_missing_op_in_two_models_shares_a_signature():
     a = _raise_and_catch(RuntimeError(
         "Could not run 'aten::_upsample_bicubic2d_aa' with arguments from the 'PrivateUse1' backend "
