@@ -307,3 +307,73 @@ func (s *SQLite) PredictionHits(ctx context.Context) (PredictionScore, error) {
 	}
 	return sc, nil
 }
+
+// Predicted is what the current TorchTPU predictions say in sum (the
+// headline's predicted figures): of the Models whose newest prediction off
+// tpu is judged against Table, Covered need no operator the table lacks
+// for inference (forward, generate); Downloads and CoveredDownloads the
+// same weighted by downloads. Table is "" when no model has a prediction.
+type Predicted struct {
+	Table            string `json:"table"`
+	Models           int    `json:"models"`
+	Covered          int    `json:"covered"`
+	Downloads        int64  `json:"downloads"`
+	CoveredDownloads int64  `json:"covered_downloads"`
+}
+
+// PredictedTally sums each model's newest prediction off tpu, judged
+// against the table most predictions name (as MissingOps picks it when
+// no kernel table is kept).
+func (s *SQLite) PredictedTally(ctx context.Context) (Predicted, error) {
+	rows, err := s.r.QueryContext(ctx, sqlPredictions)
+	if err != nil {
+		return Predicted{}, fmt.Errorf("store: predicted tally: %w", err)
+	}
+	defer rows.Close()
+	type pred struct {
+		downloads int64
+		p         compat.TPUOps
+	}
+	var preds []pred
+	last := ""
+	for rows.Next() {
+		var (
+			id   string
+			pr   pred
+			text sql.NullString
+		)
+		if err := rows.Scan(&id, &pr.downloads, &text); err != nil {
+			return Predicted{}, fmt.Errorf("store: predicted tally: %w", err)
+		}
+		if id == last {
+			continue // an older prediction of the same model (another target)
+		}
+		last = id
+		if err := json.Unmarshal([]byte(text.String), &pr.p); err != nil {
+			return Predicted{}, fmt.Errorf("store: predicted tally: %s: %w", id, err)
+		}
+		preds = append(preds, pr)
+	}
+	if err := rows.Err(); err != nil {
+		return Predicted{}, fmt.Errorf("store: predicted tally: %w", err)
+	}
+	out := Predicted{Table: commonTable(func(yield func(string) bool) {
+		for _, p := range preds {
+			if !yield(p.p.Table) {
+				return
+			}
+		}
+	})}
+	for _, pr := range preds {
+		if pr.p.Table != out.Table {
+			continue
+		}
+		out.Models++
+		out.Downloads += pr.downloads
+		if len(pr.p.Missing) == 0 {
+			out.Covered++
+			out.CoveredDownloads += pr.downloads
+		}
+	}
+	return out, nil
+}

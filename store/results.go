@@ -369,7 +369,9 @@ func insertResult(ctx context.Context, tx *sql.Tx, modelID string, r compat.Resu
 	}
 	var tpuOps sql.NullString
 	if r.TPUOps != nil {
-		if tpuOps.String, err = jsonText(r.TPUOps); err != nil {
+		stored := *r.TPUOps
+		stored.Evidence = nil // the web layer's, never kept
+		if tpuOps.String, err = jsonText(&stored); err != nil {
 			return 0, err
 		}
 		tpuOps.Valid = true

@@ -26,7 +26,7 @@ type summaryBody struct {
 	Fit              fitSummary            `json:"readiness"` // models that fit one device per TPU generation
 	// The pass figures tier by tier of evidence (issue 37), each from its
 	// own results only, whatever ?target= says: measured on each target,
-	// predicted (null: nothing predicts verdicts yet), and the headline's
+	// predicted (the TorchTPU predictions' figures; null when no model has one), and the headline's
 	// answer in words.
 	Measured  map[compat.Target]figures `json:"measured"`
 	Predicted *figures                  `json:"predicted"`
@@ -65,8 +65,8 @@ func newCoverageBody(c harness.TaskCoverage) coverageBody {
 		CoveredDownloads: c.CoveredDownloads, DownloadShare: c.DownloadShare()}
 }
 
-func newSummaryBody(sum store.Summary, target compat.Target, state ScanState, byTarget map[compat.Target]store.Summary) summaryBody {
-	h := newHeadline(byTarget)
+func newSummaryBody(sum store.Summary, target compat.Target, state ScanState, byTarget map[compat.Target]store.Summary, pred store.Predicted) summaryBody {
+	h := newHeadline(byTarget, pred)
 	b := summaryBody{Models: sum.Models, Tested: sum.Tested, Counts: sum.Counts, PassRate: sum.PassRate,
 		WeightedPassRate: sum.WeightedPassRate, Runtime: sum.Runtime, Target: string(target), Scan: state,
 		Fit: newFitSummary(sum.Fit), Coverage: newCoverageBody(taskCoverage(sum.Tasks)),
@@ -101,7 +101,11 @@ func (s *Server) apiSummary(c *fiber.Ctx) error {
 	if err != nil {
 		return fmt.Errorf("web: api summary: %w", err)
 	}
-	return c.JSON(newSummaryBody(sum, target, s.scanState(), byTarget))
+	pred, err := s.cachedPredicted(ctx, changed)
+	if err != nil {
+		return fmt.Errorf("web: api summary: %w", err)
+	}
+	return c.JSON(newSummaryBody(sum, target, s.scanState(), byTarget, pred))
 }
 
 // failuresBody is GET /api/v1/failures.

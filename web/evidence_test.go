@@ -27,7 +27,7 @@ func TestNewHeadline(t *testing.T) {
 	}
 	t.Run("cpu only", func(t *testing.T) {
 		h := newHeadline(map[compat.Target]store.Summary{compat.TargetTPU: sum(10, 0, 0, 0), compat.TargetCPU: sum(10, 3, 1, 0),
-			compat.TargetCUDA: sum(10, 0, 0, 0)})
+			compat.TargetCUDA: sum(10, 0, 0, 0)}, store.Predicted{})
 		if h.TPU != nil || h.NoTPU != "No TPU results on this instance yet" || h.Sentence() != "No TPU results on this instance yet." {
 			t.Errorf("tpu: %+v %q", h.TPU, h.NoTPU)
 		}
@@ -40,14 +40,26 @@ func TestNewHeadline(t *testing.T) {
 		}
 	})
 	t.Run("tpu skips only", func(t *testing.T) {
-		h := newHeadline(map[compat.Target]store.Summary{compat.TargetTPU: sum(10, 0, 0, 2), compat.TargetCPU: sum(10, 1, 0, 0)})
+		h := newHeadline(map[compat.Target]store.Summary{compat.TargetTPU: sum(10, 0, 0, 2), compat.TargetCPU: sum(10, 1, 0, 0)}, store.Predicted{})
 		if h.TPU != nil || h.NoTPU != "No TPU verdicts on this instance yet: 2 results on TPU, none a verdict (skipped or the scanner's own errors)" {
 			t.Errorf("tpu: %+v %q", h.TPU, h.NoTPU)
 		}
 	})
+	t.Run("predicted", func(t *testing.T) {
+		// 4 models predicted, 3 with every inference op: predicted figures
+		// under their own name, for tpu, and still no TPU figures.
+		h := newHeadline(map[compat.Target]store.Summary{compat.TargetTPU: sum(10, 0, 0, 0), compat.TargetCPU: sum(10, 3, 1, 0)},
+			store.Predicted{Table: "torch_tpu 0.2.0 / torch 2.15.0", Models: 4, Covered: 3, Downloads: 100, CoveredDownloads: 40})
+		p := h.Predicted
+		if h.TPU != nil || p == nil || p.Evidence != compat.EvidencePredicted || p.Target != compat.TargetTPU ||
+			p.Name != "TorchTPU, predicted from the TorchTPU kernel table of torch_tpu 0.2.0 / torch 2.15.0 (no TPU ran them)" ||
+			p.Tested != 4 || p.Passed != 3 || p.Models != 10 || *p.PassRate != 0.75 || *p.WeightedPassRate != 0.4 {
+			t.Errorf("predicted: %+v", p)
+		}
+	})
 	t.Run("tpu and cpu", func(t *testing.T) {
 		h := newHeadline(map[compat.Target]store.Summary{compat.TargetTPU: sum(10, 1, 1, 1), compat.TargetCPU: sum(10, 5, 0, 0),
-			compat.TargetCUDA: sum(10, 0, 2, 0)})
+			compat.TargetCUDA: sum(10, 0, 2, 0)}, store.Predicted{})
 		if h.TPU == nil || h.TPU.Tested != 2 || h.TPU.Passed != 1 || h.TPU.Results != 3 || h.TPU.Models != 10 || h.NoTPU != "" ||
 			h.Sentence() != "TorchTPU, measured on TPU: 1 of 2 tested models pass (50.0 %)." {
 			t.Errorf("tpu: %+v %q", h.TPU, h.Sentence())

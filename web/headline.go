@@ -39,7 +39,8 @@ type passHeadline struct {
 	// Others are the figures measured on the other targets that have a
 	// verdict, the CPU reference first.
 	Others []figures
-	// Predicted is nil: nothing predicts verdicts yet.
+	// Predicted is the TorchTPU predictions' figures (the kernel table's,
+	// from the ops of runs off tpu); nil when no model has a prediction.
 	Predicted *figures
 }
 
@@ -65,9 +66,11 @@ func measuredFigures(target compat.Target, sum store.Summary) figures {
 }
 
 // newHeadline is the one rule for the headline, from each target's own
-// summary (a target missing from byTarget has no results).
-func newHeadline(byTarget map[compat.Target]store.Summary) passHeadline {
+// summary (a target missing from byTarget has no results), and the
+// predictions' sum.
+func newHeadline(byTarget map[compat.Target]store.Summary, pred store.Predicted) passHeadline {
 	var h passHeadline
+	h.Predicted = predictedFigures(byTarget[compat.TargetTPU].Models, pred)
 	for _, t := range compat.Targets {
 		f := measuredFigures(t, byTarget[t])
 		switch {
@@ -83,6 +86,39 @@ func newHeadline(byTarget map[compat.Target]store.Summary) passHeadline {
 		}
 	}
 	return h
+}
+
+// predictedFigures are the TorchTPU predictions' figures: of the models
+// with a prediction, those that need no operator the kernel table lacks
+// for inference ("Passed" here: predicted to have every op; never a TPU
+// pass); nil without predictions.
+func predictedFigures(models int, p store.Predicted) *figures {
+	if p.Models == 0 {
+		return nil
+	}
+	f := figures{Name: "TorchTPU, predicted from " + compat.PredictionSource(p.Table) + " (no TPU ran them)",
+		Evidence: compat.EvidencePredicted, Target: compat.TargetTPU, Models: max(models, p.Models), Results: p.Models,
+		Tested: p.Models, Passed: p.Covered}
+	rate := float64(p.Covered) / float64(p.Models)
+	f.PassRate = &rate
+	if p.Downloads > 0 {
+		w := float64(p.CoveredDownloads) / float64(p.Downloads)
+		f.WeightedPassRate = &w
+	}
+	return &f
+}
+
+// cachedPredicted is the predictions' sum, kept until the data changes.
+func (s *Server) cachedPredicted(ctx context.Context, changed time.Time) (store.Predicted, error) {
+	if v, ok := s.predicted.get("", changed); ok {
+		return v, nil
+	}
+	v, err := s.store.PredictedTally(ctx)
+	if err != nil {
+		return store.Predicted{}, err
+	}
+	s.predicted.put("", changed, v, 128+len(v.Table))
+	return v, nil
 }
 
 // Sentence is the headline's answer in one line, for the API.

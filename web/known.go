@@ -72,6 +72,12 @@ func (s *Server) knowResult(r *compat.Result) {
 		r.KnownIssue = s.knownIssues().MatchPtr(r.Signature)
 		e := compat.EvidenceOf(r)
 		r.Evidence = &e
+		if r.TPUOps != nil && r.Target != compat.TargetTPU { // a copy: the result may be a cached one's
+			p := *r.TPUOps
+			pe := compat.EvidenceOfPrediction(p)
+			p.Evidence = &pe
+			r.TPUOps = &p
+		}
 	}
 }
 

@@ -133,6 +133,7 @@ func (s *Server) sizeCaches() {
 	s.comparisons.maxBytes = 32 << 20
 	s.comparePages.maxBytes = 32 << 20
 	s.sweeps.maxBytes = 1 << 20
+	s.predicted.maxBytes = 1 << 12
 }
 
 // Defaults of Config.
@@ -177,8 +178,9 @@ type Server struct {
 	opsLists     versioned[string, missingOpsRead] // the fix list per ?table= (tpuops.go)
 	comparisons  versioned[string, *comparison]
 	comparePages versioned[string, encodedBody]
-	sweepList    sweep.File                        // Google's sweep (internal/sweep)
-	sweeps       versioned[string, sweep.Coverage] // its coverage per target
+	sweepList    sweep.File                         // Google's sweep (internal/sweep)
+	sweeps       versioned[string, sweep.Coverage]  // its coverage per target
+	predicted    versioned[string, store.Predicted] // the predictions' sum (headline.go)
 	httpReqs     *metrics.CounterVec
 	httpTimes    *metrics.HistogramVec
 	routeSeries  sync.Map // routeCode → *routeSeries

@@ -81,6 +81,9 @@ type Store interface {
 	MissingOps(ctx context.Context, table string) ([]store.MissingOp, string, error)
 	// PredictionHits is how the predictions held against tpu results.
 	PredictionHits(ctx context.Context) (store.PredictionScore, error)
+	// PredictedTally sums the current predictions (the headline's
+	// predicted figures).
+	PredictedTally(ctx context.Context) (store.Predicted, error)
 }
 
 var _ Store = (*store.SQLite)(nil)

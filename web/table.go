@@ -187,9 +187,13 @@ func (s *Server) tableView(ctx context.Context, q store.ModelQuery, form tableFo
 	if err != nil {
 		return tableView{}, fmt.Errorf("web: table headline: %w", err)
 	}
+	pred, err := s.cachedPredicted(ctx, changed)
+	if err != nil {
+		return tableView{}, fmt.Errorf("web: table headline: %w", err)
+	}
 
 	v := tableView{
-		Form: form, Summary: sum, Headline: newHeadline(byTarget), Coverage: newCoverageBody(taskCoverage(sum.Tasks)), Failures: fails,
+		Form: form, Summary: sum, Headline: newHeadline(byTarget, pred), Coverage: newCoverageBody(taskCoverage(sum.Tasks)), Failures: fails,
 		State: state, Legend: legend(),
 		Statuses: compat.Statuses, Targets: compat.Targets, Sorts: sortNames(), DefaultSort: store.DefaultSort, Target: q.Target,
 		Filtered:      form.Q != "" || form.Status != "" || form.Task != "" || form.Org != "" || form.Hint != "" || form.Train != "" || form.Serve != "",

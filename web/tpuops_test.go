@@ -228,3 +228,34 @@ func TestMethodologyHitRate(t *testing.T) {
 		t.Error("an empty store's methodology does not say the hit rate is to come")
 	}
 }
+
+// TestPredictedTier: the predictions are figures of their own in the
+// summary and the table's headline (predicted, for tpu, from the kernel
+// table), and each served prediction carries that evidence, while the
+// result it came with stays measured on its own target.
+func TestPredictedTier(t *testing.T) {
+	ts := opsServer(t)
+	// o/a (aten::median missing), o/b, o/c, o/e (nothing missing for
+	// inference): 3 of 4, 750 of 1750 downloads.
+	sum := decode[map[string]any](t, ts.get(t, "/api/v1/summary"))
+	p, ok := sum["predicted"].(map[string]any)
+	if !ok || p["evidence"] != "predicted" || p["target"] != "tpu" || p["tested"] != 4.0 || p["passed"] != 3.0 ||
+		p["download_weighted_pass_rate"] != 750.0/1750.0 || !strings.Contains(p["name"].(string), "predicted from the TorchTPU kernel table") {
+		t.Errorf("summary's predicted figures: %v", sum["predicted"])
+	}
+	table := ts.get(t, "/")
+	if !strings.Contains(table.body, `data-evidence="predicted" data-target="tpu"`) || !strings.Contains(table.body, "Every op implemented") {
+		t.Errorf("the headline lacks the predicted figures")
+	}
+	api := decode[compat.Model](t, ts.get(t, "/api/v1/models/o/c?target=cpu"))
+	if api.Result == nil || api.Result.TPUOps == nil || api.Result.TPUOps.Evidence == nil {
+		t.Fatalf("the prediction has no evidence: %+v", api.Result)
+	}
+	if e := *api.Result.TPUOps.Evidence; e.Kind != compat.EvidencePredicted || e.Target != compat.TargetTPU ||
+		e.From != "the TorchTPU kernel table of "+tableName {
+		t.Errorf("the prediction's evidence: %+v", e)
+	}
+	if api.Result.Evidence == nil || api.Result.Evidence.Kind != compat.EvidenceMeasured || api.Result.Evidence.Target != compat.TargetCPU {
+		t.Errorf("the cpu result's own evidence: %+v", api.Result.Evidence)
+	}
+}

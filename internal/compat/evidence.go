@@ -81,6 +81,20 @@ func EvidenceOf(r *Result) Evidence {
 // second verdict, with EvidencePredicted of its own, never this result's.
 func predictedFrom(Result) string { return "" }
 
+// EvidenceOfPrediction is the evidence of a TorchTPU prediction (a
+// result's TPUOps, made off tpu): predicted, for tpu, from the runtime's
+// kernel table. It is the prediction's own, never the result's: the
+// result's verdict stays measured on its own target (EvidenceOf).
+func EvidenceOfPrediction(t TPUOps) Evidence {
+	return Evidence{Kind: EvidencePredicted, Target: TargetTPU, From: PredictionSource(t.Table)}
+}
+
+// PredictionSource names what a TorchTPU prediction comes from, for a
+// kernel table named table (KernelTable.Name).
+func PredictionSource(table string) string {
+	return "the TorchTPU kernel table of " + table
+}
+
 // EvidenceOfEvent is the evidence of the result that made the event
 // (EvidenceOf): e's target, runtime and time. An event does not record how
 // many devices the probe ran on, so DeviceCount is 0 (not known).

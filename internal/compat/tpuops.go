@@ -125,6 +125,9 @@ type TPUOps struct {
 	// Unknown are traced ops the table does not name (another library's
 	// namespace, loaded by the model only): not judged.
 	Unknown []string `json:"unknown,omitempty"`
+	// Evidence is the prediction's (EvidenceOfPrediction); never stored:
+	// the web layer sets it as it serves the result.
+	Evidence *Evidence `json:"evidence,omitempty"`
 }
 
 // MaxTracedOps caps the ops of a trace and of a prediction's lists.
