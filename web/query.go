@@ -86,6 +86,7 @@ func parseLimit(v string, def int) (int, error) {
 var queryParams = map[string]bool{
 	"q": true, "status": true, "train": true, "task": true, "org": true, "target": true, "sort": true, "hint": true,
 	"order": true, "limit": true, "cursor": true, "base": true, "head": true, "model": true, "kind": true,
+	"serve": true, "table": true, "op": true, "format": true,
 }
 
 // exactParams is the API's and the feeds' rule for the value of a

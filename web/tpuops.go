@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -145,8 +146,17 @@ func (s *Server) cachedMissingOps(ctx context.Context, table string) ([]store.Mi
 	return ops, used, nil
 }
 
+// maxOpsParam is the most characters ?table= and ?op= may have (the
+// OpenAPI document's maxLength).
+const maxOpsParam = 200
+
 // missingOps reads the fix list (?table=, ?op= to keep one op).
 func (s *Server) missingOps(ctx context.Context, c *fiber.Ctx) ([]store.MissingOp, string, error) {
+	for _, k := range []string{"table", "op"} {
+		if n := utf8.RuneCountInString(c.Query(k)); n > maxOpsParam {
+			return nil, "", fmt.Errorf("%w: %s of %d characters (at most %d)", ErrBadRequest, k, n, maxOpsParam)
+		}
+	}
 	ops, table, err := s.cachedMissingOps(ctx, c.Query("table"))
 	if err != nil {
 		return nil, "", fmt.Errorf("web: ops: %w", err)

@@ -259,3 +259,23 @@ func TestPredictedTier(t *testing.T) {
 		t.Errorf("the cpu result's own evidence: %+v", api.Result.Evidence)
 	}
 }
+
+// TestAPIOpsRefusesWhatTheDocumentRefuses: an empty or padded parameter,
+// a format other than json or csv, an over-long table or op are 400 on
+// the API (schemathesis found ?format= accepted); /ops.csv, like the CSV
+// export, takes an empty one as "any".
+func TestAPIOpsRefusesWhatTheDocumentRefuses(t *testing.T) {
+	ts := opsServer(t)
+	for _, q := range []string{"format=", "table=", "op=", "op=%20aten::median", "format=xml",
+		"op=" + strings.Repeat("a", 201), "table=" + strings.Repeat("t", 201)} {
+		if r := ts.get(t, "/api/v1/ops?"+q); r.status != 400 || !strings.HasPrefix(r.header.Get("Content-Type"), "application/json") {
+			t.Errorf("/api/v1/ops?%.40s: %d %s", q, r.status, r.header.Get("Content-Type"))
+		}
+	}
+	if r := ts.get(t, "/api/v1/ops?op=aten::median&format=csv"); r.status != 200 {
+		t.Errorf("a good query: %d", r.status)
+	}
+	if r := ts.get(t, "/ops.csv?table="); r.status != 200 {
+		t.Errorf("/ops.csv?table=: %d", r.status)
+	}
+}
