@@ -585,6 +585,7 @@ class Probe(hc.ConfigStage, hcmp.NumericsStage, hcomp.CompileStage, hg.GenerateS
 
     def __init__(self, args):
         self.args = args
+        self.t0 = _T0  # the harness's start (its first line): the compile stage's clock (harness_compile.elapsed_s)
         self.torch = None
         self.dev: Device | None = None
         self.current = "env"

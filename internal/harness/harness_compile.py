@@ -120,10 +120,9 @@ class CompileStage:
             self.compile_not_measured(budget, f"it ran past its bound of {budget:.0f} s and was stopped")
 
     def elapsed_s(self) -> float:
-        """Seconds since the harness started (its module's clock)."""
-        import harness
-
-        return time.monotonic() - harness._T0
+        """Seconds since the harness started (Probe.t0: harness.py's first line). Importing harness here would run it
+        again as a module of that name, with a clock of its own, when harness.py is the program."""
+        return time.monotonic() - self.t0
 
     def compile_not_measured(self, budget: float, why: str) -> None:
         """The compile stage skipped for the probe's time limit: result.modes.compiled is timeout at compile, the
