@@ -124,46 +124,12 @@ func (s *SQLite) MissingOps(ctx context.Context, table string) ([]MissingOp, str
 			table = kts[len(kts)-1].Name()
 		}
 	}
-	rows, err := s.r.QueryContext(ctx, sqlPredictions)
+	preds, err := s.currentPredictions(ctx)
 	if err != nil {
 		return nil, "", fmt.Errorf("store: missing ops: %w", err)
 	}
-	defer rows.Close()
-	type pred struct {
-		id        string
-		downloads int64
-		p         compat.TPUOps
-	}
-	var preds []pred
-	last := ""
-	for rows.Next() {
-		var (
-			pr   pred
-			text sql.NullString
-		)
-		if err := rows.Scan(&pr.id, &pr.downloads, &text); err != nil {
-			return nil, "", fmt.Errorf("store: missing ops: %w", err)
-		}
-		if pr.id == last {
-			continue // an older prediction of the same model (another target)
-		}
-		last = pr.id
-		if err := json.Unmarshal([]byte(text.String), &pr.p); err != nil {
-			return nil, "", fmt.Errorf("store: missing ops: %s: %w", pr.id, err)
-		}
-		preds = append(preds, pr)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, "", fmt.Errorf("store: missing ops: %w", err)
-	}
 	if table == "" {
-		table = commonTable(func(yield func(string) bool) {
-			for _, p := range preds {
-				if !yield(p.p.Table) {
-					return
-				}
-			}
-		})
+		table = predictionsTable(preds)
 	}
 	type acc struct {
 		MissingOp
@@ -219,6 +185,54 @@ func (s *SQLite) MissingOps(ctx context.Context, table string) ([]MissingOp, str
 		return out[i].Op < out[j].Op
 	})
 	return out, table, nil
+}
+
+// prediction is one model's newest prediction off tpu.
+type prediction struct {
+	id        string
+	downloads int64
+	p         compat.TPUOps
+}
+
+// currentPredictions reads each model's newest prediction off tpu, in
+// model order.
+func (s *SQLite) currentPredictions(ctx context.Context) ([]prediction, error) {
+	rows, err := s.r.QueryContext(ctx, sqlPredictions)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var preds []prediction
+	last := ""
+	for rows.Next() {
+		var (
+			pr   prediction
+			text sql.NullString
+		)
+		if err := rows.Scan(&pr.id, &pr.downloads, &text); err != nil {
+			return nil, err
+		}
+		if pr.id == last {
+			continue // an older prediction of the same model (another target)
+		}
+		last = pr.id
+		if err := json.Unmarshal([]byte(text.String), &pr.p); err != nil {
+			return nil, fmt.Errorf("%s: %w", pr.id, err)
+		}
+		preds = append(preds, pr)
+	}
+	return preds, rows.Err()
+}
+
+// predictionsTable is the table most of preds name (commonTable).
+func predictionsTable(preds []prediction) string {
+	return commonTable(func(yield func(string) bool) {
+		for _, p := range preds {
+			if !yield(p.p.Table) {
+				return
+			}
+		}
+	})
 }
 
 // commonTable is the table most predictions name (the first in name order
@@ -325,45 +339,11 @@ type Predicted struct {
 // against the table most predictions name (as MissingOps picks it when
 // no kernel table is kept).
 func (s *SQLite) PredictedTally(ctx context.Context) (Predicted, error) {
-	rows, err := s.r.QueryContext(ctx, sqlPredictions)
+	preds, err := s.currentPredictions(ctx)
 	if err != nil {
 		return Predicted{}, fmt.Errorf("store: predicted tally: %w", err)
 	}
-	defer rows.Close()
-	type pred struct {
-		downloads int64
-		p         compat.TPUOps
-	}
-	var preds []pred
-	last := ""
-	for rows.Next() {
-		var (
-			id   string
-			pr   pred
-			text sql.NullString
-		)
-		if err := rows.Scan(&id, &pr.downloads, &text); err != nil {
-			return Predicted{}, fmt.Errorf("store: predicted tally: %w", err)
-		}
-		if id == last {
-			continue // an older prediction of the same model (another target)
-		}
-		last = id
-		if err := json.Unmarshal([]byte(text.String), &pr.p); err != nil {
-			return Predicted{}, fmt.Errorf("store: predicted tally: %s: %w", id, err)
-		}
-		preds = append(preds, pr)
-	}
-	if err := rows.Err(); err != nil {
-		return Predicted{}, fmt.Errorf("store: predicted tally: %w", err)
-	}
-	out := Predicted{Table: commonTable(func(yield func(string) bool) {
-		for _, p := range preds {
-			if !yield(p.p.Table) {
-				return
-			}
-		}
-	})}
+	out := Predicted{Table: predictionsTable(preds)}
 	for _, pr := range preds {
 		if pr.p.Table != out.Table {
 			continue
