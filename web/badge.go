@@ -63,40 +63,16 @@ func (s *Server) badge(c *fiber.Ctx) error {
 	key := badgeKey{kind, raw, target, style, label, targetOK, mode}
 	e, ok := s.badges.get(key, changed)
 	if !ok {
-		var (
-			b          badge
-			prediction string // the endpoint JSON's tpu_ops (badgePrediction)
-		)
-		id, idErr := idParam(c, "."+kind)
-		switch {
-		case idErr != nil || !targetOK:
-			b = draw(nil, target, label)
-		default:
-			m, err := s.store.GetModel(ctx, id, target)
-			if err == nil && m.Result == nil && target == compat.TargetTPU {
-				m, err = s.measuredElsewhere(ctx, m)
-			}
-			switch {
-			case errors.Is(err, store.ErrNotFound):
-				b = draw(nil, target, label)
-			case err != nil:
+		var m *compat.Model // nil: an unknown id, or bad input
+		if id, idErr := idParam(c, "."+kind); idErr == nil && targetOK {
+			if m, err = s.badgeModel(ctx, id, target, mode); err != nil {
 				return s.badgeUnavailable(c, kind, target, label, err)
-			default:
-				if mode == compat.ModeServe {
-					reg, err := s.servingRegistry(ctx)
-					if err != nil {
-						return s.badgeUnavailable(c, kind, target, label, err)
-					}
-					m.Serving = servingCell(reg, m)
-					if err := s.withMeasured(ctx, &m); err != nil {
-						return s.badgeUnavailable(c, kind, target, label, err)
-					}
-				}
-				b = draw(&m, target, label)
-				if mode == "" { // the inference badge alone says the prediction
-					prediction = badgePrediction(&m)
-				}
 			}
+		}
+		b := draw(m, target, label)
+		prediction := ""            // the endpoint JSON's tpu_ops (badgePrediction)
+		if m != nil && mode == "" { // the inference badge alone says the prediction
+			prediction = badgePrediction(m)
 		}
 		if kind == "svg" {
 			e.body = renderSVG(b, style)
@@ -122,6 +98,33 @@ func (s *Server) badge(c *fiber.Ctx) error {
 		h.SetContentTypeBytes(ctypeJSON)
 	}
 	return c.Send(e.body)
+}
+
+// badgeModel is what a badge of id draws: the model with its result on
+// target (on tpu without one, its verdict measured elsewhere), and for
+// ?mode=serve its serving cell; nil for an unknown id.
+func (s *Server) badgeModel(ctx context.Context, id string, target compat.Target, mode string) (*compat.Model, error) {
+	m, err := s.store.GetModel(ctx, id, target)
+	if err == nil && m.Result == nil && target == compat.TargetTPU {
+		m, err = s.measuredElsewhere(ctx, m)
+	}
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if mode == compat.ModeServe {
+		reg, err := s.servingRegistry(ctx)
+		if err != nil {
+			return nil, err
+		}
+		m.Serving = servingCell(reg, m)
+		if err := s.withMeasured(ctx, &m); err != nil {
+			return nil, err
+		}
+	}
+	return &m, nil
 }
 
 // measuredElsewhere is m (without a TPU result) with its newest result on
