@@ -251,11 +251,36 @@ func New(cfg Config) (*Server, error) {
 	s.httpTimes = s.reg.Histogram("scanner_http_request_duration_seconds", "Time to serve HTTP requests, by route.", nil, "route")
 	s.sizeCaches()
 
+	if err := s.clientLimits(cfg); err != nil {
+		return nil, err
+	}
+
+	if s.assets, err = loadAssets(); err != nil {
+		return nil, err
+	}
+	if s.pages, err = parsePages(s.funcs()); err != nil {
+		return nil, err
+	}
+	if s.openapi, err = loadOpenAPI(s.scans != nil, s.work != nil && s.workerToken != "", s.requests != nil); err != nil {
+		return nil, err
+	}
+
+	s.app = s.newApp(cfg)
+	s.routes(s.app)
+	s.parserErrors()
+	s.unknownMethods()
+	s.declareSeries()
+	return s, nil
+}
+
+// clientLimits sets who is one client (an IPv6 address by its prefix) and
+// the per-client limits: the API's rate and the test requests' per hour.
+func (s *Server) clientLimits(cfg Config) error {
 	switch s.v6Bits = cfg.IPv6ClientPrefix; {
 	case s.v6Bits == 0:
 		s.v6Bits = config.DefaultIPv6ClientPrefix
 	case s.v6Bits < config.MinIPv6ClientPrefix || s.v6Bits > 128:
-		return nil, fmt.Errorf("web: IPv6 client prefix /%d: want /%d to /128", s.v6Bits, config.MinIPv6ClientPrefix)
+		return fmt.Errorf("web: IPv6 client prefix /%d: want /%d to /128", s.v6Bits, config.MinIPv6ClientPrefix)
 	}
 	rate, burst := cfg.APIRate, cfg.APIBurst
 	if rate == 0 {
@@ -270,17 +295,12 @@ func New(cfg Config) (*Server, error) {
 	if perHour := cfg.RequestRate; perHour > 0 {
 		s.askLimit = newRateLimiter(float64(perHour)/3600, perHour, time.Now)
 	}
+	return nil
+}
 
-	if s.assets, err = loadAssets(); err != nil {
-		return nil, err
-	}
-	if s.pages, err = parsePages(s.funcs()); err != nil {
-		return nil, err
-	}
-	if s.openapi, err = loadOpenAPI(s.scans != nil, s.work != nil && s.workerToken != "", s.requests != nil); err != nil {
-		return nil, err
-	}
-
+// newApp is the fiber app of the server's settings: its body limit (the
+// work routes' larger one when they are on), timeouts and trusted proxies.
+func (s *Server) newApp(cfg Config) *fiber.App {
 	bodyLimit := cfg.BodyLimit
 	if bodyLimit <= 0 {
 		bodyLimit = DefaultBodyLimit
@@ -288,7 +308,7 @@ func New(cfg Config) (*Server, error) {
 	if s.work != nil && s.workerToken != "" {
 		bodyLimit = max(bodyLimit, workBodyLimit)
 	}
-	s.app = fiber.New(fiber.Config{
+	return fiber.New(fiber.Config{
 		AppName:               "torchtpu-scanner",
 		ErrorHandler:          s.handleError,
 		BodyLimit:             bodyLimit,
@@ -303,11 +323,6 @@ func New(cfg Config) (*Server, error) {
 		TrustedProxies:          cfg.TrustedProxies,
 		ReadBufferSize:          8192,
 	})
-	s.routes(s.app)
-	s.parserErrors()
-	s.unknownMethods()
-	s.declareSeries()
-	return s, nil
 }
 
 // declareSeries exports the request counter of every GET route at 200 (and
