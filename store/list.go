@@ -131,61 +131,9 @@ func buildList(q ModelQuery) (listQuery, error) {
 	idDesc := reverse
 	sortName := ord.name
 
-	var where []string
-	var args []any
-	if q.Q != "" {
-		where = append(where, listWhereQ)
-		args = append(args, likePattern(q.Q))
-	}
-	if q.Task != "" {
-		where = append(where, listWhereTask)
-		args = append(args, q.Task)
-	}
-	if q.Org != "" {
-		where = append(where, listWhereOrg)
-		args = append(args, q.Org)
-	}
-	if err := validHint(q.Hint); err != nil {
+	where, args, err := listFilters(q)
+	if err != nil {
 		return listQuery{}, err
-	}
-	if q.Hint != "" {
-		where = append(where, listWhereHint)
-		args = append(args, q.Hint)
-	}
-	if err := validServe(q.Serve); err != nil {
-		return listQuery{}, err
-	}
-	switch q.Serve {
-	case "":
-	case ServeNone:
-		where = append(where, listWhereNotServed)
-		args = append(args, serving.Version, serving.Version)
-	default:
-		where = append(where, listWhereServe)
-		args = append(args, serving.Version, q.Serve)
-	}
-	if len(q.Status) > 0 {
-		var in []string
-		for _, st := range q.Status {
-			if !st.Valid() {
-				return listQuery{}, fmt.Errorf("%w: status %q", ErrInvalid, st)
-			}
-			in = append(in, "?")
-			args = append(args, statusRank(st))
-		}
-		where = append(where, fmt.Sprintf(listStatusIn, strings.Join(in, ", ")))
-	}
-
-	if len(q.Train) > 0 {
-		var in []string
-		for _, st := range q.Train {
-			if !st.Valid() || st == compat.StatusUntested {
-				return listQuery{}, fmt.Errorf("%w: train status %q", ErrInvalid, st)
-			}
-			in = append(in, "?")
-			args = append(args, string(st))
-		}
-		where = append(where, fmt.Sprintf(listTrainIn, strings.Join(in, ", ")))
 	}
 
 	filter := filterHash(q)
@@ -224,6 +172,66 @@ func buildList(q ModelQuery) (listQuery, error) {
 	args = append(args, limit+1, string(q.Target))
 	return listQuery{sql: b.String(), args: args, keys: keys, limit: limit,
 		next: cursor{Sort: sortName, Reverse: reverse, Filter: filter}}, nil
+}
+
+// listFilters are the WHERE conditions of q's filters (search, task, org,
+// hint, serving, status, train) and their arguments, each validated.
+func listFilters(q ModelQuery) (where []string, args []any, err error) {
+	if q.Q != "" {
+		where = append(where, listWhereQ)
+		args = append(args, likePattern(q.Q))
+	}
+	if q.Task != "" {
+		where = append(where, listWhereTask)
+		args = append(args, q.Task)
+	}
+	if q.Org != "" {
+		where = append(where, listWhereOrg)
+		args = append(args, q.Org)
+	}
+	if err := validHint(q.Hint); err != nil {
+		return nil, nil, err
+	}
+	if q.Hint != "" {
+		where = append(where, listWhereHint)
+		args = append(args, q.Hint)
+	}
+	if err := validServe(q.Serve); err != nil {
+		return nil, nil, err
+	}
+	switch q.Serve {
+	case "":
+	case ServeNone:
+		where = append(where, listWhereNotServed)
+		args = append(args, serving.Version, serving.Version)
+	default:
+		where = append(where, listWhereServe)
+		args = append(args, serving.Version, q.Serve)
+	}
+	if len(q.Status) > 0 {
+		var in []string
+		for _, st := range q.Status {
+			if !st.Valid() {
+				return nil, nil, fmt.Errorf("%w: status %q", ErrInvalid, st)
+			}
+			in = append(in, "?")
+			args = append(args, statusRank(st))
+		}
+		where = append(where, fmt.Sprintf(listStatusIn, strings.Join(in, ", ")))
+	}
+
+	if len(q.Train) > 0 {
+		var in []string
+		for _, st := range q.Train {
+			if !st.Valid() || st == compat.StatusUntested {
+				return nil, nil, fmt.Errorf("%w: train status %q", ErrInvalid, st)
+			}
+			in = append(in, "?")
+			args = append(args, string(st))
+		}
+		where = append(where, fmt.Sprintf(listTrainIn, strings.Join(in, ", ")))
+	}
+	return where, args, nil
 }
 
 func dir(desc bool) string {
