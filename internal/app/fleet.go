@@ -11,7 +11,7 @@ import (
 
 // fleetMetrics are the series of --dispatch workers on /metrics. The queue
 // depth (queued + leased) and scanner_work_desired_workers are what an
-// autoscaler of the worker pool reads (README: "Run on a TPU fleet").
+// autoscaler of the worker pool reads (docs/fleet.md).
 type fleetMetrics struct {
 	depth    *metrics.GaugeVec   // open jobs by target, runtime and state (queued, leased)
 	lost     *metrics.CounterVec // leases that expired unrenewed

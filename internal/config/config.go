@@ -56,7 +56,7 @@ type Config struct {
 	Target    compat.Target
 	Python    string
 	// VLLMPython is an interpreter with vllm-torchtpu installed (a TPU
-	// host's Python 3.12 environment, README "Serving with vLLM-TorchTPU"):
+	// host's Python 3.12 environment, docs/serving.md):
 	// the serving probe (internal/serving/measure) runs in it; "" runs none.
 	VLLMPython string
 	Limit      int
