@@ -4,14 +4,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
-	"time"
 
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/internal/serving"
 	"github.com/google-pytorch/torchtpu-scanner/store"
+	"github.com/google-pytorch/torchtpu-scanner/web/internal/cached"
 )
 
 // modelList is the body of GET /api/v1/models.
@@ -40,11 +39,7 @@ func (s *Server) apiModels(c *fiber.Ctx) error {
 		return err
 	}
 	ctx := c.UserContext()
-	changed, err := s.store.Changed(ctx)
-	if err != nil {
-		return fmt.Errorf("web: api models: %w", err)
-	}
-	return s.cachedJSON(c, changed, func() (any, error) {
+	return s.cachedJSON(c, "web: api models", func() (any, error) {
 		models, next, err := s.store.ListModels(ctx, q)
 		if err != nil {
 			return nil, fmt.Errorf("web: api models: %w", err)
@@ -73,29 +68,35 @@ func (s *Server) apiModels(c *fiber.Ctx) error {
 }
 
 // cachedJSON answers a GET of the JSON API whose body depends only on its
-// URL and the data's version (changed): 304 when If-None-Match names it,
-// else the body kept for the URL (gzipped for a client that takes it), or
-// the one build makes, kept until the data changes.
-func (s *Server) cachedJSON(c *fiber.Ctx, changed time.Time, build func() (any, error)) error {
+// URL and the data's version: 304 when If-None-Match names it, else the
+// body kept for the URL (gzipped for a client that takes it), or the one
+// build makes, kept until the data changes. what names the route in the
+// error of a failed read of the data's version.
+func (s *Server) cachedJSON(c *fiber.Ctx, what string, build func() (any, error)) error {
 	url := c.OriginalURL()
-	if notModified(c, etagOf(changedTag(changed), s.hubEndpoint, url, codingOf(c))) {
-		return c.SendStatus(fiber.StatusNotModified)
+	changed, fresh, err := cached.Check(c, s.store, s.hubEndpoint, url, cached.Coding(c))
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	if fresh {
+		return cached.Unchanged(c)
 	}
 	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSONCharsetUTF8)
-	if body, ok := s.apiLists.get(url, changed); ok {
-		return body.send(c)
-	}
-	v, err := build()
+	body, err := cached.Rendered(&s.apiLists, url, changed, func() ([]byte, error) {
+		v, err := build()
+		if err != nil {
+			return nil, err
+		}
+		body, err := json.Marshal(v)
+		if err != nil {
+			return nil, fmt.Errorf("web: %s: %w", c.Path(), err)
+		}
+		return body, nil
+	})
 	if err != nil {
 		return err
 	}
-	body, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Errorf("web: %s: %w", c.Path(), err)
-	}
-	enc := encodeBody(body)
-	s.apiLists.put(strings.Clone(url), changed, enc, enc.size()+len(url))
-	return enc.send(c)
+	return body.Send(c)
 }
 
 // apiModel serves GET /api/v1/models/{id}. Aliases resolve to the model.
@@ -109,12 +110,12 @@ func (s *Server) apiModel(c *fiber.Ctx) error {
 		return err
 	}
 	ctx := c.UserContext()
-	changed, err := s.store.Changed(ctx)
+	_, fresh, err := cached.Check(c, s.store, s.hubEndpoint, c.OriginalURL())
 	if err != nil {
 		return fmt.Errorf("web: api model: %w", err)
 	}
-	if notModified(c, etagOf(changedTag(changed), s.hubEndpoint, c.OriginalURL())) {
-		return c.SendStatus(fiber.StatusNotModified)
+	if fresh {
+		return cached.Unchanged(c)
 	}
 	m, err := s.store.GetModel(ctx, id, target)
 	if err != nil {

@@ -11,7 +11,14 @@ import (
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/store"
+	"github.com/google-pytorch/torchtpu-scanner/web/internal/cached"
 )
+
+// cachedBadge is one rendered badge.
+type cachedBadge struct {
+	etag string
+	body []byte
+}
 
 // badge serves GET /badge/{id}.svg and /badge/{id}.json (shields.io
 // endpoint). It always answers 200 with a badge, so that a model card never
@@ -61,7 +68,7 @@ func (s *Server) badge(c *fiber.Ctx) error {
 		return s.badgeUnavailable(c, kind, target, label, err)
 	}
 	key := badgeKey{kind, raw, target, style, label, targetOK, mode}
-	e, ok := s.badges.get(key, changed)
+	e, ok := s.badges.Get(key, changed)
 	if !ok {
 		var m *compat.Model // nil: an unknown id, or bad input
 		if id, idErr := idParam(c, "."+kind); idErr == nil && targetOK {
@@ -79,17 +86,17 @@ func (s *Server) badge(c *fiber.Ctx) error {
 		} else {
 			e.body = renderBadgeJSONPredicted(b, prediction)
 		}
-		e.etag = etagOf(changedTag(changed), kind, raw, string(target), string(style), label, strconv.FormatBool(targetOK),
+		e.etag = cached.Tag(changed, kind, raw, string(target), string(style), label, strconv.FormatBool(targetOK),
 			mode)
 		// The key's strings point into the request's buffer: copy them to keep.
 		key.raw, key.label, key.mode = strings.Clone(key.raw), strings.Clone(key.label), strings.Clone(key.mode)
 		key.target, key.style = compat.Target(strings.Clone(string(key.target))), badgeStyle(strings.Clone(string(key.style)))
-		s.badges.put(key, changed, e, len(e.body)+len(e.etag)+len(key.raw)+len(key.label))
+		s.badges.Put(key, changed, e, len(e.body)+len(e.etag)+len(key.raw)+len(key.label))
 	}
 
 	h := &c.Response().Header
 	hdrBadgeCache.set(h)
-	if notModified(c, e.etag) {
+	if cached.NotModified(c, e.etag) {
 		return c.SendStatus(fiber.StatusNotModified)
 	}
 	if kind == "svg" {

@@ -3,13 +3,13 @@ package web
 import (
 	"fmt"
 	"html/template"
-	"maps"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/store"
+	"github.com/google-pytorch/torchtpu-scanner/web/internal/cached"
 )
 
 // The caches that keep rendered bytes count exactly what they hold: an
@@ -38,43 +38,42 @@ func TestByteCachesCountWhatTheyHold(t *testing.T) {
 	checkEntrySizes(t, "badges", &ts.badges, func(k badgeKey, v cachedBadge) int {
 		return len(v.body) + len(v.etag) + len(k.raw) + len(k.label)
 	}, overhead, 3)
-	checkEntrySizes(t, "api lists", &ts.apiLists, func(k string, v encodedBody) int { return len(k) + len(v.raw) + len(v.gz) }, overhead, 2)
+	checkEntrySizes(t, "api lists", &ts.apiLists, func(k string, v cached.Body) int { return len(k) + len(v.Raw()) + len(v.Gzip()) }, overhead, 2)
 	checkEntrySizes(t, "table bodies", &ts.tableBodies, func(k string, v template.HTML) int { return len(k) + len(v) }, overhead, 2)
-	checkEntrySizes(t, "compare pages", &ts.comparePages, func(k string, v encodedBody) int { return len(k) + len(v.raw) + len(v.gz) }, overhead, 1)
-	checkEntrySizes(t, "table pages", &ts.tablePages, func(k string, v encodedBody) int { return len(k) + len(v.raw) + len(v.gz) }, overhead, 2)
+	checkEntrySizes(t, "compare pages", &ts.comparePages, func(k string, v cached.Body) int { return len(k) + len(v.Raw()) + len(v.Gzip()) }, overhead, 1)
+	checkEntrySizes(t, "table pages", &ts.tablePages, func(k string, v cached.Body) int { return len(k) + len(v.Raw()) + len(v.Gzip()) }, overhead, 2)
 	if r := ts.get(t, "/feed.json"); r.status != 200 {
 		t.Fatalf("feed: %d", r.status)
 	}
-	checkEntrySizes(t, "feeds", &ts.feeds, func(k string, v encodedBody) int { return len(k) + len(v.raw) + len(v.gz) }, overhead, 1)
+	checkEntrySizes(t, "feeds", &ts.feeds, func(k string, v cached.Body) int { return len(k) + len(v.Raw()) + len(v.Gzip()) }, overhead, 1)
 }
 
-// entryOverhead is what versioned adds to a caller's estimate for each
+// entryOverhead is what a cache adds to a caller's estimate for each
 // entry: the size it records for a value put with size 0.
 func entryOverhead() int {
-	c := versioned[string, int]{maxBytes: 1 << 20}
-	c.put("", time.Time{}, 0, 0)
-	return c.m[""].size
+	c := cached.Map[string, int]{MaxBytes: 1 << 20}
+	c.Put("", time.Time{}, 0, 0)
+	return c.Bytes()
 }
 
 // checkEntrySizes checks that each entry of c (at least min of them) is
 // counted as held(key, value) bytes plus the per-entry overhead, and that
 // the cache's total is the sum of its entries.
-func checkEntrySizes[K comparable, V any](t *testing.T, name string, c *versioned[K, V], held func(K, V) int, overhead, min int) {
+func checkEntrySizes[K comparable, V any](t *testing.T, name string, c *cached.Map[K, V], held func(K, V) int, overhead, min int) {
 	t.Helper()
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	if len(c.m) < min {
-		t.Errorf("%s: %d entries cached, want at least %d", name, len(c.m), min)
+	if c.Len() < min {
+		t.Errorf("%s: %d entries cached, want at least %d", name, c.Len(), min)
 	}
 	total := 0
-	for k, e := range c.m {
-		if want := held(k, e.v) + overhead; e.size != want {
-			t.Errorf("%s: entry %v counted as %d bytes, holds %d", name, k, e.size, want)
+	c.Range(func(k K, v V, size int) bool {
+		if want := held(k, v) + overhead; size != want {
+			t.Errorf("%s: entry %v counted as %d bytes, holds %d", name, k, size, want)
 		}
-		total += e.size
-	}
-	if c.bytes != total {
-		t.Errorf("%s: total %d, entries sum to %d", name, c.bytes, total)
+		total += size
+		return true
+	})
+	if c.Bytes() != total {
+		t.Errorf("%s: total %d, entries sum to %d", name, c.Bytes(), total)
 	}
 }
 
@@ -95,18 +94,18 @@ func TestCacheKeysOutliveTheirRequest(t *testing.T) {
 			}
 		}
 	}
-	keys := func(m map[string]versionedEntry[store.Summary]) []string { return slices.Sorted(maps.Keys(m)) }
 	// The headline reads each target's summary (headline.go): cuda's too.
-	if got := keys(ts.summaries.m); !slices.Equal(got, []string{"cpu", "cuda", "tpu"}) {
+	if got := keysOf(&ts.summaries); !slices.Equal(got, []string{"cpu", "cuda", "tpu"}) {
 		t.Errorf("summary keys %q, want cpu, cuda and tpu", got)
 	}
-	if got := slices.Sorted(maps.Keys(ts.runtimes.m)); !slices.Contains(got, "cpu") || !slices.Contains(got, "tpu") {
+	if got := keysOf(&ts.runtimes); !slices.Contains(got, "cpu") || !slices.Contains(got, "tpu") {
 		t.Errorf("runtimes keys %q, want cpu and tpu among them", got)
 	}
 	var badges []string
-	for k := range ts.badges.m {
+	ts.badges.Range(func(k badgeKey, _ cachedBadge, _ int) bool {
 		badges = append(badges, fmt.Sprintf("%s %s %s %s %s", k.kind, k.raw, k.target, k.style, k.label))
-	}
+		return true
+	})
 	slices.Sort(badges)
 	if want := []string{"svg fixed/model.svg cpu flat-square abc", "svg fixed/model.svg tpu flat xyz"}; !slices.Equal(badges, want) {
 		t.Errorf("badge keys %q, want %q", badges, want)
@@ -152,9 +151,10 @@ func TestEstimatedCachesCountTheKeyAndEachItem(t *testing.T) {
 		return []int{len(r.Fixed), len(r.Regressed), len(r.New), len(r.StillFailing)}
 	}
 	var shapes [][]int
-	for _, e := range ts.comparisons.m {
-		shapes = append(shapes, lists(e.v))
-	}
+	ts.comparisons.Range(func(_ string, v *comparison, _ int) bool {
+		shapes = append(shapes, lists(v))
+		return true
+	})
 	slices.SortFunc(shapes, slices.Compare)
 	if want := [][]int{{1, 2, 0, 1}, {2, 1, 3, 1}}; !slices.EqualFunc(shapes, want, slices.Equal) {
 		t.Fatalf("comparisons (fixed, regressed, new, still failing) %v, want %v", shapes, want)
@@ -171,14 +171,12 @@ func TestEstimatedCachesCountTheKeyAndEachItem(t *testing.T) {
 // perItem checks that every entry of c counts the overhead, its key's bytes
 // and one same cost per item (count of them), and that the entries held
 // counts items as wanted (so that the cost is seen over several counts).
-func perItem[V any](t *testing.T, name string, c *versioned[string, V], count func(V) int, overhead int, want []int) {
+func perItem[V any](t *testing.T, name string, c *cached.Map[string, V], count func(V) int, overhead int, want []int) {
 	t.Helper()
-	c.mu.RLock()
-	defer c.mu.RUnlock()
 	var counts []int
 	cost := 0
-	for k, e := range c.m {
-		n, rest := count(e.v), e.size-overhead-len(k)
+	c.Range(func(k string, v V, size int) bool {
+		n, rest := count(v), size-overhead-len(k)
 		counts = append(counts, n)
 		switch {
 		case n == 0 && rest != 0:
@@ -191,9 +189,21 @@ func perItem[V any](t *testing.T, name string, c *versioned[string, V], count fu
 		case rest/n != cost:
 			t.Errorf("%s: %q counts %d bytes per item, another entry %d", name, k, rest/n, cost)
 		}
-	}
+		return true
+	})
 	slices.Sort(counts)
 	if !slices.Equal(counts, want) {
 		t.Errorf("%s: entries hold %v items, want %v", name, counts, want)
 	}
+}
+
+// keysOf is the keys c holds, sorted.
+func keysOf[V any](c *cached.Map[string, V]) []string {
+	var keys []string
+	c.Range(func(k string, _ V, _ int) bool {
+		keys = append(keys, k)
+		return true
+	})
+	slices.Sort(keys)
+	return keys
 }

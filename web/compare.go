@@ -14,6 +14,7 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/internal/compare"
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/store"
+	"github.com/google-pytorch/torchtpu-scanner/web/internal/cached"
 )
 
 // errTooFewRuntimes says there is nothing to compare by default.
@@ -92,14 +93,14 @@ type comparison struct {
 // asked (nil = all), through the cache (until the data changes).
 func (s *Server) cachedCompare(ctx context.Context, base, head store.RuntimeStats, limit int, cursor string, lists []compare.Kind, changed time.Time) (*comparison, error) {
 	key := compareKey(base, head, limit, cursor, lists)
-	if v, ok := s.comparisons.get(key, changed); ok {
-		return v, nil
-	}
-	p, err := s.store.Compare(ctx, store.CompareQuery{Base: base.Ref, Head: head.Ref, Limit: limit, Cursor: cursor, Lists: lists})
-	if err != nil {
-		return nil, err
-	}
-	return s.keepComparison(key, base, head, p, changed), nil
+	return s.comparisons.Do(key, changed, func() (*comparison, int, error) {
+		p, err := s.store.Compare(ctx, store.CompareQuery{Base: base.Ref, Head: head.Ref, Limit: limit, Cursor: cursor, Lists: lists})
+		if err != nil {
+			return nil, 0, err
+		}
+		v, size := newComparison(base, head, p)
+		return v, size + len(key), nil
+	})
 }
 
 // compareKey is the cache key of a page of a comparison (cachedCompare).
@@ -107,16 +108,15 @@ func compareKey(base, head store.RuntimeStats, limit int, cursor string, lists [
 	return fmt.Sprint(base.Ref.Key(), " ", head.Ref.Key(), " ", limit, " ", cursor, " ", lists)
 }
 
-// keepComparison is page p of the comparison of head with base, put in
-// the cache under key.
-func (s *Server) keepComparison(key string, base, head store.RuntimeStats, p store.ComparePage, changed time.Time) *comparison {
+// newComparison is page p of the comparison of head with base, and its
+// estimated size in a cache (its key's bytes apart).
+func newComparison(base, head store.RuntimeStats, p store.ComparePage) (*comparison, int) {
 	v := &comparison{Base: base, Head: head, Result: p.Result, Next: p.Next, Label: runtimeLabel(&base.Ref, head.Ref)}
 	items := 0
 	for _, k := range listedKinds {
 		items += len(*v.Result.List(k))
 	}
-	s.comparisons.put(key, changed, v, 160*items+len(key))
-	return v
+	return v, 160 * items
 }
 
 // cachedComparePages is cachedCompare of the first page (limit models of
@@ -129,7 +129,7 @@ func (s *Server) cachedComparePages(ctx context.Context, pairs [][2]store.Runtim
 		qs     []store.CompareQuery
 	)
 	for i, p := range pairs {
-		if v, ok := s.comparisons.get(compareKey(p[0], p[1], limit, "", lists), changed); ok {
+		if v, ok := s.comparisons.Get(compareKey(p[0], p[1], limit, "", lists), changed); ok {
 			out[i] = v
 			continue
 		}
@@ -145,7 +145,10 @@ func (s *Server) cachedComparePages(ctx context.Context, pairs [][2]store.Runtim
 	}
 	for j, i := range missed {
 		p := pairs[i]
-		out[i] = s.keepComparison(compareKey(p[0], p[1], limit, "", lists), p[0], p[1], pages[j], changed)
+		key := compareKey(p[0], p[1], limit, "", lists)
+		v, size := newComparison(p[0], p[1], pages[j])
+		s.comparisons.Put(key, changed, v, size+len(key))
+		out[i] = v
 	}
 	return out, nil
 }
@@ -260,11 +263,7 @@ func (s *Server) apiCompare(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	changed, err := s.store.Changed(c.UserContext())
-	if err != nil {
-		return fmt.Errorf("web: api compare: %w", err)
-	}
-	return s.cachedJSON(c, changed, func() (any, error) {
+	return s.cachedJSON(c, "web: api compare", func() (any, error) {
 		cmp, _, _, err := s.resolveCompare(c, limit, c.Query("cursor"))
 		if err != nil {
 			return nil, err
@@ -346,14 +345,26 @@ type compareView struct {
 func (s *Server) comparePage(c *fiber.Ctx) error {
 	cursor := c.Query("cursor")
 	cmp, rts, changed, err := s.resolveCompare(c, compareListMax, cursor)
-	var key string
+	render := func() ([]byte, error) { return s.renderCompare(cmp, rts, cursor, err) }
+	var page cached.Body
 	if cmp != nil {
-		key = cmp.Base.Ref.Key() + " " + cmp.Head.Ref.Key() + " " + cursor
-		if page, ok := s.comparePages.get(key, changed); ok {
-			c.Set(fiber.HeaderContentType, fiber.MIMETextHTMLCharsetUTF8)
-			return page.send(c)
-		}
+		key := cmp.Base.Ref.Key() + " " + cmp.Head.Ref.Key() + " " + cursor
+		page, err = cached.Rendered(&s.comparePages, key, changed, render)
+	} else {
+		var body []byte
+		body, err = render()
+		page = cached.Encode(body)
 	}
+	if err != nil {
+		return err
+	}
+	c.Set(fiber.HeaderContentType, fiber.MIMETextHTMLCharsetUTF8)
+	return page.Send(c)
+}
+
+// renderCompare is the compare page of cmp (nil with err, when the
+// runtimes rts give nothing to compare), the page of one list after cursor.
+func (s *Server) renderCompare(cmp *comparison, rts []store.RuntimeStats, cursor string, err error) ([]byte, error) {
 	v := compareView{}
 	v.Canonical = "/compare"
 	switch {
@@ -362,7 +373,7 @@ func (s *Server) comparePage(c *fiber.Ctx) error {
 			targetName(defaultRuntimeTarget(rts)) + ". A comparison appears once a second runtime " +
 			"(a new torch_tpu, torch, transformers or harness version) has results."
 	case err != nil:
-		return err
+		return nil, err
 	default:
 		v.Cmp = cmp
 		r := cmp.Result
@@ -401,16 +412,7 @@ func (s *Server) comparePage(c *fiber.Ctx) error {
 		}
 	}
 	v.BaseOpts, v.HeadOpts = runtimeOptions(rts, cmp)
-	body, err := s.renderPage("compare", v)
-	if err != nil {
-		return err
-	}
-	page := encodeBody(body)
-	if key != "" {
-		s.comparePages.put(key, changed, page, page.size()+len(key))
-	}
-	c.Set(fiber.HeaderContentType, fiber.MIMETextHTMLCharsetUTF8)
-	return page.send(c)
+	return s.renderPage("compare", v)
 }
 
 // runtimeOptions lists every runtime for the base and head selects, the

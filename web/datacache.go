@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
@@ -34,41 +33,25 @@ func queryKey(q store.ModelQuery) string {
 // cachedList is ListModels through the cache. The models must not be modified.
 func (s *Server) cachedList(ctx context.Context, q store.ModelQuery, changed time.Time) ([]compat.Model, string, error) {
 	key := queryKey(q)
-	if p, ok := s.lists.get(key, changed); ok {
-		return p.models, p.next, nil
-	}
-	models, next, err := s.store.ListModels(ctx, q)
-	if err != nil {
-		return nil, "", err
-	}
-	s.lists.put(key, changed, listPage{models, next}, 1500*len(models)+len(key))
-	return models, next, nil
+	p, err := s.lists.Do(key, changed, func() (listPage, int, error) {
+		models, next, err := s.store.ListModels(ctx, q)
+		return listPage{models, next}, 1500*len(models) + len(key), err
+	})
+	return p.models, p.next, err
 }
 
 // cachedSummary is Summary through the cache.
 func (s *Server) cachedSummary(ctx context.Context, target compat.Target, changed time.Time) (store.Summary, error) {
-	key := string(target)
-	if v, ok := s.summaries.get(key, changed); ok {
-		return v, nil
-	}
-	v, err := s.store.Summary(ctx, target)
-	if err != nil {
-		return store.Summary{}, err
-	}
-	s.summaries.put(strings.Clone(key), changed, v, 2048) // key may point into the request's buffer
-	return v, nil
+	return s.summaries.Do(string(target), changed, func() (store.Summary, int, error) {
+		v, err := s.store.Summary(ctx, target)
+		return v, 2048, err
+	})
 }
 
 // cachedFailures is Failures through the cache. The groups must not be modified.
 func (s *Server) cachedFailures(ctx context.Context, target compat.Target, limit int, changed time.Time) ([]store.FailureGroup, error) {
-	key := string(target) + "|" + strconv.Itoa(limit)
-	if v, ok := s.failures.get(key, changed); ok {
-		return v, nil
-	}
-	v, err := s.store.Failures(ctx, target, limit)
-	if err != nil {
-		return nil, err
-	}
-	s.failures.put(key, changed, v, 512*len(v))
-	return v, nil
+	return s.failures.Do(string(target)+"|"+strconv.Itoa(limit), changed, func() ([]store.FailureGroup, int, error) {
+		v, err := s.store.Failures(ctx, target, limit)
+		return v, 512 * len(v), err
+	})
 }

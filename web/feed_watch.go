@@ -17,6 +17,7 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/internal/watch"
 	"github.com/google-pytorch/torchtpu-scanner/store"
+	"github.com/google-pytorch/torchtpu-scanner/web/internal/cached"
 )
 
 // This file is what watching adds to the feed (feed.go is its source):
@@ -51,35 +52,44 @@ func (s *Server) serveFeed(c *fiber.Ctx, format feedFormat) error {
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrBadRequest, err)
 	}
-	ctx := c.UserContext()
-	changed, err := s.store.Changed(ctx)
+	base := s.base(c)
+	changed, fresh, err := cached.Check(c, s.store, base, s.hubEndpoint, fmt.Sprint(format), f.Query(), cached.Coding(c))
 	if err != nil {
 		return fmt.Errorf("web: feed: %w", err)
 	}
-	base := s.base(c)
-	if notModified(c, etagOf(changedTag(changed), base, s.hubEndpoint, fmt.Sprint(format), f.Query(), codingOf(c))) {
-		return c.SendStatus(fiber.StatusNotModified)
+	if fresh {
+		return cached.Unchanged(c)
 	}
 	// The body is cached until the data changes, by its format, the base
 	// URL its links use and the filter.
 	key := fmt.Sprint(format) + " " + base + "?" + f.Query()
-	if body, ok := s.feeds.get(key, changed); ok {
-		return sendFeed(c, format, body)
+	body, err := cached.Rendered(&s.feeds, key, changed, func() ([]byte, error) {
+		return s.renderFeed(c, format, base, f, changed)
+	})
+	if err != nil {
+		return err
 	}
+	return sendFeed(c, format, body)
+}
+
+// renderFeed is the body of the feed in format with filter f, its links
+// under base, as the data stands at changed.
+func (s *Server) renderFeed(c *fiber.Ctx, format feedFormat, base string, f watch.Filter, changed time.Time) ([]byte, error) {
+	ctx := c.UserContext()
 	events, f, err := s.feedEvents(ctx, f)
 	if err != nil {
-		return fmt.Errorf("web: feed: %w", err)
+		return nil, fmt.Errorf("web: feed: %w", err)
 	}
 	items, err := s.feedSource(ctx, base, changed, events)
 	if err != nil {
-		return fmt.Errorf("web: feed: %w", err)
+		return nil, fmt.Errorf("web: feed: %w", err)
 	}
 	items = filterItems(items, f)
 	if !f.Empty() && len(items) > feedItems {
 		items = items[:feedItems]
 	}
 	if err := s.annotate(items); err != nil {
-		return fmt.Errorf("web: feed: %w", err)
+		return nil, fmt.Errorf("web: feed: %w", err)
 	}
 	var body []byte
 	switch format {
@@ -97,22 +107,20 @@ func (s *Server) serveFeed(c *fiber.Ctx, format feedFormat) error {
 		})
 	}
 	if err != nil {
-		return fmt.Errorf("web: feed: %w", err)
+		return nil, fmt.Errorf("web: feed: %w", err)
 	}
-	enc := encodeBody(body)
-	s.feeds.put(key, changed, enc, enc.size()+len(key))
-	return sendFeed(c, format, enc)
+	return body, nil
 }
 
 // sendFeed sends a feed's body in format.
-func sendFeed(c *fiber.Ctx, format feedFormat, body encodedBody) error {
+func sendFeed(c *fiber.Ctx, format feedFormat, body cached.Body) error {
 	c.Set(fiber.HeaderCacheControl, "max-age=60")
 	if format == feedAtom {
 		c.Set(fiber.HeaderContentType, "application/atom+xml; charset=utf-8")
 	} else {
 		c.Set(fiber.HeaderContentType, "application/feed+json; charset=utf-8")
 	}
-	return body.send(c)
+	return body.Send(c)
 }
 
 // feedEvents are the status changes a feed with filter f picks from: with

@@ -110,15 +110,10 @@ func predictedFigures(models int, p store.Predicted) *figures {
 
 // cachedPredicted is the predictions' sum, kept until the data changes.
 func (s *Server) cachedPredicted(ctx context.Context, changed time.Time) (store.Predicted, error) {
-	if v, ok := s.predicted.get("", changed); ok {
-		return v, nil
-	}
-	v, err := s.store.PredictedTally(ctx)
-	if err != nil {
-		return store.Predicted{}, err
-	}
-	s.predicted.put("", changed, v, 128+len(v.Table))
-	return v, nil
+	return s.predicted.Do("", changed, func() (store.Predicted, int, error) {
+		v, err := s.store.PredictedTally(ctx)
+		return v, 128 + len(v.Table), err
+	})
 }
 
 // Sentence is the headline's answer in one line, for the API.

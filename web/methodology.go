@@ -12,6 +12,7 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/internal/harness"
 	"github.com/google-pytorch/torchtpu-scanner/internal/sweep"
 	"github.com/google-pytorch/torchtpu-scanner/store"
+	"github.com/google-pytorch/torchtpu-scanner/web/internal/cached"
 )
 
 // methodologyView is the data of templates/methodology.html.
@@ -89,13 +90,13 @@ type unsupportedRow struct{ Tag, Why string }
 // changes, so the page is revalidated by the data's version).
 func (s *Server) methodology(c *fiber.Ctx) error {
 	ctx := c.UserContext()
-	changed, err := s.store.Changed(ctx)
+	changed, fresh, err := cached.Check(c, s.store, c.OriginalURL())
 	if err != nil {
 		return fmt.Errorf("web: methodology: %w", err)
 	}
 	c.Set(fiber.HeaderCacheControl, "no-cache")
-	if notModified(c, etagOf(changedTag(changed), c.OriginalURL())) {
-		return c.SendStatus(fiber.StatusNotModified)
+	if fresh {
+		return cached.Unchanged(c)
 	}
 	cov, err := s.cachedSweep(ctx, "", changed)
 	if err != nil {

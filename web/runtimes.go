@@ -12,6 +12,7 @@ import (
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/store"
+	"github.com/google-pytorch/torchtpu-scanner/web/internal/cached"
 )
 
 // A runtime is a target and the versions that decide a retest; it is named
@@ -61,12 +62,12 @@ func (s *Server) apiRuntimes(c *fiber.Ctx) error {
 		return err
 	}
 	ctx := c.UserContext()
-	changed, err := s.store.Changed(ctx)
+	changed, fresh, err := cached.Check(c, s.store, c.OriginalURL())
 	if err != nil {
 		return fmt.Errorf("web: api runtimes: %w", err)
 	}
-	if notModified(c, etagOf(changedTag(changed), c.OriginalURL())) {
-		return c.SendStatus(fiber.StatusNotModified)
+	if fresh {
+		return cached.Unchanged(c)
 	}
 	rts, err := s.cachedRuntimes(ctx, target, changed)
 	if err != nil {
@@ -84,16 +85,10 @@ func (s *Server) apiRuntimes(c *fiber.Ctx) error {
 
 // cachedRuntimes is Store.Runtimes through the cache. Read only.
 func (s *Server) cachedRuntimes(ctx context.Context, target compat.Target, changed time.Time) ([]store.RuntimeStats, error) {
-	key := string(target)
-	if v, ok := s.runtimes.get(key, changed); ok {
-		return v, nil
-	}
-	v, err := s.store.Runtimes(ctx, target)
-	if err != nil {
-		return nil, err
-	}
-	s.runtimes.put(strings.Clone(key), changed, v, 256*len(v)) // key may point into the request's buffer
-	return v, nil
+	return s.runtimes.Do(string(target), changed, func() ([]store.RuntimeStats, int, error) {
+		v, err := s.store.Runtimes(ctx, target)
+		return v, 256 * len(v), err
+	})
 }
 
 // defaultRuntimeTarget is the target whose runtimes the site shows when

@@ -27,8 +27,10 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/internal/config"
 	"github.com/google-pytorch/torchtpu-scanner/internal/knownissues"
 	"github.com/google-pytorch/torchtpu-scanner/internal/metrics"
+	"github.com/google-pytorch/torchtpu-scanner/internal/serving"
 	"github.com/google-pytorch/torchtpu-scanner/internal/sweep"
 	"github.com/google-pytorch/torchtpu-scanner/store"
+	"github.com/google-pytorch/torchtpu-scanner/web/internal/cached"
 )
 
 // ErrScanQueued is returned by ScanControl.RequestScan when a scan is
@@ -120,20 +122,21 @@ type Config struct {
 
 // sizeCaches sets how many bytes each rendered-answer cache may hold.
 func (s *Server) sizeCaches() {
-	s.badges.maxBytes = 16 << 20
-	s.apiLists.maxBytes = 32 << 20
-	s.lists.maxBytes = 32 << 20
-	s.summaries.maxBytes = 1 << 20
-	s.failures.maxBytes = 4 << 20
-	s.tableBodies.maxBytes = 32 << 20
-	s.tablePages.maxBytes = 32 << 20
-	s.feeds.maxBytes = 16 << 20
-	s.runtimes.maxBytes = 4 << 20
-	s.opsLists.maxBytes = 8 << 20
-	s.comparisons.maxBytes = 32 << 20
-	s.comparePages.maxBytes = 32 << 20
-	s.sweeps.maxBytes = 1 << 20
-	s.predicted.maxBytes = 1 << 12
+	s.badges.MaxBytes = 16 << 20
+	s.apiLists.MaxBytes = 32 << 20
+	s.lists.MaxBytes = 32 << 20
+	s.summaries.MaxBytes = 1 << 20
+	s.failures.MaxBytes = 4 << 20
+	s.tableBodies.MaxBytes = 32 << 20
+	s.tablePages.MaxBytes = 32 << 20
+	s.feeds.MaxBytes = 16 << 20
+	s.runtimes.MaxBytes = 4 << 20
+	s.opsLists.MaxBytes = 8 << 20
+	s.comparisons.MaxBytes = 32 << 20
+	s.comparePages.MaxBytes = 32 << 20
+	s.sweeps.MaxBytes = 1 << 20
+	s.predicted.MaxBytes = 1 << 12
+	s.servingRegs.MaxBytes = 1 << 12
 }
 
 // Defaults of Config.
@@ -147,7 +150,6 @@ const (
 // Server is the web server. Create it with New.
 type Server struct {
 	store       Store
-	servingMemo servingMemo // the pinned vllm-torchtpu's registry (serving.go)
 	scans       ScanControl
 	work        WorkControl
 	workerToken string
@@ -166,21 +168,22 @@ type Server struct {
 	v6Bits  int          // an IPv6 client's prefix length (clientKey)
 	proxies proxies      // whose X-Forwarded-* headers are believed
 
-	badges       versioned[badgeKey, cachedBadge]
-	apiLists     versioned[string, encodedBody]
-	lists        versioned[string, listPage]
-	summaries    versioned[string, store.Summary]
-	failures     versioned[string, []store.FailureGroup]
-	tableBodies  versioned[string, template.HTML]
-	tablePages   versioned[string, encodedBody]
-	feeds        versioned[string, encodedBody]
-	runtimes     versioned[string, []store.RuntimeStats]
-	opsLists     versioned[string, missingOpsRead] // the fix list per ?table= (tpuops.go)
-	comparisons  versioned[string, *comparison]
-	comparePages versioned[string, encodedBody]
-	sweepList    sweep.File                         // Google's sweep (internal/sweep)
-	sweeps       versioned[string, sweep.Coverage]  // its coverage per target
-	predicted    versioned[string, store.Predicted] // the predictions' sum (headline.go)
+	badges       cached.Map[badgeKey, cachedBadge]
+	apiLists     cached.Map[string, cached.Body]
+	lists        cached.Map[string, listPage]
+	summaries    cached.Map[string, store.Summary]
+	failures     cached.Map[string, []store.FailureGroup]
+	tableBodies  cached.Map[string, template.HTML]
+	tablePages   cached.Map[string, cached.Body]
+	feeds        cached.Map[string, cached.Body]
+	runtimes     cached.Map[string, []store.RuntimeStats]
+	opsLists     cached.Map[string, missingOpsRead] // the fix list per ?table= (tpuops.go)
+	comparisons  cached.Map[string, *comparison]
+	comparePages cached.Map[string, cached.Body]
+	sweepList    sweep.File                            // Google's sweep (internal/sweep)
+	sweeps       cached.Map[string, sweep.Coverage]    // its coverage per target
+	predicted    cached.Map[string, store.Predicted]   // the predictions' sum (headline.go)
+	servingRegs  cached.Map[string, *serving.Registry] // the pinned vllm-torchtpu's registry, read once per data version: every model JSON, row and badge needs it (serving.go)
 	httpReqs     *metrics.CounterVec
 	httpTimes    *metrics.HistogramVec
 	routeSeries  sync.Map // routeCode → *routeSeries

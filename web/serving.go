@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
@@ -16,15 +15,6 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/store"
 )
 
-// servingMemo keeps the pinned vllm-torchtpu release's registry as stored,
-// read once per data version: every model JSON, row and badge needs it.
-type servingMemo struct {
-	mu      sync.Mutex
-	changed time.Time
-	read    bool
-	reg     *serving.Registry // nil: the release was never read
-}
-
 // servingRegistry is the pinned release's registry (serving.Version), nil
 // when no scan has read it yet.
 func (s *Server) servingRegistry(ctx context.Context) (*serving.Registry, error) {
@@ -32,23 +22,16 @@ func (s *Server) servingRegistry(ctx context.Context) (*serving.Registry, error)
 	if err != nil {
 		return nil, fmt.Errorf("web: serving registry: %w", err)
 	}
-	m := &s.servingMemo
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.read && m.changed.Equal(changed) {
-		return m.reg, nil
-	}
-	reg, err := s.store.ServingRegistry(ctx, serving.Version)
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		m.reg = nil
-	case err != nil:
-		return nil, fmt.Errorf("web: serving registry: %w", err)
-	default:
-		m.reg = &reg
-	}
-	m.changed, m.read = changed, true
-	return m.reg, nil
+	return s.servingRegs.Do("", changed, func() (*serving.Registry, int, error) {
+		reg, err := s.store.ServingRegistry(ctx, serving.Version)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			return nil, 0, nil
+		case err != nil:
+			return nil, 0, fmt.Errorf("web: serving registry: %w", err)
+		}
+		return &reg, 0, nil
+	})
 }
 
 // servingCell is m's serving cell under reg: nil when nothing is known (no

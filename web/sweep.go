@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -12,6 +11,7 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/internal/sweep"
 	"github.com/google-pytorch/torchtpu-scanner/store"
+	"github.com/google-pytorch/torchtpu-scanner/web/internal/cached"
 )
 
 // sweepBody is GET /api/v1/sweep: the scanner's coverage of Google's own
@@ -52,12 +52,12 @@ func (s *Server) apiSweep(c *fiber.Ctx) error {
 		return err
 	}
 	ctx := c.UserContext()
-	changed, err := s.store.Changed(ctx)
+	changed, fresh, err := cached.Check(c, s.store, c.OriginalURL())
 	if err != nil {
 		return fmt.Errorf("web: api sweep: %w", err)
 	}
-	if notModified(c, etagOf(changedTag(changed), c.OriginalURL())) {
-		return c.SendStatus(fiber.StatusNotModified)
+	if fresh {
+		return cached.Unchanged(c)
 	}
 	cov, err := s.cachedSweep(ctx, target, changed)
 	if err != nil {
@@ -69,10 +69,13 @@ func (s *Server) apiSweep(c *fiber.Ctx) error {
 // cachedSweep is the sweep's coverage on target, recomputed when the data
 // changes (each model's current result, as its page shows it). Read only.
 func (s *Server) cachedSweep(ctx context.Context, target compat.Target, changed time.Time) (sweep.Coverage, error) {
-	key := string(target)
-	if v, ok := s.sweeps.get(key, changed); ok {
-		return v, nil
-	}
+	return s.sweeps.Do(string(target), changed, func() (sweep.Coverage, int, error) {
+		return s.measureSweep(ctx, target)
+	})
+}
+
+// measureSweep is the sweep's coverage on target, and its estimated size.
+func (s *Server) measureSweep(ctx context.Context, target compat.Target) (sweep.Coverage, int, error) {
 	results := make(map[string]*compat.Result, len(s.sweepList.Models))
 	for _, m := range s.sweepList.Models {
 		got, err := s.store.GetModel(ctx, m.ModelID, target)
@@ -80,11 +83,10 @@ func (s *Server) cachedSweep(ctx context.Context, target compat.Target, changed 
 			continue // not listed yet: untested
 		}
 		if err != nil {
-			return sweep.Coverage{}, err
+			return sweep.Coverage{}, 0, err
 		}
 		results[m.ModelID] = got.Result
 	}
 	v := sweep.Measure(s.sweepList, func(id string) *compat.Result { return results[id] })
-	s.sweeps.put(strings.Clone(key), changed, v, 256*len(s.sweepList.Models)) // key may point into the request's buffer
-	return v, nil
+	return v, 256 * len(s.sweepList.Models), nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/internal/readiness"
 	"github.com/google-pytorch/torchtpu-scanner/store"
+	"github.com/google-pytorch/torchtpu-scanner/web/internal/cached"
 )
 
 // legendEntry is one status word and its meaning.
@@ -130,27 +131,22 @@ func (s *Server) table(c *fiber.Ctx) error {
 	// changes (a running scan's progress is a write).
 	state := s.scanState()
 	pageKey := queryKey(q) + "|" + c.Query("order") + "|" + fmt.Sprintf("%+v", state)
-	if page, ok := s.tablePages.get(pageKey, changed); ok {
-		c.Set(fiber.HeaderContentType, fiber.MIMETextHTMLCharsetUTF8)
-		return page.send(c)
-	}
-	v, err := s.tableView(ctx, q, form, state, changed)
+	page, err := cached.Rendered(&s.tablePages, pageKey, changed, func() ([]byte, error) {
+		v, err := s.tableView(ctx, q, form, state, changed)
+		if err != nil {
+			return nil, err
+		}
+		if err := s.tableBody(ctx, &v, queryKey(q), changed); err != nil {
+			return nil, err
+		}
+		s.firstScanView(ctx, &v)
+		return s.renderPage("table", v)
+	})
 	if err != nil {
 		return err
 	}
-
-	if err := s.tableBody(ctx, &v, queryKey(q), changed); err != nil {
-		return err
-	}
-	s.firstScanView(ctx, &v)
-	body, err := s.renderPage("table", v)
-	if err != nil {
-		return err
-	}
-	page := encodeBody(body)
-	s.tablePages.put(pageKey, changed, page, page.size()+len(pageKey))
 	c.Set(fiber.HeaderContentType, fiber.MIMETextHTMLCharsetUTF8)
-	return page.send(c)
+	return page.Send(c)
 }
 
 // newTableForm is the table's form for q; the form selects one status
@@ -253,20 +249,18 @@ func (s *Server) tableView(ctx context.Context, q store.ModelQuery, form tableFo
 // tableBody renders v's body (its charts and rows), cached by the query's
 // key until the data changes.
 func (s *Server) tableBody(ctx context.Context, v *tableView, key string, changed time.Time) error {
-	if body, ok := s.tableBodies.get(key, changed); ok {
-		v.Body = body
-		return nil
-	}
-	if err := s.tableCharts(ctx, v, changed); err != nil {
-		return fmt.Errorf("web: table charts: %w", err)
-	}
-	var buf bytes.Buffer
-	if err := s.pages.t["table"].ExecuteTemplate(&buf, "table-body", *v); err != nil {
-		return fmt.Errorf("web: render table: %w", err)
-	}
-	v.Body = template.HTML(buf.String()) // made by html/template: already escaped
-	s.tableBodies.put(key, changed, v.Body, buf.Len()+len(key))
-	return nil
+	body, err := s.tableBodies.Do(key, changed, func() (template.HTML, int, error) {
+		if err := s.tableCharts(ctx, v, changed); err != nil {
+			return "", 0, fmt.Errorf("web: table charts: %w", err)
+		}
+		var buf bytes.Buffer
+		if err := s.pages.t["table"].ExecuteTemplate(&buf, "table-body", *v); err != nil {
+			return "", 0, fmt.Errorf("web: render table: %w", err)
+		}
+		return template.HTML(buf.String()), buf.Len() + len(key), nil // made by html/template: already escaped
+	})
+	v.Body = body
+	return err
 }
 
 // firstScanView marks the first scan: nothing recorded yet (the models it

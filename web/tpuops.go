@@ -128,22 +128,18 @@ func (s *Server) cachedMissingOps(ctx context.Context, table string) ([]store.Mi
 	if err != nil {
 		return nil, "", err
 	}
-	if v, ok := s.opsLists.get(table, changed); ok {
-		return v.ops, v.table, nil
-	}
-	ops, used, err := s.store.MissingOps(ctx, table)
-	if err != nil {
-		return nil, "", err
-	}
-	size := len(table) + len(used)
-	for _, o := range ops {
-		size += 96 + len(o.Op)
-		for _, id := range o.ModelIDs {
-			size += 16 + len(id)
+	v, err := s.opsLists.Do(table, changed, func() (missingOpsRead, int, error) {
+		ops, used, err := s.store.MissingOps(ctx, table)
+		size := len(table) + len(used)
+		for _, o := range ops {
+			size += 96 + len(o.Op)
+			for _, id := range o.ModelIDs {
+				size += 16 + len(id)
+			}
 		}
-	}
-	s.opsLists.put(strings.Clone(table), changed, missingOpsRead{ops, used}, size)
-	return ops, used, nil
+		return missingOpsRead{ops, used}, size, err
+	})
+	return v.ops, v.table, err
 }
 
 // maxOpsParam is the most characters ?table= and ?op= may have (the
