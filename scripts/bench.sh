@@ -23,13 +23,13 @@ go test ./store -run '^$' -bench 'BenchmarkRuntimes' -benchtime=2s -count=1 | gr
 
 echo
 echo "== Web: badge, API list page, table, runtimes, compare and model pages (with their charts) vs a minimal fiber handler, same run (wrk on loopback)"
-go run ./web/benchload
+go run ./cmd/benchload
 
 echo
 echo "== Hub scale: 100 000 models, 20 rounds of results (1.8 M; made once by storetest.SeedScale through the store's API and"
 echo "   cached under \$SCANNER_CACHE_HOME/bench, keyed by the migrations and the generator), served by bin/scanner serve;"
 echo "   every public route after a write and cached (wrk, 1 and 16 clients) beside a minimal fiber handler, exports, start-up, a listing"
-go run ./web/benchscale -scanner bin/scanner
+go run ./cmd/benchscale -scanner bin/scanner
 
 echo
 echo "== Harness overhead: a probe's wall time vs a bare script doing the same load, forward and generate"

@@ -59,7 +59,7 @@ args=("\$@")
 if [[ " \$* " == *" -failfast "* && -n "\${MUTATION_MAP:-}" ]]; then
   sel=\$(python3 "$root/scripts/mutation_tests.py" select "\$MUTATION_MAP" "\$MUTATION_PKGDIR")
   # gremlins names a mutant's package by finding a directory named as the
-  # package: for a package main (cmd/scanner, web/benchscale) there is none,
+  # package: for a package main (cmd/scanner, cmd/benchscale) there is none,
   # and it tests the module's root instead, so every mutant fails to build.
   # It runs the tests in the package's directory of its copy: "." is the
   # package, whatever its name.

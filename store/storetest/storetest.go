@@ -66,7 +66,7 @@ func ModelID(i int) string {
 // stays untested; the results go round the others, on tpu except every 4th
 // round on cpu, a minute apart from Epoch, with a mix of every recorded
 // status and unmeasured metrics nil. It returns the model ids. Tests call
-// MustSeed; programs (web/benchload, web/benchscale) call Seed or SeedScale.
+// MustSeed; programs (cmd/benchload, cmd/benchscale) call Seed or SeedScale.
 func Seed(ctx context.Context, s *store.SQLite, nModels, nResults int) ([]string, error) {
 	return SeedRuntimes(ctx, s, nModels, nResults, 1)
 }

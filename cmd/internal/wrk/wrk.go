@@ -1,5 +1,5 @@
 // Package wrk runs the wrk HTTP load generator and reads the figures of its
-// --latency report. The benchmark programs (web/benchload, web/benchscale)
+// --latency report. The benchmark programs (cmd/benchload, cmd/benchscale)
 // share it, so that both read wrk's output one way.
 package wrk
 

@@ -3,7 +3,7 @@
 // generator (storetest.SeedScale) through the store's API, served by the
 // real `scanner serve` process beside a minimal fiber handler in this one.
 //
-//	go run ./web/benchscale [-models 100000] [-runtimes 20] [-d 3s] [-misses 15] [-scanner bin/scanner] [-prepare]
+//	go run ./cmd/benchscale [-models 100000] [-runtimes 20] [-d 3s] [-misses 15] [-scanner bin/scanner] [-prepare]
 //
 // It prints, against the goals of issue 28:
 //   - each public route's median and p99 on a cache miss (the first request
@@ -52,12 +52,11 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/gofiber/fiber/v2"
-
+	"github.com/google-pytorch/torchtpu-scanner/cmd/internal/benchserve"
+	"github.com/google-pytorch/torchtpu-scanner/cmd/internal/wrk"
 	"github.com/google-pytorch/torchtpu-scanner/internal/readiness"
 	"github.com/google-pytorch/torchtpu-scanner/store"
 	"github.com/google-pytorch/torchtpu-scanner/store/storetest"
-	"github.com/google-pytorch/torchtpu-scanner/web/internal/wrk"
 )
 
 // genVersion names what the bench adds to the generator's data (readiness);
@@ -198,9 +197,7 @@ func measureExports(w io.Writer, srv *server, g *goals) {
 // 1 and 16 clients, for dur) beside a minimal fiber handler in this process.
 func measureRoutes(ctx context.Context, out io.Writer, db *store.SQLite, srv *server, nModels, misses int, dur time.Duration,
 	load func(url, header string, threads, conns int) wrk.Result, g *goals) {
-	bare := fiber.New(fiber.Config{DisableStartupMessage: true})
-	bare.Use(func(c *fiber.Ctx) error { return c.SendString("ok") })
-	minimal := serve(bare.Listener)
+	minimal, bare := benchserve.Minimal()
 	defer bare.Shutdown()
 
 	routes, err := pickRoutes(srv.base, nModels)
@@ -660,20 +657,6 @@ func upsertsWith(ctx context.Context, upsert func(context.Context, []store.Model
 		return timing{time.Since(start), cpuTime() - cpu}
 	}
 	return timed(moved), timed(listing)
-}
-
-// serve starts listen on a loopback port and returns its base URL.
-func serve(listen func(net.Listener) error) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		log.Fatal(err)
-	}
-	go func() {
-		if err := listen(ln); err != nil {
-			log.Print(err)
-		}
-	}()
-	return "http://" + ln.Addr().String()
 }
 
 // loadAvg is the machine's load average (/proc/loadavg), which these

@@ -3,24 +3,19 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"log"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/google-pytorch/torchtpu-scanner/internal/proctest"
+	"github.com/google-pytorch/torchtpu-scanner/cmd/internal/wrk"
 	"github.com/google-pytorch/torchtpu-scanner/store"
 	"github.com/google-pytorch/torchtpu-scanner/store/storetest"
-	"github.com/google-pytorch/torchtpu-scanner/web/internal/wrk"
 )
 
 // rowOf is a row with these figures under load and with one client.
@@ -118,43 +113,6 @@ func TestBadgeScript(t *testing.T) {
 				t.Errorf("%d models: %s is none of their badges", tt.models, p)
 			}
 		}
-	}
-}
-
-func TestServe(t *testing.T) {
-	var ln net.Listener
-	base := serve(func(l net.Listener) error {
-		ln = l
-		return http.Serve(l, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "hi") }))
-	})
-	if !regexp.MustCompile(`^http://127\.0\.0\.1:\d+$`).MatchString(base) {
-		t.Errorf("base %s", base)
-	}
-	resp, err := http.Get(base + "/")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	defer ln.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Errorf("status %s", resp.Status)
-	}
-	// A listen that fails is logged (the bench goes on; its figures show
-	// the failure); one that ends well is not.
-	var logged proctest.Buffer
-	log.SetOutput(&logged)
-	defer log.SetOutput(os.Stderr)
-	for _, err := range []error{nil, errors.New("accept: too many open files")} {
-		ended := make(chan struct{})
-		serve(func(l net.Listener) error { defer close(ended); l.Close(); return err })
-		<-ended
-	}
-	for deadline := time.Now().Add(5 * time.Second); logged.String() == "" && time.Now().Before(deadline); {
-		time.Sleep(time.Millisecond)
-	}
-	time.Sleep(10 * time.Millisecond)
-	if got := logged.String(); !strings.HasSuffix(got, " accept: too many open files\n") || strings.Count(got, "\n") != 1 {
-		t.Errorf("logged %q", got)
 	}
 }
 

@@ -3,7 +3,7 @@
 // the same run, over a database of 10 000 models and 100 000 results
 // (storetest.Seed), on loopback.
 //
-//	go run ./web/benchload [-models 10000] [-results 100000] [-d 5s] [-c 32] [-db path]
+//	go run ./cmd/benchload [-models 10000] [-results 100000] [-d 5s] [-c 32] [-db path]
 //
 // It prints a table that marks each target as ok or MISSED: badge ≥ 0.7×
 // the minimal handler's requests per second under load; API list and table
@@ -20,7 +20,6 @@ import (
 	"log"
 	"log/slog"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -32,13 +31,12 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/gofiber/fiber/v2"
-
+	"github.com/google-pytorch/torchtpu-scanner/cmd/internal/benchserve"
+	"github.com/google-pytorch/torchtpu-scanner/cmd/internal/wrk"
 	"github.com/google-pytorch/torchtpu-scanner/internal/metrics"
 	"github.com/google-pytorch/torchtpu-scanner/store"
 	"github.com/google-pytorch/torchtpu-scanner/store/storetest"
 	"github.com/google-pytorch/torchtpu-scanner/web"
-	"github.com/google-pytorch/torchtpu-scanner/web/internal/wrk"
 )
 
 // result is one endpoint's wrk run.
@@ -83,11 +81,9 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	base := serve(func(ln net.Listener) error { return srv.Listen(ln) })
+	base := benchserve.Serve(srv.Listen)
 	// The baseline: a bare fiber app with one handler.
-	bare := fiber.New(fiber.Config{DisableStartupMessage: true})
-	bare.Use(func(c *fiber.Ctx) error { return c.SendString("ok") })
-	minimal := serve(bare.Listener)
+	minimal, bare := benchserve.Minimal()
 
 	script := badgeScript(tmp, *nModels)
 
@@ -158,20 +154,6 @@ func afterWrite(ctx context.Context, db *store.SQLite, url string) time.Duration
 	}
 	slices.Sort(times)
 	return times[len(times)/2]
-}
-
-// serve starts listen on a loopback port and returns its base URL.
-func serve(listen func(net.Listener) error) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		log.Fatal(err)
-	}
-	go func() {
-		if err := listen(ln); err != nil {
-			log.Print(err)
-		}
-	}()
-	return "http://" + ln.Addr().String()
 }
 
 // openSeeded opens the database at path, seeding it with nModels models and

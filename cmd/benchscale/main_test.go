@@ -24,11 +24,11 @@ import (
 	"testing/fstest"
 	"time"
 
+	"github.com/google-pytorch/torchtpu-scanner/cmd/internal/wrk"
 	"github.com/google-pytorch/torchtpu-scanner/internal/proctest"
 	"github.com/google-pytorch/torchtpu-scanner/internal/readiness"
 	"github.com/google-pytorch/torchtpu-scanner/store"
 	"github.com/google-pytorch/torchtpu-scanner/store/storetest"
-	"github.com/google-pytorch/torchtpu-scanner/web/internal/wrk"
 )
 
 // The test binary doubles as a stand-in `scanner serve` (fakeScanner) when
@@ -250,7 +250,7 @@ func TestDBPathDirAndErrors(t *testing.T) {
 	if _, err := dbPath(noGen, t.TempDir(), 10, 2); err == nil {
 		t.Error("no generator: no error")
 	}
-	// The repository itself (the test runs in web/benchscale).
+	// The repository itself (the test runs in cmd/benchscale).
 	if p, err := dbPath(os.DirFS("../.."), "/c", 100000, 20); err != nil || !regexp.MustCompile(`^/c/scale-100000x20-[0-9a-f]{12}\.db$`).MatchString(p) {
 		t.Errorf("the repository: %s, %v", p, err)
 	}
@@ -528,34 +528,6 @@ func TestProgressDue(t *testing.T) {
 		if got := progressDue(tt.since, tt.done, tt.total); got != tt.want {
 			t.Errorf("progressDue(%s, %d, %d) = %v", tt.since, tt.done, tt.total, got)
 		}
-	}
-}
-
-func TestServeLogsAFailedListen(t *testing.T) {
-	var buf proctest.Buffer
-	log.SetOutput(&buf)
-	defer log.SetOutput(os.Stderr)
-	failed := make(chan struct{})
-	base := serve(func(ln net.Listener) error {
-		ln.Close()
-		defer close(failed)
-		return errors.New("listener broke")
-	})
-	<-failed
-	for deadline := time.Now().Add(5 * time.Second); !strings.Contains(buf.String(), "listener broke") && time.Now().Before(deadline); {
-		time.Sleep(time.Millisecond)
-	}
-	if !strings.Contains(buf.String(), "listener broke") || !strings.HasPrefix(base, "http://127.0.0.1:") {
-		t.Errorf("log %q, base %s", buf.String(), base)
-	}
-	// A listen that ends well logs nothing.
-	buf = proctest.Buffer{}
-	done := make(chan struct{})
-	serve(func(ln net.Listener) error { defer close(done); return ln.Close() })
-	<-done
-	time.Sleep(20 * time.Millisecond)
-	if buf.String() != "" {
-		t.Errorf("a listen that ended well logged %q", buf.String())
 	}
 }
 
