@@ -11,6 +11,7 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/internal/serving"
 	"github.com/google-pytorch/torchtpu-scanner/store"
 	"github.com/google-pytorch/torchtpu-scanner/web/internal/cached"
+	"github.com/google-pytorch/torchtpu-scanner/web/internal/httpx"
 )
 
 // modelList is the body of GET /api/v1/models.
@@ -34,7 +35,7 @@ const historyLimit = 100
 
 // apiModels serves GET /api/v1/models: one page of models, filtered and sorted.
 func (s *Server) apiModels(c *fiber.Ctx) error {
-	q, err := parseModelQuery(c)
+	q, err := httpx.ParseModelQuery(c)
 	if err != nil {
 		return err
 	}
@@ -101,11 +102,11 @@ func (s *Server) cachedJSON(c *fiber.Ctx, what string, build func() (any, error)
 
 // apiModel serves GET /api/v1/models/{id}. Aliases resolve to the model.
 func (s *Server) apiModel(c *fiber.Ctx) error {
-	id, err := idParam(c, "")
+	id, err := httpx.IDParam(c, "")
 	if err != nil {
 		return err
 	}
-	target, err := parseTarget(c.Query("target"))
+	target, err := httpx.ParseTarget(c.Query("target"))
 	if err != nil {
 		return err
 	}
@@ -120,7 +121,7 @@ func (s *Server) apiModel(c *fiber.Ctx) error {
 	m, err := s.store.GetModel(ctx, id, target)
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
-			return fmt.Errorf("%w: no model %s", ErrNotFound, quoteShort(id))
+			return fmt.Errorf("%w: no model %s", httpx.ErrNotFound, httpx.QuoteShort(id))
 		}
 		return fmt.Errorf("web: api model: %w", err)
 	}

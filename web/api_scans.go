@@ -13,6 +13,7 @@ import (
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/store"
+	"github.com/google-pytorch/torchtpu-scanner/web/internal/httpx"
 )
 
 // scanJSON is a scan as the API shows it (last_scan of /api/v1/summary).
@@ -63,7 +64,7 @@ func withProgress(sc store.Scan) scanBody {
 
 // apiScans serves GET /api/v1/scans: the newest scans and the scheduler's state.
 func (s *Server) apiScans(c *fiber.Ctx) error {
-	limit, err := parseLimit(c.Query("limit"), 20)
+	limit, err := httpx.ParseLimit(c.Query("limit"), 20)
 	if err != nil {
 		return err
 	}
@@ -85,12 +86,12 @@ func (s *Server) apiScans(c *fiber.Ctx) error {
 func (s *Server) apiScan(c *fiber.Ctx) error {
 	id, err := strconv.ParseInt(c.Params("id"), 10, 64)
 	if err != nil || id < 1 {
-		return fmt.Errorf("%w: scan id must be a positive integer", ErrBadRequest)
+		return fmt.Errorf("%w: scan id must be a positive integer", httpx.ErrBadRequest)
 	}
 	sc, err := s.store.GetScan(c.UserContext(), id)
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
-			return fmt.Errorf("%w: no scan %d", ErrNotFound, id)
+			return fmt.Errorf("%w: no scan %d", httpx.ErrNotFound, id)
 		}
 		return fmt.Errorf("web: api scan: %w", err)
 	}
@@ -110,26 +111,26 @@ func (s *Server) apiRequestScan(c *fiber.Ctx) error {
 		}
 		return fmt.Errorf("web: request scan: %w", err)
 	}
-	s.log.Info("scan requested", "trigger", "manual", "ip", s.clientIP(c))
+	s.log.Info("scan requested", "trigger", "manual", "ip", s.clients.IP(c))
 	return c.Status(fiber.StatusAccepted).JSON(fiber.Map{"queued": true, "state": s.scanState()})
 }
 
 // authorize checks the bearer token in constant time.
 func (s *Server) authorize(c *fiber.Ctx) error {
 	if s.adminToken == "" {
-		return ErrWritesDisabled
+		return httpx.ErrWritesDisabled
 	}
 	h := c.Get(fiber.HeaderAuthorization)
 	scheme, token, ok := strings.Cut(h, " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
-		return fmt.Errorf("%w: send Authorization: Bearer <admin token>", ErrUnauthorized)
+		return fmt.Errorf("%w: send Authorization: Bearer <admin token>", httpx.ErrUnauthorized)
 	}
 	// Hash both sides so that the comparison takes the same time whatever
 	// the lengths.
 	got := sha256.Sum256([]byte(strings.TrimSpace(token)))
 	want := sha256.Sum256([]byte(s.adminToken))
 	if subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
-		return fmt.Errorf("%w: wrong admin token", ErrForbidden)
+		return fmt.Errorf("%w: wrong admin token", httpx.ErrForbidden)
 	}
 	return nil
 }

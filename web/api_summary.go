@@ -8,6 +8,7 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/internal/harness"
 	"github.com/google-pytorch/torchtpu-scanner/store"
+	"github.com/google-pytorch/torchtpu-scanner/web/internal/httpx"
 )
 
 // summaryBody is GET /api/v1/summary: the store's headline plus
@@ -84,7 +85,7 @@ func newSummaryBody(sum store.Summary, target compat.Target, state ScanState, by
 // apiSummary serves GET /api/v1/summary: counts per status, pass rates,
 // the last scan and runtime versions.
 func (s *Server) apiSummary(c *fiber.Ctx) error {
-	target, err := parseTarget(c.Query("target"))
+	target, err := httpx.ParseTarget(c.Query("target"))
 	if err != nil {
 		return err
 	}
@@ -130,11 +131,11 @@ type failureGroup struct {
 // apiFailures serves GET /api/v1/failures: failure signatures with the
 // models they block and those models' summed downloads.
 func (s *Server) apiFailures(c *fiber.Ctx) error {
-	target, err := parseTarget(c.Query("target"))
+	target, err := httpx.ParseTarget(c.Query("target"))
 	if err != nil {
 		return err
 	}
-	limit, err := parseLimit(c.Query("limit"), 100)
+	limit, err := httpx.ParseLimit(c.Query("limit"), 100)
 	if err != nil {
 		return err
 	}

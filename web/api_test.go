@@ -13,6 +13,7 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/store"
 	"github.com/google-pytorch/torchtpu-scanner/store/storetest"
+	"github.com/google-pytorch/torchtpu-scanner/web/internal/httpx"
 )
 
 func TestAPIModelsShapeAndPaging(t *testing.T) {
@@ -36,7 +37,7 @@ func TestAPIModelsShapeAndPaging(t *testing.T) {
 		}
 	}
 
-	for _, sortKey := range sortNames() {
+	for _, sortKey := range httpx.SortNames() {
 		for _, order := range []string{"", "asc", "desc"} {
 			seen := map[string]bool{}
 			cursor := ""

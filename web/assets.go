@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/gofiber/fiber/v2"
+
+	"github.com/google-pytorch/torchtpu-scanner/web/internal/httpx"
 )
 
 //go:embed static
@@ -89,7 +91,7 @@ func (a *assets) url(name string) (string, error) {
 func (s *Server) asset(c *fiber.Ctx) error {
 	a, ok := s.assets.byHashed[c.Params("name")]
 	if !ok {
-		return fmt.Errorf("%w: no such asset", ErrNotFound)
+		return fmt.Errorf("%w: no such asset", httpx.ErrNotFound)
 	}
 	c.Set(fiber.HeaderContentType, a.ctype)
 	c.Set(fiber.HeaderCacheControl, "public, max-age=31536000, immutable")

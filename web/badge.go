@@ -12,6 +12,7 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/store"
 	"github.com/google-pytorch/torchtpu-scanner/web/internal/cached"
+	"github.com/google-pytorch/torchtpu-scanner/web/internal/httpx"
 )
 
 // cachedBadge is one rendered badge.
@@ -33,7 +34,7 @@ func (s *Server) badge(c *fiber.Ctx) error {
 	case strings.HasSuffix(raw, ".json"):
 		kind = "json"
 	default:
-		return fmt.Errorf("%w: a badge URL ends in .svg or .json", ErrNotFound)
+		return fmt.Errorf("%w: a badge URL ends in .svg or .json", httpx.ErrNotFound)
 	}
 	style := parseBadgeStyle(c.Query("style"))
 	label := c.Query("label")
@@ -71,7 +72,7 @@ func (s *Server) badge(c *fiber.Ctx) error {
 	e, ok := s.badges.Get(key, changed)
 	if !ok {
 		var m *compat.Model // nil: an unknown id, or bad input
-		if id, idErr := idParam(c, "."+kind); idErr == nil && targetOK {
+		if id, idErr := httpx.IDParam(c, "."+kind); idErr == nil && targetOK {
 			if m, err = s.badgeModel(ctx, id, target, mode); err != nil {
 				return s.badgeUnavailable(c, kind, target, label, err)
 			}
@@ -95,14 +96,14 @@ func (s *Server) badge(c *fiber.Ctx) error {
 	}
 
 	h := &c.Response().Header
-	hdrBadgeCache.set(h)
+	httpx.BadgeCache.Set(h)
 	if cached.NotModified(c, e.etag) {
 		return c.SendStatus(fiber.StatusNotModified)
 	}
 	if kind == "svg" {
-		h.SetContentTypeBytes(ctypeSVG)
+		h.SetContentTypeBytes(httpx.CtypeSVG)
 	} else {
-		h.SetContentTypeBytes(ctypeJSON)
+		h.SetContentTypeBytes(httpx.CtypeJSON)
 	}
 	return c.Send(e.body)
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/store"
 	"github.com/google-pytorch/torchtpu-scanner/web/internal/cached"
+	"github.com/google-pytorch/torchtpu-scanner/web/internal/httpx"
 )
 
 // errTooFewRuntimes says there is nothing to compare by default.
@@ -24,13 +25,13 @@ var errTooFewRuntimes = errors.New("fewer than two runtimes with results")
 // first) from the ?base= and ?head= keys: both as given; head alone with the
 // runtime before it on its target; base alone with the newest on its
 // target; neither, the two newest runtimes of the default target. A
-// malformed key wraps ErrBadRequest; a runtime without results, or no
-// runtime to pair with, wraps ErrNotFound (errTooFewRuntimes by default).
+// malformed key wraps httpx.ErrBadRequest; a runtime without results, or no
+// runtime to pair with, wraps httpx.ErrNotFound (errTooFewRuntimes by default).
 func pickPair(rts []store.RuntimeStats, baseKey, headKey string) (base, head store.RuntimeStats, err error) {
 	find := func(name, key string) (store.RuntimeStats, int, error) {
 		ref, err := compat.ParseRuntimeKey(key)
 		if err != nil {
-			return store.RuntimeStats{}, 0, fmt.Errorf("%w: %s: %v", ErrBadRequest, name, err)
+			return store.RuntimeStats{}, 0, fmt.Errorf("%w: %s: %v", httpx.ErrBadRequest, name, err)
 		}
 		on := onTarget(rts, ref.Target)
 		for i, st := range on {
@@ -38,7 +39,7 @@ func pickPair(rts []store.RuntimeStats, baseKey, headKey string) (base, head sto
 				return st, i, nil
 			}
 		}
-		return store.RuntimeStats{}, 0, fmt.Errorf("%w: %s: no results on runtime %s", ErrNotFound, name, key)
+		return store.RuntimeStats{}, 0, fmt.Errorf("%w: %s: no results on runtime %s", httpx.ErrNotFound, name, key)
 	}
 	switch {
 	case baseKey != "" && headKey != "":
@@ -53,7 +54,7 @@ func pickPair(rts []store.RuntimeStats, baseKey, headKey string) (base, head sto
 		}
 		on := onTarget(rts, head.Ref.Target)
 		if i+1 >= len(on) {
-			return base, head, fmt.Errorf("%w: no runtime before %s on %s", ErrNotFound, headKey, head.Ref.Target)
+			return base, head, fmt.Errorf("%w: no runtime before %s on %s", httpx.ErrNotFound, headKey, head.Ref.Target)
 		}
 		base = on[i+1]
 	case baseKey != "":
@@ -65,12 +66,12 @@ func pickPair(rts []store.RuntimeStats, baseKey, headKey string) (base, head sto
 		t := defaultRuntimeTarget(rts)
 		on := onTarget(rts, t)
 		if len(on) < 2 {
-			return base, head, fmt.Errorf("%w: %w on %s", ErrNotFound, errTooFewRuntimes, targetName(t))
+			return base, head, fmt.Errorf("%w: %w on %s", httpx.ErrNotFound, errTooFewRuntimes, targetName(t))
 		}
 		head, base = on[0], on[1]
 	}
 	if err == nil && base.Ref == head.Ref {
-		err = fmt.Errorf("%w: base and head are the same runtime; compare two", ErrBadRequest)
+		err = fmt.Errorf("%w: base and head are the same runtime; compare two", httpx.ErrBadRequest)
 	}
 	return base, head, err
 }
@@ -250,7 +251,7 @@ func itemsJSON(items []compare.Item) []compareItemJSON {
 }
 
 // compareAPILimit is how many models of each list one answer of
-// /api/v1/compare holds unless ?limit= says otherwise (up to maxLimit); a
+// /api/v1/compare holds unless ?limit= says otherwise (up to httpx.MaxLimit); a
 // list with more continues with its cursor.
 const compareAPILimit = 100
 
@@ -259,7 +260,7 @@ const compareAPILimit = 100
 // runtimes, a page of each list (or the next page of the list ?cursor=
 // continues).
 func (s *Server) apiCompare(c *fiber.Ctx) error {
-	limit, err := parseLimit(c.Query("limit"), compareAPILimit)
+	limit, err := httpx.ParseLimit(c.Query("limit"), compareAPILimit)
 	if err != nil {
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/internal/hub"
 	"github.com/google-pytorch/torchtpu-scanner/internal/requests"
 	"github.com/google-pytorch/torchtpu-scanner/store/storetest"
+	"github.com/google-pytorch/torchtpu-scanner/web/internal/httpx"
 )
 
 // isJSONError: an answer of status with a JSON {"error": …} body.
@@ -120,8 +121,8 @@ func TestAskWithTheHubUnreachable(t *testing.T) {
 	if e := decode[struct{ Reason string }](t, r); e.Reason != string(requests.ReasonHubUnavailable) {
 		t.Errorf("reason %q, want %q", e.Reason, requests.ReasonHubUnavailable)
 	}
-	if r.header.Get("Retry-After") != unavailableRetry {
-		t.Errorf("Retry-After %q, want %s", r.header.Get("Retry-After"), unavailableRetry)
+	if r.header.Get("Retry-After") != httpx.UnavailableRetry {
+		t.Errorf("Retry-After %q, want %s", r.header.Get("Retry-After"), httpx.UnavailableRetry)
 	}
 }
 

@@ -1,109 +1,22 @@
 package web
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"regexp"
 	"slices"
-	"strings"
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/valyala/fasthttp"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/requests"
-	"github.com/google-pytorch/torchtpu-scanner/store"
+	"github.com/google-pytorch/torchtpu-scanner/web/internal/httpx"
 )
-
-// Sentinel errors of the HTTP layer. Handlers wrap them with detail
-// (fmt.Errorf("%w: …", ErrBadRequest)) and return; handleError maps them
-// to a status, in one place.
-var (
-	ErrNotFound       = errors.New("not found")
-	ErrBadRequest     = errors.New("bad request")
-	ErrUnauthorized   = errors.New("unauthorized")
-	ErrForbidden      = errors.New("forbidden")
-	ErrRateLimited    = errors.New("rate limit exceeded")
-	ErrWritesDisabled = errors.New("write endpoints are disabled: the server has no admin token (set SCANNER_ADMIN_TOKEN)")
-	ErrUnavailable    = errors.New("service unavailable")
-	ErrConflict       = errors.New("conflict")
-	// ErrMethodNotAllowed: the path is a route's, under other methods
-	// (the answer's Allow names them).
-	ErrMethodNotAllowed = errors.New("method not allowed")
-)
-
-// unavailableRetry is the Retry-After of a 503 (a Hub that could not be
-// asked, a database going away), in seconds.
-const unavailableRetry = "30"
-
-// statusOf maps an error to its HTTP status.
-func statusOf(err error) int {
-	var fe *fiber.Error
-	switch {
-	case errors.Is(err, ErrNotFound), errors.Is(err, store.ErrNotFound):
-		return http.StatusNotFound
-	case errors.Is(err, ErrBadRequest), errors.Is(err, store.ErrBadCursor), errors.Is(err, store.ErrInvalid),
-		errors.Is(err, requests.ErrInvalid):
-		return http.StatusBadRequest
-	case errors.Is(err, requests.ErrRefused):
-		return http.StatusUnprocessableEntity
-	case errors.Is(err, requests.ErrAlreadyTested):
-		return http.StatusConflict
-	case errors.Is(err, requests.ErrQueueFull):
-		return http.StatusTooManyRequests
-	case errors.Is(err, requests.ErrHubUnavailable):
-		return http.StatusServiceUnavailable
-	case errors.Is(err, ErrUnauthorized):
-		return http.StatusUnauthorized
-	case errors.Is(err, ErrForbidden), errors.Is(err, ErrWritesDisabled):
-		return http.StatusForbidden
-	case errors.Is(err, ErrScanQueued), errors.Is(err, ErrConflict):
-		return http.StatusConflict
-	case errors.Is(err, ErrMethodNotAllowed):
-		return http.StatusMethodNotAllowed
-	case errors.Is(err, ErrRateLimited):
-		return http.StatusTooManyRequests
-	case errors.Is(err, ErrUnavailable), errors.Is(err, context.DeadlineExceeded), errors.Is(err, store.ErrGone),
-		errors.Is(err, store.ErrCorrupt):
-		return http.StatusServiceUnavailable
-	case errors.As(err, &fe):
-		return fe.Code
-	}
-	return http.StatusInternalServerError
-}
-
-// publicMessage is what the client may read about err: the error text for
-// client errors, a generic sentence for server errors (details go to the log).
-func publicMessage(err error, status int) string {
-	if requests.ReasonOf(err) != "" {
-		return err.Error() // a test request's refusal is written for the public
-	}
-	if status >= 500 {
-		if status == http.StatusServiceUnavailable {
-			return "the service is temporarily unavailable, try again shortly"
-		}
-		return "internal server error"
-	}
-	msg := err.Error()
-	if status == http.StatusNotFound && !errors.Is(err, ErrNotFound) && !errors.Is(err, store.ErrNotFound) {
-		msg = "not found"
-	}
-	return msg
-}
-
-// wantsJSON reports whether a failing request should get JSON rather than an
-// HTML page: the API and the machine-readable routes.
-func wantsJSON(path string) bool {
-	return strings.HasPrefix(path, "/api/") || strings.HasSuffix(path, ".json") || strings.HasSuffix(path, ".csv") ||
-		strings.HasSuffix(path, ".atom") ||
-		path == "/metrics" || path == "/healthz" || path == "/readyz"
-}
 
 // handleError is fiber's ErrorHandler: the one place where errors become
 // HTTP statuses and bodies.
 func (s *Server) handleError(c *fiber.Ctx, err error) error {
-	status := statusOf(err)
+	status := httpx.Status(err)
 	if status >= 500 {
 		s.log.Error("request failed", "method", methodOf(c), "path", c.Path(), "status", status, "err", err)
 	}
@@ -111,14 +24,14 @@ func (s *Server) handleError(c *fiber.Ctx, err error) error {
 		c.Set(fiber.HeaderWWWAuthenticate, `Bearer realm="scanner"`)
 	}
 	if status == http.StatusServiceUnavailable && len(c.Response().Header.Peek(fiber.HeaderRetryAfter)) == 0 {
-		c.Set(fiber.HeaderRetryAfter, unavailableRetry) // "try again shortly", in seconds
+		c.Set(fiber.HeaderRetryAfter, httpx.UnavailableRetry) // "try again shortly", in seconds
 	}
 	// Errors must not be cached as if they were the resource.
 	c.Set(fiber.HeaderCacheControl, "no-store")
 	c.Response().Header.Del(fiber.HeaderETag)
-	msg := publicMessage(err, status)
+	msg := httpx.PublicMessage(err, status)
 	c.Status(status)
-	if wantsJSON(c.Path()) || c.Method() != fiber.MethodGet && c.Method() != fiber.MethodHead {
+	if httpx.WantsJSON(c.Path()) || c.Method() != fiber.MethodGet && c.Method() != fiber.MethodHead {
 		if reason := requests.ReasonOf(err); reason != "" {
 			return c.JSON(fiber.Map{"error": msg, "reason": reason})
 		}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/store"
+	"github.com/google-pytorch/torchtpu-scanner/web/internal/httpx"
 )
 
 // csvColumns is the header of /export.csv.
@@ -98,7 +99,7 @@ const exportPage = 250
 // status; a store failure later cuts the answer short (its chunked body
 // never ends), which clients see as an error, and is logged.
 func (s *Server) exportCSV(c *fiber.Ctx) error {
-	q, err := parseModelQuery(c)
+	q, err := httpx.ParseModelQuery(c)
 	if err != nil {
 		return err
 	}

@@ -149,7 +149,7 @@ func TestWriteCSVRow(t *testing.T) {
 }
 
 // One export holds at most maxExportRows models however many pages the
-// store has left: the store here never runs out (a page of maxLimit models
+// store has left: the store here never runs out (a page of httpx.MaxLimit models
 // and a next cursor, always).
 func TestExportCSVStopsAtItsCap(t *testing.T) {
 	ts := newTestServer(t, 0, 0, Config{})

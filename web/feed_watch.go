@@ -18,6 +18,7 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/internal/watch"
 	"github.com/google-pytorch/torchtpu-scanner/store"
 	"github.com/google-pytorch/torchtpu-scanner/web/internal/cached"
+	"github.com/google-pytorch/torchtpu-scanner/web/internal/httpx"
 )
 
 // This file is what watching adds to the feed (feed.go is its source):
@@ -46,13 +47,13 @@ func (s *Server) feedAtomPath(c *fiber.Ctx) error { return s.serveFeed(c, feedAt
 func (s *Server) serveFeed(c *fiber.Ctx, format feedFormat) error {
 	q, err := url.ParseQuery(string(c.Request().URI().QueryString()))
 	if err != nil {
-		return fmt.Errorf("%w: the query: %v", ErrBadRequest, err)
+		return fmt.Errorf("%w: the query: %v", httpx.ErrBadRequest, err)
 	}
 	f, err := watch.ParseQuery(q)
 	if err != nil {
-		return fmt.Errorf("%w: %v", ErrBadRequest, err)
+		return fmt.Errorf("%w: %v", httpx.ErrBadRequest, err)
 	}
-	base := s.base(c)
+	base := s.clients.Base(c)
 	changed, fresh, err := cached.Check(c, s.store, base, s.hubEndpoint, fmt.Sprint(format), f.Query(), cached.Coding(c))
 	if err != nil {
 		return fmt.Errorf("web: feed: %w", err)

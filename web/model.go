@@ -11,6 +11,7 @@ import (
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/store"
+	"github.com/google-pytorch/torchtpu-scanner/web/internal/httpx"
 )
 
 // metricRow is one measurement on the model page: a dash when not measured.
@@ -75,7 +76,7 @@ const (
 // evidence, repro command and badge snippets. An alias redirects to the
 // model's current id.
 func (s *Server) modelPage(c *fiber.Ctx) error {
-	id, err := idParam(c, "")
+	id, err := httpx.IDParam(c, "")
 	if err != nil {
 		return err
 	}
@@ -86,7 +87,7 @@ func (s *Server) modelPage(c *fiber.Ctx) error {
 			if s.requests != nil && compat.ValidateModelID(id) == nil {
 				return s.unknownModel(c, id)
 			}
-			return fmt.Errorf("%w: the scanner does not know model %s", ErrNotFound, quoteShort(id))
+			return fmt.Errorf("%w: the scanner does not know model %s", httpx.ErrNotFound, httpx.QuoteShort(id))
 		}
 		return fmt.Errorf("web: model page: %w", err)
 	}
@@ -136,7 +137,7 @@ func (s *Server) modelPage(c *fiber.Ctx) error {
 	if !containsTarget(targets, compat.TargetTPU) {
 		targets = append([]compat.Target{compat.TargetTPU}, targets...)
 	}
-	base := s.base(c)
+	base := s.clients.Base(c)
 	for _, t := range targets {
 		v.Badges = append(v.Badges, snippet(base, m.ID, t))
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/google-pytorch/torchtpu-scanner/store"
 	"github.com/google-pytorch/torchtpu-scanner/store/storetest"
+	"github.com/google-pytorch/torchtpu-scanner/web/internal/httpx"
 )
 
 // pageRoutes are the routes that serve HTML or assets, not API: they are
@@ -115,7 +116,7 @@ func TestOpenAPISorts(t *testing.T) {
 			enum = p.Schema.Enum
 		}
 	}
-	if want := sortNames(); len(enum) == 0 || !slices.Equal(enum, want) {
+	if want := httpx.SortNames(); len(enum) == 0 || !slices.Equal(enum, want) {
 		t.Errorf("openapi.json: /api/v1/models sort enum %v; want the store's %v", enum, want)
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/store"
+	"github.com/google-pytorch/torchtpu-scanner/web/internal/httpx"
 )
 
 var rowRE = regexp.MustCompile(`<th scope="row" class="id" data-label="Model"><a href="([^"]+)">((?:[^<]|<wbr>)+)</a>`)
@@ -51,8 +52,8 @@ func TestTablePage(t *testing.T) {
 	if !strings.Contains(r.body, `<span class="muted">(remote code)</span>`) {
 		t.Error("skip reason not shown in words")
 	}
-	if ids := rowIDs(r.body); len(ids) != defaultLimit {
-		t.Errorf("first page has %d rows, want %d", len(ids), defaultLimit)
+	if ids := rowIDs(r.body); len(ids) != httpx.DefaultLimit {
+		t.Errorf("first page has %d rows, want %d", len(ids), httpx.DefaultLimit)
 	}
 	if strings.Contains(r.body, "<script>") || strings.Contains(r.body, " style=") || strings.Contains(r.body, "onclick") {
 		t.Error("page has inline script or style (CSP forbids them)")

@@ -3,79 +3,11 @@ package web
 import (
 	"fmt"
 	"net/http"
-	"net/netip"
 	"strings"
 	"testing"
 
 	"github.com/google-pytorch/torchtpu-scanner/store/storetest"
 )
-
-func TestClientIP(t *testing.T) {
-	p, err := parseProxies([]string{"10.0.0.0/8", "192.168.1.1", "::1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tests := []struct {
-		name   string
-		remote string
-		xff    []string
-		want   string
-	}{
-		{"a direct client: its headers are ignored", "203.0.113.9", []string{"1.2.3.4"}, "203.0.113.9"},
-		{"through a trusted proxy", "10.1.2.3", []string{"198.51.100.7"}, "198.51.100.7"},
-		{"the client's own X-Forwarded-For is not believed", "10.1.2.3", []string{"6.6.6.6, 198.51.100.7"}, "198.51.100.7"},
-		{"two trusted proxies", "192.168.1.1", []string{"198.51.100.7, 10.9.9.9"}, "198.51.100.7"},
-		{"several header lines", "10.1.2.3", []string{"6.6.6.6", "198.51.100.7"}, "198.51.100.7"},
-		{"with a port", "10.1.2.3", []string{"198.51.100.7:5555"}, "198.51.100.7"},
-		{"IPv6 through the IPv6 proxy", "::1", []string{"2001:db8::7"}, "2001:db8::7"},
-		{"IPv4-mapped proxy address", "::ffff:10.1.2.3", []string{"198.51.100.7"}, "198.51.100.7"},
-		{"a trusted proxy without the header", "10.1.2.3", nil, "10.1.2.3"},
-		{"junk stops the walk at the last known hop", "10.1.2.3", []string{"198.51.100.7, junk"}, "10.1.2.3"},
-		{"only trusted hops: the leftmost", "10.1.2.3", []string{"10.0.0.5, 10.0.0.6"}, "10.0.0.5"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got := p.clientIP(netip.MustParseAddr(tt.remote), tt.xff)
-			if got.String() != tt.want {
-				t.Errorf("clientIP(%s, %q) = %s, want %s", tt.remote, tt.xff, got, tt.want)
-			}
-		})
-	}
-	if _, err := parseProxies([]string{"proxy.example"}); err == nil {
-		t.Error("a host name was accepted as a trusted proxy")
-	}
-}
-
-func TestValidHost(t *testing.T) {
-	for h, want := range map[string]bool{
-		"compat.example.org": true, "localhost:8080": true, "127.0.0.1": true, "[::1]:8080": true, "[2001:db8::1]": true,
-		"": false, "evil.example/<script>": false, "javascript:alert(1)": false, "a b": false, "host:": false,
-		"host:99999999": false, "::1": false, "[::1": false, "user@host": false, "-bad.example": false, "x..y": false,
-	} {
-		if got := validHost(h); got != want {
-			t.Errorf("validHost(%q) = %v, want %v", h, got, want)
-		}
-	}
-}
-
-// validHost at its edges: every letter and digit range's first and last
-// character, a port with 0 and 9, a 63-character label (64 is too long) and
-// a host of exactly 262 characters (263 is too long).
-func TestValidHostEdges(t *testing.T) {
-	l63 := strings.Repeat("a", 63)
-	name256 := strings.Join([]string{l63, l63, l63, strings.Repeat("b", 62), "c"}, ".") // 256 characters
-	for h, want := range map[string]bool{
-		"a.z.A.Z.0.9.example.org": true, "example.org:8090": true, "example.org:9": true, "example.org:0": true,
-		"`.example.org": false, "{.example.org": false, "@.example.org": false, "[.example.org": false, "/.example.org": false,
-		"example.org:8/": false, "example.org:8;": false,
-		l63 + ".example.org": true, l63 + "a.example.org": false,
-		name256 + ":12345": true, name256 + ":123456": false, name256 + "a:12345": false,
-	} {
-		if got := validHost(h); got != want {
-			t.Errorf("validHost(%q) (%d characters) = %v, want %v", h, len(h), got, want)
-		}
-	}
-}
 
 // TestForwardedHeaders: without trusted proxies X-Forwarded-* change
 // nothing (the connection and its Host decide); from a trusted proxy they
@@ -168,32 +100,8 @@ func TestRateLimitPerClientBehindAProxy(t *testing.T) {
 	})
 }
 
-// TestClientKey: the one key of every per-client limit. IPv4 counts per
-// address (an IPv4-mapped IPv6 address is its IPv4 address); IPv6 by its
-// first bits, a /64 by default. Expectations are written out by hand.
-func TestClientKey(t *testing.T) {
-	for _, c := range []struct {
-		addr string
-		bits int
-		want string
-	}{
-		{"203.0.113.5", 64, "203.0.113.5"},
-		{"203.0.113.6", 64, "203.0.113.6"}, // a neighbour is another client
-		{"::ffff:203.0.113.5", 64, "203.0.113.5"},
-		{"203.0.113.5", 128, "203.0.113.5"},
-		{"2001:db8:1:2::1", 64, "2001:db8:1:2::/64"},
-		{"2001:db8:1:2:ffff:ffff:ffff:ffff", 64, "2001:db8:1:2::/64"},
-		{"2001:db8:1:3::1", 64, "2001:db8:1:3::/64"},
-		{"2001:db8:1:2:3:4:5:6", 48, "2001:db8:1::/48"},
-		{"2001:db8:1:2:3:4:5:6", 56, "2001:db8:1::/56"},
-		{"2001:db8:1:2:3:4:5:6", 128, "2001:db8:1:2:3:4:5:6/128"},
-		{"fe80::1%eth0", 64, "fe80::/64"},
-		{"::1", 64, "::/64"},
-	} {
-		if got := clientKey(netip.MustParseAddr(c.addr), c.bits); got != c.want {
-			t.Errorf("clientKey(%s, /%d) = %q, want %q", c.addr, c.bits, got, c.want)
-		}
-	}
+// New refuses an IPv6 client prefix shorter than the least it takes.
+func TestIPv6ClientPrefixBounds(t *testing.T) {
 	if _, err := New(Config{Store: storetest.MustOpen(t), IPv6ClientPrefix: 16}); err == nil {
 		t.Error("an IPv6 client prefix of /16 was accepted")
 	}

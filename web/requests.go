@@ -20,6 +20,7 @@ import (
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/store"
+	"github.com/google-pytorch/torchtpu-scanner/web/internal/httpx"
 )
 
 // This file is "ask for a model": POST /api/v1/requests and GET
@@ -88,13 +89,13 @@ func (s *Server) askAllowed(c *fiber.Ctx) error {
 	if s.askLimit == nil {
 		return nil
 	}
-	ok, wait := s.askLimit.allow(s.clientKey(c))
+	ok, wait := s.askLimit.Allow(s.clients.Key(c))
 	if ok {
 		return nil
 	}
 	c.Set(fiber.HeaderRetryAfter, strconv.Itoa(int(math.Ceil(wait.Seconds()))))
 	return fmt.Errorf("%w: at most %d test requests an hour from one client; try again in %s",
-		ErrRateLimited, int(math.Round(s.askLimit.burst)), wait.Round(time.Minute))
+		httpx.ErrRateLimited, s.askLimit.Burst(), wait.Round(time.Minute))
 }
 
 // apiAsk serves POST /api/v1/requests {"model": ID}: 202 and the request
@@ -111,7 +112,7 @@ func (s *Server) apiAsk(c *fiber.Ctx) error {
 	dec := json.NewDecoder(bytes.NewReader(c.Body()))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&body); err != nil {
-		return fmt.Errorf(`%w: want {"model": "org/name"}`, ErrBadRequest)
+		return fmt.Errorf(`%w: want {"model": "org/name"}`, httpx.ErrBadRequest)
 	}
 	if err := s.askAllowed(c); err != nil {
 		return err
@@ -120,7 +121,7 @@ func (s *Server) apiAsk(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	base := s.base(c)
+	base := s.clients.Base(c)
 	c.Set(fiber.HeaderLocation, base+"/api/v1/requests/"+strconv.FormatInt(req.ID, 10))
 	return c.Status(fiber.StatusAccepted).JSON(newRequestJSON(base, req))
 }
@@ -132,18 +133,18 @@ func (s *Server) apiRequest(c *fiber.Ctx) error {
 		return err
 	}
 	c.Set(fiber.HeaderCacheControl, "no-store")
-	return c.JSON(newRequestJSON(s.base(c), req))
+	return c.JSON(newRequestJSON(s.clients.Base(c), req))
 }
 
 // request reads the :id parameter and the request it names.
 func (s *Server) request(c *fiber.Ctx) (store.TestRequest, error) {
 	id, err := strconv.ParseInt(c.Params("id"), 10, 64)
 	if err != nil || id < 1 {
-		return store.TestRequest{}, fmt.Errorf("%w: no test request %s", ErrNotFound, quoteShort(c.Params("id")))
+		return store.TestRequest{}, fmt.Errorf("%w: no test request %s", httpx.ErrNotFound, httpx.QuoteShort(c.Params("id")))
 	}
 	req, err := s.requests.Get(c.UserContext(), id)
 	if errors.Is(err, store.ErrNotFound) {
-		return req, fmt.Errorf("%w: no test request %d", ErrNotFound, id)
+		return req, fmt.Errorf("%w: no test request %d", httpx.ErrNotFound, id)
 	}
 	return req, err
 }
@@ -202,7 +203,7 @@ func (s *Server) formAsk(c *fiber.Ctx) error {
 		return s.formAnswer(c, model, err)
 	}
 	if !s.formToken.valid(model, c.FormValue("t"), c.FormValue("token")) {
-		return s.formAnswer(c, model, fmt.Errorf("%w: this form has expired; reload the model's page and ask again", ErrForbidden))
+		return s.formAnswer(c, model, fmt.Errorf("%w: this form has expired; reload the model's page and ask again", httpx.ErrForbidden))
 	}
 	if err := s.askAllowed(c); err != nil {
 		return s.formAnswer(c, model, err)
@@ -217,11 +218,11 @@ func (s *Server) formAsk(c *fiber.Ctx) error {
 // formAnswer is the page of a form post that queued nothing, with the
 // status its error maps to (a server error goes to the error handler).
 func (s *Server) formAnswer(c *fiber.Ctx, model string, err error) error {
-	status := statusOf(err)
+	status := httpx.Status(err)
 	if status == fiber.StatusInternalServerError {
 		return err
 	}
-	v := requestView{ModelID: model, Refusal: publicMessage(err, status)}
+	v := requestView{ModelID: model, Refusal: httpx.PublicMessage(err, status)}
 	if compat.ValidateModelID(model) != nil {
 		v.ModelID = ""
 	}
@@ -238,17 +239,17 @@ func (s *Server) sameSite(c *fiber.Ctx) error {
 	switch site := c.Get("Sec-Fetch-Site"); site {
 	case "", "same-origin", "none":
 	default:
-		return fmt.Errorf("%w: a test request must come from this site's own form (Sec-Fetch-Site: %s)", ErrForbidden, quoteShort(site))
+		return fmt.Errorf("%w: a test request must come from this site's own form (Sec-Fetch-Site: %s)", httpx.ErrForbidden, httpx.QuoteShort(site))
 	}
 	origin := c.Get(fiber.HeaderOrigin)
 	if origin == "" {
 		return nil
 	}
 	u, err := url.Parse(origin)
-	if err == nil && u.Host != "" && (strings.EqualFold(u.Host, c.Hostname()) || strings.EqualFold(u.Scheme+"://"+u.Host, s.base(c))) {
+	if err == nil && u.Host != "" && (strings.EqualFold(u.Host, c.Hostname()) || strings.EqualFold(u.Scheme+"://"+u.Host, s.clients.Base(c))) {
 		return nil
 	}
-	return fmt.Errorf("%w: a test request must come from this site's own form (Origin: %s)", ErrForbidden, quoteShort(origin))
+	return fmt.Errorf("%w: a test request must come from this site's own form (Origin: %s)", httpx.ErrForbidden, httpx.QuoteShort(origin))
 }
 
 // formTokens sign the request form per model and hour with a key made at

@@ -5,13 +5,15 @@ import (
 	"fmt"
 
 	"github.com/gofiber/fiber/v2"
+
+	"github.com/google-pytorch/torchtpu-scanner/web/internal/httpx"
 )
 
 // routes is the route table: every route the server answers, in one place.
 // Model ids contain "/" (Qwen/Qwen3-0.6B) or not (gpt2), so routes that take
 // one end in a wildcard.
 func (s *Server) routes(app *fiber.App) {
-	app.Use(s.observe, s.secure)
+	app.Use(s.observe, httpx.Secure)
 
 	// Pages (HTML).
 	app.Get("/", s.table)
@@ -33,7 +35,7 @@ func (s *Server) routes(app *fiber.App) {
 	s.workRoutes(app)
 
 	// JSON API, rate-limited per client.
-	api := app.Group("/api/v1", cors, s.limit, exactParams)
+	api := app.Group("/api/v1", httpx.CORS, s.limit, httpx.ExactParams)
 	api.Get("/models", s.apiModels)
 	api.Get("/models/*", s.apiModel)
 	api.Get("/summary", s.apiSummary)
@@ -56,10 +58,10 @@ func (s *Server) routes(app *fiber.App) {
 	api.Get("/webhooks", s.apiWebhooks) // admin token
 
 	// Feeds and exports.
-	app.Get("/feed.json", cors, exactParams, s.feed)
-	app.Get("/feed.atom", cors, exactParams, s.feedAtomPath)
-	app.Get("/export.csv", cors, s.exportCSV)
-	app.Get("/ops.csv", cors, s.opsCSV)
+	app.Get("/feed.json", httpx.CORS, httpx.ExactParams, s.feed)
+	app.Get("/feed.atom", httpx.CORS, httpx.ExactParams, s.feedAtomPath)
+	app.Get("/export.csv", httpx.CORS, s.exportCSV)
+	app.Get("/ops.csv", httpx.CORS, s.opsCSV)
 
 	// Operations.
 	app.Get("/healthz", s.healthz)
@@ -71,9 +73,9 @@ func (s *Server) routes(app *fiber.App) {
 	// fiber's end of the stack tells which (and sets Allow).
 	app.Use(func(c *fiber.Ctx) error {
 		if err := c.Next(); errors.Is(err, fiber.ErrMethodNotAllowed) {
-			return fmt.Errorf("%w: %s %s (allowed: %s)", ErrMethodNotAllowed, quoteShort(methodOf(c)), quoteShort(c.Path()),
+			return fmt.Errorf("%w: %s %s (allowed: %s)", httpx.ErrMethodNotAllowed, httpx.QuoteShort(methodOf(c)), httpx.QuoteShort(c.Path()),
 				c.GetRespHeader(fiber.HeaderAllow))
 		}
-		return fmt.Errorf("%w: no route %s %s", ErrNotFound, quoteShort(methodOf(c)), quoteShort(c.Path()))
+		return fmt.Errorf("%w: no route %s %s", httpx.ErrNotFound, httpx.QuoteShort(methodOf(c)), httpx.QuoteShort(c.Path()))
 	})
 }

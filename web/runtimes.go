@@ -13,6 +13,7 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/store"
 	"github.com/google-pytorch/torchtpu-scanner/web/internal/cached"
+	"github.com/google-pytorch/torchtpu-scanner/web/internal/httpx"
 )
 
 // A runtime is a target and the versions that decide a retest; it is named
@@ -57,7 +58,7 @@ type runtimesBody struct {
 // apiRuntimes serves GET /api/v1/runtimes: every runtime with results
 // (?target= for one target), newest first.
 func (s *Server) apiRuntimes(c *fiber.Ctx) error {
-	target, err := parseTarget(c.Query("target"))
+	target, err := httpx.ParseTarget(c.Query("target"))
 	if err != nil {
 		return err
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/internal/compare"
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/store"
+	"github.com/google-pytorch/torchtpu-scanner/web/internal/httpx"
 )
 
 func ref(t compat.Target, torch, tt, tf, h string) compat.RuntimeRef {
@@ -72,11 +73,11 @@ func TestPickPair(t *testing.T) {
 		{"across targets", all, cpu1.Key(), tpu3.Key(), cpu1, tpu3, nil},
 		{"head alone: the one before it", all, "", tpu2.Key(), tpu1, tpu2, nil},
 		{"base alone: the newest on its target", all, cpu1.Key(), "", cpu1, cpu2, nil},
-		{"head alone, the first", all, "", tpu1.Key(), compat.RuntimeRef{}, compat.RuntimeRef{}, ErrNotFound},
-		{"base alone, the newest", all, tpu3.Key(), "", compat.RuntimeRef{}, compat.RuntimeRef{}, ErrBadRequest},
-		{"same twice", all, tpu2.Key(), tpu2.Key(), compat.RuntimeRef{}, compat.RuntimeRef{}, ErrBadRequest},
-		{"malformed", all, "tpu~<x>", tpu2.Key(), compat.RuntimeRef{}, compat.RuntimeRef{}, ErrBadRequest},
-		{"unknown", all, ref("tpu", "9", "9", "9", "9").Key(), tpu2.Key(), compat.RuntimeRef{}, compat.RuntimeRef{}, ErrNotFound},
+		{"head alone, the first", all, "", tpu1.Key(), compat.RuntimeRef{}, compat.RuntimeRef{}, httpx.ErrNotFound},
+		{"base alone, the newest", all, tpu3.Key(), "", compat.RuntimeRef{}, compat.RuntimeRef{}, httpx.ErrBadRequest},
+		{"same twice", all, tpu2.Key(), tpu2.Key(), compat.RuntimeRef{}, compat.RuntimeRef{}, httpx.ErrBadRequest},
+		{"malformed", all, "tpu~<x>", tpu2.Key(), compat.RuntimeRef{}, compat.RuntimeRef{}, httpx.ErrBadRequest},
+		{"unknown", all, ref("tpu", "9", "9", "9", "9").Key(), tpu2.Key(), compat.RuntimeRef{}, compat.RuntimeRef{}, httpx.ErrNotFound},
 		{"one runtime only", []store.RuntimeStats{stats(tpu1, 1)}, "", "", compat.RuntimeRef{}, compat.RuntimeRef{}, errTooFewRuntimes},
 		{"none", nil, "", "", compat.RuntimeRef{}, compat.RuntimeRef{}, errTooFewRuntimes},
 	} {

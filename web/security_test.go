@@ -7,18 +7,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"net/http/httptest"
 	"net/url"
 	"os"
 	"regexp"
-	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/store"
+	"github.com/google-pytorch/torchtpu-scanner/web/internal/httpx"
 )
 
 var errBoom = errors.New("boom: disk I/O error at /var/secret/scanner.db")
@@ -276,63 +275,6 @@ func TestRateLimit(t *testing.T) {
 	}
 }
 
-func TestRateLimiterRefills(t *testing.T) {
-	now := time.Unix(0, 0)
-	l := newRateLimiter(2, 2, func() time.Time { return now })
-	for i := 0; i < 2; i++ {
-		if ok, _ := l.allow("a"); !ok {
-			t.Fatal("burst refused")
-		}
-	}
-	ok, wait := l.allow("a")
-	if ok || wait != 500*time.Millisecond {
-		t.Fatalf("over burst: %v %v", ok, wait)
-	}
-	if ok, _ := l.allow("b"); !ok {
-		t.Fatal("another client is limited")
-	}
-	now = now.Add(500 * time.Millisecond)
-	if ok, _ := l.allow("a"); !ok {
-		t.Fatal("no refill")
-	}
-	now = now.Add(time.Hour)
-	l.allow("c") // sweeps
-	if len(l.buckets) != 1 {
-		t.Errorf("idle buckets kept: %d", len(l.buckets))
-	}
-}
-
-// The sweep runs at most once a minute (and again at exactly a minute), and
-// forgets exactly the buckets idle long enough to have refilled: burst/rate
-// seconds (10 tokens at 2 a second: 5 s).
-func TestRateLimiterSweepEdges(t *testing.T) {
-	t0 := time.Unix(1000, 0)
-	now := t0
-	l := newRateLimiter(2, 10, func() time.Time { return now })
-	at := func(d time.Duration, key string) {
-		now = t0.Add(d)
-		if ok, _ := l.allow(key); !ok {
-			t.Fatalf("%s refused", key)
-		}
-	}
-	keys := func() []string { return slices.Sorted(maps.Keys(l.buckets)) }
-	at(0, "a") // the first request sweeps (nothing yet)
-	at(30*time.Second, "b")
-	if got := keys(); !slices.Equal(got, []string{"a", "b"}) {
-		t.Errorf("within a minute of the last sweep: %v, want a and b", got)
-	}
-	at(time.Minute, "c") // a minute after the last sweep: a and b idle for 60 s and 30 s, both full again
-	if got := keys(); !slices.Equal(got, []string{"c"}) {
-		t.Errorf("a minute after the last sweep: %v, want c alone", got)
-	}
-	at(2*time.Minute-5*time.Second, "d")
-	at(2*time.Minute-5*time.Second+time.Nanosecond, "e")
-	at(2*time.Minute, "f") // d idle exactly 5 s (full again), e a nanosecond less
-	if got := keys(); !slices.Equal(got, []string{"e", "f"}) {
-		t.Errorf("after the second sweep: %v, want e and f", got)
-	}
-}
-
 func TestServerErrorsHideDetails(t *testing.T) {
 	ts := newTestServer(t, 2, 2, Config{})
 	ts.Server.store = failingStore{Store: ts.db, list: failList}
@@ -445,7 +387,7 @@ func TestReadyzSaysTheDatabaseIsCorrupt(t *testing.T) {
 	if r.status != 503 || !strings.Contains(r.body, "database corrupt") || !strings.Contains(r.body, "scanner backup") || strings.Contains(r.body, "gone") {
 		t.Errorf("readyz with a corrupt database: %d %s", r.status, r.body)
 	}
-	if got := statusOf(fmt.Errorf("web: %w", store.ErrCorrupt)); got != 503 {
+	if got := httpx.Status(fmt.Errorf("web: %w", store.ErrCorrupt)); got != 503 {
 		t.Errorf("a write refused for corruption maps to %d, want 503", got)
 	}
 }

@@ -4,8 +4,9 @@
 //
 // Handlers are methods of Server, which holds their dependencies; every
 // route is listed in routes.go; errors are mapped to HTTP statuses in one
-// place (errors.go). Templates and static assets are embedded and prepared
-// once in New, which fails if any of them is broken.
+// place (errors.go, with the statuses of web/internal/httpx). Templates
+// and static assets are embedded and prepared once in New, which fails if
+// any of them is broken.
 package web
 
 import (
@@ -31,11 +32,12 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/internal/sweep"
 	"github.com/google-pytorch/torchtpu-scanner/store"
 	"github.com/google-pytorch/torchtpu-scanner/web/internal/cached"
+	"github.com/google-pytorch/torchtpu-scanner/web/internal/httpx"
 )
 
 // ErrScanQueued is returned by ScanControl.RequestScan when a scan is
 // already waiting to run; the API answers 409.
-var ErrScanQueued = errors.New("a scan is already queued")
+var ErrScanQueued = httpx.ErrScanQueued
 
 // ScanState is what the scheduler is doing now.
 type ScanState struct {
@@ -96,7 +98,7 @@ type Config struct {
 	// TrustedProxies are the IPs and CIDRs of the proxies in front of the
 	// server: only their X-Forwarded-For, -Host and -Proto are believed
 	// (the client's IP for the rate limit, the base URL of feed ids and
-	// badge snippets). Empty: the connection decides (proxy.go).
+	// badge snippets). Empty: the connection decides (httpx.Clients).
 	TrustedProxies []string
 
 	// Work is the worker fleet (serve --dispatch workers); nil means no
@@ -155,7 +157,6 @@ type Server struct {
 	workerToken string
 	adminToken  string
 	hubEndpoint string
-	publicURL   string
 	version     string
 	log         *slog.Logger
 	reg         *metrics.Registry
@@ -164,9 +165,8 @@ type Server struct {
 	pages   *pages
 	assets  *assets
 	openapi []byte
-	limiter *rateLimiter // nil when off
-	v6Bits  int          // an IPv6 client's prefix length (clientKey)
-	proxies proxies      // whose X-Forwarded-* headers are believed
+	limiter *httpx.RateLimiter // nil when off
+	clients httpx.Clients      // who the client is (its proxies, its IPv6 prefix) and the site's base URL
 
 	badges       cached.Map[badgeKey, cachedBadge]
 	apiLists     cached.Map[string, cached.Body]
@@ -195,8 +195,8 @@ type Server struct {
 	knownAt   atomic.Int64                      // the data version of its last replacement (known.go)
 	requests  RequestDesk
 	webhooks  WebhookStatus
-	askLimit  *rateLimiter // test requests per client; nil when off
-	formToken formTokens   // the request form's anti-forgery tokens
+	askLimit  *httpx.RateLimiter // test requests per client; nil when off
+	formToken formTokens         // the request form's anti-forgery tokens
 }
 
 // New prepares a server: it parses the templates, hashes the assets and
@@ -212,7 +212,6 @@ func New(cfg Config) (*Server, error) {
 		workerToken: cfg.WorkerToken,
 		adminToken:  cfg.AdminToken,
 		hubEndpoint: strings.TrimRight(cfg.HubEndpoint, "/"),
-		publicURL:   strings.TrimRight(cfg.PublicURL, "/"),
 		version:     cfg.Version,
 		log:         cfg.Logger,
 		reg:         cfg.Metrics,
@@ -220,12 +219,13 @@ func New(cfg Config) (*Server, error) {
 		webhooks:    cfg.Webhooks,
 		formToken:   newFormTokens(time.Now),
 	}
+	s.clients.PublicURL = strings.TrimRight(cfg.PublicURL, "/")
 	s.known.Store(&cfg.KnownIssues)
 	s.store = knownVersion{Store: cfg.Store, at: &s.knownAt}
 	if s.hubEndpoint == "" {
 		s.hubEndpoint = DefaultHubEndpoint
 	}
-	for name, u := range map[string]string{"HubEndpoint": s.hubEndpoint, "PublicURL": s.publicURL} {
+	for name, u := range map[string]string{"HubEndpoint": s.hubEndpoint, "PublicURL": s.clients.PublicURL} {
 		if u == "" {
 			continue
 		}
@@ -238,7 +238,7 @@ func New(cfg Config) (*Server, error) {
 		s.log = slog.Default()
 	}
 	var err error
-	if s.proxies, err = parseProxies(cfg.TrustedProxies); err != nil {
+	if s.clients.Proxies, err = httpx.ParseProxies(cfg.TrustedProxies); err != nil {
 		return nil, err
 	}
 	if s.sweepList, err = sweep.Load(); err != nil {
@@ -279,11 +279,11 @@ func New(cfg Config) (*Server, error) {
 // clientLimits sets who is one client (an IPv6 address by its prefix) and
 // the per-client limits: the API's rate and the test requests' per hour.
 func (s *Server) clientLimits(cfg Config) error {
-	switch s.v6Bits = cfg.IPv6ClientPrefix; {
-	case s.v6Bits == 0:
-		s.v6Bits = config.DefaultIPv6ClientPrefix
-	case s.v6Bits < config.MinIPv6ClientPrefix || s.v6Bits > 128:
-		return fmt.Errorf("web: IPv6 client prefix /%d: want /%d to /128", s.v6Bits, config.MinIPv6ClientPrefix)
+	switch s.clients.V6Bits = cfg.IPv6ClientPrefix; {
+	case s.clients.V6Bits == 0:
+		s.clients.V6Bits = config.DefaultIPv6ClientPrefix
+	case s.clients.V6Bits < config.MinIPv6ClientPrefix || s.clients.V6Bits > 128:
+		return fmt.Errorf("web: IPv6 client prefix /%d: want /%d to /128", s.clients.V6Bits, config.MinIPv6ClientPrefix)
 	}
 	rate, burst := cfg.APIRate, cfg.APIBurst
 	if rate == 0 {
@@ -293,10 +293,10 @@ func (s *Server) clientLimits(cfg Config) error {
 		burst = DefaultAPIBurst
 	}
 	if rate > 0 {
-		s.limiter = newRateLimiter(rate, burst, time.Now)
+		s.limiter = httpx.NewRateLimiter(rate, burst, time.Now)
 	}
 	if perHour := cfg.RequestRate; perHour > 0 {
-		s.askLimit = newRateLimiter(float64(perHour)/3600, perHour, time.Now)
+		s.askLimit = httpx.NewRateLimiter(float64(perHour)/3600, perHour, time.Now)
 	}
 	return nil
 }

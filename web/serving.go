@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -70,23 +69,6 @@ func (s *Server) withMeasured(ctx context.Context, models ...*compat.Model) erro
 		}
 	}
 	return nil
-}
-
-// serveValues are ?serve='s values: the kinds, then none.
-func serveValues() []string {
-	out := make([]string, 0, len(serving.Kinds)+1)
-	for _, k := range serving.Kinds {
-		out = append(out, string(k))
-	}
-	return append(out, store.ServeNone)
-}
-
-// parseServe reads ?serve=.
-func parseServe(v string) (string, error) {
-	if v == "" || slices.Contains(serveValues(), v) {
-		return v, nil
-	}
-	return "", fmt.Errorf("%w: unknown serve %s (want %s)", ErrBadRequest, quoteShort(v), strings.Join(serveValues(), ", "))
 }
 
 // servingView is the model page's serving block.

@@ -12,6 +12,7 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/internal/sweep"
 	"github.com/google-pytorch/torchtpu-scanner/store"
 	"github.com/google-pytorch/torchtpu-scanner/web/internal/cached"
+	"github.com/google-pytorch/torchtpu-scanner/web/internal/httpx"
 )
 
 // sweepBody is GET /api/v1/sweep: the scanner's coverage of Google's own
@@ -47,7 +48,7 @@ func newSweepBody(target compat.Target, src sweep.Source, cov sweep.Coverage) sw
 // apiSweep serves GET /api/v1/sweep: how many models of Google's sweep get a
 // real verdict on the target, per task; the scanner's own errors are its gap.
 func (s *Server) apiSweep(c *fiber.Ctx) error {
-	target, err := parseTarget(c.Query("target"))
+	target, err := httpx.ParseTarget(c.Query("target"))
 	if err != nil {
 		return err
 	}

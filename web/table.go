@@ -16,6 +16,7 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/internal/readiness"
 	"github.com/google-pytorch/torchtpu-scanner/store"
 	"github.com/google-pytorch/torchtpu-scanner/web/internal/cached"
+	"github.com/google-pytorch/torchtpu-scanner/web/internal/httpx"
 )
 
 // legendEntry is one status word and its meaning.
@@ -93,7 +94,7 @@ type tableView struct {
 	Statuses  []compat.Status
 	// TrainStatuses are the train filter's choices (no untested).
 	TrainStatuses []compat.Status
-	// ServeValues are the serve filter's choices (serveValues).
+	// ServeValues are the serve filter's choices (httpx.ServeValues).
 	ServeValues []string
 	Targets     []compat.Target
 	Sorts       []string
@@ -117,7 +118,7 @@ const firstScanRefresh = 20
 
 // table serves GET /: the compatibility table.
 func (s *Server) table(c *fiber.Ctx) error {
-	q, err := parseModelQuery(c)
+	q, err := httpx.ParseModelQuery(c)
 	if err != nil {
 		return err
 	}
@@ -191,9 +192,9 @@ func (s *Server) tableView(ctx context.Context, q store.ModelQuery, form tableFo
 	v := tableView{
 		Form: form, Summary: sum, Headline: newHeadline(byTarget, pred), Coverage: newCoverageBody(taskCoverage(sum.Tasks)), Failures: fails,
 		State: state, Legend: legend(),
-		Statuses: compat.Statuses, Targets: compat.Targets, Sorts: sortNames(), DefaultSort: store.DefaultSort, Target: q.Target,
+		Statuses: compat.Statuses, Targets: compat.Targets, Sorts: httpx.SortNames(), DefaultSort: store.DefaultSort, Target: q.Target,
 		Filtered:      form.Q != "" || form.Status != "" || form.Task != "" || form.Org != "" || form.Hint != "" || form.Train != "" || form.Serve != "",
-		TrainStatuses: trainStatuses(), ServeValues: serveValues(),
+		TrainStatuses: httpx.TrainStatuses(), ServeValues: httpx.ServeValues(),
 		Hints: readiness.Codes, Fit: newFitSummary(sum.Fit),
 	}
 	v.Canonical = "/"
@@ -233,7 +234,7 @@ func (s *Server) tableView(ctx context.Context, q store.ModelQuery, form tableFo
 	if next != "" {
 		nv := cloneValues(base)
 		nv.Set("cursor", next)
-		if q.Limit != defaultLimit {
+		if q.Limit != httpx.DefaultLimit {
 			nv.Set("limit", strconv.Itoa(q.Limit))
 		}
 		v.NextURL = "/?" + nv.Encode()
@@ -348,14 +349,3 @@ var commonTasks = []string{"text-generation", "text-classification", "token-clas
 	"feature-extraction", "sentence-similarity", "text2text-generation", "translation", "summarization",
 	"question-answering", "image-classification", "object-detection", "image-segmentation",
 	"automatic-speech-recognition", "audio-classification", "zero-shot-classification", "image-text-to-text"}
-
-// trainStatuses are the statuses a train verdict can have.
-func trainStatuses() []compat.Status {
-	var out []compat.Status
-	for _, st := range compat.Statuses {
-		if st != compat.StatusUntested {
-			out = append(out, st)
-		}
-	}
-	return out
-}

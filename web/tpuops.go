@@ -17,6 +17,7 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/internal/watch"
 	"github.com/google-pytorch/torchtpu-scanner/store"
+	"github.com/google-pytorch/torchtpu-scanner/web/internal/httpx"
 )
 
 // The TorchTPU prediction (issue 36): a result that did not run on a TPU
@@ -150,7 +151,7 @@ const maxOpsParam = 200
 func (s *Server) missingOps(ctx context.Context, c *fiber.Ctx) ([]store.MissingOp, string, error) {
 	for _, k := range []string{"table", "op"} {
 		if n := utf8.RuneCountInString(c.Query(k)); n > maxOpsParam {
-			return nil, "", fmt.Errorf("%w: %s of %d characters (at most %d)", ErrBadRequest, k, n, maxOpsParam)
+			return nil, "", fmt.Errorf("%w: %s of %d characters (at most %d)", httpx.ErrBadRequest, k, n, maxOpsParam)
 		}
 	}
 	ops, table, err := s.cachedMissingOps(ctx, c.Query("table"))
@@ -182,7 +183,7 @@ func (s *Server) apiOps(c *fiber.Ctx) error {
 	case "csv":
 		return sendOpsCSV(c, table, ops)
 	}
-	return fmt.Errorf("%w: format %q (want json or csv)", ErrBadRequest, c.Query("format"))
+	return fmt.Errorf("%w: format %q (want json or csv)", httpx.ErrBadRequest, c.Query("format"))
 }
 
 // opsCSV serves GET /ops.csv.

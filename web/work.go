@@ -13,6 +13,7 @@ import (
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/dispatch"
 	"github.com/google-pytorch/torchtpu-scanner/internal/fleet"
+	"github.com/google-pytorch/torchtpu-scanner/web/internal/httpx"
 )
 
 // WorkControl is the server's side of the worker fleet (serve --dispatch
@@ -70,11 +71,11 @@ func workHandler[T any](s *Server, fn func(ctx context.Context, req T) (any, err
 	return func(c *fiber.Ctx) error {
 		body := c.Body()
 		if len(body) > fleet.MaxBodyBytes {
-			return fmt.Errorf("%w: body of %d bytes, over %d", ErrBadRequest, len(body), fleet.MaxBodyBytes)
+			return fmt.Errorf("%w: body of %d bytes, over %d", httpx.ErrBadRequest, len(body), fleet.MaxBodyBytes)
 		}
 		var req T
 		if err := json.Unmarshal(body, &req); err != nil {
-			return fmt.Errorf("%w: %v", ErrBadRequest, err)
+			return fmt.Errorf("%w: %v", httpx.ErrBadRequest, err)
 		}
 		out, err := fn(c.UserContext(), req)
 		if err != nil {
@@ -89,11 +90,11 @@ func workHandler[T any](s *Server, fn func(ctx context.Context, req T) (any, err
 func (s *Server) workError(err error) error {
 	switch {
 	case errors.Is(err, dispatch.ErrBadRequest), errors.Is(err, fleet.ErrBadResult):
-		return fmt.Errorf("%w: %v", ErrBadRequest, err)
+		return fmt.Errorf("%w: %v", httpx.ErrBadRequest, err)
 	case errors.Is(err, fleet.ErrLeaseNotCurrent):
-		return fmt.Errorf("%w: %v", ErrConflict, err)
+		return fmt.Errorf("%w: %v", httpx.ErrConflict, err)
 	case errors.Is(err, dispatch.ErrClosed):
-		return fmt.Errorf("%w: %v", ErrUnavailable, err)
+		return fmt.Errorf("%w: %v", httpx.ErrUnavailable, err)
 	}
 	return fmt.Errorf("web: work: %w", err)
 }
@@ -102,12 +103,12 @@ func (s *Server) workError(err error) error {
 func (s *Server) authorizeWorker(c *fiber.Ctx) error {
 	scheme, token, ok := strings.Cut(c.Get(fiber.HeaderAuthorization), " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
-		return fmt.Errorf("%w: send Authorization: Bearer <worker token>", ErrUnauthorized)
+		return fmt.Errorf("%w: send Authorization: Bearer <worker token>", httpx.ErrUnauthorized)
 	}
 	got := sha256.Sum256([]byte(strings.TrimSpace(token)))
 	want := sha256.Sum256([]byte(s.workerToken))
 	if subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
-		return fmt.Errorf("%w: wrong worker token", ErrForbidden)
+		return fmt.Errorf("%w: wrong worker token", httpx.ErrForbidden)
 	}
 	return c.Next()
 }

@@ -1,4 +1,4 @@
-package web
+package httpx
 
 import "github.com/valyala/fasthttp"
 
@@ -16,18 +16,17 @@ var (
 	hdrCORPCross   = kv("Cross-Origin-Resource-Policy", "cross-origin")
 	hdrAllowOrigin = kv("Access-Control-Allow-Origin", "*")
 	hdrExposeETag  = kv("Access-Control-Expose-Headers", "ETag")
-	hdrBadgeCache  = kv("Cache-Control", "max-age=300")
-	// keyETag is "Etag", fasthttp's canonical form, so that Del (which
-	// normalises its key) finds it: an error answer drops the ETag.
-	keyETag   = []byte("Etag")
-	ctypeSVG  = []byte("image/svg+xml; charset=utf-8")
-	ctypeJSON = []byte("application/json; charset=utf-8")
+	// BadgeCache is a badge's Cache-Control.
+	BadgeCache = kv("Cache-Control", "max-age=300")
+	// CtypeSVG and CtypeJSON are a badge's content types.
+	CtypeSVG  = []byte("image/svg+xml; charset=utf-8")
+	CtypeJSON = []byte("application/json; charset=utf-8")
 )
 
-// header is a canonical key and its value.
-type header struct{ k, v []byte }
+// Header is a canonical key and its value.
+type Header struct{ k, v []byte }
 
-func kv(k, v string) header { return header{[]byte(k), []byte(v)} }
+func kv(k, v string) Header { return Header{[]byte(k), []byte(v)} }
 
-// set puts hdr on the response.
-func (hdr header) set(h *fasthttp.ResponseHeader) { h.SetCanonical(hdr.k, hdr.v) }
+// Set puts hdr on the response.
+func (hdr Header) Set(h *fasthttp.ResponseHeader) { h.SetCanonical(hdr.k, hdr.v) }

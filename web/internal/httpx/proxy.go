@@ -1,4 +1,4 @@
-package web
+package httpx
 
 import (
 	"fmt"
@@ -8,17 +8,17 @@ import (
 	"github.com/gofiber/fiber/v2"
 )
 
-// proxies are the addresses whose X-Forwarded-* headers the server
+// Proxies are the addresses whose X-Forwarded-* headers the server
 // believes (Config.TrustedProxies). From anyone else the connection decides
 // the client's address, and the Host header, checked, the site's origin.
 // This file owns those decisions: the client's IP and its key (the same
 // for every address of one IPv6 /64: every per-client limit's key), and
-// the base URL of feed ids and badge snippets (Server.base).
-type proxies []netip.Prefix
+// the base URL of feed ids and badge snippets (Clients.Base).
+type Proxies []netip.Prefix
 
-// parseProxies reads IPs and CIDRs ("10.0.0.0/8", "127.0.0.1", "::1").
-func parseProxies(list []string) (proxies, error) {
-	var out proxies
+// ParseProxies reads IPs and CIDRs ("10.0.0.0/8", "127.0.0.1", "::1").
+func ParseProxies(list []string) (Proxies, error) {
+	var out Proxies
 	for _, s := range list {
 		s = strings.TrimSpace(s)
 		if p, err := netip.ParsePrefix(s); err == nil {
@@ -34,8 +34,8 @@ func parseProxies(list []string) (proxies, error) {
 	return out, nil
 }
 
-// trusts reports whether a is one of the trusted proxies.
-func (p proxies) trusts(a netip.Addr) bool {
+// trusts reports whether a is one of the trusted Proxies.
+func (p Proxies) trusts(a netip.Addr) bool {
 	a = a.Unmap()
 	for _, pre := range p {
 		if pre.Contains(a) {
@@ -50,7 +50,7 @@ func (p proxies) trusts(a netip.Addr) bool {
 // appends the address it saw) and the first address that is not a trusted
 // proxy is the client. What the client itself wrote further left is never
 // believed. A malformed entry stops the walk at the last address known.
-func (p proxies) clientIP(remote netip.Addr, xff []string) netip.Addr {
+func (p Proxies) clientIP(remote netip.Addr, xff []string) netip.Addr {
 	remote = remote.Unmap()
 	if !p.trusts(remote) {
 		return remote
@@ -84,28 +84,37 @@ func parseHop(s string) (netip.Addr, bool) {
 	return netip.Addr{}, false
 }
 
-// clientIP is the request's client address (see proxies.clientIP), for logs.
-func (s *Server) clientIP(c *fiber.Ctx) string { return s.clientAddr(c).String() }
+// Clients says who a request's client is and what the site's base URL is
+// for it: the server's Config.TrustedProxies, IPv6ClientPrefix and
+// PublicURL.
+type Clients struct {
+	Proxies   Proxies
+	V6Bits    int    // an IPv6 client's prefix length (ClientKey)
+	PublicURL string // "": derived from each request (Base)
+}
 
-// clientAddr is the request's client address (see proxies.clientIP).
-func (s *Server) clientAddr(c *fiber.Ctx) netip.Addr {
+// IP is the request's client address (see Proxies.clientIP), for logs.
+func (k *Clients) IP(c *fiber.Ctx) string { return k.Addr(c).String() }
+
+// Addr is the request's client address (see Proxies.clientIP).
+func (k *Clients) Addr(c *fiber.Ctx) netip.Addr {
 	remote, _ := netip.AddrFromSlice(c.Context().RemoteIP())
-	if len(s.proxies) == 0 {
+	if len(k.Proxies) == 0 {
 		return remote.Unmap()
 	}
 	var xff []string
 	for _, v := range c.Request().Header.PeekAll(fiber.HeaderXForwardedFor) {
 		xff = append(xff, string(v))
 	}
-	return s.proxies.clientIP(remote, xff)
+	return k.Proxies.clientIP(remote, xff)
 }
 
-// clientKey is the client key of an address, the one key of every
+// ClientKey is the client key of an address, the one key of every
 // per-client limit (the API's rate, test requests): an IPv4 address (an
 // IPv4-mapped IPv6 one too) is a client of its own; an IPv6 address counts
 // by its first v6Bits bits ("2001:db8:1:2::/64"), since whoever holds one
 // address of a /64 can take any other. v6Bits is 1 to 128.
-func clientKey(a netip.Addr, v6Bits int) string {
+func ClientKey(a netip.Addr, v6Bits int) string {
 	a = a.Unmap().WithZone("")
 	if !a.Is6() {
 		return a.String()
@@ -117,19 +126,19 @@ func clientKey(a netip.Addr, v6Bits int) string {
 	return p.String()
 }
 
-// clientKey is the request's client key (see clientKey).
-func (s *Server) clientKey(c *fiber.Ctx) string { return clientKey(s.clientAddr(c), s.v6Bits) }
+// Key is the request's client key (see ClientKey).
+func (k *Clients) Key(c *fiber.Ctx) string { return ClientKey(k.Addr(c), k.V6Bits) }
 
-// base is the site's public base URL: Config.PublicURL, else derived from
+// Base is the site's public base URL: Config.PublicURL, else derived from
 // the request: the scheme and host the connection had, or, from a trusted
 // proxy (fiber's EnableTrustedProxyCheck with TrustedProxies), what it
 // forwarded. The scheme is only ever http or https, the host only a host
 // name or address with an optional port; anything else falls back to the
 // connection's. A response that uses it depends on those headers and says
 // so (Vary), so that no cache serves one host's URLs to another.
-func (s *Server) base(c *fiber.Ctx) string {
-	if s.publicURL != "" {
-		return s.publicURL
+func (k *Clients) Base(c *fiber.Ctx) string {
+	if k.PublicURL != "" {
+		return k.PublicURL
 	}
 	c.Vary(fiber.HeaderHost, fiber.HeaderXForwardedHost, fiber.HeaderXForwardedProto)
 	scheme := "http"
@@ -140,18 +149,18 @@ func (s *Server) base(c *fiber.Ctx) string {
 		scheme = p // the connection's, or a trusted proxy's
 	}
 	host := c.Hostname() // the Host header, or a trusted proxy's X-Forwarded-Host
-	if !validHost(host) {
+	if !ValidHost(host) {
 		host = string(c.Request().URI().Host())
 	}
-	if !validHost(host) {
+	if !ValidHost(host) {
 		host = "localhost"
 	}
 	return scheme + "://" + host
 }
 
-// validHost reports whether h is a host for a URL: a DNS name or IPv4
+// ValidHost reports whether h is a host for a URL: a DNS name or IPv4
 // address, or a bracketed IPv6 address, with an optional port.
-func validHost(h string) bool {
+func ValidHost(h string) bool {
 	if h == "" || len(h) > 262 {
 		return false
 	}

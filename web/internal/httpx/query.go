@@ -1,9 +1,10 @@
-package web
+package httpx
 
 import (
 	"fmt"
 	"net/url"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -12,16 +13,17 @@ import (
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/internal/readiness"
+	"github.com/google-pytorch/torchtpu-scanner/internal/serving"
 	"github.com/google-pytorch/torchtpu-scanner/store"
 )
 
 // Limits on request input.
 const (
-	maxQueryLen  = 200  // ?q=
-	maxOrgLen    = 96   // ?org=, a Hub namespace
-	maxCursorLen = 1024 // ?cursor=
-	maxLimit     = 1000 // ?limit= is capped to this
-	defaultLimit = 50
+	MaxQueryLen  = 200  // ?q=
+	MaxOrgLen    = 96   // ?org=, a Hub namespace
+	MaxCursorLen = 1024 // ?cursor=
+	MaxLimit     = 1000 // ?limit= is capped to this
+	DefaultLimit = 50
 )
 
 var (
@@ -29,9 +31,9 @@ var (
 	tokenRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,100}$`)
 )
 
-// idParam is the model id of a wildcard route (/models/*), percent-decoded
+// IDParam is the model id of a wildcard route (/models/*), percent-decoded
 // and validated. A malformed id is not found (it cannot name a model).
-func idParam(c *fiber.Ctx, suffix string) (string, error) {
+func IDParam(c *fiber.Ctx, suffix string) (string, error) {
 	raw := c.Params("*")
 	id, err := url.PathUnescape(raw)
 	if err != nil {
@@ -45,56 +47,56 @@ func idParam(c *fiber.Ctx, suffix string) (string, error) {
 		}
 	}
 	if compat.ValidateModelID(id) != nil {
-		return "", fmt.Errorf("%w: no model %s", ErrNotFound, quoteShort(id))
+		return "", fmt.Errorf("%w: no model %s", ErrNotFound, QuoteShort(id))
 	}
 	return id, nil
 }
 
-// quoteShort quotes s for an error message, cut to a readable length.
-func quoteShort(s string) string {
+// QuoteShort quotes s for an error message, cut to a readable length.
+func QuoteShort(s string) string {
 	if r := []rune(s); len(r) > 80 {
 		s = string(r[:80]) + "…"
 	}
 	return strconv.Quote(s)
 }
 
-// parseTarget reads ?target= by the filter rule compat.ParseTargetFilter
+// ParseTarget reads ?target= by the filter rule compat.ParseTargetFilter
 // owns: auto and none both mean "the newest result on any target" ("").
-func parseTarget(v string) (compat.Target, error) {
+func ParseTarget(v string) (compat.Target, error) {
 	t, err := compat.ParseTargetFilter(v)
 	if err != nil {
-		return "", fmt.Errorf("%w: unknown target %s (want tpu, cpu, cuda or auto)", ErrBadRequest, quoteShort(v))
+		return "", fmt.Errorf("%w: unknown target %s (want tpu, cpu, cuda or auto)", ErrBadRequest, QuoteShort(v))
 	}
 	return t, nil
 }
 
-// parseLimit reads ?limit=: an integer from 1 to maxLimit (the OpenAPI
+// ParseLimit reads ?limit=: an integer from 1 to MaxLimit (the OpenAPI
 // document's minimum and maximum).
-func parseLimit(v string, def int) (int, error) {
+func ParseLimit(v string, def int) (int, error) {
 	if v == "" {
 		return def, nil
 	}
 	n, err := strconv.Atoi(v)
-	if err != nil || n < 1 || n > maxLimit {
-		return 0, fmt.Errorf("%w: limit must be an integer from 1 to %d, got %s", ErrBadRequest, maxLimit, quoteShort(v))
+	if err != nil || n < 1 || n > MaxLimit {
+		return 0, fmt.Errorf("%w: limit must be an integer from 1 to %d, got %s", ErrBadRequest, MaxLimit, QuoteShort(v))
 	}
 	return n, nil
 }
 
 // queryParams are the query parameters the API and the feeds document
-// (exactParams).
+// (ExactParams).
 var queryParams = map[string]bool{
 	"q": true, "status": true, "train": true, "task": true, "org": true, "target": true, "sort": true, "hint": true,
 	"order": true, "limit": true, "cursor": true, "base": true, "head": true, "model": true, "kind": true,
 	"serve": true, "table": true, "op": true, "format": true,
 }
 
-// exactParams is the API's and the feeds' rule for the value of a
+// ExactParams is the API's and the feeds' rule for the value of a
 // documented parameter: given, it is exact. Empty (?target=) or padded
 // with spaces (?org=%20x) it is refused, 400, as the OpenAPI document's
 // enums and patterns refuse it. The table and the CSV export take an empty
 // one as "any" and trim spaces, as the filter form sends them.
-func exactParams(c *fiber.Ctx) error {
+func ExactParams(c *fiber.Ctx) error {
 	if m := c.Method(); m != fiber.MethodGet && m != fiber.MethodHead {
 		return c.Next() // a method the route does not take is 405 first
 	}
@@ -116,9 +118,9 @@ func exactParams(c *fiber.Ctx) error {
 	return c.Next()
 }
 
-// queryValues returns every value of a repeatable parameter, also split at
+// QueryValues returns every value of a repeatable parameter, also split at
 // commas (?status=fail,oom&status=crash).
-func queryValues(c *fiber.Ctx, key string) []string {
+func QueryValues(c *fiber.Ctx, key string) []string {
 	var out []string
 	for _, v := range c.Context().QueryArgs().PeekMulti(key) {
 		for _, p := range strings.Split(string(v), ",") {
@@ -130,51 +132,51 @@ func queryValues(c *fiber.Ctx, key string) []string {
 	return out
 }
 
-// parseModelQuery reads the table/API/CSV query string into a ModelQuery.
+// ParseModelQuery reads the table/API/CSV query string into a ModelQuery.
 // Unknown values of known parameters are errors (400); unknown parameters
 // are ignored.
-func parseModelQuery(c *fiber.Ctx) (store.ModelQuery, error) {
+func ParseModelQuery(c *fiber.Ctx) (store.ModelQuery, error) {
 	var q store.ModelQuery
 	q.Q = strings.TrimSpace(c.Query("q"))
-	if utf8.RuneCountInString(c.Query("q")) > maxQueryLen {
-		return q, fmt.Errorf("%w: q is longer than %d characters", ErrBadRequest, maxQueryLen)
+	if utf8.RuneCountInString(c.Query("q")) > MaxQueryLen {
+		return q, fmt.Errorf("%w: q is longer than %d characters", ErrBadRequest, MaxQueryLen)
 	}
-	for _, v := range queryValues(c, "status") {
+	for _, v := range QueryValues(c, "status") {
 		st := compat.Status(v)
 		if !st.Valid() {
-			return q, fmt.Errorf("%w: unknown status %s (want %s)", ErrBadRequest, quoteShort(v), statusList())
+			return q, fmt.Errorf("%w: unknown status %s (want %s)", ErrBadRequest, QuoteShort(v), StatusList())
 		}
 		q.Status = append(q.Status, st)
 	}
-	for _, v := range queryValues(c, "train") {
+	for _, v := range QueryValues(c, "train") {
 		st := compat.Status(v)
 		if !st.Valid() || st == compat.StatusUntested {
-			return q, fmt.Errorf("%w: unknown train status %s (want %s)", ErrBadRequest, quoteShort(v), trainStatusList())
+			return q, fmt.Errorf("%w: unknown train status %s (want %s)", ErrBadRequest, QuoteShort(v), TrainStatusList())
 		}
 		q.Train = append(q.Train, st)
 	}
 	if q.Task = strings.TrimSpace(c.Query("task")); q.Task != "" && !tokenRE.MatchString(q.Task) {
-		return q, fmt.Errorf("%w: invalid task %s", ErrBadRequest, quoteShort(q.Task))
+		return q, fmt.Errorf("%w: invalid task %s", ErrBadRequest, QuoteShort(q.Task))
 	}
-	if utf8.RuneCountInString(c.Query("org")) > maxOrgLen { // spaces included, as the document counts
-		return q, fmt.Errorf("%w: org is longer than %d characters", ErrBadRequest, maxOrgLen)
+	if utf8.RuneCountInString(c.Query("org")) > MaxOrgLen { // spaces included, as the document counts
+		return q, fmt.Errorf("%w: org is longer than %d characters", ErrBadRequest, MaxOrgLen)
 	}
 	if q.Org = strings.TrimSpace(c.Query("org")); q.Org != "" && compat.ValidateModelNamespace(q.Org) != nil {
-		return q, fmt.Errorf("%w: invalid org %s", ErrBadRequest, quoteShort(q.Org))
+		return q, fmt.Errorf("%w: invalid org %s", ErrBadRequest, QuoteShort(q.Org))
 	}
 	if q.Hint = strings.TrimSpace(c.Query("hint")); q.Hint != "" && !readiness.ValidCode(q.Hint) {
-		return q, fmt.Errorf("%w: unknown hint %s (want %s)", ErrBadRequest, quoteShort(q.Hint), strings.Join(readiness.Codes, ", "))
+		return q, fmt.Errorf("%w: unknown hint %s (want %s)", ErrBadRequest, QuoteShort(q.Hint), strings.Join(readiness.Codes, ", "))
 	}
 	var err error
-	if q.Serve, err = parseServe(strings.TrimSpace(c.Query("serve"))); err != nil {
+	if q.Serve, err = ParseServe(strings.TrimSpace(c.Query("serve"))); err != nil {
 		return q, err
 	}
-	if q.Target, err = parseTarget(c.Query("target")); err != nil {
+	if q.Target, err = ParseTarget(c.Query("target")); err != nil {
 		return q, err
 	}
 	if q.Sort = c.Query("sort"); q.Sort != "" {
 		if _, ok := store.LookupSort(q.Sort); !ok {
-			return q, fmt.Errorf("%w: unknown sort %s (want %s)", ErrBadRequest, quoteShort(q.Sort), strings.Join(sortNames(), ", "))
+			return q, fmt.Errorf("%w: unknown sort %s (want %s)", ErrBadRequest, QuoteShort(q.Sort), strings.Join(SortNames(), ", "))
 		}
 	}
 	switch o := c.Query("order"); o {
@@ -183,18 +185,19 @@ func parseModelQuery(c *fiber.Ctx) (store.ModelQuery, error) {
 		desc := o == "desc"
 		q.Desc = &desc
 	default:
-		return q, fmt.Errorf("%w: unknown order %s (want asc or desc)", ErrBadRequest, quoteShort(o))
+		return q, fmt.Errorf("%w: unknown order %s (want asc or desc)", ErrBadRequest, QuoteShort(o))
 	}
-	if q.Limit, err = parseLimit(c.Query("limit"), defaultLimit); err != nil {
+	if q.Limit, err = ParseLimit(c.Query("limit"), DefaultLimit); err != nil {
 		return q, err
 	}
-	if q.Cursor = c.Query("cursor"); len(q.Cursor) > maxCursorLen {
+	if q.Cursor = c.Query("cursor"); len(q.Cursor) > MaxCursorLen {
 		return q, fmt.Errorf("%w: %w", ErrBadRequest, store.ErrBadCursor)
 	}
 	return q, nil
 }
 
-func statusList() string {
+// StatusList is the statuses, for messages.
+func StatusList() string {
 	s := make([]string, len(compat.Statuses))
 	for i, st := range compat.Statuses {
 		s[i] = string(st)
@@ -202,9 +205,9 @@ func statusList() string {
 	return strings.Join(s, ", ")
 }
 
-// sortNames are the ?sort= values, in the store's order (store/sort.go
+// SortNames are the ?sort= values, in the store's order (store/sort.go
 // decides them and their default directions).
-func sortNames() []string {
+func SortNames() []string {
 	var names []string
 	for _, st := range store.Sorts() {
 		names = append(names, st.Name)
@@ -212,12 +215,40 @@ func sortNames() []string {
 	return names
 }
 
-// trainStatusList is the statuses a train verdict can have, for messages:
+// TrainStatusList is the statuses a train verdict can have, for messages:
 // every status but untested (a result without a train verdict has none).
-func trainStatusList() string {
+func TrainStatusList() string {
 	var out []string
-	for _, st := range trainStatuses() {
+	for _, st := range TrainStatuses() {
 		out = append(out, string(st))
 	}
 	return strings.Join(out, ", ")
+}
+
+// ServeValues are ?serve='s values: the kinds, then none.
+func ServeValues() []string {
+	out := make([]string, 0, len(serving.Kinds)+1)
+	for _, k := range serving.Kinds {
+		out = append(out, string(k))
+	}
+	return append(out, store.ServeNone)
+}
+
+// ParseServe reads ?serve=.
+func ParseServe(v string) (string, error) {
+	if v == "" || slices.Contains(ServeValues(), v) {
+		return v, nil
+	}
+	return "", fmt.Errorf("%w: unknown serve %s (want %s)", ErrBadRequest, QuoteShort(v), strings.Join(ServeValues(), ", "))
+}
+
+// TrainStatuses are the statuses a train verdict can have.
+func TrainStatuses() []compat.Status {
+	var out []compat.Status
+	for _, st := range compat.Statuses {
+		if st != compat.StatusUntested {
+			out = append(out, st)
+		}
+	}
+	return out
 }
