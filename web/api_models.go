@@ -161,7 +161,7 @@ func (s *Server) apiModel(c *fiber.Ctx) error {
 // result's signature is tracked, and its serving cell under reg (the
 // pinned vllm-torchtpu's registry, nil when never read).
 func (s *Server) fillModel(m *compat.Model, reg *serving.Registry) {
-	m.URL = s.hubModelURL(m.ID)
+	m.URL = s.hub.Model(m.ID)
 	m.Serving = servingCell(reg, *m)
 	s.knowResult(m.Result)
 }

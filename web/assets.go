@@ -12,6 +12,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/google-pytorch/torchtpu-scanner/web/internal/httpx"
+	"github.com/google-pytorch/torchtpu-scanner/web/internal/show"
 )
 
 //go:embed static
@@ -49,7 +50,7 @@ func loadAssets() (*assets, error) {
 			return nil, fmt.Errorf("web: assets: %w", err)
 		}
 		if name == "style.css" {
-			body = append([]byte(statusCSS()+"\n"), body...)
+			body = append([]byte(show.StatusCSS()+"\n"), body...)
 		}
 		sum := sha256.Sum256(body)
 		ext := path.Ext(name)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/store"
+	"github.com/google-pytorch/torchtpu-scanner/web/internal/show"
 )
 
 func TestBadgeRoutes(t *testing.T) {
@@ -39,23 +40,23 @@ func TestBadgeRoutes(t *testing.T) {
 		}
 		return r
 	}
-	svg("/badge/Qwen/Qwen3-0.6B.svg", `aria-label="TorchTPU: passing · 312 tok/s (measured on 1 × TPU v6e with torch 2.9.0, torch_tpu 0.2.0, transformers 4.57.1, harness 1 on 2026-11-30)"`, badgeFill[tonePass])
-	svg("/badge/Qwen/Old.svg", "passing · 312 tok/s", badgeFill[tonePass])
-	svg("/badge/Qwen/Qwen3-0.6B.svg?target=cpu", "PyTorch CPU: untested", badgeFill[toneNeutral])
-	svg("/badge/gpt2.svg?target=cpu", "failing · forward", badgeFill[toneFail])
+	svg("/badge/Qwen/Qwen3-0.6B.svg", `aria-label="TorchTPU: passing · 312 tok/s (measured on 1 × TPU v6e with torch 2.9.0, torch_tpu 0.2.0, transformers 4.57.1, harness 1 on 2026-11-30)"`, show.BadgeFill[show.TonePass])
+	svg("/badge/Qwen/Old.svg", "passing · 312 tok/s", show.BadgeFill[show.TonePass])
+	svg("/badge/Qwen/Qwen3-0.6B.svg?target=cpu", "PyTorch CPU: untested", show.BadgeFill[show.ToneNeutral])
+	svg("/badge/gpt2.svg?target=cpu", "failing · forward", show.BadgeFill[show.ToneFail])
 	// Measured on the CPU reference only: the TorchTPU badge says so, grey
 	// (issue 37), and so does its endpoint JSON.
-	svg("/badge/gpt2.svg", `aria-label="TorchTPU: cpu fail · forward (measured on cpu with torch 2.9.0, torch_tpu 0.2.0 on 2026-11-30)"`, badgeFill[toneNeutral])
-	svg("/badge/gpt2.svg?target=tpu", "TorchTPU: cpu fail · forward", badgeFill[toneNeutral])
+	svg("/badge/gpt2.svg", `aria-label="TorchTPU: cpu fail · forward (measured on cpu with torch 2.9.0, torch_tpu 0.2.0 on 2026-11-30)"`, show.BadgeFill[show.ToneNeutral])
+	svg("/badge/gpt2.svg?target=tpu", "TorchTPU: cpu fail · forward", show.BadgeFill[show.ToneNeutral])
 	if e := decode[endpointBadge](t, ts.get(t, "/badge/gpt2.json")); e.Label != "TorchTPU" || e.Message != "cpu fail · forward" || e.Color != "656d76" {
 		t.Errorf("cpu-only endpoint: %+v", e)
 	}
-	svg("/badge/nobody/nothing.svg", "TorchTPU: unknown", badgeFill[toneNeutral])
-	svg("/badge/Qwen/Qwen3-0.6B.svg?target=gpu", "unknown", badgeFill[toneNeutral])
-	svg("/badge/Qwen/Qwen3-0.6B.svg?style=for-the-badge", `height="28"`, badgeFill[tonePass])
-	svg("/badge/Qwen/Qwen3-0.6B.svg?style=flat-square", `crispEdges`, badgeFill[tonePass])
-	svg("/badge/Qwen/Qwen3-0.6B.svg?style=bogus", `rx="3"`, badgeFill[tonePass])
-	svg("/badge/Qwen/Qwen3-0.6B.svg?label=tpu%20ready", `aria-label="tpu ready: passing`, badgeFill[tonePass])
+	svg("/badge/nobody/nothing.svg", "TorchTPU: unknown", show.BadgeFill[show.ToneNeutral])
+	svg("/badge/Qwen/Qwen3-0.6B.svg?target=gpu", "unknown", show.BadgeFill[show.ToneNeutral])
+	svg("/badge/Qwen/Qwen3-0.6B.svg?style=for-the-badge", `height="28"`, show.BadgeFill[show.TonePass])
+	svg("/badge/Qwen/Qwen3-0.6B.svg?style=flat-square", `crispEdges`, show.BadgeFill[show.TonePass])
+	svg("/badge/Qwen/Qwen3-0.6B.svg?style=bogus", `rx="3"`, show.BadgeFill[show.TonePass])
+	svg("/badge/Qwen/Qwen3-0.6B.svg?label=tpu%20ready", `aria-label="tpu ready: passing`, show.BadgeFill[show.TonePass])
 
 	r := ts.get(t, "/badge/Qwen/Qwen3-0.6B.json")
 	e := decode[endpointBadge](t, r)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
+	"github.com/google-pytorch/torchtpu-scanner/web/internal/show"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files in testdata/")
@@ -116,22 +117,22 @@ func TestBadgeFor(t *testing.T) {
 		label  string
 		want   badge
 	}{
-		{"pass", model(pass), compat.TargetTPU, "", badge{Label: "TorchTPU", Message: "passing · 312 tok/s", Tone: tonePass}},
-		{"pass arch", model(passArch), compat.TargetTPU, "", badge{Label: "TorchTPU", Message: "passing · arch", Tone: tonePass}},
-		{"pass no speed", model(cpuResult(compat.StatusPass)), compat.TargetCPU, "", badge{Label: "PyTorch CPU", Message: "passing", Tone: tonePass}},
-		{"cpu pass on a TorchTPU badge", model(cpuResult(compat.StatusPass)), compat.TargetTPU, "", badge{Label: "TorchTPU", Message: "cpu pass", Tone: toneNeutral}},
-		{"cpu fail on a TorchTPU badge", model(cpuFail), compat.TargetTPU, "", badge{Label: "TorchTPU", Message: "cpu fail · load", Tone: toneNeutral}},
-		{"fail", model(fail), compat.TargetTPU, "tpu", badge{Label: "tpu", Message: "failing · forward", Tone: toneFail}},
-		{"oom", model(oom), compat.TargetTPU, "", badge{Label: "TorchTPU", Message: "out of memory · load", Tone: toneWarn}},
-		{"timeout", model(result(compat.StatusTimeout)), compat.TargetTPU, "", badge{Label: "TorchTPU", Message: "timeout", Tone: toneWarn}},
-		{"crash", model(result(compat.StatusCrash)), compat.TargetTPU, "", badge{Label: "TorchTPU", Message: "crash", Tone: toneWarn}},
-		{"skipped", model(skipped), compat.TargetTPU, "", badge{Label: "TorchTPU", Message: "skipped · remote code", Tone: toneNeutral}},
-		{"error", model(result(compat.StatusError)), compat.TargetTPU, "", badge{Label: "TorchTPU", Message: "scan error", Tone: toneNeutral}},
-		{"untested", model(nil), compat.TargetCUDA, "", badge{Label: "PyTorch CUDA", Message: "untested", Tone: toneNeutral}},
-		{"unknown", nil, compat.TargetTPU, "", badge{Label: "TorchTPU", Message: "unknown", Tone: toneNeutral}},
-		{"label cleaned", nil, compat.TargetTPU, " a\n\tb\x00 ", badge{Label: "a b", Message: "unknown", Tone: toneNeutral}},
-		{"label only spaces", nil, compat.TargetTPU, " \u200b ", badge{Label: "TorchTPU", Message: "unknown", Tone: toneNeutral}},
-		{"hostile stage kept as text", model(hostile), compat.TargetTPU, "", badge{Label: "TorchTPU", Message: "failing · <script>alert(1)</script>", Tone: toneFail}},
+		{"pass", model(pass), compat.TargetTPU, "", badge{Label: "TorchTPU", Message: "passing · 312 tok/s", Tone: show.TonePass}},
+		{"pass arch", model(passArch), compat.TargetTPU, "", badge{Label: "TorchTPU", Message: "passing · arch", Tone: show.TonePass}},
+		{"pass no speed", model(cpuResult(compat.StatusPass)), compat.TargetCPU, "", badge{Label: "PyTorch CPU", Message: "passing", Tone: show.TonePass}},
+		{"cpu pass on a TorchTPU badge", model(cpuResult(compat.StatusPass)), compat.TargetTPU, "", badge{Label: "TorchTPU", Message: "cpu pass", Tone: show.ToneNeutral}},
+		{"cpu fail on a TorchTPU badge", model(cpuFail), compat.TargetTPU, "", badge{Label: "TorchTPU", Message: "cpu fail · load", Tone: show.ToneNeutral}},
+		{"fail", model(fail), compat.TargetTPU, "tpu", badge{Label: "tpu", Message: "failing · forward", Tone: show.ToneFail}},
+		{"oom", model(oom), compat.TargetTPU, "", badge{Label: "TorchTPU", Message: "out of memory · load", Tone: show.ToneWarn}},
+		{"timeout", model(result(compat.StatusTimeout)), compat.TargetTPU, "", badge{Label: "TorchTPU", Message: "timeout", Tone: show.ToneWarn}},
+		{"crash", model(result(compat.StatusCrash)), compat.TargetTPU, "", badge{Label: "TorchTPU", Message: "crash", Tone: show.ToneWarn}},
+		{"skipped", model(skipped), compat.TargetTPU, "", badge{Label: "TorchTPU", Message: "skipped · remote code", Tone: show.ToneNeutral}},
+		{"error", model(result(compat.StatusError)), compat.TargetTPU, "", badge{Label: "TorchTPU", Message: "scan error", Tone: show.ToneNeutral}},
+		{"untested", model(nil), compat.TargetCUDA, "", badge{Label: "PyTorch CUDA", Message: "untested", Tone: show.ToneNeutral}},
+		{"unknown", nil, compat.TargetTPU, "", badge{Label: "TorchTPU", Message: "unknown", Tone: show.ToneNeutral}},
+		{"label cleaned", nil, compat.TargetTPU, " a\n\tb\x00 ", badge{Label: "a b", Message: "unknown", Tone: show.ToneNeutral}},
+		{"label only spaces", nil, compat.TargetTPU, " \u200b ", badge{Label: "TorchTPU", Message: "unknown", Tone: show.ToneNeutral}},
+		{"hostile stage kept as text", model(hostile), compat.TargetTPU, "", badge{Label: "TorchTPU", Message: "failing · <script>alert(1)</script>", Tone: show.ToneFail}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -291,7 +292,7 @@ func checkSVG(t *testing.T, svg []byte, b badge) {
 }
 
 func TestRenderBadgeJSON(t *testing.T) {
-	got := renderBadgeJSON(badge{Label: `<x>"`, Message: "passing", Tone: tonePass})
+	got := renderBadgeJSON(badge{Label: `<x>"`, Message: "passing", Tone: show.TonePass})
 	golden(t, "badge_endpoint.json", got)
 	var e map[string]any
 	if err := json.Unmarshal(got, &e); err != nil {
@@ -307,7 +308,7 @@ func TestRenderBadgeJSON(t *testing.T) {
 
 func TestBadgeWidthGrowsWithText(t *testing.T) {
 	width := func(msg string) float64 {
-		svg := string(renderSVG(badge{Label: "TorchTPU", Message: msg, Tone: tonePass}, styleFlat))
+		svg := string(renderSVG(badge{Label: "TorchTPU", Message: msg, Tone: show.TonePass}, styleFlat))
 		_, rest, _ := strings.Cut(svg, `width="`)
 		w, _, _ := strings.Cut(rest, `"`)
 		f, err := strconv.ParseFloat(w, 64)

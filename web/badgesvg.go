@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
+	"github.com/google-pytorch/torchtpu-scanner/web/internal/show"
 )
 
 // badgeStyle is the look of an SVG badge, as shields.io names them.
@@ -35,7 +36,7 @@ func parseBadgeStyle(s string) badgeStyle {
 type badge struct {
 	Label   string
 	Message string
-	Tone    tone
+	Tone    show.Tone
 	// Evidence is what the verdict rests on, in words
 	// (compat.Evidence.Sentence); "" for a badge without a result. The SVG's
 	// title and aria-label say it; shields' endpoint JSON has no field for it.
@@ -52,7 +53,7 @@ func (b badge) title() string {
 }
 
 // Color is the message background, #rrggbb.
-func (b badge) Color() string { return badgeFill[b.Tone] }
+func (b badge) Color() string { return show.BadgeFill[b.Tone] }
 
 // maxLabelRunes bounds ?label= so a badge stays a badge.
 const maxLabelRunes = 48
@@ -70,7 +71,7 @@ func defaultLabel(t compat.Target) string {
 
 // unknownBadge is shown for ids the scanner does not know (and bad input).
 func unknownBadge(label string) badge {
-	return badge{Label: label, Message: "unknown", Tone: toneNeutral}
+	return badge{Label: label, Message: "unknown", Tone: show.ToneNeutral}
 }
 
 // badgeFor says what model m's current result on its target means, under
@@ -86,11 +87,11 @@ func badgeFor(m *compat.Model, target compat.Target, label string) badge {
 	}
 	r := m.Result
 	if r == nil {
-		return badge{Label: label, Message: wordOf(compat.StatusUntested).badge, Tone: toneOf(compat.StatusUntested)}
+		return badge{Label: label, Message: show.WordOf(compat.StatusUntested).Badge, Tone: show.ToneOf(compat.StatusUntested)}
 	}
-	b := badge{Label: label, Tone: toneOf(r.Status), Evidence: badgeEvidence(r)}
+	b := badge{Label: label, Tone: show.ToneOf(r.Status), Evidence: badgeEvidence(r)}
 	if r.Target != target {
-		return elsewhereBadge(b, r.Target, r.Status, deref(r.Stage))
+		return elsewhereBadge(b, r.Target, r.Status, show.Deref(r.Stage))
 	}
 	stage := func(word string) string {
 		if r.Stage != nil && *r.Stage != "" {
@@ -98,7 +99,7 @@ func badgeFor(m *compat.Model, target compat.Target, label string) badge {
 		}
 		return word
 	}
-	b.Message = wordOf(r.Status).badge
+	b.Message = show.WordOf(r.Status).Badge
 	switch {
 	case r.Status == compat.StatusPass:
 		if r.Mode != nil && *r.Mode == compat.ModeArch {
@@ -139,7 +140,7 @@ func elsewhereBadge(b badge, on compat.Target, st compat.Status, stage string) b
 		b.Message += " · " + stage
 	}
 	b.Message = cleanText(b.Message, 64)
-	b.Tone = toneNeutral
+	b.Tone = show.ToneNeutral
 	return b
 }
 
@@ -160,14 +161,14 @@ func trainBadgeFor(m *compat.Model, target compat.Target, label string) badge {
 		v = m.Result.Train()
 	}
 	if v == nil {
-		return badge{Label: label, Message: wordOf(compat.StatusUntested).badge, Tone: toneOf(compat.StatusUntested)}
+		return badge{Label: label, Message: show.WordOf(compat.StatusUntested).Badge, Tone: show.ToneOf(compat.StatusUntested)}
 	}
-	b := badge{Label: label, Message: wordOf(v.Status).badge, Tone: toneOf(v.Status)}
+	b := badge{Label: label, Message: show.WordOf(v.Status).Badge, Tone: show.ToneOf(v.Status)}
 	if v.Status.IsVerdict() { // measured by the run that made the result
 		b.Evidence = badgeEvidence(m.Result)
 	}
 	if m.Result.Target != target {
-		return elsewhereBadge(b, m.Result.Target, v.Status, deref(v.Stage))
+		return elsewhereBadge(b, m.Result.Target, v.Status, show.Deref(v.Stage))
 	}
 	switch {
 	case v.Status.HeldAgainstModel() && v.Stage != nil && *v.Stage != "":
@@ -262,12 +263,12 @@ func renderSVG(b badge, style badgeStyle) []byte {
 		s.WriteString(`<linearGradient id="s" x2="0" y2="100%"><stop offset="0" stop-color="#bbb" stop-opacity=".1"/><stop offset="1" stop-opacity=".1"/></linearGradient>`)
 		fmt.Fprintf(&s, `<clipPath id="r"><rect width="%s" height="%s" rx="3" fill="#fff"/></clipPath>`, px(w), px(height))
 		fmt.Fprintf(&s, `<g clip-path="url(#r)"><rect width="%s" height="%s" fill="%s"/><rect x="%s" width="%s" height="%s" fill="%s"/><rect width="%s" height="%s" fill="url(#s)"/></g>`,
-			px(lw), px(height), badgeLabelFill, px(lw), px(mw), px(height), fill, px(w), px(height))
+			px(lw), px(height), show.BadgeLabelFill, px(lw), px(mw), px(height), fill, px(w), px(height))
 	default:
 		fmt.Fprintf(&s, `<g shape-rendering="crispEdges"><rect width="%s" height="%s" fill="%s"/><rect x="%s" width="%s" height="%s" fill="%s"/></g>`,
-			px(lw), px(height), badgeLabelFill, px(lw), px(mw), px(height), fill)
+			px(lw), px(height), show.BadgeLabelFill, px(lw), px(mw), px(height), fill)
 	}
-	fmt.Fprintf(&s, `<g fill="%s" text-anchor="middle" font-family="Verdana,Geneva,DejaVu Sans,sans-serif" text-rendering="geometricPrecision" font-size="%s"`, badgeText, px(fontSize))
+	fmt.Fprintf(&s, `<g fill="%s" text-anchor="middle" font-family="Verdana,Geneva,DejaVu Sans,sans-serif" text-rendering="geometricPrecision" font-size="%s"`, show.BadgeText, px(fontSize))
 	if spacing > 0 {
 		fmt.Fprintf(&s, ` letter-spacing="%s"`, strconv.FormatFloat(spacing, 'f', -1, 64))
 	}

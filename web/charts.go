@@ -9,13 +9,14 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/store"
 	"github.com/google-pytorch/torchtpu-scanner/web/chart"
+	"github.com/google-pytorch/torchtpu-scanner/web/internal/show"
 )
 
 // The site's charts, built from store data with package chart. Pages that
 // are cached (the table's body) cache their charts with them.
 
 // rate formats a fraction as the site does ("41.0 %").
-func rate(f float64) string { return fmtPct(&f) }
+func rate(f float64) string { return show.Pct(&f) }
 
 // orNaN is a measured value, or NaN (a gap in a chart) when it was not.
 func orNaN(p *float64) float64 {
@@ -34,9 +35,9 @@ func (s *Server) trendChart(t compat.Target, rts []store.RuntimeStats, id string
 	labels := runtimeLabels(rts)
 	slices.Reverse(labels)
 	l := chart.Line{
-		Meta: chart.Meta{ID: id, Title: "Pass rate by runtime on " + targetName(t),
+		Meta: chart.Meta{ID: id, Title: "Pass rate by runtime on " + show.TargetName(t),
 			Desc:  "Share of the tested models that pass on each runtime, plain and weighted by downloads.",
-			Empty: "No runtime has results on " + targetName(t) + " yet."},
+			Empty: "No runtime has results on " + show.TargetName(t) + " yet."},
 		XName:  "Runtime",
 		Labels: labels,
 		Series: []chart.Series{{Name: "Pass rate"}, {Name: "Download-weighted"}},
@@ -53,10 +54,10 @@ func (s *Server) trendChart(t compat.Target, rts []store.RuntimeStats, id string
 // downloads: fixing one unblocks its models.
 func failureChart(groups []store.FailureGroup, t compat.Target) template.HTML {
 	c := chart.Bars{
-		Meta: chart.Meta{ID: "failure-chart", Title: "Top failure signatures by downloads on " + targetName(t),
+		Meta: chart.Meta{ID: "failure-chart", Title: "Top failure signatures by downloads on " + show.TargetName(t),
 			Desc:  "Fixing a signature's root cause unblocks the models it blocks: each bar is their share of all downloads.",
 			Empty: "No failures on record."},
-		Format: rate, Tone: string(toneFail),
+		Format: rate, Tone: string(show.ToneFail),
 		LabelName: "Signature", ValueName: "Share of downloads", NoteName: "Models blocked",
 	}
 	for _, g := range groups {
@@ -103,15 +104,15 @@ func historyCharts(history []compat.Result) []modelCharts {
 
 // targetCharts draws one target's charts from its results, oldest first.
 func targetCharts(t compat.Target, results []compat.Result) modelCharts {
-	name := targetName(t)
+	name := show.TargetName(t)
 	band := chart.Band{Meta: chart.Meta{ID: "band-" + string(t), Title: "Status on " + name + " over time"}}
 	labels := make([]string, len(results))
 	tokens := chart.Series{Name: "Tokens/s"}
 	compile := chart.Series{Name: "Compile (s)"}
 	for i, r := range results {
 		labels[i] = r.TestedAt.UTC().Format("2006-01-02 15:04") // short enough for a small chart's axis
-		band.Cells = append(band.Cells, chart.Cell{Label: string(r.Status), Tone: string(toneOf(r.Status)),
-			When: fmtWhen(r.TestedAt), Note: resultNote(r)})
+		band.Cells = append(band.Cells, chart.Cell{Label: string(r.Status), Tone: string(show.ToneOf(r.Status)),
+			When: show.When(r.TestedAt), Note: resultNote(r)})
 		tokens.Values = append(tokens.Values, orNaN(r.Metrics.TokensPerS))
 		compile.Values = append(compile.Values, orNaN(r.Metrics.CompileS))
 	}
@@ -125,8 +126,8 @@ func targetCharts(t compat.Target, results []compat.Result) modelCharts {
 	return modelCharts{
 		Target:  t,
 		Band:    band.Render(),
-		Tokens:  speed("tokens", "Tokens per second", tokens, func(f float64) string { return fmtNum(&f, 1) }),
-		Compile: speed("compile", "Compile time (s)", compile, func(f float64) string { return fmtNum(&f, 2) }),
+		Tokens:  speed("tokens", "Tokens per second", tokens, func(f float64) string { return show.Num(&f, 1) }),
+		Compile: speed("compile", "Compile time (s)", compile, func(f float64) string { return show.Num(&f, 2) }),
 	}
 }
 
@@ -153,7 +154,7 @@ func resultNote(r compat.Result) string {
 		s += why
 	}
 	rt := fmtVersions(r.Runtime.Ref(r.Target))
-	if rt == dash {
+	if rt == show.Dash {
 		return s
 	}
 	if s != "" {

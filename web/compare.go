@@ -16,6 +16,7 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/store"
 	"github.com/google-pytorch/torchtpu-scanner/web/internal/cached"
 	"github.com/google-pytorch/torchtpu-scanner/web/internal/httpx"
+	"github.com/google-pytorch/torchtpu-scanner/web/internal/show"
 )
 
 // errTooFewRuntimes says there is nothing to compare by default.
@@ -66,7 +67,7 @@ func pickPair(rts []store.RuntimeStats, baseKey, headKey string) (base, head sto
 		t := defaultRuntimeTarget(rts)
 		on := onTarget(rts, t)
 		if len(on) < 2 {
-			return base, head, fmt.Errorf("%w: %w on %s", httpx.ErrNotFound, errTooFewRuntimes, targetName(t))
+			return base, head, fmt.Errorf("%w: %w on %s", httpx.ErrNotFound, errTooFewRuntimes, show.TargetName(t))
 		}
 		head, base = on[0], on[1]
 	}
@@ -193,11 +194,11 @@ func trainHeadline(label string, h compare.Headline) string {
 func headline(label string, h compare.Headline) string {
 	s := label + " fixes " + models(h.Counts[compare.Fixed])
 	if h.FixedShare != nil && h.Counts[compare.Fixed] > 0 {
-		s += " (" + fmtPct(h.FixedShare) + " of downloads)"
+		s += " (" + show.Pct(h.FixedShare) + " of downloads)"
 	}
 	s += ", breaks " + strconv.Itoa(h.Counts[compare.Regressed])
 	if h.RegressedShare != nil && h.Counts[compare.Regressed] > 0 {
-		s += " (" + fmtPct(h.RegressedShare) + " of downloads)"
+		s += " (" + show.Pct(h.RegressedShare) + " of downloads)"
 	}
 	return s
 }
@@ -371,7 +372,7 @@ func (s *Server) renderCompare(cmp *comparison, rts []store.RuntimeStats, cursor
 	switch {
 	case errors.Is(err, errTooFewRuntimes):
 		v.Notice = "There is nothing to compare yet: fewer than two runtimes have results on " +
-			targetName(defaultRuntimeTarget(rts)) + ". A comparison appears once a second runtime " +
+			show.TargetName(defaultRuntimeTarget(rts)) + ". A comparison appears once a second runtime " +
 			"(a new torch_tpu, torch, transformers or harness version) has results."
 	case err != nil:
 		return nil, err
@@ -420,7 +421,7 @@ func (s *Server) renderCompare(cmp *comparison, rts []store.RuntimeStats, cursor
 // compared ones selected.
 func runtimeOptions(rts []store.RuntimeStats, cmp *comparison) (base, head []runtimeOption) {
 	for _, st := range rts {
-		label := string(st.Ref.Target) + ": " + fmtVersions(st.Ref) + " (" + fmtWhen(st.FirstSeen) + ")"
+		label := string(st.Ref.Target) + ": " + fmtVersions(st.Ref) + " (" + show.When(st.FirstSeen) + ")"
 		key := st.Ref.Key()
 		base = append(base, runtimeOption{Key: key, Label: label, Selected: cmp != nil && cmp.Base.Ref == st.Ref})
 		head = append(head, runtimeOption{Key: key, Label: label, Selected: cmp != nil && cmp.Head.Ref == st.Ref})

@@ -16,6 +16,7 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/store"
 	"github.com/google-pytorch/torchtpu-scanner/web/internal/httpx"
+	"github.com/google-pytorch/torchtpu-scanner/web/internal/show"
 )
 
 // csvColumns is the header of /export.csv.
@@ -73,7 +74,7 @@ func modesCSV(m compat.Model) []string {
 		return out
 	}
 	if tr := m.Result.Train(); tr != nil {
-		out[0], out[1], out[2] = string(tr.Status), deref(tr.Stage), deref(tr.Signature)
+		out[0], out[1], out[2] = string(tr.Status), show.Deref(tr.Stage), show.Deref(tr.Signature)
 		if tr.Metrics.StepMS != nil {
 			out[3] = strconv.FormatFloat(*tr.Metrics.StepMS, 'f', -1, 64)
 		}
@@ -202,10 +203,10 @@ func (s *Server) csvRecord(m compat.Model) []string {
 		tested = r.TestedAt.UTC().Format(time.RFC3339)
 	}
 	return []string{m.ID, m.Task, m.Library, strconv.FormatInt(m.Downloads, 10), strconv.FormatInt(m.Likes, 10),
-		strconv.FormatBool(m.Gated), string(r.Status), string(r.Target), deref(r.Stage), deref(r.FailureClass),
-		deref(r.Op), deref(r.Reason), deref(r.Signature), deref(r.Mode), f(r.Metrics.TokensPerS),
+		strconv.FormatBool(m.Gated), string(r.Status), string(r.Target), show.Deref(r.Stage), show.Deref(r.FailureClass),
+		show.Deref(r.Op), show.Deref(r.Reason), show.Deref(r.Signature), show.Deref(r.Mode), f(r.Metrics.TokensPerS),
 		f(r.Metrics.ForwardMS), mem, tested, r.Revision, r.Runtime.Torch, r.Runtime.TorchTPU,
-		r.Runtime.Transformers, s.hubModelURL(m.ID)}
+		r.Runtime.Transformers, s.hub.Model(m.ID)}
 }
 
 // writeCSVRow writes one RFC 4180 row. A text cell that a spreadsheet

@@ -14,6 +14,7 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/internal/changetext"
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/internal/watch"
+	"github.com/google-pytorch/torchtpu-scanner/web/internal/show"
 )
 
 // feedItems is how many status changes the feed carries.
@@ -97,10 +98,10 @@ var eventHTML = template.Must(template.New("event").Parse(
 
 // feedEntry renders one status change as a feed item.
 func feedEntry(base string, e compat.Event) (feedItem, error) {
-	page := base + modelPath(e.ModelID)
+	page := base + show.ModelPath(e.ModelID)
 	title := eventTitle(e)
-	rt := fmtRuntime(e.Runtime)
-	if rt == dash {
+	rt := show.Runtime(e.Runtime)
+	if rt == show.Dash {
 		rt = ""
 	}
 	var text strings.Builder
@@ -136,6 +137,6 @@ func feedEntry(base string, e compat.Event) (feedItem, error) {
 		Tags:          []string{string(e.Kind), string(e.Target), string(e.ToStatus)},
 		Evidence:      &ev,
 		about:         watch.Item{ModelID: e.ModelID, Target: e.Target, Kind: string(e.Kind)},
-		signatures:    nonEmpty(deref(e.Signature)),
+		signatures:    nonEmpty(show.Deref(e.Signature)),
 	}, nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/internal/compare"
 	"github.com/google-pytorch/torchtpu-scanner/internal/watch"
 	"github.com/google-pytorch/torchtpu-scanner/store"
+	"github.com/google-pytorch/torchtpu-scanner/web/internal/show"
 )
 
 // feedRuntimes is how many of the newest runtimes the feed announces, each
@@ -114,7 +115,7 @@ func runtimeEntry(base string, cmp *comparison) (feedItem, error) {
 			if i == feedListed {
 				break
 			}
-			m := runtimeItemModel{ID: it.ID, URL: base + modelPath(it.ID), From: string(it.BaseStatus), To: string(it.HeadStatus), Signature: it.Signature}
+			m := runtimeItemModel{ID: it.ID, URL: base + show.ModelPath(it.ID), From: string(it.BaseStatus), To: string(it.HeadStatus), Signature: it.Signature}
 			list.Items = append(list.Items, m)
 			sigs = append(sigs, m.Signature)
 			fmt.Fprintf(&text, "\n%s: %s → %s", m.ID, m.From, m.To)

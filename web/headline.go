@@ -7,6 +7,7 @@ import (
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/store"
+	"github.com/google-pytorch/torchtpu-scanner/web/internal/show"
 )
 
 // figures are the pass figures of one tier of evidence, each from its own
@@ -121,7 +122,7 @@ func (h passHeadline) Sentence() string {
 	if h.TPU == nil {
 		return h.NoTPU + "."
 	}
-	return fmt.Sprintf("TorchTPU, measured on TPU: %d of %d tested models pass (%s).", h.TPU.Passed, h.TPU.Tested, fmtPct(h.TPU.PassRate))
+	return fmt.Sprintf("TorchTPU, measured on TPU: %d of %d tested models pass (%s).", h.TPU.Passed, h.TPU.Tested, show.Pct(h.TPU.PassRate))
 }
 
 func plural(n int, one, many string) string {

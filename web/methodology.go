@@ -13,6 +13,7 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/internal/sweep"
 	"github.com/google-pytorch/torchtpu-scanner/store"
 	"github.com/google-pytorch/torchtpu-scanner/web/internal/cached"
+	"github.com/google-pytorch/torchtpu-scanner/web/internal/show"
 )
 
 // methodologyView is the data of templates/methodology.html.
@@ -20,7 +21,7 @@ type methodologyView struct {
 	layout
 	Stages      []compat.Stage
 	Legend      []legendEntry
-	Evidence    []evidenceEntry
+	Evidence    []show.EvidenceEntry
 	Classes     []compat.FailureClass
 	Reasons     []compat.Reason
 	Ready       readinessMethodology
@@ -102,7 +103,7 @@ func (s *Server) methodology(c *fiber.Ctx) error {
 	if err != nil {
 		return fmt.Errorf("web: methodology: %w", err)
 	}
-	v := methodologyView{Stages: compat.Stages, Legend: legend(), Evidence: evidenceLegend(), Classes: compat.FailureClasses, Reasons: compat.Reasons,
+	v := methodologyView{Stages: compat.Stages, Legend: legend(), Evidence: show.EvidenceLegend(), Classes: compat.FailureClasses, Reasons: compat.Reasons,
 		Ready: newReadinessMethodology(), Sweep: newSweepView(newSweepBody("", s.sweepList.Source, cov))}
 	v.Dtypes, v.Kinds = numericsRows(harness.Numerics)
 	v.Families, v.Unsupported = taskRows(harness.Tasks)

@@ -12,6 +12,7 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/store"
 	"github.com/google-pytorch/torchtpu-scanner/web/internal/httpx"
+	"github.com/google-pytorch/torchtpu-scanner/web/internal/show"
 )
 
 // metricRow is one measurement on the model page: a dash when not measured.
@@ -92,7 +93,7 @@ func (s *Server) modelPage(c *fiber.Ctx) error {
 		return fmt.Errorf("web: model page: %w", err)
 	}
 	if m.ID != id {
-		return c.Redirect(modelPath(m.ID), fiber.StatusMovedPermanently)
+		return c.Redirect(show.ModelPath(m.ID), fiber.StatusMovedPermanently)
 	}
 	current, err := s.store.CurrentResults(ctx, m.ID)
 	if err != nil {
@@ -117,7 +118,7 @@ func (s *Server) modelPage(c *fiber.Ctx) error {
 	}
 	v := modelView{Model: m, Serving: newServingView(reg, m), Events: events, History: history[:min(len(history), historyRows)], Charts: historyCharts(history),
 		Readiness: newReadinessView(m.Readiness)}
-	v.Canonical = modelPath(m.ID)
+	v.Canonical = show.ModelPath(m.ID)
 	v.Feeds = modelFeeds(m.ID)
 	if len(current) == 0 {
 		if v.Request, err = s.requestFor(ctx, m.ID); err != nil {
@@ -155,11 +156,11 @@ func containsTarget(ts []compat.Target, t compat.Target) bool {
 
 // snippet builds the Markdown and HTML that show a model's badge on target.
 func snippet(base, id string, t compat.Target) badgeSnippet {
-	img := base + "/badge/" + escapeID(id) + ".svg"
+	img := base + "/badge/" + show.EscapeID(id) + ".svg"
 	if t != compat.TargetTPU {
 		img += "?target=" + string(t)
 	}
-	page := base + modelPath(id)
+	page := base + show.ModelPath(id)
 	alt := defaultLabel(t) + " compatibility of " + id
 	return badgeSnippet{
 		Target:   t,
@@ -186,11 +187,11 @@ func markdownEscape(s string) string {
 
 // metricRows lays out a result's measurements; unmeasured ones are dashes.
 func metricRows(m compat.Metrics) []metricRow {
-	sec := func(p *float64) string { return withUnit(fmtNum(p, 2), " s") }
-	ms := func(p *float64) string { return withUnit(fmtNum(p, 1), " ms") }
+	sec := func(p *float64) string { return withUnit(show.Num(p, 2), " s") }
+	ms := func(p *float64) string { return withUnit(show.Num(p, 1), " ms") }
 	g := func(p *float64) string {
 		if p == nil {
-			return dash
+			return show.Dash
 		}
 		return strconv.FormatFloat(*p, 'g', 4, 64)
 	}
@@ -200,11 +201,11 @@ func metricRows(m compat.Metrics) []metricRow {
 		{"First forward", sec(m.FirstForwardS)},
 		{"Forward", ms(m.ForwardMS)},
 		{"Compile", sec(m.CompileS)},
-		{"Tokens per second", withUnit(fmtNum(m.TokensPerS, 1), " tok/s")},
+		{"Tokens per second", withUnit(show.Num(m.TokensPerS, 1), " tok/s")},
 		eff[0], eff[1],
-		{"Peak memory", fmtBytes(m.PeakMemBytes)},
+		{"Peak memory", show.Bytes(m.PeakMemBytes)},
 		{"Max abs diff vs CPU", g(m.MaxAbsDiff)},
-		{"Top-1 agreement vs CPU", fmtPct(m.Top1Agreement)},
+		{"Top-1 agreement vs CPU", show.Pct(m.Top1Agreement)},
 	}
 	// Extensions, shown only when measured.
 	for _, x := range []struct {
@@ -221,7 +222,7 @@ func metricRows(m compat.Metrics) []metricRow {
 		{"Parameters", paramCount(m.ParamCount), m.ParamCount != nil},
 		{"Collectives in a step", ms(m.CollectiveMS), m.CollectiveMS != nil},
 		{"Graph breaks (compile)", count64(m.GraphBreaks), m.GraphBreaks != nil},
-		{"Float32 matmul precision", deref(m.Precision), m.Precision != nil},
+		{"Float32 matmul precision", show.Deref(m.Precision), m.Precision != nil},
 	} {
 		if x.set {
 			rows = append(rows, metricRow{x.name, x.v})
@@ -231,7 +232,7 @@ func metricRows(m compat.Metrics) []metricRow {
 }
 
 func withUnit(v, unit string) string {
-	if v == dash {
+	if v == show.Dash {
 		return v
 	}
 	return v + unit
@@ -239,15 +240,15 @@ func withUnit(v, unit string) string {
 
 func paramCount(p *int64) string {
 	if p == nil {
-		return dash
+		return show.Dash
 	}
-	return fmtCount(*p)
+	return show.Count(*p)
 }
 
 // cosine shows a cosine similarity with the digits that tell 0.9999 from 0.99.
 func cosine(p *float64) string {
 	if p == nil {
-		return dash
+		return show.Dash
 	}
 	return strconv.FormatFloat(*p, 'f', 6, 64)
 }
@@ -255,7 +256,7 @@ func cosine(p *float64) string {
 // count64 writes a count, or the dash.
 func count64(p *int64) string {
 	if p == nil {
-		return dash
+		return show.Dash
 	}
 	return strconv.FormatInt(*p, 10)
 }

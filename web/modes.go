@@ -9,6 +9,7 @@ import (
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/web/chart"
+	"github.com/google-pytorch/torchtpu-scanner/web/internal/show"
 )
 
 // The verdict matrix of a result (issue 25) as the model page shows it:
@@ -71,13 +72,13 @@ func modeRows(r compat.Result) []modeRow {
 func modeFigures(m compat.ModeMetrics) string {
 	var parts []string
 	add := func(name, v string) {
-		if v != dash {
+		if v != show.Dash {
 			parts = append(parts, name+" "+v)
 		}
 	}
-	add("forward", withUnit(fmtNum(m.ForwardMS, 1), " ms"))
-	add("compile", withUnit(fmtNum(m.CompileS, 2), " s"))
-	add("compiled step", withUnit(fmtNum(m.CompiledStepMS, 1), " ms"))
+	add("forward", withUnit(show.Num(m.ForwardMS, 1), " ms"))
+	add("compile", withUnit(show.Num(m.CompileS, 2), " s"))
+	add("compiled step", withUnit(show.Num(m.CompiledStepMS, 1), " ms"))
 	if m.Graphs != nil {
 		parts = append(parts, "graphs "+strconv.FormatInt(*m.Graphs, 10))
 	}
@@ -87,13 +88,13 @@ func modeFigures(m compat.ModeMetrics) string {
 	if m.Recompiles != nil {
 		parts = append(parts, "recompiles "+strconv.FormatInt(*m.Recompiles, 10))
 	}
-	add("step", withUnit(fmtNum(m.StepMS, 1), " ms"))
-	add("throughput", withUnit(fmtNum(m.TokensPerS, 1), " tok/s"))
+	add("step", withUnit(show.Num(m.StepMS, 1), " ms"))
+	add("throughput", withUnit(show.Num(m.TokensPerS, 1), " tok/s"))
 	if m.TokensPerS == nil {
-		add("throughput", withUnit(fmtNum(m.SamplesPerS, 1), " samples/s"))
+		add("throughput", withUnit(show.Num(m.SamplesPerS, 1), " samples/s"))
 	}
 	if m.PeakMemBytes != nil {
-		parts = append(parts, "peak memory "+fmtBytes(m.PeakMemBytes))
+		parts = append(parts, "peak memory "+show.Bytes(m.PeakMemBytes))
 	}
 	if m.Precision != nil {
 		parts = append(parts, "precision "+*m.Precision)
@@ -123,7 +124,7 @@ func lossChart(r compat.Result) template.HTML {
 		}
 		return out
 	}
-	name := targetName(r.Target)
+	name := show.TargetName(r.Target)
 	return chart.Line{
 		Meta: chart.Meta{ID: "train-loss-" + string(r.Target), Title: "Train loss on " + name + " vs the float32 CPU reference",
 			Caption: true, Desc: "The loss of each of the three AdamW steps, from the same initial weights and inputs",

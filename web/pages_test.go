@@ -14,6 +14,7 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/store"
 	"github.com/google-pytorch/torchtpu-scanner/web/internal/httpx"
+	"github.com/google-pytorch/torchtpu-scanner/web/internal/show"
 )
 
 var rowRE = regexp.MustCompile(`<th scope="row" class="id" data-label="Model"><a href="([^"]+)">((?:[^<]|<wbr>)+)</a>`)
@@ -393,7 +394,7 @@ func TestStaticAssets(t *testing.T) {
 		}
 	}
 	css, _ := ts.assets.url("style.css")
-	if r := ts.get(t, css); !strings.Contains(r.body, "prefers-color-scheme: dark") || !strings.Contains(r.body, chipLight[tonePass].BG) {
+	if r := ts.get(t, css); !strings.Contains(r.body, "prefers-color-scheme: dark") || !strings.Contains(r.body, show.ChipLight[show.TonePass].BG) {
 		t.Error("style.css lacks the generated palette")
 	}
 	for _, p := range []string{"/static/app.js", "/static/app.0000000000.js", "/static/..%2fserver.go", "/static/"} {

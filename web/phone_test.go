@@ -8,6 +8,7 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/internal/readiness"
 	"github.com/google-pytorch/torchtpu-scanner/store"
+	"github.com/google-pytorch/torchtpu-scanner/web/internal/show"
 )
 
 // TestBreakID: a model id breaks after "/" and "-" only, and stays escaped.
@@ -19,7 +20,7 @@ func TestBreakID(t *testing.T) {
 		`a<b>/"c"&d`:         "a&lt;b&gt;/<wbr>&#34;c&#34;&amp;d",
 		"org/x<script>-</a>": "org/<wbr>x&lt;script&gt;-<wbr>&lt;/<wbr>a&gt;",
 	} {
-		if got := string(breakID(in)); got != want {
+		if got := string(show.BreakID(in)); got != want {
 			t.Errorf("breakID(%q) = %q, want %q", in, got, want)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/internal/harness"
 	"github.com/google-pytorch/torchtpu-scanner/internal/readiness"
 	"github.com/google-pytorch/torchtpu-scanner/store"
+	"github.com/google-pytorch/torchtpu-scanner/web/internal/show"
 )
 
 // This file lays out readiness (internal/readiness) and MFU/MBU for the
@@ -16,7 +17,7 @@ import (
 
 // readyMark is the table's readiness marker.
 type readyMark struct {
-	Class string // the status chip class of its colour (palette.go)
+	Class string // the status chip class of its colour (web/internal/show)
 	Label string
 	Title string // the hint codes, for the tooltip
 }
@@ -28,12 +29,12 @@ var (
 		readiness.LevelReady: "ready", readiness.LevelWarn: "needs work",
 		readiness.LevelBlocker: "blocked", readiness.LevelUnknown: "unknown",
 	}
-	levelTones = map[readiness.Level]tone{
-		readiness.LevelReady: tonePass, readiness.LevelWarn: toneWarn,
-		readiness.LevelBlocker: toneFail, readiness.LevelUnknown: toneNeutral,
+	levelTones = map[readiness.Level]show.Tone{
+		readiness.LevelReady: show.TonePass, readiness.LevelWarn: show.ToneWarn,
+		readiness.LevelBlocker: show.ToneFail, readiness.LevelUnknown: show.ToneNeutral,
 	}
-	severityTones = map[readiness.Severity]tone{
-		readiness.SeverityBlocker: toneFail, readiness.SeverityWarn: toneWarn, readiness.SeverityInfo: toneNeutral,
+	severityTones = map[readiness.Severity]show.Tone{
+		readiness.SeverityBlocker: show.ToneFail, readiness.SeverityWarn: show.ToneWarn, readiness.SeverityInfo: show.ToneNeutral,
 	}
 )
 
@@ -47,7 +48,7 @@ func markOf(r *readiness.Readiness) readyMark {
 	}
 	var codes []string
 	for _, h := range r.Hints {
-		codes = append(codes, words(h.Code))
+		codes = append(codes, show.Words(h.Code))
 	}
 	m.Title = strings.Join(codes, ", ")
 	if m.Title == "" {
@@ -60,7 +61,7 @@ func markOf(r *readiness.Readiness) readyMark {
 // or a dash when not known.
 func chips(r *readiness.Readiness) string {
 	if r == nil || r.MinDevices == nil {
-		return dash
+		return show.Dash
 	}
 	return strconv.Itoa(r.MinDevices["v6e"])
 }
@@ -102,7 +103,7 @@ func newReadinessView(r *readiness.Readiness) *readinessView {
 	}
 	if r.MinDevices != nil {
 		for _, g := range readiness.Generations {
-			v.Devices = append(v.Devices, deviceCount{Name: g.Name, HBM: fmtBytes(&g.HBMBytes), N: r.MinDevices[g.Name]})
+			v.Devices = append(v.Devices, deviceCount{Name: g.Name, HBM: show.Bytes(&g.HBMBytes), N: r.MinDevices[g.Name]})
 		}
 	}
 	return v
@@ -149,11 +150,11 @@ func efficiencyRows(m compat.Metrics) []metricRow {
 	row := func(name string, v, peak *float64, unit string, scale float64) metricRow {
 		if v == nil {
 			if why != "" {
-				return metricRow{name, dash + " (" + why + ")"}
+				return metricRow{name, show.Dash + " (" + why + ")"}
 			}
-			return metricRow{name, dash}
+			return metricRow{name, show.Dash}
 		}
-		s := fmtPct(v)
+		s := show.Pct(v)
 		if peak != nil {
 			s += " of " + strconv.FormatFloat(*peak/scale, 'f', -1, 64) + unit
 		}

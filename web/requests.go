@@ -21,6 +21,7 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/store"
 	"github.com/google-pytorch/torchtpu-scanner/web/internal/httpx"
+	"github.com/google-pytorch/torchtpu-scanner/web/internal/show"
 )
 
 // This file is "ask for a model": POST /api/v1/requests and GET
@@ -63,7 +64,7 @@ type requestJSON struct {
 
 func newRequestJSON(base string, r store.TestRequest) requestJSON {
 	out := requestJSON{ID: r.ID, Model: r.ModelID, State: string(r.State), CreatedAt: r.CreatedAt, ScanID: r.ScanID,
-		URL: base + testRequestPath(r.ID), ModelURL: base + modelPath(r.ModelID)}
+		URL: base + testRequestPath(r.ID), ModelURL: base + show.ModelPath(r.ModelID)}
 	if r.State == store.RequestQueued {
 		out.Position = &r.Position
 	}

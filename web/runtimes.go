@@ -14,6 +14,7 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/store"
 	"github.com/google-pytorch/torchtpu-scanner/web/internal/cached"
 	"github.com/google-pytorch/torchtpu-scanner/web/internal/httpx"
+	"github.com/google-pytorch/torchtpu-scanner/web/internal/show"
 )
 
 // A runtime is a target and the versions that decide a retest; it is named
@@ -256,7 +257,7 @@ func fmtVersions(r compat.RuntimeRef) string {
 		}
 	}
 	if len(parts) == 0 {
-		return dash
+		return show.Dash
 	}
 	return strings.Join(parts, " · ")
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/store"
+	"github.com/google-pytorch/torchtpu-scanner/web/internal/show"
 )
 
 // sharedInputError is what the harness writes when the float32 CPU
@@ -40,8 +41,8 @@ func TestScannerErrorIsNoVerdict(t *testing.T) {
 
 	for _, id := range []string{"llava-hf/LLaVA-NeXT-Video-7B-hf", "laion/clap-htsat-fused"} {
 		r := ts.get(t, "/badge/"+id+".svg")
-		if r.status != 200 || !strings.Contains(r.body, `fill="`+badgeFill[toneNeutral]+`"`) ||
-			strings.Contains(r.body, `fill="`+badgeFill[toneFail]+`"`) || !strings.Contains(r.body, "scan error") {
+		if r.status != 200 || !strings.Contains(r.body, `fill="`+show.BadgeFill[show.ToneNeutral]+`"`) ||
+			strings.Contains(r.body, `fill="`+show.BadgeFill[show.ToneFail]+`"`) || !strings.Contains(r.body, "scan error") {
 			t.Errorf("%s: badge is not grey:\n%s", id, r.body)
 		}
 	}

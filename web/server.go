@@ -33,6 +33,7 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/store"
 	"github.com/google-pytorch/torchtpu-scanner/web/internal/cached"
 	"github.com/google-pytorch/torchtpu-scanner/web/internal/httpx"
+	"github.com/google-pytorch/torchtpu-scanner/web/internal/show"
 )
 
 // ErrScanQueued is returned by ScanControl.RequestScan when a scan is
@@ -157,6 +158,7 @@ type Server struct {
 	workerToken string
 	adminToken  string
 	hubEndpoint string
+	hub         show.Hub // links to the Hub (hubEndpoint)
 	version     string
 	log         *slog.Logger
 	reg         *metrics.Registry
@@ -234,6 +236,7 @@ func New(cfg Config) (*Server, error) {
 			return nil, fmt.Errorf("web: Config.%s %q: want an absolute http(s) URL", name, u)
 		}
 	}
+	s.hub = show.Hub(s.hubEndpoint)
 	if s.log == nil {
 		s.log = slog.Default()
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/internal/readiness"
 	"github.com/google-pytorch/torchtpu-scanner/internal/serving"
 	"github.com/google-pytorch/torchtpu-scanner/store"
+	"github.com/google-pytorch/torchtpu-scanner/web/internal/show"
 )
 
 // servingRegistry is the pinned release's registry (serving.Version), nil
@@ -163,10 +164,10 @@ func serveBadgeFor(m *compat.Model, label string) badge {
 	}
 	c := m.Serving
 	if r := c.Measured; r != nil {
-		b := badge{Label: label, Message: r.Status + " · measured", Tone: toneFail,
+		b := badge{Label: label, Message: r.Status + " · measured", Tone: show.ToneFail,
 			Evidence: cleanText("measured: "+c.Package+" "+runtimeVersion(r.Runtime.VLLMTorchTPU)+" ran it, "+r.Status+measuredOn(r), 160)}
 		if pass, _ := c.Verdict(); pass {
-			b.Tone = tonePass
+			b.Tone = show.TonePass
 			if c.Kind != nil {
 				b.Message = string(*c.Kind) + " · measured"
 			}
@@ -174,10 +175,10 @@ func serveBadgeFor(m *compat.Model, label string) badge {
 		b.Message = cleanText(b.Message, 64)
 		return b
 	}
-	b := badge{Label: label, Message: "not served · " + c.Evidence, Tone: toneFail,
+	b := badge{Label: label, Message: "not served · " + c.Evidence, Tone: show.ToneFail,
 		Evidence: cleanText(c.Evidence+" by the model registry of "+c.Package+" "+c.Version+"'s vLLM; nothing was run", 160)}
 	if c.Served && c.Kind != nil {
-		b.Message, b.Tone = string(*c.Kind)+" · "+c.Evidence, tonePass
+		b.Message, b.Tone = string(*c.Kind)+" · "+c.Evidence, show.TonePass
 	}
 	b.Message = cleanText(b.Message, 64)
 	return b

@@ -17,6 +17,7 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/store"
 	"github.com/google-pytorch/torchtpu-scanner/web/internal/cached"
 	"github.com/google-pytorch/torchtpu-scanner/web/internal/httpx"
+	"github.com/google-pytorch/torchtpu-scanner/web/internal/show"
 )
 
 // legendEntry is one status word and its meaning.
@@ -28,7 +29,7 @@ type legendEntry struct {
 func legend() []legendEntry {
 	out := make([]legendEntry, len(compat.Statuses))
 	for i, st := range compat.Statuses {
-		out[i] = legendEntry{st, wordOf(st).meaning}
+		out[i] = legendEntry{st, show.WordOf(st).Meaning}
 	}
 	return out
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/internal/watch"
 	"github.com/google-pytorch/torchtpu-scanner/store"
 	"github.com/google-pytorch/torchtpu-scanner/web/internal/httpx"
+	"github.com/google-pytorch/torchtpu-scanner/web/internal/show"
 )
 
 // The TorchTPU prediction (issue 36): a result that did not run on a TPU
@@ -368,7 +369,7 @@ func (s *Server) kernelFeedItems(ctx context.Context, base string) ([]feedItem, 
 				fmt.Fprintf(&text, "\nand %d more.", data.More)
 				break
 			}
-			data.Models = append(data.Models, model{ID: id, URL: base + modelPath(id)})
+			data.Models = append(data.Models, model{ID: id, URL: base + show.ModelPath(id)})
 			text.WriteString("\n" + id)
 		}
 		fmt.Fprintf(&text, "\n\n%s", page)

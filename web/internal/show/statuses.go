@@ -1,39 +1,39 @@
-package web
+package show
 
 import "github.com/google-pytorch/torchtpu-scanner/internal/compat"
 
-// statusWord is all the site says of one status word: its colour group, its
+// Word is all the site says of one status word: its colour group, its
 // legend and a badge's message. One table, so that no page or badge names a
 // status its own way (the verb of a sentence about a change is
 // internal/changetext's, which the feed and the webhooks share).
-type statusWord struct {
-	tone    tone
-	meaning string // the legend (from the contract)
-	badge   string // a badge's message; the badge adds details (badgeFor)
+type Word struct {
+	Tone    Tone
+	Meaning string // the legend (from the contract)
+	Badge   string // a badge's message; the badge adds details (badgeFor)
 }
 
 // statusWords has an entry for every compat.Statuses word (a test checks).
-var statusWords = map[compat.Status]statusWord{
-	compat.StatusPass: {tonePass, "every stage ran and the numerics matched the CPU reference within tolerance",
+var statusWords = map[compat.Status]Word{
+	compat.StatusPass: {TonePass, "every stage ran and the numerics matched the CPU reference within tolerance",
 		"passing"},
-	compat.StatusFail: {toneFail, "a stage failed; the stage and the failure class say where and why",
+	compat.StatusFail: {ToneFail, "a stage failed; the stage and the failure class say where and why",
 		"failing"},
-	compat.StatusOOM:     {toneWarn, "the device ran out of memory", "out of memory"},
-	compat.StatusTimeout: {toneWarn, "the probe ran past its wall-clock limit and was killed", "timeout"},
-	compat.StatusCrash:   {toneWarn, "the probe process died (signal, abort)", "crash"},
-	compat.StatusSkipped: {toneNeutral, "preflight declined to run it; the reason says why", "skipped"},
-	compat.StatusError: {toneNeutral, "the scanner's own error (its environment, or a failure the float32 CPU reference shares); never held against the model",
+	compat.StatusOOM:     {ToneWarn, "the device ran out of memory", "out of memory"},
+	compat.StatusTimeout: {ToneWarn, "the probe ran past its wall-clock limit and was killed", "timeout"},
+	compat.StatusCrash:   {ToneWarn, "the probe process died (signal, abort)", "crash"},
+	compat.StatusSkipped: {ToneNeutral, "preflight declined to run it; the reason says why", "skipped"},
+	compat.StatusError: {ToneNeutral, "the scanner's own error (its environment, or a failure the float32 CPU reference shares); never held against the model",
 		"scan error"},
-	compat.StatusUntested: {toneNeutral, "the model is known, no result yet", "untested"},
+	compat.StatusUntested: {ToneNeutral, "the model is known, no result yet", "untested"},
 }
 
-// wordOf is the table's entry for s; a word outside the contract is
+// WordOf is the table's entry for s; a word outside the contract is
 // neutral and says itself.
-func wordOf(s compat.Status) statusWord {
+func WordOf(s compat.Status) Word {
 	if w, ok := statusWords[s]; ok {
 		return w
 	}
-	return statusWord{tone: toneNeutral, badge: string(s)}
+	return Word{Tone: ToneNeutral, Badge: string(s)}
 }
 
 // evidenceWords say what each tier of evidence (compat.EvidenceOf) means,
@@ -50,17 +50,17 @@ var evidenceWords = map[compat.EvidenceKind]string{
 	compat.EvidenceNone: "no verdict: untested, skipped by preflight, or the scanner's own error, and nothing that predicts one.",
 }
 
-// evidenceEntry is one tier of evidence and what it means.
-type evidenceEntry struct {
+// EvidenceEntry is one tier of evidence and what it means.
+type EvidenceEntry struct {
 	Kind    compat.EvidenceKind
 	Meaning string
 }
 
-// evidenceLegend is every tier, strongest first.
-func evidenceLegend() []evidenceEntry {
-	out := make([]evidenceEntry, len(compat.EvidenceKinds))
+// EvidenceLegend is every tier, strongest first.
+func EvidenceLegend() []EvidenceEntry {
+	out := make([]EvidenceEntry, len(compat.EvidenceKinds))
 	for i, k := range compat.EvidenceKinds {
-		out[i] = evidenceEntry{k, evidenceWords[k]}
+		out[i] = EvidenceEntry{k, evidenceWords[k]}
 	}
 	return out
 }

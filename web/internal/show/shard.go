@@ -1,4 +1,4 @@
-package web
+package show
 
 import (
 	"fmt"
@@ -28,19 +28,19 @@ func deviceName(r compat.Result) string {
 	return string(r.Target)
 }
 
-// measuredChips is the table's note under readiness's estimate: the
+// MeasuredChips is the table's note under readiness's estimate: the
 // devices a sharded probe ran on ("2 × cpu, measured"); "" for a probe on
 // one device.
-func measuredChips(r *compat.Result) string {
+func MeasuredChips(r *compat.Result) string {
 	if r == nil || r.DevicesUsed < 2 {
 		return ""
 	}
 	return fmt.Sprintf("%d × %s, measured", r.DevicesUsed, deviceName(*r))
 }
 
-// shardedOn is the model page's line of a sharded result: its devices and
+// ShardedOn is the model page's line of a sharded result: its devices and
 // how the model was split; "" for a probe on one device.
-func shardedOn(r compat.Result) string {
+func ShardedOn(r compat.Result) string {
 	if r.DevicesUsed < 2 {
 		return ""
 	}

@@ -1,4 +1,4 @@
-package web
+package show
 
 import (
 	"fmt"
@@ -39,38 +39,38 @@ func TestPaletteContrast(t *testing.T) {
 			t.Errorf("%s: %s on %s has contrast %.2f, below WCAG AA %.1f", what, fg, bg, r, wcagAA)
 		}
 	}
-	check("badge label", badgeText, badgeLabelFill)
+	check("badge label", BadgeText, BadgeLabelFill)
 	for _, s := range append(compat.Statuses, "unknown") {
-		tn := toneOf(s)
-		check("badge "+string(s), badgeText, badgeFill[tn])
-		check("light chip "+string(s), chipLight[tn].FG, chipLight[tn].BG)
-		check("dark chip "+string(s), chipDark[tn].FG, chipDark[tn].BG)
+		tn := ToneOf(s)
+		check("badge "+string(s), BadgeText, BadgeFill[tn])
+		check("light chip "+string(s), ChipLight[tn].FG, ChipLight[tn].BG)
+		check("dark chip "+string(s), ChipDark[tn].FG, ChipDark[tn].BG)
 		// Chips sit on the page background too: their text must read there.
-		check("light chip text on page "+string(s), chipLight[tn].FG, pageLight["bg"])
-		check("dark chip text on page "+string(s), chipDark[tn].FG, pageDark["bg"])
+		check("light chip text on page "+string(s), ChipLight[tn].FG, PageLight["bg"])
+		check("dark chip text on page "+string(s), ChipDark[tn].FG, PageDark["bg"])
 	}
 	for _, k := range []string{"fg", "muted", "link"} {
-		check("light page "+k, pageLight[k], pageLight["bg"])
-		check("dark page "+k, pageDark[k], pageDark["bg"])
+		check("light page "+k, PageLight[k], PageLight["bg"])
+		check("dark page "+k, PageDark[k], PageDark["bg"])
 	}
-	check("light banner", pageLight["banner-fg"], pageLight["banner-bg"])
-	check("dark banner", pageDark["banner-fg"], pageDark["banner-bg"])
+	check("light banner", PageLight["banner-fg"], PageLight["banner-bg"])
+	check("dark banner", PageDark["banner-fg"], PageDark["banner-bg"])
 }
 
 func TestStatusTones(t *testing.T) {
-	want := map[compat.Status]tone{"pass": tonePass, "fail": toneFail, "oom": toneWarn, "timeout": toneWarn, "crash": toneWarn,
-		"skipped": toneNeutral, "error": toneNeutral, "untested": toneNeutral}
+	want := map[compat.Status]Tone{"pass": TonePass, "fail": ToneFail, "oom": ToneWarn, "timeout": ToneWarn, "crash": ToneWarn,
+		"skipped": ToneNeutral, "error": ToneNeutral, "untested": ToneNeutral}
 	for _, s := range compat.Statuses {
-		if toneOf(s) != want[s] {
-			t.Errorf("tone(%s) = %s, want %s", s, toneOf(s), want[s])
+		if ToneOf(s) != want[s] {
+			t.Errorf("tone(%s) = %s, want %s", s, ToneOf(s), want[s])
 		}
 	}
 }
 
 func TestStatusCSSUsesPalette(t *testing.T) {
-	css := statusCSS()
+	css := StatusCSS()
 	for _, tn := range tones {
-		for _, c := range []string{chipLight[tn].FG, chipLight[tn].BG, chipDark[tn].FG, chipDark[tn].BG} {
+		for _, c := range []string{ChipLight[tn].FG, ChipLight[tn].BG, ChipDark[tn].FG, ChipDark[tn].BG} {
 			if !strings.Contains(css, c) {
 				t.Errorf("status CSS lacks %s", c)
 			}

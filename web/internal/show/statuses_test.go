@@ -1,4 +1,4 @@
-package web
+package show
 
 import (
 	"testing"
@@ -13,18 +13,18 @@ func TestStatusWords(t *testing.T) {
 	if len(statusWords) != len(compat.Statuses) {
 		t.Errorf("%d entries for %d status words", len(statusWords), len(compat.Statuses))
 	}
-	want := map[compat.Status]tone{"pass": tonePass, "fail": toneFail, "oom": toneWarn, "timeout": toneWarn, "crash": toneWarn,
-		"skipped": toneNeutral, "error": toneNeutral, "untested": toneNeutral}
+	want := map[compat.Status]Tone{"pass": TonePass, "fail": ToneFail, "oom": ToneWarn, "timeout": ToneWarn, "crash": ToneWarn,
+		"skipped": ToneNeutral, "error": ToneNeutral, "untested": ToneNeutral}
 	for _, st := range compat.Statuses {
 		w, ok := statusWords[st]
-		if !ok || w.meaning == "" || w.badge == "" {
+		if !ok || w.Meaning == "" || w.Badge == "" {
 			t.Errorf("%s: %+v", st, w)
 		}
-		if w.tone != want[st] {
-			t.Errorf("%s: tone %s, want %s", st, w.tone, want[st])
+		if w.Tone != want[st] {
+			t.Errorf("%s: tone %s, want %s", st, w.Tone, want[st])
 		}
 	}
-	if w := wordOf("exploded"); w.tone != toneNeutral || w.badge != "exploded" {
+	if w := WordOf("exploded"); w.Tone != ToneNeutral || w.Badge != "exploded" {
 		t.Errorf("a word outside the contract: %+v", w)
 	}
 }
@@ -34,7 +34,7 @@ func TestEvidenceWords(t *testing.T) {
 	if len(evidenceWords) != len(compat.EvidenceKinds) {
 		t.Errorf("%d entries for %d tiers", len(evidenceWords), len(compat.EvidenceKinds))
 	}
-	for _, e := range evidenceLegend() {
+	for _, e := range EvidenceLegend() {
 		if e.Meaning == "" {
 			t.Errorf("%s: no meaning", e.Kind)
 		}
