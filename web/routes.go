@@ -6,6 +6,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/google-pytorch/torchtpu-scanner/internal/fleet"
 	"github.com/google-pytorch/torchtpu-scanner/web/internal/httpx"
 )
 
@@ -31,8 +32,16 @@ func (s *Server) routes(app *fiber.App) {
 	// Badges: /badge/{id}.svg and /badge/{id}.json (CORS set by secure).
 	app.Get("/badge/*", s.badge)
 
-	// The worker protocol (work.go), before the API's rate limit.
-	s.workRoutes(app)
+	// The worker protocol (web/work), before the API's rate limit and
+	// behind the worker token; off without a fleet and a token.
+	if w := s.work; w.On() {
+		app.Post(fleet.PathRegister, w.Authorize, w.Register)
+		app.Post(fleet.PathLease, w.Authorize, w.Lease)
+		app.Post(fleet.PathHeartbeat, w.Authorize, w.Heartbeat)
+		app.Post(fleet.PathResult, w.Authorize, w.Result)
+		app.Post(fleet.PathRelease, w.Authorize, w.Release)
+		app.Post(fleet.PathLeave, w.Authorize, w.Leave)
+	}
 
 	// JSON API, rate-limited per client.
 	api := app.Group("/api/v1", httpx.CORS, s.limit, httpx.ExactParams)
@@ -54,7 +63,7 @@ func (s *Server) routes(app *fiber.App) {
 		api.Get("/requests/:id", s.apiRequest)
 	}
 	api.Get("/openapi.json", s.apiOpenAPI)
-	api.Get("/workers", s.apiWorkers)
+	api.Get("/workers", s.work.Workers)
 	api.Get("/webhooks", s.apiWebhooks) // admin token
 
 	// Feeds and exports.

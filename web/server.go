@@ -34,6 +34,7 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/web/internal/cached"
 	"github.com/google-pytorch/torchtpu-scanner/web/internal/httpx"
 	"github.com/google-pytorch/torchtpu-scanner/web/internal/show"
+	"github.com/google-pytorch/torchtpu-scanner/web/work"
 )
 
 // ErrScanQueued is returned by ScanControl.RequestScan when a scan is
@@ -61,6 +62,9 @@ type ScanControl interface {
 	// State reports what the scheduler is doing; it must be cheap.
 	State() ScanState
 }
+
+// WorkControl is the server's side of the worker fleet (web/work).
+type WorkControl = work.Control
 
 // Config is everything the web server depends on.
 type Config struct {
@@ -154,8 +158,7 @@ const (
 type Server struct {
 	store       Store
 	scans       ScanControl
-	work        WorkControl
-	workerToken string
+	work        *work.Handler // the worker fleet's routes (web/work)
 	adminToken  string
 	hubEndpoint string
 	hub         show.Hub // links to the Hub (hubEndpoint)
@@ -210,8 +213,7 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{
 		store:       cfg.Store,
 		scans:       cfg.Scans,
-		work:        cfg.Work,
-		workerToken: cfg.WorkerToken,
+		work:        work.New(cfg.Work, cfg.WorkerToken),
 		adminToken:  cfg.AdminToken,
 		hubEndpoint: strings.TrimRight(cfg.HubEndpoint, "/"),
 		version:     cfg.Version,
@@ -267,7 +269,7 @@ func New(cfg Config) (*Server, error) {
 	if s.pages, err = parsePages(s.funcs()); err != nil {
 		return nil, err
 	}
-	if s.openapi, err = loadOpenAPI(s.scans != nil, s.work != nil && s.workerToken != "", s.requests != nil); err != nil {
+	if s.openapi, err = loadOpenAPI(s.scans != nil, s.work.On(), s.requests != nil); err != nil {
 		return nil, err
 	}
 
@@ -311,8 +313,8 @@ func (s *Server) newApp(cfg Config) *fiber.App {
 	if bodyLimit <= 0 {
 		bodyLimit = DefaultBodyLimit
 	}
-	if s.work != nil && s.workerToken != "" {
-		bodyLimit = max(bodyLimit, workBodyLimit)
+	if s.work.On() {
+		bodyLimit = max(bodyLimit, work.BodyLimit)
 	}
 	return fiber.New(fiber.Config{
 		AppName:               "torchtpu-scanner",

@@ -18,6 +18,7 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/internal/fleet"
 	"github.com/google-pytorch/torchtpu-scanner/store"
 	"github.com/google-pytorch/torchtpu-scanner/store/storetest"
+	"github.com/google-pytorch/torchtpu-scanner/web/work"
 )
 
 // fakeWork records the calls that reach it and answers err when set.
@@ -91,8 +92,8 @@ func mustJSON(t *testing.T, v any) []byte {
 }
 
 func TestWorkRoutesNeedTheirToken(t *testing.T) {
-	work := &fakeWork{}
-	ts := newTestServer(t, 0, 0, Config{Work: work, WorkerToken: testWorkerToken, AdminToken: "admin-token"})
+	fw := &fakeWork{}
+	ts := newTestServer(t, 0, 0, Config{Work: fw, WorkerToken: testWorkerToken, AdminToken: "admin-token"})
 	body := mustJSON(t, fleet.LeaseRequest{Worker: fleet.Worker{ID: "w"}, Max: 1})
 	for _, tc := range []struct {
 		token string
@@ -109,7 +110,7 @@ func TestWorkRoutesNeedTheirToken(t *testing.T) {
 			}
 		}
 	}
-	if c := work.called(); len(c) != 0 {
+	if c := fw.called(); len(c) != 0 {
 		t.Errorf("refused requests reached the dispatcher: %v", c)
 	}
 	if r := ts.post(t, fleet.PathLease, testWorkerToken, body); r.status != 200 {
@@ -130,8 +131,8 @@ func TestWorkRoutesAreOffWithoutAToken(t *testing.T) {
 }
 
 func TestWorkRoutesPassThroughAndMapErrors(t *testing.T) {
-	work := &fakeWork{}
-	ts := newTestServer(t, 0, 0, Config{Work: work, WorkerToken: testWorkerToken})
+	fw := &fakeWork{}
+	ts := newTestServer(t, 0, 0, Config{Work: fw, WorkerToken: testWorkerToken})
 	res := fleet.ResultRequest{LeaseID: "L1", WorkerID: "w", ModelID: "org/m", Result: compat.Result{Status: compat.StatusPass}}
 	r := ts.post(t, fleet.PathLease, testWorkerToken, mustJSON(t, fleet.LeaseRequest{Worker: fleet.Worker{ID: "w"}, Max: 2}))
 	if lr := decode[fleet.LeaseResponse](t, r); r.status != 200 || len(lr.Leases) != 1 || lr.Leases[0].ID != "L1" ||
@@ -145,7 +146,7 @@ func TestWorkRoutesPassThroughAndMapErrors(t *testing.T) {
 		t.Errorf("leave: %d %s", r.status, r.body)
 	}
 	want := []string{"lease w 2", "result L1 pass", "leave w"}
-	if c := work.called(); strings.Join(c, ",") != strings.Join(want, ",") {
+	if c := fw.called(); strings.Join(c, ",") != strings.Join(want, ",") {
 		t.Errorf("calls %v, want %v", c, want)
 	}
 	for _, tc := range []struct {
@@ -160,13 +161,13 @@ func TestWorkRoutesPassThroughAndMapErrors(t *testing.T) {
 		{fmt.Errorf("store: worker %q: %w", "w", store.ErrNotFound), http.StatusNotFound},
 		{fmt.Errorf("disk I/O error"), http.StatusInternalServerError},
 	} {
-		work.err = tc.err
+		fw.err = tc.err
 		if r := ts.post(t, fleet.PathResult, testWorkerToken, mustJSON(t, res)); r.status != tc.want {
 			t.Errorf("%v: %d %s, want %d", tc.err, r.status, r.body, tc.want)
 		}
 	}
-	work.err = nil
-	n := len(work.called())
+	fw.err = nil
+	n := len(fw.called())
 	if r := ts.post(t, fleet.PathResult, testWorkerToken, []byte(`{"lease_id": `)); r.status != http.StatusBadRequest {
 		t.Errorf("garbage: %d", r.status)
 	}
@@ -174,8 +175,8 @@ func TestWorkRoutesPassThroughAndMapErrors(t *testing.T) {
 	if r := ts.post(t, fleet.PathResult, testWorkerToken, big); r.status != http.StatusBadRequest {
 		t.Errorf("a result over 1 MiB: %d %.200s", r.status, r.body)
 	}
-	if len(work.called()) != n {
-		t.Errorf("bad bodies reached the dispatcher: %v", work.called()[n:])
+	if len(fw.called()) != n {
+		t.Errorf("bad bodies reached the dispatcher: %v", fw.called()[n:])
 	}
 	// A body of exactly MaxBodyBytes is within the limit.
 	edge := res
@@ -189,8 +190,8 @@ func TestWorkRoutesPassThroughAndMapErrors(t *testing.T) {
 }
 
 func TestWorkRoutesAreNotRateLimitedLikeTheAPI(t *testing.T) {
-	work := &fakeWork{}
-	ts := newTestServer(t, 0, 0, Config{Work: work, WorkerToken: testWorkerToken, APIRate: 0.001, APIBurst: 2})
+	fw := &fakeWork{}
+	ts := newTestServer(t, 0, 0, Config{Work: fw, WorkerToken: testWorkerToken, APIRate: 0.001, APIBurst: 2})
 	hb := mustJSON(t, fleet.HeartbeatRequest{WorkerID: "w"})
 	for i := range 20 {
 		if r := ts.post(t, fleet.PathHeartbeat, testWorkerToken, hb); r.status != 200 {
@@ -213,11 +214,11 @@ func TestWorkersListing(t *testing.T) {
 	if r := ts.get(t, "/api/v1/workers"); r.status != 200 || !strings.Contains(r.body, `"dispatch":"local"`) || !strings.Contains(r.body, `"workers":[]`) {
 		t.Errorf("without workers: %d %s", r.status, r.body)
 	}
-	work := &fakeWork{views: []fleet.WorkerView{{ID: "tpu-0-1a2b3c4d", Host: "tpu-0", Target: "tpu", Device: "TPU v6e", Devices: 8,
+	fw := &fakeWork{views: []fleet.WorkerView{{ID: "tpu-0-1a2b3c4d", Host: "tpu-0", Target: "tpu", Device: "TPU v6e", Devices: 8,
 		LastSeen: time.Now().UTC(), Live: true, Busy: 3, JobsDone: 12, Planned: true}}}
-	ts = newTestServer(t, 0, 0, Config{Work: work, WorkerToken: testWorkerToken})
+	ts = newTestServer(t, 0, 0, Config{Work: fw, WorkerToken: testWorkerToken})
 	r := ts.get(t, "/api/v1/workers")
-	got := decode[workerList](t, r)
+	got := decode[work.List](t, r)
 	if r.status != 200 || got.Dispatch != "workers" || len(got.Workers) != 1 || got.Workers[0].Busy != 3 || got.Workers[0].JobsDone != 12 {
 		t.Errorf("%d %s", r.status, r.body)
 	}

@@ -1,0 +1,165 @@
+// Package work serves the worker fleet (serve --dispatch workers): the
+// worker protocol's routes behind the worker token, and the fleet's list
+// at GET /api/v1/workers. web/routes.go wires its handlers.
+package work
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/google-pytorch/torchtpu-scanner/internal/dispatch"
+	"github.com/google-pytorch/torchtpu-scanner/internal/fleet"
+	"github.com/google-pytorch/torchtpu-scanner/web/internal/httpx"
+)
+
+// Control is the server's side of the worker fleet (serve --dispatch
+// workers); *dispatch.Dispatcher implements it. Its errors wrap
+// dispatch.ErrBadRequest (400), fleet.ErrBadResult (400: the lease stays),
+// fleet.ErrLeaseNotCurrent (409: a late or repeated result) or
+// dispatch.ErrClosed (503: shutting down; workers retry).
+type Control interface {
+	Register(ctx context.Context, w fleet.Worker) (fleet.RegisterResponse, error)
+	Lease(ctx context.Context, req fleet.LeaseRequest) (fleet.LeaseResponse, error)
+	Heartbeat(ctx context.Context, req fleet.HeartbeatRequest) (fleet.HeartbeatResponse, error)
+	Result(ctx context.Context, req fleet.ResultRequest) error
+	Release(ctx context.Context, req fleet.ReleaseRequest) error
+	// Leave records that a worker is leaving (store.ErrNotFound, 404,
+	// for an unknown one).
+	Leave(ctx context.Context, req fleet.LeaveRequest) error
+	// Workers is the fleet for GET /api/v1/workers.
+	Workers(ctx context.Context) ([]fleet.WorkerView, error)
+}
+
+// BodyLimit is fiber's body limit while the work routes are on: a
+// result may be up to fleet.MaxBodyBytes (a larger one gets 400 from the
+// handler, one larger still 413 from the server).
+const BodyLimit = 4 << 20
+
+// Handler serves the fleet's routes.
+type Handler struct {
+	fleet Control // nil: no fleet (serve --dispatch local)
+	token string  // the worker token; "": the work routes are off
+}
+
+// New is the handler of fleet (nil for none) behind token.
+func New(fleet Control, token string) *Handler { return &Handler{fleet: fleet, token: token} }
+
+// On says whether the worker protocol's routes are served: a fleet and a
+// token. They stay outside the API's per-client rate limit (a fleet polls
+// from few addresses) and behind the token; the token is checked per route
+// (Authorize), as a group's middleware would match every path with its
+// prefix (/api/v1/workers too).
+func (h *Handler) On() bool { return h.fleet != nil && h.token != "" }
+
+// Register serves fleet.PathRegister.
+func (h *Handler) Register(c *fiber.Ctx) error {
+	return serve(c, func(ctx context.Context, w fleet.Worker) (any, error) { return h.fleet.Register(ctx, w) })
+}
+
+// Lease serves fleet.PathLease.
+func (h *Handler) Lease(c *fiber.Ctx) error {
+	return serve(c, func(ctx context.Context, r fleet.LeaseRequest) (any, error) { return h.fleet.Lease(ctx, r) })
+}
+
+// Heartbeat serves fleet.PathHeartbeat.
+func (h *Handler) Heartbeat(c *fiber.Ctx) error {
+	return serve(c, func(ctx context.Context, r fleet.HeartbeatRequest) (any, error) { return h.fleet.Heartbeat(ctx, r) })
+}
+
+// Result serves fleet.PathResult.
+func (h *Handler) Result(c *fiber.Ctx) error {
+	return serve(c, func(ctx context.Context, r fleet.ResultRequest) (any, error) {
+		return fiber.Map{"status": "accepted"}, h.fleet.Result(ctx, r)
+	})
+}
+
+// Release serves fleet.PathRelease.
+func (h *Handler) Release(c *fiber.Ctx) error {
+	return serve(c, func(ctx context.Context, r fleet.ReleaseRequest) (any, error) {
+		return fiber.Map{"status": "released"}, h.fleet.Release(ctx, r)
+	})
+}
+
+// Leave serves fleet.PathLeave.
+func (h *Handler) Leave(c *fiber.Ctx) error {
+	return serve(c, func(ctx context.Context, r fleet.LeaveRequest) (any, error) {
+		return fiber.Map{"status": "left"}, h.fleet.Leave(ctx, r)
+	})
+}
+
+// serve decodes a request body of type T, calls fn, and answers its
+// value as JSON; errors become statuses through workError.
+func serve[T any](c *fiber.Ctx, fn func(ctx context.Context, req T) (any, error)) error {
+	body := c.Body()
+	if len(body) > fleet.MaxBodyBytes {
+		return fmt.Errorf("%w: body of %d bytes, over %d", httpx.ErrBadRequest, len(body), fleet.MaxBodyBytes)
+	}
+	var req T
+	if err := json.Unmarshal(body, &req); err != nil {
+		return fmt.Errorf("%w: %v", httpx.ErrBadRequest, err)
+	}
+	out, err := fn(c.UserContext(), req)
+	if err != nil {
+		return workError(err)
+	}
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	return c.JSON(out)
+}
+
+// workError maps the fleet's errors to the HTTP layer's.
+func workError(err error) error {
+	switch {
+	case errors.Is(err, dispatch.ErrBadRequest), errors.Is(err, fleet.ErrBadResult):
+		return fmt.Errorf("%w: %v", httpx.ErrBadRequest, err)
+	case errors.Is(err, fleet.ErrLeaseNotCurrent):
+		return fmt.Errorf("%w: %v", httpx.ErrConflict, err)
+	case errors.Is(err, dispatch.ErrClosed):
+		return fmt.Errorf("%w: %v", httpx.ErrUnavailable, err)
+	}
+	return fmt.Errorf("web: work: %w", err)
+}
+
+// Authorize checks the worker token in constant time.
+func (h *Handler) Authorize(c *fiber.Ctx) error {
+	scheme, token, ok := strings.Cut(c.Get(fiber.HeaderAuthorization), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
+		return fmt.Errorf("%w: send Authorization: Bearer <worker token>", httpx.ErrUnauthorized)
+	}
+	got := sha256.Sum256([]byte(strings.TrimSpace(token)))
+	want := sha256.Sum256([]byte(h.token))
+	if subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
+		return fmt.Errorf("%w: wrong worker token", httpx.ErrForbidden)
+	}
+	return c.Next()
+}
+
+// List is the body of GET /api/v1/workers.
+type List struct {
+	Dispatch string             `json:"dispatch"` // "local" or "workers"
+	Workers  []fleet.WorkerView `json:"workers"`
+}
+
+// Workers serves GET /api/v1/workers: the fleet (public: no tokens, no
+// addresses). Without workers the list is empty and dispatch says local.
+func (h *Handler) Workers(c *fiber.Ctx) error {
+	out := List{Dispatch: "local", Workers: []fleet.WorkerView{}}
+	if h.fleet != nil {
+		ws, err := h.fleet.Workers(c.UserContext())
+		if err != nil {
+			return fmt.Errorf("web: workers: %w", err)
+		}
+		out.Dispatch = "workers"
+		if ws != nil {
+			out.Workers = ws
+		}
+	}
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	return c.JSON(out)
+}
