@@ -11,6 +11,7 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/internal/serving"
 	"github.com/google-pytorch/torchtpu-scanner/store"
 	"github.com/google-pytorch/torchtpu-scanner/web/internal/cached"
+	"github.com/google-pytorch/torchtpu-scanner/web/internal/data"
 	"github.com/google-pytorch/torchtpu-scanner/web/internal/httpx"
 )
 
@@ -45,7 +46,7 @@ func (s *Server) apiModels(c *fiber.Ctx) error {
 		if err != nil {
 			return nil, fmt.Errorf("web: api models: %w", err)
 		}
-		reg, err := s.servingRegistry(ctx)
+		reg, err := s.data.ServingRegistry(ctx)
 		if err != nil {
 			return nil, err
 		}
@@ -58,7 +59,7 @@ func (s *Server) apiModels(c *fiber.Ctx) error {
 			s.fillModel(&out.Models[i], reg)
 			ptrs[i] = &out.Models[i]
 		}
-		if err := s.withMeasured(ctx, ptrs...); err != nil {
+		if err := s.data.WithMeasured(ctx, ptrs...); err != nil {
 			return nil, err
 		}
 		if next != "" {
@@ -125,12 +126,12 @@ func (s *Server) apiModel(c *fiber.Ctx) error {
 		}
 		return fmt.Errorf("web: api model: %w", err)
 	}
-	reg, err := s.servingRegistry(ctx)
+	reg, err := s.data.ServingRegistry(ctx)
 	if err != nil {
 		return err
 	}
 	s.fillModel(&m, reg)
-	if err := s.withMeasured(ctx, &m); err != nil {
+	if err := s.data.WithMeasured(ctx, &m); err != nil {
 		return err
 	}
 	d := modelDetail{Model: m}
@@ -162,6 +163,6 @@ func (s *Server) apiModel(c *fiber.Ctx) error {
 // pinned vllm-torchtpu's registry, nil when never read).
 func (s *Server) fillModel(m *compat.Model, reg *serving.Registry) {
 	m.URL = s.hub.Model(m.ID)
-	m.Serving = servingCell(reg, *m)
+	m.Serving = data.ServingCell(reg, *m)
 	s.knowResult(m.Result)
 }

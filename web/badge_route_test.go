@@ -7,6 +7,7 @@ import (
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/store"
+	"github.com/google-pytorch/torchtpu-scanner/web/badge"
 	"github.com/google-pytorch/torchtpu-scanner/web/internal/show"
 )
 
@@ -48,7 +49,7 @@ func TestBadgeRoutes(t *testing.T) {
 	// (issue 37), and so does its endpoint JSON.
 	svg("/badge/gpt2.svg", `aria-label="TorchTPU: cpu fail · forward (measured on cpu with torch 2.9.0, torch_tpu 0.2.0 on 2026-11-30)"`, show.BadgeFill[show.ToneNeutral])
 	svg("/badge/gpt2.svg?target=tpu", "TorchTPU: cpu fail · forward", show.BadgeFill[show.ToneNeutral])
-	if e := decode[endpointBadge](t, ts.get(t, "/badge/gpt2.json")); e.Label != "TorchTPU" || e.Message != "cpu fail · forward" || e.Color != "656d76" {
+	if e := decode[badge.Endpoint](t, ts.get(t, "/badge/gpt2.json")); e.Label != "TorchTPU" || e.Message != "cpu fail · forward" || e.Color != "656d76" {
 		t.Errorf("cpu-only endpoint: %+v", e)
 	}
 	svg("/badge/nobody/nothing.svg", "TorchTPU: unknown", show.BadgeFill[show.ToneNeutral])
@@ -59,12 +60,12 @@ func TestBadgeRoutes(t *testing.T) {
 	svg("/badge/Qwen/Qwen3-0.6B.svg?label=tpu%20ready", `aria-label="tpu ready: passing`, show.BadgeFill[show.TonePass])
 
 	r := ts.get(t, "/badge/Qwen/Qwen3-0.6B.json")
-	e := decode[endpointBadge](t, r)
+	e := decode[badge.Endpoint](t, r)
 	if r.status != 200 || e.SchemaVersion != 1 || e.Label != "TorchTPU" || e.Message != "passing · 312 tok/s" ||
 		e.Color != "1a7f37" || e.CacheSeconds != 300 || r.header.Get("Access-Control-Allow-Origin") != "*" {
 		t.Errorf("endpoint: %d %+v", r.status, e)
 	}
-	if e := decode[endpointBadge](t, ts.get(t, "/badge/unknown/model.json")); e.Message != "unknown" {
+	if e := decode[badge.Endpoint](t, ts.get(t, "/badge/unknown/model.json")); e.Message != "unknown" {
 		t.Errorf("unknown endpoint: %+v", e)
 	}
 	if r := ts.get(t, "/badge/gpt2"); r.status != 404 {
@@ -110,7 +111,7 @@ func TestBadgeCORSByMethod(t *testing.T) {
 // label, answered 503 and never cached.
 func TestBadgeStoreFailure(t *testing.T) {
 	ts := newTestServer(t, 0, 0, Config{})
-	ts.Server.store = failingStore{Store: ts.db, changed: failChanged}
+	ts.useStore(failingStore{Store: ts.db, changed: failChanged})
 	for _, c := range []struct {
 		path, ctype string
 		check       func(t *testing.T, r response)
@@ -126,7 +127,7 @@ func TestBadgeStoreFailure(t *testing.T) {
 			}
 		}},
 		{"/badge/gpt2.json?label=ready", "application/json", func(t *testing.T, r response) {
-			if e := decode[endpointBadge](t, r); e.SchemaVersion != 1 || e.Label != "ready" || e.Message != "unavailable" {
+			if e := decode[badge.Endpoint](t, r); e.SchemaVersion != 1 || e.Label != "ready" || e.Message != "unavailable" {
 				t.Errorf("endpoint badge %+v", e)
 			}
 		}},

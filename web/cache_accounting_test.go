@@ -9,6 +9,7 @@ import (
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/store"
+	"github.com/google-pytorch/torchtpu-scanner/web/badge"
 	"github.com/google-pytorch/torchtpu-scanner/web/internal/cached"
 )
 
@@ -35,8 +36,8 @@ func TestByteCachesCountWhatTheyHold(t *testing.T) {
 	}
 	overhead := entryOverhead()
 
-	checkEntrySizes(t, "badges", &ts.badges, func(k badgeKey, v cachedBadge) int {
-		return len(v.body) + len(v.etag) + len(k.raw) + len(k.label)
+	checkEntrySizes(t, "badges", ts.badges.Cache(), func(k badge.Key, v badge.Rendered) int {
+		return len(v.Body) + len(v.ETag) + len(k.Raw) + len(k.Label)
 	}, overhead, 3)
 	checkEntrySizes(t, "api lists", &ts.apiLists, func(k string, v cached.Body) int { return len(k) + len(v.Raw()) + len(v.Gzip()) }, overhead, 2)
 	checkEntrySizes(t, "table bodies", &ts.tableBodies, func(k string, v template.HTML) int { return len(k) + len(v) }, overhead, 2)
@@ -102,8 +103,8 @@ func TestCacheKeysOutliveTheirRequest(t *testing.T) {
 		t.Errorf("runtimes keys %q, want cpu and tpu among them", got)
 	}
 	var badges []string
-	ts.badges.Range(func(k badgeKey, _ cachedBadge, _ int) bool {
-		badges = append(badges, fmt.Sprintf("%s %s %s %s %s", k.kind, k.raw, k.target, k.style, k.label))
+	ts.badges.Cache().Range(func(k badge.Key, _ badge.Rendered, _ int) bool {
+		badges = append(badges, fmt.Sprintf("%s %s %s %s %s", k.Kind, k.Raw, k.Target, k.Style, k.Label))
 		return true
 	})
 	slices.Sort(badges)

@@ -14,7 +14,7 @@ import (
 func TestServerErrorsAreLoggedClientErrorsNot(t *testing.T) {
 	var logs proctest.Buffer
 	ts := newTestServer(t, 2, 2, Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
-	ts.Server.store = failingStore{Store: ts.db, list: failList}
+	ts.useStore(failingStore{Store: ts.db, list: failList})
 	for _, c := range []struct {
 		path   string
 		status int

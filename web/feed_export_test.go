@@ -158,10 +158,10 @@ func TestExportCSVStopsAtItsCap(t *testing.T) {
 	for i := range page {
 		page[i] = compat.Model{ID: fmt.Sprintf("org/m%d", i)}
 	}
-	ts.Server.store = failingStore{Store: ts.db, list: func(_ context.Context, q store.ModelQuery) ([]compat.Model, string, error) {
+	ts.useStore(failingStore{Store: ts.db, list: func(_ context.Context, q store.ModelQuery) ([]compat.Model, string, error) {
 		pages++
 		return page, "more", nil
-	}}
+	}})
 	r := ts.get(t, "/export.csv")
 	if r.status != 200 {
 		t.Fatalf("%d %.200s", r.status, r.body)
@@ -222,12 +222,12 @@ func TestExportCSVCutShort(t *testing.T) {
 	ts := newTestServer(t, 0, 0, Config{})
 	page := []compat.Model{{ID: "org/a"}, {ID: "org/b"}}
 	var calls atomic.Int32 // counted in the export's own goroutine
-	ts.Server.store = failingStore{Store: ts.db, list: func(context.Context, store.ModelQuery) ([]compat.Model, string, error) {
+	ts.useStore(failingStore{Store: ts.db, list: func(context.Context, store.ModelQuery) ([]compat.Model, string, error) {
 		if calls.Add(1) > 1 {
 			return nil, "", errBoom
 		}
 		return page, "more", nil
-	}}
+	}})
 	resp, err := http.Get("http://" + listenOnLoopback(t, ts) + "/export.csv")
 	if err != nil {
 		t.Fatal(err)
@@ -243,7 +243,7 @@ func TestExportCSVCutShort(t *testing.T) {
 	// The export's goroutine may still be ending: a server of its own for
 	// the second case, so that nothing it reads changes under it.
 	first := newTestServer(t, 0, 0, Config{})
-	first.Server.store = failingStore{Store: first.db, list: failList}
+	first.useStore(failingStore{Store: first.db, list: failList})
 	if r := first.get(t, "/export.csv"); r.status != 500 || strings.Contains(r.body, "secret") {
 		t.Errorf("first page failing: %d %s", r.status, r.body)
 	}
@@ -296,10 +296,10 @@ func TestExportCSVReadsAsTheClientReads(t *testing.T) {
 		page[i] = compat.Model{ID: fmt.Sprintf("org/m%d-%s", i, strings.Repeat("x", 300))}
 	}
 	var pages atomic.Int64
-	ts.Server.store = failingStore{Store: ts.db, list: func(context.Context, store.ModelQuery) ([]compat.Model, string, error) {
+	ts.useStore(failingStore{Store: ts.db, list: func(context.Context, store.ModelQuery) ([]compat.Model, string, error) {
 		pages.Add(1)
 		return page, "more", nil
-	}}
+	}})
 	conn, err := net.Dial("tcp", listenOnLoopback(t, ts))
 	if err != nil {
 		t.Fatal(err)

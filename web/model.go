@@ -11,6 +11,8 @@ import (
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/store"
+	"github.com/google-pytorch/torchtpu-scanner/web/badge"
+	"github.com/google-pytorch/torchtpu-scanner/web/internal/data"
 	"github.com/google-pytorch/torchtpu-scanner/web/internal/httpx"
 	"github.com/google-pytorch/torchtpu-scanner/web/internal/show"
 )
@@ -108,12 +110,12 @@ func (s *Server) modelPage(c *fiber.Ctx) error {
 		return fmt.Errorf("web: model page history: %w", err)
 	}
 
-	reg, err := s.servingRegistry(ctx)
+	reg, err := s.data.ServingRegistry(ctx)
 	if err != nil {
 		return err
 	}
-	m.Serving = servingCell(reg, m)
-	if err := s.withMeasured(ctx, &m); err != nil {
+	m.Serving = data.ServingCell(reg, m)
+	if err := s.data.WithMeasured(ctx, &m); err != nil {
 		return err
 	}
 	v := modelView{Model: m, Serving: newServingView(reg, m), Events: events, History: history[:min(len(history), historyRows)], Charts: historyCharts(history),
@@ -161,7 +163,7 @@ func snippet(base, id string, t compat.Target) badgeSnippet {
 		img += "?target=" + string(t)
 	}
 	page := base + show.ModelPath(id)
-	alt := defaultLabel(t) + " compatibility of " + id
+	alt := badge.DefaultLabel(t) + " compatibility of " + id
 	return badgeSnippet{
 		Target:   t,
 		ImgURL:   img,

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/store"
+	"github.com/google-pytorch/torchtpu-scanner/web/badge"
 )
 
 // trained is r with a matrix: the train verdict v (with three losses
@@ -129,7 +130,7 @@ func TestTheTrainVerdictOnEverySurface(t *testing.T) {
 			t.Errorf("%s: %d, want %q in\n%s", path, r.status, want, r.body)
 		}
 	}
-	if e := decode[endpointBadge](t, ts.get(t, "/badge/org/no-backward.json?mode=train")); e.Message != "failing · backward" {
+	if e := decode[badge.Endpoint](t, ts.get(t, "/badge/org/no-backward.json?mode=train")); e.Message != "failing · backward" {
 		t.Errorf("endpoint badge ?mode=train: %+v", e)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/internal/serving"
 	"github.com/google-pytorch/torchtpu-scanner/internal/sweep"
 	"github.com/google-pytorch/torchtpu-scanner/internal/webhook"
+	"github.com/google-pytorch/torchtpu-scanner/web/badge"
 )
 
 // jsonFields are the JSON object keys encoding/json writes for a struct
@@ -90,7 +91,7 @@ func TestOpenAPISchemasMatchTheJSON(t *testing.T) {
 		{"Coverage", reflect.TypeFor[coverageBody]()},
 		{"Figures", reflect.TypeFor[figures]()},
 		{"FailureGroup", reflect.TypeFor[failureGroup]()},
-		{"EndpointBadge", reflect.TypeFor[endpointBadge]()},
+		{"EndpointBadge", reflect.TypeFor[badge.Endpoint]()},
 		{"RuntimeStats", reflect.TypeFor[runtimeJSON]()},
 		{"ComparisonItem", reflect.TypeFor[compareItemJSON]()},
 		{"Comparison", reflect.TypeFor[compareBody]()},

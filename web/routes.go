@@ -30,7 +30,7 @@ func (s *Server) routes(app *fiber.App) {
 	}
 
 	// Badges: /badge/{id}.svg and /badge/{id}.json (CORS set by secure).
-	app.Get("/badge/*", s.badge)
+	app.Get("/badge/*", s.badges.Badge)
 
 	// The worker protocol (web/work), before the API's rate limit and
 	// behind the worker token; off without a fleet and a token.

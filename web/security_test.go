@@ -277,7 +277,7 @@ func TestRateLimit(t *testing.T) {
 
 func TestServerErrorsHideDetails(t *testing.T) {
 	ts := newTestServer(t, 2, 2, Config{})
-	ts.Server.store = failingStore{Store: ts.db, list: failList}
+	ts.useStore(failingStore{Store: ts.db, list: failList})
 	for _, p := range []string{"/api/v1/models", "/", "/export.csv"} {
 		r := ts.get(t, p)
 		if r.status != 500 || strings.Contains(r.body, "secret") || strings.Contains(r.body, "boom") {
@@ -312,7 +312,7 @@ func TestHealthReadyMetrics(t *testing.T) {
 	if strings.Contains(r.body, "passwd") {
 		t.Error("raw paths in metric labels")
 	}
-	ts.Server.store = failingStore{Store: ts.db, changed: failChanged}
+	ts.useStore(failingStore{Store: ts.db, changed: failChanged})
 	if r := ts.get(t, "/readyz"); r.status != 503 || strings.Contains(r.body, "secret") {
 		t.Errorf("readyz with a broken db: %d %s", r.status, r.body)
 	}
@@ -320,7 +320,7 @@ func TestHealthReadyMetrics(t *testing.T) {
 		t.Errorf("healthz should not depend on the db: %d", r.status)
 	}
 	// The database file deleted under the server: not ready, and it says why.
-	ts.Server.store = ts.db
+	ts.useStore(ts.db)
 	for _, suffix := range []string{"", "-wal", "-shm"} {
 		os.Remove(ts.db.Path() + suffix)
 	}
@@ -382,7 +382,7 @@ func (damagedStore) CheckFile() error {
 // start found damaged is not ready, and /readyz says why (not "gone").
 func TestReadyzSaysTheDatabaseIsCorrupt(t *testing.T) {
 	ts := newTestServer(t, 1, 1, Config{})
-	ts.Server.store = damagedStore{ts.db}
+	ts.useStore(damagedStore{ts.db})
 	r := ts.get(t, "/readyz")
 	if r.status != 503 || !strings.Contains(r.body, "database corrupt") || !strings.Contains(r.body, "scanner backup") || strings.Contains(r.body, "gone") {
 		t.Errorf("readyz with a corrupt database: %d %s", r.status, r.body)

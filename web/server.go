@@ -28,10 +28,11 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/internal/config"
 	"github.com/google-pytorch/torchtpu-scanner/internal/knownissues"
 	"github.com/google-pytorch/torchtpu-scanner/internal/metrics"
-	"github.com/google-pytorch/torchtpu-scanner/internal/serving"
 	"github.com/google-pytorch/torchtpu-scanner/internal/sweep"
 	"github.com/google-pytorch/torchtpu-scanner/store"
+	"github.com/google-pytorch/torchtpu-scanner/web/badge"
 	"github.com/google-pytorch/torchtpu-scanner/web/internal/cached"
+	"github.com/google-pytorch/torchtpu-scanner/web/internal/data"
 	"github.com/google-pytorch/torchtpu-scanner/web/internal/httpx"
 	"github.com/google-pytorch/torchtpu-scanner/web/internal/show"
 	"github.com/google-pytorch/torchtpu-scanner/web/work"
@@ -62,6 +63,9 @@ type ScanControl interface {
 	// State reports what the scheduler is doing; it must be cheap.
 	State() ScanState
 }
+
+// Store is what the web server reads from the database (web/internal/data).
+type Store = data.Store
 
 // WorkControl is the server's side of the worker fleet (web/work).
 type WorkControl = work.Control
@@ -129,7 +133,6 @@ type Config struct {
 
 // sizeCaches sets how many bytes each rendered-answer cache may hold.
 func (s *Server) sizeCaches() {
-	s.badges.MaxBytes = 16 << 20
 	s.apiLists.MaxBytes = 32 << 20
 	s.lists.MaxBytes = 32 << 20
 	s.summaries.MaxBytes = 1 << 20
@@ -143,7 +146,6 @@ func (s *Server) sizeCaches() {
 	s.comparePages.MaxBytes = 32 << 20
 	s.sweeps.MaxBytes = 1 << 20
 	s.predicted.MaxBytes = 1 << 12
-	s.servingRegs.MaxBytes = 1 << 12
 }
 
 // Defaults of Config.
@@ -157,6 +159,8 @@ const (
 // Server is the web server. Create it with New.
 type Server struct {
 	store       Store
+	data        *data.Reader   // the reads the audiences share (web/internal/data)
+	badges      *badge.Handler // the badges (web/badge)
 	scans       ScanControl
 	work        *work.Handler // the worker fleet's routes (web/work)
 	adminToken  string
@@ -173,7 +177,6 @@ type Server struct {
 	limiter *httpx.RateLimiter // nil when off
 	clients httpx.Clients      // who the client is (its proxies, its IPv6 prefix) and the site's base URL
 
-	badges       cached.Map[badgeKey, cachedBadge]
 	apiLists     cached.Map[string, cached.Body]
 	lists        cached.Map[string, listPage]
 	summaries    cached.Map[string, store.Summary]
@@ -185,10 +188,9 @@ type Server struct {
 	opsLists     cached.Map[string, missingOpsRead] // the fix list per ?table= (tpuops.go)
 	comparisons  cached.Map[string, *comparison]
 	comparePages cached.Map[string, cached.Body]
-	sweepList    sweep.File                            // Google's sweep (internal/sweep)
-	sweeps       cached.Map[string, sweep.Coverage]    // its coverage per target
-	predicted    cached.Map[string, store.Predicted]   // the predictions' sum (headline.go)
-	servingRegs  cached.Map[string, *serving.Registry] // the pinned vllm-torchtpu's registry, read once per data version: every model JSON, row and badge needs it (serving.go)
+	sweepList    sweep.File                          // Google's sweep (internal/sweep)
+	sweeps       cached.Map[string, sweep.Coverage]  // its coverage per target
+	predicted    cached.Map[string, store.Predicted] // the predictions' sum (headline.go)
 	httpReqs     *metrics.CounterVec
 	httpTimes    *metrics.HistogramVec
 	routeSeries  sync.Map // routeCode → *routeSeries
@@ -226,6 +228,7 @@ func New(cfg Config) (*Server, error) {
 	s.clients.PublicURL = strings.TrimRight(cfg.PublicURL, "/")
 	s.known.Store(&cfg.KnownIssues)
 	s.store = knownVersion{Store: cfg.Store, at: &s.knownAt}
+	s.data = data.NewReader(s.store)
 	if s.hubEndpoint == "" {
 		s.hubEndpoint = DefaultHubEndpoint
 	}
@@ -242,6 +245,7 @@ func New(cfg Config) (*Server, error) {
 	if s.log == nil {
 		s.log = slog.Default()
 	}
+	s.badges = badge.New(s.data, s.log)
 	var err error
 	if s.clients.Proxies, err = httpx.ParseProxies(cfg.TrustedProxies); err != nil {
 		return nil, err

@@ -51,6 +51,13 @@ type testServer struct {
 	ids   []string
 }
 
+// useStore makes the server read st (a fake over its database), in every
+// audience: the server's store and the shared reader's.
+func (ts *testServer) useStore(st Store) {
+	ts.Server.store = st
+	ts.Server.data.Store = st
+}
+
 // newTestServer opens a store, seeds nModels models and nResults results
 // (storetest.Seed), and builds a server; cfg's zero fields get test values.
 func newTestServer(t *testing.T, nModels, nResults int, cfg Config) *testServer {

@@ -1,9 +1,6 @@
 package web
 
 import (
-	"context"
-	"errors"
-	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -11,66 +8,7 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/internal/readiness"
 	"github.com/google-pytorch/torchtpu-scanner/internal/serving"
-	"github.com/google-pytorch/torchtpu-scanner/store"
-	"github.com/google-pytorch/torchtpu-scanner/web/internal/show"
 )
-
-// servingRegistry is the pinned release's registry (serving.Version), nil
-// when no scan has read it yet.
-func (s *Server) servingRegistry(ctx context.Context) (*serving.Registry, error) {
-	changed, err := s.store.Changed(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("web: serving registry: %w", err)
-	}
-	return s.servingRegs.Do("", changed, func() (*serving.Registry, int, error) {
-		reg, err := s.store.ServingRegistry(ctx, serving.Version)
-		switch {
-		case errors.Is(err, store.ErrNotFound):
-			return nil, 0, nil
-		case err != nil:
-			return nil, 0, fmt.Errorf("web: serving registry: %w", err)
-		}
-		return &reg, 0, nil
-	})
-}
-
-// servingCell is m's serving cell under reg: nil when nothing is known (no
-// registry, no readiness, no architectures).
-func servingCell(reg *serving.Registry, m compat.Model) *serving.Cell {
-	if reg == nil || m.Readiness == nil {
-		return nil
-	}
-	c, ok := serving.Declare(*reg, m.ID, m.Readiness.Architectures, m.Readiness)
-	if !ok {
-		return nil
-	}
-	return &c
-}
-
-// withMeasured adds each model's measured serving verdict (a scan's
-// serving probe, store.ServingResults) to its serving cell; a model
-// without a cell (no registry read, no architectures) shows none.
-func (s *Server) withMeasured(ctx context.Context, models ...*compat.Model) error {
-	var ids []string
-	for _, m := range models {
-		if m.Serving != nil {
-			ids = append(ids, m.ID)
-		}
-	}
-	if len(ids) == 0 {
-		return nil
-	}
-	got, err := s.store.ServingResults(ctx, ids)
-	if err != nil {
-		return fmt.Errorf("web: serving results: %w", err)
-	}
-	for _, m := range models {
-		if r, ok := got[m.ID]; ok && m.Serving != nil {
-			m.Serving.Measured = &r
-		}
-	}
-	return nil
-}
 
 // servingView is the model page's serving block.
 type servingView struct {
@@ -149,54 +87,4 @@ func newServingView(reg *serving.Registry, m compat.Model) servingView {
 		v.Why = "the model's config.json names no architecture"
 	}
 	return v
-}
-
-// serveBadgeFor draws ?mode=serve: what vLLM-TorchTPU serves the model as,
-// and on what evidence ("generation · declared"), "not served · declared",
-// or unknown.
-func serveBadgeFor(m *compat.Model, label string) badge {
-	label = cleanText(label, maxLabelRunes)
-	if label == "" {
-		label = "vLLM-TorchTPU"
-	}
-	if m == nil || m.Serving == nil {
-		return unknownBadge(label)
-	}
-	c := m.Serving
-	if r := c.Measured; r != nil {
-		b := badge{Label: label, Message: r.Status + " · measured", Tone: show.ToneFail,
-			Evidence: cleanText("measured: "+c.Package+" "+runtimeVersion(r.Runtime.VLLMTorchTPU)+" ran it, "+r.Status+measuredOn(r), 160)}
-		if pass, _ := c.Verdict(); pass {
-			b.Tone = show.TonePass
-			if c.Kind != nil {
-				b.Message = string(*c.Kind) + " · measured"
-			}
-		}
-		b.Message = cleanText(b.Message, 64)
-		return b
-	}
-	b := badge{Label: label, Message: "not served · " + c.Evidence, Tone: show.ToneFail,
-		Evidence: cleanText(c.Evidence+" by the model registry of "+c.Package+" "+c.Version+"'s vLLM; nothing was run", 160)}
-	if c.Served && c.Kind != nil {
-		b.Message, b.Tone = string(*c.Kind)+" · "+c.Evidence, show.TonePass
-	}
-	b.Message = cleanText(b.Message, 64)
-	return b
-}
-
-// runtimeVersion is a version the serving probe reported, "?" when none.
-func runtimeVersion(p *string) string {
-	if p == nil || *p == "" {
-		return "?"
-	}
-	return *p
-}
-
-// measuredOn says when a measured verdict was made (" on 2026-12-06"),
-// "" when not said.
-func measuredOn(r *serving.Measured) string {
-	if r.MeasuredAt.IsZero() {
-		return ""
-	}
-	return " on " + r.MeasuredAt.UTC().Format(time.DateOnly)
 }

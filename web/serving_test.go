@@ -10,6 +10,7 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/internal/readiness"
 	"github.com/google-pytorch/torchtpu-scanner/internal/serving"
 	"github.com/google-pytorch/torchtpu-scanner/store"
+	"github.com/google-pytorch/torchtpu-scanner/web/badge"
 )
 
 // servingServer has org/llama (LlamaForCausalLM, 2 v6e chips at 8192
@@ -120,17 +121,17 @@ func TestServeBadge(t *testing.T) {
 	ts := servingServer(t, true)
 	for id, want := range map[string]string{"org/llama": "generation · declared", "org/bart": "not served · declared",
 		"org/plain": "unknown", "org/nope": "unknown"} {
-		b := decode[endpointBadge](t, ts.get(t, "/badge/"+id+".json?mode=serve"))
+		b := decode[badge.Endpoint](t, ts.get(t, "/badge/"+id+".json?mode=serve"))
 		if b.Message != want || b.Label != "vLLM-TorchTPU" {
 			t.Errorf("%s: %q %q, want %q", id, b.Label, b.Message, want)
 		}
 	}
 	// the serve badge is not the status badge, and is cached apart from it
-	plain := decode[endpointBadge](t, ts.get(t, "/badge/org/llama.json"))
+	plain := decode[badge.Endpoint](t, ts.get(t, "/badge/org/llama.json"))
 	if plain.Message == "generation · declared" {
 		t.Errorf("the status badge drew the serving cell")
 	}
-	if b := decode[endpointBadge](t, ts.get(t, "/badge/org/llama.json?mode=serve&label="+url.QueryEscape("vLLM"))); b.Label != "vLLM" {
+	if b := decode[badge.Endpoint](t, ts.get(t, "/badge/org/llama.json?mode=serve&label="+url.QueryEscape("vLLM"))); b.Label != "vLLM" {
 		t.Errorf("label %q", b.Label)
 	}
 	if svg := ts.get(t, "/badge/org/llama.svg?mode=serve").body; !strings.Contains(svg, "generation · declared") ||
@@ -171,7 +172,7 @@ func TestMeasuredServing(t *testing.T) {
 			t.Errorf("llama's page lacks %q", want)
 		}
 	}
-	if b := decode[endpointBadge](t, ts.get(t, "/badge/org/llama.json?mode=serve")); b.Message != "generation · measured" {
+	if b := decode[badge.Endpoint](t, ts.get(t, "/badge/org/llama.json?mode=serve")); b.Message != "generation · measured" {
 		t.Errorf("badge after a measured pass: %q", b.Message)
 	}
 	for _, m := range decode[modelList](t, ts.get(t, "/api/v1/models")).Models {
@@ -199,7 +200,7 @@ func TestMeasuredServing(t *testing.T) {
 			t.Errorf("llama's page lacks %q", want)
 		}
 	}
-	if b := decode[endpointBadge](t, ts.get(t, "/badge/org/llama.json?mode=serve")); b.Message != "fail · measured" {
+	if b := decode[badge.Endpoint](t, ts.get(t, "/badge/org/llama.json?mode=serve")); b.Message != "fail · measured" {
 		t.Errorf("badge after a measured failure: %q", b.Message)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/internal/readiness"
 	"github.com/google-pytorch/torchtpu-scanner/store"
 	"github.com/google-pytorch/torchtpu-scanner/web/internal/cached"
+	"github.com/google-pytorch/torchtpu-scanner/web/internal/data"
 	"github.com/google-pytorch/torchtpu-scanner/web/internal/httpx"
 	"github.com/google-pytorch/torchtpu-scanner/web/internal/show"
 )
@@ -199,13 +200,13 @@ func (s *Server) tableView(ctx context.Context, q store.ModelQuery, form tableFo
 		Hints: readiness.Codes, Fit: newFitSummary(sum.Fit),
 	}
 	v.Canonical = "/"
-	reg, err := s.servingRegistry(ctx)
+	reg, err := s.data.ServingRegistry(ctx)
 	if err != nil {
 		return tableView{}, err
 	}
 	tasks := map[string]bool{}
 	for _, m := range models { // m is a copy: the cached list's models stay as they are
-		m.Serving = servingCell(reg, m)
+		m.Serving = data.ServingCell(reg, m)
 		v.Models = append(v.Models, modelRow{Model: m, Status: m.ModelStatus()})
 		if m.Task != "" {
 			tasks[m.Task] = true
@@ -215,7 +216,7 @@ func (s *Server) tableView(ctx context.Context, q store.ModelQuery, form tableFo
 	for i := range v.Models {
 		rows[i] = &v.Models[i].Model
 	}
-	if err := s.withMeasured(ctx, rows...); err != nil {
+	if err := s.data.WithMeasured(ctx, rows...); err != nil {
 		return tableView{}, err
 	}
 	for i := range v.Models {

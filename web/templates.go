@@ -105,7 +105,7 @@ func (s *Server) funcs() template.FuncMap {
 		"short":      show.ShortSHA,
 		"runtime":    show.Runtime,
 		"str":        func(p *string) string { return show.Deref(p) },
-		"prediction": predictionSummary,
+		"prediction": show.Prediction,
 		"words":      show.Words,
 		"tokPerS":    func(p *float64) string { return show.Num(p, 1) },
 		"targetName": show.TargetName,

@@ -319,15 +319,6 @@ func kernelRows(oldestFirst []compat.KernelTable) []kernelTableJSON {
 	return out
 }
 
-// predictionSummary is the table's line for a result's prediction: its
-// Summary off TPU, "" on tpu or without one.
-func predictionSummary(r *compat.Result) string {
-	if r == nil || r.TPUOps == nil || r.Target == compat.TargetTPU {
-		return ""
-	}
-	return r.TPUOps.Summary()
-}
-
 // kernelHTML is the HTML body of a new kernel table's feed item;
 // html/template escapes every op and model id.
 var kernelHTML = template.Must(template.New("kernels").Parse(

@@ -191,3 +191,12 @@ func BreakID(id string) template.HTML {
 	}
 	return template.HTML(b.String()) // every rune of id escaped above
 }
+
+// Prediction is the table's line for a result's prediction: its
+// Summary off TPU, "" on tpu or without one.
+func Prediction(r *compat.Result) string {
+	if r == nil || r.TPUOps == nil || r.Target == compat.TargetTPU {
+		return ""
+	}
+	return r.TPUOps.Summary()
+}

@@ -1,4 +1,4 @@
-package web
+package badge
 
 import (
 	"bytes"
@@ -211,7 +211,7 @@ func TestRenderSVGGolden(t *testing.T) {
 	cases := []struct {
 		file  string
 		b     badge
-		style badgeStyle
+		style Style
 	}{
 		{"badge_pass_flat.svg", badgeFor(m(pass), compat.TargetTPU, ""), styleFlat},
 		{"badge_fail_flat_square.svg", badgeFor(m(fail), compat.TargetTPU, ""), styleFlatSquare},

@@ -1,9 +1,14 @@
-package web
+// Package badge draws the badges: GET /badge/{id}.svg and
+// /badge/{id}.json (a shields.io endpoint), of a model's inference, train
+// or serving verdict, each kept until the data changes. web/routes.go
+// wires its handler.
+package badge
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
 
@@ -12,20 +17,38 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/store"
 	"github.com/google-pytorch/torchtpu-scanner/web/internal/cached"
+	"github.com/google-pytorch/torchtpu-scanner/web/internal/data"
 	"github.com/google-pytorch/torchtpu-scanner/web/internal/httpx"
 )
 
-// cachedBadge is one rendered badge.
-type cachedBadge struct {
-	etag string
-	body []byte
+// Rendered is one rendered badge.
+type Rendered struct {
+	ETag string
+	Body []byte
 }
 
-// badge serves GET /badge/{id}.svg and /badge/{id}.json (shields.io
+// Handler serves the badges and keeps them.
+type Handler struct {
+	data   *data.Reader
+	log    *slog.Logger
+	badges cached.Map[Key, Rendered]
+}
+
+// New is the badges' handler over r, logging to log.
+func New(r *data.Reader, log *slog.Logger) *Handler {
+	h := &Handler{data: r, log: log}
+	h.badges.MaxBytes = 16 << 20
+	return h
+}
+
+// Cache is what the handler keeps (the caches' accounting tests read it).
+func (h *Handler) Cache() *cached.Map[Key, Rendered] { return &h.badges }
+
+// Badge serves GET /badge/{id}.svg and /badge/{id}.json (shields.io
 // endpoint). It always answers 200 with a badge, so that a model card never
 // shows a broken image: unknown ids and bad input get a grey "unknown".
 // Rendered badges are cached until the store changes.
-func (s *Server) badge(c *fiber.Ctx) error {
+func (h *Handler) Badge(c *fiber.Ctx) error {
 	raw := c.Params("*")
 	var kind string
 	switch {
@@ -64,17 +87,17 @@ func (s *Server) badge(c *fiber.Ctx) error {
 	}
 
 	ctx := c.UserContext()
-	changed, err := s.store.Changed(ctx)
+	changed, err := h.data.Store.Changed(ctx)
 	if err != nil {
-		return s.badgeUnavailable(c, kind, target, label, err)
+		return h.badgeUnavailable(c, kind, target, label, err)
 	}
-	key := badgeKey{kind, raw, target, style, label, targetOK, mode}
-	e, ok := s.badges.Get(key, changed)
+	key := Key{kind, raw, target, style, label, targetOK, mode}
+	e, ok := h.badges.Get(key, changed)
 	if !ok {
 		var m *compat.Model // nil: an unknown id, or bad input
 		if id, idErr := httpx.IDParam(c, "."+kind); idErr == nil && targetOK {
-			if m, err = s.badgeModel(ctx, id, target, mode); err != nil {
-				return s.badgeUnavailable(c, kind, target, label, err)
+			if m, err = h.badgeModel(ctx, id, target, mode); err != nil {
+				return h.badgeUnavailable(c, kind, target, label, err)
 			}
 		}
 		b := draw(m, target, label)
@@ -83,38 +106,38 @@ func (s *Server) badge(c *fiber.Ctx) error {
 			prediction = badgePrediction(m)
 		}
 		if kind == "svg" {
-			e.body = renderSVG(b, style)
+			e.Body = renderSVG(b, style)
 		} else {
-			e.body = renderBadgeJSONPredicted(b, prediction)
+			e.Body = renderBadgeJSONPredicted(b, prediction)
 		}
-		e.etag = cached.Tag(changed, kind, raw, string(target), string(style), label, strconv.FormatBool(targetOK),
+		e.ETag = cached.Tag(changed, kind, raw, string(target), string(style), label, strconv.FormatBool(targetOK),
 			mode)
 		// The key's strings point into the request's buffer: copy them to keep.
-		key.raw, key.label, key.mode = strings.Clone(key.raw), strings.Clone(key.label), strings.Clone(key.mode)
-		key.target, key.style = compat.Target(strings.Clone(string(key.target))), badgeStyle(strings.Clone(string(key.style)))
-		s.badges.Put(key, changed, e, len(e.body)+len(e.etag)+len(key.raw)+len(key.label))
+		key.Raw, key.Label, key.Mode = strings.Clone(key.Raw), strings.Clone(key.Label), strings.Clone(key.Mode)
+		key.Target, key.Style = compat.Target(strings.Clone(string(key.Target))), Style(strings.Clone(string(key.Style)))
+		h.badges.Put(key, changed, e, len(e.Body)+len(e.ETag)+len(key.Raw)+len(key.Label))
 	}
 
-	h := &c.Response().Header
-	httpx.BadgeCache.Set(h)
-	if cached.NotModified(c, e.etag) {
+	hd := &c.Response().Header
+	httpx.BadgeCache.Set(hd)
+	if cached.NotModified(c, e.ETag) {
 		return c.SendStatus(fiber.StatusNotModified)
 	}
 	if kind == "svg" {
-		h.SetContentTypeBytes(httpx.CtypeSVG)
+		hd.SetContentTypeBytes(httpx.CtypeSVG)
 	} else {
-		h.SetContentTypeBytes(httpx.CtypeJSON)
+		hd.SetContentTypeBytes(httpx.CtypeJSON)
 	}
-	return c.Send(e.body)
+	return c.Send(e.Body)
 }
 
 // badgeModel is what a badge of id draws: the model with its result on
 // target (on tpu without one, its verdict measured elsewhere), and for
 // ?mode=serve its serving cell; nil for an unknown id.
-func (s *Server) badgeModel(ctx context.Context, id string, target compat.Target, mode string) (*compat.Model, error) {
-	m, err := s.store.GetModel(ctx, id, target)
+func (h *Handler) badgeModel(ctx context.Context, id string, target compat.Target, mode string) (*compat.Model, error) {
+	m, err := h.data.Store.GetModel(ctx, id, target)
 	if err == nil && m.Result == nil && target == compat.TargetTPU {
-		m, err = s.measuredElsewhere(ctx, m)
+		m, err = h.measuredElsewhere(ctx, m)
 	}
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, nil
@@ -123,12 +146,12 @@ func (s *Server) badgeModel(ctx context.Context, id string, target compat.Target
 		return nil, err
 	}
 	if mode == compat.ModeServe {
-		reg, err := s.servingRegistry(ctx)
+		reg, err := h.data.ServingRegistry(ctx)
 		if err != nil {
 			return nil, err
 		}
-		m.Serving = servingCell(reg, m)
-		if err := s.withMeasured(ctx, &m); err != nil {
+		m.Serving = data.ServingCell(reg, m)
+		if err := h.data.WithMeasured(ctx, &m); err != nil {
 			return nil, err
 		}
 	}
@@ -139,8 +162,8 @@ func (s *Server) badgeModel(ctx context.Context, id string, target compat.Target
 // another target when that is a verdict: a TorchTPU badge of a model
 // measured on the CPU reference only says "cpu pass" (badgeFor), never
 // TorchTPU's pass, rather than nothing.
-func (s *Server) measuredElsewhere(ctx context.Context, m compat.Model) (compat.Model, error) {
-	other, err := s.store.GetModel(ctx, m.ID, "")
+func (h *Handler) measuredElsewhere(ctx context.Context, m compat.Model) (compat.Model, error) {
+	other, err := h.data.Store.GetModel(ctx, m.ID, "")
 	if err != nil {
 		return m, err
 	}
@@ -150,21 +173,21 @@ func (s *Server) measuredElsewhere(ctx context.Context, m compat.Model) (compat.
 	return m, nil
 }
 
-// badgeKey identifies a rendered badge.
-type badgeKey struct {
-	kind     string // svg or json
-	raw      string // the path after /badge/
-	target   compat.Target
-	style    badgeStyle
-	label    string
-	targetOK bool
-	mode     string // ?mode=: "", train or serve ("?" for any other)
+// Key identifies a rendered badge.
+type Key struct {
+	Kind     string // svg or json
+	Raw      string // the path after /badge/
+	Target   compat.Target
+	Style    Style
+	Label    string
+	TargetOK bool
+	Mode     string // ?mode=: "", train or serve ("?" for any other)
 }
 
 // badgeUnavailable answers 503 with a grey "unavailable" badge when the
 // database fails: still an image (browsers show it), never cached.
-func (s *Server) badgeUnavailable(c *fiber.Ctx, kind string, target compat.Target, label string, err error) error {
-	s.log.Error("badge: store failed", "path", c.Path(), "err", err)
+func (h *Handler) badgeUnavailable(c *fiber.Ctx, kind string, target compat.Target, label string, err error) error {
+	h.log.Error("badge: store failed", "path", c.Path(), "err", err)
 	b := badgeFor(nil, target, label)
 	b.Message = "unavailable"
 	c.Set(fiber.HeaderCacheControl, "no-store")

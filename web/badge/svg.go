@@ -1,4 +1,4 @@
-package web
+package badge
 
 import (
 	"encoding/json"
@@ -13,19 +13,19 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/web/internal/show"
 )
 
-// badgeStyle is the look of an SVG badge, as shields.io names them.
-type badgeStyle string
+// Style is the look of an SVG badge, as shields.io names them.
+type Style string
 
 const (
-	styleFlat        badgeStyle = "flat"
-	styleFlatSquare  badgeStyle = "flat-square"
-	styleForTheBadge badgeStyle = "for-the-badge"
+	styleFlat        Style = "flat"
+	styleFlatSquare  Style = "flat-square"
+	styleForTheBadge Style = "for-the-badge"
 )
 
 // parseBadgeStyle accepts a shields.io style name; anything else is flat,
 // because a badge must render whatever a model card asks for.
-func parseBadgeStyle(s string) badgeStyle {
-	switch st := badgeStyle(s); st {
+func parseBadgeStyle(s string) Style {
+	switch st := Style(s); st {
 	case styleFlatSquare, styleForTheBadge:
 		return st
 	}
@@ -58,8 +58,8 @@ func (b badge) Color() string { return show.BadgeFill[b.Tone] }
 // maxLabelRunes bounds ?label= so a badge stays a badge.
 const maxLabelRunes = 48
 
-// defaultLabel is the label of a badge for target when ?label= is not given.
-func defaultLabel(t compat.Target) string {
+// DefaultLabel is the label of a badge for target when ?label= is not given.
+func DefaultLabel(t compat.Target) string {
 	switch t {
 	case compat.TargetCPU:
 		return "PyTorch CPU"
@@ -80,7 +80,7 @@ func unknownBadge(label string) badge {
 func badgeFor(m *compat.Model, target compat.Target, label string) badge {
 	label = cleanText(label, maxLabelRunes)
 	if label == "" {
-		label = defaultLabel(target)
+		label = DefaultLabel(target)
 	}
 	if m == nil {
 		return unknownBadge(label)
@@ -151,7 +151,7 @@ func elsewhereBadge(b badge, on compat.Target, st compat.Status, stage string) b
 func trainBadgeFor(m *compat.Model, target compat.Target, label string) badge {
 	label = cleanText(label, maxLabelRunes)
 	if label == "" {
-		label = defaultLabel(target) + " train"
+		label = DefaultLabel(target) + " train"
 	}
 	if m == nil {
 		return unknownBadge(label)
@@ -235,7 +235,7 @@ func px(v float64) string { return strconv.FormatFloat(math.Round(v*10)/10, 'f',
 
 // renderSVG draws b in style. It is a pure function: the same badge and style
 // always give the same bytes (golden files in testdata/ pin them).
-func renderSVG(b badge, style badgeStyle) []byte {
+func renderSVG(b badge, style Style) []byte {
 	label, msg := b.Label, b.Message
 	fontSize, height, pad, spacing := 11.0, 20.0, 5.0, 0.0
 	boldMsg := false
@@ -296,8 +296,8 @@ func renderSVG(b badge, style badgeStyle) []byte {
 // badgeCacheSeconds is how long clients and shields.io may keep a badge.
 const badgeCacheSeconds = 300
 
-// endpointBadge is the shields.io endpoint schema.
-type endpointBadge struct {
+// Endpoint is the shields.io endpoint schema: the body of /badge/{id}.json.
+type Endpoint struct {
 	SchemaVersion int    `json:"schemaVersion"`
 	Label         string `json:"label"`
 	Message       string `json:"message"`
@@ -318,13 +318,13 @@ func badgePrediction(m *compat.Model) string {
 	if m == nil {
 		return ""
 	}
-	return cleanText(predictionSummary(m.Result), 200)
+	return cleanText(show.Prediction(m.Result), 200)
 }
 
 // renderBadgeJSONPredicted is renderBadgeJSON with the prediction's line
 // ("" for none).
 func renderBadgeJSONPredicted(b badge, prediction string) []byte {
-	out, err := json.Marshal(endpointBadge{
+	out, err := json.Marshal(Endpoint{
 		SchemaVersion: 1, Label: b.Label, Message: b.Message,
 		Color: strings.TrimPrefix(b.Color(), "#"), CacheSeconds: badgeCacheSeconds, TPUOps: prediction,
 	})

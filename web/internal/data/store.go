@@ -1,4 +1,8 @@
-package web
+// Package data is what every audience of the web server reads from the
+// database: the store's read side (Store) and the reads they share, kept
+// per data version (Reader: the serving registry, the measured serving
+// verdicts). It imports none of the handlers.
+package data
 
 import (
 	"context"
