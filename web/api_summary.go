@@ -98,11 +98,11 @@ func (s *Server) apiSummary(c *fiber.Ctx) error {
 	if err != nil {
 		return fmt.Errorf("web: api summary: %w", err)
 	}
-	byTarget, err := s.targetSummaries(ctx, changed)
+	byTarget, err := s.data.TargetSummaries(ctx, changed)
 	if err != nil {
 		return fmt.Errorf("web: api summary: %w", err)
 	}
-	pred, err := s.cachedPredicted(ctx, changed)
+	pred, err := s.data.Predicted(ctx, changed)
 	if err != nil {
 		return fmt.Errorf("web: api summary: %w", err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/store"
 	"github.com/google-pytorch/torchtpu-scanner/web/badge"
 	"github.com/google-pytorch/torchtpu-scanner/web/internal/cached"
+	"github.com/google-pytorch/torchtpu-scanner/web/internal/data"
 )
 
 // The caches that keep rendered bytes count exactly what they hold: an
@@ -96,10 +97,10 @@ func TestCacheKeysOutliveTheirRequest(t *testing.T) {
 		}
 	}
 	// The headline reads each target's summary (headline.go): cuda's too.
-	if got := keysOf(&ts.summaries); !slices.Equal(got, []string{"cpu", "cuda", "tpu"}) {
+	if got := keysOf(&ts.data.Caches.Summaries); !slices.Equal(got, []string{"cpu", "cuda", "tpu"}) {
 		t.Errorf("summary keys %q, want cpu, cuda and tpu", got)
 	}
-	if got := keysOf(&ts.runtimes); !slices.Contains(got, "cpu") || !slices.Contains(got, "tpu") {
+	if got := keysOf(&ts.data.Caches.Runtimes); !slices.Contains(got, "cpu") || !slices.Contains(got, "tpu") {
 		t.Errorf("runtimes keys %q, want cpu and tpu among them", got)
 	}
 	var badges []string
@@ -146,13 +147,13 @@ func TestEstimatedCachesCountTheKeyAndEachItem(t *testing.T) {
 		}
 	}
 	overhead := entryOverhead()
-	perItem(t, "list pages", &ts.lists, func(p listPage) int { return len(p.models) }, overhead, []int{0, 2, 3, 7})
-	lists := func(c *comparison) []int {
+	perItem(t, "list pages", &ts.data.Caches.Lists, func(p data.ListPage) int { return len(p.Models) }, overhead, []int{0, 2, 3, 7})
+	lists := func(c *data.Comparison) []int {
 		r := c.Result
 		return []int{len(r.Fixed), len(r.Regressed), len(r.New), len(r.StillFailing)}
 	}
 	var shapes [][]int
-	ts.comparisons.Range(func(_ string, v *comparison, _ int) bool {
+	ts.data.Caches.Comparisons.Range(func(_ string, v *data.Comparison, _ int) bool {
 		shapes = append(shapes, lists(v))
 		return true
 	})
@@ -160,7 +161,7 @@ func TestEstimatedCachesCountTheKeyAndEachItem(t *testing.T) {
 	if want := [][]int{{1, 2, 0, 1}, {2, 1, 3, 1}}; !slices.EqualFunc(shapes, want, slices.Equal) {
 		t.Fatalf("comparisons (fixed, regressed, new, still failing) %v, want %v", shapes, want)
 	}
-	perItem(t, "comparisons", &ts.comparisons, func(c *comparison) int {
+	perItem(t, "comparisons", &ts.data.Caches.Comparisons, func(c *data.Comparison) int {
 		n := 0
 		for _, l := range lists(c) {
 			n += l

@@ -32,7 +32,7 @@ var zero, one = 0.0, 1.0
 // one point per runtime, oldest first; rts are newest first.
 func (s *Server) trendChart(t compat.Target, rts []store.RuntimeStats, id string) template.HTML {
 	old := oldestFirst(rts)
-	labels := runtimeLabels(rts)
+	labels := show.RuntimeLabels(rts)
 	slices.Reverse(labels)
 	l := chart.Line{
 		Meta: chart.Meta{ID: id, Title: "Pass rate by runtime on " + show.TargetName(t),
@@ -153,7 +153,7 @@ func resultNote(r compat.Result) string {
 		}
 		s += why
 	}
-	rt := fmtVersions(r.Runtime.Ref(r.Target))
+	rt := show.Versions(r.Runtime.Ref(r.Target))
 	if rt == show.Dash {
 		return s
 	}

@@ -1,11 +1,9 @@
 package web
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net/url"
-	"slices"
 	"strconv"
 	"time"
 
@@ -15,6 +13,7 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/store"
 	"github.com/google-pytorch/torchtpu-scanner/web/internal/cached"
+	"github.com/google-pytorch/torchtpu-scanner/web/internal/data"
 	"github.com/google-pytorch/torchtpu-scanner/web/internal/httpx"
 	"github.com/google-pytorch/torchtpu-scanner/web/internal/show"
 )
@@ -77,94 +76,16 @@ func pickPair(rts []store.RuntimeStats, baseKey, headKey string) (base, head sto
 	return base, head, err
 }
 
-// comparison is two runtimes and a page of what changed between them.
-// Read only.
-type comparison struct {
-	Base, Head store.RuntimeStats
-	// Result's lists are a page of each (or of the one list a cursor
-	// continues); its headline counts the whole comparison.
-	Result compare.Result
-	// Next is each list's next page's cursor, "" after its last.
-	Next map[compare.Kind]string
-	// Label names head by what changed since base ("torch_tpu 0.2.0").
-	Label string
-}
-
-// cachedCompare reads a page of the comparison of head with base, limit
-// models per list from cursor ("" = the first page of each) of the lists
-// asked (nil = all), through the cache (until the data changes).
-func (s *Server) cachedCompare(ctx context.Context, base, head store.RuntimeStats, limit int, cursor string, lists []compare.Kind, changed time.Time) (*comparison, error) {
-	key := compareKey(base, head, limit, cursor, lists)
-	return s.comparisons.Do(key, changed, func() (*comparison, int, error) {
-		p, err := s.store.Compare(ctx, store.CompareQuery{Base: base.Ref, Head: head.Ref, Limit: limit, Cursor: cursor, Lists: lists})
-		if err != nil {
-			return nil, 0, err
-		}
-		v, size := newComparison(base, head, p)
-		return v, size + len(key), nil
-	})
-}
-
-// compareKey is the cache key of a page of a comparison (cachedCompare).
-func compareKey(base, head store.RuntimeStats, limit int, cursor string, lists []compare.Kind) string {
-	return fmt.Sprint(base.Ref.Key(), " ", head.Ref.Key(), " ", limit, " ", cursor, " ", lists)
-}
-
-// newComparison is page p of the comparison of head with base, and its
-// estimated size in a cache (its key's bytes apart).
-func newComparison(base, head store.RuntimeStats, p store.ComparePage) (*comparison, int) {
-	v := &comparison{Base: base, Head: head, Result: p.Result, Next: p.Next, Label: runtimeLabel(&base.Ref, head.Ref)}
-	items := 0
-	for _, k := range listedKinds {
-		items += len(*v.Result.List(k))
-	}
-	return v, 160 * items
-}
-
-// cachedComparePages is cachedCompare of the first page (limit models of
-// lists) of each pair's comparison (base, head), those not cached read
-// together (store ComparePages).
-func (s *Server) cachedComparePages(ctx context.Context, pairs [][2]store.RuntimeStats, limit int, lists []compare.Kind, changed time.Time) ([]*comparison, error) {
-	out := make([]*comparison, len(pairs))
-	var (
-		missed []int
-		qs     []store.CompareQuery
-	)
-	for i, p := range pairs {
-		if v, ok := s.comparisons.Get(compareKey(p[0], p[1], limit, "", lists), changed); ok {
-			out[i] = v
-			continue
-		}
-		missed = append(missed, i)
-		qs = append(qs, store.CompareQuery{Base: p[0].Ref, Head: p[1].Ref, Limit: limit, Lists: lists})
-	}
-	if len(qs) == 0 {
-		return out, nil
-	}
-	pages, err := s.store.ComparePages(ctx, qs)
-	if err != nil {
-		return nil, err
-	}
-	for j, i := range missed {
-		p := pairs[i]
-		key := compareKey(p[0], p[1], limit, "", lists)
-		v, size := newComparison(p[0], p[1], pages[j])
-		s.comparisons.Put(key, changed, v, size+len(key))
-		out[i] = v
-	}
-	return out, nil
-}
-
 // resolveCompare reads ?base= and ?head= and reads a page of their
 // comparison, limit models per list from cursor. It also returns every
 // runtime and the data version it read.
-func (s *Server) resolveCompare(c *fiber.Ctx, limit int, cursor string) (*comparison, []store.RuntimeStats, time.Time, error) {
+func (s *Server) resolveCompare(c *fiber.Ctx, limit int, cursor string) (*data.Comparison, []store.RuntimeStats, time.Time, error) {
 	ctx := c.UserContext()
 	changed, err := s.store.Changed(ctx)
 	if err != nil {
 		return nil, nil, changed, fmt.Errorf("web: compare: %w", err)
 	}
-	rts, err := s.cachedRuntimes(ctx, "", changed)
+	rts, err := s.data.Runtimes(ctx, "", changed)
 	if err != nil {
 		return nil, nil, changed, fmt.Errorf("web: compare: %w", err)
 	}
@@ -172,16 +93,12 @@ func (s *Server) resolveCompare(c *fiber.Ctx, limit int, cursor string) (*compar
 	if err != nil {
 		return nil, rts, changed, err
 	}
-	cmp, err := s.cachedCompare(ctx, base, head, limit, cursor, nil, changed)
+	cmp, err := s.data.Compare(ctx, base, head, limit, cursor, nil, changed)
 	if err != nil {
 		return nil, rts, changed, fmt.Errorf("web: compare: %w", err)
 	}
 	return cmp, rts, changed, nil
 }
-
-// listedKinds are every list of a comparison: the inference lists, then
-// the train lists.
-var listedKinds = append(slices.Clone(compare.Listed), compare.TrainListed...)
 
 // trainHeadline is "torch_tpu 0.3.0 breaks training of 3 models, fixes
 // training of 1": the train lists' totals, apart from the headline's.
@@ -275,10 +192,10 @@ func (s *Server) apiCompare(c *fiber.Ctx) error {
 }
 
 // compareJSON is the body of /api/v1/compare for cmp.
-func (s *Server) compareJSON(cmp *comparison) compareBody {
+func (s *Server) compareJSON(cmp *data.Comparison) compareBody {
 	r := cmp.Result
 	next := map[compare.Kind]*string{}
-	for _, k := range listedKinds {
+	for _, k := range data.ListedKinds {
 		next[k] = nil
 		if cur := cmp.Next[k]; cur != "" {
 			next[k] = &cur
@@ -324,7 +241,7 @@ type runtimeOption struct {
 type compareView struct {
 	layout
 	Notice     string // instead of a comparison
-	Cmp        *comparison
+	Cmp        *data.Comparison
 	Headline   string
 	BaseLabel  string
 	Lists      []compareList
@@ -366,7 +283,7 @@ func (s *Server) comparePage(c *fiber.Ctx) error {
 
 // renderCompare is the compare page of cmp (nil with err, when the
 // runtimes rts give nothing to compare), the page of one list after cursor.
-func (s *Server) renderCompare(cmp *comparison, rts []store.RuntimeStats, cursor string, err error) ([]byte, error) {
+func (s *Server) renderCompare(cmp *data.Comparison, rts []store.RuntimeStats, cursor string, err error) ([]byte, error) {
 	v := compareView{}
 	v.Canonical = "/compare"
 	switch {
@@ -382,7 +299,7 @@ func (s *Server) renderCompare(cmp *comparison, rts []store.RuntimeStats, cursor
 		v.Headline = headline(cmp.Label, r.Headline)
 		v.TrainHeadline = trainHeadline(cmp.Label, r.Headline)
 		v.Continued = cursor != ""
-		v.BaseLabel = fmtVersions(cmp.Base.Ref)
+		v.BaseLabel = show.Versions(cmp.Base.Ref)
 		v.Counts = map[string]int{}
 		for k, n := range r.Headline.Counts {
 			v.Counts[string(k)] = n
@@ -419,9 +336,9 @@ func (s *Server) renderCompare(cmp *comparison, rts []store.RuntimeStats, cursor
 
 // runtimeOptions lists every runtime for the base and head selects, the
 // compared ones selected.
-func runtimeOptions(rts []store.RuntimeStats, cmp *comparison) (base, head []runtimeOption) {
+func runtimeOptions(rts []store.RuntimeStats, cmp *data.Comparison) (base, head []runtimeOption) {
 	for _, st := range rts {
-		label := string(st.Ref.Target) + ": " + fmtVersions(st.Ref) + " (" + show.When(st.FirstSeen) + ")"
+		label := string(st.Ref.Target) + ": " + show.Versions(st.Ref) + " (" + show.When(st.FirstSeen) + ")"
 		key := st.Ref.Key()
 		base = append(base, runtimeOption{Key: key, Label: label, Selected: cmp != nil && cmp.Base.Ref == st.Ref})
 		head = append(head, runtimeOption{Key: key, Label: label, Selected: cmp != nil && cmp.Head.Ref == st.Ref})

@@ -12,6 +12,7 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/internal/compare"
 	"github.com/google-pytorch/torchtpu-scanner/internal/watch"
 	"github.com/google-pytorch/torchtpu-scanner/store"
+	"github.com/google-pytorch/torchtpu-scanner/web/internal/data"
 	"github.com/google-pytorch/torchtpu-scanner/web/internal/show"
 )
 
@@ -31,7 +32,7 @@ var feedLists = []compare.Kind{compare.Regressed, compare.Fixed, compare.New}
 // date_published stay; its content follows the runtime's results as they
 // come (date_modified is its newest result).
 func (s *Server) runtimeFeedItems(ctx context.Context, base string, changed time.Time) ([]feedItem, error) {
-	rts, err := s.cachedRuntimes(ctx, "", changed)
+	rts, err := s.data.Runtimes(ctx, "", changed)
 	if err != nil {
 		return nil, err
 	}
@@ -46,7 +47,7 @@ func (s *Server) runtimeFeedItems(ctx context.Context, base string, changed time
 		}
 		pairs = append(pairs, [2]store.RuntimeStats{prev, head})
 	}
-	cmps, err := s.cachedComparePages(ctx, pairs, feedListed, feedLists, changed)
+	cmps, err := s.data.ComparePages(ctx, pairs, feedListed, feedLists, changed)
 	if err != nil {
 		return nil, err
 	}
@@ -81,7 +82,7 @@ type runtimeItemModel struct {
 }
 
 // runtimeEntry renders one runtime's comparison with the one before it.
-func runtimeEntry(base string, cmp *comparison) (feedItem, error) {
+func runtimeEntry(base string, cmp *data.Comparison) (feedItem, error) {
 	r := cmp.Result
 	head := headline(cmp.Label, r.Headline)
 	page := base + compareURL(cmp.Base.Ref.Key(), cmp.Head.Ref.Key())
@@ -92,7 +93,7 @@ func runtimeEntry(base string, cmp *comparison) (feedItem, error) {
 		// (the lists themselves are on the comparison's page).
 		TrainHeadline string
 		Lists         []runtimeItemList
-	}{Headline: head, Target: target, Base: fmtVersions(cmp.Base.Ref), URL: page}
+	}{Headline: head, Target: target, Base: show.Versions(cmp.Base.Ref), URL: page}
 	if r.Headline.Counts[compare.TrainRegressed]+r.Headline.Counts[compare.TrainFixed] > 0 {
 		data.TrainHeadline = trainHeadline(cmp.Label, r.Headline)
 	}

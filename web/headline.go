@@ -1,9 +1,7 @@
 package web
 
 import (
-	"context"
 	"fmt"
-	"time"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/store"
@@ -109,14 +107,6 @@ func predictedFigures(models int, p store.Predicted) *figures {
 	return &f
 }
 
-// cachedPredicted is the predictions' sum, kept until the data changes.
-func (s *Server) cachedPredicted(ctx context.Context, changed time.Time) (store.Predicted, error) {
-	return s.predicted.Do("", changed, func() (store.Predicted, int, error) {
-		v, err := s.store.PredictedTally(ctx)
-		return v, 128 + len(v.Table), err
-	})
-}
-
 // Sentence is the headline's answer in one line, for the API.
 func (h passHeadline) Sentence() string {
 	if h.TPU == nil {
@@ -130,17 +120,4 @@ func plural(n int, one, many string) string {
 		return one
 	}
 	return many
-}
-
-// targetSummaries are each concrete target's summary, through the cache.
-func (s *Server) targetSummaries(ctx context.Context, changed time.Time) (map[compat.Target]store.Summary, error) {
-	out := make(map[compat.Target]store.Summary, len(compat.Targets))
-	for _, t := range compat.Targets {
-		sum, err := s.cachedSummary(ctx, t, changed)
-		if err != nil {
-			return nil, err
-		}
-		out[t] = sum
-	}
-	return out, nil
 }

@@ -99,12 +99,12 @@ func (s *Server) methodology(c *fiber.Ctx) error {
 	if fresh {
 		return cached.Unchanged(c)
 	}
-	cov, err := s.cachedSweep(ctx, "", changed)
+	cov, err := s.data.Sweep(ctx, "", changed)
 	if err != nil {
 		return fmt.Errorf("web: methodology: %w", err)
 	}
 	v := methodologyView{Stages: compat.Stages, Legend: legend(), Evidence: show.EvidenceLegend(), Classes: compat.FailureClasses, Reasons: compat.Reasons,
-		Ready: newReadinessMethodology(), Sweep: newSweepView(newSweepBody("", s.sweepList.Source, cov))}
+		Ready: newReadinessMethodology(), Sweep: newSweepView(newSweepBody("", s.data.SweepList.Source, cov))}
 	v.Dtypes, v.Kinds = numericsRows(harness.Numerics)
 	v.Families, v.Unsupported = taskRows(harness.Tasks)
 	v.Canonical = "/methodology"

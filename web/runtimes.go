@@ -1,11 +1,9 @@
 package web
 
 import (
-	"context"
 	"fmt"
 	"html/template"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -71,7 +69,7 @@ func (s *Server) apiRuntimes(c *fiber.Ctx) error {
 	if fresh {
 		return cached.Unchanged(c)
 	}
-	rts, err := s.cachedRuntimes(ctx, target, changed)
+	rts, err := s.data.Runtimes(ctx, target, changed)
 	if err != nil {
 		return fmt.Errorf("web: api runtimes: %w", err)
 	}
@@ -83,14 +81,6 @@ func (s *Server) apiRuntimes(c *fiber.Ctx) error {
 		return fmt.Errorf("web: api runtimes: %w", err)
 	}
 	return c.JSON(out)
-}
-
-// cachedRuntimes is Store.Runtimes through the cache. Read only.
-func (s *Server) cachedRuntimes(ctx context.Context, target compat.Target, changed time.Time) ([]store.RuntimeStats, error) {
-	return s.runtimes.Do(string(target), changed, func() ([]store.RuntimeStats, int, error) {
-		v, err := s.store.Runtimes(ctx, target)
-		return v, 256 * len(v), err
-	})
 }
 
 // defaultRuntimeTarget is the target whose runtimes the site shows when
@@ -129,51 +119,6 @@ func previous(rts []store.RuntimeStats, st store.RuntimeStats) (store.RuntimeSta
 	return store.RuntimeStats{}, false
 }
 
-// runtimeVersions are a runtime's versions with their names, in the order
-// pages show them.
-func runtimeVersions(r compat.RuntimeRef) [][2]string {
-	return [][2]string{{"torch_tpu", r.TorchTPU}, {"torch", r.Torch}, {"transformers", r.Transformers}, {"harness", r.Harness}}
-}
-
-// runtimeLabel names runtime cur briefly, by what changed since prev:
-// "torch_tpu 0.2.0", "torch 2.16.0, transformers 5.24.0". Without a prev
-// on the same target it is the first version present (torch_tpu on tpu,
-// else torch), and the target when prev is on another one.
-func runtimeLabel(prev *compat.RuntimeRef, cur compat.RuntimeRef) string {
-	var parts []string
-	if prev != nil && prev.Target == cur.Target {
-		pv := runtimeVersions(*prev)
-		for i, v := range runtimeVersions(cur) {
-			if v[1] != pv[i][1] {
-				parts = append(parts, v[0]+" "+orNone(v[1]))
-			}
-		}
-	}
-	if len(parts) == 0 {
-		for _, v := range runtimeVersions(cur) {
-			if v[1] != "" {
-				parts = append(parts, v[0]+" "+v[1])
-				break
-			}
-		}
-	}
-	label := strings.Join(parts, ", ")
-	if label == "" {
-		label = "no versions"
-	}
-	if prev != nil && prev.Target != cur.Target {
-		label += " on " + string(cur.Target)
-	}
-	return label
-}
-
-func orNone(v string) string {
-	if v == "" {
-		return "none"
-	}
-	return v
-}
-
 // runtimeRow is one runtime on the runtimes page.
 type runtimeRow struct {
 	store.RuntimeStats
@@ -206,7 +151,7 @@ func (s *Server) runtimesPage(c *fiber.Ctx) error {
 	if err != nil {
 		return fmt.Errorf("web: runtimes: %w", err)
 	}
-	rts, err := s.cachedRuntimes(ctx, "", changed)
+	rts, err := s.data.Runtimes(ctx, "", changed)
 	if err != nil {
 		return fmt.Errorf("web: runtimes: %w", err)
 	}
@@ -218,9 +163,9 @@ func (s *Server) runtimesPage(c *fiber.Ctx) error {
 			continue
 		}
 		g := runtimeGroup{Target: t, Chart: s.trendChart(t, on, "runtimes-"+string(t))}
-		labels := runtimeLabels(on)
+		labels := show.RuntimeLabels(on)
 		for i, st := range on {
-			row := runtimeRow{RuntimeStats: st, Key: st.Ref.Key(), Label: labels[i], Versions: fmtVersions(st.Ref)}
+			row := runtimeRow{RuntimeStats: st, Key: st.Ref.Key(), Label: labels[i], Versions: show.Versions(st.Ref)}
 			if i+1 < len(on) {
 				row.CompareURL = compareURL(on[i+1].Ref.Key(), row.Key)
 			}
@@ -232,34 +177,6 @@ func (s *Server) runtimesPage(c *fiber.Ctx) error {
 		return fmt.Errorf("web: runtimes: %w", err)
 	}
 	return s.render(c, "runtimes", v)
-}
-
-// runtimeLabels labels runtimes given newest first, each by what changed
-// since the one before it.
-func runtimeLabels(newestFirst []store.RuntimeStats) []string {
-	out := make([]string, len(newestFirst))
-	for i, st := range newestFirst {
-		var prev *compat.RuntimeRef
-		if i+1 < len(newestFirst) {
-			prev = &newestFirst[i+1].Ref
-		}
-		out[i] = runtimeLabel(prev, st.Ref)
-	}
-	return out
-}
-
-// fmtVersions lists a runtime's versions: "torch_tpu 0.2.0 · torch 2.15.0 · …".
-func fmtVersions(r compat.RuntimeRef) string {
-	var parts []string
-	for _, v := range runtimeVersions(r) {
-		if v[1] != "" {
-			parts = append(parts, v[0]+" "+v[1])
-		}
-	}
-	if len(parts) == 0 {
-		return show.Dash
-	}
-	return strings.Join(parts, " · ")
 }
 
 // compareURL is the comparison page of two runtimes.

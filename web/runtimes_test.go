@@ -20,7 +20,9 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/internal/compare"
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/store"
+	"github.com/google-pytorch/torchtpu-scanner/web/internal/data"
 	"github.com/google-pytorch/torchtpu-scanner/web/internal/httpx"
+	"github.com/google-pytorch/torchtpu-scanner/web/internal/show"
 )
 
 func ref(t compat.Target, torch, tt, tf, h string) compat.RuntimeRef {
@@ -43,7 +45,7 @@ func TestRuntimeLabel(t *testing.T) {
 		{"another target", &v1, ref("cpu", "2.15.0", "", "5.23.0", "1"), "torch 2.15.0 on cpu"},
 		{"no versions at all", nil, compat.RuntimeRef{Target: "cpu"}, "no versions"},
 	} {
-		if got := runtimeLabel(c.prev, c.cur); got != c.want {
+		if got := show.RuntimeLabel(c.prev, c.cur); got != c.want {
 			t.Errorf("%s: %q, want %q", c.name, got, c.want)
 		}
 	}
@@ -535,11 +537,11 @@ func TestRuntimeOptionsSelectTheComparedPair(t *testing.T) {
 	}
 	for _, c := range []struct {
 		name             string
-		cmp              *comparison
+		cmp              *data.Comparison
 		wantBase, wantHd []string
 	}{
-		{"v1 to v2", &comparison{Base: v1, Head: v2}, []string{keyV1}, []string{keyV2}},
-		{"v2 to v1", &comparison{Base: v2, Head: v1}, []string{keyV2}, []string{keyV1}},
+		{"v1 to v2", &data.Comparison{Base: v1, Head: v2}, []string{keyV1}, []string{keyV2}},
+		{"v2 to v1", &data.Comparison{Base: v2, Head: v1}, []string{keyV2}, []string{keyV1}},
 		{"no comparison", nil, nil, nil},
 	} {
 		base, head := runtimeOptions(rts, c.cmp)
@@ -559,7 +561,7 @@ func TestFeedRuntimeItemOmitsEmptyLists(t *testing.T) {
 		Regressed: []compare.Item{{ID: "org/broken", BaseStatus: compat.StatusPass, HeadStatus: compat.StatusFail}},
 		Headline:  compare.Headline{Counts: map[compare.Kind]int{compare.Regressed: 1}},
 	}
-	cmp := &comparison{Base: store.RuntimeStats{Ref: rtV1.Ref("tpu")}, Head: store.RuntimeStats{Ref: rtV2.Ref("tpu")}, Result: r, Label: "torch_tpu 0.2.0"}
+	cmp := &data.Comparison{Base: store.RuntimeStats{Ref: rtV1.Ref("tpu")}, Head: store.RuntimeStats{Ref: rtV2.Ref("tpu")}, Result: r, Label: "torch_tpu 0.2.0"}
 	it, err := runtimeEntry("https://compat.example.org", cmp)
 	if err != nil {
 		t.Fatal(err)

@@ -29,7 +29,6 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/internal/knownissues"
 	"github.com/google-pytorch/torchtpu-scanner/internal/metrics"
 	"github.com/google-pytorch/torchtpu-scanner/internal/sweep"
-	"github.com/google-pytorch/torchtpu-scanner/store"
 	"github.com/google-pytorch/torchtpu-scanner/web/badge"
 	"github.com/google-pytorch/torchtpu-scanner/web/internal/cached"
 	"github.com/google-pytorch/torchtpu-scanner/web/internal/data"
@@ -134,18 +133,10 @@ type Config struct {
 // sizeCaches sets how many bytes each rendered-answer cache may hold.
 func (s *Server) sizeCaches() {
 	s.apiLists.MaxBytes = 32 << 20
-	s.lists.MaxBytes = 32 << 20
-	s.summaries.MaxBytes = 1 << 20
-	s.failures.MaxBytes = 4 << 20
 	s.tableBodies.MaxBytes = 32 << 20
 	s.tablePages.MaxBytes = 32 << 20
 	s.feeds.MaxBytes = 16 << 20
-	s.runtimes.MaxBytes = 4 << 20
-	s.opsLists.MaxBytes = 8 << 20
-	s.comparisons.MaxBytes = 32 << 20
 	s.comparePages.MaxBytes = 32 << 20
-	s.sweeps.MaxBytes = 1 << 20
-	s.predicted.MaxBytes = 1 << 12
 }
 
 // Defaults of Config.
@@ -178,19 +169,10 @@ type Server struct {
 	clients httpx.Clients      // who the client is (its proxies, its IPv6 prefix) and the site's base URL
 
 	apiLists     cached.Map[string, cached.Body]
-	lists        cached.Map[string, listPage]
-	summaries    cached.Map[string, store.Summary]
-	failures     cached.Map[string, []store.FailureGroup]
 	tableBodies  cached.Map[string, template.HTML]
 	tablePages   cached.Map[string, cached.Body]
 	feeds        cached.Map[string, cached.Body]
-	runtimes     cached.Map[string, []store.RuntimeStats]
-	opsLists     cached.Map[string, missingOpsRead] // the fix list per ?table= (tpuops.go)
-	comparisons  cached.Map[string, *comparison]
 	comparePages cached.Map[string, cached.Body]
-	sweepList    sweep.File                          // Google's sweep (internal/sweep)
-	sweeps       cached.Map[string, sweep.Coverage]  // its coverage per target
-	predicted    cached.Map[string, store.Predicted] // the predictions' sum (headline.go)
 	httpReqs     *metrics.CounterVec
 	httpTimes    *metrics.HistogramVec
 	routeSeries  sync.Map // routeCode → *routeSeries
@@ -228,7 +210,6 @@ func New(cfg Config) (*Server, error) {
 	s.clients.PublicURL = strings.TrimRight(cfg.PublicURL, "/")
 	s.known.Store(&cfg.KnownIssues)
 	s.store = knownVersion{Store: cfg.Store, at: &s.knownAt}
-	s.data = data.NewReader(s.store)
 	if s.hubEndpoint == "" {
 		s.hubEndpoint = DefaultHubEndpoint
 	}
@@ -245,14 +226,16 @@ func New(cfg Config) (*Server, error) {
 	if s.log == nil {
 		s.log = slog.Default()
 	}
-	s.badges = badge.New(s.data, s.log)
 	var err error
 	if s.clients.Proxies, err = httpx.ParseProxies(cfg.TrustedProxies); err != nil {
 		return nil, err
 	}
-	if s.sweepList, err = sweep.Load(); err != nil {
+	sweepList, err := sweep.Load()
+	if err != nil {
 		return nil, fmt.Errorf("web: %w", err)
 	}
+	s.data = data.NewReader(s.store, sweepList)
+	s.badges = badge.New(s.data, s.log)
 	if s.reg == nil {
 		s.reg = metrics.NewRegistry()
 	}

@@ -1,16 +1,12 @@
 package web
 
 import (
-	"context"
-	"errors"
 	"fmt"
-	"time"
 
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/internal/sweep"
-	"github.com/google-pytorch/torchtpu-scanner/store"
 	"github.com/google-pytorch/torchtpu-scanner/web/internal/cached"
 	"github.com/google-pytorch/torchtpu-scanner/web/internal/httpx"
 )
@@ -60,34 +56,9 @@ func (s *Server) apiSweep(c *fiber.Ctx) error {
 	if fresh {
 		return cached.Unchanged(c)
 	}
-	cov, err := s.cachedSweep(ctx, target, changed)
+	cov, err := s.data.Sweep(ctx, target, changed)
 	if err != nil {
 		return fmt.Errorf("web: api sweep: %w", err)
 	}
-	return c.JSON(newSweepBody(target, s.sweepList.Source, cov))
-}
-
-// cachedSweep is the sweep's coverage on target, recomputed when the data
-// changes (each model's current result, as its page shows it). Read only.
-func (s *Server) cachedSweep(ctx context.Context, target compat.Target, changed time.Time) (sweep.Coverage, error) {
-	return s.sweeps.Do(string(target), changed, func() (sweep.Coverage, int, error) {
-		return s.measureSweep(ctx, target)
-	})
-}
-
-// measureSweep is the sweep's coverage on target, and its estimated size.
-func (s *Server) measureSweep(ctx context.Context, target compat.Target) (sweep.Coverage, int, error) {
-	results := make(map[string]*compat.Result, len(s.sweepList.Models))
-	for _, m := range s.sweepList.Models {
-		got, err := s.store.GetModel(ctx, m.ModelID, target)
-		if errors.Is(err, store.ErrNotFound) {
-			continue // not listed yet: untested
-		}
-		if err != nil {
-			return sweep.Coverage{}, 0, err
-		}
-		results[m.ModelID] = got.Result
-	}
-	v := sweep.Measure(s.sweepList, func(id string) *compat.Result { return results[id] })
-	return v, 256 * len(s.sweepList.Models), nil
+	return c.JSON(newSweepBody(target, s.data.SweepList.Source, cov))
 }

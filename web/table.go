@@ -133,13 +133,13 @@ func (s *Server) table(c *fiber.Ctx) error {
 	// The whole page is cached until the data or the scheduler's state
 	// changes (a running scan's progress is a write).
 	state := s.scanState()
-	pageKey := queryKey(q) + "|" + c.Query("order") + "|" + fmt.Sprintf("%+v", state)
+	pageKey := data.QueryKey(q) + "|" + c.Query("order") + "|" + fmt.Sprintf("%+v", state)
 	page, err := cached.Rendered(&s.tablePages, pageKey, changed, func() ([]byte, error) {
 		v, err := s.tableView(ctx, q, form, state, changed)
 		if err != nil {
 			return nil, err
 		}
-		if err := s.tableBody(ctx, &v, queryKey(q), changed); err != nil {
+		if err := s.tableBody(ctx, &v, data.QueryKey(q), changed); err != nil {
 			return nil, err
 		}
 		s.firstScanView(ctx, &v)
@@ -170,23 +170,23 @@ func newTableForm(q *store.ModelQuery, order string) tableForm {
 // tableView reads what the table shows of q (its page of models, the
 // summary, the top failures) and its links, all but the rendered body.
 func (s *Server) tableView(ctx context.Context, q store.ModelQuery, form tableForm, state ScanState, changed time.Time) (tableView, error) {
-	models, next, err := s.cachedList(ctx, q, changed)
+	models, next, err := s.data.List(ctx, q, changed)
 	if err != nil {
 		return tableView{}, fmt.Errorf("web: table: %w", err)
 	}
-	sum, err := s.cachedSummary(ctx, q.Target, changed)
+	sum, err := s.data.Summary(ctx, q.Target, changed)
 	if err != nil {
 		return tableView{}, fmt.Errorf("web: table summary: %w", err)
 	}
-	fails, err := s.cachedFailures(ctx, q.Target, 8, changed)
+	fails, err := s.data.Failures(ctx, q.Target, 8, changed)
 	if err != nil {
 		return tableView{}, fmt.Errorf("web: table failures: %w", err)
 	}
-	byTarget, err := s.targetSummaries(ctx, changed)
+	byTarget, err := s.data.TargetSummaries(ctx, changed)
 	if err != nil {
 		return tableView{}, fmt.Errorf("web: table headline: %w", err)
 	}
-	pred, err := s.cachedPredicted(ctx, changed)
+	pred, err := s.data.Predicted(ctx, changed)
 	if err != nil {
 		return tableView{}, fmt.Errorf("web: table headline: %w", err)
 	}
@@ -284,7 +284,7 @@ func (s *Server) firstScanView(ctx context.Context, v *tableView) {
 // tableCharts draws the table's charts: the pass rate by runtime of its
 // target (the default target when it shows any) and its top failures.
 func (s *Server) tableCharts(ctx context.Context, v *tableView, changed time.Time) error {
-	rts, err := s.cachedRuntimes(ctx, "", changed)
+	rts, err := s.data.Runtimes(ctx, "", changed)
 	if err != nil {
 		return err
 	}

@@ -121,7 +121,7 @@ func (s *Server) funcs() template.FuncMap {
 		"bytesOf":    func(n int64) string { return show.Bytes(&n) },
 		"tera":       func(f float64) float64 { return f / 1e12 },
 		"giga":       func(f float64) float64 { return f / 1e9 },
-		"versions":   fmtVersions,
+		"versions":   show.Versions,
 		"sub":        func(a, b int) int { return a - b },
 		"known":      s.knownIssue,
 	}

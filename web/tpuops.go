@@ -117,33 +117,6 @@ type opRow struct {
 // opsExamples is how many models a row of /ops names.
 const opsExamples = 5
 
-// missingOpsRead is one cached read of Store.MissingOps. Read only.
-type missingOpsRead struct {
-	ops   []store.MissingOp
-	table string
-}
-
-// cachedMissingOps is Store.MissingOps through the cache (it reads every
-// current prediction): until the data changes.
-func (s *Server) cachedMissingOps(ctx context.Context, table string) ([]store.MissingOp, string, error) {
-	changed, err := s.store.Changed(ctx)
-	if err != nil {
-		return nil, "", err
-	}
-	v, err := s.opsLists.Do(table, changed, func() (missingOpsRead, int, error) {
-		ops, used, err := s.store.MissingOps(ctx, table)
-		size := len(table) + len(used)
-		for _, o := range ops {
-			size += 96 + len(o.Op)
-			for _, id := range o.ModelIDs {
-				size += 16 + len(id)
-			}
-		}
-		return missingOpsRead{ops, used}, size, err
-	})
-	return v.ops, v.table, err
-}
-
 // maxOpsParam is the most characters ?table= and ?op= may have (the
 // OpenAPI document's maxLength).
 const maxOpsParam = 200
@@ -155,7 +128,7 @@ func (s *Server) missingOps(ctx context.Context, c *fiber.Ctx) ([]store.MissingO
 			return nil, "", fmt.Errorf("%w: %s of %d characters (at most %d)", httpx.ErrBadRequest, k, n, maxOpsParam)
 		}
 	}
-	ops, table, err := s.cachedMissingOps(ctx, c.Query("table"))
+	ops, table, err := s.data.MissingOps(ctx, c.Query("table"))
 	if err != nil {
 		return nil, "", fmt.Errorf("web: ops: %w", err)
 	}
@@ -265,7 +238,7 @@ func (s *Server) kernelTables(ctx context.Context) ([]kernelTableJSON, error) {
 		if rows[i].Previous == "" || len(rows[i].Added) == 0 {
 			continue
 		}
-		ops, _, err := s.cachedMissingOps(ctx, rows[i].Previous)
+		ops, _, err := s.data.MissingOps(ctx, rows[i].Previous)
 		if err != nil {
 			return nil, err
 		}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/internal/serving"
+	"github.com/google-pytorch/torchtpu-scanner/internal/sweep"
 	"github.com/google-pytorch/torchtpu-scanner/store"
 	"github.com/google-pytorch/torchtpu-scanner/web/internal/cached"
 )
@@ -14,17 +15,41 @@ import (
 // Reader is the store with the reads that several audiences share, each
 // kept until the data changes.
 type Reader struct {
-	Store Store // the server's, whose version moves with the known issues too
+	Store     Store      // the server's, whose version moves with the known issues too
+	SweepList sweep.File // Google's sweep (internal/sweep)
+	Caches    Caches
 
 	// servingRegs is the pinned vllm-torchtpu's registry, read once per
 	// data version: every model JSON, row and badge needs it.
 	servingRegs cached.Map[string, *serving.Registry]
 }
 
-// NewReader reads st.
-func NewReader(st Store) *Reader {
-	r := &Reader{Store: st}
+// Caches are the Reader's reads kept per data version (the caches'
+// accounting tests read them).
+type Caches struct {
+	Lists       cached.Map[string, ListPage]
+	Summaries   cached.Map[string, store.Summary]
+	Failures    cached.Map[string, []store.FailureGroup]
+	Runtimes    cached.Map[string, []store.RuntimeStats]
+	Comparisons cached.Map[string, *Comparison]
+	Sweeps      cached.Map[string, sweep.Coverage]  // the sweep's coverage per target
+	Predicted   cached.Map[string, store.Predicted] // the predictions' sum
+	OpsLists    cached.Map[string, missingOpsRead]  // the fix list per ?table=
+}
+
+// NewReader reads st; list is Google's sweep.
+func NewReader(st Store, list sweep.File) *Reader {
+	r := &Reader{Store: st, SweepList: list}
 	r.servingRegs.MaxBytes = 1 << 12
+	c := &r.Caches
+	c.Lists.MaxBytes = 32 << 20
+	c.Summaries.MaxBytes = 1 << 20
+	c.Failures.MaxBytes = 4 << 20
+	c.Runtimes.MaxBytes = 4 << 20
+	c.Comparisons.MaxBytes = 32 << 20
+	c.Sweeps.MaxBytes = 1 << 20
+	c.Predicted.MaxBytes = 1 << 12
+	c.OpsLists.MaxBytes = 8 << 20
 	return r
 }
 
