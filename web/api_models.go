@@ -152,9 +152,9 @@ func (s *Server) apiModel(c *fiber.Ctx) error {
 	if d.Events == nil {
 		d.Events = []compat.Event{}
 	}
-	s.knowResults(d.History)
-	s.knowResults(d.Results)
-	s.knowEvents(d.Events)
+	s.known.Results(d.History)
+	s.known.Results(d.Results)
+	s.known.Events(d.Events)
 	return c.JSON(d)
 }
 
@@ -164,5 +164,5 @@ func (s *Server) apiModel(c *fiber.Ctx) error {
 func (s *Server) fillModel(m *compat.Model, reg *serving.Registry) {
 	m.URL = s.hub.Model(m.ID)
 	m.Serving = data.ServingCell(reg, *m)
-	s.knowResult(m.Result)
+	s.known.Result(m.Result)
 }

@@ -146,7 +146,7 @@ func (s *Server) apiFailures(c *fiber.Ctx) error {
 	out := failuresBody{Target: string(target), Failures: make([]failureGroup, len(groups))}
 	for i, g := range groups {
 		out.Failures[i] = failureGroup{Signature: g.Signature, FailureClass: g.FailureClass, Op: g.Op, Models: g.Models,
-			Downloads: g.Downloads, DownloadShare: g.DownloadShare, Examples: g.Examples, KnownIssue: s.knownIssues().Match(g.Signature)}
+			Downloads: g.Downloads, DownloadShare: g.DownloadShare, Examples: g.Examples, KnownIssue: s.known.Table().Match(g.Signature)}
 	}
 	return c.JSON(out)
 }

@@ -345,3 +345,11 @@ func runtimeOptions(rts []store.RuntimeStats, cmp *data.Comparison) (base, head 
 	}
 	return base, head
 }
+
+// knowItems sets the known issues of a comparison's list.
+func (s *Server) knowItems(items []compareItemJSON) []compareItemJSON {
+	for i := range items {
+		items[i].KnownIssue = s.known.Table().MatchPtr(items[i].Signature)
+	}
+	return items
+}

@@ -56,7 +56,7 @@ var knownCSVColumns = []string{"known_issue", "known_issue_url", "known_issue_st
 func (s *Server) knownCSV(m compat.Model) []string {
 	var k *compat.KnownIssue
 	if m.Result != nil {
-		k = s.knownIssues().MatchPtr(m.Result.Signature)
+		k = s.known.Table().MatchPtr(m.Result.Signature)
 	}
 	if k == nil {
 		return make([]string, len(knownCSVColumns))

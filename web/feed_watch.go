@@ -189,7 +189,7 @@ func (s *Server) annotate(items []feedItem) error {
 		it := &items[i]
 		var lines []line
 		for _, sig := range it.signatures {
-			lines = append(lines, line{Sig: sig, Named: it.about.Kind == watch.KindRuntime, Issue: s.knownIssues().Match(sig)})
+			lines = append(lines, line{Sig: sig, Named: it.about.Kind == watch.KindRuntime, Issue: s.known.Table().Match(sig)})
 		}
 		if len(lines) == 0 {
 			continue

@@ -20,7 +20,6 @@ import (
 	"net/url"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -180,8 +179,7 @@ type Server struct {
 	shutdownOnce sync.Once
 	shutdownErr  error
 
-	known     atomic.Pointer[knownissues.Table] // SetKnownIssues replaces it
-	knownAt   atomic.Int64                      // the data version of its last replacement (known.go)
+	known     *data.Known // the known-issues table; SetKnownIssues replaces it
 	requests  RequestDesk
 	webhooks  WebhookStatus
 	askLimit  *httpx.RateLimiter // test requests per client; nil when off
@@ -208,8 +206,8 @@ func New(cfg Config) (*Server, error) {
 		formToken:   newFormTokens(time.Now),
 	}
 	s.clients.PublicURL = strings.TrimRight(cfg.PublicURL, "/")
-	s.known.Store(&cfg.KnownIssues)
-	s.store = knownVersion{Store: cfg.Store, at: &s.knownAt}
+	s.known = data.NewKnown(cfg.KnownIssues)
+	s.store = s.known.Versioned(cfg.Store)
 	if s.hubEndpoint == "" {
 		s.hubEndpoint = DefaultHubEndpoint
 	}
@@ -353,6 +351,13 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		}
 	})
 	return s.shutdownErr
+}
+
+// SetKnownIssues replaces the known-issues table (serve reloads the file on
+// SIGHUP). Every page, answer and ETag made with the old table is stale
+// from then on: the data version the caches are keyed by moves forward.
+func (s *Server) SetKnownIssues(ctx context.Context, t knownissues.Table) {
+	s.known.Set(ctx, s.store, t)
 }
 
 // scanState is the scheduler's state, or the zero state without one.

@@ -123,6 +123,6 @@ func (s *Server) funcs() template.FuncMap {
 		"giga":       func(f float64) float64 { return f / 1e9 },
 		"versions":   show.Versions,
 		"sub":        func(a, b int) int { return a - b },
-		"known":      s.knownIssue,
+		"known":      s.known.Issue,
 	}
 }
