@@ -47,7 +47,7 @@ func TestByteCachesCountWhatTheyHold(t *testing.T) {
 	if r := ts.get(t, "/feed.json"); r.status != 200 {
 		t.Fatalf("feed: %d", r.status)
 	}
-	checkEntrySizes(t, "feeds", &ts.feeds, func(k string, v cached.Body) int { return len(k) + len(v.Raw()) + len(v.Gzip()) }, overhead, 1)
+	checkEntrySizes(t, "feeds", ts.feeds.Cache(), func(k string, v cached.Body) int { return len(k) + len(v.Raw()) + len(v.Gzip()) }, overhead, 1)
 }
 
 // entryOverhead is what a cache adds to a caller's estimate for each

@@ -4,7 +4,6 @@ import (
 	"html/template"
 	"math"
 	"slices"
-	"strconv"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/store"
@@ -61,17 +60,9 @@ func failureChart(groups []store.FailureGroup, t compat.Target) template.HTML {
 		LabelName: "Signature", ValueName: "Share of downloads", NoteName: "Models blocked",
 	}
 	for _, g := range groups {
-		c.Bars = append(c.Bars, chart.Bar{Label: g.Signature, Value: g.DownloadShare, Note: models(g.Models)})
+		c.Bars = append(c.Bars, chart.Bar{Label: g.Signature, Value: g.DownloadShare, Note: show.Models(g.Models)})
 	}
 	return c.Render()
-}
-
-// models is "1 model", "14 models".
-func models(n int) string {
-	if n == 1 {
-		return "1 model"
-	}
-	return strconv.Itoa(n) + " models"
 }
 
 // modelCharts are a model's charts on one target.

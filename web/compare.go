@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"strconv"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -33,7 +32,7 @@ func pickPair(rts []store.RuntimeStats, baseKey, headKey string) (base, head sto
 		if err != nil {
 			return store.RuntimeStats{}, 0, fmt.Errorf("%w: %s: %v", httpx.ErrBadRequest, name, err)
 		}
-		on := onTarget(rts, ref.Target)
+		on := data.OnTarget(rts, ref.Target)
 		for i, st := range on {
 			if st.Ref == ref {
 				return st, i, nil
@@ -52,7 +51,7 @@ func pickPair(rts []store.RuntimeStats, baseKey, headKey string) (base, head sto
 		if head, i, err = find("head", headKey); err != nil {
 			return base, head, err
 		}
-		on := onTarget(rts, head.Ref.Target)
+		on := data.OnTarget(rts, head.Ref.Target)
 		if i+1 >= len(on) {
 			return base, head, fmt.Errorf("%w: no runtime before %s on %s", httpx.ErrNotFound, headKey, head.Ref.Target)
 		}
@@ -61,10 +60,10 @@ func pickPair(rts []store.RuntimeStats, baseKey, headKey string) (base, head sto
 		if base, _, err = find("base", baseKey); err != nil {
 			return base, head, err
 		}
-		head = onTarget(rts, base.Ref.Target)[0]
+		head = data.OnTarget(rts, base.Ref.Target)[0]
 	default:
 		t := defaultRuntimeTarget(rts)
-		on := onTarget(rts, t)
+		on := data.OnTarget(rts, t)
 		if len(on) < 2 {
 			return base, head, fmt.Errorf("%w: %w on %s", httpx.ErrNotFound, errTooFewRuntimes, show.TargetName(t))
 		}
@@ -98,26 +97,6 @@ func (s *Server) resolveCompare(c *fiber.Ctx, limit int, cursor string) (*data.C
 		return nil, rts, changed, fmt.Errorf("web: compare: %w", err)
 	}
 	return cmp, rts, changed, nil
-}
-
-// trainHeadline is "torch_tpu 0.3.0 breaks training of 3 models, fixes
-// training of 1": the train lists' totals, apart from the headline's.
-func trainHeadline(label string, h compare.Headline) string {
-	return label + " breaks training of " + models(h.Counts[compare.TrainRegressed]) +
-		", fixes training of " + strconv.Itoa(h.Counts[compare.TrainFixed])
-}
-
-// headline is "torch_tpu 0.2.0 fixes 3 models (9.1 % of downloads), breaks 1 (0.4 % of downloads)".
-func headline(label string, h compare.Headline) string {
-	s := label + " fixes " + models(h.Counts[compare.Fixed])
-	if h.FixedShare != nil && h.Counts[compare.Fixed] > 0 {
-		s += " (" + show.Pct(h.FixedShare) + " of downloads)"
-	}
-	s += ", breaks " + strconv.Itoa(h.Counts[compare.Regressed])
-	if h.RegressedShare != nil && h.Counts[compare.Regressed] > 0 {
-		s += " (" + show.Pct(h.RegressedShare) + " of downloads)"
-	}
-	return s
 }
 
 // compareItemJSON is one model of a comparison list (the contract's Item).
@@ -206,8 +185,8 @@ func (s *Server) compareJSON(cmp *data.Comparison) compareBody {
 		Fixed: s.knowItems(itemsJSON(r.Fixed)), Regressed: s.knowItems(itemsJSON(r.Regressed)), New: s.knowItems(itemsJSON(r.New)),
 		StillFailing:   s.knowItems(itemsJSON(r.StillFailing)),
 		TrainRegressed: s.knowItems(itemsJSON(r.TrainRegressed)), TrainFixed: s.knowItems(itemsJSON(r.TrainFixed)),
-		TrainHeadline: trainHeadline(cmp.Label, r.Headline),
-		Headline:      headline(cmp.Label, r.Headline), Counts: r.Headline.Counts,
+		TrainHeadline: show.TrainHeadline(cmp.Label, r.Headline),
+		Headline:      show.Headline(cmp.Label, r.Headline), Counts: r.Headline.Counts,
 		FixedDownloadShare: r.Headline.FixedShare, RegressedDownloadShare: r.Headline.RegressedShare,
 		BaseRuntime: toRuntimeJSON(cmp.Base), HeadRuntime: toRuntimeJSON(cmp.Head),
 	}
@@ -296,8 +275,8 @@ func (s *Server) renderCompare(cmp *data.Comparison, rts []store.RuntimeStats, c
 	default:
 		v.Cmp = cmp
 		r := cmp.Result
-		v.Headline = headline(cmp.Label, r.Headline)
-		v.TrainHeadline = trainHeadline(cmp.Label, r.Headline)
+		v.Headline = show.Headline(cmp.Label, r.Headline)
+		v.TrainHeadline = show.TrainHeadline(cmp.Label, r.Headline)
 		v.Continued = cursor != ""
 		v.BaseLabel = show.Versions(cmp.Base.Ref)
 		v.Counts = map[string]int{}
@@ -305,7 +284,7 @@ func (s *Server) renderCompare(cmp *data.Comparison, rts []store.RuntimeStats, c
 			v.Counts[string(k)] = n
 		}
 		v.APIURL = "/api/v1/compare?base=" + cmp.Base.Ref.Key() + "&head=" + cmp.Head.Ref.Key()
-		v.Canonical = compareURL(cmp.Base.Ref.Key(), cmp.Head.Ref.Key())
+		v.Canonical = show.CompareURL(cmp.Base.Ref.Key(), cmp.Head.Ref.Key())
 		for _, l := range []compareList{
 			{Kind: compare.Regressed, ID: "regressed", Title: "Regressed", Explain: "passed on base, held against the model on head", Items: r.Regressed},
 			{Kind: compare.Fixed, ID: "fixed", Title: "Fixed", Explain: "held against the model on base, pass on head", Items: r.Fixed},

@@ -17,6 +17,7 @@ import (
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/store"
+	"github.com/google-pytorch/torchtpu-scanner/web/feeds"
 )
 
 func TestFeed(t *testing.T) {
@@ -34,7 +35,7 @@ func TestFeed(t *testing.T) {
 	if r.status != 200 || !strings.HasPrefix(r.header.Get("Content-Type"), "application/feed+json") {
 		t.Fatalf("%d %s", r.status, r.header.Get("Content-Type"))
 	}
-	f := decode[jsonFeed](t, r)
+	f := decode[feeds.JSONFeed](t, r)
 	if f.Version != "https://jsonfeed.org/version/1.1" || f.FeedURL != "https://compat.example.org/feed.json" || f.HomePageURL != "https://compat.example.org/" {
 		t.Errorf("feed header: %+v", f)
 	}
@@ -74,28 +75,10 @@ func TestFeed(t *testing.T) {
 		t.Errorf("no flaky item in %v", titles)
 	}
 	// Ids are stable across requests.
-	again := decode[jsonFeed](t, ts.get(t, "/feed.json"))
+	again := decode[feeds.JSONFeed](t, ts.get(t, "/feed.json"))
 	for i := range f.Items {
 		if f.Items[i].ID != again.Items[i].ID {
 			t.Fatal("feed ids changed between requests")
-		}
-	}
-}
-
-func TestEventTitles(t *testing.T) {
-	sig := "unsupported_op:aten::_fft_r2c"
-	for _, c := range []struct {
-		e    compat.Event
-		want string
-	}{
-		{compat.Event{ModelID: "a/b", Target: "tpu", Kind: compat.EventRegression, FromStatus: "pass", ToStatus: "oom"}, "Regression: a/b runs out of memory on tpu"},
-		{compat.Event{ModelID: "a/b", Target: "tpu", Kind: compat.EventRegression, FromStatus: "pass", ToStatus: "fail", Signature: &sig},
-			"Regression: a/b fails on tpu (unsupported_op aten::_fft_r2c)"},
-		{compat.Event{ModelID: "a/b", Target: "cpu", Kind: compat.EventChange, FromStatus: "skipped", ToStatus: "error"}, "Changed: a/b could not be tested on cpu (was skipped)"},
-		{compat.Event{ModelID: "a/b", Target: "tpu", Kind: compat.EventFlaky, FromStatus: "pass", ToStatus: "crash"}, "Flaky: a/b on tpu: crash did not reproduce (kept pass)"},
-	} {
-		if got := eventTitle(c.e); got != c.want {
-			t.Errorf("eventTitle = %q, want %q", got, c.want)
 		}
 	}
 }
@@ -168,49 +151,6 @@ func TestExportCSVStopsAtItsCap(t *testing.T) {
 	}
 	if rows := strings.Count(r.body, "\n") - 1; rows != maxExportRows || pages != maxExportRows/exportPage {
 		t.Errorf("%d rows from %d pages, want %d rows from %d", rows, pages, maxExportRows, maxExportRows/exportPage)
-	}
-}
-
-// A feed item's text says the change, the status move when there was one,
-// the message when there is one, then the revision and the runtime when
-// known; its HTML names the runtime only when known.
-func TestFeedEntryText(t *testing.T) {
-	boom, empty := "RuntimeError: boom", ""
-	rt := compat.Runtime{Torch: "2.9.0"}
-	for _, c := range []struct {
-		name     string
-		e        compat.Event
-		wantText string // after the title and its period
-		wantHTML string
-	}{
-		{"a move with a message on a runtime",
-			compat.Event{ModelID: "org/m", Target: "tpu", Kind: compat.EventRegression, FromStatus: compat.StatusPass, ToStatus: compat.StatusFail,
-				Revision: "abc", Runtime: rt, Message: &boom, At: testTime},
-			" Status pass → fail.\n\nRuntimeError: boom\n\nRevision abc · torch 2.9.0\n\nEvidence: measured on tpu with torch 2.9.0 on 2026-11-30.",
-			"<p>Revision abc · torch 2.9.0</p><p>Evidence: measured on tpu with torch 2.9.0 on 2026-11-30.</p>"},
-		{"first result, no message, no runtime",
-			compat.Event{ModelID: "org/m", Target: "cpu", Kind: compat.EventNew, ToStatus: compat.StatusPass, Revision: "abc", At: testTime},
-			"\n\nRevision abc\n\nEvidence: measured on cpu on 2026-11-30.", "<p>Revision abc</p><p>Evidence: measured on cpu on 2026-11-30.</p>"},
-		{"an empty message says nothing",
-			compat.Event{ModelID: "org/m", Target: "tpu", Kind: compat.EventNew, ToStatus: compat.StatusFail, Revision: "abc", Message: &empty,
-				At: testTime, Runtime: compat.Runtime{Device: "TPU v6e", TorchTPU: "0.2.0"}},
-			"\n\nRevision abc · torch_tpu 0.2.0 · TPU v6e\n\nEvidence: measured on TPU v6e with torch_tpu 0.2.0 on 2026-11-30.",
-			"<p>Revision abc · torch_tpu 0.2.0 · TPU v6e</p><p>Evidence: measured on TPU v6e with torch_tpu 0.2.0 on 2026-11-30.</p>"},
-		{"a skip rests on nothing",
-			compat.Event{ModelID: "org/m", Target: "tpu", Kind: compat.EventChange, FromStatus: compat.StatusFail, ToStatus: compat.StatusSkipped,
-				Revision: "abc", At: testTime},
-			" Status fail → skipped.\n\nRevision abc\n\nEvidence: none (no verdict).", "<p>Revision abc</p><p>Evidence: none (no verdict).</p>"},
-	} {
-		it, err := feedEntry("https://compat.example.org", c.e)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if want := eventTitle(c.e) + "." + c.wantText; it.ContentText != want {
-			t.Errorf("%s: text %q, want %q", c.name, it.ContentText, want)
-		}
-		if !strings.HasSuffix(it.ContentHTML, c.wantHTML) {
-			t.Errorf("%s: HTML %q, want it to end in %q", c.name, it.ContentHTML, c.wantHTML)
-		}
 	}
 }
 

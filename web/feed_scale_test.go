@@ -12,6 +12,8 @@ import (
 
 	"github.com/google-pytorch/torchtpu-scanner/store"
 	"github.com/google-pytorch/torchtpu-scanner/store/storetest"
+	"github.com/google-pytorch/torchtpu-scanner/web/feeds"
+	"github.com/google-pytorch/torchtpu-scanner/web/internal/data"
 )
 
 // TestFeedMissOnAGivenDatabase times /feed.json on a cache miss (the
@@ -54,8 +56,8 @@ func TestFeedMissOnAGivenDatabase(t *testing.T) {
 	}
 	var pairs []store.CompareQuery
 	for _, head := range rts {
-		if prev, ok := previous(rts, head); ok && len(pairs) < feedRuntimes {
-			pairs = append(pairs, store.CompareQuery{Base: prev.Ref, Head: head.Ref, Limit: feedListed, Lists: feedLists})
+		if prev, ok := data.Previous(rts, head); ok && len(pairs) < feeds.RuntimeItems {
+			pairs = append(pairs, store.CompareQuery{Base: prev.Ref, Head: head.Ref, Limit: feeds.Listed, Lists: feeds.Lists})
 		}
 	}
 	var feed, feedCPU, compares, comparesCPU []time.Duration

@@ -12,6 +12,7 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/store"
 	"github.com/google-pytorch/torchtpu-scanner/web/badge"
+	"github.com/google-pytorch/torchtpu-scanner/web/feeds"
 	"github.com/google-pytorch/torchtpu-scanner/web/internal/data"
 	"github.com/google-pytorch/torchtpu-scanner/web/internal/httpx"
 	"github.com/google-pytorch/torchtpu-scanner/web/internal/show"
@@ -121,7 +122,7 @@ func (s *Server) modelPage(c *fiber.Ctx) error {
 	v := modelView{Model: m, Serving: newServingView(reg, m), Events: events, History: history[:min(len(history), historyRows)], Charts: historyCharts(history),
 		Readiness: newReadinessView(m.Readiness)}
 	v.Canonical = show.ModelPath(m.ID)
-	v.Feeds = modelFeeds(m.ID)
+	v.Feeds = feeds.ModelFeeds(m.ID)
 	if len(current) == 0 {
 		if v.Request, err = s.requestFor(ctx, m.ID); err != nil {
 			return err

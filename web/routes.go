@@ -67,8 +67,8 @@ func (s *Server) routes(app *fiber.App) {
 	api.Get("/webhooks", s.apiWebhooks) // admin token
 
 	// Feeds and exports.
-	app.Get("/feed.json", httpx.CORS, httpx.ExactParams, s.feed)
-	app.Get("/feed.atom", httpx.CORS, httpx.ExactParams, s.feedAtomPath)
+	app.Get("/feed.json", httpx.CORS, httpx.ExactParams, s.feeds.JSON)
+	app.Get("/feed.atom", httpx.CORS, httpx.ExactParams, s.feeds.Atom)
 	app.Get("/export.csv", httpx.CORS, s.exportCSV)
 	app.Get("/ops.csv", httpx.CORS, s.opsCSV)
 

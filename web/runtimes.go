@@ -11,6 +11,7 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/store"
 	"github.com/google-pytorch/torchtpu-scanner/web/internal/cached"
+	"github.com/google-pytorch/torchtpu-scanner/web/internal/data"
 	"github.com/google-pytorch/torchtpu-scanner/web/internal/httpx"
 	"github.com/google-pytorch/torchtpu-scanner/web/internal/show"
 )
@@ -51,7 +52,7 @@ func toRuntimeJSON(st store.RuntimeStats) runtimeJSON {
 type runtimesBody struct {
 	Runtimes []runtimeJSON `json:"runtimes"`
 	// KernelTables are the TorchTPU kernel tables kept, newest first.
-	KernelTables []kernelTableJSON `json:"kernel_tables"`
+	KernelTables []data.KernelTable `json:"kernel_tables"`
 }
 
 // apiRuntimes serves GET /api/v1/runtimes: every runtime with results
@@ -77,7 +78,7 @@ func (s *Server) apiRuntimes(c *fiber.Ctx) error {
 	for i, st := range rts {
 		out.Runtimes[i] = toRuntimeJSON(st)
 	}
-	if out.KernelTables, err = s.kernelTables(ctx); err != nil {
+	if out.KernelTables, err = s.data.KernelTables(ctx); err != nil {
 		return fmt.Errorf("web: api runtimes: %w", err)
 	}
 	return c.JSON(out)
@@ -95,28 +96,6 @@ func defaultRuntimeTarget(rts []store.RuntimeStats) compat.Target {
 		}
 	}
 	return ""
-}
-
-// onTarget keeps the runtimes of target t, in their order.
-func onTarget(rts []store.RuntimeStats, t compat.Target) []store.RuntimeStats {
-	var out []store.RuntimeStats
-	for _, st := range rts {
-		if st.Ref.Target == t {
-			out = append(out, st)
-		}
-	}
-	return out
-}
-
-// previous is the runtime before st on its target, among rts (newest first).
-func previous(rts []store.RuntimeStats, st store.RuntimeStats) (store.RuntimeStats, bool) {
-	on := onTarget(rts, st.Ref.Target)
-	for i := range on {
-		if on[i].Ref == st.Ref && i+1 < len(on) {
-			return on[i+1], true
-		}
-	}
-	return store.RuntimeStats{}, false
 }
 
 // runtimeRow is one runtime on the runtimes page.
@@ -140,7 +119,7 @@ type runtimesView struct {
 	layout
 	Groups []runtimeGroup
 	// Kernels are the TorchTPU kernel tables kept, newest first.
-	Kernels []kernelTableJSON
+	Kernels []data.KernelTable
 }
 
 // runtimesPage serves GET /runtimes: each target's runtimes, newest first,
@@ -158,7 +137,7 @@ func (s *Server) runtimesPage(c *fiber.Ctx) error {
 	v := runtimesView{}
 	v.Canonical = "/runtimes"
 	for _, t := range compat.Targets {
-		on := onTarget(rts, t)
+		on := data.OnTarget(rts, t)
 		if len(on) == 0 {
 			continue
 		}
@@ -167,20 +146,17 @@ func (s *Server) runtimesPage(c *fiber.Ctx) error {
 		for i, st := range on {
 			row := runtimeRow{RuntimeStats: st, Key: st.Ref.Key(), Label: labels[i], Versions: show.Versions(st.Ref)}
 			if i+1 < len(on) {
-				row.CompareURL = compareURL(on[i+1].Ref.Key(), row.Key)
+				row.CompareURL = show.CompareURL(on[i+1].Ref.Key(), row.Key)
 			}
 			g.Rows = append(g.Rows, row)
 		}
 		v.Groups = append(v.Groups, g)
 	}
-	if v.Kernels, err = s.kernelTables(ctx); err != nil {
+	if v.Kernels, err = s.data.KernelTables(ctx); err != nil {
 		return fmt.Errorf("web: runtimes: %w", err)
 	}
 	return s.render(c, "runtimes", v)
 }
-
-// compareURL is the comparison page of two runtimes.
-func compareURL(base, head string) string { return "/compare?base=" + base + "&head=" + head }
 
 // oldestFirst returns a reversed copy of newest-first runtimes.
 func oldestFirst(rts []store.RuntimeStats) []store.RuntimeStats {

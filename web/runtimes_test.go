@@ -20,6 +20,7 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/internal/compare"
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/store"
+	"github.com/google-pytorch/torchtpu-scanner/web/feeds"
 	"github.com/google-pytorch/torchtpu-scanner/web/internal/data"
 	"github.com/google-pytorch/torchtpu-scanner/web/internal/httpx"
 	"github.com/google-pytorch/torchtpu-scanner/web/internal/show"
@@ -113,7 +114,7 @@ func TestHeadline(t *testing.T) {
 		{compare.Headline{Counts: map[compare.Kind]int{compare.Regressed: 2}, FixedShare: share(0), RegressedShare: share(0.25)},
 			"torch_tpu 0.2.0 fixes 0 models, breaks 2 (25.0 % of downloads)"}, // nothing fixed: no share of it
 	} {
-		if got := headline("torch_tpu 0.2.0", c.h); got != c.want {
+		if got := show.Headline("torch_tpu 0.2.0", c.h); got != c.want {
 			t.Errorf("%q, want %q", got, c.want)
 		}
 	}
@@ -408,8 +409,8 @@ func TestTableAndModelCharts(t *testing.T) {
 
 func TestFeedRuntimeItem(t *testing.T) {
 	ts := twoRuntimes(t)
-	f := decode[jsonFeed](t, ts.get(t, "/feed.json"))
-	var items []feedItem
+	f := decode[feeds.JSONFeed](t, ts.get(t, "/feed.json"))
+	var items []feeds.Item
 	for _, it := range f.Items {
 		if len(it.Tags) > 0 && it.Tags[0] == "runtime" {
 			items = append(items, it)
@@ -512,8 +513,8 @@ func TestFeedReadsOnePageOfEachComparison(t *testing.T) {
 	ts.record(t, "steady/model", r)
 	calls("a third runtime", 2) // v1 → v2, v2 → v3
 	cs.limits.Range(func(k, _ any) bool {
-		if k != feedListed {
-			t.Errorf("the feed asked for pages of %v models, want %d", k, feedListed)
+		if k != feeds.Listed {
+			t.Errorf("the feed asked for pages of %v models, want %d", k, feeds.Listed)
 		}
 		return true
 	})
@@ -551,43 +552,6 @@ func TestRuntimeOptionsSelectTheComparedPair(t *testing.T) {
 		if got := selected(head); !slices.Equal(got, c.wantHd) {
 			t.Errorf("%s: head selects %v, want %v", c.name, got, c.wantHd)
 		}
-	}
-}
-
-// A runtime's feed item lists only the kinds of change it has: no heading
-// for an empty list.
-func TestFeedRuntimeItemOmitsEmptyLists(t *testing.T) {
-	r := compare.Result{
-		Regressed: []compare.Item{{ID: "org/broken", BaseStatus: compat.StatusPass, HeadStatus: compat.StatusFail}},
-		Headline:  compare.Headline{Counts: map[compare.Kind]int{compare.Regressed: 1}},
-	}
-	cmp := &data.Comparison{Base: store.RuntimeStats{Ref: rtV1.Ref("tpu")}, Head: store.RuntimeStats{Ref: rtV2.Ref("tpu")}, Result: r, Label: "torch_tpu 0.2.0"}
-	it, err := runtimeEntry("https://compat.example.org", cmp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(it.ContentText, "\n\nRegressed:\norg/broken: pass → fail") {
-		t.Errorf("the regression is not listed:\n%s", it.ContentText)
-	}
-	for _, absent := range []string{"Fixed:", "Newly tested:"} {
-		if strings.Contains(it.ContentText, absent) {
-			t.Errorf("an empty list has a heading %q:\n%s", absent, it.ContentText)
-		}
-	}
-}
-
-// byDate puts the newest first and keeps the order of items published at
-// the same time.
-func TestByDate(t *testing.T) {
-	items := []feedItem{{ID: "a", DatePublished: "2026-01-02T00:00:00Z"}, {ID: "b", DatePublished: "2026-01-01T00:00:00Z"},
-		{ID: "c", DatePublished: "2026-01-02T00:00:00Z"}, {ID: "d", DatePublished: "2026-01-03T00:00:00Z"}, {ID: "e", DatePublished: "2026-01-02T00:00:00Z"}}
-	byDate(items)
-	var got []string
-	for _, it := range items {
-		got = append(got, it.ID)
-	}
-	if want := []string{"d", "a", "c", "e", "b"}; !slices.Equal(got, want) {
-		t.Errorf("order %v, want %v", got, want)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/store"
+	"github.com/google-pytorch/torchtpu-scanner/web/feeds"
 	"github.com/google-pytorch/torchtpu-scanner/web/internal/show"
 )
 
@@ -47,7 +48,7 @@ func TestScannerErrorIsNoVerdict(t *testing.T) {
 		}
 	}
 
-	feed := decode[jsonFeed](t, ts.get(t, "/feed.json"))
+	feed := decode[feeds.JSONFeed](t, ts.get(t, "/feed.json"))
 	var regression bool
 	for _, it := range feed.Items {
 		scannerError := strings.Contains(it.Title, "clap") || strings.Contains(it.ContentText, "harness_inputs") ||

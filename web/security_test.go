@@ -17,6 +17,7 @@ import (
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/store"
+	"github.com/google-pytorch/torchtpu-scanner/web/feeds"
 	"github.com/google-pytorch/torchtpu-scanner/web/internal/httpx"
 )
 
@@ -210,7 +211,7 @@ func TestHostileDataEscapedEverywhere(t *testing.T) {
 		}
 	}
 	// Feed HTML content: escaped.
-	feed := decode[jsonFeed](t, ts.get(t, "/feed.json"))
+	feed := decode[feeds.JSONFeed](t, ts.get(t, "/feed.json"))
 	for _, it := range feed.Items {
 		if strings.Contains(it.ContentHTML, "<script") || strings.Contains(it.ContentHTML, "<img") {
 			t.Errorf("feed content_html: %s", it.ContentHTML)

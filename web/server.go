@@ -29,6 +29,7 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/internal/metrics"
 	"github.com/google-pytorch/torchtpu-scanner/internal/sweep"
 	"github.com/google-pytorch/torchtpu-scanner/web/badge"
+	"github.com/google-pytorch/torchtpu-scanner/web/feeds"
 	"github.com/google-pytorch/torchtpu-scanner/web/internal/cached"
 	"github.com/google-pytorch/torchtpu-scanner/web/internal/data"
 	"github.com/google-pytorch/torchtpu-scanner/web/internal/httpx"
@@ -134,7 +135,6 @@ func (s *Server) sizeCaches() {
 	s.apiLists.MaxBytes = 32 << 20
 	s.tableBodies.MaxBytes = 32 << 20
 	s.tablePages.MaxBytes = 32 << 20
-	s.feeds.MaxBytes = 16 << 20
 	s.comparePages.MaxBytes = 32 << 20
 }
 
@@ -151,6 +151,7 @@ type Server struct {
 	store       Store
 	data        *data.Reader   // the reads the audiences share (web/internal/data)
 	badges      *badge.Handler // the badges (web/badge)
+	feeds       *feeds.Handler // the JSON Feed and Atom (web/feeds)
 	scans       ScanControl
 	work        *work.Handler // the worker fleet's routes (web/work)
 	adminToken  string
@@ -170,7 +171,6 @@ type Server struct {
 	apiLists     cached.Map[string, cached.Body]
 	tableBodies  cached.Map[string, template.HTML]
 	tablePages   cached.Map[string, cached.Body]
-	feeds        cached.Map[string, cached.Body]
 	comparePages cached.Map[string, cached.Body]
 	httpReqs     *metrics.CounterVec
 	httpTimes    *metrics.HistogramVec
@@ -234,6 +234,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.data = data.NewReader(s.store, sweepList)
 	s.badges = badge.New(s.data, s.log)
+	s.feeds = feeds.New(s.data, s.known, &s.clients, s.hubEndpoint)
 	if s.reg == nil {
 		s.reg = metrics.NewRegistry()
 	}

@@ -292,7 +292,7 @@ func (s *Server) tableCharts(ctx context.Context, v *tableView, changed time.Tim
 	if v.TrendTarget == "" {
 		v.TrendTarget = defaultRuntimeTarget(rts)
 	}
-	if on := onTarget(rts, v.TrendTarget); len(on) > 0 {
+	if on := data.OnTarget(rts, v.TrendTarget); len(on) > 0 {
 		v.Trend = s.trendChart(v.TrendTarget, on, "trend")
 	}
 	if len(v.Failures) > 0 {

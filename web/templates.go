@@ -10,6 +10,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
+	"github.com/google-pytorch/torchtpu-scanner/web/feeds"
 	"github.com/google-pytorch/torchtpu-scanner/web/internal/show"
 )
 
@@ -53,12 +54,7 @@ type layout struct {
 	// Canonical is the page's canonical path, "" for none.
 	Canonical string
 	// Feeds are the page's own feeds (a model's), besides the site's.
-	Feeds []feedLink
-}
-
-// feedLink is a feed a page links in its head.
-type feedLink struct {
-	Name, Type, Title, Href string
+	Feeds []feeds.Link
 }
 
 // render executes page name with data and sends it as HTML, keeping the

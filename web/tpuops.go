@@ -4,21 +4,16 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"html/template"
 	"net/url"
-	"slices"
 	"strconv"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
-	"github.com/google-pytorch/torchtpu-scanner/internal/watch"
 	"github.com/google-pytorch/torchtpu-scanner/store"
 	"github.com/google-pytorch/torchtpu-scanner/web/internal/httpx"
-	"github.com/google-pytorch/torchtpu-scanner/web/internal/show"
 )
 
 // The TorchTPU prediction (issue 36): a result that did not run on a TPU
@@ -201,153 +196,4 @@ func (s *Server) opsPage(c *fiber.Ctx) error {
 		v.Ops = append(v.Ops, row)
 	}
 	return s.render(c, "ops", v)
-}
-
-// kernelTableJSON is one kept kernel table on /runtimes and in
-// /api/v1/runtimes: its counts, and what it implements that the table read
-// before it did not (Added) and the reverse (Dropped); both empty for the
-// first.
-type kernelTableJSON struct {
-	Table    string    `json:"table"`
-	Torch    string    `json:"torch"`
-	TorchTPU string    `json:"torch_tpu"`
-	ReadAt   time.Time `json:"read_at"`
-	Native   int       `json:"native"`
-	Default  int       `json:"default"`
-	Fallback int       `json:"fallback"`
-	// Previous is the table compared with ("" for the first).
-	Previous string   `json:"previous"`
-	Added    []string `json:"added"`
-	Dropped  []string `json:"dropped"`
-	// Unblocks are the models whose every missing op (inference and train)
-	// by their predictions against the previous table this one implements,
-	// most downloaded first: predicted to run on it (a prediction judged
-	// before it, of registrations only).
-	Unblocks []string `json:"unblocks"`
-}
-
-// kernelTables are the kept kernel tables, newest first, each against the
-// one read before it, with the models it unblocks.
-func (s *Server) kernelTables(ctx context.Context) ([]kernelTableJSON, error) {
-	kts, err := s.store.KernelTables(ctx)
-	if err != nil {
-		return nil, err
-	}
-	rows := kernelRows(kts)
-	for i := range rows {
-		if rows[i].Previous == "" || len(rows[i].Added) == 0 {
-			continue
-		}
-		ops, _, err := s.data.MissingOps(ctx, rows[i].Previous)
-		if err != nil {
-			return nil, err
-		}
-		rows[i].Unblocks = unblocked(ops, rows[i].Added)
-	}
-	return rows, nil
-}
-
-// unblocked are the models of a fix list whose every missing op is among
-// added, most downloaded first (the list's order: a model's downloads are
-// the same in every row it is in).
-func unblocked(ops []store.MissingOp, added []string) []string {
-	blocked := map[string]bool{}
-	order := []string{}
-	for _, o := range ops {
-		fixed := slices.Contains(added, o.Op)
-		for _, id := range o.ModelIDs {
-			if _, seen := blocked[id]; !seen {
-				order = append(order, id)
-				blocked[id] = false
-			}
-			if !fixed {
-				blocked[id] = true
-			}
-		}
-	}
-	out := []string{}
-	for _, id := range order {
-		if !blocked[id] {
-			out = append(out, id)
-		}
-	}
-	return out
-}
-
-// kernelRows are the kept kernel tables, newest first, each against the one
-// read before it.
-func kernelRows(oldestFirst []compat.KernelTable) []kernelTableJSON {
-	out := make([]kernelTableJSON, 0, len(oldestFirst))
-	for i := len(oldestFirst) - 1; i >= 0; i-- {
-		kt := oldestFirst[i]
-		row := kernelTableJSON{Table: kt.Name(), Torch: kt.Torch, TorchTPU: kt.TorchTPU, ReadAt: kt.ReadAt,
-			Native: kt.Count(compat.OpNative), Default: kt.Count(compat.OpDefault), Fallback: kt.Count(compat.OpFallback),
-			Added: []string{}, Dropped: []string{}, Unblocks: []string{}}
-		if i > 0 {
-			d := compat.DiffKernels(oldestFirst[i-1], kt)
-			row.Previous, row.Added, row.Dropped = oldestFirst[i-1].Name(), d.Added, d.Dropped
-		}
-		out = append(out, row)
-	}
-	return out
-}
-
-// kernelHTML is the HTML body of a new kernel table's feed item;
-// html/template escapes every op and model id.
-var kernelHTML = template.Must(template.New("kernels").Parse(
-	`<p><strong>{{.Row.Table}}</strong>: {{len .Row.Added}} operators added, {{len .Row.Dropped}} dropped since {{.Row.Previous}}.</p>` +
-		`{{if .Row.Unblocks}}<p>Predicted to unblock {{len .Row.Unblocks}} models (every operator their predictions lacked is now implemented; a prediction, not a TPU result):</p>` +
-		`<ul>{{range .Models}}<li><a href="{{.URL}}">{{.ID}}</a></li>{{end}}</ul>{{if .More}}<p>and {{.More}} more.</p>{{end}}{{end}}` +
-		`<p><a href="{{.URL}}">The kernel tables</a></p>`))
-
-// kernelFeedItems are the feed's items for new TorchTPU kernel tables: one
-// per table read after another, with what it added and dropped and the
-// models it is predicted to unblock (kind runtime, target tpu).
-func (s *Server) kernelFeedItems(ctx context.Context, base string) ([]feedItem, error) {
-	rows, err := s.kernelTables(ctx)
-	if err != nil {
-		return nil, err
-	}
-	page := base + "/runtimes#rt-kernels"
-	var items []feedItem
-	for _, row := range rows {
-		if row.Previous == "" {
-			continue
-		}
-		type model struct{ ID, URL string }
-		data := struct {
-			Row    kernelTableJSON
-			Models []model
-			More   int
-			URL    string
-		}{Row: row, URL: page}
-		title := fmt.Sprintf("New TorchTPU kernel table %s: %d operators added, %d dropped", row.Table, len(row.Added), len(row.Dropped))
-		if n := len(row.Unblocks); n > 0 {
-			title += fmt.Sprintf("; predicted to unblock %d models", n)
-		}
-		var text strings.Builder
-		text.WriteString(title + ".")
-		for i, id := range row.Unblocks {
-			if i == feedListed {
-				data.More = len(row.Unblocks) - feedListed
-				fmt.Fprintf(&text, "\nand %d more.", data.More)
-				break
-			}
-			data.Models = append(data.Models, model{ID: id, URL: base + show.ModelPath(id)})
-			text.WriteString("\n" + id)
-		}
-		fmt.Fprintf(&text, "\n\n%s", page)
-		var h bytes.Buffer
-		if err := kernelHTML.Execute(&h, data); err != nil {
-			return nil, err
-		}
-		at := row.ReadAt.UTC().Format(time.RFC3339)
-		items = append(items, feedItem{
-			ID: base + "/runtimes#kernels-" + url.QueryEscape(row.Table), URL: page, Title: title,
-			ContentText: text.String(), ContentHTML: h.String(), DatePublished: at,
-			Tags:  []string{"runtime", "kernels", string(compat.TargetTPU)},
-			about: watch.Item{Target: compat.TargetTPU, Kind: watch.KindRuntime},
-		})
-	}
-	return items, nil
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/store"
+	"github.com/google-pytorch/torchtpu-scanner/web/internal/data"
 )
 
 const tableName = "torch_tpu 0.2.0 / torch 2.15.0"
@@ -168,7 +169,7 @@ func TestRuntimesShowKernelTables(t *testing.T) {
 	ts.record(t, "o/f", old("aten::addmm"))
 	ts.record(t, "o/g", old("aten::addmm", "aten::median"))
 	var body struct {
-		KernelTables []kernelTableJSON `json:"kernel_tables"`
+		KernelTables []data.KernelTable `json:"kernel_tables"`
 	}
 	if err := json.Unmarshal([]byte(ts.get(t, "/api/v1/runtimes").body), &body); err != nil {
 		t.Fatal(err)

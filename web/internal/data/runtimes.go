@@ -36,3 +36,25 @@ func (r *Reader) TargetSummaries(ctx context.Context, changed time.Time) (map[co
 	}
 	return out, nil
 }
+
+// Previous is the runtime before st on its target, among rts (newest first).
+func Previous(rts []store.RuntimeStats, st store.RuntimeStats) (store.RuntimeStats, bool) {
+	on := OnTarget(rts, st.Ref.Target)
+	for i := range on {
+		if on[i].Ref == st.Ref && i+1 < len(on) {
+			return on[i+1], true
+		}
+	}
+	return store.RuntimeStats{}, false
+}
+
+// OnTarget keeps the runtimes of target t, in their order.
+func OnTarget(rts []store.RuntimeStats, t compat.Target) []store.RuntimeStats {
+	var out []store.RuntimeStats
+	for _, st := range rts {
+		if st.Ref.Target == t {
+			out = append(out, st)
+		}
+	}
+	return out
+}

@@ -1,8 +1,10 @@
 package show
 
 import (
+	"strconv"
 	"strings"
 
+	"github.com/google-pytorch/torchtpu-scanner/internal/compare"
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/store"
 )
@@ -79,3 +81,34 @@ func orNone(v string) string {
 	}
 	return v
 }
+
+// TrainHeadline is "torch_tpu 0.3.0 breaks training of 3 models, fixes
+// training of 1": the train lists' totals, apart from the headline's.
+func TrainHeadline(label string, h compare.Headline) string {
+	return label + " breaks training of " + Models(h.Counts[compare.TrainRegressed]) +
+		", fixes training of " + strconv.Itoa(h.Counts[compare.TrainFixed])
+}
+
+// Headline is "torch_tpu 0.2.0 fixes 3 models (9.1 % of downloads), breaks 1 (0.4 % of downloads)".
+func Headline(label string, h compare.Headline) string {
+	s := label + " fixes " + Models(h.Counts[compare.Fixed])
+	if h.FixedShare != nil && h.Counts[compare.Fixed] > 0 {
+		s += " (" + Pct(h.FixedShare) + " of downloads)"
+	}
+	s += ", breaks " + strconv.Itoa(h.Counts[compare.Regressed])
+	if h.RegressedShare != nil && h.Counts[compare.Regressed] > 0 {
+		s += " (" + Pct(h.RegressedShare) + " of downloads)"
+	}
+	return s
+}
+
+// Models is "1 model", "14 models".
+func Models(n int) string {
+	if n == 1 {
+		return "1 model"
+	}
+	return strconv.Itoa(n) + " models"
+}
+
+// CompareURL is the comparison page of two runtimes.
+func CompareURL(base, head string) string { return "/compare?base=" + base + "&head=" + head }

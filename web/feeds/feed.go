@@ -1,4 +1,9 @@
-package web
+// Package feeds serves the watchers' views of the data: the JSON Feed and
+// Atom of status changes, new runtimes and kernel tables (GET /feed.json,
+// /feed.atom, filtered by watch.ParseQuery), each kept until the data
+// changes; and the webhooks' deliveries (GET /api/v1/webhooks).
+// web/routes.go wires its handler.
+package feeds
 
 import (
 	"bytes"
@@ -14,24 +19,48 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/internal/changetext"
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/internal/watch"
+	"github.com/google-pytorch/torchtpu-scanner/web/internal/cached"
+	"github.com/google-pytorch/torchtpu-scanner/web/internal/data"
+	"github.com/google-pytorch/torchtpu-scanner/web/internal/httpx"
 	"github.com/google-pytorch/torchtpu-scanner/web/internal/show"
 )
+
+// Handler serves the feeds and keeps them.
+type Handler struct {
+	data    *data.Reader
+	known   *data.Known
+	clients *httpx.Clients
+	hub     string // the Hub's base URL: the items' links (their ETag says it)
+	feeds   cached.Map[string, cached.Body]
+}
+
+// New is the feeds' handler: it reads r, marks known issues with known,
+// links under the base URL clients give and to models on hub.
+func New(r *data.Reader, known *data.Known, clients *httpx.Clients, hub string) *Handler {
+	h := &Handler{data: r, known: known, clients: clients, hub: hub}
+	h.feeds.MaxBytes = 16 << 20
+	return h
+}
+
+// Cache is what the handler keeps (the caches' accounting tests read it).
+func (h *Handler) Cache() *cached.Map[string, cached.Body] { return &h.feeds }
 
 // feedItems is how many status changes the feed carries.
 const feedItems = 100
 
-// jsonFeed is a JSON Feed 1.1 document (https://jsonfeed.org/version/1.1).
-type jsonFeed struct {
-	Version     string     `json:"version"`
-	Title       string     `json:"title"`
-	HomePageURL string     `json:"home_page_url"`
-	FeedURL     string     `json:"feed_url"`
-	Description string     `json:"description"`
-	Language    string     `json:"language"`
-	Items       []feedItem `json:"items"`
+// JSONFeed is a JSON Feed 1.1 document (https://jsonfeed.org/version/1.1).
+type JSONFeed struct {
+	Version     string `json:"version"`
+	Title       string `json:"title"`
+	HomePageURL string `json:"home_page_url"`
+	FeedURL     string `json:"feed_url"`
+	Description string `json:"description"`
+	Language    string `json:"language"`
+	Items       []Item `json:"items"`
 }
 
-type feedItem struct {
+// Item is one entry of the feeds: the JSON Feed's, and Atom's made from it.
+type Item struct {
 	ID            string   `json:"id"`
 	URL           string   `json:"url"`
 	Title         string   `json:"title"`
@@ -44,21 +73,21 @@ type feedItem struct {
 	// JSON Feed extension object; nil on a runtime's item.
 	Evidence *compat.Evidence `json:"_evidence,omitempty"`
 
-	// What the filters and the known issues look at (feed_watch.go).
+	// What the filters and the known issues look at (watch.go).
 	about      watch.Item
 	signatures []string // the failure signatures the item shows
 }
 
-// feed serves GET /feed.json: status changes (regressions, fixes, new
+// JSON serves GET /feed.json: status changes (regressions, fixes, new
 // results, flaky results) and new runtimes (each compared with the one
 // before it), newest first, with stable ids; ?model=&org=&target=&kind=
-// filter it, and /feed.atom is the same as Atom (feed_watch.go).
-func (s *Server) feed(c *fiber.Ctx) error { return s.serveFeed(c, feedJSON) }
+// filter it, and /feed.atom is the same as Atom (watch.go).
+func (h *Handler) JSON(c *fiber.Ctx) error { return h.serveFeed(c, feedJSON) }
 
-// feedSource is the feed before its filters (feed_watch.go): the status
+// feedSource is the feed before its filters (watch.go): the status
 // changes given and the new runtimes, newest first.
-func (s *Server) feedSource(ctx context.Context, base string, changed time.Time, events []compat.Event) ([]feedItem, error) {
-	items := []feedItem{}
+func (h *Handler) feedSource(ctx context.Context, base string, changed time.Time, events []compat.Event) ([]Item, error) {
+	items := []Item{}
 	for _, e := range events {
 		if !e.AboutVerdicts() { // the scanner's own errors are no news of a model (events from before they were left out)
 			continue
@@ -69,12 +98,12 @@ func (s *Server) feedSource(ctx context.Context, base string, changed time.Time,
 		}
 		items = append(items, it)
 	}
-	rtItems, err := s.runtimeFeedItems(ctx, base, changed)
+	rtItems, err := h.runtimeFeedItems(ctx, base, changed)
 	if err != nil {
 		return nil, fmt.Errorf("runtimes: %w", err)
 	}
 	items = append(items, rtItems...)
-	kernelItems, err := s.kernelFeedItems(ctx, base)
+	kernelItems, err := h.kernelFeedItems(ctx, base)
 	if err != nil {
 		return nil, fmt.Errorf("kernel tables: %w", err)
 	}
@@ -97,7 +126,7 @@ var eventHTML = template.Must(template.New("event").Parse(
 		`<p>Evidence: {{.Evidence}}.</p>`))
 
 // feedEntry renders one status change as a feed item.
-func feedEntry(base string, e compat.Event) (feedItem, error) {
+func feedEntry(base string, e compat.Event) (Item, error) {
 	page := base + show.ModelPath(e.ModelID)
 	title := eventTitle(e)
 	rt := show.Runtime(e.Runtime)
@@ -125,9 +154,9 @@ func feedEntry(base string, e compat.Event) (feedItem, error) {
 		Runtime  string
 		Evidence string
 	}{e, page, rt, ev.Sentence()}); err != nil {
-		return feedItem{}, err
+		return Item{}, err
 	}
-	return feedItem{
+	return Item{
 		ID:            base + "/events/" + e.UID(), // unique across restores; an old event's as published
 		URL:           page + "#event-" + strconv.FormatInt(e.ID, 10),
 		Title:         title,

@@ -1,4 +1,4 @@
-package web
+package feeds
 
 import (
 	"bytes"
@@ -40,11 +40,11 @@ const (
 // own changes).
 const feedWindow = 1000
 
-// feedAtomPath serves GET /feed.atom: the feed as Atom 1.0.
-func (s *Server) feedAtomPath(c *fiber.Ctx) error { return s.serveFeed(c, feedAtom) }
+// Atom serves GET /feed.atom: the feed as Atom 1.0.
+func (h *Handler) Atom(c *fiber.Ctx) error { return h.serveFeed(c, feedAtom) }
 
 // serveFeed serves the feed, filtered by the request's query, in format.
-func (s *Server) serveFeed(c *fiber.Ctx, format feedFormat) error {
+func (h *Handler) serveFeed(c *fiber.Ctx, format feedFormat) error {
 	q, err := url.ParseQuery(string(c.Request().URI().QueryString()))
 	if err != nil {
 		return fmt.Errorf("%w: the query: %v", httpx.ErrBadRequest, err)
@@ -53,8 +53,8 @@ func (s *Server) serveFeed(c *fiber.Ctx, format feedFormat) error {
 	if err != nil {
 		return fmt.Errorf("%w: %v", httpx.ErrBadRequest, err)
 	}
-	base := s.clients.Base(c)
-	changed, fresh, err := cached.Check(c, s.store, base, s.hubEndpoint, fmt.Sprint(format), f.Query(), cached.Coding(c))
+	base := h.clients.Base(c)
+	changed, fresh, err := cached.Check(c, h.data.Store, base, h.hub, fmt.Sprint(format), f.Query(), cached.Coding(c))
 	if err != nil {
 		return fmt.Errorf("web: feed: %w", err)
 	}
@@ -64,8 +64,8 @@ func (s *Server) serveFeed(c *fiber.Ctx, format feedFormat) error {
 	// The body is cached until the data changes, by its format, the base
 	// URL its links use and the filter.
 	key := fmt.Sprint(format) + " " + base + "?" + f.Query()
-	body, err := cached.Rendered(&s.feeds, key, changed, func() ([]byte, error) {
-		return s.renderFeed(c, format, base, f, changed)
+	body, err := cached.Rendered(&h.feeds, key, changed, func() ([]byte, error) {
+		return h.renderFeed(c, format, base, f, changed)
 	})
 	if err != nil {
 		return err
@@ -75,13 +75,13 @@ func (s *Server) serveFeed(c *fiber.Ctx, format feedFormat) error {
 
 // renderFeed is the body of the feed in format with filter f, its links
 // under base, as the data stands at changed.
-func (s *Server) renderFeed(c *fiber.Ctx, format feedFormat, base string, f watch.Filter, changed time.Time) ([]byte, error) {
+func (h *Handler) renderFeed(c *fiber.Ctx, format feedFormat, base string, f watch.Filter, changed time.Time) ([]byte, error) {
 	ctx := c.UserContext()
-	events, f, err := s.feedEvents(ctx, f)
+	events, f, err := h.feedEvents(ctx, f)
 	if err != nil {
 		return nil, fmt.Errorf("web: feed: %w", err)
 	}
-	items, err := s.feedSource(ctx, base, changed, events)
+	items, err := h.feedSource(ctx, base, changed, events)
 	if err != nil {
 		return nil, fmt.Errorf("web: feed: %w", err)
 	}
@@ -89,7 +89,7 @@ func (s *Server) renderFeed(c *fiber.Ctx, format feedFormat, base string, f watc
 	if !f.Empty() && len(items) > feedItems {
 		items = items[:feedItems]
 	}
-	if err := s.annotate(items); err != nil {
+	if err := h.annotate(items); err != nil {
 		return nil, fmt.Errorf("web: feed: %w", err)
 	}
 	var body []byte
@@ -97,7 +97,7 @@ func (s *Server) renderFeed(c *fiber.Ctx, format feedFormat, base string, f watc
 	case feedAtom:
 		body, err = atomDoc(base, f, changed, items)
 	default:
-		body, err = c.App().Config().JSONEncoder(jsonFeed{
+		body, err = c.App().Config().JSONEncoder(JSONFeed{
 			Version:     "https://jsonfeed.org/version/1.1",
 			Title:       feedTitle(f),
 			HomePageURL: base + "/",
@@ -130,19 +130,19 @@ func sendFeed(c *fiber.Ctx, format feedFormat, body cached.Body) error {
 // when other filters will leave some out. A model named by an old id (a
 // rename) is looked for under its id: f comes back with the ids the
 // events carry.
-func (s *Server) feedEvents(ctx context.Context, f watch.Filter) ([]compat.Event, watch.Filter, error) {
+func (h *Handler) feedEvents(ctx context.Context, f watch.Filter) ([]compat.Event, watch.Filter, error) {
 	if len(f.Models) == 0 {
 		n := feedItems
 		if !f.Empty() {
 			n = feedWindow
 		}
-		evs, err := s.store.Events(ctx, n)
+		evs, err := h.data.Store.Events(ctx, n)
 		return evs, f, err
 	}
 	var out []compat.Event
 	models := slices.Clone(f.Models)
 	for i, id := range models {
-		evs, err := s.store.ModelEvents(ctx, id, feedItems)
+		evs, err := h.data.Store.ModelEvents(ctx, id, feedItems)
 		if errors.Is(err, store.ErrNotFound) {
 			continue
 		}
@@ -159,7 +159,7 @@ func (s *Server) feedEvents(ctx context.Context, f watch.Filter) ([]compat.Event
 }
 
 // filterItems keeps the items f passes, in order.
-func filterItems(items []feedItem, f watch.Filter) []feedItem {
+func filterItems(items []Item, f watch.Filter) []Item {
 	if f.Empty() {
 		return items
 	}
@@ -179,7 +179,7 @@ var knownHTML = template.Must(template.New("known").Parse(
 
 // annotate adds to each item about failure signatures where each is
 // tracked, or that it is not tracked yet.
-func (s *Server) annotate(items []feedItem) error {
+func (h *Handler) annotate(items []Item) error {
 	type line struct {
 		Sig   string
 		Named bool
@@ -189,7 +189,7 @@ func (s *Server) annotate(items []feedItem) error {
 		it := &items[i]
 		var lines []line
 		for _, sig := range it.signatures {
-			lines = append(lines, line{Sig: sig, Named: it.about.Kind == watch.KindRuntime, Issue: s.known.Table().Match(sig)})
+			lines = append(lines, line{Sig: sig, Named: it.about.Kind == watch.KindRuntime, Issue: h.known.Table().Match(sig)})
 		}
 		if len(lines) == 0 {
 			continue
@@ -242,10 +242,15 @@ func feedURL(base, path string, f watch.Filter) string {
 	return base + path
 }
 
-// modelFeeds are the feeds of one model's status changes.
-func modelFeeds(id string) []feedLink {
+// Link is a feed a page links in its head.
+type Link struct {
+	Name, Type, Title, Href string
+}
+
+// ModelFeeds are the feeds of one model's status changes.
+func ModelFeeds(id string) []Link {
 	q := "?" + watch.Filter{Models: []string{id}}.Query()
-	return []feedLink{
+	return []Link{
 		{Name: "Atom", Type: "application/atom+xml", Title: id + ": status changes (Atom)", Href: "/feed.atom" + q},
 		{Name: "JSON Feed", Type: "application/feed+json", Title: id + ": status changes", Href: "/feed.json" + q},
 	}
@@ -297,7 +302,7 @@ type atomEntry struct {
 }
 
 // atomDoc writes items as an Atom feed.
-func atomDoc(base string, f watch.Filter, changed time.Time, items []feedItem) ([]byte, error) {
+func atomDoc(base string, f watch.Filter, changed time.Time, items []Item) ([]byte, error) {
 	self := feedURL(base, "/feed.atom", f)
 	doc := atomFeed{
 		ID:        self,

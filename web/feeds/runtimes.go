@@ -1,4 +1,4 @@
-package web
+package feeds
 
 import (
 	"bytes"
@@ -16,42 +16,42 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/web/internal/show"
 )
 
-// feedRuntimes is how many of the newest runtimes the feed announces, each
+// RuntimeItems is how many of the newest runtimes the feed announces, each
 // with its comparison to the runtime before it on its target.
-const feedRuntimes = 10
+const RuntimeItems = 10
 
-// feedListed is how many models of each list a runtime item names.
-const feedListed = 10
+// Listed is how many models of each list a runtime item names.
+const Listed = 10
 
-// feedLists are the lists a runtime item names (the models still failing
+// Lists are the lists a runtime item names (the models still failing
 // it only counts).
-var feedLists = []compare.Kind{compare.Regressed, compare.Fixed, compare.New}
+var Lists = []compare.Kind{compare.Regressed, compare.Fixed, compare.New}
 
 // runtimeFeedItems are the feed's items for new runtimes: one per runtime
 // that has a predecessor on its target, newest first. An item's id and
 // date_published stay; its content follows the runtime's results as they
 // come (date_modified is its newest result).
-func (s *Server) runtimeFeedItems(ctx context.Context, base string, changed time.Time) ([]feedItem, error) {
-	rts, err := s.data.Runtimes(ctx, "", changed)
+func (h *Handler) runtimeFeedItems(ctx context.Context, base string, changed time.Time) ([]Item, error) {
+	rts, err := h.data.Runtimes(ctx, "", changed)
 	if err != nil {
 		return nil, err
 	}
 	var pairs [][2]store.RuntimeStats
 	for _, head := range rts {
-		if len(pairs) == feedRuntimes {
+		if len(pairs) == RuntimeItems {
 			break
 		}
-		prev, ok := previous(rts, head)
+		prev, ok := data.Previous(rts, head)
 		if !ok {
 			continue // the target's first runtime: nothing to compare with
 		}
 		pairs = append(pairs, [2]store.RuntimeStats{prev, head})
 	}
-	cmps, err := s.data.ComparePages(ctx, pairs, feedListed, feedLists, changed)
+	cmps, err := h.data.ComparePages(ctx, pairs, Listed, Lists, changed)
 	if err != nil {
 		return nil, err
 	}
-	var items []feedItem
+	var items []Item
 	for _, cmp := range cmps {
 		it, err := runtimeEntry(base, cmp)
 		if err != nil {
@@ -82,10 +82,10 @@ type runtimeItemModel struct {
 }
 
 // runtimeEntry renders one runtime's comparison with the one before it.
-func runtimeEntry(base string, cmp *data.Comparison) (feedItem, error) {
+func runtimeEntry(base string, cmp *data.Comparison) (Item, error) {
 	r := cmp.Result
-	head := headline(cmp.Label, r.Headline)
-	page := base + compareURL(cmp.Base.Ref.Key(), cmp.Head.Ref.Key())
+	head := show.Headline(cmp.Label, r.Headline)
+	page := base + show.CompareURL(cmp.Base.Ref.Key(), cmp.Head.Ref.Key())
 	target := string(cmp.Head.Ref.Target)
 	data := struct {
 		Headline, Target, Base, URL string
@@ -95,10 +95,10 @@ func runtimeEntry(base string, cmp *data.Comparison) (feedItem, error) {
 		Lists         []runtimeItemList
 	}{Headline: head, Target: target, Base: show.Versions(cmp.Base.Ref), URL: page}
 	if r.Headline.Counts[compare.TrainRegressed]+r.Headline.Counts[compare.TrainFixed] > 0 {
-		data.TrainHeadline = trainHeadline(cmp.Label, r.Headline)
+		data.TrainHeadline = show.TrainHeadline(cmp.Label, r.Headline)
 	}
 	var text strings.Builder
-	var sigs []string // the signatures the item shows, for their known issues (feed_watch.go)
+	var sigs []string // the signatures the item shows, for their known issues (watch.go)
 	fmt.Fprintf(&text, "%s on %s, compared with %s.", head, target, data.Base)
 	if data.TrainHeadline != "" {
 		fmt.Fprintf(&text, "\n\n%s.", data.TrainHeadline)
@@ -113,7 +113,7 @@ func runtimeEntry(base string, cmp *data.Comparison) (feedItem, error) {
 			fmt.Fprintf(&text, "\n\n%s:", l.title)
 		}
 		for i, it := range l.items {
-			if i == feedListed {
+			if i == Listed {
 				break
 			}
 			m := runtimeItemModel{ID: it.ID, URL: base + show.ModelPath(it.ID), From: string(it.BaseStatus), To: string(it.HeadStatus), Signature: it.Signature}
@@ -124,7 +124,7 @@ func runtimeEntry(base string, cmp *data.Comparison) (feedItem, error) {
 				text.WriteString(" (" + m.Signature + ")")
 			}
 		}
-		if more := r.Headline.Counts[l.kind] - min(len(l.items), feedListed); more > 0 {
+		if more := r.Headline.Counts[l.kind] - min(len(l.items), Listed); more > 0 {
 			list.More = more
 			fmt.Fprintf(&text, "\nand %d more.", list.More)
 		}
@@ -133,9 +133,9 @@ func runtimeEntry(base string, cmp *data.Comparison) (feedItem, error) {
 	fmt.Fprintf(&text, "\n\n%s", page)
 	var h bytes.Buffer
 	if err := runtimeHTML.Execute(&h, data); err != nil {
-		return feedItem{}, err
+		return Item{}, err
 	}
-	return feedItem{
+	return Item{
 		ID:            page,
 		URL:           page,
 		Title:         "New runtime on " + target + ": " + head,
@@ -151,6 +151,6 @@ func runtimeEntry(base string, cmp *data.Comparison) (feedItem, error) {
 
 // byDate orders feed items newest first (RFC 3339 UTC times sort as text),
 // keeping the order of items published at the same time.
-func byDate(items []feedItem) {
+func byDate(items []Item) {
 	sort.SliceStable(items, func(i, j int) bool { return items[i].DatePublished > items[j].DatePublished })
 }
