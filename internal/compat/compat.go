@@ -487,8 +487,9 @@ type Result struct {
 	// TPU: the ops it traced, judged against the runtime's kernel table
 	// (never a TPU result); nil when none was made.
 	TPUOps *TPUOps `json:"tpu_ops,omitempty"`
-	// OpsTraced is the harness's trace that TPUOps is judged from; the
-	// runner drops it once judged, and nothing stores it.
+	// OpsTraced is the harness's trace that TPUOps is judged from. The
+	// store keeps it apart (a new kernel table judges it again) and never
+	// reads it back into a result.
 	OpsTraced *OpsTrace `json:"ops_traced,omitempty"`
 }
 

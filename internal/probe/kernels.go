@@ -97,12 +97,14 @@ func readKernelFile(path string) (compat.KernelTable, error) {
 }
 
 // predict judges a result's op trace against the kernel table
-// (result.tpu_ops, a prediction) and drops the trace. A tpu result is
-// measured and gets none; without a table the result carries none.
+// (result.tpu_ops, a prediction) and keeps the trace beside it: the store
+// keeps it and judges it again against the newest kernel table it holds
+// (store/traces.go). A tpu result is measured and gets neither; without a
+// table the result carries the trace alone.
 func (r *Runner) predict(ctx context.Context, res *compat.Result) {
 	tr := res.OpsTraced
-	res.OpsTraced = nil
 	if tr == nil || res.Target == compat.TargetTPU {
+		res.OpsTraced = nil
 		return
 	}
 	kt, err := r.KernelTable(ctx)

@@ -14,8 +14,9 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/internal/harness"
 )
 
-// TestPredict: a trace becomes a prediction off tpu, and is dropped; a tpu
-// result (measured) and a runner without a table get none.
+// TestPredict: a trace becomes a prediction off tpu and stays beside it
+// (the store keeps it); a tpu result (measured) gets neither, a runner
+// without a table keeps the trace alone.
 func TestPredict(t *testing.T) {
 	kt := compat.KernelTable{Torch: "2.15.0", TorchTPU: "0.2.0", Ops: map[string]string{
 		"aten::addmm": compat.OpNative, "aten::median": compat.OpFallback}}
@@ -23,7 +24,7 @@ func TestPredict(t *testing.T) {
 	trace := &compat.OpsTrace{Forward: []string{"aten::addmm", "aten::median"}}
 	res := compat.Result{Target: compat.TargetCPU, OpsTraced: trace}
 	r.predict(context.Background(), &res)
-	if res.OpsTraced != nil || res.TPUOps == nil || !slices.Equal(res.TPUOps.Missing, []string{"aten::median"}) {
+	if res.OpsTraced != trace || res.TPUOps == nil || !slices.Equal(res.TPUOps.Missing, []string{"aten::median"}) {
 		t.Fatalf("cpu: trace %v, prediction %+v", res.OpsTraced, res.TPUOps)
 	}
 	tpu := compat.Result{Target: compat.TargetTPU, OpsTraced: trace}
@@ -34,7 +35,7 @@ func TestPredict(t *testing.T) {
 	none := &Runner{log: quietLogger(), found: &envCache{kernels: kernelCache{done: true, err: os.ErrNotExist}}}
 	res = compat.Result{Target: compat.TargetCPU, OpsTraced: trace}
 	none.predict(context.Background(), &res)
-	if res.TPUOps != nil || res.OpsTraced != nil {
+	if res.TPUOps != nil || res.OpsTraced != trace {
 		t.Errorf("no table: %+v %+v", res.TPUOps, res.OpsTraced)
 	}
 }
