@@ -4,7 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-
+	"errors"
 	"fmt"
 	"sort"
 
@@ -72,6 +72,40 @@ func (s *SQLite) PutKernelTable(ctx context.Context, kt compat.KernelTable) (boo
 	return true, nil
 }
 
+// sqlKernelTableOf is the kept table of one torch and torch_tpu versions.
+const sqlKernelTableOf = `SELECT torch, torch_tpu, read_at, ops FROM kernel_tables WHERE torch = ? AND torch_tpu = ?`
+
+// KernelTableOf is the kept kernel table of the torch and torch_tpu
+// versions, and false when none is kept: a runner of those versions need
+// not read it again.
+func (s *SQLite) KernelTableOf(ctx context.Context, torch, torchTPU string) (compat.KernelTable, bool, error) {
+	kt, err := scanKernelTable(s.r.QueryRowContext(ctx, sqlKernelTableOf, torch, torchTPU))
+	if errors.Is(err, sql.ErrNoRows) {
+		return kt, false, nil
+	}
+	if err != nil {
+		return kt, false, fmt.Errorf("store: kernel table of %s/%s: %w", torch, torchTPU, err)
+	}
+	return kt, true, nil
+}
+
+// scanKernelTable reads a row of torch, torch_tpu, read_at, ops.
+func scanKernelTable(row interface{ Scan(dest ...any) error }) (compat.KernelTable, error) {
+	var (
+		kt   compat.KernelTable
+		at   int64
+		text string
+	)
+	if err := row.Scan(&kt.Torch, &kt.TorchTPU, &at, &text); err != nil {
+		return kt, err
+	}
+	kt.ReadAt = fromNano(at)
+	if err := json.Unmarshal([]byte(text), &kt.Ops); err != nil {
+		return kt, fmt.Errorf("%s: %w", kt.Name(), err)
+	}
+	return kt, nil
+}
+
 // KernelTables lists the kept kernel tables, oldest read first; empty when
 // none.
 func (s *SQLite) KernelTables(ctx context.Context) ([]compat.KernelTable, error) {
@@ -82,17 +116,9 @@ func (s *SQLite) KernelTables(ctx context.Context) ([]compat.KernelTable, error)
 	defer rows.Close()
 	out := []compat.KernelTable{}
 	for rows.Next() {
-		var (
-			kt   compat.KernelTable
-			at   int64
-			text string
-		)
-		if err := rows.Scan(&kt.Torch, &kt.TorchTPU, &at, &text); err != nil {
+		kt, err := scanKernelTable(rows)
+		if err != nil {
 			return nil, fmt.Errorf("store: kernel tables: %w", err)
-		}
-		kt.ReadAt = fromNano(at)
-		if err := json.Unmarshal([]byte(text), &kt.Ops); err != nil {
-			return nil, fmt.Errorf("store: kernel tables: %s: %w", kt.Name(), err)
 		}
 		out = append(out, kt)
 	}

@@ -78,21 +78,12 @@ func putTrace(ctx context.Context, tx *sql.Tx, tr compat.OpsTrace) (int64, error
 // newestKernelTable is the kept kernel table read last; nil when none is
 // kept.
 func newestKernelTable(ctx context.Context, q querier) (*compat.KernelTable, error) {
-	var (
-		kt   compat.KernelTable
-		at   int64
-		text string
-	)
-	err := q.QueryRowContext(ctx, sqlNewestKern).Scan(&kt.Torch, &kt.TorchTPU, &at, &text)
+	kt, err := scanKernelTable(q.QueryRowContext(ctx, sqlNewestKern))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("newest kernel table: %w", err)
-	}
-	kt.ReadAt = fromNano(at)
-	if err := json.Unmarshal([]byte(text), &kt.Ops); err != nil {
-		return nil, fmt.Errorf("newest kernel table: %s: %w", kt.Name(), err)
 	}
 	return &kt, nil
 }

@@ -85,6 +85,31 @@ func TestRealKernelTable(t *testing.T) {
 	}
 }
 
+// TestRealKernelVersions: the versions the runner names without reading
+// the table are the ones the table is kept under (torch's local tag
+// included), in a fraction of the table's time; a table handed to a runner
+// answers KernelTable with no read.
+func TestRealKernelVersions(t *testing.T) {
+	_, kt := realKernelTable(t)
+	r := realRunner(t, func(c *Config) { c.EnvTimeout = 2 * time.Minute })
+	start := time.Now()
+	torch, tpu, err := r.KernelVersions(context.Background())
+	took := time.Since(start)
+	if err != nil || torch != kt.Torch || tpu != kt.TorchTPU {
+		t.Fatalf("versions %q %q (%v), the table's %q %q", torch, tpu, err, kt.Torch, kt.TorchTPU)
+	}
+	t.Logf("kernel versions read in %s", took)
+	if took > 10*time.Second {
+		t.Errorf("the versions took %s: they import nothing", took)
+	}
+	r.UseKernelTable(kt)
+	start = time.Now()
+	got, err := r.KernelTable(context.Background())
+	if err != nil || got.Name() != kt.Name() || time.Since(start) > time.Second {
+		t.Errorf("handed a table: %s %v after %s", got.Name(), err, time.Since(start))
+	}
+}
+
 // traceScript builds a tiny model whose forward dispatches aten::median and
 // whose train step dispatches aten::nanmedian too (neither implemented by
 // torch_tpu 0.2.0), traces it with the harness's tracer, and prints the trace.
