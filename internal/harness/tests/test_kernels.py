@@ -93,3 +93,29 @@ def test_versions_are_the_tables_key_without_an_import(table):
     assert p.returncode == 0, p.stderr[-2000:]
     assert json.loads(p.stdout) == {"torch": table["torch"], "torch_tpu": table["torch_tpu"]}
     assert p.stderr.strip().endswith("CLEAN"), p.stderr[-500:]
+
+
+def test_the_optimizer_steps_ops_are_the_tpus(table):
+    """The ops of AdamW's step as the trace names them (harness_ops.optimizer_as_on_tpu: the multi-tensor path
+    torch takes on the TPU) are torch_tpu's own kernels in the real table, and so are the fused AdamW's; the CPU
+    loop's ops would be judged against ops the TPU never dispatches for it."""
+    import torch
+
+    import harness_ops as hops
+
+    m, x = torch.nn.Linear(8, 8), torch.randn(2, 8)
+    opt = torch.optim.AdamW(m.parameters(), lr=1e-3)
+    t = hops.Tracer()
+    t.enabled = True
+
+    def step():
+        m(x).sum().backward()
+        opt.step()
+
+    t.call("train", step)
+    ops = hops.renamed(t.seen["train"])
+    foreach = [o for o in ops if o.startswith("aten::_foreach_")]
+    assert len(foreach) >= 5, ops
+    assert {o: table["ops"].get(o) for o in foreach} == {o: "native" for o in foreach}
+    assert [o for o in ops if table["ops"].get(o) == "fallback"] == []
+    assert table["ops"]["aten::_fused_adamw_"] == "native" and table["ops"]["aten::_fused_adam_"] == "native"
