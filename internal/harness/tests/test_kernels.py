@@ -99,21 +99,9 @@ def test_the_optimizer_steps_ops_are_the_tpus(table):
     """The ops of AdamW's step as the trace names them (harness_ops.optimizer_as_on_tpu: the multi-tensor path
     torch takes on the TPU) are torch_tpu's own kernels in the real table, and so are the fused AdamW's; the CPU
     loop's ops would be judged against ops the TPU never dispatches for it."""
-    import torch
+    from test_ops import adamw_step_ops
 
-    import harness_ops as hops
-
-    m, x = torch.nn.Linear(8, 8), torch.randn(2, 8)
-    opt = torch.optim.AdamW(m.parameters(), lr=1e-3)
-    t = hops.Tracer()
-    t.enabled = True
-
-    def step():
-        m(x).sum().backward()
-        opt.step()
-
-    t.call("train", step)
-    ops = hops.renamed(t.seen["train"])
+    ops, _ = adamw_step_ops()
     foreach = [o for o in ops if o.startswith("aten::_foreach_")]
     assert len(foreach) >= 5, ops
     assert {o: table["ops"].get(o) for o in foreach} == {o: "native" for o in foreach}

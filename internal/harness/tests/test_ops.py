@@ -57,7 +57,7 @@ def test_a_failed_trace_never_reaches_the_probe():
     assert "generate" not in res and res["forward"] == [] and "generate not traced" in res["notes"][0]
 
 
-def _adamw_step_ops(**opt_kw):
+def adamw_step_ops(**opt_kw):
     """The train trace of one forward, backward and AdamW step of a tiny linear model, and its optimizer."""
     import torch
 
@@ -83,13 +83,13 @@ def test_the_optimizer_step_is_traced_as_the_tpu_dispatches_it():
     from torch.utils._foreach_utils import _get_foreach_kernels_supported_devices
 
     assert torch._C._get_privateuse1_backend_name() in _get_foreach_kernels_supported_devices()
-    ops, opt = _adamw_step_ops()
+    ops, opt = adamw_step_ops()
     for op in ("aten::_foreach_lerp_.Scalar", "aten::_foreach_addcdiv_.ScalarList", "aten::_foreach_sqrt",
                "aten::_foreach_mul_.Scalar"):
         assert op in ops, ops
     assert not {"aten::lerp_.Scalar", "aten::addcdiv_", "aten::addcmul_"} & set(ops), ops
     assert all(g["foreach"] is None for g in opt.param_groups)
-    loop, opt = _adamw_step_ops(foreach=False)
+    loop, opt = adamw_step_ops(foreach=False)
     assert "aten::lerp_.Scalar" in loop and not [o for o in loop if "_foreach_" in o], loop
     assert all(g["foreach"] is False for g in opt.param_groups)
 
