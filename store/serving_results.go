@@ -6,8 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-
-	"github.com/google-pytorch/torchtpu-scanner/internal/serving"
+	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 )
 
 const (
@@ -23,8 +22,8 @@ ON CONFLICT (model_id) DO UPDATE SET runtime_key = excluded.runtime_key, status 
 // (migration 0016), in its own table under its own runtime key: the
 // model's inference results are not touched. MeasuredAt zero is the
 // store's clock. The error wraps ErrNotFound for an unknown model.
-func (s *SQLite) PutServingResult(ctx context.Context, modelID string, m serving.Measured) error {
-	if m.Evidence != serving.EvidenceMeasured || m.Status == "" {
+func (s *SQLite) PutServingResult(ctx context.Context, modelID string, m compat.ServingMeasured) error {
+	if m.Evidence != compat.ServingEvidenceMeasured || m.Status == "" {
 		return fmt.Errorf("store: put serving result %s: %w: not a measured verdict", modelID, ErrInvalid)
 	}
 	if m.MeasuredAt.IsZero() {
@@ -58,27 +57,27 @@ func (s *SQLite) PutServingResult(ctx context.Context, modelID string, m serving
 
 // ServingResult is a model's newest measured serving verdict; the error
 // wraps ErrNotFound when none was measured.
-func (s *SQLite) ServingResult(ctx context.Context, modelID string) (serving.Measured, error) {
+func (s *SQLite) ServingResult(ctx context.Context, modelID string) (compat.ServingMeasured, error) {
 	var at int64
 	var data string
 	err := s.r.QueryRowContext(ctx, sqlServingResult, modelID).Scan(&at, &data)
 	if errors.Is(err, sql.ErrNoRows) {
-		return serving.Measured{}, fmt.Errorf("store: serving result %s: %w", modelID, ErrNotFound)
+		return compat.ServingMeasured{}, fmt.Errorf("store: serving result %s: %w", modelID, ErrNotFound)
 	}
 	if err != nil {
-		return serving.Measured{}, fmt.Errorf("store: serving result %s: %w", modelID, err)
+		return compat.ServingMeasured{}, fmt.Errorf("store: serving result %s: %w", modelID, err)
 	}
 	m, err := decodeServing(at, data)
 	if err != nil {
-		return serving.Measured{}, fmt.Errorf("store: serving result %s: %w", modelID, err)
+		return compat.ServingMeasured{}, fmt.Errorf("store: serving result %s: %w", modelID, err)
 	}
 	return m, nil
 }
 
 // ServingResults are the measured serving verdicts of the models ids (a
 // page of a list), by model id; a model never measured is absent.
-func (s *SQLite) ServingResults(ctx context.Context, ids []string) (map[string]serving.Measured, error) {
-	out := map[string]serving.Measured{}
+func (s *SQLite) ServingResults(ctx context.Context, ids []string) (map[string]compat.ServingMeasured, error) {
+	out := map[string]compat.ServingMeasured{}
 	if len(ids) == 0 {
 		return out, nil
 	}
@@ -108,10 +107,10 @@ func (s *SQLite) ServingResults(ctx context.Context, ids []string) (map[string]s
 }
 
 // decodeServing reads a stored verdict back, its date the row's.
-func decodeServing(at int64, data string) (serving.Measured, error) {
-	var m serving.Measured
+func decodeServing(at int64, data string) (compat.ServingMeasured, error) {
+	var m compat.ServingMeasured
 	if err := json.Unmarshal([]byte(data), &m); err != nil {
-		return serving.Measured{}, err
+		return compat.ServingMeasured{}, err
 	}
 	m.MeasuredAt = fromNano(at)
 	return m, nil

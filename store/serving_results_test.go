@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google-pytorch/torchtpu-scanner/internal/serving"
+	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/store"
 	"github.com/google-pytorch/torchtpu-scanner/store/storetest"
 )
@@ -22,8 +22,8 @@ func TestServingResultRoundTrip(t *testing.T) {
 	v := func(s string) *string { return &s }
 	agreed, tps := 16, 40.5
 	at := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
-	m := serving.Measured{Evidence: serving.EvidenceMeasured, Status: "fail", Stage: v("load"), Signature: v("load_error:x"),
-		Runtime: serving.Runtime{VLLMTorchTPU: v("0.29.0"), Torch: v("2.13.0")}, TensorParallelSize: 1, MaxModelLen: 256,
+	m := compat.ServingMeasured{Evidence: compat.ServingEvidenceMeasured, Status: "fail", Stage: v("load"), Signature: v("load_error:x"),
+		Runtime: compat.ServingRuntime{VLLMTorchTPU: v("0.29.0"), Torch: v("2.13.0")}, TensorParallelSize: 1, MaxModelLen: 256,
 		MeasuredAt: at, LogTail: "a long log"}
 	before, _ := s.Changed(ctx)
 	if err := s.PutServingResult(ctx, "org/a", m); err != nil {
@@ -33,7 +33,7 @@ func TestServingResultRoundTrip(t *testing.T) {
 		t.Errorf("a stored serving verdict did not move the data's version")
 	}
 	m.Status, m.Stage, m.Signature, m.MeasuredAt = "pass", v("generate"), nil, at.Add(time.Hour)
-	m.Metrics = serving.Metrics{AgreedTokens: &agreed, TokensPerS: &tps}
+	m.Metrics = compat.ServingMetrics{AgreedTokens: &agreed, TokensPerS: &tps}
 	if err := s.PutServingResult(ctx, "org/a", m); err != nil {
 		t.Fatal(err)
 	}

@@ -2,11 +2,14 @@ package web
 
 import (
 	"context"
+	"encoding/json"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/internal/readiness"
 	"github.com/google-pytorch/torchtpu-scanner/internal/serving"
 	"github.com/google-pytorch/torchtpu-scanner/store"
@@ -34,7 +37,7 @@ func servingServer(t *testing.T, withRegistry bool) *testServer {
 	}
 	if withRegistry {
 		if err := ts.db.PutServingRegistry(ctx, serving.Registry{Version: serving.Version, VLLMVersion: "0.29.0",
-			Archs: map[string]serving.Kind{"LlamaForCausalLM": serving.KindGeneration}}); err != nil {
+			Archs: map[string]compat.ServingKind{"LlamaForCausalLM": compat.ServingGeneration}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -50,12 +53,12 @@ func TestAPIServing(t *testing.T) {
 		t.Errorf("serving before the registry: %+v", before.Serving)
 	}
 	if err := ts.db.PutServingRegistry(context.Background(), serving.Registry{Version: serving.Version, VLLMVersion: "0.29.0",
-		Archs: map[string]serving.Kind{"LlamaForCausalLM": serving.KindGeneration}}); err != nil {
+		Archs: map[string]compat.ServingKind{"LlamaForCausalLM": compat.ServingGeneration}}); err != nil {
 		t.Fatal(err)
 	}
 	d := decode[modelDetail](t, ts.get(t, "/api/v1/models/org/llama"))
 	c := d.Serving
-	if c == nil || !c.Served || c.Kind == nil || *c.Kind != serving.KindGeneration || c.Evidence != "declared" ||
+	if c == nil || !c.Served || c.Kind == nil || *c.Kind != compat.ServingGeneration || c.Evidence != "declared" ||
 		c.Version != serving.Version || c.Command == nil ||
 		*c.Command != "vllm serve org/llama --tensor-parallel-size 2 --max-model-len 8192" || c.TensorParallelSize["v5e"] != 4 {
 		t.Fatalf("llama serving %+v", c)
@@ -147,10 +150,10 @@ func TestMeasuredServing(t *testing.T) {
 	ctx := context.Background()
 	v := func(s string) *string { return &s }
 	agreed, load, ttft, tps := 16, 12.5, 0.25, 41.0
-	rt := serving.Runtime{VLLMTorchTPU: v("0.29.0"), Torch: v("2.13.0"), TorchTPU: v("0.2.0"), Libtpu: v("0.0.50")}
+	rt := compat.ServingRuntime{VLLMTorchTPU: v("0.29.0"), Torch: v("2.13.0"), TorchTPU: v("0.2.0"), Libtpu: v("0.0.50")}
 	at := time.Date(2026, 12, 6, 3, 0, 0, 0, time.UTC)
-	pass := serving.Measured{Evidence: serving.EvidenceMeasured, Status: "pass", Stage: v("generate"), Runtime: rt, Device: v("TPU v6e"),
-		TensorParallelSize: 2, MaxModelLen: 256, Metrics: serving.Metrics{LoadS: &load, TTFTS: &ttft, TokensPerS: &tps, AgreedTokens: &agreed},
+	pass := compat.ServingMeasured{Evidence: compat.ServingEvidenceMeasured, Status: "pass", Stage: v("generate"), Runtime: rt, Device: v("TPU v6e"),
+		TensorParallelSize: 2, MaxModelLen: 256, Metrics: compat.ServingMetrics{LoadS: &load, TTFTS: &ttft, TokensPerS: &tps, AgreedTokens: &agreed},
 		ReferenceTokens: make([]int, 16), MeasuredAt: at}
 	if err := ts.db.PutServingResult(ctx, "org/llama", pass); err != nil {
 		t.Fatal(err)
@@ -182,8 +185,9 @@ func TestMeasuredServing(t *testing.T) {
 	if table := ts.get(t, "/").body; !strings.Contains(table, `<td data-label="vLLM"><span class="status pass" title="measured 2026-12-06, runtime 0.29.0~2.13.0~0.2.0~0.0.50">pass · measured</span>`) {
 		t.Errorf("table lacks llama's measured vLLM cell")
 	}
+	serveList(t, ts, map[string]string{"pass": "org/llama", "fail": "", "declared": "", "generation": "org/llama", "none": "org/bart"})
 
-	fail := serving.Measured{Evidence: serving.EvidenceMeasured, Status: "fail", Stage: v("load"), FailureClass: v("load_error"),
+	fail := compat.ServingMeasured{Evidence: compat.ServingEvidenceMeasured, Status: "fail", Stage: v("load"), FailureClass: v("load_error"),
 		Signature: v("load_error:checkpoint"), Message: v("Cannot load <the> checkpoint"), Runtime: rt, TensorParallelSize: 2, MaxModelLen: 256,
 		MeasuredAt: at.Add(time.Hour)}
 	if err := ts.db.PutServingResult(ctx, "org/llama", fail); err != nil {
@@ -201,5 +205,77 @@ func TestMeasuredServing(t *testing.T) {
 	}
 	if b := decode[endpointBadge](t, ts.get(t, "/badge/org/llama.json?mode=serve")); b.Message != "fail · measured" {
 		t.Errorf("badge after a measured failure: %q", b.Message)
+	}
+	serveList(t, ts, map[string]string{"pass": "", "fail": "org/llama", "declared": "", "generation": "org/llama"})
+
+	// not judged (no CPU reference): the declared verdict stands on the badge, in
+	// the table and in ?serve=; the page says why nothing was judged
+	noRef := compat.ServingMeasured{Evidence: compat.ServingEvidenceMeasured, Status: "skipped", Reason: v(compat.ServingReasonNoReference),
+		Message: v("the transformers CPU reference gave no greedy tokens"), Runtime: rt, MeasuredAt: at.Add(2 * time.Hour)}
+	if err := ts.db.PutServingResult(ctx, "org/llama", noRef); err != nil {
+		t.Fatal(err)
+	}
+	if b := decode[endpointBadge](t, ts.get(t, "/badge/org/llama.json?mode=serve")); b.Message != "generation · declared" {
+		t.Errorf("badge after a probe not judged: %q", b.Message)
+	}
+	if page := ts.get(t, "/models/org/llama").body; !strings.Contains(page, `<span class="status neutral">not judged: no CPU reference</span>`) {
+		t.Errorf("llama's page does not say the probe was not judged")
+	}
+	if table := ts.get(t, "/?serve=declared").body; !strings.Contains(table, `<option value="declared" selected>`) ||
+		!strings.Contains(table, `<td data-label="vLLM"><span class="status pass" title="vllm-torchtpu `+serving.Version+`, declared">generation</span>`) {
+		t.Errorf("table ?serve=declared: llama's declared cell")
+	}
+	serveList(t, ts, map[string]string{"pass": "", "fail": "", "declared": "org/llama", "none": "org/bart"})
+}
+
+// serveList checks /api/v1/models?serve= for each value: the ids listed.
+func serveList(t *testing.T, ts *testServer, want map[string]string) {
+	t.Helper()
+	for q, w := range want {
+		var ids []string
+		for _, m := range decode[modelList](t, ts.get(t, "/api/v1/models?serve="+q)).Models {
+			ids = append(ids, m.ID)
+		}
+		if strings.Join(ids, ",") != w {
+			t.Errorf("?serve=%s: %v, want %q", q, ids, w)
+		}
+	}
+}
+
+// TestServeFilterValues: the table's vLLM filter, the API's ?serve= and
+// the OpenAPI document list the same values (store.ServeValues).
+func TestServeFilterValues(t *testing.T) {
+	var doc struct {
+		Paths map[string]map[string]struct {
+			Parameters []struct {
+				Name   string `json:"name"`
+				Schema struct {
+					Enum []string `json:"enum"`
+				} `json:"schema"`
+			} `json:"parameters"`
+		} `json:"paths"`
+	}
+	if err := json.Unmarshal(openapiJSON, &doc); err != nil {
+		t.Fatal(err)
+	}
+	var enum []string
+	for _, p := range doc.Paths["/api/v1/models"]["get"].Parameters {
+		if p.Name == "serve" {
+			enum = p.Schema.Enum
+		}
+	}
+	want := store.ServeValues()
+	if !slices.Equal(enum, want) || !slices.Contains(want, "pass") || !slices.Contains(want, "declared") {
+		t.Errorf("openapi.json's serve enum %v; want the store's %v (with pass and declared)", enum, want)
+	}
+	ts := servingServer(t, true)
+	table := ts.get(t, "/").body
+	for _, v := range want {
+		if !strings.Contains(table, `<option value="`+v+`">`+v+`</option>`) {
+			t.Errorf("the table's vLLM filter lacks %q", v)
+		}
+		if r := ts.get(t, "/api/v1/models?serve="+v); r.status != 200 {
+			t.Errorf("?serve=%s: %d", v, r.status)
+		}
 	}
 }

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/readiness"
-	"github.com/google-pytorch/torchtpu-scanner/internal/serving"
 )
 
 // Status is the outcome of one probe of one model on one target.
@@ -541,7 +540,7 @@ type Model struct {
 	// nil when nothing is known (no registry read yet, or no architectures
 	// in its config). Never stored: the web layer sets it as it serves the
 	// model.
-	Serving *serving.Cell `json:"serving"`
+	Serving *ServingCell `json:"serving"`
 	// Extensions beyond the contract.
 	Tags         []string  `json:"tags,omitempty"`
 	Aliases      []string  `json:"aliases,omitempty"`

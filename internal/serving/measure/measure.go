@@ -21,7 +21,6 @@ import (
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/internal/harness"
-	"github.com/google-pytorch/torchtpu-scanner/internal/serving"
 )
 
 // Table is serving.json: see its "about".
@@ -95,13 +94,13 @@ type Request struct {
 // Result, Runtime and Metrics are serving's (a model's serving cell
 // carries the measured verdict).
 type (
-	Result  = serving.Measured
-	Runtime = serving.Runtime
-	Metrics = serving.Metrics
+	Result  = compat.ServingMeasured
+	Runtime = compat.ServingRuntime
+	Metrics = compat.ServingMetrics
 )
 
 // EvidenceMeasured labels a Result: the probe ran.
-const EvidenceMeasured = serving.EvidenceMeasured
+const EvidenceMeasured = compat.ServingEvidenceMeasured
 
 // probeOut is what serve.py writes.
 type probeOut struct {
