@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"encoding/csv"
 	"encoding/json"
 	"net/url"
 	"slices"
@@ -276,6 +277,51 @@ func TestServeFilterValues(t *testing.T) {
 		}
 		if r := ts.get(t, "/api/v1/models?serve="+v); r.status != 200 {
 			t.Errorf("?serve=%s: %d", v, r.status)
+		}
+	}
+}
+
+// TestServingCSV: /export.csv ends with the serving columns (after every
+// earlier group, none of which moves): the cell's verdict, what is
+// declared and the newest measured probe; empty where unknown.
+func TestServingCSV(t *testing.T) {
+	ts := servingServer(t, true)
+	v := func(s string) *string { return &s }
+	agreed, load, ttft, tps := 16, 12.5, 0.25, 41.0
+	m := compat.ServingMeasured{Evidence: compat.ServingEvidenceMeasured, Status: "pass", Stage: v("generate"),
+		Runtime:    compat.ServingRuntime{VLLMTorchTPU: v("0.29.0"), Torch: v("2.13.0"), TorchTPU: v("0.2.0"), Libtpu: v("0.0.50")},
+		Metrics:    compat.ServingMetrics{LoadS: &load, TTFTS: &ttft, TokensPerS: &tps, AgreedTokens: &agreed},
+		MeasuredAt: time.Date(2026, 12, 6, 3, 0, 0, 0, time.UTC)}
+	if err := ts.db.PutServingResult(context.Background(), "org/llama", m); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := csv.NewReader(strings.NewReader(ts.get(t, "/export.csv").body)).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	head := rows[0]
+	at := slices.Index(head, "evidence_from")
+	if at < 0 || !slices.Equal(head[at+1:], []string{"serving_evidence", "serving_served", "serving_kind", "serving_version",
+		"serving_command", "serving_status", "serving_reason", "serving_signature", "serving_vllm_torchtpu", "serving_runtime",
+		"serving_tokens_per_s", "serving_ttft_s", "serving_load_s", "serving_agreed_tokens", "serving_measured_at"}) {
+		t.Fatalf("the serving columns do not come last, after evidence_from: %v", head)
+	}
+	if !slices.Equal(head[:len(csvColumns)], csvColumns) || head[0] != "id" || head[6] != "status" {
+		t.Fatalf("an earlier column moved: %v", head)
+	}
+	got := map[string]string{}
+	for _, row := range rows[1:] {
+		got[row[0]] = strings.Join(row[at+1:], "|")
+	}
+	want := map[string]string{
+		"org/llama": "measured|true|generation|" + serving.Version + "|vllm serve org/llama --tensor-parallel-size 2 --max-model-len 8192|pass||" +
+			"|0.29.0|0.29.0~2.13.0~0.2.0~0.0.50|41|0.25|12.5|16|2026-12-06T03:00:00Z",
+		"org/bart":  "declared|false||" + serving.Version + "|||||||||||",
+		"org/plain": "||||||||||||||",
+	}
+	for id, w := range want {
+		if got[id] != w {
+			t.Errorf("%s's serving columns:\n got %s\nwant %s", id, got[id], w)
 		}
 	}
 }
