@@ -14,18 +14,30 @@ const (
 SELECT id, ?, ?, ?, ? FROM models WHERE id = ?
 ON CONFLICT (model_id) DO UPDATE SET runtime_key = excluded.runtime_key, status = excluded.status,
 	measured_at = excluded.measured_at, result = excluded.result`
-	sqlServingResult  = `SELECT measured_at, result FROM serving_results WHERE model_id = ?`
+	sqlServingResult = `SELECT measured_at, result FROM serving_results WHERE model_id = ?`
+	// sqlLastServing is the status of the newest serving change (its
+	// to_status: the newest judged verdict, since every judged verdict
+	// that differs makes one), else the stored verdict's status (a verdict
+	// measured before the serving changes were written).
+	sqlLastServing = `SELECT coalesce(
+	(SELECT to_status FROM events WHERE model_id = ?1 AND kind IN ('serving_new', 'serving_regression', 'serving_fix')
+		ORDER BY at DESC, id DESC LIMIT 1),
+	(SELECT status FROM serving_results WHERE model_id = ?1), '')`
 	sqlServingResults = `SELECT model_id, measured_at, result FROM serving_results WHERE model_id IN (SELECT value FROM json_each(?))`
 )
 
 // PutServingResult keeps a model's newest measured serving verdict
 // (migration 0016), in its own table under its own runtime key: the
-// model's inference results are not touched. MeasuredAt zero is the
-// store's clock. The error wraps ErrNotFound for an unknown model.
+// model's inference results are not touched. A change of the judged
+// verdict (compat.ServingChange: first measured, stops serving, starts
+// serving) is an event of its own kind on target tpu, for the feeds and
+// the webhooks. MeasuredAt zero is the store's clock. The error wraps
+// ErrNotFound for an unknown model.
 func (s *SQLite) PutServingResult(ctx context.Context, modelID string, m compat.ServingMeasured) error {
 	if m.Evidence != compat.ServingEvidenceMeasured || m.Status == "" {
 		return fmt.Errorf("store: put serving result %s: %w: not a measured verdict", modelID, ErrInvalid)
 	}
+	m = m.Clean()
 	if m.MeasuredAt.IsZero() {
 		m.MeasuredAt = s.now().UTC()
 	}
@@ -39,12 +51,26 @@ func (s *SQLite) PutServingResult(ctx context.Context, modelID string, m compat.
 		return fmt.Errorf("store: put serving result %s: %w", modelID, err)
 	}
 	defer tx.Rollback()
+	var last compat.Status
+	if err := tx.QueryRowContext(ctx, sqlLastServing, modelID).Scan(&last); err != nil {
+		return fmt.Errorf("store: put serving result %s: %w", modelID, err)
+	}
+	if !last.IsVerdict() { // a verdict stored before the changes were written, or none
+		last = ""
+	}
 	res, err := tx.ExecContext(ctx, sqlPutServingResult, m.Runtime.Key(), m.Status, unixNano(m.MeasuredAt), string(data), modelID)
 	if err != nil {
 		return fmt.Errorf("store: put serving result %s: %w", modelID, err)
 	}
 	if n, err := res.RowsAffected(); err == nil && n == 0 {
 		return fmt.Errorf("store: put serving result %s: %w", modelID, ErrNotFound)
+	}
+	if kind, changed := compat.ServingChange(last, compat.Status(m.Status)); changed {
+		ev := compat.Event{ModelID: modelID, Target: compat.TargetTPU, Kind: kind, FromStatus: last, ToStatus: compat.Status(m.Status),
+			Runtime: m.EventRuntime(), Signature: m.Signature, Message: m.Message, At: m.MeasuredAt.UTC()}
+		if _, _, err := insertEvent(ctx, tx, ev, nil); err != nil {
+			return fmt.Errorf("store: put serving result %s: %w", modelID, err)
+		}
 	}
 	if err := s.touch(ctx, tx); err != nil {
 		return fmt.Errorf("store: put serving result %s: %w", modelID, err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/csv"
 	"encoding/json"
+	"fmt"
 	"net/url"
 	"slices"
 	"strings"
@@ -323,5 +324,100 @@ func TestServingCSV(t *testing.T) {
 		if got[id] != w {
 			t.Errorf("%s's serving columns:\n got %s\nwant %s", id, got[id], w)
 		}
+	}
+}
+
+// TestOpenAPIEventKinds: every enum of change kinds in openapi.json (the
+// feeds' ?kind=, Event.kind, the webhooks' payload) lists every kind the
+// store writes (compat.EventKinds), the serving ones included.
+func TestOpenAPIEventKinds(t *testing.T) {
+	var doc any
+	if err := json.Unmarshal(openapiJSON, &doc); err != nil {
+		t.Fatal(err)
+	}
+	found := 0
+	var walk func(v any)
+	walk = func(v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			if enum, ok := v["enum"].([]any); ok && slices.Contains(enum, any("regression")) && slices.Contains(enum, any("flaky")) {
+				found++
+				for _, k := range compat.EventKinds {
+					if !slices.Contains(enum, any(string(k))) {
+						t.Errorf("an enum of change kinds lacks %q: %v", k, enum)
+					}
+				}
+			}
+			for _, x := range v {
+				walk(x)
+			}
+		case []any:
+			for _, x := range v {
+				walk(x)
+			}
+		}
+	}
+	walk(doc)
+	if found < 4 {
+		t.Errorf("%d enums of change kinds found, want the feeds' two, Event's and the webhook payload's", found)
+	}
+}
+
+// TestServingFeed: a measured serving change is a feed item of its own
+// kind (serving_new, serving_regression, serving_fix) in the JSON Feed and
+// Atom, filtered by ?kind= like the others, with the serving runtime and
+// the probe's evidence; the model's API lists it with its changes.
+func TestServingFeed(t *testing.T) {
+	ts := servingServer(t, true)
+	ctx := context.Background()
+	v := func(s string) *string { return &s }
+	at := time.Date(2026, 12, 6, 3, 0, 0, 0, time.UTC)
+	for i, st := range []string{"pass", "fail", "pass"} {
+		m := compat.ServingMeasured{Evidence: compat.ServingEvidenceMeasured, Status: st, MeasuredAt: at.Add(time.Duration(i) * time.Hour),
+			Runtime: compat.ServingRuntime{VLLMTorchTPU: v("0.29.0"), Torch: v("2.13.0"), TorchTPU: v("0.2.0"), Libtpu: v("0.0.50")},
+			Device:  v("TPU v6e"), TensorParallelSize: 2}
+		if st == "fail" {
+			m.Signature, m.Message = v("numerics_mismatch:serve_greedy_tokens"), v("<other> tokens")
+		}
+		if err := ts.db.PutServingResult(ctx, "org/llama", m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, items := feedItemsOf(t, ts.get(t, "/feed.json").body)
+	var titles []string
+	for _, it := range items {
+		titles = append(titles, it["title"].(string))
+	}
+	want := []string{"Serving fixed: org/llama serves with vLLM-TorchTPU 0.29.0 on tpu (was fail)",
+		"Serving regression: org/llama stops serving with vLLM-TorchTPU 0.29.0 on tpu: fails (numerics_mismatch serve_greedy_tokens)",
+		"Serving measured: org/llama serves with vLLM-TorchTPU 0.29.0 on tpu"}
+	if !slices.Equal(titles, want) {
+		t.Fatalf("feed titles\n got %q\nwant %q", titles, want)
+	}
+	reg := items[1]
+	if tags := fmt.Sprint(reg["tags"]); tags != "[serving_regression tpu fail]" {
+		t.Errorf("tags %s", tags)
+	}
+	if ev, _ := reg["_evidence"].(map[string]any); ev["kind"] != "measured" || ev["runtime"] != "0.29.0~2.13.0~0.2.0~0.0.50" || ev["device"] != "TPU v6e" {
+		t.Errorf("evidence %v", ev)
+	}
+	if html, _ := reg["content_html"].(string); !strings.Contains(html, "&lt;other&gt; tokens") || !strings.Contains(html, "vllm-torchtpu 0.29.0 · torch 2.13.0") ||
+		strings.Contains(html, "Revision") {
+		t.Errorf("content_html %s", html)
+	}
+	_, only := feedItemsOf(t, ts.get(t, "/feed.json?kind=serving_regression").body)
+	if len(only) != 1 || only[0]["title"] != want[1] {
+		t.Errorf("?kind=serving_regression: %v", only)
+	}
+	if _, none := feedItemsOf(t, ts.get(t, "/feed.json?kind=regression").body); len(none) != 0 {
+		t.Errorf("?kind=regression lists serving changes: %v", none)
+	}
+	if atom := ts.get(t, "/feed.atom?kind=serving_fix&kind=serving_new").body; !strings.Contains(atom, "Serving fixed: org/llama") ||
+		!strings.Contains(atom, "Serving measured: org/llama") || strings.Contains(atom, "Serving regression") {
+		t.Errorf("atom ?kind=serving_fix&kind=serving_new: %s", atom)
+	}
+	d := decode[modelDetail](t, ts.get(t, "/api/v1/models/org/llama"))
+	if len(d.Events) != 3 || d.Events[0].Kind != compat.EventServingFix || d.Events[0].Runtime.VLLMTorchTPU != "0.29.0" {
+		t.Errorf("the model's API events %+v", d.Events)
 	}
 }

@@ -159,7 +159,7 @@ func verdict(d modelDetail, target compat.Target) (int, string) {
 	// change to or from the scanner's own error is none).
 	var newest *compat.Event
 	for i := range d.Events {
-		if d.Events[i].Target == r.Target && d.Events[i].AboutVerdicts() && !d.Events[i].Train() {
+		if d.Events[i].Target == r.Target && d.Events[i].AboutVerdicts() && !d.Events[i].Train() && !d.Events[i].Serving() {
 			newest = &d.Events[i]
 			break
 		}

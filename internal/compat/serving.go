@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/google-pytorch/torchtpu-scanner/internal/termsafe"
 )
 
 // The serving cell's types (issue 40): whether vLLM-TorchTPU serves a
@@ -147,4 +149,71 @@ type ServingMetrics struct {
 	TTFTS        *float64 `json:"ttft_s"`
 	TokensPerS   *float64 `json:"tokens_per_s"`
 	AgreedTokens *int     `json:"agreed_tokens"`
+}
+
+// The measured serving verdict's changes (ServingMeasured, issue 40),
+// listed apart from the inference's and the train step's: a model can
+// stop serving with vLLM-TorchTPU while its TorchTPU inference passes.
+const (
+	EventServingNew        EventKind = "serving_new"        // the first measured serving verdict
+	EventServingRegression EventKind = "serving_regression" // it served (measured pass), now a verdict held against vLLM-TorchTPU
+	EventServingFix        EventKind = "serving_fix"        // a verdict held against vLLM-TorchTPU, now it serves
+)
+
+// ServingChange decides whether a new measured serving status makes a
+// serving event (ClassifyChange's rule between two judged verdicts): the
+// first verdict is serving_new, pass → held against is a regression, held
+// against → pass a fix. last is the status of the newest earlier judged
+// serving verdict ("" for none). A probe that judged nothing (error,
+// skipped for want of a reference) makes none, and neither does the same
+// status or a change between two failures (fail → oom).
+func ServingChange(last, new Status) (EventKind, bool) {
+	if !new.IsVerdict() || new == last {
+		return "", false
+	}
+	if !last.IsVerdict() {
+		return EventServingNew, true
+	}
+	switch ClassifyChange(last, new) {
+	case EventRegression:
+		return EventServingRegression, true
+	case EventFix:
+		return EventServingFix, true
+	}
+	return "", false
+}
+
+// Serving reports whether e is a change of the measured serving verdict,
+// not of the model's (inference) status.
+func (e Event) Serving() bool {
+	return e.Kind == EventServingNew || e.Kind == EventServingRegression || e.Kind == EventServingFix
+}
+
+// EventRuntime is the serving runtime as an event's Runtime: its torch,
+// torch_tpu, libtpu, Python and vllm-torchtpu versions, the device the
+// probe named and its tensor_parallel_size chips (an unknown one empty).
+func (m ServingMeasured) EventRuntime() Runtime {
+	v := func(p *string) string {
+		if p == nil {
+			return ""
+		}
+		return *p
+	}
+	return Runtime{Python: v(m.Runtime.Python), Torch: v(m.Runtime.Torch), TorchTPU: v(m.Runtime.TorchTPU),
+		LibTPU: v(m.Runtime.Libtpu), VLLMTorchTPU: v(m.Runtime.VLLMTorchTPU), Device: v(m.Device),
+		DeviceCount: m.TensorParallelSize}
+}
+
+// Clean is m with its free text made safe where it enters the store
+// (Result.Clean's rules: no terminal escapes or control characters, the
+// message and the output bounded), as the fleet's workers send it too.
+func (m ServingMeasured) Clean() ServingMeasured {
+	if m.Message != nil {
+		m.Message = Ptr(head(termsafe.Strip(*m.Message), MaxMessageBytes))
+	}
+	if m.Signature != nil {
+		m.Signature = Ptr(head(termsafe.Strip(*m.Signature), MaxMessageBytes))
+	}
+	m.LogTail = tail(termsafe.Strip(m.LogTail), MaxLogTailBytes)
+	return m
 }

@@ -2,6 +2,7 @@ package compat_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 )
@@ -37,5 +38,61 @@ func TestServingVerdict(t *testing.T) {
 				t.Errorf("Verdict() = %v, %q; want %v, %q", pass, ev, tc.pass, tc.evidence)
 			}
 		})
+	}
+}
+
+// TestServingChange: the measured serving verdict's events, apart from the
+// inference's and the train step's: first measured, stops serving, starts
+// serving; a probe that judged nothing, the same status or one failure
+// for another is none.
+func TestServingChange(t *testing.T) {
+	for _, tc := range []struct {
+		last, new compat.Status
+		want      compat.EventKind
+		ok        bool
+	}{
+		{"", compat.StatusPass, compat.EventServingNew, true},
+		{"", compat.StatusOOM, compat.EventServingNew, true},
+		{compat.StatusPass, compat.StatusFail, compat.EventServingRegression, true},
+		{compat.StatusPass, compat.StatusTimeout, compat.EventServingRegression, true},
+		{compat.StatusCrash, compat.StatusPass, compat.EventServingFix, true},
+		{compat.StatusPass, compat.StatusPass, "", false},
+		{compat.StatusFail, compat.StatusOOM, "", false},
+		{compat.StatusPass, compat.StatusError, "", false},
+		{compat.StatusPass, compat.StatusSkipped, "", false},
+		{"", compat.StatusSkipped, "", false},
+		{"", compat.StatusError, "", false},
+	} {
+		kind, ok := compat.ServingChange(tc.last, tc.new)
+		if kind != tc.want || ok != tc.ok {
+			t.Errorf("ServingChange(%q, %q) = %q, %v; want %q, %v", tc.last, tc.new, kind, ok, tc.want, tc.ok)
+		}
+	}
+	serving := 0
+	for _, k := range compat.EventKinds {
+		e := compat.Event{Kind: k}
+		if e.Serving() {
+			serving++
+			if e.Train() {
+				t.Errorf("%s is both a train and a serving change", k)
+			}
+		}
+	}
+	if serving != 3 {
+		t.Errorf("%d serving kinds in EventKinds, want 3 (serving_new, serving_regression, serving_fix)", serving)
+	}
+}
+
+// TestEvidenceOfServingEvent: a serving change rests on the serving
+// probe's measurement: its device and chips, its own runtime key.
+func TestEvidenceOfServingEvent(t *testing.T) {
+	m := compat.ServingMeasured{Device: compat.Ptr("TPU v6e"), TensorParallelSize: 2,
+		Runtime: compat.ServingRuntime{VLLMTorchTPU: compat.Ptr("0.29.0"), Torch: compat.Ptr("2.13.0"), TorchTPU: compat.Ptr("0.2.0"), Libtpu: compat.Ptr("0.0.50")}}
+	at := time.Date(2026, 12, 6, 3, 0, 0, 0, time.UTC)
+	e := compat.Event{Kind: compat.EventServingFix, Target: compat.TargetTPU, ToStatus: compat.StatusPass, Runtime: m.EventRuntime(), At: at}
+	ev := compat.EvidenceOfEvent(e)
+	if ev.Kind != compat.EvidenceMeasured || ev.Device != "TPU v6e" || ev.DeviceCount != 2 || ev.Runtime != "0.29.0~2.13.0~0.2.0~0.0.50" ||
+		ev.At == nil || !ev.At.Equal(at) {
+		t.Errorf("EvidenceOfEvent(serving fix) = %+v", ev)
 	}
 }
