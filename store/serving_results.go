@@ -34,8 +34,29 @@ ON CONFLICT (model_id) DO UPDATE SET runtime_key = excluded.runtime_key, status 
 // the webhooks. MeasuredAt zero is the store's clock. The error wraps
 // ErrNotFound for an unknown model.
 func (s *SQLite) PutServingResult(ctx context.Context, modelID string, m compat.ServingMeasured) error {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("store: put serving result %s: %w", modelID, err)
+	}
+	defer tx.Rollback()
+	if err := s.putServingResult(ctx, tx, modelID, m); err != nil {
+		return fmt.Errorf("store: put serving result %s: %w", modelID, err)
+	}
+	if err := s.touch(ctx, tx); err != nil {
+		return fmt.Errorf("store: put serving result %s: %w", modelID, err)
+	}
+	if err := s.commit(tx); err != nil {
+		return fmt.Errorf("store: put serving result %s: %w", modelID, err)
+	}
+	return nil
+}
+
+// putServingResult is PutServingResult inside tx (a fleet worker's
+// verdict is stored with its job's result: CompleteJob); it does not touch
+// the data's version.
+func (s *SQLite) putServingResult(ctx context.Context, tx *sql.Tx, modelID string, m compat.ServingMeasured) error {
 	if m.Evidence != compat.ServingEvidenceMeasured || m.Status == "" {
-		return fmt.Errorf("store: put serving result %s: %w: not a measured verdict", modelID, ErrInvalid)
+		return fmt.Errorf("%w: not a measured verdict", ErrInvalid)
 	}
 	m = m.Clean()
 	if m.MeasuredAt.IsZero() {
@@ -44,39 +65,28 @@ func (s *SQLite) PutServingResult(ctx context.Context, modelID string, m compat.
 	m.LogTail = "" // the probe's output is the CLI's to print, not the database's to keep
 	data, err := json.Marshal(m)
 	if err != nil {
-		return fmt.Errorf("store: put serving result %s: %w", modelID, err)
+		return err
 	}
-	tx, err := s.w.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("store: put serving result %s: %w", modelID, err)
-	}
-	defer tx.Rollback()
 	var last compat.Status
 	if err := tx.QueryRowContext(ctx, sqlLastServing, modelID).Scan(&last); err != nil {
-		return fmt.Errorf("store: put serving result %s: %w", modelID, err)
+		return err
 	}
 	if !last.IsVerdict() { // a verdict stored before the changes were written, or none
 		last = ""
 	}
 	res, err := tx.ExecContext(ctx, sqlPutServingResult, m.Runtime.Key(), m.Status, unixNano(m.MeasuredAt), string(data), modelID)
 	if err != nil {
-		return fmt.Errorf("store: put serving result %s: %w", modelID, err)
+		return err
 	}
 	if n, err := res.RowsAffected(); err == nil && n == 0 {
-		return fmt.Errorf("store: put serving result %s: %w", modelID, ErrNotFound)
+		return ErrNotFound
 	}
 	if kind, changed := compat.ServingChange(last, compat.Status(m.Status)); changed {
 		ev := compat.Event{ModelID: modelID, Target: compat.TargetTPU, Kind: kind, FromStatus: last, ToStatus: compat.Status(m.Status),
 			Runtime: m.EventRuntime(), Signature: m.Signature, Message: m.Message, At: m.MeasuredAt.UTC()}
 		if _, _, err := insertEvent(ctx, tx, ev, nil); err != nil {
-			return fmt.Errorf("store: put serving result %s: %w", modelID, err)
+			return err
 		}
-	}
-	if err := s.touch(ctx, tx); err != nil {
-		return fmt.Errorf("store: put serving result %s: %w", modelID, err)
-	}
-	if err := s.commit(tx); err != nil {
-		return fmt.Errorf("store: put serving result %s: %w", modelID, err)
 	}
 	return nil
 }

@@ -217,3 +217,64 @@ func (m ServingMeasured) Clean() ServingMeasured {
 	m.LogTail = tail(termsafe.Strip(m.LogTail), MaxLogTailBytes)
 	return m
 }
+
+// maxServingTokens bounds the token lists a serving verdict carries (the
+// serving table asks for 16; a worker may not send more than this).
+const maxServingTokens = 4096
+
+// Validate refuses a serving verdict that is not one a serving probe
+// makes (a fleet worker's, before it is stored): measured evidence, a
+// result status (skipped only with reason no_reference), labels within
+// Result's bounds, figures in range, a tensor_parallel_size of 1 or more.
+func (m ServingMeasured) Validate() error {
+	st := Status(m.Status)
+	switch {
+	case m.Evidence != ServingEvidenceMeasured:
+		return refuse("serving.evidence", "%q: want measured", clip(m.Evidence))
+	case !st.Valid() || st == StatusUntested:
+		return refuse("serving.status", "%q is not a result status", clip(m.Status))
+	case st == StatusSkipped && (m.Reason == nil || *m.Reason != ServingReasonNoReference):
+		return refuse("serving.reason", "skipped without reason %s", ServingReasonNoReference)
+	case m.Reason != nil && st != StatusSkipped:
+		return refuse("serving.reason", "a reason on status %s", st)
+	case m.TensorParallelSize < 1 || m.TensorParallelSize > maxDevices:
+		return refuse("serving.tensor_parallel_size", "%d: want 1 to %d", m.TensorParallelSize, maxDevices)
+	case m.MaxModelLen < 0:
+		return refuse("serving.max_model_len", "%d: want 0 or more", m.MaxModelLen)
+	case len(m.Tokens) > maxServingTokens || len(m.ReferenceTokens) > maxServingTokens:
+		return refuse("serving.tokens", "over %d tokens", maxServingTokens)
+	case m.MeasuredAt.IsZero() || !InTimeRange(m.MeasuredAt):
+		return refuse("serving.measured_at", "missing or outside %d–%d", minTestedAt.Year(), maxTestedAt.Year())
+	}
+	for _, l := range []struct {
+		field string
+		s     *string
+		max   int
+	}{
+		{"serving.stage", m.Stage, MaxVersionBytes}, {"serving.failure_class", m.FailureClass, MaxVersionBytes},
+		{"serving.op", m.Op, MaxOpBytes}, {"serving.signature", m.Signature, MaxSigBytes}, {"serving.device", m.Device, MaxDeviceBytes},
+		{"serving.runtime.vllm-torchtpu", m.Runtime.VLLMTorchTPU, MaxVersionBytes}, {"serving.runtime.vllm", m.Runtime.VLLM, MaxVersionBytes},
+		{"serving.runtime.torch", m.Runtime.Torch, MaxVersionBytes}, {"serving.runtime.torch-tpu", m.Runtime.TorchTPU, MaxVersionBytes},
+		{"serving.runtime.libtpu", m.Runtime.Libtpu, MaxVersionBytes}, {"serving.runtime.python", m.Runtime.Python, MaxVersionBytes},
+	} {
+		if l.s == nil {
+			continue
+		}
+		if err := CheckLabel(l.field, *l.s, l.max); err != nil {
+			return err
+		}
+	}
+	if a := m.Metrics.AgreedTokens; a != nil && (*a < 0 || *a > maxServingTokens) {
+		return refuse("serving.metrics.agreed_tokens", "%d: want 0 to %d", *a, maxServingTokens)
+	}
+	for _, f := range []struct {
+		field string
+		v     *float64
+		max   float64
+	}{{"load_s", m.Metrics.LoadS, maxSeconds}, {"ttft_s", m.Metrics.TTFTS, maxSeconds}, {"tokens_per_s", m.Metrics.TokensPerS, maxRate}} {
+		if err := checkRange("serving.metrics."+f.field, f.v, 0, f.max); err != nil {
+			return err
+		}
+	}
+	return nil
+}

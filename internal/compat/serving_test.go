@@ -1,6 +1,7 @@
 package compat_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -94,5 +95,40 @@ func TestEvidenceOfServingEvent(t *testing.T) {
 	if ev.Kind != compat.EvidenceMeasured || ev.Device != "TPU v6e" || ev.DeviceCount != 2 || ev.Runtime != "0.29.0~2.13.0~0.2.0~0.0.50" ||
 		ev.At == nil || !ev.At.Equal(at) {
 		t.Errorf("EvidenceOfEvent(serving fix) = %+v", ev)
+	}
+}
+
+// TestServingValidate: what a fleet worker may send as a serving verdict.
+func TestServingValidate(t *testing.T) {
+	at := time.Date(2026, 12, 6, 3, 0, 0, 0, time.UTC)
+	ok := func() compat.ServingMeasured {
+		return compat.ServingMeasured{Evidence: "measured", Status: "pass", TensorParallelSize: 1, MaxModelLen: 256, MeasuredAt: at,
+			Metrics: compat.ServingMetrics{TokensPerS: compat.Ptr(40.0), AgreedTokens: compat.Ptr(16)}}
+	}
+	if err := ok().Validate(); err != nil {
+		t.Fatalf("a pass: %v", err)
+	}
+	noRef := ok()
+	noRef.Status, noRef.Reason = "skipped", compat.Ptr(compat.ServingReasonNoReference)
+	if err := noRef.Validate(); err != nil {
+		t.Fatalf("not judged: %v", err)
+	}
+	for name, mut := range map[string]func(*compat.ServingMeasured){
+		"declared evidence":   func(m *compat.ServingMeasured) { m.Evidence = "declared" },
+		"untested":            func(m *compat.ServingMeasured) { m.Status = "untested" },
+		"unknown status":      func(m *compat.ServingMeasured) { m.Status = "served" },
+		"skipped, no reason":  func(m *compat.ServingMeasured) { m.Status = "skipped" },
+		"reason on a pass":    func(m *compat.ServingMeasured) { m.Reason = compat.Ptr(compat.ServingReasonNoReference) },
+		"no chips":            func(m *compat.ServingMeasured) { m.TensorParallelSize = 0 },
+		"no date":             func(m *compat.ServingMeasured) { m.MeasuredAt = time.Time{} },
+		"negative rate":       func(m *compat.ServingMeasured) { m.Metrics.TokensPerS = compat.Ptr(-1.0) },
+		"absurd agreement":    func(m *compat.ServingMeasured) { m.Metrics.AgreedTokens = compat.Ptr(1 << 20) },
+		"oversized signature": func(m *compat.ServingMeasured) { m.Signature = compat.Ptr(strings.Repeat("x", 5000)) },
+	} {
+		m := ok()
+		mut(&m)
+		if err := m.Validate(); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
 	}
 }
