@@ -12,7 +12,6 @@ import (
 	"strings"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
-	"github.com/google-pytorch/torchtpu-scanner/internal/serving"
 )
 
 // cursor is the decoded form of ModelQuery.Cursor: the last row's sort key
@@ -199,14 +198,9 @@ func listFilters(q ModelQuery) (where []string, args []any, err error) {
 	if err := validServe(q.Serve); err != nil {
 		return nil, nil, err
 	}
-	switch q.Serve {
-	case "":
-	case ServeNone:
-		where = append(where, listWhereNotServed)
-		args = append(args, serving.Version, serving.Version)
-	default:
-		where = append(where, listWhereServe)
-		args = append(args, serving.Version, q.Serve)
+	if w, a := serveFilter(q.Serve); w != "" {
+		where = append(where, w)
+		args = append(args, a...)
 	}
 	if len(q.Status) > 0 {
 		var in []string
