@@ -1,0 +1,82 @@
+package testenv
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// Root is the module's root folder (the one holding go.mod), found from
+// the test's working directory upward.
+func Root(t testing.TB) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		up := filepath.Dir(dir)
+		if up == dir {
+			t.Fatal("no go.mod above the test's folder")
+		}
+		dir = up
+	}
+}
+
+// Copies is the check of the tests that forbid copies of a rule: it lists
+// the production sources under the module root whose names end in one of
+// exts (".go", ".py", ".html"; never a _test.go file, nor anything under
+// testdata/ or tests/) and whose text holds one of words, as "path: word",
+// leaving out owners (paths from the root, slash-separated): the files
+// that keep the rule. It fails the test when it read no file at all, so
+// that a check that matches nothing cannot pass by reading nothing.
+func Copies(t testing.TB, exts, owners []string, words ...string) []string {
+	t.Helper()
+	root := Root(t)
+	var out []string
+	read := 0
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		name := d.Name()
+		if d.IsDir() {
+			if p != root && (strings.HasPrefix(name, ".") || name == "testdata" || name == "tests" || name == "node_modules" || name == "vendor") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if strings.HasSuffix(name, "_test.go") || !slices.ContainsFunc(exts, func(e string) bool { return strings.HasSuffix(name, e) }) {
+			return nil
+		}
+		rel, _ := filepath.Rel(root, p)
+		rel = filepath.ToSlash(rel)
+		if slices.Contains(owners, rel) {
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		read++
+		for _, w := range words {
+			if strings.Contains(string(b), w) {
+				out = append(out, rel+": "+w)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if read == 0 {
+		t.Fatalf("no %v source under %s", exts, root)
+	}
+	return out
+}
