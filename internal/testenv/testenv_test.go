@@ -1,8 +1,10 @@
 package testenv
 
 import (
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 )
 
 // recorder is a testing.TB that records how Missing ended the test.
@@ -32,5 +34,33 @@ func TestMissing(t *testing.T) {
 		if tt.fail && !strings.Contains(r.failed, "every test must run") {
 			t.Errorf("failure format %q", r.failed)
 		}
+	}
+}
+
+// fatalRecorder is a testing.TB that records a Fatalf instead of ending.
+type fatalRecorder struct {
+	testing.TB
+	fatal string
+}
+
+func (r *fatalRecorder) Helper()                           {}
+func (r *fatalRecorder) Fatalf(format string, args ...any) { r.fatal = fmt.Sprintf(format, args...) }
+
+func TestEventually(t *testing.T) {
+	n := 0
+	Eventually(t, "the third ask", time.Second, func() bool { n++; return n == 3 })
+	if n != 3 {
+		t.Errorf("asked %d times, want 3", n)
+	}
+	r := &fatalRecorder{TB: t}
+	start := time.Now()
+	asks := 0
+	Eventually(r, "never", 150*time.Millisecond, func() bool { asks++; return r.fatal != "" })
+	if took := time.Since(start); !strings.Contains(r.fatal, "timed out after 150ms waiting for never") || took < 150*time.Millisecond || took > 2*time.Second {
+		t.Errorf("fatal %q after %v", r.fatal, took)
+	}
+	// 5, 10, 20, 40, 80, 100 ms: about 6 asks in 150 ms, never a busy loop.
+	if asks < 3 || asks > 10 {
+		t.Errorf("asked %d times in 150 ms", asks)
 	}
 }
