@@ -29,18 +29,15 @@ func Root(t testing.TB) string {
 	}
 }
 
-// Copies is the check of the tests that forbid copies of a rule: it lists
-// the production sources under the module root whose names end in one of
-// exts (".go", ".py", ".html"; never a _test.go file, nor anything under
-// testdata/ or tests/) and whose text holds one of words, as "path: word",
-// leaving out owners (paths from the root, slash-separated): the files
-// that keep the rule. It fails the test when it read no file at all, so
-// that a check that matches nothing cannot pass by reading nothing.
-func Copies(t testing.TB, exts, owners []string, words ...string) []string {
+// Sources reads the production files under the module root whose names
+// end in one of exts (".go", ".py", ".md", ".html"; never a _test.go
+// file, nor anything under testdata/, tests/ or a hidden folder), keyed by
+// their slash-separated path from the root. It fails the test when it
+// reads none, so that a check over them cannot pass by reading nothing.
+func Sources(t testing.TB, exts ...string) map[string]string {
 	t.Helper()
 	root := Root(t)
-	var out []string
-	read := 0
+	out := map[string]string{}
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -55,28 +52,40 @@ func Copies(t testing.TB, exts, owners []string, words ...string) []string {
 		if strings.HasSuffix(name, "_test.go") || !slices.ContainsFunc(exts, func(e string) bool { return strings.HasSuffix(name, e) }) {
 			return nil
 		}
-		rel, _ := filepath.Rel(root, p)
-		rel = filepath.ToSlash(rel)
-		if slices.Contains(owners, rel) {
-			return nil
-		}
 		b, err := os.ReadFile(p)
 		if err != nil {
 			return err
 		}
-		read++
-		for _, w := range words {
-			if strings.Contains(string(b), w) {
-				out = append(out, rel+": "+w)
-			}
-		}
+		rel, _ := filepath.Rel(root, p)
+		out[filepath.ToSlash(rel)] = string(b)
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if read == 0 {
+	if len(out) == 0 {
 		t.Fatalf("no %v source under %s", exts, root)
 	}
+	return out
+}
+
+// Copies is the check of the tests that forbid copies of a rule: it lists
+// the Sources with one of exts whose text holds one of words, as
+// "path: word", leaving out owners (paths from the root, slash-separated):
+// the files that keep the rule.
+func Copies(t testing.TB, exts, owners []string, words ...string) []string {
+	t.Helper()
+	var out []string
+	for path, text := range Sources(t, exts...) {
+		if slices.Contains(owners, path) {
+			continue
+		}
+		for _, w := range words {
+			if strings.Contains(text, w) {
+				out = append(out, path+": "+w)
+			}
+		}
+	}
+	slices.Sort(out)
 	return out
 }

@@ -64,3 +64,25 @@ func TestEventually(t *testing.T) {
 		t.Errorf("asked %d times in 150 ms", asks)
 	}
 }
+
+func TestSourcesAndCopies(t *testing.T) {
+	src := Sources(t, ".go", ".md")
+	if _, ok := src["internal/testenv/sources.go"]; !ok {
+		t.Error("Sources misses internal/testenv/sources.go")
+	}
+	if _, ok := src["README.md"]; !ok {
+		t.Error("Sources misses README.md")
+	}
+	for path := range src {
+		if strings.HasSuffix(path, "_test.go") || strings.Contains(path, "testdata/") || strings.HasPrefix(path, ".") {
+			t.Errorf("Sources reads %s", path)
+		}
+	}
+	const word = "func Copies(t testing.TB"
+	if got := Copies(t, []string{".go"}, nil, word); len(got) != 1 || got[0] != "internal/testenv/sources.go: "+word {
+		t.Errorf("Copies = %v", got)
+	}
+	if got := Copies(t, []string{".go"}, []string{"internal/testenv/sources.go"}, word); len(got) != 0 {
+		t.Errorf("Copies with the owner left out = %v", got)
+	}
+}
