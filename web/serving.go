@@ -12,7 +12,7 @@ import (
 
 // servingView is the model page's serving block.
 type servingView struct {
-	Cell *serving.Cell
+	Cell *compat.ServingCell
 	// Package and Version name the pinned release (for the unknown case).
 	Package, Version string
 	// TP lists --tensor-parallel-size per TPU generation, "v5e 4 · v6e 2 …".
@@ -31,7 +31,7 @@ type measuredView struct {
 }
 
 // newMeasuredView lays out a measured verdict.
-func newMeasuredView(m *serving.Measured) *measuredView {
+func newMeasuredView(m *compat.ServingMeasured) *measuredView {
 	if m == nil {
 		return nil
 	}
@@ -50,8 +50,14 @@ func newMeasuredView(m *serving.Measured) *measuredView {
 	v := &measuredView{Status: m.Status, Tone: "fail", Runtime: m.Runtime.Key(), Device: text(m.Device), Agreed: "—",
 		Load: secs(m.Metrics.LoadS), TTFT: secs(m.Metrics.TTFTS), TPS: "—", Signature: text(m.Signature), Message: text(m.Message),
 		TP: m.TensorParallelSize, MaxModelLen: m.MaxModelLen, Date: "—"}
-	if compat.Status(m.Status) == compat.StatusPass {
+	switch {
+	case compat.Status(m.Status) == compat.StatusPass:
 		v.Tone = "pass"
+	case !m.Judged(): // the scanner's own error, or no CPU reference: never a pass or a fail
+		v.Tone, v.Status = "neutral", "not judged ("+m.Status+")"
+		if m.Reason != nil && *m.Reason == compat.ServingReasonNoReference {
+			v.Status = "not judged: no CPU reference"
+		}
 	}
 	if !m.MeasuredAt.IsZero() {
 		v.Date = m.MeasuredAt.UTC().Format(time.DateOnly)

@@ -4,7 +4,6 @@ import (
 	"time"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
-	"github.com/google-pytorch/torchtpu-scanner/internal/serving"
 	"github.com/google-pytorch/torchtpu-scanner/web/internal/show"
 )
 
@@ -20,7 +19,7 @@ func serveBadgeFor(m *compat.Model, label string) badge {
 		return unknownBadge(label)
 	}
 	c := m.Serving
-	if r := c.Measured; r != nil {
+	if r := c.Measured; r != nil && r.Judged() { // a probe that judged nothing leaves the declared badge
 		b := badge{Label: label, Message: r.Status + " · measured", Tone: show.ToneFail,
 			Evidence: cleanText("measured: "+c.Package+" "+runtimeVersion(r.Runtime.VLLMTorchTPU)+" ran it, "+r.Status+measuredOn(r), 160)}
 		if pass, _ := c.Verdict(); pass {
@@ -51,7 +50,7 @@ func runtimeVersion(p *string) string {
 
 // measuredOn says when a measured verdict was made (" on 2026-12-06"),
 // "" when not said.
-func measuredOn(r *serving.Measured) string {
+func measuredOn(r *compat.ServingMeasured) string {
 	if r.MeasuredAt.IsZero() {
 		return ""
 	}

@@ -59,15 +59,7 @@ func (b badge) Color() string { return show.BadgeFill[b.Tone] }
 const maxLabelRunes = 48
 
 // DefaultLabel is the label of a badge for target when ?label= is not given.
-func DefaultLabel(t compat.Target) string {
-	switch t {
-	case compat.TargetCPU:
-		return "PyTorch CPU"
-	case compat.TargetCUDA:
-		return "PyTorch CUDA"
-	}
-	return "TorchTPU"
-}
+func DefaultLabel(t compat.Target) string { return t.BadgeLabel() }
 
 // unknownBadge is shown for ids the scanner does not know (and bad input).
 func unknownBadge(label string) badge {

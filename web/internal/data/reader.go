@@ -74,7 +74,7 @@ func (r *Reader) ServingRegistry(ctx context.Context) (*serving.Registry, error)
 
 // ServingCell is m's serving cell under reg: nil when nothing is known (no
 // registry, no readiness, no architectures).
-func ServingCell(reg *serving.Registry, m compat.Model) *serving.Cell {
+func ServingCell(reg *serving.Registry, m compat.Model) *compat.ServingCell {
 	if reg == nil || m.Readiness == nil {
 		return nil
 	}

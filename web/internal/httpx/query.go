@@ -13,7 +13,6 @@ import (
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/internal/readiness"
-	"github.com/google-pytorch/torchtpu-scanner/internal/serving"
 	"github.com/google-pytorch/torchtpu-scanner/store"
 )
 
@@ -90,6 +89,27 @@ var queryParams = map[string]bool{
 	"order": true, "limit": true, "cursor": true, "base": true, "head": true, "model": true, "kind": true,
 	"serve": true, "table": true, "op": true, "format": true,
 }
+
+// SpaceRanges are the runes strings.TrimSpace trims (unicode.IsSpace),
+// which ExactParams refuses around a value: the class paddedPattern names
+// them by (TestSpaceRanges checks every rune).
+var SpaceRanges = [][2]rune{{'\t', '\r'}, {' ', ' '}, {0x85, 0x85}, {0xa0, 0xa0}, {0x1680, 0x1680},
+	{0x2000, 0x200a}, {0x2028, 0x2029}, {0x202f, 0x202f}, {0x205f, 0x205f}, {0x3000, 0x3000}}
+
+// PaddedPattern is the OpenAPI document's pattern of a free-text value
+// ExactParams takes: not empty, no space (spaceRanges) at either end. The
+// class is spelled out: "\S" means other runes in ECMA-262 and in Python.
+var PaddedPattern = func() string {
+	var class strings.Builder
+	for _, r := range SpaceRanges {
+		fmt.Fprintf(&class, `\u%04x`, r[0])
+		if r[1] != r[0] {
+			fmt.Fprintf(&class, `-\u%04x`, r[1])
+		}
+	}
+	c := class.String()
+	return `^[^` + c + `](?:[\s\S]*[^` + c + `])?$`
+}()
 
 // ExactParams is the API's and the feeds' rule for the value of a
 // documented parameter: given, it is exact. Empty (?target=) or padded
@@ -225,14 +245,9 @@ func TrainStatusList() string {
 	return strings.Join(out, ", ")
 }
 
-// ServeValues are ?serve='s values: the kinds, then none.
-func ServeValues() []string {
-	out := make([]string, 0, len(serving.Kinds)+1)
-	for _, k := range serving.Kinds {
-		out = append(out, string(k))
-	}
-	return append(out, store.ServeNone)
-}
+// ServeValues are ?serve='s values (store.ServeValues: measured pass and
+// fail, declared, the kinds, none).
+func ServeValues() []string { return store.ServeValues() }
 
 // ParseServe reads ?serve=.
 func ParseServe(v string) (string, error) {

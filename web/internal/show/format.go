@@ -143,8 +143,8 @@ func When(t time.Time) string {
 // Runtime lists the versions that decide retests.
 func Runtime(r compat.Runtime) string {
 	var parts []string
-	for _, kv := range [][2]string{{"torch", r.Torch}, {"torch_tpu", r.TorchTPU}, {"transformers", r.Transformers},
-		{"harness", r.Harness}, {"python", r.Python}} {
+	for _, kv := range [][2]string{{"vllm-torchtpu", r.VLLMTorchTPU}, {"torch", r.Torch}, {"torch_tpu", r.TorchTPU},
+		{"transformers", r.Transformers}, {"harness", r.Harness}, {"python", r.Python}} {
 		if kv[1] != "" {
 			parts = append(parts, kv[0]+" "+kv[1])
 		}
@@ -162,20 +162,8 @@ func Runtime(r compat.Runtime) string {
 	return strings.Join(parts, " · ")
 }
 
-// TargetName is how a target is called on pages.
-func TargetName(t compat.Target) string {
-	switch t {
-	case compat.TargetTPU:
-		return "TPU (TorchTPU)"
-	case compat.TargetCPU:
-		return "CPU"
-	case compat.TargetCUDA:
-		return "CUDA"
-	case "":
-		return "any target"
-	}
-	return string(t)
-}
+// TargetName is how a target is called on pages (compat.Target.Name).
+func TargetName(t compat.Target) string { return t.Name() }
 
 // BreakID is a model id escaped, with a line-break opportunity (<wbr>)
 // after each "/" and "-", so that a narrow screen breaks "org37/model-00117"
