@@ -1,12 +1,9 @@
 package web
 
 import (
-	"crypto/sha256"
-	"crypto/subtle"
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -115,22 +112,19 @@ func (s *Server) apiRequestScan(c *fiber.Ctx) error {
 	return c.Status(fiber.StatusAccepted).JSON(fiber.Map{"queued": true, "state": s.scanState()})
 }
 
-// authorize checks the bearer token in constant time.
+// authorize checks the admin token (httpx.Bearer); without one the write
+// routes are off.
 func (s *Server) authorize(c *fiber.Ctx) error {
 	if s.adminToken == "" {
 		return httpx.ErrWritesDisabled
 	}
-	h := c.Get(fiber.HeaderAuthorization)
-	scheme, token, ok := strings.Cut(h, " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
-		return fmt.Errorf("%w: send Authorization: Bearer <admin token>", httpx.ErrUnauthorized)
+	return httpx.Bearer(c, s.adminToken, "admin")
+}
+
+// admin is authorize as a route's guard.
+func (s *Server) admin(c *fiber.Ctx) error {
+	if err := s.authorize(c); err != nil {
+		return err
 	}
-	// Hash both sides so that the comparison takes the same time whatever
-	// the lengths.
-	got := sha256.Sum256([]byte(strings.TrimSpace(token)))
-	want := sha256.Sum256([]byte(s.adminToken))
-	if subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
-		return fmt.Errorf("%w: wrong admin token", httpx.ErrForbidden)
-	}
-	return nil
+	return c.Next()
 }

@@ -64,7 +64,7 @@ func (s *Server) routes(app *fiber.App) {
 	}
 	api.Get("/openapi.json", s.apiOpenAPI)
 	api.Get("/workers", s.work.Workers)
-	api.Get("/webhooks", s.apiWebhooks) // admin token
+	api.Get("/webhooks", s.admin, s.feeds.Webhooks) // admin token
 
 	// Feeds and exports.
 	app.Get("/feed.json", httpx.CORS, httpx.ExactParams, s.feeds.JSON)

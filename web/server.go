@@ -66,6 +66,9 @@ type ScanControl interface {
 // Store is what the web server reads from the database (web/internal/data).
 type Store = data.Store
 
+// WebhookStatus reports the outgoing webhooks' deliveries (web/feeds).
+type WebhookStatus = feeds.WebhookStatus
+
 // WorkControl is the server's side of the worker fleet (web/work).
 type WorkControl = work.Control
 
@@ -181,7 +184,6 @@ type Server struct {
 
 	known     *data.Known // the known-issues table; SetKnownIssues replaces it
 	requests  RequestDesk
-	webhooks  WebhookStatus
 	askLimit  *httpx.RateLimiter // test requests per client; nil when off
 	formToken formTokens         // the request form's anti-forgery tokens
 }
@@ -202,7 +204,6 @@ func New(cfg Config) (*Server, error) {
 		log:         cfg.Logger,
 		reg:         cfg.Metrics,
 		requests:    cfg.Requests,
-		webhooks:    cfg.Webhooks,
 		formToken:   newFormTokens(time.Now),
 	}
 	s.clients.PublicURL = strings.TrimRight(cfg.PublicURL, "/")
@@ -234,7 +235,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.data = data.NewReader(s.store, sweepList)
 	s.badges = badge.New(s.data, s.log)
-	s.feeds = feeds.New(s.data, s.known, &s.clients, s.hubEndpoint)
+	s.feeds = feeds.New(s.data, s.known, &s.clients, s.hubEndpoint, cfg.Webhooks)
 	if s.reg == nil {
 		s.reg = metrics.NewRegistry()
 	}

@@ -27,17 +27,19 @@ import (
 
 // Handler serves the feeds and keeps them.
 type Handler struct {
-	data    *data.Reader
-	known   *data.Known
-	clients *httpx.Clients
-	hub     string // the Hub's base URL: the items' links (their ETag says it)
-	feeds   cached.Map[string, cached.Body]
+	data     *data.Reader
+	known    *data.Known
+	clients  *httpx.Clients
+	hub      string        // the Hub's base URL: the items' links (their ETag says it)
+	webhooks WebhookStatus // nil: none configured
+	feeds    cached.Map[string, cached.Body]
 }
 
 // New is the feeds' handler: it reads r, marks known issues with known,
-// links under the base URL clients give and to models on hub.
-func New(r *data.Reader, known *data.Known, clients *httpx.Clients, hub string) *Handler {
-	h := &Handler{data: r, known: known, clients: clients, hub: hub}
+// links under the base URL clients give and to models on hub, and reports
+// the webhooks' deliveries (nil: none configured).
+func New(r *data.Reader, known *data.Known, clients *httpx.Clients, hub string, webhooks WebhookStatus) *Handler {
+	h := &Handler{data: r, known: known, clients: clients, hub: hub, webhooks: webhooks}
 	h.feeds.MaxBytes = 16 << 20
 	return h
 }

@@ -6,8 +6,6 @@ package work
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -184,14 +182,8 @@ func workError(err error) error {
 
 // Authorize checks the worker token in constant time.
 func (h *Handler) Authorize(c *fiber.Ctx) error {
-	scheme, token, ok := strings.Cut(c.Get(fiber.HeaderAuthorization), " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
-		return fmt.Errorf("%w: send Authorization: Bearer <worker token>", httpx.ErrUnauthorized)
-	}
-	got := sha256.Sum256([]byte(strings.TrimSpace(token)))
-	want := sha256.Sum256([]byte(h.token))
-	if subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
-		return fmt.Errorf("%w: wrong worker token", httpx.ErrForbidden)
+	if err := httpx.Bearer(c, h.token, "worker"); err != nil {
+		return err
 	}
 	return c.Next()
 }

@@ -1,4 +1,4 @@
-package web
+package feeds
 
 import (
 	"context"
@@ -20,17 +20,15 @@ type webhookList struct {
 	Webhooks []webhook.Status `json:"webhooks"`
 }
 
-// apiWebhooks serves GET /api/v1/webhooks: each webhook's deliveries by
-// state and the ones its endpoint refused for good. It needs the admin
-// token (it is the operator's view; a refused delivery's answer is the
-// endpoint's words); an empty list without webhooks.
-func (s *Server) apiWebhooks(c *fiber.Ctx) error {
-	if err := s.authorize(c); err != nil {
-		return err
-	}
+// Webhooks serves GET /api/v1/webhooks: each webhook's deliveries by
+// state and the ones its endpoint refused for good. Its route needs the
+// admin token (it is the operator's view; a refused delivery's answer is
+// the endpoint's words: web/routes.go guards it); an empty list without
+// webhooks.
+func (h *Handler) Webhooks(c *fiber.Ctx) error {
 	out := webhookList{Webhooks: []webhook.Status{}}
-	if s.webhooks != nil {
-		ws, err := s.webhooks.Status(c.UserContext())
+	if h.webhooks != nil {
+		ws, err := h.webhooks.Status(c.UserContext())
 		if err != nil {
 			return fmt.Errorf("web: webhooks: %w", err)
 		}
