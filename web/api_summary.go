@@ -8,6 +8,7 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/internal/harness"
 	"github.com/google-pytorch/torchtpu-scanner/store"
+	"github.com/google-pytorch/torchtpu-scanner/web/internal/data"
 	"github.com/google-pytorch/torchtpu-scanner/web/internal/httpx"
 )
 
@@ -29,9 +30,9 @@ type summaryBody struct {
 	// own results only, whatever ?target= says: measured on each target,
 	// predicted (the TorchTPU predictions' figures; null when no model has one), and the headline's
 	// answer in words.
-	Measured  map[compat.Target]figures `json:"measured"`
-	Predicted *figures                  `json:"predicted"`
-	Headline  string                    `json:"headline"`
+	Measured  map[compat.Target]data.Figures `json:"measured"`
+	Predicted *data.Figures                  `json:"predicted"`
+	Headline  string                         `json:"headline"`
 }
 
 // coverageBody is which share of the listed transformers-backed models
@@ -67,13 +68,13 @@ func newCoverageBody(c harness.TaskCoverage) coverageBody {
 }
 
 func newSummaryBody(sum store.Summary, target compat.Target, state ScanState, byTarget map[compat.Target]store.Summary, pred store.Predicted) summaryBody {
-	h := newHeadline(byTarget, pred)
+	h := data.NewHeadline(byTarget, pred)
 	b := summaryBody{Models: sum.Models, Tested: sum.Tested, Counts: sum.Counts, PassRate: sum.PassRate,
 		WeightedPassRate: sum.WeightedPassRate, Runtime: sum.Runtime, Target: string(target), Scan: state,
 		Fit: newFitSummary(sum.Fit), Coverage: newCoverageBody(taskCoverage(sum.Tasks)),
-		Measured: map[compat.Target]figures{}, Predicted: h.Predicted, Headline: h.Sentence()}
+		Measured: map[compat.Target]data.Figures{}, Predicted: h.Predicted, Headline: h.Sentence()}
 	for _, t := range compat.Targets {
-		b.Measured[t] = measuredFigures(t, byTarget[t])
+		b.Measured[t] = data.MeasuredFigures(t, byTarget[t])
 	}
 	if sum.LastScan != nil {
 		sc := newScanJSON(*sum.LastScan)

@@ -2,9 +2,7 @@ package web
 
 import (
 	"errors"
-	"fmt"
 	"net/url"
-	"time"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -16,88 +14,6 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/web/internal/httpx"
 	"github.com/google-pytorch/torchtpu-scanner/web/internal/show"
 )
-
-// errTooFewRuntimes says there is nothing to compare by default.
-var errTooFewRuntimes = errors.New("fewer than two runtimes with results")
-
-// pickPair chooses the runtimes to compare among rts (every target, newest
-// first) from the ?base= and ?head= keys: both as given; head alone with the
-// runtime before it on its target; base alone with the newest on its
-// target; neither, the two newest runtimes of the default target. A
-// malformed key wraps httpx.ErrBadRequest; a runtime without results, or no
-// runtime to pair with, wraps httpx.ErrNotFound (errTooFewRuntimes by default).
-func pickPair(rts []store.RuntimeStats, baseKey, headKey string) (base, head store.RuntimeStats, err error) {
-	find := func(name, key string) (store.RuntimeStats, int, error) {
-		ref, err := compat.ParseRuntimeKey(key)
-		if err != nil {
-			return store.RuntimeStats{}, 0, fmt.Errorf("%w: %s: %v", httpx.ErrBadRequest, name, err)
-		}
-		on := data.OnTarget(rts, ref.Target)
-		for i, st := range on {
-			if st.Ref == ref {
-				return st, i, nil
-			}
-		}
-		return store.RuntimeStats{}, 0, fmt.Errorf("%w: %s: no results on runtime %s", httpx.ErrNotFound, name, key)
-	}
-	switch {
-	case baseKey != "" && headKey != "":
-		if base, _, err = find("base", baseKey); err != nil {
-			return base, head, err
-		}
-		head, _, err = find("head", headKey)
-	case headKey != "":
-		var i int
-		if head, i, err = find("head", headKey); err != nil {
-			return base, head, err
-		}
-		on := data.OnTarget(rts, head.Ref.Target)
-		if i+1 >= len(on) {
-			return base, head, fmt.Errorf("%w: no runtime before %s on %s", httpx.ErrNotFound, headKey, head.Ref.Target)
-		}
-		base = on[i+1]
-	case baseKey != "":
-		if base, _, err = find("base", baseKey); err != nil {
-			return base, head, err
-		}
-		head = data.OnTarget(rts, base.Ref.Target)[0]
-	default:
-		t := defaultRuntimeTarget(rts)
-		on := data.OnTarget(rts, t)
-		if len(on) < 2 {
-			return base, head, fmt.Errorf("%w: %w on %s", httpx.ErrNotFound, errTooFewRuntimes, show.TargetName(t))
-		}
-		head, base = on[0], on[1]
-	}
-	if err == nil && base.Ref == head.Ref {
-		err = fmt.Errorf("%w: base and head are the same runtime; compare two", httpx.ErrBadRequest)
-	}
-	return base, head, err
-}
-
-// resolveCompare reads ?base= and ?head= and reads a page of their
-// comparison, limit models per list from cursor. It also returns every
-// runtime and the data version it read.
-func (s *Server) resolveCompare(c *fiber.Ctx, limit int, cursor string) (*data.Comparison, []store.RuntimeStats, time.Time, error) {
-	ctx := c.UserContext()
-	changed, err := s.store.Changed(ctx)
-	if err != nil {
-		return nil, nil, changed, fmt.Errorf("web: compare: %w", err)
-	}
-	rts, err := s.data.Runtimes(ctx, "", changed)
-	if err != nil {
-		return nil, nil, changed, fmt.Errorf("web: compare: %w", err)
-	}
-	base, head, err := pickPair(rts, c.Query("base"), c.Query("head"))
-	if err != nil {
-		return nil, rts, changed, err
-	}
-	cmp, err := s.data.Compare(ctx, base, head, limit, cursor, nil, changed)
-	if err != nil {
-		return nil, rts, changed, fmt.Errorf("web: compare: %w", err)
-	}
-	return cmp, rts, changed, nil
-}
 
 // compareItemJSON is one model of a comparison list (the contract's Item).
 type compareItemJSON struct {
@@ -162,7 +78,7 @@ func (s *Server) apiCompare(c *fiber.Ctx) error {
 		return err
 	}
 	return s.cachedJSON(c, "web: api compare", func() (any, error) {
-		cmp, _, _, err := s.resolveCompare(c, limit, c.Query("cursor"))
+		cmp, _, _, err := s.data.ResolveCompare(c.UserContext(), c.Query("base"), c.Query("head"), limit, c.Query("cursor"))
 		if err != nil {
 			return nil, err
 		}
@@ -242,7 +158,7 @@ type compareView struct {
 // the data changes.
 func (s *Server) comparePage(c *fiber.Ctx) error {
 	cursor := c.Query("cursor")
-	cmp, rts, changed, err := s.resolveCompare(c, compareListMax, cursor)
+	cmp, rts, changed, err := s.data.ResolveCompare(c.UserContext(), c.Query("base"), c.Query("head"), compareListMax, cursor)
 	render := func() ([]byte, error) { return s.renderCompare(cmp, rts, cursor, err) }
 	var page cached.Body
 	if cmp != nil {
@@ -266,9 +182,9 @@ func (s *Server) renderCompare(cmp *data.Comparison, rts []store.RuntimeStats, c
 	v := compareView{}
 	v.Canonical = "/compare"
 	switch {
-	case errors.Is(err, errTooFewRuntimes):
+	case errors.Is(err, data.ErrTooFewRuntimes):
 		v.Notice = "There is nothing to compare yet: fewer than two runtimes have results on " +
-			show.TargetName(defaultRuntimeTarget(rts)) + ". A comparison appears once a second runtime " +
+			show.TargetName(data.DefaultRuntimeTarget(rts)) + ". A comparison appears once a second runtime " +
 			"(a new torch_tpu, torch, transformers or harness version) has results."
 	case err != nil:
 		return nil, err

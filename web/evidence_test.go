@@ -9,6 +9,7 @@ import (
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/store"
+	"github.com/google-pytorch/torchtpu-scanner/web/internal/data"
 )
 
 // TestNewHeadline: TorchTPU's figures come from TPU runs only; without a
@@ -26,7 +27,7 @@ func TestNewHeadline(t *testing.T) {
 		return s
 	}
 	t.Run("cpu only", func(t *testing.T) {
-		h := newHeadline(map[compat.Target]store.Summary{compat.TargetTPU: sum(10, 0, 0, 0), compat.TargetCPU: sum(10, 3, 1, 0),
+		h := data.NewHeadline(map[compat.Target]store.Summary{compat.TargetTPU: sum(10, 0, 0, 0), compat.TargetCPU: sum(10, 3, 1, 0),
 			compat.TargetCUDA: sum(10, 0, 0, 0)}, store.Predicted{})
 		if h.TPU != nil || h.NoTPU != "No TPU results on this instance yet" || h.Sentence() != "No TPU results on this instance yet." {
 			t.Errorf("tpu: %+v %q", h.TPU, h.NoTPU)
@@ -40,7 +41,7 @@ func TestNewHeadline(t *testing.T) {
 		}
 	})
 	t.Run("tpu skips only", func(t *testing.T) {
-		h := newHeadline(map[compat.Target]store.Summary{compat.TargetTPU: sum(10, 0, 0, 2), compat.TargetCPU: sum(10, 1, 0, 0)}, store.Predicted{})
+		h := data.NewHeadline(map[compat.Target]store.Summary{compat.TargetTPU: sum(10, 0, 0, 2), compat.TargetCPU: sum(10, 1, 0, 0)}, store.Predicted{})
 		if h.TPU != nil || h.NoTPU != "No TPU verdicts on this instance yet: 2 results on TPU, none a verdict (skipped or the scanner's own errors)" {
 			t.Errorf("tpu: %+v %q", h.TPU, h.NoTPU)
 		}
@@ -48,7 +49,7 @@ func TestNewHeadline(t *testing.T) {
 	t.Run("predicted", func(t *testing.T) {
 		// 4 models predicted, 3 with every inference op: predicted figures
 		// under their own name, for tpu, and still no TPU figures.
-		h := newHeadline(map[compat.Target]store.Summary{compat.TargetTPU: sum(10, 0, 0, 0), compat.TargetCPU: sum(10, 3, 1, 0)},
+		h := data.NewHeadline(map[compat.Target]store.Summary{compat.TargetTPU: sum(10, 0, 0, 0), compat.TargetCPU: sum(10, 3, 1, 0)},
 			store.Predicted{Table: "torch_tpu 0.2.0 / torch 2.15.0", Models: 4, Covered: 3, Downloads: 100, CoveredDownloads: 40})
 		p := h.Predicted
 		if h.TPU != nil || p == nil || p.Evidence != compat.EvidencePredicted || p.Target != compat.TargetTPU ||
@@ -58,7 +59,7 @@ func TestNewHeadline(t *testing.T) {
 		}
 	})
 	t.Run("tpu and cpu", func(t *testing.T) {
-		h := newHeadline(map[compat.Target]store.Summary{compat.TargetTPU: sum(10, 1, 1, 1), compat.TargetCPU: sum(10, 5, 0, 0),
+		h := data.NewHeadline(map[compat.Target]store.Summary{compat.TargetTPU: sum(10, 1, 1, 1), compat.TargetCPU: sum(10, 5, 0, 0),
 			compat.TargetCUDA: sum(10, 0, 2, 0)}, store.Predicted{})
 		if h.TPU == nil || h.TPU.Tested != 2 || h.TPU.Passed != 1 || h.TPU.Results != 3 || h.TPU.Models != 10 || h.NoTPU != "" ||
 			h.Sentence() != "TorchTPU, measured on TPU: 1 of 2 tested models pass (50.0 %)." {

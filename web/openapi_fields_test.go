@@ -14,6 +14,7 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/internal/sweep"
 	"github.com/google-pytorch/torchtpu-scanner/internal/webhook"
 	"github.com/google-pytorch/torchtpu-scanner/web/badge"
+	"github.com/google-pytorch/torchtpu-scanner/web/internal/data"
 )
 
 // jsonFields are the JSON object keys encoding/json writes for a struct
@@ -88,7 +89,7 @@ func TestOpenAPISchemasMatchTheJSON(t *testing.T) {
 		{"ScanState", reflect.TypeFor[ScanState]()},
 		{"Summary", reflect.TypeFor[summaryBody]()},
 		{"Coverage", reflect.TypeFor[coverageBody]()},
-		{"Figures", reflect.TypeFor[figures]()},
+		{"Figures", reflect.TypeFor[data.Figures]()},
 		{"FailureGroup", reflect.TypeFor[failureGroup]()},
 		{"EndpointBadge", reflect.TypeFor[badge.Endpoint]()},
 		{"RuntimeStats", reflect.TypeFor[runtimeJSON]()},

@@ -84,20 +84,6 @@ func (s *Server) apiRuntimes(c *fiber.Ctx) error {
 	return c.JSON(out)
 }
 
-// defaultRuntimeTarget is the target whose runtimes the site shows when
-// none is asked for: the first of compat.Targets (tpu, cpu, cuda) with a
-// runtime; "" when there is none.
-func defaultRuntimeTarget(rts []store.RuntimeStats) compat.Target {
-	for _, t := range compat.Targets {
-		for _, st := range rts {
-			if st.Ref.Target == t {
-				return t
-			}
-		}
-	}
-	return ""
-}
-
 // runtimeRow is one runtime on the runtimes page.
 type runtimeRow struct {
 	store.RuntimeStats

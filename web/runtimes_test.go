@@ -81,11 +81,11 @@ func TestPickPair(t *testing.T) {
 		{"same twice", all, tpu2.Key(), tpu2.Key(), compat.RuntimeRef{}, compat.RuntimeRef{}, httpx.ErrBadRequest},
 		{"malformed", all, "tpu~<x>", tpu2.Key(), compat.RuntimeRef{}, compat.RuntimeRef{}, httpx.ErrBadRequest},
 		{"unknown", all, ref("tpu", "9", "9", "9", "9").Key(), tpu2.Key(), compat.RuntimeRef{}, compat.RuntimeRef{}, httpx.ErrNotFound},
-		{"one runtime only", []store.RuntimeStats{stats(tpu1, 1)}, "", "", compat.RuntimeRef{}, compat.RuntimeRef{}, errTooFewRuntimes},
-		{"none", nil, "", "", compat.RuntimeRef{}, compat.RuntimeRef{}, errTooFewRuntimes},
+		{"one runtime only", []store.RuntimeStats{stats(tpu1, 1)}, "", "", compat.RuntimeRef{}, compat.RuntimeRef{}, data.ErrTooFewRuntimes},
+		{"none", nil, "", "", compat.RuntimeRef{}, compat.RuntimeRef{}, data.ErrTooFewRuntimes},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			b, h, err := pickPair(c.rts, c.base, c.head)
+			b, h, err := data.PickPair(c.rts, c.base, c.head)
 			if c.wantErr != nil {
 				if !errors.Is(err, c.wantErr) {
 					t.Fatalf("error %v, want %v", err, c.wantErr)

@@ -41,27 +41,11 @@ import (
 // already waiting to run; the API answers 409.
 var ErrScanQueued = httpx.ErrScanQueued
 
-// ScanState is what the scheduler is doing now.
-type ScanState struct {
-	Running    bool      `json:"running"`
-	ScanID     int64     `json:"scan_id,omitempty"` // the running scan's id
-	Foreign    bool      `json:"foreign,omitempty"` // another process runs it (scanner scan on the same database)
-	Queued     bool      `json:"queued"`
-	HubError   string    `json:"hub_error,omitempty"`   // the last Hub failure, "" once it recovered
-	HubErrorAt time.Time `json:"hub_error_at,omitzero"` // when HubError happened
-	// With --dispatch workers: the live workers, and how many hold a lease.
-	Workers     int `json:"workers,omitempty"`
-	WorkersBusy int `json:"workers_busy,omitempty"`
-}
+// ScanState is what the scheduler is doing now (web/internal/data).
+type ScanState = data.ScanState
 
 // ScanControl is the part of the scheduler the web server drives.
-type ScanControl interface {
-	// RequestScan queues a manual scan; it returns ErrScanQueued if one is
-	// already waiting.
-	RequestScan(trigger string) error
-	// State reports what the scheduler is doing; it must be cheap.
-	State() ScanState
-}
+type ScanControl = data.ScanControl
 
 // Store is what the web server reads from the database (web/internal/data).
 type Store = data.Store

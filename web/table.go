@@ -85,8 +85,8 @@ type tableView struct {
 	NextURL   string
 	FirstURL  string
 	Summary   store.Summary
-	Headline  passHeadline // the pass figures, tier by tier of evidence
-	Coverage  coverageBody // of the summary's task tallies
+	Headline  data.PassHeadline // the pass figures, tier by tier of evidence
+	Coverage  coverageBody      // of the summary's task tallies
 	Failures  []store.FailureGroup
 	State     ScanState
 	Progress  *scanProgress
@@ -192,7 +192,7 @@ func (s *Server) tableView(ctx context.Context, q store.ModelQuery, form tableFo
 	}
 
 	v := tableView{
-		Form: form, Summary: sum, Headline: newHeadline(byTarget, pred), Coverage: newCoverageBody(taskCoverage(sum.Tasks)), Failures: fails,
+		Form: form, Summary: sum, Headline: data.NewHeadline(byTarget, pred), Coverage: newCoverageBody(taskCoverage(sum.Tasks)), Failures: fails,
 		State: state, Legend: legend(),
 		Statuses: compat.Statuses, Targets: compat.Targets, Sorts: httpx.SortNames(), DefaultSort: store.DefaultSort, Target: q.Target,
 		Filtered:      form.Q != "" || form.Status != "" || form.Task != "" || form.Org != "" || form.Hint != "" || form.Train != "" || form.Serve != "",
@@ -291,7 +291,7 @@ func (s *Server) tableCharts(ctx context.Context, v *tableView, changed time.Tim
 	}
 	v.TrendTarget = v.Target
 	if v.TrendTarget == "" {
-		v.TrendTarget = defaultRuntimeTarget(rts)
+		v.TrendTarget = data.DefaultRuntimeTarget(rts)
 	}
 	if on := data.OnTarget(rts, v.TrendTarget); len(on) > 0 {
 		v.Trend = s.trendChart(v.TrendTarget, on, "trend")

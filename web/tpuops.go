@@ -2,12 +2,10 @@ package web
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"net/url"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -112,37 +110,10 @@ type opRow struct {
 // opsExamples is how many models a row of /ops names.
 const opsExamples = 5
 
-// maxOpsParam is the most characters ?table= and ?op= may have (the
-// OpenAPI document's maxLength).
-const maxOpsParam = 200
-
-// missingOps reads the fix list (?table=, ?op= to keep one op).
-func (s *Server) missingOps(ctx context.Context, c *fiber.Ctx) ([]store.MissingOp, string, error) {
-	for _, k := range []string{"table", "op"} {
-		if n := utf8.RuneCountInString(c.Query(k)); n > maxOpsParam {
-			return nil, "", fmt.Errorf("%w: %s of %d characters (at most %d)", httpx.ErrBadRequest, k, n, maxOpsParam)
-		}
-	}
-	ops, table, err := s.data.MissingOps(ctx, c.Query("table"))
-	if err != nil {
-		return nil, "", fmt.Errorf("web: ops: %w", err)
-	}
-	if op := c.Query("op"); op != "" {
-		keep := []store.MissingOp{}
-		for _, o := range ops {
-			if o.Op == op {
-				keep = append(keep, o)
-			}
-		}
-		ops = keep
-	}
-	return ops, table, nil
-}
-
 // apiOps serves GET /api/v1/ops: every op some model needs and the kernel
 // table lacks, most downloads blocked first; ?format=csv for CSV.
 func (s *Server) apiOps(c *fiber.Ctx) error {
-	ops, table, err := s.missingOps(c.UserContext(), c)
+	ops, table, err := s.data.FixList(c.UserContext(), c.Query("table"), c.Query("op"))
 	if err != nil {
 		return err
 	}
@@ -157,7 +128,7 @@ func (s *Server) apiOps(c *fiber.Ctx) error {
 
 // opsCSV serves GET /ops.csv.
 func (s *Server) opsCSV(c *fiber.Ctx) error {
-	ops, table, err := s.missingOps(c.UserContext(), c)
+	ops, table, err := s.data.FixList(c.UserContext(), c.Query("table"), c.Query("op"))
 	if err != nil {
 		return err
 	}
@@ -181,7 +152,7 @@ func sendOpsCSV(c *fiber.Ctx, table string, ops []store.MissingOp) error {
 
 // opsPage serves GET /ops: the fix list, each op linking to its models.
 func (s *Server) opsPage(c *fiber.Ctx) error {
-	ops, table, err := s.missingOps(c.UserContext(), c)
+	ops, table, err := s.data.FixList(c.UserContext(), c.Query("table"), c.Query("op"))
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package web
+package data
 
 import (
 	"fmt"
@@ -8,10 +8,10 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/web/internal/show"
 )
 
-// figures are the pass figures of one tier of evidence, each from its own
+// Figures are the pass figures of one tier of evidence, each from its own
 // results only: TorchTPU's from TPU runs, the CPU reference's from CPU
 // runs (issue 37: a CPU rate is never shown as a TPU one).
-type figures struct {
+type Figures struct {
 	Name     string              `json:"name"`     // what the figures are of, in words
 	Evidence compat.EvidenceKind `json:"evidence"` // measured (predicted figures: none yet)
 	Target   compat.Target       `json:"target"`
@@ -25,22 +25,22 @@ type figures struct {
 	WeightedPassRate *float64 `json:"download_weighted_pass_rate"`
 }
 
-// passHeadline is what the table's headline and /api/v1/summary say of the
+// PassHeadline is what the table's headline and /api/v1/summary say of the
 // pass rates, tier by tier: TorchTPU's figures only from TPU runs, and
 // when there are none, the words that say so; the CPU reference's (and
 // CUDA's) under their own names; predicted figures under theirs (none
 // yet: the runtime's kernel table, issue 36, will predict them).
-type passHeadline struct {
+type PassHeadline struct {
 	// TPU is the figures measured on TPU; nil when no TPU run gave a verdict.
-	TPU *figures
+	TPU *Figures
 	// NoTPU says in words why there are no TPU figures ("" when there are).
 	NoTPU string
 	// Others are the figures measured on the other targets that have a
 	// verdict, the CPU reference first.
-	Others []figures
+	Others []Figures
 	// Predicted is the TorchTPU predictions' figures (the kernel table's,
 	// from the ops of runs off tpu); nil when no model has a prediction.
-	Predicted *figures
+	Predicted *Figures
 }
 
 // The words of the headline when no TPU run gave a verdict.
@@ -56,22 +56,22 @@ var figuresName = map[compat.Target]string{
 	compat.TargetCUDA: "CUDA, measured on CUDA (not TorchTPU)",
 }
 
-// measuredFigures are target's figures from its summary (Store.Summary on
+// MeasuredFigures are target's figures from its summary (Store.Summary on
 // that target alone).
-func measuredFigures(target compat.Target, sum store.Summary) figures {
-	return figures{Name: figuresName[target], Evidence: compat.EvidenceMeasured, Target: target, Models: sum.Models,
+func MeasuredFigures(target compat.Target, sum store.Summary) Figures {
+	return Figures{Name: figuresName[target], Evidence: compat.EvidenceMeasured, Target: target, Models: sum.Models,
 		Results: sum.Models - sum.Counts[compat.StatusUntested], Tested: sum.Tested, Passed: sum.Counts[compat.StatusPass],
 		PassRate: sum.PassRate, WeightedPassRate: sum.WeightedPassRate}
 }
 
-// newHeadline is the one rule for the headline, from each target's own
+// NewHeadline is the one rule for the headline, from each target's own
 // summary (a target missing from byTarget has no results), and the
 // predictions' sum.
-func newHeadline(byTarget map[compat.Target]store.Summary, pred store.Predicted) passHeadline {
-	var h passHeadline
+func NewHeadline(byTarget map[compat.Target]store.Summary, pred store.Predicted) PassHeadline {
+	var h PassHeadline
 	h.Predicted = predictedFigures(byTarget[compat.TargetTPU].Models, pred)
 	for _, t := range compat.Targets {
-		f := measuredFigures(t, byTarget[t])
+		f := MeasuredFigures(t, byTarget[t])
 		switch {
 		case t == compat.TargetTPU && f.Tested > 0:
 			h.TPU = &f
@@ -91,11 +91,11 @@ func newHeadline(byTarget map[compat.Target]store.Summary, pred store.Predicted)
 // with a prediction, those that need no operator the kernel table lacks
 // for inference ("Passed" here: predicted to have every op; never a TPU
 // pass); nil without predictions.
-func predictedFigures(models int, p store.Predicted) *figures {
+func predictedFigures(models int, p store.Predicted) *Figures {
 	if p.Models == 0 {
 		return nil
 	}
-	f := figures{Name: "TorchTPU, predicted from " + compat.PredictionSource(p.Table) + " (no TPU ran them)",
+	f := Figures{Name: "TorchTPU, predicted from " + compat.PredictionSource(p.Table) + " (no TPU ran them)",
 		Evidence: compat.EvidencePredicted, Target: compat.TargetTPU, Models: max(models, p.Models), Results: p.Models,
 		Tested: p.Models, Passed: p.Covered}
 	rate := float64(p.Covered) / float64(p.Models)
@@ -108,7 +108,7 @@ func predictedFigures(models int, p store.Predicted) *figures {
 }
 
 // Sentence is the headline's answer in one line, for the API.
-func (h passHeadline) Sentence() string {
+func (h PassHeadline) Sentence() string {
 	if h.TPU == nil {
 		return h.NoTPU + "."
 	}
