@@ -13,6 +13,7 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/store"
 	"github.com/google-pytorch/torchtpu-scanner/store/storetest"
+	"github.com/google-pytorch/torchtpu-scanner/web/api"
 	"github.com/google-pytorch/torchtpu-scanner/web/internal/httpx"
 )
 
@@ -54,7 +55,7 @@ func TestAPIModelsShapeAndPaging(t *testing.T) {
 				if r.status != 200 {
 					t.Fatalf("sort=%s order=%s: %d %s", sortKey, order, r.status, r.body)
 				}
-				page := decode[modelList](t, r)
+				page := decode[api.ModelList](t, r)
 				for _, m := range page.Models {
 					if seen[m.ID] {
 						t.Fatalf("sort=%s order=%s: %s twice", sortKey, order, m.ID)
@@ -90,7 +91,7 @@ func TestAPIModelsFilters(t *testing.T) {
 		if r.status != 200 {
 			t.Fatalf("%s: %d %s", q, r.status, r.body)
 		}
-		return decode[modelList](t, r).Models
+		return decode[api.ModelList](t, r).Models
 	}
 	// Each filter's answer must be exactly the models that match, worked out
 	// here from the unfiltered lists, and never empty (a filter that matches
@@ -165,7 +166,7 @@ func TestAPIBadRequests(t *testing.T) {
 	}
 	// A cursor is a position: one from another sort is a page of that
 	// order too (the rows after it), never a 400.
-	page := decode[modelList](t, ts.get(t, "/api/v1/models?limit=1"))
+	page := decode[api.ModelList](t, ts.get(t, "/api/v1/models?limit=1"))
 	if r := ts.get(t, "/api/v1/models?sort=likes&cursor="+url.QueryEscape(*page.NextCursor)); r.status != 200 {
 		t.Errorf("another sort's cursor: %d", r.status)
 	}
@@ -217,7 +218,7 @@ func TestAPIModelDetail(t *testing.T) {
 		if r.status != 200 {
 			t.Fatalf("%s: %d %s", p, r.status, r.body)
 		}
-		d := decode[modelDetail](t, r)
+		d := decode[api.ModelDetail](t, r)
 		if d.ID != "Qwen/Qwen3-0.6B" || d.Result == nil || d.Result.Status != compat.StatusFail || len(d.History) != 2 ||
 			len(d.Results) != 2 || len(d.Events) != 3 || d.Events[0].Kind != compat.EventNew && d.Events[0].Kind != compat.EventRegression {
 			t.Errorf("%s: %+v", p, d)
@@ -231,7 +232,7 @@ func TestAPIModelDetail(t *testing.T) {
 			t.Errorf("unmeasured metric should be null, got %v", v)
 		}
 	}
-	d := decode[modelDetail](t, ts.get(t, "/api/v1/models/gpt2"))
+	d := decode[api.ModelDetail](t, ts.get(t, "/api/v1/models/gpt2"))
 	if d.ID != "gpt2" || d.Result != nil || d.History == nil {
 		t.Errorf("gpt2: %+v", d)
 	}
@@ -244,14 +245,14 @@ func TestAPIModelDetail(t *testing.T) {
 func TestAPISummaryFailuresScans(t *testing.T) {
 	ts := newTestServer(t, 60, 200, Config{})
 	r := ts.get(t, "/api/v1/summary")
-	sum := decode[summaryBody](t, r)
+	sum := decode[api.SummaryBody](t, r)
 	if r.status != 200 || sum.Models != 60 || sum.PassRate == nil || sum.WeightedPassRate == nil || sum.Counts["pass"] == 0 {
 		t.Errorf("summary: %d %+v", r.status, sum)
 	}
-	if r := ts.get(t, "/api/v1/summary?target=cuda"); r.status != 200 || decode[summaryBody](t, r).Target != "cuda" {
+	if r := ts.get(t, "/api/v1/summary?target=cuda"); r.status != 200 || decode[api.SummaryBody](t, r).Target != "cuda" {
 		t.Errorf("summary cuda: %d", r.status)
 	}
-	f := decode[failuresBody](t, ts.get(t, "/api/v1/failures?limit=3"))
+	f := decode[api.FailuresBody](t, ts.get(t, "/api/v1/failures?limit=3"))
 	if len(f.Failures) == 0 || len(f.Failures) > 3 || f.Failures[0].Models == 0 {
 		t.Errorf("failures: %+v", f)
 	}
@@ -265,14 +266,14 @@ func TestAPISummaryFailuresScans(t *testing.T) {
 	}
 	ts.scans.state = ScanState{Running: true, ScanID: id}
 	list := decode[struct {
-		Scans []scanBody `json:"scans"`
-		State ScanState  `json:"state"`
+		Scans []api.ScanBody `json:"scans"`
+		State ScanState      `json:"state"`
 	}](t, ts.get(t, "/api/v1/scans"))
 	if len(list.Scans) != 1 || !list.State.Running || list.Scans[0].Progress == nil || *list.Scans[0].Progress != 0.25 {
 		t.Errorf("scans: %+v", list)
 	}
 	one := ts.get(t, "/api/v1/scans/"+itoa(id))
-	if sc := decode[scanBody](t, one); one.status != 200 || sc.ID != id || sc.Planned != 8 || sc.Done != 2 {
+	if sc := decode[api.ScanBody](t, one); one.status != 200 || sc.ID != id || sc.Planned != 8 || sc.Done != 2 {
 		t.Errorf("scan: %d %+v", one.status, sc)
 	}
 	if r := ts.get(t, "/api/v1/scans/999"); r.status != 404 {

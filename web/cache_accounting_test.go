@@ -40,7 +40,7 @@ func TestByteCachesCountWhatTheyHold(t *testing.T) {
 	checkEntrySizes(t, "badges", ts.badges.Cache(), func(k badge.Key, v badge.Rendered) int {
 		return len(v.Body) + len(v.ETag) + len(k.Raw) + len(k.Label)
 	}, overhead, 3)
-	checkEntrySizes(t, "api lists", &ts.apiLists, func(k string, v cached.Body) int { return len(k) + len(v.Raw()) + len(v.Gzip()) }, overhead, 2)
+	checkEntrySizes(t, "api lists", ts.api.Cache(), func(k string, v cached.Body) int { return len(k) + len(v.Raw()) + len(v.Gzip()) }, overhead, 2)
 	checkEntrySizes(t, "table bodies", &ts.tableBodies, func(k string, v template.HTML) int { return len(k) + len(v) }, overhead, 2)
 	checkEntrySizes(t, "compare pages", &ts.comparePages, func(k string, v cached.Body) int { return len(k) + len(v.Raw()) + len(v.Gzip()) }, overhead, 1)
 	checkEntrySizes(t, "table pages", &ts.tablePages, func(k string, v cached.Body) int { return len(k) + len(v.Raw()) + len(v.Gzip()) }, overhead, 2)
@@ -96,7 +96,7 @@ func TestCacheKeysOutliveTheirRequest(t *testing.T) {
 			}
 		}
 	}
-	// The headline reads each target's summary (headline.go): cuda's too.
+	// The headline reads each target's summary (data.NewHeadline): cuda's too.
 	if got := keysOf(&ts.data.Caches.Summaries); !slices.Equal(got, []string{"cpu", "cuda", "tpu"}) {
 		t.Errorf("summary keys %q, want cpu, cuda and tpu", got)
 	}

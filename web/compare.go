@@ -9,110 +9,17 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/internal/compare"
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/store"
+	"github.com/google-pytorch/torchtpu-scanner/web/api"
 	"github.com/google-pytorch/torchtpu-scanner/web/internal/cached"
 	"github.com/google-pytorch/torchtpu-scanner/web/internal/data"
-	"github.com/google-pytorch/torchtpu-scanner/web/internal/httpx"
 	"github.com/google-pytorch/torchtpu-scanner/web/internal/show"
 )
-
-// compareItemJSON is one model of a comparison list (the contract's Item).
-type compareItemJSON struct {
-	ID         string        `json:"id"`
-	Downloads  int64         `json:"downloads"`
-	BaseStatus compat.Status `json:"base_status"`
-	HeadStatus compat.Status `json:"head_status"`
-	Signature  *string       `json:"signature"`
-	// KnownIssue is where the signature is tracked (--known-issues).
-	KnownIssue *compat.KnownIssue `json:"known_issue"`
-}
-
-// compareBody is GET /api/v1/compare.
-type compareBody struct {
-	Base         string            `json:"base"`
-	Head         string            `json:"head"`
-	Fixed        []compareItemJSON `json:"fixed"`
-	Regressed    []compareItemJSON `json:"regressed"`
-	New          []compareItemJSON `json:"new"`
-	StillFailing []compareItemJSON `json:"still_failing"`
-	// Extensions.
-	// The train verdict's changes (issue 25), listed apart: base_status
-	// and head_status are the train verdicts', signature the train
-	// verdict's (base's for a fix).
-	TrainRegressed         []compareItemJSON    `json:"train_regressed"`
-	TrainFixed             []compareItemJSON    `json:"train_fixed"`
-	TrainHeadline          string               `json:"train_headline"`
-	Headline               string               `json:"headline"`
-	Counts                 map[compare.Kind]int `json:"counts"`
-	FixedDownloadShare     *float64             `json:"fixed_download_share"`
-	RegressedDownloadShare *float64             `json:"regressed_download_share"`
-	BaseRuntime            runtimeJSON          `json:"base_runtime"`
-	HeadRuntime            runtimeJSON          `json:"head_runtime"`
-	// NextCursors continue each list (?cursor=): null after its last
-	// page. Counts has each list's total.
-	NextCursors map[compare.Kind]*string `json:"next_cursors"`
-}
-
-func itemsJSON(items []compare.Item) []compareItemJSON {
-	out := make([]compareItemJSON, len(items))
-	for i, it := range items {
-		out[i] = compareItemJSON{ID: it.ID, Downloads: it.Downloads, BaseStatus: it.BaseStatus, HeadStatus: it.HeadStatus}
-		if it.Signature != "" {
-			out[i].Signature = &it.Signature
-		}
-	}
-	return out
-}
-
-// compareAPILimit is how many models of each list one answer of
-// /api/v1/compare holds unless ?limit= says otherwise (up to httpx.MaxLimit); a
-// list with more continues with its cursor.
-const compareAPILimit = 100
-
-// apiCompare serves GET /api/v1/compare?base=&head=[&limit=][&cursor=]: the
-// models fixed, regressed, newly tested and still failing between two
-// runtimes, a page of each list (or the next page of the list ?cursor=
-// continues).
-func (s *Server) apiCompare(c *fiber.Ctx) error {
-	limit, err := httpx.ParseLimit(c.Query("limit"), compareAPILimit)
-	if err != nil {
-		return err
-	}
-	return s.cachedJSON(c, "web: api compare", func() (any, error) {
-		cmp, _, _, err := s.data.ResolveCompare(c.UserContext(), c.Query("base"), c.Query("head"), limit, c.Query("cursor"))
-		if err != nil {
-			return nil, err
-		}
-		return s.compareJSON(cmp), nil
-	})
-}
-
-// compareJSON is the body of /api/v1/compare for cmp.
-func (s *Server) compareJSON(cmp *data.Comparison) compareBody {
-	r := cmp.Result
-	next := map[compare.Kind]*string{}
-	for _, k := range data.ListedKinds {
-		next[k] = nil
-		if cur := cmp.Next[k]; cur != "" {
-			next[k] = &cur
-		}
-	}
-	return compareBody{NextCursors: next,
-		Base: cmp.Base.Ref.Key(), Head: cmp.Head.Ref.Key(),
-		Fixed: s.knowItems(itemsJSON(r.Fixed)), Regressed: s.knowItems(itemsJSON(r.Regressed)), New: s.knowItems(itemsJSON(r.New)),
-		StillFailing:   s.knowItems(itemsJSON(r.StillFailing)),
-		TrainRegressed: s.knowItems(itemsJSON(r.TrainRegressed)), TrainFixed: s.knowItems(itemsJSON(r.TrainFixed)),
-		TrainHeadline: show.TrainHeadline(cmp.Label, r.Headline),
-		Headline:      show.Headline(cmp.Label, r.Headline), Counts: r.Headline.Counts,
-		FixedDownloadShare: r.Headline.FixedShare, RegressedDownloadShare: r.Headline.RegressedShare,
-		BaseRuntime: toRuntimeJSON(cmp.Base), HeadRuntime: toRuntimeJSON(cmp.Head),
-	}
-}
 
 // compareListMax is how many models each list shows on the page (half
 // the API's page: six lists of 50 rows read and render in half the time of
 // six of 100, which kept the page's first rendering under 50 ms at 100 000
 // models); a longer list continues on a page of its own (?cursor=).
-const compareListMax = compareAPILimit / 2
+const compareListMax = api.CompareLimit / 2
 
 // compareList is one list of the comparison page. A train list's items
 // carry the train verdicts' statuses and signature.
@@ -239,12 +146,4 @@ func runtimeOptions(rts []store.RuntimeStats, cmp *data.Comparison) (base, head 
 		head = append(head, runtimeOption{Key: key, Label: label, Selected: cmp != nil && cmp.Head.Ref == st.Ref})
 	}
 	return base, head
-}
-
-// knowItems sets the known issues of a comparison's list.
-func (s *Server) knowItems(items []compareItemJSON) []compareItemJSON {
-	for i := range items {
-		items[i].KnownIssue = s.known.Table().MatchPtr(items[i].Signature)
-	}
-	return items
 }

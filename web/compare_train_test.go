@@ -11,6 +11,7 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/internal/compare"
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/store"
+	"github.com/google-pytorch/torchtpu-scanner/web/api"
 )
 
 // trainOnV is a passing result on runtime rt (hour h) whose train verdict
@@ -53,7 +54,7 @@ func TestCompareListsTrainChangesApart(t *testing.T) {
 	}
 	pair := "/api/v1/compare?base=" + keyV1 + "&head=" + keyV2
 
-	c := decode[compareBody](t, ts.get(t, pair))
+	c := decode[api.CompareBody](t, ts.get(t, pair))
 	if c.Counts[compare.TrainRegressed] != 102 || c.Counts[compare.TrainFixed] != 1 || c.Counts[compare.Regressed] != 0 ||
 		c.Counts[compare.StillPassing] != 104 {
 		t.Errorf("counts %v: want 102 train regressed, 1 train fixed, inference all still passing", c.Counts)
@@ -78,7 +79,7 @@ func TestCompareListsTrainChangesApart(t *testing.T) {
 	if c.NextCursors[compare.TrainRegressed] == nil || c.NextCursors[compare.TrainFixed] != nil {
 		t.Fatalf("next cursors %v", c.NextCursors)
 	}
-	next := decode[compareBody](t, ts.get(t, pair+"&cursor="+*c.NextCursors[compare.TrainRegressed]))
+	next := decode[api.CompareBody](t, ts.get(t, pair+"&cursor="+*c.NextCursors[compare.TrainRegressed]))
 	if got := ids(next.TrainRegressed); len(got) != 2 || got[0] != "bulk/m-099" || got[1] != "bulk/m-100" ||
 		next.NextCursors[compare.TrainRegressed] != nil || len(next.TrainFixed) != 0 {
 		t.Errorf("second page: %v, cursor %v, fixed %v", got, next.NextCursors[compare.TrainRegressed], next.TrainFixed)

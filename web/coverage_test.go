@@ -8,6 +8,8 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/store"
 	"github.com/google-pytorch/torchtpu-scanner/store/storetest"
+	"github.com/google-pytorch/torchtpu-scanner/web/api"
+	"github.com/google-pytorch/torchtpu-scanner/web/internal/data"
 )
 
 func TestTaskCoverage(t *testing.T) {
@@ -22,7 +24,7 @@ func TestTaskCoverage(t *testing.T) {
 		{Task: "", Library: "", Tested: true, LibraryRejected: true, Models: 1, Downloads: 20},
 		{Task: "", Library: "transformers", Models: 1, Downloads: 10}, // no tag, untested
 	}
-	c := taskCoverage(tallies)
+	c := data.TaskCoverage(tallies)
 	// backed: 3 + 1 + 1 + 1 + 1 + 1 = 8 models, 600+200+100+50+40+10 = 1000 downloads;
 	// covered: all but text-to-image and the untagged one = 6 models, 890 downloads.
 	if c.Models != 8 || c.Covered != 6 || c.Downloads != 1000 || c.CoveredDownloads != 890 {
@@ -31,7 +33,7 @@ func TestTaskCoverage(t *testing.T) {
 	if s := c.Share(); s == nil || *s != 0.75 {
 		t.Errorf("share = %v; want 0.75", s)
 	}
-	if empty := taskCoverage(nil); empty.Share() != nil || empty.DownloadShare() != nil {
+	if empty := data.TaskCoverage(nil); empty.Share() != nil || empty.DownloadShare() != nil {
 		t.Errorf("empty coverage shares = %v %v; want nil", empty.Share(), empty.DownloadShare())
 	}
 }
@@ -53,7 +55,7 @@ func TestCoverageInSummaryAndTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	ts := newTestServer(t, 0, 0, Config{Store: db})
-	sum := decode[summaryBody](t, ts.get(t, "/api/v1/summary?target=tpu"))
+	sum := decode[api.SummaryBody](t, ts.get(t, "/api/v1/summary?target=tpu"))
 	cov := sum.Coverage
 	if cov.Models != 3 || cov.Covered != 2 || cov.Downloads != 500 || cov.CoveredDownloads != 400 ||
 		cov.Share == nil || *cov.Share != 2.0/3 || cov.DownloadShare == nil || *cov.DownloadShare != 0.8 {

@@ -16,6 +16,7 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/internal/metrics"
 	"github.com/google-pytorch/torchtpu-scanner/store"
 	"github.com/google-pytorch/torchtpu-scanner/store/storetest"
+	"github.com/google-pytorch/torchtpu-scanner/web/api"
 )
 
 // equivGolden holds the answers of the server before the store kept
@@ -141,7 +142,7 @@ func TestAnswersOnTheFixtureAreSchema6s(t *testing.T) {
 // ones, and empty on the fixture, which has no matrix and no known
 // issues; a row where they are not empty keeps them (and fails).
 func withoutAddedColumns(answer string) string {
-	added := slices.Concat(modesCSVColumns, knownCSVColumns)
+	added := slices.Concat(api.ModesCSVColumns, api.KnownCSVColumns)
 	head := "," + strings.Join(added, ",")
 	empty := strings.Repeat(",", len(added))
 	lines := strings.Split(answer, "\r\n")
@@ -161,8 +162,8 @@ func withoutAddedColumns(answer string) string {
 // model's serving is known.
 func withoutServing(t *testing.T, answer string) string {
 	t.Helper()
-	head := "," + strings.Join(servingCSVColumns, ",")
-	empty := strings.Repeat(",", len(servingCSVColumns))
+	head := "," + strings.Join(api.ServingCSVColumns, ",")
+	empty := strings.Repeat(",", len(api.ServingCSVColumns))
 	lines := strings.Split(answer, "\r\n")
 	for i, l := range lines {
 		switch {
@@ -185,7 +186,7 @@ func withoutServing(t *testing.T, answer string) string {
 // fixture).
 func withoutEvidence(t *testing.T, answer string) string {
 	t.Helper()
-	n := len(evidenceCSVColumns)
+	n := len(api.EvidenceCSVColumns)
 	lines := strings.Split(answer, "\r\n")
 	rows := 0
 	for i, l := range lines {
@@ -199,19 +200,19 @@ func withoutEvidence(t *testing.T, answer string) string {
 			continue
 		}
 		rec, err := csv.NewReader(strings.NewReader(l)).Read()
-		if err != nil || len(rec) < len(csvColumns)+n {
+		if err != nil || len(rec) < len(api.CSVColumns)+n {
 			t.Fatalf("line %d: %v (%d fields): %s", i, err, len(rec), l)
 		}
 		tail := rec[len(rec)-n:]
 		var b bytes.Buffer
-		writeCSVRow(&b, tail, nil)
+		api.WriteCSVRow(&b, tail, nil)
 		enc := "," + strings.TrimSuffix(b.String(), "\r\n")
 		if !strings.HasSuffix(l, enc) {
 			t.Fatalf("line %d does not end in %s: %s", i, enc, l)
 		}
 		lines[i] = prefix + strings.TrimSuffix(l, enc)
 		if i == 0 {
-			if !slices.Equal(tail, evidenceCSVColumns) {
+			if !slices.Equal(tail, api.EvidenceCSVColumns) {
 				t.Fatalf("header ends in %v", tail)
 			}
 			continue

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/store"
+	"github.com/google-pytorch/torchtpu-scanner/web/api"
 	"github.com/google-pytorch/torchtpu-scanner/web/internal/data"
 )
 
@@ -136,7 +137,7 @@ func TestTableHeadlineWithoutTPU(t *testing.T) {
 // and keeps the meaning of its fields.
 func TestAPIEvidence(t *testing.T) {
 	ts := cpuOnly(t)
-	d := decode[modelDetail](t, ts.get(t, "/api/v1/models/org/a-model"))
+	d := decode[api.ModelDetail](t, ts.get(t, "/api/v1/models/org/a-model"))
 	if d.Result == nil || d.Result.Evidence == nil || d.Result.Evidence.Kind != compat.EvidenceMeasured ||
 		d.Result.Evidence.Target != compat.TargetCPU || d.Result.Evidence.Device != "cpu" || d.Result.Evidence.DeviceCount != 1 ||
 		d.Result.Evidence.Runtime != "cpu~2.15.0~~5.23.0~1" || !d.Result.Evidence.At.Equal(testTime) {
@@ -149,7 +150,7 @@ func TestAPIEvidence(t *testing.T) {
 		d.Events[0].Evidence.Target != compat.TargetCPU {
 		t.Errorf("events without evidence: %+v", d.Events)
 	}
-	list := decode[modelList](t, ts.get(t, "/api/v1/models"))
+	list := decode[api.ModelList](t, ts.get(t, "/api/v1/models"))
 	seen := 0
 	for _, m := range list.Models {
 		if m.Result != nil {
@@ -163,7 +164,7 @@ func TestAPIEvidence(t *testing.T) {
 		t.Errorf("%d results listed, want 2", seen)
 	}
 
-	sum := decode[summaryBody](t, ts.get(t, "/api/v1/summary"))
+	sum := decode[api.SummaryBody](t, ts.get(t, "/api/v1/summary"))
 	// pass_rate keeps its meaning (every model's newest result, any target)...
 	if sum.Tested != 2 || sum.PassRate == nil || *sum.PassRate != 0.5 {
 		t.Errorf("summary figures changed meaning: %+v", sum)
@@ -185,8 +186,8 @@ func TestCSVAndFeedEvidence(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, e := len(evidenceCSVColumns), max(slices.Index(rows[0], evidenceCSVColumns[0]), 0) // later groups (serving's) follow
-	if head := rows[0]; !slices.Equal(head[e:e+n], evidenceCSVColumns) || !slices.Equal(head[:len(csvColumns)], csvColumns) {
+	n, e := len(api.EvidenceCSVColumns), max(slices.Index(rows[0], api.EvidenceCSVColumns[0]), 0) // later groups (serving's) follow
+	if head := rows[0]; !slices.Equal(head[e:e+n], api.EvidenceCSVColumns) || !slices.Equal(head[:len(api.CSVColumns)], api.CSVColumns) {
 		t.Errorf("header %v", head)
 	}
 	got := map[string]string{}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/store"
+	"github.com/google-pytorch/torchtpu-scanner/web/api"
 	"github.com/google-pytorch/torchtpu-scanner/web/feeds"
 )
 
@@ -94,7 +95,7 @@ func TestExportCSV(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rows) != 1101 || strings.Join(rows[0], ",") != strings.Join(csvAllColumns, ",") {
+	if len(rows) != 1101 || strings.Join(rows[0], ",") != strings.Join(api.CSVAllColumns, ",") {
 		t.Fatalf("%d rows, header %v", len(rows), rows[0])
 	}
 	seen := map[string]bool{}
@@ -118,26 +119,13 @@ func TestExportCSV(t *testing.T) {
 	}
 }
 
-func TestWriteCSVRow(t *testing.T) {
-	var b bytes.Buffer
-	writeCSVRow(&b, []string{"=1+1", "+x", "-x", "@x", "\tx", "\rx", "a,b", `say "hi"`, "plain", "-3", " pad", ""}, map[int]bool{9: true})
-	want := `"'=1+1","'+x","'-x","'@x","'` + "\t" + `x","'` + "\r" + `x","a,b","say ""hi""",plain,-3," pad",` + "\r\n"
-	if b.String() != want {
-		t.Errorf("got  %q\nwant %q", b.String(), want)
-	}
-	rec, err := csv.NewReader(&b).Read()
-	if err != nil || rec[0] != "'=1+1" || rec[7] != `say "hi"` {
-		t.Errorf("round trip: %q %v", rec, err)
-	}
-}
-
 // One export holds at most maxExportRows models however many pages the
 // store has left: the store here never runs out (a page of httpx.MaxLimit models
 // and a next cursor, always).
 func TestExportCSVStopsAtItsCap(t *testing.T) {
 	ts := newTestServer(t, 0, 0, Config{})
 	pages := 0
-	page := make([]compat.Model, exportPage)
+	page := make([]compat.Model, api.ExportPage)
 	for i := range page {
 		page[i] = compat.Model{ID: fmt.Sprintf("org/m%d", i)}
 	}
@@ -149,8 +137,8 @@ func TestExportCSVStopsAtItsCap(t *testing.T) {
 	if r.status != 200 {
 		t.Fatalf("%d %.200s", r.status, r.body)
 	}
-	if rows := strings.Count(r.body, "\n") - 1; rows != maxExportRows || pages != maxExportRows/exportPage {
-		t.Errorf("%d rows from %d pages, want %d rows from %d", rows, pages, maxExportRows, maxExportRows/exportPage)
+	if rows := strings.Count(r.body, "\n") - 1; rows != api.MaxExportRows || pages != api.MaxExportRows/api.ExportPage {
+		t.Errorf("%d rows from %d pages, want %d rows from %d", rows, pages, api.MaxExportRows, api.MaxExportRows/api.ExportPage)
 	}
 }
 
@@ -189,39 +177,6 @@ func TestExportCSVCutShort(t *testing.T) {
 	}
 }
 
-// deadlineConn records the write deadlines set on it.
-type deadlineConn struct {
-	net.Conn
-	deadlines []time.Time
-}
-
-func (d *deadlineConn) SetWriteDeadline(t time.Time) error {
-	d.deadlines = append(d.deadlines, t)
-	return nil
-}
-
-// An export gives each page the server's write timeout anew, before the
-// page is written: a long export is not cut at the timeout, a stalled
-// client still is.
-func TestPacedWriterGivesEachPageTheTimeout(t *testing.T) {
-	conn := &deadlineConn{}
-	var out bytes.Buffer
-	w := pacedWriter{w: &out, conn: conn, timeout: time.Minute}
-	for _, page := range []string{"a,b\r\n", "c,d\r\n"} {
-		before := time.Now()
-		if _, err := w.Write([]byte(page)); err != nil {
-			t.Fatal(err)
-		}
-		last := conn.deadlines[len(conn.deadlines)-1]
-		if last.Before(before.Add(time.Minute)) || last.After(time.Now().Add(time.Minute)) {
-			t.Errorf("deadline %v, want a minute after the write", last)
-		}
-	}
-	if len(conn.deadlines) != 2 || out.String() != "a,b\r\nc,d\r\n" {
-		t.Errorf("%d deadlines, wrote %q", len(conn.deadlines), out.String())
-	}
-}
-
 // An export reads the store only as fast as its client reads the answer:
 // a client that reads the first rows and stops holds the export to the
 // pages that fit in the connection's buffers, nowhere near the whole list
@@ -231,7 +186,7 @@ func TestPacedWriterGivesEachPageTheTimeout(t *testing.T) {
 // buffer is fixed small so the kernel cannot take the whole answer.
 func TestExportCSVReadsAsTheClientReads(t *testing.T) {
 	ts := newTestServer(t, 0, 0, Config{})
-	page := make([]compat.Model, exportPage)
+	page := make([]compat.Model, api.ExportPage)
 	for i := range page {
 		page[i] = compat.Model{ID: fmt.Sprintf("org/m%d-%s", i, strings.Repeat("x", 300))}
 	}
@@ -270,7 +225,7 @@ func TestExportCSVReadsAsTheClientReads(t *testing.T) {
 		last = now
 		time.Sleep(500 * time.Millisecond)
 	}
-	all := int64(maxExportRows / exportPage)
+	all := int64(api.MaxExportRows / api.ExportPage)
 	if got := pages.Load(); got < 1 || got > all/4 {
 		t.Fatalf("a client that read 64 KB and stopped: the export read %d pages of %d (want at most %d)", got, all, all/4)
 	}
@@ -281,8 +236,8 @@ func TestExportCSVReadsAsTheClientReads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, rows := pages.Load(), bytes.Count(append(first, rest...), []byte("\r\n"))-1; got != all || rows != maxExportRows {
-		t.Errorf("reading on: %d pages of %d, %d rows of %d", got, all, rows, maxExportRows)
+	if got, rows := pages.Load(), bytes.Count(append(first, rest...), []byte("\r\n"))-1; got != all || rows != api.MaxExportRows {
+		t.Errorf("reading on: %d pages of %d, %d rows of %d", got, all, rows, api.MaxExportRows)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/internal/knownissues"
 	"github.com/google-pytorch/torchtpu-scanner/store"
+	"github.com/google-pytorch/torchtpu-scanner/web/api"
 )
 
 const (
@@ -75,7 +76,7 @@ func TestAKnownSignatureShowsItsLinkWhereverItIsShown(t *testing.T) {
 		t.Fatal(err)
 	}
 	k := max(slices.Index(rows[0], "known_issue"), 0) // later groups (evidence's, serving's) follow it
-	if head := rows[0]; !slices.Equal(head[k:k+4], []string{"known_issue", "known_issue_url", "known_issue_state", evidenceCSVColumns[0]}) {
+	if head := rows[0]; !slices.Equal(head[k:k+4], []string{"known_issue", "known_issue_url", "known_issue_state", api.EvidenceCSVColumns[0]}) {
 		t.Errorf("CSV header has %v", head[k:k+3])
 	}
 	inCSV := map[string]string{}

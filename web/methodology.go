@@ -13,6 +13,7 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/internal/sweep"
 	"github.com/google-pytorch/torchtpu-scanner/store"
 	"github.com/google-pytorch/torchtpu-scanner/web/internal/cached"
+	"github.com/google-pytorch/torchtpu-scanner/web/internal/data"
 	"github.com/google-pytorch/torchtpu-scanner/web/internal/show"
 )
 
@@ -37,18 +38,18 @@ type methodologyView struct {
 // sweepView is the scanner's coverage of Google's sweep, as /methodology shows it.
 type sweepView struct {
 	Source sweep.Source
-	Body   sweepBody
+	Body   data.SweepBody
 	Share  string // the share of models with a verdict, "—" when none
 	Tasks  []sweepTaskRow
 }
 
 // sweepTaskRow is one task's coverage, its share written out.
 type sweepTaskRow struct {
-	sweepTaskJSON
+	data.SweepTask
 	ShareText string
 }
 
-func newSweepView(b sweepBody) sweepView {
+func newSweepView(b data.SweepBody) sweepView {
 	pct := func(p *float64) string {
 		if p == nil {
 			return "—"
@@ -104,7 +105,7 @@ func (s *Server) methodology(c *fiber.Ctx) error {
 		return fmt.Errorf("web: methodology: %w", err)
 	}
 	v := methodologyView{Stages: compat.Stages, Legend: legend(), Evidence: show.EvidenceLegend(), Classes: compat.FailureClasses, Reasons: compat.Reasons,
-		Ready: newReadinessMethodology(), Sweep: newSweepView(newSweepBody("", s.data.SweepList.Source, cov))}
+		Ready: newReadinessMethodology(), Sweep: newSweepView(data.NewSweepBody("", s.data.SweepList.Source, cov))}
 	v.Dtypes, v.Kinds = numericsRows(harness.Numerics)
 	v.Families, v.Unsupported = taskRows(harness.Tasks)
 	v.Canonical = "/methodology"

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/store"
+	"github.com/google-pytorch/torchtpu-scanner/web/api"
 	"github.com/google-pytorch/torchtpu-scanner/web/badge"
 )
 
@@ -52,7 +53,7 @@ func TestTheTrainVerdictOnEverySurface(t *testing.T) {
 		*d.Result.Metrics.GraphBreaks != 2 {
 		t.Fatalf("API detail: %+v", d.Result)
 	}
-	list := decode[modelList](t, ts.get(t, "/api/v1/models?target=tpu&train=fail"))
+	list := decode[api.ModelList](t, ts.get(t, "/api/v1/models?target=tpu&train=fail"))
 	if len(list.Models) != 1 || list.Models[0].ID != "org/no-backward" {
 		t.Errorf("?train=fail: %+v", list.Models)
 	}
@@ -83,7 +84,7 @@ func TestTheTrainVerdictOnEverySurface(t *testing.T) {
 		strings.Join(got["org/old"], "|") != "|||" {
 		t.Errorf("CSV train columns: %v", got)
 	}
-	if head[len(head)-1-len(knownCSVColumns)-len(evidenceCSVColumns)-len(servingCSVColumns)] != "graph_breaks" {
+	if head[len(head)-1-len(api.KnownCSVColumns)-len(api.EvidenceCSVColumns)-len(api.ServingCSVColumns)] != "graph_breaks" {
 		t.Errorf("the matrix's columns are not followed by the known issue's, the evidence's and the serving's only: %v", head)
 	}
 

@@ -13,6 +13,7 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/internal/readiness"
 	"github.com/google-pytorch/torchtpu-scanner/internal/sweep"
 	"github.com/google-pytorch/torchtpu-scanner/internal/webhook"
+	"github.com/google-pytorch/torchtpu-scanner/web/api"
 	"github.com/google-pytorch/torchtpu-scanner/web/badge"
 	"github.com/google-pytorch/torchtpu-scanner/web/internal/data"
 )
@@ -83,18 +84,18 @@ func TestOpenAPISchemasMatchTheJSON(t *testing.T) {
 		{"Event", reflect.TypeFor[compat.Event]()},
 		{"Readiness", reflect.TypeFor[readiness.Readiness]()},
 		{"Hint", reflect.TypeFor[readiness.Hint]()},
-		{"ModelList", reflect.TypeFor[modelList]()},
-		{"Scan", reflect.TypeFor[scanBody]()},
-		{"ScanParams", reflect.TypeFor[scanParams]()},
+		{"ModelList", reflect.TypeFor[api.ModelList]()},
+		{"Scan", reflect.TypeFor[api.ScanBody]()},
+		{"ScanParams", reflect.TypeFor[api.ScanParams]()},
 		{"ScanState", reflect.TypeFor[ScanState]()},
-		{"Summary", reflect.TypeFor[summaryBody]()},
-		{"Coverage", reflect.TypeFor[coverageBody]()},
+		{"Summary", reflect.TypeFor[api.SummaryBody]()},
+		{"Coverage", reflect.TypeFor[data.CoverageBody]()},
 		{"Figures", reflect.TypeFor[data.Figures]()},
-		{"FailureGroup", reflect.TypeFor[failureGroup]()},
+		{"FailureGroup", reflect.TypeFor[api.FailureGroup]()},
 		{"EndpointBadge", reflect.TypeFor[badge.Endpoint]()},
-		{"RuntimeStats", reflect.TypeFor[runtimeJSON]()},
-		{"ComparisonItem", reflect.TypeFor[compareItemJSON]()},
-		{"Comparison", reflect.TypeFor[compareBody]()},
+		{"RuntimeStats", reflect.TypeFor[api.RuntimeJSON]()},
+		{"ComparisonItem", reflect.TypeFor[api.CompareItem]()},
+		{"Comparison", reflect.TypeFor[api.CompareBody]()},
 		{"Worker", reflect.TypeFor[fleet.Worker]()},
 		{"WorkerView", reflect.TypeFor[fleet.WorkerView]()},
 		{"Job", reflect.TypeFor[fleet.Job]()},
@@ -110,8 +111,8 @@ func TestOpenAPISchemasMatchTheJSON(t *testing.T) {
 		{"WebhookPayload", reflect.TypeFor[webhook.Payload]()},
 		{"WebhookStatus", reflect.TypeFor[webhook.Status]()},
 		{"RefusedDelivery", reflect.TypeFor[webhook.RefusedDelivery]()},
-		{"Sweep", reflect.TypeFor[sweepBody]()},
-		{"SweepTask", reflect.TypeFor[sweepTaskJSON]()},
+		{"Sweep", reflect.TypeFor[data.SweepBody]()},
+		{"SweepTask", reflect.TypeFor[data.SweepTask]()},
 		{"SweepGap", reflect.TypeFor[sweep.Gap]()},
 		{"SweepSource", reflect.TypeFor[sweep.Source]()},
 	} {

@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/google-pytorch/torchtpu-scanner/web/api"
 )
 
 // The limits on query input hold at their edges: a q of 200 bytes and a
@@ -28,7 +30,7 @@ func TestModelQueryEdges(t *testing.T) {
 			continue
 		}
 		if tt.models >= 0 {
-			if got := len(decode[modelList](t, r).Models); got != tt.models {
+			if got := len(decode[api.ModelList](t, r).Models); got != tt.models {
 				t.Errorf("%.30s: %d models, want %d", tt.query, got, tt.models)
 			}
 		}
@@ -43,7 +45,7 @@ func TestModelQueryEmptyPieces(t *testing.T) {
 			t.Fatalf("%s: %d %.200s", query, r.status, r.body)
 		}
 		var out []string
-		for _, m := range decode[modelList](t, r).Models {
+		for _, m := range decode[api.ModelList](t, r).Models {
 			out = append(out, m.ID)
 		}
 		return out
@@ -101,7 +103,7 @@ func TestModelQueryOrder(t *testing.T) {
 			t.Fatalf("order=%s: %d %.200s", order, r.status, r.body)
 		}
 		var out []int64
-		for _, m := range decode[modelList](t, r).Models {
+		for _, m := range decode[api.ModelList](t, r).Models {
 			out = append(out, m.Downloads)
 		}
 		return out

@@ -7,7 +7,6 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/internal/harness"
 	"github.com/google-pytorch/torchtpu-scanner/internal/readiness"
-	"github.com/google-pytorch/torchtpu-scanner/store"
 	"github.com/google-pytorch/torchtpu-scanner/web/internal/show"
 )
 
@@ -109,32 +108,6 @@ func newReadinessView(r *readiness.Readiness) *readinessView {
 	return v
 }
 
-// fitShare is the summary's share of sized models that fit one device.
-type fitShare struct {
-	Generation string   `json:"generation"`
-	Models     int      `json:"models"` // that fit one device
-	Share      *float64 `json:"share"`  // of the models whose device count is known; null when none
-}
-
-// fitSummary is the summary's readiness headline.
-type fitSummary struct {
-	Known int        `json:"known"` // models whose min_devices is known
-	One   []fitShare `json:"one_device"`
-}
-
-func newFitSummary(f store.Fit) fitSummary {
-	out := fitSummary{Known: f.Known, One: []fitShare{}}
-	for _, g := range readiness.Generations {
-		s := fitShare{Generation: g.Name, Models: f.One[g.Name]}
-		if f.Known > 0 {
-			share := float64(s.Models) / float64(f.Known)
-			s.Share = &share
-		}
-		out.One = append(out.One, s)
-	}
-	return out
-}
-
 // efficiencyRows are MFU and MBU for the measurements table: the share and
 // the peak it is of, or a dash and why not.
 func efficiencyRows(m compat.Metrics) []metricRow {
@@ -168,49 +141,6 @@ func efficiencyRows(m compat.Metrics) []metricRow {
 		flops, bw = e.PeakBF16FLOPS, e.PeakHBMBytesPerS
 	}
 	return []metricRow{row("MFU", m.MFU, flops, " TFLOP/s", 1e12), row("MBU", m.MBU, bw, " GB/s", 1e9)}
-}
-
-// readinessCSVColumns are the CSV's readiness and efficiency columns, after
-// the others.
-var readinessCSVColumns = []string{"params", "params_source", "weights_bytes_bf16", "kv_bytes_per_token",
-	"min_devices_v5e", "min_devices_v5p", "min_devices_v6e", "min_devices_v7x", "hints", "mfu", "mbu"}
-
-// readinessCSV is a model's readiness and its result's MFU/MBU as cells of
-// readinessCSVColumns; empty cells where not computed.
-func readinessCSV(m compat.Model) []string {
-	num := func(p *int64) string {
-		if p == nil {
-			return ""
-		}
-		return strconv.FormatInt(*p, 10)
-	}
-	share := func(p *float64) string {
-		if p == nil {
-			return ""
-		}
-		return strconv.FormatFloat(*p, 'f', -1, 64)
-	}
-	out := make([]string, len(readinessCSVColumns))
-	if r := m.Readiness; r != nil {
-		out[0], out[2], out[3] = num(r.Params), num(r.WeightsBytesBF16), num(r.KVBytesPerToken)
-		if r.ParamsSource != nil {
-			out[1] = *r.ParamsSource
-		}
-		if r.MinDevices != nil {
-			for i, g := range readiness.Generations {
-				out[4+i] = strconv.Itoa(r.MinDevices[g.Name])
-			}
-		}
-		var codes []string
-		for _, h := range r.Hints {
-			codes = append(codes, h.Code)
-		}
-		out[8] = strings.Join(codes, " ")
-	}
-	if m.Result != nil {
-		out[9], out[10] = share(m.Result.Metrics.MFU), share(m.Result.Metrics.MBU)
-	}
-	return out
 }
 
 // readinessMethodology is what /methodology shows of the readiness rules

@@ -6,6 +6,7 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/internal/readiness"
 	"github.com/google-pytorch/torchtpu-scanner/store"
+	"github.com/google-pytorch/torchtpu-scanner/web/internal/data"
 )
 
 // The readiness block lists a device count per TPU generation only when
@@ -28,7 +29,7 @@ func TestReadinessViewDevicesOnlyWhenKnown(t *testing.T) {
 // The summary's share of models that fit one device is of the models whose
 // device count is known, and null when none is.
 func TestFitSummaryShares(t *testing.T) {
-	s := newFitSummary(store.Fit{Known: 8, One: map[string]int{"v5e": 2, "v5p": 6}})
+	s := data.NewFitSummary(store.Fit{Known: 8, One: map[string]int{"v5e": 2, "v5p": 6}})
 	got := map[string]float64{}
 	for _, f := range s.One {
 		if f.Share == nil {
@@ -41,7 +42,7 @@ func TestFitSummaryShares(t *testing.T) {
 			t.Errorf("%s: share %v, want %v", g, got[g], want)
 		}
 	}
-	for _, f := range newFitSummary(store.Fit{}).One {
+	for _, f := range data.NewFitSummary(store.Fit{}).One {
 		if f.Share != nil {
 			t.Errorf("%s: a share of no known models: %v", f.Generation, *f.Share)
 		}

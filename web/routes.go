@@ -45,18 +45,18 @@ func (s *Server) routes(app *fiber.App) {
 
 	// JSON API, rate-limited per client.
 	api := app.Group("/api/v1", httpx.CORS, s.limit, httpx.ExactParams)
-	api.Get("/models", s.apiModels)
-	api.Get("/models/*", s.apiModel)
-	api.Get("/summary", s.apiSummary)
-	api.Get("/sweep", s.apiSweep)
-	api.Get("/failures", s.apiFailures)
-	api.Get("/runtimes", s.apiRuntimes)
-	api.Get("/ops", s.apiOps)
-	api.Get("/compare", s.apiCompare)
-	api.Get("/scans", s.apiScans)
-	api.Get("/scans/:id", s.apiScan)
+	api.Get("/models", s.api.Models)
+	api.Get("/models/*", s.api.Model)
+	api.Get("/summary", s.api.Summary)
+	api.Get("/sweep", s.api.Sweep)
+	api.Get("/failures", s.api.Failures)
+	api.Get("/runtimes", s.api.Runtimes)
+	api.Get("/ops", s.api.Ops)
+	api.Get("/compare", s.api.Compare)
+	api.Get("/scans", s.api.Scans)
+	api.Get("/scans/:id", s.api.Scan)
 	if s.scans != nil {
-		api.Post("/scans", s.apiRequestScan)
+		api.Post("/scans", s.admin, s.api.RequestScan) // admin token
 	}
 	if s.requests != nil {
 		api.Post("/requests", s.apiAsk)
@@ -69,8 +69,8 @@ func (s *Server) routes(app *fiber.App) {
 	// Feeds and exports.
 	app.Get("/feed.json", httpx.CORS, httpx.ExactParams, s.feeds.JSON)
 	app.Get("/feed.atom", httpx.CORS, httpx.ExactParams, s.feeds.Atom)
-	app.Get("/export.csv", httpx.CORS, s.exportCSV)
-	app.Get("/ops.csv", httpx.CORS, s.opsCSV)
+	app.Get("/export.csv", httpx.CORS, s.api.ExportCSV)
+	app.Get("/ops.csv", httpx.CORS, s.api.OpsCSV)
 
 	// Operations.
 	app.Get("/healthz", s.healthz)

@@ -4,85 +4,18 @@ import (
 	"fmt"
 	"html/template"
 	"slices"
-	"time"
 
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/store"
-	"github.com/google-pytorch/torchtpu-scanner/web/internal/cached"
 	"github.com/google-pytorch/torchtpu-scanner/web/internal/data"
-	"github.com/google-pytorch/torchtpu-scanner/web/internal/httpx"
 	"github.com/google-pytorch/torchtpu-scanner/web/internal/show"
 )
 
 // A runtime is a target and the versions that decide a retest; it is named
 // by compat.RuntimeRef.Key. The store counts each model once per runtime,
 // by its newest result there.
-
-// runtimeJSON is one runtime in GET /api/v1/runtimes.
-type runtimeJSON struct {
-	Key                      string   `json:"key"`
-	Target                   string   `json:"target"`
-	Torch                    string   `json:"torch"`
-	TorchTPU                 string   `json:"torch_tpu"`
-	Transformers             string   `json:"transformers"`
-	Harness                  string   `json:"harness"`
-	FirstSeen                string   `json:"first_seen"`
-	LastSeen                 string   `json:"last_seen"`
-	Tested                   int      `json:"tested"`
-	PassRate                 *float64 `json:"pass_rate"`
-	DownloadWeightedPassRate *float64 `json:"download_weighted_pass_rate"`
-	// Extensions.
-	Models int `json:"models"` // with a result on it, verdict or not
-	Passed int `json:"passed"`
-}
-
-func toRuntimeJSON(st store.RuntimeStats) runtimeJSON {
-	return runtimeJSON{
-		Key: st.Ref.Key(), Target: string(st.Ref.Target), Torch: st.Ref.Torch, TorchTPU: st.Ref.TorchTPU,
-		Transformers: st.Ref.Transformers, Harness: st.Ref.Harness,
-		FirstSeen: st.FirstSeen.UTC().Format(time.RFC3339), LastSeen: st.LastSeen.UTC().Format(time.RFC3339),
-		Tested: st.Tested, PassRate: st.PassRate, DownloadWeightedPassRate: st.WeightedPassRate,
-		Models: st.Models, Passed: st.Passed,
-	}
-}
-
-// runtimesBody is GET /api/v1/runtimes.
-type runtimesBody struct {
-	Runtimes []runtimeJSON `json:"runtimes"`
-	// KernelTables are the TorchTPU kernel tables kept, newest first.
-	KernelTables []data.KernelTable `json:"kernel_tables"`
-}
-
-// apiRuntimes serves GET /api/v1/runtimes: every runtime with results
-// (?target= for one target), newest first.
-func (s *Server) apiRuntimes(c *fiber.Ctx) error {
-	target, err := httpx.ParseTarget(c.Query("target"))
-	if err != nil {
-		return err
-	}
-	ctx := c.UserContext()
-	changed, fresh, err := cached.Check(c, s.store, c.OriginalURL())
-	if err != nil {
-		return fmt.Errorf("web: api runtimes: %w", err)
-	}
-	if fresh {
-		return cached.Unchanged(c)
-	}
-	rts, err := s.data.Runtimes(ctx, target, changed)
-	if err != nil {
-		return fmt.Errorf("web: api runtimes: %w", err)
-	}
-	out := runtimesBody{Runtimes: make([]runtimeJSON, len(rts))}
-	for i, st := range rts {
-		out.Runtimes[i] = toRuntimeJSON(st)
-	}
-	if out.KernelTables, err = s.data.KernelTables(ctx); err != nil {
-		return fmt.Errorf("web: api runtimes: %w", err)
-	}
-	return c.JSON(out)
-}
 
 // runtimeRow is one runtime on the runtimes page.
 type runtimeRow struct {

@@ -20,6 +20,7 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/internal/compare"
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/store"
+	"github.com/google-pytorch/torchtpu-scanner/web/api"
 	"github.com/google-pytorch/torchtpu-scanner/web/feeds"
 	"github.com/google-pytorch/torchtpu-scanner/web/internal/data"
 	"github.com/google-pytorch/torchtpu-scanner/web/internal/httpx"
@@ -187,10 +188,10 @@ func TestAPIRuntimes(t *testing.T) {
 			}
 		}
 	}
-	got := decode[runtimesBody](t, r)
+	got := decode[api.RuntimesBody](t, r)
 	// v2, newest: fixed pass, broken fail, steady pass, new fail, failing oom
 	// (env error is no verdict): 5 tested, 2 pass; downloads 9400 of 9990.
-	want := []runtimeJSON{
+	want := []api.RuntimeJSON{
 		{Key: keyV2, Target: "tpu", Torch: "2.15.0", TorchTPU: "0.2.0", Transformers: "5.23.0", Harness: "1",
 			FirstSeen: "2026-11-30T10:00:00Z", LastSeen: "2026-11-30T12:00:00Z", Tested: 5, Models: 6, Passed: 2},
 		{Key: keyV1, Target: "tpu", Torch: "2.15.0", TorchTPU: "0.1.0", Transformers: "5.23.0", Harness: "1",
@@ -210,7 +211,7 @@ func TestAPIRuntimes(t *testing.T) {
 			t.Errorf("runtime %d:\n got %+v\nwant %+v", i, g, want[i])
 		}
 	}
-	if cpu := decode[runtimesBody](t, ts.get(t, "/api/v1/runtimes?target=cpu")); len(cpu.Runtimes) != 0 {
+	if cpu := decode[api.RuntimesBody](t, ts.get(t, "/api/v1/runtimes?target=cpu")); len(cpu.Runtimes) != 0 {
 		t.Errorf("cpu: %+v", cpu)
 	}
 	if r := ts.get(t, "/api/v1/runtimes?target=gpu"); r.status != 400 {
@@ -225,7 +226,7 @@ func abs(f float64) float64 {
 	return f
 }
 
-func ids(items []compareItemJSON) []string {
+func ids(items []api.CompareItem) []string {
 	var out []string
 	for _, it := range items {
 		out = append(out, it.ID)
@@ -250,7 +251,7 @@ func TestAPICompare(t *testing.T) {
 				t.Errorf("%s: no %q", q, k)
 			}
 		}
-		c := decode[compareBody](t, r)
+		c := decode[api.CompareBody](t, r)
 		if c.Base != keyV1 || c.Head != keyV2 {
 			t.Errorf("%s: base %s head %s", q, c.Base, c.Head)
 		}
@@ -264,7 +265,7 @@ func TestAPICompare(t *testing.T) {
 				t.Errorf("%s %s = %v, want %v", q, name, pair[0], pair[1])
 			}
 		}
-		wantFixed := compareItemJSON{ID: "fixed/model", Downloads: 9000, BaseStatus: "fail", HeadStatus: "pass",
+		wantFixed := api.CompareItem{ID: "fixed/model", Downloads: 9000, BaseStatus: "fail", HeadStatus: "pass",
 			Signature: compat.Ptr("unsupported_op:aten::_fft_r2c")}
 		if len(c.Fixed) == 1 && !reflect.DeepEqual(c.Fixed[0], wantFixed) {
 			t.Errorf("fixed item %+v, want %+v", c.Fixed[0], wantFixed)
@@ -591,7 +592,7 @@ func TestAPIComparePages(t *testing.T) {
 		if r.status != 200 {
 			t.Fatalf("page %d: %d %s", page, r.status, r.body)
 		}
-		body := decode[compareBody](t, r)
+		body := decode[api.CompareBody](t, r)
 		if body.Counts[compare.Regressed] != 7 || len(body.Regressed) > 2 {
 			t.Fatalf("page %d: %d regressed of a total %d", page, len(body.Regressed), body.Counts[compare.Regressed])
 		}
@@ -614,7 +615,7 @@ func TestAPIComparePages(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("regressed in pages: %v, want %v", got, want)
 	}
-	first := decode[compareBody](t, ts.get(t, pair+"&limit=2"))
+	first := decode[api.CompareBody](t, ts.get(t, pair+"&limit=2"))
 	cursor := url.QueryEscape(*first.NextCursors[compare.Regressed])
 	// A cursor is a position in a list: another comparison's is one too.
 	if r := ts.get(t, "/api/v1/compare?base="+keyV2+"&head="+keyV1+"&cursor="+cursor); r.status != 200 {
@@ -635,8 +636,8 @@ func TestAPIComparePages(t *testing.T) {
 // API's page, and a longer list's "Next page" link shows the rest of that
 // list alone.
 func TestComparePageShowsHalfTheAPIPage(t *testing.T) {
-	if compareListMax*2 != compareAPILimit {
-		t.Fatalf("compareListMax %d, the API's page %d", compareListMax, compareAPILimit)
+	if compareListMax*2 != api.CompareLimit {
+		t.Fatalf("compareListMax %d, the API's page %d", compareListMax, api.CompareLimit)
 	}
 	ts := newTestServer(t, 0, 0, Config{})
 	const n = compareListMax + 3
@@ -671,7 +672,7 @@ func TestComparePageShowsHalfTheAPIPage(t *testing.T) {
 	if want := []string{"m050", "m051", "m052"}; !slices.Equal(ids, want) {
 		t.Errorf("the next page lists %v, want %v", ids, want)
 	}
-	if api := decode[compareBody](t, ts.get(t, "/api/v1/compare?base="+keyV1+"&head="+keyV2)); len(api.Regressed) != n {
-		t.Errorf("the API's first page holds %d of %d (its page is %d)", len(api.Regressed), n, compareAPILimit)
+	if got := decode[api.CompareBody](t, ts.get(t, "/api/v1/compare?base="+keyV1+"&head="+keyV2)); len(got.Regressed) != n {
+		t.Errorf("the API's first page holds %d of %d (its page is %d)", len(got.Regressed), n, api.CompareLimit)
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/store"
+	"github.com/google-pytorch/torchtpu-scanner/web/api"
 	"github.com/google-pytorch/torchtpu-scanner/web/feeds"
 	"github.com/google-pytorch/torchtpu-scanner/web/internal/show"
 )
@@ -66,7 +67,7 @@ func TestScannerErrorIsNoVerdict(t *testing.T) {
 		t.Errorf("the real regression is missing from the feed: %+v", feed.Items)
 	}
 
-	fails := decode[failuresBody](t, ts.get(t, "/api/v1/failures?target=tpu"))
+	fails := decode[api.FailuresBody](t, ts.get(t, "/api/v1/failures?target=tpu"))
 	if len(fails.Failures) != 1 || fails.Failures[0].Signature != "unsupported_op:aten::x" || fails.Failures[0].Models != 1 {
 		t.Errorf("failures: %+v, want only the real regression", fails.Failures)
 	}
@@ -75,7 +76,7 @@ func TestScannerErrorIsNoVerdict(t *testing.T) {
 		t.Errorf("home page: %d, a scanner error among the failure causes or the real one missing", home.status)
 	}
 
-	sum := decode[summaryBody](t, ts.get(t, "/api/v1/summary?target=tpu"))
+	sum := decode[api.SummaryBody](t, ts.get(t, "/api/v1/summary?target=tpu"))
 	if sum.Counts[compat.StatusError] != 2 || sum.Tested != 2 || sum.PassRate == nil || *sum.PassRate != 0.5 {
 		t.Errorf("summary: counts %v tested %d pass rate %v; want 2 errors, 2 tested (pass + fail), 0.5",
 			sum.Counts, sum.Tested, sum.PassRate)

@@ -28,6 +28,7 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/internal/knownissues"
 	"github.com/google-pytorch/torchtpu-scanner/internal/metrics"
 	"github.com/google-pytorch/torchtpu-scanner/internal/sweep"
+	"github.com/google-pytorch/torchtpu-scanner/web/api"
 	"github.com/google-pytorch/torchtpu-scanner/web/badge"
 	"github.com/google-pytorch/torchtpu-scanner/web/feeds"
 	"github.com/google-pytorch/torchtpu-scanner/web/internal/cached"
@@ -119,7 +120,6 @@ type Config struct {
 
 // sizeCaches sets how many bytes each rendered-answer cache may hold.
 func (s *Server) sizeCaches() {
-	s.apiLists.MaxBytes = 32 << 20
 	s.tableBodies.MaxBytes = 32 << 20
 	s.tablePages.MaxBytes = 32 << 20
 	s.comparePages.MaxBytes = 32 << 20
@@ -138,7 +138,8 @@ type Server struct {
 	store       Store
 	data        *data.Reader   // the reads the audiences share (web/internal/data)
 	badges      *badge.Handler // the badges (web/badge)
-	feeds       *feeds.Handler // the JSON Feed and Atom (web/feeds)
+	feeds       *feeds.Handler // the JSON Feed and Atom, the webhooks' view (web/feeds)
+	api         *api.Handler   // the JSON API and the CSV exports (web/api)
 	scans       ScanControl
 	work        *work.Handler // the worker fleet's routes (web/work)
 	adminToken  string
@@ -155,7 +156,6 @@ type Server struct {
 	limiter *httpx.RateLimiter // nil when off
 	clients httpx.Clients      // who the client is (its proxies, its IPv6 prefix) and the site's base URL
 
-	apiLists     cached.Map[string, cached.Body]
 	tableBodies  cached.Map[string, template.HTML]
 	tablePages   cached.Map[string, cached.Body]
 	comparePages cached.Map[string, cached.Body]
@@ -219,6 +219,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.data = data.NewReader(s.store, sweepList)
 	s.badges = badge.New(s.data, s.log)
+	s.api = api.New(api.Config{Data: s.data, Known: s.known, Clients: &s.clients, HubEndpoint: s.hubEndpoint, Scans: s.scans, Log: s.log})
 	s.feeds = feeds.New(s.data, s.known, &s.clients, s.hubEndpoint, cfg.Webhooks)
 	if s.reg == nil {
 		s.reg = metrics.NewRegistry()

@@ -15,6 +15,7 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/internal/readiness"
 	"github.com/google-pytorch/torchtpu-scanner/internal/serving"
 	"github.com/google-pytorch/torchtpu-scanner/store"
+	"github.com/google-pytorch/torchtpu-scanner/web/api"
 	"github.com/google-pytorch/torchtpu-scanner/web/badge"
 )
 
@@ -51,7 +52,7 @@ func TestAPIServing(t *testing.T) {
 	ts := servingServer(t, false)
 	// before any scan read the registry: null everywhere, and pages kept so
 	// far change once it is read (the data's version moves)
-	before := decode[modelDetail](t, ts.get(t, "/api/v1/models/org/llama"))
+	before := decode[api.ModelDetail](t, ts.get(t, "/api/v1/models/org/llama"))
 	if before.Serving != nil {
 		t.Errorf("serving before the registry: %+v", before.Serving)
 	}
@@ -59,14 +60,14 @@ func TestAPIServing(t *testing.T) {
 		Archs: map[string]compat.ServingKind{"LlamaForCausalLM": compat.ServingGeneration}}); err != nil {
 		t.Fatal(err)
 	}
-	d := decode[modelDetail](t, ts.get(t, "/api/v1/models/org/llama"))
+	d := decode[api.ModelDetail](t, ts.get(t, "/api/v1/models/org/llama"))
 	c := d.Serving
 	if c == nil || !c.Served || c.Kind == nil || *c.Kind != compat.ServingGeneration || c.Evidence != "declared" ||
 		c.Version != serving.Version || c.Command == nil ||
 		*c.Command != "vllm serve org/llama --tensor-parallel-size 2 --max-model-len 8192" || c.TensorParallelSize["v5e"] != 4 {
 		t.Fatalf("llama serving %+v", c)
 	}
-	list := decode[modelList](t, ts.get(t, "/api/v1/models"))
+	list := decode[api.ModelList](t, ts.get(t, "/api/v1/models"))
 	got := map[string]string{}
 	for _, m := range list.Models {
 		switch {
@@ -82,7 +83,7 @@ func TestAPIServing(t *testing.T) {
 		t.Errorf("list cells %v", got)
 	}
 	for q, want := range map[string]string{"generation": "org/llama", "none": "org/bart", "pooling": ""} {
-		l := decode[modelList](t, ts.get(t, "/api/v1/models?serve="+q))
+		l := decode[api.ModelList](t, ts.get(t, "/api/v1/models?serve="+q))
 		var ids []string
 		for _, m := range l.Models {
 			ids = append(ids, m.ID)
@@ -161,13 +162,13 @@ func TestMeasuredServing(t *testing.T) {
 	if err := ts.db.PutServingResult(ctx, "org/llama", pass); err != nil {
 		t.Fatal(err)
 	}
-	c := decode[modelDetail](t, ts.get(t, "/api/v1/models/org/llama")).Serving
+	c := decode[api.ModelDetail](t, ts.get(t, "/api/v1/models/org/llama")).Serving
 	if c == nil || c.Evidence != "declared" || c.Measured == nil || c.Measured.Evidence != "measured" || c.Measured.Status != "pass" ||
 		c.Measured.Metrics.AgreedTokens == nil || *c.Measured.Metrics.AgreedTokens != 16 || c.Measured.Runtime.Key() != "0.29.0~2.13.0~0.2.0~0.0.50" ||
 		!c.Measured.MeasuredAt.Equal(at) {
 		t.Fatalf("llama serving %+v", c)
 	}
-	if c := decode[modelDetail](t, ts.get(t, "/api/v1/models/org/bart")).Serving; c == nil || c.Measured != nil {
+	if c := decode[api.ModelDetail](t, ts.get(t, "/api/v1/models/org/bart")).Serving; c == nil || c.Measured != nil {
 		t.Errorf("bart (never measured): %+v", c)
 	}
 	page := ts.get(t, "/models/org/llama").body
@@ -180,7 +181,7 @@ func TestMeasuredServing(t *testing.T) {
 	if b := decode[badge.Endpoint](t, ts.get(t, "/badge/org/llama.json?mode=serve")); b.Message != "generation · measured" {
 		t.Errorf("badge after a measured pass: %q", b.Message)
 	}
-	for _, m := range decode[modelList](t, ts.get(t, "/api/v1/models")).Models {
+	for _, m := range decode[api.ModelList](t, ts.get(t, "/api/v1/models")).Models {
 		if got := m.Serving != nil && m.Serving.Measured != nil; got != (m.ID == "org/llama") {
 			t.Errorf("list: %s measured %v", m.ID, got)
 		}
@@ -196,7 +197,7 @@ func TestMeasuredServing(t *testing.T) {
 	if err := ts.db.PutServingResult(ctx, "org/llama", fail); err != nil {
 		t.Fatal(err)
 	}
-	if c := decode[modelDetail](t, ts.get(t, "/api/v1/models/org/llama")).Serving; c == nil || c.Measured == nil || c.Measured.Status != "fail" || !c.Served {
+	if c := decode[api.ModelDetail](t, ts.get(t, "/api/v1/models/org/llama")).Serving; c == nil || c.Measured == nil || c.Measured.Status != "fail" || !c.Served {
 		t.Fatalf("llama serving after a failed load %+v (the declared cell stays served)", c)
 	}
 	page = ts.get(t, "/models/org/llama").body
@@ -236,7 +237,7 @@ func serveList(t *testing.T, ts *testServer, want map[string]string) {
 	t.Helper()
 	for q, w := range want {
 		var ids []string
-		for _, m := range decode[modelList](t, ts.get(t, "/api/v1/models?serve="+q)).Models {
+		for _, m := range decode[api.ModelList](t, ts.get(t, "/api/v1/models?serve="+q)).Models {
 			ids = append(ids, m.ID)
 		}
 		if strings.Join(ids, ",") != w {
@@ -308,7 +309,7 @@ func TestServingCSV(t *testing.T) {
 		"serving_tokens_per_s", "serving_ttft_s", "serving_load_s", "serving_agreed_tokens", "serving_measured_at"}) {
 		t.Fatalf("the serving columns do not come last, after evidence_from: %v", head)
 	}
-	if !slices.Equal(head[:len(csvColumns)], csvColumns) || head[0] != "id" || head[6] != "status" {
+	if !slices.Equal(head[:len(api.CSVColumns)], api.CSVColumns) || head[0] != "id" || head[6] != "status" {
 		t.Fatalf("an earlier column moved: %v", head)
 	}
 	got := map[string]string{}
@@ -417,7 +418,7 @@ func TestServingFeed(t *testing.T) {
 		!strings.Contains(atom, "Serving measured: org/llama") || strings.Contains(atom, "Serving regression") {
 		t.Errorf("atom ?kind=serving_fix&kind=serving_new: %s", atom)
 	}
-	d := decode[modelDetail](t, ts.get(t, "/api/v1/models/org/llama"))
+	d := decode[api.ModelDetail](t, ts.get(t, "/api/v1/models/org/llama"))
 	if len(d.Events) != 3 || d.Events[0].Kind != compat.EventServingFix || d.Events[0].Runtime.VLLMTorchTPU != "0.29.0" {
 		t.Errorf("the model's API events %+v", d.Events)
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/store"
+	"github.com/google-pytorch/torchtpu-scanner/web/api"
 )
 
 // TestShardedResults: the table's chips column shows what a sharded probe
@@ -52,15 +53,15 @@ func TestShardedResults(t *testing.T) {
 	if small := ts.get(t, "/models/small/model"); strings.Contains(small.body, "<dt>Devices</dt>") {
 		t.Error("a one-device result says how it was sharded")
 	}
-	api := ts.get(t, "/api/v1/models/big/model?target=tpu")
-	if !strings.Contains(api.body, `"devices_used":8`) || !strings.Contains(api.body, `"sharding":"tp"`) {
-		t.Errorf("API: %s", api.body)
+	fromAPI := ts.get(t, "/api/v1/models/big/model?target=tpu")
+	if !strings.Contains(fromAPI.body, `"devices_used":8`) || !strings.Contains(fromAPI.body, `"sharding":"tp"`) {
+		t.Errorf("API: %s", fromAPI.body)
 	}
 	feed := ts.get(t, "/feed.json?model=big/model")
 	if !strings.Contains(feed.body, "regress") {
 		t.Errorf("feed: the sharded regression is not one:\n%s", feed.body)
 	}
-	cmp := decode[compareBody](t, ts.get(t, "/api/v1/compare?base="+keyV1+"&head="+keyV2))
+	cmp := decode[api.CompareBody](t, ts.get(t, "/api/v1/compare?base="+keyV1+"&head="+keyV2))
 	if got := ids(cmp.Regressed); len(got) != 1 || got[0] != "big/model" {
 		t.Errorf("compare: regressed %v, want the sharded model", got)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/store"
 	"github.com/google-pytorch/torchtpu-scanner/store/storetest"
+	"github.com/google-pytorch/torchtpu-scanner/web/internal/data"
 )
 
 // TestSweepCoverage: GET /api/v1/sweep and /methodology show how many models of Google's sweep get a real verdict,
@@ -48,7 +49,7 @@ func TestSweepCoverage(t *testing.T) {
 	record("not/in-the-sweep", compat.Result{Status: compat.StatusPass, Stage: compat.Ptr(compat.StageGenerate)})
 
 	ts := newTestServer(t, 0, 0, Config{Store: db})
-	b := decode[sweepBody](t, ts.get(t, "/api/v1/sweep?target=cpu"))
+	b := decode[data.SweepBody](t, ts.get(t, "/api/v1/sweep?target=cpu"))
 	if b.Target != "cpu" || b.Source.Repository != "google-pytorch/torch_tpu" || b.Source.Models.Commit == "" {
 		t.Errorf("target %q source %+v", b.Target, b.Source)
 	}
@@ -57,7 +58,7 @@ func TestSweepCoverage(t *testing.T) {
 		b.Share == nil || *b.Share != 0.01 {
 		t.Errorf("counts %+v share %v", b.Counts, b.Share)
 	}
-	tasks := map[string]sweepTaskJSON{}
+	tasks := map[string]data.SweepTask{}
 	for _, tc := range b.Tasks {
 		tasks[tc.Task] = tc
 	}
@@ -95,14 +96,14 @@ func TestSweepCoverage(t *testing.T) {
 
 	// A new verdict moves the figure at once.
 	record("google/gemma-4-12B-it", compat.Result{Status: compat.StatusPass, Stage: compat.Ptr(compat.StageGenerate)})
-	b = decode[sweepBody](t, ts.get(t, "/api/v1/sweep?target=cpu"))
+	b = decode[data.SweepBody](t, ts.get(t, "/api/v1/sweep?target=cpu"))
 	if b.Verdicts != 3 || b.ScannerError != 0 {
 		t.Errorf("after a new result: %+v", b.Counts)
 	}
 	if page := ts.get(t, "/methodology").body; !strings.Contains(page, `<strong id="sweep-verdicts">3 of 200</strong>`) {
 		t.Error("methodology did not recompute the figure")
 	}
-	if tpu := decode[sweepBody](t, ts.get(t, "/api/v1/sweep?target=tpu")); tpu.Verdicts != 0 || tpu.Untested != 200 {
+	if tpu := decode[data.SweepBody](t, ts.get(t, "/api/v1/sweep?target=tpu")); tpu.Verdicts != 0 || tpu.Untested != 200 {
 		t.Errorf("tpu: %+v", tpu.Counts)
 	}
 }

@@ -86,7 +86,7 @@ type tableView struct {
 	FirstURL  string
 	Summary   store.Summary
 	Headline  data.PassHeadline // the pass figures, tier by tier of evidence
-	Coverage  coverageBody      // of the summary's task tallies
+	Coverage  data.CoverageBody // of the summary's task tallies
 	Failures  []store.FailureGroup
 	State     ScanState
 	Progress  *scanProgress
@@ -105,8 +105,8 @@ type tableView struct {
 	Headers     map[string]sortHeader
 	Tasks       []string
 	Target      compat.Target
-	Hints       []string   // readiness hint codes, for the filter
-	Fit         fitSummary // models that fit one device per TPU generation
+	Hints       []string        // readiness hint codes, for the filter
+	Fit         data.FitSummary // models that fit one device per TPU generation
 	// Body is the rendered "table-body" template (cached by query and data version).
 	Body template.HTML
 	// Trend and FailureChart are the body's charts.
@@ -192,12 +192,12 @@ func (s *Server) tableView(ctx context.Context, q store.ModelQuery, form tableFo
 	}
 
 	v := tableView{
-		Form: form, Summary: sum, Headline: data.NewHeadline(byTarget, pred), Coverage: newCoverageBody(taskCoverage(sum.Tasks)), Failures: fails,
+		Form: form, Summary: sum, Headline: data.NewHeadline(byTarget, pred), Coverage: data.NewCoverageBody(data.TaskCoverage(sum.Tasks)), Failures: fails,
 		State: state, Legend: legend(),
 		Statuses: compat.Statuses, Targets: compat.Targets, Sorts: httpx.SortNames(), DefaultSort: store.DefaultSort, Target: q.Target,
 		Filtered:      form.Q != "" || form.Status != "" || form.Task != "" || form.Org != "" || form.Hint != "" || form.Train != "" || form.Serve != "",
 		TrainStatuses: httpx.TrainStatuses(), ServeValues: httpx.ServeValues(),
-		Hints: readiness.Codes, Fit: newFitSummary(sum.Fit),
+		Hints: readiness.Codes, Fit: data.NewFitSummary(sum.Fit),
 	}
 	v.Canonical = "/"
 	reg, err := s.data.ServingRegistry(ctx)

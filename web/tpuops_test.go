@@ -9,6 +9,7 @@ import (
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/store"
+	"github.com/google-pytorch/torchtpu-scanner/web/api"
 	"github.com/google-pytorch/torchtpu-scanner/web/internal/data"
 )
 
@@ -61,7 +62,7 @@ func TestAPIOps(t *testing.T) {
 	if r.status != 200 {
 		t.Fatalf("%d %s", r.status, r.body)
 	}
-	body := decode[opsBody](t, r)
+	body := decode[api.OpsBody](t, r)
 	if body.Table != tableName || len(body.Ops) != 2 || !strings.Contains(body.Caveat, "not a TPU result") {
 		t.Fatalf("%+v", body)
 	}
@@ -71,7 +72,7 @@ func TestAPIOps(t *testing.T) {
 		strings.Join(a.ModelIDs, ",") != "o/b" {
 		t.Errorf("ops %+v", body.Ops)
 	}
-	one := decode[opsBody](t, ts.get(t, "/api/v1/ops?op=aten::_aminmax"))
+	one := decode[api.OpsBody](t, ts.get(t, "/api/v1/ops?op=aten::_aminmax"))
 	if len(one.Ops) != 1 || one.Ops[0].Op != "aten::_aminmax" {
 		t.Errorf("?op=: %+v", one.Ops)
 	}
@@ -88,7 +89,7 @@ func TestAPIOps(t *testing.T) {
 	}
 	// cached until the data changes: c's new prediction shows at once
 	ts.record(t, "o/c", predictedOn(testTime.Add(time.Hour), []string{"aten::nanmedian"}, nil))
-	after := decode[opsBody](t, ts.get(t, "/api/v1/ops"))
+	after := decode[api.OpsBody](t, ts.get(t, "/api/v1/ops"))
 	if len(after.Ops) != 3 || after.Ops[2].Op != "aten::nanmedian" || after.Ops[2].Downloads != 200 {
 		t.Errorf("after a new prediction: %+v", after.Ops)
 	}
@@ -135,9 +136,9 @@ func TestPredictionIsNeverATPUPass(t *testing.T) {
 	if tpuBadge["message"] != "cpu pass" || tpuBadge["tpu_ops"] != "TorchTPU 0.2.0: all 40 ops implemented" {
 		t.Errorf("the tpu badge of a model tested on cpu only: %v", tpuBadge)
 	}
-	api := decode[compat.Model](t, ts.get(t, "/api/v1/models/o/a?target=cpu"))
-	if api.Result == nil || api.Result.TPUOps == nil || api.Result.TPUOps.Table != tableName {
-		t.Errorf("the API's result lacks tpu_ops: %+v", api.Result)
+	fromAPI := decode[compat.Model](t, ts.get(t, "/api/v1/models/o/a?target=cpu"))
+	if fromAPI.Result == nil || fromAPI.Result.TPUOps == nil || fromAPI.Result.TPUOps.Table != tableName {
+		t.Errorf("the API's result lacks tpu_ops: %+v", fromAPI.Result)
 	}
 }
 
@@ -248,16 +249,16 @@ func TestPredictedTier(t *testing.T) {
 	if !strings.Contains(table.body, `data-evidence="predicted" data-target="tpu"`) || !strings.Contains(table.body, "Every op implemented") {
 		t.Errorf("the headline lacks the predicted figures")
 	}
-	api := decode[compat.Model](t, ts.get(t, "/api/v1/models/o/c?target=cpu"))
-	if api.Result == nil || api.Result.TPUOps == nil || api.Result.TPUOps.Evidence == nil {
-		t.Fatalf("the prediction has no evidence: %+v", api.Result)
+	fromAPI := decode[compat.Model](t, ts.get(t, "/api/v1/models/o/c?target=cpu"))
+	if fromAPI.Result == nil || fromAPI.Result.TPUOps == nil || fromAPI.Result.TPUOps.Evidence == nil {
+		t.Fatalf("the prediction has no evidence: %+v", fromAPI.Result)
 	}
-	if e := *api.Result.TPUOps.Evidence; e.Kind != compat.EvidencePredicted || e.Target != compat.TargetTPU ||
+	if e := *fromAPI.Result.TPUOps.Evidence; e.Kind != compat.EvidencePredicted || e.Target != compat.TargetTPU ||
 		e.From != "the TorchTPU kernel table of "+tableName {
 		t.Errorf("the prediction's evidence: %+v", e)
 	}
-	if api.Result.Evidence == nil || api.Result.Evidence.Kind != compat.EvidenceMeasured || api.Result.Evidence.Target != compat.TargetCPU {
-		t.Errorf("the cpu result's own evidence: %+v", api.Result.Evidence)
+	if fromAPI.Result.Evidence == nil || fromAPI.Result.Evidence.Kind != compat.EvidenceMeasured || fromAPI.Result.Evidence.Target != compat.TargetCPU {
+		t.Errorf("the cpu result's own evidence: %+v", fromAPI.Result.Evidence)
 	}
 }
 
@@ -308,16 +309,16 @@ func TestNewKernelTableUnblocksTracedModels(t *testing.T) {
 	}
 	ts.record(t, "o/a", traced("aten::addmm", "aten::median"))
 	ts.record(t, "o/b", traced("aten::addmm", "aten::_aminmax"))
-	if ops := decode[opsBody](t, ts.get(t, "/api/v1/ops")); len(ops.Ops) != 2 || ops.Ops[0].Op != "aten::median" {
+	if ops := decode[api.OpsBody](t, ts.get(t, "/api/v1/ops")); len(ops.Ops) != 2 || ops.Ops[0].Op != "aten::median" {
 		t.Fatalf("the fix list against 0.2.0: %+v", ops)
 	}
 	v3 := put("0.3.0", 2, compat.OpNative)
 
-	api := decode[compat.Model](t, ts.get(t, "/api/v1/models/o/a?target=cpu"))
-	if p := api.Result.TPUOps; p == nil || p.Table != v3.Name() || len(p.Missing) != 0 {
+	fromAPI := decode[compat.Model](t, ts.get(t, "/api/v1/models/o/a?target=cpu"))
+	if p := fromAPI.Result.TPUOps; p == nil || p.Table != v3.Name() || len(p.Missing) != 0 {
 		t.Errorf("o/a's prediction after 0.3.0: %+v", p)
 	}
-	if ops := decode[opsBody](t, ts.get(t, "/api/v1/ops")); ops.Table != v3.Name() || len(ops.Ops) != 1 || ops.Ops[0].Op != "aten::_aminmax" {
+	if ops := decode[api.OpsBody](t, ts.get(t, "/api/v1/ops")); ops.Table != v3.Name() || len(ops.Ops) != 1 || ops.Ops[0].Op != "aten::_aminmax" {
 		t.Errorf("the fix list against 0.3.0: %+v", ops)
 	}
 	var body struct {

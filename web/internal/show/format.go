@@ -188,3 +188,7 @@ func Prediction(r *compat.Result) string {
 	}
 	return r.TPUOps.Summary()
 }
+
+// PredictionCaveat is what every prediction is not.
+const PredictionCaveat = "A prediction from torch_tpu's kernel registrations and the ops this run traced on its own " +
+	"device, not a TPU result: a registered kernel says nothing of dtypes (complex, float64, int8)."

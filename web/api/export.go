@@ -1,4 +1,4 @@
-package web
+package api
 
 import (
 	"bytes"
@@ -14,24 +14,25 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
+	"github.com/google-pytorch/torchtpu-scanner/internal/readiness"
 	"github.com/google-pytorch/torchtpu-scanner/store"
 	"github.com/google-pytorch/torchtpu-scanner/web/internal/data"
 	"github.com/google-pytorch/torchtpu-scanner/web/internal/httpx"
 	"github.com/google-pytorch/torchtpu-scanner/web/internal/show"
 )
 
-// csvColumns is the header of /export.csv.
-var csvColumns = []string{"id", "task", "library", "downloads", "likes", "gated", "status", "target", "stage",
+// CSVColumns is the header of /export.csv.
+var CSVColumns = []string{"id", "task", "library", "downloads", "likes", "gated", "status", "target", "stage",
 	"failure_class", "op", "reason", "signature", "mode", "tokens_per_s", "forward_ms", "peak_mem_bytes",
 	"tested_at", "revision", "torch", "torch_tpu", "transformers", "url"}
 
-// csvAllColumns are csvColumns and then readiness's (readiness.go), the
+// CSVAllColumns are csvColumns and then readiness's (readiness.go), the
 // matrix's (issue 25) and the known issue's, each added last, so that no
 // earlier column moves.
-var csvAllColumns = slices.Concat(csvColumns, readinessCSVColumns, modesCSVColumns, knownCSVColumns, evidenceCSVColumns,
-	servingCSVColumns)
+var CSVAllColumns = slices.Concat(CSVColumns, readinessCSVColumns, ModesCSVColumns, KnownCSVColumns, EvidenceCSVColumns,
+	ServingCSVColumns)
 
-// servingCSVColumns are the serving cell (issue 40): its one verdict
+// ServingCSVColumns are the serving cell (issue 40): its one verdict
 // (compat.ServingCell.Verdict: serving_served true or false, on the
 // evidence serving_evidence, measured or declared), what the pinned
 // release declares (its kind, its version, the command), and the newest
@@ -40,14 +41,14 @@ var csvAllColumns = slices.Concat(csvColumns, readinessCSVColumns, modesCSVColum
 // second, time to first token, load time, tokens agreed with the CPU
 // reference, date). Empty where the cell or the measurement has no such
 // field.
-var servingCSVColumns = []string{"serving_evidence", "serving_served", "serving_kind", "serving_version",
+var ServingCSVColumns = []string{"serving_evidence", "serving_served", "serving_kind", "serving_version",
 	"serving_command", "serving_status", "serving_reason", "serving_signature", "serving_vllm_torchtpu",
 	"serving_runtime", "serving_tokens_per_s", "serving_ttft_s", "serving_load_s", "serving_agreed_tokens",
 	"serving_measured_at"}
 
 // servingCSV is m's servingCSVColumns.
 func servingCSV(m compat.Model) []string {
-	out := make([]string, len(servingCSVColumns))
+	out := make([]string, len(ServingCSVColumns))
 	c := m.Serving
 	if c == nil {
 		return out
@@ -78,10 +79,10 @@ func servingCSV(m compat.Model) []string {
 	return out
 }
 
-// evidenceCSVColumns are what the row's verdict rests on
+// EvidenceCSVColumns are what the row's verdict rests on
 // (compat.EvidenceOf, issue 37): its tier (measured, predicted or none),
 // and where, on what and when it was measured, or from what predicted.
-var evidenceCSVColumns = []string{"evidence", "evidence_target", "evidence_device", "evidence_device_count",
+var EvidenceCSVColumns = []string{"evidence", "evidence_target", "evidence_device", "evidence_device_count",
 	"evidence_runtime", "evidence_at", "evidence_from"}
 
 // evidenceCSV is m's evidenceCSVColumns: empty where the tier has no such field.
@@ -97,28 +98,28 @@ func evidenceCSV(m compat.Model) []string {
 	return []string{string(e.Kind), string(e.Target), e.Device, count, e.Runtime, at, e.From}
 }
 
-// knownCSVColumns are the known issue of the result's signature
+// KnownCSVColumns are the known issue of the result's signature
 // (--known-issues): empty where it has none.
-var knownCSVColumns = []string{"known_issue", "known_issue_url", "known_issue_state"}
+var KnownCSVColumns = []string{"known_issue", "known_issue_url", "known_issue_state"}
 
 // knownCSV is m's knownCSVColumns.
-func (s *Server) knownCSV(m compat.Model) []string {
+func (h *Handler) knownCSV(m compat.Model) []string {
 	var k *compat.KnownIssue
 	if m.Result != nil {
-		k = s.known.Table().MatchPtr(m.Result.Signature)
+		k = h.known.Table().MatchPtr(m.Result.Signature)
 	}
 	if k == nil {
-		return make([]string, len(knownCSVColumns))
+		return make([]string, len(KnownCSVColumns))
 	}
 	return []string{k.Title, k.URL, k.State}
 }
 
-// modesCSVColumns are the train verdict and the compile stage's graph breaks.
-var modesCSVColumns = []string{"train_status", "train_stage", "train_signature", "train_step_ms", "graph_breaks"}
+// ModesCSVColumns are the train verdict and the compile stage's graph breaks.
+var ModesCSVColumns = []string{"train_status", "train_stage", "train_signature", "train_step_ms", "graph_breaks"}
 
 // modesCSV is m's modesCSVColumns: empty where there is no such figure.
 func modesCSV(m compat.Model) []string {
-	out := make([]string, len(modesCSVColumns))
+	out := make([]string, len(ModesCSVColumns))
 	if m.Result == nil {
 		return out
 	}
@@ -134,30 +135,30 @@ func modesCSV(m compat.Model) []string {
 	return out
 }
 
-// maxExportRows bounds one export (the table is the most popular models).
-const maxExportRows = 100000
+// MaxExportRows bounds one export (the table is the most popular models).
+const MaxExportRows = 100000
 
-// exportPage is how many models an export reads from the store at a time:
+// ExportPage is how many models an export reads from the store at a time:
 // an export holds one page, whatever the size of the table.
-const exportPage = 250
+const ExportPage = 250
 
-// exportCSV serves GET /export.csv: the current table (same filters and
+// ExportCSV serves GET /export.csv: the current table (same filters and
 // sort as / and /api/v1/models, every page), safe to open in a spreadsheet.
 // It is streamed a page at a time, so that its memory stays one page
 // however many models it has. The first page is read before the answer
 // starts, so that a refused query or a failing store answers with its
 // status; a store failure later cuts the answer short (its chunked body
 // never ends), which clients see as an error, and is logged.
-func (s *Server) exportCSV(c *fiber.Ctx) error {
+func (h *Handler) ExportCSV(c *fiber.Ctx) error {
 	q, err := httpx.ParseModelQuery(c)
 	if err != nil {
 		return err
 	}
-	q.Limit = exportPage
+	q.Limit = ExportPage
 	// The page is written after the handler returns, when the request's
 	// context is no more; the export stops when the client goes away.
 	ctx := context.WithoutCancel(c.UserContext())
-	models, next, err := s.store.ExportModels(ctx, q)
+	models, next, err := h.data.Store.ExportModels(ctx, q)
 	if err != nil {
 		return fmt.Errorf("web: export: %w", err)
 	}
@@ -166,7 +167,7 @@ func (s *Server) exportCSV(c *fiber.Ctx) error {
 	pr, pw := io.Pipe()
 	out := pacedWriter{w: pw, conn: c.Context().Conn(), timeout: c.App().Config().WriteTimeout}
 	go func() {
-		pw.CloseWithError(s.writeExport(ctx, out, q, models, next))
+		pw.CloseWithError(h.writeExport(ctx, out, q, models, next))
 	}()
 	c.Context().SetBodyStream(pr, -1) // chunked; fasthttp closes pr when done or gone
 	return nil
@@ -192,26 +193,26 @@ func (p pacedWriter) Write(b []byte) (int, error) {
 
 // writeExport writes the CSV of q's list to w, from its first page
 // (models, next) on, at most maxExportRows rows.
-func (s *Server) writeExport(ctx context.Context, w io.Writer, q store.ModelQuery, models []compat.Model, next string) error {
+func (h *Handler) writeExport(ctx context.Context, w io.Writer, q store.ModelQuery, models []compat.Model, next string) error {
 	var buf bytes.Buffer
-	writeCSVRow(&buf, csvAllColumns, nil)
-	reg, err := s.data.ServingRegistry(ctx)
+	WriteCSVRow(&buf, CSVAllColumns, nil)
+	reg, err := h.data.ServingRegistry(ctx)
 	if err != nil {
 		return err
 	}
 	for rows := 0; ; {
-		models = models[:min(len(models), maxExportRows-rows)]
+		models = models[:min(len(models), MaxExportRows-rows)]
 		page := make([]*compat.Model, len(models))
 		for i := range models {
 			models[i].Serving = data.ServingCell(reg, models[i])
 			page[i] = &models[i]
 		}
-		if err := s.data.WithMeasured(ctx, page...); err != nil { // one query per page
-			s.log.Error("export cut short", "rows", rows, "err", err)
+		if err := h.data.WithMeasured(ctx, page...); err != nil { // one query per page
+			h.log.Error("export cut short", "rows", rows, "err", err)
 			return err
 		}
 		for _, m := range models {
-			writeCSVRow(&buf, slices.Concat(s.csvRecord(m), readinessCSV(m), modesCSV(m), s.knownCSV(m), evidenceCSV(m),
+			WriteCSVRow(&buf, slices.Concat(h.csvRecord(m), readinessCSV(m), modesCSV(m), h.knownCSV(m), evidenceCSV(m),
 				servingCSV(m)), csvNumeric)
 		}
 		rows += len(models)
@@ -219,12 +220,12 @@ func (s *Server) writeExport(ctx context.Context, w io.Writer, q store.ModelQuer
 			return err // the client went away
 		}
 		buf.Reset()
-		if next == "" || len(models) == 0 || rows >= maxExportRows {
+		if next == "" || len(models) == 0 || rows >= MaxExportRows {
 			return nil
 		}
 		q.Cursor = next
-		if models, next, err = s.store.ExportModels(ctx, q); err != nil {
-			s.log.Error("export cut short", "rows", rows, "err", err)
+		if models, next, err = h.data.Store.ExportModels(ctx, q); err != nil {
+			h.log.Error("export cut short", "rows", rows, "err", err)
 			return err
 		}
 	}
@@ -234,7 +235,7 @@ func (s *Server) writeExport(ctx context.Context, w io.Writer, q store.ModelQuer
 // only they may start with '-'.
 var csvNumeric = func() map[int]bool {
 	m := map[int]bool{}
-	for i, c := range csvAllColumns {
+	for i, c := range CSVAllColumns {
 		switch c {
 		case "downloads", "likes", "tokens_per_s", "forward_ms", "peak_mem_bytes", "params", "weights_bytes_bf16",
 			"kv_bytes_per_token", "min_devices_v5e", "min_devices_v5p", "min_devices_v6e", "min_devices_v7x", "mfu", "mbu",
@@ -247,7 +248,7 @@ var csvNumeric = func() map[int]bool {
 }()
 
 // csvRecord is one model as a row of csvColumns.
-func (s *Server) csvRecord(m compat.Model) []string {
+func (h *Handler) csvRecord(m compat.Model) []string {
 	r := m.Result
 	if r == nil {
 		r = &compat.Result{Status: compat.StatusUntested}
@@ -270,13 +271,13 @@ func (s *Server) csvRecord(m compat.Model) []string {
 		strconv.FormatBool(m.Gated), string(r.Status), string(r.Target), show.Deref(r.Stage), show.Deref(r.FailureClass),
 		show.Deref(r.Op), show.Deref(r.Reason), show.Deref(r.Signature), show.Deref(r.Mode), f(r.Metrics.TokensPerS),
 		f(r.Metrics.ForwardMS), mem, tested, r.Revision, r.Runtime.Torch, r.Runtime.TorchTPU,
-		r.Runtime.Transformers, s.hub.Model(m.ID)}
+		r.Runtime.Transformers, h.hub.Model(m.ID)}
 }
 
-// writeCSVRow writes one RFC 4180 row. A text cell that a spreadsheet
+// WriteCSVRow writes one RFC 4180 row. A text cell that a spreadsheet
 // would run as a formula (starting with =, +, -, @, tab or CR) is
 // prefixed with ' and quoted (OWASP's CSV injection advice).
-func writeCSVRow(buf *bytes.Buffer, fields []string, numeric map[int]bool) {
+func WriteCSVRow(buf *bytes.Buffer, fields []string, numeric map[int]bool) {
 	for i, f := range fields {
 		if i > 0 {
 			buf.WriteByte(',')
@@ -298,4 +299,47 @@ func writeCSVRow(buf *bytes.Buffer, fields []string, numeric map[int]bool) {
 		}
 	}
 	buf.WriteString("\r\n")
+}
+
+// readinessCSVColumns are the CSV's readiness and efficiency columns, after
+// the others.
+var readinessCSVColumns = []string{"params", "params_source", "weights_bytes_bf16", "kv_bytes_per_token",
+	"min_devices_v5e", "min_devices_v5p", "min_devices_v6e", "min_devices_v7x", "hints", "mfu", "mbu"}
+
+// readinessCSV is a model's readiness and its result's MFU/MBU as cells of
+// readinessCSVColumns; empty cells where not computed.
+func readinessCSV(m compat.Model) []string {
+	num := func(p *int64) string {
+		if p == nil {
+			return ""
+		}
+		return strconv.FormatInt(*p, 10)
+	}
+	share := func(p *float64) string {
+		if p == nil {
+			return ""
+		}
+		return strconv.FormatFloat(*p, 'f', -1, 64)
+	}
+	out := make([]string, len(readinessCSVColumns))
+	if r := m.Readiness; r != nil {
+		out[0], out[2], out[3] = num(r.Params), num(r.WeightsBytesBF16), num(r.KVBytesPerToken)
+		if r.ParamsSource != nil {
+			out[1] = *r.ParamsSource
+		}
+		if r.MinDevices != nil {
+			for i, g := range readiness.Generations {
+				out[4+i] = strconv.Itoa(r.MinDevices[g.Name])
+			}
+		}
+		var codes []string
+		for _, h := range r.Hints {
+			codes = append(codes, h.Code)
+		}
+		out[8] = strings.Join(codes, " ")
+	}
+	if m.Result != nil {
+		out[9], out[10] = share(m.Result.Metrics.MFU), share(m.Result.Metrics.MBU)
+	}
+	return out
 }

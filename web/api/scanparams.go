@@ -1,4 +1,4 @@
-package web
+package api
 
 import (
 	"encoding/json"
@@ -6,10 +6,10 @@ import (
 	"time"
 )
 
-// scanParams is a scan's options as the API shows them (the "params" of
+// ScanParams is a scan's options as the API shows them (the "params" of
 // /api/v1/scans): the API's own snake_case names, every key always
 // present, whatever form the scan recorded them in.
-type scanParams struct {
+type ScanParams struct {
 	Trigger  string   `json:"trigger"`
 	Source   string   `json:"source"` // hub or cache
 	Limit    int      `json:"limit"`  // how many popular models
@@ -37,7 +37,7 @@ type scanParams struct {
 // without regard to case, so only the names that differ by more than case
 // are listed twice) or the API's own snake_case form.
 type recordedParams struct {
-	scanParams
+	ScanParams
 	Timeout  *int64 `json:"Timeout"` // scan.Options.Timeout: a time.Duration, in nanoseconds
 	GoScanTO *int64 `json:"ScanTimeout"`
 	GoBudget *int64 `json:"MemoryBudgetBytes"`
@@ -46,7 +46,7 @@ type recordedParams struct {
 
 // parseScanParams renders a scan's recorded params for the API; nil when
 // it recorded none or something that is not a JSON object.
-func parseScanParams(raw string) *scanParams {
+func parseScanParams(raw string) *ScanParams {
 	if !strings.HasPrefix(strings.TrimSpace(raw), "{") {
 		return nil
 	}
@@ -54,7 +54,7 @@ func parseScanParams(raw string) *scanParams {
 	if err := json.Unmarshal([]byte(raw), &r); err != nil {
 		return nil
 	}
-	p := r.scanParams
+	p := r.ScanParams
 	if p.TimeoutS == nil && r.Timeout != nil {
 		s := time.Duration(*r.Timeout).Seconds()
 		p.TimeoutS = &s

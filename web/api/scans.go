@@ -1,4 +1,4 @@
-package web
+package api
 
 import (
 	"errors"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/store"
+	"github.com/google-pytorch/torchtpu-scanner/web/internal/data"
 	"github.com/google-pytorch/torchtpu-scanner/web/internal/httpx"
 )
 
@@ -19,7 +20,7 @@ type scanJSON struct {
 	Trigger    string           `json:"trigger"` // schedule, manual, cli, startup
 	Status     store.ScanStatus `json:"status"`
 	Target     string           `json:"target"`
-	Params     *scanParams      `json:"params"` // null when the scan recorded none
+	Params     *ScanParams      `json:"params"` // null when the scan recorded none
 	StartedAt  time.Time        `json:"started_at"`
 	FinishedAt *time.Time       `json:"finished_at"`
 	Planned    int              `json:"planned"`
@@ -43,15 +44,15 @@ func newScanJSON(sc store.Scan) scanJSON {
 		Error: sc.Error, DeviceBusy: sc.DeviceBusy, Runtime: sc.Runtime, StalledSince: sc.StalledSince, FleetNote: sc.FleetNote}
 }
 
-// scanBody is one scan with its progress as a fraction (extension), as
+// ScanBody is one scan with its progress as a fraction (extension), as
 // /api/v1/scans shows it.
-type scanBody struct {
+type ScanBody struct {
 	scanJSON
 	Progress *float64 `json:"progress"` // done ÷ planned; null before planning
 }
 
-func withProgress(sc store.Scan) scanBody {
-	b := scanBody{scanJSON: newScanJSON(sc)}
+func withProgress(sc store.Scan) ScanBody {
+	b := ScanBody{scanJSON: newScanJSON(sc)}
 	if sc.Planned > 0 {
 		p := float64(sc.Done) / float64(sc.Planned)
 		b.Progress = &p
@@ -59,33 +60,33 @@ func withProgress(sc store.Scan) scanBody {
 	return b
 }
 
-// apiScans serves GET /api/v1/scans: the newest scans and the scheduler's state.
-func (s *Server) apiScans(c *fiber.Ctx) error {
+// Scans serves GET /api/v1/scans: the newest scans and the scheduler's state.
+func (h *Handler) Scans(c *fiber.Ctx) error {
 	limit, err := httpx.ParseLimit(c.Query("limit"), 20)
 	if err != nil {
 		return err
 	}
-	scans, err := s.store.ListScans(c.UserContext(), limit)
+	scans, err := h.data.Store.ListScans(c.UserContext(), limit)
 	if err != nil {
 		return fmt.Errorf("web: api scans: %w", err)
 	}
 	out := struct {
-		Scans []scanBody `json:"scans"`
-		State ScanState  `json:"state"`
-	}{Scans: []scanBody{}, State: s.scanState()}
+		Scans []ScanBody     `json:"scans"`
+		State data.ScanState `json:"state"`
+	}{Scans: []ScanBody{}, State: data.StateOf(h.scans)}
 	for _, sc := range scans {
 		out.Scans = append(out.Scans, withProgress(sc))
 	}
 	return c.JSON(out)
 }
 
-// apiScan serves GET /api/v1/scans/{id}: one scan and its progress.
-func (s *Server) apiScan(c *fiber.Ctx) error {
+// Scan serves GET /api/v1/scans/{id}: one scan and its progress.
+func (h *Handler) Scan(c *fiber.Ctx) error {
 	id, err := strconv.ParseInt(c.Params("id"), 10, 64)
 	if err != nil || id < 1 {
 		return fmt.Errorf("%w: scan id must be a positive integer", httpx.ErrBadRequest)
 	}
-	sc, err := s.store.GetScan(c.UserContext(), id)
+	sc, err := h.data.Store.GetScan(c.UserContext(), id)
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			return fmt.Errorf("%w: no scan %d", httpx.ErrNotFound, id)
@@ -95,36 +96,16 @@ func (s *Server) apiScan(c *fiber.Ctx) error {
 	return c.JSON(withProgress(sc))
 }
 
-// apiRequestScan serves POST /api/v1/scans: queue a manual scan. It needs
-// Authorization: Bearer {admin token}; without a configured token the
-// route is off (403).
-func (s *Server) apiRequestScan(c *fiber.Ctx) error {
-	if err := s.authorize(c); err != nil {
-		return err
-	}
-	if err := s.scans.RequestScan("manual"); err != nil {
-		if errors.Is(err, ErrScanQueued) {
-			return ErrScanQueued
+// RequestScan serves POST /api/v1/scans: queue a manual scan. Its route
+// needs Authorization: Bearer {admin token} (web/routes.go guards it);
+// without a configured token the route is off (403).
+func (h *Handler) RequestScan(c *fiber.Ctx) error {
+	if err := h.scans.RequestScan("manual"); err != nil {
+		if errors.Is(err, httpx.ErrScanQueued) {
+			return httpx.ErrScanQueued
 		}
 		return fmt.Errorf("web: request scan: %w", err)
 	}
-	s.log.Info("scan requested", "trigger", "manual", "ip", s.clients.IP(c))
-	return c.Status(fiber.StatusAccepted).JSON(fiber.Map{"queued": true, "state": s.scanState()})
-}
-
-// authorize checks the admin token (httpx.Bearer); without one the write
-// routes are off.
-func (s *Server) authorize(c *fiber.Ctx) error {
-	if s.adminToken == "" {
-		return httpx.ErrWritesDisabled
-	}
-	return httpx.Bearer(c, s.adminToken, "admin")
-}
-
-// admin is authorize as a route's guard.
-func (s *Server) admin(c *fiber.Ctx) error {
-	if err := s.authorize(c); err != nil {
-		return err
-	}
-	return c.Next()
+	h.log.Info("scan requested", "trigger", "manual", "ip", h.clients.IP(c))
+	return c.Status(fiber.StatusAccepted).JSON(fiber.Map{"queued": true, "state": data.StateOf(h.scans)})
 }

@@ -1,4 +1,4 @@
-package web
+package api
 
 import (
 	"encoding/json"
@@ -15,16 +15,16 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/web/internal/httpx"
 )
 
-// modelList is the body of GET /api/v1/models.
-type modelList struct {
+// ModelList is the body of GET /api/v1/models.
+type ModelList struct {
 	Models     []compat.Model `json:"models"`
 	NextCursor *string        `json:"next_cursor"`
 }
 
-// modelDetail is the body of GET /api/v1/models/{id}: the model (with its
+// ModelDetail is the body of GET /api/v1/models/{id}: the model (with its
 // current result on ?target=), its history on that target, and (extensions)
 // its current result on every target and its status changes.
-type modelDetail struct {
+type ModelDetail struct {
 	compat.Model
 	History []compat.Result `json:"history"`
 	Results []compat.Result `json:"results"`
@@ -34,32 +34,32 @@ type modelDetail struct {
 // historyLimit bounds the history of the model detail.
 const historyLimit = 100
 
-// apiModels serves GET /api/v1/models: one page of models, filtered and sorted.
-func (s *Server) apiModels(c *fiber.Ctx) error {
+// Models serves GET /api/v1/models: one page of models, filtered and sorted.
+func (h *Handler) Models(c *fiber.Ctx) error {
 	q, err := httpx.ParseModelQuery(c)
 	if err != nil {
 		return err
 	}
 	ctx := c.UserContext()
-	return s.cachedJSON(c, "web: api models", func() (any, error) {
-		models, next, err := s.store.ListModels(ctx, q)
+	return h.cachedJSON(c, "web: api models", func() (any, error) {
+		models, next, err := h.data.Store.ListModels(ctx, q)
 		if err != nil {
 			return nil, fmt.Errorf("web: api models: %w", err)
 		}
-		reg, err := s.data.ServingRegistry(ctx)
+		reg, err := h.data.ServingRegistry(ctx)
 		if err != nil {
 			return nil, err
 		}
-		out := modelList{Models: models}
+		out := ModelList{Models: models}
 		if out.Models == nil {
 			out.Models = []compat.Model{}
 		}
 		ptrs := make([]*compat.Model, len(out.Models))
 		for i := range out.Models {
-			s.fillModel(&out.Models[i], reg)
+			h.fillModel(&out.Models[i], reg)
 			ptrs[i] = &out.Models[i]
 		}
-		if err := s.data.WithMeasured(ctx, ptrs...); err != nil {
+		if err := h.data.WithMeasured(ctx, ptrs...); err != nil {
 			return nil, err
 		}
 		if next != "" {
@@ -74,9 +74,9 @@ func (s *Server) apiModels(c *fiber.Ctx) error {
 // body kept for the URL (gzipped for a client that takes it), or the one
 // build makes, kept until the data changes. what names the route in the
 // error of a failed read of the data's version.
-func (s *Server) cachedJSON(c *fiber.Ctx, what string, build func() (any, error)) error {
+func (h *Handler) cachedJSON(c *fiber.Ctx, what string, build func() (any, error)) error {
 	url := c.OriginalURL()
-	changed, fresh, err := cached.Check(c, s.store, s.hubEndpoint, url, cached.Coding(c))
+	changed, fresh, err := cached.Check(c, h.data.Store, h.hubEndpoint, url, cached.Coding(c))
 	if err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
@@ -84,7 +84,7 @@ func (s *Server) cachedJSON(c *fiber.Ctx, what string, build func() (any, error)
 		return cached.Unchanged(c)
 	}
 	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSONCharsetUTF8)
-	body, err := cached.Rendered(&s.apiLists, url, changed, func() ([]byte, error) {
+	body, err := cached.Rendered(&h.apiLists, url, changed, func() ([]byte, error) {
 		v, err := build()
 		if err != nil {
 			return nil, err
@@ -101,8 +101,8 @@ func (s *Server) cachedJSON(c *fiber.Ctx, what string, build func() (any, error)
 	return body.Send(c)
 }
 
-// apiModel serves GET /api/v1/models/{id}. Aliases resolve to the model.
-func (s *Server) apiModel(c *fiber.Ctx) error {
+// Model serves GET /api/v1/models/{id}. Aliases resolve to the model.
+func (h *Handler) Model(c *fiber.Ctx) error {
 	id, err := httpx.IDParam(c, "")
 	if err != nil {
 		return err
@@ -112,36 +112,36 @@ func (s *Server) apiModel(c *fiber.Ctx) error {
 		return err
 	}
 	ctx := c.UserContext()
-	_, fresh, err := cached.Check(c, s.store, s.hubEndpoint, c.OriginalURL())
+	_, fresh, err := cached.Check(c, h.data.Store, h.hubEndpoint, c.OriginalURL())
 	if err != nil {
 		return fmt.Errorf("web: api model: %w", err)
 	}
 	if fresh {
 		return cached.Unchanged(c)
 	}
-	m, err := s.store.GetModel(ctx, id, target)
+	m, err := h.data.Store.GetModel(ctx, id, target)
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			return fmt.Errorf("%w: no model %s", httpx.ErrNotFound, httpx.QuoteShort(id))
 		}
 		return fmt.Errorf("web: api model: %w", err)
 	}
-	reg, err := s.data.ServingRegistry(ctx)
+	reg, err := h.data.ServingRegistry(ctx)
 	if err != nil {
 		return err
 	}
-	s.fillModel(&m, reg)
-	if err := s.data.WithMeasured(ctx, &m); err != nil {
+	h.fillModel(&m, reg)
+	if err := h.data.WithMeasured(ctx, &m); err != nil {
 		return err
 	}
-	d := modelDetail{Model: m}
-	if d.History, err = s.store.History(ctx, m.ID, target, historyLimit); err != nil {
+	d := ModelDetail{Model: m}
+	if d.History, err = h.data.Store.History(ctx, m.ID, target, historyLimit); err != nil {
 		return fmt.Errorf("web: api model history: %w", err)
 	}
-	if d.Results, err = s.store.CurrentResults(ctx, m.ID); err != nil {
+	if d.Results, err = h.data.Store.CurrentResults(ctx, m.ID); err != nil {
 		return fmt.Errorf("web: api model results: %w", err)
 	}
-	if d.Events, err = s.store.ModelEvents(ctx, m.ID, historyLimit); err != nil {
+	if d.Events, err = h.data.Store.ModelEvents(ctx, m.ID, historyLimit); err != nil {
 		return fmt.Errorf("web: api model events: %w", err)
 	}
 	for _, p := range []*[]compat.Result{&d.History, &d.Results} {
@@ -152,17 +152,17 @@ func (s *Server) apiModel(c *fiber.Ctx) error {
 	if d.Events == nil {
 		d.Events = []compat.Event{}
 	}
-	s.known.Results(d.History)
-	s.known.Results(d.Results)
-	s.known.Events(d.Events)
+	h.known.Results(d.History)
+	h.known.Results(d.Results)
+	h.known.Events(d.Events)
 	return c.JSON(d)
 }
 
 // fillModel sets the fields the web layer owns: the Hub link, where its
 // result's signature is tracked, and its serving cell under reg (the
 // pinned vllm-torchtpu's registry, nil when never read).
-func (s *Server) fillModel(m *compat.Model, reg *serving.Registry) {
-	m.URL = s.hub.Model(m.ID)
+func (h *Handler) fillModel(m *compat.Model, reg *serving.Registry) {
+	m.URL = h.hub.Model(m.ID)
 	m.Serving = data.ServingCell(reg, *m)
-	s.known.Result(m.Result)
+	h.known.Result(m.Result)
 }

@@ -1,0 +1,49 @@
+// Package api serves the JSON API (/api/v1/…) and the CSV exports: the
+// models, summary, failures, sweep, runtimes, comparisons, the fix list,
+// the scans. Each answer that depends only on its URL and the data is kept
+// until the data changes (cachedJSON). web/routes.go wires its handler;
+// the test requests and the worker fleet's routes are served beside it
+// (web, web/work), the webhooks' view by web/feeds.
+package api
+
+import (
+	"log/slog"
+
+	"github.com/google-pytorch/torchtpu-scanner/web/internal/cached"
+	"github.com/google-pytorch/torchtpu-scanner/web/internal/data"
+	"github.com/google-pytorch/torchtpu-scanner/web/internal/httpx"
+	"github.com/google-pytorch/torchtpu-scanner/web/internal/show"
+)
+
+// Handler serves the JSON API and keeps its answers.
+type Handler struct {
+	data        *data.Reader
+	known       *data.Known
+	clients     *httpx.Clients
+	hub         show.Hub
+	hubEndpoint string           // the Hub's base URL (the answers' links: their ETags say it)
+	scans       data.ScanControl // nil: no scheduler
+	log         *slog.Logger
+	apiLists    cached.Map[string, cached.Body] // the answers of cachedJSON, by URL
+}
+
+// Config is what the API reads and says.
+type Config struct {
+	Data        *data.Reader
+	Known       *data.Known
+	Clients     *httpx.Clients
+	HubEndpoint string
+	Scans       data.ScanControl
+	Log         *slog.Logger
+}
+
+// New is the API's handler.
+func New(cfg Config) *Handler {
+	h := &Handler{data: cfg.Data, known: cfg.Known, clients: cfg.Clients, hub: show.Hub(cfg.HubEndpoint),
+		hubEndpoint: cfg.HubEndpoint, scans: cfg.Scans, log: cfg.Log}
+	h.apiLists.MaxBytes = 32 << 20
+	return h
+}
+
+// Cache is what the handler keeps (the caches' accounting tests read it).
+func (h *Handler) Cache() *cached.Map[string, cached.Body] { return &h.apiLists }

@@ -1,0 +1,77 @@
+package api
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/google-pytorch/torchtpu-scanner/store"
+	"github.com/google-pytorch/torchtpu-scanner/web/internal/cached"
+	"github.com/google-pytorch/torchtpu-scanner/web/internal/data"
+	"github.com/google-pytorch/torchtpu-scanner/web/internal/httpx"
+)
+
+// RuntimeJSON is one runtime in GET /api/v1/runtimes.
+type RuntimeJSON struct {
+	Key                      string   `json:"key"`
+	Target                   string   `json:"target"`
+	Torch                    string   `json:"torch"`
+	TorchTPU                 string   `json:"torch_tpu"`
+	Transformers             string   `json:"transformers"`
+	Harness                  string   `json:"harness"`
+	FirstSeen                string   `json:"first_seen"`
+	LastSeen                 string   `json:"last_seen"`
+	Tested                   int      `json:"tested"`
+	PassRate                 *float64 `json:"pass_rate"`
+	DownloadWeightedPassRate *float64 `json:"download_weighted_pass_rate"`
+	// Extensions.
+	Models int `json:"models"` // with a result on it, verdict or not
+	Passed int `json:"passed"`
+}
+
+func toRuntimeJSON(st store.RuntimeStats) RuntimeJSON {
+	return RuntimeJSON{
+		Key: st.Ref.Key(), Target: string(st.Ref.Target), Torch: st.Ref.Torch, TorchTPU: st.Ref.TorchTPU,
+		Transformers: st.Ref.Transformers, Harness: st.Ref.Harness,
+		FirstSeen: st.FirstSeen.UTC().Format(time.RFC3339), LastSeen: st.LastSeen.UTC().Format(time.RFC3339),
+		Tested: st.Tested, PassRate: st.PassRate, DownloadWeightedPassRate: st.WeightedPassRate,
+		Models: st.Models, Passed: st.Passed,
+	}
+}
+
+// RuntimesBody is GET /api/v1/runtimes.
+type RuntimesBody struct {
+	Runtimes []RuntimeJSON `json:"runtimes"`
+	// KernelTables are the TorchTPU kernel tables kept, newest first.
+	KernelTables []data.KernelTable `json:"kernel_tables"`
+}
+
+// Runtimes serves GET /api/v1/runtimes: every runtime with results
+// (?target= for one target), newest first.
+func (h *Handler) Runtimes(c *fiber.Ctx) error {
+	target, err := httpx.ParseTarget(c.Query("target"))
+	if err != nil {
+		return err
+	}
+	ctx := c.UserContext()
+	changed, fresh, err := cached.Check(c, h.data.Store, c.OriginalURL())
+	if err != nil {
+		return fmt.Errorf("web: api runtimes: %w", err)
+	}
+	if fresh {
+		return cached.Unchanged(c)
+	}
+	rts, err := h.data.Runtimes(ctx, target, changed)
+	if err != nil {
+		return fmt.Errorf("web: api runtimes: %w", err)
+	}
+	out := RuntimesBody{Runtimes: make([]RuntimeJSON, len(rts))}
+	for i, st := range rts {
+		out.Runtimes[i] = toRuntimeJSON(st)
+	}
+	if out.KernelTables, err = h.data.KernelTables(ctx); err != nil {
+		return fmt.Errorf("web: api runtimes: %w", err)
+	}
+	return c.JSON(out)
+}
