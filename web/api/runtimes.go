@@ -1,11 +1,13 @@
 package api
 
 import (
+	"context"
 	"fmt"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/store"
 	"github.com/google-pytorch/torchtpu-scanner/web/internal/cached"
 	"github.com/google-pytorch/torchtpu-scanner/web/internal/data"
@@ -50,28 +52,38 @@ type RuntimesBody struct {
 // Runtimes serves GET /api/v1/runtimes: every runtime with results
 // (?target= for one target), newest first.
 func (h *Handler) Runtimes(c *fiber.Ctx) error {
+	return h.targetJSON(c, "web: api runtimes", func(ctx context.Context, target compat.Target, changed time.Time) (any, error) {
+		rts, err := h.data.Runtimes(ctx, target, changed)
+		if err != nil {
+			return nil, err
+		}
+		out := RuntimesBody{Runtimes: make([]RuntimeJSON, len(rts))}
+		for i, st := range rts {
+			out.Runtimes[i] = toRuntimeJSON(st)
+		}
+		out.KernelTables, err = h.data.KernelTables(ctx)
+		return out, err
+	})
+}
+
+// targetJSON answers a GET of ?target= whose body depends only on its URL
+// and the data's version: 304 when If-None-Match names it, else build's
+// answer for the target at that version; what names the route in errors.
+func (h *Handler) targetJSON(c *fiber.Ctx, what string, build func(ctx context.Context, target compat.Target, changed time.Time) (any, error)) error {
 	target, err := httpx.ParseTarget(c.Query("target"))
 	if err != nil {
 		return err
 	}
-	ctx := c.UserContext()
 	changed, fresh, err := cached.Check(c, h.data.Store, c.OriginalURL())
 	if err != nil {
-		return fmt.Errorf("web: api runtimes: %w", err)
+		return fmt.Errorf("%s: %w", what, err)
 	}
 	if fresh {
 		return cached.Unchanged(c)
 	}
-	rts, err := h.data.Runtimes(ctx, target, changed)
+	out, err := build(c.UserContext(), target, changed)
 	if err != nil {
-		return fmt.Errorf("web: api runtimes: %w", err)
-	}
-	out := RuntimesBody{Runtimes: make([]RuntimeJSON, len(rts))}
-	for i, st := range rts {
-		out.Runtimes[i] = toRuntimeJSON(st)
-	}
-	if out.KernelTables, err = h.data.KernelTables(ctx); err != nil {
-		return fmt.Errorf("web: api runtimes: %w", err)
+		return fmt.Errorf("%s: %w", what, err)
 	}
 	return c.JSON(out)
 }
