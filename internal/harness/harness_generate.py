@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import time
 
-import harness_failures as hf
-import harness_inputs as hi
-import harness_shard as hs
-import harness_tasks as ht
+import harness_failures
+import harness_inputs
+import harness_shard
+import harness_tasks
 
 
 class TimingStreamer:
@@ -56,7 +56,7 @@ class GenerateStage:
             if prompt_len:
                 seqs = out if hasattr(out, "shape") else getattr(out, "sequences", None)
                 if seqs is not None:
-                    self.continuation = hi.continuation(self.real.tokenizer, seqs.cpu(), prompt_len)
+                    self.continuation = harness_inputs.continuation(self.real.tokenizer, seqs.cpu(), prompt_len)
             self.record_decode_speed(streamer)
             notes.append(f"{streamer.tokens} new tokens, cache={'static' if static else 'default'}")
             if streamer.tokens < self.args.new_tokens:
@@ -66,7 +66,7 @@ class GenerateStage:
         """Why the generate stage is skipped ("" when it runs)."""
         if self.args.no_generate:
             return "--no-generate"
-        if self.family not in ht.GENERATIVE_FAMILIES:
+        if self.family not in harness_tasks.GENERATIVE_FAMILIES:
             return f"not generative ({self.family})"
         if not self.model.can_generate():
             return f"{type(self.model).__name__} cannot generate"
@@ -100,9 +100,9 @@ class GenerateStage:
             if streamer.tokens >= 2 and streamer.t_end > streamer.t_first:
                 self.metrics["tokens_per_s"] = round((streamer.tokens - 1) / (streamer.t_end - streamer.t_first), 4)
         if self.world > 1:  # the group's: its slowest rank's
-            ttft = hs.gather(self.metrics["ttft_ms"], self.world)
-            tps = [v for v in hs.gather(self.metrics["tokens_per_s"], self.world) if v is not None]
-            self.metrics["ttft_ms"] = hs.largest(ttft)
+            ttft = harness_shard.gather(self.metrics["ttft_ms"], self.world)
+            tps = [v for v in harness_shard.gather(self.metrics["tokens_per_s"], self.world) if v is not None]
+            self.metrics["ttft_ms"] = harness_shard.largest(ttft)
             self.metrics["tokens_per_s"] = min(tps) if len(tps) == self.world else None
 
     def generate_once(self, model, gin: dict, notes: list, compiled: bool) -> tuple[dict, bool]:
@@ -132,10 +132,10 @@ class GenerateStage:
         try:
             model.generate(**gin, **kw)
         except Exception as e:  # noqa: BLE001
-            c = hf.classify(e, "generate")
+            c = harness_failures.classify(e, "generate")
             if not (static and c["failure_class"] == "other"):
                 raise
-            notes.append(f"static cache failed ({hf.short_message(e, 160)}): fell back to the default cache")
+            notes.append(f"static cache failed ({harness_failures.short_message(e, 160)}): fell back to the default cache")
             kw.pop("cache_implementation", None)
             static = False
             model.generate(**gin, **kw)
@@ -147,9 +147,9 @@ class GenerateStage:
         inputs' (harness_inputs.generate_inputs)."""
         tok = self.real.tokenizer if self.real is not None else None
         if tok is not None and self.family == "causal-lm":
-            ids = hi.prompt_ids(self.torch, tok, self.model.config)
+            ids = harness_inputs.prompt_ids(self.torch, tok, self.model.config)
             if ids is not None:
-                notes.append(f"prompt {hi.PROMPT!r} ({ids.shape[1]} tokens, the model's tokenizer)")
+                notes.append(f"prompt {harness_inputs.PROMPT!r} ({ids.shape[1]} tokens, the model's tokenizer)")
                 return {"input_ids": ids}, int(ids.shape[1])
             notes.append("the fixed prompt cannot be encoded: the forward inputs are the prompt")
-        return hi.generate_inputs(self.family, self.inputs_cpu), None
+        return harness_inputs.generate_inputs(self.family, self.inputs_cpu), None

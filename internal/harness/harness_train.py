@@ -46,7 +46,7 @@ import math
 import os
 import time
 
-import harness_failures as hf
+import harness_failures
 
 STEPS = 3
 # AdamW's learning rate: large enough that a bfloat16 weight of ordinary size moves in one step (the
@@ -278,7 +278,7 @@ def verdict_of(status: str, stage: str | None, *, failure_class=None, signature=
 
 
 def skipped(reason: str, message: str) -> dict:
-    return verdict_of("skipped", None, reason=reason, message=hf.truncate_bytes(message, 2048))
+    return verdict_of("skipped", None, reason=reason, message=harness_failures.truncate_bytes(message, 2048))
 
 
 def judge_losses(dev: dict, ref: dict, row: dict) -> tuple[bool, str, str, float | None, float | None]:

@@ -105,12 +105,12 @@ def config_dirs(tmp_path_factory):
 
 
 def test_every_family_has_a_tiny_model():
-    import harness_tasks as ht
+    import harness_tasks
 
     covered = {EXPECT[name][0] for name in TINY}
     # every family of the table, less the text/vision/speech ones test_models.py runs and the
     # "speech" placeholder the config resolves
-    want = set(ht.FAMILIES) - {"causal-lm", "text-encoder", "seq2seq", "vision", "speech", "speech-seq2seq", "speech-ctc"}
+    want = set(harness_tasks.FAMILIES) - {"causal-lm", "text-encoder", "seq2seq", "vision", "speech", "speech-seq2seq", "speech-ctc"}
     assert want <= covered, sorted(want - covered)
     assert set(EXPECT) == set(TINY)
 
@@ -214,10 +214,10 @@ def _tiny_model(name):
         cfg = factory()
         if isinstance(cfg, dict):
             cfg = transformers.AutoConfig.for_model(**cfg)
-    import harness_tasks as ht
+    import harness_tasks
 
-    ht.make_deterministic(cfg)  # as the harness's config stage prepares it
-    ht.legacy_text_vocab(cfg)
+    harness_tasks.make_deterministic(cfg)  # as the harness's config stage prepares it
+    harness_tasks.legacy_text_vocab(cfg)
     torch.manual_seed(0)
     model = getattr(transformers, cfg.architectures[0])(cfg).eval()
     return cfg, tag, model
@@ -230,20 +230,20 @@ def test_inputs_fit_the_forward(name):
     input_features and texts for CLAP), and the forward accepts them."""
     import torch
 
-    import harness_inputs as hi
-    import harness_tasks as ht
+    import harness_inputs
+    import harness_tasks
 
     cfg, tag, model = _tiny_model(name)
-    _, family, _ = ht.resolve_family(tag, cfg)
+    _, family, _ = harness_tasks.resolve_family(tag, cfg)
     assert family is not None, (name, tag)
     params = inspect.signature(model.forward).parameters
     accepted = set(params)
-    inputs, _ = hi.build_inputs(torch, family, model.config, accepted, 32, 4, 0, type(model).__name__, model=model)
+    inputs, _ = harness_inputs.build_inputs(torch, family, model.config, accepted, 32, 4, 0, type(model).__name__, model=model)
     takes_any = any(p.kind == p.VAR_KEYWORD for p in params.values())
     strays = sorted(k for k in inputs if k not in accepted)
     assert takes_any or not strays, (name, strays)
-    assert hi.modalities_missing(accepted, model.config, inputs) == [], (name, sorted(inputs), sorted(accepted))
-    taken = [m for m, keys in hi.MODALITY_KEYS.items() if set(keys) & set(inputs)]
+    assert harness_inputs.modalities_missing(accepted, model.config, inputs) == [], (name, sorted(inputs), sorted(accepted))
+    taken = [m for m, keys in harness_inputs.MODALITY_KEYS.items() if set(keys) & set(inputs)]
     assert taken or family in ("time-series", "decision"), (name, sorted(inputs))
     with torch.no_grad():
         out = model(**inputs)
@@ -255,12 +255,12 @@ def test_every_family_has_its_inputs_checked():
     """The coverage of the check above: every family of the task table (less "speech", resolved to speech-seq2seq
     or speech-ctc) has a tiny model whose inputs were checked against its forward signature. Runs after it
     (pytest keeps file order); on its own it checks them itself."""
-    import harness_tasks as ht
+    import harness_tasks
 
     if not SIGNATURE_CHECKED:
         for name in sorted(TINY) + sorted(PLAIN):
             test_inputs_fit_the_forward(name)
-    want = set(ht.FAMILIES) - {"speech"}
+    want = set(harness_tasks.FAMILIES) - {"speech"}
     checked = set(SIGNATURE_CHECKED)
     print("families whose inputs were checked against their forward signature:")
     for family in sorted(checked):
@@ -331,9 +331,9 @@ def test_placeholders_follow_the_models_own_feature_count(config_dirs, run_inpro
     wrong, one placeholder for LLaVA's 16 patch features) said "Image features and image tokens do not match" on the
     target and on the reference alike: the scanner's error, no verdict. The forward's own count now rebuilds the
     inputs once, and the model gets its verdict."""
-    import harness_inputs as hi
+    import harness_inputs
 
-    monkeypatch.setattr(hi, "count_features", lambda ctx, method, kwargs: 1)
+    monkeypatch.setattr(harness_inputs, "count_features", lambda ctx, method, kwargs: 1)
     code, res = run_inproc(config_dirs["llava"], task="image-text-to-text", mode="arch", extra=ARCH + ["--no-generate"])
     assert code == 0
     assert res["status"] == "pass", (res["stage"], res["message"])
@@ -345,18 +345,18 @@ def test_placeholders_follow_the_models_own_feature_count(config_dirs, run_inpro
 
 
 def test_placeholder_mismatch_reads_transformers_own_words():
-    import harness_inputs as hi
+    import harness_inputs
 
-    assert hi.placeholder_candidates(512, 32) == [512, 16] and hi.placeholder_candidates(9, 32) == [9]
-    assert hi.placeholder_candidates(0, 32) == []
+    assert harness_inputs.placeholder_candidates(512, 32) == [512, 16] and harness_inputs.placeholder_candidates(9, 32) == [9]
+    assert harness_inputs.placeholder_candidates(0, 32) == []
     for msg, want in [
         ("Image features and image tokens do not match, tokens: 1, features: 16", ("image", 1, 16)),
         ("Video features and video tokens do not match, tokens: 4, features: 64", ("video", 4, 64)),
         ("Image features and image tokens do not match: tokens: 2, features 9", ("image", 2, 9)),
         ("Audio features and audio tokens do not match, tokens: 3, features: 750", ("audio", 3, 750)),
     ]:
-        assert hi.placeholder_mismatch(ValueError(msg)) == want, msg
+        assert harness_inputs.placeholder_mismatch(ValueError(msg)) == want, msg
     wrapped = RuntimeError("forward failed")
     wrapped.__cause__ = ValueError("Image features and image tokens do not match, tokens: 1, features: 4")
-    assert hi.placeholder_mismatch(wrapped) == ("image", 1, 4)
-    assert hi.placeholder_mismatch(ValueError("shapes do not match, tokens: 1, features: 4")) is None
+    assert harness_inputs.placeholder_mismatch(wrapped) == ("image", 1, 4)
+    assert harness_inputs.placeholder_mismatch(ValueError("shapes do not match, tokens: 1, features: 4")) is None

@@ -136,7 +136,7 @@ def test_task_inferred_when_empty(tmp_path, run_inproc):
 def test_the_mode_given_runs_within_the_memory_budget(tmp_path, run_inproc):
     """The harness runs the plan's mode (the plan's note kept in the config stage); arch mode is held to the
     budget by the fit formula of fit.json."""
-    import harness_host as hh
+    import harness_host
 
     d = build_model_dir(tmp_path, "llama")
     fast = NO_COMPILE + ["--no-generate", "--layers", "1"]
@@ -147,7 +147,7 @@ def test_the_mode_given_runs_within_the_memory_budget(tmp_path, run_inproc):
     params = res["metrics"]["param_count"]
     # under the full model's need, the 1-layer arch model still fits. The formula of fit.json, by hand:
     # bfloat16 on cpu (2 bytes), the run and its float32 reference (2 + 4 bytes: 3 copies).
-    full_need = int(params * 2 * 3 * hh.FIT["fit_factor"]) + hh.FIT["fit_slack_bytes"]
+    full_need = int(params * 2 * 3 * harness_host.FIT["fit_factor"]) + harness_host.FIT["fit_slack_bytes"]
     code, res = run_inproc(d, task="text-generation", mode="arch", extra=fast + ["--memory-budget-bytes", str(full_need - 1)])
     assert (res["status"], res["mode"]) == ("pass", "arch"), res["message"]
     assert res["metrics"]["param_count"] < params
