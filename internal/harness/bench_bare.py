@@ -7,7 +7,7 @@
 
 It loads the same model the same way (full: safetensors, bfloat16 on an accelerator and
 float32 on cpu; arch: random weights with the layers cut), builds the same inputs
-(harness_inputs.build_inputs, so both run identical shapes), and runs the same calls: one
+(harness_synthetic_inputs.build_inputs, so both run identical shapes), and runs the same calls: one
 warm-up forward plus --steps timed ones, the float32 CPU reference forward, torch.compile
 with two calls plus --steps, and a warm-up plus a measured greedy generate with a static
 cache. No stages, no result file, no error classification, no memory-budget logic: an
@@ -30,7 +30,7 @@ import sys  # noqa: E402
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import harness_inputs  # noqa: E402
+import harness_synthetic_inputs  # noqa: E402
 import harness_tasks  # noqa: E402
 
 
@@ -88,7 +88,7 @@ def main() -> int:
         return {k: (v.to(dev, dtype=dtype) if v.is_floating_point() else v.to(dev)) if hasattr(v, "to") else v
                 for k, v in kw.items()}
 
-    inputs, _ = harness_inputs.build_inputs(torch, family, model.config, set(inspect.signature(model.forward).parameters),
+    inputs, _ = harness_synthetic_inputs.build_inputs(torch, family, model.config, set(inspect.signature(model.forward).parameters),
                                 a.seq_len, a.new_tokens, a.seed, type(model).__name__, model=model, to_device=to_dev)
     dinputs = to_dev(inputs)
 
@@ -119,7 +119,7 @@ def main() -> int:
             sync()
             compiled_ms = timed(lambda: cm(**dinputs), a.steps)
         if not a.no_generate and family in harness_tasks.GENERATIVE_FAMILIES and model.can_generate():
-            gin = {k: dinputs[k] for k in harness_inputs.generate_inputs(family, inputs)}
+            gin = {k: dinputs[k] for k in harness_synthetic_inputs.generate_inputs(family, inputs)}
             gkw = dict(max_new_tokens=a.new_tokens, min_new_tokens=a.new_tokens, do_sample=False,
                        cache_implementation="static")
             if a.no_compile:

@@ -43,6 +43,8 @@ import harness_failures  # noqa: E402
 import harness_generate  # noqa: E402
 import harness_host  # noqa: E402
 import harness_inputs  # noqa: E402
+import harness_real_inputs  # noqa: E402
+import harness_synthetic_inputs  # noqa: E402
 import harness_modes  # noqa: E402
 import harness_numerics  # noqa: E402
 import harness_ops  # noqa: E402
@@ -452,7 +454,7 @@ class Probe(harness_config.ConfigStage, harness_compare.NumericsStage, harness_c
         self.load_kwargs = {}  # from_pretrained overrides (the config made deterministic)
         self.out_kinds = {}
         self.dtype = None
-        self.real = None  # harness_inputs.Inputs: where the forward inputs came from
+        self.real = None  # harness_real_inputs.Inputs: where the forward inputs came from
         self.continuation = None  # {"prompt", "text"} of a causal LM with its own tokenizer
         self.init_modes()  # result.modes: the train step, the eager modes, precision (harness_modes.py)
         self.world = args.devices  # ranks of a sharded probe (harness_shard.py); 1 otherwise
@@ -727,16 +729,16 @@ class Probe(harness_config.ConfigStage, harness_compare.NumericsStage, harness_c
 
     def refit_placeholders(self, e: BaseException, notes: list) -> bool:
         """When the first forward says its features and placeholder tokens do not match (transformers' own
-        message, harness_inputs.placeholder_mismatch), the inputs are rebuilt with the model's own count of
-        features for that media (harness_inputs.placeholder_candidates, each tried once; kept for the reference,
+        message, harness_synthetic_inputs.placeholder_mismatch), the inputs are rebuilt with the model's own count of
+        features for that media (harness_synthetic_inputs.placeholder_candidates, each tried once; kept for the reference,
         which builds the same inputs): True when rebuilt."""
-        found = harness_inputs.placeholder_mismatch(e)
+        found = harness_synthetic_inputs.placeholder_mismatch(e)
         if found is None:
             return False
         media, given, made = found
         tried = self.__dict__.setdefault("placeholder_tries", {}).setdefault(media, [given])
         hidden = getattr(harness_inputs.text_config(self.model.config), "hidden_size", None)
-        todo = [n for n in harness_inputs.placeholder_candidates(made, hidden) if n not in tried]
+        todo = [n for n in harness_synthetic_inputs.placeholder_candidates(made, hidden) if n not in tried]
         if not todo:
             return False
         tried.append(todo[0])
@@ -750,10 +752,10 @@ class Probe(harness_config.ConfigStage, harness_compare.NumericsStage, harness_c
         self.dev_inputs = self.forward_kwargs(self.inputs_cpu)
         return True
 
-    def forward_inputs(self, model, to_device, notes: list) -> harness_inputs.Inputs:
+    def forward_inputs(self, model, to_device, notes: list) -> harness_real_inputs.Inputs:
         """The forward inputs (CPU, float32 / int64) of model: the family's synthetic ones from the config and the
         model's forward signature, replaced in full mode by the model's own tokenizer / processor where its files
-        allow (harness_inputs). to_device moves CPU inputs to model's device (None: model is on the CPU, float32),
+        allow (harness_real_inputs). to_device moves CPU inputs to model's device (None: model is on the CPU, float32),
         for multimodal models asked how many placeholder tokens one image takes. The reference builds the same
         inputs with this when the target failed before building them."""
         import inspect
@@ -765,15 +767,15 @@ class Probe(harness_config.ConfigStage, harness_compare.NumericsStage, harness_c
             accepted = set()
         cfg = model.config
         counts = getattr(self, "placeholder_counts", None)
-        inputs, info = harness_inputs.build_inputs(torch, self.family, cfg, accepted, args.seq_len, args.new_tokens, args.seed,
+        inputs, info = harness_synthetic_inputs.build_inputs(torch, self.family, cfg, accepted, args.seq_len, args.new_tokens, args.seed,
                                        type(model).__name__, model=model, to_device=to_device, counts=counts)
-        reserve = args.new_tokens if harness_inputs.FAMILY_GENERATES.get(self.family) else 0
-        real = harness_inputs.build(torch, self.family, cfg, args.model_dir, self.mode, inputs, info, accepted, reserve)
+        reserve = args.new_tokens if harness_synthetic_inputs.FAMILY_GENERATES.get(self.family) else 0
+        real = harness_real_inputs.build(torch, self.family, cfg, args.model_dir, self.mode, inputs, info, accepted, reserve)
         notes.append(f"inputs: {real.note}")
         if info.get("no_vision_tower"):
             notes.append("config.json has no vision_config: transformers builds the model without its optional "
                          "vision tower, so it runs on text alone")
-        missing = harness_inputs.modalities_missing(accepted, cfg, real.tensors)
+        missing = harness_synthetic_inputs.modalities_missing(accepted, cfg, real.tensors)
         if missing:
             notes.append(f"the forward takes {' and '.join(missing)} inputs the harness does not build")
         return real

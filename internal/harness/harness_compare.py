@@ -3,7 +3,7 @@
 
 Every output the family compares (tasks.json) gets the checks of its kind against the tolerance row that
 holds the device's output (numerics.json, applied by harness_numerics.py); a causal LM's perplexity is
-bounded too: on the passage (full mode, harness_inputs.passage_check) or, on synthetic inputs, at most
+bounded too: on the passage (full mode, harness_real_inputs.passage_check) or, on synthetic inputs, at most
 PPL_FACTOR x the vocabulary on the repeated chunk. A reference that fails where the target passed, or whose
 output is not finite, or that misses a perplexity bound too, is the scanner's error, never the model's.
 On tpu the matrix also compares at the other float32 matmul precision (harness_modes.precision_verdict).
@@ -19,7 +19,7 @@ import math
 
 import harness_failures
 import harness_host
-import harness_inputs
+import harness_real_inputs
 import harness_numerics
 import harness_shard
 from harness_modes import finite_or_none
@@ -162,11 +162,11 @@ class NumericsStage:
 
     def passage_verdict(self, ref_out, dtype_name: str, ok: bool, why: str, key: str, notes: list):
         """A causal LM on the passage (full mode): its perplexity below the bound and close to the reference's
-        (harness_inputs.passage_check); a bound the reference misses too is the passage's, the scanner's error."""
-        chk = harness_inputs.passage_check(self.torch, self.dev_out, ref_out, self.inputs_cpu["input_ids"], dtype_name)
+        (harness_real_inputs.passage_check); a bound the reference misses too is the passage's, the scanner's error."""
+        chk = harness_real_inputs.passage_check(self.torch, self.dev_out, ref_out, self.inputs_cpu["input_ids"], dtype_name)
         self.metrics["perplexity"] = finite_or_none(chk.ppl)
         notes.append(chk.note)
-        if ok and not chk.ok and chk.key == harness_inputs.REFERENCE_TOO_KEY:  # the passage is the harness's choice
+        if ok and not chk.ok and chk.key == harness_real_inputs.REFERENCE_TOO_KEY:  # the passage is the harness's choice
             raise harness_failures.SharedFailure(harness_failures.INPUTS_ORIGIN, chk.why, chk.key)
         if ok and not chk.ok:
             return False, chk.why, chk.key

@@ -11,7 +11,7 @@ the load builds from, in the mode the scanner's plan gave.
   skipped no_safetensors; pickle weights are never loaded. arch: the config cut to --layers layers (seeded
   random weights later), skipped too_large when even that does not fit the memory budget by the fit formula
   (harness_host.fit_need).
-* The family's inputs must be buildable from the config (harness_inputs.check_inputs). When they are not, it is
+* The family's inputs must be buildable from the config (harness_synthetic_inputs.check_inputs). When they are not, it is
   the model's config_error only when transformers cannot build the model's class from the config either; a config
   transformers loads and builds the model from is the scanner's error (harness_inputs:config:<field>): the harness
   failed to read it, not the model.
@@ -28,6 +28,7 @@ import os
 import harness_failures
 import harness_host
 import harness_inputs
+import harness_synthetic_inputs
 import harness_tasks
 
 
@@ -203,7 +204,7 @@ class ConfigStage:
         except (TypeError, ValueError):
             accepted = set()
         try:
-            harness_inputs.check_inputs(self.torch, self.family, config, self.cls.__name__, accepted)
+            harness_synthetic_inputs.check_inputs(self.torch, self.family, config, self.cls.__name__, accepted)
         except harness_inputs.IncompleteConfig as e:
             refused = self.config_refused(config)
             if refused is not None:

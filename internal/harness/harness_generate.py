@@ -3,7 +3,7 @@
 
 One warm-up generate, then a measured one: ttft_ms (to the first generated token) and the decode tokens_per_s
 after it. On tpu/cuda transformers compiles the decode step itself (not with --no-compile). A causal LM with its
-own tokenizer (full mode) continues harness_inputs.PROMPT, and result.continuation holds the prompt and the
+own tokenizer (full mode) continues harness_real_inputs.PROMPT, and result.continuation holds the prompt and the
 decoded text; otherwise the prompt is the forward inputs'. The float32 CPU reference runs generate_once with the
 same settings when the target fails (harness_reference.py).
 
@@ -15,7 +15,8 @@ from __future__ import annotations
 import time
 
 import harness_failures
-import harness_inputs
+import harness_real_inputs
+import harness_synthetic_inputs
 import harness_shard
 import harness_tasks
 
@@ -56,7 +57,7 @@ class GenerateStage:
             if prompt_len:
                 seqs = out if hasattr(out, "shape") else getattr(out, "sequences", None)
                 if seqs is not None:
-                    self.continuation = harness_inputs.continuation(self.real.tokenizer, seqs.cpu(), prompt_len)
+                    self.continuation = harness_real_inputs.continuation(self.real.tokenizer, seqs.cpu(), prompt_len)
             self.record_decode_speed(streamer)
             notes.append(f"{streamer.tokens} new tokens, cache={'static' if static else 'default'}")
             if streamer.tokens < self.args.new_tokens:
@@ -143,13 +144,13 @@ class GenerateStage:
 
     def generate_prompt(self, notes) -> tuple[dict, int | None]:
         """generate()'s inputs (on the CPU), and the prompt's length when its continuation is reported: a causal LM
-        with its own tokenizer (full mode) continues harness_inputs.PROMPT; otherwise the prompt is the forward
-        inputs' (harness_inputs.generate_inputs)."""
+        with its own tokenizer (full mode) continues harness_real_inputs.PROMPT; otherwise the prompt is the forward
+        inputs' (harness_synthetic_inputs.generate_inputs)."""
         tok = self.real.tokenizer if self.real is not None else None
         if tok is not None and self.family == "causal-lm":
-            ids = harness_inputs.prompt_ids(self.torch, tok, self.model.config)
+            ids = harness_real_inputs.prompt_ids(self.torch, tok, self.model.config)
             if ids is not None:
-                notes.append(f"prompt {harness_inputs.PROMPT!r} ({ids.shape[1]} tokens, the model's tokenizer)")
+                notes.append(f"prompt {harness_real_inputs.PROMPT!r} ({ids.shape[1]} tokens, the model's tokenizer)")
                 return {"input_ids": ids}, int(ids.shape[1])
             notes.append("the fixed prompt cannot be encoded: the forward inputs are the prompt")
-        return harness_inputs.generate_inputs(self.family, self.inputs_cpu), None
+        return harness_synthetic_inputs.generate_inputs(self.family, self.inputs_cpu), None

@@ -5,7 +5,7 @@ layer cut.
 The table is tasks.json (read by the scanner's Go preflight too: internal/harness/tasks.go): pipeline
 tag -> family; per family whether it generates, the Auto classes to try and the outputs compared with
 the CPU reference (their kinds and bounds are numerics.json, applied by harness_numerics.py). The
-inputs of every family are built from the config alone by harness_inputs.py (no tokenizer, no
+inputs of every family are built from the config alone by harness_synthetic_inputs.py (no tokenizer, no
 processor, no downloaded data): see its docstring for the table of inputs.
 
 A model without a pipeline tag gets its task from config.architectures[0]: the first of transformers'

@@ -231,12 +231,13 @@ def test_a_config_transformers_builds_but_the_harness_cannot_read_is_the_scanner
     fail at config. The same gap in a config transformers cannot build the model from either stays the model's
     config_error (test_incomplete_subconfigs_fail_at_config_naming_the_field)."""
     import harness_inputs
+    import harness_synthetic_inputs
     from tiny_families import llava
 
     def unread(ctx):
         raise harness_inputs.IncompleteConfig("vision_config.some_layout_field")
 
-    monkeypatch.setitem(harness_inputs.BUILDERS, "vlm", unread)
+    monkeypatch.setitem(harness_synthetic_inputs.BUILDERS, "vlm", unread)
     staging = tmp_path / "stage-llava"
     llava().save_pretrained(str(staging))
     from conftest import snapshot_layout

@@ -230,7 +230,7 @@ def test_inputs_fit_the_forward(name):
     input_features and texts for CLAP), and the forward accepts them."""
     import torch
 
-    import harness_inputs
+    import harness_synthetic_inputs
     import harness_tasks
 
     cfg, tag, model = _tiny_model(name)
@@ -238,12 +238,12 @@ def test_inputs_fit_the_forward(name):
     assert family is not None, (name, tag)
     params = inspect.signature(model.forward).parameters
     accepted = set(params)
-    inputs, _ = harness_inputs.build_inputs(torch, family, model.config, accepted, 32, 4, 0, type(model).__name__, model=model)
+    inputs, _ = harness_synthetic_inputs.build_inputs(torch, family, model.config, accepted, 32, 4, 0, type(model).__name__, model=model)
     takes_any = any(p.kind == p.VAR_KEYWORD for p in params.values())
     strays = sorted(k for k in inputs if k not in accepted)
     assert takes_any or not strays, (name, strays)
-    assert harness_inputs.modalities_missing(accepted, model.config, inputs) == [], (name, sorted(inputs), sorted(accepted))
-    taken = [m for m, keys in harness_inputs.MODALITY_KEYS.items() if set(keys) & set(inputs)]
+    assert harness_synthetic_inputs.modalities_missing(accepted, model.config, inputs) == [], (name, sorted(inputs), sorted(accepted))
+    taken = [m for m, keys in harness_synthetic_inputs.MODALITY_KEYS.items() if set(keys) & set(inputs)]
     assert taken or family in ("time-series", "decision"), (name, sorted(inputs))
     with torch.no_grad():
         out = model(**inputs)
@@ -331,9 +331,9 @@ def test_placeholders_follow_the_models_own_feature_count(config_dirs, run_inpro
     wrong, one placeholder for LLaVA's 16 patch features) said "Image features and image tokens do not match" on the
     target and on the reference alike: the scanner's error, no verdict. The forward's own count now rebuilds the
     inputs once, and the model gets its verdict."""
-    import harness_inputs
+    import harness_synthetic_inputs
 
-    monkeypatch.setattr(harness_inputs, "count_features", lambda ctx, method, kwargs: 1)
+    monkeypatch.setattr(harness_synthetic_inputs, "count_features", lambda ctx, method, kwargs: 1)
     code, res = run_inproc(config_dirs["llava"], task="image-text-to-text", mode="arch", extra=ARCH + ["--no-generate"])
     assert code == 0
     assert res["status"] == "pass", (res["stage"], res["message"])
@@ -345,18 +345,18 @@ def test_placeholders_follow_the_models_own_feature_count(config_dirs, run_inpro
 
 
 def test_placeholder_mismatch_reads_transformers_own_words():
-    import harness_inputs
+    import harness_synthetic_inputs
 
-    assert harness_inputs.placeholder_candidates(512, 32) == [512, 16] and harness_inputs.placeholder_candidates(9, 32) == [9]
-    assert harness_inputs.placeholder_candidates(0, 32) == []
+    assert harness_synthetic_inputs.placeholder_candidates(512, 32) == [512, 16] and harness_synthetic_inputs.placeholder_candidates(9, 32) == [9]
+    assert harness_synthetic_inputs.placeholder_candidates(0, 32) == []
     for msg, want in [
         ("Image features and image tokens do not match, tokens: 1, features: 16", ("image", 1, 16)),
         ("Video features and video tokens do not match, tokens: 4, features: 64", ("video", 4, 64)),
         ("Image features and image tokens do not match: tokens: 2, features 9", ("image", 2, 9)),
         ("Audio features and audio tokens do not match, tokens: 3, features: 750", ("audio", 3, 750)),
     ]:
-        assert harness_inputs.placeholder_mismatch(ValueError(msg)) == want, msg
+        assert harness_synthetic_inputs.placeholder_mismatch(ValueError(msg)) == want, msg
     wrapped = RuntimeError("forward failed")
     wrapped.__cause__ = ValueError("Image features and image tokens do not match, tokens: 1, features: 4")
-    assert harness_inputs.placeholder_mismatch(wrapped) == ("image", 1, 4)
-    assert harness_inputs.placeholder_mismatch(ValueError("shapes do not match, tokens: 1, features: 4")) is None
+    assert harness_synthetic_inputs.placeholder_mismatch(wrapped) == ("image", 1, 4)
+    assert harness_synthetic_inputs.placeholder_mismatch(ValueError("shapes do not match, tokens: 1, features: 4")) is None

@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 import harness_inputs
+import harness_synthetic_inputs
 import harness_tasks
 from conftest import HARNESS_DIR, tiny_config
 
@@ -55,7 +56,7 @@ def test_every_family_has_inputs_and_outputs():
     for name, spec in harness_tasks.FAMILIES.items():
         if name == "speech":  # resolved to speech-seq2seq or speech-ctc by the config
             continue
-        assert name in harness_inputs.BUILDERS, name
+        assert name in harness_synthetic_inputs.BUILDERS, name
         assert spec["outputs"] and all(kind in harness_numerics.KINDS for _, kind in spec["outputs"]), name
 
 
@@ -150,20 +151,20 @@ def test_inputs_are_static_and_follow_the_config():
     import torch
 
     cfg = tiny_config("llama")
-    inputs, info = harness_inputs.build_inputs(torch, "causal-lm", cfg, {"input_ids", "attention_mask", "use_cache"}, 64, 16, 0)
+    inputs, info = harness_synthetic_inputs.build_inputs(torch, "causal-lm", cfg, {"input_ids", "attention_mask", "use_cache"}, 64, 16, 0)
     assert list(inputs["input_ids"].shape) == [1, 64]
     assert inputs["use_cache"] is False
     assert info["copy_from"] == 32 and torch.equal(inputs["input_ids"][0, :32], inputs["input_ids"][0, 32:64])
     # the position table (128) leaves room for the generated tokens
-    inputs, _ = harness_inputs.build_inputs(torch, "causal-lm", cfg, set(), 500, 16, 0)
+    inputs, _ = harness_synthetic_inputs.build_inputs(torch, "causal-lm", cfg, set(), 500, 16, 0)
     assert inputs["input_ids"].shape[1] == 112
     vit = tiny_config("vit")
-    inputs, _ = harness_inputs.build_inputs(torch, "vision", vit, set(), 128, 16, 0)
+    inputs, _ = harness_synthetic_inputs.build_inputs(torch, "vision", vit, set(), 128, 16, 0)
     assert list(inputs["pixel_values"].shape) == [1, 3, 32, 32]
     whisper = tiny_config("whisper")
-    inputs, _ = harness_inputs.build_inputs(torch, "speech-seq2seq", whisper, set(), 128, 4, 0)
+    inputs, _ = harness_synthetic_inputs.build_inputs(torch, "speech-seq2seq", whisper, set(), 128, 4, 0)
     assert list(inputs["input_features"].shape) == [1, 16, 128]
-    inputs, _ = harness_inputs.build_inputs(torch, "speech-ctc", tiny_config("wav2vec2"), set(), 128, 4, 0)
+    inputs, _ = harness_synthetic_inputs.build_inputs(torch, "speech-ctc", tiny_config("wav2vec2"), set(), 128, 4, 0)
     assert list(inputs["input_values"].shape) == [1, 16000]
 
 
@@ -245,14 +246,14 @@ def test_missing_input_fields_are_named():
     clip = tf.CLIPConfig(vision_config={"image_size": 32, "patch_size": 8})
     clip.vision_config.image_size = None
     try:
-        harness_inputs.check_inputs(torch, "contrastive", clip)
+        harness_synthetic_inputs.check_inputs(torch, "contrastive", clip)
     except harness_inputs.IncompleteConfig as e:
         assert e.field == "vision_config.image_size" and "vision_config.image_size is missing" in str(e)
     else:
         raise AssertionError("no IncompleteConfig")
     ts = tf.TimeSeriesTransformerConfig(prediction_length=None)
     try:
-        harness_inputs.check_inputs(torch, "time-series", ts, accepted={"past_values", "past_time_features"})
+        harness_synthetic_inputs.check_inputs(torch, "time-series", ts, accepted={"past_values", "past_time_features"})
     except harness_inputs.IncompleteConfig as e:
         assert e.field == "context_length"
     else:

@@ -9,7 +9,7 @@ import sys
 
 from test_inputs import causal_lm  # noqa: F401 - the tiny LM with its own tokenizer
 
-import harness_inputs
+import harness_real_inputs
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 HARNESS = os.path.dirname(HERE)
@@ -25,7 +25,7 @@ def test_reference_then_serve(tmp_path):
                    check=True, timeout=300)
     ref = json.loads(out.read_text())
     table = json.load(open(TABLE))
-    assert ref["prompt_token_ids"] == tk.encode(harness_inputs.PROMPT).ids, "the generate stage's prompt, in the model's tokenizer"
+    assert ref["prompt_token_ids"] == tk.encode(harness_real_inputs.PROMPT).ids, "the generate stage's prompt, in the model's tokenizer"
     assert 0 < len(ref["tokens"]) <= table["max_tokens"]
 
     with open(os.path.join(model_dir, "fake_vllm.json"), "w") as fh:
