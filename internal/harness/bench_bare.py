@@ -88,8 +88,18 @@ def main() -> int:
         return {k: (v.to(dev, dtype=dtype) if v.is_floating_point() else v.to(dev)) if hasattr(v, "to") else v
                 for k, v in kw.items()}
 
-    inputs, _ = harness_synthetic_inputs.build_inputs(torch, family, model.config, set(inspect.signature(model.forward).parameters),
-                                a.seq_len, a.new_tokens, a.seed, type(model).__name__, model=model, to_device=to_dev)
+    inputs, _ = harness_synthetic_inputs.build_inputs(
+        torch,
+        family,
+        model.config,
+        set(inspect.signature(model.forward).parameters),
+        a.seq_len,
+        a.new_tokens,
+        a.seed,
+        type(model).__name__,
+        model=model,
+        to_device=to_dev,
+    )
     dinputs = to_dev(inputs)
 
     def timed(fn, n):

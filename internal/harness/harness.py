@@ -43,13 +43,13 @@ import harness_failures  # noqa: E402
 import harness_generate  # noqa: E402
 import harness_host  # noqa: E402
 import harness_inputs  # noqa: E402
-import harness_real_inputs  # noqa: E402
-import harness_synthetic_inputs  # noqa: E402
 import harness_modes  # noqa: E402
 import harness_numerics  # noqa: E402
 import harness_ops  # noqa: E402
-import harness_shard  # noqa: E402
+import harness_real_inputs  # noqa: E402
 import harness_reference  # noqa: E402
+import harness_shard  # noqa: E402
+import harness_synthetic_inputs  # noqa: E402
 import harness_tpu  # noqa: E402
 
 HARNESS_VERSION = "0.2.0"  # 0.2.0: the reference decides whose a failure is; bfloat16 on cpu
@@ -65,7 +65,7 @@ WARMUP_MAX_EXTRA = 20
 
 
 def now_rfc3339() -> str:
-    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 finite_or_none = harness_modes.finite_or_none  # a float, or None when it is not one or not finite (strict JSON)
@@ -160,8 +160,11 @@ def probe_torch_tpu(torch, host_root: str = "/", timeout: float = TPU_CHECK_TIME
     extra = harness_tpu.runtime_env(os.environ, scan.chips, harness_tpu.metadata_has_tpu_env)
     if extra:
         os.environ.update(extra)  # for the child and for this process's own runtime
-        harness_host.log(f"no GCE metadata server with tpu-env at {harness_tpu.METADATA_SERVER}: libtpu runs as one host ("
-            + " ".join(f"{k}={v}" for k, v in sorted(extra.items())) + ")")
+        harness_host.log(
+            f"no GCE metadata server with tpu-env at {harness_tpu.METADATA_SERVER}: libtpu runs as one host ("
+            + " ".join(f"{k}={v}" for k, v in sorted(extra.items()))
+            + ")"
+        )
     res = harness_tpu.run_check(sys.executable, timeout=timeout, env=dict(os.environ))
     for line in res["stderr"].splitlines()[-40:]:
         if line.strip():
@@ -195,7 +198,9 @@ def import_torch():
     try:
         import torch
     except Exception as e:  # noqa: BLE001
-        raise harness_failures.EnvImportError(f"cannot import torch: {harness_failures.short_message(e, 500)}", "torch") from e
+        raise harness_failures.EnvImportError(
+            f"cannot import torch: {harness_failures.short_message(e, 500)}", "torch"
+        ) from e
     return torch
 
 
@@ -276,7 +281,6 @@ class Device:
         return self.torch.device({"cuda": "cuda:0"}.get(self.target, self.target))
 
     def init(self) -> None:
-        torch = self.torch
         if self.target == "cpu":
             total, _ = harness_host.host_memory()
             self.memory_bytes = total
@@ -422,7 +426,13 @@ class Device:
 
 # --- the probe --------------------------------------------------------------------
 
-class Probe(harness_config.ConfigStage, harness_compare.NumericsStage, harness_compile.CompileStage, harness_generate.GenerateStage, harness_modes.Modes):
+class Probe(
+    harness_config.ConfigStage,
+    harness_compare.NumericsStage,
+    harness_compile.CompileStage,
+    harness_generate.GenerateStage,
+    harness_modes.Modes,
+):
     device_cls = Device  # harness_testing's simulated TPU swaps in a subclass
     warmup_max_extra = WARMUP_MAX_EXTRA
 
@@ -446,7 +456,8 @@ class Probe(harness_config.ConfigStage, harness_compare.NumericsStage, harness_c
              "max_abs_diff", "top1_agreement", "compiled_step_ms", "ttft_ms", "perplexity", "tolerance",
              "param_count", "rel_error", "cosine_similarity"))
         self.model = None
-        self.reference = harness_reference.Reference(self)  # the float32 CPU reference: numerics, and whose a failure is
+        # the float32 CPU reference: numerics, and whose a failure is
+        self.reference = harness_reference.Reference(self)
         self.inputs_cpu = None
         self.dev_inputs = None
         self.dev_out = None
@@ -514,7 +525,9 @@ class Probe(harness_config.ConfigStage, harness_compare.NumericsStage, harness_c
             # off a TPU, one device: trace the ops for the TorchTPU prediction (a tpu run is measured instead)
             self.ops.enabled = self.target != "tpu" and self.world == 1 and not self.args.no_ops_trace
             if self.world > 1:
-                backend = harness_shard.init(self.torch, self.target, self.world, self.rank, self.args.collective_timeout_s)
+                backend = harness_shard.init(
+                    self.torch, self.target, self.world, self.rank, self.args.collective_timeout_s
+                )
                 notes.append(f"rank {self.rank} of {self.world}, backend {backend}, collective timeout "
                              f"{self.args.collective_timeout_s:g}s")
 
@@ -549,10 +562,13 @@ class Probe(harness_config.ConfigStage, harness_compare.NumericsStage, harness_c
         """self.dev on the target (device_unavailable when a tpu or cuda asked for is not usable), its name,
         count and memory in the runtime, and how it syncs and reports its peak memory in the notes."""
         if self.target == "tpu" and not (tpu and tpu["available"]):
-            raise harness_failures.DeviceUnavailable(f"target tpu requested but no TPU is usable: {tpu['note'] if tpu else ''}",
-                                       "tpu")
+            raise harness_failures.DeviceUnavailable(
+                f"target tpu requested but no TPU is usable: {tpu['note'] if tpu else ''}", "tpu"
+            )
         if self.target == "cuda" and not self.torch.cuda.is_available():
-            raise harness_failures.DeviceUnavailable("target cuda requested but torch.cuda.is_available() is False", "cuda")
+            raise harness_failures.DeviceUnavailable(
+                "target cuda requested but torch.cuda.is_available() is False", "cuda"
+            )
         self.dev = self.device_cls(self.torch, self.target)
         self.dev.init()
         self.runtime["device"] = self.dev.name
@@ -650,7 +666,6 @@ class Probe(harness_config.ConfigStage, harness_compare.NumericsStage, harness_c
                 model.generation_config = GenerationConfig.from_pretrained(self.args.model_dir, local_files_only=True)
 
     def forward_kwargs(self, inputs):
-        torch = self.torch
         out = {}
         for k, v in inputs.items():
             if hasattr(v, "to"):
@@ -706,14 +721,20 @@ class Probe(harness_config.ConfigStage, harness_compare.NumericsStage, harness_c
                     notes.append(self.profile_collectives(lambda: self.model(**self.dev_inputs)))
             self.metrics["forward_ms"] = round(statistics.median(times) * 1000, 4)
             if self.world > 1:  # the group's step is its slowest rank's
-                self.metrics["forward_ms"] = harness_shard.largest(harness_shard.gather(self.metrics["forward_ms"], self.world))
-                self.metrics["first_forward_s"] = harness_shard.largest(harness_shard.gather(self.metrics["first_forward_s"], self.world))
+                self.metrics["forward_ms"] = harness_shard.largest(
+                    harness_shard.gather(self.metrics["forward_ms"], self.world)
+                )
+                self.metrics["first_forward_s"] = harness_shard.largest(
+                    harness_shard.gather(self.metrics["first_forward_s"], self.world)
+                )
             outs = self.output_tensors(out)
             primary = next(iter(outs))
             self.is_scores = self.out_kinds[primary] == "logits"
             self.dev_out = outs.pop(primary)
             self.dev_extra = outs
-            notes.append(f"output {list(self.dev_out.shape)}" + (f" ({primary}; also {', '.join(outs)})" if outs else ""))
+            notes.append(
+                f"output {list(self.dev_out.shape)}" + (f" ({primary}; also {', '.join(outs)})" if outs else "")
+            )
 
     def profile_collectives(self, step) -> str:
         """One more step under torch.profiler: metrics.collective_ms is the time its collectives took on this
@@ -729,9 +750,9 @@ class Probe(harness_config.ConfigStage, harness_compare.NumericsStage, harness_c
 
     def refit_placeholders(self, e: BaseException, notes: list) -> bool:
         """When the first forward says its features and placeholder tokens do not match (transformers' own
-        message, harness_synthetic_inputs.placeholder_mismatch), the inputs are rebuilt with the model's own count of
-        features for that media (harness_synthetic_inputs.placeholder_candidates, each tried once; kept for the reference,
-        which builds the same inputs): True when rebuilt."""
+        message, harness_synthetic_inputs.placeholder_mismatch), the inputs are rebuilt with the model's own count
+        of features for that media (harness_synthetic_inputs.placeholder_candidates, each tried once; kept for the
+        reference, which builds the same inputs): True when rebuilt."""
         found = harness_synthetic_inputs.placeholder_mismatch(e)
         if found is None:
             return False
@@ -767,10 +788,23 @@ class Probe(harness_config.ConfigStage, harness_compare.NumericsStage, harness_c
             accepted = set()
         cfg = model.config
         counts = getattr(self, "placeholder_counts", None)
-        inputs, info = harness_synthetic_inputs.build_inputs(torch, self.family, cfg, accepted, args.seq_len, args.new_tokens, args.seed,
-                                       type(model).__name__, model=model, to_device=to_device, counts=counts)
+        inputs, info = harness_synthetic_inputs.build_inputs(
+            torch,
+            self.family,
+            cfg,
+            accepted,
+            args.seq_len,
+            args.new_tokens,
+            args.seed,
+            type(model).__name__,
+            model=model,
+            to_device=to_device,
+            counts=counts,
+        )
         reserve = args.new_tokens if harness_synthetic_inputs.FAMILY_GENERATES.get(self.family) else 0
-        real = harness_real_inputs.build(torch, self.family, cfg, args.model_dir, self.mode, inputs, info, accepted, reserve)
+        real = harness_real_inputs.build(
+            torch, self.family, cfg, args.model_dir, self.mode, inputs, info, accepted, reserve
+        )
         notes.append(f"inputs: {real.note}")
         if info.get("no_vision_tower"):
             notes.append("config.json has no vision_config: transformers builds the model without its optional "
@@ -791,8 +825,10 @@ class Probe(harness_config.ConfigStage, harness_compare.NumericsStage, harness_c
         if c["status"] != "fail" or stage not in harness_failures.ARBITRATED_STAGES:
             return c
         if self.world > 1 and self.mode == "full" and not self.reference_fits():
-            harness_host.log(f"stage={stage} failed on the target; the float32 cpu reference of a sharded full-mode model is not "
-                "run on this host (its size unknown or over the memory available to the ranks)")
+            harness_host.log(
+                f"stage={stage} failed on the target; the float32 cpu reference of a sharded full-mode model is not "
+                "run on this host (its size unknown or over the memory available to the ranks)"
+            )
             return c
         harness_host.log(f"stage={stage} failed on the target: the same stage on the float32 cpu reference")
         ref_exc, ran = self.reference.run_stage(stage)
@@ -830,17 +866,32 @@ class Probe(harness_config.ConfigStage, harness_compare.NumericsStage, harness_c
         except harness_shard.RankStop:
             return None  # rank 0 failed and reports; this rank has nothing to say
         except harness_failures.Skip as s:
-            res.update(status="skipped", stage=self.current, reason=s.reason, message=harness_failures.truncate_bytes(str(s), 2048))
+            res.update(
+                status="skipped",
+                stage=self.current,
+                reason=s.reason,
+                message=harness_failures.truncate_bytes(str(s), 2048),
+            )
         except Exception as e:  # noqa: BLE001 - every model failure becomes a Result
-            if self.world > 1 and harness_shard.is_collective_timeout(e):  # a peer's, not the model's: nothing to arbitrate
+            # a peer's, not the model's: nothing to arbitrate
+            if self.world > 1 and harness_shard.is_collective_timeout(e):
                 c = harness_shard.timeout_class(e, self.current, self.rank, self.world, self.args.collective_timeout_s)
             else:
                 c = self.judge(e)
-            res.update(status=c["status"], stage=self.current, failure_class=c["failure_class"], op=c["op"],
-                       signature=c["signature"], message=c["message"], log_tail=c["log_tail"])
+            res.update(
+                status=c["status"],
+                stage=self.current,
+                failure_class=c["failure_class"],
+                op=c["op"],
+                signature=c["signature"],
+                message=c["message"],
+                log_tail=c["log_tail"],
+            )
         self.metrics["peak_mem_bytes"] = self.inference_peak()  # not the train step's (harness_modes.py)
         if self.world > 1 and res["status"] == "pass":  # every rank is here: the group's last collectives
-            self.metrics["peak_mem_bytes"] = harness_shard.largest(harness_shard.gather(self.metrics["peak_mem_bytes"], self.world))
+            self.metrics["peak_mem_bytes"] = harness_shard.largest(
+                harness_shard.gather(self.metrics["peak_mem_bytes"], self.world)
+            )
             harness_shard.finish(self.world)
         res["devices_used"] = self.world
         res["sharding"] = self.sharding
@@ -851,7 +902,9 @@ class Probe(harness_config.ConfigStage, harness_compare.NumericsStage, harness_c
         harness_efficiency.annotate(self, res)  # metrics.mfu, .mbu and .efficiency (harness_efficiency.py)
         self.finish_modes(res)  # result.modes, precision_sensitive, metrics.precision (harness_modes.py)
         rev = f" --revision {self.args.revision}" if self.args.revision else ""
-        res["repro"] = f"scanner probe {self.args.model_id or self.args.model_dir}{rev} --target {self.target} --mode {self.mode}"
+        res["repro"] = (
+            f"scanner probe {self.args.model_id or self.args.model_dir}{rev} --target {self.target} --mode {self.mode}"
+        )
         res["task"] = self.task
         res["stages"] = self.stages
         if self.continuation is not None:
@@ -887,7 +940,9 @@ def env_only(args) -> dict:
         import torch
     except Exception as e:  # noqa: BLE001
         out["available_targets"] = []
-        return fail("import_error", f"cannot import torch: {harness_failures.short_message(e, 500)}", "import_error:torch")
+        return fail(
+            "import_error", f"cannot import torch: {harness_failures.short_message(e, 500)}", "import_error:torch"
+        )
     runtime["torch"] = torch.__version__
     # as in a probe: only tpu and auto load torch_tpu, so available_targets names tpu only for those
     tpu = probe_torch_tpu(torch, args.host_root, args.tpu_check_timeout) if args.target in ("tpu", "auto") else None
@@ -953,11 +1008,17 @@ def parse_args(argv):
     p.add_argument("--steps", type=int, default=5)
     p.add_argument("--memory-budget-bytes", type=int, default=None,
                    help="the model's memory budget (default: available host RAM on cpu, device memory elsewhere)")
-    p.add_argument("--plan-note", default="", help="why the scanner's plan chose this probe (noted in the config stage)")
+    p.add_argument(
+        "--plan-note", default="", help="why the scanner's plan chose this probe (noted in the config stage)"
+    )
     p.add_argument("--no-compile", action="store_true")
-    p.add_argument("--deadline-s", type=float, default=None,
-                   help="the probe's wall-clock limit from the harness's start (the scanner's probe timeout): the "
-                        "compile stage is bounded to what is left of it, less a reserve (harness_compile.compile_budget)")
+    p.add_argument(
+        "--deadline-s",
+        type=float,
+        default=None,
+        help="the probe's wall-clock limit from the harness's start (the scanner's probe timeout): the "
+        "compile stage is bounded to what is left of it, less a reserve (harness_compile.compile_budget)",
+    )
     p.add_argument("--no-generate", action="store_true")
     p.add_argument("--no-train", default="", metavar="REASON",
                    help="skip the train step, saying why (the scanner's plan: the weights, gradients and AdamW state "
@@ -968,15 +1029,21 @@ def parse_args(argv):
                    help="run none of the matrix's extra work: no train step, eager modes or second precision (bench)")
     p.add_argument("--env-only", action="store_true")
     # extensions (optional; the Go runner need not pass them)
-    p.add_argument("--compile-backend", default="", help="torch.compile backend (default: tpu on tpu, inductor elsewhere)")
+    p.add_argument(
+        "--compile-backend", default="", help="torch.compile backend (default: tpu on tpu, inductor elsewhere)"
+    )
     p.add_argument("--dtype", choices=("auto", "float32", "bfloat16", "float16"), default="auto",
                    help="device dtype (default: bfloat16; on cpu too, so that a cpu verdict compares it with the "
                         "float32 reference)")
     p.add_argument("--host-root", default="/", help="where the TPU check's PCI scan finds sys/ and dev/ (tests)")
     p.add_argument("--tpu-check-timeout", type=float, default=TPU_CHECK_TIMEOUT_S,
                    help="seconds the TPU check (a child process) may take to run its first op")
-    p.add_argument("--devices", type=int, default=1,
-                   help="devices a sharded probe runs on, one rank each (RANK etc. in the environment; harness_shard.py)")
+    p.add_argument(
+        "--devices",
+        type=int,
+        default=1,
+        help="devices a sharded probe runs on, one rank each (RANK etc. in the environment; harness_shard.py)",
+    )
     p.add_argument("--sharding", choices=harness_shard.SHARDINGS, default="auto",
                    help="how a sharded probe splits the model: auto (tp where transformers has a plan), tp or fsdp")
     p.add_argument("--collective-timeout-s", type=float, default=600.0,

@@ -19,8 +19,8 @@ import math
 
 import harness_failures
 import harness_host
-import harness_real_inputs
 import harness_numerics
+import harness_real_inputs
 import harness_shard
 from harness_modes import finite_or_none
 
@@ -36,8 +36,13 @@ class NumericsStage:
     def compare(self, ref, dev, dtype_name: str) -> dict:
         """The checks of the primary output's kind (harness_numerics) on dev vs ref, against the
         tolerance row that holds this device's output (precision_rule)."""
-        return harness_numerics.compare(self.torch, ref, dev, self.tolerance_row(dtype_name), "logits" if self.is_scores else
-                          next(iter(self.out_kinds.values()), "embeddings"))
+        return harness_numerics.compare(
+            self.torch,
+            ref,
+            dev,
+            self.tolerance_row(dtype_name),
+            "logits" if self.is_scores else next(iter(self.out_kinds.values()), "embeddings"),
+        )
 
     def tolerance_row(self, dtype_name: str) -> str:
         return self.dev.tolerance_row(dtype_name) if self.dev else dtype_name
@@ -47,7 +52,9 @@ class NumericsStage:
         dev_primary stands for the device's primary output, self.dev_extra for the others."""
         devs = dict(self.dev_extra or {})
         devs[next(iter(refs))] = dev_primary
-        return harness_numerics.compare_all(self.torch, refs, devs, self.out_kinds, self.tolerance_row(dtype_name), what)
+        return harness_numerics.compare_all(
+            self.torch, refs, devs, self.out_kinds, self.tolerance_row(dtype_name), what
+        )
 
     @staticmethod
     def verdict(cmp: dict, what: str) -> tuple[bool, str, str]:
@@ -58,8 +65,9 @@ class NumericsStage:
         if cmp.get("top1") is None:
             return ""
         dec = cmp.get("top1_decisive")
-        return (f"top-1 {cmp['top1']:.3f} over {cmp['positions']} positions, "
-                + (f"{dec:.3f} over the {cmp['decisive']} decisive ones" if dec is not None else "no decisive positions"))
+        return f"top-1 {cmp['top1']:.3f} over {cmp['positions']} positions, " + (
+            f"{dec:.3f} over the {cmp['decisive']} decisive ones" if dec is not None else "no decisive positions"
+        )
 
     def perplexity(self, logits) -> float | None:
         torch = self.torch
@@ -111,7 +119,9 @@ class NumericsStage:
         None in arch mode, where rank 0 holds the reduced reference already."""
         if self.mode != "full" or not self.metrics.get("param_count"):
             return None
-        return int(self.metrics["param_count"] * 4 * harness_host.FIT["fit_factor"]) + harness_host.FIT["fit_slack_bytes"]
+        return (
+            int(self.metrics["param_count"] * 4 * harness_host.FIT["fit_factor"]) + harness_host.FIT["fit_slack_bytes"]
+        )
 
     def numerics(self) -> None:
         with self.stage("numerics") as notes:
@@ -140,11 +150,19 @@ class NumericsStage:
         torch = self.torch
         # an infinity is the model's own mask (harness_numerics.compare reads around it); a nan, or nothing finite
         # at all, leaves nothing to compare
-        bad = [n for n, v in refs.items() if bool(torch.isnan(v).any()) or (v.numel() and not bool(torch.isfinite(v).any()))]
+        bad = [
+            n
+            for n, v in refs.items()
+            if bool(torch.isnan(v).any()) or (v.numel() and not bool(torch.isfinite(v).any()))
+        ]
         if bad:
-            raise harness_failures.SharedFailure(harness_failures.INPUTS_ORIGIN, f"the float32 cpu reference's {', '.join(bad)} is not finite "
-                                   "(nan, or no finite value) on the harness's inputs: nothing to compare the target "
-                                   "with", "non-finite reference output")
+            raise harness_failures.SharedFailure(
+                harness_failures.INPUTS_ORIGIN,
+                f"the float32 cpu reference's {', '.join(bad)} is not finite "
+                "(nan, or no finite value) on the harness's inputs: nothing to compare the target "
+                "with",
+                "non-finite reference output",
+            )
         return refs
 
     def record_comparison(self, cmps: dict, dtype_name: str, notes: list) -> None:
@@ -163,10 +181,13 @@ class NumericsStage:
     def passage_verdict(self, ref_out, dtype_name: str, ok: bool, why: str, key: str, notes: list):
         """A causal LM on the passage (full mode): its perplexity below the bound and close to the reference's
         (harness_real_inputs.passage_check); a bound the reference misses too is the passage's, the scanner's error."""
-        chk = harness_real_inputs.passage_check(self.torch, self.dev_out, ref_out, self.inputs_cpu["input_ids"], dtype_name)
+        chk = harness_real_inputs.passage_check(
+            self.torch, self.dev_out, ref_out, self.inputs_cpu["input_ids"], dtype_name
+        )
         self.metrics["perplexity"] = finite_or_none(chk.ppl)
         notes.append(chk.note)
-        if ok and not chk.ok and chk.key == harness_real_inputs.REFERENCE_TOO_KEY:  # the passage is the harness's choice
+        # the passage is the harness's choice
+        if ok and not chk.ok and chk.key == harness_real_inputs.REFERENCE_TOO_KEY:
             raise harness_failures.SharedFailure(harness_failures.INPUTS_ORIGIN, chk.why, chk.key)
         if ok and not chk.ok:
             return False, chk.why, chk.key
@@ -187,9 +208,12 @@ class NumericsStage:
         if not ok or (math.isfinite(ppl) and ppl <= bound):
             return ok, why, key
         if ref_ppl is not None and not (math.isfinite(ref_ppl) and ref_ppl <= bound):
-            raise harness_failures.SharedFailure(harness_failures.INPUTS_ORIGIN, f"perplexity {ppl:.4g} is not finite or above "
-                                   f"{bound:.4g}, and the float32 cpu reference's ({ref_ppl:.4g}) too",
-                                   "perplexity of the reference too")
+            raise harness_failures.SharedFailure(
+                harness_failures.INPUTS_ORIGIN,
+                f"perplexity {ppl:.4g} is not finite or above "
+                f"{bound:.4g}, and the float32 cpu reference's ({ref_ppl:.4g}) too",
+                "perplexity of the reference too",
+            )
         return False, f"perplexity {ppl:.4g} is not finite or above {bound:.4g}", "perplexity"
 
     def reference_outputs(self) -> dict:
@@ -202,5 +226,8 @@ class NumericsStage:
         except Exception as e:  # noqa: BLE001
             self.reference.release()
             c = harness_failures.classify(e, "numerics")
-            raise harness_failures.ReferenceFailed(f"the float32 cpu reference failed where the target passed: {c['message']}",
-                                     c["signature"], c["failure_class"]) from e
+            raise harness_failures.ReferenceFailed(
+                f"the float32 cpu reference failed where the target passed: {c['message']}",
+                c["signature"],
+                c["failure_class"],
+            ) from e

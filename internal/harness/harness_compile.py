@@ -29,7 +29,6 @@ import harness_failures
 import harness_modes
 import harness_numerics
 
-
 # What the stages after compile (generate, writing the result) keep of the probe's time limit: a quarter of it, at
 # least 30 s.
 RESERVE_SHARE = 0.25
@@ -99,7 +98,9 @@ class CompileStage:
         if self.target == "cpu" and self.world > 1:
             return "aot_eager", ("a sharded probe on cpu compiles with aot_eager (graph capture and AOT autograd, no "
                                  "code generation): inductor's C++ code generation of the sharded graphs takes minutes")
-        if self.target == "cpu" and not any(shutil.which(c) for c in (os.environ.get("CXX", ""), "g++", "c++", "clang++") if c):
+        if self.target == "cpu" and not any(
+            shutil.which(c) for c in (os.environ.get("CXX", ""), "g++", "c++", "clang++") if c
+        ):
             return "aot_eager", "inductor needs a C++ compiler and none was found: used aot_eager"
         return "inductor", ""
 
@@ -130,8 +131,11 @@ class CompileStage:
         import harness_train
 
         limit = getattr(self.args, "deadline_s", None)
-        msg = (f"compile not measured: {why} (the probe's limit of {limit:g} s less {max(RESERVE_MIN_S, RESERVE_SHARE * limit):g} s "
-               "kept for generate and the result); the eager verdict stands")
+        reserve = max(RESERVE_MIN_S, RESERVE_SHARE * limit)
+        msg = (
+            f"compile not measured: {why} (the probe's limit of {limit:g} s less {reserve:g} s "
+            "kept for generate and the result); the eager verdict stands"
+        )
         rec = self.stages[-1] if self.stages and self.stages[-1]["stage"] == "compile" else None
         if rec is None:
             self.skip_stage("compile", msg)

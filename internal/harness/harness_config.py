@@ -11,8 +11,8 @@ the load builds from, in the mode the scanner's plan gave.
   skipped no_safetensors; pickle weights are never loaded. arch: the config cut to --layers layers (seeded
   random weights later), skipped too_large when even that does not fit the memory budget by the fit formula
   (harness_host.fit_need).
-* The family's inputs must be buildable from the config (harness_synthetic_inputs.check_inputs). When they are not, it is
-  the model's config_error only when transformers cannot build the model's class from the config either; a config
+* The family's inputs must be buildable from the config (harness_synthetic_inputs.check_inputs). When they are not,
+  it is the model's config_error only when transformers cannot build the model's class from the config either; a config
   transformers loads and builds the model from is the scanner's error (harness_inputs:config:<field>): the harness
   failed to read it, not the model.
 
@@ -30,7 +30,6 @@ import harness_host
 import harness_inputs
 import harness_synthetic_inputs
 import harness_tasks
-
 
 WEIGHT_SUFFIXES_PICKLE = (".bin", ".pt", ".pth", ".ckpt", ".pkl")
 
@@ -177,8 +176,11 @@ class ConfigStage:
         budget, budget_src = self.memory_budget()
         need = self.bytes_needed(params)
         if budget is not None and need > budget:
-            raise harness_failures.Skip("too_large", f"even with {self.args.layers} layers the model needs ~{need / 2**30:.1f} "
-                          f"GiB > {budget / 2**30:.1f} GiB budget ({budget_src})")
+            raise harness_failures.Skip(
+                "too_large",
+                f"even with {self.args.layers} layers the model needs ~{need / 2**30:.1f} "
+                f"GiB > {budget / 2**30:.1f} GiB budget ({budget_src})",
+            )
 
     def load_config(self, transformers, raw: dict):
         """AutoConfig from the model directory; a value transformers' validation refuses is the
@@ -208,9 +210,11 @@ class ConfigStage:
         except harness_inputs.IncompleteConfig as e:
             refused = self.config_refused(config)
             if refused is not None:
-                raise harness_failures.ConfigError(f"config.json cannot drive the {self.family} inputs: {e}; and transformers "
-                                     f"cannot build {self.cls.__name__} from it: {refused}",
-                                     f"incomplete config {e.field}") from e
+                raise harness_failures.ConfigError(
+                    f"config.json cannot drive the {self.family} inputs: {e}; and transformers "
+                    f"cannot build {self.cls.__name__} from it: {refused}",
+                    f"incomplete config {e.field}",
+                ) from e
             raise harness_failures.SharedFailure(
                 harness_failures.INPUTS_ORIGIN,
                 f"not a verdict on the model: transformers loads this config and builds {self.cls.__name__} from it, "
@@ -243,8 +247,10 @@ class ConfigStage:
                 return auto._model_mapping[type(config)]
             except (KeyError, ValueError):
                 continue
-        raise harness_failures.ConfigError(f"no transformers model class for model_type {config.model_type!r} and task {task!r}",
-                             "no model class for model_type and task")
+        raise harness_failures.ConfigError(
+            f"no transformers model class for model_type {config.model_type!r} and task {task!r}",
+            "no model class for model_type and task",
+        )
 
     def shrink_config(self, config, notes):
         import copy

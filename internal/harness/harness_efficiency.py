@@ -84,7 +84,7 @@ def weight_stats(model, config) -> dict:
     lookup_only: dict[int, bool] = {}
     owners = {}
     for mod_name, mod in model.named_modules():
-        for p_name, p in mod.named_parameters(recurse=False):
+        for p_name, _ in mod.named_parameters(recurse=False):
             full = f"{mod_name}.{p_name}" if mod_name else p_name
             owners.setdefault(full, mod)
     n = 0.0

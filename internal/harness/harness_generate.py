@@ -16,8 +16,8 @@ import time
 
 import harness_failures
 import harness_real_inputs
-import harness_synthetic_inputs
 import harness_shard
+import harness_synthetic_inputs
 import harness_tasks
 
 
@@ -136,7 +136,9 @@ class GenerateStage:
             c = harness_failures.classify(e, "generate")
             if not (static and c["failure_class"] == "other"):
                 raise
-            notes.append(f"static cache failed ({harness_failures.short_message(e, 160)}): fell back to the default cache")
+            notes.append(
+                f"static cache failed ({harness_failures.short_message(e, 160)}): fell back to the default cache"
+            )
             kw.pop("cache_implementation", None)
             static = False
             model.generate(**gin, **kw)

@@ -148,9 +148,14 @@ class Modes:
             return ok, why, key
         # the run's own precision failed, the other passed: the other decides
         cmp = cmps["primary"]
-        self.metrics.update(max_abs_diff=finite_or_none(cmp["max_abs_diff"]), top1_agreement=finite_or_none(cmp["top1"]),
-                            tolerance=finite_or_none(cmp["tolerance"]), rel_error=finite_or_none(cmps["rel_error"]),
-                            cosine_similarity=finite_or_none(cmps["cosine"]), numerics_precision=other)
+        self.metrics.update(
+            max_abs_diff=finite_or_none(cmp["max_abs_diff"]),
+            top1_agreement=finite_or_none(cmp["top1"]),
+            tolerance=finite_or_none(cmp["tolerance"]),
+            rel_error=finite_or_none(cmps["rel_error"]),
+            cosine_similarity=finite_or_none(cmps["cosine"]),
+            numerics_precision=other,
+        )
         if highest_ok and not default_ok:
             self.precision_sensitive = True
             notes.append(PRECISION_HINT)
@@ -213,7 +218,9 @@ class Modes:
             return harness_train.verdict_of(c["status"], stage, failure_class=c["failure_class"], op=c["op"],
                                   signature=c["signature"], message=c["message"], metrics=metrics,
                                   note="the float32 cpu reference passed this forward (numerics stage)")
-        return harness_train.verdict_of("pass", stage, metrics=metrics, note=f"torch.tpu.set_eager_mode(EagerMode.{member})")
+        return harness_train.verdict_of(
+            "pass", stage, metrics=metrics, note=f"torch.tpu.set_eager_mode(EagerMode.{member})"
+        )
 
     # --- train ---
 
@@ -251,9 +258,20 @@ class Modes:
             return harness_train.verdict_of("error", harness_train.STAGE_LABELS, failure_class=c["failure_class"],
                                   signature=f"{harness_failures.INPUTS_ORIGIN}:train labels", message=c["message"])
         notes = [note, "eval mode (dropout off) so that target and reference compute the same function"]
-        metrics = {"losses": None, "reference_losses": None, "step_ms": None, "tokens_per_s": None,
-                   "samples_per_s": None, "peak_mem_bytes": None, "peak_mem_source": None, "params_changed": None,
-                   "max_loss_diff": None, "loss_tolerance": None, "lr": harness_train.LR, "precision": self.precision_name()}
+        metrics = {
+            "losses": None,
+            "reference_losses": None,
+            "step_ms": None,
+            "tokens_per_s": None,
+            "samples_per_s": None,
+            "peak_mem_bytes": None,
+            "peak_mem_source": None,
+            "params_changed": None,
+            "max_loss_diff": None,
+            "loss_tolerance": None,
+            "lr": harness_train.LR,
+            "precision": self.precision_name(),
+        }
         # the target: its own copy of the weights is kept on the host, and put back after the steps
         model = self.train_target_model()
         snap = harness_train.snapshot(torch, self.model)
@@ -266,8 +284,15 @@ class Modes:
         base = harness_train.tensor_bytes(self.model) + sum(v.numel() * v.element_size() for v in dev_inputs.values()
                                                    if hasattr(v, "numel"))
         try:
-            tr = harness_train.run_steps(torch, model, dev_inputs, dev.sync, watch=cpu_peak.window if cpu_peak else None,
-                               before_step=self.before_train_step, trace=lambda: self.ops.trace("train"))
+            tr = harness_train.run_steps(
+                torch,
+                model,
+                dev_inputs,
+                dev.sync,
+                watch=cpu_peak.window if cpu_peak else None,
+                before_step=self.before_train_step,
+                trace=lambda: self.ops.trace("train"),
+            )
         finally:
             self.train_ran_on_device = True
             if cpu_peak is not None:
@@ -311,15 +336,29 @@ class Modes:
             c = harness_failures.classify(tr["exc"], "train")
             ref_c = harness_failures.classify(ref_exc, "train") if ref_exc is not None else None
             out, arb = harness_failures.arbitrate("train", c, ref_c, True)
-            return harness_train.verdict_of(out["status"], tr["stage"], failure_class=out["failure_class"], op=out["op"],
-                                  signature=out["signature"], message=out["message"], metrics=metrics,
-                                  note="; ".join(n for n in notes + [arb] if n))
+            return harness_train.verdict_of(
+                out["status"],
+                tr["stage"],
+                failure_class=out["failure_class"],
+                op=out["op"],
+                signature=out["signature"],
+                message=out["message"],
+                metrics=metrics,
+                note="; ".join(n for n in notes + [arb] if n),
+            )
         if ref_exc is not None:
             c = harness_failures.classify(ref_exc, "train")
-            return harness_train.verdict_of("error", harness_train.STAGE_NUMERICS, failure_class=c["failure_class"],
-                                  signature=f"{harness_failures.REFERENCE_ORIGIN}:train {c['signature']}"[:harness_failures.SIGNATURE_LIMIT],
-                                  message=f"the float32 cpu reference failed the train step where the target passed: "
-                                          f"{c['message']}", metrics=metrics, note="; ".join(notes))
+            return harness_train.verdict_of(
+                "error",
+                harness_train.STAGE_NUMERICS,
+                failure_class=c["failure_class"],
+                signature=f"{harness_failures.REFERENCE_ORIGIN}:train {c['signature']}"[
+                    : harness_failures.SIGNATURE_LIMIT
+                ],
+                message=f"the float32 cpu reference failed the train step where the target passed: {c['message']}",
+                metrics=metrics,
+                note="; ".join(notes),
+            )
         ok, why, detail, worst, bound = harness_train.judge_losses(tr, ref, row)
         metrics["max_loss_diff"] = finite_or_none(worst)
         metrics["loss_tolerance"] = finite_or_none(bound)
@@ -327,11 +366,16 @@ class Modes:
         if not ok:
             problem = harness_train.reference_problem(ref)
             if problem:
-                return harness_train.verdict_of("error", harness_train.STAGE_NUMERICS, failure_class="numerics_mismatch",
-                                      signature=f"{harness_failures.INPUTS_ORIGIN}:{detail}",
-                                      message=f"not a verdict on the model: the float32 cpu reference fails the train "
-                                              f"step too ({problem}); on the target: {why}", metrics=metrics,
-                                      note="; ".join(notes))
+                return harness_train.verdict_of(
+                    "error",
+                    harness_train.STAGE_NUMERICS,
+                    failure_class="numerics_mismatch",
+                    signature=f"{harness_failures.INPUTS_ORIGIN}:{detail}",
+                    message=f"not a verdict on the model: the float32 cpu reference fails the train "
+                    f"step too ({problem}); on the target: {why}",
+                    metrics=metrics,
+                    note="; ".join(notes),
+                )
             return harness_train.verdict_of("fail", harness_train.STAGE_NUMERICS, failure_class="numerics_mismatch",
                                   signature=f"numerics_mismatch:{detail}", message=why, metrics=metrics,
                                   note="; ".join(notes))
@@ -393,7 +437,9 @@ class Modes:
                  "precision": self.precision_name()}
             m.update(self.compiled_metrics)
             if comp["ok"]:
-                self.modes["compiled"] = harness_train.verdict_of("pass", "compile", metrics=m, note=comp.get("note", ""))
+                self.modes["compiled"] = harness_train.verdict_of(
+                    "pass", "compile", metrics=m, note=comp.get("note", "")
+                )
             elif failed_at == "compile":
                 self.modes["compiled"] = harness_train.verdict_of(stage="compile", metrics=m, note=comp.get("note", ""),
                                                         **inference)

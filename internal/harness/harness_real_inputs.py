@@ -109,7 +109,9 @@ class Inputs:
     tensors: dict
     info: dict
     note: str
-    source: str = "synthetic"  # "passage", "image", "contrastive", "prompted-image", "audio-text", "vlm", "audio" or "synthetic"
+    source: str = (
+        "synthetic"  # "passage", "image", "contrastive", "prompted-image", "audio-text", "vlm", "audio" or "synthetic"
+    )
     tokenizer: object = None
     problems: list = field(default_factory=list)
 
@@ -404,7 +406,9 @@ def audio_text_inputs(torch, proc, config, synthetic: dict, info: dict) -> tuple
         got = fe(synthetic_tone(rate, rate), sampling_rate=rate, return_tensors="pt")
     except Exception as e:  # noqa: BLE001
         raise InputProblem(f"the processor failed on the tone and labels: {short(e)}") from e
-    ids = label_ids(text.get("input_ids"), len(AUDIO_LABELS), n, config, "the tokenizer made input_ids {} of the labels")
+    ids = label_ids(
+        text.get("input_ids"), len(AUDIO_LABELS), n, config, "the tokenizer made input_ids {} of the labels"
+    )
     feats = got.get("input_features")
     syn = synthetic["input_features"]
     if not hasattr(feats, "shape") or feats.dim() != syn.dim() or feats.shape[:2] != syn.shape[:2] or \
@@ -532,8 +536,13 @@ def _real_kind(family: str, keys: set[str]) -> str | None:
     if family == "contrastive":
         return "contrastive" if {"input_ids", "pixel_values"} <= keys <= TEXT_KEYS | IMAGE_KEYS else None
     if family == "audio-contrastive":
-        return "audio-text" if {"input_ids", "input_features"} <= keys <= TEXT_KEYS | AUDIO_KEYS | {"is_longer"} else None
-    if family in ("segmentation", "detection", "depth") and {"input_ids", "pixel_values"} <= keys <= TEXT_KEYS | IMAGE_KEYS:
+        return (
+            "audio-text" if {"input_ids", "input_features"} <= keys <= TEXT_KEYS | AUDIO_KEYS | {"is_longer"} else None
+        )
+    if (
+        family in ("segmentation", "detection", "depth")
+        and {"input_ids", "pixel_values"} <= keys <= TEXT_KEYS | IMAGE_KEYS
+    ):
         return "prompted-image"
     if family == "vlm":
         return "vlm" if {"input_ids", "pixel_values"} <= keys else None

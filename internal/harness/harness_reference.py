@@ -105,7 +105,6 @@ class Reference:
         self.outputs()
 
     def _compile(self) -> None:
-        torch = self.probe.torch
         import torch._dynamo  # noqa: F401
         from torch._dynamo.utils import counters
 
@@ -121,9 +120,11 @@ class Reference:
         finally:
             torch._dynamo.reset()
         if g2 > g1:
-            raise harness_failures.RecompileDetected(f"second call with the same input shapes compiled {g2 - g1} new dynamo "
-                                       f"graph(s) (backend={REFERENCE_COMPILE_BACKEND}, dynamic=False)",
-                                       "second call with the same shapes recompiled")
+            raise harness_failures.RecompileDetected(
+                f"second call with the same input shapes compiled {g2 - g1} new dynamo "
+                f"graph(s) (backend={REFERENCE_COMPILE_BACKEND}, dynamic=False)",
+                "second call with the same shapes recompiled",
+            )
 
     def _generate(self) -> None:
         p = self.probe

@@ -39,8 +39,9 @@ tokens (clamped to the position table), the config's image size.
 Image layouts: [1, C, H, W] for most; flattened patches with image_grid_thw for Qwen-VL-style
 towers (temporal_patch_size, spatial_merge_size); flattened patches with image_position_ids for
 Gemma 4 (a tower or an encoder-free embedder that takes patch positions); a composite whose config
-leaves an optional vision tower out (transformers builds the model without it) gets its text alone; [1, tiles, C, H, W] with pixel_attention_mask
-for Idefics/SmolVLM; [1, patches, C, H, W] with image_sizes for LLaVA-NeXT (anyres); patches with
+leaves an optional vision tower out (transformers builds the model without it) gets its text alone;
+[1, tiles, C, H, W] with pixel_attention_mask for Idefics/SmolVLM; [1, patches, C, H, W] with image_sizes for
+LLaVA-NeXT (anyres); patches with
 spatial_shapes for SigLIP 2. A field the inputs need that the config lacks raises
 IncompleteConfig naming it (the harness fails the model at config with config_error).
 

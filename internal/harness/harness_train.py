@@ -298,8 +298,13 @@ def judge_losses(dev: dict, ref: dict, row: dict) -> tuple[bool, str, str, float
                            f"{diff:.3g} > {bound:.3g}"), "train loss differs from the reference", worst, worst_bound
     for i, g in enumerate(dev["grad_norms"]):
         if not math.isfinite(g):
-            return False, f"train step {i + 1}: the gradients are not finite (norm {g})", "train gradients not finite", \
-                worst, worst_bound
+            return (
+                False,
+                f"train step {i + 1}: the gradients are not finite (norm {g})",
+                "train gradients not finite",
+                worst,
+                worst_bound,
+            )
     if not dev["changed"]:
         return False, f"train: no weight changed in {STEPS} AdamW steps (lr {LR})", "train weights unchanged", \
             worst, worst_bound

@@ -71,7 +71,9 @@ def test_arch_mode_figures_are_marked_as_the_reduced_models():
     res = passing()
     harness_efficiency.annotate(fake_probe(tiny_model("llama"), mode="arch"), res, table=FAKE_TABLE)
     assert res["metrics"]["mfu"] is not None
-    assert res["metrics"]["efficiency"]["model"] == "reduced" and "reduced model" in res["metrics"]["efficiency"]["note"]
+    assert (
+        res["metrics"]["efficiency"]["model"] == "reduced" and "reduced model" in res["metrics"]["efficiency"]["note"]
+    )
 
 
 @pytest.mark.parametrize("res, probe_kw, why", [

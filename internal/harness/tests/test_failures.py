@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from conftest import HARNESS, assert_contract_shape, build_model_dir, harness_args, tiny_config, write_config
+from conftest import HARNESS, assert_contract_shape, build_model_dir, write_config
 
 NO_COMPILE = ["--no-compile"]
 FAST = ["--no-compile", "--no-generate"]
@@ -44,7 +44,9 @@ def test_injected_unsupported_op_in_forward(tmp_path, run_inproc, monkeypatch):
 
 
 def test_injected_oom_in_load(tmp_path, run_inproc, monkeypatch):
-    monkeypatch.setenv("HARNESS_TEST_INJECT", "load:RuntimeError:RESOURCE_EXHAUSTED: Out of memory allocating 123 bytes")
+    monkeypatch.setenv(
+        "HARNESS_TEST_INJECT", "load:RuntimeError:RESOURCE_EXHAUSTED: Out of memory allocating 123 bytes"
+    )
     d = build_model_dir(tmp_path, "llama")
     code, res = run_inproc(d, task="text-generation", extra=FAST)
     assert (res["status"], res["stage"], res["failure_class"], res["signature"]) == ("oom", "load", "oom", "oom:load")

@@ -29,19 +29,46 @@ AOT = ["--compile-backend", "aot_eager", "--layers", "2"]
 # name -> (family, inputs that must be in the forward note, metric keys that must be measured,
 #          whether generate runs)
 EXPECT = {
-    "clip": ("contrastive", ["input_ids=[2,", "pixel_values=[1, 3, 32, 32]"], ["top1_agreement", "cosine_similarity"], False),
-    "siglip": ("contrastive", ["input_ids=[2,", "pixel_values=[1, 3, 32, 32]"], ["top1_agreement", "cosine_similarity"], False),
-    "owlvit": ("zero-shot-detection", ["input_ids=[2, 16]", "pixel_values=[1, 3, 32, 32]"], ["top1_agreement", "rel_error"], False),
+    "clip": (
+        "contrastive",
+        ["input_ids=[2,", "pixel_values=[1, 3, 32, 32]"],
+        ["top1_agreement", "cosine_similarity"],
+        False,
+    ),
+    "siglip": (
+        "contrastive",
+        ["input_ids=[2,", "pixel_values=[1, 3, 32, 32]"],
+        ["top1_agreement", "cosine_similarity"],
+        False,
+    ),
+    "owlvit": (
+        "zero-shot-detection",
+        ["input_ids=[2, 16]", "pixel_values=[1, 3, 32, 32]"],
+        ["top1_agreement", "rel_error"],
+        False,
+    ),
     "detr": ("detection", ["pixel_values=[1, 3, 224, 224]", "pixel_mask"], ["top1_agreement", "rel_error"], False),
     "detr_timm": ("detection", ["pixel_values=[1, 3, 224, 224]", "pixel_mask"], ["top1_agreement", "rel_error"], False),
     "clipseg": ("segmentation", ["input_ids=[1, 16]", "pixel_values=[1, 3, 32, 32]"], ["rel_error"], False),
-    "clap": ("audio-contrastive", ["input_ids=[2, 32]", "input_features=[1, 4, 256, 16]", "is_longer=[1, 1]"],
-             ["top1_agreement", "cosine_similarity"], False),
+    "clap": (
+        "audio-contrastive",
+        ["input_ids=[2, 32]", "input_features=[1, 4, 256, 16]", "is_longer=[1, 1]"],
+        ["top1_agreement", "cosine_similarity"],
+        False,
+    ),
     # issue 41: the inputs each forward's signature asks for; CLAP under audio-classification is zero-shot
-    "clap_audio_classification": ("audio-contrastive", ["input_ids=[2, 32]", "input_features=[1, 4, 256, 16]"],
-                                  ["top1_agreement", "cosine_similarity"], False),
-    "parakeet_ctc": ("speech-ctc", ["input_features=[1, 100, 16]", "attention_mask=[1, 100]"], ["top1_agreement"],
-                     False),
+    "clap_audio_classification": (
+        "audio-contrastive",
+        ["input_ids=[2, 32]", "input_features=[1, 4, 256, 16]"],
+        ["top1_agreement", "cosine_similarity"],
+        False,
+    ),
+    "parakeet_ctc": (
+        "speech-ctc",
+        ["input_features=[1, 100, 16]", "attention_mask=[1, 100]"],
+        ["top1_agreement"],
+        False,
+    ),
     "whisper_audio_classification": ("speech-ctc", ["input_features=[1, 16, 64]"], ["top1_agreement"], False),
     "segformer": ("segmentation", ["pixel_values=[1, 3, 32, 32]"], ["rel_error"], False),
     "sam": ("mask-generation", ["pixel_values=[1, 3, 64, 64]", "input_points=[1, 1, 1, 2]"], ["rel_error"], False),
@@ -62,11 +89,25 @@ EXPECT = {
     "llava_any": ("vlm", ["pixel_values=[1, 3, 32, 32]"], ["top1_agreement"], True),
     # Gemma 4 (issue 41): 48-pixel merged patches of a 240-pixel image with their positions, one second of raw audio
     # in 640-sample frames; 25 image and 25 audio placeholders before the text
-    "gemma4": ("vlm", ["pixel_values=[1, 25, 6912]", "image_position_ids=[1, 25, 2]", "input_features=[1, 25, 640]",
-                       "input_features_mask=[1, 25]", "input_ids=[1, 82]"], ["top1_agreement"], True),
+    "gemma4": (
+        "vlm",
+        [
+            "pixel_values=[1, 25, 6912]",
+            "image_position_ids=[1, 25, 2]",
+            "input_features=[1, 25, 640]",
+            "input_features_mask=[1, 25]",
+            "input_ids=[1, 82]",
+        ],
+        ["top1_agreement"],
+        True,
+    ),
     # a 15 x 15 grid of 16-pixel patches (3 divides it), pooled 3 x 3: 25 image placeholders
-    "gemma4_pooled": ("vlm", ["pixel_values=[1, 225, 768]", "image_position_ids=[1, 225, 2]", "input_ids=[1, 57]"],
-                      ["top1_agreement"], True),
+    "gemma4_pooled": (
+        "vlm",
+        ["pixel_values=[1, 225, 768]", "image_position_ids=[1, 225, 2]", "input_ids=[1, 57]"],
+        ["top1_agreement"],
+        True,
+    ),
     "vits": ("tts", ["input_ids=[1,"], ["rel_error"], False),
     "speecht5_tts": ("tts", ["decoder_input_values=[1, 4, 8]", "speaker_embeddings=[1, 16]"], ["rel_error"], False),
     "qwen2_audio": ("audio-lm", ["input_features=[1, 16, 64]", "feature_attention_mask"], ["top1_agreement"], True),
@@ -110,7 +151,15 @@ def test_every_family_has_a_tiny_model():
     covered = {EXPECT[name][0] for name in TINY}
     # every family of the table, less the text/vision/speech ones test_models.py runs and the
     # "speech" placeholder the config resolves
-    want = set(harness_tasks.FAMILIES) - {"causal-lm", "text-encoder", "seq2seq", "vision", "speech", "speech-seq2seq", "speech-ctc"}
+    want = set(harness_tasks.FAMILIES) - {
+        "causal-lm",
+        "text-encoder",
+        "seq2seq",
+        "vision",
+        "speech",
+        "speech-seq2seq",
+        "speech-ctc",
+    }
     assert want <= covered, sorted(want - covered)
     assert set(EXPECT) == set(TINY)
 
@@ -238,11 +287,17 @@ def test_inputs_fit_the_forward(name):
     assert family is not None, (name, tag)
     params = inspect.signature(model.forward).parameters
     accepted = set(params)
-    inputs, _ = harness_synthetic_inputs.build_inputs(torch, family, model.config, accepted, 32, 4, 0, type(model).__name__, model=model)
+    inputs, _ = harness_synthetic_inputs.build_inputs(
+        torch, family, model.config, accepted, 32, 4, 0, type(model).__name__, model=model
+    )
     takes_any = any(p.kind == p.VAR_KEYWORD for p in params.values())
     strays = sorted(k for k in inputs if k not in accepted)
     assert takes_any or not strays, (name, strays)
-    assert harness_synthetic_inputs.modalities_missing(accepted, model.config, inputs) == [], (name, sorted(inputs), sorted(accepted))
+    assert harness_synthetic_inputs.modalities_missing(accepted, model.config, inputs) == [], (
+        name,
+        sorted(inputs),
+        sorted(accepted),
+    )
     taken = [m for m, keys in harness_synthetic_inputs.MODALITY_KEYS.items() if set(keys) & set(inputs)]
     assert taken or family in ("time-series", "decision"), (name, sorted(inputs))
     with torch.no_grad():
@@ -279,7 +334,6 @@ def test_gemma4_without_a_vision_config_runs_the_towers_it_has(towers, family, i
     towers are optional (transformers builds the model without a tower its config leaves out): the model gets
     inputs of the towers it has, a real verdict, and the forward's note says what was left out."""
     import tiny_families
-
     from conftest import snapshot_layout
 
     cfg = tiny_families.gemma4()
@@ -306,7 +360,6 @@ def test_a_models_own_mask_leaves_a_verdict(dtype, tmp_path, run_inproc):
     float32 target against the float32 reference passes, a bfloat16 one gets a verdict at numerics (the tiny
     model's random weights decide which), never the scanner's error."""
     import tiny_families
-
     from conftest import snapshot_layout
 
     staging = tmp_path / "stage"
@@ -347,7 +400,10 @@ def test_placeholders_follow_the_models_own_feature_count(config_dirs, run_inpro
 def test_placeholder_mismatch_reads_transformers_own_words():
     import harness_synthetic_inputs
 
-    assert harness_synthetic_inputs.placeholder_candidates(512, 32) == [512, 16] and harness_synthetic_inputs.placeholder_candidates(9, 32) == [9]
+    assert harness_synthetic_inputs.placeholder_candidates(512, 32) == [
+        512,
+        16,
+    ] and harness_synthetic_inputs.placeholder_candidates(9, 32) == [9]
     assert harness_synthetic_inputs.placeholder_candidates(0, 32) == []
     for msg, want in [
         ("Image features and image tokens do not match, tokens: 1, features: 16", ("image", 1, 16)),
@@ -359,4 +415,6 @@ def test_placeholder_mismatch_reads_transformers_own_words():
     wrapped = RuntimeError("forward failed")
     wrapped.__cause__ = ValueError("Image features and image tokens do not match, tokens: 1, features: 4")
     assert harness_synthetic_inputs.placeholder_mismatch(wrapped) == ("image", 1, 4)
-    assert harness_synthetic_inputs.placeholder_mismatch(ValueError("shapes do not match, tokens: 1, features: 4")) is None
+    assert (
+        harness_synthetic_inputs.placeholder_mismatch(ValueError("shapes do not match, tokens: 1, features: 4")) is None
+    )

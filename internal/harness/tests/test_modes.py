@@ -151,6 +151,7 @@ def test_without_the_matrix_there_is_no_second_precision(tmp_path, run_inproc, f
 def test_labels_follow_the_family():
     import torch
     import transformers as tf
+
     from conftest import tiny_config
 
     ids = torch.tensor([[5, 6, 7]])
@@ -171,10 +172,13 @@ def test_the_loss_bound_is_numerics_json_per_dtype():
     dev = {"losses": [1.0, 0.9, 0.8], "grad_norms": [1.0] * 3, "changed": 1}
     ok, *_ = harness_train.judge_losses(dev, {"losses": [1.0, 0.9, 0.8]}, row)
     assert ok
-    ok, why, detail, *_ = harness_train.judge_losses(dict(dev, losses=[1.0, 0.9, 1.5]), {"losses": [1.0, 0.9, 0.8]}, row)
+    ok, why, detail, *_ = harness_train.judge_losses(
+        dict(dev, losses=[1.0, 0.9, 1.5]), {"losses": [1.0, 0.9, 0.8]}, row
+    )
     assert not ok and "step 3" in why and detail == "train loss differs from the reference"
     ok, why, detail, *_ = harness_train.judge_losses(dict(dev, changed=0), {"losses": [1.0, 0.9, 0.8]}, row)
     assert not ok and detail == "train weights unchanged"
-    ok, why, detail, *_ = harness_train.judge_losses(dict(dev, grad_norms=[1.0, float("nan"), 1.0]), {"losses": [1.0, 0.9, 0.8]},
-                                           row)
+    ok, why, detail, *_ = harness_train.judge_losses(
+        dict(dev, grad_norms=[1.0, float("nan"), 1.0]), {"losses": [1.0, 0.9, 0.8]}, row
+    )
     assert not ok and detail == "train gradients not finite"

@@ -1,6 +1,7 @@
 """The numerics verdict: tolerance per dtype, tie-aware top-1, non-finite outputs."""
 
 import os
+
 import torch
 
 import harness
@@ -96,7 +97,10 @@ def test_readme_table_is_numerics_json():
         cells = [c.strip() for c in row.strip("|").split("|")]
         b = harness_numerics.TOLERANCES[dtype]
         nums = [float(x) for x in re.findall(r"\d+(?:\.\d+)?(?:e-?\d+)?", " ".join(cells[1:]))]
-        assert nums == [b["atol"], b["rtol"], b["top1"], b["atol"], b["tie_rtol"], b["rel_error"], b["cosine"]], (dtype, nums)
+        assert nums == [b["atol"], b["rtol"], b["top1"], b["atol"], b["tie_rtol"], b["rel_error"], b["cosine"]], (
+            dtype,
+            nums,
+        )
 
 
 def test_dense_outputs_are_held_to_a_relative_error():
@@ -135,6 +139,8 @@ def test_compare_all_names_the_failing_output():
 
     refs = {"logits": torch.randn(1, 5, 10), "pred_boxes": torch.rand(1, 5, 4)}
     devs = {"logits": refs["logits"].clone(), "pred_boxes": refs["pred_boxes"] + 0.5}
-    out = harness_numerics.compare_all(torch, refs, devs, {"logits": "logits", "pred_boxes": "boxes"}, "float32", "dev vs ref")
+    out = harness_numerics.compare_all(
+        torch, refs, devs, {"logits": "logits", "pred_boxes": "boxes"}, "float32", "dev vs ref"
+    )
     assert not out["ok"] and out["key"] == "pred_boxes max_abs_diff" and "(pred_boxes)" in out["why"]
     assert out["primary"]["max_abs_diff"] == 0.0 and out["rel_error"] > 0.1

@@ -89,8 +89,10 @@ def test_arbitrate(name, stage, device, reference, ran, want_status, want_sig, n
         assert out["log_tail"] == "reference traceback"
 
 
-TIMM_MESSAGE = ("\nTimmBackbone requires the timm library but it was not found in your environment. You can install it "
-                "with pip:\n`pip install timm`. Please note that you may need to restart your runtime after installation.\n")
+TIMM_MESSAGE = (
+    "\nTimmBackbone requires the timm library but it was not found in your environment. You can install it "
+    "with pip:\n`pip install timm`. Please note that you may need to restart your runtime after installation.\n"
+)
 
 
 def _not_found(name):
@@ -124,10 +126,20 @@ def test_a_missing_package_is_the_environments_error_in_any_stage():
 
 
 def test_shared_checks_are_the_scanners():
-    c = harness_failures.classify(_exc(harness_failures.SharedFailure(harness_failures.INPUTS_ORIGIN, "perplexity ... the model itself",
-                                          "passage perplexity of the model itself")), "numerics")
+    c = harness_failures.classify(
+        _exc(
+            harness_failures.SharedFailure(
+                harness_failures.INPUTS_ORIGIN,
+                "perplexity ... the model itself",
+                "passage perplexity of the model itself",
+            )
+        ),
+        "numerics",
+    )
     assert (c["status"], c["signature"]) == ("error", "harness_inputs:passage perplexity of the model itself")
-    c = harness_failures.classify(_exc(harness_failures.ReferenceFailed("the reference failed", "oom:numerics", "oom")), "numerics")
+    c = harness_failures.classify(
+        _exc(harness_failures.ReferenceFailed("the reference failed", "oom:numerics", "oom")), "numerics"
+    )
     assert (c["status"], c["failure_class"], c["signature"]) == ("error", "oom", "reference:oom:numerics")
 
 

@@ -83,13 +83,21 @@ def test_choose(asked, cls, config, world, want):
 
 
 def test_collective_timeouts():
-    gloo = RuntimeError("[gloo/transport/tcp/unbound_buffer.cc:78] Timed out waiting 5000ms for recv operation to complete")
+    gloo = RuntimeError(
+        "[gloo/transport/tcp/unbound_buffer.cc:78] Timed out waiting 5000ms for recv operation to complete"
+    )
     peer = RuntimeError("[gloo/transport/tcp/pair.cc:561] Connection closed by peer [127.0.0.1]:16098")
     store = type("DistStoreError", (RuntimeError,), {})("Socket Timeout")
     wrapped = ValueError("forward failed")
     wrapped.__cause__ = gloo
-    assert harness_shard.is_collective_timeout(gloo) and harness_shard.is_collective_timeout(store) and harness_shard.is_collective_timeout(wrapped)
-    assert not harness_shard.is_collective_timeout(peer) and not harness_shard.is_collective_timeout(RuntimeError("timeout of the model"))
+    assert (
+        harness_shard.is_collective_timeout(gloo)
+        and harness_shard.is_collective_timeout(store)
+        and harness_shard.is_collective_timeout(wrapped)
+    )
+    assert not harness_shard.is_collective_timeout(peer) and not harness_shard.is_collective_timeout(
+        RuntimeError("timeout of the model")
+    )
     c = harness_shard.timeout_class(gloo, "forward", 0, 2, 5)
     assert c["status"] == "timeout" and c["failure_class"] == "timeout" and c["signature"] == "timeout:forward"
     assert c["message"].startswith("rank 0 of 2: a collective of stage forward timed out after 5s")

@@ -50,7 +50,11 @@ def test_same_missing_op_in_two_models_shares_a_signature():
     b = harness_failures.classify(_raise_and_catch(NotImplementedError(
         "The operator 'aten::_upsample_bicubic2d_aa' is not currently implemented for the tpu device. "
         "Seen in /tmp/model-b/modeling_vit.py:77 for 'google/vit-base'")), "forward")
-    assert harness_failures.classify(a, "forward")["signature"] == b["signature"] == "unsupported_op:aten::_upsample_bicubic2d_aa"
+    assert (
+        harness_failures.classify(a, "forward")["signature"]
+        == b["signature"]
+        == "unsupported_op:aten::_upsample_bicubic2d_aa"
+    )
 
 
 def test_op_inside_a_wrapped_exception_is_found():
@@ -70,7 +74,9 @@ def test_compile_stage_is_compile_error_and_keeps_the_op():
         "backend='tpu' raised: NotImplementedError: Could not run 'aten::baz' with arguments from the 'TPU' "
         "backend")), "compile")
     assert (c["failure_class"], c["op"], c["signature"]) == ("compile_error", "aten::baz", "compile_error:aten::baz")
-    c = harness_failures.classify(_raise_and_catch(RuntimeError("lowering failed for node 17 in graph at 0xabc123")), "compile")
+    c = harness_failures.classify(
+        _raise_and_catch(RuntimeError("lowering failed for node 17 in graph at 0xabc123")), "compile"
+    )
     assert c["failure_class"] == "compile_error"
     assert c["signature"] == "compile_error:RuntimeError: lowering failed for node <n> in graph at <addr>"
 
@@ -108,12 +114,15 @@ def test_oom_table_examples():
 def test_oom_markers_come_from_the_table():
     patterns = [m["pattern"] for m in _oom_table()["markers"]]
     assert [p.pattern for p in harness_failures._OOM_PATTERNS] == patterns
-    assert harness_failures.oom_marker("RuntimeError: failed to allocate 4096 bytes") is None  # a generic "Failed to allocate" is not OOM
+    # a generic "Failed to allocate" is not OOM
+    assert harness_failures.oom_marker("RuntimeError: failed to allocate 4096 bytes") is None
     assert harness_failures.oom_marker("x\nRuntimeError: the TPU ran out of memory while awaiting y") == "out of memory"
 
 
 def test_dtype():
-    c = harness_failures.classify(_raise_and_catch(RuntimeError("\"addmm_impl_cpu_\" not implemented for 'Half'")), "forward")
+    c = harness_failures.classify(
+        _raise_and_catch(RuntimeError("\"addmm_impl_cpu_\" not implemented for 'Half'")), "forward"
+    )
     assert c["failure_class"] == "unsupported_dtype"
     assert c["signature"] == "unsupported_dtype:addmm_impl_cpu_:Half"
     c = harness_failures.classify(_raise_and_catch(TypeError("Unsupported dtype Float8_e4m3fn for this op")), "forward")
@@ -143,12 +152,21 @@ def test_normalisation_removes_volatile_parts():
     for bad in ("0x", "/home", "8192", "128", "Llama-3.1", "meta-llama", "torch.Size", "4f3e2d1c0b9a"):
         assert bad not in n, (bad, n)
     assert n.startswith("RuntimeError: shape")
-    assert harness_failures.normalize_message(msg.replace("8192", "16384").replace("meta-llama/Llama-3.1-8B", "Qwen/Qwen3-0.6B")) == n
+    assert (
+        harness_failures.normalize_message(
+            msg.replace("8192", "16384").replace("meta-llama/Llama-3.1-8B", "Qwen/Qwen3-0.6B")
+        )
+        == n
+    )
 
 
 def test_normalisation_groups_model_classes_and_keeps_ops_and_dtypes():
-    a = harness_failures.normalize_message("ValueError: LlamaForCausalLM does not support 'aten::foo' in 'BFloat16' mode")
-    b = harness_failures.normalize_message("ValueError: MistralForCausalLM does not support 'aten::foo' in 'BFloat16' mode")
+    a = harness_failures.normalize_message(
+        "ValueError: LlamaForCausalLM does not support 'aten::foo' in 'BFloat16' mode"
+    )
+    b = harness_failures.normalize_message(
+        "ValueError: MistralForCausalLM does not support 'aten::foo' in 'BFloat16' mode"
+    )
     assert a == b
     assert "'aten::foo'" in a and "'BFloat16'" in a
 

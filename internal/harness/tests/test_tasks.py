@@ -69,16 +69,25 @@ def test_remote_code_table_examples():
         remote, plain = remote + bool(ex["remote"]), plain + (not ex["remote"])
     assert remote and plain
     # written here independently of the file: auto_map beside a model_type transformers implements natively
-    assert harness_tasks.needs_remote_code({"model_type": "llama", "auto_map": {"AutoModel": "m.M"}}) == "config.json has auto_map"
+    assert (
+        harness_tasks.needs_remote_code({"model_type": "llama", "auto_map": {"AutoModel": "m.M"}})
+        == "config.json has auto_map"
+    )
     llama = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "auto_map": {"AutoModel": "m.M"}}
     assert harness_tasks.task_support("text-generation", "transformers", config=llama)["reason"] == "remote_code"
 
 
 def test_task_support_entries():
     assert harness_tasks.task_support("text-generation", "transformers", ["LlamaForCausalLM"])["supported"]
-    assert harness_tasks.task_support("sentence-similarity", "sentence-transformers", ["BertModel"])["family"] == "text-encoder"
+    assert (
+        harness_tasks.task_support("sentence-similarity", "sentence-transformers", ["BertModel"])["family"]
+        == "text-encoder"
+    )
     assert harness_tasks.task_support("text-to-image", "diffusers", None)["reason"] == "unsupported_library"
-    assert harness_tasks.task_support("image-text-to-text", "transformers", ["LlavaForConditionalGeneration"])["family"] == "vlm"
+    assert (
+        harness_tasks.task_support("image-text-to-text", "transformers", ["LlavaForConditionalGeneration"])["family"]
+        == "vlm"
+    )
     assert harness_tasks.task_support("text-to-image", "transformers", None)["reason"] == "unsupported_task"
     assert "diffusers" in harness_tasks.task_support("text-to-image", "transformers", None)["note"]
     # no library name: transformers' only with a config.json model_type (as preflight)
@@ -86,11 +95,21 @@ def test_task_support_entries():
     assert harness_tasks.task_support("fill-mask", "", ["BertForMaskedLM"], {"model_type": "bert"})["supported"]
     # no pipeline tag: inferred from the architecture
     assert harness_tasks.task_support("", "transformers", ["GPT2LMHeadModel"])["task"] == "text-generation"
-    assert harness_tasks.task_support(None, "transformers", ["ViTForImageClassification"])["task"] == "image-classification"
-    whisper = harness_tasks.task_support("automatic-speech-recognition", "transformers", ["WhisperForConditionalGeneration"],
-                              {"is_encoder_decoder": True, "num_mel_bins": 80})
+    assert (
+        harness_tasks.task_support(None, "transformers", ["ViTForImageClassification"])["task"]
+        == "image-classification"
+    )
+    whisper = harness_tasks.task_support(
+        "automatic-speech-recognition",
+        "transformers",
+        ["WhisperForConditionalGeneration"],
+        {"is_encoder_decoder": True, "num_mel_bins": 80},
+    )
     assert whisper["family"] == "speech-seq2seq"
-    assert harness_tasks.task_support("automatic-speech-recognition", "transformers", ["Wav2Vec2ForCTC"])["family"] == "speech-ctc"
+    assert (
+        harness_tasks.task_support("automatic-speech-recognition", "transformers", ["Wav2Vec2ForCTC"])["family"]
+        == "speech-ctc"
+    )
 
 
 def test_coverage_share_and_script(tmp_path):
@@ -151,7 +170,9 @@ def test_inputs_are_static_and_follow_the_config():
     import torch
 
     cfg = tiny_config("llama")
-    inputs, info = harness_synthetic_inputs.build_inputs(torch, "causal-lm", cfg, {"input_ids", "attention_mask", "use_cache"}, 64, 16, 0)
+    inputs, info = harness_synthetic_inputs.build_inputs(
+        torch, "causal-lm", cfg, {"input_ids", "attention_mask", "use_cache"}, 64, 16, 0
+    )
     assert list(inputs["input_ids"].shape) == [1, 64]
     assert inputs["use_cache"] is False
     assert info["copy_from"] == 32 and torch.equal(inputs["input_ids"][0, :32], inputs["input_ids"][0, 32:64])
@@ -190,8 +211,10 @@ def test_task_from_architectures_uses_transformers_mappings():
     for arch, task in cases.items():
         assert harness_tasks.infer_task([arch]) == task, arch
     # refined by the config: an audio-only multimodal LM, a bare vision backbone
-    assert harness_tasks.infer_task(["Qwen2AudioForConditionalGeneration"], {"audio_config": {}, "text_config": {}}) == \
-        "audio-text-to-text"
+    assert (
+        harness_tasks.infer_task(["Qwen2AudioForConditionalGeneration"], {"audio_config": {}, "text_config": {}})
+        == "audio-text-to-text"
+    )
     assert harness_tasks.infer_task(["ViTModel"], {"num_channels": 3, "image_size": 224}) == "image-feature-extraction"
     assert harness_tasks.infer_task(["StableDiffusionSafetyChecker"]) is None
 
@@ -199,21 +222,41 @@ def test_task_from_architectures_uses_transformers_mappings():
 def test_families_follow_the_config():
     assert harness_tasks.resolve_family("feature-extraction", {"architectures": ["CLIPModel"], "text_config": {},
                                                     "vision_config": {}})[1] == "contrastive"
-    assert harness_tasks.resolve_family("feature-extraction", {"conv_dim": [8], "feat_extract_norm": "group"})[1] == "speech-encoder"
+    assert (
+        harness_tasks.resolve_family("feature-extraction", {"conv_dim": [8], "feat_extract_norm": "group"})[1]
+        == "speech-encoder"
+    )
     assert harness_tasks.resolve_family("audio-classification", {"conv_dim": [8]})[1] == "speech-ctc"
-    assert harness_tasks.resolve_family("table-question-answering", {"model_type": "bart", "is_encoder_decoder": True})[1] == "seq2seq"
-    assert harness_tasks.resolve_family("document-question-answering", {"model_type": "vision-encoder-decoder"})[1] == "vlm"
+    assert (
+        harness_tasks.resolve_family("table-question-answering", {"model_type": "bart", "is_encoder_decoder": True})[1]
+        == "seq2seq"
+    )
+    assert (
+        harness_tasks.resolve_family("document-question-answering", {"model_type": "vision-encoder-decoder"})[1]
+        == "vlm"
+    )
     task, family, note = harness_tasks.resolve_family("audio-to-audio", {"model_type": "speecht5"})
     assert family is None and "not an audio codec" in note
     # issue 41: X-Codec 2 quantizes by finite scalar quantization (quantization_levels), no codebook: a codec
-    assert harness_tasks.resolve_family("audio-to-audio", {"model_type": "xcodec2", "quantization_levels": [4] * 8})[1] == "codec"
+    assert (
+        harness_tasks.resolve_family("audio-to-audio", {"model_type": "xcodec2", "quantization_levels": [4] * 8})[1]
+        == "codec"
+    )
     # issue 41: an audio language model tagged automatic-speech-recognition (Qwen3-ASR, Granite Speech) gets audio and
     # text inputs, not a waveform
     asr_lm = {"model_type": "qwen3_asr", "text_config": {}, "audio_config": {"num_mel_bins": 128}, "audio_token_id": 7}
     assert harness_tasks.resolve_family("automatic-speech-recognition", asr_lm)[1] == "audio-lm"
-    assert harness_tasks.resolve_family("automatic-speech-recognition", {"model_type": "granite_speech", "text_config": {},
-                                                              "encoder_config": {}, "audio_token_index": 7})[1] == "audio-lm"
-    assert harness_tasks.resolve_family("automatic-speech-recognition", {"model_type": "wav2vec2", "conv_dim": [8]})[1] == "speech-ctc"
+    assert (
+        harness_tasks.resolve_family(
+            "automatic-speech-recognition",
+            {"model_type": "granite_speech", "text_config": {}, "encoder_config": {}, "audio_token_index": 7},
+        )[1]
+        == "audio-lm"
+    )
+    assert (
+        harness_tasks.resolve_family("automatic-speech-recognition", {"model_type": "wav2vec2", "conv_dim": [8]})[1]
+        == "speech-ctc"
+    )
     # CLAP under audio-classification is zero-shot against labels; a wav2vec2 classifier stays a speech model
     clap = {"model_type": "clap", "text_config": {}, "audio_config": {}, "projection_dim": 512}
     assert harness_tasks.resolve_family("audio-classification", clap)[1] == "audio-contrastive"
@@ -224,7 +267,10 @@ def test_families_follow_the_config():
 
 
 def test_incomplete_subconfigs_are_named():
-    assert harness_tasks.check_subconfigs({"vision_config": {"model_type": "clip_vision_model"}, "text_config": None}) is None
+    assert (
+        harness_tasks.check_subconfigs({"vision_config": {"model_type": "clip_vision_model"}, "text_config": None})
+        is None
+    )
     assert "vision_config is a str" in harness_tasks.check_subconfigs({"vision_config": "clip"})
     assert harness_tasks.check_subconfigs({"audio_config": {}}) is None  # the class's defaults
     assert "text_config is a list" in harness_tasks.check_subconfigs({"text_config": [1]})
@@ -234,7 +280,10 @@ def test_refused_config_fields_are_named():
     msg = "Validation error for field 'vocab_size':\n    TypeError: Field 'vocab_size' expected int, got NoneType"
     raw = {"vocab_size": 5, "text_config": {"vocab_size": None}, "vision_config": {"image_size": 32}}
     assert harness_tasks.name_config_field(raw, msg) == "config.json: text_config.vocab_size is missing (null)"
-    assert harness_tasks.name_config_field({"vocab_size": "x"}, msg) == "config.json: vocab_size is 'x', which transformers refuses"
+    assert (
+        harness_tasks.name_config_field({"vocab_size": "x"}, msg)
+        == "config.json: vocab_size is 'x', which transformers refuses"
+    )
     assert harness_tasks.name_config_field({"hidden_size": 4}, msg) is None  # the field is nowhere in config.json
     assert harness_tasks.name_config_field(raw, "some other error") is None
 

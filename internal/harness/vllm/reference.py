@@ -25,7 +25,9 @@ def main(argv):
         model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32).eval()
         ids = harness_real_inputs.prompt_ids(torch, tok, model.config)
         if ids is None:
-            raise ValueError(f"the fixed prompt {harness_real_inputs.PROMPT!r} cannot be encoded by the model's tokenizer")
+            raise ValueError(
+                f"the fixed prompt {harness_real_inputs.PROMPT!r} cannot be encoded by the model's tokenizer"
+            )
         with torch.no_grad():
             seq = model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=table["max_tokens"],
                                  do_sample=False, pad_token_id=tok.pad_token_id or tok.eos_token_id)
