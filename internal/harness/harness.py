@@ -48,6 +48,7 @@ import harness_numerics  # noqa: E402
 import harness_ops  # noqa: E402
 import harness_real_inputs  # noqa: E402
 import harness_reference  # noqa: E402
+import harness_result  # noqa: E402
 import harness_shard  # noqa: E402
 import harness_synthetic_inputs  # noqa: E402
 import harness_tpu  # noqa: E402
@@ -442,19 +443,14 @@ class Probe(
         self.torch = None
         self.dev: Device | None = None
         self.current = "env"
-        self.stages: list[dict] = []
+        self.stages: list[harness_result.StageRun] = []
         self.mode = args.mode  # full or arch, as the scanner's plan decided
         self.task = args.task or ""
         self.family = None
         self.target = args.target if args.target != "auto" else "cpu"
-        self.runtime = {
-            "python": platform.python_version(), "torch": "", "transformers": "", "torch_tpu": "",
-            "harness": HARNESS_VERSION, "device": "", "device_count": 0, "tcmalloc": tcmalloc_loaded(),
-        }
-        self.metrics = dict.fromkeys(
-            ("load_s", "first_forward_s", "forward_ms", "compile_s", "tokens_per_s", "peak_mem_bytes",
-             "max_abs_diff", "top1_agreement", "compiled_step_ms", "ttft_ms", "perplexity", "tolerance",
-             "param_count", "rel_error", "cosine_similarity"))
+        self.runtime = harness_result.Runtime(python=platform.python_version(), harness=HARNESS_VERSION,
+                                              tcmalloc=tcmalloc_loaded())
+        self.metrics = harness_result.Metrics()  # every metric null until a stage measures it
         self.model = None
         # the float32 CPU reference: numerics, and whose a failure is
         self.reference = harness_reference.Reference(self)
@@ -477,13 +473,13 @@ class Probe(
     @contextlib.contextmanager
     def stage(self, name: str):
         self.current = name
-        rec = {"stage": name, "ok": False, "duration_s": 0.0, "note": ""}
+        rec = harness_result.StageRun(stage=name)
         notes: list[str] = []
         harness_host.log(f"stage={name} start")
         t = time.perf_counter()
         try:
             yield notes
-            rec["ok"] = True
+            rec.ok = True
         except harness_failures.Skip as s:
             notes.append(f"skipped ({s.reason}): {s}")
             raise
@@ -491,16 +487,16 @@ class Probe(
             notes.append(harness_failures.short_message(e, 300))
             raise
         finally:
-            rec["duration_s"] = round(time.perf_counter() - t, 4)
-            rec["note"] = "; ".join(n for n in notes if n)[:1000]
-            if not rec["note"]:
-                del rec["note"]
+            rec.duration_s = round(time.perf_counter() - t, 4)
+            note = "; ".join(n for n in notes if n)[:1000]
+            if note:
+                rec.note = note
             self.stages.append(rec)
-            harness_host.log(f"stage={name} {'ok' if rec['ok'] else 'FAILED'} {rec['duration_s']:.2f}s"
-                + (f" {rec.get('note', '')}" if rec.get("note") else ""))
+            harness_host.log(f"stage={name} {'ok' if rec.ok else 'FAILED'} {rec.duration_s:.2f}s"
+                + (f" {note}" if note else ""))
 
     def skip_stage(self, name: str, note: str) -> None:
-        self.stages.append({"stage": name, "ok": True, "skipped": True, "duration_s": 0.0, "note": note})
+        self.stages.append(harness_result.StageRun(stage=name, ok=True, skipped=True, note=note))
         harness_host.log(f"stage={name} skipped {note}")
 
     # --- stages ---
@@ -516,8 +512,8 @@ class Probe(
         with self.stage("env") as notes:
             self.rank = harness_shard.rank_of(self.world)
             self.torch = import_torch()
-            self.runtime["torch"] = self.torch.__version__
-            self.runtime["transformers"] = dist_version("transformers")
+            self.runtime.torch = self.torch.__version__
+            self.runtime.transformers = dist_version("transformers")
             tpu = self.choose_target(notes)
             self.record_tpu_stack(tpu, notes)
             self.open_device(tpu, notes)
@@ -551,11 +547,11 @@ class Probe(
     def record_tpu_stack(self, tpu: dict | None, notes: list) -> None:
         """torch_tpu/libtpu versions belong to tpu runs only (the runtime key of a cpu run has none)."""
         if self.target == "tpu" and tpu is not None and tpu["google"]:
-            self.runtime["torch_tpu"] = tpu["version"]
-            self.runtime["libtpu"] = dist_version("libtpu", "libtpu-nightly")
+            self.runtime.torch_tpu = tpu["version"]
+            self.runtime.libtpu = dist_version("libtpu", "libtpu-nightly")
         elif tpu is not None and tpu["google"] and tpu["version"]:
             notes.append(f"torch_tpu {tpu['version']} installed (not used)")
-        if self.runtime["tcmalloc"]:
+        if self.runtime.tcmalloc:
             notes.append("tcmalloc preloaded")
 
     def open_device(self, tpu: dict | None, notes: list) -> None:
@@ -571,10 +567,10 @@ class Probe(
             )
         self.dev = self.device_cls(self.torch, self.target)
         self.dev.init()
-        self.runtime["device"] = self.dev.name
-        self.runtime["device_count"] = self.dev.count
+        self.runtime.device = self.dev.name
+        self.runtime.device_count = self.dev.count
         if self.dev.memory_bytes:
-            self.runtime["device_memory_gib"] = round(self.dev.memory_bytes / (1 << 30), 2)
+            self.runtime.device_memory_gib = round(self.dev.memory_bytes / (1 << 30), 2)
         notes.append(f"sync={self.dev.sync_name}")
         if self.target != "cpu":
             notes.append(f"peak_mem={self.dev.peak_name or 'not reported'}"
@@ -651,10 +647,10 @@ class Probe(
             elif self.target != "cpu" and self.sharding is None:
                 model.to(self.dev.device)
             self.dev.sync()
-            self.metrics["load_s"] = round(time.perf_counter() - t, 4)
-            self.metrics["param_count"] = int(sum(p.numel() for p in model.parameters()))
+            self.metrics.load_s = round(time.perf_counter() - t, 4)
+            self.metrics.param_count = int(sum(p.numel() for p in model.parameters()))
             self.model = model
-            notes.append(f"params={self.metrics['param_count']}")
+            notes.append(f"params={self.metrics.param_count}")
 
     def apply_generation_config(self, model) -> None:
         """Arch mode: the snapshot's generation_config.json, as from_pretrained would read it in full mode."""
@@ -707,7 +703,7 @@ class Probe(
                     dev.sync()
                     t = time.perf_counter()
                 dev.sync()
-                self.metrics["first_forward_s"] = round(time.perf_counter() - t, 4)
+                self.metrics.first_forward_s = round(time.perf_counter() - t, 4)
                 extra, settled = dev.warm(lambda: self.model(**self.dev_inputs), WARMUP_MAX_EXTRA)
                 if extra:
                     notes.append(f"TorchTPU still compiled on {extra} warm-up call(s) after the first"
@@ -719,13 +715,13 @@ class Probe(
                     notes.append(f"TorchTPU compiled {c1 - c0} executable(s) during the timed eager steps")
                 if self.world > 1:
                     notes.append(self.profile_collectives(lambda: self.model(**self.dev_inputs)))
-            self.metrics["forward_ms"] = round(statistics.median(times) * 1000, 4)
+            self.metrics.forward_ms = round(statistics.median(times) * 1000, 4)
             if self.world > 1:  # the group's step is its slowest rank's
-                self.metrics["forward_ms"] = harness_shard.largest(
-                    harness_shard.gather(self.metrics["forward_ms"], self.world)
+                self.metrics.forward_ms = harness_shard.largest(
+                    harness_shard.gather(self.metrics.forward_ms, self.world)
                 )
-                self.metrics["first_forward_s"] = harness_shard.largest(
-                    harness_shard.gather(self.metrics["first_forward_s"], self.world)
+                self.metrics.first_forward_s = harness_shard.largest(
+                    harness_shard.gather(self.metrics.first_forward_s, self.world)
                 )
             outs = self.output_tensors(out)
             primary = next(iter(outs))
@@ -745,7 +741,7 @@ class Probe(
             step()
             self.dev.sync()
         ms = harness_shard.collective_ms(prof)
-        self.metrics["collective_ms"] = ms
+        self.metrics.collective_ms = ms
         return f"collectives {ms:g} ms of a profiled step" if ms is not None else "the profiler named no collective"
 
     def refit_placeholders(self, e: BaseException, notes: list) -> bool:
@@ -837,19 +833,15 @@ class Probe(
         out, note = harness_failures.arbitrate(stage, c, ref, ran)
         if note:
             harness_host.log(f"stage={stage} {note}")
-            rec = next((r for r in reversed(self.stages) if r["stage"] == stage), None)
+            rec = next((r for r in reversed(self.stages) if r.stage == stage), None)
             if rec is not None:
-                rec["note"] = "; ".join(n for n in (note, rec.get("note", "")) if n)[:1000]
+                rec.note = "; ".join(n for n in (note, rec.note_text()) if n)[:1000]
         return out
 
     # --- driver ---
 
-    def run(self) -> dict:
-        res = {
-            "target": self.target, "status": "error", "stage": None, "failure_class": None, "op": None, "reason": None,
-            "signature": None, "message": None, "mode": None, "revision": self.args.revision or "",
-            "tested_at": now_rfc3339(), "duration_s": 0.0,
-        }
+    def run(self) -> harness_result.Result | None:
+        res = harness_result.Result(target=self.target, revision=self.args.revision or "", tested_at=now_rfc3339())
         try:
             self.stage_env()
             with self.dev.precision():  # HIGHEST for float32 on tpu (precision_rule), else nothing
@@ -860,121 +852,108 @@ class Probe(
                 self.stage_modes()  # the train step and the eager modes, beside the inference (harness_modes.py)
                 self.stage_compile()
                 self.stage_generate()
-            res["status"] = "pass"
-            ran = [s["stage"] for s in self.stages if s["ok"] and not s.get("skipped")]
-            res["stage"] = ran[-1] if ran else None
+            res.status = "pass"
+            ran = [s.stage for s in self.stages if s.ok and s.skipped is not True]
+            res.stage = ran[-1] if ran else None
         except harness_shard.RankStop:
             return None  # rank 0 failed and reports; this rank has nothing to say
         except harness_failures.Skip as s:
-            res.update(
-                status="skipped",
-                stage=self.current,
-                reason=s.reason,
-                message=harness_failures.truncate_bytes(str(s), 2048),
-            )
+            res.status, res.stage, res.reason = "skipped", self.current, s.reason
+            res.message = harness_failures.truncate_bytes(str(s), 2048)
         except Exception as e:  # noqa: BLE001 - every model failure becomes a Result
             # a peer's, not the model's: nothing to arbitrate
             if self.world > 1 and harness_shard.is_collective_timeout(e):
                 c = harness_shard.timeout_class(e, self.current, self.rank, self.world, self.args.collective_timeout_s)
             else:
                 c = self.judge(e)
-            res.update(
-                status=c["status"],
-                stage=self.current,
-                failure_class=c["failure_class"],
-                op=c["op"],
-                signature=c["signature"],
-                message=c["message"],
-                log_tail=c["log_tail"],
-            )
-        self.metrics["peak_mem_bytes"] = self.inference_peak()  # not the train step's (harness_modes.py)
-        if self.world > 1 and res["status"] == "pass":  # every rank is here: the group's last collectives
-            self.metrics["peak_mem_bytes"] = harness_shard.largest(
-                harness_shard.gather(self.metrics["peak_mem_bytes"], self.world)
+            res.status, res.stage, res.failure_class, res.op = c["status"], self.current, c["failure_class"], c["op"]
+            res.signature, res.message, res.log_tail = c["signature"], c["message"], c["log_tail"]
+        self.metrics.peak_mem_bytes = self.inference_peak()  # not the train step's (harness_modes.py)
+        if self.world > 1 and res.status == "pass":  # every rank is here: the group's last collectives
+            self.metrics.peak_mem_bytes = harness_shard.largest(
+                harness_shard.gather(self.metrics.peak_mem_bytes, self.world)
             )
             harness_shard.finish(self.world)
-        res["devices_used"] = self.world
-        res["sharding"] = self.sharding
-        res["target"] = self.target
-        res["mode"] = self.mode
-        res["runtime"] = self.runtime
-        res["metrics"] = {k: (finite_or_none(v) if isinstance(v, float) else v) for k, v in self.metrics.items()}
+        res.devices_used = self.world
+        res.sharding = self.sharding
+        res.target = self.target
+        res.mode = self.mode
+        res.runtime = self.runtime
+        self.metrics.finite()
+        res.metrics = self.metrics
         harness_efficiency.annotate(self, res)  # metrics.mfu, .mbu and .efficiency (harness_efficiency.py)
         self.finish_modes(res)  # result.modes, precision_sensitive, metrics.precision (harness_modes.py)
         rev = f" --revision {self.args.revision}" if self.args.revision else ""
-        res["repro"] = (
+        res.repro = (
             f"scanner probe {self.args.model_id or self.args.model_dir}{rev} --target {self.target} --mode {self.mode}"
         )
-        res["task"] = self.task
-        res["stages"] = self.stages
+        res.task = self.task
+        res.stages = self.stages
         if self.continuation is not None:
-            res["continuation"] = self.continuation
+            res.continuation = harness_result.Continuation(**self.continuation)
         traced = self.ops.result()
         if traced is not None:
-            res["ops_traced"] = traced
-        res["duration_s"] = round(time.monotonic() - _T0, 3)
+            res.ops_traced = traced
+        res.duration_s = round(time.monotonic() - _T0, 3)
         return res
 
 
-def env_only(args) -> dict:
+def env_only(args) -> harness_result.EnvResult:
     """A Result-shaped object (status pass, stage env) whose target is where a probe
     would run and whose runtime block is the retest key's source. Extra fields:
     available_targets (tpu is looked for, and torch_tpu loaded, only when tpu or auto is asked),
     device_memory_bytes, note (auto on cpu: why not tpu), google_torch_tpu (Google's torch_tpu is
     installed, whether or not it found a usable TPU; false when it was not looked for)."""
-    runtime = {"python": platform.python_version(), "torch": "", "transformers": dist_version("transformers"),
-               "torch_tpu": "", "harness": HARNESS_VERSION, "device": "", "device_count": 0,
-               "libtpu": dist_version("libtpu", "libtpu-nightly"), "tcmalloc": tcmalloc_loaded()}
-    out = {"target": "cpu" if args.target == "auto" else args.target, "status": "pass", "stage": "env",
-           "failure_class": None, "op": None, "reason": None, "signature": None, "message": None, "mode": None,
-           "revision": "", "tested_at": now_rfc3339(), "duration_s": 0.0, "runtime": runtime,
-           "metrics": {}, "repro": "", "available_targets": ["cpu"], "device_memory_bytes": None, "note": "",
-           "google_torch_tpu": False, "tpu_chips": None}
+    runtime = harness_result.Runtime(python=platform.python_version(), transformers=dist_version("transformers"),
+                                     harness=HARNESS_VERSION, libtpu=dist_version("libtpu", "libtpu-nightly"),
+                                     tcmalloc=tcmalloc_loaded())
+    out = harness_result.EnvResult(target="cpu" if args.target == "auto" else args.target, tested_at=now_rfc3339(),
+                                   runtime=runtime)
 
     def fail(cls, msg, sig):
-        out.update(status="error", failure_class=cls, message=msg, signature=sig)
-        out["duration_s"] = round(time.monotonic() - _T0, 3)
+        out.status, out.failure_class, out.message, out.signature = "error", cls, msg, sig
+        out.duration_s = round(time.monotonic() - _T0, 3)
         return out
 
     try:
         import torch
     except Exception as e:  # noqa: BLE001
-        out["available_targets"] = []
+        out.available_targets = []
         return fail(
             "import_error", f"cannot import torch: {harness_failures.short_message(e, 500)}", "import_error:torch"
         )
-    runtime["torch"] = torch.__version__
+    runtime.torch = torch.__version__
     # as in a probe: only tpu and auto load torch_tpu, so available_targets names tpu only for those
     tpu = probe_torch_tpu(torch, args.host_root, args.tpu_check_timeout) if args.target in ("tpu", "auto") else None
     if tpu is not None:
-        out["google_torch_tpu"] = tpu["google"]
-        out["tpu_chips"] = tpu["chips"]
-        out["note"] = tpu["note"] or (f"torch_tpu {tpu['version']}" if tpu["google"] else "")
+        out.google_torch_tpu = tpu["google"]
+        out.tpu_chips = tpu["chips"]
+        out.note = tpu["note"] or (f"torch_tpu {tpu['version']}" if tpu["google"] else "")
         if tpu["available"]:
-            out["available_targets"].insert(0, "tpu")
+            out.available_targets.insert(0, "tpu")
     with contextlib.suppress(Exception):
         if torch.cuda.is_available():
-            out["available_targets"].append("cuda")
+            out.available_targets.append("cuda")
     target, why = resolve_target(args.target, tpu)
     if why and target == "cpu":
-        out["note"] = why
-    out["target"] = target
+        out.note = why
+    out.target = target
     if target == "tpu" and tpu is not None and tpu["google"]:  # versions of the TPU stack on tpu runs only
-        runtime["torch_tpu"] = tpu["version"]
+        runtime.torch_tpu = tpu["version"]
     else:
-        runtime["libtpu"] = ""
-    if target not in out["available_targets"]:
+        runtime.libtpu = ""
+    if target not in out.available_targets:
         return fail("device_unavailable", f"target {target} requested but not usable"
                     + (f": {tpu['note']}" if target == "tpu" and tpu and tpu["note"] else " on this host"),
                     f"device_unavailable:{target}")
     dev = Device(torch, target)
     with contextlib.suppress(Exception):
         dev.init()
-    runtime["device"], runtime["device_count"] = dev.name, dev.count
-    out["device_memory_bytes"] = dev.memory_bytes
+    runtime.device, runtime.device_count = dev.name, dev.count
+    out.device_memory_bytes = dev.memory_bytes
     if dev.memory_bytes:
-        runtime["device_memory_gib"] = round(dev.memory_bytes / (1 << 30), 2)
-    out["duration_s"] = round(time.monotonic() - _T0, 3)
+        runtime.device_memory_gib = round(dev.memory_bytes / (1 << 30), 2)
+    out.duration_s = round(time.monotonic() - _T0, 3)
     return out
 
 
@@ -1062,7 +1041,7 @@ def parse_args(argv):
 def main(argv=None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     if args.env_only:
-        out = env_only(args)
+        out = env_only(args).to_dict()
         print(json.dumps(out))
         try:
             write_json_atomic(args.result_file, out)
@@ -1073,20 +1052,20 @@ def main(argv=None) -> int:
     probe = new_probe(args)
     res = probe.run()
     if probe.rank != 0:  # a rank of a sharded probe: it reports only its own failure
-        if res is None or res["status"] == "pass":
+        if res is None or res.status == "pass":
             return 0
         path = harness_shard.rank_result_path(args.result_file, probe.rank)
-        write_json_atomic(path, res)
-        harness_host.log(f"rank {probe.rank}: result status={res['status']} stage={res['stage']} written to {path}")
+        write_json_atomic(path, res.to_dict())
+        harness_host.log(f"rank {probe.rank}: result status={res.status} stage={res.stage} written to {path}")
         return harness_shard.RANK_FAILED
     try:
-        write_json_atomic(args.result_file, res)
+        write_json_atomic(args.result_file, res.to_dict())
     except (OSError, ValueError) as e:
         harness_host.log(f"cannot write the result to {args.result_file}: {e}")
         return 2
-    harness_host.log(f"result status={res['status']} stage={res['stage']}"
-        + (f" class={res['failure_class']}" if res["failure_class"] else "")
-        + (f" reason={res['reason']}" if res["reason"] else "") + f" {res['duration_s']:.2f}s")
+    harness_host.log(f"result status={res.status} stage={res.stage}"
+        + (f" class={res.failure_class}" if res.failure_class else "")
+        + (f" reason={res.reason}" if res.reason else "") + f" {res.duration_s:.2f}s")
     return 0
 
 

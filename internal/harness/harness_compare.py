@@ -117,10 +117,10 @@ class NumericsStage:
     def reference_need(self) -> int | None:
         """Host bytes of the float32 reference of a full-mode model (fit.json's factor and slack, one copy);
         None in arch mode, where rank 0 holds the reduced reference already."""
-        if self.mode != "full" or not self.metrics.get("param_count"):
+        if self.mode != "full" or not self.metrics.param_count:
             return None
         return (
-            int(self.metrics["param_count"] * 4 * harness_host.FIT["fit_factor"]) + harness_host.FIT["fit_slack_bytes"]
+            int(self.metrics.param_count * 4 * harness_host.FIT["fit_factor"]) + harness_host.FIT["fit_slack_bytes"]
         )
 
     def numerics(self) -> None:
@@ -168,11 +168,11 @@ class NumericsStage:
     def record_comparison(self, cmps: dict, dtype_name: str, notes: list) -> None:
         """The comparison's metrics (the primary output's, the largest rel_error, the smallest cosine) and notes."""
         cmp = cmps["primary"]
-        self.metrics["max_abs_diff"] = finite_or_none(cmp["max_abs_diff"])
-        self.metrics["top1_agreement"] = finite_or_none(cmp["top1"])
-        self.metrics["tolerance"] = finite_or_none(cmp["tolerance"])
-        self.metrics["rel_error"] = finite_or_none(cmps["rel_error"])
-        self.metrics["cosine_similarity"] = finite_or_none(cmps["cosine"])
+        self.metrics.max_abs_diff = finite_or_none(cmp["max_abs_diff"])
+        self.metrics.top1_agreement = finite_or_none(cmp["top1"])
+        self.metrics.tolerance = finite_or_none(cmp["tolerance"])
+        self.metrics.rel_error = finite_or_none(cmps["rel_error"])
+        self.metrics.cosine_similarity = finite_or_none(cmps["cosine"])
         notes.append(f"{dtype_name} vs float32 cpu reference")
         if self.top1_note(cmp):
             notes.append(self.top1_note(cmp))
@@ -184,7 +184,7 @@ class NumericsStage:
         chk = harness_real_inputs.passage_check(
             self.torch, self.dev_out, ref_out, self.inputs_cpu["input_ids"], dtype_name
         )
-        self.metrics["perplexity"] = finite_or_none(chk.ppl)
+        self.metrics.perplexity = finite_or_none(chk.ppl)
         notes.append(chk.note)
         # the passage is the harness's choice
         if ok and not chk.ok and chk.key == harness_real_inputs.REFERENCE_TOO_KEY:
@@ -198,7 +198,7 @@ class NumericsStage:
         repeated chunk; a reference over the bound too makes it the scanner's error."""
         dev_out = self.dev_out
         ppl = self.perplexity(dev_out)
-        self.metrics["perplexity"] = finite_or_none(ppl)
+        self.metrics.perplexity = finite_or_none(ppl)
         if ppl is None:
             return ok, why, key
         bound = dev_out.shape[-1] * PPL_FACTOR

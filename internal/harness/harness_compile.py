@@ -136,12 +136,12 @@ class CompileStage:
             f"compile not measured: {why} (the probe's limit of {limit:g} s less {reserve:g} s "
             "kept for generate and the result); the eager verdict stands"
         )
-        rec = self.stages[-1] if self.stages and self.stages[-1]["stage"] == "compile" else None
+        rec = self.stages[-1] if self.stages and self.stages[-1].stage == "compile" else None
         if rec is None:
             self.skip_stage("compile", msg)
         else:  # the stage that was stopped: skipped, not failed
-            rec.update(ok=True, skipped=True, note=msg[:1000])
-        self.metrics["compile_s"] = self.metrics["compiled_step_ms"] = None
+            rec.ok, rec.skipped, rec.note = True, True, msg[:1000]
+        self.metrics.compile_s = self.metrics.compiled_step_ms = None
         self.modes["compiled"] = harness_train.verdict_of("timeout", "compile", failure_class="timeout", message=msg,
                                                 signature="timeout:compile",
                                                 metrics={"compile_s": None, "compiled_step_ms": None})
@@ -161,9 +161,9 @@ class CompileStage:
                 g1 = dynamo_graphs()
                 self.record_graph_breaks(breaks0, g1 - g0)
                 out, times = self.settled_compiled_calls(compiled, backend, g1, notes)
-            self.metrics["compiled_step_ms"] = round(statistics.median(times) * 1000, 4)
-            notes.append(f"backend={backend} graphs={g1 - g0} graph_breaks={self.metrics['graph_breaks']}"
-                         + "".join(f"; break: {r}" for r in self.metrics["graph_break_reasons"]))
+            self.metrics.compiled_step_ms = round(statistics.median(times) * 1000, 4)
+            notes.append(f"backend={backend} graphs={g1 - g0} graph_breaks={self.metrics.graph_breaks}"
+                         + "".join(f"; break: {r}" for r in self.metrics.graph_break_reasons))
             self.check_compiled_outputs(out, notes)
             del compiled
             torch._dynamo.reset()
@@ -192,7 +192,7 @@ class CompileStage:
             t = time.perf_counter()
             compiled(**self.dev_inputs)
             dev.sync()
-        self.metrics["compile_s"] = round(time.perf_counter() - t, 4)
+        self.metrics.compile_s = round(time.perf_counter() - t, 4)
         return compiled, backend, g0
 
     def settled_compiled_calls(self, compiled, backend: str, g1: int, notes: list) -> tuple:

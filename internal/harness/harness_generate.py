@@ -97,14 +97,14 @@ class GenerateStage:
         """metrics.ttft_ms and the decode tokens_per_s (after the first token); a sharded probe's are its slowest
         rank's."""
         if streamer.t_first is not None:
-            self.metrics["ttft_ms"] = round((streamer.t_first - streamer.t0) * 1000, 4)
+            self.metrics.ttft_ms = round((streamer.t_first - streamer.t0) * 1000, 4)
             if streamer.tokens >= 2 and streamer.t_end > streamer.t_first:
-                self.metrics["tokens_per_s"] = round((streamer.tokens - 1) / (streamer.t_end - streamer.t_first), 4)
+                self.metrics.tokens_per_s = round((streamer.tokens - 1) / (streamer.t_end - streamer.t_first), 4)
         if self.world > 1:  # the group's: its slowest rank's
-            ttft = harness_shard.gather(self.metrics["ttft_ms"], self.world)
-            tps = [v for v in harness_shard.gather(self.metrics["tokens_per_s"], self.world) if v is not None]
-            self.metrics["ttft_ms"] = harness_shard.largest(ttft)
-            self.metrics["tokens_per_s"] = min(tps) if len(tps) == self.world else None
+            ttft = harness_shard.gather(self.metrics.ttft_ms, self.world)
+            tps = [v for v in harness_shard.gather(self.metrics.tokens_per_s, self.world) if v is not None]
+            self.metrics.ttft_ms = harness_shard.largest(ttft)
+            self.metrics.tokens_per_s = min(tps) if len(tps) == self.world else None
 
     def generate_once(self, model, gin: dict, notes: list, compiled: bool) -> tuple[dict, bool]:
         """One greedy generate() of --new-tokens from gin (inputs on model's device): static cache where the model

@@ -135,27 +135,23 @@ class Modes:
                               f"device at {other} precision vs reference")
         other_ok = cmps["ok"]
         self.precision_checks = {
-            here: {"ok": ok, "max_abs_diff": self.metrics.get("max_abs_diff"),
-                   "top1_agreement": self.metrics.get("top1_agreement"), "why": why or None},
+            here: {"ok": ok, "max_abs_diff": self.metrics.max_abs_diff,
+                   "top1_agreement": self.metrics.top1_agreement, "why": why or None},
             other: {"ok": other_ok, "max_abs_diff": finite_or_none(cmps["primary"]["max_abs_diff"]),
                     "top1_agreement": finite_or_none(cmps["primary"]["top1"]), "why": cmps["why"] or None},
         }
         notes.append(f"numerics at {other} precision: {'pass' if other_ok else 'fail'}")
         default_ok = self.precision_checks["default"]["ok"]
         highest_ok = self.precision_checks["highest"]["ok"]
-        self.metrics["numerics_precision"] = here
+        self.metrics.numerics_precision = here
         if ok or not other_ok:
             return ok, why, key
         # the run's own precision failed, the other passed: the other decides
         cmp = cmps["primary"]
-        self.metrics.update(
-            max_abs_diff=finite_or_none(cmp["max_abs_diff"]),
-            top1_agreement=finite_or_none(cmp["top1"]),
-            tolerance=finite_or_none(cmp["tolerance"]),
-            rel_error=finite_or_none(cmps["rel_error"]),
-            cosine_similarity=finite_or_none(cmps["cosine"]),
-            numerics_precision=other,
-        )
+        m = self.metrics
+        m.max_abs_diff, m.top1_agreement = finite_or_none(cmp["max_abs_diff"]), finite_or_none(cmp["top1"])
+        m.tolerance, m.rel_error = finite_or_none(cmp["tolerance"]), finite_or_none(cmps["rel_error"])
+        m.cosine_similarity, m.numerics_precision = finite_or_none(cmps["cosine"]), other
         if highest_ok and not default_ok:
             self.precision_sensitive = True
             notes.append(PRECISION_HINT)
@@ -396,8 +392,8 @@ class Modes:
         from torch._dynamo.utils import counters
 
         n, reasons = graph_breaks(counters, before)
-        self.metrics["graph_breaks"] = n
-        self.metrics["graph_break_reasons"] = reasons
+        self.metrics.graph_breaks = n
+        self.metrics.graph_break_reasons = reasons
         self.compiled_metrics.update(graphs=graphs, graph_breaks=n, graph_break_reasons=reasons)
 
     # --- the result ---
@@ -416,40 +412,38 @@ class Modes:
         vals = [v for v in (self.peak_before_train, now) if v is not None]
         return max(vals) if vals else None
 
-    def finish_modes(self, res: dict) -> None:
-        """res["modes"] (the verdicts read from the inference stages, and those the matrix ran),
-        res["precision_sensitive"] and metrics.precision / precision_checks."""
-        ran = {s["stage"]: s for s in self.stages}
-        failed_at = res.get("stage") if res["status"] not in ("pass", "skipped") else None
-        inference = {k: res.get(k) for k in ("status", "failure_class", "op", "signature", "message")}
+    def finish_modes(self, res) -> None:
+        """res.modes (the verdicts read from the inference stages, and those the matrix ran),
+        res.precision_sensitive and metrics.precision / precision_checks, of res, a harness_result.Result."""
+        ran = {s.stage: s for s in self.stages}
+        failed_at = res.stage if res.status not in ("pass", "skipped") else None
+        inference = {k: getattr(res, k) for k in ("status", "failure_class", "op", "signature", "message")}
         if self.target in ("cpu", "cuda") and "forward" in ran:
-            m = {"forward_ms": self.metrics.get("forward_ms"), "first_forward_s": self.metrics.get("first_forward_s"),
-                 "max_abs_diff": self.metrics.get("max_abs_diff"), "top1_agreement": self.metrics.get("top1_agreement")}
+            m = {"forward_ms": self.metrics.forward_ms, "first_forward_s": self.metrics.first_forward_s,
+                 "max_abs_diff": self.metrics.max_abs_diff, "top1_agreement": self.metrics.top1_agreement}
             note = ONE_EAGER_MODE.format(target=self.target)
-            if ran.get("numerics", {}).get("ok"):
+            if "numerics" in ran and ran["numerics"].ok:
                 self.modes["eager"] = harness_train.verdict_of("pass", "numerics", metrics=m, note=note)
             elif failed_at in ("forward", "numerics"):
                 self.modes["eager"] = harness_train.verdict_of(stage=failed_at, metrics=m, note=note, **inference)
         comp = ran.get("compile")
-        if comp is not None and not comp.get("skipped"):
-            m = {"compile_s": self.metrics.get("compile_s"), "compiled_step_ms": self.metrics.get("compiled_step_ms"),
+        if comp is not None and comp.skipped is not True:
+            m = {"compile_s": self.metrics.compile_s, "compiled_step_ms": self.metrics.compiled_step_ms,
                  "graphs": None, "graph_breaks": None, "graph_break_reasons": None, "recompiles": None,
                  "precision": self.precision_name()}
             m.update(self.compiled_metrics)
-            if comp["ok"]:
-                self.modes["compiled"] = harness_train.verdict_of(
-                    "pass", "compile", metrics=m, note=comp.get("note", "")
-                )
+            if comp.ok:
+                self.modes["compiled"] = harness_train.verdict_of("pass", "compile", metrics=m, note=comp.note_text())
             elif failed_at == "compile":
-                self.modes["compiled"] = harness_train.verdict_of(stage="compile", metrics=m, note=comp.get("note", ""),
-                                                        **inference)
+                self.modes["compiled"] = harness_train.verdict_of(stage="compile", metrics=m, note=comp.note_text(),
+                                                                  **inference)
         if self.modes:
-            res["modes"] = {k: clean(v) for k, v in self.modes.items()}
+            res.modes = {k: clean(v) for k, v in self.modes.items()}
         if self.precision_sensitive:
-            res["precision_sensitive"] = True
-        res["metrics"]["precision"] = self.precision_name()
+            res.precision_sensitive = True
+        res.metrics.precision = self.precision_name()
         if self.precision_checks is not None:
-            res["metrics"]["precision_checks"] = self.precision_checks
+            res.metrics.precision_checks = self.precision_checks
 
 
 def timed_calls(call, sync, steps: int) -> tuple:

@@ -226,7 +226,7 @@ def test_the_reference_is_built_once_when_the_target_passes(tmp_path, mode, monk
     d = build_model_dir(tmp_path, "llama", full=mode == "full")
     probe = _probe(d, tmp_path, mode, ["--no-compile"])
     res = probe.run()
-    assert res["status"] == "pass", res["message"]
+    assert res.status == "pass", res.message
     assert probe.reference.builds == 1
 
 
