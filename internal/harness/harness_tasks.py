@@ -5,7 +5,7 @@ layer cut.
 The table is tasks.json (read by the scanner's Go preflight too: internal/harness/tasks.go): pipeline
 tag -> family; per family whether it generates, the Auto classes to try and the outputs compared with
 the CPU reference (their kinds and bounds are numerics.json, applied by harness_numerics.py). The
-inputs of every family are built from the config alone by harness_inputs.py (no tokenizer, no
+inputs of every family are built from the config alone by harness_synthetic_inputs.py (no tokenizer, no
 processor, no downloaded data): see its docstring for the table of inputs.
 
 A model without a pipeline tag gets its task from config.architectures[0]: the first of transformers'
@@ -40,7 +40,9 @@ UNSUPPORTED: dict[str, str] = TABLE["unsupported"]
 GENERATIVE_FAMILIES = {name for name, spec in FAMILIES.items() if spec["generate"]}
 # Auto classes per family, tried when config.architectures names no transformers class; per task first.
 AUTO_CLASSES: dict[str, tuple] = {name: tuple(spec["auto"]) for name, spec in FAMILIES.items()}
-TASK_AUTO_CLASSES: dict[str, tuple] = {tag: tuple(spec["auto"]) for tag, spec in TABLE["tasks"].items() if "auto" in spec}
+TASK_AUTO_CLASSES: dict[str, tuple] = {
+    tag: tuple(spec["auto"]) for tag, spec in TABLE["tasks"].items() if "auto" in spec
+}
 ARCH_SUFFIXES: list[tuple[str, str]] = [(s, t) for s, t in TABLE["arch_suffixes"]]
 
 # The Hub libraries whose checkpoints are plain transformers models (config.json + safetensors), and
@@ -427,7 +429,10 @@ def _reduce_tower_indices(config, layers: int, changes: list[str]) -> dict[int, 
         if not _int_list(val) or not _is_config(sub):
             continue
         sub_attrs = _config_attrs(sub)
-        count_key = next((k for k in LAYER_KEYS if isinstance(sub_attrs.get(k), int) and not isinstance(sub_attrs.get(k), bool)), None)
+        count_key = next(
+            (k for k in LAYER_KEYS if isinstance(sub_attrs.get(k), int) and not isinstance(sub_attrs.get(k), bool)),
+            None,
+        )
         if count_key is None:
             continue
         keep = min(sub_attrs[count_key], max(layers, len(val)))
@@ -482,11 +487,11 @@ def _reduce(config, layers, changes, prefix, seen, floors):
     if olds:
         fk = attrs.get("first_k_dense_replace")
         if isinstance(fk, int) and fk >= layers:
-            setattr(config, "first_k_dense_replace", max(0, layers - 1))
+            config.first_k_dense_replace = max(0, layers - 1)
             changes.append(f"{prefix}first_k_dense_replace {fk}->{max(0, layers - 1)}")
         mol = attrs.get("mlp_only_layers")
         if isinstance(mol, (list, tuple)):
-            setattr(config, "mlp_only_layers", [i for i in mol if i < layers])
+            config.mlp_only_layers = [i for i in mol if i < layers]
     for key, val in attrs.items():
         if _is_config(val):
             _reduce(val, layers, changes, f"{prefix}{key}.", seen, floors)
@@ -502,7 +507,11 @@ LAYER_SUBSET_KEYS = ("global_attn_indexes", "fullatt_block_indexes")
 
 
 def _int_list(val) -> bool:
-    return isinstance(val, (list, tuple)) and bool(val) and all(isinstance(i, int) and not isinstance(i, bool) for i in val)
+    return (
+        isinstance(val, (list, tuple))
+        and bool(val)
+        and all(isinstance(i, int) and not isinstance(i, bool) for i in val)
+    )
 
 
 def _reindex(config, attrs, layers, changes, prefix):
@@ -515,7 +524,7 @@ def _reindex(config, attrs, layers, changes, prefix):
             changes.append(f"{prefix}{key} {list(val)}->{new}")
             if key == "out_indices" and isinstance(attrs.get("stage_names"), (list, tuple)):
                 # a backbone: its stage names follow its layers, its out_features its out_indices
-                setattr(config, "stage_names", ["stem"] + [f"stage{i}" for i in range(1, layers + 1)])
+                config.stage_names = ["stem"] + [f"stage{i}" for i in range(1, layers + 1)]
                 if hasattr(config, "set_output_features_output_indices"):
                     config.set_output_features_output_indices(out_features=None, out_indices=new)
                     continue
