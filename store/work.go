@@ -67,6 +67,9 @@ type JobOutcome struct {
 	Result  compat.Result // as recorded: scan id and worker host (the lease holder's) filled in
 	Flaky   bool          // recorded as a flaky event; the old status stays
 	Record  RecordOutcome // for a result that was not flaky
+	// Serving is the serving probe's verdict stored with the result
+	// (fleet.ResultRequest.Serving, its date the server's); nil for none.
+	Serving *compat.ServingMeasured
 }
 
 // Expired is what ExpireLeases did.
@@ -341,6 +344,14 @@ func (s *SQLite) CompleteJob(ctx context.Context, req fleet.ResultRequest, now t
 		out = JobOutcome{ScanID: j.scanID, ModelID: j.modelID, Result: res, Flaky: req.Flaky}
 		if err := s.recordJobResult(ctx, tx, j, &out); err != nil {
 			return false, err
+		}
+		if m := req.Serving; m != nil { // the serving probe's verdict (Job.Serve), stored as a local scan's
+			sm := *m
+			sm.MeasuredAt = now.UTC() // the server's clock orders verdicts, as results'
+			if err := s.putServingResult(ctx, tx, j.modelID, sm); err != nil {
+				return false, fmt.Errorf("serving result: %w", err)
+			}
+			out.Serving = &sm
 		}
 		if err := j.save(ctx, tx, now); err != nil {
 			return false, err

@@ -251,8 +251,8 @@ func fmtWhen(t time.Time) string {
 // fmtRuntime lists the versions that decide retests.
 func fmtRuntime(r compat.Runtime) string {
 	var parts []string
-	for _, kv := range [][2]string{{"torch", r.Torch}, {"torch_tpu", r.TorchTPU}, {"transformers", r.Transformers},
-		{"harness", r.Harness}, {"python", r.Python}} {
+	for _, kv := range [][2]string{{"vllm-torchtpu", r.VLLMTorchTPU}, {"torch", r.Torch}, {"torch_tpu", r.TorchTPU},
+		{"transformers", r.Transformers}, {"harness", r.Harness}, {"python", r.Python}} {
 		if kv[1] != "" {
 			parts = append(parts, kv[0]+" "+kv[1])
 		}
