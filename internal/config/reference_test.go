@@ -8,8 +8,10 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/testenv"
 )
@@ -218,5 +220,39 @@ func TestDocsNameRealFlags(t *testing.T) {
 	}
 	if n < 100 {
 		t.Errorf("only %d flags named in the docs", n)
+	}
+}
+
+// TestDocsDurationDefaultsAreTheFlags: where the docs state a duration
+// flag's default in prose ("`--lease-ttl` (2 minutes)"), it is the flag's.
+func TestDocsDurationDefaultsAreTheFlags(t *testing.T) {
+	defaults := map[string]time.Duration{}
+	for _, cf := range Reference() {
+		for _, f := range cf.Flags {
+			if d, err := time.ParseDuration(f.Default); err == nil {
+				defaults[f.Name] = d
+			}
+		}
+	}
+	units := map[string]time.Duration{"s": time.Second, "second": time.Second, "seconds": time.Second,
+		"minute": time.Minute, "minutes": time.Minute, "hour": time.Hour, "hours": time.Hour, "h": time.Hour}
+	stated := regexp.MustCompile("`--([a-z0-9-]+)` \\(([0-9.]+) ?([a-z]+)\\)")
+	n := 0
+	for path, text := range testenv.Sources(t, ".md") {
+		for _, m := range stated.FindAllStringSubmatch(text, -1) {
+			want, ok := defaults[m[1]]
+			unit, known := units[m[3]]
+			if !ok || !known {
+				continue
+			}
+			n++
+			v, _ := strconv.ParseFloat(m[2], 64)
+			if got := time.Duration(v * float64(unit)); got != want {
+				t.Errorf("%s: %q, the flag's default is %v", path, m[0], want)
+			}
+		}
+	}
+	if n < 3 {
+		t.Errorf("only %d durations stated: docs/fleet.md and docs/operating.md stated three", n)
 	}
 }
