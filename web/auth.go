@@ -2,6 +2,7 @@ package web
 
 import (
 	"github.com/gofiber/fiber/v2"
+
 	"github.com/google-pytorch/torchtpu-scanner/web/internal/httpx"
 )
 

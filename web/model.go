@@ -88,7 +88,7 @@ func (s *Server) modelPage(c *fiber.Ctx) error {
 	m, err := s.store.GetModel(ctx, id, "")
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
-			if s.requests != nil && compat.ValidateModelID(id) == nil {
+			if s.asks.Desk != nil && compat.ValidateModelID(id) == nil {
 				return s.unknownModel(c, id)
 			}
 			return fmt.Errorf("%w: the scanner does not know model %s", httpx.ErrNotFound, httpx.QuoteShort(id))

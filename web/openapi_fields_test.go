@@ -107,7 +107,7 @@ func TestOpenAPISchemasMatchTheJSON(t *testing.T) {
 		{"Serving", reflect.TypeFor[compat.ServingCell]()},
 		{"ServingMeasured", reflect.TypeFor[compat.ServingMeasured]()},
 		{"PrecisionCheck", reflect.TypeFor[compat.PrecisionCheck]()},
-		{"TestRequest", reflect.TypeFor[requestJSON]()},
+		{"TestRequest", reflect.TypeFor[api.RequestJSON]()},
 		{"WebhookPayload", reflect.TypeFor[webhook.Payload]()},
 		{"WebhookStatus", reflect.TypeFor[webhook.Status]()},
 		{"RefusedDelivery", reflect.TypeFor[webhook.RefusedDelivery]()},

@@ -24,7 +24,7 @@ func (s *Server) routes(app *fiber.App) {
 	app.Get("/ops", s.opsPage)
 	app.Get("/compare", s.comparePage)
 	app.Get("/static/:name", s.asset)
-	if s.requests != nil {
+	if s.asks.Desk != nil {
 		app.Post("/requests", s.formAsk) // the "Request a test" form (requests.go)
 		app.Get("/requests/:id", s.requestPage)
 	}
@@ -58,9 +58,9 @@ func (s *Server) routes(app *fiber.App) {
 	if s.scans != nil {
 		api.Post("/scans", s.admin, s.api.RequestScan) // admin token
 	}
-	if s.requests != nil {
-		api.Post("/requests", s.apiAsk)
-		api.Get("/requests/:id", s.apiRequest)
+	if s.asks.Desk != nil {
+		api.Post("/requests", s.api.Ask)
+		api.Get("/requests/:id", s.api.Request)
 	}
 	api.Get("/openapi.json", s.apiOpenAPI)
 	api.Get("/workers", s.work.Workers)

@@ -55,6 +55,9 @@ type ScanControl = data.ScanControl
 // Store is what the web server reads from the database (web/internal/data).
 type Store = data.Store
 
+// RequestDesk takes test requests (web/internal/data).
+type RequestDesk = data.RequestDesk
+
 // WebhookStatus reports the outgoing webhooks' deliveries (web/feeds).
 type WebhookStatus = feeds.WebhookStatus
 
@@ -171,9 +174,8 @@ type Server struct {
 	shutdownErr  error
 
 	known     *data.Known // the known-issues table; SetKnownIssues replaces it
-	requests  RequestDesk
-	askLimit  *httpx.RateLimiter // test requests per client; nil when off
-	formToken formTokens         // the request form's anti-forgery tokens
+	asks      data.Asks   // the test requests' desk and per-client limit
+	formToken formTokens  // the request form's anti-forgery tokens
 }
 
 // New prepares a server: it parses the templates, hashes the assets and
@@ -191,10 +193,10 @@ func New(cfg Config) (*Server, error) {
 		version:     cfg.Version,
 		log:         cfg.Logger,
 		reg:         cfg.Metrics,
-		requests:    cfg.Requests,
 		formToken:   newFormTokens(time.Now),
 	}
 	s.clients.PublicURL = strings.TrimRight(cfg.PublicURL, "/")
+	s.asks = data.Asks{Desk: cfg.Requests, Clients: &s.clients}
 	s.known = data.NewKnown(cfg.KnownIssues)
 	s.store = s.known.Versioned(cfg.Store)
 	if s.hubEndpoint == "" {
@@ -223,7 +225,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.data = data.NewReader(s.store, sweepList)
 	s.badges = badge.New(s.data, s.log)
-	s.api = api.New(api.Config{Data: s.data, Known: s.known, Clients: &s.clients, HubEndpoint: s.hubEndpoint, Scans: s.scans, Log: s.log})
+	s.api = api.New(api.Config{Data: s.data, Known: s.known, Clients: &s.clients, HubEndpoint: s.hubEndpoint, Scans: s.scans, Asks: &s.asks, Log: s.log})
 	s.feeds = feeds.New(s.data, s.known, &s.clients, s.hubEndpoint, cfg.Webhooks)
 	if s.reg == nil {
 		s.reg = metrics.NewRegistry()
@@ -245,7 +247,7 @@ func New(cfg Config) (*Server, error) {
 	if s.pages, err = parsePages(s.funcs()); err != nil {
 		return nil, err
 	}
-	if s.openapi, err = loadOpenAPI(s.scans != nil, s.work.On(), s.requests != nil); err != nil {
+	if s.openapi, err = loadOpenAPI(s.scans != nil, s.work.On(), s.asks.Desk != nil); err != nil {
 		return nil, err
 	}
 
@@ -277,7 +279,7 @@ func (s *Server) clientLimits(cfg Config) error {
 		s.limiter = httpx.NewRateLimiter(rate, burst, time.Now)
 	}
 	if perHour := cfg.RequestRate; perHour > 0 {
-		s.askLimit = httpx.NewRateLimiter(float64(perHour)/3600, perHour, time.Now)
+		s.asks.Limit = httpx.NewRateLimiter(float64(perHour)/3600, perHour, time.Now)
 	}
 	return nil
 }

@@ -23,6 +23,7 @@ type Handler struct {
 	hub         show.Hub
 	hubEndpoint string           // the Hub's base URL (the answers' links: their ETags say it)
 	scans       data.ScanControl // nil: no scheduler
+	asks        *data.Asks       // the test requests
 	log         *slog.Logger
 	apiLists    cached.Map[string, cached.Body] // the answers of cachedJSON, by URL
 }
@@ -34,13 +35,14 @@ type Config struct {
 	Clients     *httpx.Clients
 	HubEndpoint string
 	Scans       data.ScanControl
+	Asks        *data.Asks
 	Log         *slog.Logger
 }
 
 // New is the API's handler.
 func New(cfg Config) *Handler {
 	h := &Handler{data: cfg.Data, known: cfg.Known, clients: cfg.Clients, hub: show.Hub(cfg.HubEndpoint),
-		hubEndpoint: cfg.HubEndpoint, scans: cfg.Scans, log: cfg.Log}
+		hubEndpoint: cfg.HubEndpoint, scans: cfg.Scans, asks: cfg.Asks, log: cfg.Log}
 	h.apiLists.MaxBytes = 32 << 20
 	return h
 }

@@ -192,3 +192,5 @@ func Prediction(r *compat.Result) string {
 // PredictionCaveat is what every prediction is not.
 const PredictionCaveat = "A prediction from torch_tpu's kernel registrations and the ops this run traced on its own " +
 	"device, not a TPU result: a registered kernel says nothing of dtypes (complex, float64, int8)."
+
+func RequestPath(id int64) string { return "/requests/" + strconv.FormatInt(id, 10) }
