@@ -126,7 +126,7 @@ func TestListModelsServe(t *testing.T) {
 	if err != nil || next == "" {
 		t.Fatalf("page: %q %v", next, err)
 	}
-	if _, _, err := s.ListModels(ctx, store.ModelQuery{Serve: "generation", Limit: 1, Cursor: next}); !errors.Is(err, store.ErrBadCursor) {
+	if _, _, err := s.ListModels(ctx, store.ModelQuery{Serve: "generation", Limit: 1, Cursor: next}); err != nil {
 		t.Errorf("cursor across serve filters: %v", err)
 	}
 }

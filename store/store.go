@@ -18,7 +18,8 @@ import (
 // ErrNotFound is wrapped by every lookup that finds nothing.
 var ErrNotFound = errors.New("not found")
 
-// ErrBadCursor is returned for a cursor this store did not produce.
+// ErrBadCursor is returned for a cursor not in its form (a list's
+// cursor, CursorPattern; a comparison's, CompareCursorPattern).
 var ErrBadCursor = errors.New("invalid cursor")
 
 // ErrInvalid is wrapped by errors about the caller's arguments (an unknown
@@ -105,7 +106,7 @@ type ModelQuery struct {
 	Sort   string        // one of Sorts() (sort.go); "" = DefaultSort
 	Desc   *bool         // nil = the sort's natural direction (Sort.Desc)
 	Limit  int           // capped by the store at 1000; 0 = 50
-	Cursor string        // opaque, from the previous page's next cursor
+	Cursor string        // a position (CursorPattern): the previous page's next cursor
 }
 
 // Summary is the site's headline.

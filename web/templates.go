@@ -270,20 +270,8 @@ func fmtRuntime(r compat.Runtime) string {
 	return strings.Join(parts, " · ")
 }
 
-// targetName is how a target is called on pages.
-func targetName(t compat.Target) string {
-	switch t {
-	case compat.TargetTPU:
-		return "TPU (TorchTPU)"
-	case compat.TargetCPU:
-		return "CPU"
-	case compat.TargetCUDA:
-		return "CUDA"
-	case "":
-		return "any target"
-	}
-	return string(t)
-}
+// targetName is how a target is called on pages (compat.Target.Name).
+func targetName(t compat.Target) string { return t.Name() }
 
 // breakID is a model id escaped, with a line-break opportunity (<wbr>)
 // after each "/" and "-", so that a narrow screen breaks "org37/model-00117"

@@ -489,8 +489,9 @@ type Result struct {
 	// TPU: the ops it traced, judged against the runtime's kernel table
 	// (never a TPU result); nil when none was made.
 	TPUOps *TPUOps `json:"tpu_ops,omitempty"`
-	// OpsTraced is the harness's trace that TPUOps is judged from; the
-	// runner drops it once judged, and nothing stores it.
+	// OpsTraced is the harness's trace that TPUOps is judged from. The
+	// store keeps it apart (a new kernel table judges it again) and never
+	// reads it back into a result.
 	OpsTraced *OpsTrace `json:"ops_traced,omitempty"`
 }
 
@@ -561,8 +562,16 @@ func (m Model) ModelStatus() Status {
 // Ptr returns a pointer to v, for filling nullable fields.
 func Ptr[T any](v T) *T { return &v }
 
-// Repro is the command that reproduces a result on its own.
+// Repro is the command that reproduces a result on its own, on one
+// device. It is the one writer of repro commands (ReproOn adds the
+// devices of a sharded probe); the harness leaves its result's repro
+// empty for the runner to fill (TestReproHasNoCopies).
 func Repro(modelID, revision string, target Target, mode Mode) string {
+	return ReproOn(modelID, revision, target, mode, 1)
+}
+
+// ReproOn is Repro for a probe sharded over devices (--devices N when N > 1).
+func ReproOn(modelID, revision string, target Target, mode Mode, devices int) string {
 	s := "scanner probe " + modelID
 	if revision != "" {
 		s += " --revision " + revision
@@ -570,6 +579,9 @@ func Repro(modelID, revision string, target Target, mode Mode) string {
 	s += " --target " + string(target)
 	if mode != "" {
 		s += " --mode " + string(mode)
+	}
+	if devices > 1 {
+		s += " --devices " + strconv.Itoa(devices)
 	}
 	return s
 }

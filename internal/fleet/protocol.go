@@ -48,7 +48,7 @@ const (
 	// job is recorded as an error instead of being queued again.
 	MaxLostLeases = 3
 	// MaxWait is the longest a lease request is held open when there is no
-	// work (the long poll); a request asking for more gets MaxWait.
+	// work (the long poll); a request asking for more is refused (400).
 	MaxWait = 30 * time.Second
 	// DefaultLeaseTTL is --lease-ttl's default.
 	DefaultLeaseTTL = 2 * time.Minute

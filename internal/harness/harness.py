@@ -1007,8 +1007,7 @@ class Probe(hc.ConfigStage, hcmp.NumericsStage, hcomp.CompileStage, hg.GenerateS
         res["metrics"] = {k: (finite_or_none(v) if isinstance(v, float) else v) for k, v in self.metrics.items()}
         he.annotate(self, res)  # metrics.mfu, .mbu and .efficiency (harness_efficiency.py)
         self.finish_modes(res)  # result.modes, precision_sensitive, metrics.precision (harness_modes.py)
-        rev = f" --revision {self.args.revision}" if self.args.revision else ""
-        res["repro"] = f"scanner probe {self.args.model_id or self.args.model_dir}{rev} --target {self.target} --mode {self.mode}"
+        res["repro"] = ""  # the scanner's runner writes it (compat.ReproOn): one writer of repro commands
         res["task"] = self.task
         res["stages"] = self.stages
         if self.continuation is not None:

@@ -43,8 +43,18 @@ AUTO_CLASSES: dict[str, tuple] = {name: tuple(spec["auto"]) for name, spec in FA
 TASK_AUTO_CLASSES: dict[str, tuple] = {tag: tuple(spec["auto"]) for tag, spec in TABLE["tasks"].items() if "auto" in spec}
 ARCH_SUFFIXES: list[tuple[str, str]] = [(s, t) for s, t in TABLE["arch_suffixes"]]
 
-# Libraries whose checkpoints are plain transformers models (config.json + safetensors).
-SUPPORTED_LIBRARIES = {"transformers", "sentence-transformers", ""}
+# The Hub libraries whose checkpoints are plain transformers models (config.json + safetensors), and
+# whether config.json must then have a model_type: tasks.json "libraries", the scanner's table too.
+LIBRARIES = TABLE["libraries"]
+
+
+def library_supported(library_name: str | None, config=None) -> bool:
+    """Whether the harness loads a model of this Hub library (tasks.json "libraries"): a library of the
+    table whose config.json has a model_type where the table needs one. The scanner's Go face of the same
+    table is internal/harness/coverage.go (TransformersModel)."""
+    spec = LIBRARIES.get((library_name or "").strip())
+    return spec is not None and (not spec["needs_model_type"] or bool(_cfg_get(config or {}, "model_type")))
+
 
 # The sub-configs a composite model may carry; each must be an object with at least a model_type or a size.
 SUB_CONFIGS = ("text_config", "vision_config", "audio_config")
@@ -240,11 +250,9 @@ def task_support(pipeline_tag: str | None, library_name: str | None, architectur
     if architectures is not None:
         cfg.setdefault("architectures", architectures)
     lib = (library_name or "").strip()
-    if lib not in SUPPORTED_LIBRARIES or (not lib and not cfg.get("model_type")):
-        # as the scanner's preflight: a model without a library name is transformers' when its
-        # config.json has a model_type
+    if not library_supported(lib, cfg):
         return {"supported": False, "task": pipeline_tag, "family": None, "reason": "unsupported_library",
-                "note": f"library {lib!r}" + ("" if lib else " and no config.json model_type")}
+                "note": f"library {lib!r}" + (" and no config.json model_type" if lib in LIBRARIES else "")}
     why = needs_remote_code(cfg)
     if why:
         return {"supported": False, "task": pipeline_tag, "family": None, "reason": "remote_code", "note": why}

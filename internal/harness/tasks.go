@@ -22,6 +22,26 @@ type TaskTable struct {
 	// Unsupported are the pipeline tags transformers has no model class
 	// for, with why (the methodology page lists them).
 	Unsupported map[string]string `json:"unsupported"`
+	// Libraries are the Hub library names the harness loads ("" for a
+	// model without one), and whether config.json must have a model_type.
+	Libraries map[string]LibrarySpec `json:"libraries"`
+	// LibraryExamples are worked answers of the library rule, checked by
+	// the Go and the Python tests alike.
+	LibraryExamples []LibraryExample `json:"library_examples"`
+}
+
+// LibrarySpec is one library the harness loads.
+type LibrarySpec struct {
+	// NeedsModelType: a model of this library is a transformers model only
+	// when its config.json has a model_type.
+	NeedsModelType bool `json:"needs_model_type"`
+}
+
+// LibraryExample is one worked answer of TransformersModel.
+type LibraryExample struct {
+	Library   string `json:"library"`
+	ModelType bool   `json:"model_type"`
+	Supported bool   `json:"supported"`
 }
 
 // TaskSpec is one supported pipeline tag.
@@ -52,8 +72,8 @@ func parseTasks(data []byte) (TaskTable, error) {
 		return t, fmt.Errorf("harness: tasks.json: %w", err)
 	}
 	var errs []error
-	if len(t.Tasks) == 0 || len(t.ArchSuffixes) == 0 {
-		errs = append(errs, errors.New("no tasks or no arch_suffixes"))
+	if len(t.Tasks) == 0 || len(t.ArchSuffixes) == 0 || len(t.Libraries) == 0 {
+		errs = append(errs, errors.New("no tasks, no arch_suffixes or no libraries"))
 	}
 	for tag, spec := range t.Tasks {
 		if _, ok := t.Families[spec.Family]; !ok {

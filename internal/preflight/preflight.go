@@ -61,10 +61,10 @@ func Listed(m hub.ModelInfo, hasToken bool) Candidate {
 //  1. disabled by an operator → disabled
 //  2. gated and no token → gated
 //  3. a tag of harness.RemoteCode (custom_code) → remote_code
-//  4. library (harness.TransformersModel): transformers, or sentence-transformers with a config.json
-//     that has model_type; a model without library_name counts as
-//     transformers when its config.json has a model_type → else
-//     unsupported_library
+//  4. library (harness.TransformersModel, the libraries of tasks.json):
+//     transformers, or sentence-transformers with a config.json that has
+//     a model_type; a model without library_name counts as transformers
+//     when its config.json has a model_type → else unsupported_library
 //  5. config.json present but not a JSON object → fail/config_error
 //  6. config.json with a key of harness.RemoteCode (auto_map) → remote_code,
 //     whatever its model_type (the harness applies the same table)
@@ -207,9 +207,9 @@ func ListingDecides(res compat.Result, m hub.ModelInfo) bool {
 	case compat.ReasonGated, compat.ReasonDisabled, compat.ReasonRemoteCode:
 		return true
 	case compat.ReasonUnsupportedLibrary:
-		// sentence-transformers repos pass when their config has a
-		// model_type, which only config.json may tell.
-		return m.Library != "" && (m.Library != "sentence-transformers" || m.Config != nil)
+		// a library that passes with a model_type (sentence-transformers, or
+		// none) waits for config.json, which alone may tell.
+		return m.Library != "" && harness.ListingTellsLibrary(m.Library, m.Config != nil)
 	case compat.ReasonUnsupportedTask:
 		return m.PipelineTag != "" || m.Config != nil
 	}

@@ -37,7 +37,7 @@ def test_llama_all_stages_pass(tmp_path, run_inproc):
     assert "cache=static" in st["generate"]["note"]
     assert "graphs=1" in st["compile"]["note"]
     assert res["runtime"]["harness"] and res["runtime"]["torch"] and res["runtime"]["transformers"]
-    assert res["repro"].startswith("scanner probe test/model --revision ")
+    assert res["repro"] == ""  # the scanner's runner writes it (compat.ReproOn)
 
 
 def test_gpt2_subprocess_inductor(tmp_path, run_subproc):

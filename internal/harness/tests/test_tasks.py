@@ -73,9 +73,30 @@ def test_remote_code_table_examples():
     assert ht.task_support("text-generation", "transformers", config=llama)["reason"] == "remote_code"
 
 
+def test_library_rule_answers_the_shared_examples():
+    """tasks.json "libraries" is the scanner's table too: Go's TestTransformersModel checks the same worked
+    examples against TransformersModel, so the harness and preflight cannot disagree."""
+    examples = ht.TABLE["library_examples"]
+    assert len(examples) >= 4
+    for e in examples:
+        cfg = {"model_type": "bert"} if e["model_type"] else {}
+        assert ht.library_supported(e["library"], cfg) is e["supported"], e
+        assert (ht.task_support("feature-extraction", e["library"], ["BertModel"], cfg)["reason"]
+                == "unsupported_library") is (not e["supported"]), e
+
+
+def test_sentence_transformers_without_model_type_is_refused():
+    # the disagreement of issue 39: the harness accepted it, the scanner's preflight refused it
+    sup = ht.task_support("sentence-similarity", "sentence-transformers", ["BertModel"], {})
+    assert sup["reason"] == "unsupported_library" and "model_type" in sup["note"], sup
+    assert ht.task_support("sentence-similarity", "sentence-transformers", ["BertModel"],
+                           {"model_type": "bert"})["supported"]
+
+
 def test_task_support_entries():
     assert ht.task_support("text-generation", "transformers", ["LlamaForCausalLM"])["supported"]
-    assert ht.task_support("sentence-similarity", "sentence-transformers", ["BertModel"])["family"] == "text-encoder"
+    assert ht.task_support("sentence-similarity", "sentence-transformers", ["BertModel"],
+                           {"model_type": "bert"})["family"] == "text-encoder"
     assert ht.task_support("text-to-image", "diffusers", None)["reason"] == "unsupported_library"
     assert ht.task_support("image-text-to-text", "transformers", ["LlavaForConditionalGeneration"])["family"] == "vlm"
     assert ht.task_support("text-to-image", "transformers", None)["reason"] == "unsupported_task"
@@ -97,7 +118,7 @@ def test_coverage_share_and_script(tmp_path):
         {"id": "a/llm", "pipeline_tag": "text-generation", "library_name": "transformers",
          "config": {"architectures": ["LlamaForCausalLM"]}, "downloads": 700},
         {"id": "b/emb", "pipeline_tag": "sentence-similarity", "library_name": "sentence-transformers",
-         "config": {"architectures": ["BertModel"]}, "downloads": 200},
+         "config": {"architectures": ["BertModel"], "model_type": "bert"}, "downloads": 200},
         {"id": "c/sd", "pipeline_tag": "text-to-image", "library_name": "diffusers", "downloads": 50},
         {"id": "d/gen", "pipeline_tag": "text-to-3d", "library_name": "transformers", "downloads": 50},
     ]
