@@ -492,7 +492,7 @@ func (s *SQLite) lostResult(ctx context.Context, tx *sql.Tx, j jobRow, now time.
 		Target: j.spec.Target, Status: compat.StatusError, FailureClass: compat.Ptr(compat.ClassOther),
 		Message: compat.Ptr(fleet.LostMessage(j.st.Lost, j.lastWorker)), Mode: compat.Ptr(j.spec.Mode),
 		Revision: j.spec.Revision, TestedAt: now.UTC(), Runtime: rt, Task: j.spec.Task,
-		Repro:  compat.Repro(j.spec.ModelID, j.spec.Revision, j.spec.Target, j.spec.Mode),
+		Repro:  compat.ReproOn(j.spec.ModelID, j.spec.Revision, j.spec.Target, j.spec.Mode, j.spec.Chips()),
 		ScanID: compat.Ptr(j.scanID), Worker: j.lastWorker,
 	}, nil
 }

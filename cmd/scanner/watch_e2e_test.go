@@ -59,6 +59,8 @@ func runServer(t *testing.T, args []string, env map[string]string) (base string,
 	select {
 	case addr := <-serving.addr:
 		return "http://" + addr, stop
+	case err := <-done:
+		t.Fatalf("serve ended before it served: %v", err)
 	case <-time.After(30 * time.Second):
 		t.Fatal("the server did not say where it serves within 30s")
 	}

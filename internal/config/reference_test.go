@@ -8,8 +8,10 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/testenv"
 )
@@ -164,5 +166,93 @@ func TestSpliceReference(t *testing.T) {
 	}
 	if _, err := SpliceReference("no markers"); err == nil {
 		t.Error("a page without markers is accepted")
+	}
+}
+
+// otherPrograms are the flags the docs name, alone, of programs other
+// than the scanner and its harness, with the program; a code span that
+// starts with another program's name (otherCommands) is that program's.
+var (
+	otherPrograms = map[string]string{
+		"test-cpu": "gremlins", "dry-run": "gremlins", "checks": "schemathesis", "build-arg": "docker build",
+		"model-impl": "vllm", "enable-expert-parallel": "vllm",
+	}
+	otherCommands = []string{"gcloud", "vllm", "docker", "gremlins", "schemathesis", "kubectl", "go", "harness_kernels.py"}
+)
+
+// TestDocsNameRealFlags: every --flag in a code span of README.md and
+// docs/*.md is a flag of a scanner command, of the harness (its argparse
+// arguments) or of a program named in otherPrograms: a flag renamed or
+// removed fails here until the docs follow.
+func TestDocsNameRealFlags(t *testing.T) {
+	known := map[string]bool{}
+	for _, cf := range Reference() {
+		for _, f := range cf.Flags {
+			known[f.Name] = true
+		}
+	}
+	arg := regexp.MustCompile(`add_argument\("--([a-z0-9-]+)"`)
+	span := regexp.MustCompile("`([^`\n]+)`")
+	name := regexp.MustCompile(`(?:^|[\s(\[])--([a-z0-9][a-z0-9-]*)`)
+	n := 0
+	for path, text := range testenv.Sources(t, ".py", ".md") {
+		if strings.HasPrefix(path, "internal/harness/") && strings.HasSuffix(path, ".py") {
+			for _, m := range arg.FindAllStringSubmatch(text, -1) {
+				known[m[1]] = true
+			}
+		}
+	}
+	for path, text := range testenv.Sources(t, ".md") {
+		if path != "README.md" && !strings.HasPrefix(path, "docs/") {
+			continue
+		}
+		for _, s := range span.FindAllStringSubmatch(text, -1) {
+			if f := strings.Fields(s[1]); len(f) > 0 && slices.Contains(otherCommands, f[0]) {
+				continue
+			}
+			for _, m := range name.FindAllStringSubmatch(s[1], -1) {
+				n++
+				if !known[m[1]] && otherPrograms[m[1]] == "" {
+					t.Errorf("%s names --%s (in `%s`), which no scanner command, the harness or a program of otherPrograms has", path, m[1], s[1])
+				}
+			}
+		}
+	}
+	if n < 100 {
+		t.Errorf("only %d flags named in the docs", n)
+	}
+}
+
+// TestDocsDurationDefaultsAreTheFlags: where the docs state a duration
+// flag's default in prose ("`--lease-ttl` (2 minutes)"), it is the flag's.
+func TestDocsDurationDefaultsAreTheFlags(t *testing.T) {
+	defaults := map[string]time.Duration{}
+	for _, cf := range Reference() {
+		for _, f := range cf.Flags {
+			if d, err := time.ParseDuration(f.Default); err == nil {
+				defaults[f.Name] = d
+			}
+		}
+	}
+	units := map[string]time.Duration{"s": time.Second, "second": time.Second, "seconds": time.Second,
+		"minute": time.Minute, "minutes": time.Minute, "hour": time.Hour, "hours": time.Hour, "h": time.Hour}
+	stated := regexp.MustCompile("`--([a-z0-9-]+)` \\(([0-9.]+) ?([a-z]+)\\)")
+	n := 0
+	for path, text := range testenv.Sources(t, ".md") {
+		for _, m := range stated.FindAllStringSubmatch(text, -1) {
+			want, ok := defaults[m[1]]
+			unit, known := units[m[3]]
+			if !ok || !known {
+				continue
+			}
+			n++
+			v, _ := strconv.ParseFloat(m[2], 64)
+			if got := time.Duration(v * float64(unit)); got != want {
+				t.Errorf("%s: %q, the flag's default is %v", path, m[0], want)
+			}
+		}
+	}
+	if n < 3 {
+		t.Errorf("only %d durations stated: docs/fleet.md and docs/operating.md stated three", n)
 	}
 }

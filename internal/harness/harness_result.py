@@ -104,6 +104,7 @@ class Runtime(Record):
     libtpu: str = UNSET
     tcmalloc: bool = False
     device_memory_gib: float = UNSET
+    vllm_torchtpu: str = UNSET  # the serving probe's runtime key (harness/vllm): never written by this harness
 
 
 @dataclass

@@ -192,13 +192,26 @@ def resolve_family(task: str | None, config) -> tuple[str | None, str | None, st
     return task, family, note
 
 
-# The config fields that say an audio-to-audio model quantizes audio (a codec): a codebook (EnCodec, DAC, Mimi), or
-# finite scalar quantization's levels (X-Codec 2, which transformers implements: issue 41).
-QUANTIZER_FIELDS = ("codebook_size", "codebook_dim", "quantization_levels")
+def config_refusal(task: str, family: str, config) -> str:
+    """Why a model of a supported task is not tested after all: its family requires (tasks.json "requires") one
+    of model_types, or one of keys with a value other than None and False, and config has none; "" when it has.
+    An audio-to-audio model must quantize audio (a codec: a codebook, or X-Codec 2's finite scalar quantization
+    levels, issue 41); a table-question-answering one must be TAPAS or an encoder-decoder. The scanner's
+    preflight applies the same table (internal/harness/tasks.go, ConfigRefusal)."""
+    req = FAMILIES[family].get("requires")
+    model_type = _cfg_get(config, "model_type") or ""
+    if not req or model_type in req.get("model_types", ()):
+        return ""
+    if any(_cfg_get(config, k) not in (None, False) for k in req.get("keys", ())):
+        return ""
+    return f"{task} model of type {model_type!r}: {req['why']}"
 
 
 def _refine(task: str, family: str, config) -> tuple[str | None, str]:
     """The family a config really needs for a task's family, and a note (family None: unsupported)."""
+    why = config_refusal(task, family, config)
+    if why:
+        return None, why
     mm = multimodal(config)
     enc_dec = bool(_cfg_get(config, "is_encoder_decoder"))
     model_type = _cfg_get(config, "model_type") or ""
@@ -235,14 +248,8 @@ def _refine(task: str, family: str, config) -> tuple[str | None, str]:
         return "audio-lm", "audio tower: audio inputs"
     if family == "document" and model_type == "vision-encoder-decoder":
         return "vlm", "vision encoder-decoder: image inputs"
-    if family == "table-qa" and model_type != "tapas":
-        if enc_dec:
-            return "seq2seq", "encoder-decoder table model: seq2seq inputs"
-        return None, f"table-question-answering model of type {model_type!r} is not supported (TAPAS or seq2seq)"
-    if family == "codec" and not any(_has(config, k) for k in QUANTIZER_FIELDS):
-        return None, (f"audio-to-audio model of type {model_type!r} is not an audio codec (its config names no "
-                      f"quantizer: {', '.join(QUANTIZER_FIELDS)}): only codecs (EnCodec, DAC, Mimi, X-Codec 2, ...) "
-                      "are supported")
+    if family == "table-qa" and model_type != "tapas":  # an encoder-decoder (config_refusal let it through)
+        return "seq2seq", "encoder-decoder table model: seq2seq inputs"
     return family, ""
 
 

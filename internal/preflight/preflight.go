@@ -34,6 +34,10 @@ type Candidate struct {
 	// a JSON object. An error wrapping fs.ErrNotExist counts as "no
 	// config.json", not as the model's fault.
 	ConfigErr error
+	// ConfigRead: Config is the whole config.json, read from the snapshot,
+	// not the listing's excerpt (which lacks the keys a task's family may
+	// require: harness.ConfigRefusal applies only then).
+	ConfigRead bool
 	// Mode is recorded in a declined Result (when full or arch). Whether
 	// the weights exist and fit is the plan's to say (scan.Plan), not
 	// preflight's.
@@ -69,6 +73,8 @@ func Listed(m hub.ModelInfo, hasToken bool) Candidate {
 //  6. config.json with a key of harness.RemoteCode (auto_map) → remote_code,
 //     whatever its model_type (the harness applies the same table)
 //  7. harness.SupportedTask(tag, architectures) false → unsupported_task
+//  8. with the whole config.json (ConfigRead), harness.ConfigRefusal: the
+//     task's family requires a model type or key it lacks → unsupported_task
 //
 // A --mode full that cannot run (no_safetensors, too_large) is declined by
 // the scan's plan (scan.Plan), after these rules.
@@ -116,6 +122,9 @@ func Preflight(c Candidate) *compat.Result {
 			return skipped(c, compat.ReasonUnsupportedTask, fmt.Sprintf("pipeline tag %q is not one the harness tests (supported: %s)", c.Task, strings.Join(harness.SupportedTasks(), ", ")))
 		}
 		return skipped(c, compat.ReasonUnsupportedTask, fmt.Sprintf("no pipeline tag, and no architecture the harness knows a task for (architectures: %s)", listOrNone(archs)))
+	}
+	if why := harness.ConfigRefusal(c.Task, architectures(config), config); c.ConfigRead && why != "" {
+		return skipped(c, compat.ReasonUnsupportedTask, "not one the harness tests: "+why)
 	}
 	return nil
 }

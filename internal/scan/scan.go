@@ -406,6 +406,7 @@ func (r *run) fetch(ctx context.Context, j *entry, cand preflight.Candidate, in 
 	}
 	j.snapshot = dir
 	cand.Config, cand.ConfigErr = preflight.ReadConfig(filepath.Join(dir, "config.json"))
+	cand.ConfigRead = cand.ConfigErr == nil
 	if _, ok := hub.IsCapError(cand.ConfigErr); ok {
 		return r.decided(j, probestep.FetchFailed(cand.ConfigErr))
 	}

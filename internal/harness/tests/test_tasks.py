@@ -89,6 +89,20 @@ def test_library_rule_answers_the_shared_examples():
                 == "unsupported_library") is (not e["supported"]), e
 
 
+def test_task_rule_answers_the_shared_examples():
+    """tasks.json "task_examples" are Go's too (TestTaskExamples: SupportedTask, then ConfigRefusal), so the
+    scanner's preflight and the harness say the same of each; a family's "requires" is one rule for both."""
+    examples = ht.TABLE["task_examples"]
+    refused = 0
+    for e in examples:
+        sup = ht.task_support(e["tag"], "transformers", e["architectures"], e["config"])
+        assert sup["supported"] is e["supported"], (e, sup)
+        if e["tag"] in ht.TASK_FAMILIES and ht.config_refusal(e["tag"], ht.TASK_FAMILIES[e["tag"]], e["config"]):
+            refused += 1
+            assert sup["reason"] == "unsupported_task", (e, sup)
+    assert len(examples) >= 10 and refused >= 2
+
+
 def test_sentence_transformers_without_model_type_is_refused():
     # the disagreement of issue 39: the harness accepted it, the scanner's preflight refused it
     sup = harness_tasks.task_support("sentence-similarity", "sentence-transformers", ["BertModel"], {})
