@@ -53,3 +53,15 @@ func modeOf(r compat.Result) string {
 	}
 	return string(*r.Mode)
 }
+
+// serveProbeOf is the serving probe a scan and a fleet worker run after a
+// model's probe (ServeProbeIn with cfg), nil without --vllm-python: one
+// step, wired to both (scan.Scanner.ServeProbe, worker.Config.ServeProbe).
+func serveProbeOf(cfg config.Config) func(ctx context.Context, dir string, res compat.Result) (compat.ServingMeasured, error) {
+	if cfg.VLLMPython == "" {
+		return nil
+	}
+	return func(ctx context.Context, dir string, res compat.Result) (compat.ServingMeasured, error) {
+		return ServeProbeIn(ctx, cfg, dir, res)
+	}
+}

@@ -326,6 +326,10 @@ func (d *Dispatcher) Result(ctx context.Context, req fleet.ResultRequest) error 
 	}
 	d.log.Info("result recorded", "model", out.ModelID, "status", out.Result.Status, "worker", out.Result.Worker,
 		"scan_id", out.ScanID, "flaky", out.Flaky)
+	if m := out.Serving; m != nil {
+		d.log.Info("serving verdict recorded", "model", out.ModelID, "status", m.Status, "runtime", m.Runtime.Key(),
+			"worker", out.Result.Worker)
+	}
 	if d.hooks.Result != nil {
 		d.hooks.Result(out)
 	}

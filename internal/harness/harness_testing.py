@@ -139,7 +139,7 @@ class FaultInjection:
 
     faults: Faults
 
-    def run(self) -> dict:
+    def run(self):  # a harness_result.Result, or None (harness.Probe.run)
         with SimulatedTpu.installed(self.faults.tpu):
             return super().run()
 

@@ -251,3 +251,22 @@ func TestParseWebhooksRefuses(t *testing.T) {
 		t.Errorf("err %v", err)
 	}
 }
+
+// A webhook may ask for the serving changes alone (kinds of their own):
+// they pass its filter, the inference's and the train step's do not.
+func TestWebhookServingKinds(t *testing.T) {
+	ws, err := ParseWebhooks([]byte(`[{"url": "https://hooks.example.org/s", "secret": "` + secret + `",
+	  "filters": {"kind": ["serving_regression", "serving_fix"]}}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := ws[0].Filters
+	for kind, want := range map[compat.EventKind]bool{
+		compat.EventServingRegression: true, compat.EventServingFix: true, compat.EventServingNew: false,
+		compat.EventRegression: false, compat.EventTrainRegression: false,
+	} {
+		if got := f.Match(Item{ModelID: "org/m", Target: compat.TargetTPU, Kind: string(kind)}); got != want {
+			t.Errorf("a %s change passes %v, want %v", kind, got, want)
+		}
+	}
+}

@@ -383,6 +383,12 @@ func job(model string) fleet.Job {
 // returned stop cancels its context (SIGTERM) and waits for Run.
 func startWorker(t *testing.T, f *fakeServer, p *fakeProber, devices int, grace time.Duration, fetch Fetcher) (*Worker, func() error) {
 	t.Helper()
+	return startWorkerWith(t, f, p, devices, grace, fetch, nil)
+}
+
+// startWorkerWith is startWorker with its Config changed by set first.
+func startWorkerWith(t *testing.T, f *fakeServer, p *fakeProber, devices int, grace time.Duration, fetch Fetcher, set func(*Config)) (*Worker, func() error) {
+	t.Helper()
 	probers := make([]Prober, devices)
 	for i := range probers {
 		probers[i] = p
@@ -390,11 +396,15 @@ func startWorker(t *testing.T, f *fakeServer, p *fakeProber, devices int, grace 
 	if fetch == nil {
 		fetch = fakeFetcher{}
 	}
-	w, err := New(Config{
+	cfg := Config{
 		Server: f.srv.URL, Token: testToken, ID: NewID("test-host"), Host: "test-host", Version: "test",
 		Target: compat.TargetCPU, ProbeGrace: grace, Wait: 200 * time.Millisecond,
 		Logger: slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn})),
-	}, p, probers, fetch)
+	}
+	if set != nil {
+		set(&cfg)
+	}
+	w, err := New(cfg, p, probers, fetch)
 	if err != nil {
 		t.Fatal(err)
 	}

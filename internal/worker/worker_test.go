@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -412,5 +414,55 @@ func TestHealthCountsTheRunningProbes(t *testing.T) {
 	}
 	if _, h := health(w); h.Running != 0 {
 		t.Errorf("running %d after the probe was stopped", h.Running)
+	}
+}
+
+// A worker with a serving probe (--vllm-python) runs it after the probe of
+// a job that asks for it (fleet.Job.Serve), in the snapshot the probe
+// read, and posts its verdict with the result; a job that does not ask
+// gets none, and a worker without one posts none.
+func TestServingProbeRunsForTheJobsThatAskForIt(t *testing.T) {
+	full := func(model string, serve bool) fleet.Job {
+		j := job(model)
+		j.Mode, j.Files, j.Serve = compat.ModeFull, []string{"config.json", "model.safetensors"}, serve
+		return j
+	}
+	var mu sync.Mutex
+	ran := map[string]string{} // model snapshot → the result's status it followed
+	serveProbe := func(_ context.Context, dir string, res compat.Result) (compat.ServingMeasured, error) {
+		mu.Lock()
+		ran[dir] = string(res.Status)
+		mu.Unlock()
+		return compat.ServingMeasured{Evidence: compat.ServingEvidenceMeasured, Status: "pass", TensorParallelSize: 1, MaxModelLen: 256,
+			MeasuredAt: time.Now().UTC()}, nil
+	}
+	f := newFakeServer(t, 5*time.Second, full("org/serve", true), full("org/plain", false))
+	_, stop := startWorkerWith(t, f, &fakeProber{}, 1, time.Second, nil, func(c *Config) { c.ServeProbe = serveProbe })
+	testenv.Eventually(t, "2 accepted results", 20*time.Second, func() bool { acc, _, _, _ := f.snapshot(); return len(acc) == 2 })
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	acc, _, _, _ := f.snapshot()
+	if s := acc["org/serve"][0].Serving; s == nil || s.Status != "pass" {
+		t.Errorf("org/serve's result carries %+v, want the serving probe's pass", s)
+	}
+	if s := acc["org/plain"][0].Serving; s != nil {
+		t.Errorf("org/plain (not asked) carries a serving verdict %+v", s)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(ran) != 1 || ran["/nonexistent/snapshot/org/serve"] != "pass" {
+		t.Errorf("serving probes %v: want one, in org/serve's snapshot, after its pass", ran)
+	}
+
+	// without --vllm-python: the result alone
+	f = newFakeServer(t, 5*time.Second, full("org/serve", true))
+	_, stop = startWorker(t, f, &fakeProber{}, 1, time.Second, nil)
+	testenv.Eventually(t, "the result", 20*time.Second, func() bool { acc, _, _, _ := f.snapshot(); return len(acc) == 1 })
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if acc, _, _, _ := f.snapshot(); acc["org/serve"][0].Serving != nil {
+		t.Errorf("a worker without a serving probe posted a serving verdict")
 	}
 }
