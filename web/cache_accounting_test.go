@@ -41,9 +41,10 @@ func TestByteCachesCountWhatTheyHold(t *testing.T) {
 		return len(v.Body) + len(v.ETag) + len(k.Raw) + len(k.Label)
 	}, overhead, 3)
 	checkEntrySizes(t, "api lists", ts.api.Cache(), func(k string, v cached.Body) int { return len(k) + len(v.Raw()) + len(v.Gzip()) }, overhead, 2)
-	checkEntrySizes(t, "table bodies", &ts.tableBodies, func(k string, v template.HTML) int { return len(k) + len(v) }, overhead, 2)
-	checkEntrySizes(t, "compare pages", &ts.comparePages, func(k string, v cached.Body) int { return len(k) + len(v.Raw()) + len(v.Gzip()) }, overhead, 1)
-	checkEntrySizes(t, "table pages", &ts.tablePages, func(k string, v cached.Body) int { return len(k) + len(v.Raw()) + len(v.Gzip()) }, overhead, 2)
+	tableBodies, tablePages, comparePages := ts.pages.Caches()
+	checkEntrySizes(t, "table bodies", tableBodies, func(k string, v template.HTML) int { return len(k) + len(v) }, overhead, 2)
+	checkEntrySizes(t, "compare pages", comparePages, func(k string, v cached.Body) int { return len(k) + len(v.Raw()) + len(v.Gzip()) }, overhead, 1)
+	checkEntrySizes(t, "table pages", tablePages, func(k string, v cached.Body) int { return len(k) + len(v.Raw()) + len(v.Gzip()) }, overhead, 2)
 	if r := ts.get(t, "/feed.json"); r.status != 200 {
 		t.Fatalf("feed: %d", r.status)
 	}

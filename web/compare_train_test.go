@@ -12,6 +12,7 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/store"
 	"github.com/google-pytorch/torchtpu-scanner/web/api"
+	"github.com/google-pytorch/torchtpu-scanner/web/pages"
 )
 
 // trainOnV is a passing result on runtime rt (hour h) whose train verdict
@@ -106,8 +107,8 @@ func TestCompareListsTrainChangesApart(t *testing.T) {
 		t.Error("a train signature reached the page unescaped")
 	}
 	sec := page.body[strings.Index(page.body, `id="list-train-regressed"`):strings.Index(page.body, `id="list-train-fixed"`)]
-	if rows := strings.Count(sec, `<th scope="row"`); rows != compareListMax {
-		t.Errorf("the train regressed section shows %d models, want a page of %d", rows, compareListMax)
+	if rows := strings.Count(sec, `<th scope="row"`); rows != pages.CompareListMax {
+		t.Errorf("the train regressed section shows %d models, want a page of %d", rows, pages.CompareListMax)
 	}
 	// The inference lists are empty: the train regressions are not there.
 	if inf := page.body[strings.Index(page.body, `id="list-regressed"`):strings.Index(page.body, `id="list-train-regressed"`)]; strings.Contains(inf, "org/train-broke") {
@@ -123,9 +124,9 @@ func TestCompareListsTrainChangesApart(t *testing.T) {
 	more := ts.get(t, html.UnescapeString(link[1]))
 	more.body = strings.ReplaceAll(more.body, "<wbr>", "") // model ids' line-break opportunities
 	// The first page held org/train-broke and bulk/m-000 to m-048.
-	nextFirst := fmt.Sprintf(">bulk/m-%03d<", compareListMax-1)
+	nextFirst := fmt.Sprintf(">bulk/m-%03d<", pages.CompareListMax-1)
 	if more.status != 200 || !strings.Contains(more.body, nextFirst) || strings.Contains(more.body, "org/train-broke") ||
-		strings.Contains(more.body, fmt.Sprintf(">bulk/m-%03d<", compareListMax-2)) ||
+		strings.Contains(more.body, fmt.Sprintf(">bulk/m-%03d<", pages.CompareListMax-2)) ||
 		!strings.Contains(more.body, "Back to the whole comparison") || strings.Contains(more.body, `id="list-train-fixed"`) {
 		t.Errorf("the next page (%s): %d\n%.3000s", link[1], more.status, more.body)
 	}

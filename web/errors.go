@@ -37,7 +37,7 @@ func (s *Server) handleError(c *fiber.Ctx, err error) error {
 		}
 		return c.JSON(fiber.Map{"error": msg})
 	}
-	if rerr := s.render(c, "error", errorPage{Status: status, Title: http.StatusText(status), Message: msg}); rerr != nil {
+	if rerr := s.pages.Error(c, status, http.StatusText(status), msg); rerr != nil {
 		s.log.Error("rendering the error page", "err", rerr)
 		c.Set(fiber.HeaderContentType, fiber.MIMETextPlainCharsetUTF8)
 		return c.SendString(fmt.Sprintf("%d %s: %s", status, http.StatusText(status), msg))
@@ -107,12 +107,4 @@ func requestPath(err error) string {
 		return m[1]
 	}
 	return ""
-}
-
-// errorPage is the data of the error template.
-type errorPage struct {
-	layout
-	Status  int
-	Title   string
-	Message string
 }

@@ -384,7 +384,7 @@ func TestMethodologyPage(t *testing.T) {
 func TestStaticAssets(t *testing.T) {
 	ts := newTestServer(t, 0, 0, Config{})
 	for _, name := range []string{"app.js", "style.css"} {
-		u, err := ts.assets.url(name)
+		u, err := ts.pages.AssetURL(name)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -393,7 +393,7 @@ func TestStaticAssets(t *testing.T) {
 			t.Errorf("%s: %d %q", u, r.status, r.header.Get("Cache-Control"))
 		}
 	}
-	css, _ := ts.assets.url("style.css")
+	css, _ := ts.pages.AssetURL("style.css")
 	if r := ts.get(t, css); !strings.Contains(r.body, "prefers-color-scheme: dark") || !strings.Contains(r.body, show.ChipLight[show.TonePass].BG) {
 		t.Error("style.css lacks the generated palette")
 	}

@@ -11,7 +11,6 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/internal/hub"
@@ -296,31 +295,6 @@ func TestTheRequestForm(t *testing.T) {
 	}
 }
 
-func TestFormTokens(t *testing.T) {
-	now := testTime
-	f := newFormTokens(func() time.Time { return now })
-	stamp, tok := f.issue("Org/Model")
-	if !f.valid("Org/Model", stamp, tok) || !f.valid("org/model", stamp, tok) {
-		t.Error("a fresh token refused")
-	}
-	if f.valid("org/other", stamp, tok) || f.valid("Org/Model", stamp+"1", tok) || f.valid("Org/Model", "x", tok) || f.valid("Org/Model", stamp, tok[:63]) {
-		t.Error("a token for something else accepted")
-	}
-	if newFormTokens(func() time.Time { return now }).valid("Org/Model", stamp, tok) {
-		t.Error("another process's key accepted the token")
-	}
-	now = now.Add(formTokenLife + time.Second)
-	if f.valid("Org/Model", stamp, tok) {
-		t.Error("an expired token accepted")
-	}
-	now = testTime.Add(-2 * time.Minute)
-	if f.valid("Org/Model", stamp, tok) {
-		t.Error("a token from the future accepted")
-	}
-}
-
-// TestRequestsOff: without a desk there is no route, no form, and the
-// OpenAPI document does not promise them.
 func TestRequestsOff(t *testing.T) {
 	ts := newTestServer(t, 0, 0, Config{})
 	ts.upsert(t, store.ModelUpsert{ID: "org/known"})

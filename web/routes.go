@@ -17,16 +17,16 @@ func (s *Server) routes(app *fiber.App) {
 	app.Use(s.observe, httpx.Secure)
 
 	// Pages (HTML).
-	app.Get("/", s.table)
-	app.Get("/methodology", s.methodology)
-	app.Get("/models/*", s.modelPage)
-	app.Get("/runtimes", s.runtimesPage)
-	app.Get("/ops", s.opsPage)
-	app.Get("/compare", s.comparePage)
-	app.Get("/static/:name", s.asset)
+	app.Get("/", s.pages.Table)
+	app.Get("/methodology", s.pages.Methodology)
+	app.Get("/models/*", s.pages.Model)
+	app.Get("/runtimes", s.pages.Runtimes)
+	app.Get("/ops", s.pages.Ops)
+	app.Get("/compare", s.pages.Compare)
+	app.Get("/static/:name", s.pages.Asset)
 	if s.asks.Desk != nil {
-		app.Post("/requests", s.formAsk) // the "Request a test" form (requests.go)
-		app.Get("/requests/:id", s.requestPage)
+		app.Post("/requests", s.pages.FormAsk) // the "Request a test" form (requests.go)
+		app.Get("/requests/:id", s.pages.Request)
 	}
 
 	// Badges: /badge/{id}.svg and /badge/{id}.json (CORS set by secure).

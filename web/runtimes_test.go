@@ -25,6 +25,7 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/web/internal/data"
 	"github.com/google-pytorch/torchtpu-scanner/web/internal/httpx"
 	"github.com/google-pytorch/torchtpu-scanner/web/internal/show"
+	"github.com/google-pytorch/torchtpu-scanner/web/pages"
 )
 
 func ref(t compat.Target, torch, tt, tf, h string) compat.RuntimeRef {
@@ -521,41 +522,6 @@ func TestFeedReadsOnePageOfEachComparison(t *testing.T) {
 	})
 }
 
-// The compare page's two selects list every runtime and each marks the one
-// compared on its side; without a comparison neither marks any.
-func TestRuntimeOptionsSelectTheComparedPair(t *testing.T) {
-	v1, v2 := store.RuntimeStats{Ref: rtV1.Ref("tpu")}, store.RuntimeStats{Ref: rtV2.Ref("tpu")}
-	rts := []store.RuntimeStats{v2, v1}
-	selected := func(opts []runtimeOption) (keys []string) {
-		if len(opts) != len(rts) {
-			t.Errorf("%d options for %d runtimes", len(opts), len(rts))
-		}
-		for _, o := range opts {
-			if o.Selected {
-				keys = append(keys, o.Key)
-			}
-		}
-		return keys
-	}
-	for _, c := range []struct {
-		name             string
-		cmp              *data.Comparison
-		wantBase, wantHd []string
-	}{
-		{"v1 to v2", &data.Comparison{Base: v1, Head: v2}, []string{keyV1}, []string{keyV2}},
-		{"v2 to v1", &data.Comparison{Base: v2, Head: v1}, []string{keyV2}, []string{keyV1}},
-		{"no comparison", nil, nil, nil},
-	} {
-		base, head := runtimeOptions(rts, c.cmp)
-		if got := selected(base); !slices.Equal(got, c.wantBase) {
-			t.Errorf("%s: base selects %v, want %v", c.name, got, c.wantBase)
-		}
-		if got := selected(head); !slices.Equal(got, c.wantHd) {
-			t.Errorf("%s: head selects %v, want %v", c.name, got, c.wantHd)
-		}
-	}
-}
-
 // regressedOnV2 adds model id with downloads, passing on rtV1 and failing
 // on rtV2: a regression of the comparison of v2 with v1.
 func (ts *testServer) regressedOnV2(t *testing.T, id string, downloads int64) {
@@ -636,11 +602,11 @@ func TestAPIComparePages(t *testing.T) {
 // API's page, and a longer list's "Next page" link shows the rest of that
 // list alone.
 func TestComparePageShowsHalfTheAPIPage(t *testing.T) {
-	if compareListMax*2 != api.CompareLimit {
-		t.Fatalf("compareListMax %d, the API's page %d", compareListMax, api.CompareLimit)
+	if pages.CompareListMax*2 != api.CompareLimit {
+		t.Fatalf("compareListMax %d, the API's page %d", pages.CompareListMax, api.CompareLimit)
 	}
 	ts := newTestServer(t, 0, 0, Config{})
-	const n = compareListMax + 3
+	const n = pages.CompareListMax + 3
 	for i := range n {
 		ts.regressedOnV2(t, fmt.Sprintf("o/m%03d", i), int64(1000-i))
 	}
@@ -654,8 +620,8 @@ func TestComparePageShowsHalfTheAPIPage(t *testing.T) {
 	for _, m := range rows.FindAllStringSubmatch(first.body, -1) {
 		ids = append(ids, m[1])
 	}
-	if len(ids) != compareListMax || ids[0] != "m000" || ids[len(ids)-1] != fmt.Sprintf("m%03d", compareListMax-1) {
-		t.Fatalf("the first page lists %d models (%v), want the %d most downloaded", len(ids), ids, compareListMax)
+	if len(ids) != pages.CompareListMax || ids[0] != "m000" || ids[len(ids)-1] != fmt.Sprintf("m%03d", pages.CompareListMax-1) {
+		t.Fatalf("the first page lists %d models (%v), want the %d most downloaded", len(ids), ids, pages.CompareListMax)
 	}
 	next := regexp.MustCompile(`<a href="([^"]+)" rel="next">Next page \(` + fmt.Sprint(n) + ` in all\)`).FindStringSubmatch(first.body)
 	if next == nil {

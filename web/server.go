@@ -17,7 +17,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"html/template"
 	"io"
 	"log/slog"
 	"net"
@@ -35,10 +34,10 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/web/api"
 	"github.com/google-pytorch/torchtpu-scanner/web/badge"
 	"github.com/google-pytorch/torchtpu-scanner/web/feeds"
-	"github.com/google-pytorch/torchtpu-scanner/web/internal/cached"
 	"github.com/google-pytorch/torchtpu-scanner/web/internal/data"
 	"github.com/google-pytorch/torchtpu-scanner/web/internal/httpx"
 	"github.com/google-pytorch/torchtpu-scanner/web/internal/show"
+	"github.com/google-pytorch/torchtpu-scanner/web/pages"
 	"github.com/google-pytorch/torchtpu-scanner/web/work"
 )
 
@@ -125,13 +124,6 @@ type Config struct {
 	Webhooks WebhookStatus
 }
 
-// sizeCaches sets how many bytes each rendered-answer cache may hold.
-func (s *Server) sizeCaches() {
-	s.tableBodies.MaxBytes = 32 << 20
-	s.tablePages.MaxBytes = 32 << 20
-	s.comparePages.MaxBytes = 32 << 20
-}
-
 // Defaults of Config.
 const (
 	DefaultHubEndpoint = "https://huggingface.co"
@@ -157,25 +149,20 @@ type Server struct {
 	reg         *metrics.Registry
 
 	app     *fiber.App
-	pages   *pages
-	assets  *assets
+	pages   *pages.Handler // the HTML pages, the test requests' form (web/pages)
 	openapi []byte
 	limiter *httpx.RateLimiter // nil when off
 	clients httpx.Clients      // who the client is (its proxies, its IPv6 prefix) and the site's base URL
 
-	tableBodies  cached.Map[string, template.HTML]
-	tablePages   cached.Map[string, cached.Body]
-	comparePages cached.Map[string, cached.Body]
-	httpReqs     *metrics.CounterVec
-	httpTimes    *metrics.HistogramVec
-	routeSeries  sync.Map // routeCode → *routeSeries
+	httpReqs    *metrics.CounterVec
+	httpTimes   *metrics.HistogramVec
+	routeSeries sync.Map // routeCode → *routeSeries
 
 	shutdownOnce sync.Once
 	shutdownErr  error
 
-	known     *data.Known // the known-issues table; SetKnownIssues replaces it
-	asks      data.Asks   // the test requests' desk and per-client limit
-	formToken formTokens  // the request form's anti-forgery tokens
+	known *data.Known // the known-issues table; SetKnownIssues replaces it
+	asks  data.Asks   // the test requests' desk and per-client limit
 }
 
 // New prepares a server: it parses the templates, hashes the assets and
@@ -193,7 +180,6 @@ func New(cfg Config) (*Server, error) {
 		version:     cfg.Version,
 		log:         cfg.Logger,
 		reg:         cfg.Metrics,
-		formToken:   newFormTokens(time.Now),
 	}
 	s.clients.PublicURL = strings.TrimRight(cfg.PublicURL, "/")
 	s.asks = data.Asks{Desk: cfg.Requests, Clients: &s.clients}
@@ -235,16 +221,13 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.httpReqs = s.reg.Counter("scanner_http_requests_total", "HTTP requests served, by route and status code.", "route", "code")
 	s.httpTimes = s.reg.Histogram("scanner_http_request_duration_seconds", "Time to serve HTTP requests, by route.", nil, "route")
-	s.sizeCaches()
 
 	if err := s.clientLimits(cfg); err != nil {
 		return nil, err
 	}
 
-	if s.assets, err = loadAssets(); err != nil {
-		return nil, err
-	}
-	if s.pages, err = parsePages(s.funcs()); err != nil {
+	if s.pages, err = pages.New(pages.Config{Data: s.data, Known: s.known, Clients: &s.clients, HubEndpoint: s.hubEndpoint,
+		Version: s.version, Scans: s.scans, Asks: &s.asks, Log: s.log}); err != nil {
 		return nil, err
 	}
 	if s.openapi, err = loadOpenAPI(s.scans != nil, s.work.On(), s.asks.Desk != nil); err != nil {

@@ -58,10 +58,9 @@ func itemsJSON(items []compare.Item) []CompareItem {
 	return out
 }
 
-// CompareLimit is how many models of each list one answer of
-// /api/v1/compare holds unless ?limit= says otherwise (up to httpx.MaxLimit); a
-// list with more continues with its cursor.
-const CompareLimit = 100
+// CompareLimit is the most models per list of /api/v1/compare
+// (data.CompareLimit).
+const CompareLimit = data.CompareLimit
 
 // Compare serves GET /api/v1/compare?base=&head=[&limit=][&cursor=]: the
 // models fixed, regressed, newly tested and still failing between two

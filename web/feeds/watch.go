@@ -242,20 +242,6 @@ func feedURL(base, path string, f watch.Filter) string {
 	return base + path
 }
 
-// Link is a feed a page links in its head.
-type Link struct {
-	Name, Type, Title, Href string
-}
-
-// ModelFeeds are the feeds of one model's status changes.
-func ModelFeeds(id string) []Link {
-	q := "?" + watch.Filter{Models: []string{id}}.Query()
-	return []Link{
-		{Name: "Atom", Type: "application/atom+xml", Title: id + ": status changes (Atom)", Href: "/feed.atom" + q},
-		{Name: "JSON Feed", Type: "application/feed+json", Title: id + ": status changes", Href: "/feed.json" + q},
-	}
-}
-
 // Atom 1.0 (RFC 4287). encoding/xml escapes every value and replaces
 // characters XML cannot carry.
 type atomFeed struct {

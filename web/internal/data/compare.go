@@ -92,3 +92,8 @@ func (r *Reader) ComparePages(ctx context.Context, pairs [][2]store.RuntimeStats
 // ListedKinds are every list of a Comparison: the inference lists, then
 // the train lists.
 var ListedKinds = append(slices.Clone(compare.Listed), compare.TrainListed...)
+
+// CompareLimit is how many models of each list one answer of
+// /api/v1/compare holds unless ?limit= says otherwise (up to httpx.MaxLimit); a
+// list with more continues with its cursor.
+const CompareLimit = 100

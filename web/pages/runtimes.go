@@ -1,4 +1,4 @@
-package web
+package pages
 
 import (
 	"fmt"
@@ -41,15 +41,15 @@ type runtimesView struct {
 	Kernels []data.KernelTable
 }
 
-// runtimesPage serves GET /runtimes: each target's runtimes, newest first,
+// Runtimes serves GET /runtimes: each target's runtimes, newest first,
 // with their pass rates over time.
-func (s *Server) runtimesPage(c *fiber.Ctx) error {
+func (h *Handler) Runtimes(c *fiber.Ctx) error {
 	ctx := c.UserContext()
-	changed, err := s.store.Changed(ctx)
+	changed, err := h.data.Store.Changed(ctx)
 	if err != nil {
 		return fmt.Errorf("web: runtimes: %w", err)
 	}
-	rts, err := s.data.Runtimes(ctx, "", changed)
+	rts, err := h.data.Runtimes(ctx, "", changed)
 	if err != nil {
 		return fmt.Errorf("web: runtimes: %w", err)
 	}
@@ -60,7 +60,7 @@ func (s *Server) runtimesPage(c *fiber.Ctx) error {
 		if len(on) == 0 {
 			continue
 		}
-		g := runtimeGroup{Target: t, Chart: s.trendChart(t, on, "runtimes-"+string(t))}
+		g := runtimeGroup{Target: t, Chart: h.trendChart(t, on, "runtimes-"+string(t))}
 		labels := show.RuntimeLabels(on)
 		for i, st := range on {
 			row := runtimeRow{RuntimeStats: st, Key: st.Ref.Key(), Label: labels[i], Versions: show.Versions(st.Ref)}
@@ -71,10 +71,10 @@ func (s *Server) runtimesPage(c *fiber.Ctx) error {
 		}
 		v.Groups = append(v.Groups, g)
 	}
-	if v.Kernels, err = s.data.KernelTables(ctx); err != nil {
+	if v.Kernels, err = h.data.KernelTables(ctx); err != nil {
 		return fmt.Errorf("web: runtimes: %w", err)
 	}
-	return s.render(c, "runtimes", v)
+	return h.render(c, "runtimes", v)
 }
 
 // oldestFirst returns a reversed copy of newest-first runtimes.

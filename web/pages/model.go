@@ -1,4 +1,4 @@
-package web
+package pages
 
 import (
 	"errors"
@@ -11,8 +11,6 @@ import (
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/store"
-	"github.com/google-pytorch/torchtpu-scanner/web/badge"
-	"github.com/google-pytorch/torchtpu-scanner/web/feeds"
 	"github.com/google-pytorch/torchtpu-scanner/web/internal/data"
 	"github.com/google-pytorch/torchtpu-scanner/web/internal/httpx"
 	"github.com/google-pytorch/torchtpu-scanner/web/internal/show"
@@ -76,20 +74,20 @@ const (
 	historyCharted = 100
 )
 
-// modelPage serves GET /models/{id}: a model's current results, history,
+// Model serves GET /models/{id}: a model's current results, history,
 // evidence, repro command and badge snippets. An alias redirects to the
 // model's current id.
-func (s *Server) modelPage(c *fiber.Ctx) error {
+func (h *Handler) Model(c *fiber.Ctx) error {
 	id, err := httpx.IDParam(c, "")
 	if err != nil {
 		return err
 	}
 	ctx := c.UserContext()
-	m, err := s.store.GetModel(ctx, id, "")
+	m, err := h.data.Store.GetModel(ctx, id, "")
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
-			if s.asks.Desk != nil && compat.ValidateModelID(id) == nil {
-				return s.unknownModel(c, id)
+			if h.asks.Desk != nil && compat.ValidateModelID(id) == nil {
+				return h.unknownModel(c, id)
 			}
 			return fmt.Errorf("%w: the scanner does not know model %s", httpx.ErrNotFound, httpx.QuoteShort(id))
 		}
@@ -98,37 +96,37 @@ func (s *Server) modelPage(c *fiber.Ctx) error {
 	if m.ID != id {
 		return c.Redirect(show.ModelPath(m.ID), fiber.StatusMovedPermanently)
 	}
-	current, err := s.store.CurrentResults(ctx, m.ID)
+	current, err := h.data.Store.CurrentResults(ctx, m.ID)
 	if err != nil {
 		return fmt.Errorf("web: model page results: %w", err)
 	}
-	events, err := s.store.ModelEvents(ctx, m.ID, 100)
+	events, err := h.data.Store.ModelEvents(ctx, m.ID, 100)
 	if err != nil {
 		return fmt.Errorf("web: model page events: %w", err)
 	}
-	history, err := s.store.History(ctx, m.ID, "", historyCharted)
+	history, err := h.data.Store.History(ctx, m.ID, "", historyCharted)
 	if err != nil {
 		return fmt.Errorf("web: model page history: %w", err)
 	}
 
-	reg, err := s.data.ServingRegistry(ctx)
+	reg, err := h.data.ServingRegistry(ctx)
 	if err != nil {
 		return err
 	}
 	m.Serving = data.ServingCell(reg, m)
-	if err := s.data.WithMeasured(ctx, &m); err != nil {
+	if err := h.data.WithMeasured(ctx, &m); err != nil {
 		return err
 	}
 	v := modelView{Model: m, Serving: newServingView(reg, m), Events: events, History: history[:min(len(history), historyRows)], Charts: historyCharts(history),
 		Readiness: newReadinessView(m.Readiness)}
 	v.Canonical = show.ModelPath(m.ID)
-	v.Feeds = feeds.ModelFeeds(m.ID)
+	v.Feeds = show.ModelFeeds(m.ID)
 	if len(current) == 0 {
-		if v.Request, err = s.requestFor(ctx, m.ID); err != nil {
+		if v.Request, err = h.requestFor(ctx, m.ID); err != nil {
 			return err
 		}
 		if v.Request == nil {
-			v.Form = s.form(m.ID)
+			v.Form = h.form(m.ID)
 		}
 	}
 	targets := []compat.Target{}
@@ -141,11 +139,11 @@ func (s *Server) modelPage(c *fiber.Ctx) error {
 	if !containsTarget(targets, compat.TargetTPU) {
 		targets = append([]compat.Target{compat.TargetTPU}, targets...)
 	}
-	base := s.clients.Base(c)
+	base := h.clients.Base(c)
 	for _, t := range targets {
 		v.Badges = append(v.Badges, snippet(base, m.ID, t))
 	}
-	return s.render(c, "model", v)
+	return h.render(c, "model", v)
 }
 
 func containsTarget(ts []compat.Target, t compat.Target) bool {
@@ -164,7 +162,7 @@ func snippet(base, id string, t compat.Target) badgeSnippet {
 		img += "?target=" + string(t)
 	}
 	page := base + show.ModelPath(id)
-	alt := badge.DefaultLabel(t) + " compatibility of " + id
+	alt := t.BadgeLabel() + " compatibility of " + id
 	return badgeSnippet{
 		Target:   t,
 		ImgURL:   img,

@@ -1,4 +1,4 @@
-package web
+package pages
 
 import (
 	"fmt"
@@ -94,9 +94,9 @@ type opRow struct {
 // opsExamples is how many models a row of /ops names.
 const opsExamples = 5
 
-// opsPage serves GET /ops: the fix list, each op linking to its models.
-func (s *Server) opsPage(c *fiber.Ctx) error {
-	ops, table, err := s.data.FixList(c.UserContext(), c.Query("table"), c.Query("op"))
+// Ops serves GET /ops: the fix list, each op linking to its models.
+func (h *Handler) Ops(c *fiber.Ctx) error {
+	ops, table, err := h.data.FixList(c.UserContext(), c.Query("table"), c.Query("op"))
 	if err != nil {
 		return err
 	}
@@ -110,5 +110,5 @@ func (s *Server) opsPage(c *fiber.Ctx) error {
 		}
 		v.Ops = append(v.Ops, row)
 	}
-	return s.render(c, "ops", v)
+	return h.render(c, "ops", v)
 }

@@ -1,4 +1,4 @@
-package web
+package pages
 
 import (
 	"context"
@@ -47,18 +47,18 @@ type requestForm struct {
 }
 
 // form is the request form for model id (nil when requests are off).
-func (s *Server) form(id string) *requestForm {
-	if s.asks.Desk == nil {
+func (h *Handler) form(id string) *requestForm {
+	if h.asks.Desk == nil {
 		return nil
 	}
-	stamp, token := s.formToken.issue(id)
+	stamp, token := h.formToken.issue(id)
 	return &requestForm{Model: id, Stamp: stamp, Token: token}
 }
 
-// requestPage serves GET /requests/{id}: a request's state and place in
+// Request serves GET /requests/{id}: a request's state and place in
 // the queue, reloading itself while it is open.
-func (s *Server) requestPage(c *fiber.Ctx) error {
-	req, err := s.asks.Request(c)
+func (h *Handler) Request(c *fiber.Ctx) error {
+	req, err := h.asks.Request(c)
 	if err != nil {
 		return err
 	}
@@ -68,34 +68,34 @@ func (s *Server) requestPage(c *fiber.Ctx) error {
 		v.Refresh = 30
 	}
 	c.Set(fiber.HeaderCacheControl, "no-store")
-	return s.render(c, "request", v)
+	return h.render(c, "request", v)
 }
 
-// formAsk serves POST /requests, the "Request a test" form: it works
+// FormAsk serves POST /requests, the "Request a test" form: it works
 // without JavaScript and refuses posts from other sites (Sec-Fetch-Site,
 // Origin, and a token the page signed for this model). A queued request
 // redirects to its page; a refusal is a page saying why.
-func (s *Server) formAsk(c *fiber.Ctx) error {
+func (h *Handler) FormAsk(c *fiber.Ctx) error {
 	model := strings.TrimSpace(c.FormValue("model"))
-	if err := s.sameSite(c); err != nil {
-		return s.formAnswer(c, model, err)
+	if err := h.sameSite(c); err != nil {
+		return h.formAnswer(c, model, err)
 	}
-	if !s.formToken.valid(model, c.FormValue("t"), c.FormValue("token")) {
-		return s.formAnswer(c, model, fmt.Errorf("%w: this form has expired; reload the model's page and ask again", httpx.ErrForbidden))
+	if !h.formToken.valid(model, c.FormValue("t"), c.FormValue("token")) {
+		return h.formAnswer(c, model, fmt.Errorf("%w: this form has expired; reload the model's page and ask again", httpx.ErrForbidden))
 	}
-	if err := s.asks.Allowed(c); err != nil {
-		return s.formAnswer(c, model, err)
+	if err := h.asks.Allowed(c); err != nil {
+		return h.formAnswer(c, model, err)
 	}
-	req, _, err := s.asks.Desk.Ask(c.UserContext(), model)
+	req, _, err := h.asks.Desk.Ask(c.UserContext(), model)
 	if err != nil {
-		return s.formAnswer(c, model, err)
+		return h.formAnswer(c, model, err)
 	}
 	return c.Redirect(show.RequestPath(req.ID), fiber.StatusSeeOther)
 }
 
 // formAnswer is the page of a form post that queued nothing, with the
 // status its error maps to (a server error goes to the error handler).
-func (s *Server) formAnswer(c *fiber.Ctx, model string, err error) error {
+func (h *Handler) formAnswer(c *fiber.Ctx, model string, err error) error {
 	status := httpx.Status(err)
 	if status == fiber.StatusInternalServerError {
 		return err
@@ -106,14 +106,14 @@ func (s *Server) formAnswer(c *fiber.Ctx, model string, err error) error {
 	}
 	c.Status(status)
 	c.Set(fiber.HeaderCacheControl, "no-store")
-	return s.render(c, "request", v)
+	return h.render(c, "request", v)
 }
 
 // sameSite refuses a post that a browser says came from another site: by
 // Sec-Fetch-Site (cross-site, same-site), or by an Origin that is not this
 // site's. Clients that send neither (curl) pass; the form's token still
 // has to be right.
-func (s *Server) sameSite(c *fiber.Ctx) error {
+func (h *Handler) sameSite(c *fiber.Ctx) error {
 	switch site := c.Get("Sec-Fetch-Site"); site {
 	case "", "same-origin", "none":
 	default:
@@ -124,7 +124,7 @@ func (s *Server) sameSite(c *fiber.Ctx) error {
 		return nil
 	}
 	u, err := url.Parse(origin)
-	if err == nil && u.Host != "" && (strings.EqualFold(u.Host, c.Hostname()) || strings.EqualFold(u.Scheme+"://"+u.Host, s.clients.Base(c))) {
+	if err == nil && u.Host != "" && (strings.EqualFold(u.Host, c.Hostname()) || strings.EqualFold(u.Scheme+"://"+u.Host, h.clients.Base(c))) {
 		return nil
 	}
 	return fmt.Errorf("%w: a test request must come from this site's own form (Origin: %s)", httpx.ErrForbidden, httpx.QuoteShort(origin))
@@ -173,11 +173,11 @@ func (f formTokens) valid(model, stamp, token string) bool {
 
 // requestFor is the model's open request, for its page; nil when it has
 // none or requests are off.
-func (s *Server) requestFor(ctx context.Context, id string) (*store.TestRequest, error) {
-	if s.asks.Desk == nil {
+func (h *Handler) requestFor(ctx context.Context, id string) (*store.TestRequest, error) {
+	if h.asks.Desk == nil {
 		return nil, nil
 	}
-	r, err := s.asks.Desk.Open(ctx, id)
+	r, err := h.asks.Desk.Open(ctx, id)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return nil, nil
@@ -189,16 +189,16 @@ func (s *Server) requestFor(ctx context.Context, id string) (*store.TestRequest,
 
 // unknownModel is the 404 page of a model the scanner does not know: with
 // requests on, it shows the model's open request or the form.
-func (s *Server) unknownModel(c *fiber.Ctx, id string) error {
-	open, err := s.requestFor(c.UserContext(), id)
+func (h *Handler) unknownModel(c *fiber.Ctx, id string) error {
+	open, err := h.requestFor(c.UserContext(), id)
 	if err != nil {
 		return err
 	}
 	v := requestView{ModelID: id, Unknown: true, Request: open}
 	if open == nil {
-		v.Form = s.form(id)
+		v.Form = h.form(id)
 	}
 	c.Status(fiber.StatusNotFound)
 	c.Set(fiber.HeaderCacheControl, "no-store")
-	return s.render(c, "request", v)
+	return h.render(c, "request", v)
 }

@@ -1,4 +1,4 @@
-package web
+package pages
 
 import (
 	"html/template"
@@ -29,7 +29,7 @@ var zero, one = 0.0, 1.0
 
 // trendChart draws a target's pass rate and download-weighted pass rate,
 // one point per runtime, oldest first; rts are newest first.
-func (s *Server) trendChart(t compat.Target, rts []store.RuntimeStats, id string) template.HTML {
+func (h *Handler) trendChart(t compat.Target, rts []store.RuntimeStats, id string) template.HTML {
 	old := oldestFirst(rts)
 	labels := show.RuntimeLabels(rts)
 	slices.Reverse(labels)

@@ -1,4 +1,4 @@
-package web
+package pages
 
 import (
 	"bytes"
@@ -10,7 +10,6 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
-	"github.com/google-pytorch/torchtpu-scanner/web/feeds"
 	"github.com/google-pytorch/torchtpu-scanner/web/internal/show"
 )
 
@@ -54,13 +53,13 @@ type layout struct {
 	// Canonical is the page's canonical path, "" for none.
 	Canonical string
 	// Feeds are the page's own feeds (a model's), besides the site's.
-	Feeds []feeds.Link
+	Feeds []show.Link
 }
 
 // render executes page name with data and sends it as HTML, keeping the
 // status already set on c.
-func (s *Server) render(c *fiber.Ctx, name string, data any) error {
-	b, err := s.renderPage(name, data)
+func (h *Handler) render(c *fiber.Ctx, name string, data any) error {
+	b, err := h.renderPage(name, data)
 	if err != nil {
 		return err
 	}
@@ -69,8 +68,8 @@ func (s *Server) render(c *fiber.Ctx, name string, data any) error {
 }
 
 // renderPage executes page name with data.
-func (s *Server) renderPage(name string, data any) ([]byte, error) {
-	t, ok := s.pages.t[name]
+func (h *Handler) renderPage(name string, data any) ([]byte, error) {
+	t, ok := h.pages.t[name]
 	if !ok {
 		return nil, fmt.Errorf("web: no page %q", name)
 	}
@@ -83,10 +82,10 @@ func (s *Server) renderPage(name string, data any) ([]byte, error) {
 
 // funcs are the template helpers. They only format: data is prepared by
 // the handlers, and html/template escapes whatever they return.
-func (s *Server) funcs() template.FuncMap {
+func (h *Handler) funcs() template.FuncMap {
 	return template.FuncMap{
-		"asset":      func(name string) (string, error) { return s.assets.url(name) },
-		"version":    func() string { return s.version },
+		"asset":      func(name string) (string, error) { return h.assets.url(name) },
+		"version":    func() string { return h.version },
 		"tone":       func(st compat.Status) string { return "st-" + string(show.ToneOf(st)) },
 		"num":        show.Num,
 		"bytes":      show.Bytes,
@@ -96,8 +95,8 @@ func (s *Server) funcs() template.FuncMap {
 		"when":       show.When,
 		"iso":        func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
 		"modelPath":  show.ModelPath,
-		"hubModel":   s.hub.Model,
-		"hubTree":    s.hub.Tree,
+		"hubModel":   h.hub.Model,
+		"hubTree":    h.hub.Tree,
 		"short":      show.ShortSHA,
 		"runtime":    show.Runtime,
 		"str":        func(p *string) string { return show.Deref(p) },
@@ -119,6 +118,6 @@ func (s *Server) funcs() template.FuncMap {
 		"giga":       func(f float64) float64 { return f / 1e9 },
 		"versions":   show.Versions,
 		"sub":        func(a, b int) int { return a - b },
-		"known":      s.known.Issue,
+		"known":      h.known.Issue,
 	}
 }

@@ -1,4 +1,4 @@
-package web
+package pages
 
 import (
 	"errors"
@@ -9,17 +9,16 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/internal/compare"
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/store"
-	"github.com/google-pytorch/torchtpu-scanner/web/api"
 	"github.com/google-pytorch/torchtpu-scanner/web/internal/cached"
 	"github.com/google-pytorch/torchtpu-scanner/web/internal/data"
 	"github.com/google-pytorch/torchtpu-scanner/web/internal/show"
 )
 
-// compareListMax is how many models each list shows on the page (half
+// CompareListMax is how many models each list shows on the page (half
 // the API's page: six lists of 50 rows read and render in half the time of
 // six of 100, which kept the page's first rendering under 50 ms at 100 000
 // models); a longer list continues on a page of its own (?cursor=).
-const compareListMax = api.CompareLimit / 2
+const CompareListMax = data.CompareLimit / 2
 
 // compareList is one list of the comparison page. A train list's items
 // carry the train verdicts' statuses and signature.
@@ -59,18 +58,18 @@ type compareView struct {
 	BaseTarget compat.Target
 }
 
-// comparePage serves GET /compare?base=&head=[&cursor=]: the first page
+// Compare serves GET /compare?base=&head=[&cursor=]: the first page
 // of every list, or with ?cursor= (a list's "next" link) the next page of
 // that list. A comparison's page is cached like the table's body, until
 // the data changes.
-func (s *Server) comparePage(c *fiber.Ctx) error {
+func (h *Handler) Compare(c *fiber.Ctx) error {
 	cursor := c.Query("cursor")
-	cmp, rts, changed, err := s.data.ResolveCompare(c.UserContext(), c.Query("base"), c.Query("head"), compareListMax, cursor)
-	render := func() ([]byte, error) { return s.renderCompare(cmp, rts, cursor, err) }
+	cmp, rts, changed, err := h.data.ResolveCompare(c.UserContext(), c.Query("base"), c.Query("head"), CompareListMax, cursor)
+	render := func() ([]byte, error) { return h.renderCompare(cmp, rts, cursor, err) }
 	var page cached.Body
 	if cmp != nil {
 		key := cmp.Base.Ref.Key() + " " + cmp.Head.Ref.Key() + " " + cursor
-		page, err = cached.Rendered(&s.comparePages, key, changed, render)
+		page, err = cached.Rendered(&h.comparePages, key, changed, render)
 	} else {
 		var body []byte
 		body, err = render()
@@ -85,7 +84,7 @@ func (s *Server) comparePage(c *fiber.Ctx) error {
 
 // renderCompare is the compare page of cmp (nil with err, when the
 // runtimes rts give nothing to compare), the page of one list after cursor.
-func (s *Server) renderCompare(cmp *data.Comparison, rts []store.RuntimeStats, cursor string, err error) ([]byte, error) {
+func (h *Handler) renderCompare(cmp *data.Comparison, rts []store.RuntimeStats, cursor string, err error) ([]byte, error) {
 	v := compareView{}
 	v.Canonical = "/compare"
 	switch {
@@ -133,7 +132,7 @@ func (s *Server) renderCompare(cmp *data.Comparison, rts []store.RuntimeStats, c
 		}
 	}
 	v.BaseOpts, v.HeadOpts = runtimeOptions(rts, cmp)
-	return s.renderPage("compare", v)
+	return h.renderPage("compare", v)
 }
 
 // runtimeOptions lists every runtime for the base and head selects, the

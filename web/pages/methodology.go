@@ -1,4 +1,4 @@
-package web
+package pages
 
 import (
 	"fmt"
@@ -87,12 +87,12 @@ type familyRow struct {
 // unsupportedRow is a pipeline tag the harness does not test, and why.
 type unsupportedRow struct{ Tag, Why string }
 
-// methodology serves GET /methodology: exactly what a pass means, and the
+// Methodology serves GET /methodology: exactly what a pass means, and the
 // scanner's coverage of Google's sweep on any target (recomputed when the data
 // changes, so the page is revalidated by the data's version).
-func (s *Server) methodology(c *fiber.Ctx) error {
+func (h *Handler) Methodology(c *fiber.Ctx) error {
 	ctx := c.UserContext()
-	changed, fresh, err := cached.Check(c, s.store, c.OriginalURL())
+	changed, fresh, err := cached.Check(c, h.data.Store, c.OriginalURL())
 	if err != nil {
 		return fmt.Errorf("web: methodology: %w", err)
 	}
@@ -100,21 +100,21 @@ func (s *Server) methodology(c *fiber.Ctx) error {
 	if fresh {
 		return cached.Unchanged(c)
 	}
-	cov, err := s.data.Sweep(ctx, "", changed)
+	cov, err := h.data.Sweep(ctx, "", changed)
 	if err != nil {
 		return fmt.Errorf("web: methodology: %w", err)
 	}
 	v := methodologyView{Stages: compat.Stages, Legend: legend(), Evidence: show.EvidenceLegend(), Classes: compat.FailureClasses, Reasons: compat.Reasons,
-		Ready: newReadinessMethodology(), Sweep: newSweepView(data.NewSweepBody("", s.data.SweepList.Source, cov))}
+		Ready: newReadinessMethodology(), Sweep: newSweepView(data.NewSweepBody("", h.data.SweepList.Source, cov))}
 	v.Dtypes, v.Kinds = numericsRows(harness.Numerics)
 	v.Families, v.Unsupported = taskRows(harness.Tasks)
 	v.Canonical = "/methodology"
-	hits, err := s.store.PredictionHits(ctx)
+	hits, err := h.data.Store.PredictionHits(ctx)
 	if err != nil {
 		return fmt.Errorf("web: methodology: %w", err)
 	}
 	v.Hits = &hits
-	return s.render(c, "methodology", v)
+	return h.render(c, "methodology", v)
 }
 
 // numericsRows lays out the numerics table: bounds per dtype, checks per kind.

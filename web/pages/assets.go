@@ -1,4 +1,4 @@
-package web
+package pages
 
 import (
 	"crypto/sha256"
@@ -88,9 +88,9 @@ func (a *assets) url(name string) (string, error) {
 	return u, nil
 }
 
-// asset serves GET /static/{hashed name}, cacheable forever.
-func (s *Server) asset(c *fiber.Ctx) error {
-	a, ok := s.assets.byHashed[c.Params("name")]
+// Asset serves GET /static/{hashed name}, cacheable forever.
+func (h *Handler) Asset(c *fiber.Ctx) error {
+	a, ok := h.assets.byHashed[c.Params("name")]
 	if !ok {
 		return fmt.Errorf("%w: no such asset", httpx.ErrNotFound)
 	}
@@ -98,3 +98,6 @@ func (s *Server) asset(c *fiber.Ctx) error {
 	c.Set(fiber.HeaderCacheControl, "public, max-age=31536000, immutable")
 	return c.Send(a.body)
 }
+
+// AssetURL is the hashed URL of a logical asset name ("app.js").
+func (h *Handler) AssetURL(name string) (string, error) { return h.assets.url(name) }

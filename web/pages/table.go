@@ -1,4 +1,4 @@
-package web
+package pages
 
 import (
 	"bytes"
@@ -88,7 +88,7 @@ type tableView struct {
 	Headline  data.PassHeadline // the pass figures, tier by tier of evidence
 	Coverage  data.CoverageBody // of the summary's task tallies
 	Failures  []store.FailureGroup
-	State     ScanState
+	State     data.ScanState
 	Progress  *scanProgress
 	Empty     bool // the database knows no model at all
 	FirstScan bool // no result recorded yet, and a scan is on its way
@@ -118,32 +118,32 @@ type tableView struct {
 // firstScanRefresh is how often the page reloads while the first scan runs.
 const firstScanRefresh = 20
 
-// table serves GET /: the compatibility table.
-func (s *Server) table(c *fiber.Ctx) error {
+// Table serves GET /: the compatibility table.
+func (h *Handler) Table(c *fiber.Ctx) error {
 	q, err := httpx.ParseModelQuery(c)
 	if err != nil {
 		return err
 	}
 	ctx := c.UserContext()
 	form := newTableForm(&q, c.Query("order"))
-	changed, err := s.store.Changed(ctx)
+	changed, err := h.data.Store.Changed(ctx)
 	if err != nil {
 		return fmt.Errorf("web: table: %w", err)
 	}
 	// The whole page is cached until the data or the scheduler's state
 	// changes (a running scan's progress is a write).
-	state := s.scanState()
+	state := data.StateOf(h.scans)
 	pageKey := data.QueryKey(q) + "|" + c.Query("order") + "|" + fmt.Sprintf("%+v", state)
-	page, err := cached.Rendered(&s.tablePages, pageKey, changed, func() ([]byte, error) {
-		v, err := s.tableView(ctx, q, form, state, changed)
+	page, err := cached.Rendered(&h.tablePages, pageKey, changed, func() ([]byte, error) {
+		v, err := h.tableView(ctx, q, form, state, changed)
 		if err != nil {
 			return nil, err
 		}
-		if err := s.tableBody(ctx, &v, data.QueryKey(q), changed); err != nil {
+		if err := h.tableBody(ctx, &v, data.QueryKey(q), changed); err != nil {
 			return nil, err
 		}
-		s.firstScanView(ctx, &v)
-		return s.renderPage("table", v)
+		h.firstScanView(ctx, &v)
+		return h.renderPage("table", v)
 	})
 	if err != nil {
 		return err
@@ -169,24 +169,24 @@ func newTableForm(q *store.ModelQuery, order string) tableForm {
 
 // tableView reads what the table shows of q (its page of models, the
 // summary, the top failures) and its links, all but the rendered body.
-func (s *Server) tableView(ctx context.Context, q store.ModelQuery, form tableForm, state ScanState, changed time.Time) (tableView, error) {
-	models, next, err := s.data.List(ctx, q, changed)
+func (h *Handler) tableView(ctx context.Context, q store.ModelQuery, form tableForm, state data.ScanState, changed time.Time) (tableView, error) {
+	models, next, err := h.data.List(ctx, q, changed)
 	if err != nil {
 		return tableView{}, fmt.Errorf("web: table: %w", err)
 	}
-	sum, err := s.data.Summary(ctx, q.Target, changed)
+	sum, err := h.data.Summary(ctx, q.Target, changed)
 	if err != nil {
 		return tableView{}, fmt.Errorf("web: table summary: %w", err)
 	}
-	fails, err := s.data.Failures(ctx, q.Target, 8, changed)
+	fails, err := h.data.Failures(ctx, q.Target, 8, changed)
 	if err != nil {
 		return tableView{}, fmt.Errorf("web: table failures: %w", err)
 	}
-	byTarget, err := s.data.TargetSummaries(ctx, changed)
+	byTarget, err := h.data.TargetSummaries(ctx, changed)
 	if err != nil {
 		return tableView{}, fmt.Errorf("web: table headline: %w", err)
 	}
-	pred, err := s.data.Predicted(ctx, changed)
+	pred, err := h.data.Predicted(ctx, changed)
 	if err != nil {
 		return tableView{}, fmt.Errorf("web: table headline: %w", err)
 	}
@@ -200,7 +200,7 @@ func (s *Server) tableView(ctx context.Context, q store.ModelQuery, form tableFo
 		Hints: readiness.Codes, Fit: data.NewFitSummary(sum.Fit),
 	}
 	v.Canonical = "/"
-	reg, err := s.data.ServingRegistry(ctx)
+	reg, err := h.data.ServingRegistry(ctx)
 	if err != nil {
 		return tableView{}, err
 	}
@@ -216,7 +216,7 @@ func (s *Server) tableView(ctx context.Context, q store.ModelQuery, form tableFo
 	for i := range v.Models {
 		rows[i] = &v.Models[i].Model
 	}
-	if err := s.data.WithMeasured(ctx, rows...); err != nil {
+	if err := h.data.WithMeasured(ctx, rows...); err != nil {
 		return tableView{}, err
 	}
 	for i := range v.Models {
@@ -252,13 +252,13 @@ func (s *Server) tableView(ctx context.Context, q store.ModelQuery, form tableFo
 
 // tableBody renders v's body (its charts and rows), cached by the query's
 // key until the data changes.
-func (s *Server) tableBody(ctx context.Context, v *tableView, key string, changed time.Time) error {
-	body, err := s.tableBodies.Do(key, changed, func() (template.HTML, int, error) {
-		if err := s.tableCharts(ctx, v, changed); err != nil {
+func (h *Handler) tableBody(ctx context.Context, v *tableView, key string, changed time.Time) error {
+	body, err := h.tableBodies.Do(key, changed, func() (template.HTML, int, error) {
+		if err := h.tableCharts(ctx, v, changed); err != nil {
 			return "", 0, fmt.Errorf("web: table charts: %w", err)
 		}
 		var buf bytes.Buffer
-		if err := s.pages.t["table"].ExecuteTemplate(&buf, "table-body", *v); err != nil {
+		if err := h.pages.t["table"].ExecuteTemplate(&buf, "table-body", *v); err != nil {
 			return "", 0, fmt.Errorf("web: render table: %w", err)
 		}
 		return template.HTML(buf.String()), buf.Len() + len(key), nil // made by html/template: already escaped
@@ -270,13 +270,13 @@ func (s *Server) tableBody(ctx context.Context, v *tableView, key string, change
 // firstScanView marks the first scan: nothing recorded yet (the models it
 // discovered are all untested) and a scan on its way; the table shows
 // what is known and reloads. A running scan's progress comes with it.
-func (s *Server) firstScanView(ctx context.Context, v *tableView) {
+func (h *Handler) firstScanView(ctx context.Context, v *tableView) {
 	if v.Summary.Counts[compat.StatusUntested] == v.Summary.Models && (v.State.Running || v.State.Queued) {
 		v.FirstScan = true
 		v.Refresh = firstScanRefresh
 	}
 	if v.State.Running && v.State.ScanID > 0 {
-		if sc, err := s.store.GetScan(ctx, v.State.ScanID); err == nil {
+		if sc, err := h.data.Store.GetScan(ctx, v.State.ScanID); err == nil {
 			v.Progress = &scanProgress{ID: sc.ID, Planned: sc.Planned, Done: sc.Done}
 		}
 	}
@@ -284,8 +284,8 @@ func (s *Server) firstScanView(ctx context.Context, v *tableView) {
 
 // tableCharts draws the table's charts: the pass rate by runtime of its
 // target (the default target when it shows any) and its top failures.
-func (s *Server) tableCharts(ctx context.Context, v *tableView, changed time.Time) error {
-	rts, err := s.data.Runtimes(ctx, "", changed)
+func (h *Handler) tableCharts(ctx context.Context, v *tableView, changed time.Time) error {
+	rts, err := h.data.Runtimes(ctx, "", changed)
 	if err != nil {
 		return err
 	}
@@ -294,7 +294,7 @@ func (s *Server) tableCharts(ctx context.Context, v *tableView, changed time.Tim
 		v.TrendTarget = data.DefaultRuntimeTarget(rts)
 	}
 	if on := data.OnTarget(rts, v.TrendTarget); len(on) > 0 {
-		v.Trend = s.trendChart(v.TrendTarget, on, "trend")
+		v.Trend = h.trendChart(v.TrendTarget, on, "trend")
 	}
 	if len(v.Failures) > 0 {
 		v.FailureChart = failureChart(v.Failures, v.Target)
