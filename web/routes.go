@@ -25,11 +25,11 @@ func (s *Server) routes(app *fiber.App) {
 	app.Get("/compare", s.pages.Compare)
 	app.Get("/static/:name", s.pages.Asset)
 	if s.asks.Desk != nil {
-		app.Post("/requests", s.pages.FormAsk) // the "Request a test" form (requests.go)
+		app.Post("/requests", s.pages.FormAsk) // the "Request a test" form (web/pages)
 		app.Get("/requests/:id", s.pages.Request)
 	}
 
-	// Badges: /badge/{id}.svg and /badge/{id}.json (CORS set by secure).
+	// Badges: /badge/{id}.svg and /badge/{id}.json (CORS set by httpx.Secure).
 	app.Get("/badge/*", s.badges.Badge)
 
 	// The worker protocol (web/work), before the API's rate limit and

@@ -3,14 +3,14 @@
 // API, the JSON Feed, the CSV export, health checks and Prometheus metrics.
 //
 // Every route is listed in routes.go, which wires one handler per
-// audience: the JSON API and the CSV exports (web/api), the feeds and the
-// webhooks' view (web/feeds), the badges (web/badge), the worker fleet's
-// routes (web/work); the pages and the test requests are Server's own
-// methods. Each handler keeps its own caches of answers; what they all
+// audience: the pages and the test requests' form (web/pages), the JSON
+// API and the CSV exports (web/api), the feeds and the webhooks' view
+// (web/feeds), the badges (web/badge), the worker fleet's routes
+// (web/work). Each handler keeps its own caches of answers; what they all
 // read is web/internal/data's, kept per data version. Errors are mapped
 // to HTTP statuses in one place (errors.go, with web/internal/httpx's
-// statuses). Templates and static assets are embedded and prepared once
-// in New, which fails if any of them is broken.
+// statuses). New prepares every handler (the pages' templates and assets
+// included) and fails if any of them is broken.
 package web
 
 import (
