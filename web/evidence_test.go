@@ -234,7 +234,7 @@ func TestModelPageEvidence(t *testing.T) {
 		`<dd data-evidence="measured">measured on cpu with torch 2.15.0, transformers 5.23.0, harness 1 on 2026-11-30 <span class="muted">(the CPU reference, not TorchTPU)</span></dd>`,
 		`<td data-label="Evidence"><span data-evidence="measured" title="measured on cpu with torch 2.15.0, transformers 5.23.0, harness 1 on 2026-11-30">measured on cpu</span></td>`,
 		`<td data-label="Evidence"><span data-evidence="measured" title="measured on 1 × TPU v6e with torch 2.9.0, torch_tpu 0.2.0, transformers 4.57.1, harness 1 on 2026-11-30">measured on 1 × TPU v6e</span></td>`,
-		`· <span data-evidence="measured">measured on TPU v6e</span></span>`,
+		`· <span data-evidence="measured">measured on 1 × TPU v6e</span></span>`, // the event knows its devices
 		`· <span data-evidence="measured">measured on cpu</span></span>`,
 	} {
 		if !strings.Contains(body, want) {
@@ -267,5 +267,32 @@ func TestMethodologyExplainsEvidence(t *testing.T) {
 		if !strings.Contains(ts.get(t, path).body, `href="/methodology#evidence"`) {
 			t.Errorf("%s does not link the tiers' explanation", path)
 		}
+	}
+}
+
+// TestFeedEvidenceSaysTheDeviceCount: a status change made by a probe
+// sharded over 4 chips says so in the JSON Feed (_evidence.device_count),
+// the Atom feed's text, and the API's events (devices_used, evidence).
+func TestFeedEvidenceSaysTheDeviceCount(t *testing.T) {
+	ts := cpuOnly(t)
+	r := passOn(compat.TargetTPU, testTime, 300)
+	r.DevicesUsed, r.Sharding = 4, compat.Ptr(compat.ShardingTP)
+	ts.record(t, "org/a-model", r)
+	_, items := feedItemsOf(t, ts.get(t, "/feed.json?target=tpu").body)
+	if len(items) != 1 {
+		t.Fatalf("%d tpu items, want 1", len(items))
+	}
+	if ev := items[0]["_evidence"].(map[string]any); ev["device_count"] != 4.0 || ev["device"] != "TPU v6e" {
+		t.Errorf("feed _evidence %v, want 4 × TPU v6e", ev)
+	}
+	if text := items[0]["content_text"].(string); !strings.Contains(text, "Evidence: measured on 4 × TPU v6e with ") {
+		t.Errorf("feed text %q", text)
+	}
+	if atom := ts.get(t, "/feed.atom?target=tpu").body; !strings.Contains(atom, "Evidence: measured on 4 × TPU v6e with ") {
+		t.Errorf("atom lacks the device count:\n%.2000s", atom)
+	}
+	body := ts.get(t, "/api/v1/models/org/a-model").body
+	if !strings.Contains(body, `"devices_used":4,"known_issue"`) && !strings.Contains(body, `"devices_used":4,"evidence":{"kind":"measured","target":"tpu","device":"TPU v6e","device_count":4`) {
+		t.Errorf("the API's event lacks its devices: %.3000s", body)
 	}
 }

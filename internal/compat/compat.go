@@ -696,6 +696,10 @@ type Event struct {
 	Signature  *string   `json:"signature,omitempty"`
 	Message    *string   `json:"message,omitempty"`
 	At         time.Time `json:"at"`
+	// DevicesUsed is how many devices the probe that made the event ran on
+	// (its result's DevicesUsed); 0, and left out of JSON, when not known
+	// (the result was deleted). Read with the event, never stored twice.
+	DevicesUsed int `json:"devices_used,omitempty"`
 	// KnownIssue is where the signature is tracked; set by the web layer
 	// as it serves the event, never stored.
 	KnownIssue *KnownIssue `json:"known_issue,omitempty"`

@@ -96,11 +96,11 @@ func PredictionSource(table string) string {
 }
 
 // EvidenceOfEvent is the evidence of the result that made the event
-// (EvidenceOf): e's target, runtime and time. An event does not record how
-// many devices the probe ran on, so DeviceCount is 0 (not known).
+// (EvidenceOf): e's target, device and device count, runtime and time
+// (DeviceCount 0, not known, for an event whose result is gone).
 func EvidenceOfEvent(e Event) Evidence {
 	return EvidenceOf(&Result{Target: e.Target, Status: e.ToStatus, Stage: e.Stage, Signature: e.Signature,
-		Revision: e.Revision, TestedAt: e.At, Runtime: e.Runtime})
+		Revision: e.Revision, TestedAt: e.At, Runtime: e.Runtime, DevicesUsed: e.DevicesUsed})
 }
 
 // Short is the evidence in a few words, for a table cell or a badge's

@@ -71,13 +71,21 @@ func TestEvidencePredictedWords(t *testing.T) {
 }
 
 // TestEventEvidence: a feed event's evidence is its result's: its target,
-// runtime and time, the device count unknown.
+// device and device count, runtime and time (the count unknown when its
+// result is gone).
 func TestEventEvidence(t *testing.T) {
 	at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	e := Event{Target: TargetTPU, Kind: EventRegression, FromStatus: StatusPass, ToStatus: StatusFail, At: at,
 		Runtime: Runtime{Torch: "2.15.0", TorchTPU: "0.2.0", Device: "TPU v6e", DeviceCount: 8}}
 	if got, want := EvidenceOfEvent(e).Sentence(), "measured on TPU v6e with torch 2.15.0, torch_tpu 0.2.0 on 2026-11-30"; got != want {
 		t.Errorf("event evidence = %q, want %q", got, want)
+	}
+	e.DevicesUsed = 4
+	if got, want := EvidenceOfEvent(e).Sentence(), "measured on 4 × TPU v6e with torch 2.15.0, torch_tpu 0.2.0 on 2026-11-30"; got != want {
+		t.Errorf("event evidence = %q, want %q", got, want)
+	}
+	if got := EvidenceOfEvent(e).DeviceCount; got != 4 {
+		t.Errorf("device count %d, want 4", got)
 	}
 	e.ToStatus = StatusSkipped
 	if got := EvidenceOfEvent(e).Kind; got != EvidenceNone {
