@@ -362,6 +362,9 @@ type Verdict struct {
 	Message      *string       `json:"message"`
 	Metrics      ModeMetrics   `json:"metrics"`
 	Note         string        `json:"note,omitempty"`
+	// Evidence is what this verdict rests on (EvidenceOfMode); set by the
+	// web layer as it serves the result, never stored.
+	Evidence *Evidence `json:"evidence,omitempty"`
 }
 
 // ModeMetrics are a Verdict's figures; a figure the mode does not measure

@@ -72,6 +72,24 @@ func EvidenceOf(r *Result) Evidence {
 	return Evidence{Kind: EvidenceNone}
 }
 
+// EvidenceOfMode is the evidence of the verdict of one way of running r's
+// model (r.Modes[mode]): measured by the run that made r (its target,
+// device, devices, runtime and date) when that verdict is one, none when
+// the mode was not run, skipped or the scanner's own error, whatever the
+// inference verdict rests on.
+func EvidenceOfMode(r *Result, mode string) Evidence {
+	if r == nil {
+		return Evidence{Kind: EvidenceNone}
+	}
+	v, ok := r.Modes[mode]
+	if !ok || !v.Status.IsVerdict() {
+		return Evidence{Kind: EvidenceNone}
+	}
+	run := *r
+	run.Status = v.Status
+	return EvidenceOf(&run)
+}
+
 // predictedFrom names what predicts the verdict of a result that has none,
 // "" when nothing does. Nothing does yet: the runtime's TorchTPU kernel
 // table (the Result's tpu_ops, issue 36) will, as "TorchTPU <version>'s

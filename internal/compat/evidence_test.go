@@ -112,3 +112,26 @@ func TestEvidenceJSON(t *testing.T) {
 		}
 	}
 }
+
+// TestModeEvidence: a mode's verdict rests on the run that measured it,
+// whatever the inference verdict's; a mode not run or skipped rests on none.
+func TestModeEvidence(t *testing.T) {
+	at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	r := &Result{Target: TargetCPU, Status: StatusError, TestedAt: at, DevicesUsed: 1,
+		Runtime: Runtime{Torch: "2.15.0", Device: "cpu"},
+		Modes:   map[string]Verdict{ModeTrain: {Status: StatusPass}, ModeCompiled: {Status: StatusSkipped}}}
+	if e := EvidenceOfMode(r, ModeTrain); e.Kind != EvidenceMeasured || e.Target != TargetCPU || e.Device != "cpu" || e.At == nil {
+		t.Errorf("train on cpu: %+v", e)
+	}
+	if EvidenceOf(r).Kind != EvidenceNone {
+		t.Errorf("the result's own error rests on %s", EvidenceOf(r).Kind)
+	}
+	for _, m := range []string{ModeCompiled, ModeEager} {
+		if e := EvidenceOfMode(r, m); e.Kind != EvidenceNone {
+			t.Errorf("%s: %+v, want none", m, e)
+		}
+	}
+	if e := EvidenceOfMode(nil, ModeTrain); e.Kind != EvidenceNone {
+		t.Errorf("no result: %+v", e)
+	}
+}
