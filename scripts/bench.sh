@@ -42,8 +42,10 @@ go test ./internal/probe -run '^$' -bench BenchmarkModesCost -benchtime=1x -coun
 
 echo
 echo "== The TorchTPU prediction's cost: a probe tracing its ops (harness_ops.py) vs the same probe with --no-ops-trace"
-echo "   (a tiny causal LM and masked LM, arch mode, cpu, compile, generate and the train step included; target <= 1.10x)"
-go test ./internal/probe -run '^$' -bench BenchmarkOpsTraceCost -benchtime=1x -count=1 -timeout 30m | grep -E 'Benchmark|ops trace'
+echo "   (a tiny causal LM and masked LM, arch mode, cpu, compile, generate and the train step included; target <= 1.10x):"
+echo "   the median over interleaved rounds of the harness's child CPU time traced over untraced, and the same cost from"
+echo "   its parts (each a median of adjacent traced/untraced pairs in one process) over a round's untraced CPU time"
+go test ./internal/probe -run '^$' -bench BenchmarkOpsTraceCost -benchtime=1x -count=1 -timeout 60m | grep -E 'Benchmark|ops trace'
 
 echo
 echo "== Sharded probe: the same tiny Llama on one device and tensor parallel over two gloo ranks (cpu, arch, no compile)"

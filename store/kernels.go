@@ -4,7 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-
+	"errors"
 	"fmt"
 	"sort"
 
@@ -15,16 +15,20 @@ const (
 	sqlPutKernelTable = `INSERT INTO kernel_tables (torch, torch_tpu, read_at, native, default_ops, fallback, ops)
 VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (torch, torch_tpu) DO NOTHING`
 	sqlKernelTables = `SELECT torch, torch_tpu, read_at, ops FROM kernel_tables ORDER BY read_at, id`
-	// sqlPredictions are the current predictions off tpu, each model's
-	// newest first (a model may have one on cpu and on cuda).
-	sqlPredictions = `SELECT c.model_id, c.downloads, r.tpu_ops FROM current c JOIN results r ON r.id = c.result_id
-WHERE c.target <> 'tpu' AND r.tpu_ops IS NOT NULL ORDER BY c.model_id, c.tested_at DESC, r.id DESC`
+	// sqlPredictions are the current predictions off tpu (judged, or only
+	// traced while no kernel table is kept), each model's newest first (a
+	// model may have one on cpu and on cuda).
+	sqlPredictions = `SELECT c.model_id, c.downloads, r.tpu_ops, r.ops_trace FROM current c JOIN results r ON r.id = c.result_id
+WHERE c.target <> 'tpu' AND (r.tpu_ops IS NOT NULL OR r.ops_trace IS NOT NULL)
+ORDER BY c.model_id, c.tested_at DESC, r.id DESC`
 )
 
 // PutKernelTable keeps a runtime's TorchTPU kernel table, once per torch
 // and torch_tpu versions: it reports whether this call stored it (false
-// when the table of those versions was kept already). The error wraps
-// ErrInvalid for a table compat.KernelTable.Validate refuses.
+// when the table of those versions was kept already). A table it stores
+// moves the predictions: every kept trace is judged again against the
+// newest table (results.tpu_ops; traces.go). The error wraps ErrInvalid
+// for a table compat.KernelTable.Validate refuses.
 func (s *SQLite) PutKernelTable(ctx context.Context, kt compat.KernelTable) (bool, error) {
 	if err := kt.Validate(); err != nil {
 		return false, fmt.Errorf("store: put kernel table: %w: %w", ErrInvalid, err)
@@ -50,6 +54,15 @@ func (s *SQLite) PutKernelTable(ctx context.Context, kt compat.KernelTable) (boo
 	if n == 0 {
 		return false, nil
 	}
+	// The predictions follow the newest table: every kept trace is judged
+	// against it (traces.go).
+	newest, err := newestKernelTable(ctx, tx)
+	if err != nil {
+		return false, fmt.Errorf("store: put kernel table: %w", err)
+	}
+	if _, err := rejudge(ctx, tx, *newest); err != nil {
+		return false, fmt.Errorf("store: put kernel table: %w", err)
+	}
 	if err := s.touch(ctx, tx); err != nil {
 		return false, fmt.Errorf("store: put kernel table: %w", err)
 	}
@@ -57,6 +70,40 @@ func (s *SQLite) PutKernelTable(ctx context.Context, kt compat.KernelTable) (boo
 		return false, fmt.Errorf("store: put kernel table: %w", err)
 	}
 	return true, nil
+}
+
+// sqlKernelTableOf is the kept table of one torch and torch_tpu versions.
+const sqlKernelTableOf = `SELECT torch, torch_tpu, read_at, ops FROM kernel_tables WHERE torch = ? AND torch_tpu = ?`
+
+// KernelTableOf is the kept kernel table of the torch and torch_tpu
+// versions, and false when none is kept: a runner of those versions need
+// not read it again.
+func (s *SQLite) KernelTableOf(ctx context.Context, torch, torchTPU string) (compat.KernelTable, bool, error) {
+	kt, err := scanKernelTable(s.r.QueryRowContext(ctx, sqlKernelTableOf, torch, torchTPU))
+	if errors.Is(err, sql.ErrNoRows) {
+		return kt, false, nil
+	}
+	if err != nil {
+		return kt, false, fmt.Errorf("store: kernel table of %s/%s: %w", torch, torchTPU, err)
+	}
+	return kt, true, nil
+}
+
+// scanKernelTable reads a row of torch, torch_tpu, read_at, ops.
+func scanKernelTable(row interface{ Scan(dest ...any) error }) (compat.KernelTable, error) {
+	var (
+		kt   compat.KernelTable
+		at   int64
+		text string
+	)
+	if err := row.Scan(&kt.Torch, &kt.TorchTPU, &at, &text); err != nil {
+		return kt, err
+	}
+	kt.ReadAt = fromNano(at)
+	if err := json.Unmarshal([]byte(text), &kt.Ops); err != nil {
+		return kt, fmt.Errorf("%s: %w", kt.Name(), err)
+	}
+	return kt, nil
 }
 
 // KernelTables lists the kept kernel tables, oldest read first; empty when
@@ -69,17 +116,9 @@ func (s *SQLite) KernelTables(ctx context.Context) ([]compat.KernelTable, error)
 	defer rows.Close()
 	out := []compat.KernelTable{}
 	for rows.Next() {
-		var (
-			kt   compat.KernelTable
-			at   int64
-			text string
-		)
-		if err := rows.Scan(&kt.Torch, &kt.TorchTPU, &at, &text); err != nil {
+		kt, err := scanKernelTable(rows)
+		if err != nil {
 			return nil, fmt.Errorf("store: kernel tables: %w", err)
-		}
-		kt.ReadAt = fromNano(at)
-		if err := json.Unmarshal([]byte(text), &kt.Ops); err != nil {
-			return nil, fmt.Errorf("store: kernel tables: %s: %w", kt.Name(), err)
 		}
 		out = append(out, kt)
 	}
@@ -112,24 +151,14 @@ type MissingOp struct {
 // MissingOps is the fix list of the predictions judged against table ("" =
 // the newest kept kernel table; without one, the table most predictions
 // name): every op the models' current predictions (off tpu, each model's
-// newest) say TorchTPU lacks, most downloads blocked first (then by op). It
-// returns the table it used ("" when there is no prediction at all).
+// newest) say TorchTPU lacks, most downloads blocked first (then by op). A
+// kept table judges every kept trace afresh (judgedPredictions), so that
+// any kept table has its list. It returns the table it used ("" when there
+// is no prediction at all).
 func (s *SQLite) MissingOps(ctx context.Context, table string) ([]MissingOp, string, error) {
-	if table == "" {
-		kts, err := s.KernelTables(ctx)
-		if err != nil {
-			return nil, "", err
-		}
-		if len(kts) > 0 {
-			table = kts[len(kts)-1].Name()
-		}
-	}
-	preds, err := s.currentPredictions(ctx)
+	preds, table, err := s.judgedPredictions(ctx, table)
 	if err != nil {
 		return nil, "", fmt.Errorf("store: missing ops: %w", err)
-	}
-	if table == "" {
-		table = predictionsTable(preds)
 	}
 	type acc struct {
 		MissingOp
@@ -192,6 +221,61 @@ type prediction struct {
 	id        string
 	downloads int64
 	p         compat.TPUOps
+	judged    bool          // p was stored (a table was kept when it was)
+	trace     sql.NullInt64 // its kept trace (op_traces)
+}
+
+// judgedPredictions are the current predictions judged against table (a
+// kept table's name; "" = the newest kept one): a prediction with a kept
+// trace is judged afresh, one without (stored before 0018) keeps what it
+// listed less what the table implements (judgedAgainst). Without a kept
+// table of that name, the stored predictions stand, and "" names the table
+// most of them name. It returns the table used.
+func (s *SQLite) judgedPredictions(ctx context.Context, table string) ([]prediction, string, error) {
+	kts, err := s.KernelTables(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	var kt *compat.KernelTable
+	for i := range kts {
+		if table == "" && i == len(kts)-1 || kts[i].Name() == table {
+			kt = &kts[i]
+		}
+	}
+	preds, err := s.currentPredictions(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	if kt == nil {
+		judged := preds[:0]
+		for _, pr := range preds {
+			if pr.judged {
+				judged = append(judged, pr)
+			}
+		}
+		if table == "" {
+			table = predictionsTable(judged)
+		}
+		return judged, table, nil
+	}
+	traces, err := readTraces(ctx, s.r, sqlCurrentTraces)
+	if err != nil {
+		return nil, "", err
+	}
+	byTrace := map[int64]compat.TPUOps{}
+	for i, pr := range preds {
+		if tr, ok := traces[pr.trace.Int64]; ok && pr.trace.Valid {
+			p, done := byTrace[pr.trace.Int64]
+			if !done {
+				p = judgedAgainst(*kt, pr.p, &tr)
+				byTrace[pr.trace.Int64] = p
+			}
+			preds[i].p, preds[i].judged = p, true
+		} else if pr.judged {
+			preds[i].p = judgedAgainst(*kt, pr.p, nil)
+		}
+	}
+	return preds, kt.Name(), nil
 }
 
 // currentPredictions reads each model's newest prediction off tpu, in
@@ -209,15 +293,17 @@ func (s *SQLite) currentPredictions(ctx context.Context) ([]prediction, error) {
 			pr   prediction
 			text sql.NullString
 		)
-		if err := rows.Scan(&pr.id, &pr.downloads, &text); err != nil {
+		if err := rows.Scan(&pr.id, &pr.downloads, &text, &pr.trace); err != nil {
 			return nil, err
 		}
 		if pr.id == last {
 			continue // an older prediction of the same model (another target)
 		}
 		last = pr.id
-		if err := json.Unmarshal([]byte(text.String), &pr.p); err != nil {
-			return nil, fmt.Errorf("%s: %w", pr.id, err)
+		if pr.judged = text.Valid; pr.judged {
+			if err := json.Unmarshal([]byte(text.String), &pr.p); err != nil {
+				return nil, fmt.Errorf("%s: %w", pr.id, err)
+			}
 		}
 		preds = append(preds, pr)
 	}
@@ -336,16 +422,16 @@ type Predicted struct {
 }
 
 // PredictedTally sums each model's newest prediction off tpu, judged
-// against the table most predictions name (as MissingOps picks it when
-// no kernel table is kept).
+// against the newest kept kernel table (without one, the table most
+// predictions name), as MissingOps judges them.
 func (s *SQLite) PredictedTally(ctx context.Context) (Predicted, error) {
-	preds, err := s.currentPredictions(ctx)
+	preds, table, err := s.judgedPredictions(ctx, "")
 	if err != nil {
 		return Predicted{}, fmt.Errorf("store: predicted tally: %w", err)
 	}
-	out := Predicted{Table: predictionsTable(preds)}
+	out := Predicted{Table: table}
 	for _, pr := range preds {
-		if pr.p.Table != out.Table {
+		if !pr.judged || pr.p.Table != out.Table {
 			continue
 		}
 		out.Models++

@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
-	"github.com/google-pytorch/torchtpu-scanner/internal/serving"
 )
 
 // cursor is a position in a model list (ModelQuery.Cursor, a page's next
@@ -188,14 +187,9 @@ func listFilters(q ModelQuery) (where []string, args []any, err error) {
 	if err := validServe(q.Serve); err != nil {
 		return nil, nil, err
 	}
-	switch q.Serve {
-	case "":
-	case ServeNone:
-		where = append(where, listWhereNotServed)
-		args = append(args, serving.Version, serving.Version)
-	default:
-		where = append(where, listWhereServe)
-		args = append(args, serving.Version, q.Serve)
+	if w, a := serveFilter(q.Serve); w != "" {
+		where = append(where, w)
+		args = append(args, a...)
 	}
 	if len(q.Status) > 0 {
 		var in []string

@@ -131,8 +131,8 @@ const (
 	sqlInsertResult = `INSERT INTO results (model_id, scan_id, target, status, stage, failure_class, op, reason, signature, message,
 	mode, revision, tested_at, duration_s, runtime, runtime_key, torch, torch_tpu, transformers, harness,
 	metrics, tokens_per_s, stages, task, repro, continuation, worker, worker_tested_at, devices_used, sharding,
-	modes, train_status, precision_sensitive, tpu_ops)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	modes, train_status, precision_sensitive, tpu_ops, ops_trace)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT DO NOTHING
 RETURNING id`
 	sqlInsertLog       = `INSERT INTO result_logs (result_id, log_tail) VALUES (?, ?)`

@@ -116,6 +116,10 @@ type recorder struct {
 	current map[curKey]*curRow
 	order   []curKey // first-touched order, for flush
 	tallies *tallier // the touched models' states before, for the tallies
+	// kernels is the newest kept kernel table, read at the first result
+	// with a trace (kernelsRead); nil when none is kept.
+	kernels     *compat.KernelTable
+	kernelsRead bool
 }
 
 type curKey struct {
@@ -184,7 +188,11 @@ func (rc *recorder) record(ctx context.Context, modelID string, r compat.Result)
 	if err := rc.tallies.begin(ctx, rc.tx, id, nil); err != nil {
 		return RecordOutcome{}, err
 	}
-	resultID, err := insertResult(ctx, rc.tx, id, r)
+	traceID, err := rc.trace(ctx, &r)
+	if err != nil {
+		return RecordOutcome{}, err
+	}
+	resultID, err := insertResult(ctx, rc.tx, id, r, traceID)
 	if errors.Is(err, errDuplicate) {
 		return RecordOutcome{ResultID: resultID, Duplicate: true}, nil
 	}
@@ -329,12 +337,38 @@ func (rc *recorder) flush(ctx context.Context) error {
 	return rc.tallies.flush(ctx, rc.tx)
 }
 
+// trace keeps the ops a result off tpu traced (traces.go) and judges them
+// against the newest kept kernel table into r.TPUOps (the runner's
+// judgement, against its own host's table, stands when none is kept). It
+// returns the trace's id, NULL without one.
+func (rc *recorder) trace(ctx context.Context, r *compat.Result) (sql.NullInt64, error) {
+	if r.OpsTraced == nil || r.Target == compat.TargetTPU {
+		return sql.NullInt64{}, nil
+	}
+	if !rc.kernelsRead {
+		kt, err := newestKernelTable(ctx, rc.tx)
+		if err != nil {
+			return sql.NullInt64{}, err
+		}
+		rc.kernels, rc.kernelsRead = kt, true
+	}
+	if rc.kernels != nil {
+		p := judge(*rc.kernels, *r.OpsTraced)
+		r.TPUOps = &p
+	}
+	id, err := putTrace(ctx, rc.tx, *r.OpsTraced)
+	if err != nil {
+		return sql.NullInt64{}, err
+	}
+	return sql.NullInt64{Int64: id, Valid: true}, nil
+}
+
 // errDuplicate says insertResult found the probe already recorded.
 var errDuplicate = errors.New("duplicate result")
 
 // insertResult inserts r and returns its id, or the earlier row's id and
 // errDuplicate.
-func insertResult(ctx context.Context, tx *sql.Tx, modelID string, r compat.Result) (int64, error) {
+func insertResult(ctx context.Context, tx *sql.Tx, modelID string, r compat.Result, traceID sql.NullInt64) (int64, error) {
 	runtimeJSON, err := jsonText(r.Runtime)
 	if err != nil {
 		return 0, err
@@ -390,7 +424,7 @@ func insertResult(ctx context.Context, tx *sql.Tx, modelID string, r compat.Resu
 		metricsJSON, nullFloat(r.Metrics.TokensPerS), stages, r.Task, r.Repro, continuation, r.Worker,
 		nullTimePtr(r.WorkerTestedAt),
 		max(r.DevicesUsed, 1), nullStr(r.Sharding),
-		modes, trainStatus, r.PrecisionSensitive, tpuOps,
+		modes, trainStatus, r.PrecisionSensitive, tpuOps, traceID,
 	).Scan(&id)
 	if err == nil {
 		if r.LogTail != "" {

@@ -96,9 +96,11 @@ type ModelQuery struct {
 	Task   string
 	Org    string // the id's part before "/"; "" for all
 	Hint   string // a readiness hint code (readiness.Codes) the model has; "" for all
-	// Serve keeps the models the pinned vllm-torchtpu (serving.Version)
-	// declares it serves as this kind (serving.Kinds), or does not serve
-	// (ServeNone); "" for all.
+	// Serve keeps the models whose serving cell says it (ServeValues):
+	// measured pass or fail (ServePass, ServeFail), declared served with no
+	// measured verdict (ServeDeclared), declared by the pinned
+	// vllm-torchtpu (serving.Version) as this kind (compat.ServingKinds),
+	// or not served (ServeNone); "" for all.
 	Serve  string
 	Target compat.Target // whose result is "current"; "" = the most recent on any target
 	Sort   string        // one of Sorts() (sort.go); "" = DefaultSort

@@ -58,15 +58,7 @@ func (b badge) Color() string { return badgeFill[b.Tone] }
 const maxLabelRunes = 48
 
 // defaultLabel is the label of a badge for target when ?label= is not given.
-func defaultLabel(t compat.Target) string {
-	switch t {
-	case compat.TargetCPU:
-		return "PyTorch CPU"
-	case compat.TargetCUDA:
-		return "PyTorch CUDA"
-	}
-	return "TorchTPU"
-}
+func defaultLabel(t compat.Target) string { return t.BadgeLabel() }
 
 // unknownBadge is shown for ids the scanner does not know (and bad input).
 func unknownBadge(label string) badge {

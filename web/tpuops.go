@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"html/template"
 	"net/url"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -248,10 +247,12 @@ type kernelTableJSON struct {
 	Previous string   `json:"previous"`
 	Added    []string `json:"added"`
 	Dropped  []string `json:"dropped"`
-	// Unblocks are the models whose every missing op (inference and train)
-	// by their predictions against the previous table this one implements,
-	// most downloaded first: predicted to run on it (a prediction judged
-	// before it, of registrations only).
+	// Unblocks are the models that lack an op (inference or train) by their
+	// predictions judged against the previous table and none judged against
+	// this one, in the previous fix list's order: predicted to run on it (of
+	// registrations only). Each kept trace is judged against both tables;
+	// a prediction stored without one (before migration 0018) by the ops
+	// it listed.
 	Unblocks []string `json:"unblocks"`
 }
 
@@ -267,37 +268,36 @@ func (s *Server) kernelTables(ctx context.Context) ([]kernelTableJSON, error) {
 		if rows[i].Previous == "" || len(rows[i].Added) == 0 {
 			continue
 		}
-		ops, _, err := s.cachedMissingOps(ctx, rows[i].Previous)
+		before, _, err := s.cachedMissingOps(ctx, rows[i].Previous)
 		if err != nil {
 			return nil, err
 		}
-		rows[i].Unblocks = unblocked(ops, rows[i].Added)
+		after, _, err := s.cachedMissingOps(ctx, rows[i].Table)
+		if err != nil {
+			return nil, err
+		}
+		rows[i].Unblocks = unblocked(before, after)
 	}
 	return rows, nil
 }
 
-// unblocked are the models of a fix list whose every missing op is among
-// added, most downloaded first (the list's order: a model's downloads are
-// the same in every row it is in).
-func unblocked(ops []store.MissingOp, added []string) []string {
-	blocked := map[string]bool{}
-	order := []string{}
-	for _, o := range ops {
-		fixed := slices.Contains(added, o.Op)
+// unblocked are the models of the fix list before that the fix list after
+// does not name, in before's order (its ops by downloads blocked, each
+// op's models most downloaded first).
+func unblocked(before, after []store.MissingOp) []string {
+	still := map[string]bool{}
+	for _, o := range after {
 		for _, id := range o.ModelIDs {
-			if _, seen := blocked[id]; !seen {
-				order = append(order, id)
-				blocked[id] = false
-			}
-			if !fixed {
-				blocked[id] = true
-			}
+			still[id] = true
 		}
 	}
 	out := []string{}
-	for _, id := range order {
-		if !blocked[id] {
-			out = append(out, id)
+	for _, o := range before {
+		for _, id := range o.ModelIDs {
+			if !still[id] {
+				still[id] = true // listed once
+				out = append(out, id)
+			}
 		}
 	}
 	return out

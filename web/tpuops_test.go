@@ -279,3 +279,58 @@ func TestAPIOpsRefusesWhatTheDocumentRefuses(t *testing.T) {
 		t.Errorf("/ops.csv?table=: %d", r.status)
 	}
 }
+
+// TestNewKernelTableUnblocksTracedModels (issue 36, point 4): models whose
+// run traced an op the kernel table lacked move when a newer table
+// implements it: their prediction on the model API, the fix list, and the
+// new table's row and feed item, which name the models it unblocks.
+func TestNewKernelTableUnblocksTracedModels(t *testing.T) {
+	ts := newTestServer(t, 0, 0, Config{})
+	ts.upsert(t,
+		store.ModelUpsert{ID: "o/a", Task: "text-generation", Downloads: 1000, SHA: "s"},
+		store.ModelUpsert{ID: "o/b", Task: "text-generation", Downloads: 500, SHA: "s"})
+	ctx := context.Background()
+	put := func(tpu string, hour int, median string) compat.KernelTable {
+		kt := compat.KernelTable{Torch: "2.15.0", TorchTPU: tpu, ReadAt: testTime.Add(time.Duration(hour) * time.Hour),
+			Ops: map[string]string{"aten::addmm": compat.OpNative, "aten::median": median, "aten::_aminmax": compat.OpFallback}}
+		if _, err := ts.db.PutKernelTable(ctx, kt); err != nil {
+			t.Fatal(err)
+		}
+		return kt
+	}
+	put("0.2.0", 0, compat.OpFallback)
+	traced := func(forward ...string) compat.Result {
+		r := passOn(compat.TargetCPU, testTime.Add(time.Hour), 10)
+		r.Runtime.TorchTPU, r.Runtime.Device = "", "cpu"
+		r.OpsTraced = &compat.OpsTrace{Forward: forward}
+		return r
+	}
+	ts.record(t, "o/a", traced("aten::addmm", "aten::median"))
+	ts.record(t, "o/b", traced("aten::addmm", "aten::_aminmax"))
+	if ops := decode[opsBody](t, ts.get(t, "/api/v1/ops")); len(ops.Ops) != 2 || ops.Ops[0].Op != "aten::median" {
+		t.Fatalf("the fix list against 0.2.0: %+v", ops)
+	}
+	v3 := put("0.3.0", 2, compat.OpNative)
+
+	api := decode[compat.Model](t, ts.get(t, "/api/v1/models/o/a?target=cpu"))
+	if p := api.Result.TPUOps; p == nil || p.Table != v3.Name() || len(p.Missing) != 0 {
+		t.Errorf("o/a's prediction after 0.3.0: %+v", p)
+	}
+	if ops := decode[opsBody](t, ts.get(t, "/api/v1/ops")); ops.Table != v3.Name() || len(ops.Ops) != 1 || ops.Ops[0].Op != "aten::_aminmax" {
+		t.Errorf("the fix list against 0.3.0: %+v", ops)
+	}
+	var body struct {
+		KernelTables []kernelTableJSON `json:"kernel_tables"`
+	}
+	if err := json.Unmarshal([]byte(ts.get(t, "/api/v1/runtimes").body), &body); err != nil {
+		t.Fatal(err)
+	}
+	if k := body.KernelTables; len(k) != 2 || k[0].Table != v3.Name() || strings.Join(k[0].Unblocks, ",") != "o/a" {
+		t.Errorf("kernel tables %+v", k)
+	}
+	feed := ts.get(t, "/feed.json?kind=runtime").body
+	if !strings.Contains(feed, "New TorchTPU kernel table "+v3.Name()+": 1 operators added, 0 dropped; predicted to unblock 1 models") ||
+		!strings.Contains(feed, "/models/o/a") || strings.Contains(feed, "/models/o/b") {
+		t.Errorf("the feed: %.600s", feed)
+	}
+}

@@ -110,7 +110,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, version strin
 		return wheel.Load(ctx, pythonOf(cfg), cfg.CacheHome)
 	}
 	if cfg.VLLMPython != "" {
-		a.Scanner.ServeProbe = func(ctx context.Context, dir string, res compat.Result) (serving.Measured, error) {
+		a.Scanner.ServeProbe = func(ctx context.Context, dir string, res compat.Result) (compat.ServingMeasured, error) {
 			return ServeProbeIn(ctx, cfg, dir, res)
 		}
 	}

@@ -116,7 +116,21 @@ func PredictionSource(table string) string {
 // EvidenceOfEvent is the evidence of the result that made the event
 // (EvidenceOf): e's target, device and device count, runtime and time
 // (DeviceCount 0, not known, for an event whose result is gone).
+//
+// A serving change (Event.Serving) is measured by the serving probe: its
+// device and tensor_parallel_size chips, its runtime's key
+// (ServingRuntime.Key: vllm-torchtpu~torch~torch_tpu~libtpu) and time.
 func EvidenceOfEvent(e Event) Evidence {
+	if e.Serving() {
+		at := e.At.UTC()
+		rt := e.Runtime
+		key := ServingRuntime{VLLMTorchTPU: &rt.VLLMTorchTPU, Torch: &rt.Torch, TorchTPU: &rt.TorchTPU, Libtpu: &rt.LibTPU}.Key()
+		ev := Evidence{Kind: EvidenceMeasured, Target: e.Target, Device: rt.Device, DeviceCount: max(rt.DeviceCount, 0), Runtime: key, At: &at}
+		if ev.Device == "" {
+			ev.Device = string(e.Target)
+		}
+		return ev
+	}
 	return EvidenceOf(&Result{Target: e.Target, Status: e.ToStatus, Stage: e.Stage, Signature: e.Signature,
 		Revision: e.Revision, TestedAt: e.At, Runtime: e.Runtime, DevicesUsed: e.DevicesUsed})
 }

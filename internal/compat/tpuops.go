@@ -99,14 +99,29 @@ func DiffKernels(old, new KernelTable) KernelDiff {
 
 // OpsTrace is what the harness traced of a probe's CPU run: the aten ops
 // the forward, generate and the train step dispatched, renamed to the ops
-// the TPU reaches (tpu_ops.json). The runner judges it against the kernel
-// table (Result.TPUOps) and drops it.
+// the TPU reaches (tpu_ops.json). The runner judges it against its host's
+// kernel table (Result.TPUOps); the store keeps it (without the notes) and
+// judges it again against the newest kernel table it keeps, at the
+// result's arrival and at every new table's.
 type OpsTrace struct {
 	Forward  []string `json:"forward"`
 	Generate []string `json:"generate,omitempty"`
 	Train    []string `json:"train,omitempty"`
 	// Notes say which part could not be traced.
 	Notes []string `json:"notes,omitempty"`
+}
+
+// validate is Validate's part for the trace: each list at most
+// MaxTracedOps names of MaxOpBytes.
+func (t OpsTrace) validate() error {
+	if err := validateOpLists(opList{"ops_traced.forward", t.Forward}, opList{"ops_traced.generate", t.Generate},
+		opList{"ops_traced.train", t.Train}); err != nil {
+		return err
+	}
+	if len(t.Notes) > 8 {
+		return refuse("ops_traced.notes", "%d notes, over 8", len(t.Notes))
+	}
+	return nil
 }
 
 // TPUOps is a prediction, never a TPU result: the ops a probe's CPU run
@@ -201,10 +216,20 @@ func (t TPUOps) validate() error {
 			return refuse(c.field, "%d out of 0..%d", c.n, MaxTracedOps)
 		}
 	}
-	for _, l := range []struct {
-		field string
-		ops   []string
-	}{{"tpu_ops.missing", t.Missing}, {"tpu_ops.missing_train", t.MissingTrain}, {"tpu_ops.unknown", t.Unknown}} {
+	return validateOpLists(opList{"tpu_ops.missing", t.Missing}, opList{"tpu_ops.missing_train", t.MissingTrain},
+		opList{"tpu_ops.unknown", t.Unknown})
+}
+
+// opList is a field's list of op names.
+type opList struct {
+	field string
+	ops   []string
+}
+
+// validateOpLists refuses a list of more than MaxTracedOps names, or a name
+// that is not a label of at most MaxOpBytes.
+func validateOpLists(lists ...opList) error {
+	for _, l := range lists {
 		if len(l.ops) > MaxTracedOps {
 			return refuse(l.field, "%d entries, over %d", len(l.ops), MaxTracedOps)
 		}

@@ -42,6 +42,36 @@ func TestValidateTPUOps(t *testing.T) {
 	}
 }
 
+// TestValidateOpsTrace: a trace (which a worker sends and the store keeps)
+// rides on a result off tpu only, with printable op names.
+func TestValidateOpsTrace(t *testing.T) {
+	cpu := good()
+	cpu.Target, cpu.Runtime.TorchTPU, cpu.Runtime.Device = TargetCPU, "", "cpu"
+	cpu.Metrics.Efficiency = nil
+	cpu.Metrics.MFU, cpu.Metrics.MBU = nil, nil
+	cpu.OpsTraced = &OpsTrace{Forward: []string{"aten::mm"}, Train: []string{"aten::_foreach_add_.Scalar"}}
+	if err := cpu.Validate(); err != nil {
+		t.Fatalf("a cpu result with a trace: %v", err)
+	}
+	for name, tc := range map[string]struct {
+		mod   func(r *Result)
+		field string
+	}{
+		"on a tpu result":   {func(r *Result) { r.Target = TargetTPU }, "ops_traced"},
+		"control character": {func(r *Result) { r.OpsTraced.Train = []string{"aten::x\x1b[31m"} }, "ops_traced.train[0]"},
+		"too long":          {func(r *Result) { r.OpsTraced.Generate = []string{strings.Repeat("x", MaxOpBytes+1)} }, "ops_traced.generate[0]"},
+	} {
+		r := cpu
+		r.OpsTraced = &OpsTrace{Forward: []string{"aten::mm"}}
+		tc.mod(&r)
+		err := r.Validate()
+		var fe *FieldError
+		if !errors.As(err, &fe) || fe.Field != tc.field {
+			t.Errorf("%s: %v, want a refusal of %s", name, err, tc.field)
+		}
+	}
+}
+
 func TestTPUOpsSummary(t *testing.T) {
 	p := prediction()
 	if got := p.Summary(); got != "TorchTPU 0.2.0: 1 op not implemented (aten::median)" {

@@ -164,6 +164,14 @@ func (r Result) Validate() error {
 			return err
 		}
 	}
+	if r.OpsTraced != nil {
+		if r.Target == TargetTPU {
+			return refuse("ops_traced", "a trace on a tpu result (a tpu run is measured, not predicted)")
+		}
+		if err := r.OpsTraced.validate(); err != nil {
+			return err
+		}
+	}
 	return r.validateMatrix()
 }
 

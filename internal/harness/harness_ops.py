@@ -6,8 +6,8 @@ after autograd, where the dispatcher picks a backend's kernel. The probe traces,
 * ``forward``:  the float32 CPU reference's forward of the numerics stage, which every probe runs (the same model and
                 inputs in float32 on the CPU: the op names are the run's; no timed call is traced);
 * ``generate``: one more eager generate() of two tokens with the stage's settings, after the measured one;
-* ``train``:    the first of the train step's three steps (forward with labels, backward, AdamW's step); the
-                third is the one timed.
+* ``train``:    the first of the train step's three steps (forward with labels, backward, AdamW's step, its
+                optimizer step as on the TPU: below); the third is the one timed.
 
 The names are then renamed to what the TPU reaches (tpu_ops.json "map", which the scanner reads too:
 internal/harness/tpuops.go): the CPU's own choices (scaled_dot_product_attention's ``*_for_cpu`` kernels,
@@ -15,8 +15,15 @@ internal/harness/tpuops.go): the CPU's own choices (scaled_dot_product_attention
 to, or nothing where the TPU reaches none. Ops the CPU decomposes but the TPU implements whole (aten::linear,
 aten::rms_norm, aten::cross_entropy_loss: torch_tpu registers their AutogradPrivateUse1 kernels) show as their
 CPU pieces (aten::addmm, aten::_log_softmax, ...), which the TPU implements too: nothing is charged for them.
-What stays device-dependent beyond the table: torch's optimizers take their foreach path on PrivateUse1 devices
-and their per-tensor loop on the CPU (the trace names the loop's ops).
+
+The optimizer's step is traced as the TPU would dispatch it (optimizer_as_on_tpu): torch's optimizers leave
+``foreach=None`` to torch.optim.optimizer._default_to_fused_or_foreach, which picks the multi-tensor path for
+the devices of torch.utils._foreach_utils._get_foreach_kernels_supported_devices() (cuda, xpu, mtia and the
+PrivateUse1 backend, the TPU) and the per-tensor loop on the CPU. A loop's ops (aten::lerp_, aten::addcdiv_,
+...) cannot be renamed one by one into the aten::_foreach_* op the TPU reaches, so for the traced step alone a
+global step pre-hook turns ``foreach`` on in every group that left it to that choice (not fused, not
+differentiable, plain tensors), and the post-hook puts it back: the trace names aten::_foreach_lerp_.Scalar,
+aten::_foreach_addcdiv_.ScalarList, ... (torch_tpu 0.2.0 implements them all, and _fused_adam(w)_ too).
 
 The scanner judges the names against the runtime's kernel table (harness_kernels.py, in a process of its own)
 and records a prediction (result.tpu_ops), never a TPU result. A trace never fails a probe: an op the mode
@@ -89,6 +96,41 @@ def _mode_class():
     return OpRecorder
 
 
+@contextlib.contextmanager
+def optimizer_as_on_tpu():
+    """Inside the block, every optimizer step takes the path torch takes for a PrivateUse1 device: ``foreach`` on
+    in each param group that left it to torch (None), unless the group is fused or differentiable or holds a
+    tensor type the multi-tensor kernels do not take (torch.optim.optimizer._default_to_fused_or_foreach's
+    rule). Each group is put back after its step, and at the block's end whatever happens."""
+    try:
+        from torch.optim import optimizer as topt
+
+        supported = tuple(topt._foreach_supported_types)
+    except Exception:  # noqa: BLE001 - an older torch: the loop's ops are traced
+        yield
+        return
+    flipped: list = []
+
+    def restore(*_):
+        while flipped:
+            flipped.pop()["foreach"] = None
+
+    def pre(opt, args, kwargs):
+        for g in opt.param_groups:
+            if g.get("foreach", False) is None and not g.get("fused") and not g.get("differentiable") and \
+                    all(type(p) in supported for p in g["params"]):
+                g["foreach"] = True
+                flipped.append(g)
+
+    hooks = [topt.register_optimizer_step_pre_hook(pre), topt.register_optimizer_step_post_hook(restore)]
+    try:
+        yield
+    finally:
+        for h in hooks:
+            h.remove()
+        restore()
+
+
 class Tracer:
     """The trace of one probe: per kind, the ops seen; the kinds whose trace failed are dropped."""
 
@@ -108,7 +150,7 @@ class Tracer:
         if self._cls is None:
             self._cls = _mode_class()
         seen = self.seen.setdefault(kind, set())
-        with self._cls(seen):
+        with optimizer_as_on_tpu() if kind == "train" else contextlib.nullcontext(), self._cls(seen):
             yield
 
     def call(self, kind: str, fn) -> None:

@@ -14,8 +14,9 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/internal/harness"
 )
 
-// TestPredict: a trace becomes a prediction off tpu, and is dropped; a tpu
-// result (measured) and a runner without a table get none.
+// TestPredict: a trace becomes a prediction off tpu and stays beside it
+// (the store keeps it); a tpu result (measured) gets neither, a runner
+// without a table keeps the trace alone.
 func TestPredict(t *testing.T) {
 	kt := compat.KernelTable{Torch: "2.15.0", TorchTPU: "0.2.0", Ops: map[string]string{
 		"aten::addmm": compat.OpNative, "aten::median": compat.OpFallback}}
@@ -23,7 +24,7 @@ func TestPredict(t *testing.T) {
 	trace := &compat.OpsTrace{Forward: []string{"aten::addmm", "aten::median"}}
 	res := compat.Result{Target: compat.TargetCPU, OpsTraced: trace}
 	r.predict(context.Background(), &res)
-	if res.OpsTraced != nil || res.TPUOps == nil || !slices.Equal(res.TPUOps.Missing, []string{"aten::median"}) {
+	if res.OpsTraced != trace || res.TPUOps == nil || !slices.Equal(res.TPUOps.Missing, []string{"aten::median"}) {
 		t.Fatalf("cpu: trace %v, prediction %+v", res.OpsTraced, res.TPUOps)
 	}
 	tpu := compat.Result{Target: compat.TargetTPU, OpsTraced: trace}
@@ -34,7 +35,7 @@ func TestPredict(t *testing.T) {
 	none := &Runner{log: quietLogger(), found: &envCache{kernels: kernelCache{done: true, err: os.ErrNotExist}}}
 	res = compat.Result{Target: compat.TargetCPU, OpsTraced: trace}
 	none.predict(context.Background(), &res)
-	if res.TPUOps != nil || res.OpsTraced != nil {
+	if res.TPUOps != nil || res.OpsTraced != trace {
 		t.Errorf("no table: %+v %+v", res.TPUOps, res.OpsTraced)
 	}
 }
@@ -81,6 +82,31 @@ func TestRealKernelTable(t *testing.T) {
 	again, err := r.KernelTable(context.Background())
 	if err != nil || time.Since(start) > time.Second || !again.ReadAt.Equal(kt.ReadAt) {
 		t.Errorf("asked again: %v after %s", err, time.Since(start))
+	}
+}
+
+// TestRealKernelVersions: the versions the runner names without reading
+// the table are the ones the table is kept under (torch's local tag
+// included), in a fraction of the table's time; a table handed to a runner
+// answers KernelTable with no read.
+func TestRealKernelVersions(t *testing.T) {
+	_, kt := realKernelTable(t)
+	r := realRunner(t, func(c *Config) { c.EnvTimeout = 2 * time.Minute })
+	start := time.Now()
+	torch, tpu, err := r.KernelVersions(context.Background())
+	took := time.Since(start)
+	if err != nil || torch != kt.Torch || tpu != kt.TorchTPU {
+		t.Fatalf("versions %q %q (%v), the table's %q %q", torch, tpu, err, kt.Torch, kt.TorchTPU)
+	}
+	t.Logf("kernel versions read in %s", took)
+	if took > 10*time.Second {
+		t.Errorf("the versions took %s: they import nothing", took)
+	}
+	r.UseKernelTable(kt)
+	start = time.Now()
+	got, err := r.KernelTable(context.Background())
+	if err != nil || got.Name() != kt.Name() || time.Since(start) > time.Second {
+		t.Errorf("handed a table: %s %v after %s", got.Name(), err, time.Since(start))
 	}
 }
 

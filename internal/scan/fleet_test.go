@@ -19,6 +19,7 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/internal/fleet"
 	"github.com/google-pytorch/torchtpu-scanner/internal/hub"
 	"github.com/google-pytorch/torchtpu-scanner/internal/readiness"
+	"github.com/google-pytorch/torchtpu-scanner/internal/testenv"
 	"github.com/google-pytorch/torchtpu-scanner/store"
 )
 
@@ -167,7 +168,7 @@ func TestAFleetScanWithoutWorkersFailsAndIsRetried(t *testing.T) {
 	if err := svc.Request("manual"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, func() bool {
+	testenv.Eventually(t, "the condition", 10*time.Second, func() bool {
 		scans, _ := f.store.ListScans(ctx, 10)
 		return len(scans) >= 3 // the failed one above, the manual one, and a retry
 	})
@@ -183,7 +184,7 @@ func TestAStoppedFleetScanIsResumed(t *testing.T) {
 	go iw.run(wctx)
 	ctx, stop := context.WithCancel(context.Background())
 	go func() {
-		waitFor(t, func() bool {
+		testenv.Eventually(t, "the condition", 10*time.Second, func() bool {
 			scans, _ := f.store.ListScans(context.Background(), 1)
 			if len(scans) == 0 || len(iw.leased()) == 0 {
 				return false
@@ -226,7 +227,7 @@ func TestAFleetScanStoppedWhilePlanningIsInterrupted(t *testing.T) {
 	go iw.run(wctx)
 	ctx, stop := context.WithCancel(context.Background())
 	go func() {
-		waitFor(t, func() bool { return len(iw.leased()) > 0 })
+		testenv.Eventually(t, "the condition", 10*time.Second, func() bool { return len(iw.leased()) > 0 })
 		stop()
 	}()
 	sc, err := f.s.Run(ctx, Options{Mode: compat.ModeArch, Target: compat.TargetCPU}, Hooks{})
@@ -237,7 +238,7 @@ func TestAFleetScanStoppedWhilePlanningIsInterrupted(t *testing.T) {
 		t.Errorf("jobs %+v: want the leased one left to finish", c)
 	}
 	close(iw.hold) // the worker's result after the stop is taken, once
-	waitFor(t, func() bool { iw.mu.Lock(); defer iw.mu.Unlock(); return len(iw.posted) > 0 })
+	testenv.Eventually(t, "the condition", 10*time.Second, func() bool { iw.mu.Lock(); defer iw.mu.Unlock(); return len(iw.posted) > 0 })
 	if err := iw.posted[0]; err != nil {
 		t.Errorf("the result after the stop: %v, want recorded", err)
 	}
@@ -466,7 +467,7 @@ func TestAFleetScanGivesWay(t *testing.T) {
 		sc, err := f.s.Run(ctx, Options{Mode: compat.ModeArch, Yield: give.Load}, Hooks{})
 		out <- ran{sc, err}
 	}()
-	waitFor(t, func() bool { return len(iw.leased()) == 1 }) // the worker holds a probe
+	testenv.Eventually(t, "the condition", 10*time.Second, func() bool { return len(iw.leased()) == 1 }) // the worker holds a probe
 	give.Store(true)
 	time.Sleep(3 * yieldPoll)
 	close(iw.hold) // the probes in flight finish

@@ -96,7 +96,7 @@ type Scanner struct {
 	// still holds (serveProbe), in the snapshot folder dir that probe
 	// read; res is that probe's result. An error says it could not start
 	// (no snapshot): nothing is stored.
-	ServeProbe func(ctx context.Context, dir string, res compat.Result) (serving.Measured, error)
+	ServeProbe func(ctx context.Context, dir string, res compat.Result) (compat.ServingMeasured, error)
 }
 
 func (s *Scanner) now() time.Time {
@@ -226,20 +226,51 @@ type KernelTabler interface {
 	KernelTable(ctx context.Context) (compat.KernelTable, error)
 }
 
+// KernelVersioner is a KernelTabler that names the versions its table is
+// kept under without reading it, and takes a kept one instead
+// (*probe.Runner).
+type KernelVersioner interface {
+	KernelVersions(ctx context.Context) (torch, torchTPU string, err error)
+	UseKernelTable(kt compat.KernelTable)
+}
+
+// The runner names its versions and takes a kept table: a scan reads the
+// table once per runtime.
+var (
+	_ KernelTabler    = (*probe.Runner)(nil)
+	_ KernelVersioner = (*probe.Runner)(nil)
+	_ KernelStore     = (*store.SQLite)(nil)
+)
+
 // KernelStore keeps kernel tables (*store.SQLite).
 type KernelStore interface {
 	PutKernelTable(ctx context.Context, kt compat.KernelTable) (bool, error)
+	KernelTableOf(ctx context.Context, torch, torchTPU string) (compat.KernelTable, bool, error)
 }
 
 // keepKernelTable keeps this host's TorchTPU kernel table with its runtime
-// (once per torch and torch_tpu versions; the runner reads it once): what
-// /runtimes and /ops show, and what this scan's predictions (result.tpu_ops)
-// are judged against. A host without torch_tpu has none, and says so once.
+// (once per torch and torch_tpu versions): what /runtimes and /ops show,
+// and what this scan's predictions (result.tpu_ops) are judged against.
+// The table is read once per runtime, not once per runner: when the
+// database keeps the table of the versions the runner names, the runner
+// takes it instead of reading it (~25 s in a child process). A host
+// without torch_tpu has none, and says so once.
 func (s *Scanner) keepKernelTable(ctx context.Context) {
 	kp, ok := s.Prober.(KernelTabler)
 	ks, ok2 := s.Store.(KernelStore)
 	if !ok || !ok2 {
 		return
+	}
+	if kv, ok := s.Prober.(KernelVersioner); ok {
+		if torch, tpu, err := kv.KernelVersions(ctx); err == nil {
+			kept, found, err := ks.KernelTableOf(ctx, torch, tpu)
+			if err != nil {
+				s.log().Warn("scan: kept kernel table unreadable: reading it again", "err", err)
+			} else if found {
+				kv.UseKernelTable(kept)
+				return
+			}
+		}
 	}
 	kt, err := kp.KernelTable(ctx)
 	if err != nil {
@@ -375,6 +406,7 @@ func (r *run) fetch(ctx context.Context, j *entry, cand preflight.Candidate, in 
 	}
 	j.snapshot = dir
 	cand.Config, cand.ConfigErr = preflight.ReadConfig(filepath.Join(dir, "config.json"))
+	cand.ConfigRead = cand.ConfigErr == nil
 	if _, ok := hub.IsCapError(cand.ConfigErr); ok {
 		return r.decided(j, probestep.FetchFailed(cand.ConfigErr))
 	}

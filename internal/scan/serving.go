@@ -66,7 +66,7 @@ func (r *run) loadServing(ctx context.Context) {
 // config.json's architectures); nil when it did not run, could not start,
 // or was cut by the scan's end (a verdict the shutdown made is not
 // stored). The time counts as the devices' busy time.
-func (r *run) serveProbe(ctx context.Context, held []int, j *entry, res compat.Result) *serving.Measured {
+func (r *run) serveProbe(ctx context.Context, held []int, j *entry, res compat.Result) *compat.ServingMeasured {
 	if r.s.ServeProbe == nil || r.serving == nil || res.Mode == nil || *res.Mode != compat.ModeFull || ctx.Err() != nil {
 		return nil
 	}
@@ -91,7 +91,7 @@ func (r *run) serveProbe(ctx context.Context, held []int, j *entry, res compat.R
 
 // putServing stores a measured serving verdict (nil: none) beside the
 // model's result, never in its place; a failure is logged.
-func (r *run) putServing(ctx context.Context, j *entry, m *serving.Measured) {
+func (r *run) putServing(ctx context.Context, j *entry, m *compat.ServingMeasured) {
 	if m == nil {
 		return
 	}

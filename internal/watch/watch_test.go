@@ -67,7 +67,7 @@ func TestParseQuery(t *testing.T) {
 		{"target=", Filter{}, ""},
 		{"q=ignored&limit=3", Filter{}, ""},
 		{"kind=runtime", Filter{Kinds: []string{"runtime"}}, ""},
-		{"kind=regresion", Filter{}, `kind "regresion": want one of regression, fix, new, change, flaky, train_regression, train_fix, runtime`},
+		{"kind=regresion", Filter{}, `kind "regresion": want one of regression, fix, new, change, flaky, train_regression, train_fix, serving_regression, serving_fix, serving_new, runtime`},
 		{"target=gpu", Filter{}, "target: unknown target"},
 		{"org=a&org=b", Filter{}, "org: give it once"},
 		{"target=tpu&target=cpu", Filter{}, "target: give it once"},

@@ -418,18 +418,6 @@ func startWorker(t *testing.T, f *fakeServer, p *fakeProber, devices int, grace 
 	return w, stop
 }
 
-// eventually polls cond until it holds or 20s pass.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // awaitStart waits up to 20s for a probe of p to start.
 func awaitStart(t *testing.T, p *fakeProber) {
 	t.Helper()

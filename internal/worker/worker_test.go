@@ -15,6 +15,7 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/internal/fleet"
 	"github.com/google-pytorch/torchtpu-scanner/internal/hub"
+	"github.com/google-pytorch/torchtpu-scanner/internal/testenv"
 )
 
 func TestWorkerDrainsTheQueueOnAllDevices(t *testing.T) {
@@ -25,7 +26,7 @@ func TestWorkerDrainsTheQueueOnAllDevices(t *testing.T) {
 	f := newFakeServer(t, 5*time.Second, jobs...)
 	p := &fakeProber{delay: 50 * time.Millisecond}
 	_, stop := startWorker(t, f, p, 3, time.Second, nil)
-	eventually(t, "9 accepted results", func() bool { acc, _, _, _ := f.snapshot(); return len(acc) == 9 })
+	testenv.Eventually(t, "9 accepted results", 20*time.Second, func() bool { acc, _, _, _ := f.snapshot(); return len(acc) == 9 })
 	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +110,7 @@ func TestALostLeaseStopsItsProbeAndPostsNothing(t *testing.T) {
 	f.expireNow() // the worker was cut off for a TTL: the job went back to the queue
 	// The next heartbeat says lost; the probe is stopped; the job is leased
 	// again (to this worker, the only one) and its second run reports.
-	eventually(t, "the re-leased job's result", func() bool { acc, _, _, _ := f.snapshot(); return len(acc["org/m"]) == 1 })
+	testenv.Eventually(t, "the re-leased job's result", 20*time.Second, func() bool { acc, _, _, _ := f.snapshot(); return len(acc["org/m"]) == 1 })
 	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +134,7 @@ func TestWorkerWaitsOutAServerRestart(t *testing.T) {
 	time.Sleep(1500 * time.Millisecond) // a few failed registrations
 	f.add(job("org/after-restart"))
 	f.down.Store(false)
-	eventually(t, "the result after the restart", func() bool { acc, _, _, _ := f.snapshot(); return len(acc) == 1 })
+	testenv.Eventually(t, "the result after the restart", 20*time.Second, func() bool { acc, _, _, _ := f.snapshot(); return len(acc) == 1 })
 	// Down again mid-flight: leasing fails, the worker backs off and keeps
 	// going. Backoff(0) is at most 1s: a worker polling every 200ms fails
 	// at least twice in a row in 2.5s.
@@ -141,7 +142,7 @@ func TestWorkerWaitsOutAServerRestart(t *testing.T) {
 	time.Sleep(2500 * time.Millisecond)
 	f.add(job("org/second"))
 	f.down.Store(false)
-	eventually(t, "the second result", func() bool { acc, _, _, _ := f.snapshot(); return len(acc) == 2 })
+	testenv.Eventually(t, "the second result", 20*time.Second, func() bool { acc, _, _, _ := f.snapshot(); return len(acc) == 2 })
 	rec := httptest.NewRecorder()
 	w.HealthHandler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/healthz", nil))
 	var h Health
@@ -160,7 +161,7 @@ func TestResultRefusalsAreNotRetried(t *testing.T) {
 			f.forceCode.Store(int32(code))
 			p := &fakeProber{delay: 10 * time.Millisecond}
 			_, stop := startWorker(t, f, p, 1, time.Second, nil)
-			eventually(t, "a result post", func() bool { _, _, posts, _ := f.snapshot(); return posts["org/m"] == 1 })
+			testenv.Eventually(t, "a result post", 20*time.Second, func() bool { _, _, posts, _ := f.snapshot(); return posts["org/m"] == 1 })
 			time.Sleep(1500 * time.Millisecond) // a retry would have come by now
 			if err := stop(); err != nil {
 				t.Fatal(err)
@@ -177,9 +178,9 @@ func TestResultPostsAreRetriedThroughAnOutage(t *testing.T) {
 	f.forceCode.Store(http.StatusServiceUnavailable)
 	p := &fakeProber{delay: 10 * time.Millisecond}
 	_, stop := startWorker(t, f, p, 1, 5*time.Second, nil)
-	eventually(t, "two failed posts", func() bool { _, _, posts, _ := f.snapshot(); return posts["org/m"] >= 2 })
+	testenv.Eventually(t, "two failed posts", 20*time.Second, func() bool { _, _, posts, _ := f.snapshot(); return posts["org/m"] >= 2 })
 	f.forceCode.Store(0)
-	eventually(t, "the accepted result", func() bool { acc, _, _, _ := f.snapshot(); return len(acc["org/m"]) == 1 })
+	testenv.Eventually(t, "the accepted result", 20*time.Second, func() bool { acc, _, _, _ := f.snapshot(); return len(acc["org/m"]) == 1 })
 	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -206,7 +207,7 @@ func TestAStatusChangeIsConfirmedByARerun(t *testing.T) {
 		return compat.StatusPass
 	}}
 	_, stop := startWorker(t, f, p, 1, time.Second, nil)
-	eventually(t, "three results", func() bool { acc, _, _, _ := f.snapshot(); return len(acc) == 3 })
+	testenv.Eventually(t, "three results", 20*time.Second, func() bool { acc, _, _, _ := f.snapshot(); return len(acc) == 3 })
 	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -239,7 +240,7 @@ func TestJobsThatCannotRunHereAreReportedNotProbed(t *testing.T) {
 	gatedErr := fmt.Errorf("download: %w", &hub.Error{Status: 403, Code: hub.CodeGatedRepo, Message: "Access to model org/gated is restricted"})
 	fetch := fakeFetcher{fail: map[string]error{"org/gated": gatedErr}}
 	_, stop := startWorker(t, f, p, 1, time.Second, fetch)
-	eventually(t, "two results", func() bool { acc, _, _, _ := f.snapshot(); return len(acc) == 2 })
+	testenv.Eventually(t, "two results", 20*time.Second, func() bool { acc, _, _, _ := f.snapshot(); return len(acc) == 2 })
 	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -340,7 +341,7 @@ func TestTheProbeIsToldItsPlanAndMissingInputs(t *testing.T) {
 	p := &fakeProber{delay: 5 * time.Millisecond}
 	fetch := fakeFetcher{failFile: map[string]error{"tokenizer.json": fmt.Errorf("tokenizer.json: %w", hub.ErrTooLarge)}}
 	_, stop := startWorker(t, f, p, 1, time.Second, fetch)
-	eventually(t, "two results", func() bool { acc, _, _, _ := f.snapshot(); return len(acc) == 2 })
+	testenv.Eventually(t, "two results", 20*time.Second, func() bool { acc, _, _, _ := f.snapshot(); return len(acc) == 2 })
 	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -364,7 +365,7 @@ func TestShardedJobsOnWorkersThatHoldThem(t *testing.T) {
 	f := newFakeServer(t, 5*time.Second, job("org/s0"), big, job("org/s1"), job("org/s2"))
 	p := &fakeProber{delay: 30 * time.Millisecond}
 	_, stop := startWorker(t, f, p, 1, time.Second, nil)
-	eventually(t, "the one-device jobs", func() bool { acc, _, _, _ := f.snapshot(); return len(acc) == 3 })
+	testenv.Eventually(t, "the one-device jobs", 20*time.Second, func() bool { acc, _, _, _ := f.snapshot(); return len(acc) == 3 })
 	time.Sleep(300 * time.Millisecond) // long polls go on: the two-device job stays queued
 	if err := stop(); err != nil {
 		t.Fatal(err)
@@ -380,7 +381,7 @@ func TestShardedJobsOnWorkersThatHoldThem(t *testing.T) {
 	f.add(job("org/s4"))
 	two := &fakeProber{delay: 30 * time.Millisecond}
 	_, stop = startWorker(t, f, two, 2, time.Second, nil)
-	eventually(t, "every job", func() bool { acc, _, _, _ := f.snapshot(); return len(acc) == 6 })
+	testenv.Eventually(t, "every job", 20*time.Second, func() bool { acc, _, _, _ := f.snapshot(); return len(acc) == 6 })
 	if err := stop(); err != nil {
 		t.Fatal(err)
 	}

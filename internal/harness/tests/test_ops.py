@@ -57,6 +57,43 @@ def test_a_failed_trace_never_reaches_the_probe():
     assert "generate" not in res and res["forward"] == [] and "generate not traced" in res["notes"][0]
 
 
+def adamw_step_ops(**opt_kw):
+    """The train trace of one forward, backward and AdamW step of a tiny linear model, and its optimizer."""
+    import torch
+
+    m, x = torch.nn.Linear(8, 8), torch.randn(2, 8)
+    opt = torch.optim.AdamW(m.parameters(), lr=1e-3, **opt_kw)
+    t = hops.Tracer()
+    t.enabled = True
+
+    def step():
+        m(x).sum().backward()
+        opt.step()
+
+    t.call("train", step)
+    assert not t.notes, t.notes
+    return hops.renamed(t.seen["train"]), opt
+
+
+def test_the_optimizer_step_is_traced_as_the_tpu_dispatches_it():
+    """On a PrivateUse1 device torch's optimizers take the multi-tensor path (the TPU's backend is among the
+    foreach devices of the real torch); the traced step names its aten::_foreach_* ops, not the CPU's loop, and
+    the optimizer is left as it was. An optimizer that chose the loop (foreach=False) is traced as it is."""
+    import torch
+    from torch.utils._foreach_utils import _get_foreach_kernels_supported_devices
+
+    assert torch._C._get_privateuse1_backend_name() in _get_foreach_kernels_supported_devices()
+    ops, opt = adamw_step_ops()
+    for op in ("aten::_foreach_lerp_.Scalar", "aten::_foreach_addcdiv_.ScalarList", "aten::_foreach_sqrt",
+               "aten::_foreach_mul_.Scalar"):
+        assert op in ops, ops
+    assert not {"aten::lerp_.Scalar", "aten::addcdiv_", "aten::addcmul_"} & set(ops), ops
+    assert all(g["foreach"] is None for g in opt.param_groups)
+    loop, opt = adamw_step_ops(foreach=False)
+    assert "aten::lerp_.Scalar" in loop and not [o for o in loop if "_foreach_" in o], loop
+    assert all(g["foreach"] is False for g in opt.param_groups)
+
+
 def test_off_traces_nothing():
     t = hops.Tracer()
     t.call("forward", lambda: None)
@@ -94,6 +131,8 @@ def test_traces_name_no_cpu_only_op(kind, tmp_path, run_inproc):
         assert "aten::_scaled_dot_product_fused_attention_overrideable" in tr["forward"]
         assert "aten::_scaled_dot_product_fused_attention_overrideable_backward" in tr["train"]
         assert "aten::embedding_dense_backward" in tr["train"]
+        # AdamW's step as the TPU dispatches it: the multi-tensor ops, not the CPU's per-tensor loop
+        assert "aten::_foreach_lerp_.Scalar" in tr["train"] and "aten::lerp_.Scalar" not in tr["train"]
 
 
 def test_ops_trace_off(tmp_path, run_inproc):
