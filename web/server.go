@@ -211,8 +211,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.data = data.NewReader(s.store, sweepList)
 	s.badges = badge.New(s.data, s.log)
-	s.api = api.New(api.Config{Data: s.data, Known: s.known, Clients: &s.clients, HubEndpoint: s.hubEndpoint, Scans: s.scans, Asks: &s.asks, Log: s.log})
-	s.feeds = feeds.New(s.data, s.known, &s.clients, s.hubEndpoint, cfg.Webhooks)
+	site := data.Site{Data: s.data, Known: s.known, Clients: &s.clients, Hub: s.hub}
+	s.api = api.New(api.Config{Site: site, Scans: s.scans, Asks: &s.asks, Log: s.log})
+	s.feeds = feeds.New(site, cfg.Webhooks)
 	if s.reg == nil {
 		s.reg = metrics.NewRegistry()
 	}
@@ -226,8 +227,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 
-	if s.pages, err = pages.New(pages.Config{Data: s.data, Known: s.known, Clients: &s.clients, HubEndpoint: s.hubEndpoint,
-		Version: s.version, Scans: s.scans, Asks: &s.asks, Log: s.log}); err != nil {
+	if s.pages, err = pages.New(pages.Config{Site: site, Version: s.version, Scans: s.scans, Asks: &s.asks, Log: s.log}); err != nil {
 		return nil, err
 	}
 	if s.openapi, err = loadOpenAPI(s.scans != nil, s.work.On(), s.asks.Desk != nil); err != nil {

@@ -11,38 +11,28 @@ import (
 
 	"github.com/google-pytorch/torchtpu-scanner/web/internal/cached"
 	"github.com/google-pytorch/torchtpu-scanner/web/internal/data"
-	"github.com/google-pytorch/torchtpu-scanner/web/internal/httpx"
-	"github.com/google-pytorch/torchtpu-scanner/web/internal/show"
 )
 
 // Handler serves the JSON API and keeps its answers.
 type Handler struct {
-	data        *data.Reader
-	known       *data.Known
-	clients     *httpx.Clients
-	hub         show.Hub
-	hubEndpoint string           // the Hub's base URL (the answers' links: their ETags say it)
-	scans       data.ScanControl // nil: no scheduler
-	asks        *data.Asks       // the test requests
-	log         *slog.Logger
-	apiLists    cached.Map[string, cached.Body] // the answers of cachedJSON, by URL
+	data.Site
+	scans    data.ScanControl // nil: no scheduler
+	asks     *data.Asks       // the test requests
+	log      *slog.Logger
+	apiLists cached.Map[string, cached.Body] // the answers of cachedJSON, by URL
 }
 
 // Config is what the API reads and says.
 type Config struct {
-	Data        *data.Reader
-	Known       *data.Known
-	Clients     *httpx.Clients
-	HubEndpoint string
-	Scans       data.ScanControl
-	Asks        *data.Asks
-	Log         *slog.Logger
+	data.Site
+	Scans data.ScanControl
+	Asks  *data.Asks
+	Log   *slog.Logger
 }
 
 // New is the API's handler.
 func New(cfg Config) *Handler {
-	h := &Handler{data: cfg.Data, known: cfg.Known, clients: cfg.Clients, hub: show.Hub(cfg.HubEndpoint),
-		hubEndpoint: cfg.HubEndpoint, scans: cfg.Scans, asks: cfg.Asks, log: cfg.Log}
+	h := &Handler{Site: cfg.Site, scans: cfg.Scans, asks: cfg.Asks, log: cfg.Log}
 	h.apiLists.MaxBytes = 32 << 20
 	return h
 }

@@ -72,7 +72,7 @@ func (h *Handler) Compare(c *fiber.Ctx) error {
 		return err
 	}
 	return h.cachedJSON(c, "web: api compare", func() (any, error) {
-		cmp, _, _, err := h.data.ResolveCompare(c.UserContext(), c.Query("base"), c.Query("head"), limit, c.Query("cursor"))
+		cmp, _, _, err := h.Data.ResolveCompare(c.UserContext(), c.Query("base"), c.Query("head"), limit, c.Query("cursor"))
 		if err != nil {
 			return nil, err
 		}
@@ -105,7 +105,7 @@ func (h *Handler) compareJSON(cmp *data.Comparison) CompareBody {
 // knowItems sets the known issues of a comparison's list.
 func (h *Handler) knowItems(items []CompareItem) []CompareItem {
 	for i := range items {
-		items[i].KnownIssue = h.known.Table().MatchPtr(items[i].Signature)
+		items[i].KnownIssue = h.Known.Table().MatchPtr(items[i].Signature)
 	}
 	return items
 }

@@ -106,7 +106,7 @@ var KnownCSVColumns = []string{"known_issue", "known_issue_url", "known_issue_st
 func (h *Handler) knownCSV(m compat.Model) []string {
 	var k *compat.KnownIssue
 	if m.Result != nil {
-		k = h.known.Table().MatchPtr(m.Result.Signature)
+		k = h.Known.Table().MatchPtr(m.Result.Signature)
 	}
 	if k == nil {
 		return make([]string, len(KnownCSVColumns))
@@ -158,7 +158,7 @@ func (h *Handler) ExportCSV(c *fiber.Ctx) error {
 	// The page is written after the handler returns, when the request's
 	// context is no more; the export stops when the client goes away.
 	ctx := context.WithoutCancel(c.UserContext())
-	models, next, err := h.data.Store.ExportModels(ctx, q)
+	models, next, err := h.Data.Store.ExportModels(ctx, q)
 	if err != nil {
 		return fmt.Errorf("web: export: %w", err)
 	}
@@ -196,7 +196,7 @@ func (p pacedWriter) Write(b []byte) (int, error) {
 func (h *Handler) writeExport(ctx context.Context, w io.Writer, q store.ModelQuery, models []compat.Model, next string) error {
 	var buf bytes.Buffer
 	WriteCSVRow(&buf, CSVAllColumns, nil)
-	reg, err := h.data.ServingRegistry(ctx)
+	reg, err := h.Data.ServingRegistry(ctx)
 	if err != nil {
 		return err
 	}
@@ -207,7 +207,7 @@ func (h *Handler) writeExport(ctx context.Context, w io.Writer, q store.ModelQue
 			models[i].Serving = data.ServingCell(reg, models[i])
 			page[i] = &models[i]
 		}
-		if err := h.data.WithMeasured(ctx, page...); err != nil { // one query per page
+		if err := h.Data.WithMeasured(ctx, page...); err != nil { // one query per page
 			h.log.Error("export cut short", "rows", rows, "err", err)
 			return err
 		}
@@ -224,7 +224,7 @@ func (h *Handler) writeExport(ctx context.Context, w io.Writer, q store.ModelQue
 			return nil
 		}
 		q.Cursor = next
-		if models, next, err = h.data.Store.ExportModels(ctx, q); err != nil {
+		if models, next, err = h.Data.Store.ExportModels(ctx, q); err != nil {
 			h.log.Error("export cut short", "rows", rows, "err", err)
 			return err
 		}
@@ -271,7 +271,7 @@ func (h *Handler) csvRecord(m compat.Model) []string {
 		strconv.FormatBool(m.Gated), string(r.Status), string(r.Target), show.Deref(r.Stage), show.Deref(r.FailureClass),
 		show.Deref(r.Op), show.Deref(r.Reason), show.Deref(r.Signature), show.Deref(r.Mode), f(r.Metrics.TokensPerS),
 		f(r.Metrics.ForwardMS), mem, tested, r.Revision, r.Runtime.Torch, r.Runtime.TorchTPU,
-		r.Runtime.Transformers, h.hub.Model(m.ID)}
+		r.Runtime.Transformers, h.Hub.Model(m.ID)}
 }
 
 // WriteCSVRow writes one RFC 4180 row. A text cell that a spreadsheet

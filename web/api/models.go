@@ -42,11 +42,11 @@ func (h *Handler) Models(c *fiber.Ctx) error {
 	}
 	ctx := c.UserContext()
 	return h.cachedJSON(c, "web: api models", func() (any, error) {
-		models, next, err := h.data.Store.ListModels(ctx, q)
+		models, next, err := h.Data.Store.ListModels(ctx, q)
 		if err != nil {
 			return nil, fmt.Errorf("web: api models: %w", err)
 		}
-		reg, err := h.data.ServingRegistry(ctx)
+		reg, err := h.Data.ServingRegistry(ctx)
 		if err != nil {
 			return nil, err
 		}
@@ -59,7 +59,7 @@ func (h *Handler) Models(c *fiber.Ctx) error {
 			h.fillModel(&out.Models[i], reg)
 			ptrs[i] = &out.Models[i]
 		}
-		if err := h.data.WithMeasured(ctx, ptrs...); err != nil {
+		if err := h.Data.WithMeasured(ctx, ptrs...); err != nil {
 			return nil, err
 		}
 		if next != "" {
@@ -76,7 +76,7 @@ func (h *Handler) Models(c *fiber.Ctx) error {
 // error of a failed read of the data's version.
 func (h *Handler) cachedJSON(c *fiber.Ctx, what string, build func() (any, error)) error {
 	url := c.OriginalURL()
-	changed, fresh, err := cached.Check(c, h.data.Store, h.hubEndpoint, url, cached.Coding(c))
+	changed, fresh, err := cached.Check(c, h.Data.Store, string(h.Hub), url, cached.Coding(c))
 	if err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
@@ -112,36 +112,36 @@ func (h *Handler) Model(c *fiber.Ctx) error {
 		return err
 	}
 	ctx := c.UserContext()
-	_, fresh, err := cached.Check(c, h.data.Store, h.hubEndpoint, c.OriginalURL())
+	_, fresh, err := cached.Check(c, h.Data.Store, string(h.Hub), c.OriginalURL())
 	if err != nil {
 		return fmt.Errorf("web: api model: %w", err)
 	}
 	if fresh {
 		return cached.Unchanged(c)
 	}
-	m, err := h.data.Store.GetModel(ctx, id, target)
+	m, err := h.Data.Store.GetModel(ctx, id, target)
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			return fmt.Errorf("%w: no model %s", httpx.ErrNotFound, httpx.QuoteShort(id))
 		}
 		return fmt.Errorf("web: api model: %w", err)
 	}
-	reg, err := h.data.ServingRegistry(ctx)
+	reg, err := h.Data.ServingRegistry(ctx)
 	if err != nil {
 		return err
 	}
 	h.fillModel(&m, reg)
-	if err := h.data.WithMeasured(ctx, &m); err != nil {
+	if err := h.Data.WithMeasured(ctx, &m); err != nil {
 		return err
 	}
 	d := ModelDetail{Model: m}
-	if d.History, err = h.data.Store.History(ctx, m.ID, target, historyLimit); err != nil {
+	if d.History, err = h.Data.Store.History(ctx, m.ID, target, historyLimit); err != nil {
 		return fmt.Errorf("web: api model history: %w", err)
 	}
-	if d.Results, err = h.data.Store.CurrentResults(ctx, m.ID); err != nil {
+	if d.Results, err = h.Data.Store.CurrentResults(ctx, m.ID); err != nil {
 		return fmt.Errorf("web: api model results: %w", err)
 	}
-	if d.Events, err = h.data.Store.ModelEvents(ctx, m.ID, historyLimit); err != nil {
+	if d.Events, err = h.Data.Store.ModelEvents(ctx, m.ID, historyLimit); err != nil {
 		return fmt.Errorf("web: api model events: %w", err)
 	}
 	for _, p := range []*[]compat.Result{&d.History, &d.Results} {
@@ -152,9 +152,9 @@ func (h *Handler) Model(c *fiber.Ctx) error {
 	if d.Events == nil {
 		d.Events = []compat.Event{}
 	}
-	h.known.Results(d.History)
-	h.known.Results(d.Results)
-	h.known.Events(d.Events)
+	h.Known.Results(d.History)
+	h.Known.Results(d.Results)
+	h.Known.Events(d.Events)
 	return c.JSON(d)
 }
 
@@ -162,7 +162,7 @@ func (h *Handler) Model(c *fiber.Ctx) error {
 // result's signature is tracked, and its serving cell under reg (the
 // pinned vllm-torchtpu's registry, nil when never read).
 func (h *Handler) fillModel(m *compat.Model, reg *serving.Registry) {
-	m.URL = h.hub.Model(m.ID)
+	m.URL = h.Hub.Model(m.ID)
 	m.Serving = data.ServingCell(reg, *m)
-	h.known.Result(m.Result)
+	h.Known.Result(m.Result)
 }

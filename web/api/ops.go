@@ -25,7 +25,7 @@ type OpsBody struct {
 // Ops serves GET /api/v1/ops: every op some model needs and the kernel
 // table lacks, most downloads blocked first; ?format=csv for CSV.
 func (h *Handler) Ops(c *fiber.Ctx) error {
-	ops, table, err := h.data.FixList(c.UserContext(), c.Query("table"), c.Query("op"))
+	ops, table, err := h.Data.FixList(c.UserContext(), c.Query("table"), c.Query("op"))
 	if err != nil {
 		return err
 	}
@@ -40,7 +40,7 @@ func (h *Handler) Ops(c *fiber.Ctx) error {
 
 // OpsCSV serves GET /ops.csv.
 func (h *Handler) OpsCSV(c *fiber.Ctx) error {
-	ops, table, err := h.data.FixList(c.UserContext(), c.Query("table"), c.Query("op"))
+	ops, table, err := h.Data.FixList(c.UserContext(), c.Query("table"), c.Query("op"))
 	if err != nil {
 		return err
 	}

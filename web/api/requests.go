@@ -79,7 +79,7 @@ func (h *Handler) Ask(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	base := h.clients.Base(c)
+	base := h.Clients.Base(c)
 	c.Set(fiber.HeaderLocation, base+"/api/v1/requests/"+strconv.FormatInt(req.ID, 10))
 	return c.Status(fiber.StatusAccepted).JSON(newRequestJSON(base, req))
 }
@@ -91,5 +91,5 @@ func (h *Handler) Request(c *fiber.Ctx) error {
 		return err
 	}
 	c.Set(fiber.HeaderCacheControl, "no-store")
-	return c.JSON(newRequestJSON(h.clients.Base(c), req))
+	return c.JSON(newRequestJSON(h.Clients.Base(c), req))
 }

@@ -53,7 +53,7 @@ type RuntimesBody struct {
 // (?target= for one target), newest first.
 func (h *Handler) Runtimes(c *fiber.Ctx) error {
 	return h.targetJSON(c, "web: api runtimes", func(ctx context.Context, target compat.Target, changed time.Time) (any, error) {
-		rts, err := h.data.Runtimes(ctx, target, changed)
+		rts, err := h.Data.Runtimes(ctx, target, changed)
 		if err != nil {
 			return nil, err
 		}
@@ -61,7 +61,7 @@ func (h *Handler) Runtimes(c *fiber.Ctx) error {
 		for i, st := range rts {
 			out.Runtimes[i] = toRuntimeJSON(st)
 		}
-		out.KernelTables, err = h.data.KernelTables(ctx)
+		out.KernelTables, err = h.Data.KernelTables(ctx)
 		return out, err
 	})
 }
@@ -74,7 +74,7 @@ func (h *Handler) targetJSON(c *fiber.Ctx, what string, build func(ctx context.C
 	if err != nil {
 		return err
 	}
-	changed, fresh, err := cached.Check(c, h.data.Store, c.OriginalURL())
+	changed, fresh, err := cached.Check(c, h.Data.Store, c.OriginalURL())
 	if err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}

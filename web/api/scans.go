@@ -66,7 +66,7 @@ func (h *Handler) Scans(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	scans, err := h.data.Store.ListScans(c.UserContext(), limit)
+	scans, err := h.Data.Store.ListScans(c.UserContext(), limit)
 	if err != nil {
 		return fmt.Errorf("web: api scans: %w", err)
 	}
@@ -86,7 +86,7 @@ func (h *Handler) Scan(c *fiber.Ctx) error {
 	if err != nil || id < 1 {
 		return fmt.Errorf("%w: scan id must be a positive integer", httpx.ErrBadRequest)
 	}
-	sc, err := h.data.Store.GetScan(c.UserContext(), id)
+	sc, err := h.Data.Store.GetScan(c.UserContext(), id)
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			return fmt.Errorf("%w: no scan %d", httpx.ErrNotFound, id)
@@ -106,6 +106,6 @@ func (h *Handler) RequestScan(c *fiber.Ctx) error {
 		}
 		return fmt.Errorf("web: request scan: %w", err)
 	}
-	h.log.Info("scan requested", "trigger", "manual", "ip", h.clients.IP(c))
+	h.log.Info("scan requested", "trigger", "manual", "ip", h.Clients.IP(c))
 	return c.Status(fiber.StatusAccepted).JSON(fiber.Map{"queued": true, "state": data.StateOf(h.scans)})
 }

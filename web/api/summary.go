@@ -58,19 +58,19 @@ func (h *Handler) Summary(c *fiber.Ctx) error {
 		return err
 	}
 	ctx := c.UserContext()
-	sum, err := h.data.Store.Summary(ctx, target)
+	sum, err := h.Data.Store.Summary(ctx, target)
 	if err != nil {
 		return fmt.Errorf("web: api summary: %w", err)
 	}
-	changed, err := h.data.Store.Changed(ctx)
+	changed, err := h.Data.Store.Changed(ctx)
 	if err != nil {
 		return fmt.Errorf("web: api summary: %w", err)
 	}
-	byTarget, err := h.data.TargetSummaries(ctx, changed)
+	byTarget, err := h.Data.TargetSummaries(ctx, changed)
 	if err != nil {
 		return fmt.Errorf("web: api summary: %w", err)
 	}
-	pred, err := h.data.Predicted(ctx, changed)
+	pred, err := h.Data.Predicted(ctx, changed)
 	if err != nil {
 		return fmt.Errorf("web: api summary: %w", err)
 	}
@@ -107,14 +107,14 @@ func (h *Handler) Failures(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	groups, err := h.data.Store.Failures(c.UserContext(), target, limit)
+	groups, err := h.Data.Store.Failures(c.UserContext(), target, limit)
 	if err != nil {
 		return fmt.Errorf("web: api failures: %w", err)
 	}
 	out := FailuresBody{Target: string(target), Failures: make([]FailureGroup, len(groups))}
 	for i, g := range groups {
 		out.Failures[i] = FailureGroup{Signature: g.Signature, FailureClass: g.FailureClass, Op: g.Op, Models: g.Models,
-			Downloads: g.Downloads, DownloadShare: g.DownloadShare, Examples: g.Examples, KnownIssue: h.known.Table().Match(g.Signature)}
+			Downloads: g.Downloads, DownloadShare: g.DownloadShare, Examples: g.Examples, KnownIssue: h.Known.Table().Match(g.Signature)}
 	}
 	return c.JSON(out)
 }

@@ -14,10 +14,10 @@ import (
 // real verdict on the target, per task; the scanner's own errors are its gap.
 func (h *Handler) Sweep(c *fiber.Ctx) error {
 	return h.targetJSON(c, "web: api sweep", func(ctx context.Context, target compat.Target, changed time.Time) (any, error) {
-		cov, err := h.data.Sweep(ctx, target, changed)
+		cov, err := h.Data.Sweep(ctx, target, changed)
 		if err != nil {
 			return nil, err
 		}
-		return data.NewSweepBody(target, h.data.SweepList.Source, cov), nil
+		return data.NewSweepBody(target, h.Data.SweepList.Source, cov), nil
 	})
 }

@@ -21,25 +21,20 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/internal/watch"
 	"github.com/google-pytorch/torchtpu-scanner/web/internal/cached"
 	"github.com/google-pytorch/torchtpu-scanner/web/internal/data"
-	"github.com/google-pytorch/torchtpu-scanner/web/internal/httpx"
 	"github.com/google-pytorch/torchtpu-scanner/web/internal/show"
 )
 
 // Handler serves the feeds and keeps them.
 type Handler struct {
-	data     *data.Reader
-	known    *data.Known
-	clients  *httpx.Clients
-	hub      string        // the Hub's base URL: the items' links (their ETag says it)
+	data.Site
 	webhooks WebhookStatus // nil: none configured
 	feeds    cached.Map[string, cached.Body]
 }
 
-// New is the feeds' handler: it reads r, marks known issues with known,
-// links under the base URL clients give and to models on hub, and reports
-// the webhooks' deliveries (nil: none configured).
-func New(r *data.Reader, known *data.Known, clients *httpx.Clients, hub string, webhooks WebhookStatus) *Handler {
-	h := &Handler{data: r, known: known, clients: clients, hub: hub, webhooks: webhooks}
+// New is the feeds' handler over site; it reports the webhooks'
+// deliveries (nil: none configured).
+func New(site data.Site, webhooks WebhookStatus) *Handler {
+	h := &Handler{Site: site, webhooks: webhooks}
 	h.feeds.MaxBytes = 16 << 20
 	return h
 }

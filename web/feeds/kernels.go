@@ -27,7 +27,7 @@ var kernelHTML = template.Must(template.New("kernels").Parse(
 // per table read after another, with what it added and dropped and the
 // models it is predicted to unblock (kind runtime, target tpu).
 func (h *Handler) kernelFeedItems(ctx context.Context, base string) ([]Item, error) {
-	rows, err := h.data.KernelTables(ctx)
+	rows, err := h.Data.KernelTables(ctx)
 	if err != nil {
 		return nil, err
 	}

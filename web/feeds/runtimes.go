@@ -32,7 +32,7 @@ var Lists = []compare.Kind{compare.Regressed, compare.Fixed, compare.New}
 // date_published stay; its content follows the runtime's results as they
 // come (date_modified is its newest result).
 func (h *Handler) runtimeFeedItems(ctx context.Context, base string, changed time.Time) ([]Item, error) {
-	rts, err := h.data.Runtimes(ctx, "", changed)
+	rts, err := h.Data.Runtimes(ctx, "", changed)
 	if err != nil {
 		return nil, err
 	}
@@ -47,7 +47,7 @@ func (h *Handler) runtimeFeedItems(ctx context.Context, base string, changed tim
 		}
 		pairs = append(pairs, [2]store.RuntimeStats{prev, head})
 	}
-	cmps, err := h.data.ComparePages(ctx, pairs, Listed, Lists, changed)
+	cmps, err := h.Data.ComparePages(ctx, pairs, Listed, Lists, changed)
 	if err != nil {
 		return nil, err
 	}

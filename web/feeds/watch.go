@@ -53,8 +53,8 @@ func (h *Handler) serveFeed(c *fiber.Ctx, format feedFormat) error {
 	if err != nil {
 		return fmt.Errorf("%w: %v", httpx.ErrBadRequest, err)
 	}
-	base := h.clients.Base(c)
-	changed, fresh, err := cached.Check(c, h.data.Store, base, h.hub, fmt.Sprint(format), f.Query(), cached.Coding(c))
+	base := h.Clients.Base(c)
+	changed, fresh, err := cached.Check(c, h.Data.Store, base, string(h.Hub), fmt.Sprint(format), f.Query(), cached.Coding(c))
 	if err != nil {
 		return fmt.Errorf("web: feed: %w", err)
 	}
@@ -136,13 +136,13 @@ func (h *Handler) feedEvents(ctx context.Context, f watch.Filter) ([]compat.Even
 		if !f.Empty() {
 			n = feedWindow
 		}
-		evs, err := h.data.Store.Events(ctx, n)
+		evs, err := h.Data.Store.Events(ctx, n)
 		return evs, f, err
 	}
 	var out []compat.Event
 	models := slices.Clone(f.Models)
 	for i, id := range models {
-		evs, err := h.data.Store.ModelEvents(ctx, id, feedItems)
+		evs, err := h.Data.Store.ModelEvents(ctx, id, feedItems)
 		if errors.Is(err, store.ErrNotFound) {
 			continue
 		}
@@ -189,7 +189,7 @@ func (h *Handler) annotate(items []Item) error {
 		it := &items[i]
 		var lines []line
 		for _, sig := range it.signatures {
-			lines = append(lines, line{Sig: sig, Named: it.about.Kind == watch.KindRuntime, Issue: h.known.Table().Match(sig)})
+			lines = append(lines, line{Sig: sig, Named: it.about.Kind == watch.KindRuntime, Issue: h.Known.Table().Match(sig)})
 		}
 		if len(lines) == 0 {
 			continue

@@ -64,7 +64,7 @@ type compareView struct {
 // the data changes.
 func (h *Handler) Compare(c *fiber.Ctx) error {
 	cursor := c.Query("cursor")
-	cmp, rts, changed, err := h.data.ResolveCompare(c.UserContext(), c.Query("base"), c.Query("head"), CompareListMax, cursor)
+	cmp, rts, changed, err := h.Data.ResolveCompare(c.UserContext(), c.Query("base"), c.Query("head"), CompareListMax, cursor)
 	render := func() ([]byte, error) { return h.renderCompare(cmp, rts, cursor, err) }
 	var page cached.Body
 	if cmp != nil {

@@ -92,7 +92,7 @@ type unsupportedRow struct{ Tag, Why string }
 // changes, so the page is revalidated by the data's version).
 func (h *Handler) Methodology(c *fiber.Ctx) error {
 	ctx := c.UserContext()
-	changed, fresh, err := cached.Check(c, h.data.Store, c.OriginalURL())
+	changed, fresh, err := cached.Check(c, h.Data.Store, c.OriginalURL())
 	if err != nil {
 		return fmt.Errorf("web: methodology: %w", err)
 	}
@@ -100,16 +100,16 @@ func (h *Handler) Methodology(c *fiber.Ctx) error {
 	if fresh {
 		return cached.Unchanged(c)
 	}
-	cov, err := h.data.Sweep(ctx, "", changed)
+	cov, err := h.Data.Sweep(ctx, "", changed)
 	if err != nil {
 		return fmt.Errorf("web: methodology: %w", err)
 	}
 	v := methodologyView{Stages: compat.Stages, Legend: legend(), Evidence: show.EvidenceLegend(), Classes: compat.FailureClasses, Reasons: compat.Reasons,
-		Ready: newReadinessMethodology(), Sweep: newSweepView(data.NewSweepBody("", h.data.SweepList.Source, cov))}
+		Ready: newReadinessMethodology(), Sweep: newSweepView(data.NewSweepBody("", h.Data.SweepList.Source, cov))}
 	v.Dtypes, v.Kinds = numericsRows(harness.Numerics)
 	v.Families, v.Unsupported = taskRows(harness.Tasks)
 	v.Canonical = "/methodology"
-	hits, err := h.data.Store.PredictionHits(ctx)
+	hits, err := h.Data.Store.PredictionHits(ctx)
 	if err != nil {
 		return fmt.Errorf("web: methodology: %w", err)
 	}

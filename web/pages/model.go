@@ -83,7 +83,7 @@ func (h *Handler) Model(c *fiber.Ctx) error {
 		return err
 	}
 	ctx := c.UserContext()
-	m, err := h.data.Store.GetModel(ctx, id, "")
+	m, err := h.Data.Store.GetModel(ctx, id, "")
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			if h.asks.Desk != nil && compat.ValidateModelID(id) == nil {
@@ -96,25 +96,25 @@ func (h *Handler) Model(c *fiber.Ctx) error {
 	if m.ID != id {
 		return c.Redirect(show.ModelPath(m.ID), fiber.StatusMovedPermanently)
 	}
-	current, err := h.data.Store.CurrentResults(ctx, m.ID)
+	current, err := h.Data.Store.CurrentResults(ctx, m.ID)
 	if err != nil {
 		return fmt.Errorf("web: model page results: %w", err)
 	}
-	events, err := h.data.Store.ModelEvents(ctx, m.ID, 100)
+	events, err := h.Data.Store.ModelEvents(ctx, m.ID, 100)
 	if err != nil {
 		return fmt.Errorf("web: model page events: %w", err)
 	}
-	history, err := h.data.Store.History(ctx, m.ID, "", historyCharted)
+	history, err := h.Data.Store.History(ctx, m.ID, "", historyCharted)
 	if err != nil {
 		return fmt.Errorf("web: model page history: %w", err)
 	}
 
-	reg, err := h.data.ServingRegistry(ctx)
+	reg, err := h.Data.ServingRegistry(ctx)
 	if err != nil {
 		return err
 	}
 	m.Serving = data.ServingCell(reg, m)
-	if err := h.data.WithMeasured(ctx, &m); err != nil {
+	if err := h.Data.WithMeasured(ctx, &m); err != nil {
 		return err
 	}
 	v := modelView{Model: m, Serving: newServingView(reg, m), Events: events, History: history[:min(len(history), historyRows)], Charts: historyCharts(history),
@@ -139,7 +139,7 @@ func (h *Handler) Model(c *fiber.Ctx) error {
 	if !containsTarget(targets, compat.TargetTPU) {
 		targets = append([]compat.Target{compat.TargetTPU}, targets...)
 	}
-	base := h.clients.Base(c)
+	base := h.Clients.Base(c)
 	for _, t := range targets {
 		v.Badges = append(v.Badges, snippet(base, m.ID, t))
 	}

@@ -12,18 +12,14 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+
 	"github.com/google-pytorch/torchtpu-scanner/web/internal/cached"
 	"github.com/google-pytorch/torchtpu-scanner/web/internal/data"
-	"github.com/google-pytorch/torchtpu-scanner/web/internal/httpx"
-	"github.com/google-pytorch/torchtpu-scanner/web/internal/show"
 )
 
 // Handler serves the pages and keeps them.
 type Handler struct {
-	data      *data.Reader
-	known     *data.Known
-	clients   *httpx.Clients
-	hub       show.Hub
+	data.Site
 	version   string
 	scans     data.ScanControl // nil: no scheduler
 	asks      *data.Asks       // the test requests
@@ -40,21 +36,17 @@ type Handler struct {
 
 // Config is what the pages read and say.
 type Config struct {
-	Data        *data.Reader
-	Known       *data.Known
-	Clients     *httpx.Clients
-	HubEndpoint string
-	Version     string // shown in the footer
-	Scans       data.ScanControl
-	Asks        *data.Asks
-	Log         *slog.Logger
+	data.Site
+	Version string // shown in the footer
+	Scans   data.ScanControl
+	Asks    *data.Asks
+	Log     *slog.Logger
 }
 
 // New parses the templates and hashes the assets, failing if any of them
 // is broken.
 func New(cfg Config) (*Handler, error) {
-	h := &Handler{data: cfg.Data, known: cfg.Known, clients: cfg.Clients, hub: show.Hub(cfg.HubEndpoint), version: cfg.Version,
-		scans: cfg.Scans, asks: cfg.Asks, log: cfg.Log, formToken: newFormTokens(time.Now)}
+	h := &Handler{Site: cfg.Site, version: cfg.Version, scans: cfg.Scans, asks: cfg.Asks, log: cfg.Log, formToken: newFormTokens(time.Now)}
 	h.tableBodies.MaxBytes = 32 << 20
 	h.tablePages.MaxBytes = 32 << 20
 	h.comparePages.MaxBytes = 32 << 20

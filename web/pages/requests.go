@@ -124,7 +124,7 @@ func (h *Handler) sameSite(c *fiber.Ctx) error {
 		return nil
 	}
 	u, err := url.Parse(origin)
-	if err == nil && u.Host != "" && (strings.EqualFold(u.Host, c.Hostname()) || strings.EqualFold(u.Scheme+"://"+u.Host, h.clients.Base(c))) {
+	if err == nil && u.Host != "" && (strings.EqualFold(u.Host, c.Hostname()) || strings.EqualFold(u.Scheme+"://"+u.Host, h.Clients.Base(c))) {
 		return nil
 	}
 	return fmt.Errorf("%w: a test request must come from this site's own form (Origin: %s)", httpx.ErrForbidden, httpx.QuoteShort(origin))

@@ -45,11 +45,11 @@ type runtimesView struct {
 // with their pass rates over time.
 func (h *Handler) Runtimes(c *fiber.Ctx) error {
 	ctx := c.UserContext()
-	changed, err := h.data.Store.Changed(ctx)
+	changed, err := h.Data.Store.Changed(ctx)
 	if err != nil {
 		return fmt.Errorf("web: runtimes: %w", err)
 	}
-	rts, err := h.data.Runtimes(ctx, "", changed)
+	rts, err := h.Data.Runtimes(ctx, "", changed)
 	if err != nil {
 		return fmt.Errorf("web: runtimes: %w", err)
 	}
@@ -71,7 +71,7 @@ func (h *Handler) Runtimes(c *fiber.Ctx) error {
 		}
 		v.Groups = append(v.Groups, g)
 	}
-	if v.Kernels, err = h.data.KernelTables(ctx); err != nil {
+	if v.Kernels, err = h.Data.KernelTables(ctx); err != nil {
 		return fmt.Errorf("web: runtimes: %w", err)
 	}
 	return h.render(c, "runtimes", v)

@@ -126,7 +126,7 @@ func (h *Handler) Table(c *fiber.Ctx) error {
 	}
 	ctx := c.UserContext()
 	form := newTableForm(&q, c.Query("order"))
-	changed, err := h.data.Store.Changed(ctx)
+	changed, err := h.Data.Store.Changed(ctx)
 	if err != nil {
 		return fmt.Errorf("web: table: %w", err)
 	}
@@ -170,23 +170,23 @@ func newTableForm(q *store.ModelQuery, order string) tableForm {
 // tableView reads what the table shows of q (its page of models, the
 // summary, the top failures) and its links, all but the rendered body.
 func (h *Handler) tableView(ctx context.Context, q store.ModelQuery, form tableForm, state data.ScanState, changed time.Time) (tableView, error) {
-	models, next, err := h.data.List(ctx, q, changed)
+	models, next, err := h.Data.List(ctx, q, changed)
 	if err != nil {
 		return tableView{}, fmt.Errorf("web: table: %w", err)
 	}
-	sum, err := h.data.Summary(ctx, q.Target, changed)
+	sum, err := h.Data.Summary(ctx, q.Target, changed)
 	if err != nil {
 		return tableView{}, fmt.Errorf("web: table summary: %w", err)
 	}
-	fails, err := h.data.Failures(ctx, q.Target, 8, changed)
+	fails, err := h.Data.Failures(ctx, q.Target, 8, changed)
 	if err != nil {
 		return tableView{}, fmt.Errorf("web: table failures: %w", err)
 	}
-	byTarget, err := h.data.TargetSummaries(ctx, changed)
+	byTarget, err := h.Data.TargetSummaries(ctx, changed)
 	if err != nil {
 		return tableView{}, fmt.Errorf("web: table headline: %w", err)
 	}
-	pred, err := h.data.Predicted(ctx, changed)
+	pred, err := h.Data.Predicted(ctx, changed)
 	if err != nil {
 		return tableView{}, fmt.Errorf("web: table headline: %w", err)
 	}
@@ -200,7 +200,7 @@ func (h *Handler) tableView(ctx context.Context, q store.ModelQuery, form tableF
 		Hints: readiness.Codes, Fit: data.NewFitSummary(sum.Fit),
 	}
 	v.Canonical = "/"
-	reg, err := h.data.ServingRegistry(ctx)
+	reg, err := h.Data.ServingRegistry(ctx)
 	if err != nil {
 		return tableView{}, err
 	}
@@ -216,7 +216,7 @@ func (h *Handler) tableView(ctx context.Context, q store.ModelQuery, form tableF
 	for i := range v.Models {
 		rows[i] = &v.Models[i].Model
 	}
-	if err := h.data.WithMeasured(ctx, rows...); err != nil {
+	if err := h.Data.WithMeasured(ctx, rows...); err != nil {
 		return tableView{}, err
 	}
 	for i := range v.Models {
@@ -276,7 +276,7 @@ func (h *Handler) firstScanView(ctx context.Context, v *tableView) {
 		v.Refresh = firstScanRefresh
 	}
 	if v.State.Running && v.State.ScanID > 0 {
-		if sc, err := h.data.Store.GetScan(ctx, v.State.ScanID); err == nil {
+		if sc, err := h.Data.Store.GetScan(ctx, v.State.ScanID); err == nil {
 			v.Progress = &scanProgress{ID: sc.ID, Planned: sc.Planned, Done: sc.Done}
 		}
 	}
@@ -285,7 +285,7 @@ func (h *Handler) firstScanView(ctx context.Context, v *tableView) {
 // tableCharts draws the table's charts: the pass rate by runtime of its
 // target (the default target when it shows any) and its top failures.
 func (h *Handler) tableCharts(ctx context.Context, v *tableView, changed time.Time) error {
-	rts, err := h.data.Runtimes(ctx, "", changed)
+	rts, err := h.Data.Runtimes(ctx, "", changed)
 	if err != nil {
 		return err
 	}

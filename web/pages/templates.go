@@ -95,8 +95,8 @@ func (h *Handler) funcs() template.FuncMap {
 		"when":       show.When,
 		"iso":        func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
 		"modelPath":  show.ModelPath,
-		"hubModel":   h.hub.Model,
-		"hubTree":    h.hub.Tree,
+		"hubModel":   h.Hub.Model,
+		"hubTree":    h.Hub.Tree,
 		"short":      show.ShortSHA,
 		"runtime":    show.Runtime,
 		"str":        func(p *string) string { return show.Deref(p) },
@@ -120,6 +120,6 @@ func (h *Handler) funcs() template.FuncMap {
 		"giga":         func(f float64) float64 { return f / 1e9 },
 		"versions":     show.Versions,
 		"sub":          func(a, b int) int { return a - b },
-		"known":        h.known.Issue,
+		"known":        h.Known.Issue,
 	}
 }

@@ -96,7 +96,7 @@ const opsExamples = 5
 
 // Ops serves GET /ops: the fix list, each op linking to its models.
 func (h *Handler) Ops(c *fiber.Ctx) error {
-	ops, table, err := h.data.FixList(c.UserContext(), c.Query("table"), c.Query("op"))
+	ops, table, err := h.Data.FixList(c.UserContext(), c.Query("table"), c.Query("op"))
 	if err != nil {
 		return err
 	}
