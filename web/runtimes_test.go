@@ -3,7 +3,6 @@ package web
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"html"
 	"net/url"
@@ -22,104 +21,11 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/store"
 	"github.com/google-pytorch/torchtpu-scanner/web/api"
 	"github.com/google-pytorch/torchtpu-scanner/web/feeds"
-	"github.com/google-pytorch/torchtpu-scanner/web/internal/data"
-	"github.com/google-pytorch/torchtpu-scanner/web/internal/httpx"
-	"github.com/google-pytorch/torchtpu-scanner/web/internal/show"
 	"github.com/google-pytorch/torchtpu-scanner/web/pages"
 )
 
 func ref(t compat.Target, torch, tt, tf, h string) compat.RuntimeRef {
 	return compat.RuntimeRef{Target: t, Torch: torch, TorchTPU: tt, Transformers: tf, Harness: h}
-}
-
-func TestRuntimeLabel(t *testing.T) {
-	v1 := ref("tpu", "2.15.0", "0.1.0", "5.23.0", "1")
-	for _, c := range []struct {
-		name string
-		prev *compat.RuntimeRef
-		cur  compat.RuntimeRef
-		want string
-	}{
-		{"first on tpu", nil, v1, "torch_tpu 0.1.0"},
-		{"first on cpu", nil, ref("cpu", "2.15.0", "", "5.23.0", "1"), "torch 2.15.0"},
-		{"torch_tpu changed", &v1, ref("tpu", "2.15.0", "0.2.0", "5.23.0", "1"), "torch_tpu 0.2.0"},
-		{"two changed", &v1, ref("tpu", "2.16.0", "0.1.0", "5.24.0", "1"), "torch 2.16.0, transformers 5.24.0"},
-		{"harness dropped", &v1, ref("tpu", "2.15.0", "0.1.0", "5.23.0", ""), "harness none"},
-		{"another target", &v1, ref("cpu", "2.15.0", "", "5.23.0", "1"), "torch 2.15.0 on cpu"},
-		{"no versions at all", nil, compat.RuntimeRef{Target: "cpu"}, "no versions"},
-	} {
-		if got := show.RuntimeLabel(c.prev, c.cur); got != c.want {
-			t.Errorf("%s: %q, want %q", c.name, got, c.want)
-		}
-	}
-}
-
-func stats(r compat.RuntimeRef, day int) store.RuntimeStats {
-	at := testTime.Add(time.Duration(day) * 24 * time.Hour)
-	return store.RuntimeStats{Ref: r, FirstSeen: at, LastSeen: at}
-}
-
-func TestPickPair(t *testing.T) {
-	tpu1, tpu2, tpu3 := ref("tpu", "2", "0.1", "5", "1"), ref("tpu", "2", "0.2", "5", "1"), ref("tpu", "2", "0.3", "5", "1")
-	cpu1, cpu2 := ref("cpu", "2", "", "5", "1"), ref("cpu", "2.1", "", "5", "1")
-	// Newest first, targets interleaved as the store gives them.
-	all := []store.RuntimeStats{stats(cpu2, 9), stats(tpu3, 8), stats(tpu2, 5), stats(cpu1, 2), stats(tpu1, 1)}
-	for _, c := range []struct {
-		name             string
-		rts              []store.RuntimeStats
-		base, head       string
-		wantBase, wantHd compat.RuntimeRef
-		wantErr          error
-	}{
-		{"default: tpu's two newest", all, "", "", tpu2, tpu3, nil},
-		{"default without tpu: cpu", []store.RuntimeStats{stats(cpu2, 9), stats(cpu1, 2)}, "", "", cpu1, cpu2, nil},
-		{"both given", all, tpu1.Key(), tpu3.Key(), tpu1, tpu3, nil},
-		{"both given, reversed", all, tpu3.Key(), tpu1.Key(), tpu3, tpu1, nil},
-		{"across targets", all, cpu1.Key(), tpu3.Key(), cpu1, tpu3, nil},
-		{"head alone: the one before it", all, "", tpu2.Key(), tpu1, tpu2, nil},
-		{"base alone: the newest on its target", all, cpu1.Key(), "", cpu1, cpu2, nil},
-		{"head alone, the first", all, "", tpu1.Key(), compat.RuntimeRef{}, compat.RuntimeRef{}, httpx.ErrNotFound},
-		{"base alone, the newest", all, tpu3.Key(), "", compat.RuntimeRef{}, compat.RuntimeRef{}, httpx.ErrBadRequest},
-		{"same twice", all, tpu2.Key(), tpu2.Key(), compat.RuntimeRef{}, compat.RuntimeRef{}, httpx.ErrBadRequest},
-		{"malformed", all, "tpu~<x>", tpu2.Key(), compat.RuntimeRef{}, compat.RuntimeRef{}, httpx.ErrBadRequest},
-		{"unknown", all, ref("tpu", "9", "9", "9", "9").Key(), tpu2.Key(), compat.RuntimeRef{}, compat.RuntimeRef{}, httpx.ErrNotFound},
-		{"one runtime only", []store.RuntimeStats{stats(tpu1, 1)}, "", "", compat.RuntimeRef{}, compat.RuntimeRef{}, data.ErrTooFewRuntimes},
-		{"none", nil, "", "", compat.RuntimeRef{}, compat.RuntimeRef{}, data.ErrTooFewRuntimes},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			b, h, err := data.PickPair(c.rts, c.base, c.head)
-			if c.wantErr != nil {
-				if !errors.Is(err, c.wantErr) {
-					t.Fatalf("error %v, want %v", err, c.wantErr)
-				}
-				return
-			}
-			if err != nil || b.Ref != c.wantBase || h.Ref != c.wantHd {
-				t.Errorf("= %v, %v, %v; want %v, %v", b.Ref.Key(), h.Ref.Key(), err, c.wantBase.Key(), c.wantHd.Key())
-			}
-		})
-	}
-}
-
-func TestHeadline(t *testing.T) {
-	share := func(f float64) *float64 { return &f }
-	for _, c := range []struct {
-		h    compare.Headline
-		want string
-	}{
-		{compare.Headline{Counts: map[compare.Kind]int{compare.Fixed: 14, compare.Regressed: 2}, FixedShare: share(0.09), RegressedShare: share(0.004)},
-			"torch_tpu 0.2.0 fixes 14 models (9.0 % of downloads), breaks 2 (0.4 % of downloads)"},
-		{compare.Headline{Counts: map[compare.Kind]int{compare.Fixed: 1}, FixedShare: share(0.5), RegressedShare: share(0)},
-			"torch_tpu 0.2.0 fixes 1 model (50.0 % of downloads), breaks 0"},
-		{compare.Headline{Counts: map[compare.Kind]int{compare.Fixed: 3, compare.Regressed: 1}},
-			"torch_tpu 0.2.0 fixes 3 models, breaks 1"}, // no downloads: no shares
-		{compare.Headline{Counts: map[compare.Kind]int{compare.Regressed: 2}, FixedShare: share(0), RegressedShare: share(0.25)},
-			"torch_tpu 0.2.0 fixes 0 models, breaks 2 (25.0 % of downloads)"}, // nothing fixed: no share of it
-	} {
-		if got := show.Headline("torch_tpu 0.2.0", c.h); got != c.want {
-			t.Errorf("%q, want %q", got, c.want)
-		}
-	}
 }
 
 // Two torch_tpu releases on tpu, as a scanner would record them.
