@@ -76,7 +76,7 @@ func (h *Handler) Models(c *fiber.Ctx) error {
 // error of a failed read of the data's version.
 func (h *Handler) cachedJSON(c *fiber.Ctx, what string, build func() (any, error)) error {
 	url := c.OriginalURL()
-	changed, fresh, err := cached.Check(c, h.Data.Store, string(h.Hub), url, cached.Coding(c))
+	changed, fresh, err := cached.Check(c, h.Data, string(h.Hub), url, cached.Coding(c))
 	if err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
@@ -112,7 +112,7 @@ func (h *Handler) Model(c *fiber.Ctx) error {
 		return err
 	}
 	ctx := c.UserContext()
-	_, fresh, err := cached.Check(c, h.Data.Store, string(h.Hub), c.OriginalURL())
+	_, fresh, err := cached.Check(c, h.Data, string(h.Hub), c.OriginalURL())
 	if err != nil {
 		return fmt.Errorf("web: api model: %w", err)
 	}

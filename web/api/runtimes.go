@@ -74,7 +74,7 @@ func (h *Handler) targetJSON(c *fiber.Ctx, what string, build func(ctx context.C
 	if err != nil {
 		return err
 	}
-	changed, fresh, err := cached.Check(c, h.Data.Store, c.OriginalURL())
+	changed, fresh, err := cached.Check(c, h.Data, c.OriginalURL())
 	if err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}

@@ -62,7 +62,7 @@ func (h *Handler) Summary(c *fiber.Ctx) error {
 	if err != nil {
 		return fmt.Errorf("web: api summary: %w", err)
 	}
-	changed, err := h.Data.Store.Changed(ctx)
+	changed, err := h.Data.Changed(ctx)
 	if err != nil {
 		return fmt.Errorf("web: api summary: %w", err)
 	}

@@ -87,7 +87,7 @@ func (h *Handler) Badge(c *fiber.Ctx) error {
 	}
 
 	ctx := c.UserContext()
-	changed, err := h.data.Store.Changed(ctx)
+	changed, err := h.data.Changed(ctx)
 	if err != nil {
 		return h.badgeUnavailable(c, kind, target, label, err)
 	}

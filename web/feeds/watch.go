@@ -54,7 +54,7 @@ func (h *Handler) serveFeed(c *fiber.Ctx, format feedFormat) error {
 		return fmt.Errorf("%w: %v", httpx.ErrBadRequest, err)
 	}
 	base := h.Clients.Base(c)
-	changed, fresh, err := cached.Check(c, h.Data.Store, base, string(h.Hub), fmt.Sprint(format), f.Query(), cached.Coding(c))
+	changed, fresh, err := cached.Check(c, h.Data, base, string(h.Hub), fmt.Sprint(format), f.Query(), cached.Coding(c))
 	if err != nil {
 		return fmt.Errorf("web: feed: %w", err)
 	}

@@ -92,7 +92,7 @@ type unsupportedRow struct{ Tag, Why string }
 // changes, so the page is revalidated by the data's version).
 func (h *Handler) Methodology(c *fiber.Ctx) error {
 	ctx := c.UserContext()
-	changed, fresh, err := cached.Check(c, h.Data.Store, c.OriginalURL())
+	changed, fresh, err := cached.Check(c, h.Data, c.OriginalURL())
 	if err != nil {
 		return fmt.Errorf("web: methodology: %w", err)
 	}

@@ -45,7 +45,7 @@ type runtimesView struct {
 // with their pass rates over time.
 func (h *Handler) Runtimes(c *fiber.Ctx) error {
 	ctx := c.UserContext()
-	changed, err := h.Data.Store.Changed(ctx)
+	changed, err := h.Data.Changed(ctx)
 	if err != nil {
 		return fmt.Errorf("web: runtimes: %w", err)
 	}

@@ -126,7 +126,7 @@ func (h *Handler) Table(c *fiber.Ctx) error {
 	}
 	ctx := c.UserContext()
 	form := newTableForm(&q, c.Query("order"))
-	changed, err := h.Data.Store.Changed(ctx)
+	changed, err := h.Data.Changed(ctx)
 	if err != nil {
 		return fmt.Errorf("web: table: %w", err)
 	}

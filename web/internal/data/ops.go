@@ -18,7 +18,7 @@ type missingOpsRead struct {
 // MissingOps is Store.MissingOps through the cache (it reads every
 // current prediction): until the data changes.
 func (r *Reader) MissingOps(ctx context.Context, table string) ([]store.MissingOp, string, error) {
-	changed, err := r.Store.Changed(ctx)
+	changed, err := r.Changed(ctx)
 	if err != nil {
 		return nil, "", err
 	}

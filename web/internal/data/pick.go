@@ -72,7 +72,7 @@ func PickPair(rts []store.RuntimeStats, baseKey, headKey string) (base, head sto
 // list from cursor. It also returns every runtime and the data version it
 // read.
 func (r *Reader) ResolveCompare(ctx context.Context, baseKey, headKey string, limit int, cursor string) (*Comparison, []store.RuntimeStats, time.Time, error) {
-	changed, err := r.Store.Changed(ctx)
+	changed, err := r.Changed(ctx)
 	if err != nil {
 		return nil, nil, changed, fmt.Errorf("web: compare: %w", err)
 	}

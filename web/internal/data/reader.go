@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/internal/serving"
@@ -53,10 +54,16 @@ func NewReader(st Store, list sweep.File) *Reader {
 	return r
 }
 
+// Changed is the data's version: the store's last change, moved on by
+// every replacement of the known-issues table (Known.Versioned). Every
+// answer kept per data version is keyed by it; it makes the Reader a
+// cached.Source.
+func (r *Reader) Changed(ctx context.Context) (time.Time, error) { return r.Store.Changed(ctx) }
+
 // ServingRegistry is the pinned release's registry (serving.Version), nil
 // when no scan has read it yet.
 func (r *Reader) ServingRegistry(ctx context.Context) (*serving.Registry, error) {
-	changed, err := r.Store.Changed(ctx)
+	changed, err := r.Changed(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("web: serving registry: %w", err)
 	}
