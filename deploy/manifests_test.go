@@ -693,3 +693,32 @@ func TestDecodeStrictRefuses(t *testing.T) {
 		t.Errorf("a valid Service: %v", err)
 	}
 }
+
+// TestWorkersCommentedServingFlag: the serving probe's flag the worker
+// manifest offers in a comment (for an image with vLLM-TorchTPU) is one
+// `scanner worker` takes, beside the manifest's own arguments.
+func TestWorkersCommentedServingFlag(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(kustomizeDir, "workers.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var flag string
+	for _, l := range strings.Split(string(data), "\n") {
+		if f, ok := strings.CutPrefix(strings.TrimSpace(l), "# - --vllm-python="); ok {
+			flag = "--vllm-python=" + f
+		}
+	}
+	if flag == "" {
+		t.Fatal("workers.yaml offers no --vllm-python line")
+	}
+	env := func(k string) (string, bool) {
+		if k == "SCANNER_WORKER_TOKEN" {
+			return "token", true
+		}
+		return "", false
+	}
+	cfg, rest, err := config.Parse(config.CmdWorker, []string{"--server=http://scanner:8080", "--target=tpu", flag}, env, io.Discard)
+	if err != nil || len(rest) != 0 || cfg.VLLMPython != strings.TrimPrefix(flag, "--vllm-python=") {
+		t.Errorf("scanner worker %s: %v (left over %q, vllm python %q)", flag, err, rest, cfg.VLLMPython)
+	}
+}

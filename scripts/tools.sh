@@ -3,7 +3,8 @@
 # the package registries only, into a folder cached outside the clone and keyed by a hash of their
 # pins (scripts/tools/*); prints the folder. Like scripts/pyenv.sh, and apart from it: these are not
 # the harness's packages (internal/harness/requirements.txt keys the multi-GB torch env).
-#   venv/          schemathesis, feedparser, jsonschema (PyPI; tools/requirements.txt, every version pinned)
+#   venv/          schemathesis, feedparser, jsonschema, and ruff (the harness's linter: make lint-python) (PyPI;
+#                  tools/requirements.txt, every version pinned)
 #   node_modules/  axe-core (npm; tools/package.json)
 #   vnu/           the Nu Html Checker, nu.validator:validator and its dependencies (Maven Central; tools/pom.xml)
 # and, from Debian, rsvg-convert (librsvg2-bin) and a Java runtime, when missing.

@@ -37,7 +37,7 @@ func (s *SQLite) comparePages(ctx context.Context, qs []CompareQuery) ([]Compare
 			return nil, nil, fmt.Errorf("store: compare: %w: base and head are the same runtime", ErrInvalid)
 		}
 		if q.Cursor != "" {
-			c, err := decodeCompareCursor(q.Cursor, q)
+			c, err := parseCompareCursor(q.Cursor)
 			if err != nil {
 				return nil, nil, fmt.Errorf("store: compare: %w", err)
 			}

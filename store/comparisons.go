@@ -1,13 +1,11 @@
 package store
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
-	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -33,9 +31,9 @@ type CompareQuery struct {
 	Base, Head compat.RuntimeRef
 	// Limit is the number of models per list: 0 = 100, capped at 1000.
 	Limit int
-	// Cursor is "" for the first page of every list, else a Next cursor
-	// of an earlier page: the next page of that one list (the others
-	// are then empty).
+	// Cursor is "" for the first page of every list, else a position in
+	// one list (CompareCursorPattern; a Next cursor of an earlier page):
+	// the next page of that one list (the others are then empty).
 	Cursor string
 	// Lists are the lists to read (nil = every one); the others are
 	// left empty, their totals counted all the same.
@@ -50,49 +48,41 @@ type ComparePage struct {
 	Next map[compare.Kind]string
 }
 
-// compareCursor is the decoded form of a Next cursor: the list, the
-// comparison, and the last model shown (its downloads and id).
+// compareCursor is a position in one list of a comparison (a Next
+// cursor): the list, and the downloads and id of the model the page
+// starts after. Like a model list's cursor it is a position, not a token:
+// every well-formed value is one, whatever comparison wrote it. It is
+// written "<list>~<downloads>~<id>" (String; CompareCursorPattern).
 type compareCursor struct {
-	Kind      compare.Kind `json:"k"`
-	Base      string       `json:"b"`
-	Head      string       `json:"h"`
-	Downloads int64        `json:"d"`
-	ID        string       `json:"id"`
+	Kind      compare.Kind
+	Downloads any // int64, or float64 past int64's range
+	ID        string
 }
 
-func (c compareCursor) encode() string {
-	b, _ := json.Marshal(c) // strings and numbers only: cannot fail
-	return base64.RawURLEncoding.EncodeToString(b)
+// CompareCursorPattern is the form of a comparison's cursor: a listed
+// kind (compare.Listed, compare.TrainListed), a decimal number and a model
+// id, "~" between (TestCompareCursorPattern checks the kinds).
+const CompareCursorPattern = `^(fixed|regressed|new|still_failing|train_fixed|train_regressed)~-?[0-9]+(\.[0-9]+)?~[^\x00-\x1f\x7f]*$`
+
+var compareCursorRE = regexp.MustCompile(CompareCursorPattern)
+
+func (c compareCursor) String() string {
+	return string(c.Kind) + "~" + formatKey(c.Downloads) + "~" + c.ID
 }
 
-func decodeCompareCursor(s string, q CompareQuery) (compareCursor, error) {
-	bad := func(why string) (compareCursor, error) {
-		return compareCursor{}, fmt.Errorf("%w: %w: %s", ErrInvalid, ErrBadCursor, why)
+func parseCompareCursor(s string) (compareCursor, error) {
+	if !compareCursorRE.MatchString(s) {
+		return compareCursor{}, fmt.Errorf("%w: %w: not <list>~<downloads>~<model id>", ErrInvalid, ErrBadCursor)
 	}
-	b, err := base64.RawURLEncoding.DecodeString(s)
-	if err != nil {
-		return bad("not base64")
-	}
-	var c compareCursor
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&c); err != nil {
-		return bad("not a comparison cursor")
-	}
-	if !compare.IsListed(c.Kind) && !compare.IsTrainListed(c.Kind) {
-		return bad("no such list")
-	}
-	if c.Base != q.Base.Key() || c.Head != q.Head.Key() {
-		return bad("made for another comparison")
-	}
-	return c, nil
+	parts := strings.SplitN(s, "~", 3)
+	return compareCursor{Kind: compare.Kind(parts[0]), Downloads: parseKey(parts[1]), ID: parts[2]}, nil
 }
 
 // Compare returns a page of the comparison of q.Head with q.Base (each
 // model's newest result on each). The error wraps ErrNotFound when a
 // runtime has no results, ErrInvalid for a ref without a concrete target
 // or base equal to head, and ErrBadCursor (and ErrInvalid) for a cursor
-// not made for this comparison.
+// not in its form (compareCursor).
 func (s *SQLite) Compare(ctx context.Context, q CompareQuery) (ComparePage, error) {
 	for _, r := range []compat.RuntimeRef{q.Base, q.Head} {
 		if err := validTarget(r.Target, false); err != nil {
@@ -104,7 +94,7 @@ func (s *SQLite) Compare(ctx context.Context, q CompareQuery) (ComparePage, erro
 	}
 	var cur *compareCursor
 	if q.Cursor != "" {
-		c, err := decodeCompareCursor(q.Cursor, q)
+		c, err := parseCompareCursor(q.Cursor)
 		if err != nil {
 			return ComparePage{}, fmt.Errorf("store: compare: %w", err)
 		}
@@ -212,7 +202,7 @@ func setList(page *ComparePage, q CompareQuery, kind compare.Kind, items []compa
 	*page.List(kind) = items
 	if more {
 		last := items[len(items)-1]
-		page.Next[kind] = compareCursor{Kind: kind, Base: q.Base.Key(), Head: q.Head.Key(), Downloads: last.Downloads, ID: last.ID}.encode()
+		page.Next[kind] = compareCursor{Kind: kind, Downloads: last.Downloads, ID: last.ID}.String()
 	}
 }
 

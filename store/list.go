@@ -1,104 +1,97 @@
 package store
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
-	"encoding/base64"
-	"encoding/json"
 	"fmt"
-	"hash/fnv"
-	"slices"
+	"math"
+	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
-	"github.com/google-pytorch/torchtpu-scanner/internal/serving"
 )
 
-// cursor is the decoded form of ModelQuery.Cursor: the last row's sort key
-// and id, and what it was a cursor for.
+// cursor is a position in a model list (ModelQuery.Cursor, a page's next
+// cursor): the sort keys and the id of the row a page starts after. It is
+// a position, not a token: every well-formed value is one, and the page is
+// the rows after it in the query's order and under its filters, whatever
+// query wrote it (a keyset needs nothing else). It is written
+// "<k0>~<k1>~<id>" (String): the order's keys as decimal numbers, 0 for a
+// key the order does not have (sort=id has none), then the model id as is
+// (any characters but control characters). CursorPattern is its form.
 type cursor struct {
-	Sort    string `json:"s"`
-	Reverse bool   `json:"r,omitempty"`
-	Filter  uint64 `json:"f"`
-	Keys    []any  `json:"k,omitempty"`
-	ID      string `json:"id"`
+	Keys [cursorKeys]any // int64 or float64
+	ID   string
 }
 
-func (c cursor) encode() (string, error) {
-	b, err := json.Marshal(c)
-	if err != nil {
-		return "", err
+// cursorKeys is how many sort keys a cursor holds: the most an order has
+// (TestCursorKeys).
+const cursorKeys = 2
+
+// CursorPattern is the form of a model list's cursor (cursor), as the
+// OpenAPI document states it: two decimal numbers and an id, "~" between.
+const CursorPattern = `^-?[0-9]+(\.[0-9]+)?~-?[0-9]+(\.[0-9]+)?~[^\x00-\x1f\x7f]*$`
+
+var cursorRE = regexp.MustCompile(CursorPattern)
+
+// String writes c in its form (CursorPattern).
+func (c cursor) String() string {
+	var b strings.Builder
+	for _, k := range c.Keys {
+		b.WriteString(formatKey(k))
+		b.WriteByte('~')
 	}
-	return base64.RawURLEncoding.EncodeToString(b), nil
+	return b.String() + c.ID
 }
 
-// decodeCursor parses s as a cursor for the given sort, direction and
-// filters; anything else is ErrBadCursor.
-func decodeCursor(s, sort string, reverse bool, filter uint64, keys []sortKey) (cursor, error) {
-	bad := func(why string) (cursor, error) {
-		return cursor{}, fmt.Errorf("%w: %w: %s", ErrInvalid, ErrBadCursor, why)
+// formatKey writes a sort key's value as a decimal number (no exponent).
+func formatKey(k any) string {
+	switch v := k.(type) {
+	case int64:
+		return strconv.FormatInt(v, 10)
+	case float64:
+		if math.IsNaN(v) || math.IsInf(v, 0) { // no decimal form: the nearest that has one
+			switch {
+			case math.IsInf(v, 1):
+				v = math.MaxFloat64
+			case math.IsInf(v, -1):
+				v = -math.MaxFloat64
+			default:
+				v = 0
+			}
+		}
+		return strconv.FormatFloat(v, 'f', -1, 64)
 	}
-	b, err := base64.RawURLEncoding.DecodeString(s)
-	if err != nil {
-		return bad("not base64")
+	return "0"
+}
+
+// parseCursor reads a cursor written in its form; anything else is
+// ErrBadCursor (and ErrInvalid).
+func parseCursor(s string) (cursor, error) {
+	if !cursorRE.MatchString(s) {
+		return cursor{}, fmt.Errorf("%w: %w: not <number>~<number>~<model id>", ErrInvalid, ErrBadCursor)
 	}
+	parts := strings.SplitN(s, "~", cursorKeys+1)
 	var c cursor
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	if err := dec.Decode(&c); err != nil {
-		return bad("not a cursor")
+	for i := range cursorKeys {
+		c.Keys[i] = parseKey(parts[i])
 	}
-	if c.Sort != sort || c.Reverse != reverse || c.Filter != filter {
-		return bad("made for another query")
-	}
-	if len(c.Keys) != len(keys) {
-		return bad("wrong key count")
-	}
-	for i, k := range keys {
-		n, ok := c.Keys[i].(json.Number)
-		if !ok {
-			return bad("key not a number")
-		}
-		switch k.kind {
-		case keyInt:
-			v, err := n.Int64()
-			if err != nil {
-				return bad("key not an integer")
-			}
-			c.Keys[i] = v
-		case keyFloat:
-			v, err := n.Float64()
-			if err != nil {
-				return bad("key not a number")
-			}
-			c.Keys[i] = v
-		}
-	}
+	c.ID = parts[cursorKeys]
 	return c, nil
 }
 
-// filterHash identifies a query's filters, so a cursor is not used with others.
-func filterHash(q ModelQuery) uint64 {
-	h := fnv.New64a()
-	fmt.Fprintf(h, "%q|%q|%q|%q|%q|", q.Q, q.Task, strings.ToLower(q.Org), q.Target, q.Hint)
-	st := slices.Clone(q.Status)
-	slices.Sort(st)
-	for _, s := range slices.Compact(st) {
-		fmt.Fprintf(h, "%q,", s)
-	}
-	if len(q.Train) > 0 { // only then: cursors without it stay valid
-		tr := slices.Clone(q.Train)
-		slices.Sort(tr)
-		fmt.Fprint(h, "|train|")
-		for _, s := range slices.Compact(tr) {
-			fmt.Fprintf(h, "%q,", s)
+// parseKey is the value of a key written as a decimal number (its form
+// checked): an integer while it fits int64, a float64 otherwise (±Inf
+// past float64's range, still a position).
+func parseKey(s string) any {
+	if !strings.Contains(s, ".") {
+		if v, err := strconv.ParseInt(s, 10, 64); err == nil {
+			return v
 		}
 	}
-	if q.Serve != "" { // as train: cursors without it stay valid
-		fmt.Fprintf(h, "|serve|%q", q.Serve)
-	}
-	return h.Sum64()
+	v, _ := strconv.ParseFloat(s, 64) // the form is a number's: at worst out of range, ±Inf
+	return v
 }
 
 // likePattern is a LIKE pattern matching s anywhere, with LIKE's wildcards
@@ -114,7 +107,6 @@ type listQuery struct {
 	args  []any
 	keys  []sortKey // with their effective directions
 	limit int
-	next  cursor // Sort, Reverse and Filter of the next page's cursor
 }
 
 // buildList validates q and assembles its query. The page is picked on
@@ -127,18 +119,15 @@ func buildList(q ModelQuery) (listQuery, error) {
 	if err := validTarget(q.Target, true); err != nil {
 		return listQuery{}, err
 	}
-	keys, reverse := ord.directed(q.Desc)
-	idDesc := reverse
-	sortName := ord.name
+	keys, idDesc := ord.directed(q.Desc)
 
 	where, args, err := listFilters(q)
 	if err != nil {
 		return listQuery{}, err
 	}
 
-	filter := filterHash(q)
 	if q.Cursor != "" {
-		c, err := decodeCursor(q.Cursor, sortName, reverse, filter, keys)
+		c, err := parseCursor(q.Cursor)
 		if err != nil {
 			return listQuery{}, err
 		}
@@ -170,8 +159,7 @@ func buildList(q ModelQuery) (listQuery, error) {
 	fmt.Fprintf(&b, listPageTail, strings.Join(order, ", "), strings.Join(outerSel, ""), strings.Join(outerOrder, ", "))
 	args = append([]any{string(q.Target)}, args...)
 	args = append(args, limit+1, string(q.Target))
-	return listQuery{sql: b.String(), args: args, keys: keys, limit: limit,
-		next: cursor{Sort: sortName, Reverse: reverse, Filter: filter}}, nil
+	return listQuery{sql: b.String(), args: args, keys: keys, limit: limit}, nil
 }
 
 // listFilters are the WHERE conditions of q's filters (search, task, org,
@@ -199,14 +187,9 @@ func listFilters(q ModelQuery) (where []string, args []any, err error) {
 	if err := validServe(q.Serve); err != nil {
 		return nil, nil, err
 	}
-	switch q.Serve {
-	case "":
-	case ServeNone:
-		where = append(where, listWhereNotServed)
-		args = append(args, serving.Version, serving.Version)
-	default:
-		where = append(where, listWhereServe)
-		args = append(args, serving.Version, q.Serve)
+	if w, a := serveFilter(q.Serve); w != "" {
+		where = append(where, w)
+		args = append(args, a...)
 	}
 	if len(q.Status) > 0 {
 		var in []string
@@ -289,8 +272,8 @@ func keysetAfter(keys []sortKey, idDesc bool, c cursor) (string, []any) {
 // carry no LogTail (GetModel has it); models carry no Aliases.
 //
 // The error wraps ErrInvalid for an unknown sort, status or target, and
-// ErrBadCursor (and ErrInvalid) for a cursor not made by this store for
-// the same sort, direction and filters.
+// ErrBadCursor (and ErrInvalid) for a cursor not in its form (cursor):
+// any cursor in it is a position, whatever query wrote it.
 func (s *SQLite) ListModels(ctx context.Context, q ModelQuery) ([]compat.Model, string, error) {
 	return listModels(ctx, s.r, q)
 }
@@ -326,11 +309,7 @@ func listModels(ctx context.Context, db *sql.DB, q ModelQuery) ([]compat.Model, 
 	rts := runtimes{}
 	for rows.Next() {
 		if len(models) == lq.limit { // the extra row: there is a next page
-			next, err := lq.cursorAfter(lastID, keys).encode()
-			if err != nil {
-				return nil, "", fmt.Errorf("store: list models: %w", err)
-			}
-			return models, next, nil
+			return models, cursorAfter(lastID, keys).String(), nil
 		}
 		var (
 			mr modelRow
@@ -359,15 +338,14 @@ func listModels(ctx context.Context, db *sql.DB, q ModelQuery) ([]compat.Model, 
 
 // cursorAfter is the cursor of the row with id and the sort key values
 // that keys point at.
-func (lq listQuery) cursorAfter(id string, keys []any) cursor {
-	c := lq.next
-	c.ID = id
-	for _, k := range keys {
+func cursorAfter(id string, keys []any) cursor {
+	c := cursor{ID: id, Keys: [cursorKeys]any{int64(0), int64(0)}}
+	for i, k := range keys {
 		switch v := k.(type) {
 		case *int64:
-			c.Keys = append(c.Keys, *v)
+			c.Keys[i] = *v
 		case *float64:
-			c.Keys = append(c.Keys, *v)
+			c.Keys[i] = *v
 		}
 	}
 	return c

@@ -6,7 +6,9 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -102,15 +104,41 @@ func TestListModelsInvalid(t *testing.T) {
 	if err != nil || next == "" {
 		t.Fatalf("first page: %q, %v", next, err)
 	}
-	for name, q := range map[string]store.ModelQuery{
-		"garbage":         {Cursor: "!!!"},
-		"not json":        {Cursor: "bm90IGpzb24"},
-		"other sort":      {Cursor: next, Sort: "likes"},
-		"other direction": {Cursor: next, Desc: compat.Ptr(false)},
-		"other filter":    {Cursor: next, Task: "fill-mask"},
+	if !regexp.MustCompile(store.CursorPattern).MatchString(next) {
+		t.Errorf("next cursor %q is not in its form %s", next, store.CursorPattern)
+	}
+	for name, c := range map[string]string{
+		"garbage":           "!!!",
+		"the old form":      "eyJzIjoiZG93bmxvYWRzIn0",
+		"one key":           "5~org/m",
+		"a word for a key":  "five~0~org/m",
+		"an exponent":       "1e5~0~org/m",
+		"a control char":    "1~0~org/\x01m",
+		"no id separator":   "1~0",
+		"a trailing point":  "1.~0~org/m",
+		"a leading plus":    "+1~0~org/m",
+		"an empty key":      "~0~org/m",
+		"spaces around one": " 1~0~org/m",
 	} {
-		if _, _, err := s.ListModels(ctx, q); !errors.Is(err, store.ErrBadCursor) {
-			t.Errorf("%s: %v; want ErrBadCursor", name, err)
+		if _, _, err := s.ListModels(ctx, store.ModelQuery{Cursor: c}); !errors.Is(err, store.ErrBadCursor) {
+			t.Errorf("%s (%q): %v; want ErrBadCursor", name, c, err)
+		}
+	}
+	// A cursor is a position, not a token: one written by another query
+	// (another sort, direction or filter), or by hand, is a page all the
+	// same (the rows after it).
+	for name, q := range map[string]store.ModelQuery{
+		"other sort":             {Cursor: next, Sort: "likes"},
+		"other direction":        {Cursor: next, Desc: compat.Ptr(false)},
+		"other filter":           {Cursor: next, Task: "fill-mask"},
+		"by hand":                {Cursor: "0~0~"},
+		"keys past int64":        {Cursor: "99999999999999999999999~-1.5~org/x", Sort: "status"},
+		"keys past float64":      {Cursor: strings.Repeat("9", 400) + "~0~a", Sort: "tokens_per_s"},
+		"an id no model has":     {Cursor: "12~0~no/such-model ~ here", Sort: "id"},
+		"a float for an integer": {Cursor: "1.5~2.25~org", Sort: "tested_at"},
+	} {
+		if _, _, err := s.ListModels(ctx, q); err != nil {
+			t.Errorf("%s: %v; want a page", name, err)
 		}
 	}
 	for name, q := range map[string]store.ModelQuery{
@@ -454,4 +482,42 @@ func loopCPU(b *testing.B, f func()) {
 	syscall.Getrusage(syscall.RUSAGE_SELF, &after)
 	cpu := time.Duration(after.Utime.Nano() + after.Stime.Nano() - before.Utime.Nano() - before.Stime.Nano())
 	b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
+}
+
+// TestListModelsCursorIsAPosition: a cursor written by hand
+// ("<k0>~<k1>~<id>") is the rows after that position in the query's
+// order, under its filters, like the cursor the list wrote there.
+func TestListModelsCursorIsAPosition(t *testing.T) {
+	s := storetest.MustOpen(t)
+	storetest.MustSeed(t, s, 30, 60)
+	byID, _, err := s.ListModels(ctx, store.ModelQuery{Sort: "id", Limit: 1000})
+	if err != nil || len(byID) != 30 {
+		t.Fatalf("all: %d, %v", len(byID), err)
+	}
+	got, _, err := s.ListModels(ctx, store.ModelQuery{Sort: "id", Cursor: "7~-3~" + byID[9].ID, Limit: 1000})
+	if err != nil || !slices.Equal(ids(got), ids(byID[10:])) {
+		t.Errorf("sort=id after %s: %q, %v; want %q", byID[9].ID, ids(got), err, ids(byID[10:]))
+	}
+	byDownloads, _, err := s.ListModels(ctx, store.ModelQuery{Limit: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := byDownloads[12]
+	hand := strconv.FormatInt(m.Downloads, 10) + "~0~" + m.ID
+	got, _, err = s.ListModels(ctx, store.ModelQuery{Cursor: hand, Limit: 1000})
+	if err != nil || !slices.Equal(ids(got), ids(byDownloads[13:])) {
+		t.Errorf("downloads after %q: %q, %v; want %q", hand, ids(got), err, ids(byDownloads[13:]))
+	}
+	// The same position in the other direction: the rows before it, reversed.
+	got, _, err = s.ListModels(ctx, store.ModelQuery{Cursor: hand, Desc: compat.Ptr(false), Limit: 1000})
+	want := slices.Clone(byDownloads[:12])
+	slices.Reverse(want)
+	if err != nil || !slices.Equal(ids(got), ids(want)) {
+		t.Errorf("ascending from %q: %q, %v; want %q", hand, ids(got), err, ids(want))
+	}
+	// The page a list's own cursor starts is the one a hand-written one does.
+	_, next, err := s.ListModels(ctx, store.ModelQuery{Limit: 13})
+	if err != nil || next != hand {
+		t.Errorf("next cursor after 13 rows = %q, %v; want %q", next, err, hand)
+	}
 }

@@ -141,12 +141,12 @@ func TestListModelsHint(t *testing.T) {
 	if _, _, err := s.ListModels(ctx, store.ModelQuery{Hint: "nope"}); !errors.Is(err, store.ErrInvalid) {
 		t.Errorf("unknown hint: %v", err)
 	}
-	// a cursor made for one hint is refused with another
+	// a cursor made for one hint is a position with another too
 	_, next, err := s.ListModels(ctx, store.ModelQuery{Hint: readiness.HintDimsNotAligned, Limit: 1})
 	if err != nil || next == "" {
 		t.Fatalf("page: %q %v", next, err)
 	}
-	if _, _, err := s.ListModels(ctx, store.ModelQuery{Hint: readiness.HintMoEDynamicRouting, Limit: 1, Cursor: next}); !errors.Is(err, store.ErrBadCursor) {
+	if _, _, err := s.ListModels(ctx, store.ModelQuery{Hint: readiness.HintMoEDynamicRouting, Limit: 1, Cursor: next}); err != nil {
 		t.Errorf("cursor across hints: %v", err)
 	}
 }

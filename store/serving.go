@@ -5,6 +5,9 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
+	"slices"
+	"strings"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/serving"
 )
@@ -23,15 +26,83 @@ ON CONFLICT (version) DO UPDATE SET vllm_version = excluded.vllm_version, read_a
 	// are known and none listed, by a release that was read.
 	listWhereServe = `(SELECT v.kind FROM json_each(m.readiness, '$.architectures') a
 	JOIN serving_archs v ON v.version = ? AND v.arch = a.value ORDER BY a.key LIMIT 1) = ?`
+	// listWhereServedAny keeps the models the release serves as any kind;
+	// listWhereCell those with a serving cell at all (architectures known,
+	// the release read); listWhereMeasured (%s: the statuses' marks) those
+	// whose newest measured serving verdict has one of the statuses.
+	listWhereServedAny = `EXISTS (SELECT 1 FROM json_each(m.readiness, '$.architectures') a
+	JOIN serving_archs v ON v.version = ? AND v.arch = a.value)`
+	listWhereCell = `json_array_length(m.readiness, '$.architectures') > 0
+	AND EXISTS (SELECT 1 FROM serving_registries WHERE version = ?)`
+	listWhereMeasured  = `EXISTS (SELECT 1 FROM serving_results s WHERE s.model_id = m.id AND s.status IN (%s))`
 	listWhereNotServed = `json_array_length(m.readiness, '$.architectures') > 0
 	AND EXISTS (SELECT 1 FROM serving_registries WHERE version = ?)
 	AND NOT EXISTS (SELECT 1 FROM json_each(m.readiness, '$.architectures') a
 		JOIN serving_archs v ON v.version = ? AND v.arch = a.value)`
 )
 
-// ServeNone is ModelQuery.Serve's value for the models the release does
-// not serve (their architectures known, none in its registry).
-const ServeNone = "none"
+// ModelQuery.Serve's values beside the serving kinds (compat.ServingKinds:
+// the release declares it serves the model as that kind), each the models
+// whose table cell says so (web's vLLM column: the measured verdict when
+// one was judged, else the declared cell).
+const (
+	// ServePass: the serving probe measured a pass.
+	ServePass = "pass"
+	// ServeFail: the serving probe measured a verdict held against
+	// vLLM-TorchTPU (fail, oom, timeout, crash).
+	ServeFail = "fail"
+	// ServeDeclared: declared served (any kind), no measured verdict
+	// (never measured, or measured without one: the scanner's error, not
+	// judged for want of a CPU reference).
+	ServeDeclared = "declared"
+	// ServeNone: the release does not serve it (its architectures known,
+	// none in its registry).
+	ServeNone = "none"
+)
+
+// ServeValues are ModelQuery.Serve's values, in the filter's order: the
+// measured ones, declared, the kinds, none. "" (all) is not listed.
+func ServeValues() []string {
+	out := []string{ServePass, ServeFail, ServeDeclared}
+	for _, k := range compat.ServingKinds {
+		out = append(out, string(k))
+	}
+	return append(out, ServeNone)
+}
+
+// judgedServing are the measured serving statuses that are a verdict
+// (compat.ServingMeasured.Judged), for SQL IN lists: pass first, then
+// those held against vLLM-TorchTPU.
+func judgedServing() (pass string, held []any) {
+	for _, st := range compat.Statuses {
+		if st.HeldAgainstModel() {
+			held = append(held, string(st))
+		}
+	}
+	return string(compat.StatusPass), held
+}
+
+// serveFilter is the WHERE condition of ModelQuery.Serve v and its
+// arguments (v validated by validServe; "" is none).
+func serveFilter(v string) (string, []any) {
+	pass, held := judgedServing()
+	marks := strings.TrimSuffix(strings.Repeat("?, ", len(held)), ", ")
+	cell := []any{serving.Version} // listWhereCell's
+	switch v {
+	case "":
+		return "", nil
+	case ServeNone:
+		return listWhereNotServed, []any{serving.Version, serving.Version}
+	case ServePass:
+		return listWhereCell + " AND " + fmt.Sprintf(listWhereMeasured, "?"), append(cell, pass)
+	case ServeFail:
+		return listWhereCell + " AND " + fmt.Sprintf(listWhereMeasured, marks), append(cell, held...)
+	case ServeDeclared:
+		return listWhereServedAny + " AND NOT " + fmt.Sprintf(listWhereMeasured, marks+", ?"),
+			append(append([]any{serving.Version}, held...), pass)
+	}
+	return listWhereServe, []any{serving.Version, v}
+}
 
 // PutServingRegistry stores what a vllm-torchtpu release declares,
 // replacing what was stored for that release.
@@ -82,7 +153,7 @@ func putServing(ctx context.Context, tx *sql.Tx, r serving.Registry, at int64) e
 // ServingRegistry is what the release version declares, as stored; its
 // error wraps ErrNotFound when that release was never read.
 func (s *SQLite) ServingRegistry(ctx context.Context, version string) (serving.Registry, error) {
-	r := serving.Registry{Version: version, Archs: map[string]serving.Kind{}}
+	r := serving.Registry{Version: version, Archs: map[string]compat.ServingKind{}}
 	err := s.r.QueryRowContext(ctx, sqlServingRegistry, version).Scan(&r.VLLMVersion)
 	if errors.Is(err, sql.ErrNoRows) {
 		return serving.Registry{}, fmt.Errorf("store: serving registry %s: %w", version, ErrNotFound)
@@ -100,7 +171,7 @@ func (s *SQLite) ServingRegistry(ctx context.Context, version string) (serving.R
 		if err := rows.Scan(&arch, &kind); err != nil {
 			return serving.Registry{}, fmt.Errorf("store: serving registry %s: %w", version, err)
 		}
-		r.Archs[arch] = serving.Kind(kind)
+		r.Archs[arch] = compat.ServingKind(kind)
 	}
 	if err := rows.Err(); err != nil {
 		return serving.Registry{}, fmt.Errorf("store: serving registry %s: %w", version, err)
@@ -108,10 +179,10 @@ func (s *SQLite) ServingRegistry(ctx context.Context, version string) (serving.R
 	return r, nil
 }
 
-// validServe accepts "" (no filter), the serving kinds and ServeNone.
+// validServe accepts "" (no filter) and ServeValues.
 func validServe(v string) error {
-	if v == "" || v == ServeNone || serving.Kind(v).Valid() {
+	if v == "" || slices.Contains(ServeValues(), v) {
 		return nil
 	}
-	return fmt.Errorf("%w: serve %q (want generation, multimodal, pooling or none)", ErrInvalid, v)
+	return fmt.Errorf("%w: serve %q (want one of %s)", ErrInvalid, v, strings.Join(ServeValues(), ", "))
 }

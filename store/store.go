@@ -18,7 +18,8 @@ import (
 // ErrNotFound is wrapped by every lookup that finds nothing.
 var ErrNotFound = errors.New("not found")
 
-// ErrBadCursor is returned for a cursor this store did not produce.
+// ErrBadCursor is returned for a cursor not in its form (a list's
+// cursor, CursorPattern; a comparison's, CompareCursorPattern).
 var ErrBadCursor = errors.New("invalid cursor")
 
 // ErrInvalid is wrapped by errors about the caller's arguments (an unknown
@@ -95,15 +96,17 @@ type ModelQuery struct {
 	Task   string
 	Org    string // the id's part before "/"; "" for all
 	Hint   string // a readiness hint code (readiness.Codes) the model has; "" for all
-	// Serve keeps the models the pinned vllm-torchtpu (serving.Version)
-	// declares it serves as this kind (serving.Kinds), or does not serve
-	// (ServeNone); "" for all.
+	// Serve keeps the models whose serving cell says it (ServeValues):
+	// measured pass or fail (ServePass, ServeFail), declared served with no
+	// measured verdict (ServeDeclared), declared by the pinned
+	// vllm-torchtpu (serving.Version) as this kind (compat.ServingKinds),
+	// or not served (ServeNone); "" for all.
 	Serve  string
 	Target compat.Target // whose result is "current"; "" = the most recent on any target
 	Sort   string        // one of Sorts() (sort.go); "" = DefaultSort
 	Desc   *bool         // nil = the sort's natural direction (Sort.Desc)
 	Limit  int           // capped by the store at 1000; 0 = 50
-	Cursor string        // opaque, from the previous page's next cursor
+	Cursor string        // a position (CursorPattern): the previous page's next cursor
 }
 
 // Summary is the site's headline.

@@ -67,6 +67,9 @@ type JobOutcome struct {
 	Result  compat.Result // as recorded: scan id and worker host (the lease holder's) filled in
 	Flaky   bool          // recorded as a flaky event; the old status stays
 	Record  RecordOutcome // for a result that was not flaky
+	// Serving is the serving probe's verdict stored with the result
+	// (fleet.ResultRequest.Serving, its date the server's); nil for none.
+	Serving *compat.ServingMeasured
 }
 
 // Expired is what ExpireLeases did.
@@ -342,6 +345,14 @@ func (s *SQLite) CompleteJob(ctx context.Context, req fleet.ResultRequest, now t
 		if err := s.recordJobResult(ctx, tx, j, &out); err != nil {
 			return false, err
 		}
+		if m := req.Serving; m != nil { // the serving probe's verdict (Job.Serve), stored as a local scan's
+			sm := *m
+			sm.MeasuredAt = now.UTC() // the server's clock orders verdicts, as results'
+			if err := s.putServingResult(ctx, tx, j.modelID, sm); err != nil {
+				return false, fmt.Errorf("serving result: %w", err)
+			}
+			out.Serving = &sm
+		}
 		if err := j.save(ctx, tx, now); err != nil {
 			return false, err
 		}
@@ -481,7 +492,7 @@ func (s *SQLite) lostResult(ctx context.Context, tx *sql.Tx, j jobRow, now time.
 		Target: j.spec.Target, Status: compat.StatusError, FailureClass: compat.Ptr(compat.ClassOther),
 		Message: compat.Ptr(fleet.LostMessage(j.st.Lost, j.lastWorker)), Mode: compat.Ptr(j.spec.Mode),
 		Revision: j.spec.Revision, TestedAt: now.UTC(), Runtime: rt, Task: j.spec.Task,
-		Repro:  compat.Repro(j.spec.ModelID, j.spec.Revision, j.spec.Target, j.spec.Mode),
+		Repro:  compat.ReproOn(j.spec.ModelID, j.spec.Revision, j.spec.Target, j.spec.Mode, j.spec.Chips()),
 		ScanID: compat.Ptr(j.scanID), Worker: j.lastWorker,
 	}, nil
 }

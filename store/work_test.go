@@ -420,3 +420,41 @@ func TestShardedJobsGoToWorkersThatHoldThem(t *testing.T) {
 		t.Fatalf("the one-device worker got %v (%v) with only a two-device job left", ids(got), err)
 	}
 }
+
+// TestALostShardedJobsReproNamesItsDevices: the error result of a job of
+// two devices that lost its every lease repeats it on two
+// (compat.ReproOn's --devices 2), as a probe's own result would.
+func TestALostShardedJobsReproNamesItsDevices(t *testing.T) {
+	ctx := context.Background()
+	s, scanID := queueFixture(t, 0, "")
+	job := NewJob{RuntimeKey: wrtA.RetestKey(), Job: fleet.Job{ModelID: "q/lost", Revision: "r",
+		Target: compat.TargetCPU, Mode: compat.ModeArch, TimeoutS: 60, Devices: 2}}
+	if err := s.UpsertModels(ctx, []ModelUpsert{{ID: "q/lost", SHA: "r"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.EnqueueJobs(ctx, scanID, []NewJob{job}); err != nil {
+		t.Fatal(err)
+	}
+	now := wt0
+	for i, id := range []string{"a", "b", "c"} {
+		if l, _, err := s.LeaseJobs(ctx, worker(id, wrtA), 1, now, wttl); err != nil || len(l) != 1 {
+			t.Fatalf("lease %d: %+v %v", i, l, err)
+		}
+		now = now.Add(wttl)
+		if i < 2 {
+			if _, _, err := s.LeaseJobs(ctx, worker("z", wrtB), 1, now, wttl); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if exp, err := s.ExpireLeases(ctx, now); err != nil || len(exp.Failed) != 1 {
+		t.Fatalf("expire: %+v %v", exp, err)
+	}
+	h, err := s.History(ctx, "q/lost", "", 10)
+	if err != nil || len(h) != 1 {
+		t.Fatalf("history %+v %v", h, err)
+	}
+	if want := "scanner probe q/lost --revision r --target cpu --mode arch --devices 2"; h[0].Repro != want {
+		t.Errorf("repro %q, want %q", h[0].Repro, want)
+	}
+}

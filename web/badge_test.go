@@ -4,38 +4,18 @@ import (
 	"bytes"
 	"encoding/json"
 	"encoding/xml"
-	"flag"
 	"math"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
+	"github.com/google-pytorch/torchtpu-scanner/internal/testenv"
 )
 
-var update = flag.Bool("update", false, "rewrite golden files in testdata/")
-
 // golden compares got with testdata/name, or rewrites it under -update.
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./web -run %s -update to create it)", err, t.Name())
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from the golden file:\n got: %s\nwant: %s\n(run with -update if the change is intended)", path, got, want)
-	}
-}
+func golden(t *testing.T, name string, got []byte) { t.Helper(); testenv.Golden(t, name, got) }
 
 func result(status compat.Status) *compat.Result {
 	return &compat.Result{Target: compat.TargetTPU, Status: status, TestedAt: time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)}

@@ -58,15 +58,7 @@ func (b badge) Color() string { return badgeFill[b.Tone] }
 const maxLabelRunes = 48
 
 // defaultLabel is the label of a badge for target when ?label= is not given.
-func defaultLabel(t compat.Target) string {
-	switch t {
-	case compat.TargetCPU:
-		return "PyTorch CPU"
-	case compat.TargetCUDA:
-		return "PyTorch CUDA"
-	}
-	return "TorchTPU"
-}
+func defaultLabel(t compat.Target) string { return t.BadgeLabel() }
 
 // unknownBadge is shown for ids the scanner does not know (and bad input).
 func unknownBadge(label string) badge {
@@ -163,8 +155,8 @@ func trainBadgeFor(m *compat.Model, target compat.Target, label string) badge {
 		return badge{Label: label, Message: wordOf(compat.StatusUntested).badge, Tone: toneOf(compat.StatusUntested)}
 	}
 	b := badge{Label: label, Message: wordOf(v.Status).badge, Tone: toneOf(v.Status)}
-	if v.Status.IsVerdict() { // measured by the run that made the result
-		b.Evidence = badgeEvidence(m.Result)
+	if e := compat.EvidenceOfMode(m.Result, compat.ModeTrain); e.Kind != compat.EvidenceNone {
+		b.Evidence = cleanText(e.Sentence(), 240)
 	}
 	if m.Result.Target != target {
 		return elsewhereBadge(b, m.Result.Target, v.Status, deref(v.Stage))

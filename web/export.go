@@ -25,7 +25,55 @@ var csvColumns = []string{"id", "task", "library", "downloads", "likes", "gated"
 // csvAllColumns are csvColumns and then readiness's (readiness.go), the
 // matrix's (issue 25) and the known issue's, each added last, so that no
 // earlier column moves.
-var csvAllColumns = slices.Concat(csvColumns, readinessCSVColumns, modesCSVColumns, knownCSVColumns, evidenceCSVColumns)
+var csvAllColumns = slices.Concat(csvColumns, readinessCSVColumns, modesCSVColumns, knownCSVColumns, evidenceCSVColumns,
+	servingCSVColumns)
+
+// servingCSVColumns are the serving cell (issue 40): its one verdict
+// (compat.ServingCell.Verdict: serving_served true or false, on the
+// evidence serving_evidence, measured or declared), what the pinned
+// release declares (its kind, its version, the command), and the newest
+// measured serving probe (its status, reason when not judged, signature,
+// the vllm-torchtpu version and runtime key it ran with, tokens per
+// second, time to first token, load time, tokens agreed with the CPU
+// reference, date). Empty where the cell or the measurement has no such
+// field.
+var servingCSVColumns = []string{"serving_evidence", "serving_served", "serving_kind", "serving_version",
+	"serving_command", "serving_status", "serving_reason", "serving_signature", "serving_vllm_torchtpu",
+	"serving_runtime", "serving_tokens_per_s", "serving_ttft_s", "serving_load_s", "serving_agreed_tokens",
+	"serving_measured_at"}
+
+// servingCSV is m's servingCSVColumns.
+func servingCSV(m compat.Model) []string {
+	out := make([]string, len(servingCSVColumns))
+	c := m.Serving
+	if c == nil {
+		return out
+	}
+	pass, ev := c.Verdict()
+	out[0], out[1], out[3], out[4] = ev, strconv.FormatBool(pass), c.Version, deref(c.Command)
+	if c.Kind != nil {
+		out[2] = string(*c.Kind)
+	}
+	r := c.Measured
+	if r == nil {
+		return out
+	}
+	num := func(p *float64) string {
+		if p == nil {
+			return ""
+		}
+		return strconv.FormatFloat(*p, 'f', -1, 64)
+	}
+	out[5], out[6], out[7], out[8], out[9] = r.Status, deref(r.Reason), deref(r.Signature), deref(r.Runtime.VLLMTorchTPU), r.Runtime.Key()
+	out[10], out[11], out[12] = num(r.Metrics.TokensPerS), num(r.Metrics.TTFTS), num(r.Metrics.LoadS)
+	if a := r.Metrics.AgreedTokens; a != nil {
+		out[13] = strconv.Itoa(*a)
+	}
+	if !r.MeasuredAt.IsZero() {
+		out[14] = r.MeasuredAt.UTC().Format(time.RFC3339)
+	}
+	return out
+}
 
 // evidenceCSVColumns are what the row's verdict rests on
 // (compat.EvidenceOf, issue 37): its tier (measured, predicted or none),
@@ -144,9 +192,24 @@ func (p pacedWriter) Write(b []byte) (int, error) {
 func (s *Server) writeExport(ctx context.Context, w io.Writer, q store.ModelQuery, models []compat.Model, next string) error {
 	var buf bytes.Buffer
 	writeCSVRow(&buf, csvAllColumns, nil)
+	reg, err := s.servingRegistry(ctx)
+	if err != nil {
+		return err
+	}
 	for rows := 0; ; {
-		for _, m := range models[:min(len(models), maxExportRows-rows)] {
-			writeCSVRow(&buf, slices.Concat(s.csvRecord(m), readinessCSV(m), modesCSV(m), s.knownCSV(m), evidenceCSV(m)), csvNumeric)
+		models = models[:min(len(models), maxExportRows-rows)]
+		page := make([]*compat.Model, len(models))
+		for i := range models {
+			models[i].Serving = servingCell(reg, models[i])
+			page[i] = &models[i]
+		}
+		if err := s.withMeasured(ctx, page...); err != nil { // one query per page
+			s.log.Error("export cut short", "rows", rows, "err", err)
+			return err
+		}
+		for _, m := range models {
+			writeCSVRow(&buf, slices.Concat(s.csvRecord(m), readinessCSV(m), modesCSV(m), s.knownCSV(m), evidenceCSV(m),
+				servingCSV(m)), csvNumeric)
 		}
 		rows += len(models)
 		if _, err := w.Write(buf.Bytes()); err != nil {
@@ -157,7 +220,6 @@ func (s *Server) writeExport(ctx context.Context, w io.Writer, q store.ModelQuer
 			return nil
 		}
 		q.Cursor = next
-		var err error
 		if models, next, err = s.store.ExportModels(ctx, q); err != nil {
 			s.log.Error("export cut short", "rows", rows, "err", err)
 			return err
@@ -173,7 +235,8 @@ var csvNumeric = func() map[int]bool {
 		switch c {
 		case "downloads", "likes", "tokens_per_s", "forward_ms", "peak_mem_bytes", "params", "weights_bytes_bf16",
 			"kv_bytes_per_token", "min_devices_v5e", "min_devices_v5p", "min_devices_v6e", "min_devices_v7x", "mfu", "mbu",
-			"train_step_ms", "graph_breaks", "evidence_device_count":
+			"train_step_ms", "graph_breaks", "evidence_device_count",
+			"serving_tokens_per_s", "serving_ttft_s", "serving_load_s", "serving_agreed_tokens":
 			m[i] = true
 		}
 	}

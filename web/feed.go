@@ -92,7 +92,7 @@ var eventHTML = template.Must(template.New("event").Parse(
 	`<p><a href="{{.Page}}">{{.E.ModelID}}</a> on {{.E.Target}}: {{if .E.FromStatus}}{{.E.FromStatus}} → {{end}}<strong>{{.E.ToStatus}}</strong>.</p>` +
 		`{{with .E.Signature}}<p>Signature: <code>{{.}}</code></p>{{end}}` +
 		`{{with .E.Message}}<pre>{{.}}</pre>{{end}}` +
-		`<p>Revision {{.E.Revision}}{{with .Runtime}} · {{.}}{{end}}</p>` +
+		`{{if .E.Revision}}<p>Revision {{.E.Revision}}{{with .Runtime}} · {{.}}{{end}}</p>{{else}}{{with .Runtime}}<p>{{.}}</p>{{end}}{{end}}` +
 		`<p>Evidence: {{.Evidence}}.</p>`))
 
 // feedEntry renders one status change as a feed item.
@@ -111,9 +111,14 @@ func feedEntry(base string, e compat.Event) (feedItem, error) {
 	if e.Message != nil && *e.Message != "" {
 		text.WriteString("\n\n" + *e.Message)
 	}
-	fmt.Fprintf(&text, "\n\nRevision %s", e.Revision)
-	if rt != "" {
-		text.WriteString(" · " + rt)
+	switch { // a serving change has no revision of its own: the serving runtime alone
+	case e.Revision != "":
+		fmt.Fprintf(&text, "\n\nRevision %s", e.Revision)
+		if rt != "" {
+			text.WriteString(" · " + rt)
+		}
+	case rt != "":
+		text.WriteString("\n\n" + rt)
 	}
 	ev := compat.EvidenceOfEvent(e)
 	text.WriteString("\n\nEvidence: " + ev.Sentence() + ".")

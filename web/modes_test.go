@@ -82,8 +82,8 @@ func TestTheTrainVerdictOnEverySurface(t *testing.T) {
 		strings.Join(got["org/old"], "|") != "|||" {
 		t.Errorf("CSV train columns: %v", got)
 	}
-	if head[len(head)-1-len(knownCSVColumns)-len(evidenceCSVColumns)] != "graph_breaks" {
-		t.Errorf("the matrix's columns are not followed by the known issue's and the evidence's only: %v", head)
+	if head[len(head)-1-len(knownCSVColumns)-len(evidenceCSVColumns)-len(servingCSVColumns)] != "graph_breaks" {
+		t.Errorf("the matrix's columns are not followed by the known issue's, the evidence's and the serving's only: %v", head)
 	}
 
 	// Table: the Train column and filter

@@ -11,7 +11,6 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/internal/fleet"
 	"github.com/google-pytorch/torchtpu-scanner/internal/readiness"
-	"github.com/google-pytorch/torchtpu-scanner/internal/serving"
 	"github.com/google-pytorch/torchtpu-scanner/internal/sweep"
 	"github.com/google-pytorch/torchtpu-scanner/internal/webhook"
 )
@@ -102,8 +101,8 @@ func TestOpenAPISchemasMatchTheJSON(t *testing.T) {
 		{"Evidence", reflect.TypeFor[compat.Evidence]()},
 		{"Verdict", reflect.TypeFor[compat.Verdict]()},
 		{"ModeMetrics", reflect.TypeFor[compat.ModeMetrics]()},
-		{"Serving", reflect.TypeFor[serving.Cell]()},
-		{"ServingMeasured", reflect.TypeFor[serving.Measured]()},
+		{"Serving", reflect.TypeFor[compat.ServingCell]()},
+		{"ServingMeasured", reflect.TypeFor[compat.ServingMeasured]()},
 		{"PrecisionCheck", reflect.TypeFor[compat.PrecisionCheck]()},
 		{"TestRequest", reflect.TypeFor[requestJSON]()},
 		{"WebhookPayload", reflect.TypeFor[webhook.Payload]()},

@@ -8,7 +8,9 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"unicode"
 
+	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/store"
 	"github.com/google-pytorch/torchtpu-scanner/store/storetest"
 )
@@ -118,4 +120,101 @@ func TestOpenAPISorts(t *testing.T) {
 	if want := sortNames(); len(enum) == 0 || !slices.Equal(enum, want) {
 		t.Errorf("openapi.json: /api/v1/models sort enum %v; want the store's %v", enum, want)
 	}
+}
+
+// TestOpenAPICursors: the documented forms of the cursors are the store's
+// (store.CursorPattern, store.CompareCursorPattern), which reads every
+// value of them as a position (issue 37: schemathesis' well-formed
+// cursors were refused).
+func TestOpenAPICursors(t *testing.T) {
+	doc := docParams(t)
+	for path, want := range map[string]string{"/api/v1/models": store.CursorPattern, "/api/v1/compare": store.CompareCursorPattern} {
+		got := ""
+		for _, p := range doc[path]["get"] {
+			if p.Name == "cursor" {
+				got = p.Schema.Pattern
+			}
+		}
+		if got != want {
+			t.Errorf("%s: cursor pattern %q; want the store's %q", path, got, want)
+		}
+	}
+}
+
+// TestSpaceRanges: the class of paddedPattern is exactly the runes
+// strings.TrimSpace trims.
+func TestSpaceRanges(t *testing.T) {
+	in := func(r rune) bool {
+		for _, s := range spaceRanges {
+			if r >= s[0] && r <= s[1] {
+				return true
+			}
+		}
+		return false
+	}
+	for r := rune(0); r <= unicode.MaxRune; r++ {
+		if in(r) != unicode.IsSpace(r) {
+			t.Errorf("U+%04X: in the class %v, unicode.IsSpace %v", r, in(r), unicode.IsSpace(r))
+		}
+	}
+}
+
+// TestOpenAPIExactPatterns: the free-text parameters exactParams checks
+// (q, table, op of the API and the feeds; the CSV exports take any) state its rule as paddedPattern, and runtime keys as
+// compat.RuntimeKeyPattern (issue 37: schemathesis sent values the old
+// patterns allowed and the server refused).
+func TestOpenAPIExactPatterns(t *testing.T) {
+	doc := docParams(t)
+	n := map[string]int{}
+	for path, ops := range doc {
+		for method, params := range ops {
+			for _, p := range params {
+				switch {
+				case path == "/export.csv" || path == "/ops.csv": // no exactParams: empty is any, spaces trimmed
+				case p.Name == "q" || p.Name == "table" || p.Name == "op":
+					n["padded"]++
+					if p.Schema.Pattern != paddedPattern {
+						t.Errorf("%s %s ?%s: pattern %q; want %q", method, path, p.Name, p.Schema.Pattern, paddedPattern)
+					}
+				case p.Name == "base" || p.Name == "head":
+					n["key"]++
+					if p.Schema.Pattern != compat.RuntimeKeyPattern {
+						t.Errorf("%s %s ?%s: pattern %q; want %q", method, path, p.Name, p.Schema.Pattern, compat.RuntimeKeyPattern)
+					}
+				}
+			}
+		}
+	}
+	if n["padded"] < 3 || n["key"] < 2 {
+		t.Errorf("checked %v; want q, table, op, base and head", n)
+	}
+}
+
+// docParam is a parameter of the OpenAPI document, as the tests read it.
+type docParam struct {
+	Name   string `json:"name"`
+	Schema struct {
+		Pattern string `json:"pattern"`
+	} `json:"schema"`
+}
+
+// docParams are the document's parameters by path and method.
+func docParams(t *testing.T) map[string]map[string][]docParam {
+	t.Helper()
+	var doc struct {
+		Paths map[string]map[string]struct {
+			Parameters []docParam `json:"parameters"`
+		} `json:"paths"`
+	}
+	if err := json.Unmarshal(openapiJSON, &doc); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]map[string][]docParam{}
+	for path, ops := range doc.Paths {
+		out[path] = map[string][]docParam{}
+		for method, op := range ops {
+			out[path][method] = op.Parameters
+		}
+	}
+	return out
 }

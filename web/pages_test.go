@@ -309,17 +309,17 @@ func htmlEscapeForCheck(s string) string {
 }
 
 // TestMethodologyStatesThePassageRule: the full-mode bounds the page
-// states are the harness's own (harness_inputs.py), so neither changes
+// states are the harness's own (harness_real_inputs.py), so neither changes
 // alone.
 func TestMethodologyStatesThePassageRule(t *testing.T) {
-	src, err := os.ReadFile(filepath.Join("..", "internal", "harness", "harness_inputs.py"))
+	src, err := os.ReadFile(filepath.Join("..", "internal", "harness", "harness_real_inputs.py"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	max := regexp.MustCompile(`(?m)^PASSAGE_PPL_MAX = ([0-9.]+)`).FindSubmatch(src)
 	rtol := regexp.MustCompile(`(?m)^PASSAGE_PPL_RTOL = \{"float32": ([0-9.e-]+), "float16": ([0-9.e-]+), "bfloat16": ([0-9.e-]+)\}`).FindSubmatch(src)
 	if max == nil || rtol == nil {
-		t.Fatal("harness_inputs.py: PASSAGE_PPL_MAX or PASSAGE_PPL_RTOL not found in the expected form")
+		t.Fatal("harness_real_inputs.py: PASSAGE_PPL_MAX or PASSAGE_PPL_RTOL not found in the expected form")
 	}
 	pct := func(b []byte) string {
 		f, err := strconv.ParseFloat(string(b), 64)

@@ -89,6 +89,27 @@ var queryParams = map[string]bool{
 	"serve": true, "table": true, "op": true, "format": true,
 }
 
+// spaceRanges are the runes strings.TrimSpace trims (unicode.IsSpace),
+// which exactParams refuses around a value: the class paddedPattern names
+// them by (TestSpaceRanges checks every rune).
+var spaceRanges = [][2]rune{{'\t', '\r'}, {' ', ' '}, {0x85, 0x85}, {0xa0, 0xa0}, {0x1680, 0x1680},
+	{0x2000, 0x200a}, {0x2028, 0x2029}, {0x202f, 0x202f}, {0x205f, 0x205f}, {0x3000, 0x3000}}
+
+// paddedPattern is the OpenAPI document's pattern of a free-text value
+// exactParams takes: not empty, no space (spaceRanges) at either end. The
+// class is spelled out: "\S" means other runes in ECMA-262 and in Python.
+var paddedPattern = func() string {
+	var class strings.Builder
+	for _, r := range spaceRanges {
+		fmt.Fprintf(&class, `\u%04x`, r[0])
+		if r[1] != r[0] {
+			fmt.Fprintf(&class, `-\u%04x`, r[1])
+		}
+	}
+	c := class.String()
+	return `^[^` + c + `](?:[\s\S]*[^` + c + `])?$`
+}()
+
 // exactParams is the API's and the feeds' rule for the value of a
 // documented parameter: given, it is exact. Empty (?target=) or padded
 // with spaces (?org=%20x) it is refused, 400, as the OpenAPI document's

@@ -649,9 +649,13 @@ func TestAPIComparePages(t *testing.T) {
 	}
 	first := decode[compareBody](t, ts.get(t, pair+"&limit=2"))
 	cursor := url.QueryEscape(*first.NextCursors[compare.Regressed])
+	// A cursor is a position in a list: another comparison's is one too.
+	if r := ts.get(t, "/api/v1/compare?base="+keyV2+"&head="+keyV1+"&cursor="+cursor); r.status != 200 {
+		t.Errorf("another comparison's cursor: %d, want 200", r.status)
+	}
 	for _, u := range []string{
-		"/api/v1/compare?base=" + keyV2 + "&head=" + keyV1 + "&cursor=" + cursor, // another comparison
-		pair + "&cursor=bm90LWEtY3Vyc29y",                                        // not one of ours
+		pair + "&cursor=bm90LWEtY3Vyc29y",  // not in the form
+		pair + "&cursor=still_passing~1~m", // not a listed kind
 		pair + "&limit=0",
 	} {
 		if r := ts.get(t, u); r.status != 400 {

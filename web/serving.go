@@ -53,7 +53,7 @@ func (s *Server) servingRegistry(ctx context.Context) (*serving.Registry, error)
 
 // servingCell is m's serving cell under reg: nil when nothing is known (no
 // registry, no readiness, no architectures).
-func servingCell(reg *serving.Registry, m compat.Model) *serving.Cell {
+func servingCell(reg *serving.Registry, m compat.Model) *compat.ServingCell {
 	if reg == nil || m.Readiness == nil {
 		return nil
 	}
@@ -89,14 +89,9 @@ func (s *Server) withMeasured(ctx context.Context, models ...*compat.Model) erro
 	return nil
 }
 
-// serveValues are ?serve='s values: the kinds, then none.
-func serveValues() []string {
-	out := make([]string, 0, len(serving.Kinds)+1)
-	for _, k := range serving.Kinds {
-		out = append(out, string(k))
-	}
-	return append(out, store.ServeNone)
-}
+// serveValues are ?serve='s values (store.ServeValues: measured pass and
+// fail, declared, the kinds, none).
+func serveValues() []string { return store.ServeValues() }
 
 // parseServe reads ?serve=.
 func parseServe(v string) (string, error) {
@@ -108,7 +103,7 @@ func parseServe(v string) (string, error) {
 
 // servingView is the model page's serving block.
 type servingView struct {
-	Cell *serving.Cell
+	Cell *compat.ServingCell
 	// Package and Version name the pinned release (for the unknown case).
 	Package, Version string
 	// TP lists --tensor-parallel-size per TPU generation, "v5e 4 · v6e 2 …".
@@ -127,7 +122,7 @@ type measuredView struct {
 }
 
 // newMeasuredView lays out a measured verdict.
-func newMeasuredView(m *serving.Measured) *measuredView {
+func newMeasuredView(m *compat.ServingMeasured) *measuredView {
 	if m == nil {
 		return nil
 	}
@@ -146,8 +141,14 @@ func newMeasuredView(m *serving.Measured) *measuredView {
 	v := &measuredView{Status: m.Status, Tone: "fail", Runtime: m.Runtime.Key(), Device: text(m.Device), Agreed: "—",
 		Load: secs(m.Metrics.LoadS), TTFT: secs(m.Metrics.TTFTS), TPS: "—", Signature: text(m.Signature), Message: text(m.Message),
 		TP: m.TensorParallelSize, MaxModelLen: m.MaxModelLen, Date: "—"}
-	if compat.Status(m.Status) == compat.StatusPass {
+	switch {
+	case compat.Status(m.Status) == compat.StatusPass:
 		v.Tone = "pass"
+	case !m.Judged(): // the scanner's own error, or no CPU reference: never a pass or a fail
+		v.Tone, v.Status = "neutral", "not judged ("+m.Status+")"
+		if m.Reason != nil && *m.Reason == compat.ServingReasonNoReference {
+			v.Status = "not judged: no CPU reference"
+		}
 	}
 	if !m.MeasuredAt.IsZero() {
 		v.Date = m.MeasuredAt.UTC().Format(time.DateOnly)
@@ -197,7 +198,7 @@ func serveBadgeFor(m *compat.Model, label string) badge {
 		return unknownBadge(label)
 	}
 	c := m.Serving
-	if r := c.Measured; r != nil {
+	if r := c.Measured; r != nil && r.Judged() { // a probe that judged nothing leaves the declared badge
 		b := badge{Label: label, Message: r.Status + " · measured", Tone: toneFail,
 			Evidence: cleanText("measured: "+c.Package+" "+runtimeVersion(r.Runtime.VLLMTorchTPU)+" ran it, "+r.Status+measuredOn(r), 160)}
 		if pass, _ := c.Verdict(); pass {
@@ -228,7 +229,7 @@ func runtimeVersion(p *string) string {
 
 // measuredOn says when a measured verdict was made (" on 2026-12-06"),
 // "" when not said.
-func measuredOn(r *serving.Measured) string {
+func measuredOn(r *compat.ServingMeasured) string {
 	if r.MeasuredAt.IsZero() {
 		return ""
 	}

@@ -2,11 +2,16 @@ package web
 
 import (
 	"context"
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/internal/readiness"
 	"github.com/google-pytorch/torchtpu-scanner/internal/serving"
 	"github.com/google-pytorch/torchtpu-scanner/store"
@@ -34,7 +39,7 @@ func servingServer(t *testing.T, withRegistry bool) *testServer {
 	}
 	if withRegistry {
 		if err := ts.db.PutServingRegistry(ctx, serving.Registry{Version: serving.Version, VLLMVersion: "0.29.0",
-			Archs: map[string]serving.Kind{"LlamaForCausalLM": serving.KindGeneration}}); err != nil {
+			Archs: map[string]compat.ServingKind{"LlamaForCausalLM": compat.ServingGeneration}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -50,12 +55,12 @@ func TestAPIServing(t *testing.T) {
 		t.Errorf("serving before the registry: %+v", before.Serving)
 	}
 	if err := ts.db.PutServingRegistry(context.Background(), serving.Registry{Version: serving.Version, VLLMVersion: "0.29.0",
-		Archs: map[string]serving.Kind{"LlamaForCausalLM": serving.KindGeneration}}); err != nil {
+		Archs: map[string]compat.ServingKind{"LlamaForCausalLM": compat.ServingGeneration}}); err != nil {
 		t.Fatal(err)
 	}
 	d := decode[modelDetail](t, ts.get(t, "/api/v1/models/org/llama"))
 	c := d.Serving
-	if c == nil || !c.Served || c.Kind == nil || *c.Kind != serving.KindGeneration || c.Evidence != "declared" ||
+	if c == nil || !c.Served || c.Kind == nil || *c.Kind != compat.ServingGeneration || c.Evidence != "declared" ||
 		c.Version != serving.Version || c.Command == nil ||
 		*c.Command != "vllm serve org/llama --tensor-parallel-size 2 --max-model-len 8192" || c.TensorParallelSize["v5e"] != 4 {
 		t.Fatalf("llama serving %+v", c)
@@ -147,10 +152,10 @@ func TestMeasuredServing(t *testing.T) {
 	ctx := context.Background()
 	v := func(s string) *string { return &s }
 	agreed, load, ttft, tps := 16, 12.5, 0.25, 41.0
-	rt := serving.Runtime{VLLMTorchTPU: v("0.29.0"), Torch: v("2.13.0"), TorchTPU: v("0.2.0"), Libtpu: v("0.0.50")}
+	rt := compat.ServingRuntime{VLLMTorchTPU: v("0.29.0"), Torch: v("2.13.0"), TorchTPU: v("0.2.0"), Libtpu: v("0.0.50")}
 	at := time.Date(2026, 12, 6, 3, 0, 0, 0, time.UTC)
-	pass := serving.Measured{Evidence: serving.EvidenceMeasured, Status: "pass", Stage: v("generate"), Runtime: rt, Device: v("TPU v6e"),
-		TensorParallelSize: 2, MaxModelLen: 256, Metrics: serving.Metrics{LoadS: &load, TTFTS: &ttft, TokensPerS: &tps, AgreedTokens: &agreed},
+	pass := compat.ServingMeasured{Evidence: compat.ServingEvidenceMeasured, Status: "pass", Stage: v("generate"), Runtime: rt, Device: v("TPU v6e"),
+		TensorParallelSize: 2, MaxModelLen: 256, Metrics: compat.ServingMetrics{LoadS: &load, TTFTS: &ttft, TokensPerS: &tps, AgreedTokens: &agreed},
 		ReferenceTokens: make([]int, 16), MeasuredAt: at}
 	if err := ts.db.PutServingResult(ctx, "org/llama", pass); err != nil {
 		t.Fatal(err)
@@ -182,8 +187,9 @@ func TestMeasuredServing(t *testing.T) {
 	if table := ts.get(t, "/").body; !strings.Contains(table, `<td data-label="vLLM"><span class="status pass" title="measured 2026-12-06, runtime 0.29.0~2.13.0~0.2.0~0.0.50">pass · measured</span>`) {
 		t.Errorf("table lacks llama's measured vLLM cell")
 	}
+	serveList(t, ts, map[string]string{"pass": "org/llama", "fail": "", "declared": "", "generation": "org/llama", "none": "org/bart"})
 
-	fail := serving.Measured{Evidence: serving.EvidenceMeasured, Status: "fail", Stage: v("load"), FailureClass: v("load_error"),
+	fail := compat.ServingMeasured{Evidence: compat.ServingEvidenceMeasured, Status: "fail", Stage: v("load"), FailureClass: v("load_error"),
 		Signature: v("load_error:checkpoint"), Message: v("Cannot load <the> checkpoint"), Runtime: rt, TensorParallelSize: 2, MaxModelLen: 256,
 		MeasuredAt: at.Add(time.Hour)}
 	if err := ts.db.PutServingResult(ctx, "org/llama", fail); err != nil {
@@ -201,5 +207,217 @@ func TestMeasuredServing(t *testing.T) {
 	}
 	if b := decode[endpointBadge](t, ts.get(t, "/badge/org/llama.json?mode=serve")); b.Message != "fail · measured" {
 		t.Errorf("badge after a measured failure: %q", b.Message)
+	}
+	serveList(t, ts, map[string]string{"pass": "", "fail": "org/llama", "declared": "", "generation": "org/llama"})
+
+	// not judged (no CPU reference): the declared verdict stands on the badge, in
+	// the table and in ?serve=; the page says why nothing was judged
+	noRef := compat.ServingMeasured{Evidence: compat.ServingEvidenceMeasured, Status: "skipped", Reason: v(compat.ServingReasonNoReference),
+		Message: v("the transformers CPU reference gave no greedy tokens"), Runtime: rt, MeasuredAt: at.Add(2 * time.Hour)}
+	if err := ts.db.PutServingResult(ctx, "org/llama", noRef); err != nil {
+		t.Fatal(err)
+	}
+	if b := decode[endpointBadge](t, ts.get(t, "/badge/org/llama.json?mode=serve")); b.Message != "generation · declared" {
+		t.Errorf("badge after a probe not judged: %q", b.Message)
+	}
+	if page := ts.get(t, "/models/org/llama").body; !strings.Contains(page, `<span class="status neutral">not judged: no CPU reference</span>`) {
+		t.Errorf("llama's page does not say the probe was not judged")
+	}
+	if table := ts.get(t, "/?serve=declared").body; !strings.Contains(table, `<option value="declared" selected>`) ||
+		!strings.Contains(table, `<td data-label="vLLM"><span class="status pass" title="vllm-torchtpu `+serving.Version+`, declared">generation</span>`) {
+		t.Errorf("table ?serve=declared: llama's declared cell")
+	}
+	serveList(t, ts, map[string]string{"pass": "", "fail": "", "declared": "org/llama", "none": "org/bart"})
+}
+
+// serveList checks /api/v1/models?serve= for each value: the ids listed.
+func serveList(t *testing.T, ts *testServer, want map[string]string) {
+	t.Helper()
+	for q, w := range want {
+		var ids []string
+		for _, m := range decode[modelList](t, ts.get(t, "/api/v1/models?serve="+q)).Models {
+			ids = append(ids, m.ID)
+		}
+		if strings.Join(ids, ",") != w {
+			t.Errorf("?serve=%s: %v, want %q", q, ids, w)
+		}
+	}
+}
+
+// TestServeFilterValues: the table's vLLM filter, the API's ?serve= and
+// the OpenAPI document list the same values (store.ServeValues).
+func TestServeFilterValues(t *testing.T) {
+	var doc struct {
+		Paths map[string]map[string]struct {
+			Parameters []struct {
+				Name   string `json:"name"`
+				Schema struct {
+					Enum []string `json:"enum"`
+				} `json:"schema"`
+			} `json:"parameters"`
+		} `json:"paths"`
+	}
+	if err := json.Unmarshal(openapiJSON, &doc); err != nil {
+		t.Fatal(err)
+	}
+	var enum []string
+	for _, p := range doc.Paths["/api/v1/models"]["get"].Parameters {
+		if p.Name == "serve" {
+			enum = p.Schema.Enum
+		}
+	}
+	want := store.ServeValues()
+	if !slices.Equal(enum, want) || !slices.Contains(want, "pass") || !slices.Contains(want, "declared") {
+		t.Errorf("openapi.json's serve enum %v; want the store's %v (with pass and declared)", enum, want)
+	}
+	ts := servingServer(t, true)
+	table := ts.get(t, "/").body
+	for _, v := range want {
+		if !strings.Contains(table, `<option value="`+v+`">`+v+`</option>`) {
+			t.Errorf("the table's vLLM filter lacks %q", v)
+		}
+		if r := ts.get(t, "/api/v1/models?serve="+v); r.status != 200 {
+			t.Errorf("?serve=%s: %d", v, r.status)
+		}
+	}
+}
+
+// TestServingCSV: /export.csv ends with the serving columns (after every
+// earlier group, none of which moves): the cell's verdict, what is
+// declared and the newest measured probe; empty where unknown.
+func TestServingCSV(t *testing.T) {
+	ts := servingServer(t, true)
+	v := func(s string) *string { return &s }
+	agreed, load, ttft, tps := 16, 12.5, 0.25, 41.0
+	m := compat.ServingMeasured{Evidence: compat.ServingEvidenceMeasured, Status: "pass", Stage: v("generate"),
+		Runtime:    compat.ServingRuntime{VLLMTorchTPU: v("0.29.0"), Torch: v("2.13.0"), TorchTPU: v("0.2.0"), Libtpu: v("0.0.50")},
+		Metrics:    compat.ServingMetrics{LoadS: &load, TTFTS: &ttft, TokensPerS: &tps, AgreedTokens: &agreed},
+		MeasuredAt: time.Date(2026, 12, 6, 3, 0, 0, 0, time.UTC)}
+	if err := ts.db.PutServingResult(context.Background(), "org/llama", m); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := csv.NewReader(strings.NewReader(ts.get(t, "/export.csv").body)).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	head := rows[0]
+	at := slices.Index(head, "evidence_from")
+	if at < 0 || !slices.Equal(head[at+1:], []string{"serving_evidence", "serving_served", "serving_kind", "serving_version",
+		"serving_command", "serving_status", "serving_reason", "serving_signature", "serving_vllm_torchtpu", "serving_runtime",
+		"serving_tokens_per_s", "serving_ttft_s", "serving_load_s", "serving_agreed_tokens", "serving_measured_at"}) {
+		t.Fatalf("the serving columns do not come last, after evidence_from: %v", head)
+	}
+	if !slices.Equal(head[:len(csvColumns)], csvColumns) || head[0] != "id" || head[6] != "status" {
+		t.Fatalf("an earlier column moved: %v", head)
+	}
+	got := map[string]string{}
+	for _, row := range rows[1:] {
+		got[row[0]] = strings.Join(row[at+1:], "|")
+	}
+	want := map[string]string{
+		"org/llama": "measured|true|generation|" + serving.Version + "|vllm serve org/llama --tensor-parallel-size 2 --max-model-len 8192|pass||" +
+			"|0.29.0|0.29.0~2.13.0~0.2.0~0.0.50|41|0.25|12.5|16|2026-12-06T03:00:00Z",
+		"org/bart":  "declared|false||" + serving.Version + "|||||||||||",
+		"org/plain": "||||||||||||||",
+	}
+	for id, w := range want {
+		if got[id] != w {
+			t.Errorf("%s's serving columns:\n got %s\nwant %s", id, got[id], w)
+		}
+	}
+}
+
+// TestOpenAPIEventKinds: every enum of change kinds in openapi.json (the
+// feeds' ?kind=, Event.kind, the webhooks' payload) lists every kind the
+// store writes (compat.EventKinds), the serving ones included.
+func TestOpenAPIEventKinds(t *testing.T) {
+	var doc any
+	if err := json.Unmarshal(openapiJSON, &doc); err != nil {
+		t.Fatal(err)
+	}
+	found := 0
+	var walk func(v any)
+	walk = func(v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			if enum, ok := v["enum"].([]any); ok && slices.Contains(enum, any("regression")) && slices.Contains(enum, any("flaky")) {
+				found++
+				for _, k := range compat.EventKinds {
+					if !slices.Contains(enum, any(string(k))) {
+						t.Errorf("an enum of change kinds lacks %q: %v", k, enum)
+					}
+				}
+			}
+			for _, x := range v {
+				walk(x)
+			}
+		case []any:
+			for _, x := range v {
+				walk(x)
+			}
+		}
+	}
+	walk(doc)
+	if found < 4 {
+		t.Errorf("%d enums of change kinds found, want the feeds' two, Event's and the webhook payload's", found)
+	}
+}
+
+// TestServingFeed: a measured serving change is a feed item of its own
+// kind (serving_new, serving_regression, serving_fix) in the JSON Feed and
+// Atom, filtered by ?kind= like the others, with the serving runtime and
+// the probe's evidence; the model's API lists it with its changes.
+func TestServingFeed(t *testing.T) {
+	ts := servingServer(t, true)
+	ctx := context.Background()
+	v := func(s string) *string { return &s }
+	at := time.Date(2026, 12, 6, 3, 0, 0, 0, time.UTC)
+	for i, st := range []string{"pass", "fail", "pass"} {
+		m := compat.ServingMeasured{Evidence: compat.ServingEvidenceMeasured, Status: st, MeasuredAt: at.Add(time.Duration(i) * time.Hour),
+			Runtime: compat.ServingRuntime{VLLMTorchTPU: v("0.29.0"), Torch: v("2.13.0"), TorchTPU: v("0.2.0"), Libtpu: v("0.0.50")},
+			Device:  v("TPU v6e"), TensorParallelSize: 2}
+		if st == "fail" {
+			m.Signature, m.Message = v("numerics_mismatch:serve_greedy_tokens"), v("<other> tokens")
+		}
+		if err := ts.db.PutServingResult(ctx, "org/llama", m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, items := feedItemsOf(t, ts.get(t, "/feed.json").body)
+	var titles []string
+	for _, it := range items {
+		titles = append(titles, it["title"].(string))
+	}
+	want := []string{"Serving fixed: org/llama serves with vLLM-TorchTPU 0.29.0 on tpu (was fail)",
+		"Serving regression: org/llama stops serving with vLLM-TorchTPU 0.29.0 on tpu: fails (numerics_mismatch serve_greedy_tokens)",
+		"Serving measured: org/llama serves with vLLM-TorchTPU 0.29.0 on tpu"}
+	if !slices.Equal(titles, want) {
+		t.Fatalf("feed titles\n got %q\nwant %q", titles, want)
+	}
+	reg := items[1]
+	if tags := fmt.Sprint(reg["tags"]); tags != "[serving_regression tpu fail]" {
+		t.Errorf("tags %s", tags)
+	}
+	if ev, _ := reg["_evidence"].(map[string]any); ev["kind"] != "measured" || ev["runtime"] != "0.29.0~2.13.0~0.2.0~0.0.50" || ev["device"] != "TPU v6e" {
+		t.Errorf("evidence %v", ev)
+	}
+	if html, _ := reg["content_html"].(string); !strings.Contains(html, "&lt;other&gt; tokens") || !strings.Contains(html, "vllm-torchtpu 0.29.0 · torch 2.13.0") ||
+		strings.Contains(html, "Revision") {
+		t.Errorf("content_html %s", html)
+	}
+	_, only := feedItemsOf(t, ts.get(t, "/feed.json?kind=serving_regression").body)
+	if len(only) != 1 || only[0]["title"] != want[1] {
+		t.Errorf("?kind=serving_regression: %v", only)
+	}
+	if _, none := feedItemsOf(t, ts.get(t, "/feed.json?kind=regression").body); len(none) != 0 {
+		t.Errorf("?kind=regression lists serving changes: %v", none)
+	}
+	if atom := ts.get(t, "/feed.atom?kind=serving_fix&kind=serving_new").body; !strings.Contains(atom, "Serving fixed: org/llama") ||
+		!strings.Contains(atom, "Serving measured: org/llama") || strings.Contains(atom, "Serving regression") {
+		t.Errorf("atom ?kind=serving_fix&kind=serving_new: %s", atom)
+	}
+	d := decode[modelDetail](t, ts.get(t, "/api/v1/models/org/llama"))
+	if len(d.Events) != 3 || d.Events[0].Kind != compat.EventServingFix || d.Events[0].Runtime.VLLMTorchTPU != "0.29.0" {
+		t.Errorf("the model's API events %+v", d.Events)
 	}
 }

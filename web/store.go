@@ -37,7 +37,7 @@ type Store interface {
 	ServingRegistry(ctx context.Context, version string) (serving.Registry, error)
 	// ServingResults are the models' newest measured serving verdicts,
 	// by model id; a model never measured is absent.
-	ServingResults(ctx context.Context, ids []string) (map[string]serving.Measured, error)
+	ServingResults(ctx context.Context, ids []string) (map[string]compat.ServingMeasured, error)
 	// CurrentResults is a model's current result on each target it has
 	// one on; store.ErrNotFound for an unknown model.
 	CurrentResults(ctx context.Context, id string) ([]compat.Result, error)

@@ -221,7 +221,8 @@ func (s *Server) tableView(ctx context.Context, q store.ModelQuery, form tableFo
 		return tableView{}, err
 	}
 	for i := range v.Models {
-		if c := v.Models[i].Serving; c != nil {
+		if c := v.Models[i].Serving; c != nil && c.Measured != nil && c.Measured.Judged() {
+			// a probe that judged nothing leaves the declared cell (as ?serve= does)
 			v.Models[i].Measured = newMeasuredView(c.Measured)
 		}
 	}

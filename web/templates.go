@@ -118,16 +118,18 @@ func (s *Server) funcs() template.FuncMap {
 		"measured":   measuredChips,
 		"breakID":    breakID,
 		"evidence":   compat.EvidenceOf,
-		"evidenceOf": compat.EvidenceOfEvent,
-		"sharded":    shardedOn,
-		"mark":       markOf,
-		"countOf":    paramCount,
-		"bytesOf":    func(n int64) string { return fmtBytes(&n) },
-		"tera":       func(f float64) float64 { return f / 1e12 },
-		"giga":       func(f float64) float64 { return f / 1e9 },
-		"versions":   fmtVersions,
-		"sub":        func(a, b int) int { return a - b },
-		"known":      s.knownIssue,
+		// modeEvidence is what one mode's verdict rests on (train: the table's Train column).
+		"modeEvidence": compat.EvidenceOfMode,
+		"evidenceOf":   compat.EvidenceOfEvent,
+		"sharded":      shardedOn,
+		"mark":         markOf,
+		"countOf":      paramCount,
+		"bytesOf":      func(n int64) string { return fmtBytes(&n) },
+		"tera":         func(f float64) float64 { return f / 1e12 },
+		"giga":         func(f float64) float64 { return f / 1e9 },
+		"versions":     fmtVersions,
+		"sub":          func(a, b int) int { return a - b },
+		"known":        s.knownIssue,
 	}
 }
 
@@ -251,8 +253,8 @@ func fmtWhen(t time.Time) string {
 // fmtRuntime lists the versions that decide retests.
 func fmtRuntime(r compat.Runtime) string {
 	var parts []string
-	for _, kv := range [][2]string{{"torch", r.Torch}, {"torch_tpu", r.TorchTPU}, {"transformers", r.Transformers},
-		{"harness", r.Harness}, {"python", r.Python}} {
+	for _, kv := range [][2]string{{"vllm-torchtpu", r.VLLMTorchTPU}, {"torch", r.Torch}, {"torch_tpu", r.TorchTPU},
+		{"transformers", r.Transformers}, {"harness", r.Harness}, {"python", r.Python}} {
 		if kv[1] != "" {
 			parts = append(parts, kv[0]+" "+kv[1])
 		}
@@ -270,20 +272,8 @@ func fmtRuntime(r compat.Runtime) string {
 	return strings.Join(parts, " · ")
 }
 
-// targetName is how a target is called on pages.
-func targetName(t compat.Target) string {
-	switch t {
-	case compat.TargetTPU:
-		return "TPU (TorchTPU)"
-	case compat.TargetCPU:
-		return "CPU"
-	case compat.TargetCUDA:
-		return "CUDA"
-	case "":
-		return "any target"
-	}
-	return string(t)
-}
+// targetName is how a target is called on pages (compat.Target.Name).
+func targetName(t compat.Target) string { return t.Name() }
 
 // breakID is a model id escaped, with a line-break opportunity (<wbr>)
 // after each "/" and "-", so that a narrow screen breaks "org37/model-00117"

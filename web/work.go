@@ -1,12 +1,15 @@
 package web
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"math/big"
 	"strings"
 
 	"github.com/gofiber/fiber/v2"
@@ -73,7 +76,7 @@ func workHandler[T any](s *Server, fn func(ctx context.Context, req T) (any, err
 			return fmt.Errorf("%w: body of %d bytes, over %d", ErrBadRequest, len(body), fleet.MaxBodyBytes)
 		}
 		var req T
-		if err := json.Unmarshal(body, &req); err != nil {
+		if err := decodeWork(body, &req); err != nil {
 			return fmt.Errorf("%w: %v", ErrBadRequest, err)
 		}
 		out, err := fn(c.UserContext(), req)
@@ -83,6 +86,59 @@ func workHandler[T any](s *Server, fn func(ctx context.Context, req T) (any, err
 		c.Set(fiber.HeaderCacheControl, "no-store")
 		return c.JSON(out)
 	}
+}
+
+// decodeWork decodes a work request's body into v. A number that is an
+// integer written with a fraction of zeros or an exponent (64.0, 1e3) is
+// one, as JSON Schema's "integer" (the OpenAPI document's) has it; Go's
+// decoder takes only integer literals into an int, so such numbers are
+// rewritten as integers first (those under 2^64 in size: a larger one
+// fits no integer field, and stays a float).
+func decodeWork(body []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	var raw any
+	if err := dec.Decode(&raw); err != nil {
+		return err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return errors.New("invalid JSON: data after the top-level value")
+	}
+	b, err := json.Marshal(integral(raw))
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(b, v)
+}
+
+// maxIntegral is 2^64: integral numbers below it in size are rewritten.
+var maxIntegral = new(big.Float).SetMantExp(big.NewFloat(1), 64)
+
+// integral is a decoded JSON value with its integral numbers written as
+// integers (decodeWork).
+func integral(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			x[k] = integral(e)
+		}
+	case []any:
+		for i, e := range x {
+			x[i] = integral(e)
+		}
+	case json.Number:
+		s := string(x)
+		if !strings.ContainsAny(s, ".eE") {
+			return x
+		}
+		f, ok := new(big.Float).SetString(s)
+		if !ok || !f.IsInt() || new(big.Float).Abs(f).Cmp(maxIntegral) >= 0 {
+			return x
+		}
+		i, _ := f.Int(nil)
+		return json.Number(i.String())
+	}
+	return v
 }
 
 // workError maps the fleet's errors to the HTTP layer's.

@@ -11,11 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/google-pytorch/torchtpu-scanner/internal/app"
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
-	"github.com/google-pytorch/torchtpu-scanner/internal/config"
 	"github.com/google-pytorch/torchtpu-scanner/internal/hub/hubtest"
 	"github.com/google-pytorch/torchtpu-scanner/internal/testenv"
 	"github.com/google-pytorch/torchtpu-scanner/store"
@@ -244,42 +241,11 @@ func serveForTest(t *testing.T, db, hubURL string) string {
 }
 
 // startServer runs the real App's Serve with serve's flags and environment
-// until the test ends, and returns its base URL.
+// until the test ends (runServer), and returns its base URL.
 func startServer(t *testing.T, args []string, env map[string]string) string {
 	t.Helper()
-	cfg, _, err := config.Parse(config.CmdServe, args, func(k string) (string, bool) { v, ok := env[k]; return v, ok }, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	serving := servingAddr{addr: make(chan string, 1)}
-	a, err := app.New(ctx, cfg, slog.New(serving), "test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- a.Serve(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("serve: %v", err)
-			}
-		case <-time.After(15 * time.Second):
-			t.Error("serve did not stop")
-		}
-		a.Close()
-	})
-	select {
-	case addr := <-serving.addr:
-		return "http://" + addr
-	case err := <-done:
-		t.Fatalf("serve ended before it served: %v", err)
-	case <-time.After(30 * time.Second):
-		t.Fatal("the server did not say where it serves within 30s")
-	}
-	return ""
+	base, _ := runServer(t, args, env)
+	return base
 }
 
 // servingAddr is a log handler that hands on the address of the app's

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/hub/hubtest"
+	"github.com/google-pytorch/torchtpu-scanner/internal/testenv"
 )
 
 // TestServeUnderLoadWhileScanning starts the real server, asks it for a
@@ -44,7 +45,7 @@ func TestServeUnderLoadWhileScanning(t *testing.T) {
 	resp.Body.Close()
 
 	// Load starts once the scan has listed the models (ids 404 before that).
-	waitUntil(t, func() bool {
+	testenv.Eventually(t, "the condition", 30*time.Second, func() bool {
 		var s struct {
 			Scans []struct {
 				Planned int `json:"planned"`
@@ -147,15 +148,4 @@ func scanDoneCount(t *testing.T, base string) int {
 		t.Fatalf("%d scans, want 1", len(s.Scans))
 	}
 	return s.Scans[0].Done
-}
-
-func waitUntil(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not reached in 30 s")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }

@@ -102,6 +102,9 @@ func printServing(w io.Writer, r measure.Result) {
 	if r.Signature != nil {
 		fmt.Fprintf(&b, "           %s\n", *r.Signature)
 	}
+	if r.Reason != nil && r.Message != nil { // not judged: say why (no reference)
+		fmt.Fprintf(&b, "           %s: %s\n", *r.Reason, *r.Message)
+	}
 	m := r.Metrics
 	fmt.Fprintf(&b, "           load %s s, first token %s s, %s tok/s, %s tokens agree with the CPU reference\n",
 		num(m.LoadS), num(m.TTFTS), num(m.TokensPerS), orDash(intText(m.AgreedTokens)))

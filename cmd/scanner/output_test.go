@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
+	"github.com/google-pytorch/torchtpu-scanner/internal/serving/measure"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -82,5 +83,19 @@ func TestPrintResultEscapes(t *testing.T) {
 	printResult(&b, "org/model", compat.Result{Status: compat.StatusFail, Message: ptr("red \x1b[31malert\x07")})
 	if strings.ContainsAny(b.String(), "\x1b\x07") || !strings.Contains(b.String(), "alert") {
 		t.Errorf("message not escaped, or lost:\n%q", b.String())
+	}
+}
+
+// TestPrintServingNotJudged: a serving probe not judged says why (its
+// reason and message), not only its status.
+func TestPrintServingNotJudged(t *testing.T) {
+	var b bytes.Buffer
+	printServing(&b, measure.NoReference(1, "the inference probe's float32 CPU reference failed (reference:forward)"))
+	got := b.String()
+	for _, want := range []string{"serving  skipped (vLLM-TorchTPU —, measured; tensor_parallel_size 1",
+		"no_reference: not judged: the inference probe's float32 CPU reference failed (reference:forward)"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("printServing lacks %q:\n%s", want, got)
+		}
 	}
 }

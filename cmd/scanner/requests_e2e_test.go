@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/hub/hubtest"
+	"github.com/google-pytorch/torchtpu-scanner/internal/testenv"
 )
 
 // TestAnAdminScanDoesNotWaitForRequestedProbes: while a batch of five
@@ -39,11 +40,11 @@ func TestAnAdminScanDoesNotWaitForRequestedProbes(t *testing.T) {
 	// The first request runs alone; the five asked meanwhile are the next
 	// batch, one scan of five probes.
 	ask(asked[0].ID)
-	eventually(t, "the first request to run", 60*time.Second, func() bool { return state(ids[0]) == "running" })
+	testenv.Eventually(t, "the first request to run", 60*time.Second, func() bool { return state(ids[0]) == "running" })
 	for _, r := range asked[1:] {
 		ask(r.ID)
 	}
-	eventually(t, "the batch of five to run", 60*time.Second, func() bool { return state(ids[1]) == "running" })
+	testenv.Eventually(t, "the batch of five to run", 60*time.Second, func() bool { return state(ids[1]) == "running" })
 	time.Sleep(probe / 2) // its first probe is in flight
 	asking := time.Now()
 	if code, body := postJSON(t, base+"/api/v1/scans", nil, map[string]string{"Authorization": "Bearer admin-secret"}); code != http.StatusAccepted {
@@ -65,13 +66,13 @@ func TestAnAdminScanDoesNotWaitForRequestedProbes(t *testing.T) {
 		}
 		return nil
 	}
-	eventually(t, "the admin scan to start", 60*time.Second, func() bool { return manualScan() != nil })
+	testenv.Eventually(t, "the admin scan to start", 60*time.Second, func() bool { return manualScan() != nil })
 	// The probe in flight (2 s, begun before the ask) finishes first;
 	// then the scan starts. Before, it waited for the whole batch (5 × 2 s).
 	if waited := time.Since(asking); waited > 2*probe {
 		t.Errorf("the admin scan started %v after it was asked for, with requested probes of %v each; want within about one", waited, probe)
 	}
-	eventually(t, "every request to be tested", 120*time.Second, func() bool {
+	testenv.Eventually(t, "every request to be tested", 120*time.Second, func() bool {
 		for _, id := range ids {
 			if state(id) != "done" {
 				return false

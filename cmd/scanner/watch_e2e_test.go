@@ -3,20 +3,15 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -24,7 +19,9 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/internal/config"
 	"github.com/google-pytorch/torchtpu-scanner/internal/hub/hubtest"
+	"github.com/google-pytorch/torchtpu-scanner/internal/testenv"
 	"github.com/google-pytorch/torchtpu-scanner/internal/webhook"
+	"github.com/google-pytorch/torchtpu-scanner/internal/webhook/webhooktest"
 )
 
 // runServer runs the real App's Serve with serve's flags until stop,
@@ -62,6 +59,8 @@ func runServer(t *testing.T, args []string, env map[string]string) (base string,
 	select {
 	case addr := <-serving.addr:
 		return "http://" + addr, stop
+	case err := <-done:
+		t.Fatalf("serve ended before it served: %v", err)
 	case <-time.After(30 * time.Second):
 		t.Fatal("the server did not say where it serves within 30s")
 	}
@@ -84,17 +83,6 @@ func postJSON(t *testing.T, url string, body any, header map[string]string) (int
 	var out map[string]any
 	_ = json.NewDecoder(resp.Body).Decode(&out)
 	return resp.StatusCode, out
-}
-
-func eventually(t *testing.T, what string, d time.Duration, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }
 
 // TestARequestedModelEndsWithAResultOnItsPage: a model outside the
@@ -130,7 +118,7 @@ func TestARequestedModelEndsWithAResultOnItsPage(t *testing.T) {
 	_, body := postJSON(t, base+"/api/v1/requests", map[string]string{"model": "asked/tiny-llama"}, nil)
 	id := int64(body["id"].(float64))
 	var req map[string]any
-	eventually(t, "the request to be done", 60*time.Second, func() bool {
+	testenv.Eventually(t, "the request to be done", 60*time.Second, func() bool {
 		getJSON(t, fmt.Sprintf("%s/api/v1/requests/%d", base, id), &req)
 		return req["state"] == "done" || req["state"] == "failed"
 	})
@@ -165,122 +153,6 @@ func TestARequestedModelEndsWithAResultOnItsPage(t *testing.T) {
 	}
 }
 
-// hookReceiver is a webhook endpoint: it counts the changes it accepted
-// (answered 2xx to a client still there), checks each signature, and can
-// hang, fail (503) or be down (connection refused).
-type hookReceiver struct {
-	t      *testing.T
-	addr   string
-	secret string
-
-	mu       sync.Mutex
-	srv      *http.Server
-	got      map[int64]int
-	bad      []string
-	tries    atomic.Int64
-	mode     atomic.Value // "ok", "hang", "fail"
-	released chan struct{}
-}
-
-func newHookReceiver(t *testing.T, secret string) *hookReceiver {
-	r := &hookReceiver{t: t, secret: secret, got: map[int64]int{}, released: make(chan struct{})}
-	r.mode.Store("ok")
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.addr = ln.Addr().String()
-	r.serve(ln)
-	t.Cleanup(func() { r.release(); r.down() })
-	return r
-}
-
-func (r *hookReceiver) serve(ln net.Listener) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.srv = &http.Server{Handler: http.HandlerFunc(r.handle)}
-	go r.srv.Serve(ln)
-}
-
-func (r *hookReceiver) down() {
-	r.mu.Lock()
-	srv := r.srv
-	r.srv = nil
-	r.mu.Unlock()
-	if srv != nil {
-		srv.Close()
-	}
-}
-
-func (r *hookReceiver) up() {
-	var ln net.Listener
-	var err error
-	for range 100 {
-		if ln, err = net.Listen("tcp", r.addr); err == nil {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if err != nil {
-		r.t.Fatalf("listen again on %s: %v", r.addr, err)
-	}
-	r.serve(ln)
-}
-
-func (r *hookReceiver) release() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	select {
-	case <-r.released:
-	default:
-		close(r.released)
-	}
-}
-
-func (r *hookReceiver) handle(w http.ResponseWriter, req *http.Request) {
-	r.tries.Add(1)
-	body, _ := io.ReadAll(req.Body)
-	switch r.mode.Load() {
-	case "hang":
-		select {
-		case <-r.released:
-		case <-req.Context().Done():
-		}
-		http.Error(w, "gave up", http.StatusServiceUnavailable)
-		return
-	case "fail":
-		http.Error(w, "down for maintenance", http.StatusServiceUnavailable)
-		return
-	}
-	var p webhook.Payload
-	ok := json.Unmarshal(body, &p) == nil
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if !signedBy([]byte(r.secret), body, req.Header.Get(webhook.SignatureHeader)) {
-		r.bad = append(r.bad, "bad signature "+req.Header.Get(webhook.SignatureHeader))
-	}
-	if err := webhook.VerifyStandard([]byte(r.secret), req.Header, body, time.Now()); err != nil {
-		r.bad = append(r.bad, "Standard Webhooks: "+err.Error())
-	}
-	if !ok || p.Text == "" || !strings.HasPrefix(p.URL, "https://compat.example.org/models/") {
-		r.bad = append(r.bad, "payload "+string(body))
-	}
-	w.WriteHeader(http.StatusOK)
-	if req.Context().Err() == nil {
-		r.got[p.Event.ID]++
-	}
-}
-
-func (r *hookReceiver) counts() map[int64]int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	out := map[int64]int{}
-	for k, v := range r.got {
-		out[k] = v
-	}
-	return out
-}
-
 // TestWebhooksDeliverEveryChangeOnce: a webhook endpoint that hangs while
 // a scan runs does not slow the scan; it then is down across a restart of
 // the server, comes back, and gets every change exactly once, signed.
@@ -289,9 +161,10 @@ func TestWebhooksDeliverEveryChangeOnce(t *testing.T) {
 	ids := []string{"hook/m-0", "hook/m-1", "hook/m-2", "hook/m-3", "hook/m-4"}
 	h := hubtest.New(t, llamaRepos(ids...)...)
 	dir := t.TempDir()
-	rcv := newHookReceiver(t, secret)
+	rcv := webhooktest.New(t, secret)
+	rcv.URLPrefix = "https://compat.example.org/models/"
 	hooksFile := filepath.Join(dir, "hooks.json")
-	hooks := fmt.Sprintf(`[{"name": "ci", "url": "http://%s/hooks/secretpath", "secret": %q}]`, rcv.addr, secret)
+	hooks := fmt.Sprintf(`[{"name": "ci", "url": "http://%s/hooks/secretpath", "secret": %q}]`, rcv.Addr(), secret)
 	if err := os.WriteFile(hooksFile, []byte(hooks), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -313,15 +186,15 @@ func TestWebhooksDeliverEveryChangeOnce(t *testing.T) {
 
 	// 1. The endpoint hangs: the scan of three models ends all the same,
 	// while the first POST is still held.
-	rcv.mode.Store("hang")
+	rcv.Hang()
 	base, stop := runServer(t, serve("3"), env)
 	if code, body := postJSON(t, base+"/api/v1/scans", nil, admin); code != http.StatusAccepted {
 		t.Fatalf("scan: %d %v", code, body)
 	}
-	eventually(t, "the first scan", 60*time.Second, func() bool { return scanDone(base, 1) })
+	testenv.Eventually(t, "the first scan", 60*time.Second, func() bool { return scanDone(base, 1) })
 	// The first change was POSTed as soon as it was recorded, and hangs.
-	if rcv.tries.Load() != 1 || len(rcv.counts()) != 0 {
-		t.Errorf("when the scan ended: %d tries, %v accepted; want the first POST hanging", rcv.tries.Load(), rcv.counts())
+	if rcv.Tries() != 1 || len(rcv.Counts()) != 0 {
+		t.Errorf("when the scan ended: %d tries, %v accepted; want the first POST hanging", rcv.Tries(), rcv.Counts())
 	}
 	// 2. Down, and the server restarts (shutdown does not wait for the hung POST).
 	start := time.Now()
@@ -329,21 +202,20 @@ func TestWebhooksDeliverEveryChangeOnce(t *testing.T) {
 	if d := time.Since(start); d > 15*time.Second {
 		t.Errorf("shutdown took %v with a webhook hanging", d)
 	}
-	rcv.down()
-	rcv.release()
-	rcv.mode.Store("ok")
+	rcv.Down()
+	rcv.Release()
 	base, stop = runServer(t, serve("5"), env)
 	if code, _ := postJSON(t, base+"/api/v1/scans", nil, admin); code != http.StatusAccepted {
 		t.Fatalf("second scan: %d", code)
 	}
-	eventually(t, "the second scan", 60*time.Second, func() bool { return scanDone(base, 2) })
-	eventually(t, "a failed try", 30*time.Second, func() bool {
+	testenv.Eventually(t, "the second scan", 60*time.Second, func() bool { return scanDone(base, 2) })
+	testenv.Eventually(t, "a failed try", 30*time.Second, func() bool {
 		return strings.Contains(get(t, base+"/metrics", 200), `scanner_webhook_failures_total{webhook="ci"} `) &&
 			!strings.Contains(get(t, base+"/metrics", 200), `scanner_webhook_failures_total{webhook="ci"} 0`)
 	})
 	// 3. Up again: every change arrives, once.
-	rcv.up()
-	eventually(t, "five changes", 90*time.Second, func() bool { return len(rcv.counts()) == 5 })
+	rcv.Up()
+	testenv.Eventually(t, "five changes", 90*time.Second, func() bool { return len(rcv.Counts()) == 5 })
 	time.Sleep(time.Second) // room for a repeat to show
 	metrics := get(t, base+"/metrics", 200)
 	// The operator's view of the webhook agrees.
@@ -362,16 +234,14 @@ func TestWebhooksDeliverEveryChangeOnce(t *testing.T) {
 		}
 	}
 	stop()
-	for id, n := range rcv.counts() {
+	for id, n := range rcv.Counts() {
 		if n != 1 {
 			t.Errorf("event %d delivered %d times", id, n)
 		}
 	}
-	rcv.mu.Lock()
-	if len(rcv.bad) > 0 {
-		t.Errorf("bad deliveries: %v", rcv.bad)
+	if bad := rcv.Bad(); len(bad) > 0 {
+		t.Errorf("bad deliveries: %v", bad)
 	}
-	rcv.mu.Unlock()
 	if !strings.Contains(metrics, `scanner_webhook_deliveries_total{webhook="ci"} 5`) {
 		t.Errorf("metrics:\n%s", grepLines(metrics, "webhook"))
 	}
@@ -388,12 +258,4 @@ func grepLines(s, sub string) string {
 		}
 	}
 	return strings.Join(out, "\n")
-}
-
-// signedBy reports whether header is body's HMAC-SHA256 signature with
-// secret ("sha256=<hex>"), computed here as a receiver would.
-func signedBy(secret, body []byte, header string) bool {
-	m := hmac.New(sha256.New, secret)
-	m.Write(body)
-	return hmac.Equal([]byte(header), []byte("sha256="+hex.EncodeToString(m.Sum(nil))))
 }

@@ -109,11 +109,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, version strin
 	a.Scanner.Serving = func(ctx context.Context) (serving.Registry, error) {
 		return wheel.Load(ctx, pythonOf(cfg), cfg.CacheHome)
 	}
-	if cfg.VLLMPython != "" {
-		a.Scanner.ServeProbe = func(ctx context.Context, dir string, res compat.Result) (serving.Measured, error) {
-			return ServeProbeIn(ctx, cfg, dir, res)
-		}
-	}
+	a.Scanner.ServeProbe = serveProbeOf(cfg)
 	if a.Fleet != nil {
 		a.Scanner.Fleet, a.Scanner.FleetWait = a.Fleet, cfg.WorkerWait
 	}

@@ -24,7 +24,10 @@ func ServeProbe(ctx context.Context, cfg config.Config, id string, res compat.Re
 }
 
 // ServeProbeIn is ServeProbe on the snapshot in dir (a scan's, where its
-// probe found the files): a scan's serving probe (scan.Scanner.ServeProbe).
+// probe found the files): a scan's serving probe (scan.Scanner.ServeProbe)
+// and a fleet worker's. When res shows that the transformers CPU reference
+// cannot run the model (measure.WithoutReference), the serving probe is
+// not run: its verdict is not judged (skipped, reason no_reference).
 func ServeProbeIn(ctx context.Context, cfg config.Config, dir string, res compat.Result) (measure.Result, error) {
 	if cfg.VLLMPython == "" {
 		return measure.Result{}, errors.New("no --vllm-python")
@@ -33,11 +36,15 @@ func ServeProbeIn(ctx context.Context, cfg config.Config, dir string, res compat
 		return measure.Result{}, fmt.Errorf("the serving probe needs the real weights: the probe ran in %s mode (pass --mode full)",
 			modeOf(res))
 	}
+	tp := serving.TensorParallel(max(res.DevicesUsed, 1))
+	if why, none := measure.WithoutReference(res); none { // no tokens to hold vLLM's to: not judged, not run
+		return measure.NoReference(tp, why), nil
+	}
 	if _, err := os.Stat(filepath.Join(dir, "config.json")); err != nil {
 		return measure.Result{}, fmt.Errorf("the serving probe needs the model's snapshot: %w", err)
 	}
 	return measure.Run(ctx, measure.Request{VLLMPython: cfg.VLLMPython, Python: pythonOf(cfg), ModelDir: dir,
-		TensorParallel: serving.TensorParallel(max(res.DevicesUsed, 1)), Timeout: cfg.Timeout}), nil
+		TensorParallel: tp, Timeout: cfg.Timeout}), nil
 }
 
 func modeOf(r compat.Result) string {
@@ -45,4 +52,16 @@ func modeOf(r compat.Result) string {
 		return "no"
 	}
 	return string(*r.Mode)
+}
+
+// serveProbeOf is the serving probe a scan and a fleet worker run after a
+// model's probe (ServeProbeIn with cfg), nil without --vllm-python: one
+// step, wired to both (scan.Scanner.ServeProbe, worker.Config.ServeProbe).
+func serveProbeOf(cfg config.Config) func(ctx context.Context, dir string, res compat.Result) (compat.ServingMeasured, error) {
+	if cfg.VLLMPython == "" {
+		return nil
+	}
+	return func(ctx context.Context, dir string, res compat.Result) (compat.ServingMeasured, error) {
+		return ServeProbeIn(ctx, cfg, dir, res)
+	}
 }

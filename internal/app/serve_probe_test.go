@@ -30,3 +30,20 @@ func TestServeProbeRefuses(t *testing.T) {
 		}
 	}
 }
+
+// An inference probe whose float32 CPU reference failed leaves the
+// serving probe nothing to hold vLLM to: it is not run (no interpreter, no
+// snapshot needed) and its verdict is not judged, never a pass or a fail.
+func TestServeProbeWithoutReference(t *testing.T) {
+	cfg := config.Config{VLLMPython: "/nonexistent/python", CacheDir: t.TempDir()}
+	res := compat.Result{Mode: compat.Ptr(compat.ModeFull), Revision: "abc", Status: compat.StatusError,
+		Signature: compat.Ptr("reference:forward"), DevicesUsed: 3}
+	m, err := ServeProbe(context.Background(), cfg, "org/m", res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Status != string(compat.StatusSkipped) || m.Reason == nil || *m.Reason != compat.ServingReasonNoReference ||
+		m.TensorParallelSize != 4 || m.Message == nil || !strings.Contains(*m.Message, "reference:forward") {
+		t.Errorf("%+v", m)
+	}
+}

@@ -350,3 +350,22 @@ func TestNewWiresTheServingProbe(t *testing.T) {
 		t.Errorf("an arch-mode probe's serving probe: %v", err)
 	}
 }
+
+// A worker with --vllm-python runs the same serving probe as a scan
+// (serveProbeOf: ServeProbeIn) for the jobs that ask for it; without it,
+// none.
+func TestWorkerWiresTheServingProbe(t *testing.T) {
+	cfg := testConfig(t)
+	if workerConfig(cfg, "h", 0, nil, "v").ServeProbe != nil {
+		t.Errorf("a worker's serving probe without --vllm-python")
+	}
+	cfg.VLLMPython = "/nonexistent/vllm/python"
+	wc := workerConfig(cfg, "h", 0, nil, "v")
+	if wc.ServeProbe == nil {
+		t.Fatal("no worker serving probe with --vllm-python")
+	}
+	_, err := wc.ServeProbe(context.Background(), t.TempDir(), compat.Result{Mode: compat.Ptr(compat.ModeArch)})
+	if err == nil || !strings.Contains(err.Error(), "needs the real weights") {
+		t.Errorf("an arch-mode probe's serving probe on a worker: %v", err)
+	}
+}

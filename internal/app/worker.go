@@ -45,10 +45,7 @@ func RunWorker(ctx context.Context, cfg config.Config, log *slog.Logger, version
 		host = "worker"
 	}
 	mem, _ := probe.PhysicalMemory()
-	w, err := worker.New(worker.Config{
-		Server: cfg.Server, Token: cfg.WorkerToken, ID: worker.NewID(host), Host: host, Version: version,
-		Target: cfg.Target, Timeout: cfg.Timeout, ProbeGrace: cfg.ProbeGrace, MemoryBytes: mem, Logger: log,
-	}, runner, probers, client)
+	w, err := worker.New(workerConfig(cfg, host, mem, log, version), runner, probers, client)
 	if err != nil {
 		return err
 	}
@@ -60,6 +57,17 @@ func RunWorker(ctx context.Context, cfg config.Config, log *slog.Logger, version
 		defer stop()
 	}
 	return w.Run(ctx)
+}
+
+// workerConfig is the worker's configuration from the command's: with
+// --vllm-python, the serving probe a scan runs (serveProbeOf), for the
+// jobs that ask for it.
+func workerConfig(cfg config.Config, host string, mem uint64, log *slog.Logger, version string) worker.Config {
+	return worker.Config{
+		Server: cfg.Server, Token: cfg.WorkerToken, ID: worker.NewID(host), Host: host, Version: version,
+		Target: cfg.Target, Timeout: cfg.Timeout, ProbeGrace: cfg.ProbeGrace, MemoryBytes: mem, Logger: log,
+		ServeProbe: serveProbeOf(cfg),
+	}
 }
 
 // serveHealth serves a worker's /healthz on addr until stop is called.

@@ -57,6 +57,12 @@ func Title(e compat.Event) string {
 		return "Train regression: " + e.ModelID + " " + verb(e.ToStatus) + " in the train step" + on + why
 	case compat.EventTrainFix:
 		return "Train fixed: " + e.ModelID + " " + verb(e.ToStatus) + " the train step" + on + wasStatus(e)
+	case compat.EventServingNew:
+		return "Serving measured: " + e.ModelID + " " + servingVerb(e.ToStatus) + " with " + vllm(e) + on + why
+	case compat.EventServingRegression:
+		return "Serving regression: " + e.ModelID + " stops serving with " + vllm(e) + on + ": " + verb(e.ToStatus) + why
+	case compat.EventServingFix:
+		return "Serving fixed: " + e.ModelID + " serves with " + vllm(e) + on + wasStatus(e)
 	case compat.EventFlaky:
 		return "Flaky: " + e.ModelID + on + ": " + string(e.ToStatus) + " did not reproduce" + keptStatus(e)
 	}
@@ -75,4 +81,22 @@ func keptStatus(e compat.Event) string {
 		return ""
 	}
 	return " (kept " + string(e.FromStatus) + ")"
+}
+
+// servingVerb says what a measured serving status means: "serves", or the
+// status's verb ("fails", "runs out of memory") for one held against it.
+func servingVerb(st compat.Status) string {
+	if st == compat.StatusPass {
+		return "serves"
+	}
+	return verb(st) + " serving"
+}
+
+// vllm names the serving change's vLLM-TorchTPU: "vLLM-TorchTPU 0.29.0",
+// without the version when the probe did not say it.
+func vllm(e compat.Event) string {
+	if e.Runtime.VLLMTorchTPU == "" {
+		return "vLLM-TorchTPU"
+	}
+	return "vLLM-TorchTPU " + e.Runtime.VLLMTorchTPU
 }

@@ -12,6 +12,7 @@ func TestTitle(t *testing.T) {
 	ev := func(kind compat.EventKind, from, to compat.Status, st *compat.Stage, sg *string) compat.Event {
 		return compat.Event{ModelID: "org/m", Target: compat.TargetTPU, Kind: kind, FromStatus: from, ToStatus: to, Stage: st, Signature: sg}
 	}
+	served := func(e compat.Event) compat.Event { e.Runtime.VLLMTorchTPU = "0.29.0"; return e }
 	for _, tc := range []struct {
 		e    compat.Event
 		want string
@@ -28,6 +29,13 @@ func TestTitle(t *testing.T) {
 		{ev(compat.EventTrainRegression, compat.StatusPass, compat.StatusFail, stage("train"), sig("nonfinite:loss")),
 			"Train regression: org/m fails in the train step on tpu (train, nonfinite loss)"},
 		{ev(compat.EventTrainFix, compat.StatusFail, compat.StatusPass, nil, nil), "Train fixed: org/m passes the train step on tpu (was fail)"},
+		{served(ev(compat.EventServingNew, "", compat.StatusPass, nil, nil)), "Serving measured: org/m serves with vLLM-TorchTPU 0.29.0 on tpu"},
+		{ev(compat.EventServingNew, "", compat.StatusFail, nil, sig("load_error:vllm_unsupported_architecture")),
+			"Serving measured: org/m fails serving with vLLM-TorchTPU on tpu (load_error vllm_unsupported_architecture)"},
+		{served(ev(compat.EventServingRegression, compat.StatusPass, compat.StatusOOM, nil, sig("oom:load"))),
+			"Serving regression: org/m stops serving with vLLM-TorchTPU 0.29.0 on tpu: runs out of memory (oom load)"},
+		{served(ev(compat.EventServingFix, compat.StatusFail, compat.StatusPass, nil, sig("x:y"))),
+			"Serving fixed: org/m serves with vLLM-TorchTPU 0.29.0 on tpu (was fail)"},
 		{ev(compat.EventFlaky, compat.StatusPass, compat.StatusFail, nil, nil), "Flaky: org/m on tpu: fail did not reproduce (kept pass)"},
 		{ev(compat.EventFlaky, "", compat.StatusCrash, nil, nil), "Flaky: org/m on tpu: crash did not reproduce"},
 		{ev("renamed", compat.StatusError, compat.StatusUntested, stage("load"), nil), "Changed: org/m is untested on tpu (was error) (load)"},

@@ -159,7 +159,7 @@ func verdict(d modelDetail, target compat.Target) (int, string) {
 	// change to or from the scanner's own error is none).
 	var newest *compat.Event
 	for i := range d.Events {
-		if d.Events[i].Target == r.Target && d.Events[i].AboutVerdicts() && !d.Events[i].Train() {
+		if d.Events[i].Target == r.Target && d.Events[i].AboutVerdicts() && !d.Events[i].Train() && !d.Events[i].Serving() {
 			newest = &d.Events[i]
 			break
 		}
@@ -311,7 +311,7 @@ func serveVerdict(d modelDetail) (int, string) {
 		return ExitUntested, fmt.Sprintf("%s: serving with vLLM-TorchTPU unknown (the server has not read the release's "+
 			"model registry, or the model's config.json names no architecture)", d.ID)
 	}
-	if r := c.Measured; r != nil { // the measured verdict outranks the declared one
+	if r := c.Measured; r != nil && r.Judged() { // the measured verdict outranks the declared one; one that judged nothing does not
 		line := fmt.Sprintf("%s: %s serving with %s %s (measured %s, runtime %s", d.ID, r.Status, c.Package,
 			orQuestion(r.Runtime.VLLMTorchTPU), r.MeasuredAt.UTC().Format(time.DateOnly), r.Runtime.Key())
 		if r.Metrics.AgreedTokens != nil {

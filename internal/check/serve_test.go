@@ -7,24 +7,23 @@ import (
 	"time"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
-	"github.com/google-pytorch/torchtpu-scanner/internal/serving"
 )
 
 func TestCheckModeServe(t *testing.T) {
-	cell := func(served bool) *serving.Cell {
-		c := &serving.Cell{Evidence: serving.EvidenceDeclared, Package: "vllm-torchtpu", Version: "0.29.0",
+	cell := func(served bool) *compat.ServingCell {
+		c := &compat.ServingCell{Evidence: compat.ServingEvidenceDeclared, Package: "vllm-torchtpu", Version: "0.29.0",
 			Architectures: []string{"LlamaForCausalLM"}}
 		if served {
-			c.Served, c.Kind, c.Architecture = true, compat.Ptr(serving.KindGeneration), compat.Ptr("LlamaForCausalLM")
+			c.Served, c.Kind, c.Architecture = true, compat.Ptr(compat.ServingGeneration), compat.Ptr("LlamaForCausalLM")
 			c.Command = compat.Ptr("vllm serve gpt2 --tensor-parallel-size 1 --max-model-len 1024")
 		}
 		return c
 	}
-	measured := func(c *serving.Cell, status string, sig *string) *serving.Cell {
+	measured := func(c *compat.ServingCell, status string, sig *string) *compat.ServingCell {
 		agreed := 16
-		c.Measured = &serving.Measured{Evidence: serving.EvidenceMeasured, Status: status, Signature: sig,
-			Runtime: serving.Runtime{VLLMTorchTPU: compat.Ptr("0.29.0"), Torch: compat.Ptr("2.13.0"), TorchTPU: compat.Ptr("0.2.0"), Libtpu: compat.Ptr("0.0.50")},
-			Metrics: serving.Metrics{AgreedTokens: &agreed}, MeasuredAt: time.Date(2026, 12, 6, 3, 0, 0, 0, time.UTC)}
+		c.Measured = &compat.ServingMeasured{Evidence: compat.ServingEvidenceMeasured, Status: status, Signature: sig,
+			Runtime: compat.ServingRuntime{VLLMTorchTPU: compat.Ptr("0.29.0"), Torch: compat.Ptr("2.13.0"), TorchTPU: compat.Ptr("0.2.0"), Libtpu: compat.Ptr("0.0.50")},
+			Metrics: compat.ServingMetrics{AgreedTokens: &agreed}, MeasuredAt: time.Date(2026, 12, 6, 3, 0, 0, 0, time.UTC)}
 		return c
 	}
 	tests := []struct {
@@ -44,6 +43,11 @@ func TestCheckModeServe(t *testing.T) {
 			ExitNotPassing, "gpt2: fail serving with vllm-torchtpu 0.29.0 (measured 2026-12-06, runtime 0.29.0~2.13.0~0.2.0~0.0.50, 16 tokens agree with the CPU reference): load_error:checkpoint"},
 		{"declared served, measured pass", &modelDetail{Model: compat.Model{ID: "gpt2", Result: failResult(), Serving: measured(cell(true), "pass", nil)}},
 			ExitPass, "gpt2: pass serving with vllm-torchtpu 0.29.0 (measured 2026-12-06, runtime 0.29.0~2.13.0~0.2.0~0.0.50, 16 tokens agree with the CPU reference): vllm serve gpt2"},
+		// a measured probe that judged nothing (no CPU reference, the scanner's own error) leaves the declared verdict
+		{"declared served, measured not judged", &modelDetail{Model: compat.Model{ID: "gpt2", Result: failResult(), Serving: measured(cell(true), "skipped", nil)}},
+			ExitPass, "gpt2: served by vllm-torchtpu 0.29.0 as generation (declared, LlamaForCausalLM)"},
+		{"not served, measured error", &modelDetail{Model: compat.Model{ID: "gpt2", Result: passResult(), Serving: measured(cell(false), "error", nil)}},
+			ExitNotPassing, "gpt2: not served by vllm-torchtpu 0.29.0 (declared"},
 		{"unknown", &modelDetail{Model: compat.Model{ID: "gpt2", Result: passResult()}},
 			ExitUntested, "gpt2: serving with vLLM-TorchTPU unknown"},
 	}

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/readiness"
-	"github.com/google-pytorch/torchtpu-scanner/internal/serving"
 )
 
 // Status is the outcome of one probe of one model on one target.
@@ -251,8 +250,11 @@ type Runtime struct {
 	Device       string `json:"device"`
 	DeviceCount  int    `json:"device_count"`
 	// Extensions beyond the contract.
-	LibTPU      string   `json:"libtpu,omitempty"`
-	DeviceMemGB *float64 `json:"device_memory_gib,omitempty"`
+	LibTPU string `json:"libtpu,omitempty"`
+	// VLLMTorchTPU is the vllm-torchtpu version of a serving change's
+	// runtime (ServingRuntime.EventRuntime); "" elsewhere.
+	VLLMTorchTPU string   `json:"vllm_torchtpu,omitempty"`
+	DeviceMemGB  *float64 `json:"device_memory_gib,omitempty"`
 	// TCMalloc: whether tcmalloc was the harness's allocator (the runner
 	// preloads it where installed; TorchTPU's host performance needs it);
 	// nil when not known. Not part of Key: it never forces a retest.
@@ -362,6 +364,9 @@ type Verdict struct {
 	Message      *string       `json:"message"`
 	Metrics      ModeMetrics   `json:"metrics"`
 	Note         string        `json:"note,omitempty"`
+	// Evidence is what this verdict rests on (EvidenceOfMode); set by the
+	// web layer as it serves the result, never stored.
+	Evidence *Evidence `json:"evidence,omitempty"`
 }
 
 // ModeMetrics are a Verdict's figures; a figure the mode does not measure
@@ -542,7 +547,7 @@ type Model struct {
 	// nil when nothing is known (no registry read yet, or no architectures
 	// in its config). Never stored: the web layer sets it as it serves the
 	// model.
-	Serving *serving.Cell `json:"serving"`
+	Serving *ServingCell `json:"serving"`
 	// Extensions beyond the contract.
 	Tags         []string  `json:"tags,omitempty"`
 	Aliases      []string  `json:"aliases,omitempty"`
@@ -560,8 +565,16 @@ func (m Model) ModelStatus() Status {
 // Ptr returns a pointer to v, for filling nullable fields.
 func Ptr[T any](v T) *T { return &v }
 
-// Repro is the command that reproduces a result on its own.
+// Repro is the command that reproduces a result on its own, on one
+// device. It is the one writer of repro commands (ReproOn adds the
+// devices of a sharded probe); the harness leaves its result's repro
+// empty for the runner to fill (TestReproHasNoCopies).
 func Repro(modelID, revision string, target Target, mode Mode) string {
+	return ReproOn(modelID, revision, target, mode, 1)
+}
+
+// ReproOn is Repro for a probe sharded over devices (--devices N when N > 1).
+func ReproOn(modelID, revision string, target Target, mode Mode, devices int) string {
 	s := "scanner probe " + modelID
 	if revision != "" {
 		s += " --revision " + revision
@@ -569,6 +582,9 @@ func Repro(modelID, revision string, target Target, mode Mode) string {
 	s += " --target " + string(target)
 	if mode != "" {
 		s += " --mode " + string(mode)
+	}
+	if devices > 1 {
+		s += " --devices " + strconv.Itoa(devices)
 	}
 	return s
 }
@@ -586,7 +602,8 @@ const (
 )
 
 // EventKinds are the kinds of status change, in the site's order.
-var EventKinds = []EventKind{EventRegression, EventFix, EventNew, EventChange, EventFlaky, EventTrainRegression, EventTrainFix}
+var EventKinds = []EventKind{EventRegression, EventFix, EventNew, EventChange, EventFlaky, EventTrainRegression, EventTrainFix,
+	EventServingRegression, EventServingFix, EventServingNew}
 
 // The train step's changes (Result.Modes["train"]), listed apart from the
 // inference's: a model whose inference still passes can stop training.
@@ -697,6 +714,10 @@ type Event struct {
 	Signature  *string   `json:"signature,omitempty"`
 	Message    *string   `json:"message,omitempty"`
 	At         time.Time `json:"at"`
+	// DevicesUsed is how many devices the probe that made the event ran on
+	// (its result's DevicesUsed); 0, and left out of JSON, when not known
+	// (the result was deleted). Read with the event, never stored twice.
+	DevicesUsed int `json:"devices_used,omitempty"`
 	// KnownIssue is where the signature is tracked; set by the web layer
 	// as it serves the event, never stored.
 	KnownIssue *KnownIssue `json:"known_issue,omitempty"`

@@ -1,6 +1,10 @@
 package compat
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/google-pytorch/torchtpu-scanner/internal/testenv"
+)
 
 func TestRepro(t *testing.T) {
 	for _, tc := range []struct {
@@ -17,6 +21,30 @@ func TestRepro(t *testing.T) {
 		if got := Repro(tc.id, tc.revision, tc.target, tc.mode); got != tc.want {
 			t.Errorf("Repro(%q, %q, %q, %q) = %q, want %q", tc.id, tc.revision, tc.target, tc.mode, got, tc.want)
 		}
+	}
+	for _, tc := range []struct {
+		devices int
+		want    string
+	}{
+		{0, "scanner probe org/m --revision abc --target tpu --mode full"},
+		{1, "scanner probe org/m --revision abc --target tpu --mode full"},
+		{4, "scanner probe org/m --revision abc --target tpu --mode full --devices 4"},
+	} {
+		if got := ReproOn("org/m", "abc", TargetTPU, ModeFull, tc.devices); got != tc.want {
+			t.Errorf("ReproOn(..., %d) = %q, want %q", tc.devices, got, tc.want)
+		}
+	}
+}
+
+// TestReproHasNoCopies: repro commands are written by Repro and ReproOn
+// alone; no other source builds one (the harness leaves its result's
+// repro for the runner, the runner appends nothing to it).
+func TestReproHasNoCopies(t *testing.T) {
+	for _, c := range testenv.Copies(t, []string{".go"}, []string{"internal/compat/compat.go"}, `"scanner probe "`, `" --devices "`) {
+		t.Errorf("%s: a repro command built outside compat.ReproOn", c)
+	}
+	for _, c := range testenv.Copies(t, []string{".py"}, nil, "scanner probe") {
+		t.Errorf("%s: the harness writes a repro command (compat.ReproOn is its one writer)", c)
 	}
 }
 

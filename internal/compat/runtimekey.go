@@ -147,3 +147,13 @@ func unhex(c byte) int {
 	}
 	return -1
 }
+
+// RuntimeKeyPattern is the form of a canonical key (Key; what
+// ParseRuntimeKey accepts, within MaxRuntimeKey), as the OpenAPI document
+// states it: a target, then four fields of plain characters and escapes
+// of the bytes that are not plain (TestRuntimeKeyPattern).
+const RuntimeKeyPattern = `^(tpu|cpu|cuda)(~` + keyFieldPattern + `){4}$`
+
+// keyFieldPattern is one version field of a canonical key: plain bytes
+// (keyPlain) and _XX escapes of every other byte, upper-case hex.
+const keyFieldPattern = `(?:[A-Za-z0-9.-]|_(?:[01][0-9A-F]|2[0-9A-CF]|3[A-F]|40|5[B-F]|60|7[B-F]|[89A-F][0-9A-F]))*`

@@ -2,7 +2,9 @@ package compat
 
 import (
 	"errors"
+	"fmt"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -141,4 +143,34 @@ func FuzzRuntimeKey(f *testing.F) {
 			t.Fatalf("round trip: %+v, want %+v", back, r)
 		}
 	})
+}
+
+// TestRuntimeKeyPattern: the documented form matches a key exactly when
+// ParseRuntimeKey accepts it: every escape of a byte that is not plain,
+// none of a plain one, and the keys Key writes.
+func TestRuntimeKeyPattern(t *testing.T) {
+	re := regexp.MustCompile(RuntimeKeyPattern)
+	for c := 0; c < 256; c++ {
+		key := fmt.Sprintf("tpu~_%02X~~~", c)
+		_, err := ParseRuntimeKey(key)
+		if got := re.MatchString(key); got != (err == nil) {
+			t.Errorf("%s: pattern %v, ParseRuntimeKey %v", key, got, err)
+		}
+		lower := fmt.Sprintf("cpu~_%02x~~~", c)
+		_, err = ParseRuntimeKey(lower)
+		if got := re.MatchString(lower); got != (err == nil) {
+			t.Errorf("%s: pattern %v, ParseRuntimeKey %v", lower, got, err)
+		}
+	}
+	for _, r := range []RuntimeRef{{Target: TargetTPU, Torch: "2.15.0+cpu", TorchTPU: "0.2.0", Transformers: "5.23.0", Harness: "h ~é|"},
+		{Target: TargetCUDA}} {
+		if !re.MatchString(r.Key()) {
+			t.Errorf("%s does not match %s", r.Key(), RuntimeKeyPattern)
+		}
+	}
+	for _, k := range []string{"auto~~~~", "tpu~~~", "tpu~~~~~", "tpu~_~~~", "tpu~_4~~~", "tpu~a_~~~", "tpu~a b~~~"} {
+		if re.MatchString(k) {
+			t.Errorf("%q matches", k)
+		}
+	}
 }

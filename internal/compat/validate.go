@@ -193,7 +193,7 @@ func (rt Runtime) Validate() error {
 			return refuse(v.field, "%q: a version is printable ASCII without spaces or '|'", clip(v.s))
 		}
 	}
-	if err := CheckLabel("runtime.device", rt.Device, MaxDeviceBytes); err != nil {
+	if err := CheckPrintable("runtime.device", rt.Device, MaxDeviceBytes); err != nil {
 		return err
 	}
 	if rt.DeviceCount < 0 || rt.DeviceCount > maxDevices {
@@ -280,6 +280,22 @@ func CheckLabel(field, s string, max int) error {
 		return unicode.IsControl(r) || unicode.Is(unicode.Cf, r)
 	}); i >= 0 {
 		return refuse(field, "%q has a control character", clip(termsafe.Line(s)))
+	}
+	return nil
+}
+
+// CheckPrintable is the rule for a string a worker says about itself (its
+// id, host and version, a device's name, why it gives a lease back):
+// printable ASCII (space to '~') only, at most max bytes, which are then
+// as many characters. The OpenAPI document states it as a pattern and a
+// maxLength (web's openapi.json), which a rule on UTF-8 bytes and Unicode
+// categories could not be. Whether it may be empty is the caller's rule.
+func CheckPrintable(field, s string, max int) error {
+	if len(s) > max {
+		return refuse(field, "%d bytes, over %d", len(s), max)
+	}
+	if i := strings.IndexFunc(s, func(r rune) bool { return r < ' ' || r > '~' }); i >= 0 {
+		return refuse(field, "%q: printable ASCII only", clip(termsafe.Line(s)))
 	}
 	return nil
 }

@@ -293,7 +293,7 @@ func (b *flagBinder) register(cmd Command) error {
 	case CmdProbe:
 		b.common()
 		b.hub()
-		b.fs.StringVar(&b.c.Revision, "revision", b.c.Revision, "commit sha to test (default: the Hub's current main)")
+		b.fs.StringVar(&b.c.Revision, "revision", b.c.Revision, "commit sha to test (default the Hub's current main)")
 		b.devices("accelerator devices on this host: a model that needs several is sharded over them")
 		b.fs.BoolVar(&b.c.JSON, "json", b.c.JSON, "print the Result as JSON")
 	case CmdCheck:
@@ -322,9 +322,9 @@ func (b *flagBinder) common() {
 func (b *flagBinder) hub() {
 	b.fs.StringVar(&b.c.HubEndpoint, "hub-endpoint", b.c.HubEndpoint, "any Hub-compatible server or mirror [HF_ENDPOINT]")
 	b.fs.StringVar(&b.c.Token, "token", b.c.Token, "Hub token, sent as Authorization: Bearer to the Hub only [HF_TOKEN]")
-	b.fs.StringVar(&b.c.CacheDir, "cache-dir", b.c.CacheDir, "Hub cache folder, shared with Python tools [HF_HUB_CACHE, else HF_HOME/hub]")
+	b.fs.StringVar(&b.c.CacheDir, "cache-dir", b.c.CacheDir, "Hub cache folder, shared with Python tools [HF_HUB_CACHE, else HF_HOME/hub] (default ~/.cache/huggingface/hub)")
 	b.fs.StringVar(b.target, "target", *b.target, "where probes run: auto, tpu, cpu or cuda [SCANNER_TARGET]")
-	b.fs.StringVar(&b.c.Python, "python", b.c.Python, "Python with torch + transformers (+ torch_tpu) [SCANNER_PYTHON]")
+	b.fs.StringVar(&b.c.Python, "python", b.c.Python, "Python with torch + transformers (+ torch_tpu) [SCANNER_PYTHON] (default the project's cached environment, see SCANNER_CACHE_HOME)")
 	b.fs.StringVar(&b.c.VLLMPython, "vllm-python", b.c.VLLMPython, "Python with vllm-torchtpu installed, for the serving probe; none by default [SCANNER_VLLM_PYTHON]")
 	b.fs.StringVar(b.mode, "mode", *b.mode, "weights: auto, full (real safetensors) or arch (random weights, real config)")
 	b.fs.DurationVar(&b.c.Timeout, "timeout", b.c.Timeout, "wall-clock limit per probe")
@@ -337,7 +337,7 @@ func (b *flagBinder) hub() {
 // devices: the host's accelerator devices and one device's memory.
 func (b *flagBinder) devices(devicesUsage string) {
 	b.fs.IntVar(&b.c.Devices, "devices", b.c.Devices, devicesUsage)
-	b.fs.Func("device-memory", "one device's memory for the plan, e.g. 48MiB or 30GiB (default: the device's own; on cpu none, so no sharding)",
+	b.fs.Func("device-memory", "one device's memory for the plan, e.g. 48MiB or 30GiB; on cpu, which has none, no sharding without it (default the device's own)",
 		func(v string) error {
 			n, err := ParseSize(v)
 			b.c.DeviceMemory = n

@@ -68,6 +68,10 @@ type Config struct {
 	Logger   *slog.Logger
 	Hooks    Hooks
 	Now      func() time.Time // the clock; time.Now when nil
+	// MaxHold is the longest a lease request is held open, whatever its
+	// wait_s (fleet.MaxWait when zero): a long poll may end early with no
+	// jobs, and a worker asks again. Tests that probe the route hold less.
+	MaxHold time.Duration
 }
 
 // Dispatcher serves the fleet from the store.
@@ -77,6 +81,7 @@ type Dispatcher struct {
 	log   *slog.Logger
 	hooks Hooks
 	now   func() time.Time
+	hold  time.Duration // Config.MaxHold
 
 	mu sync.Mutex
 	// changed is closed (and replaced) at every change of the queue or
@@ -112,7 +117,10 @@ func New(st Store, cfg Config) *Dispatcher {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Dispatcher{st: st, ttl: cfg.LeaseTTL, log: cfg.Logger, hooks: cfg.Hooks, now: cfg.Now,
+	if cfg.MaxHold <= 0 || cfg.MaxHold > fleet.MaxWait {
+		cfg.MaxHold = fleet.MaxWait
+	}
+	return &Dispatcher{st: st, ttl: cfg.LeaseTTL, log: cfg.Logger, hooks: cfg.Hooks, now: cfg.Now, hold: cfg.MaxHold,
 		changed: make(chan struct{}), closed: make(chan struct{}), pollers: map[*poller]struct{}{}}
 }
 
@@ -171,8 +179,8 @@ func (d *Dispatcher) watch() <-chan struct{} {
 }
 
 // checkWorker refuses what no worker of ours sends. Every string a worker
-// supplies is capped and free of control characters (compat.CheckLabel, the
-// rule for strings from outside), its runtime checked as a result's is
+// supplies is capped and printable ASCII (compat.CheckPrintable, the rule
+// for what a worker says about itself), its runtime checked as a result's is
 // (compat.Runtime.Validate): the fleet listing, /metrics and runtime keys
 // stay small and safe to show.
 func checkWorker(w fleet.Worker) error {
@@ -187,7 +195,7 @@ func checkWorker(w fleet.Worker) error {
 		field, s string
 		max      int
 	}{{"id", w.ID, maxWorkerID}, {"host", w.Host, compat.MaxHostBytes}, {"version", w.Version, compat.MaxVersionBytes}} {
-		if err := compat.CheckLabel(f.field, f.s, f.max); err != nil {
+		if err := compat.CheckPrintable(f.field, f.s, f.max); err != nil {
 			return bad(err)
 		}
 	}
@@ -222,16 +230,23 @@ func (d *Dispatcher) Register(ctx context.Context, w fleet.Worker) (fleet.Regist
 		MaxWaitS: fleet.MaxWait.Seconds()}, nil
 }
 
-// Lease grants up to req.Max jobs of the worker's target and runtime,
-// waiting up to req.WaitS (at most fleet.MaxWait) for one.
+// Lease grants up to req.Max jobs (at most the worker's devices) of the
+// worker's target and runtime, waiting up to req.WaitS (0 to
+// fleet.MaxWait) for one.
 func (d *Dispatcher) Lease(ctx context.Context, req fleet.LeaseRequest) (fleet.LeaseResponse, error) {
 	if err := checkWorker(req.Worker); err != nil {
 		return fleet.LeaseResponse{}, err
 	}
-	if req.Max < 1 || req.Max > req.Worker.Devices {
-		return fleet.LeaseResponse{}, fmt.Errorf("%w: max %d: want 1 to the worker's %d devices", ErrBadRequest, req.Max, req.Worker.Devices)
+	switch {
+	case req.Max < 1 || req.Max > maxDevices:
+		return fleet.LeaseResponse{}, fmt.Errorf("%w: max %d: want 1 to %d", ErrBadRequest, req.Max, maxDevices)
+	case req.WaitS < 0 || req.WaitS > fleet.MaxWait.Seconds():
+		return fleet.LeaseResponse{}, fmt.Errorf("%w: wait_s %g: want 0 to %g", ErrBadRequest, req.WaitS, fleet.MaxWait.Seconds())
 	}
-	wait := min(max(time.Duration(req.WaitS*float64(time.Second)), 0), fleet.MaxWait)
+	// No more jobs than the worker has devices: a larger max is its devices
+	// (a rule across two fields, which the OpenAPI document cannot state).
+	req.Max = min(req.Max, req.Worker.Devices)
+	wait := min(time.Duration(req.WaitS*float64(time.Second)), d.hold)
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
 	// Registered before the first query, so that no wake-up is missed.
@@ -273,7 +288,7 @@ func (d *Dispatcher) Lease(ctx context.Context, req fleet.LeaseRequest) (fleet.L
 
 // Heartbeat renews a worker's leases and says which are lost.
 func (d *Dispatcher) Heartbeat(ctx context.Context, req fleet.HeartbeatRequest) (fleet.HeartbeatResponse, error) {
-	if req.WorkerID == "" || compat.CheckLabel("worker_id", req.WorkerID, maxWorkerID) != nil || len(req.Leases) > maxDevices {
+	if req.WorkerID == "" || compat.CheckPrintable("worker_id", req.WorkerID, maxWorkerID) != nil || len(req.Leases) > maxDevices {
 		return fleet.HeartbeatResponse{}, fmt.Errorf("%w: heartbeat of %q with %d leases", ErrBadRequest, req.WorkerID, len(req.Leases))
 	}
 	now := d.now()
@@ -311,6 +326,10 @@ func (d *Dispatcher) Result(ctx context.Context, req fleet.ResultRequest) error 
 	}
 	d.log.Info("result recorded", "model", out.ModelID, "status", out.Result.Status, "worker", out.Result.Worker,
 		"scan_id", out.ScanID, "flaky", out.Flaky)
+	if m := out.Serving; m != nil {
+		d.log.Info("serving verdict recorded", "model", out.ModelID, "status", m.Status, "runtime", m.Runtime.Key(),
+			"worker", out.Result.Worker)
+	}
 	if d.hooks.Result != nil {
 		d.hooks.Result(out)
 	}
@@ -322,7 +341,7 @@ func (d *Dispatcher) Result(ctx context.Context, req fleet.ResultRequest) error 
 // preemption): it is not live from now on. Its error wraps ErrBadRequest
 // for a worker id no worker sends, store.ErrNotFound for an unknown one.
 func (d *Dispatcher) Leave(ctx context.Context, req fleet.LeaveRequest) error {
-	if req.WorkerID == "" || compat.CheckLabel("worker_id", req.WorkerID, maxWorkerID) != nil {
+	if req.WorkerID == "" || compat.CheckPrintable("worker_id", req.WorkerID, maxWorkerID) != nil {
 		return fmt.Errorf("%w: leave of worker %q", ErrBadRequest, req.WorkerID)
 	}
 	if err := d.st.LeaveWorker(ctx, req.WorkerID, d.now()); err != nil {
@@ -335,7 +354,7 @@ func (d *Dispatcher) Leave(ctx context.Context, req fleet.LeaveRequest) error {
 
 // Release gives a lease back (the worker is stopping).
 func (d *Dispatcher) Release(ctx context.Context, req fleet.ReleaseRequest) error {
-	if err := compat.CheckLabel("reason", req.Reason, maxReason); err != nil {
+	if err := compat.CheckPrintable("reason", req.Reason, maxReason); err != nil {
 		return fmt.Errorf("%w: release: %v", ErrBadRequest, err)
 	}
 	key, err := d.st.ReleaseJob(ctx, req.WorkerID, req.LeaseID, d.now())

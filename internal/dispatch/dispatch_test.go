@@ -257,8 +257,21 @@ func TestBadRequestsAreRefused(t *testing.T) {
 			t.Errorf("%s: lease %v", name, err)
 		}
 	}
-	if _, err := f.d.Lease(ctx, fleet.LeaseRequest{Worker: good, Max: 3}); !errors.Is(err, ErrBadRequest) {
-		t.Errorf("more than its devices: %v", err)
+	for name, req := range map[string]fleet.LeaseRequest{
+		"max over 64":      {Worker: good, Max: 65},
+		"max 0":            {Worker: good},
+		"a negative wait":  {Worker: good, Max: 1, WaitS: -1},
+		"a wait over 30 s": {Worker: good, Max: 1, WaitS: 30.5},
+		"a non-ASCII host": {Worker: fleet.Worker{ID: "x", Host: "hé", Target: "cpu", Devices: 1}, Max: 1},
+		"a non-ASCII device": {Worker: fleet.Worker{ID: "x", Host: "h", Target: "cpu", Devices: 1,
+			Runtime: compat.Runtime{Device: "TPU v6e lite"}}, Max: 1},
+	} {
+		if _, err := f.d.Lease(ctx, req); !errors.Is(err, ErrBadRequest) {
+			t.Errorf("%s: lease %v", name, err)
+		}
+	}
+	if err := f.d.Leave(ctx, fleet.LeaveRequest{WorkerID: "wörker"}); !errors.Is(err, ErrBadRequest) {
+		t.Errorf("leave of a non-ASCII worker id: %v", err)
 	}
 	if _, err := f.d.Heartbeat(ctx, fleet.HeartbeatRequest{WorkerID: ""}); !errors.Is(err, ErrBadRequest) {
 		t.Errorf("heartbeat without a worker: %v", err)
@@ -269,5 +282,19 @@ func TestBadRequestsAreRefused(t *testing.T) {
 	ws, _ := f.st.Workers(ctx, 0)
 	if len(ws) != 0 {
 		t.Errorf("%d refused workers were recorded (%s first)", len(ws), ws[0].ID)
+	}
+}
+
+// TestLeaseMaxIsCappedAtTheDevices: a max over the worker's devices (up
+// to 64, the document's maximum) is its devices, not a refusal.
+func TestLeaseMaxIsCappedAtTheDevices(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, 4, time.Minute)
+	if err := f.d.Enqueue(ctx, f.scanID, f.jobs); err != nil {
+		t.Fatal(err)
+	}
+	got, err := f.d.Lease(ctx, fleet.LeaseRequest{Worker: worker("two", 2), Max: 64})
+	if err != nil || len(got.Leases) != 2 {
+		t.Errorf("max 64 on 2 devices: %d leases, %v; want 2", len(got.Leases), err)
 	}
 }

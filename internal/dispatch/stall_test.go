@@ -11,6 +11,7 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/internal/fleet"
 	"github.com/google-pytorch/torchtpu-scanner/internal/proctest"
+	"github.com/google-pytorch/torchtpu-scanner/internal/testenv"
 	"github.com/google-pytorch/torchtpu-scanner/store"
 )
 
@@ -35,7 +36,7 @@ func TestAStalledScanSaysSo(t *testing.T) {
 	start := time.Now()
 	done := make(chan error, 1)
 	go func() { done <- f.d.Wait(ctx, f.scanID, 2*time.Second, nil) }()
-	eventually(t, "the stall on the scan's record", func() bool {
+	testenv.Eventually(t, "the stall on the scan's record", 10*time.Second, func() bool {
 		sc, _ := f.st.GetScan(ctx, f.scanID)
 		return sc.StalledSince != nil && strings.Contains(sc.FleetNote, rt.RetestKey())
 	})
@@ -64,13 +65,13 @@ func TestAStallEndsWhenAWorkerComes(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- f.d.Wait(ctx, f.scanID, time.Minute, nil) }()
-	eventually(t, "the stall", func() bool { sc, _ := f.st.GetScan(ctx, f.scanID); return sc.StalledSince != nil })
+	testenv.Eventually(t, "the stall", 10*time.Second, func() bool { sc, _ := f.st.GetScan(ctx, f.scanID); return sc.StalledSince != nil })
 	w := worker("a", 1)
 	resp, err := f.d.Lease(ctx, fleet.LeaseRequest{Worker: w, Max: 1})
 	if err != nil || len(resp.Leases) != 1 {
 		t.Fatal(resp, err)
 	}
-	eventually(t, "the stall cleared", func() bool { sc, _ := f.st.GetScan(ctx, f.scanID); return sc.StalledSince == nil })
+	testenv.Eventually(t, "the stall cleared", 10*time.Second, func() bool { sc, _ := f.st.GetScan(ctx, f.scanID); return sc.StalledSince == nil })
 	if err := f.d.Result(ctx, result(resp.Leases[0], "a")); err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/internal/fleet"
+	"github.com/google-pytorch/torchtpu-scanner/internal/testenv"
 	"github.com/google-pytorch/torchtpu-scanner/store"
 )
 
@@ -74,7 +75,7 @@ func TestOnlyMatchingPollersWake(t *testing.T) {
 	}
 	same := worker("same", 1)
 	go poll(same)
-	eventually(t, "every poller's first query", func() bool {
+	testenv.Eventually(t, "every poller's first query", 10*time.Second, func() bool {
 		for _, id := range append(idle, "same") {
 			if cs.count(id) != 1 {
 				return false
@@ -111,17 +112,6 @@ func TestOnlyMatchingPollersWake(t *testing.T) {
 		if n := cs.count(id); n != 1 {
 			t.Errorf("%s (another runtime) queried %d times: woken by a job it cannot take", id, n)
 		}
-	}
-}
-
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
 
@@ -190,7 +180,7 @@ func TestAShardedJobWakesOnlyWorkersThatHoldIt(t *testing.T) {
 	}
 	go poll(worker("one", 1))
 	go poll(worker("two", 2))
-	eventually(t, "both pollers' first query", func() bool { return cs.count("one") == 1 && cs.count("two") == 1 })
+	testenv.Eventually(t, "both pollers' first query", 10*time.Second, func() bool { return cs.count("one") == 1 && cs.count("two") == 1 })
 	job := f.jobs[0]
 	job.Job.Devices = 2
 	if err := f.d.Enqueue(ctx, f.scanID, []store.NewJob{job}); err != nil {

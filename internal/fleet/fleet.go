@@ -241,6 +241,17 @@ func CheckResult(job Job, runtimeKey string, req ResultRequest, now time.Time) e
 			return bad("%d devices (sharding %v), the job runs on %d", res.DevicesUsed, res.Sharding, job.Chips())
 		}
 	}
+	if s := req.Serving; s != nil {
+		switch err := s.Validate(); {
+		case !job.Serve:
+			return bad("a serving verdict, but the job asked for none")
+		case err != nil:
+			return bad("%v", err)
+		case s.MeasuredAt.Before(from) || s.MeasuredAt.After(to):
+			return bad("serving measured_at %s is outside %s to %s by the server's clock", s.MeasuredAt.Format(time.RFC3339),
+				from.Format(time.RFC3339), to.Format(time.RFC3339))
+		}
+	}
 	return nil
 }
 
@@ -260,14 +271,19 @@ const untimedJob = 24 * time.Hour
 
 // ClockWindow is when, by the server's clock at now, a result of job may
 // say it was tested (its probe's start): no later than MaxClockSkew ahead,
-// no earlier than a probe and its confirming rerun, each up to the job's
-// timeout, plus MaxClockSkew and resultSlack, ago.
+// no earlier than a probe and its confirming rerun (and the serving probe,
+// when the job asks for it), each up to the job's timeout, plus
+// MaxClockSkew and resultSlack, ago.
 func ClockWindow(job Job, now time.Time) (from, to time.Time) {
 	probe := time.Duration(job.TimeoutS * float64(time.Second))
 	if probe <= 0 || probe > untimedJob {
 		probe = untimedJob
 	}
-	return now.Add(-(2*probe + MaxClockSkew + resultSlack)), now.Add(MaxClockSkew)
+	runs := time.Duration(2)
+	if job.Serve { // the serving probe after them, up to the same timeout
+		runs = 3
+	}
+	return now.Add(-(runs*probe + MaxClockSkew + resultSlack)), now.Add(MaxClockSkew)
 }
 
 // clip keeps an error's quote of a worker's string short.

@@ -450,3 +450,41 @@ func TestAWrongModelIsQuotedShort(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckResultServing: a serving verdict rides with a result only when
+// the job asked for one (Job.Serve), is a serving probe's
+// (compat.ServingMeasured.Validate) and was measured within the job's
+// window, which a serving probe lengthens by one probe's timeout.
+func TestCheckResultServing(t *testing.T) {
+	job := Job{ModelID: "org/m", Revision: "abc", Target: "tpu", Mode: "full", TimeoutS: 1200, Serve: true}
+	req := func(m compat.ServingMeasured) ResultRequest {
+		return ResultRequest{LeaseID: "L", ModelID: "org/m", Result: compat.Result{
+			Target: "tpu", Status: "pass", Stage: compat.Ptr(compat.StageGenerate), Mode: compat.Ptr(compat.ModeFull),
+			Revision: "abc", TestedAt: t0.Add(-80 * time.Minute), Runtime: rtA,
+		}, Serving: &m}
+	}
+	pass := compat.ServingMeasured{Evidence: "measured", Status: "pass", TensorParallelSize: 1, MaxModelLen: 256, MeasuredAt: t0}
+	if err := CheckResult(job, rtA.RetestKey(), req(pass), t0); err != nil {
+		t.Fatalf("a serving pass after a probe, its rerun and the serving probe: %v", err)
+	}
+	noServe := job
+	noServe.Serve = false
+	recent := req(pass)
+	recent.Result.TestedAt = t0.Add(-time.Minute)
+	if err := CheckResult(noServe, rtA.RetestKey(), recent, t0); !errors.Is(err, ErrBadResult) || !strings.Contains(err.Error(), "asked for none") {
+		t.Errorf("a serving verdict the job did not ask for: %v", err)
+	}
+	if from, _ := ClockWindow(noServe, t0); !t0.Add(-80 * time.Minute).Before(from) {
+		t.Errorf("without a serving probe the window reaches back to %s: a probe, its rerun and slack only", from)
+	}
+	bad := pass
+	bad.Status = "served"
+	if err := CheckResult(job, rtA.RetestKey(), req(bad), t0); !errors.Is(err, ErrBadResult) || !strings.Contains(err.Error(), "serving.status") {
+		t.Errorf("an unknown serving status: %v", err)
+	}
+	late := pass
+	late.MeasuredAt = t0.Add(time.Hour)
+	if err := CheckResult(job, rtA.RetestKey(), req(late), t0); !errors.Is(err, ErrBadResult) || !strings.Contains(err.Error(), "serving measured_at") {
+		t.Errorf("a serving verdict from the worker's future: %v", err)
+	}
+}

@@ -48,7 +48,7 @@ const (
 	// job is recorded as an error instead of being queued again.
 	MaxLostLeases = 3
 	// MaxWait is the longest a lease request is held open when there is no
-	// work (the long poll); a request asking for more gets MaxWait.
+	// work (the long poll); a request asking for more is refused (400).
 	MaxWait = 30 * time.Second
 	// DefaultLeaseTTL is --lease-ttl's default.
 	DefaultLeaseTTL = 2 * time.Minute
@@ -123,6 +123,12 @@ type Job struct {
 	// (the plan's); 0 or 1 is one. Only a worker that has as many is
 	// leased the job (Holds).
 	Devices int `json:"devices,omitempty"`
+	// Serve asks for the measured serving probe after the probe (issue
+	// 40): the job is in full mode and the pinned vLLM-TorchTPU declares
+	// the model served. A worker with --vllm-python runs it on the devices
+	// it still holds, as a local scan does, and posts its verdict with the
+	// result (ResultRequest.Serving); one without runs none.
+	Serve bool `json:"serve,omitempty"`
 }
 
 // Chips is how many devices the job holds: at least 1.
@@ -169,6 +175,10 @@ type ResultRequest struct {
 	// confirm it: the server records a flaky event and the old status
 	// stays, as a local scan does.
 	Flaky bool `json:"flaky,omitempty"`
+	// Serving is the serving probe's verdict when the job asked for one
+	// (Job.Serve) and the worker ran it; the server stores it beside the
+	// result, as a local scan does (store.PutServingResult). Nil: none.
+	Serving *compat.ServingMeasured `json:"serving,omitempty"`
 }
 
 // ReleaseRequest gives a lease back unfinished (the worker is stopping):

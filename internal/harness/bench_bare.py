@@ -7,7 +7,7 @@
 
 It loads the same model the same way (full: safetensors, bfloat16 on an accelerator and
 float32 on cpu; arch: random weights with the layers cut), builds the same inputs
-(harness_inputs.build_inputs, so both run identical shapes), and runs the same calls: one
+(harness_synthetic_inputs.build_inputs, so both run identical shapes), and runs the same calls: one
 warm-up forward plus --steps timed ones, the float32 CPU reference forward, torch.compile
 with two calls plus --steps, and a warm-up plus a measured greedy generate with a static
 cache. No stages, no result file, no error classification, no memory-budget logic: an
@@ -30,8 +30,8 @@ import sys  # noqa: E402
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import harness_inputs as hi  # noqa: E402
-import harness_tasks as ht  # noqa: E402
+import harness_synthetic_inputs  # noqa: E402
+import harness_tasks  # noqa: E402
 
 
 def main() -> int:
@@ -65,7 +65,7 @@ def main() -> int:
     dtype = torch.float32 if a.target == "cpu" else torch.bfloat16
 
     config = transformers.AutoConfig.from_pretrained(a.model_dir, trust_remote_code=False, local_files_only=True)
-    task, family, _ = ht.resolve_family(a.task or None, config)
+    task, family, _ = harness_tasks.resolve_family(a.task or None, config)
     cls = getattr(transformers, (config.architectures or ["AutoModel"])[0])
     mode = a.mode
     kw = dict(use_safetensors=True, trust_remote_code=False, local_files_only=True)
@@ -74,7 +74,7 @@ def main() -> int:
     if mode == "full":
         model = cls.from_pretrained(a.model_dir, dtype=dtype, **kw)
     else:
-        ht.reduce_layers(config, a.layers)
+        harness_tasks.reduce_layers(config, a.layers)
         torch.manual_seed(a.seed)
         ref = cls._from_config(config, dtype=torch.float32).eval()
         model = copy.deepcopy(ref).to(dtype=dtype)
@@ -88,8 +88,18 @@ def main() -> int:
         return {k: (v.to(dev, dtype=dtype) if v.is_floating_point() else v.to(dev)) if hasattr(v, "to") else v
                 for k, v in kw.items()}
 
-    inputs, _ = hi.build_inputs(torch, family, model.config, set(inspect.signature(model.forward).parameters),
-                                a.seq_len, a.new_tokens, a.seed, type(model).__name__, model=model, to_device=to_dev)
+    inputs, _ = harness_synthetic_inputs.build_inputs(
+        torch,
+        family,
+        model.config,
+        set(inspect.signature(model.forward).parameters),
+        a.seq_len,
+        a.new_tokens,
+        a.seed,
+        type(model).__name__,
+        model=model,
+        to_device=to_dev,
+    )
     dinputs = to_dev(inputs)
 
     def timed(fn, n):
@@ -118,8 +128,8 @@ def main() -> int:
             cm(**dinputs)
             sync()
             compiled_ms = timed(lambda: cm(**dinputs), a.steps)
-        if not a.no_generate and family in ht.GENERATIVE_FAMILIES and model.can_generate():
-            gin = {k: dinputs[k] for k in hi.generate_inputs(family, inputs)}
+        if not a.no_generate and family in harness_tasks.GENERATIVE_FAMILIES and model.can_generate():
+            gin = {k: dinputs[k] for k in harness_synthetic_inputs.generate_inputs(family, inputs)}
             gkw = dict(max_new_tokens=a.new_tokens, min_new_tokens=a.new_tokens, do_sample=False,
                        cache_implementation="static")
             if a.no_compile:

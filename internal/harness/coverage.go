@@ -2,17 +2,22 @@ package harness
 
 // TransformersModel reports whether a model with this Hub library_name
 // loads with transformers' Auto classes, which is all the harness loads:
-// library transformers; or sentence-transformers, whose repositories carry
-// a plain transformers backbone, or no library name, when its config.json
-// has a model_type.
+// the libraries of tasks.json, where a sentence-transformers repository
+// (a plain transformers backbone) or one without a library name counts
+// only when its config.json has a model_type. The harness applies the same
+// table (harness_tasks.py, library_supported).
 func TransformersModel(library string, hasModelType bool) bool {
-	switch library {
-	case "transformers":
-		return true
-	case "sentence-transformers", "":
-		return hasModelType
-	}
-	return false
+	spec, ok := Tasks.Libraries[library]
+	return ok && (hasModelType || !spec.NeedsModelType)
+}
+
+// ListingTellsLibrary reports whether a model's library alone, from its
+// Hub listing, settles TransformersModel's answer, when the listing did
+// not carry config.json (hasConfig false): a library the table needs a
+// model_type for waits for config.json, any other library settles it.
+func ListingTellsLibrary(library string, hasConfig bool) bool {
+	spec, ok := Tasks.Libraries[library]
+	return hasConfig || !ok || !spec.NeedsModelType
 }
 
 // TaskCoverage is which share of a set of transformers-backed models (and

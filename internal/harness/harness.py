@@ -1,167 +1,8 @@
 #!/usr/bin/env python3
 """Smoke-test one Hugging Face model on TorchTPU (or cpu/cuda) and write one Result JSON.
 
-Command line (the contract with the Go runner):
-
-    python harness.py --model-dir DIR --model-id ID --revision SHA
-                      --target {tpu,cpu,cuda,auto} --mode {full,arch}
-                      --task PIPELINE_TAG_OR_EMPTY --result-file PATH
-                      [--seq-len 128] [--new-tokens 16] [--layers 2] [--seed 0]
-                      [--steps 5] [--memory-budget-bytes N] [--plan-note TEXT] [--no-compile] [--no-generate]
-                      [--deadline-s S]
-                      [--compile-backend NAME] [--dtype {auto,float32,bfloat16,float16}]
-                      [--host-root DIR] [--tpu-check-timeout S]
-                      [--devices N --sharding {auto,tp,fsdp} --collective-timeout-s S]
-    python harness.py --env-only --result-file PATH [--target auto] [--host-root DIR] [--tpu-check-timeout S]
-
-DIR is a Hub-cache snapshot folder (config.json, and *.safetensors for full mode).
-The run is offline (HF_HUB_OFFLINE=1, TRANSFORMERS_OFFLINE=1 are set here too),
-never uses trust_remote_code and never unpickles weights: only *.safetensors are
-read, and a config that asks for code from its repository (auto_map: the table
-remote_code.json, which the scanner's preflight reads too) is skipped with reason
-remote_code, whatever its model_type.
-
-Exactly one Result JSON object (shape of shared/CONTRACT.md plus the extensions
-in internal/compat) is written atomically to --result-file; progress lines such
-as ``stage=load ok 1.23s`` go to stderr. The exit code is 0 whenever a Result was
-written, whatever the model did; 2 for bad arguments or an unwritable result file.
-
-Stages, in order, each timed in result.stages (env, load and forward in this module; config, numerics,
-compile and generate each a class of its own module mixed into Probe: harness_config.ConfigStage,
-harness_compare.NumericsStage, harness_compile.CompileStage, harness_generate.GenerateStage; the verdict
-matrix's stage between numerics and compile is harness_modes.Modes):
-
-* env      versions (python, torch, transformers, torch_tpu, libtpu), whether tcmalloc is the
-           allocator, device name, count and memory; torch_tpu must be Google's backend
-           (torch_tpu._internal). torch never autoloads device backends here
-           (TORCH_DEVICE_BACKEND_AUTOLOAD=0): for tpu and auto only (cpu and cuda runs never look),
-           the TPU check of harness_tpu.py decides: the PCI scan (no chip: no TPU, torch_tpu
-           never imported), then, in a child process, torch_tpu loaded through its torch.backends
-           entry point and a tiny op (torch.ones(1, device="tpu").add(1).cpu()); a child that
-           dies (libtpu's SIGABRT) or outlives --tpu-check-timeout (50 s from loading torch_tpu to
-           the end of the op; a libtpu waiting for the metadata server) is an answer, with libtpu's
-           last meaningful line. Only then does
-           this process load torch_tpu and run the op itself. ``--target auto`` is tpu when a
-           TPU is usable, else cpu with the reason in the note. A requested tpu/cuda that is not
-           usable gives status error, failure_class device_unavailable, with that reason. On tpu
-           only torch_tpu 0.2.0's public API: torch.accelerator for sync, count and peak memory,
-           torch.tpu for the name, HBM and precision. float32 on tpu runs every later stage at
-           torch.tpu.precision(Precision.HIGHEST) (see precision_rule).
-* config   config.json via AutoConfig (trust_remote_code=False); task (tasks.json), family and model
-           class; a text/vision/audio sub-config that is not an object, or has a field transformers
-           refuses, fails here (config_error naming the field); a config the family's inputs cannot
-           be built from is the model's config_error only when transformers cannot build the model
-           from it either, else the scanner's error (harness_inputs:config:<field>); random forwards (sampling noise) are made deterministic for the comparison;
-           mode: full (real safetensors; bfloat16 by default, on cpu too),
-           arch (random weights from the config with layers cut to --layers, seeded).
-           The scanner passes full or arch: its plan (internal/scan/plan.go) decided,
-           and the harness executes (a full model that does not fit after all ends
-           in oom). --mode is required: the harness chooses no mode itself, by hand
-           either. An arch model that does not fit the memory budget by the fit
-           formula (fit.json, which the scanner reads too) even with --layers layers
-           is skipped (too_large).
-* load     the model onto the device (load_s).
-* forward  batch 1, static shapes (--seq-len tokens / the config's image or audio size): the
-           synthetic inputs of each task family are built from the config alone; in full mode
-           text-only, image-only, zero-shot image classification and decoder-only vision-language
-           inputs come from the model's own tokenizer / image processor / processor where its
-           files allow (harness_inputs.py: a fixed passage, a fixed synthetic picture, fixed
-           candidate labels, a fixed question), and the stage's note says which;
-           first call (first_forward_s) is the warm-up (on tpu, further warm-up calls until
-           TorchTPU's executable cache stops missing, at most 20), then the median of --steps
-           synchronised calls (forward_ms).
-* numerics the same weights in float32 on CPU as the reference: max_abs_diff, top-1
-           agreement, perplexity for causal LMs, against the tolerance table below. A causal LM
-           that ran on the passage (full mode) needs its perplexity there below 100 and close to
-           the reference's (harness_inputs.passage_check) instead of the repeated-chunk bound.
-* compile  torch.compile(model, backend="tpu" on tpu / "inductor" on cuda and cpu
-           (aot_eager on a cpu host without a C++ compiler), dynamic=False): compile_s is
-           the first call; a second call with the same shapes must not compile a new dynamo
-           graph (failure_class recompile); on tpu TorchTPU's executable cache may still miss
-           for up to 20 more calls (the ceiling of TorchTPU's own benchmark warm-up) but
-           must then settle; then the median of --steps calls (compiled_step_ms), during which nothing
-           may compile; the compiled output must match eager within the same tolerance.
-* generate the families that generate (tasks.json: causal LMs, seq2seq, speech-seq2seq and the
-           image/video/audio-text-to-text LMs): greedy --new-tokens with
-           cache_implementation="static" where the model supports it (else its own cache,
-           noted); one warm-up generate, then a measured one: ttft_ms and decode
-           tokens_per_s. On tpu/cuda transformers compiles the decode step itself. A causal LM
-           with its own tokenizer (full mode) continues a fixed prompt, and result.continuation
-           holds the prompt and the decoded text.
-
-Whose failure it is: a verdict comes only from what differs between the target and the float32 CPU
-reference (harness_reference.py). When load, forward, compile or generate fails on the target, the same
-stage runs on the reference with the same inputs (Probe.judge); harness_failures.arbitrate keeps the
-target's verdict when the reference passes, and makes a failure the reference shares the scanner's error
-(status error, signature harness_inputs:... or harness_load:...). A package transformers asks for and the
-environment lacks is error environment:missing_package:<pkg>. The cpu target runs bfloat16, so a cpu
-verdict compares it with the float32 reference too (the env note says what a verdict compares).
-
-The TorchTPU prediction (off tpu, one device; harness_ops.py): the numerics stage's float32 CPU reference forward, a
-two-token generate after the measured one and the train step's first step run under a TorchDispatchMode that records the aten
-ops they dispatch, renamed to what the TPU reaches (tpu_ops.json); result.ops_traced carries them, and the Go runner
-judges them against the runtime's kernel table (harness_kernels.py, in a process of its own) into result.tpu_ops.
-
-Timing: the device is synchronised before every clock read (torch.accelerator.synchronize(); off tpu
-torch.<device>.synchronize() where the accelerator API fails); warm-up calls are
-excluded. Peak device memory comes from the runtime's allocator statistics (torch.accelerator /
-torch.<device> max_memory_allocated), reset before load; on tpu it is never reset (TorchTPU's
-reset only warns), so it is the process's peak, which in a fresh process holding only the model
-is the model's peak. On cpu, or where the runtime reports none, it is null.
-Every metric that was not measured is null.
-
-Numerics tolerance table (device output vs the float32 CPU reference, over all positions; the
-table is numerics.json, which the /methodology page prints too; float32 on tpu uses the float32
-row at Precision.HIGHEST, the bfloat16 row where torch_tpu lacks that API):
-
-| device dtype | max_abs_diff allowed         | top-1 agreement at least | tie band (excluded from top-1) | rel_error at most | cosine at least |
-|--------------|------------------------------|--------------------------|--------------------------------|-------------------|-----------------|
-| float32      | 1e-4 + 1e-3 * max|reference| | 0.99                     | 1e-4 + 1e-4 * max|reference|   | 1e-3              | 0.9999          |
-| float16      | 1e-2 + 5e-2 * max|reference| | 0.95                     | 1e-2 + 5e-3 * max|reference|   | 2e-2              | 0.999           |
-| bfloat16     | 5e-2 + 2e-1 * max|reference| | 0.90                     | 5e-2 + 2e-2 * max|reference|   | 1e-1              | 0.99            |
-
-Which outputs are compared depends on the task family (tasks.json "outputs"), and each output's
-kind says which checks it gets besides max_abs_diff (harness_numerics.py): logits -> top-1
-agreement; embeddings -> cosine similarity of every vector (the smallest); boxes, masks, depth,
-image, audio, series -> relative error ||device - reference|| / ||reference||. The first output
-present is the primary one (metrics.max_abs_diff, top1_agreement, tolerance); metrics.rel_error
-is the largest over the dense outputs, metrics.cosine_similarity the smallest over the embeddings.
-metrics.tolerance is the absolute max_abs_diff bound used; metrics.top1_agreement is the plain
-share of positions whose argmax matches the reference. The top-1 requirement applies to the
-decisive positions: those where the reference's best score leads its runner-up by more than
-the tie band (a near-tie, e.g. the random head of an arch-mode model, cannot be called at that
-dtype's precision; the note gives both counts). The bounds are meant to catch broken kernels
-(garbage or a wrong op gives errors of the order of the signal, and a collapse of top-1
-agreement), not the ordinary rounding of 16-bit arithmetic: bfloat16 carries 8 significand
-bits, and its error grows with depth (a few percent of the logit range is normal for deep LMs;
-2-layer models measured here at ~1-2%). Causal LMs also need a finite, not
-absurd perplexity on the repeated half of the input (the input is a random chunk of token
-ids repeated, so a trained LM can copy it and scores far below the vocabulary size; random
-weights score about the vocabulary size): at most 10x the vocabulary size, i.e. no worse
-than ten times a uniform guess. All outputs must be finite.
-
-Sharded probes (--devices N > 1; harness_shard.py): the Go runner starts N copies of this harness, one
-per device (rank), with the rendezvous and device of each in its environment. Every stage runs on every
-rank: env joins the process group (gloo on cpu, TorchTPU's "tpu" backend on tpu); load shards the model
-(transformers' tensor-parallel plan where the model class has one and N divides its heads, else FSDP2
-fully_shard per block; result.sharding says which); forward times the group (the slowest rank) and
-profiles one step's collectives (metrics.collective_ms); numerics compares rank 0's gathered output with
-the unsharded float32 CPU reference, which rank 0 alone builds while the others wait for its word; compile
-and generate run on every rank. Rank 0 writes the one Result (devices_used N; peak_mem_bytes the largest
-rank's; mfu/mbu against N devices' peaks); a rank other than 0 writes its own only when it fails
-(result.rankR.json) and exits 3; a collective that times out waiting for a peer is status timeout, naming
-the rank that waited.
-
-Test seam: the stages (here and in the stage modules) carry no test code. When the environment variable
-HARNESS_TEST_INJECT is set (tests only; the Go runner never passes it on), new_probe() builds
-harness_testing's subclass of Probe instead, which injects what the variable asks:
-``STAGE:EXCEPTION:MESSAGE`` raises EXCEPTION(MESSAGE) in STAGE (in forward, from inside the
-model's forward via a hook on its first leaf module); ``numerics:perturb`` adds 1.0 to the
-device output before comparison; ``compile:recompile`` calls the compiled model a second
-time with one token fewer, forcing a real recompile; ``tpu:simulate`` runs the tpu path on a
-simulated TPU whose tensors stay on the CPU. Items are separated by ``;``. Unset, the module
-harness_testing is not even imported. See harness_testing.py.
-"""
+The command line, the stages, timing, numerics and the sharded probe are specified in this folder's
+README.md (its "Reference" section); `python harness.py --help` lists the options."""
 
 from __future__ import annotations
 
@@ -194,20 +35,23 @@ os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import harness_compare as hcmp  # noqa: E402
-import harness_compile as hcomp  # noqa: E402
-import harness_config as hc  # noqa: E402
-import harness_efficiency as he  # noqa: E402
-import harness_failures as hf  # noqa: E402
-import harness_generate as hg  # noqa: E402
-import harness_host as hh  # noqa: E402
-import harness_inputs as hi  # noqa: E402
-import harness_modes as hm  # noqa: E402
-import harness_numerics as hn  # noqa: E402
-import harness_ops as hops  # noqa: E402
-import harness_shard as hs  # noqa: E402
-import harness_reference as hr  # noqa: E402
-import harness_tpu as htpu  # noqa: E402
+import harness_compare  # noqa: E402
+import harness_compile  # noqa: E402
+import harness_config  # noqa: E402
+import harness_efficiency  # noqa: E402
+import harness_failures  # noqa: E402
+import harness_generate  # noqa: E402
+import harness_host  # noqa: E402
+import harness_inputs  # noqa: E402
+import harness_modes  # noqa: E402
+import harness_numerics  # noqa: E402
+import harness_ops  # noqa: E402
+import harness_real_inputs  # noqa: E402
+import harness_reference  # noqa: E402
+import harness_result  # noqa: E402
+import harness_shard  # noqa: E402
+import harness_synthetic_inputs  # noqa: E402
+import harness_tpu  # noqa: E402
 
 HARNESS_VERSION = "0.2.0"  # 0.2.0: the reference decides whose a failure is; bfloat16 on cpu
 
@@ -222,10 +66,10 @@ WARMUP_MAX_EXTRA = 20
 
 
 def now_rfc3339() -> str:
-    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-finite_or_none = hm.finite_or_none  # a float, or None when it is not one or not finite (strict JSON)
+finite_or_none = harness_modes.finite_or_none  # a float, or None when it is not one or not finite (strict JSON)
 
 
 def dist_version(*names: str) -> str:
@@ -289,7 +133,7 @@ def torch_tpu_dist() -> tuple[bool, bool, str]:
 
 
 # How long the env stage's TPU check may take (--tpu-check-timeout; harness_tpu.run_check).
-TPU_CHECK_TIMEOUT_S = htpu.CHECK_TIMEOUT_S
+TPU_CHECK_TIMEOUT_S = harness_tpu.CHECK_TIMEOUT_S
 
 
 def probe_torch_tpu(torch, host_root: str = "/", timeout: float = TPU_CHECK_TIMEOUT_S, world: int = 1) -> dict:
@@ -309,39 +153,42 @@ def probe_torch_tpu(torch, host_root: str = "/", timeout: float = TPU_CHECK_TIME
     if not st["google"]:
         st["note"] = "an unrelated torch_tpu package is installed (no torch_tpu._internal): not Google's TorchTPU"
         return st
-    scan = htpu.scan_pci(host_root)
+    scan = harness_tpu.scan_pci(host_root)
     st["chips"] = scan.chips
     if scan.none():
         st["note"] = f"no TPU chip found on this host: {scan.describe()} (torch_tpu {st['version']} installed)"
         return st
-    extra = htpu.runtime_env(os.environ, scan.chips, htpu.metadata_has_tpu_env)
+    extra = harness_tpu.runtime_env(os.environ, scan.chips, harness_tpu.metadata_has_tpu_env)
     if extra:
         os.environ.update(extra)  # for the child and for this process's own runtime
-        hh.log(f"no GCE metadata server with tpu-env at {htpu.METADATA_SERVER}: libtpu runs as one host ("
-            + " ".join(f"{k}={v}" for k, v in sorted(extra.items())) + ")")
-    res = htpu.run_check(sys.executable, timeout=timeout, env=dict(os.environ))
+        harness_host.log(
+            f"no GCE metadata server with tpu-env at {harness_tpu.METADATA_SERVER}: libtpu runs as one host ("
+            + " ".join(f"{k}={v}" for k, v in sorted(extra.items()))
+            + ")"
+        )
+    res = harness_tpu.run_check(sys.executable, timeout=timeout, env=dict(os.environ))
     for line in res["stderr"].splitlines()[-40:]:
         if line.strip():
-            hh.log(f"[tpu check] {line}" if not line.startswith("[tpu check]") else line)
+            harness_host.log(f"[tpu check] {line}" if not line.startswith("[tpu check]") else line)
     if not res.get("available"):
         if res.get("registered") is False and not res.get("message"):
             st["note"] = (f"no TPU chip found on this host: torch_tpu {st['version']} registered no tpu device, "
                           f"while {scan.describe()}")
         else:
-            st["note"] = htpu.describe(res, timeout)
+            st["note"] = harness_tpu.describe(res, timeout)
         return st
     try:  # the child ran the op: now this process
-        htpu.torch_tpu_loader()()
+        harness_tpu.torch_tpu_loader()()
     except Exception as e:  # noqa: BLE001 - whatever the loader raises is the reason
-        st["note"] = f"torch_tpu failed to load: {hf.short_message(e, 500)}"
+        st["note"] = f"torch_tpu failed to load: {harness_failures.short_message(e, 500)}"
         return st
     try:
         if world > 1:  # a rank completes its launch environment before its runtime starts
-            st["launch"] = hs.launch_env(torch, world)
-        htpu.first_op(torch)
+            st["launch"] = harness_shard.launch_env(torch, world)
+        harness_tpu.first_op(torch)
     except Exception as e:  # noqa: BLE001
         st["note"] = f"the TPU runtime failed its first op (torch.ones(1, device='tpu').add(1).cpu()): " \
-                     f"{hf.short_message(e, 500)}"
+                     f"{harness_failures.short_message(e, 500)}"
         return st
     st["available"] = True
     return st
@@ -352,7 +199,9 @@ def import_torch():
     try:
         import torch
     except Exception as e:  # noqa: BLE001
-        raise hf.EnvImportError(f"cannot import torch: {hf.short_message(e, 500)}", "torch") from e
+        raise harness_failures.EnvImportError(
+            f"cannot import torch: {harness_failures.short_message(e, 500)}", "torch"
+        ) from e
     return torch
 
 
@@ -433,9 +282,8 @@ class Device:
         return self.torch.device({"cuda": "cuda:0"}.get(self.target, self.target))
 
     def init(self) -> None:
-        torch = self.torch
         if self.target == "cpu":
-            total, _ = hh.host_memory()
+            total, _ = harness_host.host_memory()
             self.memory_bytes = total
             self.memory_source = "host RAM"
             return
@@ -451,7 +299,7 @@ class Device:
         except Exception:  # noqa: BLE001
             self.memory_bytes = None
         if self.memory_bytes is None and self.target == "tpu":  # HBM per device from the one device table
-            dev = he.match_device("tpu", self.name, he.load_table())
+            dev = harness_efficiency.match_device("tpu", self.name, harness_efficiency.load_table())
             if dev and dev.get("hbm_bytes"):
                 self.memory_bytes, self.memory_source = int(dev["hbm_bytes"]), f"devices.json ({dev['key']})"
         acc = self.accelerator()
@@ -579,7 +427,13 @@ class Device:
 
 # --- the probe --------------------------------------------------------------------
 
-class Probe(hc.ConfigStage, hcmp.NumericsStage, hcomp.CompileStage, hg.GenerateStage, hm.Modes):
+class Probe(
+    harness_config.ConfigStage,
+    harness_compare.NumericsStage,
+    harness_compile.CompileStage,
+    harness_generate.GenerateStage,
+    harness_modes.Modes,
+):
     device_cls = Device  # harness_testing's simulated TPU swaps in a subclass
     warmup_max_extra = WARMUP_MAX_EXTRA
 
@@ -589,21 +443,17 @@ class Probe(hc.ConfigStage, hcmp.NumericsStage, hcomp.CompileStage, hg.GenerateS
         self.torch = None
         self.dev: Device | None = None
         self.current = "env"
-        self.stages: list[dict] = []
+        self.stages: list[harness_result.StageRun] = []
         self.mode = args.mode  # full or arch, as the scanner's plan decided
         self.task = args.task or ""
         self.family = None
         self.target = args.target if args.target != "auto" else "cpu"
-        self.runtime = {
-            "python": platform.python_version(), "torch": "", "transformers": "", "torch_tpu": "",
-            "harness": HARNESS_VERSION, "device": "", "device_count": 0, "tcmalloc": tcmalloc_loaded(),
-        }
-        self.metrics = dict.fromkeys(
-            ("load_s", "first_forward_s", "forward_ms", "compile_s", "tokens_per_s", "peak_mem_bytes",
-             "max_abs_diff", "top1_agreement", "compiled_step_ms", "ttft_ms", "perplexity", "tolerance",
-             "param_count", "rel_error", "cosine_similarity"))
+        self.runtime = harness_result.Runtime(python=platform.python_version(), harness=HARNESS_VERSION,
+                                              tcmalloc=tcmalloc_loaded())
+        self.metrics = harness_result.Metrics()  # every metric null until a stage measures it
         self.model = None
-        self.reference = hr.Reference(self)  # the float32 CPU reference: numerics, and whose a failure is
+        # the float32 CPU reference: numerics, and whose a failure is
+        self.reference = harness_reference.Reference(self)
         self.inputs_cpu = None
         self.dev_inputs = None
         self.dev_out = None
@@ -611,43 +461,43 @@ class Probe(hc.ConfigStage, hcmp.NumericsStage, hcomp.CompileStage, hg.GenerateS
         self.load_kwargs = {}  # from_pretrained overrides (the config made deterministic)
         self.out_kinds = {}
         self.dtype = None
-        self.real = None  # harness_inputs.Inputs: where the forward inputs came from
+        self.real = None  # harness_real_inputs.Inputs: where the forward inputs came from
         self.continuation = None  # {"prompt", "text"} of a causal LM with its own tokenizer
         self.init_modes()  # result.modes: the train step, the eager modes, precision (harness_modes.py)
         self.world = args.devices  # ranks of a sharded probe (harness_shard.py); 1 otherwise
         self.rank = 0  # this process's, read in the env stage
         self.sharding = None  # "tp" or "fsdp" once a sharded model is loaded
-        self.ops = hops.Tracer()  # the ops the run dispatches, for the TorchTPU prediction (harness_ops.py)
+        self.ops = harness_ops.Tracer()  # the ops the run dispatches, for the TorchTPU prediction (harness_ops.py)
 
     # stage bookkeeping
     @contextlib.contextmanager
     def stage(self, name: str):
         self.current = name
-        rec = {"stage": name, "ok": False, "duration_s": 0.0, "note": ""}
+        rec = harness_result.StageRun(stage=name)
         notes: list[str] = []
-        hh.log(f"stage={name} start")
+        harness_host.log(f"stage={name} start")
         t = time.perf_counter()
         try:
             yield notes
-            rec["ok"] = True
-        except hf.Skip as s:
+            rec.ok = True
+        except harness_failures.Skip as s:
             notes.append(f"skipped ({s.reason}): {s}")
             raise
         except BaseException as e:
-            notes.append(hf.short_message(e, 300))
+            notes.append(harness_failures.short_message(e, 300))
             raise
         finally:
-            rec["duration_s"] = round(time.perf_counter() - t, 4)
-            rec["note"] = "; ".join(n for n in notes if n)[:1000]
-            if not rec["note"]:
-                del rec["note"]
+            rec.duration_s = round(time.perf_counter() - t, 4)
+            note = "; ".join(n for n in notes if n)[:1000]
+            if note:
+                rec.note = note
             self.stages.append(rec)
-            hh.log(f"stage={name} {'ok' if rec['ok'] else 'FAILED'} {rec['duration_s']:.2f}s"
-                + (f" {rec.get('note', '')}" if rec.get("note") else ""))
+            harness_host.log(f"stage={name} {'ok' if rec.ok else 'FAILED'} {rec.duration_s:.2f}s"
+                + (f" {note}" if note else ""))
 
     def skip_stage(self, name: str, note: str) -> None:
-        self.stages.append({"stage": name, "ok": True, "skipped": True, "duration_s": 0.0, "note": note})
-        hh.log(f"stage={name} skipped {note}")
+        self.stages.append(harness_result.StageRun(stage=name, ok=True, skipped=True, note=note))
+        harness_host.log(f"stage={name} skipped {note}")
 
     # --- stages ---
 
@@ -658,12 +508,12 @@ class Probe(hc.ConfigStage, hcmp.NumericsStage, hcomp.CompileStage, hg.GenerateS
 
     def stage_env(self) -> None:
         if self.world > 1:
-            hh.set_log_prefix(f"[rank {os.environ.get('RANK', '?')}] ")
+            harness_host.set_log_prefix(f"[rank {os.environ.get('RANK', '?')}] ")
         with self.stage("env") as notes:
-            self.rank = hs.rank_of(self.world)
+            self.rank = harness_shard.rank_of(self.world)
             self.torch = import_torch()
-            self.runtime["torch"] = self.torch.__version__
-            self.runtime["transformers"] = dist_version("transformers")
+            self.runtime.torch = self.torch.__version__
+            self.runtime.transformers = dist_version("transformers")
             tpu = self.choose_target(notes)
             self.record_tpu_stack(tpu, notes)
             self.open_device(tpu, notes)
@@ -671,7 +521,9 @@ class Probe(hc.ConfigStage, hcmp.NumericsStage, hcomp.CompileStage, hg.GenerateS
             # off a TPU, one device: trace the ops for the TorchTPU prediction (a tpu run is measured instead)
             self.ops.enabled = self.target != "tpu" and self.world == 1 and not self.args.no_ops_trace
             if self.world > 1:
-                backend = hs.init(self.torch, self.target, self.world, self.rank, self.args.collective_timeout_s)
+                backend = harness_shard.init(
+                    self.torch, self.target, self.world, self.rank, self.args.collective_timeout_s
+                )
                 notes.append(f"rank {self.rank} of {self.world}, backend {backend}, collective timeout "
                              f"{self.args.collective_timeout_s:g}s")
 
@@ -695,27 +547,30 @@ class Probe(hc.ConfigStage, hcmp.NumericsStage, hcomp.CompileStage, hg.GenerateS
     def record_tpu_stack(self, tpu: dict | None, notes: list) -> None:
         """torch_tpu/libtpu versions belong to tpu runs only (the runtime key of a cpu run has none)."""
         if self.target == "tpu" and tpu is not None and tpu["google"]:
-            self.runtime["torch_tpu"] = tpu["version"]
-            self.runtime["libtpu"] = dist_version("libtpu", "libtpu-nightly")
+            self.runtime.torch_tpu = tpu["version"]
+            self.runtime.libtpu = dist_version("libtpu", "libtpu-nightly")
         elif tpu is not None and tpu["google"] and tpu["version"]:
             notes.append(f"torch_tpu {tpu['version']} installed (not used)")
-        if self.runtime["tcmalloc"]:
+        if self.runtime.tcmalloc:
             notes.append("tcmalloc preloaded")
 
     def open_device(self, tpu: dict | None, notes: list) -> None:
         """self.dev on the target (device_unavailable when a tpu or cuda asked for is not usable), its name,
         count and memory in the runtime, and how it syncs and reports its peak memory in the notes."""
         if self.target == "tpu" and not (tpu and tpu["available"]):
-            raise hf.DeviceUnavailable(f"target tpu requested but no TPU is usable: {tpu['note'] if tpu else ''}",
-                                       "tpu")
+            raise harness_failures.DeviceUnavailable(
+                f"target tpu requested but no TPU is usable: {tpu['note'] if tpu else ''}", "tpu"
+            )
         if self.target == "cuda" and not self.torch.cuda.is_available():
-            raise hf.DeviceUnavailable("target cuda requested but torch.cuda.is_available() is False", "cuda")
+            raise harness_failures.DeviceUnavailable(
+                "target cuda requested but torch.cuda.is_available() is False", "cuda"
+            )
         self.dev = self.device_cls(self.torch, self.target)
         self.dev.init()
-        self.runtime["device"] = self.dev.name
-        self.runtime["device_count"] = self.dev.count
+        self.runtime.device = self.dev.name
+        self.runtime.device_count = self.dev.count
         if self.dev.memory_bytes:
-            self.runtime["device_memory_gib"] = round(self.dev.memory_bytes / (1 << 30), 2)
+            self.runtime.device_memory_gib = round(self.dev.memory_bytes / (1 << 30), 2)
         notes.append(f"sync={self.dev.sync_name}")
         if self.target != "cpu":
             notes.append(f"peak_mem={self.dev.peak_name or 'not reported'}"
@@ -728,7 +583,7 @@ class Probe(hc.ConfigStage, hcmp.NumericsStage, hcomp.CompileStage, hg.GenerateS
         if self.args.dtype != "auto":
             self.dtype = getattr(self.torch, self.args.dtype)
         else:
-            self.dtype = getattr(self.torch, hh.FIT["targets"][self.target]["dtype"])
+            self.dtype = getattr(self.torch, harness_host.FIT["targets"][self.target]["dtype"])
         dtype_name = str(self.dtype).replace("torch.", "")
         self.dev.set_dtype(dtype_name)
         notes.append(verdict_note(self.target, dtype_name))
@@ -760,11 +615,11 @@ class Probe(hc.ConfigStage, hcmp.NumericsStage, hcomp.CompileStage, hg.GenerateS
             t = time.perf_counter()
             shard_kwargs = {}
             if self.world > 1:
-                self.sharding, why = hs.choose(args.sharding, self.cls,
+                self.sharding, why = harness_shard.choose(args.sharding, self.cls,
                                                self.config if self.mode == "full" else self.arch_config, self.world)
                 notes.append(f"sharded over {self.world} devices: {why}")
                 if self.mode == "full" and self.sharding == "tp":  # each rank loads its shards only
-                    shard_kwargs["distributed_config"] = hs.distributed_config(self.world)
+                    shard_kwargs["distributed_config"] = harness_shard.distributed_config(self.world)
             if self.mode == "full":
                 model, info = self.cls.from_pretrained(
                     args.model_dir, dtype=self.dtype, use_safetensors=True, trust_remote_code=False,
@@ -786,16 +641,16 @@ class Probe(hc.ConfigStage, hcmp.NumericsStage, hcomp.CompileStage, hg.GenerateS
                     self.to_dtype_keep_fp32(model, self.dtype)
             model.eval()
             if self.sharding == "fsdp":  # fully_shard moves each shard to the mesh's device
-                model = hs.shard_fsdp(torch, model, self.target, self.world)
+                model = harness_shard.shard_fsdp(torch, model, self.target, self.world)
             elif self.sharding == "tp" and "distributed_config" not in shard_kwargs:
-                model = hs.shard_tp(torch, model, self.target, self.world)
+                model = harness_shard.shard_tp(torch, model, self.target, self.world)
             elif self.target != "cpu" and self.sharding is None:
                 model.to(self.dev.device)
             self.dev.sync()
-            self.metrics["load_s"] = round(time.perf_counter() - t, 4)
-            self.metrics["param_count"] = int(sum(p.numel() for p in model.parameters()))
+            self.metrics.load_s = round(time.perf_counter() - t, 4)
+            self.metrics.param_count = int(sum(p.numel() for p in model.parameters()))
             self.model = model
-            notes.append(f"params={self.metrics['param_count']}")
+            notes.append(f"params={self.metrics.param_count}")
 
     def apply_generation_config(self, model) -> None:
         """Arch mode: the snapshot's generation_config.json, as from_pretrained would read it in full mode."""
@@ -807,7 +662,6 @@ class Probe(hc.ConfigStage, hcmp.NumericsStage, hcomp.CompileStage, hg.GenerateS
                 model.generation_config = GenerationConfig.from_pretrained(self.args.model_dir, local_files_only=True)
 
     def forward_kwargs(self, inputs):
-        torch = self.torch
         out = {}
         for k, v in inputs.items():
             if hasattr(v, "to"):
@@ -821,10 +675,10 @@ class Probe(hc.ConfigStage, hcmp.NumericsStage, hcomp.CompileStage, hg.GenerateS
     def output_tensors(self, out) -> dict:
         """name -> float CPU tensor of the outputs the family compares (harness_numerics.select; the
         primary one first); remembers their kinds in self.out_kinds."""
-        sel = hn.select(out, self.family)
+        sel = harness_numerics.select(out, self.family)
         self.out_kinds = {name: kind for name, kind, _ in sel}
         # a sharded output is gathered on every rank (a collective)
-        return {name: hs.full_tensor(val).detach().float().cpu() for name, _, val in sel}
+        return {name: harness_shard.full_tensor(val).detach().float().cpu() for name, _, val in sel}
 
     def stage_forward(self) -> None:
         args, torch = self.args, self.torch
@@ -849,28 +703,34 @@ class Probe(hc.ConfigStage, hcmp.NumericsStage, hcomp.CompileStage, hg.GenerateS
                     dev.sync()
                     t = time.perf_counter()
                 dev.sync()
-                self.metrics["first_forward_s"] = round(time.perf_counter() - t, 4)
+                self.metrics.first_forward_s = round(time.perf_counter() - t, 4)
                 extra, settled = dev.warm(lambda: self.model(**self.dev_inputs), WARMUP_MAX_EXTRA)
                 if extra:
                     notes.append(f"TorchTPU still compiled on {extra} warm-up call(s) after the first"
                                  + ("" if settled else " and had not settled"))
                 c0 = dev.compile_count()
-                out, times = hm.timed_calls(lambda: self.model(**self.dev_inputs), dev.sync, args.steps)
+                out, times = harness_modes.timed_calls(lambda: self.model(**self.dev_inputs), dev.sync, args.steps)
                 c1 = dev.compile_count()
                 if c0 is not None and c1 != c0:
                     notes.append(f"TorchTPU compiled {c1 - c0} executable(s) during the timed eager steps")
                 if self.world > 1:
                     notes.append(self.profile_collectives(lambda: self.model(**self.dev_inputs)))
-            self.metrics["forward_ms"] = round(statistics.median(times) * 1000, 4)
+            self.metrics.forward_ms = round(statistics.median(times) * 1000, 4)
             if self.world > 1:  # the group's step is its slowest rank's
-                self.metrics["forward_ms"] = hs.largest(hs.gather(self.metrics["forward_ms"], self.world))
-                self.metrics["first_forward_s"] = hs.largest(hs.gather(self.metrics["first_forward_s"], self.world))
+                self.metrics.forward_ms = harness_shard.largest(
+                    harness_shard.gather(self.metrics.forward_ms, self.world)
+                )
+                self.metrics.first_forward_s = harness_shard.largest(
+                    harness_shard.gather(self.metrics.first_forward_s, self.world)
+                )
             outs = self.output_tensors(out)
             primary = next(iter(outs))
             self.is_scores = self.out_kinds[primary] == "logits"
             self.dev_out = outs.pop(primary)
             self.dev_extra = outs
-            notes.append(f"output {list(self.dev_out.shape)}" + (f" ({primary}; also {', '.join(outs)})" if outs else ""))
+            notes.append(
+                f"output {list(self.dev_out.shape)}" + (f" ({primary}; also {', '.join(outs)})" if outs else "")
+            )
 
     def profile_collectives(self, step) -> str:
         """One more step under torch.profiler: metrics.collective_ms is the time its collectives took on this
@@ -880,22 +740,22 @@ class Probe(hc.ConfigStage, hcmp.NumericsStage, hcomp.CompileStage, hg.GenerateS
         with profile(activities=[ProfilerActivity.CPU]) as prof:
             step()
             self.dev.sync()
-        ms = hs.collective_ms(prof)
-        self.metrics["collective_ms"] = ms
+        ms = harness_shard.collective_ms(prof)
+        self.metrics.collective_ms = ms
         return f"collectives {ms:g} ms of a profiled step" if ms is not None else "the profiler named no collective"
 
     def refit_placeholders(self, e: BaseException, notes: list) -> bool:
         """When the first forward says its features and placeholder tokens do not match (transformers' own
-        message, harness_inputs.placeholder_mismatch), the inputs are rebuilt with the model's own count of
-        features for that media (harness_inputs.placeholder_candidates, each tried once; kept for the reference,
-        which builds the same inputs): True when rebuilt."""
-        found = hi.placeholder_mismatch(e)
+        message, harness_synthetic_inputs.placeholder_mismatch), the inputs are rebuilt with the model's own count
+        of features for that media (harness_synthetic_inputs.placeholder_candidates, each tried once; kept for the
+        reference, which builds the same inputs): True when rebuilt."""
+        found = harness_synthetic_inputs.placeholder_mismatch(e)
         if found is None:
             return False
         media, given, made = found
         tried = self.__dict__.setdefault("placeholder_tries", {}).setdefault(media, [given])
-        hidden = getattr(hi.text_config(self.model.config), "hidden_size", None)
-        todo = [n for n in hi.placeholder_candidates(made, hidden) if n not in tried]
+        hidden = getattr(harness_inputs.text_config(self.model.config), "hidden_size", None)
+        todo = [n for n in harness_synthetic_inputs.placeholder_candidates(made, hidden) if n not in tried]
         if not todo:
             return False
         tried.append(todo[0])
@@ -909,10 +769,10 @@ class Probe(hc.ConfigStage, hcmp.NumericsStage, hcomp.CompileStage, hg.GenerateS
         self.dev_inputs = self.forward_kwargs(self.inputs_cpu)
         return True
 
-    def forward_inputs(self, model, to_device, notes: list) -> hi.Inputs:
+    def forward_inputs(self, model, to_device, notes: list) -> harness_real_inputs.Inputs:
         """The forward inputs (CPU, float32 / int64) of model: the family's synthetic ones from the config and the
         model's forward signature, replaced in full mode by the model's own tokenizer / processor where its files
-        allow (harness_inputs). to_device moves CPU inputs to model's device (None: model is on the CPU, float32),
+        allow (harness_real_inputs). to_device moves CPU inputs to model's device (None: model is on the CPU, float32),
         for multimodal models asked how many placeholder tokens one image takes. The reference builds the same
         inputs with this when the target failed before building them."""
         import inspect
@@ -924,15 +784,28 @@ class Probe(hc.ConfigStage, hcmp.NumericsStage, hcomp.CompileStage, hg.GenerateS
             accepted = set()
         cfg = model.config
         counts = getattr(self, "placeholder_counts", None)
-        inputs, info = hi.build_inputs(torch, self.family, cfg, accepted, args.seq_len, args.new_tokens, args.seed,
-                                       type(model).__name__, model=model, to_device=to_device, counts=counts)
-        reserve = args.new_tokens if hi.FAMILY_GENERATES.get(self.family) else 0
-        real = hi.build(torch, self.family, cfg, args.model_dir, self.mode, inputs, info, accepted, reserve)
+        inputs, info = harness_synthetic_inputs.build_inputs(
+            torch,
+            self.family,
+            cfg,
+            accepted,
+            args.seq_len,
+            args.new_tokens,
+            args.seed,
+            type(model).__name__,
+            model=model,
+            to_device=to_device,
+            counts=counts,
+        )
+        reserve = args.new_tokens if harness_synthetic_inputs.FAMILY_GENERATES.get(self.family) else 0
+        real = harness_real_inputs.build(
+            torch, self.family, cfg, args.model_dir, self.mode, inputs, info, accepted, reserve
+        )
         notes.append(f"inputs: {real.note}")
         if info.get("no_vision_tower"):
             notes.append("config.json has no vision_config: transformers builds the model without its optional "
                          "vision tower, so it runs on text alone")
-        missing = hi.modalities_missing(accepted, cfg, real.tensors)
+        missing = harness_synthetic_inputs.modalities_missing(accepted, cfg, real.tensors)
         if missing:
             notes.append(f"the forward takes {' and '.join(missing)} inputs the harness does not build")
         return real
@@ -944,33 +817,31 @@ class Probe(hc.ConfigStage, hcmp.NumericsStage, hcomp.CompileStage, hg.GenerateS
         float32 CPU reference fails the same stage with the same inputs (harness_failures.arbitrate), then the
         scanner's error. The reference runs only here, when the target failed (and in numerics, always)."""
         stage = self.current
-        c = hf.classify(e, stage)
-        if c["status"] != "fail" or stage not in hf.ARBITRATED_STAGES:
+        c = harness_failures.classify(e, stage)
+        if c["status"] != "fail" or stage not in harness_failures.ARBITRATED_STAGES:
             return c
         if self.world > 1 and self.mode == "full" and not self.reference_fits():
-            hh.log(f"stage={stage} failed on the target; the float32 cpu reference of a sharded full-mode model is not "
-                "run on this host (its size unknown or over the memory available to the ranks)")
+            harness_host.log(
+                f"stage={stage} failed on the target; the float32 cpu reference of a sharded full-mode model is not "
+                "run on this host (its size unknown or over the memory available to the ranks)"
+            )
             return c
-        hh.log(f"stage={stage} failed on the target: the same stage on the float32 cpu reference")
+        harness_host.log(f"stage={stage} failed on the target: the same stage on the float32 cpu reference")
         ref_exc, ran = self.reference.run_stage(stage)
         self.reference.release()
-        ref = hf.classify(ref_exc, stage) if ref_exc is not None else None
-        out, note = hf.arbitrate(stage, c, ref, ran)
+        ref = harness_failures.classify(ref_exc, stage) if ref_exc is not None else None
+        out, note = harness_failures.arbitrate(stage, c, ref, ran)
         if note:
-            hh.log(f"stage={stage} {note}")
-            rec = next((r for r in reversed(self.stages) if r["stage"] == stage), None)
+            harness_host.log(f"stage={stage} {note}")
+            rec = next((r for r in reversed(self.stages) if r.stage == stage), None)
             if rec is not None:
-                rec["note"] = "; ".join(n for n in (note, rec.get("note", "")) if n)[:1000]
+                rec.note = "; ".join(n for n in (note, rec.note_text()) if n)[:1000]
         return out
 
     # --- driver ---
 
-    def run(self) -> dict:
-        res = {
-            "target": self.target, "status": "error", "stage": None, "failure_class": None, "op": None, "reason": None,
-            "signature": None, "message": None, "mode": None, "revision": self.args.revision or "",
-            "tested_at": now_rfc3339(), "duration_s": 0.0,
-        }
+    def run(self) -> harness_result.Result | None:
+        res = harness_result.Result(target=self.target, revision=self.args.revision or "", tested_at=now_rfc3339())
         try:
             self.stage_env()
             with self.dev.precision():  # HIGHEST for float32 on tpu (precision_rule), else nothing
@@ -981,102 +852,105 @@ class Probe(hc.ConfigStage, hcmp.NumericsStage, hcomp.CompileStage, hg.GenerateS
                 self.stage_modes()  # the train step and the eager modes, beside the inference (harness_modes.py)
                 self.stage_compile()
                 self.stage_generate()
-            res["status"] = "pass"
-            ran = [s["stage"] for s in self.stages if s["ok"] and not s.get("skipped")]
-            res["stage"] = ran[-1] if ran else None
-        except hs.RankStop:
+            res.status = "pass"
+            ran = [s.stage for s in self.stages if s.ok and s.skipped is not True]
+            res.stage = ran[-1] if ran else None
+        except harness_shard.RankStop:
             return None  # rank 0 failed and reports; this rank has nothing to say
-        except hf.Skip as s:
-            res.update(status="skipped", stage=self.current, reason=s.reason, message=hf.truncate_bytes(str(s), 2048))
+        except harness_failures.Skip as s:
+            res.status, res.stage, res.reason = "skipped", self.current, s.reason
+            res.message = harness_failures.truncate_bytes(str(s), 2048)
         except Exception as e:  # noqa: BLE001 - every model failure becomes a Result
-            if self.world > 1 and hs.is_collective_timeout(e):  # a peer's, not the model's: nothing to arbitrate
-                c = hs.timeout_class(e, self.current, self.rank, self.world, self.args.collective_timeout_s)
+            # a peer's, not the model's: nothing to arbitrate
+            if self.world > 1 and harness_shard.is_collective_timeout(e):
+                c = harness_shard.timeout_class(e, self.current, self.rank, self.world, self.args.collective_timeout_s)
             else:
                 c = self.judge(e)
-            res.update(status=c["status"], stage=self.current, failure_class=c["failure_class"], op=c["op"],
-                       signature=c["signature"], message=c["message"], log_tail=c["log_tail"])
-        self.metrics["peak_mem_bytes"] = self.inference_peak()  # not the train step's (harness_modes.py)
-        if self.world > 1 and res["status"] == "pass":  # every rank is here: the group's last collectives
-            self.metrics["peak_mem_bytes"] = hs.largest(hs.gather(self.metrics["peak_mem_bytes"], self.world))
-            hs.finish(self.world)
-        res["devices_used"] = self.world
-        res["sharding"] = self.sharding
-        res["target"] = self.target
-        res["mode"] = self.mode
-        res["runtime"] = self.runtime
-        res["metrics"] = {k: (finite_or_none(v) if isinstance(v, float) else v) for k, v in self.metrics.items()}
-        he.annotate(self, res)  # metrics.mfu, .mbu and .efficiency (harness_efficiency.py)
+            res.status, res.stage, res.failure_class, res.op = c["status"], self.current, c["failure_class"], c["op"]
+            res.signature, res.message, res.log_tail = c["signature"], c["message"], c["log_tail"]
+        self.metrics.peak_mem_bytes = self.inference_peak()  # not the train step's (harness_modes.py)
+        if self.world > 1 and res.status == "pass":  # every rank is here: the group's last collectives
+            self.metrics.peak_mem_bytes = harness_shard.largest(
+                harness_shard.gather(self.metrics.peak_mem_bytes, self.world)
+            )
+            harness_shard.finish(self.world)
+        res.devices_used = self.world
+        res.sharding = self.sharding
+        res.target = self.target
+        res.mode = self.mode
+        res.runtime = self.runtime
+        self.metrics.finite()
+        res.metrics = self.metrics
+        harness_efficiency.annotate(self, res)  # metrics.mfu, .mbu and .efficiency (harness_efficiency.py)
         self.finish_modes(res)  # result.modes, precision_sensitive, metrics.precision (harness_modes.py)
-        rev = f" --revision {self.args.revision}" if self.args.revision else ""
-        res["repro"] = f"scanner probe {self.args.model_id or self.args.model_dir}{rev} --target {self.target} --mode {self.mode}"
-        res["task"] = self.task
-        res["stages"] = self.stages
+        res.repro = ""  # the scanner's runner writes it (compat.ReproOn): one writer of repro commands
+        res.task = self.task
+        res.stages = self.stages
         if self.continuation is not None:
-            res["continuation"] = self.continuation
+            res.continuation = harness_result.Continuation(**self.continuation)
         traced = self.ops.result()
         if traced is not None:
-            res["ops_traced"] = traced
-        res["duration_s"] = round(time.monotonic() - _T0, 3)
+            res.ops_traced = traced
+        res.duration_s = round(time.monotonic() - _T0, 3)
         return res
 
 
-def env_only(args) -> dict:
+def env_only(args) -> harness_result.EnvResult:
     """A Result-shaped object (status pass, stage env) whose target is where a probe
     would run and whose runtime block is the retest key's source. Extra fields:
     available_targets (tpu is looked for, and torch_tpu loaded, only when tpu or auto is asked),
     device_memory_bytes, note (auto on cpu: why not tpu), google_torch_tpu (Google's torch_tpu is
     installed, whether or not it found a usable TPU; false when it was not looked for)."""
-    runtime = {"python": platform.python_version(), "torch": "", "transformers": dist_version("transformers"),
-               "torch_tpu": "", "harness": HARNESS_VERSION, "device": "", "device_count": 0,
-               "libtpu": dist_version("libtpu", "libtpu-nightly"), "tcmalloc": tcmalloc_loaded()}
-    out = {"target": "cpu" if args.target == "auto" else args.target, "status": "pass", "stage": "env",
-           "failure_class": None, "op": None, "reason": None, "signature": None, "message": None, "mode": None,
-           "revision": "", "tested_at": now_rfc3339(), "duration_s": 0.0, "runtime": runtime,
-           "metrics": {}, "repro": "", "available_targets": ["cpu"], "device_memory_bytes": None, "note": "",
-           "google_torch_tpu": False, "tpu_chips": None}
+    runtime = harness_result.Runtime(python=platform.python_version(), transformers=dist_version("transformers"),
+                                     harness=HARNESS_VERSION, libtpu=dist_version("libtpu", "libtpu-nightly"),
+                                     tcmalloc=tcmalloc_loaded())
+    out = harness_result.EnvResult(target="cpu" if args.target == "auto" else args.target, tested_at=now_rfc3339(),
+                                   runtime=runtime)
 
     def fail(cls, msg, sig):
-        out.update(status="error", failure_class=cls, message=msg, signature=sig)
-        out["duration_s"] = round(time.monotonic() - _T0, 3)
+        out.status, out.failure_class, out.message, out.signature = "error", cls, msg, sig
+        out.duration_s = round(time.monotonic() - _T0, 3)
         return out
 
     try:
         import torch
     except Exception as e:  # noqa: BLE001
-        out["available_targets"] = []
-        return fail("import_error", f"cannot import torch: {hf.short_message(e, 500)}", "import_error:torch")
-    runtime["torch"] = torch.__version__
+        out.available_targets = []
+        return fail(
+            "import_error", f"cannot import torch: {harness_failures.short_message(e, 500)}", "import_error:torch"
+        )
+    runtime.torch = torch.__version__
     # as in a probe: only tpu and auto load torch_tpu, so available_targets names tpu only for those
     tpu = probe_torch_tpu(torch, args.host_root, args.tpu_check_timeout) if args.target in ("tpu", "auto") else None
     if tpu is not None:
-        out["google_torch_tpu"] = tpu["google"]
-        out["tpu_chips"] = tpu["chips"]
-        out["note"] = tpu["note"] or (f"torch_tpu {tpu['version']}" if tpu["google"] else "")
+        out.google_torch_tpu = tpu["google"]
+        out.tpu_chips = tpu["chips"]
+        out.note = tpu["note"] or (f"torch_tpu {tpu['version']}" if tpu["google"] else "")
         if tpu["available"]:
-            out["available_targets"].insert(0, "tpu")
+            out.available_targets.insert(0, "tpu")
     with contextlib.suppress(Exception):
         if torch.cuda.is_available():
-            out["available_targets"].append("cuda")
+            out.available_targets.append("cuda")
     target, why = resolve_target(args.target, tpu)
     if why and target == "cpu":
-        out["note"] = why
-    out["target"] = target
+        out.note = why
+    out.target = target
     if target == "tpu" and tpu is not None and tpu["google"]:  # versions of the TPU stack on tpu runs only
-        runtime["torch_tpu"] = tpu["version"]
+        runtime.torch_tpu = tpu["version"]
     else:
-        runtime["libtpu"] = ""
-    if target not in out["available_targets"]:
+        runtime.libtpu = ""
+    if target not in out.available_targets:
         return fail("device_unavailable", f"target {target} requested but not usable"
                     + (f": {tpu['note']}" if target == "tpu" and tpu and tpu["note"] else " on this host"),
                     f"device_unavailable:{target}")
     dev = Device(torch, target)
     with contextlib.suppress(Exception):
         dev.init()
-    runtime["device"], runtime["device_count"] = dev.name, dev.count
-    out["device_memory_bytes"] = dev.memory_bytes
+    runtime.device, runtime.device_count = dev.name, dev.count
+    out.device_memory_bytes = dev.memory_bytes
     if dev.memory_bytes:
-        runtime["device_memory_gib"] = round(dev.memory_bytes / (1 << 30), 2)
-    out["duration_s"] = round(time.monotonic() - _T0, 3)
+        runtime.device_memory_gib = round(dev.memory_bytes / (1 << 30), 2)
+    out.duration_s = round(time.monotonic() - _T0, 3)
     return out
 
 
@@ -1110,11 +984,17 @@ def parse_args(argv):
     p.add_argument("--steps", type=int, default=5)
     p.add_argument("--memory-budget-bytes", type=int, default=None,
                    help="the model's memory budget (default: available host RAM on cpu, device memory elsewhere)")
-    p.add_argument("--plan-note", default="", help="why the scanner's plan chose this probe (noted in the config stage)")
+    p.add_argument(
+        "--plan-note", default="", help="why the scanner's plan chose this probe (noted in the config stage)"
+    )
     p.add_argument("--no-compile", action="store_true")
-    p.add_argument("--deadline-s", type=float, default=None,
-                   help="the probe's wall-clock limit from the harness's start (the scanner's probe timeout): the "
-                        "compile stage is bounded to what is left of it, less a reserve (harness_compile.compile_budget)")
+    p.add_argument(
+        "--deadline-s",
+        type=float,
+        default=None,
+        help="the probe's wall-clock limit from the harness's start (the scanner's probe timeout): the "
+        "compile stage is bounded to what is left of it, less a reserve (harness_compile.compile_budget)",
+    )
     p.add_argument("--no-generate", action="store_true")
     p.add_argument("--no-train", default="", metavar="REASON",
                    help="skip the train step, saying why (the scanner's plan: the weights, gradients and AdamW state "
@@ -1125,16 +1005,22 @@ def parse_args(argv):
                    help="run none of the matrix's extra work: no train step, eager modes or second precision (bench)")
     p.add_argument("--env-only", action="store_true")
     # extensions (optional; the Go runner need not pass them)
-    p.add_argument("--compile-backend", default="", help="torch.compile backend (default: tpu on tpu, inductor elsewhere)")
+    p.add_argument(
+        "--compile-backend", default="", help="torch.compile backend (default: tpu on tpu, inductor elsewhere)"
+    )
     p.add_argument("--dtype", choices=("auto", "float32", "bfloat16", "float16"), default="auto",
                    help="device dtype (default: bfloat16; on cpu too, so that a cpu verdict compares it with the "
                         "float32 reference)")
     p.add_argument("--host-root", default="/", help="where the TPU check's PCI scan finds sys/ and dev/ (tests)")
     p.add_argument("--tpu-check-timeout", type=float, default=TPU_CHECK_TIMEOUT_S,
                    help="seconds the TPU check (a child process) may take to run its first op")
-    p.add_argument("--devices", type=int, default=1,
-                   help="devices a sharded probe runs on, one rank each (RANK etc. in the environment; harness_shard.py)")
-    p.add_argument("--sharding", choices=hs.SHARDINGS, default="auto",
+    p.add_argument(
+        "--devices",
+        type=int,
+        default=1,
+        help="devices a sharded probe runs on, one rank each (RANK etc. in the environment; harness_shard.py)",
+    )
+    p.add_argument("--sharding", choices=harness_shard.SHARDINGS, default="auto",
                    help="how a sharded probe splits the model: auto (tp where transformers has a plan), tp or fsdp")
     p.add_argument("--collective-timeout-s", type=float, default=600.0,
                    help="a sharded probe's collective waiting longer for a peer fails as a timeout")
@@ -1152,37 +1038,37 @@ def parse_args(argv):
 def main(argv=None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     if args.env_only:
-        out = env_only(args)
+        out = env_only(args).to_dict()
         print(json.dumps(out))
         try:
             write_json_atomic(args.result_file, out)
         except OSError as e:
-            hh.log(f"cannot write {args.result_file}: {e}")
+            harness_host.log(f"cannot write {args.result_file}: {e}")
             return 2
         return 0
     probe = new_probe(args)
     res = probe.run()
     if probe.rank != 0:  # a rank of a sharded probe: it reports only its own failure
-        if res is None or res["status"] == "pass":
+        if res is None or res.status == "pass":
             return 0
-        path = hs.rank_result_path(args.result_file, probe.rank)
-        write_json_atomic(path, res)
-        hh.log(f"rank {probe.rank}: result status={res['status']} stage={res['stage']} written to {path}")
-        return hs.RANK_FAILED
+        path = harness_shard.rank_result_path(args.result_file, probe.rank)
+        write_json_atomic(path, res.to_dict())
+        harness_host.log(f"rank {probe.rank}: result status={res.status} stage={res.stage} written to {path}")
+        return harness_shard.RANK_FAILED
     try:
-        write_json_atomic(args.result_file, res)
+        write_json_atomic(args.result_file, res.to_dict())
     except (OSError, ValueError) as e:
-        hh.log(f"cannot write the result to {args.result_file}: {e}")
+        harness_host.log(f"cannot write the result to {args.result_file}: {e}")
         return 2
-    hh.log(f"result status={res['status']} stage={res['stage']}"
-        + (f" class={res['failure_class']}" if res["failure_class"] else "")
-        + (f" reason={res['reason']}" if res["reason"] else "") + f" {res['duration_s']:.2f}s")
+    harness_host.log(f"result status={res.status} stage={res.stage}"
+        + (f" class={res.failure_class}" if res.failure_class else "")
+        + (f" reason={res.reason}" if res.reason else "") + f" {res.duration_s:.2f}s")
     return 0
 
 
 if __name__ == "__main__":
     code = main()
-    if hs.left_in_group():
+    if harness_shard.left_in_group():
         # a rank that failed leaves at once: a process group its peers left half-open must not hold its exit
         sys.stdout.flush()
         sys.stderr.flush()

@@ -3,7 +3,7 @@
 
 Every output the family compares (tasks.json) gets the checks of its kind against the tolerance row that
 holds the device's output (numerics.json, applied by harness_numerics.py); a causal LM's perplexity is
-bounded too: on the passage (full mode, harness_inputs.passage_check) or, on synthetic inputs, at most
+bounded too: on the passage (full mode, harness_real_inputs.passage_check) or, on synthetic inputs, at most
 PPL_FACTOR x the vocabulary on the repeated chunk. A reference that fails where the target passed, or whose
 output is not finite, or that misses a perplexity bound too, is the scanner's error, never the model's.
 On tpu the matrix also compares at the other float32 matmul precision (harness_modes.precision_verdict).
@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import math
 
-import harness_failures as hf
-import harness_host as hh
-import harness_inputs as hi
-import harness_numerics as hn
-import harness_shard as hs
+import harness_failures
+import harness_host
+import harness_numerics
+import harness_real_inputs
+import harness_shard
 from harness_modes import finite_or_none
 
 PPL_FACTOR = 10.0  # causal LMs: perplexity <= 10 * vocab_size (a uniform guess scores vocab_size)
@@ -36,8 +36,13 @@ class NumericsStage:
     def compare(self, ref, dev, dtype_name: str) -> dict:
         """The checks of the primary output's kind (harness_numerics) on dev vs ref, against the
         tolerance row that holds this device's output (precision_rule)."""
-        return hn.compare(self.torch, ref, dev, self.tolerance_row(dtype_name), "logits" if self.is_scores else
-                          next(iter(self.out_kinds.values()), "embeddings"))
+        return harness_numerics.compare(
+            self.torch,
+            ref,
+            dev,
+            self.tolerance_row(dtype_name),
+            "logits" if self.is_scores else next(iter(self.out_kinds.values()), "embeddings"),
+        )
 
     def tolerance_row(self, dtype_name: str) -> str:
         return self.dev.tolerance_row(dtype_name) if self.dev else dtype_name
@@ -47,19 +52,22 @@ class NumericsStage:
         dev_primary stands for the device's primary output, self.dev_extra for the others."""
         devs = dict(self.dev_extra or {})
         devs[next(iter(refs))] = dev_primary
-        return hn.compare_all(self.torch, refs, devs, self.out_kinds, self.tolerance_row(dtype_name), what)
+        return harness_numerics.compare_all(
+            self.torch, refs, devs, self.out_kinds, self.tolerance_row(dtype_name), what
+        )
 
     @staticmethod
     def verdict(cmp: dict, what: str) -> tuple[bool, str, str]:
-        return hn.verdict(cmp, what)
+        return harness_numerics.verdict(cmp, what)
 
     @staticmethod
     def top1_note(cmp: dict) -> str:
         if cmp.get("top1") is None:
             return ""
         dec = cmp.get("top1_decisive")
-        return (f"top-1 {cmp['top1']:.3f} over {cmp['positions']} positions, "
-                + (f"{dec:.3f} over the {cmp['decisive']} decisive ones" if dec is not None else "no decisive positions"))
+        return f"top-1 {cmp['top1']:.3f} over {cmp['positions']} positions, " + (
+            f"{dec:.3f} over the {cmp['decisive']} decisive ones" if dec is not None else "no decisive positions"
+        )
 
     def perplexity(self, logits) -> float | None:
         torch = self.torch
@@ -83,13 +91,13 @@ class NumericsStage:
         its word through the rendezvous store (no collective: the reference may take long). A reference the
         host cannot hold is skipped, said so, and nothing is compared."""
         if self.rank != 0:
-            if hs.await_rank0("numerics", NUMERICS_WAIT_S) != "ok":
-                raise hs.RankStop("rank 0 failed numerics")
+            if harness_shard.await_rank0("numerics", NUMERICS_WAIT_S) != "ok":
+                raise harness_shard.RankStop("rank 0 failed numerics")
             return
         word = "fail"
         try:
             need = self.reference_need()
-            _, avail = hh.host_memory()
+            _, avail = harness_host.host_memory()
             if need is not None and avail is not None and need > avail:
                 self.skip_stage("numerics", f"the float32 reference needs ~{need / 2**30:.1f} GiB, over the host's "
                                             f"{avail / 2**30:.1f} GiB available: not compared")
@@ -97,21 +105,23 @@ class NumericsStage:
                 self.numerics()
             word = "ok"
         finally:
-            hs.publish("numerics", word)
+            harness_shard.publish("numerics", word)
 
     def reference_fits(self) -> bool:
         """Whether every rank of a sharded probe can build the float32 reference in host memory at once (a failed
         stage arbitrated on each rank): False when its size is not known."""
         need = self.reference_need()
-        _, avail = hh.host_memory()
+        _, avail = harness_host.host_memory()
         return need is not None and avail is not None and need * self.world <= avail
 
     def reference_need(self) -> int | None:
         """Host bytes of the float32 reference of a full-mode model (fit.json's factor and slack, one copy);
         None in arch mode, where rank 0 holds the reduced reference already."""
-        if self.mode != "full" or not self.metrics.get("param_count"):
+        if self.mode != "full" or not self.metrics.param_count:
             return None
-        return int(self.metrics["param_count"] * 4 * hh.FIT["fit_factor"]) + hh.FIT["fit_slack_bytes"]
+        return (
+            int(self.metrics.param_count * 4 * harness_host.FIT["fit_factor"]) + harness_host.FIT["fit_slack_bytes"]
+        )
 
     def numerics(self) -> None:
         with self.stage("numerics") as notes:
@@ -129,7 +139,7 @@ class NumericsStage:
                     ok, why, key = self.repeated_chunk_verdict(ref_out, ok, why, key, notes)
             ok, why, key = self.precision_verdict(refs, dtype_name, ok, why, key, notes)  # tpu: both precisions
             if not ok:
-                raise hf.NumericsMismatch(why, key)
+                raise harness_failures.NumericsMismatch(why, key)
 
     def finite_reference_outputs(self) -> dict:
         """The reference's outputs (reference_outputs), kept for the matrix's stage (stage_modes trains the
@@ -140,21 +150,29 @@ class NumericsStage:
         torch = self.torch
         # an infinity is the model's own mask (harness_numerics.compare reads around it); a nan, or nothing finite
         # at all, leaves nothing to compare
-        bad = [n for n, v in refs.items() if bool(torch.isnan(v).any()) or (v.numel() and not bool(torch.isfinite(v).any()))]
+        bad = [
+            n
+            for n, v in refs.items()
+            if bool(torch.isnan(v).any()) or (v.numel() and not bool(torch.isfinite(v).any()))
+        ]
         if bad:
-            raise hf.SharedFailure(hf.INPUTS_ORIGIN, f"the float32 cpu reference's {', '.join(bad)} is not finite "
-                                   "(nan, or no finite value) on the harness's inputs: nothing to compare the target "
-                                   "with", "non-finite reference output")
+            raise harness_failures.SharedFailure(
+                harness_failures.INPUTS_ORIGIN,
+                f"the float32 cpu reference's {', '.join(bad)} is not finite "
+                "(nan, or no finite value) on the harness's inputs: nothing to compare the target "
+                "with",
+                "non-finite reference output",
+            )
         return refs
 
     def record_comparison(self, cmps: dict, dtype_name: str, notes: list) -> None:
         """The comparison's metrics (the primary output's, the largest rel_error, the smallest cosine) and notes."""
         cmp = cmps["primary"]
-        self.metrics["max_abs_diff"] = finite_or_none(cmp["max_abs_diff"])
-        self.metrics["top1_agreement"] = finite_or_none(cmp["top1"])
-        self.metrics["tolerance"] = finite_or_none(cmp["tolerance"])
-        self.metrics["rel_error"] = finite_or_none(cmps["rel_error"])
-        self.metrics["cosine_similarity"] = finite_or_none(cmps["cosine"])
+        self.metrics.max_abs_diff = finite_or_none(cmp["max_abs_diff"])
+        self.metrics.top1_agreement = finite_or_none(cmp["top1"])
+        self.metrics.tolerance = finite_or_none(cmp["tolerance"])
+        self.metrics.rel_error = finite_or_none(cmps["rel_error"])
+        self.metrics.cosine_similarity = finite_or_none(cmps["cosine"])
         notes.append(f"{dtype_name} vs float32 cpu reference")
         if self.top1_note(cmp):
             notes.append(self.top1_note(cmp))
@@ -162,12 +180,15 @@ class NumericsStage:
 
     def passage_verdict(self, ref_out, dtype_name: str, ok: bool, why: str, key: str, notes: list):
         """A causal LM on the passage (full mode): its perplexity below the bound and close to the reference's
-        (harness_inputs.passage_check); a bound the reference misses too is the passage's, the scanner's error."""
-        chk = hi.passage_check(self.torch, self.dev_out, ref_out, self.inputs_cpu["input_ids"], dtype_name)
-        self.metrics["perplexity"] = finite_or_none(chk.ppl)
+        (harness_real_inputs.passage_check); a bound the reference misses too is the passage's, the scanner's error."""
+        chk = harness_real_inputs.passage_check(
+            self.torch, self.dev_out, ref_out, self.inputs_cpu["input_ids"], dtype_name
+        )
+        self.metrics.perplexity = finite_or_none(chk.ppl)
         notes.append(chk.note)
-        if ok and not chk.ok and chk.key == hi.REFERENCE_TOO_KEY:  # the passage is the harness's choice
-            raise hf.SharedFailure(hf.INPUTS_ORIGIN, chk.why, chk.key)
+        # the passage is the harness's choice
+        if ok and not chk.ok and chk.key == harness_real_inputs.REFERENCE_TOO_KEY:
+            raise harness_failures.SharedFailure(harness_failures.INPUTS_ORIGIN, chk.why, chk.key)
         if ok and not chk.ok:
             return False, chk.why, chk.key
         return ok, why, key
@@ -177,7 +198,7 @@ class NumericsStage:
         repeated chunk; a reference over the bound too makes it the scanner's error."""
         dev_out = self.dev_out
         ppl = self.perplexity(dev_out)
-        self.metrics["perplexity"] = finite_or_none(ppl)
+        self.metrics.perplexity = finite_or_none(ppl)
         if ppl is None:
             return ok, why, key
         bound = dev_out.shape[-1] * PPL_FACTOR
@@ -187,9 +208,12 @@ class NumericsStage:
         if not ok or (math.isfinite(ppl) and ppl <= bound):
             return ok, why, key
         if ref_ppl is not None and not (math.isfinite(ref_ppl) and ref_ppl <= bound):
-            raise hf.SharedFailure(hf.INPUTS_ORIGIN, f"perplexity {ppl:.4g} is not finite or above "
-                                   f"{bound:.4g}, and the float32 cpu reference's ({ref_ppl:.4g}) too",
-                                   "perplexity of the reference too")
+            raise harness_failures.SharedFailure(
+                harness_failures.INPUTS_ORIGIN,
+                f"perplexity {ppl:.4g} is not finite or above "
+                f"{bound:.4g}, and the float32 cpu reference's ({ref_ppl:.4g}) too",
+                "perplexity of the reference too",
+            )
         return False, f"perplexity {ppl:.4g} is not finite or above {bound:.4g}", "perplexity"
 
     def reference_outputs(self) -> dict:
@@ -198,9 +222,12 @@ class NumericsStage:
         try:
             with self.ops.trace("forward"):  # the ops for the TorchTPU prediction (harness_ops.py), at no extra call
                 out = self.reference.outputs(self.inputs_cpu)
-            return {n: v.detach().float() for n, _, v in hn.select(out, self.family)}
+            return {n: v.detach().float() for n, _, v in harness_numerics.select(out, self.family)}
         except Exception as e:  # noqa: BLE001
             self.reference.release()
-            c = hf.classify(e, "numerics")
-            raise hf.ReferenceFailed(f"the float32 cpu reference failed where the target passed: {c['message']}",
-                                     c["signature"], c["failure_class"]) from e
+            c = harness_failures.classify(e, "numerics")
+            raise harness_failures.ReferenceFailed(
+                f"the float32 cpu reference failed where the target passed: {c['message']}",
+                c["signature"],
+                c["failure_class"],
+            ) from e

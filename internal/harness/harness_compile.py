@@ -25,10 +25,9 @@ import signal
 import statistics
 import time
 
-import harness_failures as hf
-import harness_modes as hm
-import harness_numerics as hn
-
+import harness_failures
+import harness_modes
+import harness_numerics
 
 # What the stages after compile (generate, writing the result) keep of the probe's time limit: a quarter of it, at
 # least 30 s.
@@ -77,8 +76,8 @@ def dynamo_graphs() -> int:
 
 def toolchain_problem(e: BaseException) -> bool:
     """Whether e is inductor's C++ toolchain failing on this host (not the model)."""
-    text = "\n".join(str(x) for x in hf.exception_chain(e))
-    names = {type(x).__name__ for x in hf.exception_chain(e)}
+    text = "\n".join(str(x) for x in harness_failures.exception_chain(e))
+    names = {type(x).__name__ for x in harness_failures.exception_chain(e)}
     return bool(names & {"CppCompileError", "InvalidCxxCompiler"}) or any(
         s in text for s in ("InvalidCxxCompiler", "No working C compiler", "Python.h: No such file",
                             "fatal error: ", "c++: not found", "g++: not found", "cannot find -l"))
@@ -99,7 +98,9 @@ class CompileStage:
         if self.target == "cpu" and self.world > 1:
             return "aot_eager", ("a sharded probe on cpu compiles with aot_eager (graph capture and AOT autograd, no "
                                  "code generation): inductor's C++ code generation of the sharded graphs takes minutes")
-        if self.target == "cpu" and not any(shutil.which(c) for c in (os.environ.get("CXX", ""), "g++", "c++", "clang++") if c):
+        if self.target == "cpu" and not any(
+            shutil.which(c) for c in (os.environ.get("CXX", ""), "g++", "c++", "clang++") if c
+        ):
             return "aot_eager", "inductor needs a C++ compiler and none was found: used aot_eager"
         return "inductor", ""
 
@@ -127,18 +128,21 @@ class CompileStage:
     def compile_not_measured(self, budget: float, why: str) -> None:
         """The compile stage skipped for the probe's time limit: result.modes.compiled is timeout at compile, the
         probe goes on (the eager verdict stands)."""
-        import harness_train as htr
+        import harness_train
 
         limit = getattr(self.args, "deadline_s", None)
-        msg = (f"compile not measured: {why} (the probe's limit of {limit:g} s less {max(RESERVE_MIN_S, RESERVE_SHARE * limit):g} s "
-               "kept for generate and the result); the eager verdict stands")
-        rec = self.stages[-1] if self.stages and self.stages[-1]["stage"] == "compile" else None
+        reserve = max(RESERVE_MIN_S, RESERVE_SHARE * limit)
+        msg = (
+            f"compile not measured: {why} (the probe's limit of {limit:g} s less {reserve:g} s "
+            "kept for generate and the result); the eager verdict stands"
+        )
+        rec = self.stages[-1] if self.stages and self.stages[-1].stage == "compile" else None
         if rec is None:
             self.skip_stage("compile", msg)
         else:  # the stage that was stopped: skipped, not failed
-            rec.update(ok=True, skipped=True, note=msg[:1000])
-        self.metrics["compile_s"] = self.metrics["compiled_step_ms"] = None
-        self.modes["compiled"] = htr.verdict_of("timeout", "compile", failure_class="timeout", message=msg,
+            rec.ok, rec.skipped, rec.note = True, True, msg[:1000]
+        self.metrics.compile_s = self.metrics.compiled_step_ms = None
+        self.modes["compiled"] = harness_train.verdict_of("timeout", "compile", failure_class="timeout", message=msg,
                                                 signature="timeout:compile",
                                                 metrics={"compile_s": None, "compiled_step_ms": None})
 
@@ -157,9 +161,9 @@ class CompileStage:
                 g1 = dynamo_graphs()
                 self.record_graph_breaks(breaks0, g1 - g0)
                 out, times = self.settled_compiled_calls(compiled, backend, g1, notes)
-            self.metrics["compiled_step_ms"] = round(statistics.median(times) * 1000, 4)
-            notes.append(f"backend={backend} graphs={g1 - g0} graph_breaks={self.metrics['graph_breaks']}"
-                         + "".join(f"; break: {r}" for r in self.metrics["graph_break_reasons"]))
+            self.metrics.compiled_step_ms = round(statistics.median(times) * 1000, 4)
+            notes.append(f"backend={backend} graphs={g1 - g0} graph_breaks={self.metrics.graph_breaks}"
+                         + "".join(f"; break: {r}" for r in self.metrics.graph_break_reasons))
             self.check_compiled_outputs(out, notes)
             del compiled
             torch._dynamo.reset()
@@ -180,7 +184,7 @@ class CompileStage:
             if not (backend == "inductor" and self.target == "cpu" and toolchain_problem(e)
                     and not self.args.compile_backend):
                 raise
-            notes.append(f"inductor unusable on this host ({hf.short_message(e, 160)}): used aot_eager")
+            notes.append(f"inductor unusable on this host ({harness_failures.short_message(e, 160)}): used aot_eager")
             backend = "aot_eager"
             self.torch._dynamo.reset()
             compiled = self.compile_model(backend)
@@ -188,7 +192,7 @@ class CompileStage:
             t = time.perf_counter()
             compiled(**self.dev_inputs)
             dev.sync()
-        self.metrics["compile_s"] = round(time.perf_counter() - t, 4)
+        self.metrics.compile_s = round(time.perf_counter() - t, 4)
         return compiled, backend, g0
 
     def settled_compiled_calls(self, compiled, backend: str, g1: int, notes: list) -> tuple:
@@ -203,7 +207,7 @@ class CompileStage:
         g2 = dynamo_graphs()
         self.compiled_metrics["recompiles"] = g2 - g1
         if g2 > g1:
-            raise hf.RecompileDetected(
+            raise harness_failures.RecompileDetected(
                 f"second call with the same input shapes compiled {g2 - g1} new dynamo graph(s) "
                 f"(backend={backend}, dynamic=False)", "second call with the same shapes recompiled")
         extra, settled = dev.warm(lambda: compiled(**self.dev_inputs), self.warmup_max_extra)
@@ -211,13 +215,13 @@ class CompileStage:
         if extra:
             notes.append(f"TorchTPU still compiled on {extra} call(s) after the second")
         if not settled:
-            raise hf.RecompileDetected(
+            raise harness_failures.RecompileDetected(
                 f"TorchTPU kept compiling executables on {self.warmup_max_extra} repeated calls with the same "
                 "input shapes", "TorchTPU kept compiling on repeated calls")
-        out, times = hm.timed_calls(lambda: compiled(**self.dev_inputs), dev.sync, self.args.steps)
+        out, times = harness_modes.timed_calls(lambda: compiled(**self.dev_inputs), dev.sync, self.args.steps)
         self.compiled_metrics["recompiles"] = dynamo_graphs() - g1
         if dynamo_graphs() > g2 or (c1 is not None and dev.compile_count() != c1):
-            raise hf.RecompileDetected("repeated calls with the same input shapes recompiled during the "
+            raise harness_failures.RecompileDetected("repeated calls with the same input shapes recompiled during the "
                                        "timed steps", "repeated calls recompiled")
         return out, times
 
@@ -226,9 +230,9 @@ class CompileStage:
         compiled_outs = self.output_tensors(out)
         eager = {next(iter(compiled_outs)): self.dev_out, **(self.dev_extra or {})}
         row = self.tolerance_row(str(self.dtype).replace("torch.", ""))
-        cmps = hn.compare_all(self.torch, eager, compiled_outs, self.out_kinds, row, "compiled vs eager")
+        cmps = harness_numerics.compare_all(self.torch, eager, compiled_outs, self.out_kinds, row, "compiled vs eager")
         cmp = cmps["primary"]
         if cmp["max_abs_diff"] is not None:
             notes.append(f"compiled vs eager max_abs_diff {cmp['max_abs_diff']:.3g}")
         if not cmps["ok"]:
-            raise hf.NumericsMismatch(cmps["why"], f"compiled vs eager {cmps['key']}")
+            raise harness_failures.NumericsMismatch(cmps["why"], f"compiled vs eager {cmps['key']}")

@@ -11,8 +11,8 @@ the load builds from, in the mode the scanner's plan gave.
   skipped no_safetensors; pickle weights are never loaded. arch: the config cut to --layers layers (seeded
   random weights later), skipped too_large when even that does not fit the memory budget by the fit formula
   (harness_host.fit_need).
-* The family's inputs must be buildable from the config (harness_inputs.check_inputs). When they are not, it is
-  the model's config_error only when transformers cannot build the model's class from the config either; a config
+* The family's inputs must be buildable from the config (harness_synthetic_inputs.check_inputs). When they are not,
+  it is the model's config_error only when transformers cannot build the model's class from the config either; a config
   transformers loads and builds the model from is the scanner's error (harness_inputs:config:<field>): the harness
   failed to read it, not the model.
 
@@ -25,11 +25,11 @@ import contextlib
 import json
 import os
 
-import harness_failures as hf
-import harness_host as hh
-import harness_inputs as hi
-import harness_tasks as ht
-
+import harness_failures
+import harness_host
+import harness_inputs
+import harness_synthetic_inputs
+import harness_tasks
 
 WEIGHT_SUFFIXES_PICKLE = (".bin", ".pt", ".pth", ".ckpt", ".pkl")
 
@@ -65,27 +65,27 @@ def read_config_json(model_dir: str) -> dict:
     """The model's config.json as a JSON object; config_error when it is missing or not one."""
     path = os.path.join(model_dir, "config.json")
     if not os.path.isfile(path):
-        raise hf.ConfigError("no config.json in the model directory", "no config.json")
+        raise harness_failures.ConfigError("no config.json in the model directory", "no config.json")
     with open(path, encoding="utf-8") as fh:
         try:
             raw = json.load(fh)
         except ValueError as e:
-            raise hf.ConfigError(f"config.json is not valid JSON: {e}", "invalid config.json") from e
+            raise harness_failures.ConfigError(f"config.json is not valid JSON: {e}", "invalid config.json") from e
     if not isinstance(raw, dict):
-        raise hf.ConfigError("config.json is not a JSON object", "invalid config.json")
+        raise harness_failures.ConfigError("config.json is not a JSON object", "invalid config.json")
     return raw
 
 
 def refuse_config(raw: dict) -> None:
     """Skip a config that needs code from its repository (remote_code.json); config_error for a sub-config
     that is not an object or lacks what it needs (harness_tasks.check_subconfigs)."""
-    why = ht.needs_remote_code(raw)
+    why = harness_tasks.needs_remote_code(raw)
     if why:
-        raise hf.Skip("remote_code", f"{why}: it needs trust_remote_code, and the harness runs no code "
+        raise harness_failures.Skip("remote_code", f"{why}: it needs trust_remote_code, and the harness runs no code "
                       "from model repositories")
-    incomplete = ht.check_subconfigs(raw)
+    incomplete = harness_tasks.check_subconfigs(raw)
     if incomplete:
-        raise hf.ConfigError(incomplete, "incomplete sub-config")
+        raise harness_failures.ConfigError(incomplete, "incomplete sub-config")
 
 
 def require_checkpoint(model_dir: str) -> list[str]:
@@ -101,7 +101,7 @@ def require_checkpoint(model_dir: str) -> list[str]:
     pickles = [n for n in os.listdir(model_dir) if n.endswith(WEIGHT_SUFFIXES_PICKLE)]
     if pickles:
         why_none += f"; pickle weights ({', '.join(sorted(pickles)[:3])}) are never loaded"
-    raise hf.Skip("no_safetensors", f"--mode full asked but the model directory has {why_none}")
+    raise harness_failures.Skip("no_safetensors", f"--mode full asked but the model directory has {why_none}")
 
 
 class ConfigStage:
@@ -112,12 +112,12 @@ class ConfigStage:
         if self.args.memory_budget_bytes:
             return self.args.memory_budget_bytes, "--memory-budget-bytes"
         if self.target == "cpu":
-            _, avail = hh.host_memory()
+            _, avail = harness_host.host_memory()
             return avail, "available host RAM"
         return self.dev.memory_bytes, self.dev.memory_source or "unknown"
 
     def bytes_needed(self, params: int) -> int:
-        return hh.fit_need(params, self.torch.empty((), dtype=self.dtype).element_size(), self.target)
+        return harness_host.fit_need(params, self.torch.empty((), dtype=self.dtype).element_size(), self.target)
 
     def stage_config(self) -> None:
         """config.json to a model class and the config the load builds from, in the mode given (full: the
@@ -146,8 +146,8 @@ class ConfigStage:
     def make_comparable(self, config, notes: list) -> None:
         """Make a random forward deterministic and a transformers-4 composite layout embeddable (harness_tasks),
         so that device and reference compute the same function; the load then builds from this config."""
-        det = ht.make_deterministic(config)
-        vocab = ht.legacy_text_vocab(config)
+        det = harness_tasks.make_deterministic(config)
+        vocab = harness_tasks.legacy_text_vocab(config)
         self.load_kwargs = {"config": config} if det or vocab else {}
         if det:
             notes.append("random forward made deterministic for the comparison: " + ", ".join(det))
@@ -157,13 +157,13 @@ class ConfigStage:
     def resolve_model(self, transformers, config, notes: list) -> None:
         """The task (--task, else from the config), its family and the model class; a task without a family is
         skipped (unsupported_task)."""
-        task, family, tnote = ht.resolve_family(self.args.task or None, config)
+        task, family, tnote = harness_tasks.resolve_family(self.args.task or None, config)
         if task:
             self.task = task
         if tnote:
             notes.append(tnote)
         if family is None:
-            raise hf.Skip("unsupported_task", tnote or f"task {self.args.task!r} is not supported")
+            raise harness_failures.Skip("unsupported_task", tnote or f"task {self.args.task!r} is not supported")
         self.family = family
         self.cls = self.resolve_class(transformers, config, task, family)
         notes.append(f"task={task} family={family} class={self.cls.__name__}")
@@ -176,8 +176,11 @@ class ConfigStage:
         budget, budget_src = self.memory_budget()
         need = self.bytes_needed(params)
         if budget is not None and need > budget:
-            raise hf.Skip("too_large", f"even with {self.args.layers} layers the model needs ~{need / 2**30:.1f} "
-                          f"GiB > {budget / 2**30:.1f} GiB budget ({budget_src})")
+            raise harness_failures.Skip(
+                "too_large",
+                f"even with {self.args.layers} layers the model needs ~{need / 2**30:.1f} "
+                f"GiB > {budget / 2**30:.1f} GiB budget ({budget_src})",
+            )
 
     def load_config(self, transformers, raw: dict):
         """AutoConfig from the model directory; a value transformers' validation refuses is the
@@ -186,10 +189,10 @@ class ConfigStage:
             return transformers.AutoConfig.from_pretrained(self.args.model_dir, trust_remote_code=False,
                                                            local_files_only=True)
         except Exception as e:  # huggingface_hub's StrictDataclassFieldValidationError, TypeError, ...
-            named = ht.name_config_field(raw, str(e))
+            named = harness_tasks.name_config_field(raw, str(e))
             if named is None:
                 raise
-            raise hf.ConfigError(named, "invalid config field") from e
+            raise harness_failures.ConfigError(named, "invalid config field") from e
 
     def check_config_inputs(self, config) -> None:
         """Whose it is when the family's inputs cannot be built from the config (harness_inputs.IncompleteConfig
@@ -203,15 +206,17 @@ class ConfigStage:
         except (TypeError, ValueError):
             accepted = set()
         try:
-            hi.check_inputs(self.torch, self.family, config, self.cls.__name__, accepted)
-        except hi.IncompleteConfig as e:
+            harness_synthetic_inputs.check_inputs(self.torch, self.family, config, self.cls.__name__, accepted)
+        except harness_inputs.IncompleteConfig as e:
             refused = self.config_refused(config)
             if refused is not None:
-                raise hf.ConfigError(f"config.json cannot drive the {self.family} inputs: {e}; and transformers "
-                                     f"cannot build {self.cls.__name__} from it: {refused}",
-                                     f"incomplete config {e.field}") from e
-            raise hf.SharedFailure(
-                hf.INPUTS_ORIGIN,
+                raise harness_failures.ConfigError(
+                    f"config.json cannot drive the {self.family} inputs: {e}; and transformers "
+                    f"cannot build {self.cls.__name__} from it: {refused}",
+                    f"incomplete config {e.field}",
+                ) from e
+            raise harness_failures.SharedFailure(
+                harness_failures.INPUTS_ORIGIN,
                 f"not a verdict on the model: transformers loads this config and builds {self.cls.__name__} from it, "
                 f"but the harness cannot build the {self.family} inputs from it: {e}",
                 f"config:{e.field}") from e
@@ -223,7 +228,7 @@ class ConfigStage:
             with self.torch.device("meta"):
                 self.cls._from_config(config, dtype=self.dtype)
         except Exception as e:  # noqa: BLE001 - the model's own code refusing its config, whatever it raises
-            return hf.short_message(e, 300)
+            return harness_failures.short_message(e, 300)
         return None
 
     def resolve_class(self, transformers, config, task, family):
@@ -235,21 +240,23 @@ class ConfigStage:
                 cls = None
             if isinstance(cls, type) and issubclass(cls, transformers.PreTrainedModel):
                 return cls
-        names = ht.TASK_AUTO_CLASSES.get(task, ()) + ht.AUTO_CLASSES[family]
+        names = harness_tasks.TASK_AUTO_CLASSES.get(task, ()) + harness_tasks.AUTO_CLASSES[family]
         for name in names:
             auto = getattr(transformers, name)
             try:
                 return auto._model_mapping[type(config)]
             except (KeyError, ValueError):
                 continue
-        raise hf.ConfigError(f"no transformers model class for model_type {config.model_type!r} and task {task!r}",
-                             "no model class for model_type and task")
+        raise harness_failures.ConfigError(
+            f"no transformers model class for model_type {config.model_type!r} and task {task!r}",
+            "no model class for model_type and task",
+        )
 
     def shrink_config(self, config, notes):
         import copy
 
         cfg = copy.deepcopy(config)
-        changes = ht.reduce_layers(cfg, self.args.layers)
+        changes = harness_tasks.reduce_layers(cfg, self.args.layers)
         if getattr(cfg, "quantization_config", None) is not None:
             with contextlib.suppress(Exception):
                 delattr(cfg, "quantization_config")
@@ -267,5 +274,5 @@ class ConfigStage:
             del m
             return n
         except Exception as e:  # noqa: BLE001 - the real build in load will report it properly
-            hh.log(f"note: meta-device size estimate failed: {hf.short_message(e, 200)}")
+            harness_host.log(f"note: meta-device size estimate failed: {harness_failures.short_message(e, 200)}")
             return None

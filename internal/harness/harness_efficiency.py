@@ -29,7 +29,7 @@ device dtype other than bfloat16 (the peaks are bf16), for runs that did not pas
 without a plain token sequence (encoder-decoders, vision, audio: T is not defined the same way), when
 the timing they need was not measured, and when a value above 1 shows the timing cannot be trusted.
 In arch mode the figures are the reduced model's (fewer layers, random weights): efficiency.model
-says "reduced". metrics["efficiency"] records the peak used and the inputs, or why they are null.
+says "reduced". metrics.efficiency records the peak used and the inputs, or why they are null.
 """
 
 from __future__ import annotations
@@ -84,7 +84,7 @@ def weight_stats(model, config) -> dict:
     lookup_only: dict[int, bool] = {}
     owners = {}
     for mod_name, mod in model.named_modules():
-        for p_name, p in mod.named_parameters(recurse=False):
+        for p_name, _ in mod.named_parameters(recurse=False):
             full = f"{mod_name}.{p_name}" if mod_name else p_name
             owners.setdefault(full, mod)
     n = 0.0
@@ -159,10 +159,10 @@ def compute(dev: dict, stats: dict, shape, tokens: int | None, forward_ms: float
 
 def _why_not(probe, res, table) -> tuple[str | None, dict | None]:
     """(reason, device entry): a reason when MFU/MBU cannot be computed at all."""
-    target = res.get("target")
+    target = res.target
     if target == "cpu":
         return "cpu: MFU and MBU are measured against an accelerator's peak", None
-    name = (res.get("runtime") or {}).get("device", "")
+    name = res.runtime.device
     dev = match_device(target, name, table)
     if dev is None:
         return f"device {name!r} ({target}) is not in the peak table (devices.json)", None
@@ -171,34 +171,35 @@ def _why_not(probe, res, table) -> tuple[str | None, dict | None]:
     return None, dev
 
 
-def annotate(probe, res: dict, table: list[dict] | None = None) -> None:
-    """Set res["metrics"]["mfu"], ["mbu"] (null unless computed) and ["efficiency"] (how, or why not)."""
-    metrics = res.setdefault("metrics", {})
-    metrics["mfu"] = metrics["mbu"] = None
+def annotate(probe, res, table: list[dict] | None = None) -> None:
+    """Set the metrics mfu, mbu (null unless computed) and efficiency (how, or why not) of res, a
+    harness_result.Result."""
+    metrics = res.metrics
+    metrics.mfu = metrics.mbu = None
     scope = "reduced" if probe.mode == "arch" else "full"
-    if res.get("status") != "pass":  # only a passing run's speed says how well it used the chip
+    if res.status != "pass":  # only a passing run's speed says how well it used the chip
         return
     try:
         if table is None:
             table = load_table()
         why, dev = _why_not(probe, res, table)
         if why:
-            metrics["efficiency"] = {"model": scope, "note": why}
+            metrics.efficiency = {"model": scope, "note": why}
             return
         config = probe.model.config
         text = config.get_text_config() if hasattr(config, "get_text_config") else config
         tokens = (getattr(probe, "input_info", None) or {}).get("seq_len") if probe.family in TOKEN_FAMILIES else None
-        times = [t for t in (metrics.get("forward_ms"), metrics.get("compiled_step_ms")) if t]
+        times = [t for t in (metrics.forward_ms, metrics.compiled_step_ms) if t]
         mfu, mbu, info = compute(dev, weight_stats(probe.model, text), attention_shape(text), tokens,
-                                 min(times) if times else None, metrics.get("tokens_per_s"),
+                                 min(times) if times else None, metrics.tokens_per_s,
                                  getattr(probe, "world", 1))
         if times:
-            info["forward_timing"] = "compiled" if min(times) == metrics.get("compiled_step_ms") else "eager"
+            info["forward_timing"] = "compiled" if min(times) == metrics.compiled_step_ms else "eager"
         info["model"] = scope
         if scope == "reduced":
             info["note"] = "; ".join(x for x in ("arch mode: the reduced model's figures (fewer layers, random "
                                                  "weights), not the checkpoint's", info.get("note")) if x)
-        metrics["mfu"], metrics["mbu"] = mfu, mbu
-        metrics["efficiency"] = info
+        metrics.mfu, metrics.mbu = mfu, mbu
+        metrics.efficiency = info
     except Exception as e:  # noqa: BLE001 - efficiency must never turn a pass into an error
-        metrics["efficiency"] = {"model": scope, "note": f"not computed: {type(e).__name__}: {str(e)[:200]}"}
+        metrics.efficiency = {"model": scope, "note": f"not computed: {type(e).__name__}: {str(e)[:200]}"}

@@ -115,10 +115,15 @@ _OP_PATTERNS = [
     # Please file a feature request" (the op the kernel table calls a fallback: harness_kernels.py)
     re.compile(r"Operator '(?P<op>[A-Za-z_][\w.]*::[\w.]+)' is not implemented for (?P<backend>TPU)"),
     # "The operator 'aten::foo' is not currently implemented for the TPU device."
-    re.compile(r"The operator '(?P<op>[A-Za-z_][\w.]*::[\w.]+)' is not currently implemented for the (?P<backend>\S+?) device"),
+    re.compile(
+        r"The operator '(?P<op>[A-Za-z_][\w.]*::[\w.]+)' is not currently implemented for the (?P<backend>\S+?) device"
+    ),
     # "aten::foo is not implemented for ..." / "... op aten::foo is not supported"
     re.compile(r"(?P<op>\baten::[\w.]+)'? (?:is|are) not (?:currently )?(?:implemented|supported)"),
-    re.compile(r"(?:unsupported|unimplemented|no kernel for|not implemented:?) (?:op(?:erator)?:? )?'?(?P<op>\baten::[\w.]+)", re.I),
+    re.compile(
+        r"(?:unsupported|unimplemented|no kernel for|not implemented:?) (?:op(?:erator)?:? )?'?(?P<op>\baten::[\w.]+)",
+        re.I,
+    ),
     # inductor/aot lowering errors name the OpOverload as aten.foo.default
     re.compile(r"(?:No lowering|missing lowering|LoweringException)[^\n]*?(?P<op>\baten\.[\w]+)"),
 ]
@@ -126,13 +131,19 @@ _OP_PATTERNS = [
 # '"addmm_impl_cpu_" not implemented for 'Half''
 _DTYPE_PATTERNS = [
     re.compile(r"\"(?P<op>\w+)\" not implemented for '(?P<dtype>\w+)'"),
-    re.compile(r"(?:unsupported|not supported|unimplemented)[^\n]{0,40}?(?:dtype|data ?type|scalar ?type)[ :]*'?(?P<dtype>[\w.]+)?", re.I),
-    re.compile(r"(?:dtype|data ?type|scalar ?type)[ :]*'?(?P<dtype>[\w.]+)'? (?:is )?not (?:supported|implemented)", re.I),
+    re.compile(
+        r"(?:unsupported|not supported|unimplemented)[^\n]{0,40}?(?:dtype|data ?type|scalar ?type)"
+        r"[ :]*'?(?P<dtype>[\w.]+)?",
+        re.I,
+    ),
+    re.compile(
+        r"(?:dtype|data ?type|scalar ?type)[ :]*'?(?P<dtype>[\w.]+)'? (?:is )?not (?:supported|implemented)", re.I
+    ),
     re.compile(r"Got unsupported ScalarType (?P<dtype>\w+)"),
 ]
 
-# The out-of-memory markers, shared with the Go runner (internal/harness/oom.go, used by internal/probe): one table, oom_markers.json,
-# next to this file.
+# The out-of-memory markers, shared with the Go runner (internal/harness/oom.go, used by internal/probe): one
+# table, oom_markers.json, next to this file.
 OOM_TABLE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "oom_markers.json")
 
 
@@ -350,7 +361,10 @@ def arbitrate(stage: str, device: dict, reference: dict | None, reference_ran: b
     if not reference_ran:
         return device, "the float32 cpu reference could not run this stage: the failure stands as the target's"
     if reference is None:
-        return device, f"the float32 cpu reference passes the {stage} stage with the same inputs: the failure is the target's"
+        return (
+            device,
+            f"the float32 cpu reference passes the {stage} stage with the same inputs: the failure is the target's",
+        )
     if reference["status"] == "oom":
         return device, ("the float32 cpu reference ran out of host memory in this stage: the failure stands as the "
                         "target's")

@@ -3,7 +3,7 @@
 
 One warm-up generate, then a measured one: ttft_ms (to the first generated token) and the decode tokens_per_s
 after it. On tpu/cuda transformers compiles the decode step itself (not with --no-compile). A causal LM with its
-own tokenizer (full mode) continues harness_inputs.PROMPT, and result.continuation holds the prompt and the
+own tokenizer (full mode) continues harness_real_inputs.PROMPT, and result.continuation holds the prompt and the
 decoded text; otherwise the prompt is the forward inputs'. The float32 CPU reference runs generate_once with the
 same settings when the target fails (harness_reference.py).
 
@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import time
 
-import harness_failures as hf
-import harness_inputs as hi
-import harness_shard as hs
-import harness_tasks as ht
+import harness_failures
+import harness_real_inputs
+import harness_shard
+import harness_synthetic_inputs
+import harness_tasks
 
 
 class TimingStreamer:
@@ -56,7 +57,7 @@ class GenerateStage:
             if prompt_len:
                 seqs = out if hasattr(out, "shape") else getattr(out, "sequences", None)
                 if seqs is not None:
-                    self.continuation = hi.continuation(self.real.tokenizer, seqs.cpu(), prompt_len)
+                    self.continuation = harness_real_inputs.continuation(self.real.tokenizer, seqs.cpu(), prompt_len)
             self.record_decode_speed(streamer)
             notes.append(f"{streamer.tokens} new tokens, cache={'static' if static else 'default'}")
             if streamer.tokens < self.args.new_tokens:
@@ -66,7 +67,7 @@ class GenerateStage:
         """Why the generate stage is skipped ("" when it runs)."""
         if self.args.no_generate:
             return "--no-generate"
-        if self.family not in ht.GENERATIVE_FAMILIES:
+        if self.family not in harness_tasks.GENERATIVE_FAMILIES:
             return f"not generative ({self.family})"
         if not self.model.can_generate():
             return f"{type(self.model).__name__} cannot generate"
@@ -96,14 +97,14 @@ class GenerateStage:
         """metrics.ttft_ms and the decode tokens_per_s (after the first token); a sharded probe's are its slowest
         rank's."""
         if streamer.t_first is not None:
-            self.metrics["ttft_ms"] = round((streamer.t_first - streamer.t0) * 1000, 4)
+            self.metrics.ttft_ms = round((streamer.t_first - streamer.t0) * 1000, 4)
             if streamer.tokens >= 2 and streamer.t_end > streamer.t_first:
-                self.metrics["tokens_per_s"] = round((streamer.tokens - 1) / (streamer.t_end - streamer.t_first), 4)
+                self.metrics.tokens_per_s = round((streamer.tokens - 1) / (streamer.t_end - streamer.t_first), 4)
         if self.world > 1:  # the group's: its slowest rank's
-            ttft = hs.gather(self.metrics["ttft_ms"], self.world)
-            tps = [v for v in hs.gather(self.metrics["tokens_per_s"], self.world) if v is not None]
-            self.metrics["ttft_ms"] = hs.largest(ttft)
-            self.metrics["tokens_per_s"] = min(tps) if len(tps) == self.world else None
+            ttft = harness_shard.gather(self.metrics.ttft_ms, self.world)
+            tps = [v for v in harness_shard.gather(self.metrics.tokens_per_s, self.world) if v is not None]
+            self.metrics.ttft_ms = harness_shard.largest(ttft)
+            self.metrics.tokens_per_s = min(tps) if len(tps) == self.world else None
 
     def generate_once(self, model, gin: dict, notes: list, compiled: bool) -> tuple[dict, bool]:
         """One greedy generate() of --new-tokens from gin (inputs on model's device): static cache where the model
@@ -132,10 +133,12 @@ class GenerateStage:
         try:
             model.generate(**gin, **kw)
         except Exception as e:  # noqa: BLE001
-            c = hf.classify(e, "generate")
+            c = harness_failures.classify(e, "generate")
             if not (static and c["failure_class"] == "other"):
                 raise
-            notes.append(f"static cache failed ({hf.short_message(e, 160)}): fell back to the default cache")
+            notes.append(
+                f"static cache failed ({harness_failures.short_message(e, 160)}): fell back to the default cache"
+            )
             kw.pop("cache_implementation", None)
             static = False
             model.generate(**gin, **kw)
@@ -143,13 +146,13 @@ class GenerateStage:
 
     def generate_prompt(self, notes) -> tuple[dict, int | None]:
         """generate()'s inputs (on the CPU), and the prompt's length when its continuation is reported: a causal LM
-        with its own tokenizer (full mode) continues harness_inputs.PROMPT; otherwise the prompt is the forward
-        inputs' (harness_inputs.generate_inputs)."""
+        with its own tokenizer (full mode) continues harness_real_inputs.PROMPT; otherwise the prompt is the forward
+        inputs' (harness_synthetic_inputs.generate_inputs)."""
         tok = self.real.tokenizer if self.real is not None else None
         if tok is not None and self.family == "causal-lm":
-            ids = hi.prompt_ids(self.torch, tok, self.model.config)
+            ids = harness_real_inputs.prompt_ids(self.torch, tok, self.model.config)
             if ids is not None:
-                notes.append(f"prompt {hi.PROMPT!r} ({ids.shape[1]} tokens, the model's tokenizer)")
+                notes.append(f"prompt {harness_real_inputs.PROMPT!r} ({ids.shape[1]} tokens, the model's tokenizer)")
                 return {"input_ids": ids}, int(ids.shape[1])
             notes.append("the fixed prompt cannot be encoded: the forward inputs are the prompt")
-        return hi.generate_inputs(self.family, self.inputs_cpu), None
+        return harness_synthetic_inputs.generate_inputs(self.family, self.inputs_cpu), None

@@ -38,9 +38,9 @@ from __future__ import annotations
 import statistics
 import time
 
-import harness_failures as hf
-import harness_numerics as hn
-import harness_train as htr
+import harness_failures
+import harness_numerics
+import harness_train
 
 # The eager modes of TorchTPU 0.2.0 the matrix times (torch.tpu.EagerMode members), by verdict key.
 EAGER_MODES = (("eager_defer_and_fuse", "DEFER_AND_FUSE"), ("eager_defer_never", "DEFER_NEVER"))
@@ -131,26 +131,27 @@ class Modes:
             out = self.model(**self.dev_inputs)
             self.dev.sync()
         outs = self.output_tensors(out)
-        cmps = hn.compare_all(torch, refs, outs, self.out_kinds, self.tolerance_row(dtype_name),
+        cmps = harness_numerics.compare_all(torch, refs, outs, self.out_kinds, self.tolerance_row(dtype_name),
                               f"device at {other} precision vs reference")
         other_ok = cmps["ok"]
         self.precision_checks = {
-            here: {"ok": ok, "max_abs_diff": self.metrics.get("max_abs_diff"),
-                   "top1_agreement": self.metrics.get("top1_agreement"), "why": why or None},
+            here: {"ok": ok, "max_abs_diff": self.metrics.max_abs_diff,
+                   "top1_agreement": self.metrics.top1_agreement, "why": why or None},
             other: {"ok": other_ok, "max_abs_diff": finite_or_none(cmps["primary"]["max_abs_diff"]),
                     "top1_agreement": finite_or_none(cmps["primary"]["top1"]), "why": cmps["why"] or None},
         }
         notes.append(f"numerics at {other} precision: {'pass' if other_ok else 'fail'}")
         default_ok = self.precision_checks["default"]["ok"]
         highest_ok = self.precision_checks["highest"]["ok"]
-        self.metrics["numerics_precision"] = here
+        self.metrics.numerics_precision = here
         if ok or not other_ok:
             return ok, why, key
         # the run's own precision failed, the other passed: the other decides
         cmp = cmps["primary"]
-        self.metrics.update(max_abs_diff=finite_or_none(cmp["max_abs_diff"]), top1_agreement=finite_or_none(cmp["top1"]),
-                            tolerance=finite_or_none(cmp["tolerance"]), rel_error=finite_or_none(cmps["rel_error"]),
-                            cosine_similarity=finite_or_none(cmps["cosine"]), numerics_precision=other)
+        m = self.metrics
+        m.max_abs_diff, m.top1_agreement = finite_or_none(cmp["max_abs_diff"]), finite_or_none(cmp["top1"])
+        m.tolerance, m.rel_error = finite_or_none(cmp["tolerance"]), finite_or_none(cmps["rel_error"])
+        m.cosine_similarity, m.numerics_precision = finite_or_none(cmps["cosine"]), other
         if highest_ok and not default_ok:
             self.precision_sensitive = True
             notes.append(PRECISION_HINT)
@@ -164,7 +165,7 @@ class Modes:
         builds it again). Never raises for the model: each mode has its own verdict."""
         try:
             if getattr(self, "world", 1) > 1:  # a sharded probe: each rank holds a part of the model
-                self.modes["train"] = htr.skipped("sharded", "the train step runs on one device only: this "
+                self.modes["train"] = harness_train.skipped("sharded", "the train step runs on one device only: this "
                                                   f"probe is sharded over {self.world}")
             elif not self.args.no_modes:
                 self.run_eager_modes()
@@ -178,7 +179,7 @@ class Modes:
             return
         if not api.has_eager_modes():
             for key, _ in EAGER_MODES:
-                self.modes[key] = htr.skipped("unsupported", "this torch_tpu has no torch.tpu.set_eager_mode")
+                self.modes[key] = harness_train.skipped("unsupported", "this torch_tpu has no torch.tpu.set_eager_mode")
             return
         for key, member in EAGER_MODES:
             log(f"stage=modes {key} start")
@@ -202,24 +203,26 @@ class Modes:
                 out, times = timed_calls(lambda: self.model(**self.dev_inputs), dev.sync, args.steps)
             metrics["forward_ms"] = round(statistics.median(times) * 1000, 4)
             stage = "numerics"
-            cmps = hn.compare_all(torch, self.ref_outputs, self.output_tensors(out), self.out_kinds,
+            cmps = harness_numerics.compare_all(torch, self.ref_outputs, self.output_tensors(out), self.out_kinds,
                                   self.tolerance_row(dtype_name), f"device ({member}) vs reference")
             metrics["max_abs_diff"] = finite_or_none(cmps["primary"]["max_abs_diff"])
             metrics["top1_agreement"] = finite_or_none(cmps["primary"]["top1"])
             if not cmps["ok"]:
-                raise hf.NumericsMismatch(cmps["why"], f"{member} {cmps['key']}")
+                raise harness_failures.NumericsMismatch(cmps["why"], f"{member} {cmps['key']}")
         except Exception as e:  # noqa: BLE001 - the mode's verdict; the reference passed this forward already
-            c = hf.classify(e, "forward")
-            return htr.verdict_of(c["status"], stage, failure_class=c["failure_class"], op=c["op"],
+            c = harness_failures.classify(e, "forward")
+            return harness_train.verdict_of(c["status"], stage, failure_class=c["failure_class"], op=c["op"],
                                   signature=c["signature"], message=c["message"], metrics=metrics,
                                   note="the float32 cpu reference passed this forward (numerics stage)")
-        return htr.verdict_of("pass", stage, metrics=metrics, note=f"torch.tpu.set_eager_mode(EagerMode.{member})")
+        return harness_train.verdict_of(
+            "pass", stage, metrics=metrics, note=f"torch.tpu.set_eager_mode(EagerMode.{member})"
+        )
 
     # --- train ---
 
     def train_inputs(self, model) -> tuple[dict, str]:
         """(the target's and the reference's inputs with labels, on the CPU; the note) of the train step."""
-        return htr.labels_for(self.torch, model, self.inputs_cpu)
+        return harness_train.labels_for(self.torch, model, self.inputs_cpu)
 
     def train_target_model(self):
         """The model the target trains (harness_testing wraps it to inject a failure)."""
@@ -228,7 +231,7 @@ class Modes:
     def run_train(self) -> None:
         args = self.args
         if args.no_train:
-            self.modes["train"] = htr.skipped("too_large", f"the scanner's plan: {args.no_train}")
+            self.modes["train"] = harness_train.skipped("too_large", f"the scanner's plan: {args.no_train}")
             return
         log("stage=train start")
         t0 = time.perf_counter()
@@ -241,33 +244,51 @@ class Modes:
         torch, dev = self.torch, self.dev
         dtype_name = str(self.dtype).replace("torch.", "")
         row_name = self.tolerance_row(dtype_name)
-        row = hn.TOLERANCES[row_name]
+        row = harness_numerics.TOLERANCES[row_name]
         try:
             inputs, note = self.train_inputs(self.model)
-        except htr.NoLoss as e:
-            return htr.skipped("no_loss", str(e))
+        except harness_train.NoLoss as e:
+            return harness_train.skipped("no_loss", str(e))
         except Exception as e:  # noqa: BLE001 - the harness's labels: its own error
-            c = hf.classify(e, "forward")
-            return htr.verdict_of("error", htr.STAGE_LABELS, failure_class=c["failure_class"],
-                                  signature=f"{hf.INPUTS_ORIGIN}:train labels", message=c["message"])
+            c = harness_failures.classify(e, "forward")
+            return harness_train.verdict_of("error", harness_train.STAGE_LABELS, failure_class=c["failure_class"],
+                                  signature=f"{harness_failures.INPUTS_ORIGIN}:train labels", message=c["message"])
         notes = [note, "eval mode (dropout off) so that target and reference compute the same function"]
-        metrics = {"losses": None, "reference_losses": None, "step_ms": None, "tokens_per_s": None,
-                   "samples_per_s": None, "peak_mem_bytes": None, "peak_mem_source": None, "params_changed": None,
-                   "max_loss_diff": None, "loss_tolerance": None, "lr": htr.LR, "precision": self.precision_name()}
+        metrics = {
+            "losses": None,
+            "reference_losses": None,
+            "step_ms": None,
+            "tokens_per_s": None,
+            "samples_per_s": None,
+            "peak_mem_bytes": None,
+            "peak_mem_source": None,
+            "params_changed": None,
+            "max_loss_diff": None,
+            "loss_tolerance": None,
+            "lr": harness_train.LR,
+            "precision": self.precision_name(),
+        }
         # the target: its own copy of the weights is kept on the host, and put back after the steps
         model = self.train_target_model()
-        snap = htr.snapshot(torch, self.model)
+        snap = harness_train.snapshot(torch, self.model)
         self.peak_before_train = dev.peak_bytes()
         resettable = dev.peak_scope != "process"
         if resettable:
             dev.reset_peak()
-        cpu_peak = htr.CpuPeak(torch) if self.target == "cpu" else None
+        cpu_peak = harness_train.CpuPeak(torch) if self.target == "cpu" else None
         dev_inputs = self.forward_kwargs(inputs)
-        base = htr.tensor_bytes(self.model) + sum(v.numel() * v.element_size() for v in dev_inputs.values()
+        base = harness_train.tensor_bytes(self.model) + sum(v.numel() * v.element_size() for v in dev_inputs.values()
                                                    if hasattr(v, "numel"))
         try:
-            tr = htr.run_steps(torch, model, dev_inputs, dev.sync, watch=cpu_peak.window if cpu_peak else None,
-                               before_step=self.before_train_step, trace=lambda: self.ops.trace("train"))
+            tr = harness_train.run_steps(
+                torch,
+                model,
+                dev_inputs,
+                dev.sync,
+                watch=cpu_peak.window if cpu_peak else None,
+                before_step=self.before_train_step,
+                trace=lambda: self.ops.trace("train"),
+            )
         finally:
             self.train_ran_on_device = True
             if cpu_peak is not None:
@@ -282,15 +303,15 @@ class Modes:
                     metrics["peak_mem_source"] = dev.peak_name + (" (the process's peak)" if not resettable else "")
             if resettable:
                 dev.reset_peak()
-            htr.restore(self.model, snap)
+            harness_train.restore(self.model, snap)
             del snap
         metrics["losses"] = [finite_or_none(x) for x in tr["losses"]] or None
-        if tr["times"] and len(tr["times"]) == htr.STEPS:
+        if tr["times"] and len(tr["times"]) == harness_train.STEPS:
             step = tr["times"][-1]
             metrics["step_ms"] = round(step * 1000, 4)
             batch = next((v.shape[0] for v in inputs.values() if hasattr(v, "shape") and v.dim() > 0), 1)
             metrics["samples_per_s"] = round(batch / step, 4) if step > 0 else None
-            tokens = htr.tokens_of(inputs)
+            tokens = harness_train.tokens_of(inputs)
             metrics["tokens_per_s"] = round(tokens / step, 4) if tokens and step > 0 else None
         if tr["changed"] is not None and tr["tensors"]:
             metrics["params_changed"] = round(tr["changed"] / tr["tensors"], 4)
@@ -299,43 +320,62 @@ class Modes:
         ref_exc, ref = None, None
         try:
             ref_model = self.reference.model()
-            ref = htr.run_steps(torch, ref_model, inputs, lambda: None)
+            ref = harness_train.run_steps(torch, ref_model, inputs, lambda: None)
             ref_exc = ref["exc"]
         except Exception as e:  # noqa: BLE001 - building the reference failed
             ref_exc = e
         if ref is not None and ref["losses"]:
             metrics["reference_losses"] = [finite_or_none(x) for x in ref["losses"]]
         if tr["exc"] is not None:
-            if isinstance(tr["exc"], htr.NoLoss):
-                return htr.skipped("no_loss", str(tr["exc"]))
-            c = hf.classify(tr["exc"], "train")
-            ref_c = hf.classify(ref_exc, "train") if ref_exc is not None else None
-            out, arb = hf.arbitrate("train", c, ref_c, True)
-            return htr.verdict_of(out["status"], tr["stage"], failure_class=out["failure_class"], op=out["op"],
-                                  signature=out["signature"], message=out["message"], metrics=metrics,
-                                  note="; ".join(n for n in notes + [arb] if n))
+            if isinstance(tr["exc"], harness_train.NoLoss):
+                return harness_train.skipped("no_loss", str(tr["exc"]))
+            c = harness_failures.classify(tr["exc"], "train")
+            ref_c = harness_failures.classify(ref_exc, "train") if ref_exc is not None else None
+            out, arb = harness_failures.arbitrate("train", c, ref_c, True)
+            return harness_train.verdict_of(
+                out["status"],
+                tr["stage"],
+                failure_class=out["failure_class"],
+                op=out["op"],
+                signature=out["signature"],
+                message=out["message"],
+                metrics=metrics,
+                note="; ".join(n for n in notes + [arb] if n),
+            )
         if ref_exc is not None:
-            c = hf.classify(ref_exc, "train")
-            return htr.verdict_of("error", htr.STAGE_NUMERICS, failure_class=c["failure_class"],
-                                  signature=f"{hf.REFERENCE_ORIGIN}:train {c['signature']}"[:hf.SIGNATURE_LIMIT],
-                                  message=f"the float32 cpu reference failed the train step where the target passed: "
-                                          f"{c['message']}", metrics=metrics, note="; ".join(notes))
-        ok, why, detail, worst, bound = htr.judge_losses(tr, ref, row)
+            c = harness_failures.classify(ref_exc, "train")
+            return harness_train.verdict_of(
+                "error",
+                harness_train.STAGE_NUMERICS,
+                failure_class=c["failure_class"],
+                signature=f"{harness_failures.REFERENCE_ORIGIN}:train {c['signature']}"[
+                    : harness_failures.SIGNATURE_LIMIT
+                ],
+                message=f"the float32 cpu reference failed the train step where the target passed: {c['message']}",
+                metrics=metrics,
+                note="; ".join(notes),
+            )
+        ok, why, detail, worst, bound = harness_train.judge_losses(tr, ref, row)
         metrics["max_loss_diff"] = finite_or_none(worst)
         metrics["loss_tolerance"] = finite_or_none(bound)
         notes.append(f"losses held to the {row_name} train-loss bound")
         if not ok:
-            problem = htr.reference_problem(ref)
+            problem = harness_train.reference_problem(ref)
             if problem:
-                return htr.verdict_of("error", htr.STAGE_NUMERICS, failure_class="numerics_mismatch",
-                                      signature=f"{hf.INPUTS_ORIGIN}:{detail}",
-                                      message=f"not a verdict on the model: the float32 cpu reference fails the train "
-                                              f"step too ({problem}); on the target: {why}", metrics=metrics,
-                                      note="; ".join(notes))
-            return htr.verdict_of("fail", htr.STAGE_NUMERICS, failure_class="numerics_mismatch",
+                return harness_train.verdict_of(
+                    "error",
+                    harness_train.STAGE_NUMERICS,
+                    failure_class="numerics_mismatch",
+                    signature=f"{harness_failures.INPUTS_ORIGIN}:{detail}",
+                    message=f"not a verdict on the model: the float32 cpu reference fails the train "
+                    f"step too ({problem}); on the target: {why}",
+                    metrics=metrics,
+                    note="; ".join(notes),
+                )
+            return harness_train.verdict_of("fail", harness_train.STAGE_NUMERICS, failure_class="numerics_mismatch",
                                   signature=f"numerics_mismatch:{detail}", message=why, metrics=metrics,
                                   note="; ".join(notes))
-        return htr.verdict_of("pass", htr.STAGE_NUMERICS, metrics=metrics, note="; ".join(notes))
+        return harness_train.verdict_of("pass", harness_train.STAGE_NUMERICS, metrics=metrics, note="; ".join(notes))
 
     def before_train_step(self, i: int) -> None:
         """Called before each of the target's train steps (harness_testing injects faults here)."""
@@ -352,8 +392,8 @@ class Modes:
         from torch._dynamo.utils import counters
 
         n, reasons = graph_breaks(counters, before)
-        self.metrics["graph_breaks"] = n
-        self.metrics["graph_break_reasons"] = reasons
+        self.metrics.graph_breaks = n
+        self.metrics.graph_break_reasons = reasons
         self.compiled_metrics.update(graphs=graphs, graph_breaks=n, graph_break_reasons=reasons)
 
     # --- the result ---
@@ -372,38 +412,38 @@ class Modes:
         vals = [v for v in (self.peak_before_train, now) if v is not None]
         return max(vals) if vals else None
 
-    def finish_modes(self, res: dict) -> None:
-        """res["modes"] (the verdicts read from the inference stages, and those the matrix ran),
-        res["precision_sensitive"] and metrics.precision / precision_checks."""
-        ran = {s["stage"]: s for s in self.stages}
-        failed_at = res.get("stage") if res["status"] not in ("pass", "skipped") else None
-        inference = {k: res.get(k) for k in ("status", "failure_class", "op", "signature", "message")}
+    def finish_modes(self, res) -> None:
+        """res.modes (the verdicts read from the inference stages, and those the matrix ran),
+        res.precision_sensitive and metrics.precision / precision_checks, of res, a harness_result.Result."""
+        ran = {s.stage: s for s in self.stages}
+        failed_at = res.stage if res.status not in ("pass", "skipped") else None
+        inference = {k: getattr(res, k) for k in ("status", "failure_class", "op", "signature", "message")}
         if self.target in ("cpu", "cuda") and "forward" in ran:
-            m = {"forward_ms": self.metrics.get("forward_ms"), "first_forward_s": self.metrics.get("first_forward_s"),
-                 "max_abs_diff": self.metrics.get("max_abs_diff"), "top1_agreement": self.metrics.get("top1_agreement")}
+            m = {"forward_ms": self.metrics.forward_ms, "first_forward_s": self.metrics.first_forward_s,
+                 "max_abs_diff": self.metrics.max_abs_diff, "top1_agreement": self.metrics.top1_agreement}
             note = ONE_EAGER_MODE.format(target=self.target)
-            if ran.get("numerics", {}).get("ok"):
-                self.modes["eager"] = htr.verdict_of("pass", "numerics", metrics=m, note=note)
+            if "numerics" in ran and ran["numerics"].ok:
+                self.modes["eager"] = harness_train.verdict_of("pass", "numerics", metrics=m, note=note)
             elif failed_at in ("forward", "numerics"):
-                self.modes["eager"] = htr.verdict_of(stage=failed_at, metrics=m, note=note, **inference)
+                self.modes["eager"] = harness_train.verdict_of(stage=failed_at, metrics=m, note=note, **inference)
         comp = ran.get("compile")
-        if comp is not None and not comp.get("skipped"):
-            m = {"compile_s": self.metrics.get("compile_s"), "compiled_step_ms": self.metrics.get("compiled_step_ms"),
+        if comp is not None and comp.skipped is not True:
+            m = {"compile_s": self.metrics.compile_s, "compiled_step_ms": self.metrics.compiled_step_ms,
                  "graphs": None, "graph_breaks": None, "graph_break_reasons": None, "recompiles": None,
                  "precision": self.precision_name()}
             m.update(self.compiled_metrics)
-            if comp["ok"]:
-                self.modes["compiled"] = htr.verdict_of("pass", "compile", metrics=m, note=comp.get("note", ""))
+            if comp.ok:
+                self.modes["compiled"] = harness_train.verdict_of("pass", "compile", metrics=m, note=comp.note_text())
             elif failed_at == "compile":
-                self.modes["compiled"] = htr.verdict_of(stage="compile", metrics=m, note=comp.get("note", ""),
-                                                        **inference)
+                self.modes["compiled"] = harness_train.verdict_of(stage="compile", metrics=m, note=comp.note_text(),
+                                                                  **inference)
         if self.modes:
-            res["modes"] = {k: clean(v) for k, v in self.modes.items()}
+            res.modes = {k: clean(v) for k, v in self.modes.items()}
         if self.precision_sensitive:
-            res["precision_sensitive"] = True
-        res["metrics"]["precision"] = self.precision_name()
+            res.precision_sensitive = True
+        res.metrics.precision = self.precision_name()
         if self.precision_checks is not None:
-            res["metrics"]["precision_checks"] = self.precision_checks
+            res.metrics.precision_checks = self.precision_checks
 
 
 def timed_calls(call, sync, steps: int) -> tuple:

@@ -15,9 +15,9 @@ rel_error = ||device - reference||_2 / ||reference||_2; cosine similarity along 
 the smallest over the vectors (those whose reference norm is below 1e-6 of the largest are left out).
 Every output must be finite and of the reference's shape, but for the model's own mask: entries the float32
 reference makes infinite (Grounding DINO's -inf scores of the text slots past the text) must be the same infinity
-on the device, and the checks read the rest (a nan in the reference is the harness's inputs' fault: error). The first output present is the primary
-one (metrics.max_abs_diff, top1_agreement and tolerance are its); metrics.rel_error is the largest
-over the dense outputs and metrics.cosine_similarity the smallest over the embeddings.
+on the device, and the checks read the rest (a nan in the reference is the harness's inputs' fault: error). The
+first output present is the primary one (metrics.max_abs_diff, top1_agreement and tolerance are its);
+metrics.rel_error is the largest over the dense outputs and metrics.cosine_similarity the smallest over the embeddings.
 """
 
 from __future__ import annotations
@@ -110,7 +110,9 @@ def compare(torch, ref, dev, dtype_name: str, kind: str) -> dict:
         res["top1_decisive"] = float(agree[decisive].float().mean()) if res["decisive"] else None
     if "rel_error" in checks:
         norm = float(ref.double().norm())
-        res["rel_error"] = float(diff.double().norm()) / norm if norm > 0 else (0.0 if res["max_abs_diff"] == 0 else None)
+        res["rel_error"] = (
+            float(diff.double().norm()) / norm if norm > 0 else (0.0 if res["max_abs_diff"] == 0 else None)
+        )
     if "cosine" in checks:
         res["cosine"] = _min_cosine(torch, ref, dev)
     return res
@@ -137,7 +139,11 @@ def verdict(cmp: dict, what: str) -> tuple[bool, str, str]:
     if not cmp["finite"]:
         return False, f"{what}: non-finite values (nan/inf) in the device output", "non_finite"
     if cmp["max_abs_diff"] is not None and cmp["max_abs_diff"] > cmp["tolerance"]:
-        return False, f"{what}: max_abs_diff {cmp['max_abs_diff']:.4g} > tolerance {cmp['tolerance']:.4g}", "max_abs_diff"
+        return (
+            False,
+            f"{what}: max_abs_diff {cmp['max_abs_diff']:.4g} > tolerance {cmp['tolerance']:.4g}",
+            "max_abs_diff",
+        )
     if cmp.get("top1_decisive") is not None and cmp["top1_decisive"] < cmp["min_top1"]:
         return False, (f"{what}: top-1 agreement {cmp['top1_decisive']:.3f} < {cmp['min_top1']} on the "
                        f"{cmp['decisive']} decisive of {cmp['positions']} positions"), "top1"

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import gc
 
-import harness_failures as hf
+import harness_failures
 
 # The compile backend of the reference's compile stage: dynamo and AOT autograd, no code generation, so
 # that a failure of tracing (the model's code, the harness's inputs) shows and a backend's does not.
@@ -105,7 +105,6 @@ class Reference:
         self.outputs()
 
     def _compile(self) -> None:
-        torch = self.probe.torch
         import torch._dynamo  # noqa: F401
         from torch._dynamo.utils import counters
 
@@ -121,9 +120,11 @@ class Reference:
         finally:
             torch._dynamo.reset()
         if g2 > g1:
-            raise hf.RecompileDetected(f"second call with the same input shapes compiled {g2 - g1} new dynamo "
-                                       f"graph(s) (backend={REFERENCE_COMPILE_BACKEND}, dynamic=False)",
-                                       "second call with the same shapes recompiled")
+            raise harness_failures.RecompileDetected(
+                f"second call with the same input shapes compiled {g2 - g1} new dynamo "
+                f"graph(s) (backend={REFERENCE_COMPILE_BACKEND}, dynamic=False)",
+                "second call with the same shapes recompiled",
+            )
 
     def _generate(self) -> None:
         p = self.probe

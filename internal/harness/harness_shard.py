@@ -109,7 +109,11 @@ def choose(asked: str, cls, config, world: int) -> tuple[str, str]:
     if asked == "tp":
         return "tp", "tp asked"
     if plan and divides:
-        return "tp", f"tp: transformers' tensor-parallel plan for {cls.__name__}, {world} divides {h} heads and {kv} key/value heads"
+        return (
+            "tp",
+            f"tp: transformers' tensor-parallel plan for {cls.__name__}, {world} divides {h} heads and {kv} "
+            "key/value heads",
+        )
     if not plan:
         return "fsdp", f"fsdp: {cls.__name__} has no tensor-parallel plan in transformers"
     return "fsdp", f"fsdp: {world} does not divide {h} heads and {kv} key/value heads"

@@ -5,7 +5,7 @@ layer cut.
 The table is tasks.json (read by the scanner's Go preflight too: internal/harness/tasks.go): pipeline
 tag -> family; per family whether it generates, the Auto classes to try and the outputs compared with
 the CPU reference (their kinds and bounds are numerics.json, applied by harness_numerics.py). The
-inputs of every family are built from the config alone by harness_inputs.py (no tokenizer, no
+inputs of every family are built from the config alone by harness_synthetic_inputs.py (no tokenizer, no
 processor, no downloaded data): see its docstring for the table of inputs.
 
 A model without a pipeline tag gets its task from config.architectures[0]: the first of transformers'
@@ -40,11 +40,23 @@ UNSUPPORTED: dict[str, str] = TABLE["unsupported"]
 GENERATIVE_FAMILIES = {name for name, spec in FAMILIES.items() if spec["generate"]}
 # Auto classes per family, tried when config.architectures names no transformers class; per task first.
 AUTO_CLASSES: dict[str, tuple] = {name: tuple(spec["auto"]) for name, spec in FAMILIES.items()}
-TASK_AUTO_CLASSES: dict[str, tuple] = {tag: tuple(spec["auto"]) for tag, spec in TABLE["tasks"].items() if "auto" in spec}
+TASK_AUTO_CLASSES: dict[str, tuple] = {
+    tag: tuple(spec["auto"]) for tag, spec in TABLE["tasks"].items() if "auto" in spec
+}
 ARCH_SUFFIXES: list[tuple[str, str]] = [(s, t) for s, t in TABLE["arch_suffixes"]]
 
-# Libraries whose checkpoints are plain transformers models (config.json + safetensors).
-SUPPORTED_LIBRARIES = {"transformers", "sentence-transformers", ""}
+# The Hub libraries whose checkpoints are plain transformers models (config.json + safetensors), and
+# whether config.json must then have a model_type: tasks.json "libraries", the scanner's table too.
+LIBRARIES = TABLE["libraries"]
+
+
+def library_supported(library_name: str | None, config=None) -> bool:
+    """Whether the harness loads a model of this Hub library (tasks.json "libraries"): a library of the
+    table whose config.json has a model_type where the table needs one. The scanner's Go face of the same
+    table is internal/harness/coverage.go (TransformersModel)."""
+    spec = LIBRARIES.get((library_name or "").strip())
+    return spec is not None and (not spec["needs_model_type"] or bool(_cfg_get(config or {}, "model_type")))
+
 
 # The sub-configs a composite model may carry; each must be an object with at least a model_type or a size.
 SUB_CONFIGS = ("text_config", "vision_config", "audio_config")
@@ -180,13 +192,26 @@ def resolve_family(task: str | None, config) -> tuple[str | None, str | None, st
     return task, family, note
 
 
-# The config fields that say an audio-to-audio model quantizes audio (a codec): a codebook (EnCodec, DAC, Mimi), or
-# finite scalar quantization's levels (X-Codec 2, which transformers implements: issue 41).
-QUANTIZER_FIELDS = ("codebook_size", "codebook_dim", "quantization_levels")
+def config_refusal(task: str, family: str, config) -> str:
+    """Why a model of a supported task is not tested after all: its family requires (tasks.json "requires") one
+    of model_types, or one of keys with a value other than None and False, and config has none; "" when it has.
+    An audio-to-audio model must quantize audio (a codec: a codebook, or X-Codec 2's finite scalar quantization
+    levels, issue 41); a table-question-answering one must be TAPAS or an encoder-decoder. The scanner's
+    preflight applies the same table (internal/harness/tasks.go, ConfigRefusal)."""
+    req = FAMILIES[family].get("requires")
+    model_type = _cfg_get(config, "model_type") or ""
+    if not req or model_type in req.get("model_types", ()):
+        return ""
+    if any(_cfg_get(config, k) not in (None, False) for k in req.get("keys", ())):
+        return ""
+    return f"{task} model of type {model_type!r}: {req['why']}"
 
 
 def _refine(task: str, family: str, config) -> tuple[str | None, str]:
     """The family a config really needs for a task's family, and a note (family None: unsupported)."""
+    why = config_refusal(task, family, config)
+    if why:
+        return None, why
     mm = multimodal(config)
     enc_dec = bool(_cfg_get(config, "is_encoder_decoder"))
     model_type = _cfg_get(config, "model_type") or ""
@@ -223,14 +248,8 @@ def _refine(task: str, family: str, config) -> tuple[str | None, str]:
         return "audio-lm", "audio tower: audio inputs"
     if family == "document" and model_type == "vision-encoder-decoder":
         return "vlm", "vision encoder-decoder: image inputs"
-    if family == "table-qa" and model_type != "tapas":
-        if enc_dec:
-            return "seq2seq", "encoder-decoder table model: seq2seq inputs"
-        return None, f"table-question-answering model of type {model_type!r} is not supported (TAPAS or seq2seq)"
-    if family == "codec" and not any(_has(config, k) for k in QUANTIZER_FIELDS):
-        return None, (f"audio-to-audio model of type {model_type!r} is not an audio codec (its config names no "
-                      f"quantizer: {', '.join(QUANTIZER_FIELDS)}): only codecs (EnCodec, DAC, Mimi, X-Codec 2, ...) "
-                      "are supported")
+    if family == "table-qa" and model_type != "tapas":  # an encoder-decoder (config_refusal let it through)
+        return "seq2seq", "encoder-decoder table model: seq2seq inputs"
     return family, ""
 
 
@@ -240,11 +259,9 @@ def task_support(pipeline_tag: str | None, library_name: str | None, architectur
     if architectures is not None:
         cfg.setdefault("architectures", architectures)
     lib = (library_name or "").strip()
-    if lib not in SUPPORTED_LIBRARIES or (not lib and not cfg.get("model_type")):
-        # as the scanner's preflight: a model without a library name is transformers' when its
-        # config.json has a model_type
+    if not library_supported(lib, cfg):
         return {"supported": False, "task": pipeline_tag, "family": None, "reason": "unsupported_library",
-                "note": f"library {lib!r}" + ("" if lib else " and no config.json model_type")}
+                "note": f"library {lib!r}" + (" and no config.json model_type" if lib in LIBRARIES else "")}
     why = needs_remote_code(cfg)
     if why:
         return {"supported": False, "task": pipeline_tag, "family": None, "reason": "remote_code", "note": why}
@@ -419,7 +436,10 @@ def _reduce_tower_indices(config, layers: int, changes: list[str]) -> dict[int, 
         if not _int_list(val) or not _is_config(sub):
             continue
         sub_attrs = _config_attrs(sub)
-        count_key = next((k for k in LAYER_KEYS if isinstance(sub_attrs.get(k), int) and not isinstance(sub_attrs.get(k), bool)), None)
+        count_key = next(
+            (k for k in LAYER_KEYS if isinstance(sub_attrs.get(k), int) and not isinstance(sub_attrs.get(k), bool)),
+            None,
+        )
         if count_key is None:
             continue
         keep = min(sub_attrs[count_key], max(layers, len(val)))
@@ -474,11 +494,11 @@ def _reduce(config, layers, changes, prefix, seen, floors):
     if olds:
         fk = attrs.get("first_k_dense_replace")
         if isinstance(fk, int) and fk >= layers:
-            setattr(config, "first_k_dense_replace", max(0, layers - 1))
+            config.first_k_dense_replace = max(0, layers - 1)
             changes.append(f"{prefix}first_k_dense_replace {fk}->{max(0, layers - 1)}")
         mol = attrs.get("mlp_only_layers")
         if isinstance(mol, (list, tuple)):
-            setattr(config, "mlp_only_layers", [i for i in mol if i < layers])
+            config.mlp_only_layers = [i for i in mol if i < layers]
     for key, val in attrs.items():
         if _is_config(val):
             _reduce(val, layers, changes, f"{prefix}{key}.", seen, floors)
@@ -494,7 +514,11 @@ LAYER_SUBSET_KEYS = ("global_attn_indexes", "fullatt_block_indexes")
 
 
 def _int_list(val) -> bool:
-    return isinstance(val, (list, tuple)) and bool(val) and all(isinstance(i, int) and not isinstance(i, bool) for i in val)
+    return (
+        isinstance(val, (list, tuple))
+        and bool(val)
+        and all(isinstance(i, int) and not isinstance(i, bool) for i in val)
+    )
 
 
 def _reindex(config, attrs, layers, changes, prefix):
@@ -507,7 +531,7 @@ def _reindex(config, attrs, layers, changes, prefix):
             changes.append(f"{prefix}{key} {list(val)}->{new}")
             if key == "out_indices" and isinstance(attrs.get("stage_names"), (list, tuple)):
                 # a backbone: its stage names follow its layers, its out_features its out_indices
-                setattr(config, "stage_names", ["stem"] + [f"stage{i}" for i in range(1, layers + 1)])
+                config.stage_names = ["stem"] + [f"stage{i}" for i in range(1, layers + 1)]
                 if hasattr(config, "set_output_features_output_indices"):
                     config.set_output_features_output_indices(out_features=None, out_indices=new)
                     continue

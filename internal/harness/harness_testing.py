@@ -139,7 +139,7 @@ class FaultInjection:
 
     faults: Faults
 
-    def run(self) -> dict:
+    def run(self):  # a harness_result.Result, or None (harness.Probe.run)
         with SimulatedTpu.installed(self.faults.tpu):
             return super().run()
 
@@ -175,7 +175,9 @@ class FaultInjection:
         real = super().forward_inputs(model, to_device, notes)
         if self.faults.beyond_vocab:
             ids = real.tensors["input_ids"].clone()
-            cfg = model.config.get_text_config(decoder=True) if hasattr(model.config, "get_text_config") else model.config
+            cfg = (
+                model.config.get_text_config(decoder=True) if hasattr(model.config, "get_text_config") else model.config
+            )
             ids.view(-1)[-1] = int(cfg.vocab_size)
             real.tensors = dict(real.tensors, input_ids=ids)
         return real

@@ -46,7 +46,7 @@ import math
 import os
 import time
 
-import harness_failures as hf
+import harness_failures
 
 STEPS = 3
 # AdamW's learning rate: large enough that a bfloat16 weight of ordinary size moves in one step (the
@@ -278,7 +278,7 @@ def verdict_of(status: str, stage: str | None, *, failure_class=None, signature=
 
 
 def skipped(reason: str, message: str) -> dict:
-    return verdict_of("skipped", None, reason=reason, message=hf.truncate_bytes(message, 2048))
+    return verdict_of("skipped", None, reason=reason, message=harness_failures.truncate_bytes(message, 2048))
 
 
 def judge_losses(dev: dict, ref: dict, row: dict) -> tuple[bool, str, str, float | None, float | None]:
@@ -298,8 +298,13 @@ def judge_losses(dev: dict, ref: dict, row: dict) -> tuple[bool, str, str, float
                            f"{diff:.3g} > {bound:.3g}"), "train loss differs from the reference", worst, worst_bound
     for i, g in enumerate(dev["grad_norms"]):
         if not math.isfinite(g):
-            return False, f"train step {i + 1}: the gradients are not finite (norm {g})", "train gradients not finite", \
-                worst, worst_bound
+            return (
+                False,
+                f"train step {i + 1}: the gradients are not finite (norm {g})",
+                "train gradients not finite",
+                worst,
+                worst_bound,
+            )
     if not dev["changed"]:
         return False, f"train: no weight changed in {STEPS} AdamW steps (lr {LR})", "train weights unchanged", \
             worst, worst_bound

@@ -6,7 +6,7 @@
 // input_files.json is the table of a model's tokenizer and processor files:
 // which a full-mode probe may use to build real inputs, and the most bytes
 // each may have. internal/hub downloads them by it (hub.InputFiles,
-// hub.FileCap) and harness_inputs.py reads them by it.
+// hub.FileCap) and harness_real_inputs.py reads them by it.
 package harness
 
 import (

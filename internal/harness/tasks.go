@@ -22,6 +22,27 @@ type TaskTable struct {
 	// Unsupported are the pipeline tags transformers has no model class
 	// for, with why (the methodology page lists them).
 	Unsupported map[string]string `json:"unsupported"`
+	// Libraries are the Hub library names the harness loads ("" for a
+	// model without one), and whether config.json must have a model_type.
+	Libraries map[string]LibrarySpec `json:"libraries"`
+	// LibraryExamples are worked answers of the library rule, checked by
+	// the Go and the Python tests alike.
+	LibraryExamples []LibraryExample `json:"library_examples"`
+	TaskExamples    []TaskExample    `json:"task_examples"`
+}
+
+// LibrarySpec is one library the harness loads.
+type LibrarySpec struct {
+	// NeedsModelType: a model of this library is a transformers model only
+	// when its config.json has a model_type.
+	NeedsModelType bool `json:"needs_model_type"`
+}
+
+// LibraryExample is one worked answer of TransformersModel.
+type LibraryExample struct {
+	Library   string `json:"library"`
+	ModelType bool   `json:"model_type"`
+	Supported bool   `json:"supported"`
 }
 
 // TaskSpec is one supported pipeline tag.
@@ -37,6 +58,28 @@ type FamilySpec struct {
 	// are numerics.json's.
 	Outputs [][2]string `json:"outputs"`
 	Inputs  string      `json:"inputs"`
+	// Requires, when set, is what config.json must have for a model of
+	// the family to be tested (ConfigRefusal).
+	Requires *Requirement `json:"requires"`
+}
+
+// Requirement is what a family needs of config.json: one of ModelTypes,
+// or one of Keys with a value other than null and false; Why says what a
+// model without it is not.
+type Requirement struct {
+	ModelTypes []string `json:"model_types"`
+	Keys       []string `json:"keys"`
+	Why        string   `json:"why"`
+}
+
+// TaskExample is one worked answer of the task rule: SupportedTask, then
+// ConfigRefusal on the config, must say Supported (the Python test checks
+// harness_tasks.task_support on the same).
+type TaskExample struct {
+	Tag           string         `json:"tag"`
+	Architectures []string       `json:"architectures"`
+	Config        map[string]any `json:"config"`
+	Supported     bool           `json:"supported"`
 }
 
 //go:embed tasks.json
@@ -52,8 +95,8 @@ func parseTasks(data []byte) (TaskTable, error) {
 		return t, fmt.Errorf("harness: tasks.json: %w", err)
 	}
 	var errs []error
-	if len(t.Tasks) == 0 || len(t.ArchSuffixes) == 0 {
-		errs = append(errs, errors.New("no tasks or no arch_suffixes"))
+	if len(t.Tasks) == 0 || len(t.ArchSuffixes) == 0 || len(t.Libraries) == 0 {
+		errs = append(errs, errors.New("no tasks, no arch_suffixes or no libraries"))
 	}
 	for tag, spec := range t.Tasks {
 		if _, ok := t.Families[spec.Family]; !ok {
@@ -61,6 +104,11 @@ func parseTasks(data []byte) (TaskTable, error) {
 		}
 		if _, ok := t.Unsupported[tag]; ok {
 			errs = append(errs, fmt.Errorf("task %s is both supported and unsupported", tag))
+		}
+	}
+	for fam, spec := range t.Families {
+		if r := spec.Requires; r != nil && (len(r.ModelTypes)+len(r.Keys) == 0 || r.Why == "") {
+			errs = append(errs, fmt.Errorf("family %s: requires names no model_types or keys, or no why", fam))
 		}
 	}
 	for _, s := range t.ArchSuffixes {
@@ -90,19 +138,54 @@ func SupportedTasks() []string {
 // (BertModel, LlavaForConditionalGeneration, ...) is supported. A tag
 // outside the supported set is not, whatever the architecture.
 func SupportedTask(pipelineTag string, architectures []string) bool {
+	return taskOf(pipelineTag, architectures) != ""
+}
+
+// taskOf is the supported task of a model: its pipeline tag when the table
+// has it, else (no tag) the task of the first architecture suffix of the
+// table its architectures end with; "" when none.
+func taskOf(pipelineTag string, architectures []string) string {
 	if pipelineTag != "" {
-		_, ok := Tasks.Tasks[pipelineTag]
-		return ok
+		if _, ok := Tasks.Tasks[pipelineTag]; ok {
+			return pipelineTag
+		}
+		return ""
 	}
 	for _, a := range architectures {
 		for _, s := range Tasks.ArchSuffixes {
 			// "Model" alone is not an architecture; "BertModel" is.
 			if strings.HasSuffix(a, s[0]) && len(a) > len(s[0]) {
-				return true
+				return s[1]
 			}
 		}
 	}
-	return false
+	return ""
+}
+
+// ConfigRefusal says why a model of a supported task is not tested after
+// all, from its whole config.json: its task's family requires a model
+// type or a key (tasks.json "requires") the config lacks; "" when none,
+// when the task is not supported (SupportedTask says so) or when there is
+// no config. The harness applies the same table (harness_tasks.py).
+func ConfigRefusal(pipelineTag string, architectures []string, config map[string]any) string {
+	task := taskOf(pipelineTag, architectures)
+	if task == "" || config == nil {
+		return ""
+	}
+	r := Tasks.Families[Tasks.Tasks[task].Family].Requires
+	if r == nil {
+		return ""
+	}
+	if mt, _ := config["model_type"].(string); slices.Contains(r.ModelTypes, mt) {
+		return ""
+	}
+	for _, k := range r.Keys {
+		if v, ok := config[k]; ok && v != nil && v != false {
+			return ""
+		}
+	}
+	mt, _ := config["model_type"].(string)
+	return fmt.Sprintf("%s model of type %q: %s", task, mt, r.Why)
 }
 
 // UnsupportedWhy says why the harness does not test a pipeline tag: the

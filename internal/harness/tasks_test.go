@@ -141,3 +141,58 @@ func TestSupportedTask(t *testing.T) {
 		}
 	}
 }
+
+// TestTaskExamples: the task rule (SupportedTask, then ConfigRefusal on
+// config.json) answers tasks.json's worked examples, which the Python test
+// checks against harness_tasks.task_support too, so the scanner's
+// preflight and the harness say the same of each.
+func TestTaskExamples(t *testing.T) {
+	if len(Tasks.TaskExamples) < 10 {
+		t.Fatalf("only %d task examples", len(Tasks.TaskExamples))
+	}
+	refused := 0
+	for _, ex := range Tasks.TaskExamples {
+		why := ConfigRefusal(ex.Tag, ex.Architectures, ex.Config)
+		if why != "" {
+			refused++
+		}
+		if got := SupportedTask(ex.Tag, ex.Architectures) && why == ""; got != ex.Supported {
+			t.Errorf("tag %q, architectures %v, config %v: supported %v (refusal %q), tasks.json's example says %v",
+				ex.Tag, ex.Architectures, ex.Config, got, why, ex.Supported)
+		}
+	}
+	if refused < 2 {
+		t.Errorf("only %d examples refused by their config: the examples do not reach ConfigRefusal", refused)
+	}
+}
+
+// TestConfigRefusal: a family's requirement is met by a model type or by
+// a key with a value other than null and false; without a config, or for
+// a task that is not supported, there is nothing to refuse.
+func TestConfigRefusal(t *testing.T) {
+	for _, tc := range []struct {
+		tag    string
+		config map[string]any
+		refuse string // a part of the refusal; "" for none
+	}{
+		{"table-question-answering", map[string]any{"model_type": "tapas"}, ""},
+		{"table-question-answering", map[string]any{"model_type": "bart", "is_encoder_decoder": true}, ""},
+		{"table-question-answering", map[string]any{"model_type": "bart", "is_encoder_decoder": false}, `table-question-answering model of type "bart": TAPAS`},
+		{"table-question-answering", map[string]any{"model_type": "x", "is_encoder_decoder": nil}, "TAPAS"},
+		{"audio-to-audio", map[string]any{"model_type": "dac", "codebook_dim": 8}, ""},
+		{"audio-to-audio", map[string]any{"model_type": "xcodec2", "quantization_levels": []any{4, 4}}, ""},
+		{"audio-to-audio", map[string]any{"model_type": "sepformer"}, "not an audio codec"},
+		{"audio-to-audio", nil, ""},
+		{"text-generation", map[string]any{"model_type": "llama"}, ""},
+		{"text-to-image", map[string]any{"model_type": "x"}, ""},
+	} {
+		got := ConfigRefusal(tc.tag, nil, tc.config)
+		if (tc.refuse == "") != (got == "") || !strings.Contains(got, tc.refuse) {
+			t.Errorf("ConfigRefusal(%q, %v) = %q, want %q", tc.tag, tc.config, got, tc.refuse)
+		}
+	}
+	// Without a tag, the task comes from the architectures.
+	if got := ConfigRefusal("", []string{"TapasForQuestionAnswering"}, map[string]any{"model_type": "tapas"}); got != "" {
+		t.Errorf("tagless TAPAS: %q", got)
+	}
+}

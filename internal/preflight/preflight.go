@@ -34,6 +34,10 @@ type Candidate struct {
 	// a JSON object. An error wrapping fs.ErrNotExist counts as "no
 	// config.json", not as the model's fault.
 	ConfigErr error
+	// ConfigRead: Config is the whole config.json, read from the snapshot,
+	// not the listing's excerpt (which lacks the keys a task's family may
+	// require: harness.ConfigRefusal applies only then).
+	ConfigRead bool
 	// Mode is recorded in a declined Result (when full or arch). Whether
 	// the weights exist and fit is the plan's to say (scan.Plan), not
 	// preflight's.
@@ -61,14 +65,16 @@ func Listed(m hub.ModelInfo, hasToken bool) Candidate {
 //  1. disabled by an operator → disabled
 //  2. gated and no token → gated
 //  3. a tag of harness.RemoteCode (custom_code) → remote_code
-//  4. library (harness.TransformersModel): transformers, or sentence-transformers with a config.json
-//     that has model_type; a model without library_name counts as
-//     transformers when its config.json has a model_type → else
-//     unsupported_library
+//  4. library (harness.TransformersModel, the libraries of tasks.json):
+//     transformers, or sentence-transformers with a config.json that has
+//     a model_type; a model without library_name counts as transformers
+//     when its config.json has a model_type → else unsupported_library
 //  5. config.json present but not a JSON object → fail/config_error
 //  6. config.json with a key of harness.RemoteCode (auto_map) → remote_code,
 //     whatever its model_type (the harness applies the same table)
 //  7. harness.SupportedTask(tag, architectures) false → unsupported_task
+//  8. with the whole config.json (ConfigRead), harness.ConfigRefusal: the
+//     task's family requires a model type or key it lacks → unsupported_task
 //
 // A --mode full that cannot run (no_safetensors, too_large) is declined by
 // the scan's plan (scan.Plan), after these rules.
@@ -116,6 +122,9 @@ func Preflight(c Candidate) *compat.Result {
 			return skipped(c, compat.ReasonUnsupportedTask, fmt.Sprintf("pipeline tag %q is not one the harness tests (supported: %s)", c.Task, strings.Join(harness.SupportedTasks(), ", ")))
 		}
 		return skipped(c, compat.ReasonUnsupportedTask, fmt.Sprintf("no pipeline tag, and no architecture the harness knows a task for (architectures: %s)", listOrNone(archs)))
+	}
+	if why := harness.ConfigRefusal(c.Task, architectures(config), config); c.ConfigRead && why != "" {
+		return skipped(c, compat.ReasonUnsupportedTask, "not one the harness tests: "+why)
 	}
 	return nil
 }
@@ -207,9 +216,9 @@ func ListingDecides(res compat.Result, m hub.ModelInfo) bool {
 	case compat.ReasonGated, compat.ReasonDisabled, compat.ReasonRemoteCode:
 		return true
 	case compat.ReasonUnsupportedLibrary:
-		// sentence-transformers repos pass when their config has a
-		// model_type, which only config.json may tell.
-		return m.Library != "" && (m.Library != "sentence-transformers" || m.Config != nil)
+		// a library that passes with a model_type (sentence-transformers, or
+		// none) waits for config.json, which alone may tell.
+		return m.Library != "" && harness.ListingTellsLibrary(m.Library, m.Config != nil)
 	case compat.ReasonUnsupportedTask:
 		return m.PipelineTag != "" || m.Config != nil
 	}

@@ -245,3 +245,26 @@ func deref[T ~string](p *T) string {
 	}
 	return string(*p)
 }
+
+// TestPreflightConfigRequirement: with the whole config.json read, a model
+// whose task's family requires what its config lacks (an audio-to-audio
+// model that is no codec) is skipped unsupported_task, as the harness
+// would skip it; the listing's excerpt of config.json, which lacks such
+// keys, refuses nothing.
+func TestPreflightConfigRequirement(t *testing.T) {
+	c := Candidate{ID: "org/sep", Revision: "abc", Task: "audio-to-audio", Library: "transformers",
+		Config: map[string]any{"model_type": "sepformer", "architectures": []any{"SepformerModel"}}}
+	if res := Preflight(c); res != nil {
+		t.Errorf("from the listing's excerpt: %+v, want no verdict", res)
+	}
+	c.ConfigRead = true
+	res := Preflight(c)
+	if res == nil || res.Status != compat.StatusSkipped || res.Reason == nil || *res.Reason != compat.ReasonUnsupportedTask ||
+		!strings.Contains(*res.Message, "not an audio codec") {
+		t.Fatalf("with config.json read: %+v", res)
+	}
+	c.Config["codebook_size"] = 1024.0
+	if res := Preflight(c); res != nil {
+		t.Errorf("a codec: %+v, want no verdict", res)
+	}
+}

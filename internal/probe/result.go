@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -184,10 +183,7 @@ func (p *probeRun) finish(res compat.Result) compat.Result {
 	if res.Mode != nil {
 		mode = *res.Mode
 	}
-	res.Repro = compat.Repro(p.req.ModelID, p.req.Revision, res.Target, mode)
-	if n := p.req.ranks(); n > 1 {
-		res.Repro += " --devices " + strconv.Itoa(n)
-	}
+	res.Repro = compat.ReproOn(p.req.ModelID, p.req.Revision, res.Target, mode, p.req.ranks())
 	return res
 }
 

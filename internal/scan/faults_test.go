@@ -15,6 +15,7 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/internal/hub"
 	"github.com/google-pytorch/torchtpu-scanner/internal/hub/hubtest"
 	"github.com/google-pytorch/torchtpu-scanner/internal/scanlock"
+	"github.com/google-pytorch/torchtpu-scanner/internal/testenv"
 	"github.com/google-pytorch/torchtpu-scanner/store"
 	"github.com/google-pytorch/torchtpu-scanner/store/storetest"
 )
@@ -258,6 +259,6 @@ func TestServiceWaitsForAForeignScan(t *testing.T) {
 		t.Errorf("%d scans recorded while another held the lock", len(scans))
 	}
 	other.Release()
-	waitFor(t, func() bool { return f.status(t, "a/1") == compat.StatusPass })
-	waitFor(t, func() bool { st := svc.State(); return !st.Running && !st.Foreign })
+	testenv.Eventually(t, "the condition", 10*time.Second, func() bool { return f.status(t, "a/1") == compat.StatusPass })
+	testenv.Eventually(t, "the condition", 10*time.Second, func() bool { st := svc.State(); return !st.Running && !st.Foreign })
 }

@@ -146,6 +146,7 @@ func (r *run) newJob(rank int, j *entry) store.NewJob {
 		ModelID: j.info.ID, Revision: j.info.SHA, Task: j.info.PipelineTag, Target: r.target, Mode: j.plan.Mode,
 		Files: j.files, InputFiles: j.inputs, PlanNote: planNote(j), MemoryBudgetBytes: j.plan.Budget, NoTrain: j.plan.NoTrain,
 		TimeoutS: r.opts.Timeout.Seconds(), Previous: prev, Devices: j.plan.Devices,
+		Serve: j.plan.Mode == compat.ModeFull && r.declaredServed(j),
 	}}
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/internal/hub"
 	"github.com/google-pytorch/torchtpu-scanner/internal/proctest"
 	"github.com/google-pytorch/torchtpu-scanner/internal/scanlock"
+	"github.com/google-pytorch/torchtpu-scanner/internal/testenv"
 	"github.com/google-pytorch/torchtpu-scanner/store"
 )
 
@@ -51,7 +52,7 @@ func TestAFleetScanPastItsDeadlineEnds(t *testing.T) {
 	}
 	l.Release()
 	close(iw.hold) // the probe in flight finishes after the deadline
-	waitFor(t, func() bool { c, _ := f.store.ScanJobs(ctx, sc.ID); return c.Done == 1 })
+	testenv.Eventually(t, "the condition", 10*time.Second, func() bool { c, _ := f.store.ScanJobs(ctx, sc.ID); return c.Done == 1 })
 	if h, _ := f.store.History(ctx, "d/a", "", 10); len(h) != 1 {
 		t.Errorf("d/a: %d results, want its one", len(h))
 	}
@@ -109,7 +110,7 @@ func TestAFleetScanReplansAfterARollout(t *testing.T) {
 			old.hold <- struct{}{}
 			taken.Add(1)
 		}
-		waitFor(t, func() bool { old.mu.Lock(); defer old.mu.Unlock(); return len(old.posted) == 2 })
+		testenv.Eventually(t, "the condition", 10*time.Second, func() bool { old.mu.Lock(); defer old.mu.Unlock(); return len(old.posted) == 2 })
 		stopOld()
 		if err := d.Leave(context.Background(), fleet.LeaveRequest{WorkerID: old.w.ID}); err != nil {
 			t.Error(err)
@@ -216,7 +217,7 @@ func TestSIGTERMIsNotAFailure(t *testing.T) {
 	if err := svc.Request("manual"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, func() bool { return len(iw.leased()) > 0 })
+	testenv.Eventually(t, "the condition", 10*time.Second, func() bool { return len(iw.leased()) > 0 })
 	cancel()
 	<-done
 	out := buf.String()
@@ -228,7 +229,7 @@ func TestSIGTERMIsNotAFailure(t *testing.T) {
 // waitQueued waits until the newest scan has queued n jobs.
 func waitQueued(t *testing.T, st *store.SQLite, n int) {
 	t.Helper()
-	waitFor(t, func() bool {
+	testenv.Eventually(t, "the condition", 10*time.Second, func() bool {
 		scans, _ := st.ListScans(context.Background(), 1)
 		if len(scans) == 0 {
 			return false

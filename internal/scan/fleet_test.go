@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -19,6 +20,8 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/internal/fleet"
 	"github.com/google-pytorch/torchtpu-scanner/internal/hub"
 	"github.com/google-pytorch/torchtpu-scanner/internal/readiness"
+	"github.com/google-pytorch/torchtpu-scanner/internal/serving"
+	"github.com/google-pytorch/torchtpu-scanner/internal/testenv"
 	"github.com/google-pytorch/torchtpu-scanner/store"
 )
 
@@ -28,7 +31,10 @@ type inProcessWorker struct {
 	d      *dispatch.Dispatcher
 	w      fleet.Worker
 	answer func(fleet.Job) compat.Status
-	hold   chan struct{} // when set, a job waits for it before its result
+	// serving, when set, is the serving verdict posted with a job's result
+	// (nil for none), as a worker with --vllm-python posts it.
+	serving func(fleet.Job) *compat.ServingMeasured
+	hold    chan struct{} // when set, a job waits for it before its result
 
 	mu     sync.Mutex
 	jobs   []fleet.Job
@@ -59,7 +65,11 @@ func (iw *inProcessWorker) run(ctx context.Context) {
 			}
 			res := compat.Result{Target: l.Job.Target, Status: st, Stage: compat.Ptr(compat.StageGenerate), Mode: compat.Ptr(l.Job.Mode),
 				Revision: l.Job.Revision, TestedAt: time.Now().UTC(), Runtime: iw.w.Runtime}
-			err := iw.d.Result(ctx, fleet.ResultRequest{LeaseID: l.ID, WorkerID: iw.w.ID, ModelID: l.Job.ModelID, Result: res})
+			req := fleet.ResultRequest{LeaseID: l.ID, WorkerID: iw.w.ID, ModelID: l.Job.ModelID, Result: res}
+			if iw.serving != nil {
+				req.Serving = iw.serving(l.Job)
+			}
+			err := iw.d.Result(ctx, req)
 			iw.mu.Lock()
 			iw.posted = append(iw.posted, err)
 			iw.mu.Unlock()
@@ -167,7 +177,7 @@ func TestAFleetScanWithoutWorkersFailsAndIsRetried(t *testing.T) {
 	if err := svc.Request("manual"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, func() bool {
+	testenv.Eventually(t, "the condition", 10*time.Second, func() bool {
 		scans, _ := f.store.ListScans(ctx, 10)
 		return len(scans) >= 3 // the failed one above, the manual one, and a retry
 	})
@@ -183,7 +193,7 @@ func TestAStoppedFleetScanIsResumed(t *testing.T) {
 	go iw.run(wctx)
 	ctx, stop := context.WithCancel(context.Background())
 	go func() {
-		waitFor(t, func() bool {
+		testenv.Eventually(t, "the condition", 10*time.Second, func() bool {
 			scans, _ := f.store.ListScans(context.Background(), 1)
 			if len(scans) == 0 || len(iw.leased()) == 0 {
 				return false
@@ -226,7 +236,7 @@ func TestAFleetScanStoppedWhilePlanningIsInterrupted(t *testing.T) {
 	go iw.run(wctx)
 	ctx, stop := context.WithCancel(context.Background())
 	go func() {
-		waitFor(t, func() bool { return len(iw.leased()) > 0 })
+		testenv.Eventually(t, "the condition", 10*time.Second, func() bool { return len(iw.leased()) > 0 })
 		stop()
 	}()
 	sc, err := f.s.Run(ctx, Options{Mode: compat.ModeArch, Target: compat.TargetCPU}, Hooks{})
@@ -237,7 +247,7 @@ func TestAFleetScanStoppedWhilePlanningIsInterrupted(t *testing.T) {
 		t.Errorf("jobs %+v: want the leased one left to finish", c)
 	}
 	close(iw.hold) // the worker's result after the stop is taken, once
-	waitFor(t, func() bool { iw.mu.Lock(); defer iw.mu.Unlock(); return len(iw.posted) > 0 })
+	testenv.Eventually(t, "the condition", 10*time.Second, func() bool { iw.mu.Lock(); defer iw.mu.Unlock(); return len(iw.posted) > 0 })
 	if err := iw.posted[0]; err != nil {
 		t.Errorf("the result after the stop: %v, want recorded", err)
 	}
@@ -466,7 +476,7 @@ func TestAFleetScanGivesWay(t *testing.T) {
 		sc, err := f.s.Run(ctx, Options{Mode: compat.ModeArch, Yield: give.Load}, Hooks{})
 		out <- ran{sc, err}
 	}()
-	waitFor(t, func() bool { return len(iw.leased()) == 1 }) // the worker holds a probe
+	testenv.Eventually(t, "the condition", 10*time.Second, func() bool { return len(iw.leased()) == 1 }) // the worker holds a probe
 	give.Store(true)
 	time.Sleep(3 * yieldPoll)
 	close(iw.hold) // the probes in flight finish
@@ -486,6 +496,54 @@ func TestAFleetScanGivesWay(t *testing.T) {
 		_, err := f.store.LatestResult(ctx, m.ID, compat.TargetCPU)
 		if tested := err == nil; tested != (i < 1) {
 			t.Errorf("%s tested %v (%v)", m.ID, tested, err)
+		}
+	}
+}
+
+// A fleet scan asks for the serving probe (fleet.Job.Serve) on the jobs
+// a local scan would run it after: full mode, declared served by the
+// pinned release; a worker's verdict is stored as a local one.
+func TestAFleetScanAsksForTheServingProbe(t *testing.T) {
+	withWeights := func(id, arch string) hub.ModelInfo {
+		m := model(id, "text-generation", "transformers")
+		m.Config = map[string]any{"architectures": []any{arch}, "model_type": "llama"}
+		m.Siblings = []hub.Sibling{{Name: "config.json", Size: 600}, {Name: "model.safetensors", Size: 1 << 20}}
+		m.FilesMetadata = true
+		return m
+	}
+	archOnly := model("f/arch-llama", "text-generation", "transformers")
+	archOnly.Config = map[string]any{"architectures": []any{"LlamaForCausalLM"}, "model_type": "llama"}
+	f, _, iw := fleetFixture(t, withWeights("f/llama", "LlamaForCausalLM"), withWeights("f/custom", "CustomForCausalLM"), archOnly)
+	f.hub.configs["f/custom"] = `{"architectures":["CustomForCausalLM"],"model_type":"custom"}`
+	f.s.Serving = func(context.Context) (serving.Registry, error) {
+		return serving.Registry{Version: serving.Version, Archs: map[string]compat.ServingKind{"LlamaForCausalLM": compat.ServingGeneration}}, nil
+	}
+	iw.serving = func(j fleet.Job) *compat.ServingMeasured {
+		if !j.Serve {
+			return nil
+		}
+		return &compat.ServingMeasured{Evidence: compat.ServingEvidenceMeasured, Status: "pass", TensorParallelSize: 1, MaxModelLen: 256,
+			MeasuredAt: time.Now().UTC()}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go iw.run(ctx)
+	if _, err := f.s.Run(ctx, Options{Mode: compat.ModeAuto, Target: compat.TargetAuto, Force: true}, Hooks{}); err != nil {
+		t.Fatal(err)
+	}
+	serve := map[string]bool{}
+	for _, j := range iw.leased() {
+		serve[j.ModelID+" "+string(j.Mode)] = j.Serve
+	}
+	if want := map[string]bool{"f/llama full": true, "f/custom full": false, "f/arch-llama arch": false}; !maps.Equal(serve, want) {
+		t.Errorf("jobs' Serve %v, want %v (full mode and declared served only)", serve, want)
+	}
+	if m, err := f.store.ServingResult(ctx, "f/llama"); err != nil || m.Status != "pass" {
+		t.Errorf("f/llama's serving verdict from the worker: %+v %v", m, err)
+	}
+	for _, id := range []string{"f/custom", "f/arch-llama"} {
+		if _, err := f.store.ServingResult(ctx, id); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("%s has a serving verdict: %v", id, err)
 		}
 	}
 }

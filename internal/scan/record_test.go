@@ -14,6 +14,7 @@ import (
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/internal/hub"
+	"github.com/google-pytorch/torchtpu-scanner/internal/testenv"
 	"github.com/google-pytorch/torchtpu-scanner/store"
 )
 
@@ -122,7 +123,7 @@ func TestThePipelinePreparesWithinItsWindow(t *testing.T) {
 		defer f.hub.mu.Unlock()
 		return len(f.hub.downloads)
 	}
-	waitFor(t, func() bool { return fetched() >= 18 })
+	testenv.Eventually(t, "the condition", 10*time.Second, func() bool { return fetched() >= 18 })
 	time.Sleep(200 * time.Millisecond)
 	if n := fetched(); n != 18 {
 		t.Errorf("%d models fetched while the devices are held, want 18", n)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/internal/hub"
+	"github.com/google-pytorch/torchtpu-scanner/internal/testenv"
 	"github.com/google-pytorch/torchtpu-scanner/store"
 )
 
@@ -98,7 +99,7 @@ func TestRequestsRunWhenTheServiceIsIdle(t *testing.T) {
 	if err := svc.Request("schedule"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, func() bool { return svc.State().Running })
+	testenv.Eventually(t, "the condition", 10*time.Second, func() bool { return svc.State().Running })
 	// Requests come while the scheduled scan runs, and another scan queues.
 	reqs.add("req/a", "req/b", "req/c")
 	svc.NotifyRequest()
@@ -110,7 +111,7 @@ func TestRequestsRunWhenTheServiceIsIdle(t *testing.T) {
 		t.Fatalf("requests claimed while a scan ran: %v", claimed)
 	}
 	close(block)
-	waitFor(t, func() bool { _, done := reqs.snapshot(); return len(done) == 2 })
+	testenv.Eventually(t, "the condition", 10*time.Second, func() bool { _, done := reqs.snapshot(); return len(done) == 2 })
 	claimed, done := reqs.snapshot()
 	if want := [][]string{{"req/a", "req/b"}, {"req/c"}}; len(claimed) != 2 || !slices.Equal(claimed[0], want[0]) || !slices.Equal(claimed[1], want[1]) {
 		t.Errorf("claimed %v, want %v", claimed, want)
@@ -152,7 +153,7 @@ func TestRequestsWaitOutAHubOutage(t *testing.T) {
 	svc.RetryAfter = time.Hour
 	svc.ServeRequests(reqs)
 	runService(t, svc)
-	waitFor(t, func() bool { _, done := reqs.snapshot(); return len(done) == 1 })
+	testenv.Eventually(t, "the condition", 10*time.Second, func() bool { _, done := reqs.snapshot(); return len(done) == 1 })
 	time.Sleep(100 * time.Millisecond) // five polls: none may try again within the hour
 	claimed, done := reqs.snapshot()
 	if len(claimed) != 1 || len(done) != 1 || !done[0].again || !errors.Is(done[0].err, ErrHub) {
@@ -256,13 +257,13 @@ func TestRequestedProbesGiveWayToAWaitingScan(t *testing.T) {
 	svc.ServeRequests(reqs)
 	runService(t, svc)
 
-	waitFor(t, func() bool { return len(probeEvents(f)) >= 1 }) // req/0 is being probed
+	testenv.Eventually(t, "the condition", 10*time.Second, func() bool { return len(probeEvents(f)) >= 1 }) // req/0 is being probed
 	before := len(probeEvents(f))
 	asking := time.Now()
 	if err := svc.Request("manual"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, func() bool { return slices.Contains(probeEvents(f), "top/1") })
+	testenv.Eventually(t, "the condition", 10*time.Second, func() bool { return slices.Contains(probeEvents(f), "top/1") })
 	waited := time.Since(asking)
 	ev := probeEvents(f)
 	top := slices.Index(ev, "top/1")
@@ -274,7 +275,7 @@ func TestRequestedProbesGiveWayToAWaitingScan(t *testing.T) {
 	}
 	// Every request is tested in the end, once (the fake queue puts the
 	// whole batch back; the one probed is unchanged the second time).
-	waitFor(t, func() bool { _, done := reqs.snapshot(); return len(done) >= 2 && !done[len(done)-1].again })
+	testenv.Eventually(t, "the condition", 10*time.Second, func() bool { _, done := reqs.snapshot(); return len(done) >= 2 && !done[len(done)-1].again })
 	ev = probeEvents(f)
 	for _, id := range asked {
 		if n := countOf(ev, id); n != 1 {
@@ -309,16 +310,16 @@ func TestRequestedProbesTakeABoundedShare(t *testing.T) {
 	svc.RequestBatch, svc.RequestShare, svc.RequestPoll = 1, 0.5, 10*time.Millisecond
 	svc.ServeRequests(reqs)
 	runService(t, svc)
-	waitFor(t, func() bool { _, done := reqs.snapshot(); return len(done) == 1 })
+	testenv.Eventually(t, "the condition", 10*time.Second, func() bool { _, done := reqs.snapshot(); return len(done) == 1 })
 	asked := time.Now()
 	if err := svc.Request("manual"); err != nil { // in the pause after req/a
 		t.Fatal(err)
 	}
-	waitFor(t, func() bool { return slices.Contains(probeEvents(f), "top/1") })
+	testenv.Eventually(t, "the condition", 10*time.Second, func() bool { return slices.Contains(probeEvents(f), "top/1") })
 	if d := time.Since(asked); d > time.Second {
 		t.Errorf("a scan asked for in the requests' pause waited %v", d)
 	}
-	waitFor(t, func() bool { _, done := reqs.snapshot(); return len(done) == 3 })
+	testenv.Eventually(t, "the condition", 10*time.Second, func() bool { _, done := reqs.snapshot(); return len(done) == 3 })
 	scans, err := f.store.ListScans(context.Background(), 10)
 	if err != nil {
 		t.Fatal(err)

@@ -96,7 +96,7 @@ type Scanner struct {
 	// still holds (serveProbe), in the snapshot folder dir that probe
 	// read; res is that probe's result. An error says it could not start
 	// (no snapshot): nothing is stored.
-	ServeProbe func(ctx context.Context, dir string, res compat.Result) (serving.Measured, error)
+	ServeProbe func(ctx context.Context, dir string, res compat.Result) (compat.ServingMeasured, error)
 }
 
 func (s *Scanner) now() time.Time {
@@ -406,6 +406,7 @@ func (r *run) fetch(ctx context.Context, j *entry, cand preflight.Candidate, in 
 	}
 	j.snapshot = dir
 	cand.Config, cand.ConfigErr = preflight.ReadConfig(filepath.Join(dir, "config.json"))
+	cand.ConfigRead = cand.ConfigErr == nil
 	if _, ok := hub.IsCapError(cand.ConfigErr); ok {
 		return r.decided(j, probestep.FetchFailed(cand.ConfigErr))
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/internal/hub"
 	"github.com/google-pytorch/torchtpu-scanner/internal/probe"
+	"github.com/google-pytorch/torchtpu-scanner/internal/testenv"
 	"github.com/google-pytorch/torchtpu-scanner/store"
 	"github.com/google-pytorch/torchtpu-scanner/store/storetest"
 )
@@ -485,7 +486,7 @@ func TestServiceQueuesOneScanAtATime(t *testing.T) {
 	if err := svc.Request("manual"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, func() bool { return svc.State().Running })
+	testenv.Eventually(t, "the condition", 10*time.Second, func() bool { return svc.State().Running })
 	if err := svc.Request("manual"); err != nil {
 		t.Fatalf("second request while one runs: %v", err)
 	}
@@ -493,7 +494,7 @@ func TestServiceQueuesOneScanAtATime(t *testing.T) {
 		t.Fatalf("third request: %v, want ErrQueued", err)
 	}
 	close(f.prober.block)
-	waitFor(t, func() bool { st := svc.State(); return !st.Running && !st.Queued })
+	testenv.Eventually(t, "the condition", 10*time.Second, func() bool { st := svc.State(); return !st.Running && !st.Queued })
 	scans, err := f.store.ListScans(context.Background(), 10)
 	if err != nil || len(scans) != 2 {
 		t.Fatalf("scans %d %v", len(scans), err)
@@ -502,17 +503,6 @@ func TestServiceQueuesOneScanAtATime(t *testing.T) {
 	<-done
 	if err := svc.Request("manual"); !errors.Is(err, ErrStopped) {
 		t.Errorf("request after stop: %v", err)
-	}
-}
-
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not reached")
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }
 
@@ -526,15 +516,15 @@ func TestServiceRetriesWhenTheHubIsDown(t *testing.T) {
 	if err := svc.Request("startup"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, func() bool { return svc.State().HubError != "" })
+	testenv.Eventually(t, "the condition", 10*time.Second, func() bool { return svc.State().HubError != "" })
 	if got := svc.State().HubError; strings.Contains(got, "expand") || !strings.Contains(got, "connection refused") {
 		t.Errorf("banner text %q: want the cause without the listing query", got)
 	}
 	f.hub.mu.Lock()
 	f.hub.listErr = nil // the Hub is back
 	f.hub.mu.Unlock()
-	waitFor(t, func() bool { return f.status(t, "a/1") == compat.StatusPass })
-	waitFor(t, func() bool { return svc.State().HubError == "" })
+	testenv.Eventually(t, "the condition", 10*time.Second, func() bool { return f.status(t, "a/1") == compat.StatusPass })
+	testenv.Eventually(t, "the condition", 10*time.Second, func() bool { return svc.State().HubError == "" })
 	scans, _ := f.store.ListScans(context.Background(), 10)
 	if len(scans) < 2 || scans[0].Trigger != "retry" || scans[len(scans)-1].Status != store.ScanFailed {
 		t.Errorf("scans: %+v", scans)

@@ -33,13 +33,13 @@ func TestScanRunsServingProbe(t *testing.T) {
 	f := newFixture(t, llama("org/serves"), llama("org/noload"), llama("org/custom"))
 	f.hub.configs["org/custom"] = `{"architectures":["CustomForCausalLM"],"model_type":"custom"}`
 	f.s.Serving = func(context.Context) (serving.Registry, error) {
-		return serving.Registry{Version: serving.Version, Archs: map[string]serving.Kind{"LlamaForCausalLM": serving.KindGeneration}}, nil
+		return serving.Registry{Version: serving.Version, Archs: map[string]compat.ServingKind{"LlamaForCausalLM": compat.ServingGeneration}}, nil
 	}
 	ref := &measure.Reference{PromptTokenIDs: []int{1, 2, 3}, Tokens: []int{5, 6, 7, 8, 9, 10}}
 	behaviour := map[string]string{"org/serves": "ok", "org/noload": "load_error"}
 	var asked []string
 	var probed []compat.Result
-	f.s.ServeProbe = func(ctx context.Context, dir string, res compat.Result) (serving.Measured, error) {
+	f.s.ServeProbe = func(ctx context.Context, dir string, res compat.Result) (compat.ServingMeasured, error) {
 		// the folder the probe read (the fake Hub's org/NAME/sha-NAME), where the stand-in reads how to behave
 		id := "org/" + filepath.Base(filepath.Dir(dir))
 		if want := filepath.Join(f.hub.dir, id, "sha-"+filepath.Base(id)); dir != want {
@@ -73,7 +73,7 @@ func TestScanRunsServingProbe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Evidence != serving.EvidenceMeasured || got.Status != string(compat.StatusPass) || got.Metrics.AgreedTokens == nil ||
+	if got.Evidence != compat.ServingEvidenceMeasured || got.Status != string(compat.StatusPass) || got.Metrics.AgreedTokens == nil ||
 		*got.Metrics.AgreedTokens != len(ref.Tokens) || got.Metrics.TokensPerS == nil || got.Metrics.LoadS == nil ||
 		got.Runtime.Key() != "0.29.0~"+deref(got.Runtime.Torch)+"~"+deref(got.Runtime.TorchTPU)+"~"+deref(got.Runtime.Libtpu) ||
 		got.MeasuredAt.IsZero() {

@@ -15,6 +15,7 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/internal/proctest"
 	"github.com/google-pytorch/torchtpu-scanner/internal/scanlock"
+	"github.com/google-pytorch/torchtpu-scanner/internal/testenv"
 	"github.com/google-pytorch/torchtpu-scanner/store"
 )
 
@@ -104,8 +105,8 @@ func TestServiceHubDownBackoff(t *testing.T) {
 	}
 	setDown(false)
 	last.fire <- time.Now() // the retry reaches the Hub
-	waitFor(t, func() bool { return f.status(t, "a/1") == compat.StatusPass })
-	waitFor(t, func() bool { return !svc.State().Running })
+	testenv.Eventually(t, "the condition", 10*time.Second, func() bool { return f.status(t, "a/1") == compat.StatusPass })
+	testenv.Eventually(t, "the condition", 10*time.Second, func() bool { return !svc.State().Running })
 	setDown(true)
 	if err := svc.Request("manual"); err != nil {
 		t.Fatal(err)
@@ -143,7 +144,7 @@ func TestScheduledScanRuns(t *testing.T) {
 	}
 	runService(t, svc)
 	var scans []store.Scan
-	waitFor(t, func() bool {
+	testenv.Eventually(t, "the condition", 10*time.Second, func() bool {
 		var err error
 		scans, err = f.store.ListScans(context.Background(), 10)
 		if err != nil {
@@ -270,10 +271,10 @@ func TestRetryLogsADroppedRetry(t *testing.T) {
 		nextWait(t, waits).fire <- time.Now()
 		const dropped = `msg="retry scan not queued" reason="a scan is already queued"`
 		if waiting {
-			waitFor(t, func() bool { return strings.Contains(buf.String(), dropped) })
+			testenv.Eventually(t, "the condition", 10*time.Second, func() bool { return strings.Contains(buf.String(), dropped) })
 			continue
 		}
-		waitFor(t, func() bool { return len(svc.queue) == 1 })
+		testenv.Eventually(t, "the condition", 10*time.Second, func() bool { return len(svc.queue) == 1 })
 		if trigger := <-svc.queue; trigger != "retry" {
 			t.Errorf("queued %q, want retry", trigger)
 		}

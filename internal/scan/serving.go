@@ -46,13 +46,18 @@ func (r *run) declareServing(ctx context.Context) {
 }
 
 // loadServing keeps the pinned release's registry for the scan's serving
-// probes (serveProbe); without Scanner.ServeProbe it reads nothing.
+// probes (serveProbe, or a fleet job's Serve: declaredServed); without
+// Scanner.ServeProbe or a fleet it reads nothing.
 func (r *run) loadServing(ctx context.Context) {
-	if r.s.ServeProbe == nil {
+	if r.s.ServeProbe == nil && r.s.Fleet == nil {
 		return
 	}
 	reg, err := r.s.Store.ServingRegistry(ctx, serving.Version)
-	if err != nil {
+	switch {
+	case err != nil && r.s.ServeProbe == nil: // a fleet's server: its workers are asked for none
+		r.s.log().Info("serving registry not read: the fleet's jobs ask for no serving probe", "version", serving.Version, "err", err)
+		return
+	case err != nil:
 		r.s.log().Warn("serving probe: no registry, so no model is declared served and none is probed", "version", serving.Version, "err", err)
 		return
 	}
@@ -66,11 +71,8 @@ func (r *run) loadServing(ctx context.Context) {
 // config.json's architectures); nil when it did not run, could not start,
 // or was cut by the scan's end (a verdict the shutdown made is not
 // stored). The time counts as the devices' busy time.
-func (r *run) serveProbe(ctx context.Context, held []int, j *entry, res compat.Result) *serving.Measured {
-	if r.s.ServeProbe == nil || r.serving == nil || res.Mode == nil || *res.Mode != compat.ModeFull || ctx.Err() != nil {
-		return nil
-	}
-	if cell, ok := serving.Declare(*r.serving, j.info.ID, readiness.Architectures(j.config), nil); !ok || !cell.Served {
+func (r *run) serveProbe(ctx context.Context, held []int, j *entry, res compat.Result) *compat.ServingMeasured {
+	if r.s.ServeProbe == nil || res.Mode == nil || *res.Mode != compat.ModeFull || ctx.Err() != nil || !r.declaredServed(j) {
 		return nil
 	}
 	start := time.Now()
@@ -89,9 +91,21 @@ func (r *run) serveProbe(ctx context.Context, held []int, j *entry, res compat.R
 	return &m
 }
 
+// declaredServed says the pinned release's registry (as loadServing
+// kept it) declares model j served (serving.Declare over its config.json's
+// architectures): the models a serving probe is run on, here or on a
+// fleet's worker (fleet.Job.Serve). False without a registry.
+func (r *run) declaredServed(j *entry) bool {
+	if r.serving == nil {
+		return false
+	}
+	cell, ok := serving.Declare(*r.serving, j.info.ID, readiness.Architectures(j.config), nil)
+	return ok && cell.Served
+}
+
 // putServing stores a measured serving verdict (nil: none) beside the
 // model's result, never in its place; a failure is logged.
-func (r *run) putServing(ctx context.Context, j *entry, m *serving.Measured) {
+func (r *run) putServing(ctx context.Context, j *entry, m *compat.ServingMeasured) {
 	if m == nil {
 		return
 	}

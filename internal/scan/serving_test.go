@@ -23,7 +23,7 @@ func TestScanDeclaresServing(t *testing.T) {
 		if fail {
 			return serving.Registry{}, errors.New("index unreachable")
 		}
-		return serving.Registry{Version: serving.Version, VLLMVersion: "v", Archs: map[string]serving.Kind{"LlamaForCausalLM": serving.KindGeneration}}, nil
+		return serving.Registry{Version: serving.Version, VLLMVersion: "v", Archs: map[string]compat.ServingKind{"LlamaForCausalLM": compat.ServingGeneration}}, nil
 	}
 	opts := Options{Target: compat.TargetAuto, Mode: compat.ModeArch, Limit: 100, Force: true}
 	ctx := context.Background()
@@ -40,7 +40,7 @@ func TestScanDeclaresServing(t *testing.T) {
 		}
 	}
 	reg, err := f.store.ServingRegistry(ctx, serving.Version)
-	if err != nil || reg.Archs["LlamaForCausalLM"] != serving.KindGeneration || reg.VLLMVersion != "v" {
+	if err != nil || reg.Archs["LlamaForCausalLM"] != compat.ServingGeneration || reg.VLLMVersion != "v" {
 		t.Errorf("stored %+v, %v", reg, err)
 	}
 }

@@ -51,7 +51,7 @@ type Store interface {
 	// PutServingResult keeps a model's newest measured serving verdict,
 	// beside its results (never one of them); store.ErrNotFound for an
 	// unknown model.
-	PutServingResult(ctx context.Context, modelID string, m serving.Measured) error
+	PutServingResult(ctx context.Context, modelID string, m compat.ServingMeasured) error
 }
 
 var _ Store = (*store.SQLite)(nil)

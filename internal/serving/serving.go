@@ -4,7 +4,7 @@
 // architecture names to vLLM's implementations), read from its wheel
 // without importing it (wheel.go). It is the one owner of the pin
 // (Package, Version), of which registry table means which kind of model
-// (Kinds), and of a model's serving cell (Declare): served or not, as what,
+// (compat.ServingKinds), and of a model's serving cell (Declare): served or not, as what,
 // and the command that would serve it. Everything here is pure but the
 // wheel's fetch and read.
 package serving
@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/internal/readiness"
 )
 
@@ -24,39 +25,19 @@ const (
 	Version = "0.29.0"
 )
 
-// Kind is what vLLM serves an architecture as.
-type Kind string
-
-// The kinds: text generation (the generate runner), pooling (embeddings,
-// rerankers, classifiers, reward models: the pooling runner), and
-// multimodal (generation with image, audio or video inputs).
-const (
-	KindGeneration Kind = "generation"
-	KindPooling    Kind = "pooling"
-	KindMultimodal Kind = "multimodal"
-)
-
-// Kinds are the kinds in the order an architecture listed in several
-// tables takes them: vLLM's default runner for an architecture it can
-// both generate and pool with is the generate runner.
-var Kinds = []Kind{KindGeneration, KindMultimodal, KindPooling}
-
-// Valid reports whether k is one of Kinds.
-func (k Kind) Valid() bool { return slices.Contains(Kinds, k) }
-
 // tableKinds says which registry table (a dict of vllm's
 // model_executor/models/registry.py) declares which kind. A table not
 // named here is not a way to serve a model on its own: speculative-decoding
 // drafts, vLLM's own Transformers-backend class names, the removed and the
 // out-of-tree lists, and _VLLM_MODELS (the union of the others).
-var tableKinds = map[string]Kind{
-	"_TEXT_GENERATION_MODELS":         KindGeneration,
-	"_MULTIMODAL_MODELS":              KindMultimodal,
-	"_EMBEDDING_MODELS":               KindPooling,
-	"_LATE_INTERACTION_MODELS":        KindPooling,
-	"_REWARD_MODELS":                  KindPooling,
-	"_TOKEN_CLASSIFICATION_MODELS":    KindPooling,
-	"_SEQUENCE_CLASSIFICATION_MODELS": KindPooling,
+var tableKinds = map[string]compat.ServingKind{
+	"_TEXT_GENERATION_MODELS":         compat.ServingGeneration,
+	"_MULTIMODAL_MODELS":              compat.ServingMultimodal,
+	"_EMBEDDING_MODELS":               compat.ServingPooling,
+	"_LATE_INTERACTION_MODELS":        compat.ServingPooling,
+	"_REWARD_MODELS":                  compat.ServingPooling,
+	"_TOKEN_CLASSIFICATION_MODELS":    compat.ServingPooling,
+	"_SEQUENCE_CLASSIFICATION_MODELS": compat.ServingPooling,
 	"_TRANSFORMERS_SUPPORTED_MODELS":  "", // by class: see transformersKind
 }
 
@@ -64,22 +45,22 @@ var tableKinds = map[string]Kind{
 // Transformers backend: the backend class says (Transformers…ForCausalLM
 // generates, TransformersMultiModal… takes images, …EmbeddingModel and
 // …ForSequenceClassification pool).
-func transformersKind(class string) Kind {
+func transformersKind(class string) compat.ServingKind {
 	switch {
 	case strings.Contains(class, "Embedding") || strings.Contains(class, "Classification"):
-		return KindPooling
+		return compat.ServingPooling
 	case strings.Contains(class, "MultiModal"):
-		return KindMultimodal
+		return compat.ServingMultimodal
 	}
-	return KindGeneration
+	return compat.ServingGeneration
 }
 
 // Registry is what one vllm-torchtpu release declares: the kind of each
 // architecture its vLLM serves.
 type Registry struct {
-	Version     string          // vllm-torchtpu's version
-	VLLMVersion string          // the vLLM it carries ("" when the wheel does not say)
-	Archs       map[string]Kind // architecture → kind
+	Version     string                        // vllm-torchtpu's version
+	VLLMVersion string                        // the vLLM it carries ("" when the wheel does not say)
+	Archs       map[string]compat.ServingKind // architecture → kind
 }
 
 // Entry is one row of a registry table: the architecture, and the module
@@ -93,8 +74,8 @@ type Entry struct {
 // empty: a vLLM that renamed its tables must be looked at, not read as
 // serving nothing.
 func FromTables(version, vllmVersion string, tables map[string][]Entry) (Registry, error) {
-	r := Registry{Version: version, VLLMVersion: vllmVersion, Archs: map[string]Kind{}}
-	rank := func(k Kind) int { return slices.Index(Kinds, k) }
+	r := Registry{Version: version, VLLMVersion: vllmVersion, Archs: map[string]compat.ServingKind{}}
+	rank := func(k compat.ServingKind) int { return slices.Index(compat.ServingKinds, k) }
 	for name, fixed := range tableKinds {
 		rows, ok := tables[name]
 		if !ok {
@@ -116,52 +97,7 @@ func FromTables(version, vllmVersion string, tables map[string][]Entry) (Registr
 	return r, nil
 }
 
-// Evidence of a serving cell.
-const (
-	// EvidenceDeclared: the pinned release's vLLM registry lists (or does
-	// not list) the model's architecture; nothing was run.
-	EvidenceDeclared = "declared"
-)
-
-// Cell is a model's serving cell.
-type Cell struct {
-	Evidence    string `json:"evidence"`
-	Package     string `json:"package"`
-	Version     string `json:"version"`
-	VLLMVersion string `json:"vllm_version,omitempty"`
-	// Served says the registry lists one of the model's architectures;
-	// Architecture is the first that it lists and Kind what it is served
-	// as (both null when not served).
-	Served       bool    `json:"served"`
-	Kind         *Kind   `json:"kind"`
-	Architecture *string `json:"architecture"`
-	// Architectures are the model's, from its config.json.
-	Architectures []string `json:"architectures"`
-	// TensorParallelSize is --tensor-parallel-size per TPU generation
-	// (TensorParallel of readiness's min_devices); MaxModelLen is
-	// --max-model-len (readiness's context_tokens), null when unknown.
-	TensorParallelSize map[string]int `json:"tensor_parallel_size"`
-	MaxModelLen        *int64         `json:"max_model_len"`
-	// Command serves it on CommandGeneration's chips; null when not served.
-	Command *string `json:"command"`
-	// Measured is the model's newest measured serving verdict (a scan
-	// with --vllm-python ran vLLM-TorchTPU on it); null when none. It
-	// outranks the declared verdict where one verdict is asked for
-	// (Verdict).
-	Measured *Measured `json:"measured"`
-}
-
-// Verdict is the cell's one verdict, the measured one first: pass says
-// the model serves (measured: the serving probe passed; declared: the
-// registry lists it), and evidence which tier said so.
-func (c Cell) Verdict() (pass bool, evidence string) {
-	if c.Measured != nil {
-		return c.Measured.Status == "pass", EvidenceMeasured
-	}
-	return c.Served, c.Evidence
-}
-
-// CommandGeneration is the TPU generation Cell.Command is written for (the
+// CommandGeneration is the TPU generation compat.ServingCell.Command is written for (the
 // table's chips column counts the same).
 const CommandGeneration = "v6e"
 
@@ -182,11 +118,11 @@ func TensorParallel(minDevices int) int {
 // decides), and the command that would serve it, sized by its readiness
 // (nil when not computed). ok is false when nothing can be said: no
 // architectures known.
-func Declare(reg Registry, id string, archs []string, r *readiness.Readiness) (Cell, bool) {
+func Declare(reg Registry, id string, archs []string, r *readiness.Readiness) (compat.ServingCell, bool) {
 	if len(archs) == 0 {
-		return Cell{}, false
+		return compat.ServingCell{}, false
 	}
-	c := Cell{Evidence: EvidenceDeclared, Package: Package, Version: reg.Version, VLLMVersion: reg.VLLMVersion,
+	c := compat.ServingCell{Evidence: compat.ServingEvidenceDeclared, Package: Package, Version: reg.Version, VLLMVersion: reg.VLLMVersion,
 		Architectures: slices.Clone(archs), TensorParallelSize: map[string]int{}}
 	for _, a := range archs {
 		if k, ok := reg.Archs[a]; ok {

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/internal/readiness"
 )
 
@@ -36,11 +37,11 @@ func TestFromTablesKinds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]Kind{
-		"LlamaForCausalLM": KindGeneration, "Qwen2ForCausalLM": KindGeneration, "BertModel": KindPooling,
-		"Qwen2ForRewardModel": KindPooling, "Gemma3ForConditionalGeneration": KindMultimodal,
-		"Qwen2VLForConditionalGeneration": KindMultimodal, "Olmo2ForCausalLM": KindGeneration,
-		"Emu3ForConditionalGeneration": KindMultimodal, "FooModel": KindPooling,
+	want := map[string]compat.ServingKind{
+		"LlamaForCausalLM": compat.ServingGeneration, "Qwen2ForCausalLM": compat.ServingGeneration, "BertModel": compat.ServingPooling,
+		"Qwen2ForRewardModel": compat.ServingPooling, "Gemma3ForConditionalGeneration": compat.ServingMultimodal,
+		"Qwen2VLForConditionalGeneration": compat.ServingMultimodal, "Olmo2ForCausalLM": compat.ServingGeneration,
+		"Emu3ForConditionalGeneration": compat.ServingMultimodal, "FooModel": compat.ServingPooling,
 	}
 	wantKinds(t, r, want) // drafts and backend class names are not served alone
 	if r.Version != "9.9.9" || r.VLLMVersion != "9.9.8" {
@@ -71,8 +72,8 @@ func TestTensorParallel(t *testing.T) {
 func ptr[T any](v T) *T { return &v }
 
 func TestDeclare(t *testing.T) {
-	reg := Registry{Version: "0.29.0", VLLMVersion: "0.29.0", Archs: map[string]Kind{
-		"LlamaForCausalLM": KindGeneration, "Qwen3MoeForCausalLM": KindGeneration, "BertModel": KindPooling}}
+	reg := Registry{Version: "0.29.0", VLLMVersion: "0.29.0", Archs: map[string]compat.ServingKind{
+		"LlamaForCausalLM": compat.ServingGeneration, "Qwen3MoeForCausalLM": compat.ServingGeneration, "BertModel": compat.ServingPooling}}
 	llama := &readiness.Readiness{MinDevices: map[string]int{"v5e": 3, "v6e": 2, "v7x": 1}, ContextTokens: ptr[int64](8192)}
 	moe := &readiness.Readiness{MinDevices: map[string]int{"v6e": 7}, ContextTokens: ptr[int64](32768),
 		Hints: []readiness.Hint{{Code: readiness.HintMoEDynamicRouting}}}
@@ -84,20 +85,20 @@ func TestDeclare(t *testing.T) {
 		r      *readiness.Readiness
 		ok     bool
 		served bool
-		kind   Kind
+		kind   compat.ServingKind
 		arch   string
 		cmd    string
 		tp     map[string]int
 	}{
 		{"no architectures", nil, llama, false, false, "", "", "", nil},
-		{"llama", []string{"LlamaForCausalLM"}, llama, true, true, KindGeneration, "LlamaForCausalLM",
+		{"llama", []string{"LlamaForCausalLM"}, llama, true, true, compat.ServingGeneration, "LlamaForCausalLM",
 			"vllm serve org/m --tensor-parallel-size 2 --max-model-len 8192", map[string]int{"v5e": 4, "v6e": 2, "v7x": 1}},
-		{"the first listed decides", []string{"Custom", "BertModel", "LlamaForCausalLM"}, nil, true, true, KindPooling, "BertModel",
+		{"the first listed decides", []string{"Custom", "BertModel", "LlamaForCausalLM"}, nil, true, true, compat.ServingPooling, "BertModel",
 			"vllm serve org/m", map[string]int{}},
 		{"not listed", []string{"BartForConditionalGeneration"}, llama, true, false, "", "", "", map[string]int{"v5e": 4, "v6e": 2, "v7x": 1}},
-		{"moe on 8", []string{"Qwen3MoeForCausalLM"}, moe, true, true, KindGeneration, "Qwen3MoeForCausalLM",
+		{"moe on 8", []string{"Qwen3MoeForCausalLM"}, moe, true, true, compat.ServingGeneration, "Qwen3MoeForCausalLM",
 			"vllm serve org/m --tensor-parallel-size 8 --max-model-len 32768 --enable-expert-parallel", map[string]int{"v6e": 8}},
-		{"moe under 8 chips: no expert parallelism", []string{"Qwen3MoeForCausalLM"}, smallMoE, true, true, KindGeneration, "Qwen3MoeForCausalLM",
+		{"moe under 8 chips: no expert parallelism", []string{"Qwen3MoeForCausalLM"}, smallMoE, true, true, compat.ServingGeneration, "Qwen3MoeForCausalLM",
 			"vllm serve org/m --tensor-parallel-size 4 --max-model-len 4096", map[string]int{"v6e": 4}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -108,7 +109,7 @@ func TestDeclare(t *testing.T) {
 			if !ok {
 				return
 			}
-			if c.Evidence != EvidenceDeclared || c.Package != Package || c.Version != "0.29.0" || c.Served != tt.served {
+			if c.Evidence != compat.ServingEvidenceDeclared || c.Package != Package || c.Version != "0.29.0" || c.Served != tt.served {
 				t.Errorf("cell %+v", c)
 			}
 			if (c.Kind == nil) == tt.served || (tt.served && *c.Kind != tt.kind) {
@@ -133,7 +134,7 @@ func TestDeclare(t *testing.T) {
 }
 
 // wantKinds checks that r declares exactly want.
-func wantKinds(t *testing.T, r Registry, want map[string]Kind) {
+func wantKinds(t *testing.T, r Registry, want map[string]compat.ServingKind) {
 	t.Helper()
 	if len(r.Archs) != len(want) {
 		t.Errorf("archs %v, want %v", r.Archs, want)

@@ -1,8 +1,10 @@
 package testenv
 
 import (
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 )
 
 // recorder is a testing.TB that records how Missing ended the test.
@@ -32,5 +34,55 @@ func TestMissing(t *testing.T) {
 		if tt.fail && !strings.Contains(r.failed, "every test must run") {
 			t.Errorf("failure format %q", r.failed)
 		}
+	}
+}
+
+// fatalRecorder is a testing.TB that records a Fatalf instead of ending.
+type fatalRecorder struct {
+	testing.TB
+	fatal string
+}
+
+func (r *fatalRecorder) Helper()                           {}
+func (r *fatalRecorder) Fatalf(format string, args ...any) { r.fatal = fmt.Sprintf(format, args...) }
+
+func TestEventually(t *testing.T) {
+	n := 0
+	Eventually(t, "the third ask", time.Second, func() bool { n++; return n == 3 })
+	if n != 3 {
+		t.Errorf("asked %d times, want 3", n)
+	}
+	r := &fatalRecorder{TB: t}
+	start := time.Now()
+	asks := 0
+	Eventually(r, "never", 150*time.Millisecond, func() bool { asks++; return r.fatal != "" })
+	if took := time.Since(start); !strings.Contains(r.fatal, "timed out after 150ms waiting for never") || took < 150*time.Millisecond || took > 2*time.Second {
+		t.Errorf("fatal %q after %v", r.fatal, took)
+	}
+	// 5, 10, 20, 40, 80, 100 ms: about 6 asks in 150 ms, never a busy loop.
+	if asks < 3 || asks > 10 {
+		t.Errorf("asked %d times in 150 ms", asks)
+	}
+}
+
+func TestSourcesAndCopies(t *testing.T) {
+	src := Sources(t, ".go", ".md")
+	if _, ok := src["internal/testenv/sources.go"]; !ok {
+		t.Error("Sources misses internal/testenv/sources.go")
+	}
+	if _, ok := src["README.md"]; !ok {
+		t.Error("Sources misses README.md")
+	}
+	for path := range src {
+		if strings.HasSuffix(path, "_test.go") || strings.Contains(path, "testdata/") || strings.HasPrefix(path, ".") {
+			t.Errorf("Sources reads %s", path)
+		}
+	}
+	const word = "func Copies(t testing.TB"
+	if got := Copies(t, []string{".go"}, nil, word); len(got) != 1 || got[0] != "internal/testenv/sources.go: "+word {
+		t.Errorf("Copies = %v", got)
+	}
+	if got := Copies(t, []string{".go"}, []string{"internal/testenv/sources.go"}, word); len(got) != 0 {
+		t.Errorf("Copies with the owner left out = %v", got)
 	}
 }

@@ -67,7 +67,7 @@ func TestParseQuery(t *testing.T) {
 		{"target=", Filter{}, ""},
 		{"q=ignored&limit=3", Filter{}, ""},
 		{"kind=runtime", Filter{Kinds: []string{"runtime"}}, ""},
-		{"kind=regresion", Filter{}, `kind "regresion": want one of regression, fix, new, change, flaky, train_regression, train_fix, runtime`},
+		{"kind=regresion", Filter{}, `kind "regresion": want one of regression, fix, new, change, flaky, train_regression, train_fix, serving_regression, serving_fix, serving_new, runtime`},
 		{"target=gpu", Filter{}, "target: unknown target"},
 		{"org=a&org=b", Filter{}, "org: give it once"},
 		{"target=tpu&target=cpu", Filter{}, "target: give it once"},
@@ -249,5 +249,24 @@ func TestParseWebhooksRefuses(t *testing.T) {
 	_, err := ParseWebhooks([]byte(`[{"url": "https://a.example/h", "secret": 12345678901234567890}]`))
 	if err == nil || strings.Contains(err.Error(), "12345678901234567890") {
 		t.Errorf("err %v", err)
+	}
+}
+
+// A webhook may ask for the serving changes alone (kinds of their own):
+// they pass its filter, the inference's and the train step's do not.
+func TestWebhookServingKinds(t *testing.T) {
+	ws, err := ParseWebhooks([]byte(`[{"url": "https://hooks.example.org/s", "secret": "` + secret + `",
+	  "filters": {"kind": ["serving_regression", "serving_fix"]}}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := ws[0].Filters
+	for kind, want := range map[compat.EventKind]bool{
+		compat.EventServingRegression: true, compat.EventServingFix: true, compat.EventServingNew: false,
+		compat.EventRegression: false, compat.EventTrainRegression: false,
+	} {
+		if got := f.Match(Item{ModelID: "org/m", Target: compat.TargetTPU, Kind: string(kind)}); got != want {
+			t.Errorf("a %s change passes %v, want %v", kind, got, want)
+		}
 	}
 }

@@ -24,7 +24,9 @@ import (
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/internal/metrics"
+	"github.com/google-pytorch/torchtpu-scanner/internal/testenv"
 	"github.com/google-pytorch/torchtpu-scanner/internal/watch"
+	"github.com/google-pytorch/torchtpu-scanner/internal/webhook/webhooktest"
 	"github.com/google-pytorch/torchtpu-scanner/store"
 	"github.com/google-pytorch/torchtpu-scanner/store/storetest"
 )
@@ -43,30 +45,6 @@ func TestSign(t *testing.T) {
 	if Sign([]byte("other"), body) == want || Sign([]byte(secret), []byte(`{}`)) == want {
 		t.Error("another secret or body signs the same")
 	}
-}
-
-// signedBy reports whether header is body's HMAC-SHA256 signature with
-// secret, computed here as a receiver would (not by Sign).
-func signedBy(secret, body []byte, header string) bool {
-	m := hmac.New(sha256.New, secret)
-	m.Write(body)
-	return hmac.Equal([]byte(header), []byte("sha256="+hex.EncodeToString(m.Sum(nil))))
-}
-
-// standardSignedBy reports whether h carries body's Standard Webhooks
-// signature with key, computed here as a receiver would (not by
-// SignStandard): base64 HMAC-SHA256 of "id.timestamp.body", a timestamp
-// within 5 minutes of now, and the id the same as X-Scanner-Delivery.
-func standardSignedBy(key, body []byte, h http.Header) bool {
-	id, ts := h.Get("Webhook-Id"), h.Get("Webhook-Timestamp")
-	sec, err := strconv.ParseInt(ts, 10, 64)
-	if err != nil || id == "" || id != h.Get("X-Scanner-Delivery") || strings.Contains(id, ".") ||
-		time.Since(time.Unix(sec, 0)).Abs() > 5*time.Minute {
-		return false
-	}
-	m := hmac.New(sha256.New, key)
-	m.Write([]byte(id + "." + ts + "." + string(body)))
-	return hmac.Equal([]byte(h.Get("Webhook-Signature")), []byte("v1,"+base64.StdEncoding.EncodeToString(m.Sum(nil))))
 }
 
 func TestBackoff(t *testing.T) {
@@ -89,119 +67,6 @@ func TestBackoff(t *testing.T) {
 			t.Errorf("backoff(1) from %v = %v, want %v less at most a tenth", d, got, d)
 		}
 	}
-}
-
-// receiver is a webhook endpoint for tests: it counts every change it
-// accepted by the event's id, checks each signature, and can be down
-// (connection refused), failing (503) or slow.
-type receiver struct {
-	t      *testing.T
-	addr   string
-	secret []byte
-
-	mu      sync.Mutex
-	ln      net.Listener
-	srv     *http.Server
-	got     map[int64]int // event id → deliveries accepted
-	bad     []string
-	tries   atomic.Int64
-	failing atomic.Bool
-	hold    chan struct{} // when set, every request waits for it to close
-	bodies  []Payload
-	headers []http.Header
-}
-
-func newReceiver(t *testing.T) *receiver {
-	r := &receiver{t: t, secret: []byte(secret), got: map[int64]int{}}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.addr = ln.Addr().String()
-	r.serve(ln)
-	t.Cleanup(r.down)
-	return r
-}
-
-func (r *receiver) url() string { return "http://" + r.addr + "/hooks/T000/B000/secretpath" }
-
-func (r *receiver) serve(ln net.Listener) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.ln = ln
-	r.srv = &http.Server{Handler: http.HandlerFunc(r.handle)}
-	go r.srv.Serve(ln)
-}
-
-// down closes the listener: connections are refused.
-func (r *receiver) down() {
-	r.mu.Lock()
-	srv := r.srv
-	r.srv = nil
-	r.mu.Unlock()
-	if srv != nil {
-		srv.Close()
-	}
-}
-
-// up listens again on the same address.
-func (r *receiver) up() {
-	var ln net.Listener
-	var err error
-	for range 50 {
-		if ln, err = net.Listen("tcp", r.addr); err == nil {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if err != nil {
-		r.t.Fatalf("listen again on %s: %v", r.addr, err)
-	}
-	r.serve(ln)
-}
-
-func (r *receiver) handle(w http.ResponseWriter, req *http.Request) {
-	r.tries.Add(1)
-	r.mu.Lock()
-	hold := r.hold
-	r.mu.Unlock()
-	if hold != nil {
-		<-hold
-	}
-	if r.failing.Load() {
-		http.Error(w, "down for maintenance", http.StatusServiceUnavailable)
-		return
-	}
-	body, _ := io.ReadAll(req.Body)
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if !signedBy(r.secret, body, req.Header.Get(SignatureHeader)) {
-		r.bad = append(r.bad, "bad signature: "+req.Header.Get(SignatureHeader))
-	}
-	if !standardSignedBy(r.secret, body, req.Header) {
-		r.bad = append(r.bad, "bad Standard Webhooks signature: "+req.Header.Get(StandardSignatureHeader))
-	}
-	if ct := req.Header.Get("Content-Type"); ct != "application/json" || req.Method != http.MethodPost {
-		r.bad = append(r.bad, req.Method+" "+ct)
-	}
-	var p Payload
-	if err := json.Unmarshal(body, &p); err != nil || p.Text == "" || p.Event.ID == 0 {
-		r.bad = append(r.bad, "payload: "+string(body))
-	}
-	r.got[p.Event.ID]++
-	r.bodies = append(r.bodies, p)
-	r.headers = append(r.headers, req.Header.Clone())
-	w.WriteHeader(http.StatusNoContent)
-}
-
-func (r *receiver) counts() map[int64]int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	out := map[int64]int{}
-	for k, v := range r.got {
-		out[k] = v
-	}
-	return out
 }
 
 // record writes results that change org/m's status on cpu and returns the
@@ -257,17 +122,6 @@ func running(t *testing.T, cfg Config) (*Sender, func()) {
 	return s, stop
 }
 
-func waitFor(t *testing.T, what string, d time.Duration, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 func fastConfig(db Store, hooks []watch.Webhook, reg *metrics.Registry, log *slog.Logger) Config {
 	return Config{Webhooks: hooks, Store: db, BaseURL: "https://compat.example.org", Metrics: reg, Logger: log, Version: "test",
 		Poll: 20 * time.Millisecond, FirstBackoff: 20 * time.Millisecond, MaxBackoff: 80 * time.Millisecond, Timeout: 2 * time.Second,
@@ -285,39 +139,39 @@ func fastConfig(db Store, hooks []watch.Webhook, reg *metrics.Registry, log *slo
 // the sender was stopped and one restart in the middle.
 func TestADownReceiverGetsEveryChangeOnceAcrossARestart(t *testing.T) {
 	db := storetest.MustOpen(t)
-	rcv := newReceiver(t)
+	rcv := webhooktest.New(t, secret)
 	var logs lockedBuffer
 	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	hooks := []watch.Webhook{{URL: rcv.url(), Secret: secret}}
+	hooks := []watch.Webhook{{URL: rcv.URL(), Secret: secret}}
 	t0 := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
 	before := record(t, db, "org/before", t0, compat.StatusPass) // before any sender: not sent
 
 	reg := metrics.NewRegistry()
 	_, stop := running(t, fastConfig(db, hooks, reg, log))
 	// The sender has started (its cursor is set) before the changes come.
-	waitFor(t, "the cursor", 5*time.Second, func() bool { c, _ := db.StartWebhookCursor(context.Background()); return c == before[0] })
+	testenv.Eventually(t, "the cursor", 5*time.Second, func() bool { c, _ := db.StartWebhookCursor(context.Background()); return c == before[0] })
 
-	rcv.down()
+	rcv.Down()
 	first := record(t, db, "org/a", t0, compat.StatusPass, compat.StatusFail, compat.StatusPass)
-	waitFor(t, "failed tries", 5*time.Second, func() bool { return strings.Count(logs.String(), "webhook delivery failed") >= 2 })
+	testenv.Eventually(t, "failed tries", 5*time.Second, func() bool { return strings.Count(logs.String(), "webhook delivery failed") >= 2 })
 	// The three changes wait for the receiver, and the gauge says so.
-	waitFor(t, "3 pending", 5*time.Second, func() bool { return metricValue(reg, "scanner_webhook_pending", "#1") == 3 })
+	testenv.Eventually(t, "3 pending", 5*time.Second, func() bool { return metricValue(reg, "scanner_webhook_pending", "#1") == 3 })
 	stop() // a restart while the receiver is down
 
 	second := record(t, db, "org/b", t0, compat.StatusFail) // while no sender runs
-	rcv.failing.Store(true)
-	rcv.up()
+	rcv.Fail(true)
+	rcv.Up()
 	reg2 := metrics.NewRegistry()
 	_, stop2 := running(t, fastConfig(db, hooks, reg2, log))
-	waitFor(t, "503 answers", 5*time.Second, func() bool { return rcv.tries.Load() >= 2 })
-	rcv.failing.Store(false)
+	testenv.Eventually(t, "503 answers", 5*time.Second, func() bool { return rcv.Tries() >= 2 })
+	rcv.Fail(false)
 	third := record(t, db, "gpt2", t0, compat.StatusFail)
 
 	want := append(append(append([]int64{}, first...), second...), third...)
-	waitFor(t, "every change delivered", 10*time.Second, func() bool { return len(rcv.counts()) == len(want) })
+	testenv.Eventually(t, "every change delivered", 10*time.Second, func() bool { return len(rcv.Counts()) == len(want) })
 	time.Sleep(200 * time.Millisecond) // room for a duplicate to show
 	stop2()
-	got := rcv.counts()
+	got := rcv.Counts()
 	for _, id := range want {
 		if got[id] != 1 {
 			t.Errorf("event %d delivered %d times, want once", id, got[id])
@@ -329,20 +183,25 @@ func TestADownReceiverGetsEveryChangeOnceAcrossARestart(t *testing.T) {
 	if len(got) != len(want) {
 		t.Errorf("delivered %v, want exactly %v", got, want)
 	}
-	rcv.mu.Lock()
-	defer rcv.mu.Unlock()
-	if len(rcv.bad) > 0 {
-		t.Errorf("bad deliveries: %v", rcv.bad)
+	if bad := rcv.Bad(); len(bad) > 0 {
+		t.Errorf("bad deliveries: %v", bad)
 	}
 	// The body: a plain text with the title and the link, the change, its known issue.
 	var sawKnown bool
-	for i, p := range rcv.bodies {
+	deliveries := rcv.Deliveries()
+	bodies := make([]Payload, len(deliveries))
+	for i, d := range deliveries {
+		if err := json.Unmarshal(d.Body, &bodies[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, p := range bodies {
 		// The change's id: its event's UID (the database's epoch and the
 		// event's number), the delivery's id too.
 		if !strings.HasPrefix(p.Text, p.Title+"\nhttps://compat.example.org/models/") || p.Model != p.Event.ModelID ||
 			!strings.HasSuffix(p.ID, "-"+strconv.FormatInt(p.Event.ID, 10)) ||
-			p.ID != "https://compat.example.org/events/"+rcv.headers[i].Get(IDHeader) {
-			t.Errorf("payload %+v (webhook-id %s)", p, rcv.headers[i].Get(IDHeader))
+			p.ID != "https://compat.example.org/events/"+deliveries[i].Header.Get(IDHeader) {
+			t.Errorf("payload %+v (webhook-id %s)", p, deliveries[i].Header.Get(IDHeader))
 		}
 		if p.Event.Signature != nil {
 			sawKnown = true
@@ -352,14 +211,14 @@ func TestADownReceiverGetsEveryChangeOnceAcrossARestart(t *testing.T) {
 		} else if p.KnownIssue != nil {
 			t.Errorf("known issue on a change without a signature: %+v", p)
 		}
-		if h := rcv.headers[i].Get(DeliveryHeader); h == "" {
+		if h := deliveries[i].Header.Get(DeliveryHeader); h == "" {
 			t.Errorf("no %s header", DeliveryHeader)
 		}
 	}
 	if !sawKnown {
 		t.Error("no delivery had a signature")
 	}
-	if p := rcv.bodies[0]; p.Event.ModelID == "gpt2" && !strings.Contains(p.URL, "/models/gpt2#event-") {
+	if p := bodies[0]; p.Event.ModelID == "gpt2" && !strings.Contains(p.URL, "/models/gpt2#event-") {
 		t.Errorf("url %s", p.URL)
 	}
 	// Metrics count the deliveries and the failures.
@@ -382,22 +241,22 @@ func TestADownReceiverGetsEveryChangeOnceAcrossARestart(t *testing.T) {
 // filters pass, and nothing else.
 func TestFiltersPickWhatEachWebhookGets(t *testing.T) {
 	db := storetest.MustOpen(t)
-	only, all := newReceiver(t), newReceiver(t)
+	only, all := webhooktest.New(t, secret), webhooktest.New(t, secret)
 	hooks := []watch.Webhook{
-		{Name: "only", URL: only.url(), Secret: secret, Filters: watch.Filter{Models: []string{"org/a"}, Kinds: []string{"regression"}}},
-		{Name: "all", URL: all.url(), Secret: secret},
+		{Name: "only", URL: only.URL(), Secret: secret, Filters: watch.Filter{Models: []string{"org/a"}, Kinds: []string{"regression"}}},
+		{Name: "all", URL: all.URL(), Secret: secret},
 	}
 	_, stop := running(t, fastConfig(db, hooks, nil, slog.New(slog.DiscardHandler)))
-	waitFor(t, "the cursor", 5*time.Second, func() bool { _, err := db.PendingDeliveries(context.Background()); return err == nil })
+	testenv.Eventually(t, "the cursor", 5*time.Second, func() bool { _, err := db.PendingDeliveries(context.Background()); return err == nil })
 	time.Sleep(100 * time.Millisecond)
 	t0 := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
 	a := record(t, db, "org/a", t0, compat.StatusPass, compat.StatusFail, compat.StatusPass) // new, regression, fix
 	b := record(t, db, "org/b", t0, compat.StatusPass, compat.StatusFail)                    // new, regression
-	waitFor(t, "all changes", 10*time.Second, func() bool { return len(all.counts()) == 5 })
-	waitFor(t, "the one change", 10*time.Second, func() bool { return len(only.counts()) == 1 })
+	testenv.Eventually(t, "all changes", 10*time.Second, func() bool { return len(all.Counts()) == 5 })
+	testenv.Eventually(t, "the one change", 10*time.Second, func() bool { return len(only.Counts()) == 1 })
 	time.Sleep(100 * time.Millisecond)
 	stop()
-	if got := only.counts(); len(got) != 1 || got[a[1]] != 1 {
+	if got := only.Counts(); len(got) != 1 || got[a[1]] != 1 {
 		t.Errorf("the filtered webhook got %v, want only org/a's regression %d (b's: %v)", got, a[1], b)
 	}
 }
@@ -407,20 +266,16 @@ func TestFiltersPickWhatEachWebhookGets(t *testing.T) {
 // gets its changes at once; shutdown waits at most the grace.
 func TestAHangingReceiverDoesNotHoldUpTheRest(t *testing.T) {
 	db := storetest.MustOpen(t)
-	slow, fast := newReceiver(t), newReceiver(t)
-	hold := make(chan struct{})
-	slow.mu.Lock()
-	slow.hold = hold
-	slow.mu.Unlock()
-	defer close(hold)
-	hooks := []watch.Webhook{{Name: "slow", URL: slow.url(), Secret: secret}, {Name: "fast", URL: fast.url(), Secret: secret}}
+	slow, fast := webhooktest.New(t, secret), webhooktest.New(t, secret)
+	slow.Hang()
+	hooks := []watch.Webhook{{Name: "slow", URL: slow.URL(), Secret: secret}, {Name: "fast", URL: fast.URL(), Secret: secret}}
 	cfg := fastConfig(db, hooks, nil, slog.New(slog.DiscardHandler))
 	cfg.Timeout, cfg.ShutdownGrace = 30*time.Second, 200*time.Millisecond
 	_, stop := running(t, cfg)
 	time.Sleep(100 * time.Millisecond)
 	record(t, db, "org/a", time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC), compat.StatusPass, compat.StatusFail)
-	waitFor(t, "the fast webhook", 5*time.Second, func() bool { return len(fast.counts()) == 2 })
-	waitFor(t, "the slow webhook's first try", 5*time.Second, func() bool { return slow.tries.Load() == 1 })
+	testenv.Eventually(t, "the fast webhook", 5*time.Second, func() bool { return len(fast.Counts()) == 2 })
+	testenv.Eventually(t, "the slow webhook's first try", 5*time.Second, func() bool { return slow.Tries() == 1 })
 	start := time.Now()
 	stop()
 	if d := time.Since(start); d > 3*time.Second {
@@ -438,24 +293,24 @@ func TestAHangingReceiverDoesNotHoldUpTheRest(t *testing.T) {
 // named.
 func TestDeliveriesExpireAfterADay(t *testing.T) {
 	db := storetest.MustOpen(t)
-	rcv, live := newReceiver(t), newReceiver(t)
-	rcv.down()
+	rcv, live := webhooktest.New(t, secret), webhooktest.New(t, secret)
+	rcv.Down()
 	var clock atomic.Int64
 	clock.Store(time.Now().Add(time.Hour).UnixNano()) // ahead of the store's clock: what it queues is due
 	reg := metrics.NewRegistry()
 	logs, log := newJSONLog()
-	hooks := []watch.Webhook{{Name: "dead", URL: rcv.url(), Secret: secret}, {Name: "live", URL: live.url(), Secret: secret}}
+	hooks := []watch.Webhook{{Name: "dead", URL: rcv.URL(), Secret: secret}, {Name: "live", URL: live.URL(), Secret: secret}}
 	cfg := fastConfig(db, hooks, reg, log)
 	cfg.Now = func() time.Time { return time.Unix(0, clock.Load()) }
 	_, stop := running(t, cfg)
 	time.Sleep(100 * time.Millisecond)
 	record(t, db, "org/a", time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC), compat.StatusPass)
-	waitFor(t, "a failed try", 5*time.Second, func() bool {
-		return rcv.tries.Load() == 0 && metricValue(reg, "scanner_webhook_failures_total", "dead") >= 1
+	testenv.Eventually(t, "a failed try", 5*time.Second, func() bool {
+		return rcv.Tries() == 0 && metricValue(reg, "scanner_webhook_failures_total", "dead") >= 1
 	})
-	waitFor(t, "the live webhook's delivery", 5*time.Second, func() bool { return len(live.counts()) == 1 })
+	testenv.Eventually(t, "the live webhook's delivery", 5*time.Second, func() bool { return len(live.Counts()) == 1 })
 	clock.Add(int64(25 * time.Hour)) // the sweep runs at most once a minute of this clock
-	waitFor(t, "the expiry", 5*time.Second, func() bool { return metricValue(reg, "scanner_webhook_expired_total", "dead") == 1 })
+	testenv.Eventually(t, "the expiry", 5*time.Second, func() bool { return metricValue(reg, "scanner_webhook_expired_total", "dead") == 1 })
 	stop()
 	if p, _ := db.PendingDeliveries(context.Background()); len(p) != 0 {
 		t.Errorf("pending after expiry: %v", p)
@@ -759,15 +614,15 @@ func TestStoreFailuresAreLogged(t *testing.T) {
 		t.Run(tc.method, func(t *testing.T) {
 			db := newHookedStore(t)
 			db.fail[tc.method] = errors.New("disk I/O error")
-			rcv := newReceiver(t)
+			rcv := webhooktest.New(t, secret)
 			if tc.down {
-				rcv.down()
+				rcv.Down()
 			}
-			hook := watch.Webhook{Name: "ops", URL: rcv.url(), Secret: secret}
+			hook := watch.Webhook{Name: "ops", URL: rcv.URL(), Secret: secret}
 			queueOne(t, db.SQLite, hook, 1)
 			logs, log := newJSONLog()
 			_, stop := running(t, fastConfig(db, []watch.Webhook{hook}, nil, log))
-			waitFor(t, tc.msg, 5*time.Second, func() bool { return len(logs.records(tc.msg)) > 0 })
+			testenv.Eventually(t, tc.msg, 5*time.Second, func() bool { return len(logs.records(tc.msg)) > 0 })
 			stop()
 			r := logs.records(tc.msg)[0]
 			if r["level"] != "ERROR" || !strings.Contains(r["err"].(string), "disk I/O error") {
@@ -780,12 +635,12 @@ func TestStoreFailuresAreLogged(t *testing.T) {
 	}
 	// A store that works logs no error.
 	db := storetest.MustOpen(t)
-	rcv := newReceiver(t)
-	hook := watch.Webhook{Name: "ops", URL: rcv.url(), Secret: secret}
+	rcv := webhooktest.New(t, secret)
+	hook := watch.Webhook{Name: "ops", URL: rcv.URL(), Secret: secret}
 	queueOne(t, db, hook, 1)
 	logs, log := newJSONLog()
 	_, stop := running(t, fastConfig(db, []watch.Webhook{hook}, nil, log))
-	waitFor(t, "the delivery", 5*time.Second, func() bool { return len(rcv.counts()) == 1 })
+	testenv.Eventually(t, "the delivery", 5*time.Second, func() bool { return len(rcv.Counts()) == 1 })
 	time.Sleep(50 * time.Millisecond) // a few polls
 	stop()
 	if strings.Contains(logs.String(), `"level":"ERROR"`) {
@@ -798,16 +653,16 @@ func TestStoreFailuresAreLogged(t *testing.T) {
 // doubles from FirstBackoff up to MaxBackoff.
 func TestRetriesBackOffAndCountTheirAttempts(t *testing.T) {
 	db := storetest.MustOpen(t)
-	rcv := newReceiver(t)
-	rcv.down()
-	hook := watch.Webhook{Name: "dead", URL: rcv.url(), Secret: secret}
+	rcv := webhooktest.New(t, secret)
+	rcv.Down()
+	hook := watch.Webhook{Name: "dead", URL: rcv.URL(), Secret: secret}
 	queueOne(t, db, hook, 7)
 	logs, log := newJSONLog()
 	cfg := fastConfig(db, []watch.Webhook{hook}, nil, log)
 	cfg.Poll, cfg.FirstBackoff, cfg.MaxBackoff = time.Hour, 10*time.Millisecond, 40*time.Millisecond
 	_, stop := running(t, cfg)
 	const msg = "webhook delivery failed; trying again later"
-	waitFor(t, "five failed tries", 10*time.Second, func() bool { return len(logs.records(msg)) >= 5 })
+	testenv.Eventually(t, "five failed tries", 10*time.Second, func() bool { return len(logs.records(msg)) >= 5 })
 	stop()
 	// Written out: 10 ms, doubled after each failure in a row, at most 40 ms;
 	// each less up to a tenth at random.
@@ -829,15 +684,15 @@ func TestRetriesBackOffAndCountTheirAttempts(t *testing.T) {
 // older than the expiry and forgets finished ones a week old.
 func TestTheSweepRunsOnceAMinute(t *testing.T) {
 	db := newHookedStore(t)
-	rcv := newReceiver(t)
+	rcv := webhooktest.New(t, secret)
 	t0 := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
 	var clock atomic.Int64
 	clock.Store(t0.UnixNano())
-	cfg := fastConfig(db, []watch.Webhook{{URL: rcv.url(), Secret: secret}}, nil, slog.New(slog.DiscardHandler))
+	cfg := fastConfig(db, []watch.Webhook{{URL: rcv.URL(), Secret: secret}}, nil, slog.New(slog.DiscardHandler))
 	cfg.Poll, cfg.Expiry = 2*time.Millisecond, 3*time.Hour
 	cfg.Now = func() time.Time { return time.Unix(0, clock.Load()).UTC() }
 	_, stop := running(t, cfg)
-	waitFor(t, "the first sweep", 5*time.Second, func() bool { return db.count("ExpireDeliveries") == 1 })
+	testenv.Eventually(t, "the first sweep", 5*time.Second, func() bool { return db.count("ExpireDeliveries") == 1 })
 	for _, step := range []struct {
 		at     time.Duration
 		sweeps int
@@ -846,7 +701,7 @@ func TestTheSweepRunsOnceAMinute(t *testing.T) {
 		// Two more looks for events: the second starts after the first's
 		// sweep (if any), and the first after the clock was set.
 		n := db.count("EventsAfter")
-		waitFor(t, "two looks for events", 5*time.Second, func() bool { return db.count("EventsAfter") >= n+2 })
+		testenv.Eventually(t, "two looks for events", 5*time.Second, func() bool { return db.count("EventsAfter") >= n+2 })
 		if got := db.count("ExpireDeliveries"); got != step.sweeps {
 			t.Fatalf("at start + %v: %d sweeps, want %d", step.at, got, step.sweeps)
 		}
@@ -872,7 +727,7 @@ func TestTheSweepRunsOnceAMinute(t *testing.T) {
 // whole batch reads on at once, not a poll later.
 func TestMoreThanABatchOfChangesIsQueuedAtOnce(t *testing.T) {
 	db := storetest.MustOpen(t)
-	rcv := newReceiver(t)
+	rcv := webhooktest.New(t, secret)
 	if _, err := db.StartWebhookCursor(context.Background()); err != nil { // webhooks hear of changes from here on
 		t.Fatal(err)
 	}
@@ -881,12 +736,12 @@ func TestMoreThanABatchOfChangesIsQueuedAtOnce(t *testing.T) {
 		statuses[i] = []compat.Status{compat.StatusPass, compat.StatusFail}[i%2]
 	}
 	ids := record(t, db, "org/a", time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC), statuses...)
-	cfg := fastConfig(db, []watch.Webhook{{URL: rcv.url(), Secret: secret}}, nil, slog.New(slog.DiscardHandler))
+	cfg := fastConfig(db, []watch.Webhook{{URL: rcv.URL(), Secret: secret}}, nil, slog.New(slog.DiscardHandler))
 	cfg.Poll = time.Hour
 	_, stop := running(t, cfg)
-	waitFor(t, "101 changes", 20*time.Second, func() bool { return len(rcv.counts()) == len(ids) })
+	testenv.Eventually(t, "101 changes", 20*time.Second, func() bool { return len(rcv.Counts()) == len(ids) })
 	stop()
-	got := rcv.counts()
+	got := rcv.Counts()
 	for _, id := range ids {
 		if got[id] != 1 {
 			t.Errorf("event %d delivered %d times, want once", id, got[id])
@@ -899,8 +754,8 @@ func TestMoreThanABatchOfChangesIsQueuedAtOnce(t *testing.T) {
 // due looks once and sleeps, not again and again.
 func TestAnEndpointSleepsUntilItsNextDelivery(t *testing.T) {
 	db := newHookedStore(t)
-	rcv := newReceiver(t)
-	hook := watch.Webhook{URL: rcv.url(), Secret: secret}
+	rcv := webhooktest.New(t, secret)
+	hook := watch.Webhook{URL: rcv.URL(), Secret: secret}
 	id := queueOne(t, db.SQLite, hook, 1)
 	// When the sender first looks, its delivery's next try is 50 ms away (an
 	// earlier run's try failed).
@@ -912,8 +767,8 @@ func TestAnEndpointSleepsUntilItsNextDelivery(t *testing.T) {
 	cfg := fastConfig(db, []watch.Webhook{hook}, nil, slog.New(slog.DiscardHandler))
 	cfg.Poll = time.Hour
 	_, stop := running(t, cfg)
-	waitFor(t, "the delivery", 5*time.Second, func() bool { return len(rcv.counts()) == 1 })
-	waitFor(t, "the endpoint asleep again", 5*time.Second, func() bool { return db.count("NextDelivery") >= 2 })
+	testenv.Eventually(t, "the delivery", 5*time.Second, func() bool { return len(rcv.Counts()) == 1 })
+	testenv.Eventually(t, "the endpoint asleep again", 5*time.Second, func() bool { return db.count("NextDelivery") >= 2 })
 	if n := db.count("DueDeliveries"); n != 2 {
 		t.Errorf("looked for due deliveries %d times, want 2 (before the delivery was due, and when it was)", n)
 	}
@@ -965,11 +820,11 @@ func TestUnnamedWebhooksOnOneHostHaveASeriesEach(t *testing.T) {
 	cfg := fastConfig(db, hooks, reg, slog.New(slog.DiscardHandler))
 	cfg.FirstBackoff, cfg.MaxBackoff = time.Hour, time.Hour
 	_, stop := running(t, cfg)
-	waitFor(t, "the cursor", 5*time.Second, func() bool { _, err := db.PendingDeliveries(context.Background()); return err == nil })
+	testenv.Eventually(t, "the cursor", 5*time.Second, func() bool { _, err := db.PendingDeliveries(context.Background()); return err == nil })
 	time.Sleep(100 * time.Millisecond)
 	record(t, db, "org/a", time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC), compat.StatusPass)
-	waitFor(t, "the live delivery", 5*time.Second, func() bool { return live.Load() == 1 })
-	waitFor(t, "the dead one pending", 5*time.Second, func() bool {
+	testenv.Eventually(t, "the live delivery", 5*time.Second, func() bool { return live.Load() == 1 })
+	testenv.Eventually(t, "the dead one pending", 5*time.Second, func() bool {
 		return metricValue(reg, "scanner_webhook_pending", "#1") == 1 && metricValue(reg, "scanner_webhook_pending", "#2") == 0
 	})
 	stop()
@@ -1036,16 +891,16 @@ func TestOneRefusedDeliveryDoesNotBlockTheRest(t *testing.T) {
 	cfg := fastConfig(db, []watch.Webhook{hook}, reg, log)
 	cfg.FirstBackoff, cfg.MaxBackoff = 30*time.Millisecond, 30*time.Millisecond
 	sender, stop := running(t, cfg)
-	waitFor(t, "the cursor", 5*time.Second, func() bool { _, err := db.PendingDeliveries(context.Background()); return err == nil })
+	testenv.Eventually(t, "the cursor", 5*time.Second, func() bool { _, err := db.PendingDeliveries(context.Background()); return err == nil })
 	time.Sleep(100 * time.Millisecond)
 	t0 := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
 	refusedEvent := record(t, db, "org/refused", t0, compat.StatusPass)[0] // oldest first: these two come before the rest
 	record(t, db, "org/busy", t0, compat.StatusPass)
 	record(t, db, "org/a", t0, compat.StatusPass, compat.StatusFail)
 	record(t, db, "org/b", t0, compat.StatusPass)
-	waitFor(t, "the other changes", 5*time.Second, func() bool { return count("org/a") == 2 && count("org/b") == 1 })
-	waitFor(t, "the busy one tried again", 5*time.Second, func() bool { return count("org/busy") >= 3 })
-	waitFor(t, "the refusal counted", 5*time.Second, func() bool { return metricValue(reg, "scanner_webhook_refused_total", "ops") == 1 })
+	testenv.Eventually(t, "the other changes", 5*time.Second, func() bool { return count("org/a") == 2 && count("org/b") == 1 })
+	testenv.Eventually(t, "the busy one tried again", 5*time.Second, func() bool { return count("org/busy") >= 3 })
+	testenv.Eventually(t, "the refusal counted", 5*time.Second, func() bool { return metricValue(reg, "scanner_webhook_refused_total", "ops") == 1 })
 	time.Sleep(100 * time.Millisecond) // room for a second try of the refused one
 	stop()
 	if n := count("org/refused"); n != 1 {
@@ -1143,10 +998,10 @@ func TestStandardWebhooksSignTheIDAndTheTry(t *testing.T) {
 	cfg := fastConfig(db, []watch.Webhook{hook}, nil, slog.New(slog.DiscardHandler))
 	cfg.Now = now
 	_, stop := running(t, cfg)
-	waitFor(t, "the cursor", 5*time.Second, func() bool { _, err := db.PendingDeliveries(context.Background()); return err == nil })
+	testenv.Eventually(t, "the cursor", 5*time.Second, func() bool { _, err := db.PendingDeliveries(context.Background()); return err == nil })
 	time.Sleep(100 * time.Millisecond)
 	ev := record(t, db, "org/a", time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC), compat.StatusPass)[0]
-	waitFor(t, "two tries", 5*time.Second, func() bool { mu.Lock(); defer mu.Unlock(); return len(tries) == 2 })
+	testenv.Eventually(t, "two tries", 5*time.Second, func() bool { mu.Lock(); defer mu.Unlock(); return len(tries) == 2 })
 	stop()
 
 	first, second := tries[0], tries[1]
@@ -1170,7 +1025,7 @@ func TestStandardWebhooksSignTheIDAndTheTry(t *testing.T) {
 			t.Errorf("try %d verified at the edge of the tolerance: %v", i+1, err)
 		}
 		// The contract's header: the body with the secret as written.
-		if !signedBy([]byte(hookSecret), tr.body, tr.h.Get(SignatureHeader)) {
+		if !webhooktest.SignedBy([]byte(hookSecret), tr.body, tr.h.Get(SignatureHeader)) {
 			t.Errorf("try %d: %s %q is not the body's HMAC with the secret", i+1, SignatureHeader, tr.h.Get(SignatureHeader))
 		}
 	}

@@ -383,6 +383,12 @@ func job(model string) fleet.Job {
 // returned stop cancels its context (SIGTERM) and waits for Run.
 func startWorker(t *testing.T, f *fakeServer, p *fakeProber, devices int, grace time.Duration, fetch Fetcher) (*Worker, func() error) {
 	t.Helper()
+	return startWorkerWith(t, f, p, devices, grace, fetch, nil)
+}
+
+// startWorkerWith is startWorker with its Config changed by set first.
+func startWorkerWith(t *testing.T, f *fakeServer, p *fakeProber, devices int, grace time.Duration, fetch Fetcher, set func(*Config)) (*Worker, func() error) {
+	t.Helper()
 	probers := make([]Prober, devices)
 	for i := range probers {
 		probers[i] = p
@@ -390,11 +396,15 @@ func startWorker(t *testing.T, f *fakeServer, p *fakeProber, devices int, grace 
 	if fetch == nil {
 		fetch = fakeFetcher{}
 	}
-	w, err := New(Config{
+	cfg := Config{
 		Server: f.srv.URL, Token: testToken, ID: NewID("test-host"), Host: "test-host", Version: "test",
 		Target: compat.TargetCPU, ProbeGrace: grace, Wait: 200 * time.Millisecond,
 		Logger: slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn})),
-	}, p, probers, fetch)
+	}
+	if set != nil {
+		set(&cfg)
+	}
+	w, err := New(cfg, p, probers, fetch)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -416,18 +426,6 @@ func startWorker(t *testing.T, f *fakeServer, p *fakeProber, devices int, grace 
 	}
 	t.Cleanup(func() { _ = stop() })
 	return w, stop
-}
-
-// eventually polls cond until it holds or 20s pass.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 // awaitStart waits up to 20s for a probe of p to start.

@@ -56,10 +56,10 @@ func (w *Worker) runJob(hard context.Context, pool *chips.Pool, ticket *chips.Ti
 	if err := checkJob(l.Job, w.self.Target); err != nil {
 		// Not runnable here: say so, and let the server record it as the
 		// scanner's error (never the model's).
-		w.post(h, w.scannerError(l.Job, err), false)
+		w.post(h, w.scannerError(l.Job, err), false, nil)
 		return
 	}
-	out := w.execute(ctx, held, l.Job)
+	out, dir := w.execute(ctx, held, l.Job)
 	switch {
 	case h.lost.Load():
 		log.Info("job dropped: its lease was lost")
@@ -69,7 +69,28 @@ func (w *Worker) runJob(hard context.Context, pool *chips.Pool, ticket *chips.Ti
 		w.giveBack(l, "worker stopping")
 		return
 	}
-	w.post(h, out.Result, out.Flaky)
+	w.post(h, out.Result, out.Flaky, w.serve(ctx, h, dir, l.Job, out.Result))
+}
+
+// serve runs the serving probe (Config.ServeProbe) after the probe of a
+// job that asks for it, on the snapshot dir that probe read and the
+// devices it still holds; nil when none ran, it could not start, or it was
+// cut by shutdown or a lost lease (a verdict the cut made is not posted;
+// the result is).
+func (w *Worker) serve(ctx context.Context, h *heldLease, dir string, j fleet.Job, res compat.Result) *compat.ServingMeasured {
+	if !j.Serve || w.cfg.ServeProbe == nil || dir == "" || res.Mode == nil || *res.Mode != compat.ModeFull {
+		return nil
+	}
+	m, err := w.cfg.ServeProbe(ctx, dir, res)
+	switch {
+	case ctx.Err() != nil || h.lost.Load():
+		return nil
+	case err != nil:
+		w.log.Warn("serving probe", "model", j.ModelID, "err", err)
+		return nil
+	}
+	w.log.Info("serving probe", "model", j.ModelID, "status", m.Status, "runtime", m.Runtime.Key())
+	return &m
 }
 
 // checkJob refuses a job this worker cannot run as asked.
@@ -91,8 +112,9 @@ func checkJob(j fleet.Job, target compat.Target) error {
 // execute fetches the job's files and runs the probe step on the devices
 // held (probestep.Probe: a status change is confirmed by a rerun): a
 // one-device job with that device's prober, a sharded one with the host's,
-// which pins each rank itself (probe.Request.Chips).
-func (w *Worker) execute(ctx context.Context, held []int, j fleet.Job) probestep.Outcome {
+// which pins each rank itself (probe.Request.Chips). It returns the
+// snapshot folder the probe read ("" when the files did not come).
+func (w *Worker) execute(ctx context.Context, held []int, j fleet.Job) (probestep.Outcome, string) {
 	req := w.stepRequest(j)
 	prober := w.env
 	if len(held) == 1 {
@@ -103,17 +125,17 @@ func (w *Worker) execute(ctx context.Context, held []int, j fleet.Job) probestep
 	dir, err := w.fetch.Download(ctx, j.ModelID, j.Revision, j.Files)
 	if err != nil {
 		if ctx.Err() != nil {
-			return probestep.Outcome{Result: w.scannerError(j, err), Interrupted: true}
+			return probestep.Outcome{Result: w.scannerError(j, err), Interrupted: true}, ""
 		}
 		res := probestep.FetchFailed(err)
 		req.Fill(&res, time.Now())
-		return probestep.Outcome{Result: res}
+		return probestep.Outcome{Result: res}, ""
 	}
 	req.SnapshotDir = dir
 	if missed := probestep.FetchInputs(ctx, w.fetch, w.log, j.ModelID, j.Revision, j.InputFiles); missed != "" {
 		req.PlanNote += "; " + missed
 	}
-	return probestep.Probe(ctx, prober, req, w.log)
+	return probestep.Probe(ctx, prober, req, w.log), dir
 }
 
 // stepRequest is the probe step of a job, without its snapshot: its
@@ -142,9 +164,9 @@ func (w *Worker) scannerError(j fleet.Job, err error) compat.Result {
 // post sends the result until the server takes it, refuses it, or the
 // lease is lost; network failures and server restarts are retried with
 // backoff (the heartbeats keep the lease meanwhile).
-func (w *Worker) post(h *heldLease, res compat.Result, flaky bool) {
+func (w *Worker) post(h *heldLease, res compat.Result, flaky bool, serving *compat.ServingMeasured) {
 	l := h.lease
-	req := fleet.ResultRequest{LeaseID: l.ID, WorkerID: w.cfg.ID, ModelID: l.Job.ModelID, Result: res, Flaky: flaky}
+	req := fleet.ResultRequest{LeaseID: l.ID, WorkerID: w.cfg.ID, ModelID: l.Job.ModelID, Result: res, Flaky: flaky, Serving: serving}
 	// Posting outlives the probe's context: a result that was measured is
 	// delivered during shutdown too, within the worker's budget.
 	pctx := w.final

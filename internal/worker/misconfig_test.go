@@ -13,6 +13,7 @@ import (
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/internal/proctest"
+	"github.com/google-pytorch/torchtpu-scanner/internal/testenv"
 )
 
 func health(w *Worker) (int, Health) {
@@ -60,11 +61,11 @@ func TestAMisconfiguredWorkerSaysWhatIsWrong(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			go func() { done <- w.Run(ctx) }()
-			eventually(t, "the diagnosis in the log", func() bool { return strings.Contains(logs.String(), tc.says) })
+			testenv.Eventually(t, "the diagnosis in the log", 20*time.Second, func() bool { return strings.Contains(logs.String(), tc.says) })
 			if code, h := health(w); code != http.StatusOK {
 				t.Errorf("healthz before the bound: %d %+v", code, h)
 			}
-			eventually(t, "healthz to fail", func() bool { code, _ := health(w); return code == http.StatusServiceUnavailable })
+			testenv.Eventually(t, "healthz to fail", 20*time.Second, func() bool { code, _ := health(w); return code == http.StatusServiceUnavailable })
 			if _, h := health(w); h.Status != "misconfigured" || !strings.Contains(h.Error, tc.says) {
 				t.Errorf("healthz %+v: want misconfigured, saying %q", h, tc.says)
 			}
@@ -111,7 +112,7 @@ func TestAStoppingWorkerSaysItLeaves(t *testing.T) {
 	f := newFakeServer(t, 5*time.Second, job("org/a"))
 	p := &fakeProber{delay: 10 * time.Millisecond}
 	w, stop := startWorker(t, f, p, 1, time.Second, nil)
-	eventually(t, "the result", func() bool { acc, _, _, _ := f.snapshot(); return len(acc) == 1 })
+	testenv.Eventually(t, "the result", 20*time.Second, func() bool { acc, _, _, _ := f.snapshot(); return len(acc) == 1 })
 	if err := stop(); err != nil {
 		t.Fatal(err)
 	}

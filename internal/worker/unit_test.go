@@ -229,11 +229,11 @@ func TestAFetchCutShortIsInterrupted(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if out := w.execute(ctx, []int{0}, job("org/m")); !out.Interrupted {
+	if out, dir := w.execute(ctx, []int{0}, job("org/m")); !out.Interrupted || dir != "" {
 		t.Errorf("a fetch cut short by the stop: %+v, want interrupted", out)
 	}
-	if out := w.execute(t.Context(), []int{0}, job("org/m")); out.Interrupted || out.Result.Status != compat.StatusError ||
-		out.Result.Revision != job("org/m").Revision {
+	if out, dir := w.execute(t.Context(), []int{0}, job("org/m")); out.Interrupted || out.Result.Status != compat.StatusError ||
+		out.Result.Revision != job("org/m").Revision || dir != "" {
 		t.Errorf("a failed fetch: %+v, want the model's error result", out)
 	}
 	if p.callsOf("org/m") != 0 {

@@ -60,6 +60,12 @@ type Config struct {
 	MisconfiguredAfter time.Duration
 	HTTP               *http.Client
 	Logger             *slog.Logger
+	// ServeProbe, when set (--vllm-python), runs the measured serving
+	// probe on the snapshot dir a job's probe read, after a probe whose
+	// job asks for it (fleet.Job.Serve), on the devices it still holds:
+	// the scan's own (app.ServeProbeIn). Its verdict is posted with the
+	// result. Nil: no serving probe runs here.
+	ServeProbe func(ctx context.Context, dir string, res compat.Result) (compat.ServingMeasured, error)
 }
 
 // Worker leases and runs probes until its context ends.
@@ -264,7 +270,7 @@ func (w *Worker) leaseLoop(ctx, hard context.Context, jobs *sync.WaitGroup) {
 			ticket, err := pool.Ask(l.Job.Chips())
 			if err != nil { // the server leases only jobs this worker holds (fleet.Holds)
 				h := w.hold(l, func() {})
-				w.post(h, w.scannerError(l.Job, err), false)
+				w.post(h, w.scannerError(l.Job, err), false, nil)
 				w.unhold(l)
 				continue
 			}

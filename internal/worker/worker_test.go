@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,12 +10,14 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/internal/fleet"
 	"github.com/google-pytorch/torchtpu-scanner/internal/hub"
+	"github.com/google-pytorch/torchtpu-scanner/internal/testenv"
 )
 
 func TestWorkerDrainsTheQueueOnAllDevices(t *testing.T) {
@@ -25,7 +28,7 @@ func TestWorkerDrainsTheQueueOnAllDevices(t *testing.T) {
 	f := newFakeServer(t, 5*time.Second, jobs...)
 	p := &fakeProber{delay: 50 * time.Millisecond}
 	_, stop := startWorker(t, f, p, 3, time.Second, nil)
-	eventually(t, "9 accepted results", func() bool { acc, _, _, _ := f.snapshot(); return len(acc) == 9 })
+	testenv.Eventually(t, "9 accepted results", 20*time.Second, func() bool { acc, _, _, _ := f.snapshot(); return len(acc) == 9 })
 	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +112,7 @@ func TestALostLeaseStopsItsProbeAndPostsNothing(t *testing.T) {
 	f.expireNow() // the worker was cut off for a TTL: the job went back to the queue
 	// The next heartbeat says lost; the probe is stopped; the job is leased
 	// again (to this worker, the only one) and its second run reports.
-	eventually(t, "the re-leased job's result", func() bool { acc, _, _, _ := f.snapshot(); return len(acc["org/m"]) == 1 })
+	testenv.Eventually(t, "the re-leased job's result", 20*time.Second, func() bool { acc, _, _, _ := f.snapshot(); return len(acc["org/m"]) == 1 })
 	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +136,7 @@ func TestWorkerWaitsOutAServerRestart(t *testing.T) {
 	time.Sleep(1500 * time.Millisecond) // a few failed registrations
 	f.add(job("org/after-restart"))
 	f.down.Store(false)
-	eventually(t, "the result after the restart", func() bool { acc, _, _, _ := f.snapshot(); return len(acc) == 1 })
+	testenv.Eventually(t, "the result after the restart", 20*time.Second, func() bool { acc, _, _, _ := f.snapshot(); return len(acc) == 1 })
 	// Down again mid-flight: leasing fails, the worker backs off and keeps
 	// going. Backoff(0) is at most 1s: a worker polling every 200ms fails
 	// at least twice in a row in 2.5s.
@@ -141,7 +144,7 @@ func TestWorkerWaitsOutAServerRestart(t *testing.T) {
 	time.Sleep(2500 * time.Millisecond)
 	f.add(job("org/second"))
 	f.down.Store(false)
-	eventually(t, "the second result", func() bool { acc, _, _, _ := f.snapshot(); return len(acc) == 2 })
+	testenv.Eventually(t, "the second result", 20*time.Second, func() bool { acc, _, _, _ := f.snapshot(); return len(acc) == 2 })
 	rec := httptest.NewRecorder()
 	w.HealthHandler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/healthz", nil))
 	var h Health
@@ -160,7 +163,7 @@ func TestResultRefusalsAreNotRetried(t *testing.T) {
 			f.forceCode.Store(int32(code))
 			p := &fakeProber{delay: 10 * time.Millisecond}
 			_, stop := startWorker(t, f, p, 1, time.Second, nil)
-			eventually(t, "a result post", func() bool { _, _, posts, _ := f.snapshot(); return posts["org/m"] == 1 })
+			testenv.Eventually(t, "a result post", 20*time.Second, func() bool { _, _, posts, _ := f.snapshot(); return posts["org/m"] == 1 })
 			time.Sleep(1500 * time.Millisecond) // a retry would have come by now
 			if err := stop(); err != nil {
 				t.Fatal(err)
@@ -177,9 +180,9 @@ func TestResultPostsAreRetriedThroughAnOutage(t *testing.T) {
 	f.forceCode.Store(http.StatusServiceUnavailable)
 	p := &fakeProber{delay: 10 * time.Millisecond}
 	_, stop := startWorker(t, f, p, 1, 5*time.Second, nil)
-	eventually(t, "two failed posts", func() bool { _, _, posts, _ := f.snapshot(); return posts["org/m"] >= 2 })
+	testenv.Eventually(t, "two failed posts", 20*time.Second, func() bool { _, _, posts, _ := f.snapshot(); return posts["org/m"] >= 2 })
 	f.forceCode.Store(0)
-	eventually(t, "the accepted result", func() bool { acc, _, _, _ := f.snapshot(); return len(acc["org/m"]) == 1 })
+	testenv.Eventually(t, "the accepted result", 20*time.Second, func() bool { acc, _, _, _ := f.snapshot(); return len(acc["org/m"]) == 1 })
 	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -206,7 +209,7 @@ func TestAStatusChangeIsConfirmedByARerun(t *testing.T) {
 		return compat.StatusPass
 	}}
 	_, stop := startWorker(t, f, p, 1, time.Second, nil)
-	eventually(t, "three results", func() bool { acc, _, _, _ := f.snapshot(); return len(acc) == 3 })
+	testenv.Eventually(t, "three results", 20*time.Second, func() bool { acc, _, _, _ := f.snapshot(); return len(acc) == 3 })
 	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -239,7 +242,7 @@ func TestJobsThatCannotRunHereAreReportedNotProbed(t *testing.T) {
 	gatedErr := fmt.Errorf("download: %w", &hub.Error{Status: 403, Code: hub.CodeGatedRepo, Message: "Access to model org/gated is restricted"})
 	fetch := fakeFetcher{fail: map[string]error{"org/gated": gatedErr}}
 	_, stop := startWorker(t, f, p, 1, time.Second, fetch)
-	eventually(t, "two results", func() bool { acc, _, _, _ := f.snapshot(); return len(acc) == 2 })
+	testenv.Eventually(t, "two results", 20*time.Second, func() bool { acc, _, _, _ := f.snapshot(); return len(acc) == 2 })
 	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -340,7 +343,7 @@ func TestTheProbeIsToldItsPlanAndMissingInputs(t *testing.T) {
 	p := &fakeProber{delay: 5 * time.Millisecond}
 	fetch := fakeFetcher{failFile: map[string]error{"tokenizer.json": fmt.Errorf("tokenizer.json: %w", hub.ErrTooLarge)}}
 	_, stop := startWorker(t, f, p, 1, time.Second, fetch)
-	eventually(t, "two results", func() bool { acc, _, _, _ := f.snapshot(); return len(acc) == 2 })
+	testenv.Eventually(t, "two results", 20*time.Second, func() bool { acc, _, _, _ := f.snapshot(); return len(acc) == 2 })
 	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -364,7 +367,7 @@ func TestShardedJobsOnWorkersThatHoldThem(t *testing.T) {
 	f := newFakeServer(t, 5*time.Second, job("org/s0"), big, job("org/s1"), job("org/s2"))
 	p := &fakeProber{delay: 30 * time.Millisecond}
 	_, stop := startWorker(t, f, p, 1, time.Second, nil)
-	eventually(t, "the one-device jobs", func() bool { acc, _, _, _ := f.snapshot(); return len(acc) == 3 })
+	testenv.Eventually(t, "the one-device jobs", 20*time.Second, func() bool { acc, _, _, _ := f.snapshot(); return len(acc) == 3 })
 	time.Sleep(300 * time.Millisecond) // long polls go on: the two-device job stays queued
 	if err := stop(); err != nil {
 		t.Fatal(err)
@@ -380,7 +383,7 @@ func TestShardedJobsOnWorkersThatHoldThem(t *testing.T) {
 	f.add(job("org/s4"))
 	two := &fakeProber{delay: 30 * time.Millisecond}
 	_, stop = startWorker(t, f, two, 2, time.Second, nil)
-	eventually(t, "every job", func() bool { acc, _, _, _ := f.snapshot(); return len(acc) == 6 })
+	testenv.Eventually(t, "every job", 20*time.Second, func() bool { acc, _, _, _ := f.snapshot(); return len(acc) == 6 })
 	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -411,5 +414,55 @@ func TestHealthCountsTheRunningProbes(t *testing.T) {
 	}
 	if _, h := health(w); h.Running != 0 {
 		t.Errorf("running %d after the probe was stopped", h.Running)
+	}
+}
+
+// A worker with a serving probe (--vllm-python) runs it after the probe of
+// a job that asks for it (fleet.Job.Serve), in the snapshot the probe
+// read, and posts its verdict with the result; a job that does not ask
+// gets none, and a worker without one posts none.
+func TestServingProbeRunsForTheJobsThatAskForIt(t *testing.T) {
+	full := func(model string, serve bool) fleet.Job {
+		j := job(model)
+		j.Mode, j.Files, j.Serve = compat.ModeFull, []string{"config.json", "model.safetensors"}, serve
+		return j
+	}
+	var mu sync.Mutex
+	ran := map[string]string{} // model snapshot → the result's status it followed
+	serveProbe := func(_ context.Context, dir string, res compat.Result) (compat.ServingMeasured, error) {
+		mu.Lock()
+		ran[dir] = string(res.Status)
+		mu.Unlock()
+		return compat.ServingMeasured{Evidence: compat.ServingEvidenceMeasured, Status: "pass", TensorParallelSize: 1, MaxModelLen: 256,
+			MeasuredAt: time.Now().UTC()}, nil
+	}
+	f := newFakeServer(t, 5*time.Second, full("org/serve", true), full("org/plain", false))
+	_, stop := startWorkerWith(t, f, &fakeProber{}, 1, time.Second, nil, func(c *Config) { c.ServeProbe = serveProbe })
+	testenv.Eventually(t, "2 accepted results", 20*time.Second, func() bool { acc, _, _, _ := f.snapshot(); return len(acc) == 2 })
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	acc, _, _, _ := f.snapshot()
+	if s := acc["org/serve"][0].Serving; s == nil || s.Status != "pass" {
+		t.Errorf("org/serve's result carries %+v, want the serving probe's pass", s)
+	}
+	if s := acc["org/plain"][0].Serving; s != nil {
+		t.Errorf("org/plain (not asked) carries a serving verdict %+v", s)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(ran) != 1 || ran["/nonexistent/snapshot/org/serve"] != "pass" {
+		t.Errorf("serving probes %v: want one, in org/serve's snapshot, after its pass", ran)
+	}
+
+	// without --vllm-python: the result alone
+	f = newFakeServer(t, 5*time.Second, full("org/serve", true))
+	_, stop = startWorker(t, f, &fakeProber{}, 1, time.Second, nil)
+	testenv.Eventually(t, "the result", 20*time.Second, func() bool { acc, _, _, _ := f.snapshot(); return len(acc) == 1 })
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if acc, _, _, _ := f.snapshot(); acc["org/serve"][0].Serving != nil {
+		t.Errorf("a worker without a serving probe posted a serving verdict")
 	}
 }

@@ -3,35 +3,20 @@ package chart
 import (
 	"encoding/xml"
 	"errors"
-	"flag"
 	"html/template"
 	"io"
 	"math"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
-)
 
-var update = flag.Bool("update", false, "rewrite golden files in testdata/")
+	"github.com/google-pytorch/torchtpu-scanner/internal/testenv"
+)
 
 // golden compares got with testdata/name, or rewrites it under -update.
 func golden(t *testing.T, name string, got template.HTML) {
 	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./web/chart -run %s -update to create it)", err, t.Name())
-	}
-	if string(got) != string(want) {
-		t.Errorf("%s differs from the golden file:\n got: %s\nwant: %s\n(run with -update if the change is intended)", path, got, want)
-	}
+	testenv.Golden(t, name, []byte(got))
 }
 
 // pct formats a rate as the site does.

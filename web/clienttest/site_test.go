@@ -116,7 +116,7 @@ func serve(t *testing.T) site {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fleet := dispatch.New(db, dispatch.Config{Logger: quiet})
+	fleet := dispatch.New(db, dispatch.Config{Logger: quiet, MaxHold: time.Second}) // a long poll holds 1 s here
 	srv, err := web.New(web.Config{
 		Store: db, Scans: &fakeScans{}, AdminToken: adminToken, Work: fleet, WorkerToken: workerToken,
 		Requests: desk, Version: "clienttest", APIRate: -1, Logger: quiet,

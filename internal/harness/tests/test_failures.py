@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from conftest import HARNESS, assert_contract_shape, build_model_dir, harness_args, tiny_config, write_config
+from conftest import HARNESS, assert_contract_shape, build_model_dir, write_config
 
 NO_COMPILE = ["--no-compile"]
 FAST = ["--no-compile", "--no-generate"]
@@ -44,7 +44,9 @@ def test_injected_unsupported_op_in_forward(tmp_path, run_inproc, monkeypatch):
 
 
 def test_injected_oom_in_load(tmp_path, run_inproc, monkeypatch):
-    monkeypatch.setenv("HARNESS_TEST_INJECT", "load:RuntimeError:RESOURCE_EXHAUSTED: Out of memory allocating 123 bytes")
+    monkeypatch.setenv(
+        "HARNESS_TEST_INJECT", "load:RuntimeError:RESOURCE_EXHAUSTED: Out of memory allocating 123 bytes"
+    )
     d = build_model_dir(tmp_path, "llama")
     code, res = run_inproc(d, task="text-generation", extra=FAST)
     assert (res["status"], res["stage"], res["failure_class"], res["signature"]) == ("oom", "load", "oom", "oom:load")
@@ -230,13 +232,14 @@ def test_a_config_transformers_builds_but_the_harness_cannot_read_is_the_scanner
     inputs from it (a layout its builder does not know): the scanner's error naming the field, never the model's
     fail at config. The same gap in a config transformers cannot build the model from either stays the model's
     config_error (test_incomplete_subconfigs_fail_at_config_naming_the_field)."""
-    import harness_inputs as hi
+    import harness_inputs
+    import harness_synthetic_inputs
     from tiny_families import llava
 
     def unread(ctx):
-        raise hi.IncompleteConfig("vision_config.some_layout_field")
+        raise harness_inputs.IncompleteConfig("vision_config.some_layout_field")
 
-    monkeypatch.setitem(hi.BUILDERS, "vlm", unread)
+    monkeypatch.setitem(harness_synthetic_inputs.BUILDERS, "vlm", unread)
     staging = tmp_path / "stage-llava"
     llava().save_pretrained(str(staging))
     from conftest import snapshot_layout
@@ -251,12 +254,12 @@ def test_a_config_transformers_builds_but_the_harness_cannot_read_is_the_scanner
 
 
 def test_compile_budget_leaves_a_reserve():
-    import harness_compile as hc
+    import harness_compile
 
-    assert hc.compile_budget(None, 10) is None and hc.compile_budget(0, 10) is None
-    assert hc.compile_budget(1200, 100) == 1200 - 100 - 300  # a quarter of the limit kept for what follows
-    assert hc.compile_budget(60, 10) == 60 - 10 - 30  # at least 30 s kept
-    assert hc.compile_budget(60, 40) < 0
+    assert harness_compile.compile_budget(None, 10) is None and harness_compile.compile_budget(0, 10) is None
+    assert harness_compile.compile_budget(1200, 100) == 1200 - 100 - 300  # a quarter of the limit kept for what follows
+    assert harness_compile.compile_budget(60, 10) == 60 - 10 - 30  # at least 30 s kept
+    assert harness_compile.compile_budget(60, 40) < 0
 
 
 @pytest.mark.parametrize("budget,why", [(0.5, "ran past its bound"), (-1.0, "no time was left")])
@@ -266,7 +269,7 @@ def test_a_compile_past_the_probes_limit_keeps_the_eager_verdict(tmp_path, run_i
     result.modes.compiled says timeout at compile, and the probe's status is the eager verdict."""
     import time
 
-    import harness_compile as hc
+    import harness_compile
 
     started = []
 
@@ -276,8 +279,8 @@ def test_a_compile_past_the_probes_limit_keeps_the_eager_verdict(tmp_path, run_i
             time.sleep(30)  # a compile that would outlive the probe
         return call
 
-    monkeypatch.setattr(hc.CompileStage, "compile_model", slow_compile)
-    monkeypatch.setattr(hc, "compile_budget", lambda deadline, elapsed: budget)
+    monkeypatch.setattr(harness_compile.CompileStage, "compile_model", slow_compile)
+    monkeypatch.setattr(harness_compile, "compile_budget", lambda deadline, elapsed: budget)
     d = build_model_dir(tmp_path, "llama")
     t0 = time.monotonic()
     code, res = run_inproc(d, task="text-generation", extra=["--no-generate", "--deadline-s", "1200"])

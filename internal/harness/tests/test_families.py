@@ -29,19 +29,46 @@ AOT = ["--compile-backend", "aot_eager", "--layers", "2"]
 # name -> (family, inputs that must be in the forward note, metric keys that must be measured,
 #          whether generate runs)
 EXPECT = {
-    "clip": ("contrastive", ["input_ids=[2,", "pixel_values=[1, 3, 32, 32]"], ["top1_agreement", "cosine_similarity"], False),
-    "siglip": ("contrastive", ["input_ids=[2,", "pixel_values=[1, 3, 32, 32]"], ["top1_agreement", "cosine_similarity"], False),
-    "owlvit": ("zero-shot-detection", ["input_ids=[2, 16]", "pixel_values=[1, 3, 32, 32]"], ["top1_agreement", "rel_error"], False),
+    "clip": (
+        "contrastive",
+        ["input_ids=[2,", "pixel_values=[1, 3, 32, 32]"],
+        ["top1_agreement", "cosine_similarity"],
+        False,
+    ),
+    "siglip": (
+        "contrastive",
+        ["input_ids=[2,", "pixel_values=[1, 3, 32, 32]"],
+        ["top1_agreement", "cosine_similarity"],
+        False,
+    ),
+    "owlvit": (
+        "zero-shot-detection",
+        ["input_ids=[2, 16]", "pixel_values=[1, 3, 32, 32]"],
+        ["top1_agreement", "rel_error"],
+        False,
+    ),
     "detr": ("detection", ["pixel_values=[1, 3, 224, 224]", "pixel_mask"], ["top1_agreement", "rel_error"], False),
     "detr_timm": ("detection", ["pixel_values=[1, 3, 224, 224]", "pixel_mask"], ["top1_agreement", "rel_error"], False),
     "clipseg": ("segmentation", ["input_ids=[1, 16]", "pixel_values=[1, 3, 32, 32]"], ["rel_error"], False),
-    "clap": ("audio-contrastive", ["input_ids=[2, 32]", "input_features=[1, 4, 256, 16]", "is_longer=[1, 1]"],
-             ["top1_agreement", "cosine_similarity"], False),
+    "clap": (
+        "audio-contrastive",
+        ["input_ids=[2, 32]", "input_features=[1, 4, 256, 16]", "is_longer=[1, 1]"],
+        ["top1_agreement", "cosine_similarity"],
+        False,
+    ),
     # issue 41: the inputs each forward's signature asks for; CLAP under audio-classification is zero-shot
-    "clap_audio_classification": ("audio-contrastive", ["input_ids=[2, 32]", "input_features=[1, 4, 256, 16]"],
-                                  ["top1_agreement", "cosine_similarity"], False),
-    "parakeet_ctc": ("speech-ctc", ["input_features=[1, 100, 16]", "attention_mask=[1, 100]"], ["top1_agreement"],
-                     False),
+    "clap_audio_classification": (
+        "audio-contrastive",
+        ["input_ids=[2, 32]", "input_features=[1, 4, 256, 16]"],
+        ["top1_agreement", "cosine_similarity"],
+        False,
+    ),
+    "parakeet_ctc": (
+        "speech-ctc",
+        ["input_features=[1, 100, 16]", "attention_mask=[1, 100]"],
+        ["top1_agreement"],
+        False,
+    ),
     "whisper_audio_classification": ("speech-ctc", ["input_features=[1, 16, 64]"], ["top1_agreement"], False),
     "segformer": ("segmentation", ["pixel_values=[1, 3, 32, 32]"], ["rel_error"], False),
     "sam": ("mask-generation", ["pixel_values=[1, 3, 64, 64]", "input_points=[1, 1, 1, 2]"], ["rel_error"], False),
@@ -62,11 +89,25 @@ EXPECT = {
     "llava_any": ("vlm", ["pixel_values=[1, 3, 32, 32]"], ["top1_agreement"], True),
     # Gemma 4 (issue 41): 48-pixel merged patches of a 240-pixel image with their positions, one second of raw audio
     # in 640-sample frames; 25 image and 25 audio placeholders before the text
-    "gemma4": ("vlm", ["pixel_values=[1, 25, 6912]", "image_position_ids=[1, 25, 2]", "input_features=[1, 25, 640]",
-                       "input_features_mask=[1, 25]", "input_ids=[1, 82]"], ["top1_agreement"], True),
+    "gemma4": (
+        "vlm",
+        [
+            "pixel_values=[1, 25, 6912]",
+            "image_position_ids=[1, 25, 2]",
+            "input_features=[1, 25, 640]",
+            "input_features_mask=[1, 25]",
+            "input_ids=[1, 82]",
+        ],
+        ["top1_agreement"],
+        True,
+    ),
     # a 15 x 15 grid of 16-pixel patches (3 divides it), pooled 3 x 3: 25 image placeholders
-    "gemma4_pooled": ("vlm", ["pixel_values=[1, 225, 768]", "image_position_ids=[1, 225, 2]", "input_ids=[1, 57]"],
-                      ["top1_agreement"], True),
+    "gemma4_pooled": (
+        "vlm",
+        ["pixel_values=[1, 225, 768]", "image_position_ids=[1, 225, 2]", "input_ids=[1, 57]"],
+        ["top1_agreement"],
+        True,
+    ),
     "vits": ("tts", ["input_ids=[1,"], ["rel_error"], False),
     "speecht5_tts": ("tts", ["decoder_input_values=[1, 4, 8]", "speaker_embeddings=[1, 16]"], ["rel_error"], False),
     "qwen2_audio": ("audio-lm", ["input_features=[1, 16, 64]", "feature_attention_mask"], ["top1_agreement"], True),
@@ -105,12 +146,20 @@ def config_dirs(tmp_path_factory):
 
 
 def test_every_family_has_a_tiny_model():
-    import harness_tasks as ht
+    import harness_tasks
 
     covered = {EXPECT[name][0] for name in TINY}
     # every family of the table, less the text/vision/speech ones test_models.py runs and the
     # "speech" placeholder the config resolves
-    want = set(ht.FAMILIES) - {"causal-lm", "text-encoder", "seq2seq", "vision", "speech", "speech-seq2seq", "speech-ctc"}
+    want = set(harness_tasks.FAMILIES) - {
+        "causal-lm",
+        "text-encoder",
+        "seq2seq",
+        "vision",
+        "speech",
+        "speech-seq2seq",
+        "speech-ctc",
+    }
     assert want <= covered, sorted(want - covered)
     assert set(EXPECT) == set(TINY)
 
@@ -214,10 +263,10 @@ def _tiny_model(name):
         cfg = factory()
         if isinstance(cfg, dict):
             cfg = transformers.AutoConfig.for_model(**cfg)
-    import harness_tasks as ht
+    import harness_tasks
 
-    ht.make_deterministic(cfg)  # as the harness's config stage prepares it
-    ht.legacy_text_vocab(cfg)
+    harness_tasks.make_deterministic(cfg)  # as the harness's config stage prepares it
+    harness_tasks.legacy_text_vocab(cfg)
     torch.manual_seed(0)
     model = getattr(transformers, cfg.architectures[0])(cfg).eval()
     return cfg, tag, model
@@ -230,20 +279,26 @@ def test_inputs_fit_the_forward(name):
     input_features and texts for CLAP), and the forward accepts them."""
     import torch
 
-    import harness_inputs as hi
-    import harness_tasks as ht
+    import harness_synthetic_inputs
+    import harness_tasks
 
     cfg, tag, model = _tiny_model(name)
-    _, family, _ = ht.resolve_family(tag, cfg)
+    _, family, _ = harness_tasks.resolve_family(tag, cfg)
     assert family is not None, (name, tag)
     params = inspect.signature(model.forward).parameters
     accepted = set(params)
-    inputs, _ = hi.build_inputs(torch, family, model.config, accepted, 32, 4, 0, type(model).__name__, model=model)
+    inputs, _ = harness_synthetic_inputs.build_inputs(
+        torch, family, model.config, accepted, 32, 4, 0, type(model).__name__, model=model
+    )
     takes_any = any(p.kind == p.VAR_KEYWORD for p in params.values())
     strays = sorted(k for k in inputs if k not in accepted)
     assert takes_any or not strays, (name, strays)
-    assert hi.modalities_missing(accepted, model.config, inputs) == [], (name, sorted(inputs), sorted(accepted))
-    taken = [m for m, keys in hi.MODALITY_KEYS.items() if set(keys) & set(inputs)]
+    assert harness_synthetic_inputs.modalities_missing(accepted, model.config, inputs) == [], (
+        name,
+        sorted(inputs),
+        sorted(accepted),
+    )
+    taken = [m for m, keys in harness_synthetic_inputs.MODALITY_KEYS.items() if set(keys) & set(inputs)]
     assert taken or family in ("time-series", "decision"), (name, sorted(inputs))
     with torch.no_grad():
         out = model(**inputs)
@@ -255,12 +310,12 @@ def test_every_family_has_its_inputs_checked():
     """The coverage of the check above: every family of the task table (less "speech", resolved to speech-seq2seq
     or speech-ctc) has a tiny model whose inputs were checked against its forward signature. Runs after it
     (pytest keeps file order); on its own it checks them itself."""
-    import harness_tasks as ht
+    import harness_tasks
 
     if not SIGNATURE_CHECKED:
         for name in sorted(TINY) + sorted(PLAIN):
             test_inputs_fit_the_forward(name)
-    want = set(ht.FAMILIES) - {"speech"}
+    want = set(harness_tasks.FAMILIES) - {"speech"}
     checked = set(SIGNATURE_CHECKED)
     print("families whose inputs were checked against their forward signature:")
     for family in sorted(checked):
@@ -279,7 +334,6 @@ def test_gemma4_without_a_vision_config_runs_the_towers_it_has(towers, family, i
     towers are optional (transformers builds the model without a tower its config leaves out): the model gets
     inputs of the towers it has, a real verdict, and the forward's note says what was left out."""
     import tiny_families
-
     from conftest import snapshot_layout
 
     cfg = tiny_families.gemma4()
@@ -306,7 +360,6 @@ def test_a_models_own_mask_leaves_a_verdict(dtype, tmp_path, run_inproc):
     float32 target against the float32 reference passes, a bfloat16 one gets a verdict at numerics (the tiny
     model's random weights decide which), never the scanner's error."""
     import tiny_families
-
     from conftest import snapshot_layout
 
     staging = tmp_path / "stage"
@@ -331,9 +384,9 @@ def test_placeholders_follow_the_models_own_feature_count(config_dirs, run_inpro
     wrong, one placeholder for LLaVA's 16 patch features) said "Image features and image tokens do not match" on the
     target and on the reference alike: the scanner's error, no verdict. The forward's own count now rebuilds the
     inputs once, and the model gets its verdict."""
-    import harness_inputs as hi
+    import harness_synthetic_inputs
 
-    monkeypatch.setattr(hi, "count_features", lambda ctx, method, kwargs: 1)
+    monkeypatch.setattr(harness_synthetic_inputs, "count_features", lambda ctx, method, kwargs: 1)
     code, res = run_inproc(config_dirs["llava"], task="image-text-to-text", mode="arch", extra=ARCH + ["--no-generate"])
     assert code == 0
     assert res["status"] == "pass", (res["stage"], res["message"])
@@ -345,18 +398,23 @@ def test_placeholders_follow_the_models_own_feature_count(config_dirs, run_inpro
 
 
 def test_placeholder_mismatch_reads_transformers_own_words():
-    import harness_inputs as hi
+    import harness_synthetic_inputs
 
-    assert hi.placeholder_candidates(512, 32) == [512, 16] and hi.placeholder_candidates(9, 32) == [9]
-    assert hi.placeholder_candidates(0, 32) == []
+    assert harness_synthetic_inputs.placeholder_candidates(512, 32) == [
+        512,
+        16,
+    ] and harness_synthetic_inputs.placeholder_candidates(9, 32) == [9]
+    assert harness_synthetic_inputs.placeholder_candidates(0, 32) == []
     for msg, want in [
         ("Image features and image tokens do not match, tokens: 1, features: 16", ("image", 1, 16)),
         ("Video features and video tokens do not match, tokens: 4, features: 64", ("video", 4, 64)),
         ("Image features and image tokens do not match: tokens: 2, features 9", ("image", 2, 9)),
         ("Audio features and audio tokens do not match, tokens: 3, features: 750", ("audio", 3, 750)),
     ]:
-        assert hi.placeholder_mismatch(ValueError(msg)) == want, msg
+        assert harness_synthetic_inputs.placeholder_mismatch(ValueError(msg)) == want, msg
     wrapped = RuntimeError("forward failed")
     wrapped.__cause__ = ValueError("Image features and image tokens do not match, tokens: 1, features: 4")
-    assert hi.placeholder_mismatch(wrapped) == ("image", 1, 4)
-    assert hi.placeholder_mismatch(ValueError("shapes do not match, tokens: 1, features: 4")) is None
+    assert harness_synthetic_inputs.placeholder_mismatch(wrapped) == ("image", 1, 4)
+    assert (
+        harness_synthetic_inputs.placeholder_mismatch(ValueError("shapes do not match, tokens: 1, features: 4")) is None
+    )

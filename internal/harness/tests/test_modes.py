@@ -12,7 +12,7 @@ import os
 
 import pytest
 
-import harness_train as htr
+import harness_train
 from conftest import build_model_dir
 from harness_testing import SimulatedTpu
 
@@ -151,30 +151,34 @@ def test_without_the_matrix_there_is_no_second_precision(tmp_path, run_inproc, f
 def test_labels_follow_the_family():
     import torch
     import transformers as tf
+
     from conftest import tiny_config
 
     ids = torch.tensor([[5, 6, 7]])
     m = tf.BertModel(tiny_config("bert-base"))
-    with pytest.raises(htr.NoLoss):
-        htr.labels_for(torch, m, {"input_ids": ids})
+    with pytest.raises(harness_train.NoLoss):
+        harness_train.labels_for(torch, m, {"input_ids": ids})
     m = tf.BertForMaskedLM(tiny_config("bert"))
-    out, note = htr.labels_for(torch, m, {"input_ids": ids})
+    out, note = harness_train.labels_for(torch, m, {"input_ids": ids})
     assert torch.equal(out["labels"], ids) and "input ids" in note
     m = tf.T5ForConditionalGeneration(tiny_config("t5"))
-    out, _ = htr.labels_for(torch, m, {"input_ids": ids, "decoder_input_ids": torch.tensor([[0, 3]])})
+    out, _ = harness_train.labels_for(torch, m, {"input_ids": ids, "decoder_input_ids": torch.tensor([[0, 3]])})
     assert torch.equal(out["labels"], torch.tensor([[0, 3]])) and "decoder_input_ids" not in out
 
 
 def test_the_loss_bound_is_numerics_json_per_dtype():
     row = NUMERICS["dtypes"]["bfloat16"]
-    assert htr.loss_bound(row, 2.0) == pytest.approx(row["train_loss_atol"] + 2.0 * row["train_loss_rtol"])
+    assert harness_train.loss_bound(row, 2.0) == pytest.approx(row["train_loss_atol"] + 2.0 * row["train_loss_rtol"])
     dev = {"losses": [1.0, 0.9, 0.8], "grad_norms": [1.0] * 3, "changed": 1}
-    ok, *_ = htr.judge_losses(dev, {"losses": [1.0, 0.9, 0.8]}, row)
+    ok, *_ = harness_train.judge_losses(dev, {"losses": [1.0, 0.9, 0.8]}, row)
     assert ok
-    ok, why, detail, *_ = htr.judge_losses(dict(dev, losses=[1.0, 0.9, 1.5]), {"losses": [1.0, 0.9, 0.8]}, row)
+    ok, why, detail, *_ = harness_train.judge_losses(
+        dict(dev, losses=[1.0, 0.9, 1.5]), {"losses": [1.0, 0.9, 0.8]}, row
+    )
     assert not ok and "step 3" in why and detail == "train loss differs from the reference"
-    ok, why, detail, *_ = htr.judge_losses(dict(dev, changed=0), {"losses": [1.0, 0.9, 0.8]}, row)
+    ok, why, detail, *_ = harness_train.judge_losses(dict(dev, changed=0), {"losses": [1.0, 0.9, 0.8]}, row)
     assert not ok and detail == "train weights unchanged"
-    ok, why, detail, *_ = htr.judge_losses(dict(dev, grad_norms=[1.0, float("nan"), 1.0]), {"losses": [1.0, 0.9, 0.8]},
-                                           row)
+    ok, why, detail, *_ = harness_train.judge_losses(
+        dict(dev, grad_norms=[1.0, float("nan"), 1.0]), {"losses": [1.0, 0.9, 0.8]}, row
+    )
     assert not ok and detail == "train gradients not finite"

@@ -1,5 +1,7 @@
 """The numerics verdict: tolerance per dtype, tie-aware top-1, non-finite outputs."""
 
+import os
+
 import torch
 
 import harness
@@ -81,57 +83,64 @@ def test_hidden_states_have_no_top1():
     assert cmp["top1"] is None and p.verdict(cmp, "x")[0]
 
 
-def test_docstring_table_is_numerics_json():
-    """The tolerance table in harness.py's docstring states numerics.json's bounds."""
+def test_readme_table_is_numerics_json():
+    """The tolerance table in the harness's README.md states numerics.json's bounds."""
     import re
 
-    import harness_numerics as hn
+    import harness_numerics
 
-    rows = {m.group(1): m.group(0) for m in re.finditer(r"^\| (float32|float16|bfloat16) .*$", harness.__doc__, re.M)}
-    assert set(rows) == set(hn.TOLERANCES)
+    with open(os.path.join(os.path.dirname(os.path.abspath(harness.__file__)), "README.md"), encoding="utf-8") as fh:
+        readme = fh.read()
+    rows = {m.group(1): m.group(0) for m in re.finditer(r"^\| (float32|float16|bfloat16) .*$", readme, re.M)}
+    assert set(rows) == set(harness_numerics.TOLERANCES)
     for dtype, row in rows.items():
         cells = [c.strip() for c in row.strip("|").split("|")]
-        b = hn.TOLERANCES[dtype]
+        b = harness_numerics.TOLERANCES[dtype]
         nums = [float(x) for x in re.findall(r"\d+(?:\.\d+)?(?:e-?\d+)?", " ".join(cells[1:]))]
-        assert nums == [b["atol"], b["rtol"], b["top1"], b["atol"], b["tie_rtol"], b["rel_error"], b["cosine"]], (dtype, nums)
+        assert nums == [b["atol"], b["rtol"], b["top1"], b["atol"], b["tie_rtol"], b["rel_error"], b["cosine"]], (
+            dtype,
+            nums,
+        )
 
 
 def test_dense_outputs_are_held_to_a_relative_error():
-    import harness_numerics as hn
+    import harness_numerics
 
     ref = torch.rand(1, 8, 4)  # boxes in [0, 1]
-    cmp = hn.compare(torch, ref, ref.clone(), "bfloat16", "boxes")
-    assert cmp["rel_error"] == 0.0 and cmp["top1"] is None and hn.verdict(cmp, "x")[0]
+    cmp = harness_numerics.compare(torch, ref, ref.clone(), "bfloat16", "boxes")
+    assert cmp["rel_error"] == 0.0 and cmp["top1"] is None and harness_numerics.verdict(cmp, "x")[0]
     # within max_abs (0.05 + 0.2 * max|ref|) everywhere, but wrong as a whole: every box shifted
     shifted = ref + 0.12
-    cmp = hn.compare(torch, ref, shifted, "bfloat16", "boxes")
+    cmp = harness_numerics.compare(torch, ref, shifted, "bfloat16", "boxes")
     assert cmp["max_abs_diff"] <= cmp["tolerance"]
-    ok, why, key = hn.verdict(cmp, "x")
+    ok, why, key = harness_numerics.verdict(cmp, "x")
     assert not ok and key == "rel_error" and "relative error" in why
 
 
 def test_embeddings_are_held_to_a_cosine_similarity():
-    import harness_numerics as hn
+    import harness_numerics
 
     g = torch.Generator().manual_seed(0)
     ref = torch.randn(1, 4, 64, generator=g)
-    cmp = hn.compare(torch, ref, ref * 1.001, "bfloat16", "embeddings")
-    assert cmp["cosine"] > 0.9999 and hn.verdict(cmp, "x")[0]
+    cmp = harness_numerics.compare(torch, ref, ref * 1.001, "bfloat16", "embeddings")
+    assert cmp["cosine"] > 0.9999 and harness_numerics.verdict(cmp, "x")[0]
     ref[0, 0] *= 20  # a large vector sets a wide max_abs bound ...
     ref[0, 2] = torch.randn(64, generator=g) * 0.1
     turned = ref.clone()
     turned[0, 2] = torch.randn(64, generator=g) * 0.1  # ... inside which a small one points elsewhere
-    cmp = hn.compare(torch, ref, turned, "bfloat16", "embeddings")
+    cmp = harness_numerics.compare(torch, ref, turned, "bfloat16", "embeddings")
     assert cmp["max_abs_diff"] <= cmp["tolerance"]
-    ok, why, key = hn.verdict(cmp, "x")
+    ok, why, key = harness_numerics.verdict(cmp, "x")
     assert not ok and key == "cosine", (cmp, why)
 
 
 def test_compare_all_names_the_failing_output():
-    import harness_numerics as hn
+    import harness_numerics
 
     refs = {"logits": torch.randn(1, 5, 10), "pred_boxes": torch.rand(1, 5, 4)}
     devs = {"logits": refs["logits"].clone(), "pred_boxes": refs["pred_boxes"] + 0.5}
-    out = hn.compare_all(torch, refs, devs, {"logits": "logits", "pred_boxes": "boxes"}, "float32", "dev vs ref")
+    out = harness_numerics.compare_all(
+        torch, refs, devs, {"logits": "logits", "pred_boxes": "boxes"}, "float32", "dev vs ref"
+    )
     assert not out["ok"] and out["key"] == "pred_boxes max_abs_diff" and "(pred_boxes)" in out["why"]
     assert out["primary"]["max_abs_diff"] == 0.0 and out["rel_error"] > 0.1

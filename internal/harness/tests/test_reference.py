@@ -16,7 +16,7 @@ import os
 import pytest
 
 import harness
-import harness_failures as hf
+import harness_failures
 from conftest import assert_contract_shape, build_model_dir, harness_args, snapshot_layout
 from tiny_families import detr_timm
 
@@ -79,7 +79,7 @@ REF_OOM = dict(REF_FAIL, status="oom", failure_class="oom", signature="oom:forwa
      "config_error:x", ""),
 ])
 def test_arbitrate(name, stage, device, reference, ran, want_status, want_sig, note):
-    out, why = hf.arbitrate(stage, device, reference, ran)
+    out, why = harness_failures.arbitrate(stage, device, reference, ran)
     assert (out["status"], out["signature"]) == (want_status, want_sig), name
     assert (note in why) if note else why == "", (name, why)
     if want_status == "error" and device["status"] == "fail":
@@ -89,8 +89,10 @@ def test_arbitrate(name, stage, device, reference, ran, want_status, want_sig, n
         assert out["log_tail"] == "reference traceback"
 
 
-TIMM_MESSAGE = ("\nTimmBackbone requires the timm library but it was not found in your environment. You can install it "
-                "with pip:\n`pip install timm`. Please note that you may need to restart your runtime after installation.\n")
+TIMM_MESSAGE = (
+    "\nTimmBackbone requires the timm library but it was not found in your environment. You can install it "
+    "with pip:\n`pip install timm`. Please note that you may need to restart your runtime after installation.\n"
+)
 
 
 def _not_found(name):
@@ -113,21 +115,31 @@ def _not_found(name):
     (RuntimeError("requires the timm library but it was not found"), None, None),  # not an ImportError
 ])
 def test_missing_package(exc, find, want):
-    assert hf.missing_package(_exc(exc), find_spec=find) == want
+    assert harness_failures.missing_package(_exc(exc), find_spec=find) == want
 
 
 def test_a_missing_package_is_the_environments_error_in_any_stage():
     for stage in ("config", "load", "forward"):
-        c = hf.classify(_exc(ImportError(TIMM_MESSAGE)), stage)
+        c = harness_failures.classify(_exc(ImportError(TIMM_MESSAGE)), stage)
         assert (c["status"], c["failure_class"], c["signature"]) == \
             ("error", "import_error", "environment:missing_package:timm"), stage
 
 
 def test_shared_checks_are_the_scanners():
-    c = hf.classify(_exc(hf.SharedFailure(hf.INPUTS_ORIGIN, "perplexity ... the model itself",
-                                          "passage perplexity of the model itself")), "numerics")
+    c = harness_failures.classify(
+        _exc(
+            harness_failures.SharedFailure(
+                harness_failures.INPUTS_ORIGIN,
+                "perplexity ... the model itself",
+                "passage perplexity of the model itself",
+            )
+        ),
+        "numerics",
+    )
     assert (c["status"], c["signature"]) == ("error", "harness_inputs:passage perplexity of the model itself")
-    c = hf.classify(_exc(hf.ReferenceFailed("the reference failed", "oom:numerics", "oom")), "numerics")
+    c = harness_failures.classify(
+        _exc(harness_failures.ReferenceFailed("the reference failed", "oom:numerics", "oom")), "numerics"
+    )
     assert (c["status"], c["failure_class"], c["signature"]) == ("error", "oom", "reference:oom:numerics")
 
 
@@ -214,7 +226,7 @@ def test_the_reference_is_built_once_when_the_target_passes(tmp_path, mode, monk
     d = build_model_dir(tmp_path, "llama", full=mode == "full")
     probe = _probe(d, tmp_path, mode, ["--no-compile"])
     res = probe.run()
-    assert res["status"] == "pass", res["message"]
+    assert res.status == "pass", res.message
     assert probe.reference.builds == 1
 
 

@@ -13,8 +13,8 @@ from types import SimpleNamespace
 
 import pytest
 
-import harness_efficiency as he
-import harness_shard as hs
+import harness_efficiency
+import harness_shard
 from conftest import HARNESS, HARNESS_DIR, build_model_dir, harness_args
 
 
@@ -39,21 +39,21 @@ def test_devices_table_topologies_are_torch_tpus():
 
 def test_rank_result_path_matches_go():
     # internal/probe/shard.go rankResultFile: the extension stays last
-    assert hs.rank_result_path("/run/x/result.json", 1) == "/run/x/result.rank1.json"
-    assert hs.rank_result_path("/run/x/result", 3) == "/run/x/result.rank3"
+    assert harness_shard.rank_result_path("/run/x/result.json", 1) == "/run/x/result.rank1.json"
+    assert harness_shard.rank_result_path("/run/x/result", 3) == "/run/x/result.rank3"
 
 
 def test_rank_of(monkeypatch):
     monkeypatch.delenv("RANK", raising=False)
-    assert hs.rank_of(1) == 0
+    assert harness_shard.rank_of(1) == 0
     with pytest.raises(RuntimeError, match="WORLD_SIZE=2"):
-        hs.rank_of(2)
+        harness_shard.rank_of(2)
     monkeypatch.setenv("RANK", "1")
     monkeypatch.setenv("WORLD_SIZE", "4")
     with pytest.raises(RuntimeError):
-        hs.rank_of(2)  # the runner said 4 ranks, the harness was told 2
+        harness_shard.rank_of(2)  # the runner said 4 ranks, the harness was told 2
     monkeypatch.setenv("WORLD_SIZE", "2")
-    assert hs.rank_of(2) == 1
+    assert harness_shard.rank_of(2) == 1
 
 
 class WithPlan:
@@ -78,19 +78,27 @@ def cfg(heads, kv=None, base_plan=None):
     ("tp", WithoutPlan, cfg(4, 2), 2, "tp"),
 ])
 def test_choose(asked, cls, config, world, want):
-    got, why = hs.choose(asked, cls, config, world)
+    got, why = harness_shard.choose(asked, cls, config, world)
     assert got == want and why
 
 
 def test_collective_timeouts():
-    gloo = RuntimeError("[gloo/transport/tcp/unbound_buffer.cc:78] Timed out waiting 5000ms for recv operation to complete")
+    gloo = RuntimeError(
+        "[gloo/transport/tcp/unbound_buffer.cc:78] Timed out waiting 5000ms for recv operation to complete"
+    )
     peer = RuntimeError("[gloo/transport/tcp/pair.cc:561] Connection closed by peer [127.0.0.1]:16098")
     store = type("DistStoreError", (RuntimeError,), {})("Socket Timeout")
     wrapped = ValueError("forward failed")
     wrapped.__cause__ = gloo
-    assert hs.is_collective_timeout(gloo) and hs.is_collective_timeout(store) and hs.is_collective_timeout(wrapped)
-    assert not hs.is_collective_timeout(peer) and not hs.is_collective_timeout(RuntimeError("timeout of the model"))
-    c = hs.timeout_class(gloo, "forward", 0, 2, 5)
+    assert (
+        harness_shard.is_collective_timeout(gloo)
+        and harness_shard.is_collective_timeout(store)
+        and harness_shard.is_collective_timeout(wrapped)
+    )
+    assert not harness_shard.is_collective_timeout(peer) and not harness_shard.is_collective_timeout(
+        RuntimeError("timeout of the model")
+    )
+    c = harness_shard.timeout_class(gloo, "forward", 0, 2, 5)
     assert c["status"] == "timeout" and c["failure_class"] == "timeout" and c["signature"] == "timeout:forward"
     assert c["message"].startswith("rank 0 of 2: a collective of stage forward timed out after 5s")
 
@@ -101,8 +109,8 @@ def test_efficiency_against_the_group_peaks():
     dev = {"key": "x", "bf16_flops": 1e12, "hbm_bytes_per_s": 1e9}
     stats = {"matmul_params": 2.5e8 / 32, "weight_bytes": 1e6}
     shape = (1, 1, 1, 1)
-    mfu1, mbu1, info1 = he.compute(dev, stats, shape, 32, 1.0, 100.0)
-    mfu2, mbu2, info2 = he.compute(dev, stats, shape, 32, 1.0, 100.0, devices=2)
+    mfu1, mbu1, info1 = harness_efficiency.compute(dev, stats, shape, 32, 1.0, 100.0)
+    mfu2, mbu2, info2 = harness_efficiency.compute(dev, stats, shape, 32, 1.0, 100.0, devices=2)
     assert mfu1 == pytest.approx(0.500004, abs=1e-6) and mbu1 == pytest.approx(0.1)
     assert mfu2 == pytest.approx(0.250002, abs=1e-6) and mbu2 == pytest.approx(0.05)
     assert "devices" not in info1 and info2["devices"] == 2 and info2["peak_bf16_flops"] == 2e12
@@ -185,7 +193,7 @@ def test_every_rank_reports_its_own_failure(tmp_path):
     procs = launch_ranks(model, out, "load:NotImplementedError:Could not run 'aten::standin' with arguments from the "
                                      "'CPU' backend", [])
     errs = wait_ranks(procs)
-    assert [p.returncode for p in procs] == [0, hs.RANK_FAILED], [e[-1500:] for e in errs]
+    assert [p.returncode for p in procs] == [0, harness_shard.RANK_FAILED], [e[-1500:] for e in errs]
     for path in (out, tmp_path / "result.rank1.json"):
         res = json.loads(path.read_text())
         assert res["status"] == "fail" and res["stage"] == "load" and res["devices_used"] == 2, (path, res)

@@ -25,7 +25,7 @@ import time
 import pytest
 
 import harness
-import harness_tpu as htpu
+import harness_tpu
 from conftest import HARNESS, build_model_dir, harness_args, require
 
 FAKE_DIR = os.path.join(os.path.dirname(harness.__file__), "testdata", "fake_torch_tpu")
@@ -123,7 +123,7 @@ def test_auto_without_a_chip_runs_on_cpu_saying_why(tmp_path, run_inproc):
     assert (res["status"], res["target"]) == ("pass", "cpu"), res["message"]
     note = env_note(res)
     assert "auto -> cpu" in note and "no TPU chip found on this host" in note, note
-    assert res["runtime"]["torch_tpu"] == "" and res["repro"].endswith("--target cpu --mode full")
+    assert res["runtime"]["torch_tpu"] == "" and res["target"] == "cpu" and res["mode"] == "full" and res["repro"] == ""
     env = env_only(tmp_path, "auto")
     assert (env["status"], env["target"], env["google_torch_tpu"], env["tpu_chips"]) == ("pass", "cpu", True, 0)
     assert "no TPU chip found" in env["note"], env["note"]
@@ -154,7 +154,7 @@ def test_the_real_loader_registers_nothing_where_its_scan_finds_no_chip(tmp_path
     ([("0x10de", "0x006f", True)], (0, 0, 0, "")),         # another vendor's device
 ])
 def test_scan_pci(tmp_path, devices, want):
-    s = htpu.scan_pci(fake_host(tmp_path, devices))
+    s = harness_tpu.scan_pci(fake_host(tmp_path, devices))
     assert (s.chips, s.unexposed, s.unknown, s.name) == want
     assert s.none() == (want[0] == 0 and want[2] == 0)
 
@@ -165,7 +165,7 @@ def test_scan_pci_of_this_host_agrees_with_torch_tpus_own():
     env = dict(os.environ, TORCH_DEVICE_BACKEND_AUTOLOAD="0", TPU_SKIP_MDS_QUERY="1")
     p = subprocess.run([sys.executable, "-I", "-c", code], env=env, capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr[-2000:]
-    assert int(p.stdout.split()[-1]) == htpu.scan_pci("/").chips
+    assert int(p.stdout.split()[-1]) == harness_tpu.scan_pci("/").chips
 
 
 @pytest.mark.parametrize("text,want", [
@@ -187,7 +187,7 @@ def test_scan_pci_of_this_host_agrees_with_torch_tpus_own():
     ("", ""),
 ])
 def test_libtpu_last_line(text, want):
-    assert htpu.libtpu_last_line(text) == want
+    assert harness_tpu.libtpu_last_line(text) == want
 
 
 def test_runtime_env_bounds_libtpu_only_where_the_metadata_server_cannot_answer():
@@ -200,11 +200,11 @@ def test_runtime_env_bounds_libtpu_only_where_the_metadata_server_cannot_answer(
         return ok
 
     one_host = {"TPU_SKIP_MDS_QUERY": "1", "TPU_WORKER_ID": "0", "TPU_WORKER_HOSTNAMES": "localhost"}
-    assert htpu.runtime_env({}, 0, mds(False)) == {} and asked == []  # no chip: no runtime to start
-    assert htpu.runtime_env({"TPU_SKIP_MDS_QUERY": "true"}, 4, mds(False)) == {} and asked == []  # GKE's
-    assert htpu.runtime_env({}, 4, mds(True)) == {} and asked == [True]
-    assert htpu.runtime_env({}, 4, mds(False)) == one_host
-    assert htpu.runtime_env({"TPU_WORKER_ID": "3"}, 1, mds(False)) == \
+    assert harness_tpu.runtime_env({}, 0, mds(False)) == {} and asked == []  # no chip: no runtime to start
+    assert harness_tpu.runtime_env({"TPU_SKIP_MDS_QUERY": "true"}, 4, mds(False)) == {} and asked == []  # GKE's
+    assert harness_tpu.runtime_env({}, 4, mds(True)) == {} and asked == [True]
+    assert harness_tpu.runtime_env({}, 4, mds(False)) == one_host
+    assert harness_tpu.runtime_env({"TPU_WORKER_ID": "3"}, 1, mds(False)) == \
         {"TPU_SKIP_MDS_QUERY": "1", "TPU_WORKER_HOSTNAMES": "localhost"}
 
 
@@ -230,7 +230,7 @@ def test_metadata_has_tpu_env(status, flavor, want):
     threading.Thread(target=srv.serve_forever, daemon=True).start()
     try:
         url = f"http://127.0.0.1:{srv.server_address[1]}/computeMetadata/v1/instance/attributes/tpu-env"
-        assert htpu.metadata_has_tpu_env(url, timeout=5) is want
+        assert harness_tpu.metadata_has_tpu_env(url, timeout=5) is want
     finally:
         srv.shutdown()
 
@@ -243,7 +243,7 @@ def test_metadata_server_that_never_answers_is_no_answer_in_time():
     lst.listen(1)  # accepts the connection, never answers
     try:
         t0 = time.monotonic()
-        assert htpu.metadata_has_tpu_env(f"http://127.0.0.1:{lst.getsockname()[1]}/x", timeout=1) is False
+        assert harness_tpu.metadata_has_tpu_env(f"http://127.0.0.1:{lst.getsockname()[1]}/x", timeout=1) is False
         assert time.monotonic() - t0 < 5
     finally:
         lst.close()
@@ -340,7 +340,7 @@ def test_a_runtime_waiting_for_the_metadata_server_ends_the_env_stage_in_time(fa
     assert "GCE metadata server (169.254.169.254)" in msg and "TPU_SKIP_MDS_QUERY=1" in msg, msg
     assert "Failed to convert value for key 'CHIPS_PER_HOST_BOUNDS' in 'tpu-env'" in msg, msg
     assert p.wall < 20 + 90, p.wall  # the check's bound, and the imports of torch
-    assert htpu.CHECK_TIMEOUT_S <= 50 and harness.TPU_CHECK_TIMEOUT_S == htpu.CHECK_TIMEOUT_S
+    assert harness_tpu.CHECK_TIMEOUT_S <= 50 and harness.TPU_CHECK_TIMEOUT_S == harness_tpu.CHECK_TIMEOUT_S
 
 
 def test_a_host_too_busy_to_import_torch_is_not_blamed_on_the_metadata_server(tmp_path):
@@ -350,10 +350,10 @@ def test_a_host_too_busy_to_import_torch_is_not_blamed_on_the_metadata_server(tm
     slow.write_text("#!/bin/sh\necho '[tpu check] importing torch' >&2\nexec sleep 60\n")
     slow.chmod(0o755)
     t0 = time.monotonic()
-    res = htpu.run_check(str(slow), timeout=1, import_timeout=2)
+    res = harness_tpu.run_check(str(slow), timeout=1, import_timeout=2)
     assert time.monotonic() - t0 < 20
     assert (res["timed_out"], res["step"]) == (2, "importing torch"), res
-    why = htpu.describe(res)
+    why = harness_tpu.describe(res)
     assert "did not import torch within 2 s" in why and "metadata" not in why, why
 
 

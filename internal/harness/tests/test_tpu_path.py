@@ -46,7 +46,7 @@ def test_auto_resolves_to_tpu_and_uses_the_tpu_path(tmp_path, run_inproc, fake_t
     assert SimulatedTpu.compiled_graphs, "torch.compile did not go through the 'tpu' backend"
     assert SimulatedTpu.synced > 0
     assert not hasattr(torch, "tpu"), "the simulated torch.tpu outlived the run"
-    assert res["repro"].endswith("--target tpu --mode full")
+    assert res["target"] == "tpu" and res["mode"] == "full" and res["repro"] == ""
 
 
 def test_tpu_executables_that_keep_compiling_are_a_recompile(tmp_path, run_inproc, monkeypatch):

@@ -7,9 +7,8 @@ import os
 import subprocess
 import sys
 
+import harness_real_inputs
 from test_inputs import causal_lm  # noqa: F401 - the tiny LM with its own tokenizer
-
-import harness_inputs as hi
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 HARNESS = os.path.dirname(HERE)
@@ -25,14 +24,25 @@ def test_reference_then_serve(tmp_path):
                    check=True, timeout=300)
     ref = json.loads(out.read_text())
     table = json.load(open(TABLE))
-    assert ref["prompt_token_ids"] == tk.encode(hi.PROMPT).ids, "the generate stage's prompt, in the model's tokenizer"
+    assert ref["prompt_token_ids"] == tk.encode(harness_real_inputs.PROMPT).ids, (
+        "the generate stage's prompt, in the model's tokenizer"
+    )
     assert 0 < len(ref["tokens"]) <= table["max_tokens"]
 
     with open(os.path.join(model_dir, "fake_vllm.json"), "w") as fh:
         json.dump({"behaviour": "ok", "tokens": ref["tokens"]}, fh)
     args = tmp_path / "args.json"
-    args.write_text(json.dumps({"model": model_dir, "tensor_parallel_size": 1, "prompt_token_ids": ref["prompt_token_ids"],
-                                "table": TABLE, "harness": HARNESS}))
+    args.write_text(
+        json.dumps(
+            {
+                "model": model_dir,
+                "tensor_parallel_size": 1,
+                "prompt_token_ids": ref["prompt_token_ids"],
+                "table": TABLE,
+                "harness": HARNESS,
+            }
+        )
+    )
     res_path = tmp_path / "out.json"
     env = dict(os.environ, PYTHONPATH=FAKE_SITE)
     subprocess.run([sys.executable, os.path.join(VLLM_DIR, "serve.py"), str(args), str(res_path)], check=True, env=env,
@@ -45,7 +55,8 @@ def test_reference_then_serve(tmp_path):
 
 def test_reference_reports_its_failure(tmp_path):
     out = tmp_path / "reference.json"
-    p = subprocess.run([sys.executable, os.path.join(VLLM_DIR, "reference.py"), str(tmp_path), TABLE, HARNESS, str(out)],
-                       timeout=300)
+    p = subprocess.run(
+        [sys.executable, os.path.join(VLLM_DIR, "reference.py"), str(tmp_path), TABLE, HARNESS, str(out)], timeout=300
+    )
     assert p.returncode == 1
     assert json.loads(out.read_text())["error"]

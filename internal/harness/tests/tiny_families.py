@@ -102,9 +102,19 @@ def sam():
 
 
 def dpt():
-    return _tf().DPTConfig(hidden_size=32, num_hidden_layers=4, num_attention_heads=4, intermediate_size=64,
-                           image_size=32, patch_size=8, backbone_out_indices=[0, 1, 2, 3], neck_hidden_sizes=[8, 8, 16, 16],
-                           fusion_hidden_size=16, head_in_index=-1, architectures=["DPTForDepthEstimation"])
+    return _tf().DPTConfig(
+        hidden_size=32,
+        num_hidden_layers=4,
+        num_attention_heads=4,
+        intermediate_size=64,
+        image_size=32,
+        patch_size=8,
+        backbone_out_indices=[0, 1, 2, 3],
+        neck_hidden_sizes=[8, 8, 16, 16],
+        fusion_hidden_size=16,
+        head_in_index=-1,
+        architectures=["DPTForDepthEstimation"],
+    )
 
 
 def superpoint():
@@ -182,10 +192,15 @@ def llava_next_video_legacy():
     """llava-hf/LLaVA-NeXT-Video-7B-hf's layout for transformers 4: the vocabulary (32064) at the top level, a
     text_config without one (transformers 5 reads 32000, its llama default) and placeholders 32000 (video) and
     32001 (image): beyond the text embedding unless the top-level vocab_size is applied."""
-    cfg = _tf().LlavaNextVideoConfig(text_config=dict(model_type="llama", **{k: v for k, v in TXT.items() if k != "vocab_size"}),
-                                     vision_config=dict(model_type="clip_vision_model", **CLIP_VISION),
-                                     image_token_id=32001, video_token_id=32000, image_grid_pinpoints=[[32, 32]],
-                                     spatial_pool_stride=2, architectures=["LlavaNextVideoForConditionalGeneration"])
+    cfg = _tf().LlavaNextVideoConfig(
+        text_config=dict(model_type="llama", **{k: v for k, v in TXT.items() if k != "vocab_size"}),
+        vision_config=dict(model_type="clip_vision_model", **CLIP_VISION),
+        image_token_id=32001,
+        video_token_id=32000,
+        image_grid_pinpoints=[[32, 32]],
+        spatial_pool_stride=2,
+        architectures=["LlavaNextVideoForConditionalGeneration"],
+    )
     cfg.vocab_size = 32064
     return cfg
 
@@ -256,10 +271,19 @@ def w2v_bert():
 
 
 def vitpose():
-    return _tf().VitPoseConfig(backbone_config=dict(model_type="vitpose_backbone", image_size=[64, 48], patch_size=[16, 16],
-                                                    hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                                                    out_indices=[2]),
-                               num_labels=4, architectures=["VitPoseForPoseEstimation"])
+    return _tf().VitPoseConfig(
+        backbone_config=dict(
+            model_type="vitpose_backbone",
+            image_size=[64, 48],
+            patch_size=[16, 16],
+            hidden_size=32,
+            num_hidden_layers=2,
+            num_attention_heads=2,
+            out_indices=[2],
+        ),
+        num_labels=4,
+        architectures=["VitPoseForPoseEstimation"],
+    )
 
 
 def bert_cross_encoder():

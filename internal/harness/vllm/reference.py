@@ -3,7 +3,7 @@ interpreter (--python).
 
 usage: python reference.py MODEL_DIR TABLE_JSON HARNESS_DIR OUT_JSON
 
-Encodes harness_inputs.PROMPT with the model's tokenizer (harness_inputs.prompt_ids, as the generate stage
+Encodes harness_real_inputs.PROMPT with the model's tokenizer (harness_real_inputs.prompt_ids, as the generate stage
 does), generates the table's max_tokens tokens greedily and writes {"prompt_token_ids": [...], "tokens":
 [...]} to OUT_JSON; on a failure, {"error": message} and exit status 1.
 """
@@ -19,13 +19,15 @@ def main(argv):
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
-        import harness_inputs as hi
+        import harness_real_inputs
 
         tok = AutoTokenizer.from_pretrained(model_dir)
         model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32).eval()
-        ids = hi.prompt_ids(torch, tok, model.config)
+        ids = harness_real_inputs.prompt_ids(torch, tok, model.config)
         if ids is None:
-            raise ValueError(f"the fixed prompt {hi.PROMPT!r} cannot be encoded by the model's tokenizer")
+            raise ValueError(
+                f"the fixed prompt {harness_real_inputs.PROMPT!r} cannot be encoded by the model's tokenizer"
+            )
         with torch.no_grad():
             seq = model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=table["max_tokens"],
                                  do_sample=False, pad_token_id=tok.pad_token_id or tok.eos_token_id)

@@ -21,7 +21,6 @@ import (
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/internal/harness"
-	"github.com/google-pytorch/torchtpu-scanner/internal/serving"
 )
 
 // Table is serving.json: see its "about".
@@ -95,13 +94,13 @@ type Request struct {
 // Result, Runtime and Metrics are serving's (a model's serving cell
 // carries the measured verdict).
 type (
-	Result  = serving.Measured
-	Runtime = serving.Runtime
-	Metrics = serving.Metrics
+	Result  = compat.ServingMeasured
+	Runtime = compat.ServingRuntime
+	Metrics = compat.ServingMetrics
 )
 
 // EvidenceMeasured labels a Result: the probe ran.
-const EvidenceMeasured = serving.EvidenceMeasured
+const EvidenceMeasured = compat.ServingEvidenceMeasured
 
 // probeOut is what serve.py writes.
 type probeOut struct {
@@ -124,8 +123,9 @@ type probeOut struct {
 }
 
 // Run runs one serving probe. It never fails: what went wrong is the
-// Result's status (error for the reference's or the scanner's own
-// failure, never held against vLLM-TorchTPU).
+// Result's status (error for the scanner's own failure; skipped with
+// reason no_reference when the transformers CPU reference gave no greedy
+// tokens, vLLM then not run: neither is held against vLLM-TorchTPU).
 func Run(ctx context.Context, req Request) Result {
 	res := Result{Evidence: EvidenceMeasured, TensorParallelSize: max(req.TensorParallel, 1), MaxModelLen: table.MaxModelLen}
 	timeout := req.Timeout
@@ -146,8 +146,11 @@ func Run(ctx context.Context, req Request) Result {
 	ref := req.Reference
 	if ref == nil {
 		if ref, err = reference(ctx, req, dir, hdir); err != nil {
-			return referenceError(res, err)
+			return notJudged(res, err.Error())
 		}
+	}
+	if len(ref.Tokens) == 0 { // Agree would fail anything against nothing: vLLM is not started
+		return notJudged(res, "the transformers CPU reference generated no tokens to hold vLLM's to")
 	}
 	res.ReferenceTokens = ref.Tokens
 
@@ -218,10 +221,36 @@ func scannerError(res Result, stage string, err error) Result {
 	return verdict(res, compat.StatusError, stage, compat.ClassOther, nil, "environment:serving_probe", err.Error())
 }
 
-// referenceError is the reference's failure: status error, never held
-// against vLLM-TorchTPU.
-func referenceError(res Result, err error) Result {
-	return verdict(res, compat.StatusError, "generate", compat.ClassOther, nil, "reference:serving_reference", err.Error())
+// notJudged is a serving probe without the transformers CPU reference's
+// greedy tokens (the reference failed or generated none): vLLM is not run,
+// and the probe is status skipped with reason no_reference, never a pass
+// or a fail (Agree has nothing to hold vLLM's tokens to).
+func notJudged(res Result, why string) Result {
+	res.Status, res.Reason = string(compat.StatusSkipped), compat.Ptr(compat.ServingReasonNoReference)
+	res.Stage, res.FailureClass, res.Op, res.Signature = nil, nil, nil, nil
+	res.Message = compat.Ptr("not judged: " + why)
+	res.MeasuredAt = time.Now().UTC()
+	return res
+}
+
+// WithoutReference says why the inference probe res leaves no CPU
+// reference to hold vLLM to: its own float32 CPU reference failed the way
+// the target did (an error the reference shares: res.Reproducible, a
+// signature reference:, harness_load: or harness_inputs:), so the serving
+// probe's reference would fail too. ok is false when the reference ran
+// (whatever the target's verdict: vLLM-TorchTPU is another path than
+// TorchTPU's eager one, and may serve a model the probe failed).
+func WithoutReference(res compat.Result) (why string, ok bool) {
+	if !res.Reproducible() {
+		return "", false
+	}
+	return "the inference probe's float32 CPU reference failed (" + *res.Signature + ")", true
+}
+
+// NoReference is the serving probe's verdict where WithoutReference says
+// why: not judged, vLLM not run, tensor_parallel_size tp (0 means 1).
+func NoReference(tp int, why string) Result {
+	return notJudged(Result{Evidence: EvidenceMeasured, TensorParallelSize: max(tp, 1), MaxModelLen: table.MaxModelLen}, why)
 }
 
 // writeFiles writes the harness (for harness_failures and

@@ -122,12 +122,61 @@ func TestRunAgainstStandIn(t *testing.T) {
 	}
 }
 
-// A reference that fails is the scanner's error, never held against vLLM.
+// Without the transformers CPU reference's greedy tokens (the reference
+// failed, or generated none) the serving probe is not judged: skipped with
+// reason no_reference, never a pass or a fail, and vLLM is not started.
 func TestReferenceFails(t *testing.T) {
 	py := measuretest.VLLMPython(t)
 	dir := measuretest.ModelDir(t, "ok", []int{1, 2, 3, 4})
-	r := Run(context.Background(), Request{VLLMPython: py, Python: py, ModelDir: dir, Timeout: time.Minute})
-	if compat.Status(r.Status) != compat.StatusError || r.Signature == nil || !strings.HasPrefix(*r.Signature, "reference:") {
-		t.Fatalf("status %s %v: %v", r.Status, r.Signature, r.Message)
+	for name, req := range map[string]Request{
+		"the reference fails":    {VLLMPython: py, Python: py, ModelDir: dir, Timeout: time.Minute}, // the stand-in has no transformers
+		"the reference is empty": {VLLMPython: py, ModelDir: dir, Timeout: time.Minute, Reference: &Reference{PromptTokenIDs: []int{1, 2}}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := Run(context.Background(), req)
+			if compat.Status(r.Status) != compat.StatusSkipped || r.Reason == nil || *r.Reason != compat.ServingReasonNoReference ||
+				r.Message == nil || !strings.HasPrefix(*r.Message, "not judged: ") || r.Signature != nil || r.Judged() {
+				t.Fatalf("status %s reason %v signature %v: %v", r.Status, r.Reason, r.Signature, r.Message)
+			}
+			if r.Runtime.VLLMTorchTPU != nil || r.Tokens != nil || r.Metrics.AgreedTokens != nil {
+				t.Errorf("vLLM ran without a reference: %+v", r)
+			}
+		})
 	}
+}
+
+// WithoutReference: an inference probe whose float32 CPU reference failed
+// (an error it shares) leaves no reference; any verdict of the target, or
+// an error of the environment, leaves the serving probe to try.
+func TestWithoutReference(t *testing.T) {
+	sig := func(s string) *string { return &s }
+	for _, tt := range []struct {
+		res  compat.Result
+		none bool
+	}{
+		{compat.Result{Status: compat.StatusError, Signature: sig("reference:forward")}, true},
+		{compat.Result{Status: compat.StatusError, Signature: sig("harness_load:checkpoint")}, true},
+		{compat.Result{Status: compat.StatusError, Signature: sig("harness_inputs:processor")}, true},
+		{compat.Result{Status: compat.StatusError, Signature: sig("environment:missing_package:timm")}, false},
+		{compat.Result{Status: compat.StatusFail, Signature: sig("unsupported_op:aten::_fft_r2c")}, false},
+		{compat.Result{Status: compat.StatusOOM}, false},
+		{compat.Result{Status: compat.StatusPass}, false},
+	} {
+		why, none := WithoutReference(tt.res)
+		if none != tt.none || (none && !strings.Contains(why, *tt.res.Signature)) {
+			t.Errorf("WithoutReference(%s %v) = %q, %v; want %v", tt.res.Status, deref(tt.res.Signature), why, none, tt.none)
+		}
+	}
+	r := NoReference(3, "why")
+	if r.Status != "skipped" || r.TensorParallelSize != 3 || r.Evidence != EvidenceMeasured || r.MaxModelLen != TableOf().MaxModelLen ||
+		*r.Message != "not judged: why" || r.MeasuredAt.IsZero() {
+		t.Errorf("NoReference %+v", r)
+	}
+}
+
+func deref(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
 }

@@ -4,6 +4,7 @@ import (
 	"archive/zip"
 	"context"
 	"errors"
+	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -106,8 +107,8 @@ func TestReadWheel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]serving.Kind{"LlamaForCausalLM": serving.KindGeneration, "Qwen3ForCausalLM": serving.KindGeneration,
-		"BertModel": serving.KindPooling, "Gemma3ForConditionalGeneration": serving.KindMultimodal, "Olmo2ForCausalLM": serving.KindGeneration}
+	want := map[string]compat.ServingKind{"LlamaForCausalLM": compat.ServingGeneration, "Qwen3ForCausalLM": compat.ServingGeneration,
+		"BertModel": compat.ServingPooling, "Gemma3ForConditionalGeneration": compat.ServingMultimodal, "Olmo2ForCausalLM": compat.ServingGeneration}
 	if len(r.Archs) != len(want) {
 		t.Errorf("archs %v, want %v", r.Archs, want)
 	}
@@ -219,10 +220,10 @@ func TestRealWheel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for arch, kind := range map[string]serving.Kind{
-		"LlamaForCausalLM": serving.KindGeneration, "Qwen3ForCausalLM": serving.KindGeneration, "Gemma3ForConditionalGeneration": serving.KindMultimodal,
-		"Qwen2ForCausalLM": serving.KindGeneration, "BertModel": serving.KindPooling, "Qwen2VLForConditionalGeneration": serving.KindMultimodal,
-		"Olmo2ForCausalLM": serving.KindGeneration,
+	for arch, kind := range map[string]compat.ServingKind{
+		"LlamaForCausalLM": compat.ServingGeneration, "Qwen3ForCausalLM": compat.ServingGeneration, "Gemma3ForConditionalGeneration": compat.ServingMultimodal,
+		"Qwen2ForCausalLM": compat.ServingGeneration, "BertModel": compat.ServingPooling, "Qwen2VLForConditionalGeneration": compat.ServingMultimodal,
+		"Olmo2ForCausalLM": compat.ServingGeneration,
 	} {
 		if got := r.Archs[arch]; got != kind {
 			t.Errorf("%s: %q, want %q", arch, got, kind)
