@@ -26,7 +26,7 @@ var CSVColumns = []string{"id", "task", "library", "downloads", "likes", "gated"
 	"failure_class", "op", "reason", "signature", "mode", "tokens_per_s", "forward_ms", "peak_mem_bytes",
 	"tested_at", "revision", "torch", "torch_tpu", "transformers", "url"}
 
-// CSVAllColumns are csvColumns and then readiness's (readiness.go), the
+// CSVAllColumns are CSVColumns and then readiness's (readinessCSVColumns), the
 // matrix's (issue 25) and the known issue's, each added last, so that no
 // earlier column moves.
 var CSVAllColumns = slices.Concat(CSVColumns, readinessCSVColumns, ModesCSVColumns, KnownCSVColumns, EvidenceCSVColumns,

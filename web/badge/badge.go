@@ -73,7 +73,7 @@ func (h *Handler) Badge(c *fiber.Ctx) error {
 	}
 
 	// ?mode=train draws the train verdict of the matrix, ?mode=serve the
-	// serving cell (serving.go).
+	// serving cell (serve.go).
 	mode := c.Query("mode")
 	draw := badgeFor
 	switch mode {
