@@ -1,9 +1,10 @@
 // Package api serves the JSON API (/api/v1/…) and the CSV exports: the
 // models, summary, failures, sweep, runtimes, comparisons, the fix list,
-// the scans. Each answer that depends only on its URL and the data is kept
-// until the data changes (cachedJSON). web/routes.go wires its handler;
-// the test requests and the worker fleet's routes are served beside it
-// (web, web/work), the webhooks' view by web/feeds.
+// the scans and the test requests. Each answer that depends only on its
+// URL and the data is kept until the data changes (cachedJSON).
+// web/routes.go wires its handler; the worker fleet's routes are
+// web/work's, the webhooks' view web/feeds's, the test requests' form
+// web/pages's.
 package api
 
 import (
