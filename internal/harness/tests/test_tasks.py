@@ -98,7 +98,7 @@ def test_task_rule_answers_the_shared_examples():
         sup = harness_tasks.task_support(e["tag"], "transformers", e["architectures"], e["config"])
         assert sup["supported"] is e["supported"], (e, sup)
         family = harness_tasks.TASK_FAMILIES.get(e["tag"])
-        if family and harness_tasks.config_refusal(e["tag"], family, e["config"]):
+        if family is not None and harness_tasks.config_refusal(e["tag"], family, e["config"]):
             refused += 1
             assert sup["reason"] == "unsupported_task", (e, sup)
     assert len(examples) >= 10 and refused >= 2
