@@ -121,6 +121,10 @@ type measuredView struct {
 	TP, MaxModelLen                                                                  int
 }
 
+// chipClass is a status chip's coloured class (the templates' tone: st-pass,
+// st-fail, st-warn, st-neutral; statusCSS defines them).
+func chipClass(st compat.Status) string { return "st-" + string(toneOf(st)) }
+
 // newMeasuredView lays out a measured verdict.
 func newMeasuredView(m *compat.ServingMeasured) *measuredView {
 	if m == nil {
@@ -138,14 +142,11 @@ func newMeasuredView(m *compat.ServingMeasured) *measuredView {
 		}
 		return strconv.FormatFloat(*p, 'f', 2, 64) + " s"
 	}
-	v := &measuredView{Status: m.Status, Tone: "fail", Runtime: m.Runtime.Key(), Device: text(m.Device), Agreed: "—",
+	v := &measuredView{Status: m.Status, Tone: chipClass(compat.Status(m.Status)), Runtime: m.Runtime.Key(), Device: text(m.Device), Agreed: "—",
 		Load: secs(m.Metrics.LoadS), TTFT: secs(m.Metrics.TTFTS), TPS: "—", Signature: text(m.Signature), Message: text(m.Message),
 		TP: m.TensorParallelSize, MaxModelLen: m.MaxModelLen, Date: "—"}
-	switch {
-	case compat.Status(m.Status) == compat.StatusPass:
-		v.Tone = "pass"
-	case !m.Judged(): // the scanner's own error, or no CPU reference: never a pass or a fail
-		v.Tone, v.Status = "neutral", "not judged ("+m.Status+")"
+	if !m.Judged() { // the scanner's own error, or no CPU reference: never a pass or a fail
+		v.Tone, v.Status = chipClass(compat.StatusSkipped), "not judged ("+m.Status+")"
 		if m.Reason != nil && *m.Reason == compat.ServingReasonNoReference {
 			v.Status = "not judged: no CPU reference"
 		}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -116,7 +117,7 @@ func TestServingPages(t *testing.T) {
 		t.Errorf("table ?serve=none: selected filter, bart alone")
 	}
 	all := ts.get(t, "/").body
-	if !strings.Contains(all, `<td data-label="vLLM"><span class="status pass" title="vllm-torchtpu `+serving.Version+`, declared">generation</span>`) {
+	if !strings.Contains(all, `<td data-label="vLLM"><span class="status st-pass" title="vllm-torchtpu `+serving.Version+`, declared">generation</span>`) {
 		t.Errorf("table lacks llama's vLLM cell")
 	}
 }
@@ -170,7 +171,7 @@ func TestMeasuredServing(t *testing.T) {
 		t.Errorf("bart (never measured): %+v", c)
 	}
 	page := ts.get(t, "/models/org/llama").body
-	for _, want := range []string{`<span class="status pass">pass</span> · <span class="evidence-tier"`, ">measured</span> on 2026-12-06",
+	for _, want := range []string{`<span class="status st-pass">pass</span> · <span class="evidence-tier"`, ">measured</span> on 2026-12-06",
 		"<code>0.29.0~2.13.0~0.2.0~0.0.50</code>", "16 of 16", "load 12.50 s · first token 0.25 s · 41.0 tokens/s", "TPU v6e"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("llama's page lacks %q", want)
@@ -184,7 +185,7 @@ func TestMeasuredServing(t *testing.T) {
 			t.Errorf("list: %s measured %v", m.ID, got)
 		}
 	}
-	if table := ts.get(t, "/").body; !strings.Contains(table, `<td data-label="vLLM"><span class="status pass" title="measured 2026-12-06, runtime 0.29.0~2.13.0~0.2.0~0.0.50">pass · measured</span>`) {
+	if table := ts.get(t, "/").body; !strings.Contains(table, `<td data-label="vLLM"><span class="status st-pass" title="measured 2026-12-06, runtime 0.29.0~2.13.0~0.2.0~0.0.50">pass · measured</span>`) {
 		t.Errorf("table lacks llama's measured vLLM cell")
 	}
 	serveList(t, ts, map[string]string{"pass": "org/llama", "fail": "", "declared": "", "generation": "org/llama", "none": "org/bart"})
@@ -199,7 +200,7 @@ func TestMeasuredServing(t *testing.T) {
 		t.Fatalf("llama serving after a failed load %+v (the declared cell stays served)", c)
 	}
 	page = ts.get(t, "/models/org/llama").body
-	for _, want := range []string{`<span class="status fail">fail</span>`, "<code>load_error:checkpoint</code>: Cannot load &lt;the&gt; checkpoint",
+	for _, want := range []string{`<span class="status st-fail">fail</span>`, "<code>load_error:checkpoint</code>: Cannot load &lt;the&gt; checkpoint",
 		"load — · first token — · — tokens/s"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("llama's page lacks %q", want)
@@ -220,11 +221,11 @@ func TestMeasuredServing(t *testing.T) {
 	if b := decode[endpointBadge](t, ts.get(t, "/badge/org/llama.json?mode=serve")); b.Message != "generation · declared" {
 		t.Errorf("badge after a probe not judged: %q", b.Message)
 	}
-	if page := ts.get(t, "/models/org/llama").body; !strings.Contains(page, `<span class="status neutral">not judged: no CPU reference</span>`) {
+	if page := ts.get(t, "/models/org/llama").body; !strings.Contains(page, `<span class="status st-neutral">not judged: no CPU reference</span>`) {
 		t.Errorf("llama's page does not say the probe was not judged")
 	}
 	if table := ts.get(t, "/?serve=declared").body; !strings.Contains(table, `<option value="declared" selected>`) ||
-		!strings.Contains(table, `<td data-label="vLLM"><span class="status pass" title="vllm-torchtpu `+serving.Version+`, declared">generation</span>`) {
+		!strings.Contains(table, `<td data-label="vLLM"><span class="status st-pass" title="vllm-torchtpu `+serving.Version+`, declared">generation</span>`) {
 		t.Errorf("table ?serve=declared: llama's declared cell")
 	}
 	serveList(t, ts, map[string]string{"pass": "", "fail": "", "declared": "org/llama", "none": "org/bart"})
@@ -420,4 +421,59 @@ func TestServingFeed(t *testing.T) {
 	if len(d.Events) != 3 || d.Events[0].Kind != compat.EventServingFix || d.Events[0].Runtime.VLLMTorchTPU != "0.29.0" {
 		t.Errorf("the model's API events %+v", d.Events)
 	}
+}
+
+// The serving block's and the vLLM column's status chips use classes the
+// stylesheet colours (statusCSS's .st-*), not bare words it has no rule
+// for: every class of every status chip on the pages, served and not,
+// measured pass, failure and not judged, has a rule in the served style.css.
+func TestServingChipClassesAreStyled(t *testing.T) {
+	ts := servingServer(t, true)
+	ctx := context.Background()
+	cssURL, err := ts.assets.url("style.css")
+	if err != nil {
+		t.Fatal(err)
+	}
+	css := ts.get(t, cssURL).body
+	chip := regexp.MustCompile(`class="status ([^"]*)"`)
+	check := func(what, body string) {
+		t.Helper()
+		found := chip.FindAllStringSubmatch(body, -1)
+		if len(found) == 0 {
+			t.Fatalf("%s: no status chip", what)
+		}
+		for _, f := range found {
+			for _, class := range strings.Fields(f[1]) {
+				if !strings.Contains(css, "."+class+" {") {
+					t.Errorf("%s: chip class %q has no rule in style.css", what, class)
+				}
+			}
+		}
+	}
+	at := time.Date(2026, 12, 6, 3, 0, 0, 0, time.UTC)
+	for i, m := range []compat.ServingMeasured{
+		{Status: "pass"}, {Status: "fail"}, {Status: "oom"},
+		{Status: "skipped", Reason: compat.Ptr(compat.ServingReasonNoReference)}, {Status: "error"},
+	} {
+		m.Evidence, m.TensorParallelSize, m.MeasuredAt = compat.ServingEvidenceMeasured, 1, at.Add(time.Duration(i)*time.Hour)
+		if err := ts.db.PutServingResult(ctx, "org/llama", m); err != nil {
+			t.Fatal(err)
+		}
+		check("llama's page after "+m.Status, section(ts.get(t, "/models/org/llama").body, `<section class="serving"`))
+		check("the table after "+m.Status, ts.get(t, "/").body)
+	}
+	check("bart's page (not served)", section(ts.get(t, "/models/org/bart").body, `<section class="serving"`))
+}
+
+// section is body from the first start to the </section> after it.
+func section(body, start string) string {
+	i := strings.Index(body, start)
+	if i < 0 {
+		return ""
+	}
+	body = body[i:]
+	if j := strings.Index(body, "</section>"); j >= 0 {
+		return body[:j]
+	}
+	return body
 }

@@ -95,7 +95,7 @@ func (s *Server) funcs() template.FuncMap {
 	return template.FuncMap{
 		"asset":      func(name string) (string, error) { return s.assets.url(name) },
 		"version":    func() string { return s.version },
-		"tone":       func(st compat.Status) string { return "st-" + string(toneOf(st)) },
+		"tone":       chipClass,
 		"num":        fmtNum,
 		"bytes":      fmtBytes,
 		"count":      fmtCount,
