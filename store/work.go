@@ -347,7 +347,8 @@ func (s *SQLite) CompleteJob(ctx context.Context, req fleet.ResultRequest, now t
 		}
 		if m := req.Serving; m != nil { // the serving probe's verdict (Job.Serve), stored as a local scan's
 			sm := *m
-			sm.MeasuredAt = now.UTC() // the server's clock orders verdicts, as results'
+			sm.MeasuredAt = now.UTC()  // the server's clock orders verdicts, as results'
+			sm.Revision = res.Revision // the revision the job's probe ran at, which the serving probe ran on too
 			if err := s.putServingResult(ctx, tx, j.modelID, sm); err != nil {
 				return false, fmt.Errorf("serving result: %w", err)
 			}

@@ -112,6 +112,9 @@ type servingView struct {
 	Why string
 	// Measured is the measured verdict laid out; nil when none.
 	Measured *measuredView
+	// Latest is a later serving probe that judged nothing
+	// (ServingMeasured.LatestAttempt), laid out; nil when none.
+	Latest *measuredView
 }
 
 // measuredView is a measured serving verdict on the model page: every
@@ -172,6 +175,9 @@ func newServingView(reg *serving.Registry, m compat.Model) servingView {
 	switch {
 	case v.Cell != nil:
 		v.Measured = newMeasuredView(v.Cell.Measured)
+		if m := v.Cell.Measured; m != nil {
+			v.Latest = newMeasuredView(m.LatestAttempt)
+		}
 		var parts []string
 		for _, g := range readiness.Generations {
 			if n, ok := v.Cell.TensorParallelSize[g.Name]; ok {

@@ -211,18 +211,46 @@ func TestMeasuredServing(t *testing.T) {
 	}
 	serveList(t, ts, map[string]string{"pass": "", "fail": "org/llama", "declared": "", "generation": "org/llama"})
 
-	// not judged (no CPU reference): the declared verdict stands on the badge, in
-	// the table and in ?serve=; the page says why nothing was judged
+	// a later probe that judged nothing (no CPU reference) leaves the judged
+	// failure standing on the badge, in the API, the table, the CSV and ?serve=;
+	// the page says what became of the later probe, and why
 	noRef := compat.ServingMeasured{Evidence: compat.ServingEvidenceMeasured, Status: "skipped", Reason: v(compat.ServingReasonNoReference),
-		Message: v("the transformers CPU reference gave no greedy tokens"), Runtime: rt, MeasuredAt: at.Add(2 * time.Hour)}
+		Message: v("the transformers CPU reference gave no <greedy> tokens"), Runtime: rt, MeasuredAt: at.Add(2 * time.Hour)}
+	if err := ts.db.PutServingResult(ctx, "org/llama", noRef); err != nil {
+		t.Fatal(err)
+	}
+	if b := decode[endpointBadge](t, ts.get(t, "/badge/org/llama.json?mode=serve")); b.Message != "fail · measured" {
+		t.Errorf("badge after a probe not judged: %q, want the judged failure's", b.Message)
+	}
+	if c := decode[modelDetail](t, ts.get(t, "/api/v1/models/org/llama")).Serving; c == nil || c.Measured == nil || c.Measured.Status != "fail" ||
+		!c.Measured.MeasuredAt.Equal(at.Add(time.Hour)) || c.Measured.LatestAttempt == nil || c.Measured.LatestAttempt.Status != "skipped" ||
+		!c.Measured.LatestAttempt.MeasuredAt.Equal(at.Add(2*time.Hour)) {
+		t.Errorf("API after a probe not judged: %+v, want the failure with the later probe as its latest_attempt", c)
+	}
+	page = ts.get(t, "/models/org/llama").body
+	for _, want := range []string{`<span class="status st-fail">fail</span>`, `id="serve-latest"`, "on 2026-12-06 (runtime",
+		`<span class="status st-neutral">not judged: no CPU reference</span>: the transformers CPU reference gave no &lt;greedy&gt; tokens`} {
+		if !strings.Contains(page, want) {
+			t.Errorf("llama's page after a probe not judged lacks %q", want)
+		}
+	}
+	if table := ts.get(t, "/").body; !strings.Contains(table, `fail · measured</span>`) {
+		t.Errorf("table after a probe not judged: llama's judged failure is gone")
+	}
+	serveList(t, ts, map[string]string{"pass": "", "fail": "org/llama", "declared": "", "none": "org/bart"})
+
+	// never judged (no CPU reference): the declared verdict stands on the
+	// badge, in the table and in ?serve=; the page says why nothing was judged
+	ts = servingServer(t, true)
 	if err := ts.db.PutServingResult(ctx, "org/llama", noRef); err != nil {
 		t.Fatal(err)
 	}
 	if b := decode[endpointBadge](t, ts.get(t, "/badge/org/llama.json?mode=serve")); b.Message != "generation · declared" {
 		t.Errorf("badge after a probe not judged: %q", b.Message)
 	}
-	if page := ts.get(t, "/models/org/llama").body; !strings.Contains(page, `<span class="status st-neutral">not judged: no CPU reference</span>`) {
-		t.Errorf("llama's page does not say the probe was not judged")
+	if page := ts.get(t, "/models/org/llama").body; !strings.Contains(page, `<span class="status st-neutral">not judged: no CPU reference</span>`) ||
+		strings.Contains(page, `id="serve-latest"`) {
+		t.Errorf("llama's page does not say the probe was not judged (once)")
 	}
 	if table := ts.get(t, "/?serve=declared").body; !strings.Contains(table, `<option value="declared" selected>`) ||
 		!strings.Contains(table, `<td data-label="vLLM"><span class="status st-pass" title="vllm-torchtpu `+serving.Version+`, declared">generation</span>`) {
