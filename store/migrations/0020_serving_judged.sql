@@ -23,3 +23,7 @@ ALTER TABLE serving_results_0020 RENAME TO serving_results;
 -- generate) for a verdict other than pass: it has no result row to take
 -- the stage from, as the inference's events do (eventFrom's join).
 ALTER TABLE events ADD COLUMN stage TEXT;
+
+-- A fleet worker's serving probe (fleet.Worker.Serving, JSON: the
+-- vllm-torchtpu version its --vllm-python reports); NULL: it runs none.
+ALTER TABLE workers ADD COLUMN serving TEXT;
