@@ -317,11 +317,13 @@ func scanEvents(rows *sql.Rows, err error) ([]compat.Event, error) {
 			sig, msg sql.NullString
 			stage    sql.NullString
 			at       int64
+			devices  sql.NullInt64
 		)
 		if err := rows.Scan(&e.ID, &e.ModelID, &e.Target, &e.Kind, &e.FromStatus, &e.ToStatus, &e.Revision,
-			&runtime, &sig, &msg, &at, &stage, &e.Epoch); err != nil {
+			&runtime, &sig, &msg, &at, &stage, &e.Epoch, &devices); err != nil {
 			return nil, err
 		}
+		e.DevicesUsed = int(max(devices.Int64, 0)) // 0: its result is gone
 		e.Stage = fromNullStr[compat.Stage](stage)
 		e.Signature = fromNullStr[string](sig)
 		e.Message = fromNullStr[string](msg)

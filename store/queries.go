@@ -190,8 +190,10 @@ const (
 	// The stage: the event's own (migration 0020: a serving change, which
 	// has no result row), else its result's.
 	eventCols = `e.id, e.model_id, e.target, e.kind, e.from_status, e.to_status, e.revision, e.runtime, e.signature, e.message, e.at,
-	coalesce(e.stage, CASE WHEN e.kind IN ('train_regression', 'train_fix') THEN json_extract(r.modes, '$.train.stage') ELSE r.stage END), e.epoch`
-	// eventFrom joins an event to its result, for the stage it ended at.
+	coalesce(e.stage, CASE WHEN e.kind IN ('train_regression', 'train_fix') THEN json_extract(r.modes, '$.train.stage') ELSE r.stage END), e.epoch,
+	r.devices_used`
+	// eventFrom joins an event to its result, for the stage it ended at and
+	// the devices it ran on.
 	eventFrom = ` FROM events e LEFT JOIN results r ON r.id = e.result_id`
 	// An event is written in the database's epoch (migrations/0014_epoch.sql).
 	sqlInsertEvent = `INSERT INTO events (model_id, result_id, target, kind, from_status, to_status, revision, runtime, signature, message, at, stage, epoch)

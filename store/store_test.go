@@ -877,3 +877,29 @@ func TestConcurrentReadersAndWriter(t *testing.T) {
 		t.Errorf("Events = %d, %v", len(h), err)
 	}
 }
+
+// TestEventsCarryTheirDevices: an event says how many devices the probe
+// that made it ran on (its result's devices_used, issue 37's evidence),
+// on every reader of events.
+func TestEventsCarryTheirDevices(t *testing.T) {
+	s := storetest.MustOpen(t)
+	if err := s.UpsertModels(ctx, []store.ModelUpsert{{ID: "org/sharded", SHA: "rev1"}}); err != nil {
+		t.Fatal(err)
+	}
+	r := result("tpu", "pass", time.Now().Add(-time.Hour))
+	r.DevicesUsed = 4
+	r.Sharding = compat.Ptr(compat.ShardingTP)
+	record(t, s, "org/sharded", r)
+	all, err := s.Events(ctx, 10)
+	if err != nil || len(all) != 1 || all[0].DevicesUsed != 4 {
+		t.Fatalf("events %+v, %v; want one on 4 devices", all, err)
+	}
+	mine, err := s.ModelEvents(ctx, "org/sharded", 10)
+	if err != nil || len(mine) != 1 || mine[0].DevicesUsed != 4 {
+		t.Errorf("model events %+v, %v; want one on 4 devices", mine, err)
+	}
+	after, err := s.EventsAfter(ctx, 0, 10)
+	if err != nil || len(after) != 1 || after[0].DevicesUsed != 4 {
+		t.Errorf("events after 0: %+v, %v; want one on 4 devices", after, err)
+	}
+}

@@ -155,8 +155,8 @@ func trainBadgeFor(m *compat.Model, target compat.Target, label string) badge {
 		return badge{Label: label, Message: wordOf(compat.StatusUntested).badge, Tone: toneOf(compat.StatusUntested)}
 	}
 	b := badge{Label: label, Message: wordOf(v.Status).badge, Tone: toneOf(v.Status)}
-	if v.Status.IsVerdict() { // measured by the run that made the result
-		b.Evidence = badgeEvidence(m.Result)
+	if e := compat.EvidenceOfMode(m.Result, compat.ModeTrain); e.Kind != compat.EvidenceNone {
+		b.Evidence = cleanText(e.Sentence(), 240)
 	}
 	if m.Result.Target != target {
 		return elsewhereBadge(b, m.Result.Target, v.Status, deref(v.Stage))

@@ -2,10 +2,12 @@ package web
 
 import (
 	"encoding/csv"
+	"encoding/json"
 	"maps"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/store"
@@ -234,7 +236,7 @@ func TestModelPageEvidence(t *testing.T) {
 		`<dd data-evidence="measured">measured on cpu with torch 2.15.0, transformers 5.23.0, harness 1 on 2026-11-30 <span class="muted">(the CPU reference, not TorchTPU)</span></dd>`,
 		`<td data-label="Evidence"><span data-evidence="measured" title="measured on cpu with torch 2.15.0, transformers 5.23.0, harness 1 on 2026-11-30">measured on cpu</span></td>`,
 		`<td data-label="Evidence"><span data-evidence="measured" title="measured on 1 × TPU v6e with torch 2.9.0, torch_tpu 0.2.0, transformers 4.57.1, harness 1 on 2026-11-30">measured on 1 × TPU v6e</span></td>`,
-		`· <span data-evidence="measured">measured on TPU v6e</span></span>`,
+		`· <span data-evidence="measured">measured on 1 × TPU v6e</span></span>`, // the event knows its devices
 		`· <span data-evidence="measured">measured on cpu</span></span>`,
 	} {
 		if !strings.Contains(body, want) {
@@ -267,5 +269,90 @@ func TestMethodologyExplainsEvidence(t *testing.T) {
 		if !strings.Contains(ts.get(t, path).body, `href="/methodology#evidence"`) {
 			t.Errorf("%s does not link the tiers' explanation", path)
 		}
+	}
+}
+
+// TestFeedEvidenceSaysTheDeviceCount: a status change made by a probe
+// sharded over 4 chips says so in the JSON Feed (_evidence.device_count),
+// the Atom feed's text, and the API's events (devices_used, evidence).
+func TestFeedEvidenceSaysTheDeviceCount(t *testing.T) {
+	ts := cpuOnly(t)
+	r := passOn(compat.TargetTPU, testTime, 300)
+	r.DevicesUsed, r.Sharding = 4, compat.Ptr(compat.ShardingTP)
+	ts.record(t, "org/a-model", r)
+	_, items := feedItemsOf(t, ts.get(t, "/feed.json?target=tpu").body)
+	if len(items) != 1 {
+		t.Fatalf("%d tpu items, want 1", len(items))
+	}
+	if ev := items[0]["_evidence"].(map[string]any); ev["device_count"] != 4.0 || ev["device"] != "TPU v6e" {
+		t.Errorf("feed _evidence %v, want 4 × TPU v6e", ev)
+	}
+	if text := items[0]["content_text"].(string); !strings.Contains(text, "Evidence: measured on 4 × TPU v6e with ") {
+		t.Errorf("feed text %q", text)
+	}
+	if atom := ts.get(t, "/feed.atom?target=tpu").body; !strings.Contains(atom, "Evidence: measured on 4 × TPU v6e with ") {
+		t.Errorf("atom lacks the device count:\n%.2000s", atom)
+	}
+	body := ts.get(t, "/api/v1/models/org/a-model").body
+	if !strings.Contains(body, `"devices_used":4,"known_issue"`) && !strings.Contains(body, `"devices_used":4,"evidence":{"kind":"measured","target":"tpu","device":"TPU v6e","device_count":4`) {
+		t.Errorf("the API's event lacks its devices: %.3000s", body)
+	}
+}
+
+// TestModeVerdictsCarryTheirEvidence: each mode's verdict says what it
+// rests on, its own: a train step measured on the cpu reference while the
+// TPU skipped it is "measured on cpu" in the table, the train badge and
+// the API; the TPU result's skipped train and its eager pass say none and
+// measured on the TPU, row by row on the model page.
+func TestModeVerdictsCarryTheirEvidence(t *testing.T) {
+	ts := cpuOnly(t)
+	cpu := passOn(compat.TargetCPU, testTime.Add(time.Hour), 7)
+	cpu.Runtime = compat.Runtime{Torch: "2.15.0", Transformers: "5.23.0", Harness: "1", Device: "cpu", DeviceCount: 1}
+	cpu.Modes = map[string]compat.Verdict{compat.ModeTrain: {Status: compat.StatusPass, Stage: compat.Ptr("train")}}
+	ts.record(t, "org/b-model", cpu)
+	tpu := passOn(compat.TargetTPU, testTime, 300)
+	tpu.Modes = map[string]compat.Verdict{
+		compat.ModeEager: {Status: compat.StatusPass, Stage: compat.Ptr("numerics")},
+		compat.ModeTrain: {Status: compat.StatusSkipped, Reason: compat.Ptr("too_large")},
+	}
+	ts.record(t, "org/a-model", tpu)
+
+	page := ts.get(t, "/models/org/a-model?target=tpu").body
+	for _, want := range []string{
+		`<tr data-mode="eager"><th scope="row">Inference, eager</th>
+        <td data-label="Status"><span class="status st-pass">pass</span></td>
+        <td data-label="Evidence"><span data-evidence="measured" title="measured on 1 × TPU v6e with torch 2.9.0, torch_tpu 0.2.0, transformers 4.57.1, harness 1 on 2026-11-30">measured on 1 × TPU v6e</span></td>`,
+		`<td data-label="Evidence"><span data-evidence="none" title="none (no verdict)">none (no verdict)</span></td>`,
+	} {
+		if !strings.Contains(page, want) {
+			i := strings.Index(page, `class="matrix"`)
+			t.Errorf("model page lacks %s\n%.3000s", want, page[max(i, 0):])
+		}
+	}
+	table := ts.get(t, "/?target=cpu").body
+	if !strings.Contains(table, `<td data-label="Train"><span class="status st-pass">pass</span><br><small class="ev" data-evidence="measured" title="measured on cpu with torch 2.15.0, transformers 5.23.0, harness 1 on 2026-11-30">measured on cpu</small></td>`) {
+		t.Errorf("the table's train cell lacks its evidence")
+	}
+	var m struct {
+		Result struct {
+			Modes map[string]compat.Verdict `json:"modes"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal([]byte(ts.get(t, "/api/v1/models/org/a-model").body), &m); err != nil {
+		t.Fatal(err)
+	}
+	modes := m.Result.Modes
+	if e := modes[compat.ModeEager].Evidence; e == nil || e.Kind != compat.EvidenceMeasured || e.Target != compat.TargetTPU || e.DeviceCount != 1 {
+		t.Errorf("API eager evidence %+v", e)
+	}
+	if e := modes[compat.ModeTrain].Evidence; e == nil || e.Kind != compat.EvidenceNone {
+		t.Errorf("API skipped train evidence %+v", e)
+	}
+	badge := ts.get(t, "/badge/org/b-model.svg?mode=train&target=cpu").body
+	if !strings.Contains(badge, "measured on cpu with torch 2.15.0") {
+		t.Errorf("the train badge's title lacks its evidence: %.600s", badge)
+	}
+	if badge := ts.get(t, "/badge/org/a-model.svg?mode=train").body; strings.Contains(badge, "measured on") {
+		t.Errorf("a skipped train step's badge claims a measurement: %.600s", badge)
 	}
 }

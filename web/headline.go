@@ -14,7 +14,7 @@ import (
 // runs (issue 37: a CPU rate is never shown as a TPU one).
 type figures struct {
 	Name     string              `json:"name"`     // what the figures are of, in words
-	Evidence compat.EvidenceKind `json:"evidence"` // measured (predicted figures: none yet)
+	Evidence compat.EvidenceKind `json:"evidence"` // measured, or predicted (the kernel table's figures)
 	Target   compat.Target       `json:"target"`
 	Models   int                 `json:"models"`  // every known model
 	Results  int                 `json:"results"` // models with a result on the target, verdict or not
@@ -29,8 +29,8 @@ type figures struct {
 // passHeadline is what the table's headline and /api/v1/summary say of the
 // pass rates, tier by tier: TorchTPU's figures only from TPU runs, and
 // when there are none, the words that say so; the CPU reference's (and
-// CUDA's) under their own names; predicted figures under theirs (none
-// yet: the runtime's kernel table, issue 36, will predict them).
+// CUDA's) under their own names; predicted figures under theirs (the
+// runtime's TorchTPU kernel table's, issue 36).
 type passHeadline struct {
 	// TPU is the figures measured on TPU; nil when no TPU run gave a verdict.
 	TPU *figures

@@ -72,6 +72,15 @@ func (s *Server) knowResult(r *compat.Result) {
 		r.KnownIssue = s.knownIssues().MatchPtr(r.Signature)
 		e := compat.EvidenceOf(r)
 		r.Evidence = &e
+		if len(r.Modes) > 0 { // a copy: the result may be a cached one's
+			modes := make(map[string]compat.Verdict, len(r.Modes))
+			for k, v := range r.Modes {
+				me := compat.EvidenceOfMode(r, k)
+				v.Evidence = &me
+				modes[k] = v
+			}
+			r.Modes = modes
+		}
 		if r.TPUOps != nil && r.Target != compat.TargetTPU { // a copy: the result may be a cached one's
 			p := *r.TPUOps
 			pe := compat.EvidenceOfPrediction(p)

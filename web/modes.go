@@ -33,7 +33,10 @@ type modeRow struct {
 	Key     string
 	Name    string
 	Verdict compat.Verdict
-	Figures string // the mode's headline figures, "" when none
+	// Evidence is what the mode's verdict rests on (compat.EvidenceOfMode):
+	// the run that measured it, or none for a mode skipped or not run.
+	Evidence compat.Evidence
+	Figures  string // the mode's headline figures, "" when none
 }
 
 // modeRows lays out r's matrix; nil for a result from before it.
@@ -62,7 +65,7 @@ func modeRows(r compat.Result) []modeRow {
 		if name == "" {
 			name = k
 		}
-		out = append(out, modeRow{Key: k, Name: name, Verdict: v, Figures: modeFigures(v.Metrics)})
+		out = append(out, modeRow{Key: k, Name: name, Verdict: v, Evidence: compat.EvidenceOfMode(&r, k), Figures: modeFigures(v.Metrics)})
 	}
 	return out
 }

@@ -118,16 +118,18 @@ func (s *Server) funcs() template.FuncMap {
 		"measured":   measuredChips,
 		"breakID":    breakID,
 		"evidence":   compat.EvidenceOf,
-		"evidenceOf": compat.EvidenceOfEvent,
-		"sharded":    shardedOn,
-		"mark":       markOf,
-		"countOf":    paramCount,
-		"bytesOf":    func(n int64) string { return fmtBytes(&n) },
-		"tera":       func(f float64) float64 { return f / 1e12 },
-		"giga":       func(f float64) float64 { return f / 1e9 },
-		"versions":   fmtVersions,
-		"sub":        func(a, b int) int { return a - b },
-		"known":      s.knownIssue,
+		// modeEvidence is what one mode's verdict rests on (train: the table's Train column).
+		"modeEvidence": compat.EvidenceOfMode,
+		"evidenceOf":   compat.EvidenceOfEvent,
+		"sharded":      shardedOn,
+		"mark":         markOf,
+		"countOf":      paramCount,
+		"bytesOf":      func(n int64) string { return fmtBytes(&n) },
+		"tera":         func(f float64) float64 { return f / 1e12 },
+		"giga":         func(f float64) float64 { return f / 1e9 },
+		"versions":     fmtVersions,
+		"sub":          func(a, b int) int { return a - b },
+		"known":        s.knownIssue,
 	}
 }
 

@@ -364,6 +364,9 @@ type Verdict struct {
 	Message      *string       `json:"message"`
 	Metrics      ModeMetrics   `json:"metrics"`
 	Note         string        `json:"note,omitempty"`
+	// Evidence is what this verdict rests on (EvidenceOfMode); set by the
+	// web layer as it serves the result, never stored.
+	Evidence *Evidence `json:"evidence,omitempty"`
 }
 
 // ModeMetrics are a Verdict's figures; a figure the mode does not measure
@@ -711,6 +714,10 @@ type Event struct {
 	Signature  *string   `json:"signature,omitempty"`
 	Message    *string   `json:"message,omitempty"`
 	At         time.Time `json:"at"`
+	// DevicesUsed is how many devices the probe that made the event ran on
+	// (its result's DevicesUsed); 0, and left out of JSON, when not known
+	// (the result was deleted). Read with the event, never stored twice.
+	DevicesUsed int `json:"devices_used,omitempty"`
 	// KnownIssue is where the signature is tracked; set by the web layer
 	// as it serves the event, never stored.
 	KnownIssue *KnownIssue `json:"known_issue,omitempty"`

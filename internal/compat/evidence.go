@@ -72,6 +72,24 @@ func EvidenceOf(r *Result) Evidence {
 	return Evidence{Kind: EvidenceNone}
 }
 
+// EvidenceOfMode is the evidence of the verdict of one way of running r's
+// model (r.Modes[mode]): measured by the run that made r (its target,
+// device, devices, runtime and date) when that verdict is one, none when
+// the mode was not run, skipped or the scanner's own error, whatever the
+// inference verdict rests on.
+func EvidenceOfMode(r *Result, mode string) Evidence {
+	if r == nil {
+		return Evidence{Kind: EvidenceNone}
+	}
+	v, ok := r.Modes[mode]
+	if !ok || !v.Status.IsVerdict() {
+		return Evidence{Kind: EvidenceNone}
+	}
+	run := *r
+	run.Status = v.Status
+	return EvidenceOf(&run)
+}
+
 // predictedFrom names what predicts the verdict of a result that has none,
 // "" when nothing does. Nothing does yet: the runtime's TorchTPU kernel
 // table (the Result's tpu_ops, issue 36) will, as "TorchTPU <version>'s
@@ -96,8 +114,8 @@ func PredictionSource(table string) string {
 }
 
 // EvidenceOfEvent is the evidence of the result that made the event
-// (EvidenceOf): e's target, runtime and time. An event does not record how
-// many devices the probe ran on, so DeviceCount is 0 (not known).
+// (EvidenceOf): e's target, device and device count, runtime and time
+// (DeviceCount 0, not known, for an event whose result is gone).
 //
 // A serving change (Event.Serving) is measured by the serving probe: its
 // device and tensor_parallel_size chips, its runtime's key
@@ -114,7 +132,7 @@ func EvidenceOfEvent(e Event) Evidence {
 		return ev
 	}
 	return EvidenceOf(&Result{Target: e.Target, Status: e.ToStatus, Stage: e.Stage, Signature: e.Signature,
-		Revision: e.Revision, TestedAt: e.At, Runtime: e.Runtime})
+		Revision: e.Revision, TestedAt: e.At, Runtime: e.Runtime, DevicesUsed: e.DevicesUsed})
 }
 
 // Short is the evidence in a few words, for a table cell or a badge's

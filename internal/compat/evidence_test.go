@@ -71,13 +71,21 @@ func TestEvidencePredictedWords(t *testing.T) {
 }
 
 // TestEventEvidence: a feed event's evidence is its result's: its target,
-// runtime and time, the device count unknown.
+// device and device count, runtime and time (the count unknown when its
+// result is gone).
 func TestEventEvidence(t *testing.T) {
 	at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	e := Event{Target: TargetTPU, Kind: EventRegression, FromStatus: StatusPass, ToStatus: StatusFail, At: at,
 		Runtime: Runtime{Torch: "2.15.0", TorchTPU: "0.2.0", Device: "TPU v6e", DeviceCount: 8}}
 	if got, want := EvidenceOfEvent(e).Sentence(), "measured on TPU v6e with torch 2.15.0, torch_tpu 0.2.0 on 2026-11-30"; got != want {
 		t.Errorf("event evidence = %q, want %q", got, want)
+	}
+	e.DevicesUsed = 4
+	if got, want := EvidenceOfEvent(e).Sentence(), "measured on 4 × TPU v6e with torch 2.15.0, torch_tpu 0.2.0 on 2026-11-30"; got != want {
+		t.Errorf("event evidence = %q, want %q", got, want)
+	}
+	if got := EvidenceOfEvent(e).DeviceCount; got != 4 {
+		t.Errorf("device count %d, want 4", got)
 	}
 	e.ToStatus = StatusSkipped
 	if got := EvidenceOfEvent(e).Kind; got != EvidenceNone {
@@ -102,5 +110,28 @@ func TestEvidenceJSON(t *testing.T) {
 		if err != nil || string(b) != tt.want {
 			t.Errorf("json = %s (%v), want %s", b, err, tt.want)
 		}
+	}
+}
+
+// TestModeEvidence: a mode's verdict rests on the run that measured it,
+// whatever the inference verdict's; a mode not run or skipped rests on none.
+func TestModeEvidence(t *testing.T) {
+	at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	r := &Result{Target: TargetCPU, Status: StatusError, TestedAt: at, DevicesUsed: 1,
+		Runtime: Runtime{Torch: "2.15.0", Device: "cpu"},
+		Modes:   map[string]Verdict{ModeTrain: {Status: StatusPass}, ModeCompiled: {Status: StatusSkipped}}}
+	if e := EvidenceOfMode(r, ModeTrain); e.Kind != EvidenceMeasured || e.Target != TargetCPU || e.Device != "cpu" || e.At == nil {
+		t.Errorf("train on cpu: %+v", e)
+	}
+	if EvidenceOf(r).Kind != EvidenceNone {
+		t.Errorf("the result's own error rests on %s", EvidenceOf(r).Kind)
+	}
+	for _, m := range []string{ModeCompiled, ModeEager} {
+		if e := EvidenceOfMode(r, m); e.Kind != EvidenceNone {
+			t.Errorf("%s: %+v, want none", m, e)
+		}
+	}
+	if e := EvidenceOfMode(nil, ModeTrain); e.Kind != EvidenceNone {
+		t.Errorf("no result: %+v", e)
 	}
 }

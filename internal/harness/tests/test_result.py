@@ -129,7 +129,6 @@ def _fields(cls) -> set[str]:
 # until it is written by the harness (a dataclass field) or named here.
 GO_ONLY = {
     "Result": {"scan_id", "worker", "worker_tested_at", "known_issue", "evidence", "tpu_ops"},
-    "Runtime": {"vllm_torchtpu"},  # a serving change's runtime (compat.ServingRuntime.EventRuntime)
 }
 
 

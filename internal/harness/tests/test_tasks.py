@@ -92,12 +92,13 @@ def test_library_rule_answers_the_shared_examples():
 def test_task_rule_answers_the_shared_examples():
     """tasks.json "task_examples" are Go's too (TestTaskExamples: SupportedTask, then ConfigRefusal), so the
     scanner's preflight and the harness say the same of each; a family's "requires" is one rule for both."""
-    examples = ht.TABLE["task_examples"]
+    examples = harness_tasks.TABLE["task_examples"]
     refused = 0
     for e in examples:
-        sup = ht.task_support(e["tag"], "transformers", e["architectures"], e["config"])
+        sup = harness_tasks.task_support(e["tag"], "transformers", e["architectures"], e["config"])
         assert sup["supported"] is e["supported"], (e, sup)
-        if e["tag"] in ht.TASK_FAMILIES and ht.config_refusal(e["tag"], ht.TASK_FAMILIES[e["tag"]], e["config"]):
+        family = harness_tasks.TASK_FAMILIES.get(e["tag"])
+        if family is not None and harness_tasks.config_refusal(e["tag"], family, e["config"]):
             refused += 1
             assert sup["reason"] == "unsupported_task", (e, sup)
     assert len(examples) >= 10 and refused >= 2
