@@ -354,6 +354,21 @@ func TestServingCSV(t *testing.T) {
 			t.Errorf("%s's serving columns:\n got %s\nwant %s", id, got[id], w)
 		}
 	}
+	// a later probe that judged nothing leaves the judged verdict's columns as they were
+	noRef := compat.ServingMeasured{Evidence: compat.ServingEvidenceMeasured, Status: "skipped", Reason: v(compat.ServingReasonNoReference),
+		Runtime: m.Runtime, TensorParallelSize: 1, MeasuredAt: m.MeasuredAt.Add(time.Hour)}
+	if err := ts.db.PutServingResult(context.Background(), "org/llama", noRef); err != nil {
+		t.Fatal(err)
+	}
+	rows, err = csv.NewReader(strings.NewReader(ts.get(t, "/export.csv").body)).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, row := range rows[1:] {
+		if row[0] == "org/llama" && strings.Join(row[at+1:], "|") != want["org/llama"] {
+			t.Errorf("llama's serving columns after a probe not judged:\n got %s\nwant %s", strings.Join(row[at+1:], "|"), want["org/llama"])
+		}
+	}
 }
 
 // TestOpenAPIEventKinds: every enum of change kinds in openapi.json (the
