@@ -419,9 +419,9 @@ func TestServingFeed(t *testing.T) {
 	for i, st := range []string{"pass", "fail", "pass"} {
 		m := compat.ServingMeasured{Evidence: compat.ServingEvidenceMeasured, Status: st, MeasuredAt: at.Add(time.Duration(i) * time.Hour),
 			Runtime: compat.ServingRuntime{VLLMTorchTPU: v("0.29.0"), Torch: v("2.13.0"), TorchTPU: v("0.2.0"), Libtpu: v("0.0.50")},
-			Device:  v("TPU v6e"), TensorParallelSize: 2}
+			Device:  v("TPU v6e"), TensorParallelSize: 2, Revision: "abc123"}
 		if st == "fail" {
-			m.Signature, m.Message = v("numerics_mismatch:serve_greedy_tokens"), v("<other> tokens")
+			m.Signature, m.Message, m.Stage = v("numerics_mismatch:serve_greedy_tokens"), v("<other> tokens"), v("generate")
 		}
 		if err := ts.db.PutServingResult(ctx, "org/llama", m); err != nil {
 			t.Fatal(err)
@@ -433,7 +433,7 @@ func TestServingFeed(t *testing.T) {
 		titles = append(titles, it["title"].(string))
 	}
 	want := []string{"Serving fixed: org/llama serves with vLLM-TorchTPU 0.29.0 on tpu (was fail)",
-		"Serving regression: org/llama stops serving with vLLM-TorchTPU 0.29.0 on tpu: fails (numerics_mismatch serve_greedy_tokens)",
+		"Serving regression: org/llama stops serving with vLLM-TorchTPU 0.29.0 on tpu: fails (generate, numerics_mismatch serve_greedy_tokens)",
 		"Serving measured: org/llama serves with vLLM-TorchTPU 0.29.0 on tpu"}
 	if !slices.Equal(titles, want) {
 		t.Fatalf("feed titles\n got %q\nwant %q", titles, want)
@@ -446,7 +446,7 @@ func TestServingFeed(t *testing.T) {
 		t.Errorf("evidence %v", ev)
 	}
 	if html, _ := reg["content_html"].(string); !strings.Contains(html, "&lt;other&gt; tokens") || !strings.Contains(html, "vllm-torchtpu 0.29.0 · torch 2.13.0") ||
-		strings.Contains(html, "Revision") {
+		!strings.Contains(html, "<p>Revision abc123 · ") {
 		t.Errorf("content_html %s", html)
 	}
 	_, only := feedItemsOf(t, ts.get(t, "/feed.json?kind=serving_regression").body)
@@ -461,7 +461,8 @@ func TestServingFeed(t *testing.T) {
 		t.Errorf("atom ?kind=serving_fix&kind=serving_new: %s", atom)
 	}
 	d := decode[modelDetail](t, ts.get(t, "/api/v1/models/org/llama"))
-	if len(d.Events) != 3 || d.Events[0].Kind != compat.EventServingFix || d.Events[0].Runtime.VLLMTorchTPU != "0.29.0" {
+	if len(d.Events) != 3 || d.Events[0].Kind != compat.EventServingFix || d.Events[0].Runtime.VLLMTorchTPU != "0.29.0" ||
+		d.Events[0].Revision != "abc123" || d.Events[1].Stage == nil || *d.Events[1].Stage != compat.StageGenerate {
 		t.Errorf("the model's API events %+v", d.Events)
 	}
 }
