@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// Migration 0020 keeps what 0016 stored: each model's one serving row
+// Migration 0019 keeps what 0016 stored: each model's one serving row
 // becomes its judged row (a verdict) or its not-judged row (error,
 // skipped), and the read shows it as before.
 func TestMigrationKeepsTheStoredServingVerdicts(t *testing.T) {
@@ -29,7 +29,7 @@ func TestMigrationKeepsTheStoredServingVerdicts(t *testing.T) {
 			'{"evidence":"measured","status":"skipped","reason":"no_reference","tensor_parallel_size":1}')`,
 		`ALTER TABLE events DROP COLUMN stage`,
 		`ALTER TABLE workers DROP COLUMN serving`,
-		`DELETE FROM schema_migrations WHERE version >= 20`,
+		`DELETE FROM schema_migrations WHERE version >= 19`,
 	} {
 		if _, err := s.w.ExecContext(ctx, q); err != nil {
 			t.Fatalf("%s: %v", q, err)
@@ -44,13 +44,13 @@ func TestMigrationKeepsTheStoredServingVerdicts(t *testing.T) {
 		t.Fatal(err)
 	}
 	if judged != 1 || unjudged != 1 {
-		t.Errorf("after 0020: %d judged rows, %d not judged, want 1 and 1", judged, unjudged)
+		t.Errorf("after 0019: %d judged rows, %d not judged, want 1 and 1", judged, unjudged)
 	}
 	got, err := s.ServingResults(ctx, []string{"org/pass", "org/noref"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got["org/pass"].Status != "pass" || got["org/noref"].Status != "skipped" || got["org/noref"].Reason == nil {
-		t.Errorf("read after 0020: %+v", got)
+		t.Errorf("read after 0019: %+v", got)
 	}
 }

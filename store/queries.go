@@ -187,7 +187,7 @@ WHERE c.target = ? AND c.untested = 0 ORDER BY c.tested_at DESC, c.model_id LIMI
 
 // Events.
 const (
-	// The stage: the event's own (migration 0020: a serving change, which
+	// The stage: the event's own (migration 0019: a serving change, which
 	// has no result row), else its result's.
 	eventCols = `e.id, e.model_id, e.target, e.kind, e.from_status, e.to_status, e.revision, e.runtime, e.signature, e.message, e.at,
 	coalesce(e.stage, CASE WHEN e.kind IN ('train_regression', 'train_fix') THEN json_extract(r.modes, '$.train.stage') ELSE r.stage END), e.epoch,

@@ -9,7 +9,7 @@ import (
 )
 
 const (
-	// A model keeps two rows (migration 0020): its newest judged verdict
+	// A model keeps two rows (migration 0019): its newest judged verdict
 	// (judged 1) and its newest probe that judged nothing (judged 0); a
 	// probe replaces only the row of its own kind.
 	sqlPutServingResult = `INSERT INTO serving_results (model_id, judged, runtime_key, status, measured_at, result)
@@ -33,7 +33,7 @@ ON CONFLICT (model_id, judged) DO UPDATE SET runtime_key = excluded.runtime_key,
 // model's inference results are not touched. A probe that judged nothing
 // (compat.ServingMeasured.Judged: the scanner's error, skipped for want of
 // a CPU reference) is kept beside the newest judged verdict, never in its
-// place (migration 0020; ServingResult reads both). A change of the judged
+// place (migration 0019; ServingResult reads both). A change of the judged
 // verdict (compat.ServingChange: first measured, stops serving, starts
 // serving) is an event of its own kind on target tpu, for the feeds and
 // the webhooks. MeasuredAt zero is the store's clock. The error wraps

@@ -141,7 +141,7 @@ func (s *SQLite) SeeWorker(ctx context.Context, w fleet.Worker, now time.Time) e
 	if err != nil {
 		return fmt.Errorf("store: see worker: %w", err)
 	}
-	var serving sql.NullString // the worker's serving probe (migration 0020); NULL: it runs none
+	var serving sql.NullString // the worker's serving probe (migration 0019); NULL: it runs none
 	if w.Serving != nil {
 		text, err := jsonText(w.Serving)
 		if err != nil {

@@ -1,4 +1,4 @@
--- 0020: a serving probe that judged nothing no longer replaces the judged
+-- 0019: a serving probe that judged nothing no longer replaces the judged
 -- verdict before it (issue 40's follow-up). serving_results keeps, per
 -- model, its newest judged verdict (judged = 1: pass, fail, oom, timeout,
 -- crash; compat.ServingMeasured.Judged) and its newest probe that judged
