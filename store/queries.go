@@ -187,15 +187,17 @@ WHERE c.target = ? AND c.untested = 0 ORDER BY c.tested_at DESC, c.model_id LIMI
 
 // Events.
 const (
+	// The stage: the event's own (migration 0019: a serving change, which
+	// has no result row), else its result's.
 	eventCols = `e.id, e.model_id, e.target, e.kind, e.from_status, e.to_status, e.revision, e.runtime, e.signature, e.message, e.at,
-	CASE WHEN e.kind IN ('train_regression', 'train_fix') THEN json_extract(r.modes, '$.train.stage') ELSE r.stage END, e.epoch,
+	coalesce(e.stage, CASE WHEN e.kind IN ('train_regression', 'train_fix') THEN json_extract(r.modes, '$.train.stage') ELSE r.stage END), e.epoch,
 	r.devices_used`
 	// eventFrom joins an event to its result, for the stage it ended at and
 	// the devices it ran on.
 	eventFrom = ` FROM events e LEFT JOIN results r ON r.id = e.result_id`
 	// An event is written in the database's epoch (migrations/0014_epoch.sql).
-	sqlInsertEvent = `INSERT INTO events (model_id, result_id, target, kind, from_status, to_status, revision, runtime, signature, message, at, epoch)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, (SELECT epoch FROM database_epoch WHERE id = 1))
+	sqlInsertEvent = `INSERT INTO events (model_id, result_id, target, kind, from_status, to_status, revision, runtime, signature, message, at, stage, epoch)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, (SELECT epoch FROM database_epoch WHERE id = 1))
 RETURNING id, epoch`
 	sqlEvents      = `SELECT ` + eventCols + eventFrom + ` ORDER BY e.at DESC, e.id DESC LIMIT ?`
 	sqlModelEvents = `SELECT ` + eventCols + eventFrom + ` WHERE e.model_id = ? ORDER BY e.at DESC, e.id DESC LIMIT ?`

@@ -485,7 +485,7 @@ func insertEvent(ctx context.Context, tx *sql.Tx, ev compat.Event, resultID *int
 	}
 	if err := tx.QueryRowContext(ctx, sqlInsertEvent, ev.ModelID, rid, string(ev.Target), string(ev.Kind),
 		string(ev.FromStatus), string(ev.ToStatus), ev.Revision, runtimeJSON,
-		nullStr(ev.Signature), nullStr(ev.Message), unixNano(ev.At)).Scan(&id, &epoch); err != nil {
+		nullStr(ev.Signature), nullStr(ev.Message), unixNano(ev.At), nullStr(ev.Stage)).Scan(&id, &epoch); err != nil {
 		return 0, "", fmt.Errorf("insert event: %w", err)
 	}
 	return id, epoch, nil

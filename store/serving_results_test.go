@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -111,5 +112,104 @@ func TestServingEvents(t *testing.T) {
 	after, err := s.EventsAfter(ctx, 0, 100)
 	if err != nil || len(after) != 4 {
 		t.Errorf("EventsAfter (the webhooks' stream): %d events, %v", len(after), err)
+	}
+}
+
+// A serving probe that judged nothing (skipped for want of a CPU
+// reference, the scanner's error) does not replace the judged verdict
+// before it: the read keeps the newest judged verdict, its date and
+// runtime its own, with the later probe as its LatestAttempt; the next
+// judged verdict replaces both; a model never judged shows its newest
+// probe.
+func TestServingResultKeepsTheJudgedVerdict(t *testing.T) {
+	s := storetest.MustOpen(t)
+	upsert(t, s, "org/a", "org/b")
+	at := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	put := func(id, status, torch string, hours int) {
+		t.Helper()
+		m := compat.ServingMeasured{Evidence: compat.ServingEvidenceMeasured, Status: status, MeasuredAt: at.Add(time.Duration(hours) * time.Hour),
+			Runtime: compat.ServingRuntime{VLLMTorchTPU: compat.Ptr("0.29.0"), Torch: compat.Ptr(torch)}, TensorParallelSize: 1}
+		if status == "skipped" {
+			m.Reason, m.Message = compat.Ptr(compat.ServingReasonNoReference), compat.Ptr("no CPU reference")
+		}
+		if err := s.PutServingResult(ctx, id, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	read := func(id string) compat.ServingMeasured {
+		t.Helper()
+		one, err := s.ServingResult(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all, err := s.ServingResults(ctx, []string{id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a, b := jsonOf(one), jsonOf(all[id]); a != b {
+			t.Errorf("ServingResult and ServingResults differ:\n%s\n%s", a, b)
+		}
+		return one
+	}
+	put("org/a", "pass", "2.13.0", 1)
+	put("org/a", "skipped", "2.14.0", 2)
+	got := read("org/a")
+	if got.Status != "pass" || !got.MeasuredAt.Equal(at.Add(time.Hour)) || got.Runtime.Key() != "0.29.0~2.13.0~~" ||
+		got.LatestAttempt == nil || got.LatestAttempt.Status != "skipped" || got.LatestAttempt.Reason == nil ||
+		!got.LatestAttempt.MeasuredAt.Equal(at.Add(2*time.Hour)) || got.LatestAttempt.LatestAttempt != nil {
+		t.Errorf("after pass, then not judged: %+v (latest %+v)", got, got.LatestAttempt)
+	}
+	put("org/a", "error", "2.14.0", 3)
+	if got := read("org/a"); got.Status != "pass" || got.LatestAttempt == nil || got.LatestAttempt.Status != "error" {
+		t.Errorf("after an error: %+v (latest %+v)", got, got.LatestAttempt)
+	}
+	put("org/a", "fail", "2.14.0", 4)
+	if got := read("org/a"); got.Status != "fail" || got.LatestAttempt != nil || !got.MeasuredAt.Equal(at.Add(4*time.Hour)) {
+		t.Errorf("a judged verdict after the probes that judged nothing: %+v (latest %+v)", got, got.LatestAttempt)
+	}
+	put("org/b", "skipped", "2.14.0", 1)
+	if got := read("org/b"); got.Status != "skipped" || got.LatestAttempt != nil {
+		t.Errorf("never judged: %+v (latest %+v)", got, got.LatestAttempt)
+	}
+	// a probe can't send what only the store reads
+	m := compat.ServingMeasured{Evidence: compat.ServingEvidenceMeasured, Status: "pass", LatestAttempt: &compat.ServingMeasured{Status: "error"}}
+	if err := s.PutServingResult(ctx, "org/b", m); err != nil {
+		t.Fatal(err)
+	}
+	if got := read("org/b"); got.Status != "pass" || got.LatestAttempt != nil {
+		t.Errorf("a stored LatestAttempt: %+v (latest %+v)", got, got.LatestAttempt)
+	}
+}
+
+// A serving change names the model's revision the probe ran on and, for
+// a verdict other than pass, the stage it ended at, as the inference's and
+// the train step's changes do.
+func TestServingEventsNameRevisionAndStage(t *testing.T) {
+	s := storetest.MustOpen(t)
+	upsert(t, s, "org/a")
+	at := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	for i, st := range []string{"fail", "pass"} {
+		m := compat.ServingMeasured{Evidence: compat.ServingEvidenceMeasured, Status: st, Stage: compat.Ptr("load"),
+			Revision: fmt.Sprintf("rev%d", i), MeasuredAt: at.Add(time.Duration(i) * time.Hour), TensorParallelSize: 1}
+		if st == "pass" {
+			m.Stage = compat.Ptr("generate")
+		}
+		if err := s.PutServingResult(ctx, "org/a", m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	evs, err := s.ModelEvents(ctx, "org/a", 10)
+	if err != nil || len(evs) != 2 {
+		t.Fatalf("events %+v %v", evs, err)
+	}
+	fix, first := evs[0], evs[1]
+	if first.Kind != compat.EventServingNew || first.Revision != "rev0" || first.Stage == nil || *first.Stage != compat.StageLoad {
+		t.Errorf("first measured (fail at load): %+v", first)
+	}
+	if fix.Kind != compat.EventServingFix || fix.Revision != "rev1" || fix.Stage != nil {
+		t.Errorf("fix (a pass names no stage): %+v", fix)
+	}
+	if after, err := s.EventsAfter(ctx, 0, 10); err != nil || len(after) != 2 || after[0].Revision != "rev0" || after[0].Stage == nil {
+		t.Errorf("the webhooks' stream: %+v %v", after, err)
 	}
 }

@@ -141,8 +141,16 @@ func (s *SQLite) SeeWorker(ctx context.Context, w fleet.Worker, now time.Time) e
 	if err != nil {
 		return fmt.Errorf("store: see worker: %w", err)
 	}
+	var serving sql.NullString // the worker's serving probe (migration 0019); NULL: it runs none
+	if w.Serving != nil {
+		text, err := jsonText(w.Serving)
+		if err != nil {
+			return fmt.Errorf("store: see worker: %w", err)
+		}
+		serving = sql.NullString{String: text, Valid: true}
+	}
 	if _, err := s.w.ExecContext(ctx, sqlSeeWorker, w.ID, w.Host, w.Version, string(w.Target), w.Runtime.RetestKey(), rt,
-		w.Devices, int64(min(w.MemoryBytes, 1<<62)), unixNano(now)); err != nil {
+		w.Devices, int64(min(w.MemoryBytes, 1<<62)), unixNano(now), serving); err != nil {
 		return fmt.Errorf("store: see worker: %w", err)
 	}
 	return nil
@@ -162,9 +170,16 @@ func (s *SQLite) Workers(ctx context.Context, limit int) ([]WorkerRecord, error)
 		var target, rt string
 		var mem, first, last int64
 		var left sql.NullInt64
+		var serving sql.NullString
 		if err := rows.Scan(&w.ID, &w.Host, &w.Version, &target, &rt, &w.Devices, &mem, &first, &last, &left,
-			&w.JobsDone, &w.Busy); err != nil {
+			&w.JobsDone, &serving, &w.Busy); err != nil {
 			return nil, fmt.Errorf("store: workers: %w", err)
+		}
+		if serving.Valid {
+			w.Serving = &fleet.WorkerServing{}
+			if err := json.Unmarshal([]byte(serving.String), w.Serving); err != nil {
+				return nil, fmt.Errorf("store: workers: %s serving: %w", w.ID, err)
+			}
 		}
 		if err := json.Unmarshal([]byte(rt), &w.Runtime); err != nil {
 			return nil, fmt.Errorf("store: workers: %s runtime: %w", w.ID, err)
@@ -347,7 +362,8 @@ func (s *SQLite) CompleteJob(ctx context.Context, req fleet.ResultRequest, now t
 		}
 		if m := req.Serving; m != nil { // the serving probe's verdict (Job.Serve), stored as a local scan's
 			sm := *m
-			sm.MeasuredAt = now.UTC() // the server's clock orders verdicts, as results'
+			sm.MeasuredAt = now.UTC()  // the server's clock orders verdicts, as results'
+			sm.Revision = res.Revision // the revision the job's probe ran at, which the serving probe ran on too
 			if err := s.putServingResult(ctx, tx, j.modelID, sm); err != nil {
 				return false, fmt.Errorf("serving result: %w", err)
 			}

@@ -2,15 +2,16 @@ package store
 
 // The work queue's SQL (migrations/*_work_queue.sql; work.go).
 const (
-	sqlSeeWorker = `INSERT INTO workers (id, host, version, target, runtime_key, runtime, devices, memory_bytes, first_seen, last_seen)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9)
+	sqlSeeWorker = `INSERT INTO workers (id, host, version, target, runtime_key, runtime, devices, memory_bytes, first_seen, last_seen, serving)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9, ?10)
 ON CONFLICT (id) DO UPDATE SET host = excluded.host, version = excluded.version, target = excluded.target,
 	runtime_key = excluded.runtime_key, runtime = excluded.runtime, devices = excluded.devices,
-	memory_bytes = excluded.memory_bytes, last_seen = max(last_seen, excluded.last_seen), left_at = NULL`
+	memory_bytes = excluded.memory_bytes, last_seen = max(last_seen, excluded.last_seen), left_at = NULL,
+	serving = excluded.serving`
 	sqlTouchWorker = `UPDATE workers SET last_seen = max(last_seen, ?) WHERE id = ?`
 	sqlWorkerDone  = `UPDATE workers SET jobs_done = jobs_done + 1, last_seen = max(last_seen, ?) WHERE id = ?`
 	sqlListWorkers = `SELECT w.id, w.host, w.version, w.target, w.runtime, w.devices, w.memory_bytes,
-	w.first_seen, w.last_seen, w.left_at, w.jobs_done,
+	w.first_seen, w.last_seen, w.left_at, w.jobs_done, w.serving,
 	(SELECT count(*) FROM jobs j WHERE j.state = 'leased' AND j.worker_id = w.id)
 FROM workers w ORDER BY w.last_seen DESC, w.id LIMIT ?`
 

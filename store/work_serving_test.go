@@ -50,7 +50,7 @@ func TestCompleteJobStoresTheServingVerdict(t *testing.T) {
 	tps := 40.0
 	req.Serving = &compat.ServingMeasured{Evidence: "measured", Status: "pass", TensorParallelSize: 1, MaxModelLen: 256,
 		MeasuredAt: wt0.Add(time.Minute), Metrics: compat.ServingMetrics{TokensPerS: &tps},
-		Runtime: compat.ServingRuntime{VLLMTorchTPU: compat.Ptr("0.29.0")}}
+		Runtime: compat.ServingRuntime{VLLMTorchTPU: compat.Ptr("0.29.0")}, Revision: "not-the-job's"}
 	out, err := s.CompleteJob(ctx, req, wt0.Add(2*time.Second))
 	if err != nil {
 		t.Fatal(err)
@@ -67,6 +67,9 @@ func TestCompleteJobStoresTheServingVerdict(t *testing.T) {
 	kinds := map[compat.EventKind]int{}
 	for _, e := range evs {
 		kinds[e.Kind]++
+		if e.Serving() && e.Revision != "sha" {
+			t.Errorf("serving change at revision %q: want the job's, sha", e.Revision)
+		}
 	}
 	if kinds[compat.EventServingNew] != 1 || kinds[compat.EventNew] != 1 {
 		t.Errorf("events %v: the result's new and the serving verdict's serving_new", kinds)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -118,7 +119,7 @@ func TestServingPages(t *testing.T) {
 		t.Errorf("table ?serve=none: selected filter, bart alone")
 	}
 	all := ts.get(t, "/").body
-	if !strings.Contains(all, `<td data-label="vLLM"><span class="status pass" title="vllm-torchtpu `+serving.Version+`, declared">generation</span>`) {
+	if !strings.Contains(all, `<td data-label="vLLM"><span class="status st-pass" title="vllm-torchtpu `+serving.Version+`, declared">generation</span>`) {
 		t.Errorf("table lacks llama's vLLM cell")
 	}
 }
@@ -172,7 +173,7 @@ func TestMeasuredServing(t *testing.T) {
 		t.Errorf("bart (never measured): %+v", c)
 	}
 	page := ts.get(t, "/models/org/llama").body
-	for _, want := range []string{`<span class="status pass">pass</span> · <span class="evidence-tier"`, ">measured</span> on 2026-12-06",
+	for _, want := range []string{`<span class="status st-pass">pass</span> · <span class="evidence-tier"`, ">measured</span> on 2026-12-06",
 		"<code>0.29.0~2.13.0~0.2.0~0.0.50</code>", "16 of 16", "load 12.50 s · first token 0.25 s · 41.0 tokens/s", "TPU v6e"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("llama's page lacks %q", want)
@@ -186,7 +187,7 @@ func TestMeasuredServing(t *testing.T) {
 			t.Errorf("list: %s measured %v", m.ID, got)
 		}
 	}
-	if table := ts.get(t, "/").body; !strings.Contains(table, `<td data-label="vLLM"><span class="status pass" title="measured 2026-12-06, runtime 0.29.0~2.13.0~0.2.0~0.0.50">pass · measured</span>`) {
+	if table := ts.get(t, "/").body; !strings.Contains(table, `<td data-label="vLLM"><span class="status st-pass" title="measured 2026-12-06, runtime 0.29.0~2.13.0~0.2.0~0.0.50">pass · measured</span>`) {
 		t.Errorf("table lacks llama's measured vLLM cell")
 	}
 	serveList(t, ts, map[string]string{"pass": "org/llama", "fail": "", "declared": "", "generation": "org/llama", "none": "org/bart"})
@@ -201,7 +202,7 @@ func TestMeasuredServing(t *testing.T) {
 		t.Fatalf("llama serving after a failed load %+v (the declared cell stays served)", c)
 	}
 	page = ts.get(t, "/models/org/llama").body
-	for _, want := range []string{`<span class="status fail">fail</span>`, "<code>load_error:checkpoint</code>: Cannot load &lt;the&gt; checkpoint",
+	for _, want := range []string{`<span class="status st-fail">fail</span>`, "<code>load_error:checkpoint</code>: Cannot load &lt;the&gt; checkpoint",
 		"load — · first token — · — tokens/s"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("llama's page lacks %q", want)
@@ -212,21 +213,49 @@ func TestMeasuredServing(t *testing.T) {
 	}
 	serveList(t, ts, map[string]string{"pass": "", "fail": "org/llama", "declared": "", "generation": "org/llama"})
 
-	// not judged (no CPU reference): the declared verdict stands on the badge, in
-	// the table and in ?serve=; the page says why nothing was judged
+	// a later probe that judged nothing (no CPU reference) leaves the judged
+	// failure standing on the badge, in the API, the table, the CSV and ?serve=;
+	// the page says what became of the later probe, and why
 	noRef := compat.ServingMeasured{Evidence: compat.ServingEvidenceMeasured, Status: "skipped", Reason: v(compat.ServingReasonNoReference),
-		Message: v("the transformers CPU reference gave no greedy tokens"), Runtime: rt, MeasuredAt: at.Add(2 * time.Hour)}
+		Message: v("the transformers CPU reference gave no <greedy> tokens"), Runtime: rt, MeasuredAt: at.Add(2 * time.Hour)}
+	if err := ts.db.PutServingResult(ctx, "org/llama", noRef); err != nil {
+		t.Fatal(err)
+	}
+	if b := decode[badge.Endpoint](t, ts.get(t, "/badge/org/llama.json?mode=serve")); b.Message != "fail · measured" {
+		t.Errorf("badge after a probe not judged: %q, want the judged failure's", b.Message)
+	}
+	if c := decode[api.ModelDetail](t, ts.get(t, "/api/v1/models/org/llama")).Serving; c == nil || c.Measured == nil || c.Measured.Status != "fail" ||
+		!c.Measured.MeasuredAt.Equal(at.Add(time.Hour)) || c.Measured.LatestAttempt == nil || c.Measured.LatestAttempt.Status != "skipped" ||
+		!c.Measured.LatestAttempt.MeasuredAt.Equal(at.Add(2*time.Hour)) {
+		t.Errorf("API after a probe not judged: %+v, want the failure with the later probe as its latest_attempt", c)
+	}
+	page = ts.get(t, "/models/org/llama").body
+	for _, want := range []string{`<span class="status st-fail">fail</span>`, `id="serve-latest"`, "on 2026-12-06 (runtime",
+		`<span class="status st-neutral">not judged: no CPU reference</span>: the transformers CPU reference gave no &lt;greedy&gt; tokens`} {
+		if !strings.Contains(page, want) {
+			t.Errorf("llama's page after a probe not judged lacks %q", want)
+		}
+	}
+	if table := ts.get(t, "/").body; !strings.Contains(table, `fail · measured</span>`) {
+		t.Errorf("table after a probe not judged: llama's judged failure is gone")
+	}
+	serveList(t, ts, map[string]string{"pass": "", "fail": "org/llama", "declared": "", "none": "org/bart"})
+
+	// never judged (no CPU reference): the declared verdict stands on the
+	// badge, in the table and in ?serve=; the page says why nothing was judged
+	ts = servingServer(t, true)
 	if err := ts.db.PutServingResult(ctx, "org/llama", noRef); err != nil {
 		t.Fatal(err)
 	}
 	if b := decode[badge.Endpoint](t, ts.get(t, "/badge/org/llama.json?mode=serve")); b.Message != "generation · declared" {
 		t.Errorf("badge after a probe not judged: %q", b.Message)
 	}
-	if page := ts.get(t, "/models/org/llama").body; !strings.Contains(page, `<span class="status neutral">not judged: no CPU reference</span>`) {
-		t.Errorf("llama's page does not say the probe was not judged")
+	if page := ts.get(t, "/models/org/llama").body; !strings.Contains(page, `<span class="status st-neutral">not judged: no CPU reference</span>`) ||
+		strings.Contains(page, `id="serve-latest"`) {
+		t.Errorf("llama's page does not say the probe was not judged (once)")
 	}
 	if table := ts.get(t, "/?serve=declared").body; !strings.Contains(table, `<option value="declared" selected>`) ||
-		!strings.Contains(table, `<td data-label="vLLM"><span class="status pass" title="vllm-torchtpu `+serving.Version+`, declared">generation</span>`) {
+		!strings.Contains(table, `<td data-label="vLLM"><span class="status st-pass" title="vllm-torchtpu `+serving.Version+`, declared">generation</span>`) {
 		t.Errorf("table ?serve=declared: llama's declared cell")
 	}
 	serveList(t, ts, map[string]string{"pass": "", "fail": "", "declared": "org/llama", "none": "org/bart"})
@@ -327,6 +356,21 @@ func TestServingCSV(t *testing.T) {
 			t.Errorf("%s's serving columns:\n got %s\nwant %s", id, got[id], w)
 		}
 	}
+	// a later probe that judged nothing leaves the judged verdict's columns as they were
+	noRef := compat.ServingMeasured{Evidence: compat.ServingEvidenceMeasured, Status: "skipped", Reason: v(compat.ServingReasonNoReference),
+		Runtime: m.Runtime, TensorParallelSize: 1, MeasuredAt: m.MeasuredAt.Add(time.Hour)}
+	if err := ts.db.PutServingResult(context.Background(), "org/llama", noRef); err != nil {
+		t.Fatal(err)
+	}
+	rows, err = csv.NewReader(strings.NewReader(ts.get(t, "/export.csv").body)).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, row := range rows[1:] {
+		if row[0] == "org/llama" && strings.Join(row[at+1:], "|") != want["org/llama"] {
+			t.Errorf("llama's serving columns after a probe not judged:\n got %s\nwant %s", strings.Join(row[at+1:], "|"), want["org/llama"])
+		}
+	}
 }
 
 // TestOpenAPIEventKinds: every enum of change kinds in openapi.json (the
@@ -377,9 +421,9 @@ func TestServingFeed(t *testing.T) {
 	for i, st := range []string{"pass", "fail", "pass"} {
 		m := compat.ServingMeasured{Evidence: compat.ServingEvidenceMeasured, Status: st, MeasuredAt: at.Add(time.Duration(i) * time.Hour),
 			Runtime: compat.ServingRuntime{VLLMTorchTPU: v("0.29.0"), Torch: v("2.13.0"), TorchTPU: v("0.2.0"), Libtpu: v("0.0.50")},
-			Device:  v("TPU v6e"), TensorParallelSize: 2}
+			Device:  v("TPU v6e"), TensorParallelSize: 2, Revision: "abc123"}
 		if st == "fail" {
-			m.Signature, m.Message = v("numerics_mismatch:serve_greedy_tokens"), v("<other> tokens")
+			m.Signature, m.Message, m.Stage = v("numerics_mismatch:serve_greedy_tokens"), v("<other> tokens"), v("generate")
 		}
 		if err := ts.db.PutServingResult(ctx, "org/llama", m); err != nil {
 			t.Fatal(err)
@@ -391,7 +435,7 @@ func TestServingFeed(t *testing.T) {
 		titles = append(titles, it["title"].(string))
 	}
 	want := []string{"Serving fixed: org/llama serves with vLLM-TorchTPU 0.29.0 on tpu (was fail)",
-		"Serving regression: org/llama stops serving with vLLM-TorchTPU 0.29.0 on tpu: fails (numerics_mismatch serve_greedy_tokens)",
+		"Serving regression: org/llama stops serving with vLLM-TorchTPU 0.29.0 on tpu: fails (generate, numerics_mismatch serve_greedy_tokens)",
 		"Serving measured: org/llama serves with vLLM-TorchTPU 0.29.0 on tpu"}
 	if !slices.Equal(titles, want) {
 		t.Fatalf("feed titles\n got %q\nwant %q", titles, want)
@@ -404,7 +448,7 @@ func TestServingFeed(t *testing.T) {
 		t.Errorf("evidence %v", ev)
 	}
 	if html, _ := reg["content_html"].(string); !strings.Contains(html, "&lt;other&gt; tokens") || !strings.Contains(html, "vllm-torchtpu 0.29.0 · torch 2.13.0") ||
-		strings.Contains(html, "Revision") {
+		!strings.Contains(html, "<p>Revision abc123 · ") {
 		t.Errorf("content_html %s", html)
 	}
 	_, only := feedItemsOf(t, ts.get(t, "/feed.json?kind=serving_regression").body)
@@ -419,7 +463,63 @@ func TestServingFeed(t *testing.T) {
 		t.Errorf("atom ?kind=serving_fix&kind=serving_new: %s", atom)
 	}
 	d := decode[api.ModelDetail](t, ts.get(t, "/api/v1/models/org/llama"))
-	if len(d.Events) != 3 || d.Events[0].Kind != compat.EventServingFix || d.Events[0].Runtime.VLLMTorchTPU != "0.29.0" {
+	if len(d.Events) != 3 || d.Events[0].Kind != compat.EventServingFix || d.Events[0].Runtime.VLLMTorchTPU != "0.29.0" ||
+		d.Events[0].Revision != "abc123" || d.Events[1].Stage == nil || *d.Events[1].Stage != compat.StageGenerate {
 		t.Errorf("the model's API events %+v", d.Events)
 	}
+}
+
+// The serving block's and the vLLM column's status chips use classes the
+// stylesheet colours (statusCSS's .st-*), not bare words it has no rule
+// for: every class of every status chip on the pages, served and not,
+// measured pass, failure and not judged, has a rule in the served style.css.
+func TestServingChipClassesAreStyled(t *testing.T) {
+	ts := servingServer(t, true)
+	ctx := context.Background()
+	cssURL, err := ts.pages.AssetURL("style.css")
+	if err != nil {
+		t.Fatal(err)
+	}
+	css := ts.get(t, cssURL).body
+	chip := regexp.MustCompile(`class="status ([^"]*)"`)
+	check := func(what, body string) {
+		t.Helper()
+		found := chip.FindAllStringSubmatch(body, -1)
+		if len(found) == 0 {
+			t.Fatalf("%s: no status chip", what)
+		}
+		for _, f := range found {
+			for _, class := range strings.Fields(f[1]) {
+				if !strings.Contains(css, "."+class+" {") {
+					t.Errorf("%s: chip class %q has no rule in style.css", what, class)
+				}
+			}
+		}
+	}
+	at := time.Date(2026, 12, 6, 3, 0, 0, 0, time.UTC)
+	for i, m := range []compat.ServingMeasured{
+		{Status: "pass"}, {Status: "fail"}, {Status: "oom"},
+		{Status: "skipped", Reason: compat.Ptr(compat.ServingReasonNoReference)}, {Status: "error"},
+	} {
+		m.Evidence, m.TensorParallelSize, m.MeasuredAt = compat.ServingEvidenceMeasured, 1, at.Add(time.Duration(i)*time.Hour)
+		if err := ts.db.PutServingResult(ctx, "org/llama", m); err != nil {
+			t.Fatal(err)
+		}
+		check("llama's page after "+m.Status, section(ts.get(t, "/models/org/llama").body, `<section class="serving"`))
+		check("the table after "+m.Status, ts.get(t, "/").body)
+	}
+	check("bart's page (not served)", section(ts.get(t, "/models/org/bart").body, `<section class="serving"`))
+}
+
+// section is body from the first start to the </section> after it.
+func section(body, start string) string {
+	i := strings.Index(body, start)
+	if i < 0 {
+		return ""
+	}
+	body = body[i:]
+	if j := strings.Index(body, "</section>"); j >= 0 {
+		return body[:j]
+	}
+	return body
 }

@@ -215,12 +215,17 @@ func TestWorkersListing(t *testing.T) {
 		t.Errorf("without workers: %d %s", r.status, r.body)
 	}
 	fw := &fakeWork{views: []fleet.WorkerView{{ID: "tpu-0-1a2b3c4d", Host: "tpu-0", Target: "tpu", Device: "TPU v6e", Devices: 8,
-		LastSeen: time.Now().UTC(), Live: true, Busy: 3, JobsDone: 12, Planned: true}}}
+		LastSeen: time.Now().UTC(), Live: true, Busy: 3, JobsDone: 12, Planned: true},
+		{ID: "tpu-1-5e6f7a8b", Host: "tpu-1", Target: "tpu", Devices: 8, Serving: &fleet.WorkerServing{VLLMTorchTPU: "0.29.0"}}}}
 	ts = newTestServer(t, 0, 0, Config{Work: fw, WorkerToken: testWorkerToken})
 	r := ts.get(t, "/api/v1/workers")
 	got := decode[work.List](t, r)
-	if r.status != 200 || got.Dispatch != "workers" || len(got.Workers) != 1 || got.Workers[0].Busy != 3 || got.Workers[0].JobsDone != 12 {
+	if r.status != 200 || got.Dispatch != "workers" || len(got.Workers) != 2 || got.Workers[0].Busy != 3 || got.Workers[0].JobsDone != 12 {
 		t.Errorf("%d %s", r.status, r.body)
+	}
+	// whether each runs serving probes (--vllm-python), and with which vLLM-TorchTPU: null when not
+	if !strings.Contains(r.body, `"planned":true,"serving":null}`) || !strings.Contains(r.body, `"serving":{"vllm_torchtpu":"0.29.0"}`) {
+		t.Errorf("the listing does not say which workers serve: %s", r.body)
 	}
 	if strings.Contains(r.body, testWorkerToken) {
 		t.Error("the listing shows the worker token")

@@ -14,6 +14,8 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/internal/config"
 	"github.com/google-pytorch/torchtpu-scanner/internal/metrics"
 	"github.com/google-pytorch/torchtpu-scanner/internal/probe"
+	"github.com/google-pytorch/torchtpu-scanner/internal/serving"
+	"github.com/google-pytorch/torchtpu-scanner/internal/serving/measure"
 	"github.com/google-pytorch/torchtpu-scanner/internal/worker"
 )
 
@@ -45,7 +47,13 @@ func RunWorker(ctx context.Context, cfg config.Config, log *slog.Logger, version
 		host = "worker"
 	}
 	mem, _ := probe.PhysicalMemory()
-	w, err := worker.New(workerConfig(cfg, host, mem, log, version), runner, probers, client)
+	wcfg := workerConfig(cfg, host, mem, log, version)
+	if wcfg.ServeProbe != nil { // the server lists what it reports (fleet.Worker.Serving)
+		if wcfg.ServingVersion, err = measure.Version(ctx, cfg.VLLMPython, serving.Package); err != nil {
+			log.Warn("serving probe: its vllm-torchtpu version is not known; it runs all the same", "err", err)
+		}
+	}
+	w, err := worker.New(wcfg, runner, probers, client)
 	if err != nil {
 		return err
 	}

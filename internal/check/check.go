@@ -317,6 +317,12 @@ func serveVerdict(d modelDetail) (int, string) {
 		if r.Metrics.AgreedTokens != nil {
 			line += fmt.Sprintf(", %d tokens agree with the CPU reference", *r.Metrics.AgreedTokens)
 		}
+		if l := r.LatestAttempt; l != nil { // a later probe that judged nothing: the judged verdict stands
+			line += fmt.Sprintf("; the latest probe, %s, judged nothing: %s", l.MeasuredAt.UTC().Format(time.DateOnly), l.Status)
+			if l.Reason != nil {
+				line += " " + *l.Reason
+			}
+		}
 		line += ")"
 		if pass, _ := c.Verdict(); pass {
 			if c.Command != nil {

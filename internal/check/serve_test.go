@@ -26,6 +26,11 @@ func TestCheckModeServe(t *testing.T) {
 			Metrics: compat.ServingMetrics{AgreedTokens: &agreed}, MeasuredAt: time.Date(2026, 12, 6, 3, 0, 0, 0, time.UTC)}
 		return c
 	}
+	laterNotJudged := func(c *compat.ServingCell) *compat.ServingCell {
+		c.Measured.LatestAttempt = &compat.ServingMeasured{Evidence: compat.ServingEvidenceMeasured, Status: "skipped",
+			Reason: compat.Ptr(compat.ServingReasonNoReference), MeasuredAt: time.Date(2026, 12, 7, 3, 0, 0, 0, time.UTC)}
+		return c
+	}
 	tests := []struct {
 		name     string
 		detail   *modelDetail
@@ -43,6 +48,10 @@ func TestCheckModeServe(t *testing.T) {
 			ExitNotPassing, "gpt2: fail serving with vllm-torchtpu 0.29.0 (measured 2026-12-06, runtime 0.29.0~2.13.0~0.2.0~0.0.50, 16 tokens agree with the CPU reference): load_error:checkpoint"},
 		{"declared served, measured pass", &modelDetail{Model: compat.Model{ID: "gpt2", Result: failResult(), Serving: measured(cell(true), "pass", nil)}},
 			ExitPass, "gpt2: pass serving with vllm-torchtpu 0.29.0 (measured 2026-12-06, runtime 0.29.0~2.13.0~0.2.0~0.0.50, 16 tokens agree with the CPU reference): vllm serve gpt2"},
+		// a later probe that judged nothing (the store's latest_attempt) leaves the judged verdict, and is named
+		{"measured fail, a later probe not judged", &modelDetail{Model: compat.Model{ID: "gpt2", Result: passResult(),
+			Serving: laterNotJudged(measured(cell(true), "fail", compat.Ptr("load_error:checkpoint")))}},
+			ExitNotPassing, "gpt2: fail serving with vllm-torchtpu 0.29.0 (measured 2026-12-06, runtime 0.29.0~2.13.0~0.2.0~0.0.50, 16 tokens agree with the CPU reference; the latest probe, 2026-12-07, judged nothing: skipped no_reference): load_error:checkpoint"},
 		// a measured probe that judged nothing (no CPU reference, the scanner's own error) leaves the declared verdict
 		{"declared served, measured not judged", &modelDetail{Model: compat.Model{ID: "gpt2", Result: failResult(), Serving: measured(cell(true), "skipped", nil)}},
 			ExitPass, "gpt2: served by vllm-torchtpu 0.29.0 as generation (declared, LlamaForCausalLM)"},

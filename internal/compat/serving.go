@@ -107,6 +107,16 @@ type ServingMeasured struct {
 	LogTail            string         `json:"log_tail,omitempty"`
 	// MeasuredAt is when the probe ended (zero: not said).
 	MeasuredAt time.Time `json:"measured_at,omitzero"`
+	// Revision is the model's revision (the Hub commit) the probe ran on:
+	// the result it ran after (a fleet's server sets its job's); "" when
+	// not said. Its serving changes name it, as other events do.
+	Revision string `json:"revision,omitempty"`
+	// LatestAttempt is a serving probe newer than this verdict that judged
+	// nothing (the scanner's error, skipped for want of a CPU reference),
+	// as the store reads it: this judged verdict stays the one shown, and
+	// the page says what became of the later probe. Nil when this is the
+	// newest; never stored, never sent by a worker.
+	LatestAttempt *ServingMeasured `json:"latest_attempt,omitempty"`
 }
 
 // ServingReasonNoReference is a serving probe's reason for status skipped:
@@ -189,6 +199,16 @@ func (e Event) Serving() bool {
 	return e.Kind == EventServingNew || e.Kind == EventServingRegression || e.Kind == EventServingFix
 }
 
+// EventStage is the stage a serving change names: where a verdict other
+// than pass ended (env, load, generate: Stage.Valid), as the train
+// step's changes name theirs; nil for a pass or a stage not of a probe.
+func (m ServingMeasured) EventStage() *Stage {
+	if m.Stage == nil || Status(m.Status) == StatusPass || !Stage(*m.Stage).Valid() {
+		return nil
+	}
+	return Ptr(Stage(*m.Stage))
+}
+
 // EventRuntime is the serving runtime as an event's Runtime: its torch,
 // torch_tpu, libtpu, Python and vllm-torchtpu versions, the device the
 // probe named and its tensor_parallel_size chips (an unknown one empty).
@@ -245,6 +265,13 @@ func (m ServingMeasured) Validate() error {
 		return refuse("serving.tokens", "over %d tokens", maxServingTokens)
 	case m.MeasuredAt.IsZero() || !InTimeRange(m.MeasuredAt):
 		return refuse("serving.measured_at", "missing or outside %d–%d", minTestedAt.Year(), maxTestedAt.Year())
+	case m.LatestAttempt != nil:
+		return refuse("serving.latest_attempt", "the store's to read, not a probe's to send")
+	case strings.ContainsAny(m.Revision, " \t"):
+		return refuse("serving.revision", "%q has a space", clip(m.Revision))
+	}
+	if err := CheckLabel("serving.revision", m.Revision, MaxRevisionBytes); err != nil {
+		return err
 	}
 	for _, l := range []struct {
 		field string

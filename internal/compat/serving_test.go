@@ -124,11 +124,31 @@ func TestServingValidate(t *testing.T) {
 		"negative rate":       func(m *compat.ServingMeasured) { m.Metrics.TokensPerS = compat.Ptr(-1.0) },
 		"absurd agreement":    func(m *compat.ServingMeasured) { m.Metrics.AgreedTokens = compat.Ptr(1 << 20) },
 		"oversized signature": func(m *compat.ServingMeasured) { m.Signature = compat.Ptr(strings.Repeat("x", 5000)) },
+		"a latest attempt":    func(m *compat.ServingMeasured) { m.LatestAttempt = &compat.ServingMeasured{Status: "error"} },
+		"revision with space": func(m *compat.ServingMeasured) { m.Revision = "abc def" },
+		"revision with ESC":   func(m *compat.ServingMeasured) { m.Revision = "abc\x1b[31m" },
+		"oversized revision":  func(m *compat.ServingMeasured) { m.Revision = strings.Repeat("a", 200) },
 	} {
 		m := ok()
 		mut(&m)
 		if err := m.Validate(); err == nil {
 			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
+// A serving change names the stage only for a verdict other than pass,
+// and only a probe's stage.
+func TestServingEventStage(t *testing.T) {
+	for _, c := range []struct {
+		status string
+		stage  *string
+		want   string
+	}{{"fail", compat.Ptr("load"), "load"}, {"oom", compat.Ptr("generate"), "generate"}, {"pass", compat.Ptr("generate"), ""},
+		{"fail", nil, ""}, {"fail", compat.Ptr("nowhere"), ""}} {
+		got := compat.ServingMeasured{Status: c.status, Stage: c.stage}.EventStage()
+		if (got == nil && c.want != "") || (got != nil && string(*got) != c.want) {
+			t.Errorf("%s at %v: %v, want %q", c.status, c.stage, got, c.want)
 		}
 	}
 }

@@ -202,6 +202,11 @@ func checkWorker(w fleet.Worker) error {
 	if err := w.Runtime.Validate(); err != nil {
 		return bad(err)
 	}
+	if w.Serving != nil {
+		if err := compat.CheckPrintable("serving.vllm_torchtpu", w.Serving.VLLMTorchTPU, compat.MaxVersionBytes); err != nil {
+			return bad(err)
+		}
+	}
 	if _, err := compat.ParseResultTarget(string(w.Target)); err != nil {
 		return fmt.Errorf("%w: %v", ErrBadRequest, err)
 	}

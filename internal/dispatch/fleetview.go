@@ -59,7 +59,7 @@ func (d *Dispatcher) Stats(ctx context.Context) (Stats, error) {
 	for i, r := range recs {
 		v := fleet.WorkerView{ID: r.ID, Host: r.Host, Target: r.Target, Device: r.Runtime.Device, Devices: r.Devices,
 			Runtime: r.Runtime, LastSeen: r.LastSeen, Live: seen[i].LiveAt(now, d.ttl), Busy: r.Busy,
-			JobsDone: r.JobsDone, Planned: planned[string(r.Target)+"|"+r.Runtime.RetestKey()]}
+			JobsDone: r.JobsDone, Planned: planned[string(r.Target)+"|"+r.Runtime.RetestKey()], Serving: r.Serving}
 		if v.Live {
 			st.Live++
 			if v.Busy > 0 {

@@ -352,7 +352,9 @@ func TestWireFormat(t *testing.T) {
 		{ResultRequest{}, []string{"lease_id", "worker_id", "model_id", "result"}},
 		{ReleaseRequest{}, []string{"worker_id", "lease_id"}},
 		{RegisterResponse{}, []string{"lease_ttl_s", "heartbeat_s", "max_wait_s"}},
-		{WorkerView{}, []string{"id", "host", "target", "device", "devices", "runtime", "last_seen", "live", "busy", "jobs_done", "planned"}},
+		{WorkerView{}, []string{"id", "host", "target", "device", "devices", "runtime", "last_seen", "live", "busy", "jobs_done", "planned", "serving"}},
+		{Worker{Serving: &WorkerServing{}}, []string{"id", "host", "version", "target", "runtime", "devices", "memory_bytes", "serving"}},
+		{WorkerServing{}, []string{"vllm_torchtpu"}},
 	} {
 		b, err := json.Marshal(tc.v)
 		if err != nil {

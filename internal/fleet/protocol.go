@@ -78,6 +78,16 @@ type Worker struct {
 	// MemoryBytes is the host's physical memory (0 when unknown): on cpu
 	// a probe's memory budget is planned from it.
 	MemoryBytes uint64 `json:"memory_bytes"`
+	// Serving says the worker runs measured serving probes (it was
+	// started with --vllm-python) and with which vLLM-TorchTPU; nil: it
+	// runs none (a job's Serve is ignored there).
+	Serving *WorkerServing `json:"serving,omitempty"`
+}
+
+// WorkerServing is a worker's serving probe: the vllm-torchtpu version its
+// --vllm-python interpreter reports ("" when it did not say).
+type WorkerServing struct {
+	VLLMTorchTPU string `json:"vllm_torchtpu"`
 }
 
 // RegisterResponse tells a worker the server's timing.
@@ -214,4 +224,7 @@ type WorkerView struct {
 	// Planned says whether the scan in progress plans for this worker's
 	// runtime; a worker of another runtime waits, shown, never merged.
 	Planned bool `json:"planned"`
+	// Serving is whether it runs serving probes (Worker.Serving); null
+	// when it runs none.
+	Serving *WorkerServing `json:"serving"`
 }

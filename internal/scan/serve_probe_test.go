@@ -87,6 +87,20 @@ func TestScanRunsServingProbe(t *testing.T) {
 		*got.FailureClass != string(compat.ClassLoadError) {
 		t.Errorf("org/noload: %+v", got)
 	}
+	// its serving change names the revision the probe ran on, and the stage it failed at
+	evs, err := f.store.ModelEvents(ctx, "org/noload", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var named bool
+	for _, e := range evs {
+		if e.Serving() {
+			named = e.Revision != "" && e.Revision == got.Revision && e.Stage != nil && *e.Stage == compat.StageLoad
+		}
+	}
+	if !named {
+		t.Errorf("org/noload's serving change does not name its revision (%q) and stage: %+v", got.Revision, evs)
+	}
 	if _, err := f.store.ServingResult(ctx, "org/custom"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("org/custom (not declared served) has a serving verdict: %v", err)
 	}

@@ -88,6 +88,7 @@ func (r *run) serveProbe(ctx context.Context, held []int, j *entry, res compat.R
 		return nil
 	}
 	r.s.log().Info("serving probe", "model", j.info.ID, "status", m.Status, "runtime", m.Runtime.Key())
+	m.Revision = res.Revision // the snapshot it ran on: its serving change names it
 	return &m
 }
 

@@ -66,6 +66,10 @@ type Config struct {
 	// the scan's own (app.ServeProbeIn). Its verdict is posted with the
 	// result. Nil: no serving probe runs here.
 	ServeProbe func(ctx context.Context, dir string, res compat.Result) (compat.ServingMeasured, error)
+	// ServingVersion is the vllm-torchtpu version ServeProbe's interpreter
+	// reports ("" when it did not say), told to the server with the rest of
+	// what the worker says about itself (fleet.Worker.Serving).
+	ServingVersion string
 }
 
 // Worker leases and runs probes until its context ends.
@@ -148,6 +152,9 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	w.self = fleet.Worker{ID: w.cfg.ID, Host: w.cfg.Host, Version: w.cfg.Version, Target: target, Runtime: rt,
 		Devices: len(w.probers), MemoryBytes: w.cfg.MemoryBytes}
+	if w.cfg.ServeProbe != nil {
+		w.self.Serving = &fleet.WorkerServing{VLLMTorchTPU: w.cfg.ServingVersion}
+	}
 	w.log.Info("worker starting", "server", w.cfg.Server, "target", target, "devices", len(w.probers),
 		"device", rt.Device, "torch", rt.Torch, "torch_tpu", rt.TorchTPU, "transformers", rt.Transformers)
 	if !w.registerLoop(ctx) {

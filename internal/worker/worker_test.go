@@ -437,7 +437,7 @@ func TestServingProbeRunsForTheJobsThatAskForIt(t *testing.T) {
 			MeasuredAt: time.Now().UTC()}, nil
 	}
 	f := newFakeServer(t, 5*time.Second, full("org/serve", true), full("org/plain", false))
-	_, stop := startWorkerWith(t, f, &fakeProber{}, 1, time.Second, nil, func(c *Config) { c.ServeProbe = serveProbe })
+	_, stop := startWorkerWith(t, f, &fakeProber{}, 1, time.Second, nil, func(c *Config) { c.ServeProbe, c.ServingVersion = serveProbe, "0.29.0" })
 	testenv.Eventually(t, "2 accepted results", 20*time.Second, func() bool { acc, _, _, _ := f.snapshot(); return len(acc) == 2 })
 	if err := stop(); err != nil {
 		t.Fatal(err)
@@ -450,9 +450,22 @@ func TestServingProbeRunsForTheJobsThatAskForIt(t *testing.T) {
 		t.Errorf("org/plain (not asked) carries a serving verdict %+v", s)
 	}
 	mu.Lock()
-	defer mu.Unlock()
 	if len(ran) != 1 || ran["/nonexistent/snapshot/org/serve"] != "pass" {
 		t.Errorf("serving probes %v: want one, in org/serve's snapshot, after its pass", ran)
+	}
+	mu.Unlock()
+	// it told the server it runs serving probes, and with which vLLM-TorchTPU
+	servingOf := func(f *fakeServer) []*fleet.WorkerServing {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		var out []*fleet.WorkerServing
+		for _, w := range f.workers {
+			out = append(out, w.Serving)
+		}
+		return out
+	}
+	if ws := servingOf(f); len(ws) != 1 || ws[0] == nil || ws[0].VLLMTorchTPU != "0.29.0" {
+		t.Errorf("registered serving %+v, want vllm-torchtpu 0.29.0", ws)
 	}
 
 	// without --vllm-python: the result alone
@@ -464,5 +477,8 @@ func TestServingProbeRunsForTheJobsThatAskForIt(t *testing.T) {
 	}
 	if acc, _, _, _ := f.snapshot(); acc["org/serve"][0].Serving != nil {
 		t.Errorf("a worker without a serving probe posted a serving verdict")
+	}
+	if ws := servingOf(f); len(ws) != 1 || ws[0] != nil {
+		t.Errorf("a worker without a serving probe registered serving %+v", ws)
 	}
 }

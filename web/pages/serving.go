@@ -8,6 +8,7 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/internal/readiness"
 	"github.com/google-pytorch/torchtpu-scanner/internal/serving"
+	"github.com/google-pytorch/torchtpu-scanner/web/internal/show"
 )
 
 // servingView is the model page's serving block.
@@ -21,6 +22,9 @@ type servingView struct {
 	Why string
 	// Measured is the measured verdict laid out; nil when none.
 	Measured *measuredView
+	// Latest is a later serving probe that judged nothing
+	// (ServingMeasured.LatestAttempt), laid out; nil when none.
+	Latest *measuredView
 }
 
 // measuredView is a measured serving verdict on the model page: every
@@ -29,6 +33,10 @@ type measuredView struct {
 	Status, Tone, Date, Runtime, Device, Agreed, Load, TTFT, TPS, Signature, Message string
 	TP, MaxModelLen                                                                  int
 }
+
+// chipClass is a status chip's coloured class (the templates' tone: st-pass,
+// st-fail, st-warn, st-neutral; show.StatusCSS defines them).
+func chipClass(st compat.Status) string { return "st-" + string(show.ToneOf(st)) }
 
 // newMeasuredView lays out a measured verdict.
 func newMeasuredView(m *compat.ServingMeasured) *measuredView {
@@ -47,14 +55,11 @@ func newMeasuredView(m *compat.ServingMeasured) *measuredView {
 		}
 		return strconv.FormatFloat(*p, 'f', 2, 64) + " s"
 	}
-	v := &measuredView{Status: m.Status, Tone: "fail", Runtime: m.Runtime.Key(), Device: text(m.Device), Agreed: "—",
+	v := &measuredView{Status: m.Status, Tone: chipClass(compat.Status(m.Status)), Runtime: m.Runtime.Key(), Device: text(m.Device), Agreed: "—",
 		Load: secs(m.Metrics.LoadS), TTFT: secs(m.Metrics.TTFTS), TPS: "—", Signature: text(m.Signature), Message: text(m.Message),
 		TP: m.TensorParallelSize, MaxModelLen: m.MaxModelLen, Date: "—"}
-	switch {
-	case compat.Status(m.Status) == compat.StatusPass:
-		v.Tone = "pass"
-	case !m.Judged(): // the scanner's own error, or no CPU reference: never a pass or a fail
-		v.Tone, v.Status = "neutral", "not judged ("+m.Status+")"
+	if !m.Judged() { // the scanner's own error, or no CPU reference: never a pass or a fail
+		v.Tone, v.Status = chipClass(compat.StatusSkipped), "not judged ("+m.Status+")"
 		if m.Reason != nil && *m.Reason == compat.ServingReasonNoReference {
 			v.Status = "not judged: no CPU reference"
 		}
@@ -80,6 +85,9 @@ func newServingView(reg *serving.Registry, m compat.Model) servingView {
 	switch {
 	case v.Cell != nil:
 		v.Measured = newMeasuredView(v.Cell.Measured)
+		if m := v.Cell.Measured; m != nil {
+			v.Latest = newMeasuredView(m.LatestAttempt)
+		}
 		var parts []string
 		for _, g := range readiness.Generations {
 			if n, ok := v.Cell.TensorParallelSize[g.Name]; ok {

@@ -86,7 +86,7 @@ func (h *Handler) funcs() template.FuncMap {
 	return template.FuncMap{
 		"asset":      func(name string) (string, error) { return h.assets.url(name) },
 		"version":    func() string { return h.version },
-		"tone":       func(st compat.Status) string { return "st-" + string(show.ToneOf(st)) },
+		"tone":       chipClass,
 		"num":        show.Num,
 		"bytes":      show.Bytes,
 		"count":      show.Count,

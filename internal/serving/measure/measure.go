@@ -336,3 +336,26 @@ func lastLines(s string, n int) string {
 	}
 	return strings.Join(out[max(0, len(out)-n):], " | ")
 }
+
+// Version is the version of pkg (vllm-torchtpu: serving.Package) installed
+// in the interpreter python, as its importlib.metadata says, without
+// importing vLLM: what a fleet worker started with --vllm-python tells the
+// server (fleet.WorkerServing). The error says why it could not be read.
+func Version(ctx context.Context, python, pkg string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, versionWait)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, python, "-c", "import importlib.metadata as m, sys; print(m.version(sys.argv[1]))", pkg)
+	cmd.WaitDelay = 5 * time.Second
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("measure: %s version in %s: %w", pkg, python, err)
+	}
+	v := strings.TrimSpace(string(out))
+	if v == "" || strings.ContainsAny(v, " \n\t") || len(v) > compat.MaxVersionBytes {
+		return "", fmt.Errorf("measure: %s version in %s: %q is not a version", pkg, python, lastLines(v, 1))
+	}
+	return v, nil
+}
+
+// versionWait bounds Version's interpreter (its start and one metadata read).
+const versionWait = 30 * time.Second
