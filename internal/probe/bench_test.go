@@ -317,7 +317,7 @@ sys.path.insert(0, sys.argv[1])
 import torch, transformers
 import harness_ops as hops
 
-PAIRS = 9
+PAIRS = 15
 
 def cpu():
     r = resource.getrusage(resource.RUSAGE_SELF)
