@@ -19,6 +19,7 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/internal/fleet"
 	"github.com/google-pytorch/torchtpu-scanner/internal/hub/hubtest"
 	"github.com/google-pytorch/torchtpu-scanner/internal/proctest"
+	"github.com/google-pytorch/torchtpu-scanner/internal/testenv"
 	"github.com/google-pytorch/torchtpu-scanner/store"
 )
 
@@ -130,13 +131,7 @@ func fleetWorker(t testing.TB, h *hubtest.Hub, server, python, harness, cache st
 
 func waitFleet(t testing.TB, limit time.Duration, what string, out *syncBuffer, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(limit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s:\n%s", what, lastLines(out.String(), 40))
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testenv.EventuallyShowing(t, what, limit, cond, func() string { return lastLines(out.String(), 40) })
 }
 
 func lastLines(s string, n int) string {

@@ -107,17 +107,10 @@ func TestServeUnderLoadWhileScanning(t *testing.T) {
 			Done    int    `json:"done"`
 		} `json:"scans"`
 	}
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	testenv.EventuallyShowing(t, "the scan to be done", 60*time.Second, func() bool {
 		getJSON(t, base+"/api/v1/scans", &scans)
-		if len(scans.Scans) == 1 && scans.Scans[0].Status == "done" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("scan not done: %+v", scans)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return len(scans.Scans) == 1 && scans.Scans[0].Status == "done"
+	}, func() string { return fmt.Sprintf("scans %+v", scans) })
 	if s := scans.Scans[0]; s.Planned != len(ids) || s.Done != len(ids) {
 		t.Errorf("scan progress %+v", s)
 	}

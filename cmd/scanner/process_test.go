@@ -104,16 +104,10 @@ func TestKillMinus9MidScan(t *testing.T) {
 	args := standinArgs(t, h, db, cache)
 
 	cmd, out := scannerProcess(t, args...)
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		if n, _ := countResultsQuiet(db); n >= 2 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no results after 60 s:\n%s", out.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testenv.EventuallyShowing(t, "two results", 60*time.Second, func() bool {
+		n, _ := countResultsQuiet(db)
+		return n >= 2
+	}, out.String)
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -180,13 +174,10 @@ func TestSIGTERMMidProbe(t *testing.T) {
 
 	// The runner's keeper and the harness it forked both have the model id
 	// in their command line; both ignore SIGTERM once under way.
-	deadline := time.Now().Add(60 * time.Second)
-	for ps := procsWith("term/hang-model"); len(ps) < 2 || !ignoreSIGTERM(ps); ps = procsWith("term/hang-model") {
-		if time.Now().After(deadline) {
-			t.Fatalf("the probe did not start:\n%s", out.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testenv.EventuallyShowing(t, "the probe to start", 60*time.Second, func() bool {
+		ps := procsWith("term/hang-model")
+		return len(ps) >= 2 && ignoreSIGTERM(ps)
+	}, out.String)
 	start := time.Now()
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)

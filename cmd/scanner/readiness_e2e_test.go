@@ -12,6 +12,7 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/internal/hub/hubtest"
 	"github.com/google-pytorch/torchtpu-scanner/internal/readiness"
+	"github.com/google-pytorch/torchtpu-scanner/internal/testenv"
 	"github.com/google-pytorch/torchtpu-scanner/store"
 )
 
@@ -58,13 +59,7 @@ func TestReadinessEndToEnd(t *testing.T) {
 	db, cache := filepath.Join(dir, "scanner.db"), filepath.Join(dir, "hub")
 	args := append(standinArgs(t, h, db, cache), "--probe-grace", "1s")
 	cmd, out := scannerProcess(t, args...)
-	deadline := time.Now().Add(60 * time.Second)
-	for !readinessWritten(db, 5, 2) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no readiness for every model after 60 s:\n%s", out.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testenv.EventuallyShowing(t, "readiness for every model", 60*time.Second, func() bool { return readinessWritten(db, 5, 2) }, out.String)
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}

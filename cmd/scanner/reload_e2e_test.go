@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -22,7 +23,8 @@ import (
 // API shows the new issue at once, and the next change goes to the new
 // webhook, none to the old); a bad file of each (a signature given twice,
 // no JSON) is refused, logged, and the ones in use kept; SIGTERM still
-// stops it gracefully.
+// stops it gracefully. The series of a webhook the reload took away leave
+// /metrics; those of one kept stay.
 func TestSIGHUPReloadsKnownIssuesAndWebhooks(t *testing.T) {
 	dir := t.TempDir()
 	db := filepath.Join(dir, "scanner.db")
@@ -78,7 +80,8 @@ func TestSIGHUPReloadsKnownIssuesAndWebhooks(t *testing.T) {
 		return fmt.Sprintf(`[{"name": "ci", "url": "%s%s", "secret": "0123456789abcdef0123"}]`, rcv.URL, path)
 	}
 	write(known, issue("https://tracker.example/1"))
-	write(hooks, hook("/old"))
+	// A second webhook the reload takes away: its series leave /metrics.
+	write(hooks, strings.Replace(hook("/old"), "[", fmt.Sprintf(`[{"name": "gone", "url": "%s/gone", "secret": "0123456789abcdef0123"}, `, rcv.URL), 1))
 
 	cmd, out := fleetProcess(t, nil, "serve", "--no-schedule", "--addr", "127.0.0.1:0", "--db", db, "--cache-dir", filepath.Join(dir, "hub"),
 		"--hub-endpoint", "http://127.0.0.1:9", "--rate-limit", "0", "--log-format", "json", "--known-issues", known, "--webhooks", hooks)
@@ -98,6 +101,29 @@ func TestSIGHUPReloadsKnownIssuesAndWebhooks(t *testing.T) {
 	if u := issueURL(); u != "https://tracker.example/1" {
 		t.Fatalf("before the reload the known issue is %q", u)
 	}
+	series := func(label string) []string {
+		var out []string
+		for _, l := range strings.Split(get(t, base+"/metrics", http.StatusOK), "\n") {
+			if strings.HasPrefix(l, "scanner_webhook_") && strings.Contains(l, `{webhook="`+label+`"}`) {
+				out = append(out, strings.Fields(l)[0])
+			}
+		}
+		return out
+	}
+	allSeries := []string{`scanner_webhook_deliveries_total{webhook="%s"}`, `scanner_webhook_expired_total{webhook="%s"}`,
+		`scanner_webhook_failures_total{webhook="%s"}`, `scanner_webhook_pending{webhook="%s"}`, `scanner_webhook_refused_total{webhook="%s"}`}
+	want := func(label string) []string {
+		var out []string
+		for _, f := range allSeries {
+			out = append(out, fmt.Sprintf(f, label))
+		}
+		return out
+	}
+	for _, l := range []string{"ci", "gone"} {
+		if got := series(l); !slices.Equal(got, want(l)) {
+			t.Fatalf("before the reload webhook %s has the series %q, want %q", l, got, want(l))
+		}
+	}
 
 	// 1. Both files changed, then SIGHUP.
 	write(known, issue("https://tracker.example/2"))
@@ -113,6 +139,12 @@ func TestSIGHUPReloadsKnownIssuesAndWebhooks(t *testing.T) {
 	}
 	if u := issueURL(); u != "https://tracker.example/2" {
 		t.Errorf("after the reload the known issue is %q", u)
+	}
+	if got := series("gone"); len(got) != 0 {
+		t.Errorf("the webhook the reload took away still has the series %q on /metrics", got)
+	}
+	if got := series("ci"); !slices.Equal(got, want("ci")) {
+		t.Errorf("the webhook kept has the series %q, want %q", got, want("ci"))
 	}
 	record("org/b", compat.StatusPass, t0.Add(time.Minute)) // a change: to the new webhook only
 	waitFleet(t, 60*time.Second, "a delivery to the new webhook", out, func() bool { return posts("/new") > 0 })

@@ -11,6 +11,7 @@ import (
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/hub/hubtest"
 	"github.com/google-pytorch/torchtpu-scanner/internal/scanlock"
+	"github.com/google-pytorch/torchtpu-scanner/internal/testenv"
 	"github.com/google-pytorch/torchtpu-scanner/store"
 )
 
@@ -26,13 +27,7 @@ func TestOneScanPerDatabase(t *testing.T) {
 	args := append(standinArgs(t, h, db, cache), "--probe-grace", "1s")
 
 	first, firstOut := scannerProcess(t, append(args, "--timeout", "5m")...)
-	deadline := time.Now().Add(60 * time.Second)
-	for !scanRunning(db) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the first scan is not running after 60 s:\n%s", firstOut.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testenv.EventuallyShowing(t, "the first scan to run", 60*time.Second, func() bool { return scanRunning(db) }, firstOut.String)
 	holder, held, err := scanlock.Check(db)
 	if !held || err != nil || holder.PID != first.Process.Pid || holder.ScanID != 1 {
 		t.Errorf("lock holder %+v (held %v, %v), want pid %d, scan 1", holder, held, err, first.Process.Pid)

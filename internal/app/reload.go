@@ -64,7 +64,8 @@ type hookRunner struct {
 	closed bool
 }
 
-// run stops the sender running (waiting for it) and starts s (nil: none);
+// run stops the sender running (waiting for it), takes the metrics series
+// of its webhooks that s lacks off /metrics, and starts s (nil: none);
 // false once closed, when it starts nothing.
 func (h *hookRunner) run(s *webhook.Sender) bool {
 	h.mu.Lock()
@@ -72,7 +73,11 @@ func (h *hookRunner) run(s *webhook.Sender) bool {
 	if h.closed {
 		return false
 	}
+	old := h.cur.Load()
 	h.stopLocked()
+	if old != nil {
+		old.Forget(s)
+	}
 	if s == nil {
 		return true
 	}

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -15,6 +16,7 @@ import (
 	"github.com/google-pytorch/torchtpu-scanner/internal/hub/hubtest"
 	"github.com/google-pytorch/torchtpu-scanner/internal/knownissues"
 	"github.com/google-pytorch/torchtpu-scanner/internal/proctest"
+	"github.com/google-pytorch/torchtpu-scanner/internal/testenv"
 	"github.com/google-pytorch/torchtpu-scanner/internal/watch"
 	"github.com/google-pytorch/torchtpu-scanner/web"
 )
@@ -38,16 +40,14 @@ func TestServe(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
 		go func() { done <- a.Serve(ctx) }()
+		t.Cleanup(cancel) // a test that fails stops serve too
 		var addr string
-		for deadline := time.Now().Add(30 * time.Second); addr == "" && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		testenv.EventuallyShowing(t, fmt.Sprintf("no-schedule %v: serve to say where it serves", noSchedule), 30*time.Second, func() bool {
 			if m := addrRE.FindStringSubmatch(logs.String()); m != nil {
 				addr = m[1]
 			}
-		}
-		if addr == "" {
-			cancel()
-			t.Fatalf("no-schedule %v: serve did not say where it serves:\n%s", noSchedule, logs)
-		}
+			return addr != ""
+		}, logs.String)
 		wantSchedule := `schedule="0 */6 * * *"`
 		if noSchedule {
 			wantSchedule = "schedule=off"
@@ -73,13 +73,11 @@ func TestServe(t *testing.T) {
 		if want := map[bool]int{true: http.StatusUnauthorized, false: http.StatusNotFound}[tc.workers]; resp.StatusCode != want {
 			t.Errorf("workers %v: POST %s without a token: %d, want %d", tc.workers, fleet.PathRegister, resp.StatusCode, want)
 		}
-		var startup bool
-		for deadline := time.Now().Add(30 * time.Second); !noSchedule && !startup && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-			scans, err := a.Store.ListScans(context.Background(), 5)
-			startup = err == nil && len(scans) > 0 && scans[0].Trigger == "startup"
-		}
-		if !noSchedule && !startup {
-			t.Errorf("scheduling on, empty database: no startup scan")
+		if !noSchedule {
+			testenv.Eventually(t, "scheduling on, empty database: a startup scan", 30*time.Second, func() bool {
+				scans, err := a.Store.ListScans(context.Background(), 5)
+				return err == nil && len(scans) > 0 && scans[0].Trigger == "startup"
+			})
 		}
 		if strings.Contains(logs.String(), "first scan not queued") {
 			t.Errorf("the first scan was queued, but the log says:\n%s", logs)

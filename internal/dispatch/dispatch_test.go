@@ -12,6 +12,7 @@ import (
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/internal/fleet"
+	"github.com/google-pytorch/torchtpu-scanner/internal/testenv"
 	"github.com/google-pytorch/torchtpu-scanner/store"
 	"github.com/google-pytorch/torchtpu-scanner/store/storetest"
 )
@@ -151,13 +152,11 @@ func TestTheSweeperTakesLostLeasesBack(t *testing.T) {
 		t.Errorf("counts %+v, outcomes %+v", c, out)
 	}
 	// The figures follow within a sweep.
-	deadline := time.Now().Add(10 * time.Second)
-	for snap := f.d.Snapshot(); snap.Queue.LostLeases != 3 || len(snap.Queue.Open) != 0; snap = f.d.Snapshot() {
-		if time.Now().After(deadline) {
-			t.Fatalf("snapshot %+v", snap)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	var snap Stats
+	testenv.EventuallyShowing(t, "three lost leases and none open", 10*time.Second, func() bool {
+		snap = f.d.Snapshot()
+		return snap.Queue.LostLeases == 3 && len(snap.Queue.Open) == 0
+	}, func() string { return fmt.Sprintf("snapshot %+v", snap) })
 }
 
 func TestResultsDrainTheScan(t *testing.T) {

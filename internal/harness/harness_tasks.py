@@ -125,6 +125,29 @@ def _mapping_task(arch: str) -> str | None:
     return None
 
 
+def conditional_generation_known(config) -> bool:
+    """Whether a ...ForConditionalGeneration that transformers' mappings do not list has a known task: its
+    config has one of tasks.json "conditional_generation" keys (an encoder-decoder, or vision or audio towers)
+    with a value other than None and False. The scanner's preflight applies the same table (ConfigRefusal)."""
+    return any(_cfg_get(config, k) not in (None, False) for k in TABLE["conditional_generation"]["keys"])
+
+
+def mapped_architectures() -> dict[str, str]:
+    """The architectures transformers' mappings (tasks.json "mappings") list whose task the suffix rules alone
+    would not give (no suffix, or a ...ForConditionalGeneration without towers), with that task: what
+    tasks.json "mapped_architectures" must say, so that preflight, which cannot ask transformers, agrees."""
+    from transformers.models.auto import modeling_auto
+
+    out = {}
+    for mapping, _ in TABLE["mappings"]:
+        for val in (getattr(modeling_auto, mapping, None) or {}).values():
+            for arch in val if isinstance(val, (list, tuple)) else [val]:
+                suffix = _suffix_task(arch)
+                if suffix is None or (suffix == "text2text-generation" and arch.endswith("ForConditionalGeneration")):
+                    out[arch] = _mapping_task(arch)
+    return dict(sorted(out.items()))
+
+
 def _suffix_task(arch: str) -> str | None:
     for suffix, task in ARCH_SUFFIXES:
         # "Model" alone is not an architecture; "BertModel" is.
@@ -148,8 +171,9 @@ def infer_task(architectures, config=None) -> str | None:
             return "automatic-speech-recognition"
         if mm:
             return "audio-text-to-text" if mm == "audio" else "image-text-to-text"
-        # T5/BART/Marian style; a decoder-only ...ForConditionalGeneration without towers is not known
-        return task if enc_dec else None
+        # T5/BART/Marian style; a decoder-only ...ForConditionalGeneration without towers that transformers'
+        # mappings do not list is not known (tasks.json "conditional_generation", preflight's rule too)
+        return task if conditional_generation_known(config) else None
     if task == "any-to-any" and mm == "audio":
         return "audio-text-to-text"
     if task == "text-generation" and enc_dec:
@@ -560,8 +584,13 @@ def _main(argv: list[str]) -> int:
         json.dump(support_table(), sys.stdout, indent=2)
         print()
         return 0
+    if len(argv) >= 1 and argv[0] == "mapped":  # tasks.json "mapped_architectures" for the transformers installed
+        json.dump(mapped_architectures(), sys.stdout, indent=2)
+        print()
+        return 0
     if len(argv) != 2 or argv[0] != "coverage":
-        print("usage: harness_tasks.py coverage LISTING.json | harness_tasks.py table", file=sys.stderr)
+        print("usage: harness_tasks.py coverage LISTING.json | harness_tasks.py table | harness_tasks.py mapped",
+              file=sys.stderr)
         return 2
     with open(argv[1]) if argv[1] != "-" else sys.stdin as fh:
         data = json.load(fh)

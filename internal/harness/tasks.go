@@ -19,6 +19,13 @@ type TaskTable struct {
 	// ArchSuffixes maps a model without a pipeline tag to a task by the
 	// ending of its config.json architectures[0], first match wins.
 	ArchSuffixes [][2]string `json:"arch_suffixes"`
+	// MappedArchitectures are the architectures transformers' own model
+	// mappings list (which the harness asks first) whose task the
+	// suffixes alone would not give, with that task: read before them.
+	MappedArchitectures map[string]string `json:"mapped_architectures"`
+	// ConditionalGeneration is what config.json must have for a
+	// ...ForConditionalGeneration not mapped to have a task (ConfigRefusal).
+	ConditionalGeneration Requirement `json:"conditional_generation"`
 	// Unsupported are the pipeline tags transformers has no model class
 	// for, with why (the methodology page lists them).
 	Unsupported map[string]string `json:"unsupported"`
@@ -111,6 +118,14 @@ func parseTasks(data []byte) (TaskTable, error) {
 			errs = append(errs, fmt.Errorf("family %s: requires names no model_types or keys, or no why", fam))
 		}
 	}
+	for arch, task := range t.MappedArchitectures {
+		if _, ok := t.Tasks[task]; !ok {
+			errs = append(errs, fmt.Errorf("mapped architecture %s: task %q is not a supported task", arch, task))
+		}
+	}
+	if len(t.ConditionalGeneration.Keys) == 0 || t.ConditionalGeneration.Why == "" {
+		errs = append(errs, errors.New("conditional_generation names no keys or no why"))
+	}
 	for _, s := range t.ArchSuffixes {
 		if _, ok := t.Tasks[s[1]]; !ok || s[0] == "" {
 			errs = append(errs, fmt.Errorf("arch suffix %q: task %q is not a supported task", s[0], s[1]))
@@ -134,43 +149,65 @@ func SupportedTasks() []string {
 
 // SupportedTask reports whether the harness can test a model with this
 // Hub pipeline tag. A model without a tag ("") is decided by its
-// config.json architectures: one ending in a suffix of the table
-// (BertModel, LlavaForConditionalGeneration, ...) is supported. A tag
+// config.json architectures[0], as the harness does: one transformers'
+// mappings list (tasks.json mapped_architectures), else one ending in a
+// suffix of the table (BertModel, LlavaForConditionalGeneration, ...), is
+// supported, though ConfigRefusal may still refuse it by its config.json
+// (a decoder-only ...ForConditionalGeneration without towers). A tag
 // outside the supported set is not, whatever the architecture.
 func SupportedTask(pipelineTag string, architectures []string) bool {
-	return taskOf(pipelineTag, architectures) != ""
+	task, _ := taskOf(pipelineTag, architectures)
+	return task != ""
 }
 
 // taskOf is the supported task of a model: its pipeline tag when the table
-// has it, else (no tag) the task of the first architecture suffix of the
-// table its architectures end with; "" when none.
-func taskOf(pipelineTag string, architectures []string) string {
+// has it, else (no tag) the task transformers' mappings give its first
+// architecture (mapped_architectures), else that of the first suffix of
+// the table it ends with, and that suffix; "" when none.
+func taskOf(pipelineTag string, architectures []string) (task, suffix string) {
 	if pipelineTag != "" {
 		if _, ok := Tasks.Tasks[pipelineTag]; ok {
-			return pipelineTag
+			return pipelineTag, ""
 		}
-		return ""
+		return "", ""
 	}
-	for _, a := range architectures {
-		for _, s := range Tasks.ArchSuffixes {
-			// "Model" alone is not an architecture; "BertModel" is.
-			if strings.HasSuffix(a, s[0]) && len(a) > len(s[0]) {
-				return s[1]
-			}
+	if len(architectures) == 0 {
+		return "", ""
+	}
+	a := architectures[0]
+	if t, ok := Tasks.MappedArchitectures[a]; ok {
+		return t, ""
+	}
+	for _, s := range Tasks.ArchSuffixes {
+		// "Model" alone is not an architecture; "BertModel" is.
+		if strings.HasSuffix(a, s[0]) && len(a) > len(s[0]) {
+			return s[1], s[0]
 		}
 	}
-	return ""
+	return "", ""
 }
 
+// conditionalGeneration is the suffix whose task (text2text-generation)
+// holds only for a config with one of tasks.json conditional_generation's
+// keys: the harness gives a decoder-only one without towers no task.
+const conditionalGeneration = "ForConditionalGeneration"
+
 // ConfigRefusal says why a model of a supported task is not tested after
-// all, from its whole config.json: its task's family requires a model
-// type or a key (tasks.json "requires") the config lacks; "" when none,
+// all, from its whole config.json: a model without a pipeline tag whose
+// task comes from the ForConditionalGeneration suffix lacks every key of
+// tasks.json "conditional_generation" (a decoder-only one without towers
+// that transformers' mappings do not list: the harness knows no task for
+// it), or its task's family requires a model type or a key (tasks.json
+// "requires") the config lacks; "" when none,
 // when the task is not supported (SupportedTask says so) or when there is
 // no config. The harness applies the same table (harness_tasks.py).
 func ConfigRefusal(pipelineTag string, architectures []string, config map[string]any) string {
-	task := taskOf(pipelineTag, architectures)
+	task, suffix := taskOf(pipelineTag, architectures)
 	if task == "" || config == nil {
 		return ""
+	}
+	if suffix == conditionalGeneration && !hasKey(config, Tasks.ConditionalGeneration.Keys) {
+		return fmt.Sprintf("%s (architectures: %s)", Tasks.ConditionalGeneration.Why, strings.Join(architectures, ", "))
 	}
 	r := Tasks.Families[Tasks.Tasks[task].Family].Requires
 	if r == nil {
@@ -179,10 +216,8 @@ func ConfigRefusal(pipelineTag string, architectures []string, config map[string
 	if mt, _ := config["model_type"].(string); slices.Contains(r.ModelTypes, mt) {
 		return ""
 	}
-	for _, k := range r.Keys {
-		if v, ok := config[k]; ok && v != nil && v != false {
-			return ""
-		}
+	if hasKey(config, r.Keys) {
+		return ""
 	}
 	mt, _ := config["model_type"].(string)
 	return fmt.Sprintf("%s model of type %q: %s", task, mt, r.Why)
@@ -192,4 +227,15 @@ func ConfigRefusal(pipelineTag string, architectures []string, config map[string
 // table's reason for a tag transformers has no model class for, else "".
 func UnsupportedWhy(pipelineTag string) string {
 	return Tasks.Unsupported[pipelineTag]
+}
+
+// hasKey reports whether config has one of keys with a value other than
+// null and false.
+func hasKey(config map[string]any, keys []string) bool {
+	for _, k := range keys {
+		if v, ok := config[k]; ok && v != nil && v != false {
+			return true
+		}
+	}
+	return false
 }

@@ -73,8 +73,10 @@ func Listed(m hub.ModelInfo, hasToken bool) Candidate {
 //  6. config.json with a key of harness.RemoteCode (auto_map) → remote_code,
 //     whatever its model_type (the harness applies the same table)
 //  7. harness.SupportedTask(tag, architectures) false → unsupported_task
-//  8. with the whole config.json (ConfigRead), harness.ConfigRefusal: the
-//     task's family requires a model type or key it lacks → unsupported_task
+//  8. with the whole config.json (ConfigRead), harness.ConfigRefusal: a
+//     tagless decoder-only ...ForConditionalGeneration without towers that
+//     transformers' mappings do not list, or a task whose family requires
+//     a model type or key the config lacks → unsupported_task
 //
 // A --mode full that cannot run (no_safetensors, too_large) is declined by
 // the scan's plan (scan.Plan), after these rules.

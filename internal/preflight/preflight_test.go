@@ -268,3 +268,31 @@ func TestPreflightConfigRequirement(t *testing.T) {
 		t.Errorf("a codec: %+v, want no verdict", res)
 	}
 }
+
+// TestPreflightDecoderOnlyConditionalGeneration: a model without a pipeline
+// tag whose architectures[0] is a decoder-only ...ForConditionalGeneration
+// without towers that transformers' mappings do not list goes ahead from the
+// listing (the whole config.json will tell), and is skipped unsupported_task
+// once config.json is read, as the harness would skip it; an encoder-decoder
+// one, or one transformers maps (Llava), goes ahead.
+func TestPreflightDecoderOnlyConditionalGeneration(t *testing.T) {
+	c := Candidate{ID: "org/odd", Revision: "abc", Library: "transformers",
+		Config: map[string]any{"model_type": "odd_lm", "architectures": []any{"OddLMForConditionalGeneration"}}}
+	if res := Preflight(c); res != nil {
+		t.Errorf("from the listing's excerpt: %+v, want no verdict", res)
+	}
+	c.ConfigRead = true
+	res := Preflight(c)
+	if res == nil || res.Status != compat.StatusSkipped || res.Reason == nil || *res.Reason != compat.ReasonUnsupportedTask ||
+		!strings.Contains(*res.Message, "OddLMForConditionalGeneration") {
+		t.Fatalf("with config.json read: %+v", res)
+	}
+	c.Config["is_encoder_decoder"] = true
+	if res := Preflight(c); res != nil {
+		t.Errorf("an encoder-decoder: %+v, want no verdict", res)
+	}
+	c.Config = map[string]any{"model_type": "llava", "architectures": []any{"LlavaForConditionalGeneration"}}
+	if res := Preflight(c); res != nil {
+		t.Errorf("one transformers maps: %+v, want no verdict", res)
+	}
+}

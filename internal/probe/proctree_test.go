@@ -22,6 +22,7 @@ import (
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/compat"
 	"github.com/google-pytorch/torchtpu-scanner/internal/proctest"
+	"github.com/google-pytorch/torchtpu-scanner/internal/testenv"
 )
 
 // uniqueTag makes a stand-in's model id unique ("standin/orphans.TAG"): the
@@ -188,15 +189,11 @@ func TestNoProcessOutlivesAKilledScanner(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The keeper, the harness, its child and the setsid grandchild.
-	deadline := time.Now().Add(30 * time.Second)
-	for len(procsWith(tag)) < 4 {
-		if time.Now().After(deadline) {
-			cmd.Process.Kill()
-			cmd.Wait()
-			t.Fatalf("the probe's processes did not all start (%v):\n%s", procsWith(tag), out.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testenv.EventuallyShowing(t, "the probe's processes all to start", 30*time.Second, func() bool { return len(procsWith(tag)) >= 4 }, func() string {
+		cmd.Process.Kill()
+		cmd.Wait()
+		return fmt.Sprintf("%v\n%s", procsWith(tag), out.String())
+	})
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/google-pytorch/torchtpu-scanner/internal/testenv"
 )
 
 // TestWith: a child whose command line holds a unique word is found by
@@ -97,21 +99,16 @@ func TestWithZombie(t *testing.T) {
 	}
 	defer func() { _ = cmd.Wait() }()
 	stat := fmt.Sprintf("/proc/%d/stat", cmd.Process.Pid)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		b, err := os.ReadFile(stat)
-		if err != nil {
+	var b []byte
+	testenv.EventuallyShowing(t, "the child to exit", 10*time.Second, func() bool {
+		var err error
+		if b, err = os.ReadFile(stat); err != nil {
 			t.Fatal(err)
 		}
 		// The state follows the command's name in parentheses.
-		if f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:])); len(f) > 0 && f[0] == "Z" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the child did not exit: %s", b)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+		return len(f) > 0 && f[0] == "Z"
+	}, func() string { return string(b) })
 	if got := With(word); len(got) != 0 {
 		t.Errorf("With(%q) = %v for a zombie, want none", word, got)
 	}

@@ -102,7 +102,8 @@ func FromTables(version, vllmVersion string, tables map[string][]Entry) (Registr
 const CommandGeneration = "v6e"
 
 // TensorParallel is vLLM's --tensor-parallel-size for a model that needs
-// minDevices devices: the smallest power of two at least that large.
+// minDevices devices: the smallest power of two at least that large (at
+// most 2^20, a guard: no host comes near).
 // vLLM splits the attention heads evenly over the ranks, and head counts
 // are multiples of powers of two; TPU hosts hold 1, 4 or 8 chips.
 func TensorParallel(minDevices int) int {

@@ -62,7 +62,7 @@ func TestFromTablesRefuses(t *testing.T) {
 }
 
 func TestTensorParallel(t *testing.T) {
-	for _, tt := range []struct{ in, want int }{{0, 1}, {1, 1}, {2, 2}, {3, 4}, {4, 4}, {5, 8}, {8, 8}, {9, 16}, {40, 64}} {
+	for _, tt := range []struct{ in, want int }{{0, 1}, {1, 1}, {2, 2}, {3, 4}, {4, 4}, {5, 8}, {8, 8}, {9, 16}, {40, 64}, {1 << 30, 1 << 20}} {
 		if got := TensorParallel(tt.in); got != tt.want {
 			t.Errorf("TensorParallel(%d) = %d, want %d", tt.in, got, tt.want)
 		}

@@ -65,6 +65,16 @@ func TestEventually(t *testing.T) {
 	}
 }
 
+func TestEventuallyShowing(t *testing.T) {
+	r := &fatalRecorder{TB: t}
+	shown := 0
+	EventuallyShowing(r, "never", 20*time.Millisecond, func() bool { return r.fatal != "" }, func() string { shown++; return "the log" })
+	if r.fatal != "timed out after 20ms waiting for never:\nthe log" || shown != 1 {
+		t.Errorf("fatal %q, shown %d times", r.fatal, shown)
+	}
+	EventuallyShowing(t, "at once", time.Second, func() bool { return true }, func() string { t.Error("shown without a failure"); return "" })
+}
+
 func TestSourcesAndCopies(t *testing.T) {
 	src := Sources(t, ".go", ".md")
 	if _, ok := src["internal/testenv/sources.go"]; !ok {

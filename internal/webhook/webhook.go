@@ -189,6 +189,29 @@ func New(cfg Config) (*Sender, error) {
 	return s, nil
 }
 
+// Forget removes from the metrics the series of s's webhooks that next
+// does not have (next nil: all of them), so that a webhook a reload took
+// away leaves /metrics; one kept (the same label) keeps its counts. Call it
+// once s has stopped.
+func (s *Sender) Forget(next *Sender) {
+	kept := map[string]bool{}
+	if next != nil {
+		for _, ep := range next.eps {
+			kept[ep.w.Label()] = true
+		}
+	}
+	for _, ep := range s.eps {
+		l := ep.w.Label()
+		if kept[l] {
+			continue
+		}
+		for _, c := range []*metrics.CounterVec{s.delivered, s.failed, s.refused, s.expired} {
+			c.Forget("webhook", l)
+		}
+		s.pending.Forget("webhook", l)
+	}
+}
+
 // newClient is an HTTP client that follows no redirect (a webhook's URL
 // is the operator's, and a 3xx is no delivery) and gives up after timeout.
 func newClient(timeout time.Duration) *http.Client {

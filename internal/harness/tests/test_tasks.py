@@ -104,6 +104,30 @@ def test_task_rule_answers_the_shared_examples():
     assert len(examples) >= 10 and refused >= 2
 
 
+def test_mapped_architectures_are_what_transformers_maps():
+    """tasks.json "mapped_architectures" is how preflight, which cannot ask transformers, knows what the harness's
+    first rule (transformers' own mappings) says of a model without a pipeline tag: it must be exactly the
+    architectures of the installed transformers whose task the suffixes alone would not give. When transformers
+    is upgraded, paste ``python harness_tasks.py mapped`` into tasks.json."""
+    want = harness_tasks.mapped_architectures()
+    table = harness_tasks.TABLE["mapped_architectures"]
+    assert table == want, sorted(set(want.items()) ^ set(table.items()))
+    # it holds both kinds: no suffix at all, and a ...ForConditionalGeneration the config rule would refuse
+    assert any(harness_tasks._suffix_task(a) is None for a in want)
+    assert any(a.endswith("ForConditionalGeneration") for a in want)
+    for arch, task in want.items():
+        assert harness_tasks.infer_task([arch], {"model_type": "x"}) == task, arch
+
+
+def test_a_decoder_only_conditional_generation_needs_a_mapping_or_towers():
+    # the disagreement the shared examples settle: preflight accepted it, the harness refused it
+    assert harness_tasks.infer_task(["OddLMForConditionalGeneration"], {"model_type": "odd"}) is None
+    enc_dec = harness_tasks.infer_task(["OddLMForConditionalGeneration"], {"is_encoder_decoder": True})
+    assert enc_dec == "text2text-generation"
+    assert harness_tasks.infer_task(["OddLMForConditionalGeneration"], {"vision_config": {}}) == "image-text-to-text"
+    assert harness_tasks.infer_task(["LlavaForConditionalGeneration"], {"model_type": "llava"}) == "image-text-to-text"
+
+
 def test_sentence_transformers_without_model_type_is_refused():
     # the disagreement of issue 39: the harness accepted it, the scanner's preflight refused it
     sup = harness_tasks.task_support("sentence-similarity", "sentence-transformers", ["BertModel"], {})

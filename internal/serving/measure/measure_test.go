@@ -19,6 +19,12 @@ func TestTableAndAgree(t *testing.T) {
 			t.Errorf("parseTable(%s) accepted", bad)
 		}
 	}
+	// The bounds themselves are allowed: 1 token everywhere, a prefix as long as the answer.
+	for _, good := range []string{`{"max_tokens": 1, "max_model_len": 1, "prefix_tokens": 1}`, `{"max_tokens": 4, "max_model_len": 1, "prefix_tokens": 4}`} {
+		if _, err := parseTable([]byte(good)); err != nil {
+			t.Errorf("parseTable(%s): %v", good, err)
+		}
+	}
 	tb := Table{MaxTokens: 16, MaxModelLen: 256, PrefixTokens: 4}
 	for _, tt := range []struct {
 		ref, got []int
@@ -81,6 +87,9 @@ func TestRunAgainstStandIn(t *testing.T) {
 			limit := time.Minute
 			if tt.timeout > 0 {
 				limit = tt.timeout
+			}
+			if tt.behaviour == "ok" {
+				limit = 0 // no timeout given: the default (20 minutes), not none at all
 			}
 			start := time.Now()
 			r := Run(context.Background(), Request{VLLMPython: py, ModelDir: measuretest.ModelDir(t, tt.behaviour, ref.Tokens), TensorParallel: 2,
