@@ -38,6 +38,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness_compare  # noqa: E402
 import harness_compile  # noqa: E402
 import harness_config  # noqa: E402
+import harness_context  # noqa: E402
 import harness_efficiency  # noqa: E402
 import harness_failures  # noqa: E402
 import harness_generate  # noqa: E402
@@ -427,47 +428,41 @@ class Device:
 
 # --- the probe --------------------------------------------------------------------
 
-class Probe(
-    harness_config.ConfigStage,
-    harness_compare.NumericsStage,
-    harness_compile.CompileStage,
-    harness_generate.GenerateStage,
-    harness_modes.Modes,
-):
+@harness_context.share_fields
+class Probe:
+    """One probe: the env, load and forward stages, and the stages it composes (config, numerics, the matrix,
+    compile, generate), all sharing one harness_context.Context (its fields are the probe's attributes too)."""
+
     device_cls = Device  # harness_testing's simulated TPU swaps in a subclass
     warmup_max_extra = WARMUP_MAX_EXTRA
+    # the stages composed, each built with the context and the collaborators it calls (harness_testing's seam
+    # subclasses them)
+    config_cls = harness_config.ConfigStage
+    numerics_cls = harness_compare.NumericsStage
+    modes_cls = harness_modes.Modes
+    compile_cls = harness_compile.CompileStage
+    generate_cls = harness_generate.GenerateStage
 
     def __init__(self, args):
-        self.args = args
-        self.t0 = _T0  # the harness's start (its first line): the compile stage's clock (harness_compile.elapsed_s)
-        self.torch = None
-        self.dev: Device | None = None
-        self.current = "env"
-        self.stages: list[harness_result.StageRun] = []
-        self.mode = args.mode  # full or arch, as the scanner's plan decided
-        self.task = args.task or ""
-        self.family = None
-        self.target = args.target if args.target != "auto" else "cpu"
-        self.runtime = harness_result.Runtime(python=platform.python_version(), harness=HARNESS_VERSION,
-                                              tcmalloc=tcmalloc_loaded())
-        self.metrics = harness_result.Metrics()  # every metric null until a stage measures it
-        self.model = None
+        runtime = harness_result.Runtime(python=platform.python_version(), harness=HARNESS_VERSION,
+                                         tcmalloc=tcmalloc_loaded())
+        self.ctx = harness_context.Context(args, _T0, runtime, harness_result.Metrics(), harness_ops.Tracer(),
+                                           self.warmup_max_extra)
+        book = (self.ctx, self.stage, self.skip_stage)
+        self.config_stage = self.config_cls(*book)
+        # result.modes: the train step, the eager modes, precision (harness_modes.py)
+        self.modes_stage = self.modes_cls(*book, output_tensors=self.output_tensors, tolerance_row=self.tolerance_row,
+                                          forward_kwargs=self.forward_kwargs)
+        self.numerics_stage = self.numerics_cls(*book, tolerance_row=self.tolerance_row,
+                                                precision_verdict=self.modes_stage.precision_verdict)
+        self.compile_stage = self.compile_cls(*book, output_tensors=self.output_tensors,
+                                              tolerance_row=self.tolerance_row,
+                                              graph_break_counts=self.modes_stage.graph_break_counts,
+                                              record_graph_breaks=self.modes_stage.record_graph_breaks)
+        self.generate_stage = self.generate_cls(*book, forward_kwargs=self.forward_kwargs)
         # the float32 CPU reference: numerics, and whose a failure is
-        self.reference = harness_reference.Reference(self)
-        self.inputs_cpu = None
-        self.dev_inputs = None
-        self.dev_out = None
-        self.dev_extra = {}  # the family's other compared outputs (harness_numerics.select)
-        self.load_kwargs = {}  # from_pretrained overrides (the config made deterministic)
-        self.out_kinds = {}
-        self.dtype = None
-        self.real = None  # harness_real_inputs.Inputs: where the forward inputs came from
-        self.continuation = None  # {"prompt", "text"} of a causal LM with its own tokenizer
-        self.init_modes()  # result.modes: the train step, the eager modes, precision (harness_modes.py)
-        self.world = args.devices  # ranks of a sharded probe (harness_shard.py); 1 otherwise
-        self.rank = 0  # this process's, read in the env stage
-        self.sharding = None  # "tp" or "fsdp" once a sharded model is loaded
-        self.ops = harness_ops.Tracer()  # the ops the run dispatches, for the TorchTPU prediction (harness_ops.py)
+        self.reference = harness_reference.Reference(self.ctx, self.forward_inputs, self.apply_generation_config,
+                                                     self.generate_stage)
 
     # stage bookkeeping
     @contextlib.contextmanager
@@ -672,6 +667,10 @@ class Probe(
             out[k] = v
         return out
 
+    def tolerance_row(self, dtype_name: str) -> str:
+        """The TOLERANCES row that holds the device's output in dtype_name (Device.tolerance_row)."""
+        return self.dev.tolerance_row(dtype_name) if self.dev else dtype_name
+
     def output_tensors(self, out) -> dict:
         """name -> float CPU tensor of the outputs the family compares (harness_numerics.select; the
         primary one first); remembers their kinds in self.out_kinds."""
@@ -820,7 +819,7 @@ class Probe(
         c = harness_failures.classify(e, stage)
         if c["status"] != "fail" or stage not in harness_failures.ARBITRATED_STAGES:
             return c
-        if self.world > 1 and self.mode == "full" and not self.reference_fits():
+        if self.world > 1 and self.mode == "full" and not self.numerics_stage.reference_fits():
             harness_host.log(
                 f"stage={stage} failed on the target; the float32 cpu reference of a sharded full-mode model is not "
                 "run on this host (its size unknown or over the memory available to the ranks)"
@@ -845,13 +844,14 @@ class Probe(
         try:
             self.stage_env()
             with self.dev.precision():  # HIGHEST for float32 on tpu (precision_rule), else nothing
-                self.stage_config()
+                self.config_stage.stage_config()
                 self.stage_load()
                 self.stage_forward()
-                self.stage_numerics()
-                self.stage_modes()  # the train step and the eager modes, beside the inference (harness_modes.py)
-                self.stage_compile()
-                self.stage_generate()
+                self.numerics_stage.stage_numerics()
+                # the train step and the eager modes, beside the inference (harness_modes.py)
+                self.modes_stage.stage_modes()
+                self.compile_stage.stage_compile()
+                self.generate_stage.stage_generate()
             res.status = "pass"
             ran = [s.stage for s in self.stages if s.ok and s.skipped is not True]
             res.stage = ran[-1] if ran else None
@@ -868,7 +868,7 @@ class Probe(
                 c = self.judge(e)
             res.status, res.stage, res.failure_class, res.op = c["status"], self.current, c["failure_class"], c["op"]
             res.signature, res.message, res.log_tail = c["signature"], c["message"], c["log_tail"]
-        self.metrics.peak_mem_bytes = self.inference_peak()  # not the train step's (harness_modes.py)
+        self.metrics.peak_mem_bytes = self.modes_stage.inference_peak()  # not the train step's (harness_modes.py)
         if self.world > 1 and res.status == "pass":  # every rank is here: the group's last collectives
             self.metrics.peak_mem_bytes = harness_shard.largest(
                 harness_shard.gather(self.metrics.peak_mem_bytes, self.world)
@@ -882,7 +882,7 @@ class Probe(
         self.metrics.finite()
         res.metrics = self.metrics
         harness_efficiency.annotate(self, res)  # metrics.mfu, .mbu and .efficiency (harness_efficiency.py)
-        self.finish_modes(res)  # result.modes, precision_sensitive, metrics.precision (harness_modes.py)
+        self.modes_stage.finish_modes(res)  # result.modes, precision_sensitive, metrics.precision (harness_modes.py)
         res.repro = ""  # the scanner's runner writes it (compat.ReproOn): one writer of repro commands
         res.task = self.task
         res.stages = self.stages

@@ -9,14 +9,15 @@ output is not finite, or that misses a perplexity bound too, is the scanner's er
 On tpu the matrix also compares at the other float32 matmul precision (harness_modes.precision_verdict).
 
 A sharded probe compares on rank 0 alone (it builds the unsharded reference); the other ranks wait for its
-word through the rendezvous store (harness_shard.py). NumericsStage is mixed into harness.Probe, as
-harness_modes.Modes is.
+word through the rendezvous store (harness_shard.py). NumericsStage is a stage harness.Probe composes
+(harness_context.py); it calls the probe's tolerance_row and the matrix's precision_verdict.
 """
 
 from __future__ import annotations
 
 import math
 
+import harness_context
 import harness_failures
 import harness_host
 import harness_numerics
@@ -30,8 +31,13 @@ PPL_FACTOR = 10.0  # causal LMs: perplexity <= 10 * vocab_size (a uniform guess 
 NUMERICS_WAIT_S = 24 * 3600
 
 
-class NumericsStage:
-    """Mixed into harness.Probe: the numerics stage (see the module docstring)."""
+class NumericsStage(harness_context.Stage):
+    """The numerics stage (see the module docstring), composed by harness.Probe."""
+
+    def __init__(self, ctx, stage, skip_stage, tolerance_row, precision_verdict):
+        super().__init__(ctx, stage, skip_stage)
+        self.tolerance_row = tolerance_row  # the TOLERANCES row that holds the device's output (harness.Probe)
+        self.precision_verdict = precision_verdict  # tpu: the verdict at both precisions (harness_modes.Modes)
 
     def compare(self, ref, dev, dtype_name: str) -> dict:
         """The checks of the primary output's kind (harness_numerics) on dev vs ref, against the
@@ -43,9 +49,6 @@ class NumericsStage:
             self.tolerance_row(dtype_name),
             "logits" if self.is_scores else next(iter(self.out_kinds.values()), "embeddings"),
         )
-
-    def tolerance_row(self, dtype_name: str) -> str:
-        return self.dev.tolerance_row(dtype_name) if self.dev else dtype_name
 
     def compare_outputs(self, refs: dict, dev_primary, dtype_name: str, what: str) -> dict:
         """Every compared output of the family against refs (name -> reference tensor, primary first);

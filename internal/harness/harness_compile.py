@@ -13,7 +13,8 @@ stopped (SIGALRM): the stage is skipped, result.modes.compiled is timeout at com
 and the probe goes on, so the eager verdict stands instead of the whole probe timing out without one. With no time
 left at all the stage is skipped before it starts.
 
-CompileStage is mixed into harness.Probe, as harness_modes.Modes is; harness_testing overrides compile_model.
+CompileStage is a stage harness.Probe composes (harness_context.py); harness_testing overrides compile_model in a
+subclass.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import signal
 import statistics
 import time
 
+import harness_context
 import harness_failures
 import harness_modes
 import harness_numerics
@@ -83,8 +85,15 @@ def toolchain_problem(e: BaseException) -> bool:
                             "fatal error: ", "c++: not found", "g++: not found", "cannot find -l"))
 
 
-class CompileStage:
-    """Mixed into harness.Probe: the compile stage (see the module docstring)."""
+class CompileStage(harness_context.Stage):
+    """The compile stage (see the module docstring), composed by harness.Probe."""
+
+    def __init__(self, ctx, stage, skip_stage, output_tensors, tolerance_row, graph_break_counts, record_graph_breaks):
+        super().__init__(ctx, stage, skip_stage)
+        self.output_tensors = output_tensors  # the compared outputs of a model output (harness.Probe)
+        self.tolerance_row = tolerance_row
+        self.graph_break_counts = graph_break_counts  # dynamo's graph breaks, into the matrix (harness_modes.Modes)
+        self.record_graph_breaks = record_graph_breaks
 
     def compile_model(self, backend: str):
         """torch.compile of the model with static shapes."""
@@ -121,8 +130,8 @@ class CompileStage:
             self.compile_not_measured(budget, f"it ran past its bound of {budget:.0f} s and was stopped")
 
     def elapsed_s(self) -> float:
-        """Seconds since the harness started (Probe.t0: harness.py's first line). Importing harness here would run it
-        again as a module of that name, with a clock of its own, when harness.py is the program."""
+        """Seconds since the harness started (the context's t0: harness.py's first line). Importing harness here would
+        run it again as a module of that name, with a clock of its own, when harness.py is the program."""
         return time.monotonic() - self.t0
 
     def compile_not_measured(self, budget: float, why: str) -> None:

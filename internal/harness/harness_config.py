@@ -16,7 +16,7 @@ the load builds from, in the mode the scanner's plan gave.
   transformers loads and builds the model from is the scanner's error (harness_inputs:config:<field>): the harness
   failed to read it, not the model.
 
-ConfigStage is mixed into harness.Probe, as harness_modes.Modes is.
+ConfigStage is a stage harness.Probe composes (harness_context.py: the state it shares).
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ import contextlib
 import json
 import os
 
+import harness_context
 import harness_failures
 import harness_host
 import harness_inputs
@@ -104,8 +105,8 @@ def require_checkpoint(model_dir: str) -> list[str]:
     raise harness_failures.Skip("no_safetensors", f"--mode full asked but the model directory has {why_none}")
 
 
-class ConfigStage:
-    """Mixed into harness.Probe: the config stage (see the module docstring)."""
+class ConfigStage(harness_context.Stage):
+    """The config stage (see the module docstring), composed by harness.Probe."""
 
     def memory_budget(self) -> tuple[int | None, str]:
         # The scanner passes its plan's budget; the defaults below serve a harness run by hand.

@@ -7,13 +7,14 @@ own tokenizer (full mode) continues harness_real_inputs.PROMPT, and result.conti
 decoded text; otherwise the prompt is the forward inputs'. The float32 CPU reference runs generate_once with the
 same settings when the target fails (harness_reference.py).
 
-GenerateStage is mixed into harness.Probe, as harness_modes.Modes is.
+GenerateStage is a stage harness.Probe composes (harness_context.py).
 """
 
 from __future__ import annotations
 
 import time
 
+import harness_context
 import harness_failures
 import harness_real_inputs
 import harness_shard
@@ -43,8 +44,12 @@ class TimingStreamer:
         pass
 
 
-class GenerateStage:
-    """Mixed into harness.Probe: the generate stage (see the module docstring)."""
+class GenerateStage(harness_context.Stage):
+    """The generate stage (see the module docstring), composed by harness.Probe."""
+
+    def __init__(self, ctx, stage, skip_stage, forward_kwargs):
+        super().__init__(ctx, stage, skip_stage)
+        self.forward_kwargs = forward_kwargs  # CPU inputs onto the device in its dtype (harness.Probe)
 
     def stage_generate(self) -> None:
         why = self.why_no_generate()

@@ -38,6 +38,7 @@ from __future__ import annotations
 import statistics
 import time
 
+import harness_context
 import harness_failures
 import harness_numerics
 import harness_train
@@ -90,15 +91,16 @@ class TpuApi:
         return self.tpu.precision(self.tpu.Precision.HIGHEST if highest else self.tpu.Precision.DEFAULT)
 
 
-class Modes:
-    """Mixed into harness.Probe: the matrix's stages (see the module docstring)."""
+class Modes(harness_context.Stage):
+    """The matrix's stages (see the module docstring), composed by harness.Probe: its verdicts are the context's
+    modes, compiled_metrics and precision_checks."""
 
-    def init_modes(self) -> None:
-        self.modes: dict = {}
-        self.ref_outputs = None  # name -> float32 CPU reference outputs (numerics), for the eager modes
-        self.precision_checks = None
+    def __init__(self, ctx, stage, skip_stage, output_tensors, tolerance_row, forward_kwargs):
+        super().__init__(ctx, stage, skip_stage)
+        self.output_tensors = output_tensors  # (harness.Probe)
+        self.tolerance_row = tolerance_row
+        self.forward_kwargs = forward_kwargs
         self.precision_sensitive = False
-        self.compiled_metrics: dict = {}
         self.peak_before_train = None
         self.train_ran_on_device = False
 

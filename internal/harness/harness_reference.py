@@ -39,8 +39,14 @@ REFERENCE_COMPILE_BACKEND = "aot_eager"
 class Reference:
     """The float32 CPU reference of one probe (see the module docstring)."""
 
-    def __init__(self, probe):
-        self.probe = probe
+    def __init__(self, ctx, forward_inputs, apply_generation_config, generator):
+        """ctx: the probe's harness_context.Context; forward_inputs and apply_generation_config: the probe's (the
+        same inputs and generation config as the target's); generator: the probe's generate stage (generate_prompt,
+        generate_once)."""
+        self.ctx = ctx
+        self.forward_inputs = forward_inputs
+        self.apply_generation_config = apply_generation_config
+        self.generator = generator
         self._model = None
         self.builds = 0  # how many times the model was built (tests read it: the reference is shared)
 
@@ -56,7 +62,7 @@ class Reference:
         return self._model
 
     def _build(self):
-        p = self.probe
+        p = self.ctx
         torch = p.torch
         if p.mode == "full":
             model = p.cls.from_pretrained(p.args.model_dir, dtype=torch.float32, use_safetensors=True,
@@ -64,7 +70,7 @@ class Reference:
         else:
             torch.manual_seed(p.args.seed)  # the weights the load stage drew
             model = p.cls._from_config(p.arch_config, dtype=torch.float32)
-            p.apply_generation_config(model)
+            self.apply_generation_config(model)
         model.eval()
         return model
 
@@ -76,21 +82,20 @@ class Reference:
     def inputs(self) -> dict:
         """The forward inputs on the CPU (float32): the target's when the forward stage built them, else the
         same inputs built with the reference model."""
-        p = self.probe
-        if p.inputs_cpu is not None:
-            return p.inputs_cpu
-        return p.forward_inputs(self.model(), None, []).tensors
+        if self.ctx.inputs_cpu is not None:
+            return self.ctx.inputs_cpu
+        return self.forward_inputs(self.model(), None, []).tensors
 
     def outputs(self, inputs=None):
         """The reference model's output on inputs (default: the forward inputs)."""
-        with self.probe.torch.no_grad():
+        with self.ctx.torch.no_grad():
             return self.model()(**(self.inputs() if inputs is None else inputs))
 
     def run_stage(self, stage: str) -> tuple[BaseException | None, bool]:
         """Run stage on the reference: (its exception, None when it passed; whether it could run at all)."""
         run = {"load": self._load, "forward": self._forward, "compile": self._compile,
                "generate": self._generate}.get(stage)
-        if run is None or self.probe.torch is None:
+        if run is None or self.ctx.torch is None:
             return None, False
         try:
             run()
@@ -127,8 +132,7 @@ class Reference:
             )
 
     def _generate(self) -> None:
-        p = self.probe
         model = self.model()
-        gin, _ = p.generate_prompt([])
-        with p.torch.no_grad():
-            p.generate_once(model, gin, [], compiled=False)
+        gin, _ = self.generator.generate_prompt([])
+        with self.ctx.torch.no_grad():
+            self.generator.generate_once(model, gin, [], compiled=False)

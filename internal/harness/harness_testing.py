@@ -3,9 +3,9 @@
 harness.new_probe() reads the environment variable HARNESS_TEST_INJECT once, at start-up.
 Unset (always in production: the Go runner builds the harness's environment from an
 allow-list and refuses this variable), the run uses harness.Probe and this module is never
-imported. Set, the run uses with_faults(Probe, spec): a subclass of Probe whose overrides
-inject what the spec asks, so that the real stages (harness.py and its stage modules) carry no test
-branches.
+imported. Set, the run uses with_faults(Probe, spec): a subclass of Probe, composing subclasses of its
+stage classes (Probe.numerics_cls, modes_cls, compile_cls), whose overrides inject what the spec asks, so
+that the real stages (harness.py and its stage modules) carry no test branches.
 
 The spec is a list of items separated by ``;``:
 
@@ -126,16 +126,21 @@ def parse(spec: str) -> Faults:
 
 
 def with_faults(probe_cls: type, spec: str) -> type:
-    """probe_cls (harness.Probe) with the faults of spec injected."""
+    """probe_cls (harness.Probe) with the faults of spec injected: its own overrides (FaultInjection) and those of
+    the stages it composes (NumericsFaults, TrainFaults, CompileFaults), each a subclass of probe_cls's."""
     faults = parse(spec)
     attrs = {"faults": faults}
+    for attr, overrides in (("numerics_cls", NumericsFaults), ("modes_cls", TrainFaults),
+                            ("compile_cls", CompileFaults)):
+        base = getattr(probe_cls, attr)
+        attrs[attr] = type(f"Faulty{base.__name__}", (overrides, base), {"faults": faults})
     if faults.tpu:
         attrs["device_cls"] = type("SimulatedTpuDevice", (OnSimulatedAccelerator, CpuTensors, probe_cls.device_cls), {})
     return type("FaultyProbe", (FaultInjection, probe_cls), attrs)
 
 
 class FaultInjection:
-    """Overrides of Probe's methods; mixed in before Probe by with_faults."""
+    """Overrides of Probe's own methods; mixed in before Probe by with_faults."""
 
     faults: Faults
 
@@ -182,6 +187,18 @@ class FaultInjection:
             real.tensors = dict(real.tensors, input_ids=ids)
         return real
 
+    def stage_load(self) -> None:
+        super().stage_load()
+        if self.faults.precision_sensitive:
+            out = self.model.get_output_embeddings() if hasattr(self.model, "get_output_embeddings") else None
+            (out if out is not None else first_leaf(self.model)).register_forward_hook(_off_unless_highest)
+
+
+class NumericsFaults:
+    """Overrides of harness_compare.NumericsStage; mixed in before it by with_faults."""
+
+    faults: Faults
+
     def stage_numerics(self) -> None:
         if not self.faults.perturb:
             return super().stage_numerics()
@@ -192,11 +209,11 @@ class FaultInjection:
         finally:
             self.dev_out = eager
 
-    def stage_load(self) -> None:
-        super().stage_load()
-        if self.faults.precision_sensitive:
-            out = self.model.get_output_embeddings() if hasattr(self.model, "get_output_embeddings") else None
-            (out if out is not None else first_leaf(self.model)).register_forward_hook(_off_unless_highest)
+
+class TrainFaults:
+    """Overrides of harness_modes.Modes (the train step); mixed in before it by with_faults."""
+
+    faults: Faults
 
     def train_target_model(self):
         model = super().train_target_model()
@@ -213,6 +230,12 @@ class FaultInjection:
             hook = getattr(self, "_no_backward_hook", None)
             if hook is not None:
                 hook.remove()
+
+
+class CompileFaults:
+    """Overrides of harness_compile.CompileStage; mixed in before it by with_faults."""
+
+    faults: Faults
 
     def compile_model(self, backend: str):
         if self.faults.graph_break:

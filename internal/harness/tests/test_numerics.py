@@ -11,7 +11,7 @@ def _probe():
     p = harness.Probe(harness.parse_args(["--model-dir", "x", "--mode", "arch", "--result-file", "r.json"]))
     p.torch = torch
     p.is_scores = True
-    return p
+    return p.numerics_stage  # the numerics stage Probe composes; its fields are the probe's context
 
 
 def test_fp32_like_with_like_is_tight():

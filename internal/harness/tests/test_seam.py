@@ -3,6 +3,12 @@
 import inspect
 
 import harness
+import harness_compare
+import harness_compile
+import harness_config
+import harness_context
+import harness_generate
+import harness_modes
 import harness_testing
 from conftest import REVISION
 
@@ -33,11 +39,42 @@ def test_parse():
     assert harness_testing.parse("") == harness_testing.Faults()
 
 
+def test_the_probe_composes_its_stages():
+    # Probe inherits nothing: it composes one object per stage, each built with the shared context
+    assert harness.Probe.__mro__ == (harness.Probe, object)
+    probe = harness.Probe(_args())
+    stages = {"config_stage": harness_config.ConfigStage, "numerics_stage": harness_compare.NumericsStage,
+              "modes_stage": harness_modes.Modes, "compile_stage": harness_compile.CompileStage,
+              "generate_stage": harness_generate.GenerateStage}
+    for attr, cls in stages.items():
+        stage = getattr(probe, attr)
+        assert type(stage) is cls and stage.ctx is probe.ctx, attr
+    # one copy of the shared state: the probe's attribute is the context's, as each stage's is
+    probe.dev_out = "x"
+    assert probe.ctx.dev_out == probe.numerics_stage.dev_out == "x"
+    assert probe.reference.ctx is probe.ctx
+
+
+def test_the_seam_subclasses_the_stages(monkeypatch):
+    monkeypatch.setenv("HARNESS_TEST_INJECT", "numerics:perturb")
+    probe = harness.new_probe(_args())
+    for attr, cls, hook in (("numerics_stage", harness_compare.NumericsStage, "stage_numerics"),
+                            ("modes_stage", harness_modes.Modes, "train_target_model"),
+                            ("compile_stage", harness_compile.CompileStage, "compile_model")):
+        stage = getattr(probe, attr)
+        assert isinstance(stage, cls) and type(stage) is not cls, attr
+        assert getattr(type(stage), hook) is not getattr(cls, hook), (attr, hook)
+        assert stage.faults is probe.faults
+    assert type(probe.config_stage) is harness_config.ConfigStage  # nothing injected there
+
+
 def test_real_stages_carry_no_test_code():
-    # the Probe and the stage families mixed into it (harness_config, harness_compare, harness_compile,
-    # harness_generate); harness_modes.Modes is left out: its docstrings name the hooks harness_testing overrides
-    stages = [c for c in harness.Probe.__mro__ if c is not object and c.__module__ != "harness_modes"]
-    assert {c.__name__ for c in stages} == {"Probe", "ConfigStage", "NumericsStage", "CompileStage", "GenerateStage"}
+    # the Probe and the stages it composes (harness_config, harness_compare, harness_compile, harness_generate);
+    # harness_modes.Modes is left out: its docstrings name the hooks harness_testing overrides
+    stages = [harness.Probe, harness.Probe.config_cls, harness.Probe.numerics_cls, harness.Probe.compile_cls,
+              harness.Probe.generate_cls, harness_context.Stage]
+    assert {c.__name__ for c in stages} == {"Probe", "ConfigStage", "NumericsStage", "CompileStage", "GenerateStage",
+                                            "Stage"}
     for cls in stages:
         src = inspect.getsource(cls)
         for word in ("inject", "HARNESS_TEST", "perturb"):
