@@ -84,8 +84,17 @@ func TestTheTrainVerdictOnEverySurface(t *testing.T) {
 		strings.Join(got["org/old"], "|") != "|||" {
 		t.Errorf("CSV train columns: %v", got)
 	}
-	if head[len(head)-1-len(api.KnownCSVColumns)-len(api.EvidenceCSVColumns)-len(api.ServingCSVColumns)] != "graph_breaks" {
-		t.Errorf("the matrix's columns are not followed by the known issue's, the evidence's and the serving's only: %v", head)
+	if head[len(head)-1-len(api.KnownCSVColumns)-len(api.EvidenceCSVColumns)-len(api.ServingCSVColumns)-
+		len(api.TrainEvidenceCSVColumns)] != "graph_breaks" {
+		t.Errorf("the matrix's columns are not followed by the known issue's, the evidence's, the serving's and the train evidence's only: %v", head)
+	}
+	// The train verdict's own evidence (issue 37): measured by the run that trained, none where no train step ran
+	for id, want := range map[string]string{"org/trains": "measured", "org/no-backward": "measured", "org/old": "none"} {
+		for _, r := range rows[1:] {
+			if r[0] == id && (r[col("train_evidence")] != want || (want == "measured") != (r[col("train_evidence_runtime")] != "")) {
+				t.Errorf("%s: train evidence %q (runtime %q), want %s", id, r[col("train_evidence")], r[col("train_evidence_runtime")], want)
+			}
+		}
 	}
 
 	// Table: the Train column and filter

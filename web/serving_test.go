@@ -333,17 +333,18 @@ func TestServingCSV(t *testing.T) {
 	}
 	head := rows[0]
 	at := slices.Index(head, "evidence_from")
-	if at < 0 || !slices.Equal(head[at+1:], []string{"serving_evidence", "serving_served", "serving_kind", "serving_version",
+	if at < 0 || len(head) != at+1+15+len(api.TrainEvidenceCSVColumns) ||
+		!slices.Equal(head[at+1+15:], api.TrainEvidenceCSVColumns) || !slices.Equal(head[at+1:at+1+15], []string{"serving_evidence", "serving_served", "serving_kind", "serving_version",
 		"serving_command", "serving_status", "serving_reason", "serving_signature", "serving_vllm_torchtpu", "serving_runtime",
 		"serving_tokens_per_s", "serving_ttft_s", "serving_load_s", "serving_agreed_tokens", "serving_measured_at"}) {
-		t.Fatalf("the serving columns do not come last, after evidence_from: %v", head)
+		t.Fatalf("the serving columns do not follow evidence_from, followed by the train evidence's only: %v", head)
 	}
 	if !slices.Equal(head[:len(api.CSVColumns)], api.CSVColumns) || head[0] != "id" || head[6] != "status" {
 		t.Fatalf("an earlier column moved: %v", head)
 	}
 	got := map[string]string{}
 	for _, row := range rows[1:] {
-		got[row[0]] = strings.Join(row[at+1:], "|")
+		got[row[0]] = strings.Join(row[at+1:at+1+15], "|")
 	}
 	want := map[string]string{
 		"org/llama": "measured|true|generation|" + serving.Version + "|vllm serve org/llama --tensor-parallel-size 2 --max-model-len 8192|pass||" +
@@ -367,8 +368,8 @@ func TestServingCSV(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, row := range rows[1:] {
-		if row[0] == "org/llama" && strings.Join(row[at+1:], "|") != want["org/llama"] {
-			t.Errorf("llama's serving columns after a probe not judged:\n got %s\nwant %s", strings.Join(row[at+1:], "|"), want["org/llama"])
+		if row[0] == "org/llama" && strings.Join(row[at+1:at+1+15], "|") != want["org/llama"] {
+			t.Errorf("llama's serving columns after a probe not judged:\n got %s\nwant %s", strings.Join(row[at+1:at+1+15], "|"), want["org/llama"])
 		}
 	}
 }

@@ -30,7 +30,7 @@ var CSVColumns = []string{"id", "task", "library", "downloads", "likes", "gated"
 // matrix's (issue 25) and the known issue's, each added last, so that no
 // earlier column moves.
 var CSVAllColumns = slices.Concat(CSVColumns, readinessCSVColumns, ModesCSVColumns, KnownCSVColumns, EvidenceCSVColumns,
-	ServingCSVColumns)
+	ServingCSVColumns, TrainEvidenceCSVColumns)
 
 // ServingCSVColumns are the serving cell (issue 40): its one verdict
 // (compat.ServingCell.Verdict: serving_served true or false, on the
@@ -85,9 +85,28 @@ func servingCSV(m compat.Model) []string {
 var EvidenceCSVColumns = []string{"evidence", "evidence_target", "evidence_device", "evidence_device_count",
 	"evidence_runtime", "evidence_at", "evidence_from"}
 
+// TrainEvidenceCSVColumns are what the train verdict (train_status) rests
+// on (compat.EvidenceOfMode, issue 37): EvidenceCSVColumns' fields for the
+// run that measured the train step, none when it was not run or skipped.
+// They come last: columns are only ever appended.
+var TrainEvidenceCSVColumns = func() []string {
+	out := make([]string, len(EvidenceCSVColumns))
+	for i, c := range EvidenceCSVColumns {
+		out[i] = "train_" + c
+	}
+	return out
+}()
+
 // evidenceCSV is m's evidenceCSVColumns: empty where the tier has no such field.
-func evidenceCSV(m compat.Model) []string {
-	e := compat.EvidenceOf(m.Result)
+func evidenceCSV(m compat.Model) []string { return evidenceFields(compat.EvidenceOf(m.Result)) }
+
+// trainEvidenceCSV is m's TrainEvidenceCSVColumns.
+func trainEvidenceCSV(m compat.Model) []string {
+	return evidenceFields(compat.EvidenceOfMode(m.Result, compat.ModeTrain))
+}
+
+// evidenceFields is e as EvidenceCSVColumns: empty where the tier has no such field.
+func evidenceFields(e compat.Evidence) []string {
 	count, at := "", ""
 	if e.DeviceCount > 0 {
 		count = strconv.Itoa(e.DeviceCount)
@@ -213,7 +232,7 @@ func (h *Handler) writeExport(ctx context.Context, w io.Writer, q store.ModelQue
 		}
 		for _, m := range models {
 			WriteCSVRow(&buf, slices.Concat(h.csvRecord(m), readinessCSV(m), modesCSV(m), h.knownCSV(m), evidenceCSV(m),
-				servingCSV(m)), csvNumeric)
+				servingCSV(m), trainEvidenceCSV(m)), csvNumeric)
 		}
 		rows += len(models)
 		if _, err := w.Write(buf.Bytes()); err != nil {
@@ -239,7 +258,7 @@ var csvNumeric = func() map[int]bool {
 		switch c {
 		case "downloads", "likes", "tokens_per_s", "forward_ms", "peak_mem_bytes", "params", "weights_bytes_bf16",
 			"kv_bytes_per_token", "min_devices_v5e", "min_devices_v5p", "min_devices_v6e", "min_devices_v7x", "mfu", "mbu",
-			"train_step_ms", "graph_breaks", "evidence_device_count",
+			"train_step_ms", "graph_breaks", "evidence_device_count", "train_evidence_device_count",
 			"serving_tokens_per_s", "serving_ttft_s", "serving_load_s", "serving_agreed_tokens":
 			m[i] = true
 		}
