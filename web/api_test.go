@@ -205,6 +205,28 @@ func TestAPIETag(t *testing.T) {
 	}
 }
 
+// If-None-Match: "*" matches an answer that exists (304), never one that
+// does not: a malformed cursor is 400, an unknown model 404, as without it.
+func TestIfNoneMatchStar(t *testing.T) {
+	ts := newTestServer(t, 20, 40, Config{})
+	star := map[string]string{"If-None-Match": "*"}
+	for p, want := range map[string]int{
+		"/api/v1/models?limit=5":                         304,
+		"/api/v1/models/" + ts.ids[0]:                    304,
+		"/feed.json":                                     304,
+		"/badge/" + ts.ids[0] + ".svg":                   304,
+		"/methodology":                                   304,
+		"/api/v1/models?cursor=not-a-cursor":             400,
+		"/api/v1/models/org/no-such-model":               404,
+		"/api/v1/compare?base=x&head=y&cursor=bad":       400,
+		"/api/v1/models?limit=5&cursor=1~2~" + ts.ids[0]: 304, // a well-formed cursor is a position: its page exists
+	} {
+		if r := ts.do(t, "GET", p, star); r.status != want || want == 304 && r.body != "" {
+			t.Errorf("%s with If-None-Match: * → %d %q, want %d", p, r.status, r.body, want)
+		}
+	}
+}
+
 func TestAPIModelDetail(t *testing.T) {
 	ts := newTestServer(t, 0, 0, Config{})
 	ts.upsert(t, store.ModelUpsert{ID: "Qwen/Qwen3-0.6B", Task: "text-generation", Aliases: []string{"Qwen/Old"}},

@@ -7,6 +7,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/google-pytorch/torchtpu-scanner/internal/fleet"
+	"github.com/google-pytorch/torchtpu-scanner/web/internal/cached"
 	"github.com/google-pytorch/torchtpu-scanner/web/internal/httpx"
 )
 
@@ -14,7 +15,7 @@ import (
 // Model ids contain "/" (Qwen/Qwen3-0.6B) or not (gpt2), so routes that take
 // one end in a wildcard.
 func (s *Server) routes(app *fiber.App) {
-	app.Use(s.observe, httpx.Secure)
+	app.Use(s.observe, httpx.Secure, cached.AnyRepresentation)
 
 	// Pages (HTML).
 	app.Get("/", s.pages.Table)

@@ -124,13 +124,17 @@ func (c *Map[K, V]) Bytes() int {
 // Check reads the data's version from src, sets the answer's ETag over it
 // and parts (everything else the representation depends on), and reports
 // whether the request already holds that answer: then the caller answers
-// 304 (Unchanged). The error is src's, for the caller to wrap.
+// 304 (Unchanged). If-None-Match: "*" is not a match here (the answer is
+// not built yet): AnyRepresentation answers it. The error is src's, for
+// the caller to wrap.
 func Check(c *fiber.Ctx, src Source, parts ...string) (changed time.Time, fresh bool, err error) {
 	changed, err = src.Changed(c.UserContext())
 	if err != nil {
 		return changed, false, err
 	}
-	return changed, NotModified(c, Tag(changed, parts...)), nil
+	etag := Tag(changed, parts...)
+	c.Response().Header.SetCanonical(keyETag, []byte(etag))
+	return changed, names(c, etag, false), nil
 }
 
 // Unchanged answers 304 Not Modified.
