@@ -1,14 +1,11 @@
 package web
 
 import (
-	"go/parser"
-	"go/token"
-	"os"
-	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/google-pytorch/torchtpu-scanner/internal/testenv"
 )
 
 // TestAudiencesImportOnlyTheFloorBelow holds web's packages to their
@@ -17,7 +14,6 @@ import (
 // (and web/chart); and web/internal's packages import no audience.
 // routes.go wires them, so nothing runs back up.
 func TestAudiencesImportOnlyTheFloorBelow(t *testing.T) {
-	const module = "github.com/google-pytorch/torchtpu-scanner/"
 	internal := []string{"web/internal/cached", "web/internal/data", "web/internal/httpx", "web/internal/show"}
 	below := map[string][]string{ // a package of web and the web packages it may import
 		"web/api":             internal,
@@ -32,29 +28,9 @@ func TestAudiencesImportOnlyTheFloorBelow(t *testing.T) {
 	}
 	seen := 0
 	for dir, may := range below {
-		files, err := filepath.Glob(filepath.Join("..", dir, "*.go"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(files) == 0 {
-			t.Errorf("%s: no Go files", dir)
-		}
-		for _, f := range files {
-			if strings.HasSuffix(f, "_test.go") {
-				continue
-			}
-			src, err := os.ReadFile(f)
-			if err != nil {
-				t.Fatal(err)
-			}
-			file, err := parser.ParseFile(token.NewFileSet(), f, src, parser.ImportsOnly)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, imp := range file.Imports {
-				p, _ := strconv.Unquote(imp.Path.Value)
-				rel, ok := strings.CutPrefix(p, module)
-				if !ok || (rel != "web" && !strings.HasPrefix(rel, "web/")) {
+		for f, imports := range testenv.Imports(t, dir) {
+			for _, rel := range imports {
+				if rel != "web" && !strings.HasPrefix(rel, "web/") {
 					continue
 				}
 				seen++

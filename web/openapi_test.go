@@ -97,8 +97,10 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 	}
 }
 
-// TestOpenAPISorts: the documented ?sort= values are the store's (store/sort.go).
-func TestOpenAPISorts(t *testing.T) {
+// documentedEnum is the enum the OpenAPI document gives the parameter name
+// of GET path.
+func documentedEnum(t *testing.T, path, name string) []string {
+	t.Helper()
 	var doc struct {
 		Paths map[string]map[string]struct {
 			Parameters []struct {
@@ -112,12 +114,17 @@ func TestOpenAPISorts(t *testing.T) {
 	if err := json.Unmarshal(openapiJSON, &doc); err != nil {
 		t.Fatal(err)
 	}
-	var enum []string
-	for _, p := range doc.Paths["/api/v1/models"]["get"].Parameters {
-		if p.Name == "sort" {
-			enum = p.Schema.Enum
+	for _, p := range doc.Paths[path]["get"].Parameters {
+		if p.Name == name {
+			return p.Schema.Enum
 		}
 	}
+	return nil
+}
+
+// TestOpenAPISorts: the documented ?sort= values are the store's (store/sort.go).
+func TestOpenAPISorts(t *testing.T) {
+	enum := documentedEnum(t, "/api/v1/models", "sort")
 	if want := httpx.SortNames(); len(enum) == 0 || !slices.Equal(enum, want) {
 		t.Errorf("openapi.json: /api/v1/models sort enum %v; want the store's %v", enum, want)
 	}

@@ -278,25 +278,7 @@ func serveList(t *testing.T, ts *testServer, want map[string]string) {
 // TestServeFilterValues: the table's vLLM filter, the API's ?serve= and
 // the OpenAPI document list the same values (store.ServeValues).
 func TestServeFilterValues(t *testing.T) {
-	var doc struct {
-		Paths map[string]map[string]struct {
-			Parameters []struct {
-				Name   string `json:"name"`
-				Schema struct {
-					Enum []string `json:"enum"`
-				} `json:"schema"`
-			} `json:"parameters"`
-		} `json:"paths"`
-	}
-	if err := json.Unmarshal(openapiJSON, &doc); err != nil {
-		t.Fatal(err)
-	}
-	var enum []string
-	for _, p := range doc.Paths["/api/v1/models"]["get"].Parameters {
-		if p.Name == "serve" {
-			enum = p.Schema.Enum
-		}
-	}
+	enum := documentedEnum(t, "/api/v1/models", "serve")
 	want := store.ServeValues()
 	if !slices.Equal(enum, want) || !slices.Contains(want, "pass") || !slices.Contains(want, "declared") {
 		t.Errorf("openapi.json's serve enum %v; want the store's %v (with pass and declared)", enum, want)

@@ -1,14 +1,10 @@
 package compat_test
 
 import (
-	"go/parser"
-	"go/token"
-	"os"
-	"path/filepath"
 	"slices"
-	"strconv"
-	"strings"
 	"testing"
+
+	"github.com/google-pytorch/torchtpu-scanner/internal/testenv"
 )
 
 // TestImportsPointDown holds compat to the floor it sits on: the types
@@ -17,30 +13,10 @@ import (
 // once: compat.Model carried serving.Cell while serving's probe imported
 // compat).
 func TestImportsPointDown(t *testing.T) {
-	const module = "github.com/google-pytorch/torchtpu-scanner/"
-	below := []string{module + "internal/readiness", module + "internal/termsafe"}
-	files, err := filepath.Glob("*.go")
-	if err != nil {
-		t.Fatal(err)
-	}
+	below := []string{"internal/readiness", "internal/termsafe"}
 	seen := 0
-	for _, f := range files {
-		if strings.HasSuffix(f, "_test.go") {
-			continue
-		}
-		src, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		file, err := parser.ParseFile(token.NewFileSet(), f, src, parser.ImportsOnly)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, imp := range file.Imports {
-			p, _ := strconv.Unquote(imp.Path.Value)
-			if !strings.HasPrefix(p, module) {
-				continue
-			}
+	for f, imports := range testenv.Imports(t, "internal/compat") {
+		for _, p := range imports {
 			seen++
 			if !slices.Contains(below, p) {
 				t.Errorf("%s imports %s: compat imports only %v (move the shared type down into compat instead)", f, p, below)
